@@ -1,0 +1,66 @@
+/**
+ * The one catalogue of coded errors. Every error brine raises on a protocol, storage or cluster path is
+ * a BrineError with a code from here, so logs, replies and tests can match on the code, not the text.
+ *
+ * Add codes in the section of your area; keep messages short and operator-facing.
+ */
+
+export const ERR = {
+  // --- protocol / wire ---
+  FRAME_TOO_LARGE: "frame exceeds frameBytesMax",
+  MSGPACK_TRUNCATED: "msgpack data is truncated",
+  MSGPACK_INVALID: "msgpack data is malformed",
+  MSGPACK_TOO_DEEP: "msgpack nesting exceeds msgpackDepthMax",
+  MSGPACK_TOO_MANY: "msgpack container exceeds msgpackElementsMax",
+  MSGPACK_EXT: "msgpack extension type is not allowed",
+  CRYPTICLE_AUTH: "HMAC check failed",
+  CRYPTICLE_FORMAT: "ciphertext is malformed",
+  CRYPTICLE_NONCE: "nonce mismatch",
+  RSA_DECRYPT: "RSA decryption failed",
+  RSA_BAD_KEY: "RSA key could not be parsed",
+  X931_FORMAT: "X9.31 block is malformed",
+  BAD_ENC_ALGO: "bad enc algo",
+  BAD_SIG_ALGO: "bad sig algo",
+  BAD_LOAD: "bad load",
+  BAD_ID: "invalid minion id",
+  BAD_JID: "invalid jid",
+  // --- master / request handling ---
+  QUEUE_FULL: "request queue is full, retry later",
+  SHUTTING_DOWN: "master is shutting down",
+  AUTH_DENIED: "authentication denied",
+  PUBLISH_AUTH: "Authentication error occurred.",
+  NOT_ALLOWED: "command is not allowed",
+  // --- config ---
+  CONFIG_INVALID: "configuration is invalid",
+  // --- raft ---
+  RAFT_NO_LEADER: "no leader within the deadline",
+  RAFT_NOT_VOTER: "node is not a voter",
+  RAFT_REJECTED: "proposal rejected",
+  RAFT_CONF_IN_FLIGHT: "a membership change is already in flight",
+  RAFT_STOPPED: "raft group is stopped",
+  RAFT_COMPACTED: "requested index is compacted",
+  RAFT_UNAVAILABLE: "requested entries are unavailable",
+  // --- ring ---
+  RING_TOO_MANY_NODES: "ring exceeds ringNodesMax",
+  RING_BAD_NODE_ID: "invalid ring node id",
+  // --- cluster ---
+  CLUSTER_BAD_NODE_ID: "wildcard or duplicate node id",
+  CLUSTER_PEER_REFUSED: "peer refused",
+  // --- swarm / tools ---
+  SWARM_FD_LIMIT: "file-descriptor limit too low for this many minions",
+} as const;
+
+export type ErrCode = keyof typeof ERR;
+
+export class BrineError extends Error {
+  readonly code: ErrCode;
+  constructor(code: ErrCode, detail?: string) {
+    super(detail ? `${ERR[code]}: ${detail}` : ERR[code]);
+    this.code = code;
+    this.name = "BrineError";
+  }
+}
+
+export function isBrineError(e: unknown, code?: ErrCode): e is BrineError {
+  return e instanceof BrineError && (code === undefined || e.code === code);
+}
