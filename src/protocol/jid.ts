@@ -1,0 +1,53 @@
+/**
+ * Job ids as Salt makes them: UTC `%Y%m%d%H%M%S%f` (20 digits, microseconds). JS clocks give
+ * milliseconds, so the generator keeps the last jid and bumps the microsecond part to stay unique and
+ * increasing within one process (Salt does the same when two jids fall in the same microsecond).
+ */
+
+function pad(n: number, w: number): string {
+  return String(n).padStart(w, "0");
+}
+
+export function formatJid(ms: number, micros: number): string {
+  const d = new Date(ms);
+  return (
+    pad(d.getUTCFullYear(), 4) +
+    pad(d.getUTCMonth() + 1, 2) +
+    pad(d.getUTCDate(), 2) +
+    pad(d.getUTCHours(), 2) +
+    pad(d.getUTCMinutes(), 2) +
+    pad(d.getUTCSeconds(), 2) +
+    pad(d.getUTCMilliseconds() * 1000 + micros, 6)
+  );
+}
+
+export class JidGenerator {
+  private last = "";
+  /** @param now injected clock (ms since epoch) */
+  constructor(private readonly now: () => number = Date.now) {}
+
+  next(): string {
+    let jid = formatJid(this.now(), 0);
+    if (jid <= this.last) jid = (BigInt(this.last) + 1n).toString().padStart(20, "0");
+    this.last = jid;
+    return jid;
+  }
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** Salt's jid_to_time: `YYYY, Mon DD hh:mm:ss.ffffff`; "" for a malformed jid. */
+export function jidToTime(jid: string): string {
+  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{6})/.exec(jid);
+  if (!m) return "";
+  const month = MONTHS[Number(m[2]) - 1];
+  if (!month) return "";
+  return `${m[1]}, ${month} ${m[3]} ${m[4]}:${m[5]}:${m[6]}.${m[7]}`;
+}
+
+/** Milliseconds since the epoch encoded in a jid (for cleanup by age), or NaN. */
+export function jidToMs(jid: string): number {
+  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{3})/.exec(jid);
+  if (!m) return NaN;
+  return Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!, +m[7]!);
+}

@@ -1,0 +1,281 @@
+/**
+ * Salt's wire msgpack.
+ *
+ * Salt packs with the old spec (use_bin_type=False), so ciphertexts and signatures arrive as msgpack
+ * *str* values that are not UTF-8. Salt unpacks with raw=True and then turns every byte string that is
+ * valid UTF-8 into text. msgpackr has no raw mode (it would corrupt such strings), so decoding uses
+ * this strict decoder, which also enforces our limits (size, depth, element count, ext allow-list) —
+ * a hostile frame gets a coded error, never a crash, a stack overflow or an over-allocation.
+ *
+ * Encoding uses msgpackr: Buffers go out as bin, which minions read as bytes (raw=True treats str and
+ * bin alike), strings as str.
+ *
+ * Decoded shapes: str/bin → string when valid UTF-8, else Buffer; map → plain object (integer keys
+ * become their decimal text; `__proto__` is defined as an own property, never a prototype);
+ * integers beyond 2^53 → bigint; ext 78 (datetime) → its ASCII text; ext 79 (_Constant) → its value.
+ */
+import { Packr } from "msgpackr";
+import { BrineError } from "../errors.js";
+import { frameBytesMax, msgpackDepthMax, msgpackElementsMax } from "./limits.js";
+
+export type WireValue =
+  | null
+  | boolean
+  | number
+  | bigint
+  | string
+  | Buffer
+  | WireValue[]
+  | { [key: string]: WireValue };
+
+export interface DecodeLimits {
+  bytesMax: number;
+  depthMax: number;
+  elementsMax: number;
+}
+
+export const wireLimits: DecodeLimits = {
+  bytesMax: frameBytesMax,
+  depthMax: msgpackDepthMax,
+  elementsMax: msgpackElementsMax,
+};
+
+/** ext type codes Salt uses (salt/payload.py). */
+export const EXT_DATETIME = 78;
+export const EXT_CONSTANT = 79;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+class Reader {
+  pos = 0;
+  elements = 0;
+  constructor(
+    readonly buf: Buffer,
+    readonly limits: DecodeLimits,
+  ) {}
+
+  need(n: number): void {
+    if (this.pos + n > this.buf.length) throw new BrineError("MSGPACK_TRUNCATED", `need ${n} bytes at ${this.pos}`);
+  }
+  u8(): number {
+    this.need(1);
+    return this.buf[this.pos++]!;
+  }
+  u16(): number {
+    this.need(2);
+    const v = this.buf.readUInt16BE(this.pos);
+    this.pos += 2;
+    return v;
+  }
+  u32(): number {
+    this.need(4);
+    const v = this.buf.readUInt32BE(this.pos);
+    this.pos += 4;
+    return v;
+  }
+  bytes(n: number): Buffer {
+    this.need(n);
+    const b = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
+  count(n: number): void {
+    // A length prefix can claim far more elements than the frame could hold: refuse before allocating.
+    if (n > this.buf.length - this.pos) throw new BrineError("MSGPACK_TRUNCATED", `container of ${n} in a short frame`);
+    this.elements += n;
+    if (this.elements > this.limits.elementsMax) throw new BrineError("MSGPACK_TOO_MANY");
+  }
+}
+
+function textOrBytes(b: Buffer): string | Buffer {
+  // ASCII fast path: most keys and values are short ASCII strings.
+  let ascii = true;
+  for (let i = 0; i < b.length; i++) {
+    if (b[i]! > 0x7f) {
+      ascii = false;
+      break;
+    }
+  }
+  if (ascii) return b.toString("latin1");
+  try {
+    return utf8.decode(b);
+  } catch {
+    return Buffer.from(b); // copy: the frame buffer may be reused by the caller
+  }
+}
+
+function readInt64(r: Reader, signed: boolean): number | bigint {
+  r.need(8);
+  const v = signed ? r.buf.readBigInt64BE(r.pos) : r.buf.readBigUInt64BE(r.pos);
+  r.pos += 8;
+  return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+}
+
+function mapKey(k: WireValue): string {
+  if (typeof k === "string") return k;
+  if (typeof k === "number" || typeof k === "bigint" || typeof k === "boolean") return String(k);
+  if (k === null) return "None";
+  if (Buffer.isBuffer(k)) return k.toString("latin1");
+  throw new BrineError("MSGPACK_INVALID", "unhashable map key");
+}
+
+function readMap(r: Reader, n: number, depth: number): { [key: string]: WireValue } {
+  r.count(n * 2);
+  const out: { [key: string]: WireValue } = {};
+  for (let i = 0; i < n; i++) {
+    const k = mapKey(readValue(r, depth + 1));
+    const v = readValue(r, depth + 1);
+    if (k === "__proto__") Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
+  return out;
+}
+
+function readArray(r: Reader, n: number, depth: number): WireValue[] {
+  r.count(n);
+  const out: WireValue[] = new Array(n);
+  for (let i = 0; i < n; i++) out[i] = readValue(r, depth + 1);
+  return out;
+}
+
+function readExt(r: Reader, type: number, len: number, depth: number): WireValue {
+  const body = r.bytes(len);
+  if (type === EXT_DATETIME) return body.toString("latin1");
+  if (type === EXT_CONSTANT) {
+    const inner = decodeWire(body, { ...r.limits, depthMax: r.limits.depthMax - depth });
+    return Array.isArray(inner) && inner.length === 2 ? inner[1]! : inner;
+  }
+  throw new BrineError("MSGPACK_EXT", `type ${type}`);
+}
+
+function readValue(r: Reader, depth: number): WireValue {
+  if (depth > r.limits.depthMax) throw new BrineError("MSGPACK_TOO_DEEP");
+  const t = r.u8();
+  if (t <= 0x7f) return t;
+  if (t >= 0xe0) return t - 0x100;
+  if (t >= 0xa0 && t <= 0xbf) return textOrBytes(r.bytes(t & 0x1f));
+  if (t >= 0x90 && t <= 0x9f) return readArray(r, t & 0x0f, depth);
+  if (t >= 0x80 && t <= 0x8f) return readMap(r, t & 0x0f, depth);
+  switch (t) {
+    case 0xc0:
+      return null;
+    case 0xc2:
+      return false;
+    case 0xc3:
+      return true;
+    case 0xc4:
+    case 0xd9:
+      return textOrBytes(r.bytes(r.u8()));
+    case 0xc5:
+    case 0xda:
+      return textOrBytes(r.bytes(r.u16()));
+    case 0xc6:
+    case 0xdb:
+      return textOrBytes(r.bytes(r.u32()));
+    case 0xc7: {
+      const len = r.u8();
+      return readExt(r, r.buf.readInt8((r.need(1), r.pos++)), len, depth);
+    }
+    case 0xc8: {
+      const len = r.u16();
+      return readExt(r, r.buf.readInt8((r.need(1), r.pos++)), len, depth);
+    }
+    case 0xc9: {
+      const len = r.u32();
+      return readExt(r, r.buf.readInt8((r.need(1), r.pos++)), len, depth);
+    }
+    case 0xca: {
+      r.need(4);
+      const v = r.buf.readFloatBE(r.pos);
+      r.pos += 4;
+      return v;
+    }
+    case 0xcb: {
+      r.need(8);
+      const v = r.buf.readDoubleBE(r.pos);
+      r.pos += 8;
+      return v;
+    }
+    case 0xcc:
+      return r.u8();
+    case 0xcd:
+      return r.u16();
+    case 0xce:
+      return r.u32();
+    case 0xcf:
+      return readInt64(r, false);
+    case 0xd0:
+      return r.buf.readInt8((r.need(1), r.pos++));
+    case 0xd1: {
+      r.need(2);
+      const v = r.buf.readInt16BE(r.pos);
+      r.pos += 2;
+      return v;
+    }
+    case 0xd2: {
+      r.need(4);
+      const v = r.buf.readInt32BE(r.pos);
+      r.pos += 4;
+      return v;
+    }
+    case 0xd3:
+      return readInt64(r, true);
+    case 0xd4:
+    case 0xd5:
+    case 0xd6:
+    case 0xd7:
+    case 0xd8: {
+      const len = 1 << (t - 0xd4);
+      const type = r.buf.readInt8((r.need(1), r.pos++));
+      return readExt(r, type, len, depth);
+    }
+    case 0xdc:
+      return readArray(r, r.u16(), depth);
+    case 0xdd:
+      return readArray(r, r.u32(), depth);
+    case 0xde:
+      return readMap(r, r.u16(), depth);
+    case 0xdf:
+      return readMap(r, r.u32(), depth);
+    default:
+      throw new BrineError("MSGPACK_INVALID", `type byte 0x${t.toString(16)}`);
+  }
+}
+
+/** Decode one complete msgpack value; trailing bytes are an error (a frame holds exactly one). */
+export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits): WireValue {
+  const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  if (b.length > limits.bytesMax) throw new BrineError("FRAME_TOO_LARGE", `${b.length} bytes`);
+  if (b.length === 0) throw new BrineError("MSGPACK_TRUNCATED", "empty frame");
+  const r = new Reader(b, limits);
+  const v = readValue(r, 0);
+  if (r.pos !== b.length) throw new BrineError("MSGPACK_INVALID", `${b.length - r.pos} trailing bytes`);
+  return v;
+}
+
+const packr = new Packr({
+  useRecords: false,
+  moreTypes: false,
+  structuredClone: false,
+  variableMapSize: true,
+  encodeUndefinedAsNil: true,
+  useFloat32: 0,
+  largeBigIntToString: true,
+});
+
+/** Encode for the wire (requests, replies, publishes) and for nested payloads inside them. */
+export function encodeWire(value: unknown): Buffer {
+  return packr.pack(value);
+}
+
+/** True for a plain decoded map (not an array, Buffer or null). */
+export function isMap(v: unknown): v is { [key: string]: WireValue } {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !Buffer.isBuffer(v);
+}
+
+/** A field that must be bytes on the wire (ciphertexts): strings that happened to be UTF-8 go back to bytes. */
+export function asBytes(v: unknown): Buffer | undefined {
+  if (Buffer.isBuffer(v)) return v;
+  if (typeof v === "string") return Buffer.from(v, "utf8");
+  return undefined;
+}
