@@ -21,17 +21,36 @@ export function formatJid(ms: number, micros: number): string {
   );
 }
 
+/**
+ * Unique, increasing jids. With `shared` (a BigInt64Array over a SharedArrayBuffer holding the last
+ * jid's microsecond timestamp), every thread of the process draws from one sequence by CAS, so two
+ * workers never hand out the same jid in the same millisecond.
+ */
 export class JidGenerator {
-  private last = "";
+  private readonly last: BigInt64Array;
   /** @param now injected clock (ms since epoch) */
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    shared?: BigInt64Array,
+  ) {
+    this.last = shared ?? new BigInt64Array(1);
+  }
 
   next(): string {
-    let jid = formatJid(this.now(), 0);
-    if (jid <= this.last) jid = (BigInt(this.last) + 1n).toString().padStart(20, "0");
-    this.last = jid;
-    return jid;
+    for (;;) {
+      const prev = Atomics.load(this.last, 0);
+      const t = BigInt(this.now()) * 1000n;
+      const us = t > prev ? t : prev + 1n;
+      if (Atomics.compareExchange(this.last, 0, prev, us) === prev) {
+        const ms = Number(us / 1000n);
+        return formatJid(ms, Number(us % 1000n));
+      }
+    }
   }
+}
+
+export function sharedJidClock(): BigInt64Array {
+  return new BigInt64Array(new SharedArrayBuffer(8));
 }
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];

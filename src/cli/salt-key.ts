@@ -1,0 +1,182 @@
+/**
+ * salt-key: manage minion keys in the pki directory (works with the master stopped or running; a
+ * running master is told so it fires `salt/key`). Deleting a key writes the AES rotation drop file.
+ */
+import { Command } from "commander";
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { KeyStore, type KeyState } from "../pki/key-store.js";
+import { pemFinger } from "../protocol/pem.js";
+import { controlCall } from "../client/control-client.js";
+import { CONTROL_SOCKET } from "../master/control-server.js";
+import { fnmatchRegex } from "../pki/fnmatch-lite.js";
+import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
+import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
+
+const program = new Command("salt-key")
+  .description("Manage Salt minion keys")
+  .option("-c, --config-dir <dir>", "directory holding the master config", DEFAULT_CONFIG_DIR)
+  .option("-L, --list-all", "list all keys")
+  .option("-l, --list <state>", "list keys in a state: pre/un/unaccepted, acc/accepted, rej/rejected, den/denied, all")
+  .option("-a, --accept <glob>", "accept the matching pending keys")
+  .option("-A, --accept-all", "accept all pending keys")
+  .option("-r, --reject <glob>", "reject the matching pending keys")
+  .option("-R, --reject-all", "reject all pending keys")
+  .option("-d, --delete <glob>", "delete the matching keys")
+  .option("-D, --delete-all", "delete all keys")
+  .option("-f, --finger <glob>", "print the fingerprints of the matching keys")
+  .option("-F, --finger-all", "print all fingerprints")
+  .option("-p, --print <glob>", "print the matching public keys")
+  .option("-P, --print-all", "print all public keys")
+  .option("--include-rejected", "accept/reject also acts on rejected keys")
+  .option("--include-denied", "accept/reject also acts on denied keys")
+  .option("--include-all", "accept/reject also acts on rejected and denied keys")
+  .option("-y, --yes", "answer yes to every question")
+  .option("--out <outputter>", `output format: ${OUTPUTTERS.join(", ")}`)
+  .option("-l-level, --log-level <level>", "console log level", "warning");
+program.parse();
+const o = program.opts();
+setupCliLogging(o.logLevel);
+const cfg = loadConfigOrExit(o.configDir);
+const store = new KeyStore(cfg.pki_dir);
+const TITLES: Record<KeyState, string> = { accepted: "Accepted Keys", denied: "Denied Keys", pending: "Unaccepted Keys", rejected: "Rejected Keys" };
+const ORDER: KeyState[] = ["accepted", "denied", "pending", "rejected"];
+const OUTKEYS: Record<KeyState, string> = { accepted: "minions", denied: "minions_denied", pending: "minions_pre", rejected: "minions_rejected" };
+
+function stateOf(word: string): KeyState[] {
+  const w = word.toLowerCase();
+  if (["pre", "un", "unaccepted"].includes(w)) return ["pending"];
+  if (["acc", "accepted"].includes(w)) return ["accepted"];
+  if (["rej", "rejected"].includes(w)) return ["rejected"];
+  if (["den", "denied"].includes(w)) return ["denied"];
+  if (w === "all") return ORDER;
+  process.stderr.write(`"${word}" is not a valid key state\n`);
+  process.exit(2);
+}
+
+function listing(states: KeyState[], fmt: (s: KeyState, id: string) => string): void {
+  if (o.out) {
+    const data: Record<string, string[]> = {};
+    for (const s of states) data[OUTKEYS[s]] = store.list(s);
+    process.stdout.write(formatResult(o.out as OutName, data) + "\n");
+    return;
+  }
+  for (const s of states) {
+    process.stdout.write(`${TITLES[s]}:\n`);
+    for (const id of store.list(s)) process.stdout.write(fmt(s, id) + "\n");
+  }
+}
+
+function matching(states: KeyState[], glob: string): { state: KeyState; id: string }[] {
+  const re = fnmatchRegex(glob);
+  return states.flatMap((s) => store.list(s).filter((id) => re.test(id)).map((id) => ({ state: s, id })));
+}
+
+async function confirm(question: string): Promise<boolean> {
+  if (o.yes) return true;
+  process.stdout.write(question);
+  const rl = createInterface({ input: process.stdin });
+  const line: string = await new Promise((r) => {
+    rl.once("line", r);
+    rl.once("close", () => r(""));
+  });
+  rl.close();
+  return /^y(es)?$/i.test(line.trim()) || line.trim() === "";
+}
+
+async function tellMaster(act: string, id: string): Promise<void> {
+  if (!existsSync(path.join(cfg.sock_dir, CONTROL_SOCKET))) return;
+  await controlCall(cfg.sock_dir, { op: "fire", tag: "salt/key", data: { result: true, act, id } }).catch(() => undefined);
+}
+
+function writeDropFile(): void {
+  const dfn = path.join(cfg.cachedir, ".dfn");
+  if (existsSync(dfn)) chmodSync(dfn, 0o600);
+  writeFileSync(dfn, cfg.id, { mode: 0o400 });
+  chmodSync(dfn, 0o400);
+}
+
+function printTargets(title: string, targets: { state: KeyState; id: string }[]): void {
+  process.stdout.write(`${title}\n`);
+  for (const s of ORDER) {
+    const ids = targets.filter((t) => t.state === s).map((t) => t.id);
+    if (ids.length) process.stdout.write(`${TITLES[s]}:\n${ids.join("\n")}\n`);
+  }
+}
+
+async function act(kind: "accept" | "reject" | "delete", glob: string): Promise<number> {
+  const extra: KeyState[] = o.includeAll ? ["rejected", "denied"] : [...(o.includeRejected ? (["rejected"] as KeyState[]) : []), ...(o.includeDenied ? (["denied"] as KeyState[]) : [])];
+  const from: KeyState[] =
+    kind === "accept" ? ["pending", ...extra.filter((s) => s !== "accepted")] : kind === "reject" ? ["pending", ...extra.filter((s) => s !== "rejected")].map((s) => (s === "rejected" ? "accepted" : s)) as KeyState[] : ORDER;
+  const targets = matching(kind === "reject" && (o.includeAll || o.includeRejected) ? ["pending", "accepted", ...(o.includeDenied || o.includeAll ? (["denied"] as KeyState[]) : [])] : from, glob);
+  if (targets.length === 0) {
+    process.stdout.write(kind === "delete" ? "The key glob '" + glob + "' does not match any accepted, unaccepted or rejected keys.\n" : `The key glob '${glob}' does not match any unaccepted keys.\n`);
+    return 1;
+  }
+  const verb = kind === "accept" ? "accepted" : kind === "reject" ? "rejected" : "deleted";
+  if (!o.yes) printTargets(`The following keys are going to be ${verb}:`, targets);
+  if (!(await confirm("Proceed? [n/Y] "))) return 1;
+  for (const t of targets) {
+    if (kind === "delete") {
+      store.remove(t.state, t.id);
+      rmSync(path.join(cfg.cachedir, "sessions", t.id), { force: true });
+      process.stdout.write(`Key for minion ${t.id} deleted.\n`);
+    } else {
+      const to: KeyState = kind === "accept" ? "accepted" : "rejected";
+      if (t.state === to) continue;
+      store.move(t.state as never, to, t.id);
+      process.stdout.write(`Key for minion ${t.id} ${verb}.\n`);
+    }
+    await tellMaster(kind, t.id);
+  }
+  if (kind === "delete" && cfg.rotate_aes_key) writeDropFile();
+  return 0;
+}
+
+function finger(glob: string): void {
+  if (glob === "*") {
+    process.stdout.write("Local Keys:\n");
+    for (const f of ["master.pem", "master.pub"]) {
+      const p = path.join(cfg.pki_dir, f);
+      if (existsSync(p)) process.stdout.write(`${f}:  ${pemFinger(readFileSync(p, "utf8"), cfg.hash_type)}\n`);
+    }
+  }
+  for (const s of ORDER) {
+    const ids = matching([s], glob);
+    if (!ids.length) continue;
+    process.stdout.write(`${TITLES[s]}:\n`);
+    for (const { id } of ids) process.stdout.write(`${id}:  ${pemFinger(store.read(s, id) ?? "", cfg.hash_type)}\n`);
+  }
+}
+
+function printKeys(glob: string): void {
+  for (const s of ORDER) {
+    const ids = matching([s], glob);
+    if (!ids.length) continue;
+    process.stdout.write(`${TITLES[s]}:\n`);
+    for (const { id } of ids) process.stdout.write(`${id}:  ${store.read(s, id) ?? ""}\n`);
+  }
+}
+
+async function main(): Promise<number> {
+  if (o.accept || o.acceptAll) return act("accept", o.accept ?? "*");
+  if (o.reject || o.rejectAll) return act("reject", o.reject ?? "*");
+  if (o.delete || o.deleteAll) return act("delete", o.delete ?? "*");
+  if (o.finger || o.fingerAll) {
+    finger(o.finger ?? "*");
+    return 0;
+  }
+  if (o.print || o.printAll) {
+    printKeys(o.print ?? "*");
+    return 0;
+  }
+  if (o.list) {
+    listing(stateOf(o.list), (_s, id) => id);
+    return 0;
+  }
+  listing(ORDER, (_s, id) => id);
+  return 0;
+}
+
+main().then((c) => process.exit(c));

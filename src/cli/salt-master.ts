@@ -1,0 +1,78 @@
+/**
+ * salt-master: run a brine master. `-c DIR` reads DIR/master and DIR/master.d/*.conf as Salt does.
+ * `--embedded-root DIR` (what `npm start` uses) keeps everything under DIR, writing a default
+ * configuration at DIR/etc/salt/master on first start.
+ */
+import { Command } from "commander";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { spawn } from "node:child_process";
+import { embeddedDefaultConfigText } from "../config/load.js";
+import { configureLogging, getLogger } from "../log.js";
+import { MasterServer } from "../master/server.js";
+import { DEFAULT_CONFIG_DIR, loadConfigOrExit } from "./common.js";
+
+const program = new Command("salt-master")
+  .description("brine: a Salt master (ZeroMQ transport) for unmodified salt-minions")
+  .option("-c, --config-dir <dir>", "directory holding the master config file and master.d/", DEFAULT_CONFIG_DIR)
+  .option("--embedded-root <dir>", "self-contained mode: config, pki, cache and sockets under <dir> (created with defaults)")
+  .option("-l, --log-level <level>", "console log level: all, garbage, trace, debug, profile, info, warning, error, critical, quiet")
+  .option("--log-file <path>", "log file path (overrides log_file)")
+  .option("--log-file-level <level>", "log file level (overrides log_level_logfile)")
+  .option("-d, --daemon", "run in the background (detached)")
+  .option("--pid-file <path>", "write the master's pid here")
+  .version("brine 0.1.0 (Salt protocol 3006/3007)", "--version");
+program.parse();
+const o = program.opts<{ configDir: string; embeddedRoot?: string; logLevel?: string; logFile?: string; logFileLevel?: string; daemon?: boolean; pidFile?: string }>();
+
+let configDir = o.configDir;
+if (o.embeddedRoot) {
+  const root = path.resolve(o.embeddedRoot);
+  configDir = path.join(root, "etc", "salt");
+  const file = path.join(configDir, "master");
+  if (!existsSync(file)) {
+    mkdirSync(configDir, { recursive: true });
+    for (const d of ["srv/salt", "srv/pillar"]) mkdirSync(path.join(root, d), { recursive: true });
+    writeFileSync(file, embeddedDefaultConfigText(root));
+  }
+}
+
+if (o.daemon) {
+  const args = process.argv.slice(1).filter((a) => a !== "-d" && a !== "--daemon");
+  const child = spawn(process.execPath, args, { detached: true, stdio: "ignore" });
+  child.unref();
+  process.stdout.write(`salt-master started in the background (pid ${child.pid})\n`);
+  process.exit(0);
+}
+
+const cfg = loadConfigOrExit(configDir);
+configureLogging({
+  level: o.logLevel ?? String(cfg.log_level ?? "warning"),
+  file: o.logFile ?? cfg.log_file,
+  fileLevel: o.logFileLevel ?? (cfg.log_level_logfile as string | null) ?? String(cfg.log_level),
+});
+const log = getLogger("brine.salt-master");
+if (o.pidFile) writeFileSync(o.pidFile, String(process.pid));
+
+const server = new MasterServer(cfg);
+try {
+  await server.start();
+} catch (e) {
+  log.critical(`master failed to start: ${(e as Error).message}`);
+  process.exit(1);
+}
+process.stdout.write(`brine salt-master ${cfg.id} ready (publish ${cfg.interface}:${cfg.publish_port}, requests ${cfg.interface}:${cfg.ret_port}, config ${configDir})\n`);
+
+let stopping = false;
+const stop = async (sig: string) => {
+  if (stopping) return;
+  stopping = true;
+  log.warning(`received ${sig}, shutting down`);
+  try {
+    await server.stop();
+  } finally {
+    process.exit(0);
+  }
+};
+process.on("SIGTERM", () => void stop("SIGTERM"));
+process.on("SIGINT", () => void stop("SIGINT"));

@@ -1,0 +1,48 @@
+/** salt-run: run a runner inside the master (in a runner thread), reached through its control socket. */
+import { Command } from "commander";
+import { conditionInput } from "../client/args.js";
+import { controlCall } from "../client/control-client.js";
+import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
+import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
+
+const program = new Command("salt-run")
+  .usage("[options] <function> [arguments]")
+  .description("Run a runner on the master: jobs.list_jobs, jobs.lookup_jid, jobs.list_job, jobs.active, manage.up, manage.down, manage.status, manage.present, manage.not_present, state.event")
+  .option("-c, --config-dir <dir>", "directory holding the master config", DEFAULT_CONFIG_DIR)
+  .option("--out <outputter>", `output format: ${OUTPUTTERS.join(", ")}`, "nested")
+  .option("-t, --timeout <seconds>", "timeout for runners that wait on minions")
+  .option("-l, --log-level <level>", "console log level", "warning")
+  .argument("<function>")
+  .argument("[arguments...]")
+  .allowExcessArguments(true);
+program.parse();
+const o = program.opts();
+const [fun, words] = program.processedArgs as [string, string[]];
+setupCliLogging(o.logLevel);
+const cfg = loadConfigOrExit(o.configDir);
+const out = (OUTPUTTERS as string[]).includes(o.out) ? (o.out as OutName) : "nested";
+
+const conditioned = conditionInput(words ?? []);
+const last = conditioned[conditioned.length - 1];
+let kwarg: Record<string, unknown> = {};
+let arg = conditioned;
+if (last && typeof last === "object" && (last as Record<string, unknown>).__kwarg__ === true) {
+  const { __kwarg__: _k, ...rest } = last as Record<string, unknown>;
+  kwarg = rest;
+  arg = conditioned.slice(0, -1);
+}
+if (o.timeout !== undefined && !("timeout" in kwarg)) kwarg.timeout = Number(o.timeout);
+
+try {
+  const r = await controlCall(cfg.sock_dir, { op: "run", fun, arg, kwarg }, (text) => process.stdout.write(text + "\n"));
+  if (r.type === "error") {
+    process.stderr.write(`${r.message}\n`);
+    process.exit(1);
+  }
+  const s = formatResult(out, r.ret);
+  if (s) process.stdout.write(s + "\n");
+  process.exit(0);
+} catch (e) {
+  process.stderr.write(`Could not reach the master through ${cfg.sock_dir} (is salt-master running?): ${(e as Error).message}\n`);
+  process.exit(2);
+}

@@ -1,0 +1,36 @@
+/**
+ * Command-line job arguments as Salt's CLI conditions them: positional arguments YAML-parsed
+ * (`1` → 1, `[a, b]` → list, `foo` stays "foo"), `key=value` words gathered into a trailing
+ * `{"__kwarg__": true, key: value}` map (values YAML-parsed too).
+ */
+import { parse } from "yaml";
+
+const KWARG_RE = /^([A-Za-z_][A-Za-z0-9_.-]*)=(.*)$/s;
+
+export function yamlifyArg(s: string): unknown {
+  if (s === "") return s;
+  try {
+    const v = parse(s);
+    if (v === null && !/^(~|null|Null|NULL|None)$/.test(s.trim())) return s;
+    if (v === null && s.trim() === "None") return s;
+    if (typeof v === "string" && v !== s.trim()) return s; // quoting or escapes: keep the user's text
+    return v;
+  } catch {
+    return s;
+  }
+}
+
+export function conditionInput(words: string[]): unknown[] {
+  const args: unknown[] = [];
+  const kwargs: Record<string, unknown> = {};
+  let haveKw = false;
+  for (const w of words) {
+    const m = KWARG_RE.exec(w);
+    if (m && !w.startsWith("=")) {
+      kwargs[m[1]!] = yamlifyArg(m[2]!);
+      haveKw = true;
+    } else args.push(yamlifyArg(w));
+  }
+  if (haveKw) args.push({ ...kwargs, __kwarg__: true });
+  return args;
+}

@@ -1,0 +1,136 @@
+/**
+ * The local client behind `salt` and the runners (Salt's LocalClient): publishes over the master's
+ * request port in clear with the root key, exactly as Salt's CLI does, and waits for returns on the
+ * local event bus (subscribed before publishing, so no return can be missed).
+ */
+import { readFileSync } from "node:fs";
+import { Request } from "zeromq";
+import type { MasterConfig } from "../config/defaults.js";
+import { decodeWire, encodeWire, isMap } from "../protocol/msgpack.js";
+import { rootKeyPath } from "../master/root-key.js";
+import { EventClient } from "./event-client.js";
+import { ReturnWaiter } from "./return-waiter.js";
+
+export interface PubOptions {
+  tgt: string | string[];
+  fun: string | string[];
+  arg?: unknown[];
+  tgtType?: string;
+  ret?: string;
+  jid?: string;
+  kwargs?: Record<string, unknown>;
+  timeoutS?: number;
+  user?: string;
+}
+
+export interface PubReply {
+  jid?: string | null;
+  minions?: string[];
+  missing?: string[];
+  error?: unknown;
+}
+
+export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true };
+
+/** Request attempts for a publish, as Salt's CLI makes (each waits `timeout`). */
+export const publishTries = 3;
+
+export function clientAddress(cfg: MasterConfig): string {
+  let host = cfg.interface;
+  if (host === "0.0.0.0") host = "127.0.0.1";
+  if (host === "::") host = "::1";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+export class LocalClient {
+  constructor(readonly cfg: MasterConfig) {}
+
+  rootKey(): string {
+    return readFileSync(rootKeyPath(this.cfg.cachedir, this.cfg.user), "utf8").trim();
+  }
+
+  async pub(o: PubOptions): Promise<PubReply> {
+    const load: Record<string, unknown> = {
+      cmd: "publish",
+      tgt: o.tgt,
+      fun: o.fun,
+      arg: o.arg ?? [],
+      key: this.rootKey(),
+      tgt_type: o.tgtType ?? "glob",
+      ret: o.ret ?? "",
+      jid: o.jid ?? "",
+      kwargs: o.kwargs ?? { show_timeout: true, show_jid: false, delimiter: ":" },
+      user: o.user ?? this.cfg.user,
+    };
+    const body = encodeWire({ enc: "clear", load, version: 3 });
+    const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
+    let lastErr: Error | undefined;
+    for (let i = 0; i < publishTries; i++) {
+      const sock = new Request({ receiveTimeout: timeoutMs, sendTimeout: timeoutMs, linger: 0 });
+      try {
+        sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
+        await sock.send(body);
+        const [reply] = await sock.receive();
+        const v = decodeWire(reply!);
+        if (isMap(v) && isMap(v.load)) return v.load as PubReply;
+        return { error: isMap(v) ? v : String(v) };
+      } catch (e) {
+        lastErr = e as Error;
+      } finally {
+        sock.close();
+      }
+    }
+    throw new Error(`Salt request timed out. The master is not responding (${lastErr?.message ?? "timeout"})`);
+  }
+
+  /**
+   * Publish and yield each minion's return as it arrives; after the wait ends, every minion that did
+   * not return is yielded once with `missing: true` (Salt's show_timeout behaviour).
+   */
+  async *cmdIter(o: PubOptions, opts: { gatherJobTimeoutS?: number; onPub?: (r: PubReply) => void } = {}): AsyncGenerator<JobReturn> {
+    const events = new EventClient(this.cfg.sock_dir);
+    await events.connect();
+    const queue: { tag: string; data: any }[] = [];
+    let wake: (() => void) | undefined;
+    const off = events.on((e) => {
+      if (e.tag.startsWith("salt/job/")) {
+        queue.push(e);
+        wake?.();
+      }
+    });
+    try {
+      const reply = await this.pub(o);
+      opts.onPub?.(reply);
+      if (!reply.jid || !reply.minions || reply.minions.length === 0) return;
+      const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
+      const gatherMs = (opts.gatherJobTimeoutS ?? this.cfg.gather_job_timeout) * 1000;
+      const w = new ReturnWaiter(reply.jid, reply.minions, timeoutMs, gatherMs, Date.now());
+      for (const m of reply.missing ?? []) yield { id: m, missing: true };
+      while (!w.done) {
+        while (queue.length) {
+          const e = queue.shift()!;
+          const r = w.onEvent(e.tag, e.data, Date.now());
+          if (r) yield r;
+        }
+        const act = w.tick(Date.now());
+        if (act?.type === "find_job") {
+          const fj = await this.pub({ tgt: act.minions, tgtType: "list", fun: "saltutil.find_job", arg: [reply.jid], timeoutS: gatherMs / 1000 }).catch(() => undefined);
+          if (fj?.jid) w.watchFindJob(fj.jid);
+        } else if (act?.type === "done") {
+          for (const m of act.missing) yield { id: m, missing: true };
+          break;
+        }
+        if (!queue.length) {
+          await new Promise<void>((r) => {
+            wake = r;
+            setTimeout(r, 100);
+          });
+          wake = undefined;
+        }
+      }
+    } finally {
+      off();
+      events.close();
+    }
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Waiting for a job's returns, as Salt's LocalClient.get_iter_returns does, as a pure state machine
+ * (time injected): returns mark minions found; after `timeout` with minions pending it asks them
+ * `saltutil.find_job`; a minion still running the job gets another `timeout`; the wait ends when
+ * everyone returned, or when the deadline passed with nothing running and every pending minion's
+ * own deadline gone.
+ */
+
+export type WaiterAction = { type: "find_job"; minions: string[] } | { type: "done"; missing: string[] };
+
+export interface ReturnEvent {
+  id: string;
+  data: Record<string, unknown>;
+}
+
+export class ReturnWaiter {
+  readonly expected = new Set<string>();
+  readonly found = new Set<string>();
+  private readonly deadlines = new Map<string, number>();
+  private readonly findJids = new Set<string>();
+  private timeoutAt: number;
+  private minionsRunning = true;
+  private finished = false;
+
+  constructor(
+    readonly jid: string,
+    minions: string[],
+    private readonly timeoutMs: number,
+    private readonly gatherJobTimeoutMs: number,
+    now: number,
+  ) {
+    for (const m of minions) this.expect(m, now);
+    this.timeoutAt = now + timeoutMs;
+  }
+
+  private expect(id: string, now: number): void {
+    this.expected.add(id);
+    if (!this.deadlines.has(id)) this.deadlines.set(id, now + this.timeoutMs);
+  }
+
+  pending(): string[] {
+    return [...this.expected].filter((m) => !this.found.has(m)).sort();
+  }
+
+  /** A find_job publish was made with this jid: its returns are progress reports. */
+  watchFindJob(jid: string): void {
+    this.findJids.add(jid);
+  }
+
+  /** Feed a bus event; returns the minion return it carries, if it is one for this job. */
+  onEvent(tag: string, data: Record<string, unknown>, now: number): ReturnEvent | undefined {
+    const parts = tag.split("/");
+    if (parts[0] !== "salt" || parts[1] !== "job") return undefined;
+    const jid = parts[2]!;
+    if (jid === this.jid) {
+      if (parts.length === 4 && parts[3] === "new" && Array.isArray(data.minions)) {
+        for (const m of data.minions) if (typeof m === "string") this.expect(m, now);
+      }
+      if (parts[3] === "ret" && parts.length >= 5 && "return" in data) {
+        const id = parts.slice(4).join("/");
+        if (this.found.has(id)) return undefined;
+        this.expect(id, now);
+        this.found.add(id);
+        return { id, data };
+      }
+      return undefined;
+    }
+    if (this.findJids.has(jid) && parts[3] === "ret" && parts.length >= 5) {
+      const id = parts.slice(4).join("/");
+      const ret = data.return;
+      if (typeof data.retcode === "number" && data.retcode > 0) {
+        this.expected.delete(id);
+      } else if (ret && typeof ret === "object" && !Array.isArray(ret) && Object.keys(ret).length > 0) {
+        this.minionsRunning = true;
+        this.deadlines.set(id, now + this.timeoutMs);
+      }
+    }
+    return undefined;
+  }
+
+  /** Advance time; at most one action per call. */
+  tick(now: number): WaiterAction | undefined {
+    if (this.finished) return undefined;
+    const pending = this.pending();
+    if (pending.length === 0) {
+      this.finished = true;
+      return { type: "done", missing: [] };
+    }
+    if (now > this.timeoutAt && this.minionsRunning) {
+      this.minionsRunning = false;
+      this.timeoutAt = now + this.gatherJobTimeoutMs;
+      return { type: "find_job", minions: pending };
+    }
+    if (now > this.timeoutAt && !this.minionsRunning && pending.every((m) => (this.deadlines.get(m) ?? 0) < now)) {
+      this.finished = true;
+      return { type: "done", missing: pending };
+    }
+    return undefined;
+  }
+
+  get done(): boolean {
+    return this.finished;
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Logging in Salt's style: `2026-11-21 16:12:31,123 [brine.auth       :  ][INFO    ][1234] message`,
+ * with Salt's level names (garbage, trace, debug, info, warning, error, critical, quiet).
+ * winston does the level filtering and the file/console transports; every thread logs through its own
+ * logger writing to the same file (appends are atomic for lines this short).
+ */
+import winston from "winston";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { threadId } from "node:worker_threads";
+
+export const SALT_LEVELS = { quiet: 0, critical: 1, error: 2, warning: 3, info: 4, profile: 5, debug: 6, trace: 7, garbage: 8, all: 9 } as const;
+export type SaltLevel = keyof typeof SALT_LEVELS;
+
+export interface LogConfig {
+  level: string;
+  file?: string | null;
+  fileLevel?: string | null;
+}
+
+function normalize(level: string | null | undefined, fallback: SaltLevel): SaltLevel {
+  const l = String(level ?? "").toLowerCase();
+  if (l === "warn") return "warning";
+  return l in SALT_LEVELS ? (l as SaltLevel) : fallback;
+}
+
+function stamp(d: Date): string {
+  const p = (n: number, w = 2) => String(n).padStart(w, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())},${p(d.getMilliseconds(), 3)}`;
+}
+
+const line = winston.format.printf((info) => {
+  const name = String(info.logger ?? "brine").padEnd(17).slice(0, 17);
+  const lvl = String(info.level).toUpperCase().padEnd(8);
+  return `${stamp(new Date())} [${name}][${lvl}][${process.pid}${threadId ? `:${threadId}` : ""}] ${String(info.message)}`;
+});
+
+let root: winston.Logger | undefined;
+let current: LogConfig = { level: "warning" };
+
+export function configureLogging(cfg: LogConfig): void {
+  current = cfg;
+  const transports: winston.transport[] = [
+    new winston.transports.Console({ level: normalize(cfg.level, "warning"), stderrLevels: Object.keys(SALT_LEVELS) }),
+  ];
+  if (cfg.file) {
+    try {
+      mkdirSync(path.dirname(cfg.file), { recursive: true });
+      transports.push(new winston.transports.File({ filename: cfg.file, level: normalize(cfg.fileLevel ?? cfg.level, "warning") }));
+    } catch {
+      // an unwritable log directory must not stop the master; the console still gets everything
+    }
+  }
+  root?.close();
+  root = winston.createLogger({ levels: SALT_LEVELS, format: line, transports });
+}
+
+export function loggingConfig(): LogConfig {
+  return current;
+}
+
+export interface Logger {
+  critical(msg: string): void;
+  error(msg: string): void;
+  warning(msg: string): void;
+  info(msg: string): void;
+  debug(msg: string): void;
+  trace(msg: string): void;
+}
+
+/** A named logger; cheap to create, resolves the root lazily so modules can log before configuration. */
+export function getLogger(name: string): Logger {
+  const at = (level: SaltLevel) => (msg: string) => {
+    if (!root) configureLogging(current);
+    root!.log({ level, message: msg, logger: name });
+  };
+  return { critical: at("critical"), error: at("error"), warning: at("warning"), info: at("info"), debug: at("debug"), trace: at("trace") };
+}

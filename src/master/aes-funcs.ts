@@ -1,0 +1,176 @@
+/**
+ * The AES command allow-list (Salt's AESFuncs as exposed to minions) and the handlers brine serves.
+ * A command outside the list, or one starting with "_" twice, gets `{}` like Salt's run_func.
+ * Handlers return the value to encrypt and the send mode; they never throw for bad minion input
+ * (the request layer turns an unexpected throw into Salt's "Some exception handling minion payload").
+ */
+import { getLogger } from "../log.js";
+import { validId, validJid } from "../protocol/ids.js";
+import { isMap, type WireValue } from "../protocol/msgpack.js";
+import { fnmatchRegex } from "../pki/fnmatch-lite.js";
+import type { Effects, MasterContext } from "./context.js";
+import { masterOptsForMinion } from "./master-opts.js";
+
+const log = getLogger("brine.aesfuncs");
+
+export type SendMode = "send" | "send_private";
+export interface AesResult {
+  ret: unknown;
+  mode: SendMode;
+}
+type Handler = (ctx: MasterContext, load: Record<string, WireValue>, fx: Effects) => AesResult | Promise<AesResult>;
+
+/** `_minion_event` tags a minion may not fire (Salt's blacklist), plus any other minion's return tag. */
+const BLACKLISTED_TAGS = [
+  "salt/job/*/publish",
+  "salt/job/*/new",
+  "salt/job/*/return",
+  "salt/key",
+  "salt/auth",
+  "salt/cloud/*",
+  "salt/run/*",
+  "salt/cluster/*",
+  "salt/wheel/*/new",
+  "salt/wheel/*/return",
+].map(fnmatchRegex);
+const RET_TAG = /^salt\/job\/[^/]+\/ret\/(.*)$/;
+/** Longest event tag accepted from a minion. */
+export const minionTagBytesMax = 512;
+/** Most events in one `_minion_event` batch. */
+export const minionEventsPerBatchMax = 1000;
+
+function tagAllowed(tag: unknown, id: string): tag is string {
+  if (typeof tag !== "string" || tag.length === 0 || tag.length > minionTagBytesMax) return false;
+  if (BLACKLISTED_TAGS.some((re) => re.test(tag))) return false;
+  const ret = RET_TAG.exec(tag);
+  return !ret || ret[1] === id;
+}
+
+const send = (ret: unknown): AesResult => ({ ret, mode: "send" });
+
+async function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
+  const id = load.id;
+  if (!("return" in load) || !validId(id) || (load.jid !== "req" && !validJid(load.jid))) {
+    log.warning(`_return with a missing or invalid return/jid/id from ${String(id).slice(0, 64)}`);
+    return send(false);
+  }
+  if (ctx.cfg.require_minion_sign_messages && !("sig" in load)) {
+    log.critical(`_return: master requires signed messages, but ${id} sent none`);
+    return send(false);
+  }
+  let jid = load.jid as string;
+  if (jid === "req") {
+    jid = ctx.jids.next();
+    const fun = load.fun;
+    await ctx.jobs.saveLoad(jid, { jid, fun, arg: load.fun_args ?? [], tgt_type: "glob", tgt: id, user: load.user ?? "root", ret: "" }, [id]);
+    load.jid = jid;
+  }
+  const { nonce: _n, tok: _t, ...eventLoad } = load;
+  ctx.fire(fx, `salt/job/${jid}/ret/${id}`, eventLoad);
+  const fun = typeof load.fun === "string" ? load.fun : "";
+  if ((fun === "state.sls" || fun === "state.highstate" || fun === "state.apply") && isMap(load.return)) {
+    for (const [key, item] of Object.entries(load.return)) {
+      if (isMap(item) && item.result === false) {
+        ctx.fire(fx, `salt/job/${jid}/sub/${id}/error/${fun}`, { ...eventLoad, return: { [key]: item } });
+      }
+    }
+  }
+  if (ctx.cfg.job_cache && !ctx.jobs.isNocache(jid)) {
+    const stored = await ctx.jobs.saveReturn(jid, id, load as never, ctx.cfg.job_cache_store_endtime);
+    if (!stored) log.info(`An extra return was detected from minion ${id}, please verify the minion, this could be a replay attack`);
+  }
+  return send(null);
+}
+
+async function doPillar(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
+  const id = load.id;
+  if (!validId(id)) return { ret: {}, mode: "send_private" };
+  const grains = isMap(load.grains) ? (load.grains as Record<string, unknown>) : {};
+  const pillar = ctx.compilePillar ? await ctx.compilePillar(id, grains, load) : {};
+  if (ctx.cfg.minion_data_cache) {
+    await ctx.minionCache.put(id, { grains, pillar });
+    if (ctx.cfg.minion_data_cache_events) ctx.fire(fx, `minion/refresh/${id}`, { "Minion data cache refresh": id });
+  }
+  return { ret: pillar, mode: "send_private" };
+}
+
+function doMinionEvent(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): AesResult {
+  const id = load.id;
+  if (!validId(id)) return send(false);
+  if (Array.isArray(load.events)) {
+    if (load.events.length > minionEventsPerBatchMax) return send(false);
+    for (const ev of load.events) {
+      if (!isMap(ev)) continue;
+      if (!tagAllowed(ev.tag, id)) {
+        log.warning(`Filtering blacklisted event tag ${String(ev.tag).slice(0, 128)} from ${id}`);
+        continue;
+      }
+      const data = "data" in ev ? ev.data : ev;
+      ctx.fire(fx, ev.tag, data);
+      if (typeof load.pretag === "string" && load.pretag) ctx.fire(fx, `${load.pretag}/${ev.tag}`, data);
+    }
+    return send(true);
+  }
+  if (!("tag" in load) || !("data" in load)) return send(false);
+  if (!tagAllowed(load.tag, id)) {
+    log.warning(`Filtering blacklisted event tag ${String(load.tag).slice(0, 128)} from ${id}`);
+    return send(false);
+  }
+  const { nonce: _n, tok: _t, ...data } = load;
+  ctx.fire(fx, load.tag, data);
+  return send(true);
+}
+
+async function doMine(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
+  const id = load.id;
+  if (!validId(id) || !isMap(load.data)) return send(false);
+  const current = load.clear === true ? {} : ctx.minionCache.mine(id) ?? {};
+  await ctx.minionCache.setMine(id, { ...current, ...load.data });
+  return send(true);
+}
+
+async function doMineDelete(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
+  const id = load.id;
+  if (!validId(id) || typeof load.fun !== "string") return send(false);
+  const current = { ...(ctx.minionCache.mine(id) ?? {}) };
+  delete current[load.fun];
+  await ctx.minionCache.setMine(id, current);
+  return send(true);
+}
+
+async function doMineFlush(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
+  if (!validId(load.id)) return send(false);
+  await ctx.minionCache.setMine(load.id, {});
+  return send(true);
+}
+
+function doMineGet(ctx: MasterContext, load: Record<string, WireValue>): AesResult {
+  if (!validId(load.id) || typeof load.tgt !== "string") return send({});
+  const funs = typeof load.fun === "string" ? load.fun.split(",").filter(Boolean) : Array.isArray(load.fun) ? load.fun.filter((f): f is string => typeof f === "string") : [];
+  const ids = ctx.targetIds(load.tgt, typeof load.tgt_type === "string" ? load.tgt_type : "glob");
+  const byFun: Record<string, Record<string, unknown>> = {};
+  for (const f of funs) {
+    byFun[f] = {};
+    for (const id of ids) {
+      const m = ctx.minionCache.mine(id);
+      if (m && f in m) byFun[f]![id] = m[f];
+    }
+  }
+  return send(funs.length === 1 ? byFun[funs[0]!] : byFun);
+}
+
+export const AES_FUNCS: ReadonlyMap<string, Handler> = new Map<string, Handler>([
+  ["_return", doReturn],
+  ["_pillar", doPillar],
+  ["_minion_event", doMinionEvent],
+  ["_master_opts", (ctx, load) => send(masterOptsForMinion(ctx.cfg, load.env_only === true))],
+  ["_mine", doMine],
+  ["_mine_get", doMineGet],
+  ["_mine_delete", doMineDelete],
+  ["_mine_flush", doMineFlush],
+]);
+
+/** Register more handlers (the fileserver adds its commands here). */
+export function registerAesFunc(name: string, h: Handler): void {
+  (AES_FUNCS as Map<string, Handler>).set(name, h);
+}

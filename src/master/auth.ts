@@ -1,0 +1,130 @@
+/**
+ * `_auth`: gathers the facts for decideAuth from the pki directory, applies the file effects, fires
+ * `salt/auth`, and builds the signed reply (§3.3): accept replies carry the AES key, the session key
+ * and the echoed token under the minion's key, the X9.31 signature of the AES key digest, and the
+ * nonce; refusals carry only ret + nonce. Both are `_clear_signed` for protocol ≥ 2.
+ */
+import { createHash } from "node:crypto";
+import { getLogger } from "../log.js";
+import { asBytes, encodeWire, isMap, type WireValue } from "../protocol/msgpack.js";
+import { cleanKey } from "../protocol/pem.js";
+import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepDecrypt, oaepEncrypt, publicKey, rsaSign, type SigAlgo } from "../protocol/rsa.js";
+import { x931Sign } from "../protocol/x931.js";
+import { validId } from "../protocol/ids.js";
+import { rsaBlockBytesMax } from "../protocol/limits.js";
+import { checkAutoreject, checkAutosign } from "../pki/autosign.js";
+import { decideAuth, type AuthFileOp } from "./auth-decision.js";
+import type { Effects, MasterContext } from "./context.js";
+import type { KeyState } from "../pki/key-store.js";
+
+const log = getLogger("brine.auth");
+
+/** Longest `pub` PEM accepted (a 4096-bit SPKI PEM is ~800 bytes). */
+export const pubPemBytesMax = 4096;
+
+function clearSigned(ctx: MasterContext, load: Record<string, unknown>, sigAlgo: SigAlgo, version: number): unknown {
+  if (version < 2) return { enc: "clear", load };
+  const tosign = encodeWire(load);
+  return { enc: "clear", load: tosign, sig: rsaSign(ctx.masterPriv, tosign, sigAlgo) };
+}
+
+function applyOps(ctx: MasterContext, id: string, pub: string, ops: AuthFileOp[]): void {
+  for (const op of ops) {
+    if (op.op === "write") ctx.keys.write(op.state as KeyState, id, pub);
+    else if (op.op === "move") ctx.keys.move(op.from, op.to, id);
+    else ctx.keys.remove(op.state, id);
+  }
+  if (ops.length) ctx.acceptedKeys.invalidate(id);
+}
+
+export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, version: number, fx: Effects): unknown {
+  const encAlgoRaw = load.enc_algo ?? DEFAULT_ENC_ALGO;
+  const sigAlgoRaw = load.sig_algo ?? DEFAULT_SIG_ALGO;
+  if (!isEncAlgo(encAlgoRaw)) return { enc: "clear", load: { ret: "bad enc algo" } };
+  if (!isSigAlgo(sigAlgoRaw)) return { enc: "clear", load: { ret: "bad sig algo" } };
+  const encAlgo = encAlgoRaw;
+  const sigAlgo = sigAlgoRaw;
+  const nonce = typeof load.nonce === "string" ? load.nonce : undefined;
+  const id = load.id;
+  const rawPub = typeof load.pub === "string" ? load.pub : "";
+  const refuse = (ret: unknown) => clearSigned(ctx, nonce === undefined ? { ret } : { ret, nonce }, sigAlgo, version);
+
+  if (!validId(id)) {
+    log.info(`Authentication request from invalid id ${JSON.stringify(String(id)).slice(0, 80)}`);
+    return refuse(false);
+  }
+  if (rawPub.length > pubPemBytesMax) {
+    log.warning(`Authentication request from ${id} with an oversized public key`);
+    return refuse(false);
+  }
+  const pub = cleanKey(rawPub);
+  const cfg = ctx.cfg;
+  const fire = (result: unknown, act: string) => {
+    if (cfg.auth_events) ctx.fire(fx, "salt/auth", { result, act, id, pub: rawPub });
+  };
+  const readClean = (s: KeyState) => {
+    const v = ctx.keys.read(s, id);
+    return v === undefined ? undefined : cleanKey(v);
+  };
+  const pendingIsDir = ctx.keys.isDirectory("pending", id);
+  const accepted = readClean("accepted");
+  const grains = isMap(load.autosign_grains) ? (load.autosign_grains as Record<string, unknown>) : undefined;
+  const outcome = decideAuth({
+    idValid: true,
+    pub,
+    openMode: cfg.open_mode,
+    full: cfg.max_minions > 0 && accepted === undefined && ctx.acceptedIds().length >= cfg.max_minions,
+    rejectedExists: ctx.keys.exists("rejected", id),
+    accepted,
+    pending: pendingIsDir ? undefined : readClean("pending"),
+    pendingIsDir,
+    autoreject: checkAutoreject(cfg, id),
+    autosign: checkAutosign(cfg, ctx.keys, id, grains, ctx.now()),
+  });
+
+  if (outcome.kind === "invalid") return refuse(false);
+  if (outcome.kind === "full") {
+    log.info(`Authentication of ${id} refused: max_minions (${cfg.max_minions}) reached`);
+    fire(false, "full");
+    return refuse("full");
+  }
+  if (outcome.kind === "refuse") {
+    if (outcome.ops.length && !pub) return refuse(false);
+    applyOps(ctx, id, rawPub, outcome.ops);
+    if (outcome.event) fire(outcome.event.result, outcome.event.act);
+    log.info(`Authentication of ${id}: ${outcome.event?.act ?? "refused"}`);
+    return refuse(outcome.ret);
+  }
+
+  // accept
+  if (!pub) return refuse(false);
+  let minionKey;
+  try {
+    minionKey = publicKey(rawPub);
+  } catch {
+    log.warning(`Authentication request from ${id} with an unparsable public key`);
+    return refuse(false);
+  }
+  applyOps(ctx, id, rawPub, outcome.ops);
+  const { crypticle } = ctx.aes();
+  const aesKey = crypticle.keyString;
+  const session = ctx.sessions.get(id).key;
+  const reply: Record<string, unknown> = { enc: "pub", pub_key: ctx.masterPubClean, publish_port: cfg.publish_port };
+  const tokenIn = asBytes(load.token);
+  if (tokenIn && tokenIn.length <= rsaBlockBytesMax) {
+    try {
+      const token = oaepDecrypt(ctx.masterPriv, tokenIn, encAlgo);
+      reply.token = oaepEncrypt(minionKey, token, encAlgo);
+    } catch {
+      // a token that does not decrypt is omitted, as Salt omits it; the minion then refuses us
+    }
+  }
+  reply.aes = oaepEncrypt(minionKey, Buffer.from(aesKey, "latin1"), encAlgo);
+  reply.session = oaepEncrypt(minionKey, Buffer.from(session, "latin1"), encAlgo);
+  const digest = createHash("sha256").update(aesKey, "latin1").digest("hex");
+  reply.sig = x931Sign(ctx.masterPriv, Buffer.from(digest, "latin1"));
+  if (nonce !== undefined) reply.nonce = nonce;
+  fire(true, "accept");
+  log.debug(`Authentication of ${id}: accepted`);
+  return clearSigned(ctx, reply, sigAlgo, version);
+}

@@ -1,0 +1,137 @@
+/**
+ * Everything a request worker needs to answer requests, built once per thread from the master's
+ * configuration and the shared buffers the main thread created (AES key, nonce set).
+ */
+import type { KeyObject } from "node:crypto";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import type { MasterConfig } from "../config/defaults.js";
+import { Crypticle } from "../protocol/crypticle.js";
+import { JidGenerator } from "../protocol/jid.js";
+import { privateKey, publicKey } from "../protocol/rsa.js";
+import { AcceptedKeyCache, KeyStore } from "../pki/key-store.js";
+import { SessionKeys } from "./sessions.js";
+import { SharedSecrets } from "../shared/secrets.js";
+import { NonceSet } from "../shared/nonce-set.js";
+import { openStore, type Store } from "../store/lmdb-env.js";
+import { JobCache } from "../store/job-cache.js";
+import { MinionCache } from "../store/minion-cache.js";
+import { cleanKey } from "../protocol/pem.js";
+import { packEvent } from "../events/event-frame.js";
+import { checkMinions } from "../targeting/index.js";
+
+/** How long a thread trusts its cached copy of an accepted key file. */
+export const acceptedKeyCacheTtlMs = 1000;
+export const acceptedKeyCacheEntriesMax = 200_000;
+
+export interface SharedBuffers {
+  secrets: SharedArrayBuffer;
+  nonces: SharedArrayBuffer;
+  /** the last jid's microsecond timestamp (BigInt64), shared so jids are unique across threads */
+  jids: SharedArrayBuffer;
+}
+
+/** What one request produced besides its reply: events for the bus, publishes for the PUB socket. */
+export interface Effects {
+  events: Buffer[];
+  publishes: Record<string, unknown>[];
+  /** key-state changes the main thread should know of (e.g. to invalidate caches, rotate) */
+  notes: string[];
+}
+
+export function newEffects(): Effects {
+  return { events: [], publishes: [], notes: [] };
+}
+
+export class MasterContext {
+  readonly keys: KeyStore;
+  readonly acceptedKeys: AcceptedKeyCache;
+  readonly sessions: SessionKeys;
+  readonly secrets: SharedSecrets;
+  readonly nonces: NonceSet;
+  readonly store: Store;
+  readonly jobs: JobCache;
+  readonly minionCache: MinionCache;
+  readonly jids: JidGenerator;
+  readonly masterPriv: KeyObject;
+  readonly masterPubClean: string;
+  /** minion id → tok bytes already verified against its current key (X9.31 is deterministic) */
+  readonly verifiedToks = new Map<string, { tok: string; pem: string }>();
+  private aesCache: { gen: number; c: Crypticle } | undefined;
+  private rootKeyCache: { mtimeMs: number; key: string } | undefined;
+
+  constructor(
+    readonly cfg: MasterConfig,
+    shared: SharedBuffers,
+    readonly now: () => number = Date.now,
+  ) {
+    this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
+    this.keys = new KeyStore(cfg.pki_dir);
+    this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
+    this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now);
+    this.secrets = new SharedSecrets(shared.secrets);
+    this.nonces = new NonceSet(shared.nonces);
+    this.store = openStore(cfg);
+    this.jobs = new JobCache(this.store);
+    this.minionCache = new MinionCache(this.store);
+    const pem = readFileSync(path.join(cfg.pki_dir, "master.pem"), "utf8");
+    this.masterPriv = privateKey(pem);
+    this.masterPubClean = cleanKey(readFileSync(path.join(cfg.pki_dir, "master.pub"), "utf8"));
+  }
+
+  /** The current publish AES Crypticle (v2 requests, auth replies); rebuilt when the key rotates. */
+  aes(): { crypticle: Crypticle; generation: number } {
+    const { key, generation } = this.secrets.aesKey();
+    if (!this.aesCache || this.aesCache.gen !== generation) this.aesCache = { gen: generation, c: new Crypticle(key) };
+    return { crypticle: this.aesCache.c, generation };
+  }
+
+  minionPublicKey(id: string): KeyObject | undefined {
+    const pem = this.acceptedKeys.get(id);
+    if (pem === undefined) return undefined;
+    try {
+      return publicKey(pem);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The CLI key for `user` (Salt keeps `.<user>_key`; root and sudo_* map to the master's user). */
+  rootKey(): string | undefined {
+    const file = path.join(this.cfg.cachedir, `.${this.cfg.user}_key`);
+    try {
+      const st = statSync(file);
+      if (!this.rootKeyCache || this.rootKeyCache.mtimeMs !== st.mtimeMs) {
+        this.rootKeyCache = { mtimeMs: st.mtimeMs, key: readFileSync(file, "utf8").trim() };
+      }
+      return this.rootKeyCache.key;
+    } catch {
+      return undefined;
+    }
+  }
+
+  fire(fx: Effects, tag: string, data: unknown): void {
+    fx.events.push(packEvent(tag, data));
+  }
+
+  /** Pillar compiler, installed by the pillar subsystem; without one `_pillar` answers {}. */
+  compilePillar?: (id: string, grains: Record<string, unknown>, load: Record<string, unknown>) => Promise<Record<string, unknown>>;
+
+  /** Accepted minions matching a target (mine_get, runners). */
+  targetIds(tgt: string | string[], tgtType: string): string[] {
+    return checkMinions(tgt, tgtType, {
+      acceptedIds: this.acceptedIds(),
+      minionData: (id: string) => this.minionCache.get(id),
+      nodegroups: this.cfg.nodegroups,
+      greedy: true,
+    }).minions;
+  }
+
+  acceptedIds(): string[] {
+    return this.keys.list("accepted");
+  }
+
+  hasSyndicFile(id: string): boolean {
+    return existsSync(path.join(this.cfg.cachedir, "syndics", id));
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Periodic work of the main thread, on one coarse timer (never a timer per minion or per job):
+ * AES rotation when the drop file `cachedir/.dfn` appears (salt-key delete writes it), job cache
+ * cleanup every `loop_interval`, and the nonce set's generation swap.
+ */
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { getLogger } from "../log.js";
+
+const log = getLogger("brine.maintenance");
+
+/** The timer's period: the drop file is noticed within this. */
+export const maintenanceTickMs = 1000;
+/** How long a request nonce is remembered (between one and two of these). */
+export const nonceWindowMs = 5 * 60 * 1000;
+
+export interface MaintenanceHooks {
+  rotate(): void;
+  cleanup(): Promise<void>;
+  rotateNonces(): void;
+}
+
+export class Maintenance {
+  private timer: NodeJS.Timeout | undefined;
+  private lastCleanup = 0;
+  private lastNonceSwap = Date.now();
+  private cleaning = false;
+
+  constructor(
+    private readonly cachedir: string,
+    private readonly masterId: string,
+    private readonly loopIntervalS: number,
+    private readonly rotateAesKey: boolean,
+    private readonly hooks: MaintenanceHooks,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.tick(Date.now()), maintenanceTickMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  tick(now: number): void {
+    const dfn = path.join(this.cachedir, ".dfn");
+    if (existsSync(dfn)) {
+      let owner = "";
+      try {
+        owner = readFileSync(dfn, "utf8").trim();
+      } catch {
+        // unreadable: treat as a request for this master
+      }
+      rmSync(dfn, { force: true });
+      // 3007 writes the master id into the drop file; an empty one (3006 style) is for any master
+      if (this.rotateAesKey && (owner === "" || owner === this.masterId)) {
+        log.info("Rotating master AES key");
+        this.hooks.rotate();
+      }
+    }
+    if (now - this.lastNonceSwap >= nonceWindowMs) {
+      this.lastNonceSwap = now;
+      this.hooks.rotateNonces();
+    }
+    if (!this.cleaning && now - this.lastCleanup >= this.loopIntervalS * 1000) {
+      this.lastCleanup = now;
+      this.cleaning = true;
+      this.hooks
+        .cleanup()
+        .catch((e) => log.error(`job cache cleanup failed: ${(e as Error).message}`))
+        .finally(() => (this.cleaning = false));
+    }
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * One request frame in, exactly one reply frame out (Salt's ReqServerChannel.handle_message, hardened).
+ *
+ * Order: size + strict decode → envelope shape → decrypt (v3: session key of the envelope id; v2: the
+ * current publish key) → nonce, ttl, id and tok checks → replay check → dispatch (`_auth` and
+ * `publish` clear; AES allow-list) → encrypt the reply with the request's nonce. Every refusal is a
+ * reply with Salt's wording and a log line; nothing is written for a refused request.
+ */
+import { getLogger } from "../log.js";
+import { BrineError, isBrineError } from "../errors.js";
+import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
+import { validId } from "../protocol/ids.js";
+import { asBytes, decodeWire, encodeWire, isMap, type WireValue } from "../protocol/msgpack.js";
+import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../protocol/rsa.js";
+import { x931Verify } from "../protocol/x931.js";
+import { frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
+import { AES_FUNCS } from "./aes-funcs.js";
+import { handleAuth } from "./auth.js";
+import { handlePublish } from "./publish.js";
+import type { Effects, MasterContext } from "./context.js";
+
+const log = getLogger("brine.request");
+const SALT = Buffer.from("salt");
+
+/** Clear commands a client may send; everything else gets `{}` (CVE-2020-11651: no other method is reachable). */
+const CLEAR_FUNCS = new Set(["_auth", "publish"]);
+
+export const BAD_LOAD = "bad load";
+
+function short(v: unknown): string {
+  try {
+    return JSON.stringify(v, (_k, x) => (Buffer.isBuffer(x) ? `<${x.length} bytes>` : typeof x === "bigint" ? String(x) : x)).slice(0, 200);
+  } catch {
+    return String(v).slice(0, 200);
+  }
+}
+
+function checkTok(ctx: MasterContext, id: string, tok: WireValue | undefined): boolean {
+  const tokBytes = asBytes(tok);
+  if (!tokBytes || tokBytes.length > rsaBlockBytesMax) return false;
+  const pem = ctx.acceptedKeys.get(id);
+  if (pem === undefined) {
+    log.warning(`Salt minion claiming to be ${id} attempted to communicate with master, but key could not be read and verification was denied.`);
+    return false;
+  }
+  const hex = tokBytes.toString("hex");
+  const seen = ctx.verifiedToks.get(id);
+  if (seen && seen.tok === hex && seen.pem === pem) return true;
+  const key = ctx.minionPublicKey(id);
+  if (!key || !x931Verify(key, tokBytes, SALT)) {
+    log.error(`Minion token did not validate: ${id}`);
+    return false;
+  }
+  ctx.verifiedToks.set(id, { tok: hex, pem });
+  return true;
+}
+
+function encryptPrivate(ctx: MasterContext, ret: unknown, id: string, nonce: string | undefined, encAlgo: string, sigAlgo: string): unknown {
+  const minionKey = ctx.minionPublicKey(id);
+  if (!minionKey) {
+    log.error("AES key not found");
+    return { error: "AES key not found" };
+  }
+  if (nonce === undefined) return { error: "Nonce not included in request" };
+  const oneTime = generateKeyString();
+  const key = oaepEncrypt(minionKey, Buffer.from(oneTime, "latin1"), isEncAlgo(encAlgo) ? encAlgo : DEFAULT_ENC_ALGO);
+  const tosign = encodeWire({ key, pillar: ret === false ? {} : ret, nonce });
+  const sig = rsaSign(ctx.masterPriv, tosign, isSigAlgo(sigAlgo) ? sigAlgo : DEFAULT_SIG_ALGO);
+  return { key, pillar: new Crypticle(oneTime).dumps({ data: tosign, sig }) };
+}
+
+/** Handle one request body; always resolves to the reply body. */
+export async function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<Buffer> {
+  try {
+    return encodeWire(await handle(ctx, frame, fx));
+  } catch (e) {
+    log.error(`Some exception handling a payload from minion: ${(e as Error).stack ?? e}`);
+    return encodeWire("Some exception handling minion payload");
+  }
+}
+
+async function handle(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<unknown> {
+  if (frame.length > frameBytesMax) {
+    log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
+    return { msg: BAD_LOAD };
+  }
+  let payload: WireValue;
+  try {
+    payload = decodeWire(frame);
+  } catch (e) {
+    log.warning(`bad load received on socket: ${isBrineError(e) ? e.message : String(e)}`);
+    return { msg: BAD_LOAD };
+  }
+  if (!isMap(payload) || !("enc" in payload) || !("load" in payload)) {
+    log.warning("bad load received on socket");
+    return BAD_LOAD;
+  }
+  const version = typeof payload.version === "number" ? payload.version : 0;
+  const enc = payload.enc;
+  let load: WireValue = payload.load;
+  let session: Crypticle | undefined;
+
+  if (enc === "aes") {
+    const cipher = asBytes(load);
+    if (!cipher) return BAD_LOAD;
+    try {
+      if (version > 2) {
+        if (!validId(payload.id)) throw new BrineError("BAD_ID", "Encountered invalid id");
+        session = ctx.sessions.get(payload.id).crypticle;
+        load = session.loads(cipher);
+      } else {
+        load = ctx.aes().crypticle.loads(cipher);
+      }
+    } catch (e) {
+      if (isBrineError(e, "CRYPTICLE_AUTH")) {
+        log.debug("Minion failed to auth to master (AES key mismatch); it will re-authenticate");
+      } else log.error(`Bad load from minion: ${isBrineError(e) ? e.message : String(e)}`);
+      return BAD_LOAD;
+    }
+  } else if (enc !== "clear") {
+    log.warning(`bad load received on socket: enc ${short(enc)}`);
+    return BAD_LOAD;
+  }
+
+  if (!isMap(load)) {
+    log.error(`payload and load must be a dict. Load was ${short(load)}`);
+    return "payload and load must be a dict";
+  }
+  const id = load.id ?? "";
+  if (typeof id !== "string") {
+    log.error("Payload contains non-string id");
+    return `bad load: id ${short(id)} is not a string`;
+  }
+  if (id.includes("\0")) {
+    log.error("Payload contains an id with a null byte");
+    return "bad load: id contains a null byte";
+  }
+
+  if (enc === "clear") {
+    const cmd = load.cmd;
+    if (typeof cmd !== "string" || !CLEAR_FUNCS.has(cmd)) {
+      log.warning(`Clear request with command ${short(cmd)} refused (not an allowed clear command)`);
+      return {};
+    }
+    if (cmd === "_auth") return handleAuth(ctx, load, version, fx);
+    return handlePublish(ctx, load, fx);
+  }
+
+  // AES requests
+  let nonce: string | undefined;
+  if (version > 1) {
+    const n = load.nonce;
+    delete load.nonce;
+    if (n !== undefined && (typeof n !== "string" || !/^[0-9a-f]{32}$/.test(n))) {
+      log.warning(`Request from ${id} with a malformed nonce`);
+      return BAD_LOAD;
+    }
+    nonce = n;
+  }
+  if (version > 2) {
+    const ttl = ctx.cfg.request_server_ttl;
+    if (ttl > 0) {
+      const ts = load.ts;
+      const age = ctx.now() / 1000 - Number(ts);
+      if (typeof ts !== "number" || !(age <= ttl)) {
+        log.warning(`Received request from ${id} with expired ttl: ${Math.round(age)} > ${ttl}`);
+        return BAD_LOAD;
+      }
+    }
+    if (payload.id !== id) {
+      log.warning(`Request id mismatch. Found '${short(id)}' but expected '${short(payload.id)}'`);
+      return BAD_LOAD;
+    }
+    if (!validId(id)) {
+      log.warning(`Request contains invalid minion id '${short(id)}'`);
+      return BAD_LOAD;
+    }
+    const tok = load.tok;
+    delete load.tok;
+    if (!checkTok(ctx, id, tok)) return BAD_LOAD;
+  } else {
+    const tok = load.tok;
+    delete load.tok;
+    if (tok !== undefined && id !== "" && !checkTok(ctx, id, tok)) return BAD_LOAD;
+  }
+
+  const cmd = load.cmd;
+  const handler = typeof cmd === "string" && !cmd.startsWith("__") ? AES_FUNCS.get(cmd) : undefined;
+  if (nonce !== undefined && !ctx.nonces.checkAndInsert(nonce)) {
+    log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
+    return BAD_LOAD;
+  }
+  let ret: unknown = {};
+  let mode: "send" | "send_private" = "send";
+  if (handler) {
+    const r = await handler(ctx, load, fx);
+    ret = r.ret;
+    mode = r.mode;
+  } else {
+    log.warning(`AES request from ${id} with command ${short(cmd)} is not allowed`);
+  }
+  if (mode === "send_private") {
+    return encryptPrivate(ctx, ret, id, nonce, String(payload.enc_algo ?? DEFAULT_ENC_ALGO), String(payload.sig_algo ?? DEFAULT_SIG_ALGO));
+  }
+  const c = version > 2 ? session! : ctx.aes().crypticle;
+  return c.dumps(ret, nonce);
+}

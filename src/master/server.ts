@@ -1,0 +1,160 @@
+/**
+ * The master process's main thread. Owns the sockets: ROUTER on ret_port and PUB on publish_port
+ * (zeromq), the local event bus and control sockets. It does no crypto and no decoding: request
+ * frames go to the request lanes in batches; replies go back to the ROUTER with the identity and
+ * delimiter frames they came with; publish loads go to the publisher thread and its frames to PUB;
+ * event frames go to the bus. See docs/ARCHITECTURE.md for the thread contract.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { Publisher, Router } from "zeromq";
+import type { MasterConfig } from "../config/defaults.js";
+import { getLogger } from "../log.js";
+import { generateKeyString } from "../protocol/crypticle.js";
+import { packEvent } from "../events/event-frame.js";
+import { EventBusServer } from "../events/bus-server.js";
+import { loadOrCreateKeyPair } from "../pki/master-keys.js";
+import { KeyStore } from "../pki/key-store.js";
+import { SharedSecrets } from "../shared/secrets.js";
+import { NonceSet } from "../shared/nonce-set.js";
+import { sharedJidClock } from "../protocol/jid.js";
+import { PublisherClient } from "../workers/publisher/client.js";
+import { QUEUE_FULL_REPLY, RequestLanes, SHUTDOWN_REPLY } from "../workers/req-handler/pool.js";
+import { ensureRootKey } from "./root-key.js";
+import { Maintenance } from "./maintenance.js";
+import { ControlServer } from "./control-server.js";
+import { SendQueue } from "../transport/send-queue.js";
+
+const log = getLogger("brine.master");
+
+/** Slots in the replay nonce set (per generation); 1M × 8 B × 2 = 16 MiB. */
+export const nonceSlots = 1 << 20;
+/** How long a stopping master waits for in-flight requests. */
+export const shutdownDrainMs = 10_000;
+
+type RouterTag = Buffer[]; // identity + delimiter frames, echoed back with the reply
+
+export class MasterServer {
+  private router: Router | undefined;
+  private pub: Publisher | undefined;
+  private lanes: RequestLanes<RouterTag> | undefined;
+  private publisher: PublisherClient | undefined;
+  private bus: EventBusServer;
+  private control: ControlServer | undefined;
+  private maintenance: Maintenance | undefined;
+  private routerOut: SendQueue | undefined;
+  private pubOut: SendQueue | undefined;
+  private stopping = false;
+  readonly secrets = new SharedSecrets();
+  readonly nonces = new NonceSet(nonceSlots);
+  readonly jidClock = sharedJidClock();
+
+  constructor(readonly cfg: MasterConfig) {
+    this.bus = new EventBusServer(cfg.sock_dir);
+  }
+
+  private prepareDirs(): void {
+    const c = this.cfg;
+    for (const d of [c.pki_dir, c.cachedir, c.sock_dir, path.join(c.cachedir, "sessions")]) mkdirSync(d, { recursive: true, mode: 0o700 });
+    new KeyStore(c.pki_dir).ensureDirs();
+    const keys = loadOrCreateKeyPair(c.pki_dir, "master", c.keysize);
+    if (keys.created) log.info(`Generated master key pair in ${c.pki_dir}`);
+    ensureRootKey(c.cachedir, c.user);
+    // Salt's CLI checks this file exists before publishing; we accept publishes on ret_port instead.
+    writeFileSync(path.join(c.sock_dir, "publish_pull.ipc"), "");
+  }
+
+  fire(tag: string, data: unknown): void {
+    this.bus.publish([packEvent(tag, data)]);
+  }
+
+  rotateAesKey(): void {
+    this.secrets.setAesKey(generateKeyString());
+    this.fire("key", { rotate_aes_key: true });
+  }
+
+  async start(): Promise<void> {
+    const c = this.cfg;
+    this.prepareDirs();
+    this.secrets.setAesKey(generateKeyString());
+    await this.bus.start();
+    const shared = { secrets: this.secrets.sab, nonces: this.nonces.sab, jids: this.jidClock.buffer as SharedArrayBuffer };
+
+    this.pub = new Publisher({ sendHighWaterMark: c.pub_hwm, backlog: c.zmq_backlog, linger: 0, tcpKeepalive: 1, tcpKeepaliveIdle: 300, ipv6: c.ipv6 });
+    this.pubOut = new SendQueue((m) => this.pub!.send(m), "publish");
+    this.publisher = new PublisherClient(
+      {
+        secrets: this.secrets.sab,
+        pkiDir: c.pki_dir,
+        signPubMessages: c.sign_pub_messages,
+        signingAlgorithm: c.publish_signing_algorithm,
+        clustered: Boolean(c.cluster_id),
+      },
+      (frames) => frames.forEach((f) => this.pubOut!.push([f])),
+    );
+    this.lanes = new RequestLanes<RouterTag>(c, shared, (replies, events, publishes) => {
+      // Order: events first (a CLI listening for returns sees them), then publishes, then replies.
+      this.bus.publish(events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
+      this.publisher!.publish(publishes);
+      for (const r of replies) this.routerOut!.push([...r.tag, r.reply]);
+    });
+
+    this.router = new Router({ backlog: c.zmq_backlog, linger: 0, ipv6: c.ipv6, mandatory: false });
+    this.routerOut = new SendQueue((m) => this.router!.send(m), "router");
+    const host = c.interface.includes(":") ? `[${c.interface}]` : c.interface;
+    await this.pub.bind(`tcp://${host}:${c.publish_port}`);
+    await this.router.bind(`tcp://${host}:${c.ret_port}`);
+
+    this.control = new ControlServer(c, this.bus, () => this.lanes?.waiting() ?? 0, (tag, data) => this.fire(tag, data), () => this.rotateAesKey());
+    await this.control.start();
+    this.maintenance = new Maintenance(c.cachedir, c.id, c.loop_interval, c.rotate_aes_key, {
+      rotate: () => this.rotateAesKey(),
+      cleanup: async () => {
+        const n = await this.lanes!.cleanup(Date.now());
+        if (n) log.info(`job cache cleanup removed ${n} records`);
+      },
+      rotateNonces: () => this.nonces.rotate(),
+    });
+    this.maintenance.start();
+    void this.receiveLoop();
+    log.info(`brine master ${c.id} listening: publish ${c.interface}:${c.publish_port}, requests ${c.interface}:${c.ret_port}`);
+  }
+
+  private async receiveLoop(): Promise<void> {
+    const router = this.router!;
+    try {
+      for await (const frames of router) {
+        if (frames.length < 2) continue; // an identity with no body: nothing to answer
+        const body = frames[frames.length - 1]!;
+        const tag = frames.slice(0, -1);
+        if (this.stopping) {
+          this.routerOut!.push([...tag, SHUTDOWN_REPLY]);
+          continue;
+        }
+        if (!this.lanes!.submit(body, tag)) {
+          log.warning("request lane full; answering retry-later");
+          this.routerOut!.push([...tag, QUEUE_FULL_REPLY]);
+        }
+      }
+    } catch (e) {
+      if (!this.stopping) log.error(`request socket failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** Stop accepting, finish in-flight requests, flush, close. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    log.info("master shutting down");
+    this.maintenance?.stop();
+    await this.lanes?.drain(Date.now() + shutdownDrainMs);
+    await this.routerOut?.drained();
+    await this.pubOut?.drained();
+    this.router?.close();
+    this.pub?.close();
+    await this.lanes?.destroy();
+    await this.publisher?.stop();
+    await this.control?.stop();
+    await this.bus.stop();
+  }
+}

@@ -1,0 +1,27 @@
+/** What a runner function sees (in its runner thread). */
+import type { MasterConfig } from "../config/defaults.js";
+import type { BusEvent } from "../events/event-frame.js";
+import type { LocalClient } from "../client/local-client.js";
+import type { JobCache } from "../store/job-cache.js";
+import type { MinionCache } from "../store/minion-cache.js";
+import type { KeyStore } from "../pki/key-store.js";
+
+export interface RunnerContext {
+  cfg: MasterConfig;
+  jobs: JobCache;
+  minions: MinionCache;
+  keys: KeyStore;
+  client: LocalClient;
+  /** stream a line to the caller (state.event) */
+  print(text: string): void;
+  /** bus events as they happen, from the moment the runner started */
+  events(): AsyncIterable<BusEvent>;
+}
+
+export type RunnerFn = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Promise<unknown>;
+
+/** Salt's runner calling convention: positional args then kwargs by name. */
+export function argOf(arg: unknown[], kwarg: Record<string, unknown>, index: number, name: string, dflt: unknown): unknown {
+  if (name in kwarg) return kwarg[name];
+  return arg.length > index ? arg[index] : dflt;
+}

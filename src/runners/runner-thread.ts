@@ -1,0 +1,60 @@
+/**
+ * A runner thread: runs one runner call inside the master process (so it can see shared state such as
+ * the ring SharedArrayBuffer) and streams prints and the return value to the control server.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { configureLogging } from "../log.js";
+import { openStore } from "../store/lmdb-env.js";
+import { JobCache } from "../store/job-cache.js";
+import { MinionCache } from "../store/minion-cache.js";
+import { KeyStore } from "../pki/key-store.js";
+import { LocalClient } from "../client/local-client.js";
+import { unpackBody, type BusEvent } from "../events/event-frame.js";
+import { Unpackr } from "msgpackr";
+import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
+import type { RunnerContext } from "./context.js";
+import { RUNNERS } from "./registry.js";
+
+const init = workerData as RunnerInit;
+configureLogging(init.log);
+const post = (m: RunnerMessage) => parentPort!.postMessage(m);
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+
+const queue: BusEvent[] = [];
+let wake: (() => void) | undefined;
+parentPort!.on("message", (m: RunnerEvent) => {
+  if (m.type !== "event") return;
+  const frame = unpackr.unpack(Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength)) as { body?: Uint8Array };
+  if (frame?.body) {
+    queue.push(unpackBody(frame.body));
+    wake?.();
+  }
+});
+
+async function* events(): AsyncIterable<BusEvent> {
+  for (;;) {
+    while (queue.length) yield queue.shift()!;
+    await new Promise<void>((r) => (wake = r));
+    wake = undefined;
+  }
+}
+
+const fn = RUNNERS[init.fun];
+if (!fn) {
+  post({ type: "error", message: `'${init.fun}' is not available.` });
+} else {
+  const store = openStore(init.cfg);
+  const ctx: RunnerContext = {
+    cfg: init.cfg,
+    jobs: new JobCache(store),
+    minions: new MinionCache(store),
+    keys: new KeyStore(init.cfg.pki_dir),
+    client: new LocalClient(init.cfg),
+    print: (text) => post({ type: "print", text }),
+    events,
+  };
+  fn(ctx, init.arg, init.kwarg).then(
+    (ret) => post({ type: "return", ret }),
+    (e: Error) => post({ type: "error", message: e.message }),
+  );
+}

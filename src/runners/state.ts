@@ -1,0 +1,29 @@
+/** state.event: stream bus events matching a tag glob, as Salt prints them (tag, tab, JSON). */
+import { fnmatchRegex } from "../pki/fnmatch-lite.js";
+import { argOf, type RunnerFn } from "./context.js";
+
+function toJson(v: unknown, pretty: boolean): string {
+  return JSON.stringify(
+    v,
+    (_k, x) => (typeof x === "bigint" ? x.toString() : x && x.type === "Buffer" && Array.isArray(x.data) ? Buffer.from(x.data).toString("latin1") : x),
+    pretty ? 4 : undefined,
+  );
+}
+
+const event: RunnerFn = async (ctx, arg, kwarg) => {
+  const tagmatch = String(argOf(arg, kwarg, 0, "tagmatch", "*"));
+  const count = Number(argOf(arg, kwarg, 1, "count", -1));
+  const quiet = argOf(arg, kwarg, 2, "quiet", false) === true;
+  const pretty = argOf(arg, kwarg, 4, "pretty", false) === true;
+  const re = fnmatchRegex(tagmatch);
+  let n = 0;
+  for await (const e of ctx.events()) {
+    if (!re.test(e.tag)) continue;
+    if (!quiet) ctx.print(`${e.tag}\t${toJson(e.data, pretty)}`);
+    n++;
+    if (count > 0 && n >= count) break;
+  }
+  return true;
+};
+
+export const stateRunners: Record<string, RunnerFn> = { "state.event": event };

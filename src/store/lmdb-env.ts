@@ -1,0 +1,62 @@
+/**
+ * The master's LMDB environment: one per node, on local disk (LMDB's locking and mmap do not work on a
+ * network filesystem, so even when `cachedir` is a shared mount brine keeps this under a local path:
+ * `brine_lmdb_dir`, default `<cachedir>/brine-lmdb`). Each thread opens its own handle (lmdb-js shares
+ * the environment within a process); writes from all threads are batched by lmdb-js into transactions,
+ * each durable (fsync) before its promises resolve — group commit, never one fsync per record.
+ *
+ * Values are CBOR (cbor-x) — our own format; Salt's msgpack layouts are for Salt's files, not ours.
+ */
+import { open, type RootDatabase, type Database } from "lmdb";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+
+export interface StoreConfig {
+  cachedir: string;
+  brine_lmdb_dir?: unknown;
+  brine_lmdb_map_bytes: number;
+}
+
+export function lmdbDir(cfg: StoreConfig): string {
+  return typeof cfg.brine_lmdb_dir === "string" && cfg.brine_lmdb_dir ? cfg.brine_lmdb_dir : path.join(cfg.cachedir, "brine-lmdb");
+}
+
+export interface Store {
+  root: RootDatabase;
+  /** jobs/loads: jid → publish load (without `key`) */
+  loads: Database<Record<string, unknown>, string>;
+  /** jobs/minions: jid → expected minion ids */
+  minions: Database<string[], string>;
+  /** jobs/returns: `<jid>/<id>` → return record */
+  returns: Database<Record<string, unknown>, string>;
+  /** jobs/endtimes: jid → jid_to_time text */
+  endtimes: Database<string, string>;
+  /** jobs/nocache: jid → true */
+  nocache: Database<boolean, string>;
+  /** minions/<id>/data: id → {grains, pillar} */
+  minionData: Database<{ grains?: unknown; pillar?: unknown }, string>;
+  /** minions/<id>/mine: id → {fun: data} */
+  mine: Database<Record<string, unknown>, string>;
+  close(): Promise<void>;
+}
+
+/** lmdb-js supports "cbor" (through cbor-x) though its typings list only the built-in encodings. */
+const CBOR = "cbor" as unknown as "msgpack";
+
+export function openStore(cfg: StoreConfig): Store {
+  const dir = lmdbDir(cfg);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const root = open({ path: dir, encoding: CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false });
+  const db = <V>(name: string) => root.openDB<V, string>({ name, encoding: CBOR });
+  return {
+    root,
+    loads: db("jobs/loads"),
+    minions: db("jobs/minions"),
+    returns: db("jobs/returns"),
+    endtimes: db("jobs/endtimes"),
+    nocache: db("jobs/nocache"),
+    minionData: db("minions/data"),
+    mine: db("minions/mine"),
+    close: () => root.close(),
+  };
+}

@@ -1,0 +1,19 @@
+/** Messages between the main thread and the publisher thread. */
+export interface PublisherInit {
+  secrets: SharedArrayBuffer;
+  pkiDir: string;
+  signPubMessages: boolean;
+  signingAlgorithm: string;
+  /** under clustering publishes carry no serial (3007) */
+  clustered: boolean;
+}
+
+export interface PublisherRequest {
+  seq: number;
+  loads: Record<string, unknown>[];
+}
+
+export interface PublisherReply {
+  seq: number;
+  frames: Uint8Array[];
+}

@@ -1,0 +1,40 @@
+/**
+ * A request worker (Piscina). Owns: a MasterContext (cached KeyObjects, session keys, LMDB handles).
+ * Receives batches of raw request bodies, answers each with exactly one reply body. All frames of a
+ * batch run concurrently so their job-cache writes share LMDB transactions (group commit); replies
+ * are only produced after their writes are durable.
+ */
+import { workerData } from "piscina";
+import type { MasterConfig } from "../../config/defaults.js";
+import { configureLogging } from "../../log.js";
+import { MasterContext, newEffects, type SharedBuffers } from "../../master/context.js";
+import { handleRequest } from "../../master/request.js";
+import { installSubsystems } from "../../master/subsystems.js";
+import type { BatchResult, BatchTask, CleanupResult, MaintenanceTask } from "./task.js";
+
+interface WorkerInit {
+  cfg: MasterConfig;
+  shared: SharedBuffers;
+  log: { level: string; file: string | null; fileLevel: string | null };
+}
+
+const init = workerData as WorkerInit;
+configureLogging(init.log);
+const ctx = new MasterContext(init.cfg, init.shared);
+await installSubsystems(ctx);
+
+export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult> {
+  if (task.kind === "cleanup") {
+    let removed = 0;
+    for (let n = -1; n !== 0; ) {
+      n = await ctx.jobs.cleanup(ctx.cfg.keep_jobs_seconds, task.nowMs);
+      removed += n;
+    }
+    return { removed };
+  }
+  const fx = newEffects();
+  const replies = await Promise.all(
+    task.frames.map((f) => handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx)),
+  );
+  return { replies, events: fx.events, publishes: fx.publishes };
+}
