@@ -7,10 +7,21 @@ import { parse } from "yaml";
 
 const KWARG_RE = /^([A-Za-z_][A-Za-z0-9_.-]*)=(.*)$/s;
 
+function unBig(v: unknown): unknown {
+  if (typeof v === "bigint") return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
+  if (Array.isArray(v)) return v.map(unBig);
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unBig(x)]));
+  return v;
+}
+
 export function yamlifyArg(s: string): unknown {
   if (s === "") return s;
   try {
-    const v = parse(s);
+    const v: unknown = parse(s, { intAsBigInt: true });
+    // Python keeps big integers exact (jids are 20 digits); JS numbers would round them, so such a
+    // word stays text, which is how every runner and module treats a jid anyway.
+    if (typeof v === "bigint") return Number.isSafeInteger(Number(v)) ? Number(v) : s;
+    if (v && typeof v === "object") return unBig(v);
     if (v === null && !/^(~|null|Null|NULL|None)$/.test(s.trim())) return s;
     if (v === null && s.trim() === "None") return s;
     if (typeof v === "string" && v !== s.trim()) return s; // quoting or escapes: keep the user's text

@@ -1,0 +1,85 @@
+/**
+ * Start a brine master in this process for a test: its own temporary root (config, pki, cache,
+ * sockets), free loopback ports, one worker thread per lane unless told otherwise.
+ */
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
+import { MasterServer } from "../../src/master/server.js";
+import { configureLogging } from "../../src/log.js";
+
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, host, () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestMaster {
+  cfg: MasterConfig;
+  server: MasterServer;
+  root: string;
+  retPort: number;
+  publishPort: number;
+  pkiDir: string;
+  cachedir: string;
+  sockDir: string;
+  rootKey: string;
+  /** stop the master; `keepFiles` leaves the root for a restart */
+  stop(keepFiles?: boolean): Promise<void>;
+  /** restart on the same root and ports (a new MasterServer: new AES key, same keys and job cache) */
+  restart(): Promise<TestMaster>;
+}
+
+export async function startTestMaster(overrides: Partial<MasterConfig> = {}, root?: string): Promise<TestMaster> {
+  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
+  const dir = root ?? mkdtempSync(path.join(os.tmpdir(), "brine-t-"));
+  const retPort = overrides.ret_port ?? (await freePort());
+  const publishPort = overrides.publish_port ?? (await freePort());
+  const cfg: MasterConfig = {
+    ...masterDefaults(),
+    id: "test_master",
+    interface: "127.0.0.1",
+    root_dir: dir,
+    pki_dir: path.join(dir, "pki", "master"),
+    cachedir: path.join(dir, "cache"),
+    sock_dir: path.join(dir, "sock"),
+    log_file: path.join(dir, "log", "master"),
+    file_roots: { base: [path.join(dir, "srv", "salt")] },
+    pillar_roots: { base: [path.join(dir, "srv", "pillar")] },
+    worker_threads: 1,
+    loop_interval: 3600,
+    ...overrides,
+    ret_port: retPort,
+    publish_port: publishPort,
+  };
+  for (const d of cfg.file_roots.base ?? []) mkdirSync(d, { recursive: true });
+  const server = new MasterServer(cfg);
+  await server.start();
+  const tm: TestMaster = {
+    cfg,
+    server,
+    root: dir,
+    retPort,
+    publishPort,
+    pkiDir: cfg.pki_dir,
+    cachedir: cfg.cachedir,
+    sockDir: cfg.sock_dir,
+    rootKey: readFileSync(path.join(cfg.cachedir, `.${cfg.user}_key`), "utf8").trim(),
+    async stop(keepFiles = false) {
+      await server.stop();
+      if (!keepFiles) rmSync(dir, { recursive: true, force: true });
+    },
+    async restart() {
+      await server.stop();
+      return startTestMaster({ ...overrides, ret_port: retPort, publish_port: publishPort }, dir);
+    },
+  };
+  return tm;
+}
