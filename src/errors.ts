@@ -43,9 +43,25 @@ export const ERR = {
   // --- ring ---
   RING_TOO_MANY_NODES: "ring exceeds ringNodesMax",
   RING_BAD_NODE_ID: "invalid ring node id",
+  RING_BAD_NAME: "invalid ring name",
+  RING_BAD_DATA_TYPE: "invalid data type name",
+  RING_BAD_QUERY: "invalid ring query argument",
+  RING_BAD_ASSIGNMENT: "slot table is inconsistent with its node list",
+  RING_TOO_MANY_RINGS: "rings exceed ringsMax",
+  RING_TOO_MANY_DATA_TYPES: "routed data types exceed dataTypesMax",
+  RING_EPOCH_REGRESSED: "ring epoch went backwards or was reused for another table",
+  RING_LAYOUT_MISMATCH: "shared ring buffer has an unknown or corrupt layout",
+  RING_WRITER_CLAIMED: "the shared ring buffer already has a writer",
+  RING_TORN_READ: "ring read kept racing the writer past ringReadRetriesMax",
   // --- cluster ---
   CLUSTER_BAD_NODE_ID: "wildcard or duplicate node id",
   CLUSTER_PEER_REFUSED: "peer refused",
+  CLUSTER_BAD_ENTRY: "malformed cluster log entry",
+  CLUSTER_WRONG_GROUP: "entry kind does not belong to this raft group",
+  CLUSTER_BAD_RING_ID: "invalid or reserved ring id",
+  CLUSTER_TOO_MANY: "cluster state would exceed its limits",
+  CLUSTER_RING_CONFLICT: "ring registry change conflicts with the ring's current state",
+  CLUSTER_BAD_SNAPSHOT: "malformed cluster state snapshot",
   // --- swarm / tools ---
   SWARM_FD_LIMIT: "file-descriptor limit too low for this many minions",
 } as const;

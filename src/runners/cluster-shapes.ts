@@ -1,0 +1,140 @@
+/**
+ * Return values of the cluster.* query runners, in Salt's shapes (salt-cluster.md §9, salt/runners/cluster.py),
+ * built from live state: the shared ring buffer (RingReader) and snapshots of the applied state machines
+ * handed over by the Raft worker. Nothing here replays log files, so unlike Salt (§1):
+ * - ring_info reports the ring the gates actually use, in any thread;
+ * - routes' drop_stats are the shared counters every thread increments, not the runner's own;
+ * - node_id is the master's stable node id, whatever `id` and `interface` say (Salt took `id` first and came
+ *   back empty when it differed from `interface`); a wildcard address is refused as a node id.
+ * Pure functions: the runner wiring (threads, messages) lives elsewhere.
+ */
+import type { MembershipSnapshot } from "../cluster/state-machines/membership.js";
+import { validateNodeId } from "../cluster/state-machines/names.js";
+import type { RingRecord, RingRegistrySnapshot } from "../cluster/state-machines/ring-registry.js";
+import type { RoutingSnapshot } from "../cluster/state-machines/routing.js";
+import { CLUSTER_RING, ringSlots } from "../shared/sab-ring/layout.js";
+import type { DropStats, RingReader } from "../shared/sab-ring/reader.js";
+
+export interface RaftStatus {
+  /** the leader this node last heard from, null if none */
+  leaderId: string | null;
+  term: number;
+}
+
+export interface VoterHealth {
+  unhealthyVoters: readonly string[];
+  recentlyDemoted: readonly string[];
+}
+
+export interface ClusterMembers {
+  node_id: string;
+  voters: string[];
+  learners: string[];
+  membership_version: number;
+  voter_count: number;
+  learner_count: number;
+  leader_id: string | null;
+  term: number;
+  unhealthy_voters: string[];
+  recently_demoted: string[];
+}
+
+export interface ClusterRings {
+  node_id: string;
+  rings: Record<string, RingRecord>;
+  active_rings: string[];
+  registry_version: number;
+}
+
+export interface ClusterRoutes {
+  node_id: string;
+  routes: Record<string, string | null>;
+  routing_version: number;
+  drop_stats: DropStats;
+}
+
+export interface ClusterRingInfo {
+  is_clustered: boolean;
+  node_count: number;
+  nodes: string[];
+  /** Salt's formula token_count // node_count with slots as the tokens: slots per node, 0 when empty */
+  vnodes: number;
+  /** brine: slots per ring (the table size) */
+  slots: number;
+  /** brine: which ring this describes */
+  ring: string;
+  /** brine: the published epoch, -1 when the ring is not published on this master */
+  epoch: number;
+  /** brine: fingerprint of the slot table; equal epochs on two masters must show equal checksums */
+  checksum: number | null;
+  /** brine: the ring's default replica count */
+  replicas: number;
+}
+
+/** cluster.members(): the applied membership of the cluster group. */
+export function clusterMembers(input: {
+  nodeId: string;
+  membership: MembershipSnapshot;
+  raft?: RaftStatus;
+  health?: VoterHealth;
+}): ClusterMembers {
+  const voters = [...input.membership.voters].sort();
+  const learners = [...input.membership.learners].sort();
+  return {
+    node_id: validateNodeId(input.nodeId),
+    voters,
+    learners,
+    membership_version: input.membership.version,
+    voter_count: voters.length,
+    learner_count: learners.length,
+    leader_id: input.raft?.leaderId ?? null,
+    term: input.raft?.term ?? 0,
+    unhealthy_voters: [...(input.health?.unhealthyVoters ?? [])],
+    recently_demoted: [...(input.health?.recentlyDemoted ?? [])],
+  };
+}
+
+/** cluster.rings(): the ring registry. */
+export function clusterRings(input: { nodeId: string; registry: RingRegistrySnapshot }): ClusterRings {
+  const rings: Record<string, RingRecord> = {};
+  for (const id of Object.keys(input.registry.rings).sort()) {
+    const r = input.registry.rings[id]!;
+    rings[id] = { founding_voters: [...r.founding_voters].sort(), status: r.status };
+  }
+  return {
+    node_id: validateNodeId(input.nodeId),
+    rings,
+    active_rings: Object.keys(rings).filter((id) => rings[id]!.status === "active"),
+    registry_version: input.registry.version,
+  };
+}
+
+/** cluster.routes(): the routing table plus the live, cross-thread drop counters. */
+export function clusterRoutes(input: { nodeId: string; routing: RoutingSnapshot; reader: RingReader }): ClusterRoutes {
+  const routes: Record<string, string | null> = {};
+  for (const dt of Object.keys(input.routing.routes).sort()) routes[dt] = input.routing.routes[dt] ?? null;
+  return {
+    node_id: validateNodeId(input.nodeId),
+    routes,
+    routing_version: input.routing.version,
+    drop_stats: input.reader.dropStats(),
+  };
+}
+
+/** cluster.ring_info(): one ring as the shared buffer holds it right now (ring "cluster" by default). */
+export function clusterRingInfo(input: { reader: RingReader; ring?: string }): ClusterRingInfo {
+  const ring = input.ring ?? CLUSTER_RING;
+  const view = input.reader.view(ring);
+  const nodes = view === null ? [] : [...view.nodes].sort();
+  return {
+    is_clustered: nodes.length > 0,
+    node_count: nodes.length,
+    nodes,
+    vnodes: nodes.length === 0 ? 0 : Math.floor(ringSlots / nodes.length),
+    slots: ringSlots,
+    ring,
+    epoch: view?.epoch ?? -1,
+    checksum: view?.checksum ?? null,
+    replicas: view?.replicas ?? 1,
+  };
+}
