@@ -2,15 +2,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Worker } from "node:worker_threads";
 import { assignSlots, type RingAssignment } from "../../src/shared/sab-ring/assign.js";
-import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
+import { createRingBuffer, readLayout, ringSeqByte } from "../../src/shared/sab-ring/layout.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { RingWriter } from "../../src/shared/sab-ring/writer.js";
-import type { ReaderData, ReaderResult, WriterData } from "./fixtures/ring-worker.js";
+import type { HammerData, ReaderData, ReaderResult, WriterData } from "./fixtures/ring-worker.js";
 import { masterIds, minionKeys } from "./minion-keys.js";
 
 const workerUrl = new URL("./fixtures/ring-worker.js", import.meta.url);
 
-function run<T>(data: WriterData | ReaderData): Promise<T> {
+function run<T>(data: WriterData | ReaderData | HammerData): Promise<T> {
   return new Promise((resolve, reject) => {
     const w = new Worker(workerUrl, { workerData: data });
     w.once("message", resolve);
@@ -62,4 +62,30 @@ test("readers in 3 threads never see a torn ring while a writer thread publishes
   // Some reads raced a write and were retried or bracketed an epoch change: the protocol was exercised.
   const raced = results.reduce((n, r) => n + r.retries + r.overlapped, 0);
   assert.ok(raced > 0, "no read ever overlapped a write");
+});
+
+test("a reader that never gets an undisturbed read fails loudly with RING_TORN_READ instead of spinning", { timeout: 60_000 }, async () => {
+  const w = RingWriter.attach(createRingBuffer());
+  w.publishRing("cluster", assignSlots(masterIds(3)), 1);
+  const control = new SharedArrayBuffer(8);
+  const flags = new Int32Array(control);
+  const hammer = run<number>({ role: "hammer", sab: w.buffer, control, seqIndex: ringSeqByte(readLayout(w.buffer), 0) / 4 });
+  while (Atomics.load(flags, 0) === 0) Atomics.wait(flags, 0, 0, 10);
+  const r = new RingReader(w.buffer, 20);
+  let torn = 0;
+  const deadline = Date.now() + 10_000;
+  while (torn === 0 && Date.now() < deadline) {
+    try {
+      r.owner("minion-1");
+    } catch (e) {
+      assert.equal((e as { code?: string }).code, "RING_TORN_READ");
+      torn++;
+    }
+  }
+  Atomics.store(flags, 1, 1);
+  assert.ok((await hammer) > 0);
+  assert.equal(torn, 1, "no read ever gave up");
+  // once the writer pauses, the same reader answers again
+  assert.equal(r.owner("minion-1"), new RingReader(w.buffer).owner("minion-1"));
+  assert.ok(r.retries >= 20);
 });

@@ -103,7 +103,15 @@ export class RingReader {
   /** Reads discarded because a write began during them. Diagnostic, per reader. */
   retries = 0;
 
-  constructor(sab: SharedArrayBuffer) {
+  /**
+   * `readRetriesMax`: attempts per read before RING_TORN_READ (default ringReadRetriesMax). Every failed
+   * attempt means a write *started* during it, so hitting the bound means the writer never paused.
+   */
+  constructor(
+    sab: SharedArrayBuffer,
+    private readonly readRetriesMax: number = ringReadRetriesMax,
+  ) {
+    if (!Number.isSafeInteger(readRetriesMax) || readRetriesMax < 1) throw new BrineError("RING_BAD_QUERY", `readRetriesMax ${readRetriesMax}`);
     this.layout = readLayout(sab);
     this.i32 = new Int32Array(sab);
     this.u8 = new Uint8Array(sab);
@@ -116,7 +124,7 @@ export class RingReader {
   /** The node owning `key` in `ring`, or null when the ring is empty or not published here. */
   owner(key: string, ring: string = CLUSTER_RING): string | null {
     const slot = hashString(key) & SLOT_MASK;
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const d = this.locate(ring);
       if (d === ABSENT) return null;
       if (d !== null) {
@@ -125,13 +133,13 @@ export class RingReader {
       }
       this.retries++;
     }
-    throw tornRead(ring);
+    throw this.tornRead(ring);
   }
 
   /** Salt's HashRing.owns: true on an empty/absent ring, else whether `node` owns `key`. */
   owns(key: string, node: string, ring: string = CLUSTER_RING): boolean {
     const slot = hashString(key) & SLOT_MASK;
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const d = this.locate(ring);
       if (d === ABSENT) return true;
       if (d !== null) {
@@ -141,7 +149,7 @@ export class RingReader {
       }
       this.retries++;
     }
-    throw tornRead(ring);
+    throw this.tornRead(ring);
   }
 
   /**
@@ -151,7 +159,7 @@ export class RingReader {
   replicas(key: string, n?: number, ring: string = CLUSTER_RING): string[] {
     if (n !== undefined && (!Number.isSafeInteger(n) || n < 0)) throw new BrineError("RING_BAD_QUERY", `n=${n}`);
     const slot = hashString(key) & SLOT_MASK;
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const d = this.locate(ring);
       if (d === ABSENT) return [];
       if (d !== null) {
@@ -166,7 +174,7 @@ export class RingReader {
       }
       this.retries++;
     }
-    throw tornRead(ring);
+    throw this.tornRead(ring);
   }
 
   /** Sorted node ids of `ring` ([] when empty or absent). */
@@ -193,7 +201,7 @@ export class RingReader {
 
   /** A consistent copy of the whole ring (table included), or null when it is not published. */
   view(ring: string = CLUSTER_RING): RingView | null {
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const d = this.locate(ring);
       if (d === ABSENT) return null;
       if (d !== null) {
@@ -205,7 +213,7 @@ export class RingReader {
       }
       this.retries++;
     }
-    throw tornRead(ring);
+    throw this.tornRead(ring);
   }
 
   /**
@@ -254,9 +262,13 @@ export class RingReader {
 
   // --- internals -------------------------------------------------------------------------------------------
 
+  private tornRead(what: string): BrineError {
+    return new BrineError("RING_TORN_READ", `${what}: ${this.readRetriesMax} attempts`);
+  }
+
   /** Membership and ownership of `slot` for `self`, both from the same consistent copy of `ring`. */
   private memberVerdict(ring: string, slot: number, self: string): GateVerdict {
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const d = this.locate(ring);
       if (d === ABSENT) return "not_a_member";
       if (d !== null) {
@@ -266,7 +278,7 @@ export class RingReader {
       }
       this.retries++;
     }
-    throw tornRead(ring);
+    throw this.tornRead(ring);
   }
 
   /**
@@ -295,22 +307,22 @@ export class RingReader {
 
   /** locate() retried until it is not torn. */
   private consistent(ring: string): Decoded | typeof ABSENT {
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const d = this.locate(ring);
       if (d !== null) return d;
       this.retries++;
     }
-    throw tornRead(ring);
+    throw this.tornRead(ring);
   }
 
   /** current(r) retried until it is not torn. */
   private stable(r: number): Decoded {
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const d = this.current(r);
       if (d !== null) return d;
       this.retries++;
     }
-    throw tornRead(`#${r}`);
+    throw this.tornRead(`#${r}`);
   }
 
   /** Record `r` decoded at its current seq value (from cache when seq has not moved). */
@@ -365,7 +377,7 @@ export class RingReader {
   /** The routes table at the current routes seq, decoded once per seq value. */
   private routesNow(): DecodedRoutes {
     const L = this.layout;
-    for (let attempt = 0; attempt < ringReadRetriesMax; attempt++) {
+    for (let attempt = 0; attempt < this.readRetriesMax; attempt++) {
       const seq = Atomics.load(this.i32, H.ROUTES_SEQ);
       if (this.routesCache?.seq === seq) return this.routesCache;
       const base = routesCopyByte(L, seq & 1);
@@ -388,10 +400,7 @@ export class RingReader {
       this.routesCache = { seq, byType, rows };
       return this.routesCache;
     }
-    throw tornRead("routes");
+    throw this.tornRead("routes");
   }
 }
 
-function tornRead(what: string): BrineError {
-  return new BrineError("RING_TORN_READ", `${what}: ${ringReadRetriesMax} attempts`);
-}
