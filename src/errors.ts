@@ -40,6 +40,8 @@ export const ERR = {
   RAFT_STOPPED: "raft group is stopped",
   RAFT_COMPACTED: "requested index is compacted",
   RAFT_UNAVAILABLE: "requested entries are unavailable",
+  RAFT_UNKNOWN: "outcome unknown: the proposal may or may not have committed",
+  RAFT_API_MISUSE: "raft API called out of order",
   // --- ring ---
   RING_TOO_MANY_NODES: "ring exceeds ringNodesMax",
   RING_BAD_NODE_ID: "invalid ring node id",
