@@ -1,0 +1,38 @@
+/**
+ * The real-salt harness (../shared/real-salt): real Python salt-minions (3007.x and v3006.8) started
+ * from Salt's source against a brine master. Tests using it skip with a message when Salt's source
+ * is not configured (SALT_GIT_DIR) or the harness check fails.
+ */
+import { spawnSync, spawn } from "node:child_process";
+import path from "node:path";
+import { sharedDir } from "./paths.js";
+
+export const HARNESS = path.join(sharedDir, "real-salt");
+
+export function realSaltSkipReason(refs = ["3007.x", "v3006.8"]): string | undefined {
+  if (!process.env.SALT_GIT_DIR) return "SALT_GIT_DIR is not set: real salt-minion tests skipped (see ../shared/real-salt/README.md)";
+  const r = spawnSync(path.join(HARNESS, "check.sh"), refs, { encoding: "utf8" });
+  if (r.status !== 0) return `real-salt harness not usable here: ${(r.stdout + r.stderr).trim().slice(0, 200)}`;
+  return undefined;
+}
+
+/**
+ * Start a minion and wait until it is ready. A minion whose configured publish_port is not 4505 uses
+ * that port rather than the one in the auth reply (Salt's AsyncPubChannel), so it is passed through. Asynchronous on purpose: the master under test usually
+ * runs in this same process and must keep serving the minion's sign-in while we wait.
+ */
+export function startRealMinion(dir: string, id: string, retPort: number, publishPort: number, ref = "3007.x", extra = ""): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(path.join(HARNESS, "start-minion.sh"), ["--dir", dir, id, "127.0.0.1", String(retPort), String(publishPort)], {
+      env: { ...process.env, SALT_REF: ref, SALT_WAIT: "90", SALT_MINION_EXTRA: extra },
+    });
+    let out = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (out += d));
+    p.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`start-minion ${id} failed (${code}): ${out.slice(-500)}`))));
+  });
+}
+
+export function stopRealMinions(dir: string): void {
+  spawnSync(path.join(HARNESS, "stop-all.sh"), ["--dir", dir], { env: { ...process.env, SALT_STOP_WAIT: "0" }, timeout: 60_000 });
+}
