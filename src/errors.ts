@@ -66,6 +66,21 @@ export const ERR = {
   CLUSTER_BAD_SNAPSHOT: "malformed cluster state snapshot",
   // --- swarm / tools ---
   SWARM_FD_LIMIT: "file-descriptor limit too low for this many minions",
+  SWARM_KEY_POOL: "key pool could not be read or written",
+  SWARM_PUBLISH: "publish request failed",
+  SWARM_WORKER: "swarm worker failed",
+  SWARM_OPTIONS: "invalid swarm options",
+  MINION_AUTH_TIMEOUT: "sign-in got no reply from the master",
+  MINION_AUTH_PENDING: "minion key is still pending on the master",
+  MINION_AUTH_REJECTED: "the master rejected the minion key",
+  MINION_AUTH_FULL: "the master is full (max_minions)",
+  MINION_AUTH_INVALID: "the master's sign-in reply did not verify",
+  MINION_MASTER_KEY_CHANGED: "The master key has changed",
+  MINION_BAD_ALGO: "the master refused the encryption or signing algorithm",
+  MINION_REQ_TIMEOUT: "request to the master timed out",
+  MINION_BAD_LOAD: "the master answered \"bad load\" again after re-authentication",
+  MINION_BAD_REPLY: "reply could not be decrypted or verified",
+  MINION_STOPPED: "minion is stopped",
 } as const;
 
 export type ErrCode = keyof typeof ERR;
