@@ -1,0 +1,220 @@
+/**
+ * Python `re.match` semantics for pcre targets: the pattern is anchored at the start of the subject only
+ * (a prefix match), so `web` matches `web01` and `.*01$` must be spelled out to anchor the end.
+ *
+ * Salt hands the pattern to Python's `re`; we translate the cheap Python-only spellings to JS and compile
+ * without flag `u` (Annex B syntax, which like Python accepts a lone `{` or `]` as a literal):
+ * - `(?P<name>…)` → `(?<name>…)`, `(?P=name)` → `\k<name>`, `(?#comment)` dropped;
+ * - leading global flags `(?aiLmsux)`: `i`, `m`, `s` become JS flags, `x` strips whitespace and `#`
+ *   comments, `a`/`u`/`L` are accepted and ignored;
+ * - `\A` → start of input, `\Z` → end of input, `$` (without `m`) → end or before a final `\n`,
+ *   `.` (without `s`) → any character but `\n`, `{,n}` → `{0,n}`.
+ * A pattern that fails to compile (or that Python-only syntax we do not translate makes invalid in JS)
+ * is reported as `null` by `compilePcre` and never matches; nothing here throws.
+ */
+import { BoundedCache } from "./bounded-cache.js";
+
+/** Compiled regular expressions kept (entries); see patternCacheEntriesMax in fnmatch.ts for the sizing. */
+export const regexCacheEntriesMax = 1024;
+/**
+ * Longest pattern we compile (UTF-16 code units). Targets come from users over the wire; a multi-kilobyte
+ * regex is not a real target, and refusing it bounds compile time.
+ */
+export const regexPatternLengthMax = 4096;
+
+/** `null` entries remember invalid patterns, so a bad target is not recompiled for every minion. */
+const cache = new BoundedCache<string, RegExp | null>(regexCacheEntriesMax);
+
+const FLAG_GROUP = /^\(\?([aiLmsux]+)\)/;
+const NAMED_REF = /^\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)/;
+const NAMED_GROUP = /^\(\?P<([A-Za-z_][A-Za-z0-9_]*)>/;
+/** A repeat operator at the head of the remaining pattern. */
+const QUANTIFIER_AHEAD = /^(?:[*+?]|\{\d*,?\d*\})/;
+const WHITESPACE = /[ \t\n\r\f\v]/;
+
+interface Flags {
+  ignoreCase: boolean;
+  multiline: boolean;
+  dotAll: boolean;
+  verbose: boolean;
+}
+
+/** Reads the global inline flag groups at the head of the pattern; returns them and the rest. */
+function leadingFlags(pattern: string): { flags: Flags; rest: string } {
+  const flags: Flags = { ignoreCase: false, multiline: false, dotAll: false, verbose: false };
+  let rest = pattern;
+  for (let m = FLAG_GROUP.exec(rest); m; m = FLAG_GROUP.exec(rest)) {
+    const letters = m[1]!;
+    if (letters.includes("i")) flags.ignoreCase = true;
+    if (letters.includes("m")) flags.multiline = true;
+    if (letters.includes("s")) flags.dotAll = true;
+    if (letters.includes("x")) flags.verbose = true;
+    rest = rest.slice(m[0].length);
+  }
+  return { flags, rest };
+}
+
+/**
+ * Rewrites a Python pattern (after its leading flags) into JS source, or returns null when the pattern
+ * is structurally invalid (unbalanced parentheses, unterminated class or escape). Parentheses are checked
+ * here because the result is wrapped in `^(?:…)`: an unbalanced `)` would otherwise escape the anchor.
+ */
+function translate(src: string, flags: Flags): string | null {
+  let out = "";
+  let depth = 0;
+  let i = 0;
+  const n = src.length;
+  const groupNames = new Set<string>();
+  while (i < n) {
+    const c = src[i]!;
+    if (c === "\\") {
+      if (i + 1 >= n) return null;
+      const e = src[i + 1]!;
+      i += 2;
+      if (e === "A" || e === "Z") {
+        // these become lookarounds, which JS lets a quantifier follow; Python calls that an error
+        if (QUANTIFIER_AHEAD.test(src.slice(i))) return null;
+        out += e === "A" ? "(?<![\\s\\S])" : "(?![\\s\\S])";
+      } else {
+        out += c + e;
+      }
+      continue;
+    }
+    if (c === "[") {
+      // copy a character class verbatim; in Python a `]` first (or right after `^`) is a member
+      let j = i + 1;
+      let cls = "[";
+      if (src[j] === "^") {
+        cls += "^";
+        j += 1;
+      }
+      if (src[j] === "]") {
+        cls += "\\]";
+        j += 1;
+      }
+      let closed = false;
+      while (j < n) {
+        const d = src[j]!;
+        if (d === "\\") {
+          if (j + 1 >= n) return null;
+          cls += d + src[j + 1]!;
+          j += 2;
+          continue;
+        }
+        if (d === "[") {
+          cls += "\\["; // a literal in Python; keep it literal in JS too
+          j += 1;
+          continue;
+        }
+        cls += d;
+        j += 1;
+        if (d === "]") {
+          closed = true;
+          break;
+        }
+      }
+      if (!closed) return null;
+      out += cls;
+      i = j;
+      continue;
+    }
+    if (flags.verbose && WHITESPACE.test(c)) {
+      i += 1;
+      continue;
+    }
+    if (flags.verbose && c === "#") {
+      while (i < n && src[i] !== "\n") i += 1;
+      continue;
+    }
+    if (c === "(") {
+      const rest = src.slice(i);
+      if (rest.startsWith("(?#")) {
+        const end = src.indexOf(")", i);
+        if (end < 0) return null;
+        i = end + 1;
+        continue;
+      }
+      const ref = NAMED_REF.exec(rest);
+      if (ref) {
+        // Python rejects a reference to a group not defined before it; JS would read `\k` as a literal
+        if (!groupNames.has(ref[1]!)) return null;
+        out += `\\k<${ref[1]}>`;
+        i += ref[0].length;
+        continue;
+      }
+      depth += 1;
+      const named = NAMED_GROUP.exec(rest);
+      if (named) {
+        groupNames.add(named[1]!);
+        out += "(?<";
+        i += 4;
+      } else {
+        out += "(";
+        i += 1;
+      }
+      continue;
+    }
+    if (c === ")") {
+      depth -= 1;
+      if (depth < 0) return null;
+      out += ")";
+      i += 1;
+      continue;
+    }
+    if (c === "$" && !flags.multiline) {
+      if (QUANTIFIER_AHEAD.test(src.slice(i + 1))) return null; // as for \A and \Z above
+      out += "(?=\\n?(?![\\s\\S]))";
+      i += 1;
+      continue;
+    }
+    if (c === "." && !flags.dotAll) {
+      out += "[^\\n]";
+      i += 1;
+      continue;
+    }
+    if (c === "{") {
+      const upTo = /^\{,(\d+)\}/.exec(src.slice(i));
+      if (upTo) {
+        out += `{0,${upTo[1]}}`;
+        i += upTo[0].length;
+        continue;
+      }
+    }
+    out += c;
+    i += 1;
+  }
+  return depth === 0 ? out : null;
+}
+
+function compile(pattern: string): RegExp | null {
+  if (pattern.length > regexPatternLengthMax) return null;
+  const { flags, rest } = leadingFlags(pattern);
+  const body = translate(rest, flags);
+  if (body === null) return null;
+  // `m` is needed for a multiline `$`/`^`; `s` is not, `.` is already rewritten above when it is off
+  const jsFlags = (flags.ignoreCase ? "i" : "") + (flags.multiline ? "m" : "") + (flags.dotAll ? "s" : "");
+  try {
+    // `re.match` only tries position 0; with `m` a `^` would also match after a newline, so anchor
+    // with a lookbehind there instead
+    const anchor = flags.multiline ? "(?<![\\s\\S])" : "^";
+    return new RegExp(`${anchor}(?:${body})`, jsFlags);
+  } catch {
+    return null;
+  }
+}
+
+/** The compiled, start-anchored RegExp for a Python pattern, or null when it is not a valid pattern. */
+export function compilePcre(pattern: string): RegExp | null {
+  const hit = cache.get(pattern);
+  if (hit !== undefined) return hit;
+  const re = compile(pattern);
+  cache.set(pattern, re);
+  return re;
+}
+
+/** `bool(re.match(pattern, subject))`; an invalid pattern or non-string input is no match. */
+export function pcreMatch(subject: unknown, pattern: unknown): boolean {
+  if (typeof subject !== "string" || typeof pattern !== "string") return false;
+  const re = compilePcre(pattern);
+  return re !== null && re.test(subject);
+}
