@@ -37,6 +37,20 @@ function applyOps(ctx: MasterContext, id: string, pub: string, ops: AuthFileOp[]
   if (ops.length) ctx.acceptedKeys.invalidate(id);
 }
 
+/**
+ * The X9.31 signature of the AES key's digest is the same for every minion until the key rotates, so
+ * it is made once per key: one private-key operation fewer per sign-in.
+ */
+const aesSigCache = new WeakMap<MasterContext, { key: string; sig: Buffer }>();
+function aesKeySignature(ctx: MasterContext, aesKey: string): Buffer {
+  const c = aesSigCache.get(ctx);
+  if (c && c.key === aesKey) return c.sig;
+  const digest = createHash("sha256").update(aesKey, "latin1").digest("hex");
+  const sig = x931Sign(ctx.masterPriv, Buffer.from(digest, "latin1"));
+  aesSigCache.set(ctx, { key: aesKey, sig });
+  return sig;
+}
+
 export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, version: number, fx: Effects): unknown {
   const encAlgoRaw = load.enc_algo ?? DEFAULT_ENC_ALGO;
   const sigAlgoRaw = load.sig_algo ?? DEFAULT_SIG_ALGO;
@@ -121,8 +135,7 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
   }
   reply.aes = oaepEncrypt(minionKey, Buffer.from(aesKey, "latin1"), encAlgo);
   reply.session = oaepEncrypt(minionKey, Buffer.from(session, "latin1"), encAlgo);
-  const digest = createHash("sha256").update(aesKey, "latin1").digest("hex");
-  reply.sig = x931Sign(ctx.masterPriv, Buffer.from(digest, "latin1"));
+  reply.sig = aesKeySignature(ctx, aesKey);
   if (nonce !== undefined) reply.nonce = nonce;
   fire(true, "accept");
   log.debug(`Authentication of ${id}: accepted`);

@@ -22,6 +22,23 @@ export function generateKeyString(): string {
   return randomBytes(AES_KEY_BYTES + HMAC_KEY_BYTES).toString("base64");
 }
 
+/**
+ * IVs come from a pool of CSPRNG bytes refilled 64 KiB at a time: one randomFillSync call per 4096
+ * encryptions instead of one per encryption (it showed as 5% of the return path).
+ */
+const ivPoolBytes = 64 * 1024;
+let ivPool = Buffer.alloc(0);
+let ivPos = 0;
+function freshIv(): Buffer {
+  if (ivPos + IV_BYTES > ivPool.length) {
+    ivPool = randomBytes(ivPoolBytes);
+    ivPos = 0;
+  }
+  const iv = ivPool.subarray(ivPos, ivPos + IV_BYTES);
+  ivPos += IV_BYTES;
+  return iv;
+}
+
 export class Crypticle {
   readonly keyString: string;
   private readonly aesKey: Buffer;
@@ -38,7 +55,7 @@ export class Crypticle {
   }
 
   encrypt(plain: Buffer): Buffer {
-    const iv = randomBytes(IV_BYTES);
+    const iv = freshIv();
     const c = createCipheriv("aes-192-cbc", this.aesKey, iv); // PKCS#7 padding, as Salt pads
     const body = Buffer.concat([iv, c.update(plain), c.final()]);
     const mac = createHmac("sha256", this.hmacKey).update(body).digest();

@@ -15,6 +15,7 @@
  * integers beyond 2^53 → bigint; ext 78 (datetime) → its ASCII text; ext 79 (_Constant) → its value.
  */
 import { Packr } from "msgpackr";
+import { isUtf8 } from "node:buffer";
 import { BrineError } from "../errors.js";
 import { frameBytesMax, msgpackDepthMax, msgpackElementsMax } from "./limits.js";
 
@@ -44,7 +45,6 @@ export const wireLimits: DecodeLimits = {
 export const EXT_DATETIME = 78;
 export const EXT_CONSTANT = 79;
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 class Reader {
   pos = 0;
@@ -97,11 +97,8 @@ function textOrBytes(b: Buffer): string | Buffer {
     }
   }
   if (ascii) return b.toString("latin1");
-  try {
-    return utf8.decode(b);
-  } catch {
-    return Buffer.from(b); // copy: the frame buffer may be reused by the caller
-  }
+  // ciphertexts are not UTF-8: a native validity check avoids a throwing decode for each of them
+  return isUtf8(b) ? b.toString("utf8") : Buffer.from(b); // copy: the frame buffer may be reused by the caller
 }
 
 function readInt64(r: Reader, signed: boolean): number | bigint {

@@ -19,7 +19,7 @@ const log = getLogger("brine.pool");
 /** Most frames in one task: Piscina's per-task cost (~20-80 µs) is paid once per batch. */
 export const batchFramesMax = 64;
 /** Tasks each worker runs at once: batches wait on LMDB commits, so a worker overlaps a few. */
-export const concurrentTasksPerWorker = 4;
+export const concurrentTasksPerWorker = 16;
 
 /** `{"enc":"clear"` as a minion or CLI packs it: fixstr "enc", fixstr "clear". */
 const CLEAR_MARK = Buffer.from([0xa3, 0x65, 0x6e, 0x63, 0xa5, 0x63, 0x6c, 0x65, 0x61, 0x72]);

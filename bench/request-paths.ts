@@ -1,0 +1,131 @@
+/**
+ * Micro-benchmarks of the two hot request paths, per thread, through the real request handler
+ * (`handleRequest` on a MasterContext with its LMDB store in a temp dir):
+ *  - auth: a returning minion's `_auth` (token decrypt, AES/session/token OAEP to the minion, signed reply);
+ *  - return: a v3 `_return` (decode, session decrypt, tok check, replay check, event, durable LMDB
+ *    write in batches of 64 like the lanes make, encrypted reply).
+ * Also Crypticle and msgpack figures (reference-points A3).
+ */
+import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { masterDefaults } from "../src/config/defaults.js";
+import { MasterContext, newEffects } from "../src/master/context.js";
+import { handleRequest } from "../src/master/request.js";
+import { loadOrCreateKeyPair } from "../src/pki/master-keys.js";
+import { KeyStore } from "../src/pki/key-store.js";
+import { SharedSecrets } from "../src/shared/secrets.js";
+import { NonceSet } from "../src/shared/nonce-set.js";
+import { Crypticle, generateKeyString } from "../src/protocol/crypticle.js";
+import { decodeWire, encodeWire } from "../src/protocol/msgpack.js";
+import { oaepEncrypt, privateKey, publicKey } from "../src/protocol/rsa.js";
+import { x931Sign } from "../src/protocol/x931.js";
+import { cleanKey } from "../src/protocol/pem.js";
+import { configureLogging } from "../src/log.js";
+import { batchFramesMax, concurrentTasksPerWorker } from "../src/workers/req-handler/pool.js";
+import type { BenchOptions, BenchRow } from "./types.js";
+
+function rate(n: number, ns: bigint): number {
+  return n / (Number(ns) / 1e9);
+}
+
+export async function run(opts: BenchOptions): Promise<BenchRow[]> {
+  configureLogging({ level: "quiet" });
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-bench-"));
+  const cfg = { ...masterDefaults(), id: "bench", pki_dir: path.join(root, "pki"), cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), brine_lmdb_map_bytes: 2 ** 32 };
+  mkdirSync(path.join(cfg.cachedir, "sessions"), { recursive: true });
+  const store = new KeyStore(cfg.pki_dir);
+  store.ensureDirs();
+  const mk = loadOrCreateKeyPair(cfg.pki_dir, "master", 2048);
+  const secrets = new SharedSecrets();
+  secrets.setAesKey(generateKeyString());
+  const nonces = new NonceSet(1 << 20);
+  const ctx = new MasterContext(cfg, { secrets: secrets.sab, nonces: nonces.sab, jids: new SharedArrayBuffer(8) });
+
+  const { privateKey: mp, publicKey: mpub } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const minionPub = mpub.export({ type: "spki", format: "pem" }) as string;
+  const minionPriv = privateKey(mp.export({ type: "pkcs1", format: "pem" }) as string);
+  store.write("accepted", "bench1", minionPub);
+  const masterPub = publicKey(mk.publicPem);
+  const rows: BenchRow[] = [];
+
+  // --- auth path
+  const authN = opts.full ? 2000 : 400;
+  const authFrames = Array.from({ length: authN }, () =>
+    encodeWire({
+      enc: "clear",
+      load: { cmd: "_auth", id: "bench1", nonce: randomUUID().replace(/-/g, ""), enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1", token: oaepEncrypt(masterPub, Buffer.from(generateKeyString())), pub: cleanKey(minionPub) },
+      version: 3,
+    }),
+  );
+  await handleRequest(ctx, authFrames[0]!, newEffects());
+  let t0 = process.hrtime.bigint();
+  for (const f of authFrames) await handleRequest(ctx, f, newEffects());
+  const authRate = rate(authN, process.hrtime.bigint() - t0);
+  // The RSA-bound figure of one sign-in on this machine: one private decrypt + one private sign.
+  const k = privateKey(mk.privatePem);
+  const blob = oaepEncrypt(masterPub, Buffer.from(generateKeyString()));
+  const { privateDecrypt, sign, constants } = await import("node:crypto");
+  t0 = process.hrtime.bigint();
+  for (let i = 0; i < authN; i++) {
+    privateDecrypt({ key: k, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: "sha1" }, blob);
+    sign("sha1", blob, k);
+  }
+  const rsaBound = rate(authN, process.hrtime.bigint() - t0);
+  rows.push({ figure: "auth path, returning minion (per thread)", value: authRate, unit: "auth/s", target: rsaBound / 1.5, better: "higher", note: `RSA-bound ${rsaBound.toFixed(0)}/s on this box; target = within 1.5x` });
+
+  // --- return path (v3)
+  const session = ctx.sessions.get("bench1").crypticle;
+  const tok = x931Sign(minionPriv, Buffer.from("salt"));
+  const retN = opts.full ? 100_000 : 20_000;
+  const jidBase = 20260101000000000000n;
+  const retFrames = Array.from({ length: retN }, (_, i) =>
+    encodeWire({
+      enc: "aes",
+      load: session.dumps({ cmd: "_return", id: "bench1", success: true, return: true, retcode: 0, jid: (jidBase + BigInt(i)).toString(), fun: "test.ping", fun_args: [], user: "root", _stamp: "2026-11-21T15:54:04.342049", nonce: randomBytes(16).toString("hex"), ts: Math.floor(Date.now() / 1000), tok }),
+      version: 3,
+      id: "bench1",
+      enc_algo: "OAEP-SHA1",
+      sig_algo: "PKCS1v15-SHA1",
+    }),
+  );
+  // As a lane worker runs it: batches of batchFramesMax, concurrentTasksPerWorker of them in flight,
+  // so LMDB folds the writes of several batches into one durable transaction.
+  let next = 0;
+  const runBatches = async () => {
+    while (next < retN) {
+      const i = next;
+      next += batchFramesMax;
+      const fx = newEffects();
+      await Promise.all(retFrames.slice(i, i + batchFramesMax).map((f) => handleRequest(ctx, f, fx)));
+    }
+  };
+  t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: concurrentTasksPerWorker }, runBatches));
+  const retRate = rate(retN, process.hrtime.bigint() - t0);
+  const check = decodeWire(await handleRequest(ctx, retFrames[0]!, newEffects()));
+  if (check !== "bad load") throw new Error("bench: a replayed return was not refused");
+  rows.push({ figure: "return path, v3 _return to durable LMDB (per thread)", value: retRate, unit: "returns/s", target: 40_000, better: "higher", note: `batches of ${batchFramesMax}, ${concurrentTasksPerWorker} in flight, as a lane worker runs them` });
+
+  // --- Crypticle and msgpack (A3)
+  const c = new Crypticle(generateKeyString());
+  const payload = { cmd: "_return", id: "m1", success: true, return: "x".repeat(200), retcode: 0, jid: "20261121155404239755", fun: "test.ping" };
+  const n = 50_000;
+  t0 = process.hrtime.bigint();
+  let last: Buffer = Buffer.alloc(0);
+  for (let i = 0; i < n; i++) last = c.dumps(payload);
+  rows.push({ figure: "Crypticle encrypt, ~300 B", value: rate(n, process.hrtime.bigint() - t0), unit: "ops/s", target: 75_000, better: "higher" });
+  t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) c.loads(last);
+  rows.push({ figure: "Crypticle decrypt, ~300 B", value: rate(n, process.hrtime.bigint() - t0), unit: "ops/s", target: 140_000, better: "higher" });
+  const packed = encodeWire(payload);
+  t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) decodeWire(packed);
+  rows.push({ figure: "wire msgpack decode (strict), ~300 B", value: rate(n, process.hrtime.bigint() - t0), unit: "ops/s", target: 687_000 / 2, better: "higher", note: "target: half of msgpackr's unchecked decode" });
+
+  await ctx.store.close();
+  rmSync(root, { recursive: true, force: true });
+  void writeFileSync;
+  return rows;
+}
