@@ -96,6 +96,7 @@ export class KeyStore {
  * A per-thread cache of accepted public keys for the hot request path (the v3 `tok` check needs the
  * minion's key on every request). Entries live `ttlMs`; a key deleted by salt-key stops working within
  * that time (Salt reads the file every time; a 1 s window costs nothing and saves a syscall per request).
+ * Absent keys are never cached.
  */
 export class AcceptedKeyCache {
   private readonly entries = new Map<string, { pem: string | undefined; at: number }>();
@@ -111,8 +112,11 @@ export class AcceptedKeyCache {
     const e = this.entries.get(id);
     if (e && t - e.at < this.ttlMs) return e.pem;
     const pem = this.store.read("accepted", id);
-    if (this.entries.size >= this.entriesMax) this.entries.delete(this.entries.keys().next().value!);
     this.entries.delete(id);
+    // Only keys that exist are cached: a minion whose key was just (re)accepted by another thread
+    // (the auth lane) must be recognised by its very next request, which real minions send at once.
+    if (pem === undefined) return undefined;
+    if (this.entries.size >= this.entriesMax) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(id, { pem, at: t });
     return pem;
   }

@@ -179,10 +179,7 @@ describe("test minion ⇄ brine master", () => {
     }
   });
 
-  // todo: brine's request lanes cache the missing key ("no such minion") for 1 s in the thread that
-  // answered "bad load"; the auth lane's accept does not invalidate that thread's cache, so the resend right
-  // after the re-auth gets "bad load" again (a real 3007 minion resends at once and fails the same way).
-  test('key deleted while the master was down: a request gets "bad load" → re-auth → resend succeeds', { todo: "master: accepted-key cache not invalidated across lanes" }, async () => {
+  test('key deleted while the master was down: a request gets "bad load" → re-auth → resend succeeds', async () => {
     let tm = await startTestMaster({ auto_accept: true });
     const m = fast(tm, "e2e-del", keys[4]!);
     try {
