@@ -8,6 +8,8 @@
 export class BoundedCache<K, V> {
   readonly #entries = new Map<K, V>();
   readonly #limit: number;
+  /** the most recently used key: hits on it (the common case in a loop over minions) skip reordering */
+  #newest: K | undefined;
 
   /** @param limit how many entries to keep; at least 1. */
   constructor(limit: number) {
@@ -16,10 +18,11 @@ export class BoundedCache<K, V> {
 
   get(key: K): V | undefined {
     const value = this.#entries.get(key);
-    if (value !== undefined) {
+    if (value !== undefined && key !== this.#newest) {
       // refresh recency: move the key to the end of the iteration order
       this.#entries.delete(key);
       this.#entries.set(key, value);
+      this.#newest = key;
     }
     return value;
   }
@@ -27,6 +30,7 @@ export class BoundedCache<K, V> {
   set(key: K, value: V): void {
     this.#entries.delete(key);
     this.#entries.set(key, value);
+    this.#newest = key;
     while (this.#entries.size > this.#limit) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;

@@ -49,13 +49,16 @@ class InvalidTarget extends Error {}
 
 type CachedKind = "grains" | "pillar";
 
+const NOT_LOADED: unique symbol = Symbol("not loaded");
+
 /** One evaluation: the accepted ids as a universe, each minion's data looked up at most once. */
 class MasterView {
   readonly ids: readonly string[];
   readonly greedy: boolean;
   readonly missing = new Set<string>();
   readonly #ctx: TargetContext;
-  readonly #data = new Map<string, MinionData | undefined>();
+  /** cached data by index into `ids`; `NOT_LOADED` until looked up */
+  readonly #data: Array<MinionData | undefined | typeof NOT_LOADED>;
   readonly #index: ReadonlySet<string>;
 
   constructor(ctx: TargetContext) {
@@ -64,22 +67,26 @@ class MasterView {
     // the contract says sorted and without dotfiles; enforce it cheaply rather than trust it
     this.ids = [...new Set(ctx.acceptedIds)].filter((id) => typeof id === "string" && !id.startsWith(".")).sort();
     this.#index = new Set(this.ids);
+    this.#data = new Array<MinionData | undefined | typeof NOT_LOADED>(this.ids.length).fill(NOT_LOADED);
   }
 
   get size(): number {
     return this.ids.length;
   }
 
-  data(id: string): MinionData | undefined {
-    if (!this.#data.has(id)) this.#data.set(id, this.#ctx.minionData(id) ?? undefined);
-    return this.#data.get(id);
+  /** The cached data of `ids[index]`, fetched from the context at most once per check. */
+  data(index: number): MinionData | undefined {
+    let data = this.#data[index];
+    if (data === NOT_LOADED) {
+      data = this.#ctx.minionData(this.ids[index]!) ?? undefined;
+      this.#data[index] = data;
+    }
+    return data;
   }
 
   mask(predicate: (id: string, index: number) => boolean): Uint8Array {
     const out = new Uint8Array(this.ids.length);
-    this.ids.forEach((id, i) => {
-      out[i] = predicate(id, i) ? 1 : 0;
-    });
+    for (let i = 0; i < this.ids.length; i += 1) out[i] = predicate(this.ids[i]!, i) ? 1 : 0;
     return out;
   }
 
@@ -109,8 +116,8 @@ class MasterView {
   /** grain/pillar targets: subdict match on the cached data; no cached data counts when greedy. */
   cached(expr: unknown, delimiter: string, kind: CachedKind, options: SubdictOptions): Uint8Array {
     if (typeof expr !== "string") throw new InvalidTarget(`${kind} target is not a string`);
-    return this.mask((id) => {
-      const data = this.data(id);
+    return this.mask((_, i) => {
+      const data = this.data(i);
       if (data === undefined) return this.greedy;
       return subdictMatch(data[kind], expr, delimiter, options);
     });
@@ -119,8 +126,8 @@ class MasterView {
   ipcidr(expr: unknown): Uint8Array {
     const target = parseIpTarget(expr);
     if (target === null) return new Uint8Array(this.ids.length); // Salt: invalid target, no minions
-    return this.mask((id) => {
-      const data = this.data(id);
+    return this.mask((_, i) => {
+      const data = this.data(i);
       if (data === undefined) return this.greedy;
       return ipcidrMatch(target, data.grains);
     });
