@@ -59,6 +59,40 @@ export interface MasterConfig {
   cluster_peers: string[];
   cluster_pki_dir: string | null;
   cluster_pool_port: number;
+  /** fileserver (roots backend) */
+  fileserver_backend: string[];
+  file_ignore_regex: string[];
+  file_ignore_glob: string[];
+  fileserver_followsymlinks: boolean;
+  fileserver_ignoresymlinks: boolean;
+  master_tops: Record<string, unknown>;
+  /** state system settings sent to minions by `_master_opts` */
+  top_file_merging_strategy: string;
+  env_order: string[];
+  default_top: string;
+  renderer: string;
+  renderer_blacklist: string[];
+  renderer_whitelist: string[];
+  failhard: boolean;
+  state_top: string;
+  state_top_saltenv: string | null;
+  state_auto_order: boolean;
+  state_events: boolean;
+  state_aggregate: boolean;
+  jinja_env: Record<string, unknown>;
+  jinja_sls_env: Record<string, unknown>;
+  jinja_lstrip_blocks: boolean;
+  jinja_trim_blocks: boolean;
+  /** pillar */
+  pillar_source_merging_strategy: string;
+  pillar_merge_lists: boolean;
+  pillar_includes_override_sls: boolean;
+  pillar_safe_render_error: boolean;
+  pillarenv: string | null;
+  pillarenv_from_saltenv: boolean;
+  pillar_opts: boolean;
+  ext_pillar: unknown[];
+  decrypt_pillar: unknown[];
   /** brine: requests waiting per lane before "retry later" replies */
   brine_queue_len_max: number;
   /** brine: LMDB map size in bytes */
@@ -124,6 +158,37 @@ export function masterDefaults(): MasterConfig {
     cluster_peers: [],
     cluster_pki_dir: null,
     cluster_pool_port: 4520,
+    fileserver_backend: ["roots"],
+    file_ignore_regex: [],
+    file_ignore_glob: [],
+    fileserver_followsymlinks: true,
+    fileserver_ignoresymlinks: false,
+    master_tops: {},
+    top_file_merging_strategy: "merge",
+    env_order: [],
+    default_top: "base",
+    renderer: "jinja|yaml",
+    renderer_blacklist: [],
+    renderer_whitelist: [],
+    failhard: false,
+    state_top: "top.sls",
+    state_top_saltenv: null,
+    state_auto_order: true,
+    state_events: false,
+    state_aggregate: false,
+    jinja_env: {},
+    jinja_sls_env: {},
+    jinja_lstrip_blocks: false,
+    jinja_trim_blocks: false,
+    pillar_source_merging_strategy: "smart",
+    pillar_merge_lists: false,
+    pillar_includes_override_sls: false,
+    pillar_safe_render_error: true,
+    pillarenv: null,
+    pillarenv_from_saltenv: false,
+    pillar_opts: false,
+    ext_pillar: [],
+    decrypt_pillar: [],
     brine_queue_len_max: 10000,
     brine_lmdb_map_bytes: 8 * 1024 * 1024 * 1024,
   };

@@ -1,12 +1,26 @@
 /**
  * `_master_opts`: the master settings a minion's state system reads (it reads `renderer`, `state_top`
  * and `file_roots` without defaults, so they must always be present).
+ *
+ * As Salt's AESFuncs._master_opts, `file_roots` maps each fileserver environment to an empty list: the
+ * minion only needs the names (the paths stay on the master).
  */
 import type { MasterConfig } from "../config/defaults.js";
+import { sortCodePoints } from "../fileserver/sorting.js";
+
+function fileserverEnvs(cfg: MasterConfig): string[] {
+  const opt: unknown = cfg.fileserver_backend;
+  const backends: string[] = Array.isArray(opt) ? opt.map(String) : typeof opt === "string" ? opt.split(",").map((s) => s.trim()) : ["roots"];
+  const roots: unknown = cfg.file_roots;
+  if (!backends.includes("roots") || typeof roots !== "object" || roots === null || Array.isArray(roots)) return [];
+  return sortCodePoints(Object.keys(roots));
+}
 
 export function masterOptsForMinion(cfg: MasterConfig, envOnly: boolean): Record<string, unknown> {
+  const fileRoots: Record<string, string[]> = {};
+  for (const env of fileserverEnvs(cfg)) fileRoots[env] = [];
   const base: Record<string, unknown> = {
-    file_roots: cfg.file_roots,
+    file_roots: fileRoots,
     top_file_merging_strategy: cfg.top_file_merging_strategy ?? "merge",
     env_order: cfg.env_order ?? [],
     default_top: cfg.default_top ?? "base",
@@ -18,7 +32,7 @@ export function masterOptsForMinion(cfg: MasterConfig, envOnly: boolean): Record
     failhard: cfg.failhard ?? false,
     state_top: cfg.state_top ?? "top.sls",
     state_top_saltenv: cfg.state_top_saltenv ?? null,
-    nodegroups: cfg.nodegroups,
+    nodegroups: cfg.nodegroups ?? {},
     state_auto_order: cfg.state_auto_order ?? true,
     state_events: cfg.state_events ?? false,
     state_aggregate: cfg.state_aggregate ?? false,

@@ -1,0 +1,119 @@
+/**
+ * The `roots` fileserver backend (Salt's salt/fileserver/roots.py behind salt/fileserver/__init__.py):
+ * environments from `file_roots`, several roots per environment with the first root holding a path
+ * winning, file lookup with the path rules of paths.ts, cached lists, cached hashes, chunked serving.
+ *
+ * One instance per worker thread; everything it caches is validated against the filesystem (stat or
+ * directory mtimes), so threads never need to talk to each other.
+ */
+import type { BigIntStats } from "node:fs";
+import { realpath, stat } from "node:fs/promises";
+import path from "node:path";
+import { getLogger } from "../log.js";
+import type { MasterConfig } from "../config/defaults.js";
+import { HashCache, validHashType } from "./hash-cache.js";
+import { IgnoreRules } from "./ignore.js";
+import { FileListCache, listOptionsFromConfig, type EnvLists } from "./list-cache.js";
+import { envName, isInside, normalizeRoots, parseRequestPath, rootsFor } from "./paths.js";
+import { sortCodePoints } from "./sorting.js";
+
+const log = getLogger("brine.fileserver");
+
+/** What a successful lookup found (Salt's `fnd`). */
+export interface Found {
+  /** root + rel, as Salt reports it in `_file_find` */
+  path: string;
+  /** the real path opened for reading (inside the real root) */
+  real: string;
+  rel: string;
+  saltenv: string;
+  stat: BigIntStats;
+}
+
+export interface RootsOptions {
+  now?: () => number;
+  /** override the fs.watch budget (0 = mtime checks only) */
+  watchDirsMax?: number;
+}
+
+export class RootsBackend {
+  readonly roots: Map<string, string[]>;
+  readonly enabled: boolean;
+  readonly lists: FileListCache;
+  readonly hashes: HashCache;
+  readonly hashType: string;
+  readonly bufferSize: number;
+  private readonly ignore: IgnoreRules;
+
+  constructor(cfg: MasterConfig, o: RootsOptions = {}) {
+    this.roots = normalizeRoots(cfg.file_roots);
+    const opt: unknown = cfg.fileserver_backend;
+    const backends: string[] = Array.isArray(opt) ? opt.map(String) : typeof opt === "string" ? opt.split(",").map((s) => s.trim()) : ["roots"];
+    this.enabled = backends.includes("roots");
+    const others = backends.filter((b) => b !== "roots");
+    if (others.length) log.warning(`fileserver_backend: ${others.join(", ")} not supported by brine; only roots is served`);
+    if (!this.enabled) log.warning("fileserver_backend does not include roots: the fileserver serves nothing");
+    this.ignore = new IgnoreRules(cfg.file_ignore_regex, cfg.file_ignore_glob);
+    this.lists = new FileListCache({ ...listOptionsFromConfig(this.roots, cfg, this.ignore), now: o.now, watchDirsMax: o.watchDirsMax });
+    this.hashType = validHashType(cfg.hash_type) ? cfg.hash_type : "sha256";
+    if (this.hashType !== cfg.hash_type) log.error(`hash_type ${String(cfg.hash_type)} is not supported; using sha256`);
+    this.hashes = new HashCache(this.hashType, typeof cfg.cachedir === "string" ? cfg.cachedir : null, o.now);
+    const buf = Number(cfg.file_buffer_size);
+    this.bufferSize = Number.isSafeInteger(buf) && buf > 0 ? Math.min(buf, fileBufferBytesMax) : 1048576;
+  }
+
+  /** Environment names, sorted (Salt's roots.envs). */
+  envs(): string[] {
+    return this.enabled ? sortCodePoints(this.roots.keys()) : [];
+  }
+
+  /**
+   * Find a file: `rawPath` as the minion sent it (may carry `?saltenv=`), `saltenvArg` the load's
+   * saltenv. Null means missing.
+   */
+  async find(rawPath: unknown, saltenvArg: unknown): Promise<Found | null> {
+    if (!this.enabled) return null;
+    const req = parseRequestPath(rawPath);
+    if (!req) return null;
+    const saltenv = req.saltenv ?? envName(saltenvArg);
+    if (saltenv === null) return null;
+    const roots = rootsFor(this.roots, saltenv);
+    if (!roots) return null;
+    if (this.ignore.ignored(req.rel)) return null;
+    for (const root of roots) {
+      const full = path.join(root, req.rel);
+      if (!isInside(root, full) || this.ignore.ignored(full)) continue;
+      let real: string;
+      let realRoot: string;
+      try {
+        [real, realRoot] = await Promise.all([realpath(full), realpath(root)]);
+      } catch {
+        continue; // not in this root
+      }
+      if (!isInside(realRoot, real)) {
+        log.debug(`roots: ${req.rel} in ${saltenv} resolves outside its root; treated as missing`);
+        continue;
+      }
+      let st: BigIntStats;
+      try {
+        st = await stat(real, { bigint: true });
+      } catch {
+        continue;
+      }
+      if (!st.isFile()) continue;
+      return { path: full, real, rel: req.rel, saltenv, stat: st };
+    }
+    return null;
+  }
+
+  /** The cached lists of an environment; null when unknown or the backend is off. */
+  async envLists(saltenvArg: unknown): Promise<EnvLists | null> {
+    if (!this.enabled) return null;
+    const saltenv = envName(saltenvArg);
+    if (saltenv === null) return null;
+    return this.lists.get(saltenv);
+  }
+}
+
+/** Largest chunk served whatever `file_buffer_size` says (bytes); a reply must fit a frame. */
+export const fileBufferBytesMax = 16 * 1024 * 1024;

@@ -1,0 +1,467 @@
+/**
+ * Jinja rendering for Salt templates on nunjucks (see docs/DEPENDENCIES-fileserver.md for the choice
+ * and the list of differences).
+ *
+ * What makes nunjucks behave like Salt's Jinja (salt/utils/templates.py: render_jinja_tmpl):
+ * - Python values: `{{ none }}` prints `None`, booleans `True`/`False`, lists and dicts their Python
+ *   repr; `True`/`False`/`None` literals; Python slices; Python methods on str/list/dict (pymethods.ts);
+ * - StrictUndefined (Salt's default): printing an undefined value, or looking up an attribute of one,
+ *   is an error naming the variable and line (`is defined`, `default`, `.get()` still work);
+ * - the sandbox: lookups reach own data properties and the Python method tables only, never JS
+ *   prototypes (`constructor`, `__proto__`), so a template cannot reach Function;
+ * - Salt's extensions: `{% do %}`, `{% import_yaml/json/text "f" as v %}`, `{% load_yaml/json/text
+ *   as v %}…{% endload %}`; Salt's filters and tests (filters.ts); globals `raise`, `dict`, `odict`,
+ *   `namespace`; the template context as globals (so imported macros see `grains`, `pillar`…);
+ * - `jinja_env`/`jinja_sls_env` `trim_blocks`/`lstrip_blocks`.
+ * Compiled templates are cached per worker thread by path + stat signature (`templateCacheEntriesMax`).
+ */
+import path from "node:path";
+import nunjucksDefault from "nunjucks";
+import { getLogger } from "../log.js";
+import { isDict } from "../pillar/merge.js";
+import { kwargsOf } from "./args.js";
+import { FilterError, makeFilters, makeTests } from "./filters.js";
+import { DICT_METHODS, LIST_METHODS, STRING_METHODS } from "./pymethods.js";
+import { pyRepr, pyStr } from "./pyrepr.js";
+import { RenderError } from "./render-error.js";
+import { loadYaml, YamlError } from "./yaml.js";
+
+const log = getLogger("brine.render");
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Any = any;
+const nj = nunjucksDefault as Any;
+const runtime = nj.runtime as Any;
+const nodes = nj.nodes as Any;
+
+/** Compiled templates kept per worker thread (entries). */
+export const templateCacheEntriesMax = 2048;
+/** Largest template source compiled (characters). */
+export const templateCharsMax = 4 * 1024 * 1024;
+
+/** One template source found by a loader. `sig` changes whenever the file does. */
+export interface JinjaSource {
+  /** the template text (read only when the compiled template is not cached) */
+  read(): string;
+  /** the file's path, for messages */
+  path: string;
+  sig: string;
+}
+/** Find a template by its root-relative name (already normalised); null when missing. */
+export type SourceLoader = (name: string) => JinjaSource | null;
+
+export interface JinjaOptions {
+  trimBlocks?: boolean;
+  lstripBlocks?: boolean;
+}
+
+class UndefinedError extends Error {
+  override name = "UndefinedError";
+}
+class TemplateRaise extends Error {
+  override name = "TemplateRaise";
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Python semantics in the nunjucks runtime (installed once per thread; nunjucks is only used here)
+
+const hasOwn = (o: object, k: PropertyKey) => Object.prototype.hasOwnProperty.call(o, k);
+
+function pySlice(obj: unknown, start: unknown, stop: unknown, step: unknown): unknown {
+  const seq: unknown[] | string = typeof obj === "string" ? obj : Array.isArray(obj) ? obj : [];
+  const chars = typeof seq === "string" ? [...seq] : seq;
+  const n = chars.length;
+  const st = step === null || step === undefined ? 1 : Number(step);
+  if (st === 0) throw new FilterError("slice step cannot be zero");
+  const norm = (v: unknown, dflt: number, lo: number, hi: number) => {
+    if (v === null || v === undefined) return dflt;
+    let x = Number(v);
+    if (x < 0) x += n;
+    return Math.min(Math.max(x, lo), hi);
+  };
+  const out: unknown[] = [];
+  if (st > 0) {
+    const a = norm(start, 0, 0, n);
+    const b = norm(stop, n, 0, n);
+    for (let i = a; i < b; i += st) out.push(chars[i]);
+  } else {
+    const a = norm(start, n - 1, -1, n - 1);
+    const b = norm(stop, -1, -1, n - 1);
+    for (let i = a; i > b; i += st) out.push(chars[i]);
+  }
+  return typeof seq === "string" ? out.join("") : out;
+}
+
+function bindMethod(table: Record<string, (self: never, ...a: unknown[]) => unknown>, name: string, self: unknown) {
+  const m = table[name]!;
+  return (...args: unknown[]) => m(self as never, ...args);
+}
+
+function memberLookup(obj: unknown, key: unknown, ...slice: unknown[]): unknown {
+  if (slice.length === 2) return pySlice(obj, key, slice[0], slice[1]);
+  if (obj === undefined) throw new UndefinedError(`is undefined (while looking up attribute '${String(key)}')`);
+  if (obj === null) return undefined;
+  if (obj instanceof runtime.SafeString) obj = String(obj);
+  const k = typeof key === "number" ? key : String(key);
+  if (typeof obj === "string") {
+    if (typeof k === "number" || /^-?\d+$/.test(k)) {
+      const chars = [...obj];
+      const i = Number(k) < 0 ? chars.length + Number(k) : Number(k);
+      return chars[i];
+    }
+    return hasOwn(STRING_METHODS, k) ? bindMethod(STRING_METHODS, k, obj) : undefined;
+  }
+  if (Array.isArray(obj)) {
+    if (typeof k === "number" || /^-?\d+$/.test(k)) {
+      const i = Number(k) < 0 ? obj.length + Number(k) : Number(k);
+      return obj[i];
+    }
+    return hasOwn(LIST_METHODS, k) ? bindMethod(LIST_METHODS, k, obj) : undefined;
+  }
+  if (Buffer.isBuffer(obj)) return typeof k === "number" || /^\d+$/.test(k) ? obj[Number(k)] : undefined;
+  if (typeof obj === "object" || typeof obj === "function") {
+    const o = obj as Record<string, unknown>;
+    if (hasOwn(o, k)) {
+      const v = o[k as string];
+      return typeof v === "function" && !isDict(v) ? (...args: unknown[]) => (v as (...a: unknown[]) => unknown).apply(o, args) : v;
+    }
+    if (typeof k === "string" && isDict(o) && hasOwn(DICT_METHODS, k)) return bindMethod(DICT_METHODS, k, o);
+    return undefined;
+  }
+  return undefined;
+}
+
+function suppressValue(val: unknown, autoescape: boolean): unknown {
+  if (val === undefined) throw new UndefinedError("an undefined value was printed");
+  if (val instanceof runtime.SafeString) return val;
+  const s = pyStr(val);
+  return autoescape ? nj.lib.escape(s) : s;
+}
+
+function ensureDefined(val: unknown, lineno: number, colno: number, name?: string): unknown {
+  if (val === undefined) {
+    const e = new nj.lib.TemplateError(`Jinja variable ${name ? `'${name}' ` : ""}is undefined`, lineno, colno);
+    (e as { brineUndefined?: boolean }).brineUndefined = true;
+    throw e;
+  }
+  return val;
+}
+
+/** Jinja iteration of a single loop variable: a dict gives its keys. */
+function pyIter(v: unknown): unknown {
+  return isDict(v) ? Object.keys(v) : v;
+}
+
+/** Statement nodes before which the compiled code records its line (for runtime error messages). */
+const STATEMENTS = new Set(["Output", "If", "For", "Set", "Import", "FromImport", "Include", "Switch", "Extends"]);
+
+let installed = false;
+function installPythonRuntime(): void {
+  if (installed) return;
+  installed = true;
+  nj.installJinjaCompat(); // True/False/None literals and slice syntax in the parser
+  runtime.memberLookup = memberLookup;
+  runtime.suppressValue = suppressValue;
+  runtime.ensureDefined = ensureDefined;
+  runtime.brinePyIter = pyIter;
+  const Compiler = nj.compiler.Compiler;
+  const origCompile = Compiler.prototype.compile;
+  Compiler.prototype.compile = function compile(this: Any, node: Any, frame: Any) {
+    if (node && STATEMENTS.has(node.typename) && typeof node.lineno === "number") {
+      this._emitLine(`lineno = ${node.lineno}; colno = ${node.colno};`);
+    }
+    return origCompile.call(this, node, frame);
+  };
+  // `for x in dict` iterates the keys, as in Jinja
+  const origFor = Compiler.prototype.compileFor;
+  Compiler.prototype.compileFor = function compileFor(this: Any, node: Any, frame: Any) {
+    if (!(node.name instanceof nodes.Array) && !node.brinePy) {
+      node.brinePy = true;
+      node.arr = new nodes.FunCall(node.lineno, node.colno, new nodes.Symbol(node.lineno, node.colno, "__py_iter"), new nodes.NodeList(node.lineno, node.colno, [node.arr]));
+    }
+    return origFor.call(this, node, frame);
+  };
+  // name the variable in "is undefined" errors
+  const origOutput = Compiler.prototype.compileOutput;
+  Compiler.prototype.compileOutput = function compileOutput(this: Any, node: Any, frame: Any) {
+    if (!this.throwOnUndefined) return origOutput.call(this, node, frame);
+    for (const child of node.children) {
+      if (child instanceof nodes.TemplateData) {
+        if (child.value) {
+          this._emit(`${this.buffer} += `);
+          this.compileLiteral(child, frame);
+          this._emitLine(";");
+        }
+      } else {
+        this._emit(`${this.buffer} += runtime.suppressValue(runtime.ensureDefined(`);
+        this.compile(child, frame);
+        const name = JSON.stringify(this._getNodeName(child));
+        this._emit(`,${child.lineno},${child.colno},${name}), env.opts.autoescape);\n`);
+      }
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Salt's tag extensions
+
+function symbol(tok: Any, name: string) {
+  return new nodes.Symbol(tok.lineno, tok.colno, name);
+}
+function call(tok: Any, fn: string, args: Any[]) {
+  return new nodes.FunCall(tok.lineno, tok.colno, symbol(tok, fn), new nodes.NodeList(tok.lineno, tok.colno, args));
+}
+function setNode(tok: Any, target: Any, value: Any) {
+  const s = new nodes.Set(tok.lineno, tok.colno, [target]);
+  s.value = value;
+  return s;
+}
+
+const DoExtension = {
+  tags: ["do"],
+  parse(parser: Any) {
+    const tok = parser.nextToken();
+    const expr = parser.parseExpression();
+    parser.advanceAfterBlockEnd(tok.value);
+    return new nodes.Output(tok.lineno, tok.colno, [call(tok, "__salt_do", [expr])]);
+  },
+};
+
+const ImportExtension = {
+  tags: ["import_yaml", "import_json", "import_text"],
+  parse(parser: Any) {
+    const tok = parser.nextToken();
+    const kind = String(tok.value).slice("import_".length);
+    const name = parser.parseExpression();
+    if (!parser.skipSymbol("as")) parser.fail(`${tok.value}: expected "as"`, tok.lineno, tok.colno);
+    const target = parser.parsePrimary();
+    parser.parseWithContext?.();
+    parser.advanceAfterBlockEnd(tok.value);
+    return setNode(tok, target, call(tok, "__salt_import", [new nodes.Literal(tok.lineno, tok.colno, kind), name]));
+  },
+};
+
+const LoadExtension = {
+  tags: ["load_yaml", "load_json", "load_text"],
+  parse(parser: Any) {
+    const tok = parser.nextToken();
+    const kind = String(tok.value).slice("load_".length);
+    if (!parser.skipSymbol("as")) parser.fail(`${tok.value}: expected "as"`, tok.lineno, tok.colno);
+    const target = parser.parsePrimary();
+    parser.advanceAfterBlockEnd(tok.value);
+    const body = parser.parseUntilBlocks("endload");
+    parser.advanceAfterBlockEnd();
+    const capture = new nodes.Capture(tok.lineno, tok.colno, body);
+    return setNode(tok, target, call(tok, "__salt_load", [new nodes.Literal(tok.lineno, tok.colno, kind), capture]));
+  },
+};
+
+function deserialize(kind: string, text: string, where: string): unknown {
+  try {
+    if (kind === "yaml") return loadYaml(text) ?? {};
+    if (kind === "json") return JSON.parse(text);
+    return text;
+  } catch (e) {
+    const line = e instanceof YamlError && e.line ? ` (line ${e.line})` : "";
+    throw new FilterError(`cannot load ${kind} from ${where}${line}: ${(e as Error).message}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// compiled template cache (per thread)
+
+const compiled = new Map<string, Any>();
+function compiledProps(env: Any, s: JinjaSource, optsKey: string): Any {
+  const key = `${s.path}\0${s.sig}\0${optsKey}`;
+  const hit = compiled.get(key);
+  if (hit) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+    return hit;
+  }
+  const src = s.read();
+  if (src.length > templateCharsMax) throw new FilterError(`${s.path} exceeds templateCharsMax (${templateCharsMax} characters)`);
+  let code: string;
+  try {
+    code = nj.compiler.compile(src, env.asyncFilters, env.extensionsList, s.path, env.opts);
+  } catch (e) {
+    if (e && typeof e === "object") Object.assign(e, { brineParse: true, brineFile: s.path, brineSrc: src });
+    throw e;
+  }
+  const props = new Function(code)(); // eslint-disable-line no-new-func
+  compiled.set(key, props);
+  while (compiled.size > templateCacheEntriesMax) compiled.delete(compiled.keys().next().value!);
+  return props;
+}
+
+/** Context lines around `line` (1-based) with Salt's marker, as SaltRenderError prints them. */
+export function sourceContext(src: string, line: number | undefined): string {
+  if (!line) return "";
+  const lines = src.split("\n");
+  const from = Math.max(0, line - 4);
+  const to = Math.min(lines.length, line + 3);
+  const out: string[] = [];
+  for (let i = from; i < to; i++) out.push(i === line - 1 ? `${lines[i]}    <======================` : lines[i]!);
+  return out.join("\n");
+}
+
+const BASE_KEYS = new Set(["__salt_do", "__py_iter", "__salt_import", "__salt_load", "raise", "dict", "odict", "namespace", "show_full_context", "range", "cycler", "joiner"]);
+
+export class JinjaEnv {
+  private readonly env: Any;
+  private readonly optsKey: string;
+  private readonly sources = new Map<string, JinjaSource>();
+
+  constructor(
+    private readonly load: SourceLoader,
+    o: JinjaOptions = {},
+  ) {
+    installPythonRuntime();
+    const self = this;
+    const loader = {
+      cache: {},
+      getSource(name: string) {
+        const s = self.loadCached(name);
+        if (!s) return null;
+        return { src: { type: "code", obj: compiledProps(self.env, s, self.optsKey) }, path: s.path, noCache: true };
+      },
+      isRelative: (name: string) => name.startsWith("./") || name.startsWith("../"),
+      resolve: (parent: string, name: string) => path.posix.normalize(path.posix.join(path.posix.dirname(parent), name)),
+    };
+    this.env = new nj.Environment([loader], {
+      autoescape: false,
+      throwOnUndefined: true,
+      trimBlocks: Boolean(o.trimBlocks),
+      lstripBlocks: Boolean(o.lstripBlocks),
+      dev: true,
+    });
+    this.optsKey = `${Boolean(o.trimBlocks)}:${Boolean(o.lstripBlocks)}`;
+    const tests = makeTests();
+    const filters = makeFilters({ ...this.builtinTests(), ...tests });
+    for (const [n, f] of Object.entries(filters)) this.env.addFilter(n, f);
+    for (const [n, t] of Object.entries(tests)) this.env.addTest(n, t);
+    this.env.addExtension("SaltDo", DoExtension);
+    this.env.addExtension("SaltImport", ImportExtension);
+    this.env.addExtension("SaltLoad", LoadExtension);
+    this.env.addGlobal("__salt_do", () => "");
+    this.env.addGlobal("__py_iter", pyIter);
+    this.env.addGlobal("__salt_import", function (this: Any, kind: string, name: unknown) {
+      return self.importFile(this, kind, name);
+    });
+    this.env.addGlobal("__salt_load", (kind: string, text: unknown) => deserialize(kind, String(text), "a load block"));
+    this.env.addGlobal("raise", (msg: unknown) => {
+      throw new TemplateRaise(pyStr(msg));
+    });
+    const dict = (...args: unknown[]) => {
+      const { args: pos, kwargs } = kwargsOf(args);
+      const out: Record<string, unknown> = {};
+      for (const p of pos) {
+        if (isDict(p)) Object.assign(out, p);
+        else if (Array.isArray(p)) for (const kv of p) if (Array.isArray(kv) && kv.length === 2) out[String(kv[0])] = kv[1];
+      }
+      return Object.assign(out, kwargs);
+    };
+    this.env.addGlobal("dict", dict);
+    this.env.addGlobal("odict", dict);
+    this.env.addGlobal("namespace", dict);
+    this.env.addGlobal("show_full_context", function (this: Any) {
+      return this.getVariables?.() ?? {};
+    });
+  }
+
+  private builtinTests(): Record<string, (...a: Any[]) => unknown> {
+    return { ...(this.env.tests as Record<string, (...a: Any[]) => unknown>) };
+  }
+
+  /** Sources seen during the current render (for error context). */
+  private loadCached(name: string): JinjaSource | null {
+    const s = this.load(name);
+    if (s) this.sources.set(s.path, s);
+    return s;
+  }
+
+  private importFile(context: Any, kind: string, rawName: unknown): unknown {
+    let name = String(rawName);
+    if (name.startsWith("./") || name.startsWith("../")) {
+      const dir = typeof context.ctx?.tpldir === "string" && context.ctx.tpldir !== "." ? context.ctx.tpldir : "";
+      name = path.posix.normalize(path.posix.join(dir, name));
+    }
+    const tmpl = this.env.getTemplate(name, false, null, false);
+    const text = tmpl.render(context.getVariables ? context.getVariables() : {});
+    return deserialize(kind, text, name);
+  }
+
+  /**
+   * Render the template `name` (found through the loader) with `context`; the context is also
+   * installed as globals for the duration (Salt puts it in `jinja_env.globals`).
+   */
+  render(name: string, context: Record<string, unknown>): string {
+    return this.withGlobals(context, () => {
+      const tmpl = this.env.getTemplate(name, false, null, false);
+      return tmpl.render(context);
+    }, name);
+  }
+
+  /** Render template text that is not a file (a later stage of a render pipe). */
+  renderString(src: string, file: string, context: Record<string, unknown>): string {
+    const s: JinjaSource = { read: () => src, path: file, sig: `string:${src.length}:${hashCode(src)}` };
+    this.sources.set(file, s);
+    return this.withGlobals(context, () => {
+      const tmpl = new nj.Template({ type: "code", obj: compiledProps(this.env, s, this.optsKey) }, this.env, file);
+      return tmpl.render(context);
+    }, file);
+  }
+
+  private withGlobals(context: Record<string, unknown>, fn: () => string, name: string): string {
+    const g = this.env.globals as Record<string, unknown>;
+    const added: string[] = [];
+    for (const [k, v] of Object.entries(context)) {
+      if (BASE_KEYS.has(k)) continue;
+      g[k] = v;
+      added.push(k);
+    }
+    this.sources.clear();
+    try {
+      return fn();
+    } catch (e) {
+      throw this.renderError(e, name);
+    } finally {
+      for (const k of added) delete g[k];
+    }
+  }
+
+  private renderError(e: unknown, name: string): RenderError {
+    const err = (e ?? {}) as { message?: string; lineno?: number; brineUndefined?: boolean; brineParse?: boolean; brineFile?: string; brineSrc?: string };
+    const raw = String(err.message ?? e);
+    // nunjucks prefixes "(path) [Line n, Column m]\n  "; keep the reason only
+    const m = /^\((.*?)\)(?: \[Line (\d+), Column (\d+)\])?\n {2}([\s\S]*)$/.exec(raw);
+    const file = err.brineFile ?? (m?.[1] && m[1] !== "unknown path" ? m[1] : name);
+    let reason = m?.[4] ?? raw;
+    // runtime lines are 0-based in the compiled code, parse errors are 1-based
+    const line = typeof err.lineno === "number" ? (err.brineParse ? err.lineno : err.lineno + 1) : undefined;
+    let kind: string;
+    if (err.brineUndefined) kind = "";
+    else if (err.brineParse) kind = "Jinja syntax error: ";
+    else if (/^(UndefinedError): /.test(reason)) kind = "Jinja variable ";
+    else kind = "Jinja error: ";
+    reason = reason.replace(/^(Error|UndefinedError|FilterError|TemplateRaise|TypeError|RangeError|PyError): /, "");
+    let src = err.brineSrc ?? "";
+    if (!src) {
+      try {
+        src = (this.sources.get(file) ?? this.sources.get(name))?.read() ?? "";
+      } catch {
+        // the file went away; no context lines
+      }
+    }
+    log.debug(`jinja render error in ${file}: ${raw}`);
+    return new RenderError(file, line, `${kind}${reason}`, sourceContext(src, line));
+  }
+}
+
+function hashCode(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (Math.imul(31, h) + s.charCodeAt(i)) | 0;
+  return h;
+}
+
+export { pyRepr };
