@@ -8,6 +8,7 @@ import { Request } from "zeromq";
 import type { MasterConfig } from "../config/defaults.js";
 import { decodeWire, encodeWire, isMap } from "../protocol/msgpack.js";
 import { rootKeyPath } from "../master/root-key.js";
+import { expandNodegroup } from "../targeting/index.js";
 import { EventClient } from "./event-client.js";
 import { ReturnWaiter } from "./return-waiter.js";
 
@@ -49,14 +50,40 @@ export class LocalClient {
     return readFileSync(rootKeyPath(this.cfg.cachedir, this.cfg.user), "utf8").trim();
   }
 
+  /**
+   * Nodegroups are resolved here, as Salt's LocalClient resolves them, so minions (which do not know
+   * the master's nodegroups) receive a plain compound target.
+   */
+  resolveTarget(tgt: string | string[], tgtType: string): { tgt: string | string[]; tgtType: string } | { error: string } {
+    const groups = this.cfg.nodegroups ?? {};
+    if (tgtType === "nodegroup") {
+      const words = expandNodegroup(String(tgt), groups);
+      if (!words) return { error: `Node group ${String(tgt)} unavailable in ${this.cfg.conf_file}` };
+      return { tgt: words.join(" "), tgtType: "compound" };
+    }
+    if (tgtType === "compound") {
+      const words = typeof tgt === "string" ? tgt.split(/\s+/).filter(Boolean) : tgt;
+      const out: string[] = [];
+      for (const w of words) {
+        const resolved = w.startsWith("N@") && w.length > 2 ? expandNodegroup(w.slice(2), groups) : null;
+        if (resolved) out.push("(", ...resolved, ")");
+        else out.push(w);
+      }
+      return { tgt: out.join(" "), tgtType };
+    }
+    return { tgt, tgtType };
+  }
+
   async pub(o: PubOptions): Promise<PubReply> {
+    const t = this.resolveTarget(o.tgt, o.tgtType ?? "glob");
+    if ("error" in t) return { jid: null, minions: [], error: t.error };
     const load: Record<string, unknown> = {
       cmd: "publish",
-      tgt: o.tgt,
+      tgt: t.tgt,
       fun: o.fun,
       arg: o.arg ?? [],
       key: this.rootKey(),
-      tgt_type: o.tgtType ?? "glob",
+      tgt_type: t.tgtType,
       ret: o.ret ?? "",
       jid: o.jid ?? "",
       kwargs: o.kwargs ?? { show_timeout: true, show_jid: false, delimiter: ":" },
