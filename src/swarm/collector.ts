@@ -1,0 +1,236 @@
+/**
+ * The parent's view of the swarm, built from worker events: each minion's state and sign-in/start times,
+ * each job's expected minions, publishes seen and returns acknowledged, and every bad condition (refused
+ * or timed-out sign-ins, "bad load" replies, dropped publishes, failed returns), counted and listed.
+ */
+import { EventEmitter } from "node:events";
+import type { SwarmEvent } from "./events.js";
+
+export const errorListMax = 1000;
+
+export type MinionState = "idle" | "up" | "failed" | "down";
+
+export interface JobTrack {
+  jid: string;
+  fun: string;
+  publishAt: number;
+  /** when the publish request was answered */
+  publishedAt: number;
+  expected: Set<number>;
+  /** minion → when it received the publish */
+  received: Map<number, number>;
+  /** minion → when the master acknowledged its return */
+  returned: Map<number, number>;
+  failed: Map<number, string>;
+}
+
+export interface ErrorEntry {
+  minion: string;
+  kind: string;
+  detail: string;
+  at: number;
+}
+
+export function percentile(sorted: number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
+}
+
+export function sortedNums(xs: Iterable<number>): number[] {
+  return [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+}
+
+export class Collector extends EventEmitter {
+  readonly state: MinionState[];
+  /** first successful sign-in: ms from its start() */
+  readonly authMs: number[];
+  /** first full start (auth + SUB + pillar + events): ms from its start() */
+  readonly upMs: number[];
+  readonly upAt: number[];
+  readonly authAt: number[];
+  readonly jobs = new Map<string, JobTrack>();
+  private readonly orphans = new Map<string, SwarmEvent[]>();
+  readonly authResults = new Map<string, number>();
+  readonly startFailures = new Map<string, number>();
+  readonly drops = new Map<string, number>();
+  readonly reauthReasons = new Map<string, number>();
+  badLoads = 0;
+  returnFailures = 0;
+  problems = 0;
+  readonly reconnectMs: number[] = [];
+  reconnectFailures = 0;
+  private readonly downAt = new Map<number, number>();
+  readonly errors: ErrorEntry[] = [];
+  errorCount = 0;
+  readonly errorKinds = new Map<string, number>();
+  upCount = 0;
+  failedCount = 0;
+
+  constructor(
+    readonly n: number,
+    private readonly idOf: (i: number) => string,
+  ) {
+    super();
+    this.state = new Array<MinionState>(n).fill("idle");
+    this.authMs = new Array<number>(n).fill(NaN);
+    this.upMs = new Array<number>(n).fill(NaN);
+    this.upAt = new Array<number>(n).fill(NaN);
+    this.authAt = new Array<number>(n).fill(NaN);
+  }
+
+  private bump(m: Map<string, number>, k: string): void {
+    m.set(k, (m.get(k) ?? 0) + 1);
+  }
+
+  error(i: number | null, kind: string, detail: string, at: number): void {
+    this.errorCount++;
+    this.bump(this.errorKinds, kind);
+    if (this.errors.length < errorListMax) this.errors.push({ minion: i === null ? "" : this.idOf(i), kind, detail, at });
+  }
+
+  private setState(i: number, s: MinionState): void {
+    const old = this.state[i];
+    if (old === s) return;
+    if (old === "up") this.upCount--;
+    if (old === "failed") this.failedCount--;
+    if (s === "up") this.upCount++;
+    if (s === "failed") this.failedCount++;
+    this.state[i] = s;
+  }
+
+  addJob(jid: string, fun: string, publishAt: number, expected: Iterable<number>): JobTrack {
+    const job: JobTrack = { jid, fun, publishAt, publishedAt: Date.now(), expected: new Set(expected), received: new Map(), returned: new Map(), failed: new Map() };
+    this.jobs.set(jid, job);
+    const early = this.orphans.get(jid);
+    if (early) {
+      this.orphans.delete(jid);
+      for (const e of early) this.apply(e);
+    }
+    this.emit("change");
+    return job;
+  }
+
+  ingest(batch: SwarmEvent[]): void {
+    for (const e of batch) this.apply(e);
+    this.emit("change");
+  }
+
+  private jobFor(e: SwarmEvent & { jid: string }): JobTrack | undefined {
+    const job = this.jobs.get(e.jid);
+    if (!job) {
+      let list = this.orphans.get(e.jid);
+      if (!list) this.orphans.set(e.jid, (list = []));
+      if (list.length < 100_000) list.push(e);
+    }
+    return job;
+  }
+
+  private apply(e: SwarmEvent): void {
+    switch (e.k) {
+      case "auth":
+        this.bump(this.authResults, e.result);
+        if (e.result === "timeout") this.error(e.i, "auth_timeout", `sign-in attempt ${e.attempt} timed out (${e.reason})`, e.at);
+        else if (e.result === "rejected") this.error(e.i, "auth_rejected", `the master rejected the key (${e.reason})`, e.at);
+        else if (e.result === "full") this.error(e.i, "auth_full", "the master is full", e.at);
+        else if (e.result === "error") this.error(e.i, "auth_invalid", e.detail ?? "sign-in reply refused", e.at);
+        else if (e.result === "pending" && e.attempt === 1) this.error(e.i, "auth_pending", "the key is pending on the master", e.at);
+        return;
+      case "up": {
+        this.bump(this.authResults, "accepted");
+        if (e.restart) {
+          const down = this.downAt.get(e.i);
+          if (down !== undefined) this.reconnectMs.push(e.at - down);
+          this.downAt.delete(e.i);
+        } else {
+          this.authMs[e.i] = e.authMs;
+          this.upMs[e.i] = e.ms;
+          this.upAt[e.i] = e.at;
+          this.authAt[e.i] = e.at - e.ms + e.authMs;
+        }
+        this.setState(e.i, "up");
+        return;
+      }
+      case "startFailed":
+        this.bump(this.startFailures, e.code);
+        if (this.downAt.has(e.i)) this.reconnectFailures++;
+        this.setState(e.i, "failed");
+        this.error(e.i, e.code.toLowerCase(), e.detail, e.at);
+        return;
+      case "down":
+        // the parent marked it down when it asked (markDown); the worker's report only confirms it
+        if (this.state[e.i] !== "up") return;
+        this.downAt.set(e.i, e.at);
+        this.setState(e.i, "down");
+        return;
+      case "publish": {
+        const job = this.jobFor(e);
+        if (job && !job.received.has(e.i)) job.received.set(e.i, e.at);
+        return;
+      }
+      case "return": {
+        const job = this.jobFor(e);
+        if (job && !job.returned.has(e.i)) job.returned.set(e.i, e.at);
+        return;
+      }
+      case "returnFailed": {
+        this.returnFailures++;
+        const job = this.jobFor(e);
+        if (job) job.failed.set(e.i, e.code);
+        this.error(e.i, "return_failed", `${e.jid}: ${e.detail}`, e.at);
+        return;
+      }
+      case "badLoad":
+        this.badLoads++;
+        this.error(e.i, "bad_load", `"bad load" reply to ${e.cmd}`, e.at);
+        return;
+      case "reauth":
+        this.bump(this.reauthReasons, e.reason);
+        return;
+      case "drop":
+        this.bump(this.drops, e.reason);
+        if (e.reason !== "not-aes") this.error(e.i, `publish_${e.reason.replace(/-/g, "_")}`, e.detail ?? e.reason, e.at);
+        return;
+      case "problem":
+        this.problems++;
+        this.error(e.i, "problem", `${e.where}: ${e.detail}`, e.at);
+        return;
+    }
+  }
+
+  /** Resolve when `pred()` holds (checked after every batch), or after `timeoutMs` with false. */
+  waitFor(pred: () => boolean, timeoutMs: number): Promise<boolean> {
+    if (pred()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (v: boolean) => {
+        clearTimeout(t);
+        this.off("change", check);
+        resolve(v);
+      };
+      const check = () => {
+        if (pred()) done(true);
+      };
+      const t = setTimeout(() => done(pred()), Math.max(0, timeoutMs));
+      this.on("change", check);
+    });
+  }
+
+  /** The parent is about to cycle these minions: they count as down from now on, not when the worker says so. */
+  markDown(indices: number[], at: number): void {
+    for (const i of indices) {
+      this.downAt.set(i, at);
+      this.setState(i, "down");
+    }
+    this.emit("change");
+  }
+
+  upIndices(): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.n; i++) if (this.state[i] === "up") out.push(i);
+    return out;
+  }
+
+  settledCount(): number {
+    return this.upCount + this.failedCount;
+  }
+}
