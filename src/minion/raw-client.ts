@@ -55,7 +55,7 @@ export class RawClient {
   private readonly sock: zmq.Dealer;
 
   constructor(readonly opts: RawClientOptions) {
-    this.sock = new zmq.Dealer({ context: opts.context ?? defaultContext(), linger: 0, routingId: opts.routingId });
+    this.sock = new zmq.Dealer({ context: opts.context ?? defaultContext(), linger: 0, ...(opts.routingId !== undefined ? { routingId: opts.routingId } : {}) });
     this.sock.connect(tcpAddress(opts));
   }
 

@@ -37,8 +37,13 @@ export interface TestMaster {
   restart(): Promise<TestMaster>;
 }
 
-export async function startTestMaster(overrides: Partial<MasterConfig> = {}, root?: string): Promise<TestMaster> {
-  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
+export interface TestMasterOptions {
+  /** also log, at info, to this file (every thread of the master writes to it) */
+  logFile?: string;
+}
+
+export async function startTestMaster(overrides: Partial<MasterConfig> = {}, root?: string, opts: TestMasterOptions = {}): Promise<TestMaster> {
+  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet", file: opts.logFile, fileLevel: "info" });
   const dir = root ?? mkdtempSync(path.join(os.tmpdir(), "brine-t-"));
   const retPort = overrides.ret_port ?? (await freePort());
   const publishPort = overrides.publish_port ?? (await freePort());
@@ -78,7 +83,7 @@ export async function startTestMaster(overrides: Partial<MasterConfig> = {}, roo
     },
     async restart() {
       await server.stop();
-      return startTestMaster({ ...overrides, ret_port: retPort, publish_port: publishPort }, dir);
+      return startTestMaster({ ...overrides, ret_port: retPort, publish_port: publishPort }, dir, opts);
     },
   };
   return tm;
