@@ -43,6 +43,8 @@ export function effectivePillarRoots(cfg: MasterConfig, env: string): Map<string
 export class PillarTree {
   readonly lists: FileListCache;
   private readonly ignore: IgnoreRules;
+  /** list_states results per file list object (a new list object means the tree changed) */
+  private readonly states = new WeakMap<object, string[]>();
 
   constructor(
     readonly roots: ReadonlyMap<string, string[]>,
@@ -98,15 +100,19 @@ export class PillarTree {
     return null;
   }
 
-  /** Salt's fileclient.list_states for an environment (sorted dotted names). */
+  /** Salt's fileclient.list_states for an environment (sorted dotted names; cached per file list). */
   async listStates(env: string): Promise<string[]> {
     const l = await this.lists.get(env);
     if (!l) return [];
+    const hit = this.states.get(l);
+    if (hit) return hit;
     const out = new Set<string>();
     for (const f of l.files) {
       if (!f.endsWith(".sls")) continue;
       out.add(f.endsWith("/init.sls") ? f.slice(0, -9).split("/").join(".") : f.slice(0, -4).split("/").join("."));
     }
-    return [...out].sort();
+    const states = [...out].sort();
+    this.states.set(l, states);
+    return states;
   }
 }

@@ -18,7 +18,7 @@
 import path from "node:path";
 import nunjucksDefault from "nunjucks";
 import { getLogger } from "../log.js";
-import { isDict } from "../pillar/merge.js";
+import { isDict, pyEqual } from "../pillar/merge.js";
 import { kwargsOf } from "./args.js";
 import { FilterError, makeFilters, makeTests } from "./filters.js";
 import { DICT_METHODS, LIST_METHODS, STRING_METHODS } from "./pymethods.js";
@@ -152,6 +152,75 @@ function pyIter(v: unknown): unknown {
   return isDict(v) ? Object.keys(v) : v;
 }
 
+/** Jinja's `==`/`!=` compare values (dicts, lists) as Python does; chains mean `a < b and b < c`. */
+function pyCompare(operands: unknown[], ops: string[]): boolean {
+  for (let i = 0; i < ops.length; i++) {
+    const a = operands[i] as never;
+    const b = operands[i + 1] as never;
+    let ok: boolean;
+    switch (ops[i]) {
+      case "==":
+        ok = pyEqual(a, b);
+        break;
+      case "!=":
+        ok = !pyEqual(a, b);
+        break;
+      case "===":
+        ok = a === b;
+        break;
+      case "!==":
+        ok = a !== b;
+        break;
+      case "<":
+        ok = a < b;
+        break;
+      case ">":
+        ok = a > b;
+        break;
+      case "<=":
+        ok = a <= b;
+        break;
+      default:
+        ok = a >= b;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** Python's `in`: substring, list membership by value, own dict keys. */
+function pyIn(key: unknown, container: unknown): boolean {
+  if (typeof container === "string") return container.includes(String(key));
+  if (Array.isArray(container)) return container.some((x) => pyEqual(x, key));
+  if (isDict(container)) return hasOwn(container, String(key));
+  throw new FilterError(`argument of type '${container === null || container === undefined ? "NoneType" : typeof container}' is not iterable`);
+}
+
+/**
+ * Jinja's lexer keeps `}}` inside an open `{` as two closing braces (`{{ f({'a': {'b': 1}}) }}`,
+ * `{% set d = {'a': {}} %}`); nunjucks ends the tag there. Count braces per tag.
+ */
+function patchLexer(): void {
+  const lexer = nj.lexer as Any;
+  const proto = Object.getPrototypeOf(lexer.lex("", {}));
+  const orig = proto.nextToken;
+  proto.nextToken = function nextToken(this: Any) {
+    if (this.in_code && this.brineDepth > 0 && this.str.startsWith("}}", this.index)) {
+      const tok = { type: lexer.TOKEN_RIGHT_CURLY, value: "}", lineno: this.lineno, colno: this.colno };
+      this.forward();
+      this.brineDepth -= 1;
+      return tok;
+    }
+    const tok = orig.call(this);
+    if (tok) {
+      if (tok.type === lexer.TOKEN_LEFT_CURLY) this.brineDepth = (this.brineDepth ?? 0) + 1;
+      else if (tok.type === lexer.TOKEN_RIGHT_CURLY) this.brineDepth = Math.max(0, (this.brineDepth ?? 0) - 1);
+      else if (tok.type === lexer.TOKEN_BLOCK_END || tok.type === lexer.TOKEN_VARIABLE_END) this.brineDepth = 0;
+    }
+    return tok;
+  };
+}
+
 /** Statement nodes before which the compiled code records its line (for runtime error messages). */
 const STATEMENTS = new Set(["Output", "If", "For", "Set", "Import", "FromImport", "Include", "Switch", "Extends"]);
 
@@ -164,6 +233,9 @@ function installPythonRuntime(): void {
   runtime.suppressValue = suppressValue;
   runtime.ensureDefined = ensureDefined;
   runtime.brinePyIter = pyIter;
+  runtime.brineCompare = pyCompare;
+  runtime.inOperator = pyIn;
+  patchLexer();
   const Compiler = nj.compiler.Compiler;
   const origCompile = Compiler.prototype.compile;
   Compiler.prototype.compile = function compile(this: Any, node: Any, frame: Any) {
@@ -171,6 +243,15 @@ function installPythonRuntime(): void {
       this._emitLine(`lineno = ${node.lineno}; colno = ${node.colno};`);
     }
     return origCompile.call(this, node, frame);
+  };
+  Compiler.prototype.compileCompare = function compileCompare(this: Any, node: Any, frame: Any) {
+    this._emit("runtime.brineCompare([");
+    this.compile(node.expr, frame);
+    for (const op of node.ops) {
+      this._emit(",");
+      this.compile(op.expr, frame);
+    }
+    this._emit(`], ${JSON.stringify(node.ops.map((o: Any) => o.type))})`);
   };
   // `for x in dict` iterates the keys, as in Jinja
   const origFor = Compiler.prototype.compileFor;

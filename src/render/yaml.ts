@@ -174,7 +174,7 @@ export function loadYaml(text: string): unknown {
  * with the end-of-document marker removed). Lines are never folded.
  */
 export function dumpYaml(value: unknown, flow = true): string {
-  const doc = new Document(value, { version: "1.1" });
+  const doc = new Document(value, { version: "1.1", customTags: saltTags });
   let s = doc.toString({
     collectionStyle: flow ? "flow" : "block",
     flowCollectionPadding: false,

@@ -2,7 +2,7 @@
  * Helpers for fileserver and pillar tests: a master with file and pillar trees, test minions signed in
  * to it, and the AES requests a Salt minion's RemoteClient sends (`_file_hash`, `_serve_file`, …).
  */
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync, utimesSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, utimesSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { MasterConfig } from "../../src/config/defaults.js";
@@ -50,9 +50,16 @@ export async function startFsMaster(overrides: Partial<MasterConfig> = {}, root?
   return startTestMaster({ auto_accept: true, ...overrides }, root);
 }
 
-/** A fresh temporary directory to build trees in before the master starts. */
+const temps: string[] = [];
+process.on("exit", () => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh temporary directory (removed when the test process exits). */
 export function tempRoot(prefix = "brine-fs-"): string {
-  return mkdtempSync(path.join(os.tmpdir(), prefix));
+  const d = mkdtempSync(path.join(os.tmpdir(), prefix));
+  temps.push(d);
+  return d;
 }
 
 /** A v3 test minion signed in to `tm` (key slot `slot`), with the given grains. */
