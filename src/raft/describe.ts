@@ -111,6 +111,7 @@ export function describeMessage(m: Message): string {
 export function describeResult(r: RequestResult): string {
   if (!r.ok) return `request ${r.id} ${r.kind} failed ${r.code}: ${r.detail}`;
   if (r.kind === "read") return `request ${r.id} read ok index=${r.index}`;
+  if (r.kind === "conf") return `request ${r.id} conf ok at ${r.term}/${r.index} ${describeEntry({ term: r.term, index: r.index, type: "conf", data: r.value }).split(" ")[1]}`;
   return `request ${r.id} ${r.kind} ok at ${r.term}/${r.index} value=${describeData(r.value)}`;
 }
 

@@ -73,6 +73,8 @@ export class Progress {
   recentActive = false;
   /** match when the previous heartbeat response arrived (detects lost MsgApps in the replicate state) */
   matchAtLastHeartbeat = -1;
+  /** highest commit index sent to this follower; below the leader's commit, an empty MsgApp is worth sending */
+  sentCommit = 0;
   pendingSnapshot = 0;
   transfer: SnapshotTransfer | undefined;
   isLearner: boolean;

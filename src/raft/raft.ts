@@ -453,7 +453,7 @@ export class Raft {
     else pr.inflights.freeLE(m.index);
 
     if (this.maybeCommit()) this.bcastAppend();
-    else if (wasPaused) this.maybeSendAppend(m.from, pr, false);
+    else if (wasPaused || pr.sentCommit < this.log.committed) this.maybeSendAppend(m.from, pr, true);
     while (this.maybeSendAppend(m.from, pr, false)) {
       // stream while the window allows
     }
@@ -488,6 +488,7 @@ export class Raft {
       commit: this.log.committed,
     });
     pr.sentEntries(ents.length, prevIndex + ents.length);
+    pr.sentCommit = Math.max(pr.sentCommit, Math.min(this.log.committed, prevIndex + ents.length));
     return true;
   }
 
@@ -522,10 +523,12 @@ export class Raft {
     const t = pr.transfer;
     if (pr.state !== "snapshot" || !t || m.index !== pr.pendingSnapshot) return;
     const want = m.snapOffset ?? 0;
-    // Move on only for progress, or for a follower that lost its partial copy (asks for 0). Equal or older
-    // offsets are duplicates or reordered acknowledgements; the resend timer covers real loss.
-    if (want > t.offset || (want === 0 && t.offset > 0)) {
-      t.offset = Math.min(want, t.snapshot.data.length);
+    // The follower says which byte it needs next; follow it (it may have restarted its copy, or a reordered
+    // acknowledgement may have moved us ahead of it). An answer naming the chunk already in flight is a
+    // duplicate: ignoring it keeps duplicated acknowledgements from multiplying chunks. The resend timer
+    // covers real loss.
+    if (want !== t.offset && want <= t.snapshot.data.length) {
+      t.offset = want;
       this.sendSnapshotChunk(m.from, pr);
     }
   }
@@ -540,6 +543,7 @@ export class Raft {
       if (id === this.id) continue;
       // Never tell a follower to commit past what it is known to hold.
       const m = { ...newMessage("MsgHeartbeat", this.id, id, this.term), commit: Math.min(pr.match, this.log.committed) };
+      pr.sentCommit = Math.max(pr.sentCommit, m.commit);
       if (ctx !== undefined) m.context = ctx;
       this.send(m);
     }
@@ -664,7 +668,7 @@ export class Raft {
 
   private answerRead(req: ReadRequest, index: number): void {
     if (req.from === this.id) {
-      if (req.incarnation === this.incarnation) this.tracker.readIndexed(req.requests, index, req.batch);
+      if (req.incarnation === this.incarnation) this.readIndexed(req.requests, index, req.batch);
       return;
     }
     this.send({ ...this.answerTo("MsgReadIndexResp", req.from, req), index });
@@ -692,7 +696,13 @@ export class Raft {
     if ((m.incarnation ?? 0) !== this.incarnation) return; // answer to a previous life of this node
     const ids = m.requests ?? [];
     if (m.reject) this.tracker.requeue(ids, m.batch ?? 0);
-    else this.tracker.readIndexed(ids, m.index, m.batch ?? 0);
+    else this.readIndexed(ids, m.index, m.batch ?? 0);
+  }
+
+  /** A read index is known; reads this node has already applied through are answered right away. */
+  private readIndexed(ids: readonly RequestId[], index: number, batch: number): void {
+    this.tracker.readIndexed(ids, index, batch);
+    this.tracker.onApplying(this.log.applying);
   }
 
   // ------------------------------------------------------------------ requests (origin side)

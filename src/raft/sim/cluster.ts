@@ -45,18 +45,23 @@ export interface SimReport {
   elections: number;
 }
 
-/** Limits small enough that flow control, message splitting and chunked snapshots all happen in short runs. */
-export const SIM_LIMITS: Partial<RaftLimits> = {
-  electionTicksMin: 10,
-  heartbeatTicks: 2,
-  maxInflightMsgs: 4,
-  maxSizePerMsgBytes: 160,
-  maxCommittedSizePerReadyBytes: 320,
-  maxUncommittedEntriesBytes: 8192,
-  snapshotChunkBytes: 64,
-  snapshotResendTicks: 4,
-  requestDeadlineTicks: 80,
-};
+/**
+ * Limits drawn per seed, small enough that flow control, message splitting, partial batches and chunked
+ * snapshots all happen in short runs.
+ */
+export function simLimits(rng: Rng): Partial<RaftLimits> {
+  return {
+    electionTicksMin: rng.pick([8, 10, 15]),
+    heartbeatTicks: rng.pick([1, 2, 3]),
+    maxInflightMsgs: rng.pick([1, 2, 4, 16]),
+    maxSizePerMsgBytes: rng.pick([40, 96, 160, 4096]),
+    maxCommittedSizePerReadyBytes: rng.pick([64, 320, 1 << 20]),
+    maxUncommittedEntriesBytes: 8192,
+    snapshotChunkBytes: rng.pick([16, 64, 4096]),
+    snapshotResendTicks: 4,
+    requestDeadlineTicks: 80,
+  };
+}
 
 const RECOVERY_TICKS_MAX = 800;
 const DELIVERY_ROUNDS_PER_TICK_MAX = 50;
@@ -76,6 +81,10 @@ class Simulation implements NodeObserver {
   private readonly trace: ((line: string) => void) | undefined;
   private readonly crashedUntil = new Map<NodeId, number>();
   private partitionUntil = 0;
+  /** off during the recovery phase */
+  private faultsOn = true;
+  /** probability that a newly elected leader is isolated at once (drawn per seed) */
+  private readonly leaderIsolationRate: number;
   private now = 0;
   private valueSeq = 0;
   private lastLeaderTerm = 0;
@@ -90,7 +99,8 @@ class Simulation implements NodeObserver {
     const n = opts.nodes ?? this.rng.range(3, 7);
     if (n < 1 || n > 7) throw new Error(`--nodes must be 1..7, got ${n}`);
     const membership = opts.membership ?? this.rng.chance(0.5);
-    const voters = membership ? this.rng.range(Math.min(3, n), n) : n;
+    // With membership changes, start from three voters and let the workload add the spares (often as learners).
+    const voters = membership ? Math.min(3, n) : n;
     const netFaults: NetFaults = {
       dropRate: this.rng.next() * 0.1,
       dupRate: this.rng.next() * 0.05,
@@ -100,8 +110,9 @@ class Simulation implements NodeObserver {
       spikeTicks: this.rng.range(0, 8),
     };
     this.net = new Network(this.rng.fork(), netFaults);
+    this.leaderIsolationRate = this.rng.next() * 0.5;
     const nodeOpts: SimNodeOptions = {
-      limits: SIM_LIMITS,
+      limits: simLimits(this.rng),
       snapshotEveryEntries: this.rng.range(8, 40),
       snapshotKeepEntries: this.rng.range(0, 10),
       snapshotPadBytes: this.rng.range(0, 300),
@@ -184,6 +195,7 @@ class Simulation implements NodeObserver {
         this.lastLeaderTerm = r.term;
         this.report.elections++;
         this.log(`t=${this.now} node ${node.id} leads term ${r.term}`);
+        this.maybeIsolateNewLeader(node);
       }
     }
   }
@@ -200,17 +212,29 @@ class Simulation implements NodeObserver {
       this.net.heal();
       this.log(`t=${this.now} heal`);
     }
-    if (!this.net.partitioned && f.chance(0.01)) {
+    if (!this.net.partitioned && f.chance(0.015)) {
       const ids = this.nodes.map((n) => n.id);
       const leader = this.currentLeader();
-      let minority: NodeId[];
-      if (leader && f.chance(0.5)) minority = [leader.id];
-      else {
-        const size = f.range(1, Math.max(1, Math.floor(ids.length / 2)));
-        minority = [...ids].sort(() => f.next() - 0.5).slice(0, size);
+      let groups: NodeId[][];
+      const kind = f.next();
+      if (leader && kind < 0.3) {
+        groups = [[leader.id], ids.filter((id) => id !== leader.id)];
+      } else if (leader && kind < 0.45) {
+        // the leader keeps its learners, loses its fellow voters: learners must not let it commit
+        const learners = leader.rn!.raft.confState.learners;
+        const side = [leader.id, ...learners];
+        groups = [side, ids.filter((id) => !side.includes(id))];
+      } else if (kind < 0.8) {
+        // any split, majority or minority, voters or learners
+        const side = ids.filter(() => f.chance(0.5));
+        groups = [side, ids.filter((id) => !side.includes(id))];
+      } else {
+        // three ways: often nobody has a majority
+        groups = [[], [], []];
+        for (const id of ids) groups[f.int(3)]!.push(id);
       }
-      this.net.partition([minority, ids.filter((id) => !minority.includes(id))]);
-      this.partitionUntil = this.now + f.range(10, 100);
+      this.net.partition(groups.filter((g) => g.length > 0));
+      this.partitionUntil = this.now + f.range(5, 100);
       this.log(`t=${this.now} partition ${this.net.describePartition()}`);
     }
     for (const [id, until] of this.crashedUntil) {
@@ -229,6 +253,19 @@ class Simulation implements NodeObserver {
         this.log(`t=${this.now} crash ${victim.id}`);
       }
     }
+  }
+
+  /**
+   * Sometimes cut a freshly elected leader off at once, while it holds entries nobody else has. Repeated, this
+   * builds the divergent logs of the paper's Figure 8, where counting replicas of an old-term entry would
+   * commit something a later leader overwrites.
+   */
+  private maybeIsolateNewLeader(leader: SimNode): void {
+    if (!this.faultsOn || this.net.partitioned || !this.faults.chance(this.leaderIsolationRate)) return;
+    const others = this.nodes.map((n) => n.id).filter((id) => id !== leader.id);
+    this.net.partition([[leader.id], others]);
+    this.partitionUntil = this.now + this.faults.range(2, 25);
+    this.log(`t=${this.now} isolate new leader ${leader.id}`);
   }
 
   private currentLeader(): SimNode | undefined {
@@ -255,10 +292,9 @@ class Simulation implements NodeObserver {
       const id = node.rn!.readIndex();
       this.checker.readStarted(node, id);
     }
-    if (this.report.membership && w.chance(0.02)) {
+    if (this.report.membership && w.chance(0.04)) {
       const node = w.pick(alive);
-      const kinds: ConfChangeKind[] = ["addVoter", "addLearner", "removeNode"];
-      const cc = { kind: w.pick(kinds), node: w.range(1, this.nodes.length) };
+      const cc = this.pickConfChange(node);
       const id = node.rn!.proposeConfChange(cc);
       this.log(`t=${this.now} node ${node.id} proposes ${cc.kind}(${cc.node}) as request ${id}`);
     }
@@ -279,6 +315,25 @@ class Simulation implements NodeObserver {
     }
   }
 
+  /**
+   * A membership change that makes sense in the proposer's view of the configuration (join a spare as
+   * learner, promote a learner, demote or remove a voter while at least three remain, drop a learner), and
+   * now and then a random one to exercise the refusals.
+   */
+  private pickConfChange(node: SimNode): { kind: ConfChangeKind; node: NodeId } {
+    const w = this.work;
+    const cs = node.rn!.raft.confState;
+    const spares = this.nodes.map((n) => n.id).filter((id) => !cs.voters.includes(id) && !cs.learners.includes(id));
+    const options: { kind: ConfChangeKind; node: NodeId }[] = [];
+    for (const id of spares) options.push({ kind: "addLearner", node: id }, { kind: "addLearner", node: id });
+    for (const id of cs.learners) options.push({ kind: "addVoter", node: id }, { kind: "removeNode", node: id });
+    if (cs.voters.length > 3) for (const id of cs.voters) options.push({ kind: "addLearner", node: id }, { kind: "removeNode", node: id });
+    if (options.length === 0 || w.chance(0.1)) {
+      return { kind: w.pick<ConfChangeKind>(["addVoter", "addLearner", "removeNode"]), node: w.range(1, this.nodes.length) };
+    }
+    return w.pick(options);
+  }
+
   private propose(node: SimNode): RequestId {
     const value = new TextEncoder().encode(`v${++this.valueSeq}`);
     const id = node.rn!.propose(value);
@@ -290,6 +345,7 @@ class Simulation implements NodeObserver {
 
   private recover(): void {
     this.log(`t=${this.now} recovery: heal, restart all, faults off`);
+    this.faultsOn = false;
     this.net.heal();
     this.net.faults = { dropRate: 0, dupRate: 0, delayMinTicks: 1, delayMaxTicks: 2, reorderRate: 0, spikeTicks: 0 };
     for (const id of this.crashedUntil.keys()) this.nodes[id - 1]!.start();
