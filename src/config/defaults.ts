@@ -1,3 +1,5 @@
+import os from "node:os";
+
 /**
  * Salt's master defaults (salt/config/__init__.py DEFAULT_MASTER_OPTS) for every option brine reads.
  * Paths are the system ones; `root_dir` prefixes them as Salt's apply_master_config does.
@@ -109,7 +111,8 @@ export function masterDefaults(): MasterConfig {
     ipv6: false,
     publish_port: 4505,
     ret_port: 4506,
-    worker_threads: 5,
+    // Salt's default is 5; brine sizes each request lane to the machine unless told otherwise
+    worker_threads: os.availableParallelism(),
     pki_dir: "/etc/salt/pki/master",
     cachedir: "/var/cache/salt/master",
     sock_dir: "/var/run/salt/master",

@@ -3,8 +3,8 @@
  * stream): each event is one msgpack map `{"head": {}, "body": tag ‖ "\n\n" ‖ msgpack(data)}`, and the
  * stream is those maps back to back. Data gets `_stamp` (UTC, ISO without zone) when it is a map.
  */
-import { Unpackr } from "msgpackr";
-import { encodeWire } from "../protocol/msgpack.js";
+import { isBrineError } from "../errors.js";
+import { decodeWire, decodeWirePrefix, encodeWire, isMap, type DecodeLimits } from "../protocol/msgpack.js";
 
 export const TAG_END = "\n\n";
 
@@ -18,7 +18,8 @@ export function packEvent(tag: string, data: unknown, now = new Date()): Buffer 
   return encodeWire({ head: {}, body });
 }
 
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+/** Local event frames can carry big job returns; the bus allows more than a request frame. */
+const busLimits: DecodeLimits = { bytesMax: 1024 * 1024 * 1024, depthMax: 200, elementsMax: 50_000_000 };
 
 export interface BusEvent {
   tag: string;
@@ -29,29 +30,39 @@ export function unpackBody(body: Uint8Array): BusEvent {
   const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const sep = b.indexOf(TAG_END);
   if (sep < 0) return { tag: b.toString("utf8"), data: {} };
-  return { tag: b.subarray(0, sep).toString("utf8"), data: unpackr.unpack(b.subarray(sep + 2)) };
+  return { tag: b.subarray(0, sep).toString("utf8"), data: decodeWire(b.subarray(sep + 2), busLimits) };
 }
 
-/** Incremental reader of a concatenated event stream (local, trusted: written by the master). */
+/** The event carried by one decoded bus frame, if it is one. */
+export function eventOfFrame(frame: unknown): BusEvent | undefined {
+  return isMap(frame) && Buffer.isBuffer(frame.body) ? unpackBody(frame.body) : isMap(frame) && typeof frame.body === "string" ? unpackBody(Buffer.from(frame.body)) : undefined;
+}
+
+/**
+ * Incremental reader of a concatenated event stream. Frame boundaries come from the strict decoder,
+ * which reports an incomplete value as such (msgpackr's unpackMultiple can decode a truncated value
+ * and emit it twice).
+ */
 export class EventStreamReader {
   private pending: Buffer = Buffer.alloc(0);
 
   push(chunk: Buffer): BusEvent[] {
     this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     const out: BusEvent[] = [];
-    let consumed = 0;
-    try {
-      unpackr.unpackMultiple(this.pending, (frame: any, _start?: number, end?: number) => {
-        if (frame && frame.body) out.push(unpackBody(frame.body));
-        if (end !== undefined) consumed = end;
-      });
-      consumed = this.pending.length;
-    } catch (e) {
-      const err = e as { incomplete?: boolean; lastPosition?: number };
-      if (!err.incomplete) throw e;
-      consumed = err.lastPosition ?? consumed;
+    let pos = 0;
+    while (pos < this.pending.length) {
+      let r;
+      try {
+        r = decodeWirePrefix(this.pending.subarray(pos), busLimits);
+      } catch (e) {
+        if (isBrineError(e, "MSGPACK_TRUNCATED")) break;
+        throw e;
+      }
+      pos += r.end;
+      const ev = eventOfFrame(r.value);
+      if (ev) out.push(ev);
     }
-    this.pending = this.pending.subarray(consumed);
+    this.pending = this.pending.subarray(pos);
     return out;
   }
 }

@@ -250,6 +250,17 @@ export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits): 
   return v;
 }
 
+/**
+ * Decode the first complete value of `buf` and say where it ended (for streams of back-to-back
+ * values). Throws MSGPACK_TRUNCATED when the value is not complete yet.
+ */
+export function decodeWirePrefix(buf: Buffer, limits: DecodeLimits = wireLimits): { value: WireValue; end: number } {
+  if (buf.length === 0) throw new BrineError("MSGPACK_TRUNCATED", "empty buffer");
+  const r = new Reader(buf, limits);
+  const value = readValue(r, 0);
+  return { value, end: r.pos };
+}
+
 const packr = new Packr({
   useRecords: false,
   moreTypes: false,

@@ -9,24 +9,25 @@ import { JobCache } from "../store/job-cache.js";
 import { MinionCache } from "../store/minion-cache.js";
 import { KeyStore } from "../pki/key-store.js";
 import { LocalClient } from "../client/local-client.js";
-import { unpackBody, type BusEvent } from "../events/event-frame.js";
-import { Unpackr } from "msgpackr";
+import { eventOfFrame, type BusEvent } from "../events/event-frame.js";
+import { decodeWire } from "../protocol/msgpack.js";
 import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { RUNNERS } from "./registry.js";
+import { RingReader } from "../shared/sab-ring/reader.js";
+import { RaftClient } from "../workers/raft/client.js";
 
 const init = workerData as RunnerInit;
 configureLogging(init.log);
 const post = (m: RunnerMessage) => parentPort!.postMessage(m);
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
 
 const queue: BusEvent[] = [];
 let wake: (() => void) | undefined;
 parentPort!.on("message", (m: RunnerEvent) => {
   if (m.type !== "event") return;
-  const frame = unpackr.unpack(Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength)) as { body?: Uint8Array };
-  if (frame?.body) {
-    queue.push(unpackBody(frame.body));
+  const ev = eventOfFrame(decodeWire(Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength), { bytesMax: 2 ** 30, depthMax: 200, elementsMax: 5e7 }));
+  if (ev) {
+    queue.push(ev);
     wake?.();
   }
 });
@@ -53,6 +54,9 @@ if (!fn) {
     print: (text) => post({ type: "print", text }),
     events,
   };
+  if (init.cluster) {
+    ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
+  }
   fn(ctx, init.arg, init.kwarg).then(
     (ret) => post({ type: "return", ret }),
     (e: Error) => post({ type: "error", message: e.message }),
