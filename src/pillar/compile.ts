@@ -115,11 +115,13 @@ export class PillarCompiler {
     return t;
   }
 
-  private jinjaFor(tree: PillarTree, env: string): JinjaEnv {
-    const key = `${JSON.stringify([...tree.roots])}\0${env}`;
+  /** The Jinja environment for a pillar environment; SLS files use `jinja_sls_env`, top files `jinja_env`. */
+  private jinjaFor(tree: PillarTree, env: string, sls: boolean): JinjaEnv {
+    const key = `${JSON.stringify([...tree.roots])}\0${env}\0${sls}`;
     let j = this.jinjas.get(key);
     if (!j) {
-      const envOpts = (this.cfg.jinja_sls_env ?? {}) as Data;
+      const raw = sls ? this.cfg.jinja_sls_env : this.cfg.jinja_env;
+      const envOpts = (isDict(raw) ? raw : {}) as Data;
       j = new JinjaEnv(
         (name) => {
           const f = tree.find(name, env);
@@ -154,7 +156,7 @@ export class PillarCompiler {
       file: f.path,
       name: f.rel,
       defaultPipe: this.renderer,
-      jinja: this.jinjaFor(run.tree, env),
+      jinja: this.jinjaFor(run.tree, env, sls !== ""),
       context,
       blacklist: Array.isArray(this.cfg.renderer_blacklist) ? this.cfg.renderer_blacklist.map(String) : [],
       whitelist: Array.isArray(this.cfg.renderer_whitelist) ? this.cfg.renderer_whitelist.map(String) : [],

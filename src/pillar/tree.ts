@@ -72,8 +72,8 @@ export class PillarTree {
       const full = path.join(root, rel);
       if (this.ignore.ignored(full)) continue;
       try {
-        const real = realpathSync(full);
-        if (!isInside(realpathSync(root), real)) continue;
+        const real = realpathSync.native(full);
+        if (!isInside(realpathSync.native(root), real)) continue;
         const st = statSync(real, { bigint: true });
         if (!st.isFile()) continue;
         return { path: full, real, rel, sig: statSignature(st) };

@@ -342,6 +342,16 @@ export function makeTests(): Record<string, Fn> {
       if (!re) throw new FilterError(`invalid regular expression ${JSON.stringify(String(pattern))}`);
       return re.test(String(v));
     },
+    gt: (a: unknown, b: unknown) => (a as number) > (b as number),
+    ">": (a: unknown, b: unknown) => (a as number) > (b as number),
+    greaterthan: (a: unknown, b: unknown) => (a as number) > (b as number),
+    ge: (a: unknown, b: unknown) => (a as number) >= (b as number),
+    ">=": (a: unknown, b: unknown) => (a as number) >= (b as number),
+    lt: (a: unknown, b: unknown) => (a as number) < (b as number),
+    "<": (a: unknown, b: unknown) => (a as number) < (b as number),
+    lessthan: (a: unknown, b: unknown) => (a as number) < (b as number),
+    le: (a: unknown, b: unknown) => (a as number) <= (b as number),
+    "<=": (a: unknown, b: unknown) => (a as number) <= (b as number),
     defined: (v: unknown) => v !== undefined,
     undefined: (v: unknown) => v === undefined,
   };

@@ -20,6 +20,7 @@ import nunjucksDefault from "nunjucks";
 import { getLogger } from "../log.js";
 import { isDict, pyEqual } from "../pillar/merge.js";
 import { kwargsOf } from "./args.js";
+import { pyPercent } from "./pyformat.js";
 import { FilterError, makeFilters, makeTests } from "./filters.js";
 import { DICT_METHODS, LIST_METHODS, STRING_METHODS } from "./pymethods.js";
 import { pyRepr, pyStr } from "./pyrepr.js";
@@ -188,6 +189,33 @@ function pyCompare(operands: unknown[], ops: string[]): boolean {
   return true;
 }
 
+/** Python's `+`: lists concatenate, numbers add, strings join. */
+function pyAdd(a: unknown, b: unknown): unknown {
+  if (Array.isArray(a) && Array.isArray(b)) return [...a, ...b];
+  return (a as never) + (b as never);
+}
+
+/** Python's `*`: a string or list times an integer repeats it. */
+function pyMul(a: unknown, b: unknown): unknown {
+  const rep = (x: unknown, n: unknown) => (typeof x === "string" ? x.repeat(Math.max(0, Number(n))) : Array.from({ length: Math.max(0, Number(n)) }, () => x as unknown[]).flat());
+  if ((typeof a === "string" || Array.isArray(a)) && typeof b === "number") return rep(a, b);
+  if ((typeof b === "string" || Array.isArray(b)) && typeof a === "number") return rep(b, a);
+  return (a as number) * (b as number);
+}
+
+/** Python's `%`: printf-style formatting when the left side is a string. */
+function pyMod(a: unknown, b: unknown): unknown {
+  if (typeof a === "string") return pyPercent(a, Array.isArray(b) ? b : [b]);
+  return (a as number) % (b as number);
+}
+
+/** `{% set ns.attr = value %}` (Jinja's namespace assignment). */
+function pySetAttr(obj: unknown, key: string, value: unknown): string {
+  if (!isDict(obj)) throw new FilterError(`cannot assign attribute '${key}' on a non-namespace value`);
+  obj[key] = value;
+  return "";
+}
+
 /** Python's `in`: substring, list membership by value, own dict keys. */
 function pyIn(key: unknown, container: unknown): boolean {
   if (typeof container === "string") return container.includes(String(key));
@@ -234,6 +262,10 @@ function installPythonRuntime(): void {
   runtime.ensureDefined = ensureDefined;
   runtime.brinePyIter = pyIter;
   runtime.brineCompare = pyCompare;
+  runtime.brineAdd = pyAdd;
+  runtime.brineMul = pyMul;
+  runtime.brineMod = pyMod;
+  runtime.brineCycle = (i: number) => (...args: unknown[]) => args[i % args.length];
   runtime.inOperator = pyIn;
   patchLexer();
   const Compiler = nj.compiler.Compiler;
@@ -243,6 +275,62 @@ function installPythonRuntime(): void {
       this._emitLine(`lineno = ${node.lineno}; colno = ${node.colno};`);
     }
     return origCompile.call(this, node, frame);
+  };
+  const binary = (fn: string) =>
+    function (this: Any, node: Any, frame: Any) {
+      this._emit(`runtime.${fn}(`);
+      this.compile(node.left, frame);
+      this._emit(", ");
+      this.compile(node.right, frame);
+      this._emit(")");
+    };
+  Compiler.prototype.compileAdd = binary("brineAdd");
+  // a parenthesised list of several values is a tuple (a list here), not JS's comma operator
+  const origGroup = Compiler.prototype.compileGroup;
+  Compiler.prototype.compileGroup = function (this: Any, node: Any, frame: Any) {
+    if (node.children.length > 1) return this._compileAggregate(node, frame, "[", "]");
+    return origGroup.call(this, node, frame);
+  };
+  Compiler.prototype.compileMul = binary("brineMul");
+  Compiler.prototype.compileMod = binary("brineMod");
+  // loop.cycle(...)
+  const origBindings = Compiler.prototype._emitLoopBindings;
+  Compiler.prototype._emitLoopBindings = function (this: Any, node: Any, arr: string, i: string, len: string) {
+    origBindings.call(this, node, arr, i, len);
+    this._emitLine(`frame.set("loop.cycle", runtime.brineCycle(${i}));`);
+  };
+  // {% break %} / {% continue %} (Jinja's loopcontrols, enabled by Salt) compile to JS statements
+  Compiler.prototype.compileBrineLoopControl = function (this: Any, node: Any) {
+    this._emitLine(`${node.kind === "break" ? "break" : "continue"};`);
+  };
+  // {% set ns.attr = value %}
+  const Parser = nj.parser.Parser;
+  const origParseSet = Parser.prototype.parseSet;
+  Parser.prototype.parseSet = function parseSet(this: Any) {
+    const tag = this.peekToken();
+    if (tag.value !== "set") return origParseSet.call(this);
+    const lexer = nj.lexer as Any;
+    // look ahead: `set NAME . NAME =`
+    const t = this.tokens;
+    const save = { index: t.index, lineno: t.lineno, colno: t.colno, in_code: t.in_code, brineDepth: t.brineDepth, peeked: this.peeked, breakOnBlocks: this.breakOnBlocks, dropLeadingWhitespace: this.dropLeadingWhitespace };
+    this.nextToken();
+    const t1 = this.nextToken();
+    const t2 = this.nextToken();
+    if (t1?.type === lexer.TOKEN_SYMBOL && t2?.type === lexer.TOKEN_OPERATOR && t2.value === ".") {
+      const attr = this.nextToken();
+      if (attr?.type === lexer.TOKEN_SYMBOL && this.skipValue(lexer.TOKEN_OPERATOR, "=")) {
+        const value = this.parseExpression();
+        this.advanceAfterBlockEnd(tag.value);
+        const fn = new nodes.Symbol(tag.lineno, tag.colno, "__py_setattr");
+        const args = new nodes.NodeList(tag.lineno, tag.colno, [new nodes.Symbol(t1.lineno, t1.colno, t1.value), new nodes.Literal(attr.lineno, attr.colno, attr.value), value]);
+        return new nodes.Output(tag.lineno, tag.colno, [new nodes.FunCall(tag.lineno, tag.colno, fn, args)]);
+      }
+    }
+    Object.assign(t, { index: save.index, lineno: save.lineno, colno: save.colno, in_code: save.in_code, brineDepth: save.brineDepth });
+    this.peeked = save.peeked;
+    this.breakOnBlocks = save.breakOnBlocks;
+    this.dropLeadingWhitespace = save.dropLeadingWhitespace;
+    return origParseSet.call(this);
   };
   Compiler.prototype.compileCompare = function compileCompare(this: Any, node: Any, frame: Any) {
     this._emit("runtime.brineCompare([");
@@ -260,7 +348,22 @@ function installPythonRuntime(): void {
       node.brinePy = true;
       node.arr = new nodes.FunCall(node.lineno, node.colno, new nodes.Symbol(node.lineno, node.colno, "__py_iter"), new nodes.NodeList(node.lineno, node.colno, [node.arr]));
     }
-    return origFor.call(this, node, frame);
+    // Jinja scoping: a {% set %} inside a loop never writes to a variable outside it (that is what
+    // namespace() is for); nunjucks would write through, so the loop frame isolates writes
+    const emitLine = this._emitLine;
+    let first = true;
+    this._emitLine = function (this: Any, code: string) {
+      if (first && code === "frame = frame.push();") {
+        first = false;
+        return emitLine.call(this, "frame = frame.push(true);");
+      }
+      return emitLine.call(this, code);
+    };
+    try {
+      return origFor.call(this, node, frame);
+    } finally {
+      this._emitLine = emitLine;
+    }
   };
   // name the variable in "is undefined" errors
   const origOutput = Compiler.prototype.compileOutput;
@@ -337,6 +440,37 @@ const LoadExtension = {
   },
 };
 
+let LoopControl: Any;
+const LoopControlExtension = {
+  tags: ["break", "continue"],
+  parse(parser: Any) {
+    const tok = parser.nextToken();
+    parser.advanceAfterBlockEnd(tok.value);
+    LoopControl ??= nodes.Node.extend("BrineLoopControl", { fields: ["kind"] });
+    return new LoopControl(tok.lineno, tok.colno, tok.value);
+  },
+};
+
+/** `{% with a = 1, b = 2 %}…{% endwith %}`: a scope, compiled as a one-pass loop with the assignments first. */
+const WithExtension = {
+  tags: ["with"],
+  parse(parser: Any) {
+    const tok = parser.nextToken();
+    const sets: Any[] = [];
+    const lexer = nj.lexer as Any;
+    while (!parser.skip(lexer.TOKEN_BLOCK_END)) {
+      const target = parser.parsePrimary();
+      if (!parser.skipValue(lexer.TOKEN_OPERATOR, "=")) parser.fail("with: expected =", tok.lineno, tok.colno);
+      sets.push(setNode(tok, target, parser.parseExpression()));
+      parser.skip(lexer.TOKEN_COMMA);
+    }
+    const body = parser.parseUntilBlocks("endwith");
+    parser.advanceAfterBlockEnd();
+    const once = new nodes.Array(tok.lineno, tok.colno, [new nodes.Literal(tok.lineno, tok.colno, 0)]);
+    return new nodes.For(tok.lineno, tok.colno, once, symbol(tok, "__with"), new nodes.NodeList(tok.lineno, tok.colno, [...sets, ...body.children]), null);
+  },
+};
+
 function deserialize(kind: string, text: string, where: string): unknown {
   try {
     if (kind === "yaml") return loadYaml(text) ?? {};
@@ -386,7 +520,7 @@ export function sourceContext(src: string, line: number | undefined): string {
   return out.join("\n");
 }
 
-const BASE_KEYS = new Set(["__salt_do", "__py_iter", "__salt_import", "__salt_load", "raise", "dict", "odict", "namespace", "show_full_context", "range", "cycler", "joiner"]);
+const BASE_KEYS = new Set(["__salt_do", "__py_iter", "__py_setattr", "__salt_import", "__salt_load", "raise", "dict", "odict", "namespace", "show_full_context", "range", "cycler", "joiner"]);
 
 export class JinjaEnv {
   private readonly env: Any;
@@ -424,8 +558,11 @@ export class JinjaEnv {
     this.env.addExtension("SaltDo", DoExtension);
     this.env.addExtension("SaltImport", ImportExtension);
     this.env.addExtension("SaltLoad", LoadExtension);
+    this.env.addExtension("LoopControls", LoopControlExtension);
+    this.env.addExtension("With", WithExtension);
     this.env.addGlobal("__salt_do", () => "");
     this.env.addGlobal("__py_iter", pyIter);
+    this.env.addGlobal("__py_setattr", pySetAttr);
     this.env.addGlobal("__salt_import", function (this: Any, kind: string, name: unknown) {
       return self.importFile(this, kind, name);
     });

@@ -51,6 +51,23 @@ describe("Jinja with Salt semantics", () => {
     assert.equal(render("{{ 7 // 2 }} {{ 2 ** 10 }} {{ 'a' ~ 1 }}"), "3 1024 a1");
   });
 
+  test("Jinja scoping: a set inside a loop stays in the loop; namespace() carries values out", () => {
+    assert.equal(render("{% set found = false %}{% for x in [1] %}{% set found = true %}{% endfor %}{{ found }}"), "False");
+    assert.equal(render("{% set ns = namespace(n=0) %}{% for x in [1, 2, 3] %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}"), "6");
+    assert.equal(render("{% set a = 5 %}{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{{ a }}"), "35");
+  });
+
+  test("loop controls and loop.cycle", () => {
+    assert.equal(render("{% for x in [1, 2, 3, 4] %}{% if x is even %}{% continue %}{% endif %}{{ x }}{% endfor %}"), "13");
+    assert.equal(render("{% for x in [1, 2, 3] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}"), "1");
+    assert.equal(render("{% for x in [1, 2, 3] %}{{ loop.cycle('a', 'b') }}{% endfor %}"), "aba");
+  });
+
+  test("Python operators: list +, string and list *, % formatting, tuples, nested dict literals", () => {
+    assert.equal(render("{{ [1] + [2] }} {{ '-' * 3 }} {{ [0] * 2 }} {{ 7 % 3 }} {{ '%s=%s' % ('k', 'v') }} {{ ('a', 1) }}"), "[1, 2] --- [0, 0] 1 k=v ['a', 1]");
+    assert.equal(render("{% set d = {'a': {'b': {'c': 1}}} %}{{ d.a.b.c }} {{ {'x': {'y': 2}}.x.y }} {{ {'a': 1} == {'a': 1} }}"), "1 2 True");
+  });
+
   test("Python methods on strings, lists and dicts", () => {
     assert.equal(render("{{ 'a,b, c'.split(',') }} {{ '  x '.strip() }} {{ 'a-b-c'.replace('-', '+') }} {{ 'web01'.startswith('web') }} {{ 'Ab'.upper() }}"), "['a', 'b', ' c'] x a+b+c True AB");
     assert.equal(render("{% set l = [3, 1] %}{% do l.append(2) %}{% do l.extend([5]) %}{{ l }} {{ l | sort }}"), "[3, 1, 2, 5] [1, 2, 3, 5]");
