@@ -31,6 +31,15 @@ class ZeroRng extends Rng {
   }
 }
 
+/** Founders `voters` (+ `learners`), node `voters[0]` elected and everything delivered. */
+export function electedEnv(voters: NodeId[] = [1, 2, 3], learners: NodeId[] = [], limits: Partial<RaftLimits> = {}): Env {
+  const env = new Env(limits);
+  env.addNodes([...voters, ...learners], voters, learners);
+  env.campaign(voters[0]!);
+  env.stabilize();
+  return env;
+}
+
 export class Env implements NodeObserver {
   readonly nodes = new Map<NodeId, SimNode>();
   queue: Message[] = [];

@@ -5,16 +5,21 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isBrineError } from "../../src/errors.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS } from "./helpers.js";
 
-function cluster(): Env {
-  const env = new Env();
-  env.addNodes([1, 2, 3, 4], [1, 2, 3], [4]);
-  env.campaign(1);
+const cluster = (): Env => electedEnv([1, 2, 3], [4]);
+
+/** Node 3 misses entry "x" (index 3) while cut off, then the partition heals. */
+function lagging3(): Env {
+  const env = cluster();
+  env.partition([[1, 2, 4], [3]]);
+  env.propose(1, "x");
   env.stabilize();
+  env.heal();
   return env;
 }
+
 
 test("to an up-to-date voter, the leader sends TimeoutNow at once and the target wins the next term", () => {
   const env = cluster();
@@ -29,11 +34,7 @@ test("to an up-to-date voter, the leader sends TimeoutNow at once and the target
 });
 
 test("a lagging target is caught up first, then told to campaign", () => {
-  const env = cluster();
-  env.partition([[1, 2, 4], [3]]);
-  env.propose(1, "x");
-  env.stabilize();
-  env.heal();
+  const env = lagging3();
   env.transfer(1, 3);
   env.processReady(1);
   assert.ok(env.queue.every((m) => m.type !== "MsgTimeoutNow"), "not before 3 has the log");
@@ -43,11 +44,7 @@ test("a lagging target is caught up first, then told to campaign", () => {
 });
 
 test("proposals made during a transfer wait and are committed by the new leader", () => {
-  const env = cluster();
-  env.partition([[1, 2, 4], [3]]);
-  env.propose(1, "x");
-  env.stabilize();
-  env.heal();
+  const env = lagging3();
   env.transfer(1, 3);
   const id = env.propose(1, "during-transfer");
   env.stabilize();

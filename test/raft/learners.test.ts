@@ -6,16 +6,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isBrineError } from "../../src/errors.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, bytes, msg, newRaft, take, text, tickN } from "./helpers.js";
 
-function withLearner(): Env {
-  const env = new Env();
-  env.addNodes([1, 2, 3, 4], [1, 2, 3], [4]);
-  env.campaign(1);
-  env.stabilize();
-  return env;
-}
+const withLearner = (): Env => electedEnv([1, 2, 3], [4]);
+
 
 test("a learner never campaigns, however long it hears nothing", () => {
   const r = newRaft(4, [1, 2, 3], { learners: [4] });

@@ -7,17 +7,15 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { applyConfChange, decodeConfChange, encodeConfChange } from "../../src/raft/confchange.js";
 import type { RequestResult } from "../../src/raft/types.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 import { msg, newRaft, storageWithLog, take } from "./helpers.js";
 
 function cluster(joiners: number[] = []): Env {
-  const env = new Env();
-  env.addNodes([1, 2, 3]);
+  const env = electedEnv();
   for (const id of joiners) env.addJoiner(id);
-  env.campaign(1);
-  env.stabilize();
   return env;
 }
+
 
 function failure(r: RequestResult | undefined): string {
   assert.ok(r, "a result was delivered");

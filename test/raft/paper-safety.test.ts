@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Net, entry, logTerms, msg, newRaft, storageWithLog, take, text } from "./helpers.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 
 test("§5.4.1 the RequestVote RPC includes information about the candidate's log (index and term of its last entry)", () => {
   const r = newRaft(1, [1, 2, 3], { storage: storageWithLog([1, 2, 3], [2, 3], 3) });
@@ -75,10 +75,7 @@ test("§5.4.2 a leader only commits entries of its current term by counting repl
 });
 
 test("§5.4.3 state machine safety: if a server has applied an entry at an index, no other server ever applies a different entry there", () => {
-  const env = new Env();
-  env.addNodes([1, 2, 3]);
-  env.campaign(1);
-  env.stabilize();
+  const env = electedEnv();
   env.propose(1, "a");
   env.stabilize();
   // Leader 1 appends entries only it holds, then dies; 2 takes over and commits different entries.
@@ -131,10 +128,7 @@ test("§5.5 if a follower receives an AppendEntries request that includes log en
 });
 
 test("§5.5 a crashed follower that restarts keeps its term and vote (it never votes twice in a term)", () => {
-  const env = new Env();
-  env.addNodes([1, 2, 3]);
-  env.campaign(1);
-  env.stabilize();
+  const env = electedEnv();
   const term = env.rn(2).raft.term;
   env.crash(2);
   env.restart(2);

@@ -6,16 +6,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CAMPAIGN_TRANSFER } from "../../src/raft/types.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, Net, msg, newRaft, storageWithLog, take, tickN } from "./helpers.js";
 
-function elected(): Env {
-  const env = new Env();
-  env.addNodes([1, 2, 3]);
-  env.campaign(1);
-  env.stabilize();
-  return env;
-}
+const elected = (): Env => electedEnv();
+
 
 test("pre-vote: granting a pre-vote changes neither the voter's term nor its vote", () => {
   const r = newRaft(2, [1, 2, 3], { preVote: true });

@@ -7,16 +7,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { RequestTracker } from "../../src/raft/proposals.js";
 import type { RequestResult } from "../../src/raft/types.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, bytes, entry, msg, newRaft, take, text } from "./helpers.js";
 
-function cluster(): Env {
-  const env = new Env();
-  env.addNodes([1, 2, 3]);
-  env.campaign(1);
-  env.stabilize();
-  return env;
-}
+const cluster = (): Env => electedEnv();
+
 
 function outcome(results: RequestResult[], id: number): string {
   const r = results.find((x) => x.id === id);
@@ -168,10 +163,7 @@ test("answers meant for a previous life of a restarted node are ignored", () => 
 });
 
 test("an overloaded leader refuses proposals with RAFT_REJECTED (maxUncommittedEntriesBytes)", () => {
-  const env = new Env({ maxUncommittedEntriesBytes: 100 });
-  env.addNodes([1, 2, 3]);
-  env.campaign(1);
-  env.stabilize();
+  const env = electedEnv([1, 2, 3], [], { maxUncommittedEntriesBytes: 100 });
   env.partition([[1], [2, 3]]);
   const first = env.propose(1, "x".repeat(80));
   env.stabilize([1]);

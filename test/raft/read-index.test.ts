@@ -6,19 +6,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { RequestResult } from "../../src/raft/types.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, msg, newRaft, take } from "./helpers.js";
 
 function cluster(): Env {
-  const env = new Env();
-  env.addNodes([1, 2, 3]);
-  env.campaign(1);
-  env.stabilize();
+  const env = electedEnv();
   env.propose(1, "a");
   env.stabilize();
   env.takeResults(1);
   return env;
 }
+
 
 function readOk(results: RequestResult[], id: number): number {
   const r = results.find((x) => x.id === id);
@@ -126,10 +124,7 @@ test("a follower's read is forwarded and answered only after the follower has ap
 });
 
 test("a single-voter group answers reads at once", () => {
-  const env = new Env();
-  env.addNodes([1]);
-  env.campaign(1);
-  env.stabilize();
+  const env = electedEnv([1]);
   const id = env.readIndex(1);
   env.stabilize();
   assert.equal(readOk(env.takeResults(1), id), 2);

@@ -20,6 +20,15 @@ function node(id: number): SimNode {
   return n;
 }
 
+/** Node `a` applies entry 2 with `applied` data, after proposing `proposed` as request 1. */
+function applyAt2(c: Checker, a: SimNode, proposed: string, applied = proposed): void {
+  c.proposed(a, 1, bytes(proposed));
+  a.app.apply(entry(2, 2, applied));
+  c.appliedEntry(a, entry(2, 2, applied));
+}
+
+const ack = (value: string): RequestResult => ({ id: 1, kind: "propose", ok: true, index: 2, term: 2, value: bytes(value) });
+
 const violates = (fn: () => void, pattern: RegExp) => assert.throws(fn, (e) => e instanceof Violation && pattern.test(e.message));
 
 test("checker: two leaders in one term violate election safety", () => {
@@ -56,10 +65,8 @@ test("checker: the same (index, term) with different data violates log matching"
 test("checker: a read below an index acknowledged before it began is a stale read", () => {
   const c = new Checker();
   const a = node(1);
-  c.proposed(a, 1, bytes("v"));
-  a.app.apply(entry(2, 2, "v"));
-  c.appliedEntry(a, entry(2, 2, "v"));
-  c.result(a, { id: 1, kind: "propose", ok: true, index: 2, term: 2, value: bytes("v") });
+  applyAt2(c, a, "v");
+  c.result(a, ack("v"));
   c.readStarted(a, 2);
   const stale: RequestResult = { id: 2, kind: "read", ok: true, index: 1 };
   violates(() => c.result(a, stale), /stale read/);
@@ -68,10 +75,8 @@ test("checker: a read below an index acknowledged before it began is a stale rea
 test("checker: an acknowledgement naming an entry that was not applied there is a lost write", () => {
   const c = new Checker();
   const a = node(1);
-  c.proposed(a, 1, bytes("mine"));
-  a.app.apply(entry(2, 2, "other"));
-  c.appliedEntry(a, entry(2, 2, "other"));
-  violates(() => c.result(a, { id: 1, kind: "propose", ok: true, index: 2, term: 2, value: bytes("mine") }), /other data|another value/);
+  applyAt2(c, a, "mine", "other");
+  violates(() => c.result(a, ack("mine")), /other data|another value/);
 });
 
 test("checker: a granted vote not yet on disk violates durability before promises", () => {
@@ -84,9 +89,7 @@ test("checker: a granted vote not yet on disk violates durability before promise
 test("checker: acknowledged writes must reach every member by the end", () => {
   const c = new Checker();
   const a = node(1);
-  c.proposed(a, 1, bytes("v"));
-  a.app.apply(entry(2, 2, "v"));
-  c.appliedEntry(a, entry(2, 2, "v"));
-  c.result(a, { id: 1, kind: "propose", ok: true, index: 2, term: 2, value: bytes("v") });
+  applyAt2(c, a, "v");
+  c.result(a, ack("v"));
   violates(() => c.finalCheck([a, node(2)]), /not applied on member 2/);
 });

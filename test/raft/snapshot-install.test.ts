@@ -10,15 +10,12 @@ import { test } from "node:test";
 import { isBrineError } from "../../src/errors.js";
 import { MemoryStorage } from "../../src/raft/storage.js";
 import type { Message, SnapshotChunk } from "../../src/raft/types.js";
-import { Env } from "./env.js";
+import { Env, electedEnv } from "./env.js";
 import { entry, msg, newRaft, take } from "./helpers.js";
 
 /** Node 3 misses entries while cut off; the leader then compacts past them. */
 function laggard(extra = 5): Env {
-  const env = new Env();
-  env.addNodes([1, 2, 3]);
-  env.campaign(1);
-  env.stabilize();
+  const env = electedEnv();
   env.partition([[1, 2], [3]]);
   for (let k = 0; k < extra; k++) env.propose(1, `v${k}`);
   env.stabilize();
