@@ -18,6 +18,7 @@
  * - Linearizable reads: a read's index is at least the index of every write acknowledged before the read began.
  * - One membership change in flight: a leader's log never holds two conf entries beyond what it applied.
  * - Monotone commit: a node's durable commit index never decreases.
+ * - Log bookkeeping: firstIndex-1 <= applied <= applying <= committed <= lastIndex on every live node.
  */
 import type { Entry, NodeId, RequestResult, Snapshot } from "../types.js";
 import type { SimNode } from "./node.js";
@@ -159,7 +160,13 @@ export class Checker {
   afterStep(nodes: readonly SimNode[]): void {
     for (const n of nodes) {
       const r = n.rn?.raft;
-      if (!r || r.role !== "leader") continue;
+      if (!r) continue;
+      try {
+        r.log.assertInvariants();
+      } catch (e) {
+        this.fail(`node ${n.id}: ${(e as Error).message}`);
+      }
+      if (r.role !== "leader") continue;
       const prevLeader = this.leaders.get(r.term);
       if (prevLeader !== undefined && prevLeader !== n.id) {
         this.fail(`election safety: nodes ${prevLeader} and ${n.id} both led term ${r.term}`);
