@@ -151,7 +151,7 @@ export class ReqChannel {
     let lastReply: WireValue = null;
     for (let round = 0; round < 2; round++) {
       const pkg = packageAes(this.crypto, load);
-      const raw = await this.transport.request(pkg.body, opts);
+      const raw = await this.transport.request(pkg.body, { ...opts, label: opts.label ?? String(load.cmd) });
       let reply: WireValue;
       try {
         reply = raw.length === 0 ? null : decodeWire(raw);
@@ -194,6 +194,6 @@ export class ReqChannel {
 
   /** A clear request; resolves to the decoded reply as is. */
   sendClear(load: Record<string, unknown>, opts: RequestOptions): Promise<WireValue> {
-    return this.serial(async () => decodeWire(await this.transport.request(packageClear(this.crypto.protocol, load), opts)));
+    return this.serial(async () => decodeWire(await this.transport.request(packageClear(this.crypto.protocol, load), { ...opts, label: opts.label ?? String(load.cmd) })));
   }
 }

@@ -46,6 +46,8 @@ export function defaultContext(): zmq.Context {
 export interface RequestOptions {
   timeoutMs: number;
   tries: number;
+  /** what is being sent (for timeout reports), e.g. the command */
+  label?: string;
 }
 
 /** What a request channel needs from its transport; tests substitute a fake. */
@@ -60,8 +62,8 @@ export interface ZmqReqOptions {
   timer?: CoarseTimer;
   /** libzmq RECONNECT_IVL_MAX; Salt's minion REQ uses 5000 */
   reconnectMaxMs?: number;
-  /** called on each timeout (for counting) */
-  onTimeout?: () => void;
+  /** called on each timeout, with the request's label and the attempt that timed out */
+  onTimeout?: (label: string | undefined, attempt: number, tries: number) => void;
 }
 
 export class ZmqReqTransport implements ReqTransport {
@@ -132,7 +134,7 @@ export class ZmqReqTransport implements ReqTransport {
           continue;
         }
         this.timeouts++;
-        this.opts.onTimeout?.();
+        this.opts.onTimeout?.(opts.label, attempt, tries);
       }
     }
     throw new BrineError("MINION_REQ_TIMEOUT", `${tries} × ${opts.timeoutMs} ms`);

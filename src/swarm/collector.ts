@@ -55,6 +55,8 @@ export class Collector extends EventEmitter {
   readonly startFailures = new Map<string, number>();
   readonly drops = new Map<string, number>();
   readonly reauthReasons = new Map<string, number>();
+  /** request timeouts (each followed by a resend on a fresh socket while tries remain), by command */
+  readonly timeouts = new Map<string, number>();
   badLoads = 0;
   returnFailures = 0;
   problems = 0;
@@ -190,6 +192,10 @@ export class Collector extends EventEmitter {
       case "drop":
         this.bump(this.drops, e.reason);
         if (e.reason !== "not-aes") this.error(e.i, `publish_${e.reason.replace(/-/g, "_")}`, e.detail ?? e.reason, e.at);
+        return;
+      case "timeout":
+        this.bump(this.timeouts, e.what);
+        this.error(e.i, "timeout", `${e.what}: no reply (try ${e.attempt} of ${e.tries})`, e.at);
         return;
       case "problem":
         this.problems++;

@@ -56,7 +56,8 @@ export type SwarmEvent =
   | { k: "badLoad"; i: number; cmd: string; at: number }
   | { k: "reauth"; i: number; reason: string; at: number }
   | { k: "drop"; i: number; reason: string; detail?: string; at: number }
-  | { k: "problem"; i: number; where: string; detail: string; at: number };
+  | { k: "problem"; i: number; where: string; detail: string; at: number }
+  | { k: "timeout"; i: number; what: string; attempt: number; tries: number; at: number };
 
 export interface WorkerUsage {
   pid: number;

@@ -4,7 +4,10 @@
  * sent to the moment the master acknowledged each `_return`.
  */
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import * as zmq from "zeromq";
 import { percentile, sortedNums, errorListMax, type Collector, type JobTrack } from "./collector.js";
 import type { KeyPoolInfo } from "../minion/keys.js";
@@ -68,6 +71,7 @@ export interface SwarmReport {
   auth_results: Record<string, number>;
   start_failures: Record<string, number>;
   bad_load_replies: number;
+  request_timeouts: Record<string, number>;
   reauths: Record<string, number>;
   publish_drops: Record<string, number>;
   return_failures: number;
@@ -92,17 +96,29 @@ function obj(m: Map<string, number>): Record<string, number> {
   return Object.fromEntries([...m.entries()].sort((a, b) => b[1] - a[1]));
 }
 
-function pkgVersion(name: string, fallback = "unknown"): string {
-  try {
-    const url = name === "brine" ? new URL("../../../package.json", import.meta.url) : new URL(`../../../node_modules/${name}/package.json`, import.meta.url);
-    return JSON.parse(readFileSync(url, "utf8")).version ?? fallback;
-  } catch {
+/** The version in the nearest package.json named `name`, walking up from `fromDir`. */
+function versionNear(fromDir: string, name: string): string | undefined {
+  let dir = fromDir;
+  for (let k = 0; k < 8; k++) {
     try {
-      const url = name === "brine" ? new URL("../../package.json", import.meta.url) : new URL(`../../node_modules/${name}/package.json`, import.meta.url);
-      return JSON.parse(readFileSync(url, "utf8")).version ?? fallback;
+      const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+      if (pkg.name === name) return String(pkg.version);
     } catch {
-      return fallback;
+      // keep walking up
     }
+    const up = path.dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return undefined;
+}
+
+function pkgVersion(name: string): string {
+  try {
+    const from = name === "brine" ? path.dirname(fileURLToPath(import.meta.url)) : path.dirname(createRequire(import.meta.url).resolve(name));
+    return versionNear(from, name) ?? versionNear(process.cwd(), name) ?? "unknown";
+  } catch {
+    return versionNear(process.cwd(), name) ?? "unknown";
   }
 }
 
@@ -231,6 +247,7 @@ export function buildReport(x: ReportInput): SwarmReport {
     auth_results: obj(c.authResults),
     start_failures: obj(c.startFailures),
     bad_load_replies: c.badLoads,
+    request_timeouts: obj(c.timeouts),
     reauths: obj(c.reauthReasons),
     publish_drops: obj(c.drops),
     return_failures: c.returnFailures,
@@ -281,6 +298,7 @@ export function formatReport(r: SwarmReport): string {
   if (r.churn) rows.push(["churn", `${r.churn.rounds} rounds, ${r.churn.reconnects} reconnects (${r.churn.reconnect_failures} failed), p50 ${fmt(r.churn.reconnect_p50_ms, " ms")} p99 ${fmt(r.churn.reconnect_p99_ms, " ms")}`]);
   rows.push(["errors", r.errors ? `${r.errors}: ${Object.entries(r.error_counts).map(([k, n]) => `${k} ${n}`).join(", ")}` : "none"]);
   if (r.bad_load_replies) rows.push(['"bad load" replies', String(r.bad_load_replies)]);
+  if (Object.keys(r.request_timeouts).length) rows.push(["request timeouts", Object.entries(r.request_timeouts).map(([k, n]) => `${k} ${n}`).join(", ")]);
   if (Object.keys(r.reauths).length) rows.push(["re-auths", Object.entries(r.reauths).map(([k, n]) => `${n} (${k})`).join(", ")]);
   if (r.master_process) {
     const m = r.master_process;

@@ -129,6 +129,7 @@ export class SwarmWorker {
     m.on("badLoad", (b) => this.emit({ k: "badLoad", i, cmd: String(b.cmd), at: nowMs() }));
     m.on("reauth", (r) => this.emit({ k: "reauth", i, reason: r.reason, at: nowMs() }));
     m.on("drop", (d) => this.emit({ k: "drop", i, reason: d.reason, detail: d.detail, at: nowMs() }));
+    m.on("timeout", (t) => this.emit({ k: "timeout", i, what: t.what, attempt: t.attempt, tries: t.tries, at: nowMs() }));
     m.on("problem", (p) => this.emit({ k: "problem", i, where: p.where, detail: p.error.message, at: nowMs() }));
   }
 

@@ -1,0 +1,145 @@
+/**
+ * The swarm benchmark: a brine master started as its own process (auto_accept, loopback, fresh keys and
+ * cache), then brine-swarm's `ping` scenario against it — 1,000 minions by default, 5,000 with `--full` —
+ * with the minions spread over forked worker processes and the master's RSS/CPU read from /proc.
+ * The key pool lives in var/swarm-keys (generated once; the first run pays for it).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { runSwarm } from "../src/swarm/swarm.js";
+import type { SwarmReport } from "../src/swarm/report.js";
+import type { BenchOptions, BenchRow } from "./types.js";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = net.connect(port, "127.0.0.1");
+    c.once("connect", () => (c.destroy(), resolve(true)));
+    c.once("error", () => resolve(false));
+  });
+}
+
+export interface BenchMaster {
+  pid: number;
+  retPort: number;
+  publishPort: number;
+  rootKeyFile: string;
+  stop(): Promise<void>;
+}
+
+/** Start `salt-master -c DIR` (brine) on free loopback ports; resolves when it answers. */
+export async function startBrineMaster(extraConfig: Record<string, unknown> = {}): Promise<BenchMaster> {
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-bench-master-"));
+  const etc = path.join(root, "etc", "salt");
+  mkdirSync(etc, { recursive: true });
+  mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
+  mkdirSync(path.join(root, "srv", "pillar"), { recursive: true });
+  const retPort = await freePort();
+  const publishPort = await freePort();
+  const cfg: Record<string, unknown> = {
+    root_dir: root,
+    interface: "127.0.0.1",
+    ret_port: retPort,
+    publish_port: publishPort,
+    pki_dir: "/pki/master",
+    cachedir: "/cache",
+    sock_dir: "/run",
+    log_file: "/log/master",
+    log_level: "warning",
+    auto_accept: true,
+    user: os.userInfo().username,
+    file_roots: { base: [path.join(root, "srv", "salt")] },
+    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
+    ...extraConfig,
+  };
+  writeFileSync(path.join(etc, "master"), Object.entries(cfg).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("\n") + "\n");
+  const cli = fileURLToPath(new URL("../src/cli/salt-master.js", import.meta.url));
+  const child: ChildProcess = spawn(process.execPath, [cli, "-c", etc, "-l", "warning"], { stdio: ["ignore", "ignore", "inherit"] });
+  const cachedir = path.join(root, "cache");
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`brine master exited with ${child.exitCode}`);
+    const key = existsSync(cachedir) ? readdirSync(cachedir).find((n) => /^\..+_key$/.test(n)) : undefined;
+    if (key && (await canConnect(retPort)) && (await canConnect(publishPort))) {
+      return {
+        pid: child.pid!,
+        retPort,
+        publishPort,
+        rootKeyFile: path.join(cachedir, key),
+        stop: async () => {
+          if (child.exitCode === null) {
+            child.kill("SIGTERM");
+            await new Promise((r) => {
+              const t = setTimeout(() => (child.kill("SIGKILL"), r(undefined)), 15_000);
+              child.once("exit", () => (clearTimeout(t), r(undefined)));
+            });
+          }
+          rmSync(root, { recursive: true, force: true });
+        },
+      };
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error("brine master did not come up within 60 s");
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function rows(r: SwarmReport, n: number): BenchRow[] {
+  const note = `${n} minions, ${r.procs} procs, ${r.errors} errors`;
+  const out: BenchRow[] = [
+    { figure: `swarm ${n}: minions authenticated`, value: r.authenticated, unit: "minions", target: n, better: "higher", note },
+    { figure: `swarm ${n}: auth rate (storm)`, value: r.auth_per_s ?? 0, unit: "auth/s", better: "higher" },
+    { figure: `swarm ${n}: auth p99`, value: r.auth_p99_ms ?? NaN, unit: "ms", better: "lower" },
+    { figure: `swarm ${n}: time to all accepted`, value: r.time_to_all_accepted_ms ?? NaN, unit: "ms", better: "lower" },
+    { figure: `swarm ${n}: ping returns`, value: r.returned, unit: "returns", target: r.expected_returns, better: "higher" },
+    { figure: `swarm ${n}: returns rate`, value: r.returns_per_s ?? 0, unit: "returns/s", better: "higher" },
+    { figure: `swarm ${n}: time to last return`, value: r.last_return_ms ?? NaN, unit: "ms", better: "lower" },
+  ];
+  if (r.master_process) {
+    out.push(
+      { figure: `swarm ${n}: master peak RSS`, value: r.master_process.rss_mb_peak, unit: "MB", better: "lower" },
+      { figure: `swarm ${n}: master CPU`, value: r.master_process.cpu_s, unit: "s", better: "lower", note: `${r.master_process.cpu_pct}% over ${r.master_process.wall_s} s` },
+    );
+  }
+  return out;
+}
+
+export async function run(opts: BenchOptions): Promise<BenchRow[]> {
+  const n = opts.full ? 5000 : 1000;
+  const master = await startBrineMaster();
+  try {
+    const report = await runSwarm({
+      scenario: "ping",
+      master: "127.0.0.1",
+      retPort: master.retPort,
+      minions: n,
+      procs: Math.max(2, Math.min(4, Math.ceil(n / 1500))),
+      rootKeyFile: master.rootKeyFile,
+      masterPid: master.pid,
+      idPrefix: "bench-",
+      acceptanceWaitMs: 1000,
+      randomReauthDelayMs: 0,
+      jobTimeoutMs: 60_000,
+      progress: false,
+    });
+    return rows(report, n);
+  } finally {
+    await master.stop();
+  }
+}
