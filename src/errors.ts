@@ -42,6 +42,8 @@ export const ERR = {
   RAFT_UNAVAILABLE: "requested entries are unavailable",
   RAFT_UNKNOWN: "outcome unknown: the proposal may or may not have committed",
   RAFT_API_MISUSE: "raft API called out of order",
+  RAFT_STORAGE: "raft storage could not be opened or written; the raft worker stops",
+  RAFT_UNKNOWN_GROUP: "no such raft group on this node",
   // --- ring ---
   RING_TOO_MANY_NODES: "ring exceeds ringNodesMax",
   RING_BAD_NODE_ID: "invalid ring node id",

@@ -15,6 +15,7 @@ import { getLogger, loggingConfig } from "../log.js";
 import type { EventBusServer } from "../events/bus-server.js";
 import { FrameReader, frame } from "../transport/length-framing.js";
 import type { RunnerInit, RunnerMessage } from "../runners/messages.js";
+import type { RunnerClusterLink } from "./cluster-node.js";
 
 const log = getLogger("brine.control");
 
@@ -36,6 +37,8 @@ export class ControlServer {
     private readonly waiting: () => number,
     private readonly fire: (tag: string, data: unknown) => void,
     private readonly rotate: () => void,
+    /** with clustering on: the ring buffer and a fresh Raft worker port for each runner thread */
+    private readonly clusterLink: () => RunnerClusterLink | undefined = () => undefined,
   ) {
     this.path = path.join(cfg.sock_dir, CONTROL_SOCKET);
   }
@@ -101,7 +104,9 @@ export class ControlServer {
       kwarg: m.kwarg && typeof m.kwarg === "object" ? (m.kwarg as Record<string, unknown>) : {},
       log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null },
     };
-    const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init });
+    const link = this.clusterLink();
+    if (link) init.cluster = link;
+    const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
     const unsubscribe = this.bus.subscribe((f) => w.postMessage({ type: "event", frame: f }));
     let done = false;
     const finish = () => {

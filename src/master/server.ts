@@ -24,6 +24,7 @@ import { ensureRootKey } from "./root-key.js";
 import { Maintenance } from "./maintenance.js";
 import { ControlServer } from "./control-server.js";
 import { SendQueue } from "../transport/send-queue.js";
+import { ClusterNode } from "./cluster-node.js";
 
 const log = getLogger("brine.master");
 
@@ -45,6 +46,8 @@ export class MasterServer {
   private routerOut: SendQueue | undefined;
   private pubOut: SendQueue | undefined;
   private stopping = false;
+  /** the Raft worker and ring buffer, when `cluster_id` is set */
+  private cluster: ClusterNode | undefined;
   readonly secrets = new SharedSecrets();
   readonly nonces = new NonceSet(nonceSlots);
   readonly jidClock = sharedJidClock();
@@ -76,6 +79,7 @@ export class MasterServer {
   async start(): Promise<void> {
     const c = this.cfg;
     this.prepareDirs();
+    await this.startCluster();
     this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
     const shared = { secrets: this.secrets.sab, nonces: this.nonces.sab, jids: this.jidClock.buffer as SharedArrayBuffer };
@@ -105,7 +109,14 @@ export class MasterServer {
     await this.pub.bind(`tcp://${host}:${c.publish_port}`);
     await this.router.bind(`tcp://${host}:${c.ret_port}`);
 
-    this.control = new ControlServer(c, this.bus, () => this.lanes?.waiting() ?? 0, (tag, data) => this.fire(tag, data), () => this.rotateAesKey());
+    this.control = new ControlServer(
+      c,
+      this.bus,
+      () => this.lanes?.waiting() ?? 0,
+      (tag, data) => this.fire(tag, data),
+      () => this.rotateAesKey(),
+      () => this.cluster?.runnerLink(),
+    );
     await this.control.start();
     this.maintenance = new Maintenance(c.cachedir, c.id, c.loop_interval, c.rotate_aes_key, {
       rotate: () => this.rotateAesKey(),
@@ -155,6 +166,25 @@ export class MasterServer {
     await this.lanes?.destroy();
     await this.publisher?.stop();
     await this.control?.stop();
+    await this.stopCluster();
     await this.bus.stop();
+  }
+
+  // --- clustering (cluster-node.ts) ---------------------------------------------------------------------------
+
+  /** The Raft worker handle and ring buffer, when `cluster_id` is set (for the peer layer and tests). */
+  get clusterNode(): ClusterNode | undefined {
+    return this.cluster;
+  }
+
+  /** With `cluster_id`: start the Raft worker (refusing a wildcard node id) before anything else starts. */
+  private async startCluster(): Promise<void> {
+    if (!this.cfg.cluster_id) return;
+    this.cluster = await ClusterNode.start(this.cfg);
+  }
+
+  private async stopCluster(): Promise<void> {
+    await this.cluster?.stop();
+    this.cluster = undefined;
   }
 }

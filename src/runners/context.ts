@@ -5,6 +5,18 @@ import type { LocalClient } from "../client/local-client.js";
 import type { JobCache } from "../store/job-cache.js";
 import type { MinionCache } from "../store/minion-cache.js";
 import type { KeyStore } from "../pki/key-store.js";
+import type { RingReader } from "../shared/sab-ring/reader.js";
+import type { RaftClient } from "../workers/raft/client.js";
+
+/** Live cluster state for runners (only when `cluster_id` is set). */
+export interface RunnerCluster {
+  /** this master's stable node id */
+  nodeId: string;
+  /** the shared ring buffer the Raft worker publishes to */
+  ring: RingReader;
+  /** the Raft worker's API */
+  raft: RaftClient;
+}
 
 export interface RunnerContext {
   cfg: MasterConfig;
@@ -16,6 +28,8 @@ export interface RunnerContext {
   print(text: string): void;
   /** bus events as they happen, from the moment the runner started */
   events(): AsyncIterable<BusEvent>;
+  /** set when clustering is on */
+  cluster?: RunnerCluster;
 }
 
 export type RunnerFn = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Promise<unknown>;

@@ -1,0 +1,70 @@
+/**
+ * cluster.* query runners (salt-cluster.md §9), answered from live state in the runner thread: the shared ring
+ * buffer the Raft worker publishes (RingReader) and the worker's API (linearizable reads, status). Nothing is
+ * replayed from files, so unlike Salt's runners these see what the master's gates see, and they name this
+ * master by its stable node id whatever `id` and `interface` say (cluster-shapes.ts builds Salt's shapes).
+ *
+ * Reads are linearizable (ReadIndex through the leader). When no leader answers in time (an election, a
+ * partition), a runner falls back to this master's own applied state and says so in the log: the operator
+ * still gets an answer, as Salt's disk replay would give, and knows it may be stale.
+ */
+import { isBrineError } from "../errors.js";
+import { getLogger } from "../log.js";
+import type { MembershipSnapshot } from "../cluster/state-machines/membership.js";
+import type { RingRegistrySnapshot } from "../cluster/state-machines/ring-registry.js";
+import type { RoutingSnapshot } from "../cluster/state-machines/routing.js";
+import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
+import type { ReadQuery } from "../workers/raft/api.js";
+import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes } from "./cluster-shapes.js";
+import { argOf, type RunnerCluster, type RunnerContext, type RunnerFn } from "./context.js";
+
+const log = getLogger("brine.runner.cluster");
+
+/** What a query runner returns on a master without `cluster_id` (the shape of Salt's skipped cluster runners). */
+export const NOT_CLUSTERED = Object.freeze({ status: "skipped", reason: "cluster_id is not set" });
+
+/** Salt's ring_info() on a master that is not clustered: an empty ring. */
+export const RING_INFO_NOT_CLUSTERED = Object.freeze({ is_clustered: false, node_count: 0, nodes: [] as string[], vnodes: 0 });
+
+/** Codes after which a read falls back to this node's applied state. */
+const NO_QUORUM = new Set(["RAFT_NO_LEADER", "RAFT_UNKNOWN"]);
+
+async function readCluster<T>(c: RunnerCluster, query: ReadQuery): Promise<T> {
+  try {
+    return (await c.raft.read(CLUSTER_RING, query)).value as T;
+  } catch (e) {
+    if (!isBrineError(e) || !NO_QUORUM.has(e.code)) throw e;
+    log.warning(`cluster ${query}: no leader confirmed the read (${e.message}); answering from this master's applied state`);
+    return (await c.raft.read(CLUSTER_RING, query, { stale: true })).value as T;
+  }
+}
+
+async function members(c: RunnerCluster): Promise<unknown> {
+  const [membership, status] = await Promise.all([readCluster<MembershipSnapshot>(c, "membership"), c.raft.status()]);
+  const g = status.groups.find((x) => x.group === CLUSTER_RING);
+  return clusterMembers({ nodeId: c.nodeId, membership, ...(g ? { raft: { leaderId: g.leaderId, term: g.term } } : {}) });
+}
+
+export const clusterRunners: Record<string, RunnerFn> = {
+  "cluster.members": async (ctx: RunnerContext) => (ctx.cluster ? members(ctx.cluster) : NOT_CLUSTERED),
+
+  "cluster.rings": async (ctx: RunnerContext) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    return clusterRings({ nodeId: c.nodeId, registry: await readCluster<RingRegistrySnapshot>(c, "registry") });
+  },
+
+  "cluster.routes": async (ctx: RunnerContext) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    return clusterRoutes({ nodeId: c.nodeId, routing: await readCluster<RoutingSnapshot>(c, "routing"), reader: c.ring });
+  },
+
+  /** ring_info([ring]): the ring as the shared buffer holds it now ("cluster" unless a ring name is given). */
+  "cluster.ring_info": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return { ...RING_INFO_NOT_CLUSTERED, nodes: [] };
+    const ring = String(argOf(arg, kwarg, 0, "ring", CLUSTER_RING));
+    return clusterRingInfo({ reader: c.ring, ring });
+  },
+};

@@ -1,0 +1,120 @@
+/**
+ * The Raft worker's API, as the main thread and runner threads call it over comlink (one MessagePort each).
+ *
+ * Every method resolves to an Outcome instead of throwing: comlink serializes a thrown Error as message and
+ * stack only, so a BrineError's code would be lost on the way. RaftClient (client.ts) turns a failed Outcome
+ * back into a BrineError with the same code, so callers match on codes as everywhere else.
+ */
+import type { ErrCode } from "../../errors.js";
+import type { ClusterEntry } from "../../cluster/state-machines/entries.js";
+import type { ConfChangeKind, Role } from "../../raft/types.js";
+import type { MessagePort } from "node:worker_threads";
+import type { GroupKind } from "./backend.js";
+
+export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
+
+/** entries in one proposeMany call, count (bounds one structured-clone message) */
+export const PROPOSE_MANY_MAX = 10_000;
+
+/** A membership change of one group, by stable node id (one at a time: thesis §4.1). */
+export interface MembershipChange {
+  kind: ConfChangeKind;
+  node_id: string;
+}
+
+/** What applying a committed entry did to the group's state machines (apply.ts), when known. */
+export type AppliedAs = "applied" | "refused" | "stale" | "unknown";
+
+/**
+ * A committed proposal. Unlike Salt's fan-out runners, the caller learns that the entry committed, where,
+ * and whether the state machines took it (a valid entry can still be refused against the current state,
+ * e.g. re-founding an active ring with other founders).
+ */
+export interface ProposeResult {
+  group: string;
+  index: number;
+  term: number;
+  /** the entry (or change) as proposed */
+  value: ClusterEntry | MembershipChange;
+  applied: AppliedAs;
+  refusal?: { code: ErrCode; message: string };
+}
+
+/** A ProposeResult without the echo of what the caller already holds (what proposeMany sends back). */
+export type ProposeReceipt = Omit<ProposeResult, "value">;
+
+/**
+ * What a read returns, by group kind:
+ *   cluster: "membership" (MembershipSnapshot), "registry" (RingRegistrySnapshot), "routing" (RoutingSnapshot)
+ *   ring:    "membership", "ring_config" (RingConfigSnapshot)
+ */
+export type ReadQuery = "membership" | "registry" | "routing" | "ring_config";
+
+export interface ReadOptions {
+  /**
+   * Serve this node's applied state without a ReadIndex round: possibly stale, but available without a
+   * leader. Default false (linearizable).
+   */
+  stale?: boolean;
+}
+
+export interface ReadResult {
+  group: string;
+  /** the read index (linearizable) or this node's applied index (stale) the value reflects at least */
+  index: number;
+  linearizable: boolean;
+  value: unknown;
+}
+
+export interface GroupStatus {
+  group: string;
+  kind: GroupKind;
+  role: Role;
+  /** stable node id of the leader this node knows, null if none */
+  leaderId: string | null;
+  term: number;
+  commit: number;
+  applied: number;
+  firstIndex: number;
+  lastIndex: number;
+  snapshotIndex: number;
+  voters: string[];
+  learners: string[];
+  /** the group's ring epoch in its replicated ring table */
+  ringEpoch: number;
+  quiesced: boolean;
+  pendingRequests: number;
+}
+
+export interface NodeStatus {
+  nodeId: string;
+  raftId: number;
+  tickMs: number;
+  groups: GroupStatus[];
+  /** last error from publishing to the shared ring buffer, null if none */
+  ringError: string | null;
+  /** durable commits (fsyncs) since start, and log entries they carried: the group-commit ratio */
+  commits: number;
+  entriesWritten: number;
+}
+
+/** The object the worker exposes. */
+export interface RaftWorkerApi {
+  /** resolves once the worker has restored every group from disk and published the ring */
+  ready(): Promise<Outcome<NodeStatus>>;
+  propose(group: string, entry: ClusterEntry): Promise<Outcome<ProposeResult>>;
+  /**
+   * Proposes each entry as its own log entry, in one call (one message each way instead of one per entry);
+   * at most PROPOSE_MANY_MAX entries. The outer Outcome fails only for the call itself (e.g. too many).
+   */
+  proposeMany(group: string, entries: ClusterEntry[]): Promise<Outcome<Outcome<ProposeReceipt>[]>>;
+  changeMembership(group: string, change: MembershipChange): Promise<Outcome<ProposeResult>>;
+  read(group: string, query: ReadQuery, opts?: ReadOptions): Promise<Outcome<ReadResult>>;
+  status(): Promise<Outcome<NodeStatus>>;
+  /** founds the cluster group with these voters if this node has none yet; false if it already had one */
+  bootstrap(founders: string[]): Promise<Outcome<boolean>>;
+  /** serves this API on another port as well (a runner thread's end of a MessageChannel) */
+  connect(port: MessagePort): void;
+  /** stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */
+  close(): Promise<Outcome<void>>;
+}

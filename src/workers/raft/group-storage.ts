@@ -1,0 +1,111 @@
+/**
+ * The Storage the Raft core reads for one group, backed by the worker's durable backend (LMDB).
+ *
+ * Reads are synchronous (the core's interface) and served from an in-memory view of the stored log, a
+ * MemoryStorage; the backend holds the same data durably. The view is bounded because the log is compacted
+ * behind every snapshot (WorkerLimits.snapshotEveryEntries).
+ *
+ * Writes are staged: `stage(rd)` performs step 1 of the Ready contract on the view and returns the GroupWrite
+ * that makes it durable. The manager commits the staged writes of every group in one backend commit and only
+ * then sends the Ready's messages (step 2). The view may therefore run ahead of the disk between stage() and
+ * the commit, but nothing observable leaves the node in that window: the core only reads the view, and
+ * messages, applies and results all wait for the commit.
+ */
+import { MemoryStorage, type InitialState, type Storage } from "../../raft/storage.js";
+import type { ConfState, Entry, Ready, Snapshot } from "../../raft/types.js";
+import type { GroupMeta, GroupWrite, StoredGroup } from "./backend.js";
+
+export class GroupStorage implements Storage {
+  private constructor(
+    readonly group: string,
+    private readonly view: MemoryStorage,
+  ) {}
+
+  /** Rebuilds the view from what the backend holds. */
+  static fromStored(stored: StoredGroup): GroupStorage {
+    const view = new MemoryStorage();
+    if (stored.snapshot.metadata.index > 0) view.applySnapshot(stored.snapshot);
+    view.append(stored.entries);
+    view.setHardState(stored.state.hardState);
+    view.setConfState(stored.state.confState);
+    return new GroupStorage(stored.meta.id, view);
+  }
+
+  /**
+   * A founding member's storage: the genesis snapshot at index 1, term 1 (MemoryStorage.bootstrap), whose
+   * data is the group's state machine image after its founding configuration. Every founder builds the same
+   * bytes from the same founders, so they agree on index 1 without exchanging anything. Returns the storage
+   * and the write that creates the group durably.
+   */
+  static genesis(meta: GroupMeta, voterRaftIds: number[], stateImage: Uint8Array): { storage: GroupStorage; write: GroupWrite } {
+    const boot = MemoryStorage.bootstrap(voterRaftIds);
+    const metadata = boot.snapshot().metadata;
+    const snapshot: Snapshot = { metadata, data: stateImage };
+    const view = new MemoryStorage();
+    view.applySnapshot(snapshot);
+    view.setHardState(boot.initialState().hardState);
+    const storage = new GroupStorage(meta.id, view);
+    return { storage, write: { group: meta.id, meta, snapshot, dropFrom: 0, entries: [], state: view.initialState() } };
+  }
+
+  initialState(): InitialState {
+    return this.view.initialState();
+  }
+  entries(lo: number, hi: number, maxBytes: number): Entry[] {
+    return this.view.entries(lo, hi, maxBytes);
+  }
+  term(i: number): number {
+    return this.view.term(i);
+  }
+  firstIndex(): number {
+    return this.view.firstIndex();
+  }
+  lastIndex(): number {
+    return this.view.lastIndex();
+  }
+  snapshot(): Snapshot {
+    return this.view.snapshot();
+  }
+
+  /**
+   * Step 1 of the Ready contract on the view: snapshot, then entries (replacing any suffix they overlap), then
+   * HardState and ConfState. Returns the durable form of the same change, or undefined when the Ready carries
+   * nothing durable.
+   */
+  stage(rd: Ready): GroupWrite | undefined {
+    if (!rd.snapshot && rd.entries.length === 0 && !rd.hardState && !rd.confState) return undefined;
+    const w: GroupWrite = { group: this.group, entries: [] };
+    if (rd.snapshot) {
+      this.view.applySnapshot(rd.snapshot);
+      w.snapshot = rd.snapshot;
+      w.dropFrom = 0; // a received snapshot replaces the whole log
+    }
+    if (rd.entries.length > 0) {
+      const first = this.view.firstIndex();
+      const kept = rd.entries.filter((e) => e.index >= first); // below `first` is compacted, hence committed and identical
+      if (kept.length > 0) {
+        const from = kept[0]!.index;
+        // entries at `from` and after are replaced (a leader's overwrite may also be shorter than what it replaces)
+        if (from <= this.view.lastIndex() && w.dropFrom === undefined) w.dropFrom = from;
+        this.view.append(kept);
+        w.entries = kept;
+      }
+    }
+    if (rd.hardState) this.view.setHardState(rd.hardState);
+    if (rd.confState) this.view.setConfState(rd.confState);
+    w.state = this.view.initialState();
+    return w;
+  }
+
+  /**
+   * Records the state machine image at applied index `applied` and compacts the log to keep `keep` entries
+   * behind it. Snapshot and compaction go into one write, so the disk never lacks both the entries and an
+   * image covering them.
+   */
+  stageSnapshot(applied: number, confState: ConfState, image: Uint8Array, keep: number): GroupWrite {
+    const snapshot = this.view.createSnapshot(applied, confState, image);
+    const compactTo = Math.max(this.view.firstIndex() - 1, applied - keep);
+    this.view.compact(compactTo);
+    return { group: this.group, snapshot, dropThrough: compactTo, entries: [] };
+  }
+}

@@ -1,0 +1,340 @@
+/**
+ * One Raft group as the worker runs it: a RawNode over a GroupStorage, the group's state machines
+ * (ClusterGroupState or RingGroupState), and the callers waiting for outcomes. The manager drives it through
+ * the Ready contract; this class holds the per-group decisions the shell has to make:
+ *
+ * - which entries a caller may propose to which group, and their encoding (entries.ts);
+ * - applying committed entries: normal entries go to the state machines as they are; a membership change
+ *   ("conf" entry, ConfChange with the node's stable id in its context) becomes the CONFIG it amounts to, so
+ *   the state machines' voter lists (strings, what the ring and runners show) follow the Raft core's
+ *   configuration (numbers) entry for entry;
+ * - answering waiters once the Ready that settles them is durable and applied;
+ * - when to snapshot, and whether the group is idle enough to quiesce.
+ */
+import { Encoder } from "cbor-x";
+import { BrineError, isBrineError, type ErrCode } from "../../errors.js";
+import { STALE, refused, type ApplyResult } from "../../cluster/state-machines/apply.js";
+import { encodeEntry, type ClusterEntry, type ConfigValue } from "../../cluster/state-machines/entries.js";
+import { ClusterGroupState, RingGroupState } from "../../cluster/state-machines/groups.js";
+import { clusterLimits } from "../../cluster/state-machines/limits.js";
+import { validateNodeId } from "../../cluster/state-machines/names.js";
+import { namedRingVoters } from "../../cluster/ring-sync.js";
+import { decodeConfChange } from "../../raft/confchange.js";
+import { RawNode } from "../../raft/raw-node.js";
+import type { Entry, Message, Ready, RequestId, RequestResult } from "../../raft/types.js";
+import type { AppliedAs, GroupStatus, MembershipChange, ProposeResult, ReadQuery, ReadResult } from "./api.js";
+import type { GroupMeta, GroupWrite } from "./backend.js";
+import type { GroupStorage } from "./group-storage.js";
+import type { WorkerLimits } from "./limits.js";
+import { NodeDirectory, raftIdOf } from "./node-ids.js";
+
+const codec = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
+
+/** The ConfChange context brine writes: CBOR {node_id}. A map, so the peer layer can add e.g. an address. */
+export function encodeConfContext(nodeId: string): Uint8Array {
+  return Uint8Array.from(codec.encode({ node_id: validateNodeId(nodeId) }));
+}
+
+export function decodeConfContext(ctx: Uint8Array | undefined): string {
+  if (!ctx || ctx.length === 0) throw new BrineError("CLUSTER_BAD_ENTRY", "membership change without a node id");
+  let raw: unknown;
+  try {
+    raw = codec.decode(ctx);
+  } catch (e) {
+    throw new BrineError("CLUSTER_BAD_ENTRY", `membership change context is not CBOR: ${(e as Error).message}`);
+  }
+  const id = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>).node_id : undefined;
+  return validateNodeId(id);
+}
+
+/** Which kinds each group takes through propose(). CONFIG is never proposed directly: see changeMembership. */
+const PROPOSABLE: Record<GroupMeta["kind"], ReadonlySet<ClusterEntry["kind"]>> = {
+  cluster: new Set(["RING_REGISTRY", "ROUTE"]),
+  ring: new Set(["RING_CONFIG"]),
+};
+const READABLE: Record<GroupMeta["kind"], ReadonlySet<ReadQuery>> = {
+  cluster: new Set(["membership", "registry", "routing"]),
+  ring: new Set(["membership", "ring_config"]),
+};
+
+type Waiter =
+  | { kind: "propose"; value: ClusterEntry | MembershipChange; resolve(r: ProposeResult): void; reject(e: BrineError): void }
+  | { kind: "read"; query: ReadQuery; resolve(r: ReadResult): void; reject(e: BrineError): void };
+
+export interface GroupOptions {
+  self: string;
+  limits: WorkerLimits;
+  rand: () => number;
+}
+
+export class Group {
+  readonly id: string;
+  readonly node: RawNode;
+  readonly state: ClusterGroupState | RingGroupState;
+  /** the applied index reached when the group was opened from disk: replay is over once applied reaches it */
+  readonly commitAtOpen: number;
+  private readonly selfRaftId: number;
+  private readonly waiters = new Map<RequestId, Waiter>();
+  /** index -> what applying it did, for results that arrive after their entry applied; insertion-ordered, bounded */
+  private readonly outcomes = new Map<number, ApplyResult>();
+  private directory: NodeDirectory;
+  private idleTicks = 0;
+  quiesced = false;
+
+  constructor(
+    readonly meta: GroupMeta,
+    readonly storage: GroupStorage,
+    private readonly opts: GroupOptions,
+  ) {
+    this.id = meta.id;
+    this.state = meta.kind === "cluster" ? new ClusterGroupState() : new RingGroupState(meta.id, meta.founders);
+    const snap = storage.snapshot();
+    if (snap.data.length > 0) this.state.restore(snap.data);
+    this.selfRaftId = raftIdOf(opts.self);
+    this.node = new RawNode({ id: this.selfRaftId, storage, limits: opts.limits.raft, rand: opts.rand, applied: snap.metadata.index });
+    this.commitAtOpen = storage.initialState().hardState.commit;
+    this.directory = this.buildDirectory();
+    // A group whose only voter is this node need not wait an election timeout to lead (it cannot lose).
+    if (this.soleVoter()) this.node.campaign();
+  }
+
+  get kind(): GroupMeta["kind"] {
+    return this.meta.kind;
+  }
+
+  /** True once committed entries found on disk at open have all been applied again. */
+  get caughtUp(): boolean {
+    return this.node.raft.log.applied >= this.commitAtOpen;
+  }
+
+  private soleVoter(): boolean {
+    const cs = this.node.raft.confState;
+    return cs.voters.length === 1 && cs.voters[0] === this.selfRaftId;
+  }
+
+  private buildDirectory(): NodeDirectory {
+    const m = this.state.membership;
+    const founders = this.state instanceof RingGroupState ? this.state.foundingVoters : [];
+    return new NodeDirectory([this.opts.self, ...m.voters(), ...m.learners(), ...founders, ...this.meta.founders]);
+  }
+
+  /** Voters as the state machines see them: the applied CONFIG, or a ring's founders before its first CONFIG. */
+  private voterIds(): string[] {
+    const m = this.state.membership;
+    return this.state instanceof RingGroupState ? namedRingVoters(m, this.state.foundingVoters) : m.voters();
+  }
+
+  // ------------------------------------------------------------------ requests
+
+  propose(entry: ClusterEntry): Promise<ProposeResult> {
+    if (!PROPOSABLE[this.kind].has(entry.kind)) {
+      const why = entry.kind === "CONFIG" ? "membership changes go through changeMembership" : `a ${this.kind} group does not take ${entry.kind}`;
+      throw new BrineError("CLUSTER_WRONG_GROUP", why);
+    }
+    const id = this.node.propose(encodeEntry(entry)); // validates
+    return this.wait(id, (resolve, reject) => ({ kind: "propose", value: entry, resolve, reject }));
+  }
+
+  changeMembership(change: MembershipChange): Promise<ProposeResult> {
+    const nodeId = validateNodeId(change.node_id);
+    const node = this.directory.add(nodeId); // refuses a raft-id collision with a known member
+    // Refuse here what the CONFIG it becomes would be refused for, so the core's configuration and the state
+    // machines' lists cannot part ways at apply time.
+    const next = nextConfig(this.voterIds(), this.state.membership.learners(), { kind: change.kind, node_id: nodeId });
+    if (next.voters.length > clusterLimits.votersMax || next.learners.length > clusterLimits.learnersMax) {
+      throw new BrineError("CLUSTER_TOO_MANY", `${this.id}: ${next.voters.length} voters, ${next.learners.length} learners`);
+    }
+    const id = this.node.proposeConfChange({ kind: change.kind, node, context: encodeConfContext(nodeId) });
+    const value: MembershipChange = { kind: change.kind, node_id: nodeId };
+    return this.wait(id, (resolve, reject) => ({ kind: "propose", value, resolve, reject }));
+  }
+
+  read(query: ReadQuery): Promise<ReadResult> {
+    this.checkQuery(query);
+    const id = this.node.readIndex();
+    return this.wait(id, (resolve, reject) => ({ kind: "read", query, resolve, reject }));
+  }
+
+  /** This node's applied state, no ReadIndex round (may be stale). */
+  readStale(query: ReadQuery): ReadResult {
+    this.checkQuery(query);
+    return { group: this.id, index: this.node.raft.log.applied, linearizable: false, value: this.query(query) };
+  }
+
+  private checkQuery(query: ReadQuery): void {
+    if (!READABLE[this.kind].has(query)) throw new BrineError("CLUSTER_WRONG_GROUP", `a ${this.kind} group has no ${JSON.stringify(query)}`);
+  }
+
+  private wait<T>(id: RequestId, make: (resolve: (r: T) => void, reject: (e: BrineError) => void) => Waiter): Promise<T> {
+    this.wake();
+    return new Promise<T>((resolve, reject) => this.waiters.set(id, make(resolve, reject)));
+  }
+
+  private query(q: ReadQuery): unknown {
+    const s = this.state;
+    switch (q) {
+      case "membership":
+        return s instanceof RingGroupState && s.membership.version < 0
+          ? { voters: [...s.foundingVoters], learners: [], version: -1 }
+          : s.membership.snapshot();
+      case "registry":
+        return (s as ClusterGroupState).registry.snapshot();
+      case "routing":
+        return (s as ClusterGroupState).routing.snapshot();
+      case "ring_config":
+        return (s as RingGroupState).ringConfig.snapshot();
+    }
+  }
+
+  /** Fails every waiting caller (group stopped, worker closing or failed). */
+  failAll(code: ErrCode, detail: string): void {
+    for (const w of this.waiters.values()) w.reject(new BrineError(code, `${this.id}: ${detail}`));
+    this.waiters.clear();
+  }
+
+  // ------------------------------------------------------------------ Ready steps 3 and 4
+
+  /** Step 3: applies a durable Ready's snapshot and committed entries. Returns whether any state changed. */
+  apply(rd: Ready): boolean {
+    let changed = false;
+    if (rd.snapshot && rd.snapshot.data.length > 0) {
+      this.state.restore(rd.snapshot.data);
+      changed = true;
+    }
+    for (const e of rd.committedEntries) {
+      if (e.type !== "conf" && e.data.length === 0) continue; // a new leader's empty entry
+      const r = e.type === "conf" ? this.applyConf(e) : this.state.apply(e.data, e.index);
+      this.remember(e.index, r);
+      if (r.outcome === "applied") changed = true;
+    }
+    if (changed) this.directory = this.buildDirectory();
+    return changed;
+  }
+
+  /** A committed membership change, as the CONFIG it amounts to (the core has already changed its own config). */
+  private applyConf(e: Entry): ApplyResult {
+    if (e.index <= this.state.appliedIndex) return STALE;
+    try {
+      const cc = decodeConfChange(e.data);
+      const nodeId = decodeConfContext(cc.context);
+      if (raftIdOf(nodeId) !== cc.node) throw new BrineError("CLUSTER_BAD_NODE_ID", `${nodeId} is not raft node ${cc.node}`);
+      const value = nextConfig(this.voterIds(), this.state.membership.learners(), { kind: cc.kind, node_id: nodeId });
+      return this.state.apply({ kind: "CONFIG", value }, e.index);
+    } catch (err) {
+      if (!isBrineError(err)) throw err;
+      // Deterministic on every replica (and again on every replay), like any refusal.
+      return refused(err);
+    }
+  }
+
+  private remember(index: number, r: ApplyResult): void {
+    this.outcomes.set(index, r);
+    if (this.outcomes.size > this.opts.limits.applyOutcomesKept) this.outcomes.delete(this.outcomes.keys().next().value!);
+  }
+
+  /** Step 4: answers the callers the Ready settles. Reads see the state applied in step 3. */
+  deliver(results: readonly RequestResult[]): void {
+    for (const r of results) {
+      const w = this.waiters.get(r.id);
+      if (!w) continue;
+      this.waiters.delete(r.id);
+      if (!r.ok) {
+        w.reject(new BrineError(r.code, `${this.id}: ${r.detail}`));
+      } else if (w.kind === "read") {
+        w.resolve({ group: this.id, index: r.index, linearizable: true, value: this.query(w.query) });
+      } else if (r.kind !== "read") {
+        const o = this.outcomes.get(r.index);
+        const applied: AppliedAs = o === undefined ? "unknown" : o.outcome;
+        const res: ProposeResult = { group: this.id, index: r.index, term: r.term, value: w.value, applied };
+        if (o?.outcome === "refused") res.refusal = { code: o.error.code, message: o.error.message };
+        w.resolve(res);
+      }
+    }
+  }
+
+  /** After advance(): a snapshot (and compaction) once enough entries applied since the last one. */
+  maybeSnapshot(): GroupWrite | undefined {
+    const applied = this.node.raft.log.applied;
+    const l = this.opts.limits;
+    if (applied - this.storage.snapshot().metadata.index < l.snapshotEveryEntries) return undefined;
+    return this.storage.stageSnapshot(applied, this.node.raft.confState, this.state.snapshot(), l.snapshotKeepEntries);
+  }
+
+  // ------------------------------------------------------------------ ticks and quiescing
+
+  /**
+   * One shared tick. A group quiesces after quiesceAfterTicks idle ticks when no one else depends on its
+   * timers: it is the only voter (so there is no follower expecting heartbeats and no election to run), it
+   * leads, and nothing waits on it. Groups with peers never quiesce here: a quiesced follower would not
+   * notice a dead leader, which needs the peer layer's liveness signal (left to the multi-master work).
+   */
+  tick(): void {
+    this.idleTicks++;
+    if (!this.quiesced && this.idleTicks >= this.opts.limits.quiesceAfterTicks && this.canQuiesce()) this.quiesced = true;
+    if (this.quiesced) this.node.tickQuiesced();
+    else this.node.tick();
+  }
+
+  private canQuiesce(): boolean {
+    const r = this.node.raft;
+    return this.soleVoter() && r.confState.learners.length === 0 && r.role === "leader" && this.waiters.size === 0 && r.tracker.size === 0;
+  }
+
+  /** Any request, message or Ready work makes the group active again. */
+  wake(): void {
+    this.idleTicks = 0;
+    this.quiesced = false;
+  }
+
+  step(m: Message): void {
+    this.wake();
+    this.node.step(m);
+  }
+
+  /**
+   * After a Ready is advanced: stay awake if it did anything, and let a sole voter that restarted lead again
+   * once it has replayed (the core refuses to campaign over committed but unapplied membership changes, so
+   * the campaign at construction may have been skipped).
+   */
+  afterAdvance(rd: Ready): void {
+    if (rd.entries.length > 0 || rd.committedEntries.length > 0 || rd.messages.length > 0 || rd.results.length > 0) this.wake();
+    if (this.node.raft.role === "follower" && this.node.raft.lead === 0 && this.soleVoter() && this.caughtUp) this.node.campaign();
+  }
+
+  // ------------------------------------------------------------------ status
+
+  nodeName(raftId: number): string | undefined {
+    return this.directory.name(raftId);
+  }
+
+  status(): GroupStatus {
+    const s = this.node.status();
+    const names = (ids: number[]) => ids.map((id) => this.directory.name(id) ?? `raft:${id}`).sort();
+    return {
+      group: this.id,
+      kind: this.kind,
+      role: s.role,
+      leaderId: s.lead === 0 ? null : (this.directory.name(s.lead) ?? `raft:${s.lead}`),
+      term: s.term,
+      commit: s.commit,
+      applied: s.applied,
+      firstIndex: s.firstIndex,
+      lastIndex: s.lastIndex,
+      snapshotIndex: this.storage.snapshot().metadata.index,
+      voters: names(s.confState.voters),
+      learners: names(s.confState.learners),
+      ringEpoch: this.state.ringTable.epoch,
+      quiesced: this.quiesced,
+      pendingRequests: s.pendingRequests,
+    };
+  }
+}
+
+/** The CONFIG a membership change amounts to, from the current lists (pure; validated by the caller's apply). */
+export function nextConfig(voters: readonly string[], learners: readonly string[], change: MembershipChange): ConfigValue {
+  const v = voters.filter((id) => id !== change.node_id);
+  const l = learners.filter((id) => id !== change.node_id);
+  if (change.kind === "addVoter") v.push(change.node_id);
+  if (change.kind === "addLearner") l.push(change.node_id);
+  return { voters: v.sort(), learners: l.sort() };
+}

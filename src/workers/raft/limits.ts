@@ -1,0 +1,53 @@
+/**
+ * Every bound the Raft worker shell enforces, named with its unit. The Raft core counts time in ticks; the
+ * worker turns one shared timer into ticks for every group, so a tick is the same length for all of them.
+ */
+import type { RaftLimits } from "../../raft/limits.js";
+
+export interface WorkerLimits {
+  /**
+   * Length of one tick, ms. 50 ms is Salt's service heartbeat (_HEARTBEAT_INTERVAL): with heartbeatTicks 1
+   * and electionTicksMin 10 a follower waits 500-1000 ms before campaigning, inside the ≤ 1 s failover
+   * target (reference-points.md B7) and close to Salt's 750-1500 ms.
+   */
+  tickMs: number;
+  /** the Raft core's limits for every group this node runs (ticks are `tickMs` long) */
+  raft: Partial<RaftLimits>;
+  /**
+   * Ticks a group must go without proposals, reads, messages or Ready work before it quiesces (it is then
+   * ticked with tickQuiesced(): deadlines advance, nothing else runs).
+   */
+  quiesceAfterTicks: number;
+  /** applied entries since the last snapshot that trigger a new snapshot and log compaction, count */
+  snapshotEveryEntries: number;
+  /** entries kept behind a snapshot when compacting, so a briefly lagging follower needs no snapshot, count */
+  snapshotKeepEntries: number;
+  /** apply outcomes remembered per group for proposals whose result arrives after their entry applied, count */
+  applyOutcomesKept: number;
+  /** LMDB map size of the Raft environment, bytes */
+  lmdbMapBytes: number;
+}
+
+export const DEFAULT_WORKER_LIMITS: Readonly<WorkerLimits> = Object.freeze({
+  tickMs: 50,
+  raft: Object.freeze({
+    electionTicksMin: 10,
+    heartbeatTicks: 1,
+    // 100 ticks = 5 s: a proposal or read that cannot be settled by then gets a coded error, never a hang
+    requestDeadlineTicks: 100,
+  }),
+  quiesceAfterTicks: 20,
+  snapshotEveryEntries: 8192,
+  snapshotKeepEntries: 1024,
+  applyOutcomesKept: 4096,
+  lmdbMapBytes: 1024 * 1024 * 1024,
+});
+
+/**
+ * How long a caller (main thread, runner thread) waits for one API call before giving up, ms. It is the
+ * request deadline plus slack for a durable commit, so a call normally ends with the core's own coded
+ * outcome and this bound only fires when the worker is wedged.
+ */
+export function clientCallTimeoutMs(l: WorkerLimits = DEFAULT_WORKER_LIMITS): number {
+  return (l.raft.requestDeadlineTicks ?? 100) * l.tickMs + 10_000;
+}

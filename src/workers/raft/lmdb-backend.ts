@@ -1,0 +1,108 @@
+/**
+ * The Raft worker's LMDB environment: separate from the job cache's (its fsync cadence is Raft's, and a
+ * cache cleanup must never share a transaction with a vote), on local disk (`brine_raft_lmdb_dir`, default
+ * `<cachedir>/brine-raft-lmdb`; LMDB's mmap and locks do not work over NFS). Values are CBOR (cbor-x).
+ *
+ *   groups   group id -> GroupMeta
+ *   state    group id -> {hardState, confState}
+ *   snaps    group id -> Snapshot (the latest; its data is the group's state machine image)
+ *   log      [group id, index] -> Entry (ordered-binary keys: one group's entries are contiguous, by index)
+ *
+ * Durability: opened with overlappingSync off, so a transaction's promise resolves only after LMDB's commit,
+ * fsync included. One commit() is one transaction: the group commit.
+ */
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { open, type Database, type RootDatabase } from "lmdb";
+import { BrineError } from "../../errors.js";
+import type { Entry, Snapshot } from "../../raft/types.js";
+import type { DurableState, GroupMeta, GroupWrite, RaftBackend, StoredGroup } from "./backend.js";
+
+/** lmdb-js supports "cbor" (through cbor-x) though its typings list only the built-in encodings. */
+const CBOR = "cbor" as unknown as "msgpack";
+/** the largest index, as the end of a key range */
+const INDEX_MAX = Number.MAX_SAFE_INTEGER;
+
+type LogKey = [string, number];
+
+export function raftLmdbDir(cfg: { cachedir: string; brine_raft_lmdb_dir?: unknown }): string {
+  return typeof cfg.brine_raft_lmdb_dir === "string" && cfg.brine_raft_lmdb_dir ? cfg.brine_raft_lmdb_dir : path.join(cfg.cachedir, "brine-raft-lmdb");
+}
+
+/** cbor-x hands byte strings back as Buffers; the core and the state machines want plain Uint8Array views. */
+function bytes(b: Uint8Array): Uint8Array {
+  return b.constructor === Uint8Array ? b : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+}
+
+function entryOut(e: Entry): Entry {
+  return { term: e.term, index: e.index, type: e.type, data: bytes(e.data) };
+}
+
+export class LmdbBackend implements RaftBackend {
+  private readonly root: RootDatabase;
+  private readonly metas: Database<GroupMeta, string>;
+  private readonly states: Database<DurableState, string>;
+  private readonly snaps: Database<Snapshot, string>;
+  private readonly log: Database<Entry, LogKey>;
+
+  constructor(dir: string, mapBytes: number) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    try {
+      this.root = open({ path: dir, encoding: CBOR, mapSize: mapBytes, maxDbs: 8, compression: false, overlappingSync: false });
+    } catch (e) {
+      throw new BrineError("RAFT_STORAGE", `cannot open ${dir}: ${(e as Error).message}`);
+    }
+    this.metas = this.root.openDB<GroupMeta, string>({ name: "raft/groups", encoding: CBOR });
+    this.states = this.root.openDB<DurableState, string>({ name: "raft/state", encoding: CBOR });
+    this.snaps = this.root.openDB<Snapshot, string>({ name: "raft/snaps", encoding: CBOR });
+    this.log = this.root.openDB<Entry, LogKey>({ name: "raft/log", encoding: CBOR });
+  }
+
+  groups(): GroupMeta[] {
+    return [...this.metas.getRange()].map(({ value }) => value);
+  }
+
+  load(group: string): StoredGroup | undefined {
+    const meta = this.metas.get(group);
+    const state = this.states.get(group);
+    const snap = this.snaps.get(group);
+    if (!meta || !state || !snap) return undefined;
+    const snapshot: Snapshot = { metadata: snap.metadata, data: bytes(snap.data) };
+    const entries = [...this.log.getRange({ start: [group, snapshot.metadata.index + 1], end: [group, INDEX_MAX] })].map(({ value }) => entryOut(value));
+    return { meta, state, snapshot, entries };
+  }
+
+  commit(writes: readonly GroupWrite[]): Promise<void> {
+    return this.root
+      .transaction(() => {
+        for (const w of writes) this.write(w);
+      })
+      .then(
+        () => undefined,
+        (e: Error) => {
+          throw new BrineError("RAFT_STORAGE", e.message);
+        },
+      );
+  }
+
+  /** Runs inside the transaction: every put/remove below is part of it. */
+  private write(w: GroupWrite): void {
+    const g = w.group;
+    if (w.meta) this.metas.putSync(g, w.meta);
+    if (w.snapshot) this.snaps.putSync(g, w.snapshot);
+    if (w.dropFrom !== undefined) this.dropRange(g, w.dropFrom, INDEX_MAX);
+    if (w.dropThrough !== undefined) this.dropRange(g, 0, w.dropThrough);
+    for (const e of w.entries) this.log.putSync([g, e.index], e);
+    if (w.state) this.states.putSync(g, w.state);
+  }
+
+  private dropRange(group: string, lo: number, hi: number): void {
+    // collect first: removing while a range cursor is open over the same keys is not allowed
+    const keys = [...this.log.getKeys({ start: [group, lo], end: [group, hi + 1] })];
+    for (const k of keys) this.log.removeSync(k);
+  }
+
+  async close(): Promise<void> {
+    await this.root.close();
+  }
+}

@@ -1,0 +1,408 @@
+/**
+ * Every Raft group of this node, driven as one: group "cluster" (the control plane: CONFIG, RING_REGISTRY,
+ * ROUTE) and one group per hosted ring (RING_CONFIG). No timers, threads or sockets here: the worker shell
+ * calls tick() from its one shared timer, hands inbound peer messages to receive(), and provides the backend
+ * (disk), the transport (peers) and the ring sink (the shared ring buffer). Tests drive the same class with a
+ * MemoryBackend and an in-process transport.
+ *
+ * The pump, one iteration per group commit (the Ready contract of types.ts, for all groups at once):
+ *   0. step queued peer messages and ticks into their groups;
+ *   1. take a Ready from every group that has one, stage its durable part (GroupStorage.stage), and commit
+ *      all of them, plus pending genesis/snapshot writes, in ONE backend commit: one fsync however many
+ *      groups and proposals it covers (group commit). Proposals that arrive during the fsync go into the
+ *      next iteration's Ready, so batches grow with load;
+ *   2. only then hand each Ready's messages to the transport (a vote or an append acknowledgement is a
+ *      promise about what is on disk);
+ *   3. apply snapshots and committed entries to the state machines, then start/stop ring groups as the
+ *      registry says and publish the rings and routes to the shared buffer (a new epoch when they changed);
+ *   4. answer the callers the Readies settle (after 3, so a caller who sees its ROUTE committed also finds
+ *      it in the shared buffer);
+ *   5. advance every group, and stage snapshots for groups that applied enough since their last one.
+ * Peer messages and ticks that arrive while an iteration waits for its commit are queued and stepped at the
+ * next step 0, so no group is stepped between its ready() and advance().
+ */
+import { BrineError, isBrineError } from "../../errors.js";
+import { getLogger } from "../../log.js";
+import type { ClusterEntry } from "../../cluster/state-machines/entries.js";
+import { ClusterGroupState, RingGroupState } from "../../cluster/state-machines/groups.js";
+import { hostedRings, ringTargets, routeTargets } from "../../cluster/ring-sync.js";
+import { validateNodeList } from "../../cluster/state-machines/names.js";
+import { clusterLimits } from "../../cluster/state-machines/limits.js";
+import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
+import type { RingTarget } from "../../shared/sab-ring/writer.js";
+import type { Message, Ready } from "../../raft/types.js";
+import type { MembershipChange, NodeStatus, ProposeResult, ReadOptions, ReadQuery, ReadResult } from "./api.js";
+import type { GroupMeta, GroupWrite, RaftBackend } from "./backend.js";
+import { Group } from "./group.js";
+import { GroupStorage } from "./group-storage.js";
+import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
+import { NodeDirectory, raftIdOf } from "./node-ids.js";
+
+const log = getLogger("brine.raft");
+
+/**
+ * The peer hook: where a group's outbound messages go. The multi-master work plugs the peer transport in here
+ * (and calls GroupManager.receive with what arrives). Best effort: Raft retries whatever is lost.
+ */
+export interface Transport {
+  send(group: string, messages: readonly Message[]): void;
+}
+
+/** No peers (a single master): messages to other nodes have nowhere to go. */
+export const NO_PEERS: Transport = { send: () => undefined };
+
+/** Where the applied rings and routes are published: the RingWriter over the shared ring buffer. */
+export interface RingSink {
+  sync(targets: ReadonlyMap<string, RingTarget>): unknown;
+  publishRoutes(routes: ReadonlyMap<string, string | null>): void;
+}
+
+export interface ManagerOptions {
+  /** this node's stable id */
+  self: string;
+  backend: RaftBackend;
+  transport?: Transport;
+  ring?: RingSink;
+  limits?: WorkerLimits;
+  /** randomness for election timeouts (injected so tests can seed it) */
+  rand?: () => number;
+}
+
+export class GroupManager {
+  readonly self: string;
+  private readonly backend: RaftBackend;
+  private readonly transport: Transport;
+  private readonly ring: RingSink | undefined;
+  readonly limits: WorkerLimits;
+  private readonly rand: () => number;
+  private readonly groups = new Map<string, Group>();
+  /** writes to commit with the next iteration (genesis of new ring groups, snapshots), before the Readies' */
+  private pendingWrites: GroupWrite[] = [];
+  private inbox: { group: string; m: Message }[] = [];
+  private pendingTicks = 0;
+  private pumping = false;
+  private scheduled = false;
+  /** work was added while the pump ran */
+  private rerun = false;
+  private idleWaiters: (() => void)[] = [];
+  private fatal: BrineError | undefined;
+  private closed = false;
+  private ringError: string | null = null;
+  private commits = 0;
+  private entriesWritten = 0;
+  /** the cluster group applied something since ring groups were last reconciled with its registry */
+  private ringGroupsDirty = true;
+  /** called once when the node can no longer make progress safely (storage failure, core invariant) */
+  onFatal: ((e: BrineError) => void) | undefined;
+
+  constructor(opts: ManagerOptions) {
+    this.self = opts.self;
+    raftIdOf(opts.self); // validates the id
+    this.backend = opts.backend;
+    this.transport = opts.transport ?? NO_PEERS;
+    this.ring = opts.ring;
+    this.limits = opts.limits ?? DEFAULT_WORKER_LIMITS;
+    this.rand = opts.rand ?? Math.random;
+    const cluster = this.backend.load(CLUSTER_RING);
+    if (cluster) this.addGroup(cluster.meta, GroupStorage.fromStored(cluster));
+  }
+
+  has(group: string): boolean {
+    return this.groups.has(group);
+  }
+
+  private addGroup(meta: GroupMeta, storage: GroupStorage): Group {
+    const g = new Group(meta, storage, { self: this.self, limits: this.limits, rand: this.rand });
+    this.groups.set(meta.id, g);
+    this.kick();
+    return g;
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  /**
+   * Founds the cluster group with `founders` (stable node ids, self among them) unless this node already has
+   * one. The genesis is a pure function of the sorted founders, so founders bootstrapping independently agree
+   * on it: a single master passes [self]; the multi-master founding passes self + its peers' ids. Durable
+   * before it returns. Returns false when a cluster group already existed (its disk state wins).
+   */
+  async bootstrap(founders: string[]): Promise<boolean> {
+    this.checkOpen();
+    if (this.groups.has(CLUSTER_RING) || this.backend.load(CLUSTER_RING)) return false;
+    const voters = validateNodeList(founders, "founders", clusterLimits.votersMax);
+    if (!voters.includes(this.self)) throw new BrineError("CLUSTER_BAD_NODE_ID", `founders ${voters.join(",")} do not include this node (${this.self})`);
+    const dir = new NodeDirectory();
+    const raftIds = voters.map((id) => dir.add(id));
+    // The genesis image: the state machines after CONFIG {voters: founders} at the genesis index (1).
+    const image = new ClusterGroupState();
+    const r = image.apply({ kind: "CONFIG", value: { voters, learners: [] } }, 1);
+    if (r.outcome !== "applied") throw r.outcome === "refused" ? r.error : new BrineError("CLUSTER_BAD_ENTRY", "genesis CONFIG not applied");
+    const meta: GroupMeta = { id: CLUSTER_RING, kind: "cluster", founders: voters };
+    const { storage, write } = GroupStorage.genesis(meta, raftIds, image.snapshot());
+    await this.backend.commit([write]);
+    this.addGroup(meta, storage);
+    log.info(`founded raft group "${CLUSTER_RING}" with voters ${voters.join(", ")}`);
+    return true;
+  }
+
+  /** Replays what is on disk (every group, started as the registry says) and publishes the ring once. */
+  async start(): Promise<void> {
+    await this.idle();
+    // Ring groups also start when the replay changed nothing (a snapshot already held the registry).
+    if (this.reconcileRingGroups()) await this.idle();
+    this.publishRing();
+    if (this.fatal) throw this.fatal;
+  }
+
+  /** Stops: every waiting caller gets RAFT_STOPPED, the last commit finishes, the backend closes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const g of this.groups.values()) g.failAll("RAFT_STOPPED", "the raft worker is stopping");
+    await this.idle();
+    await this.backend.close();
+  }
+
+  private checkOpen(): void {
+    if (this.fatal) throw this.fatal;
+    if (this.closed) throw new BrineError("RAFT_STOPPED", "the raft worker is stopping");
+  }
+
+  /** Resolves when the pump has nothing left to do. */
+  idle(): Promise<void> {
+    if (!this.pumping && !this.scheduled) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  // ------------------------------------------------------------------ inputs
+
+  /** One tick of the shared timer, for every group. */
+  tick(): void {
+    if (this.closed || this.fatal) return;
+    this.pendingTicks++;
+    this.kick();
+  }
+
+  /** A message from a peer for `group` (the transport's inbound hook). Unknown groups are ignored. */
+  receive(group: string, m: Message): void {
+    if (this.closed || this.fatal) return;
+    this.inbox.push({ group, m });
+    this.kick();
+  }
+
+  private groupOf(group: string): Group {
+    this.checkOpen();
+    const g = this.groups.get(group);
+    if (!g) throw new BrineError("RAFT_UNKNOWN_GROUP", JSON.stringify(group));
+    return g;
+  }
+
+  async propose(group: string, entry: ClusterEntry): Promise<ProposeResult> {
+    const p = this.groupOf(group).propose(entry);
+    this.kick();
+    return p;
+  }
+
+  async changeMembership(group: string, change: MembershipChange): Promise<ProposeResult> {
+    const p = this.groupOf(group).changeMembership(change);
+    this.kick();
+    return p;
+  }
+
+  async read(group: string, query: ReadQuery, opts: ReadOptions = {}): Promise<ReadResult> {
+    const g = this.groupOf(group);
+    if (opts.stale) return g.readStale(query);
+    const p = g.read(query);
+    this.kick();
+    return p;
+  }
+
+  status(): NodeStatus {
+    return {
+      nodeId: this.self,
+      raftId: raftIdOf(this.self),
+      tickMs: this.limits.tickMs,
+      groups: [...this.groups.values()].map((g) => g.status()),
+      ringError: this.ringError,
+      commits: this.commits,
+      entriesWritten: this.entriesWritten,
+    };
+  }
+
+  // ------------------------------------------------------------------ the pump
+
+  /**
+   * Schedules a pump run for the next macrotask, so everything queued in this one joins one batch. While the
+   * pump runs, it only notes that there is more (callers resuming in microtasks can add work after the pump's
+   * last look; the pump checks the note before it stops).
+   */
+  private kick(): void {
+    if (this.fatal) return;
+    if (this.pumping) {
+      this.rerun = true;
+      return;
+    }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.pump();
+    });
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (;;) {
+        this.rerun = false;
+        const worked = await this.iterate(); // one group commit per iteration
+        // nothing between this check and `finally` yields, so no kick() can slip past it
+        if (this.fatal || (!worked && !this.rerun)) break;
+      }
+    } catch (e) {
+      this.die(e);
+    } finally {
+      this.pumping = false;
+      if (this.rerun && !this.fatal) {
+        this.rerun = false;
+        this.kick();
+      } else if (!this.scheduled) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        for (const w of waiters) w();
+      }
+    }
+  }
+
+  /** One iteration; returns false when there was nothing to do. */
+  private async iterate(): Promise<boolean> {
+    this.absorb();
+    const staged: { g: Group; rd: Ready }[] = [];
+    const writes = this.pendingWrites;
+    this.pendingWrites = [];
+    for (const g of this.groups.values()) {
+      if (!g.node.hasReady()) continue;
+      const rd = g.node.ready();
+      const w = g.storage.stage(rd);
+      if (w) writes.push(w);
+      staged.push({ g, rd });
+    }
+    if (staged.length === 0 && writes.length === 0) return false;
+    // 1. durable, all groups at once
+    if (writes.length > 0) {
+      await this.backend.commit(writes);
+      this.commits++;
+      for (const w of writes) this.entriesWritten += w.entries.length;
+    }
+    // 2. messages
+    for (const { g, rd } of staged) if (rd.messages.length > 0) this.transport.send(g.id, rd.messages);
+    // 3. apply, and publish what the applied state now says
+    let changed = false;
+    for (const { g, rd } of staged) {
+      if (g.apply(rd)) {
+        changed = true;
+        if (g.kind === "cluster") this.ringGroupsDirty = true;
+      }
+    }
+    if (changed) this.publishRing();
+    // 4. results, 5. advance
+    for (const { g, rd } of staged) {
+      g.deliver(rd.results);
+      g.node.advance();
+      g.afterAdvance(rd);
+      const snap = g.maybeSnapshot();
+      if (snap) this.pendingWrites.push(snap);
+    }
+    // the ring groups the registry asks for (after advance: `caughtUp` counts applied entries)
+    if (this.ringGroupsDirty && this.reconcileRingGroups()) this.publishRing();
+    return true;
+  }
+
+  /** Step 0: queued peer messages, then queued ticks. */
+  private absorb(): void {
+    const inbox = this.inbox;
+    this.inbox = [];
+    for (const { group, m } of inbox) {
+      const g = this.groups.get(group);
+      if (!g) continue;
+      try {
+        g.step(m);
+      } catch (e) {
+        // a message the core refuses (misaddressed, local-only kind) is the sender's bug, not ours
+        if (isBrineError(e, "RAFT_API_MISUSE")) log.warning(`${group}: dropped message from raft ${m.from}: ${e.message}`);
+        else throw e;
+      }
+    }
+    for (; this.pendingTicks > 0; this.pendingTicks--) for (const g of this.groups.values()) g.tick();
+  }
+
+  /**
+   * Starts the ring groups this node hosts (active in the registry, self among the founders) and stops the
+   * others. A ring found on disk resumes from it (Salt: re-creating a destroyed ring recovers its state); a new
+   * one starts from a genesis built from its founders, identical on every founder, made durable with the next
+   * commit (before the group's first Ready can send anything, since it is in the same or an earlier commit).
+   * Only once the cluster group has replayed what it had on disk: mid-replay registry states are history.
+   */
+  private reconcileRingGroups(): boolean {
+    const cluster = this.groups.get(CLUSTER_RING);
+    if (!cluster || !cluster.caughtUp) return false;
+    this.ringGroupsDirty = false;
+    let changed = false;
+    const want = new Set(hostedRings(cluster.state as ClusterGroupState, this.self));
+    for (const [id, g] of this.groups) {
+      if (id === CLUSTER_RING || want.has(id)) continue;
+      g.failAll("RAFT_STOPPED", "ring destroyed or no longer hosted here");
+      this.groups.delete(id);
+      changed = true;
+      log.info(`stopped raft group "${id}"`);
+    }
+    for (const id of want) {
+      if (this.groups.has(id)) continue;
+      changed = true;
+      const stored = this.backend.load(id);
+      if (stored) {
+        this.addGroup(stored.meta, GroupStorage.fromStored(stored));
+        log.info(`resumed raft group "${id}" from disk`);
+        continue;
+      }
+      const founders = (cluster.state as ClusterGroupState).registry.get(id)!.founding_voters;
+      const meta: GroupMeta = { id, kind: "ring", founders: [...founders] };
+      const dir = new NodeDirectory();
+      // the ring's image before its first entry: founders as voters, policy "self", replicas 1
+      const image = new RingGroupState(id, founders).snapshot();
+      const { storage, write } = GroupStorage.genesis(meta, founders.map((f) => dir.add(f)), image);
+      this.pendingWrites.push(write);
+      this.addGroup(meta, storage);
+      log.info(`founded raft group "${id}" with voters ${founders.join(", ")}`);
+    }
+    return changed;
+  }
+
+  /** Publishes every hosted ring and the routes to the shared buffer (level-triggered: no-op when unchanged). */
+  private publishRing(): void {
+    const cluster = this.groups.get(CLUSTER_RING);
+    if (!this.ring || !cluster) return;
+    const state = cluster.state as ClusterGroupState;
+    const rings = new Map<string, RingGroupState>();
+    for (const [id, g] of this.groups) if (g.state instanceof RingGroupState) rings.set(id, g.state);
+    try {
+      this.ring.sync(ringTargets(state, rings, this.self));
+      this.ring.publishRoutes(routeTargets(state));
+      this.ringError = null;
+    } catch (e) {
+      // The replicated state is fine; only this node's published picture is stale. Say so loudly, keep going.
+      this.ringError = (e as Error).message;
+      log.error(`publishing the shared ring failed: ${this.ringError}`);
+    }
+  }
+
+  private die(e: unknown): void {
+    const err = isBrineError(e) ? e : new BrineError("RAFT_STORAGE", `raft worker failed: ${(e as Error)?.stack ?? String(e)}`);
+    if (this.fatal) return;
+    this.fatal = err;
+    log.critical(`raft stopped: ${err.message}`);
+    for (const g of this.groups.values()) g.failAll(err.code, err.message);
+    this.onFatal?.(err);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The Raft worker thread: the shell around GroupManager. It owns the only timer (one shared coarse tick for
+ * every group), the LMDB environment (LmdbBackend), and the only RingWriter on the shared ring buffer; it
+ * serves the API (api.ts) over comlink on its parentPort and on every port handed to connect().
+ *
+ * Startup: open LMDB, claim the ring buffer, restore the cluster group from disk (or found it when the main
+ * thread passed founders and there is none), replay every group, publish the ring; then ready() resolves.
+ * A fatal error (the disk refused a commit) fails every caller with its code and ends the thread: the master
+ * keeps serving minions, with the last published ring, and logs it loudly.
+ */
+import * as Comlink from "comlink";
+import { parentPort, workerData, type MessagePort } from "node:worker_threads";
+import { BrineError, isBrineError } from "../../errors.js";
+import { configureLogging, getLogger } from "../../log.js";
+import { RingWriter } from "../../shared/sab-ring/writer.js";
+import { PROPOSE_MANY_MAX, type Outcome, type ProposeReceipt, type ProposeResult, type RaftWorkerApi } from "./api.js";
+import { nodeEndpoint } from "./comlink-node.js";
+import { LmdbBackend } from "./lmdb-backend.js";
+import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
+import { GroupManager } from "./manager.js";
+
+/** workerData of the Raft worker. */
+export interface RaftWorkerInit {
+  nodeId: string;
+  ringBuffer: SharedArrayBuffer;
+  /** the Raft LMDB directory (local disk) */
+  dir: string;
+  /**
+   * Founders of the cluster group if this node has none on disk: [self] for a single master; absent when the
+   * founding waits for peers (the multi-master join calls bootstrap() later).
+   */
+  founders?: string[];
+  limits?: Partial<WorkerLimits>;
+  log: { level: string; file: string | null; fileLevel: string | null };
+}
+
+const init = workerData as RaftWorkerInit;
+configureLogging(init.log);
+const log = getLogger("brine.raft");
+const limits: WorkerLimits = { ...DEFAULT_WORKER_LIMITS, ...init.limits, raft: { ...DEFAULT_WORKER_LIMITS.raft, ...init.limits?.raft } };
+
+let manager: GroupManager | undefined;
+let writer: RingWriter | undefined;
+let timer: NodeJS.Timeout | undefined;
+
+async function outcome<T>(f: () => T | Promise<T>): Promise<Outcome<T>> {
+  try {
+    return { ok: true, value: await f() };
+  } catch (e) {
+    if (isBrineError(e)) return { ok: false, code: e.code, message: e.message };
+    log.error(`raft API call failed: ${(e as Error)?.stack ?? String(e)}`);
+    return { ok: false, code: "RAFT_API_MISUSE", message: (e as Error)?.message ?? String(e) };
+  }
+}
+
+function receipt(r: ProposeResult): ProposeReceipt {
+  const { value: _echo, ...rest } = r;
+  return rest;
+}
+
+async function startup(): Promise<GroupManager> {
+  writer = RingWriter.attach(init.ringBuffer);
+  const backend = new LmdbBackend(init.dir, limits.lmdbMapBytes);
+  const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits });
+  m.onFatal = (e) => {
+    log.critical(`raft worker stops: ${e.message}`);
+    stopTimer();
+    // let the failed outcomes reach their callers, then end the thread (its exit fails what remains)
+    setTimeout(() => process.exit(1), 100);
+  };
+  if (init.founders && !m.has("cluster")) await m.bootstrap(init.founders);
+  await m.start();
+  timer = setInterval(() => m.tick(), limits.tickMs);
+  manager = m;
+  return m;
+}
+
+function stopTimer(): void {
+  if (timer) clearInterval(timer);
+  timer = undefined;
+}
+
+const started = startup();
+started.catch((e: unknown) => log.critical(`raft worker failed to start: ${(e as Error)?.message ?? String(e)}`));
+
+const api: RaftWorkerApi = {
+  ready: () => outcome(async () => (await started).status()),
+  propose: (group, entry) => outcome(async () => (await started).propose(group, entry)),
+  proposeMany: (group, entries) =>
+    outcome(async () => {
+      const m = await started;
+      if (!Array.isArray(entries) || entries.length > PROPOSE_MANY_MAX) {
+        throw new BrineError("RAFT_REJECTED", `proposeMany takes at most ${PROPOSE_MANY_MAX} entries`);
+      }
+      // receipts without the entry echo: the caller holds the entries, and copying them back is per-entry cost
+      return Promise.all(entries.map((e) => outcome(async () => receipt(await m.propose(group, e)))));
+    }),
+  changeMembership: (group, change) => outcome(async () => (await started).changeMembership(group, change)),
+  read: (group, query, opts) => outcome(async () => (await started).read(group, query, opts)),
+  status: () => outcome(async () => (await started).status()),
+  bootstrap: (founders) =>
+    outcome(async () => {
+      const m = await started;
+      const founded = await m.bootstrap(founders);
+      if (founded) await m.start();
+      return founded;
+    }),
+  connect(port: MessagePort) {
+    Comlink.expose(api, nodeEndpoint(port));
+  },
+  close: () =>
+    outcome(async () => {
+      stopTimer();
+      try {
+        await (manager ?? (await started)).close();
+      } finally {
+        writer?.release();
+      }
+    }),
+};
+
+Comlink.expose(api, nodeEndpoint(parentPort!));
+
+process.on("unhandledRejection", (e) => {
+  log.critical(`raft worker: unhandled rejection: ${(e as Error)?.stack ?? String(e)}`);
+  if (!isBrineError(e)) throw e instanceof Error ? e : new BrineError("RAFT_API_MISUSE", String(e));
+});

@@ -1,0 +1,176 @@
+/**
+ * In-process clusters of GroupManagers: each node has a MemoryBackend (its disk, which survives a restart) and
+ * they talk through a test transport that delivers each message on a later macrotask. Every message a node
+ * sends is checked, at the moment the transport receives it, against that node's *durable* state: that is the
+ * persistence-order contract (a vote or an acknowledgement is a promise about the disk), observed from outside.
+ */
+import { MemoryBackend } from "../../src/workers/raft/backend.js";
+import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "../../src/workers/raft/limits.js";
+import { GroupManager, type Transport } from "../../src/workers/raft/manager.js";
+import { raftIdOf } from "../../src/workers/raft/node-ids.js";
+import type { HardState, Message } from "../../src/raft/types.js";
+import { Rng } from "../../src/raft/sim/rng.js";
+
+/** What a node has durably stored for one group, as far as its messages can promise anything. */
+export interface Durable {
+  hardState: HardState;
+  lastIndex: number;
+}
+
+/** Fast ticks for tests: elections in tens of ms, generous request deadlines for a loaded machine. */
+export const TEST_LIMITS: WorkerLimits = {
+  ...DEFAULT_WORKER_LIMITS,
+  tickMs: 5,
+  raft: { electionTicksMin: 10, heartbeatTicks: 1, requestDeadlineTicks: 2000 },
+  quiesceAfterTicks: 5,
+};
+
+/**
+ * Why sending `m` now would break the persistence contract, given what the sender has durably stored for the
+ * group (undefined: fine). Pre-vote traffic carries a term nobody persisted (term + 1), by design.
+ */
+export function persistenceViolation(durable: Durable | undefined, m: Message): string | undefined {
+  if (m.term === 0 || m.type === "MsgPreVote" || m.type === "MsgPreVoteResp") return undefined;
+  if (!durable) return `${m.type} sent before anything was durable`;
+  const hs = durable.hardState;
+  const last = durable.lastIndex;
+  if (hs.term < m.term) return `${m.type} at term ${m.term} sent while the durable term is ${hs.term}`;
+  if (m.type === "MsgVoteResp" && !m.reject && (hs.vote !== m.to || hs.term !== m.term)) {
+    return `vote for ${m.to} at term ${m.term} sent while the durable vote is ${hs.vote} at term ${hs.term}`;
+  }
+  if (m.type === "MsgAppResp" && !m.reject && last < m.index) return `append acknowledged through ${m.index} while durable only through ${last}`;
+  if (m.type === "MsgApp" && m.entries && m.entries.length > 0) {
+    const sentLast = m.entries[m.entries.length - 1]!.index;
+    if (last < sentLast) return `entries through ${sentLast} replicated while durable only through ${last}`;
+  }
+  return undefined;
+}
+
+export interface TestNode {
+  name: string;
+  backend: MemoryBackend;
+  manager: GroupManager;
+  up: boolean;
+}
+
+export class TestCluster {
+  readonly nodes = new Map<string, TestNode>();
+  private readonly byRaftId = new Map<number, string>();
+  readonly violations: string[] = [];
+  /** messages checked, by type */
+  readonly checked = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    names: string[],
+    private readonly opts: { commitDelayMs?: number; seed?: number; limits?: WorkerLimits } = {},
+  ) {
+    for (const name of names) {
+      this.byRaftId.set(raftIdOf(name), name);
+      const backend = new MemoryBackend();
+      backend.commitDelayMs = opts.commitDelayMs ?? 0;
+      this.nodes.set(name, { name, backend, manager: this.makeManager(name, backend), up: true });
+    }
+  }
+
+  private makeManager(name: string, backend: MemoryBackend): GroupManager {
+    const transport: Transport = { send: (group, msgs) => this.send(name, group, msgs) };
+    const seed = (this.opts.seed ?? 1) * 131 + [...name].reduce((a, c) => a * 31 + c.charCodeAt(0), 7);
+    return new GroupManager({ self: name, backend, transport, limits: this.opts.limits ?? TEST_LIMITS, rand: new Rng(seed).fn() });
+  }
+
+  private send(from: string, group: string, msgs: readonly Message[]): void {
+    const node = this.nodes.get(from)!;
+    if (!node.up) return; // a crashed node's last pump: nothing leaves it
+    for (const m of msgs) {
+      const v = persistenceViolation(node.backend.durable(group), m);
+      if (v) this.violations.push(`${from}/${group}: ${v}`);
+      this.checked.set(m.type, (this.checked.get(m.type) ?? 0) + 1);
+      const to = this.byRaftId.get(m.to);
+      const copy = structuredClone(m);
+      setImmediate(() => {
+        const target = to === undefined ? undefined : this.nodes.get(to);
+        if (target?.up) target.manager.receive(group, copy);
+      });
+    }
+  }
+
+  /**
+   * Founds a cluster of `names`, ticks it, waits for a leader and runs `body` with the leader and one
+   * follower; always stops every node afterwards.
+   */
+  static async run(
+    names: string[],
+    opts: { commitDelayMs?: number; seed?: number },
+    body: (c: TestCluster, leader: TestNode, follower: TestNode) => Promise<void>,
+  ): Promise<void> {
+    const c = new TestCluster(names, opts);
+    await c.bootstrapAll();
+    c.startTicking();
+    try {
+      const leader = await c.waitFor("a leader", () => c.leader());
+      await body(c, leader, [...c.nodes.values()].find((n) => n !== leader)!);
+    } finally {
+      await c.stop();
+    }
+  }
+
+  node(name: string): TestNode {
+    return this.nodes.get(name)!;
+  }
+
+  /** Founds the cluster group on every node with all of them as voters (identical genesis everywhere). */
+  async bootstrapAll(): Promise<void> {
+    const names = [...this.nodes.keys()];
+    for (const n of this.nodes.values()) await n.manager.bootstrap(names);
+    for (const n of this.nodes.values()) await n.manager.start();
+  }
+
+  /** Ticks every live node every `tickMs` of real time. */
+  startTicking(tickMs = TEST_LIMITS.tickMs): void {
+    this.timer = setInterval(() => {
+      for (const n of this.nodes.values()) if (n.up) n.manager.tick();
+    }, tickMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    for (const n of this.nodes.values()) if (n.up) await n.manager.close();
+  }
+
+  /** The current leader of `group` among live nodes (highest term), or undefined. */
+  leader(group = "cluster"): TestNode | undefined {
+    let best: { n: TestNode; term: number } | undefined;
+    for (const n of this.nodes.values()) {
+      if (!n.up || !n.manager.has(group)) continue;
+      const g = n.manager.status().groups.find((x) => x.group === group)!;
+      if (g.role === "leader" && (!best || g.term > best.term)) best = { n, term: g.term };
+    }
+    return best?.n;
+  }
+
+  async waitFor<T>(what: string, f: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const v = f();
+      if (v !== undefined && v !== false) return v;
+      if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** A crash: the node stops answering and sending; only its backend (disk) survives. */
+  crash(name: string): void {
+    const n = this.node(name);
+    n.up = false;
+    void n.manager.close();
+  }
+
+  /** A restart from the node's disk alone. */
+  async restart(name: string): Promise<void> {
+    const n = this.node(name);
+    n.manager = this.makeManager(name, n.backend);
+    n.up = true;
+    await n.manager.start();
+  }
+}

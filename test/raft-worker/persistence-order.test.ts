@@ -1,0 +1,120 @@
+/**
+ * The persistence-order contract, checked from outside the shell: every message a node sends is compared,
+ * when the transport receives it, with what that node's backend has durably committed at that moment.
+ * A vote grant needs its (term, vote) on disk, an append acknowledgement its entries, any message its term.
+ * Commits are slowed down (commitDelayMs) so a shell that sent before its commit finished would be caught.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { MemoryBackend, type GroupWrite } from "../../src/workers/raft/backend.js";
+import { GroupManager, type Transport } from "../../src/workers/raft/manager.js";
+import { newMessage, type Message } from "../../src/raft/types.js";
+import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
+import { RingReader } from "../../src/shared/sab-ring/reader.js";
+import { RingWriter } from "../../src/shared/sab-ring/writer.js";
+import { TEST_LIMITS, TestCluster, persistenceViolation } from "./harness.js";
+
+test("the checker itself: flags a vote, an acknowledgement and a term that are not yet durable", () => {
+  const durable = { hardState: { term: 3, vote: 7, commit: 4 }, lastIndex: 5 };
+  const vote = { ...newMessage("MsgVoteResp", 1, 7, 3) };
+  assert.equal(persistenceViolation(durable, vote), undefined);
+  assert.match(persistenceViolation(durable, { ...vote, to: 8 }) ?? "", /durable vote is 7/);
+  assert.match(persistenceViolation(durable, { ...newMessage("MsgVoteResp", 1, 9, 4) }) ?? "", /durable term is 3/);
+  assert.equal(persistenceViolation(durable, { ...newMessage("MsgVoteResp", 1, 8, 3), reject: true }), undefined, "a refusal promises nothing");
+  assert.equal(persistenceViolation(durable, { ...newMessage("MsgAppResp", 1, 7, 3), index: 5 }), undefined);
+  assert.match(persistenceViolation(durable, { ...newMessage("MsgAppResp", 1, 7, 3), index: 6 }) ?? "", /durable only through 5/);
+  assert.equal(persistenceViolation(durable, { ...newMessage("MsgPreVote", 1, 7, 4) }), undefined, "pre-vote terms are never persisted");
+  assert.match(persistenceViolation(undefined, newMessage("MsgHeartbeatResp", 1, 7, 3)) ?? "", /before anything was durable/);
+});
+
+test("3 nodes, slow disks: no vote, append or acknowledgement leaves a node before the state it promises is durable", { timeout: 90_000 }, async (t) => {
+  await TestCluster.run(["m1", "m2", "m3"], { commitDelayMs: 3, seed: 7 }, async (c, leader, follower) => {
+    // proposals from the leader and, forwarded, from a follower; some arrive while commits are in flight
+    const props = [];
+    for (let i = 0; i < 40; i++) {
+      const via = i % 2 === 0 ? leader : follower;
+      props.push(via.manager.propose("cluster", { kind: "ROUTE", value: { data_type: `dt${i % 5}`, ring_id: i % 3 === 0 ? null : "cluster" } }));
+      if (i % 10 === 9) await new Promise((r) => setTimeout(r, 2));
+    }
+    const results = await Promise.all(props);
+    assert.ok(results.every((r) => r.applied === "applied"), "every ROUTE applied");
+    // a crash and restart of the leader forces a new election and votes over persisted state
+    c.crash(leader.name);
+    const next = await c.waitFor("a new leader", () => {
+      const l = c.leader();
+      return l && l.name !== leader.name ? l : undefined;
+    });
+    await next.manager.propose("cluster", { kind: "ROUTE", value: { data_type: "after", ring_id: null } });
+    await c.restart(leader.name);
+    const last = await next.manager.propose("cluster", { kind: "ROUTE", value: { data_type: "rejoined", ring_id: null } });
+    // the restarted node catches up from its disk plus the leader
+    await c.waitFor("the restarted node to apply the last entry", () => {
+      const g = c.node(leader.name).manager.status().groups[0]!;
+      return g.applied >= last.index;
+    });
+    const routes = await Promise.all([...c.nodes.values()].map((n) => n.manager.read("cluster", "routing", { stale: true })));
+    for (const r of routes) assert.deepEqual(r.value, routes[0]!.value, "every node applied the same routing table");
+    assert.equal((routes[0]!.value as { routes: Record<string, unknown> }).routes.rejoined, null);
+
+    assert.deepEqual(c.violations, []);
+    const count = (type: string) => c.checked.get(type) ?? 0;
+    t.diagnostic(`checked ${[...c.checked].map(([k, v]) => `${k}=${v}`).join(" ")}`);
+    // the check really covered the promises that matter
+    assert.ok(count("MsgVoteResp") >= 2, "votes were checked");
+    assert.ok(count("MsgAppResp") >= 20, "append acknowledgements were checked");
+    assert.ok(count("MsgApp") >= 20, "appends were checked");
+  });
+});
+
+test("a follower's linearizable read reflects every write acknowledged before it began", { timeout: 60_000 }, async () => {
+  await TestCluster.run(["a1", "a2", "a3"], { commitDelayMs: 1, seed: 3 }, async (_c, leader, follower) => {
+    for (let i = 0; i < 5; i++) {
+      const w = await leader.manager.propose("cluster", { kind: "ROUTE", value: { data_type: `k${i}`, ring_id: null } });
+      const r = await follower.manager.read("cluster", "routing");
+      assert.equal(r.linearizable, true);
+      assert.ok(r.index >= w.index, `read index ${r.index} below acknowledged write ${w.index}`);
+      assert.ok(`k${i}` in (r.value as { routes: Record<string, unknown> }).routes, `k${i} missing from the follower's read`);
+    }
+  });
+});
+
+test("a single node: results and the ring wait for the durable commit; one commit covers a burst of proposals", async () => {
+  const backend = new MemoryBackend();
+  backend.commitDelayMs = 5;
+  const events: string[] = [];
+  backend.onCommit = (writes: readonly GroupWrite[]) => {
+    const last = Math.max(0, ...writes.flatMap((w) => w.entries.map((e) => e.index)));
+    events.push(`commit through ${last}`);
+  };
+  const sent: Message[] = [];
+  const transport: Transport = { send: (_g, msgs) => void sent.push(...msgs) };
+  const ring = RingWriter.attach(createRingBuffer());
+  const reader = new RingReader(ring.buffer);
+  const m = new GroupManager({ self: "solo", backend, transport, ring, limits: TEST_LIMITS });
+  assert.equal(await m.bootstrap(["solo"]), true);
+  assert.equal(await m.bootstrap(["solo"]), false, "a second bootstrap finds the group");
+  await m.start();
+  const commitsBefore = backend.commits;
+  const N = 200;
+  const results = await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      m.propose("cluster", { kind: "ROUTE", value: { data_type: `t${i % 4}`, ring_id: i % 2 ? "cluster" : null } }).then((r) => {
+        events.push(`result ${r.index}`);
+        // the shared buffer already shows the route (applied and published before results are delivered)
+        assert.ok(`t${i % 4}` in reader.routes(), `t${i % 4} not yet in the shared buffer`);
+        return r;
+      }),
+    ),
+  );
+  // every result came after the commit that holds its entry
+  for (const r of results) {
+    const resultAt = events.indexOf(`result ${r.index}`);
+    const commitAt = events.findIndex((e) => e.startsWith("commit through ") && Number(e.split(" ")[2]) >= r.index);
+    assert.ok(commitAt >= 0 && commitAt < resultAt, `result ${r.index} before its commit: ${events.slice(0, 8).join("; ")}`);
+  }
+  // group commit: far fewer commits than proposals (they arrived in one macrotask)
+  assert.ok(backend.commits - commitsBefore <= 3, `${backend.commits - commitsBefore} commits for ${N} proposals`);
+  assert.deepEqual(sent, [], "a one-voter group has no one to send to");
+  await m.close();
+  await assert.rejects(m.propose("cluster", { kind: "ROUTE", value: { data_type: "x", ring_id: null } }), { code: "RAFT_STOPPED" });
+});
