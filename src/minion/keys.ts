@@ -18,7 +18,9 @@ import path from "node:path";
 import { BrineError } from "../errors.js";
 import { cleanKey } from "../protocol/pem.js";
 import { publicKey } from "../protocol/rsa.js";
-import { x931Sign } from "../protocol/x931.js";
+import { x931Sign, x931Verify } from "../protocol/x931.js";
+
+const SALT = Buffer.from("salt");
 
 export const DEFAULT_KEY_POOL_DIR = path.join("var", "swarm-keys");
 export const DEFAULT_KEY_BITS = 2048;
@@ -42,14 +44,15 @@ export class MinionKeys implements KeyPair {
   private privCache: KeyObject | undefined;
   private pubCache: KeyObject | undefined;
 
-  constructor(pair: KeyPair) {
+  constructor(pair: KeyPair, tok?: Buffer) {
     this.privatePem = pair.privatePem;
     this.publicPem = pair.publicPem;
     this.pub = cleanKey(pair.publicPem);
+    this.tokCache = tok;
   }
 
-  static fromPrivatePem(privatePem: string): MinionKeys {
-    return new MinionKeys({ privatePem, publicPem: derivePublicPem(privatePem) });
+  static fromPrivatePem(privatePem: string, tok?: Buffer): MinionKeys {
+    return new MinionKeys({ privatePem, publicPem: derivePublicPem(privatePem) }, tok);
   }
 
   /** parsed once per minion (the shared private-key cache in rsa.ts is small; a swarm has thousands) */
@@ -63,7 +66,7 @@ export class MinionKeys implements KeyPair {
 
   /** X9.31 "private encrypt" of b"salt" (Salt's `gen_token(b"salt")`); the same bytes every time. */
   get tok(): Buffer {
-    return (this.tokCache ??= x931Sign(this.privateKey, Buffer.from("salt")));
+    return (this.tokCache ??= x931Sign(this.privateKey, SALT));
   }
 }
 
@@ -103,12 +106,12 @@ function slotName(i: number): string {
   return String(i).padStart(6, "0");
 }
 
-export function slotPaths(dir: string, i: number): { pem: string; pub: string } {
+export function slotPaths(dir: string, i: number): { pem: string; pub: string; tok: string } {
   const base = path.join(dir, slotName(i));
-  return { pem: `${base}.pem`, pub: `${base}.pub` };
+  return { pem: `${base}.pem`, pub: `${base}.pub`, tok: `${base}.tok` };
 }
 
-function writeAtomic(file: string, text: string, mode: number): void {
+function writeAtomic(file: string, text: string | Buffer, mode: number): void {
   const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   writeFileSync(tmp, text, { mode });
   renameSync(tmp, file);
@@ -190,7 +193,11 @@ export async function ensureKeyPool(count: number, opts: KeyPoolOptions = {}): P
   };
 }
 
-/** Read slot i (its public half is derived from the private key and rewritten if it disagrees). */
+/**
+ * Read slot i. Its public half is derived from the private key (and the `.pub` rewritten if it disagrees).
+ * The minion's `tok` (X9.31 of "salt", a private-key operation) is cached beside it as `.tok` and used only
+ * when it still verifies, so a swarm spends no RSA time on it during a sign-in storm.
+ */
 export function loadKeySlot(dir: string, i: number): MinionKeys {
   const p = slotPaths(path.resolve(dir), i);
   let privatePem: string;
@@ -199,7 +206,7 @@ export function loadKeySlot(dir: string, i: number): MinionKeys {
   } catch (e) {
     throw new BrineError("SWARM_KEY_POOL", `${p.pem}: ${(e as Error).message}`);
   }
-  const keys = MinionKeys.fromPrivatePem(privatePem);
+  let keys = MinionKeys.fromPrivatePem(privatePem);
   let onDisk: string | undefined;
   try {
     onDisk = readFileSync(p.pub, "utf8");
@@ -211,6 +218,21 @@ export function loadKeySlot(dir: string, i: number): MinionKeys {
       writeAtomic(p.pub, keys.publicPem, 0o644);
     } catch {
       // a read-only pool still works: the public half comes from the private key
+    }
+  }
+  let tok: Buffer | undefined;
+  try {
+    tok = readFileSync(p.tok);
+  } catch {
+    tok = undefined;
+  }
+  if (tok && x931Verify(keys.publicKey, tok, SALT)) {
+    keys = new MinionKeys(keys, tok);
+  } else {
+    try {
+      writeAtomic(p.tok, keys.tok, 0o644);
+    } catch {
+      // computed again next time
     }
   }
   return keys;

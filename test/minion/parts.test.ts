@@ -38,6 +38,10 @@ describe("key pool", () => {
       assert.equal(c.generated, 1);
       assert.equal(c.reused, 3);
 
+      // the tok is cached beside the key and reused only while it verifies
+      assert.deepEqual(readFileSync(p.tok), b.keys[1]!.tok);
+      writeFileSync(p.tok, Buffer.alloc(256, 7));
+      assert.equal(x931Recover(loadKeySlot(dir, 1).publicKey, loadKeySlot(dir, 1).tok).toString(), "salt");
       // a .pub that disagrees with its .pem is repaired from the private key
       writeFileSync(p.pub, "junk");
       assert.equal(loadKeySlot(dir, 1).pub, a.keys[1]!.pub);
