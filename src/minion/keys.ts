@@ -206,35 +206,34 @@ export function loadKeySlot(dir: string, i: number): MinionKeys {
   } catch (e) {
     throw new BrineError("SWARM_KEY_POOL", `${p.pem}: ${(e as Error).message}`);
   }
-  let keys = MinionKeys.fromPrivatePem(privatePem);
-  let onDisk: string | undefined;
-  try {
-    onDisk = readFileSync(p.pub, "utf8");
-  } catch {
-    onDisk = undefined;
-  }
-  if (onDisk === undefined || cleanKey(onDisk) !== keys.pub) {
+  const read = (f: string): Buffer | undefined => {
     try {
-      writeAtomic(p.pub, keys.publicPem, 0o644);
+      return readFileSync(f);
     } catch {
-      // a read-only pool still works: the public half comes from the private key
+      return undefined;
+    }
+  };
+  const pubText = read(p.pub)?.toString("utf8");
+  const tok = read(p.tok);
+  // Fast path: a tok made by the private key that verifies with the .pub proves the halves belong together.
+  if (pubText && tok) {
+    try {
+      const keys = new MinionKeys({ privatePem, publicPem: pubText }, tok);
+      if (x931Verify(keys.publicKey, tok, SALT)) return keys;
+    } catch {
+      // fall through to the slow path
     }
   }
-  let tok: Buffer | undefined;
-  try {
-    tok = readFileSync(p.tok);
-  } catch {
-    tok = undefined;
-  }
-  if (tok && x931Verify(keys.publicKey, tok, SALT)) {
-    keys = new MinionKeys(keys, tok);
-  } else {
+  const keys = MinionKeys.fromPrivatePem(privatePem);
+  const tryWrite = (f: string, data: string | Buffer) => {
     try {
-      writeAtomic(p.tok, keys.tok, 0o644);
+      writeAtomic(f, data, 0o644);
     } catch {
-      // computed again next time
+      // a read-only pool still works; this is recomputed next time
     }
-  }
+  };
+  if (pubText === undefined || cleanKey(pubText) !== keys.pub) tryWrite(p.pub, keys.publicPem);
+  tryWrite(p.tok, keys.tok);
   return keys;
 }
 

@@ -211,7 +211,7 @@ export function handleAuthReply(cfg: SignInConfig, state: SignInState, req: Auth
   const port = payload.publish_port;
   if (typeof port !== "number" || !Number.isInteger(port) || port <= 0 || port > 65535) throw invalid("publish_port is missing");
   let session: string | undefined;
-  const sessionBlob = asBytes(payload.session);
+  const sessionBlob = cfg.protocol === "v3" ? asBytes(payload.session) : undefined; // v2 minions ignore it
   if (sessionBlob) {
     try {
       session = oaepDecrypt(cfg.keys.privateKey, sessionBlob, encAlgoOf(cfg)).toString("latin1");

@@ -63,7 +63,7 @@ export function checkFdLimit(minions: number, procs: number, pubMonitor: boolean
     throw new BrineError(
       "SWARM_FD_LIMIT",
       `${perProcess} minions per process need about ${need} file descriptors (${per} each + ${fdOverhead + alreadyOpen}), ` +
-        `but the open-files limit is ${limits.soft}. ${hints.join("; ")}.`,
+        `but the open-files limit is ${limits.soft}. To fix: ${hints.join("; ")}.`,
     );
   }
   return { perProcess, need, limits };

@@ -89,13 +89,15 @@ export class SwarmWorker {
       const id = minionId(s, i);
       const sourceIp = sourceIpOf(s, i);
       const version = s.protocol === "v3" ? "3007.8" : "3006.8";
+      const keys = loadKeySlot(s.keyDir, i);
+      void keys.privateKey; // parse now, not during the storm
       const m = new TestMinion({
         id,
         master: s.master,
         retPort: s.retPort,
         publishPort: s.publishPort,
         protocol: s.protocol,
-        keys: loadKeySlot(s.keyDir, i),
+        keys,
         grains: syntheticGrains(id, { index: i, ip: sourceIp, saltversion: version }),
         sourceIp,
         acceptanceWaitMs: s.acceptanceWaitMs,

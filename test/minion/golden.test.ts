@@ -102,7 +102,8 @@ for (const gen of GENERATIONS) {
       assert.equal(out.result, "accepted");
       if (out.result !== "accepted") return;
       assert.equal(out.creds.aes, keys.get("aes-1"));
-      assert.equal(out.creds.session, keys.get("session-1"));
+      // a 3006.8 (v2) minion never opens the session key the 3007 master sends
+      assert.equal(out.creds.session, gen === "v3-3007" ? keys.get("session-1") : undefined);
       assert.equal(out.creds.publishPort, 4505);
       assert.equal(state.masterPub!.replace(/\n/g, ""), masterPubText.replace(/\n/g, ""));
     });
