@@ -71,8 +71,8 @@ export class Progress {
   probeSent = false;
   /** the follower sent us something since the last check-quorum round */
   recentActive = false;
-  /** match when the previous heartbeat response arrived (detects lost MsgApps in the replicate state) */
-  matchAtLastHeartbeat = -1;
+  /** last index sent when the previous heartbeat answer arrived (detects lost MsgApps in the replicate state) */
+  sentAtLastHeartbeat = -1;
   /** highest commit index sent to this follower; below the leader's commit, an empty MsgApp is worth sending */
   sentCommit = 0;
   pendingSnapshot = 0;

@@ -410,10 +410,11 @@ export class Raft {
       case "MsgHeartbeatResp":
         pr.recentActive = true;
         pr.probeSent = false;
-        // Everything sent, nothing acknowledged for a whole heartbeat round: the MsgApps were probably lost
-        // (the follower hears us, so it is up). Fall back to probing from its match, which resends.
-        if (pr.state === "replicate" && pr.match < this.log.lastIndex() && pr.match === pr.matchAtLastHeartbeat) pr.becomeProbe();
-        pr.matchAtLastHeartbeat = pr.match;
+        // Entries that were already in flight at the previous heartbeat answer are still unacknowledged a whole
+        // round later: those MsgApps were probably lost (the follower hears us, so it is up). Fall back to
+        // probing from its match, which resends them.
+        if (pr.state === "replicate" && pr.match < pr.sentAtLastHeartbeat) pr.becomeProbe();
+        pr.sentAtLastHeartbeat = pr.next - 1;
         if (pr.match < this.log.lastIndex()) this.maybeSendAppend(m.from, pr, false);
         if (m.context !== undefined) this.handleReadAck(m.from, m.context);
         return;
@@ -820,7 +821,7 @@ export class Raft {
       case "MsgPreVoteResp": {
         if (m.type !== myResp) return;
         const res = this.poll(m.from, !m.reject);
-        if (res === "won") {
+        if (res === "won" && this.promotable()) {
           if (this.role === "pre-candidate") this.campaign("elect");
           else {
             this.becomeLeader();
@@ -977,12 +978,13 @@ export class Raft {
     const cc = decodeConfChange(e.data);
     this.setConf(applyConfChange(this.confState, cc, e.index));
     if (cc.node === this.id && cc.kind === "removeNode") this.removedSelf = true;
-    if (this.role !== "leader") return;
-    if (!this.prs.isVoter(this.id)) {
-      // Committed before we led (we refuse to propose our own removal): step down.
+    if (!this.prs.isVoter(this.id) && this.role !== "follower") {
+      // No longer a voter: abandon a campaign, or step down if we lead (the change was committed before we
+      // led, since a leader refuses to propose its own removal or demotion).
       this.becomeFollower(this.term, NONE);
       return;
     }
+    if (this.role !== "leader") return;
     for (const [id, pr] of this.prs.progress) if (!before.has(id)) pr.recentActive = true;
     if (this.leadTransferee !== NONE && !this.prs.isVoter(this.leadTransferee)) this.leadTransferee = NONE;
     // A smaller quorum may commit more at once; new members need entries.

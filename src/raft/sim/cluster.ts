@@ -63,7 +63,13 @@ export function simLimits(rng: Rng): Partial<RaftLimits> {
   };
 }
 
-const RECOVERY_TICKS_MAX = 800;
+/**
+ * Recovery may take a while when a large uncommitted backlog meets a seed with tiny messages and a window of
+ * one, so liveness is judged by progress: the run fails if no node stores or applies anything new for this long...
+ */
+const RECOVERY_STALL_TICKS_MAX = 400;
+/** ...or if recovery is not complete after this many ticks in all. */
+const RECOVERY_TICKS_MAX = 10_000;
 const DELIVERY_ROUNDS_PER_TICK_MAX = 50;
 
 export function simulate(opts: SimOptions): SimReport {
@@ -345,13 +351,23 @@ class Simulation implements NodeObserver {
 
   private recover(): void {
     this.log(`t=${this.now} recovery: heal, restart all, faults off`);
+    const healedAt = this.now;
     this.faultsOn = false;
     this.net.heal();
     this.net.faults = { dropRate: 0, dupRate: 0, delayMinTicks: 1, delayMaxTicks: 2, reorderRate: 0, spikeTicks: 0 };
     for (const id of this.crashedUntil.keys()) this.nodes[id - 1]!.start();
     this.crashedUntil.clear();
-    for (let t = 0; t < RECOVERY_TICKS_MAX; t++) {
+    let progressAt = this.now;
+    let appliedSum = -1;
+    for (let t = 0; t < RECOVERY_TICKS_MAX && this.now - progressAt < RECOVERY_STALL_TICKS_MAX; t++) {
       this.tick();
+      // Progress is replication as well as application: behind a large backlog, commit waits for the new
+      // leader's own entry (§5.4.2) while followers catch up entry by entry.
+      const sum = this.nodes.reduce((acc, n) => acc + n.app.applied + n.disk.lastIndex(), 0);
+      if (sum !== appliedSum) {
+        appliedSum = sum;
+        progressAt = this.now;
+      }
       const leader = this.currentLeader();
       if (!leader) continue;
       if (!this.finalRequest && !this.finalDone) {
@@ -370,7 +386,7 @@ class Simulation implements NodeObserver {
       .map((n) => `${n.id}:${n.rn?.raft.role ?? "down"}/t${n.rn?.raft.term ?? "-"}/applied ${n.app.applied}`)
       .join(", ");
     throw new Violation(
-      `liveness: no recovery within ${RECOVERY_TICKS_MAX} ticks of healing (leader ${leader?.id ?? "none"}, ` +
+      `liveness: recovery stalled (nothing stored or applied for ${this.now - progressAt} ticks, ${this.now - healedAt} since healing; leader ${leader?.id ?? "none"}, ` +
         `acked through ${this.checker.maxAckedIndex}, final proposal ${this.finalDone ? "committed" : "pending"}; ${state})`,
     );
   }
