@@ -179,6 +179,25 @@ export class RawNode {
     this.outstanding = undefined;
   }
 
+  /** Cheap reads for a shell's hot paths (status() copies everything). */
+  get role(): Role {
+    return this.raft.role;
+  }
+  get lead(): NodeId {
+    return this.raft.lead;
+  }
+  get term(): number {
+    return this.raft.term;
+  }
+  /** last index the application confirmed applied (advance()) */
+  get applied(): number {
+    return this.raft.log.applied;
+  }
+  /** membership in effect; do not mutate */
+  get confState(): Readonly<ConfState> {
+    return this.raft.confState;
+  }
+
   status(): Status {
     const r = this.raft;
     const st: Status = {

@@ -121,4 +121,9 @@ test("status() reports the leader's view of every follower", () => {
   assert.equal(st.progress!.get(4)!.isLearner, true);
   assert.equal(st.progress!.get(2)!.match, st.lastIndex);
   assert.equal(env.rn(2).status().progress, undefined);
+  // the cheap getters agree with status()
+  const rn = env.rn(2);
+  const st2 = rn.status();
+  assert.deepEqual([rn.role, rn.lead, rn.term, rn.applied], [st2.role, st2.lead, st2.term, st2.applied]);
+  assert.deepEqual(rn.confState, st2.confState);
 });
