@@ -38,6 +38,8 @@ export const listWatchedDirsMax = 2048;
 export const listEntriesMax = 1_000_000;
 /** Deepest directory level walked below a root. */
 export const listDepthMax = 64;
+/** Environments whose lists one cache keeps (LRU); `__env__` roots let minions name any environment. */
+export const listEnvsMax = 64;
 /** Directory stats issued at once while re-validating. */
 const statBatch = 64;
 
@@ -205,12 +207,21 @@ export class FileListCache {
   /** The lists of an environment, or null for an unknown environment. */
   get(saltenv: string): Promise<EnvLists | null> {
     const e = this.entries.get(saltenv);
+    if (e) {
+      this.entries.delete(saltenv); // LRU refresh
+      this.entries.set(saltenv, e);
+    }
     if (e && !e.dirty && this.now() - e.validatedAt < this.revalidateMs) return Promise.resolve(e.lists);
     const running = this.inflight.get(saltenv);
     if (running) return running;
     const p = this.refresh(saltenv, e).finally(() => this.inflight.delete(saltenv));
     this.inflight.set(saltenv, p);
     return p;
+  }
+
+  /** Environments cached now. */
+  get size(): number {
+    return this.entries.size;
   }
 
   /** Forget everything (config reload, tests). */
@@ -266,7 +277,13 @@ export class FileListCache {
     };
     entry.stamps = w.stamps;
     this.watchAll(entry);
+    this.entries.delete(saltenv);
     this.entries.set(saltenv, entry);
+    while (this.entries.size > listEnvsMax) {
+      const [oldest, oe] = this.entries.entries().next().value!;
+      this.unwatch(oe);
+      this.entries.delete(oldest);
+    }
     log.debug(`roots: listed environment ${saltenv}: ${entry.lists.files.length} files, ${entry.lists.dirs.length} directories`);
     return entry.lists;
   }

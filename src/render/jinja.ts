@@ -23,7 +23,7 @@ import { kwargsOf } from "./args.js";
 import { pyPercent } from "./pyformat.js";
 import { FilterError, makeFilters, makeTests } from "./filters.js";
 import { DICT_METHODS, LIST_METHODS, STRING_METHODS } from "./pymethods.js";
-import { pyRepr, pyStr } from "./pyrepr.js";
+import { pyStr } from "./pyrepr.js";
 import { RenderError } from "./render-error.js";
 import { loadYaml, YamlError } from "./yaml.js";
 
@@ -682,4 +682,3 @@ function hashCode(s: string): number {
   return h;
 }
 
-export { pyRepr };

@@ -8,7 +8,7 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { FileListCache } from "../../src/fileserver/list-cache.js";
+import { FileListCache, listEnvsMax } from "../../src/fileserver/list-cache.js";
 import { IgnoreRules } from "../../src/fileserver/ignore.js";
 import { ask, minion, startFsMaster, tempRoot, writeTree } from "./helpers.js";
 
@@ -101,6 +101,20 @@ describe("file list cache", () => {
     }
     assert.deepEqual(files, ["a.sls", "b.sls"]);
     c.clear();
+  });
+
+  test("environments named through __env__ are kept up to listEnvsMax", async () => {
+    const parent = tempRoot();
+    const c = new FileListCache({
+      roots: new Map([["__env__", [path.join(parent, "__env__")]]]),
+      ignore: new IgnoreRules([], []),
+      followSymlinks: true,
+      ignoreSymlinks: false,
+      watchDirsMax: 0,
+    });
+    for (let i = 0; i < listEnvsMax + 50; i++) await c.get(`env${i}`);
+    assert.equal(c.size, listEnvsMax);
+    assert.equal(await c.get("../escape"), null, "an unsafe name is no environment");
   });
 
   test("an unknown environment has no list", async () => {

@@ -46,8 +46,8 @@ export function testKeys(): Promise<MinionKeys[]> {
 }
 
 /** A master with auto_accept; `root` is its temporary root (made when omitted). */
-export async function startFsMaster(overrides: Partial<MasterConfig> = {}, root?: string): Promise<TestMaster> {
-  return startTestMaster({ auto_accept: true, ...overrides }, root);
+export async function startFsMaster(overrides: Partial<MasterConfig> = {}, root?: string, logFile?: string): Promise<TestMaster> {
+  return startTestMaster({ auto_accept: true, ...overrides }, root, { logFile });
 }
 
 const temps: string[] = [];

@@ -6,6 +6,7 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
 import { configureLogging } from "../../src/log.js";
@@ -105,10 +106,12 @@ describe("pillar render errors", () => {
 describe("pillar render errors through a running master", () => {
   let tm: TestMaster;
   let m: TestMinion;
+  let logFile: string;
   before(async () => {
     const dir = tempRoot("brine-perr-");
+    logFile = path.join(tempRoot("brine-perr-log-"), "master.log");
     writeTree(path.join(dir, "srv", "pillar"), BROKEN);
-    tm = await startFsMaster({}, dir);
+    tm = await startFsMaster({}, dir, logFile);
     m = await minion(tm, "errs1", 1);
   });
   after(async () => {
@@ -121,5 +124,14 @@ describe("pillar render errors through a running master", () => {
     assert.equal(p.good, 1);
     assert.equal(p.also_good, 2);
     assert.equal((p._errors as string[]).length, 7);
+  });
+
+  test("the master log holds the full error with the file and line", async () => {
+    let log = "";
+    for (let i = 0; i < 50 && !log.includes("Jinja variable 'nope' is undefined"); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      log = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
+    }
+    assert.match(log, /\[CRITICAL\].*Rendering SLS 'undefined_var' failed, render error:\nJinja variable 'nope' is undefined; line 2 of .*undefined_var\.sls/);
   });
 });
