@@ -102,7 +102,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const note = load();
     return [
       {
-        figure: "raft commit p50, 1 in flight (worker + LMDB fsync)",
+        figure: "raft worker commit p50, 1 in flight (LMDB fsync)",
         value: round(pct(seq.lat, 0.5)),
         unit: "ms",
         target: 2,
@@ -110,7 +110,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         note: `p99 ${round(pct(seq.lat, 0.99))} ms; ${note}`,
       },
       {
-        figure: "raft entries/s, 512 calls in flight (1 entry per call)",
+        figure: "raft worker entries/s, 512 propose() calls in flight",
         value: Math.round(single.rate),
         unit: "entries/s",
         target: 10_000,
@@ -118,7 +118,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         note: `calls coalesced per event-loop turn, group commit; call p50 ${round(pct(single.lat, 0.5))} ms; ${note}`,
       },
       {
-        figure: `raft entries/s, proposeMany x${BATCH}, 8 calls in flight`,
+        figure: `raft worker entries/s, proposeMany x${BATCH}, 8 in flight`,
         value: Math.round(batched.rate),
         unit: "entries/s",
         target: 10_000,

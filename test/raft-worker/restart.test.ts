@@ -131,10 +131,18 @@ test("quiescing: an idle one-voter group stops ticking normally and wakes on a p
     assert.equal(quiesced(), false, "a proposal wakes the group at once");
     assert.equal((await p).applied, "applied");
     // a group with a learner has someone depending on its heartbeats: it never quiesces
-    await m.changeMembership("cluster", { kind: "addLearner", node_id: "node-b" });
+    const added = await m.changeMembership("cluster", { kind: "addLearner", node_id: "node-b" });
     for (let i = 0; i < LIMITS.quiesceAfterTicks * 3; i++) m.tick();
     await m.idle();
     assert.equal(quiesced(), false);
+    // the membership change became the CONFIG it amounts to, in the state machines the runners read
+    assert.deepEqual((await m.read("cluster", "membership")).value, { voters: [SELF], learners: ["node-b"], version: added.index });
+    const removed = await m.changeMembership("cluster", { kind: "removeNode", node_id: "node-b" });
+    assert.deepEqual((await m.read("cluster", "membership")).value, { voters: [SELF], learners: [], version: removed.index });
+    assert.deepEqual(m.status().groups[0]!.learners, [], "the core's configuration agrees");
+    for (let i = 0; i < LIMITS.quiesceAfterTicks; i++) m.tick();
+    await m.idle();
+    assert.equal(quiesced(), true, "alone again: it quiesces");
     await m.close();
     writer.release();
   } finally {

@@ -71,7 +71,7 @@ export class Group {
   readonly id: string;
   readonly node: RawNode;
   readonly state: ClusterGroupState | RingGroupState;
-  /** the applied index reached when the group was opened from disk: replay is over once applied reaches it */
+  /** the durable commit index when the group was opened: replay of the disk is over once applied reaches it */
   readonly commitAtOpen: number;
   private readonly selfRaftId: number;
   private readonly waiters = new Map<RequestId, Waiter>();
@@ -127,6 +127,7 @@ export class Group {
   // ------------------------------------------------------------------ requests
 
   propose(entry: ClusterEntry): Promise<ProposeResult> {
+    if (typeof entry !== "object" || entry === null) throw new BrineError("CLUSTER_BAD_ENTRY", "an entry is {kind, value}");
     if (!PROPOSABLE[this.kind].has(entry.kind)) {
       const why = entry.kind === "CONFIG" ? "membership changes go through changeMembership" : `a ${this.kind} group does not take ${entry.kind}`;
       throw new BrineError("CLUSTER_WRONG_GROUP", why);

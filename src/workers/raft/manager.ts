@@ -88,6 +88,7 @@ export class GroupManager {
   private fatal: BrineError | undefined;
   private closed = false;
   private ringError: string | null = null;
+  private founding: Promise<boolean> | undefined;
   private commits = 0;
   private entriesWritten = 0;
   /** the cluster group applied something since ring groups were last reconciled with its registry */
@@ -126,7 +127,15 @@ export class GroupManager {
    * on it: a single master passes [self]; the multi-master founding passes self + its peers' ids. Durable
    * before it returns. Returns false when a cluster group already existed (its disk state wins).
    */
-  async bootstrap(founders: string[]): Promise<boolean> {
+  bootstrap(founders: string[]): Promise<boolean> {
+    // one founding at a time: a second caller waits for the first and then finds the group
+    const prev = this.founding ?? Promise.resolve(false);
+    const next = prev.catch(() => false).then(() => this.found(founders));
+    this.founding = next;
+    return next;
+  }
+
+  private async found(founders: string[]): Promise<boolean> {
     this.checkOpen();
     if (this.groups.has(CLUSTER_RING) || this.backend.load(CLUSTER_RING)) return false;
     const voters = validateNodeList(founders, "founders", clusterLimits.votersMax);
