@@ -20,7 +20,7 @@ if (files.length === 0) {
   console.error("no test files found under dist/test");
   process.exit(1);
 }
-const res = spawnSync(process.execPath, ["--test", "--test-concurrency=2", "--test-reporter=spec", ...files], {
+const res = spawnSync(process.execPath, ["--test", "--test-concurrency=2", "--test-timeout=300000", "--test-reporter=spec", ...files], {
   stdio: "inherit",
 });
 process.exit(res.status ?? 1);

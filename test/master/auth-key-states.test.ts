@@ -31,7 +31,7 @@ async function withMaster(overrides: Record<string, unknown>, fn: (tm: TestMaste
 
 const authActs = (events: BusEvent[], id: string) => events.filter((e) => e.tag === "salt/auth" && e.data.id === id).map((e) => e.data.act);
 
-describe("auth in every key state", () => {
+describe("auth in every key state", { timeout: 300_000 }, () => {
   let k: MinionKeys[];
   before(async () => {
     k = await testKeys(4);

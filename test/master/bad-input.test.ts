@@ -17,7 +17,7 @@ import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
 import { PublishClient } from "../../src/swarm/publish-client.js";
 
-describe("bad input", () => {
+describe("bad input", { timeout: 300_000 }, () => {
   let tm: TestMaster;
   let good: TestMinion;
   let other: TestMinion;

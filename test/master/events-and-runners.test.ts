@@ -17,7 +17,7 @@ import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
 import { CLI_DIR, runCli, writeConfigDir } from "../helpers/cli.js";
 
-describe("events, runners and salt-key", () => {
+describe("events, runners and salt-key", { timeout: 180_000 }, () => {
   let tm: TestMaster;
   let conf: string;
   let ec: EventClient;
@@ -70,12 +70,20 @@ describe("events, runners and salt-key", () => {
     const p = spawn(process.execPath, [new URL("salt-run.js", CLI_DIR).pathname, "-c", conf, "state.event", "salt/job/*/ret/*", "count=2"]);
     let out = "";
     p.stdout.on("data", (d) => (out += d));
-    await new Promise((r) => setTimeout(r, 800));
+    const closed = new Promise((r) => p.on("close", r));
+    // The runner subscribes when its thread starts, which takes a moment on a loaded machine: publish
+    // until it has seen two returns and exits (bounded).
     const pc = new PublishClient({ host: "127.0.0.1", port: tm.retPort, key: tm.rootKey });
-    await pc.publish({ tgt: "ev-*", fun: "test.ping" });
+    let exited = false;
+    void closed.then(() => (exited = true));
+    for (let i = 0; i < 60 && !exited; i++) {
+      await pc.publish({ tgt: "ev-1", fun: "test.ping" });
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 500))]);
+    }
     pc.close();
-    const code = await new Promise((r) => p.on("close", r));
-    assert.equal(code, 0);
+    if (!exited) p.kill("SIGKILL");
+    const code = await closed;
+    assert.equal(code, 0, out);
     const lines = out.trim().split("\n").filter((l) => l.startsWith("salt/job/"));
     assert.equal(lines.length, 2, out);
     for (const l of lines) {

@@ -10,7 +10,7 @@ import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 
-describe("jobs through the salt CLI", () => {
+describe("jobs through the salt CLI", { timeout: 300_000 }, () => {
   let tm: TestMaster;
   let conf: string;
   const minions: TestMinion[] = [];
