@@ -3,7 +3,7 @@
  * (test/fixtures/state-tree) from brine's fileserver with pillar from brine: a `file.managed` from
  * `salt://` rendered with `template: jinja` from pillar values, a `file.directory`, a `cmd.run` with
  * `unless`; every state returns `result: True`. Also `state.apply <sls>`, `state.sls`, `pillar.items`,
- * `cp.get_file salt://…`, `saltutil.sync_all` (a custom module), `-I` targeting, and a pillar render
+ * `cp.get_file salt://…`, `file.recurse`, `saltutil.sync_all` (a custom module), `-I` targeting, and a pillar render
  * error reaching the minion as `_errors`. Skips with a message when Salt's source is absent.
  */
 import { test, describe, before, after } from "node:test";
@@ -108,6 +108,16 @@ describe("state.apply from real salt-minions against brine's fileserver and pill
     assert.equal(states.length, 1);
     assert.equal(states[0]!.result, true);
     assert.equal(readFileSync(path.join(out, "fs-new", "extra.txt"), "utf8").trim(), "extra state from brine");
+  });
+
+  test("file.recurse from salt:// (file, dir and empty-dir lists with a prefix)", async () => {
+    const r = await salt("*", "state.apply", "webapp.recurse");
+    for (const id of Object.keys(MINIONS)) {
+      const states = Object.values(r.docs[id] as Record<string, { result: boolean }>);
+      assert.ok(states.length === 1 && states[0]!.result === true, `${id}: ${r.stdout.slice(0, 1500)}`);
+      assert.equal(readFileSync(path.join(out, id, "tree", "sub", "two.txt"), "utf8"), "two\n");
+      assert.ok(existsSync(path.join(out, id, "tree", "empty", ".keep")));
+    }
   });
 
   test("pillar.items shows the compiled pillar with its include", async () => {
