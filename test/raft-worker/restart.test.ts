@@ -149,3 +149,30 @@ test("quiescing: an idle one-voter group stops ticking normally and wakes on a p
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the published cluster ring follows committed voters (a new epoch per change), not learners", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-raft-ring-"));
+  try {
+    const { m, reader, writer } = open(dir);
+    await m.bootstrap([SELF]);
+    await m.start();
+    const first = reader.view()!;
+    assert.deepEqual(first.nodes, [SELF]);
+    await m.changeMembership("cluster", { kind: "addLearner", node_id: "node-b" });
+    assert.deepEqual(reader.nodes(), [SELF], "a learner does not own keys");
+    assert.equal(reader.epoch(), first.epoch);
+    // promoting it commits on the old configuration (one voter), then the ring has two owners
+    const promoted = await m.changeMembership("cluster", { kind: "addVoter", node_id: "node-b" });
+    assert.equal(promoted.applied, "applied");
+    const second = reader.view()!;
+    assert.deepEqual(second.nodes, ["node-b", SELF].sort());
+    assert.equal(second.epoch, first.epoch + 1);
+    assert.notEqual(second.checksum, first.checksum);
+    const owners = new Set(second.owners);
+    assert.equal(owners.size, 2, "both voters own slots");
+    await m.close();
+    writer.release();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
