@@ -6,7 +6,7 @@
  */
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { FileListCache, listEnvsMax } from "../../src/fileserver/list-cache.js";
 import { IgnoreRules } from "../../src/fileserver/ignore.js";
@@ -115,6 +115,16 @@ describe("file list cache", () => {
     for (let i = 0; i < listEnvsMax + 50; i++) await c.get(`env${i}`);
     assert.equal(c.size, listEnvsMax);
     assert.equal(await c.get("../escape"), null, "an unsafe name is no environment");
+  });
+
+  test("a symlink loop inside the root is listed once and not followed forever", async () => {
+    const root = tempRoot();
+    writeTree(root, { "a/f.sls": "f" });
+    symlinkSync("..", path.join(root, "a", "up"));
+    const l = await cacheFor(root, { t: 0 }).get("base");
+    assert.deepEqual(l?.files, ["a/f.sls"]);
+    assert.deepEqual(l?.dirs, ["a", "a/up"]);
+    assert.deepEqual(l?.links, { "a/up": ".." });
   });
 
   test("an unknown environment has no list", async () => {
