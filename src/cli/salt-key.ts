@@ -10,9 +10,10 @@ import { KeyStore, type KeyState } from "../pki/key-store.js";
 import { pemFinger } from "../protocol/pem.js";
 import { controlCall } from "../client/control-client.js";
 import { CONTROL_SOCKET } from "../master/control-server.js";
-import { fnmatchRegex } from "../pki/fnmatch-lite.js";
+import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
 import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
+import { minionFacingKeyFiles, minionPkiDir } from "../cluster/shared-fs.js";
 
 const program = new Command("salt-key")
   .description("Manage Salt minion keys")
@@ -39,7 +40,8 @@ program.parse();
 const o = program.opts();
 setupCliLogging(o.logLevel);
 const cfg = loadConfigOrExit(o.configDir);
-const store = new KeyStore(cfg.pki_dir);
+// clustered: the minion keys every master shares, in cluster_pki_dir
+const store = new KeyStore(minionPkiDir(cfg));
 const TITLES: Record<KeyState, string> = { accepted: "Accepted Keys", denied: "Denied Keys", pending: "Unaccepted Keys", rejected: "Rejected Keys" };
 const ORDER: KeyState[] = ["accepted", "denied", "pending", "rejected"];
 const OUTKEYS: Record<KeyState, string> = { accepted: "minions", denied: "minions_denied", pending: "minions_pre", rejected: "minions_rejected" };
@@ -137,9 +139,11 @@ async function act(kind: "accept" | "reject" | "delete", glob: string): Promise<
 function finger(glob: string): void {
   if (glob === "*") {
     process.stdout.write("Local Keys:\n");
-    for (const f of ["master.pem", "master.pub"]) {
-      const p = path.join(cfg.pki_dir, f);
-      if (existsSync(p)) process.stdout.write(`${f}:  ${pemFinger(readFileSync(p, "utf8"), cfg.hash_type)}\n`);
+    // the key pair minions see (cluster.pem/pub under clustering), then this master's own if different
+    const mf = minionFacingKeyFiles(cfg);
+    const files = [mf.pem, mf.pub, path.join(cfg.pki_dir, "master.pem"), path.join(cfg.pki_dir, "master.pub")];
+    for (const p of files.filter((f, i) => files.indexOf(f) === i)) {
+      if (existsSync(p)) process.stdout.write(`${path.basename(p)}:  ${pemFinger(readFileSync(p, "utf8"), cfg.hash_type)}\n`);
     }
   }
   for (const s of ORDER) {

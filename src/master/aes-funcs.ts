@@ -7,7 +7,7 @@
 import { getLogger } from "../log.js";
 import { validId, validJid } from "../protocol/ids.js";
 import { isMap, type WireValue } from "../protocol/msgpack.js";
-import { fnmatchRegex } from "../pki/fnmatch-lite.js";
+import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
 import type { Effects, MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
 

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../log.js";
 import type { KeyStore } from "./key-store.js";
-import { fnmatchRegex } from "./fnmatch-lite.js";
+import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
 
 const log = getLogger("brine.autosign");
 
