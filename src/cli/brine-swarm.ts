@@ -62,6 +62,7 @@ const program = new Command("brine-swarm")
   .option("--churn-fraction <f>", "churn: fraction of the minions cycled per round", num("--churn-fraction", 0), 0.1)
   .option("--timeout <seconds>", "how long to wait for a job's returns", num("--timeout", 0), 30)
   .option("--start-timeout <seconds>", "how long the sign-in storm may take (default max(120, N × 0.04))", num("--start-timeout", 1))
+  .option("--startup-delay <seconds>", "random_startup_delay: each minion starts after a random delay up to this (0 = all at once)", num("--startup-delay", 0), 0)
   .option("--accept-wait <seconds>", "acceptance_wait_time: retry interval while the key is pending", num("--accept-wait", 0), 10)
   .option("--accept-wait-max <seconds>", "acceptance_wait_time_max (0 = no doubling)", num("--accept-wait-max", 0), 0)
   .option("--auth-timeout <seconds>", "auth_timeout per sign-in try", num("--auth-timeout", 0.01), 5)
@@ -112,6 +113,7 @@ try {
     churnFraction: o.churnFraction,
     jobTimeoutMs: o.timeout * 1000,
     startTimeoutMs: o.startTimeout === undefined ? undefined : o.startTimeout * 1000,
+    startupDelayMs: o.startupDelay * 1000,
     acceptanceWaitMs: o.acceptWait * 1000,
     acceptanceWaitMaxMs: o.acceptWaitMax * 1000,
     authTimeoutMs: o.authTimeout * 1000,

@@ -3,7 +3,8 @@
  * (`salt/crypt.py: minion_sign_in_payload, handle_signin_response, verify_master, decrypt_aes,
  * extract_aes`), in Salt's order:
  *
- * 1. the reply must be a map with `load`; a signed reply's `load` is msgpack bytes;
+ * 1. the reply must be a map with `load` (anything else is a failed attempt, retried later); a signed
+ *    reply's `load` is msgpack bytes;
  * 2. if it carries `pub_key` (an accept): pinning — with a pinned master key and a `token` sent, `pub_key`
  *    must equal the pinned key (newlines ignored) or "The master key has changed"; without one the key is
  *    pinned now. Then the AES key: OAEP-decrypt `aes`, and `sig` (required) must X9.31-recover to the ASCII
@@ -101,7 +102,18 @@ export type SignInOutcome =
   | { result: "accepted"; creds: Creds }
   | { result: "pending" }
   | { result: "rejected" }
-  | { result: "full" };
+  | { result: "full" }
+  /** not a sign-in reply at all (e.g. a busy master's `{"error": …}`): Salt logs "Sign-in attempt failed" and tries again later */
+  | { result: "failed"; detail: string };
+
+function summarize(v: WireValue): string {
+  try {
+    const text = JSON.stringify(v, (_k, x) => (Buffer.isBuffer(x) ? `<${x.length} bytes>` : typeof x === "bigint" ? String(x) : x));
+    return text.length > 160 ? `${text.slice(0, 160)}…` : text;
+  } catch {
+    return String(v);
+  }
+}
 
 function invalid(detail: string): BrineError {
   return new BrineError("MINION_AUTH_INVALID", detail);
@@ -157,7 +169,7 @@ function extractAes(cfg: SignInConfig, state: SignInState, p: Record<string, Wir
  * reply must not be trusted.
  */
 export function handleAuthReply(cfg: SignInConfig, state: SignInState, req: AuthRequest, reply: WireValue): SignInOutcome {
-  if (!isMap(reply) || !("load" in reply)) throw invalid("Sign-in attempt failed: the reply is not a map with a load");
+  if (!isMap(reply) || !("load" in reply)) return { result: "failed", detail: `Sign-in attempt failed: ${summarize(reply)}` };
   const rawLoad = reply.load;
   if (isMap(rawLoad)) {
     // unsigned clear reply: only the algorithm refusals come back like this

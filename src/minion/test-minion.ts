@@ -7,7 +7,9 @@
  * port from the auth reply, `_pillar`, the two start events. It resolves when all of that is done and
  * rejects with a coded reason: MINION_AUTH_PENDING (still pending at the deadline), MINION_AUTH_REJECTED,
  * MINION_AUTH_FULL, MINION_AUTH_TIMEOUT (no reply), MINION_AUTH_INVALID / MINION_MASTER_KEY_CHANGED
- * (the reply did not verify), MINION_STOPPED.
+ * (the reply did not verify, or only non-sign-in replies such as a busy master's `{"error": …}` came
+ * back until the deadline; those are retried every acceptance_wait_time, as Salt's minion manager does),
+ * MINION_STOPPED.
  *
  * Running, it answers matching publishes with `_return`, signs in again when a publish does not decrypt
  * (AES rotation, after a random delay up to `random_reauth_delay`) or when a request gets "bad load"
@@ -94,7 +96,7 @@ export interface TestMinionOptions {
   timer?: CoarseTimer;
 }
 
-export type AuthResult = "accepted" | "pending" | "rejected" | "full" | "timeout" | "error";
+export type AuthResult = "accepted" | "pending" | "rejected" | "full" | "timeout" | "failed" | "error";
 
 export interface MinionEvents {
   auth: [{ result: AuthResult; ms: number; attempt: number; reason: string; error?: Error }];
@@ -349,6 +351,7 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
       this.stats.authAttempts++;
       const req = buildAuthRequest(this.cfg, this.signIn);
       let result: AuthResult;
+      let failure: string | undefined;
       try {
         const raw = await transport.request(packSalt(req.envelope), {
           timeoutMs: this.o.authTimeoutMs ?? 5_000,
@@ -368,6 +371,7 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
           this.emit("auth", { result, ms: nowMs() - started, attempt, reason });
           return;
         }
+        if (outcome.result === "failed") failure = outcome.detail;
       } catch (e) {
         if (signal.aborted || isBrineError(e, "MINION_STOPPED")) throw this.stopped();
         if (isBrineError(e, "MINION_REQ_TIMEOUT")) {
@@ -377,11 +381,12 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
           throw e;
         }
       }
-      this.emit("auth", { result, ms: nowMs() - started, attempt, reason });
+      this.emit("auth", { result, ms: nowMs() - started, attempt, reason, error: failure === undefined ? undefined : new Error(failure) });
       if (result === "full") throw new BrineError("MINION_AUTH_FULL", this.id);
       if (result === "rejected" && !this.o.rejectedRetry) throw new BrineError("MINION_AUTH_REJECTED", this.id);
       if (nowMs() + wait > deadline) {
         if (result === "timeout") throw new BrineError("MINION_AUTH_TIMEOUT", `${this.id}: no reply within the deadline`);
+        if (result === "failed") throw new BrineError("MINION_AUTH_INVALID", `${this.id}: ${failure}`);
         if (result === "rejected") throw new BrineError("MINION_AUTH_REJECTED", this.id);
         throw new BrineError("MINION_AUTH_PENDING", `${this.id}: still pending after ${attempt} attempts`);
       }

@@ -6,7 +6,8 @@
 import { EventEmitter } from "node:events";
 import type { SwarmEvent } from "./events.js";
 
-export const errorListMax = 1000;
+export const errorListMax = 2000;
+export const errorsListedPerKind = 200;
 
 export type MinionState = "idle" | "up" | "failed" | "down";
 
@@ -19,8 +20,10 @@ export interface JobTrack {
   expected: Set<number>;
   /** minion → when it received the publish */
   received: Map<number, number>;
-  /** minion → when the master acknowledged its return */
+  /** expected minion → when the master acknowledged its return */
   returned: Map<number, number>;
+  /** returns from minions that were not up when the job was published (still starting then) */
+  extra: Map<number, number>;
   failed: Map<number, string>;
 }
 
@@ -43,7 +46,7 @@ export function sortedNums(xs: Iterable<number>): number[] {
 
 export class Collector extends EventEmitter {
   readonly state: MinionState[];
-  /** first successful sign-in: ms from its start() */
+  /** first accepted sign-in: ms from its start() (set even if the rest of its start then fails) */
   readonly authMs: number[];
   /** first full start (auth + SUB + pillar + events): ms from its start() */
   readonly upMs: number[];
@@ -85,10 +88,13 @@ export class Collector extends EventEmitter {
     m.set(k, (m.get(k) ?? 0) + 1);
   }
 
+  /** Count every error; list up to errorsListedPerKind of each kind (so a flood of one kind cannot hide the others). */
   error(i: number | null, kind: string, detail: string, at: number): void {
     this.errorCount++;
     this.bump(this.errorKinds, kind);
-    if (this.errors.length < errorListMax) this.errors.push({ minion: i === null ? "" : this.idOf(i), kind, detail, at });
+    if (this.errors.length < errorListMax && this.errorKinds.get(kind)! <= errorsListedPerKind) {
+      this.errors.push({ minion: i === null ? "" : this.idOf(i), kind, detail, at });
+    }
   }
 
   private setState(i: number, s: MinionState): void {
@@ -102,7 +108,7 @@ export class Collector extends EventEmitter {
   }
 
   addJob(jid: string, fun: string, publishAt: number, expected: Iterable<number>): JobTrack {
-    const job: JobTrack = { jid, fun, publishAt, publishedAt: Date.now(), expected: new Set(expected), received: new Map(), returned: new Map(), failed: new Map() };
+    const job: JobTrack = { jid, fun, publishAt, publishedAt: Date.now(), expected: new Set(expected), received: new Map(), returned: new Map(), extra: new Map(), failed: new Map() };
     this.jobs.set(jid, job);
     const early = this.orphans.get(jid);
     if (early) {
@@ -132,23 +138,25 @@ export class Collector extends EventEmitter {
     switch (e.k) {
       case "auth":
         this.bump(this.authResults, e.result);
+        if (e.result === "accepted" && e.reason === "start" && !Number.isFinite(this.authMs[e.i]!)) {
+          this.authMs[e.i] = e.ms;
+          this.authAt[e.i] = e.at;
+        }
         if (e.result === "timeout") this.error(e.i, "auth_timeout", `sign-in attempt ${e.attempt} timed out (${e.reason})`, e.at);
         else if (e.result === "rejected") this.error(e.i, "auth_rejected", `the master rejected the key (${e.reason})`, e.at);
         else if (e.result === "full") this.error(e.i, "auth_full", "the master is full", e.at);
         else if (e.result === "error") this.error(e.i, "auth_invalid", e.detail ?? "sign-in reply refused", e.at);
+        else if (e.result === "failed") this.error(e.i, "auth_failed", e.detail ?? "not a sign-in reply", e.at);
         else if (e.result === "pending" && e.attempt === 1) this.error(e.i, "auth_pending", "the key is pending on the master", e.at);
         return;
       case "up": {
-        this.bump(this.authResults, "accepted");
         if (e.restart) {
           const down = this.downAt.get(e.i);
           if (down !== undefined) this.reconnectMs.push(e.at - down);
           this.downAt.delete(e.i);
         } else {
-          this.authMs[e.i] = e.authMs;
           this.upMs[e.i] = e.ms;
           this.upAt[e.i] = e.at;
-          this.authAt[e.i] = e.at - e.ms + e.authMs;
         }
         this.setState(e.i, "up");
         return;
@@ -172,13 +180,15 @@ export class Collector extends EventEmitter {
       }
       case "return": {
         const job = this.jobFor(e);
-        if (job && !job.returned.has(e.i)) job.returned.set(e.i, e.at);
+        if (!job) return;
+        const into = job.expected.has(e.i) ? job.returned : job.extra;
+        if (!into.has(e.i)) into.set(e.i, e.at);
         return;
       }
       case "returnFailed": {
         this.returnFailures++;
         const job = this.jobFor(e);
-        if (job) job.failed.set(e.i, e.code);
+        if (job && job.expected.has(e.i)) job.failed.set(e.i, e.code);
         this.error(e.i, "return_failed", `${e.jid}: ${e.detail}`, e.at);
         return;
       }

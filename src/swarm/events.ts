@@ -41,7 +41,7 @@ export interface WorkerInit {
 
 export type ToWorker =
   | { t: "init"; init: WorkerInit }
-  | { t: "start"; indices?: number[] }
+  | { t: "start"; indices?: number[]; startupDelayMs?: number }
   | { t: "churn"; indices: number[]; minDelayMs: number; maxDelayMs: number }
   | { t: "shutdown" };
 

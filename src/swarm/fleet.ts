@@ -127,9 +127,9 @@ export class Fleet {
     );
   }
 
-  /** Every minion starts now (the storm). */
-  startAll(): void {
-    for (const h of this.handles) h.send({ t: "start" });
+  /** Every minion starts now (the storm), or each after a random delay up to `startupDelayMs`. */
+  startAll(startupDelayMs = 0): void {
+    for (const h of this.handles) h.send({ t: "start", startupDelayMs });
   }
 
   /** Stop these minions and start them again after a random delay in [min, max] ms. */

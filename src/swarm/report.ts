@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as zmq from "zeromq";
-import { percentile, sortedNums, errorListMax, type Collector, type JobTrack } from "./collector.js";
+import { percentile, sortedNums, type Collector, type JobTrack } from "./collector.js";
 import type { KeyPoolInfo } from "../minion/keys.js";
 import type { MasterUsage } from "./proc-stats.js";
 import type { WorkerUsage } from "./events.js";
@@ -25,6 +25,8 @@ export interface JobReport {
   expected: number;
   received: number;
   returned: number;
+  /** returns from minions still starting when the job was published (not in `expected`) */
+  extra_returns: number;
   failed: number;
   missing: number;
   publish_ms: number;
@@ -56,6 +58,7 @@ export interface SwarmReport {
   published: number;
   expected_returns: number;
   returned: number;
+  extra_returns: number;
   missing_returns: number;
   returns_per_s: number | null;
   first_return_ms: number | null;
@@ -150,6 +153,7 @@ function jobReport(j: JobTrack, idOf: (i: number) => string): JobReport {
     expected: j.expected.size,
     received: j.received.size,
     returned: j.returned.size,
+    extra_returns: j.extra.size,
     failed: j.failed.size,
     missing: missing.length,
     publish_ms: r1(j.publishedAt - j.publishAt) ?? 0,
@@ -229,6 +233,7 @@ export function buildReport(x: ReportInput): SwarmReport {
     published: x.jobs.length,
     expected_returns: expected,
     returned,
+    extra_returns: x.jobs.reduce((s, j) => s + j.extra.size, 0),
     missing_returns: expected - returned,
     returns_per_s: returnSpan ? r1(returned / returnSpan) : null,
     first_return_ms: r1(allLat[0] ?? null),
@@ -243,7 +248,7 @@ export function buildReport(x: ReportInput): SwarmReport {
     errors: c.errorCount,
     error_counts: obj(c.errorKinds),
     error_list: c.errors.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
-    error_list_truncated: c.errorCount > errorListMax,
+    error_list_truncated: c.errorCount > c.errors.length,
     auth_results: obj(c.authResults),
     start_failures: obj(c.startFailures),
     bad_load_replies: c.badLoads,
@@ -280,7 +285,7 @@ function fmt(v: number | null | undefined, unit = ""): string {
 export function formatReport(r: SwarmReport): string {
   const rows: [string, string][] = [
     ["scenario", `${r.scenario} (${r.protocol}) against ${r.master}`],
-    ["minions", `${r.minions} in ${r.procs} process${r.procs === 1 ? "" : "es"}`],
+    ["minions", `${r.minions} in ${r.procs} process${r.procs === 1 ? "" : "es"}${r.options.startupDelayMs ? `, started over ${Number(r.options.startupDelayMs) / 1000} s` : ", started at once"}`],
     ["authenticated", `${r.authenticated} / ${r.minions}${r.auth_failed ? `  (${r.auth_failed} failed)` : ""}`],
     ["auth rate", fmt(r.auth_per_s, " /s")],
     ["auth latency", `p50 ${fmt(r.auth_p50_ms, " ms")}  p99 ${fmt(r.auth_p99_ms, " ms")}  max ${fmt(r.auth_max_ms, " ms")}`],
@@ -290,7 +295,7 @@ export function formatReport(r: SwarmReport): string {
   if (r.published) {
     rows.push(
       ["jobs published", String(r.published)],
-      ["returned", `${r.returned} / ${r.expected_returns}${r.missing_returns ? `  (${r.missing_returns} missing)` : ""}`],
+      ["returned", `${r.returned} / ${r.expected_returns}${r.missing_returns ? `  (${r.missing_returns} missing)` : ""}${r.extra_returns ? `  + ${r.extra_returns} from minions still starting` : ""}`],
       ["returns rate", fmt(r.returns_per_s, " /s")],
       ["return latency", `first ${fmt(r.first_return_ms, " ms")}  p50 ${fmt(r.return_p50_ms, " ms")}  p99 ${fmt(r.return_p99_ms, " ms")}  last ${fmt(r.last_return_ms, " ms")}`],
     );

@@ -65,6 +65,8 @@ export interface SwarmOptions {
   cmdRunOutput?: string;
   /** how long the storm may take before the stragglers count as failed (ms) */
   startTimeoutMs?: number;
+  /** random_startup_delay (ms): each minion starts after a random delay up to this; 0 = all at once */
+  startupDelayMs?: number;
   /** how long to wait for a job's returns (ms) */
   jobTimeoutMs?: number;
   fun?: string;
@@ -122,7 +124,8 @@ function resolved(o: SwarmOptions) {
     minions,
     procs,
     settings,
-    startTimeoutMs: settings.authDeadlineMs + 30_000,
+    startupDelayMs: Math.max(0, o.startupDelayMs ?? 0),
+    startTimeoutMs: settings.authDeadlineMs + 30_000 + Math.max(0, o.startupDelayMs ?? 0),
     jobTimeoutMs: o.jobTimeoutMs ?? 30_000,
     fun: o.fun ?? "test.ping",
     arg: o.arg ?? [],
@@ -202,7 +205,7 @@ export async function runSwarm(options: SwarmOptions, hooks: SwarmHooks = {}): P
     const onChange = () => progress.update(col.settledCount(), col.failedCount ? `failed ${col.failedCount}` : "");
     col.on("change", onChange);
     stormStart = nowMs();
-    fleet.startAll();
+    fleet.startAll(o.startupDelayMs);
     await col.waitFor(() => aborted() || col.settledCount() >= o.minions, o.startTimeoutMs);
     col.off("change", onChange);
     progress.stop();

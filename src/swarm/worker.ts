@@ -64,7 +64,7 @@ export class SwarmWorker {
         case "init":
           return this.setup(msg.init);
         case "start":
-          return this.startMany(msg.indices ?? [...this.minions.keys()], false);
+          return this.startMany(msg.indices ?? [...this.minions.keys()], msg.startupDelayMs ?? 0);
         case "churn":
           return this.churn(msg.indices, msg.minDelayMs, msg.maxDelayMs);
         case "shutdown":
@@ -122,7 +122,6 @@ export class SwarmWorker {
 
   private wire(m: TestMinion, i: number): void {
     m.on("auth", (a) => {
-      if (a.result === "accepted" && a.reason === "start") return; // reported with "up"
       this.emit({ k: "auth", i, result: a.result, ms: a.ms, attempt: a.attempt, reason: a.reason, detail: a.error?.message, at: nowMs() });
     });
     m.on("publish", (p) => this.emit({ k: "publish", i, jid: p.load.jid, at: p.at }));
@@ -158,8 +157,12 @@ export class SwarmWorker {
     );
   }
 
-  private startMany(indices: number[], restart: boolean): void {
-    for (const i of indices) void this.startOne(i, restart);
+  /** Start these minions, each after a random delay in [0, maxDelayMs] (Salt's random_startup_delay). */
+  private startMany(indices: number[], maxDelayMs: number): void {
+    for (const i of indices) {
+      if (maxDelayMs > 0) sharedTimer.after(Math.floor(Math.random() * (maxDelayMs + 1)), () => void this.startOne(i, false));
+      else void this.startOne(i, false);
+    }
   }
 
   /** Stop these minions now and start each again after a random delay in [min, max] ms (Salt's reconnect). */

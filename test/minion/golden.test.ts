@@ -160,6 +160,13 @@ for (const gen of GENERATIONS) {
         const state = { masterPub: other.publicKey, token: tokenCase().state.token };
         expectCode(() => handleAuthReply(cfg, state, req, reply), "MINION_MASTER_KEY_CHANGED");
       }
+      // not a sign-in reply at all (a busy master): a failed attempt, to be retried, not a verdict
+      {
+        const { state, req } = tokenCase();
+        const out = handleAuthReply(cfg, state, req, { error: "request queue is full, retry later" });
+        assert.equal(out.result, "failed");
+        assert.equal(handleAuthReply(cfg, state, req, "bad load").result, "failed");
+      }
       // an unsigned algorithm refusal
       {
         const { state, req } = tokenCase();
