@@ -1,0 +1,49 @@
+/**
+ * The request lanes: frames are classified without decoding (clear → auth lane, everything else →
+ * request lane); each lane is bounded, and a full lane answers at once with a clear error instead of
+ * queueing without limit — while the other lane keeps serving (a return flood cannot starve sign-ins).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { classify, QUEUE_FULL_REPLY } from "../../src/workers/req-handler/pool.js";
+import { decodeWire, encodeWire, isMap } from "../../src/protocol/msgpack.js";
+import { RawClient } from "../../src/minion/raw-client.js";
+import { startTestMaster } from "../helpers/master.js";
+import { testKeys } from "../helpers/minions.js";
+import { cleanKey } from "../../src/protocol/pem.js";
+
+test("clear envelopes go to the auth lane, AES and malformed ones to the request lane", () => {
+  assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "_auth" }, version: 3 })), "auth");
+  assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "publish" }, version: 3 })), "auth");
+  assert.equal(classify(encodeWire({ enc: "aes", load: Buffer.alloc(64), version: 3, id: "m1" })), "req");
+  assert.equal(classify(Buffer.from("garbage")), "req");
+});
+
+test("a full request lane answers 'retry later' at once, and sign-ins are still served", async () => {
+  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_queue_len_max: 8 });
+  const [k] = await testKeys(1);
+  // a RawClient has one request in flight at a time: 160 clients, one frame each, all at once
+  const clients = Array.from({ length: 160 }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
+  try {
+    // far more frames in flight than the request lane's 8 places
+    const flood = encodeWire({ enc: "aes", load: Buffer.alloc(4096, 1), version: 2 });
+    const floodReplies = clients.map((c) => c.request(flood));
+    const auth = new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 });
+    const authReply = auth.clear({ cmd: "_auth", id: "lane-m1", nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(k!.pub) });
+    const replies = await Promise.all(floodReplies);
+    const full = replies.filter((r) => r.equals(QUEUE_FULL_REPLY)).length;
+    const bad = replies.filter((r) => decodeWire(r) === "bad load").length;
+    assert.equal(full + bad, 160, "every flooded frame got exactly one reply");
+    assert.ok(full > 0, "some frames found the lane full and were told so at once");
+    assert.deepEqual(decodeWire(QUEUE_FULL_REPLY), { error: "request queue is full, retry later" });
+    const a = await authReply;
+    assert.ok(isMap(a) && Buffer.isBuffer(a.load) && Buffer.isBuffer(a.sig), "the sign-in got a signed reply");
+    const inner = decodeWire(a.load as Buffer);
+    assert.ok(isMap(inner) && inner.enc === "pub", "accepted");
+    auth.close();
+  } finally {
+    for (const c of clients) c.close();
+    await tm.stop();
+  }
+});
