@@ -32,6 +32,8 @@ export interface RunnerClusterLink {
   ringBuffer: SharedArrayBuffer;
   /** connected to the Raft worker's API; transfer it to the runner thread */
   raftPort: MessagePort;
+  /** peer liveness as the peer channel sees it (src/cluster/peer-health.ts), when the peer channel runs */
+  health?: SharedArrayBuffer;
 }
 
 export class ClusterNode {
@@ -48,7 +50,7 @@ export class ClusterNode {
    * Starts the Raft worker and waits until it has restored every group from disk and published the ring.
    * Throws CLUSTER_BAD_NODE_ID (before anything starts) for an unusable `id`, or the worker's coded error.
    */
-  static async start(cfg: MasterConfig, limits?: Partial<WorkerLimits>): Promise<ClusterNode> {
+  static async start(cfg: MasterConfig, limits?: Partial<WorkerLimits>, opts: { peerPort?: MessagePort } = {}): Promise<ClusterNode> {
     const nodeId = clusterNodeIdOf(cfg);
     const ringBuffer = createRingBuffer();
     const peers = Array.isArray(cfg.cluster_peers) ? cfg.cluster_peers : [];
@@ -59,9 +61,13 @@ export class ClusterNode {
       dir: raftLmdbDir(cfg),
       ...(peers.length === 0 ? { founders: [nodeId] } : {}),
       ...(limits ? { limits } : {}),
+      ...(opts.peerPort ? { peerPort: opts.peerPort } : {}),
       log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null },
     };
-    const worker = new Worker(new URL("../workers/raft/worker.js", import.meta.url), { workerData: init });
+    const worker = new Worker(new URL("../workers/raft/worker.js", import.meta.url), {
+      workerData: init,
+      ...(opts.peerPort ? { transferList: [opts.peerPort] } : {}),
+    });
     const raft = new RaftClient(worker);
     const node = new ClusterNode(nodeId, ringBuffer, worker, raft);
     worker.on("error", (e) => log.critical(`raft worker crashed: ${e.message}`));

@@ -19,6 +19,7 @@ import { MinionCache } from "../store/minion-cache.js";
 import { cleanKey } from "../protocol/pem.js";
 import { packEvent } from "../events/event-frame.js";
 import { checkMinions } from "../targeting/index.js";
+import { minionFacingKeyFiles, minionPkiDir } from "../cluster/shared-fs.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
 export const acceptedKeyCacheTtlMs = 1000;
@@ -66,7 +67,8 @@ export class MasterContext {
     readonly now: () => number = Date.now,
   ) {
     this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
-    this.keys = new KeyStore(cfg.pki_dir);
+    // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
+    this.keys = new KeyStore(minionPkiDir(cfg));
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
     this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now);
     this.secrets = new SharedSecrets(shared.secrets);
@@ -74,9 +76,10 @@ export class MasterContext {
     this.store = openStore(cfg);
     this.jobs = new JobCache(this.store);
     this.minionCache = new MinionCache(this.store);
-    const pem = readFileSync(path.join(cfg.pki_dir, "master.pem"), "utf8");
+    const keyFiles = minionFacingKeyFiles(cfg);
+    const pem = readFileSync(keyFiles.pem, "utf8");
     this.masterPriv = privateKey(pem);
-    this.masterPubClean = cleanKey(readFileSync(path.join(cfg.pki_dir, "master.pub"), "utf8"));
+    this.masterPubClean = cleanKey(readFileSync(keyFiles.pub, "utf8"));
   }
 
   /** The current publish AES Crypticle (v2 requests, auth replies); rebuilt when the key rotates. */

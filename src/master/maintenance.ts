@@ -3,7 +3,7 @@
  * AES rotation when the drop file `cachedir/.dfn` appears (salt-key delete writes it), job cache
  * cleanup every `loop_interval`, and the nonce set's generation swap.
  */
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../log.js";
 
@@ -13,6 +13,8 @@ const log = getLogger("brine.maintenance");
 export const maintenanceTickMs = 1000;
 /** How long a request nonce is remembered (between one and two of these). */
 export const nonceWindowMs = 5 * 60 * 1000;
+/** Clustered: a drop file naming another master is left for it this long, then removed as stale. */
+export const foreignDropFileMaxAgeMs = 60_000;
 
 export interface MaintenanceHooks {
   rotate(): void;
@@ -32,6 +34,8 @@ export class Maintenance {
     private readonly loopIntervalS: number,
     private readonly rotateAesKey: boolean,
     private readonly hooks: MaintenanceHooks,
+    /** clustered (cachedir may be shared): leave a drop file naming another master to that master */
+    private readonly clustered = false,
   ) {}
 
   start(): void {
@@ -52,6 +56,16 @@ export class Maintenance {
       } catch {
         // unreadable: treat as a request for this master
       }
+      if (this.clustered && owner !== "" && owner !== this.masterId) {
+        // another master's drop file in a shared cachedir: it rotates, and its rotation reaches every master
+        let age = 0;
+        try {
+          age = now - statSync(dfn).mtimeMs;
+        } catch {
+          // gone meanwhile
+        }
+        if (age < foreignDropFileMaxAgeMs) return this.periodic(now);
+      }
       rmSync(dfn, { force: true });
       // 3007 writes the master id into the drop file; an empty one (3006 style) is for any master
       if (this.rotateAesKey && (owner === "" || owner === this.masterId)) {
@@ -59,6 +73,10 @@ export class Maintenance {
         this.hooks.rotate();
       }
     }
+    this.periodic(now);
+  }
+
+  private periodic(now: number): void {
     if (now - this.lastNonceSwap >= nonceWindowMs) {
       this.lastNonceSwap = now;
       this.hooks.rotateNonces();

@@ -24,7 +24,9 @@ import { ensureRootKey } from "./root-key.js";
 import { Maintenance } from "./maintenance.js";
 import { ControlServer } from "./control-server.js";
 import { SendQueue } from "../transport/send-queue.js";
-import { ClusterNode } from "./cluster-node.js";
+import type { ClusterNode, RunnerClusterLink } from "./cluster-node.js";
+import { ClusterService } from "../cluster/cluster-service.js";
+import { ensureClusterKeys, isClustered, minionFacingKeyFiles, minionPkiDir, resolveLocalState } from "../cluster/shared-fs.js";
 
 const log = getLogger("brine.master");
 
@@ -46,8 +48,8 @@ export class MasterServer {
   private routerOut: SendQueue | undefined;
   private pubOut: SendQueue | undefined;
   private stopping = false;
-  /** the Raft worker and ring buffer, when `cluster_id` is set */
-  private cluster: ClusterNode | undefined;
+  /** the peer channel, Raft worker and forwarding, when `cluster_id` is set (src/cluster/cluster-service.ts) */
+  private cluster: ClusterService | undefined;
   readonly secrets = new SharedSecrets();
   readonly nonces = new NonceSet(nonceSlots);
   readonly jidClock = sharedJidClock();
@@ -59,7 +61,12 @@ export class MasterServer {
   private prepareDirs(): void {
     const c = this.cfg;
     for (const d of [c.pki_dir, c.cachedir, c.sock_dir, path.join(c.cachedir, "sessions")]) mkdirSync(d, { recursive: true, mode: 0o700 });
-    new KeyStore(c.pki_dir).ensureDirs();
+    if (isClustered(c)) {
+      // shared-filesystem mode: LMDB on local disk, one per master; cluster keys shared (src/cluster/shared-fs.ts)
+      resolveLocalState(c);
+      ensureClusterKeys(c);
+    }
+    new KeyStore(minionPkiDir(c)).ensureDirs();
     const keys = loadOrCreateKeyPair(c.pki_dir, "master", c.keysize);
     if (keys.created) log.info(`Generated master key pair in ${c.pki_dir}`);
     ensureRootKey(c.cachedir, c.user);
@@ -71,7 +78,16 @@ export class MasterServer {
     this.bus.publish([packEvent(tag, data)]);
   }
 
+  /** fire() on this master's bus and, clustered, on every peer's (e.g. `salt/key` from salt-key). */
+  fireAndForward(tag: string, data: unknown): void {
+    const frame = packEvent(tag, data);
+    this.bus.publish([frame]);
+    this.cluster?.forward([frame], []);
+  }
+
   rotateAesKey(): void {
+    // clustered: one key for every master (written to cluster_pki_dir/.aes and sent to the peers)
+    if (this.cluster) return void this.cluster.rotateAes();
     this.secrets.setAesKey(generateKeyString());
     this.fire("key", { rotate_aes_key: true });
   }
@@ -80,7 +96,7 @@ export class MasterServer {
     const c = this.cfg;
     this.prepareDirs();
     await this.startCluster();
-    this.secrets.setAesKey(generateKeyString());
+    if (!this.cluster) this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
     const shared = { secrets: this.secrets.sab, nonces: this.nonces.sab, jids: this.jidClock.buffer as SharedArrayBuffer };
 
@@ -89,7 +105,8 @@ export class MasterServer {
     this.publisher = new PublisherClient(
       {
         secrets: this.secrets.sab,
-        pkiDir: c.pki_dir,
+        pkiDir: path.dirname(minionFacingKeyFiles(c).pem),
+        keyName: path.basename(minionFacingKeyFiles(c).pem, ".pem"),
         signPubMessages: c.sign_pub_messages,
         signingAlgorithm: c.publish_signing_algorithm,
         clustered: Boolean(c.cluster_id),
@@ -100,6 +117,7 @@ export class MasterServer {
       // Order: events first (a CLI listening for returns sees them), then publishes, then replies.
       this.bus.publish(events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
       this.publisher!.publish(publishes);
+      this.cluster?.forward(events, publishes);
       for (const r of replies) this.routerOut!.push([...r.tag, r.reply]);
     });
 
@@ -113,9 +131,9 @@ export class MasterServer {
       c,
       this.bus,
       () => this.lanes?.waiting() ?? 0,
-      (tag, data) => this.fire(tag, data),
+      (tag, data) => this.fireAndForward(tag, data),
       () => this.rotateAesKey(),
-      () => this.cluster?.runnerLink(),
+      () => this.runnerClusterLink(),
     );
     await this.control.start();
     this.maintenance = new Maintenance(c.cachedir, c.id, c.loop_interval, c.rotate_aes_key, {
@@ -125,7 +143,7 @@ export class MasterServer {
         if (n) log.info(`job cache cleanup removed ${n} records`);
       },
       rotateNonces: () => this.nonces.rotate(),
-    });
+    }, Boolean(this.cluster));
     this.maintenance.start();
     void this.receiveLoop();
     log.info(`brine master ${c.id} listening: publish ${c.interface}:${c.publish_port}, requests ${c.interface}:${c.ret_port}`);
@@ -174,13 +192,34 @@ export class MasterServer {
 
   /** The Raft worker handle and ring buffer, when `cluster_id` is set (for the peer layer and tests). */
   get clusterNode(): ClusterNode | undefined {
+    return this.cluster?.node;
+  }
+
+  /** The cluster service (peer channel, forwarding, AES), when `cluster_id` is set. */
+  get clusterService(): ClusterService | undefined {
     return this.cluster;
   }
 
-  /** With `cluster_id`: start the Raft worker (refusing a wildcard node id) before anything else starts. */
+  private runnerClusterLink(): RunnerClusterLink | undefined {
+    const link = this.cluster?.node.runnerLink();
+    return link && { ...link, health: this.cluster!.health.sab };
+  }
+
+  /**
+   * With `cluster_id`: validate the cluster options and keys (refusing a wildcard or duplicate node id, unreadable
+   * keys), start the Raft worker and the peer channel before anything else starts.
+   */
   private async startCluster(): Promise<void> {
-    if (!this.cfg.cluster_id) return;
-    this.cluster = await ClusterNode.start(this.cfg);
+    if (!isClustered(this.cfg)) return;
+    this.cluster = await ClusterService.start(this.cfg, {
+      busPublish: (frames) => this.bus.publish(frames),
+      publish: (loads) => this.publisher?.publish(loads),
+      setAesKey: (key) => {
+        const first = this.secrets.generation() === 0;
+        this.secrets.setAesKey(key);
+        if (!first) this.fire("key", { rotate_aes_key: true });
+      },
+    });
   }
 
   private async stopCluster(): Promise<void> {

@@ -17,6 +17,10 @@ import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes } from "./cluster-shapes.js";
 import { argOf, type RunnerCluster, type RunnerContext, type RunnerFn } from "./context.js";
+import { readHealth, unhealthyVoters } from "../cluster/peer-health.js";
+
+/** A voter whose peer-channel session is down this long is listed in `unhealthy_voters`, ms. */
+export const UNHEALTHY_AFTER_MS_DEFAULT = 5000;
 
 const log = getLogger("brine.runner.cluster");
 
@@ -39,14 +43,19 @@ async function readCluster<T>(c: RunnerCluster, query: ReadQuery): Promise<T> {
   }
 }
 
-async function members(c: RunnerCluster): Promise<unknown> {
+async function members(c: RunnerCluster, unhealthyAfterMs: number): Promise<unknown> {
   const [membership, status] = await Promise.all([readCluster<MembershipSnapshot>(c, "membership"), c.raft.status()]);
   const g = status.groups.find((x) => x.group === CLUSTER_RING);
-  return clusterMembers({ nodeId: c.nodeId, membership, ...(g ? { raft: { leaderId: g.leaderId, term: g.term } } : {}) });
+  const health = c.health ? { unhealthyVoters: unhealthyVoters(readHealth(c.health), membership.voters, c.nodeId, unhealthyAfterMs), recentlyDemoted: [] } : undefined;
+  return clusterMembers({ nodeId: c.nodeId, membership, ...(g ? { raft: { leaderId: g.leaderId, term: g.term } } : {}), ...(health ? { health } : {}) });
 }
 
 export const clusterRunners: Record<string, RunnerFn> = {
-  "cluster.members": async (ctx: RunnerContext) => (ctx.cluster ? members(ctx.cluster) : NOT_CLUSTERED),
+  "cluster.members": async (ctx: RunnerContext) => {
+    if (!ctx.cluster) return NOT_CLUSTERED;
+    const after = Number(ctx.cfg.brine_cluster_unhealthy_after_ms ?? UNHEALTHY_AFTER_MS_DEFAULT);
+    return members(ctx.cluster, Number.isFinite(after) ? after : UNHEALTHY_AFTER_MS_DEFAULT);
+  },
 
   "cluster.rings": async (ctx: RunnerContext) => {
     const c = ctx.cluster;

@@ -16,6 +16,8 @@ export interface RunnerCluster {
   ring: RingReader;
   /** the Raft worker's API */
   raft: RaftClient;
+  /** peer liveness from the peer channel (src/cluster/peer-health.ts), when it runs */
+  health?: SharedArrayBuffer;
 }
 
 export interface RunnerContext {

@@ -5,6 +5,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { configureLogging } from "../log.js";
 import { openStore } from "../store/lmdb-env.js";
+import { minionPkiDir } from "../cluster/shared-fs.js";
 import { JobCache } from "../store/job-cache.js";
 import { MinionCache } from "../store/minion-cache.js";
 import { KeyStore } from "../pki/key-store.js";
@@ -49,13 +50,14 @@ if (!fn) {
     cfg: init.cfg,
     jobs: new JobCache(store),
     minions: new MinionCache(store),
-    keys: new KeyStore(init.cfg.pki_dir),
+    keys: new KeyStore(minionPkiDir(init.cfg)),
     client: new LocalClient(init.cfg),
     print: (text) => post({ type: "print", text }),
     events,
   };
   if (init.cluster) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
+    if (init.cluster.health) ctx.cluster.health = init.cluster.health;
   }
   fn(ctx, init.arg, init.kwarg).then(
     (ret) => post({ type: "return", ret }),

@@ -2,6 +2,8 @@
 export interface PublisherInit {
   secrets: SharedArrayBuffer;
   pkiDir: string;
+  /** the signing key's file name without `.pem`: "master", or "cluster" under clustering */
+  keyName?: string;
   signPubMessages: boolean;
   signingAlgorithm: string;
   /** under clustering publishes carry no serial (3007) */

@@ -17,7 +17,7 @@ import type { PublisherInit, PublisherRequest, PublisherReply } from "./messages
 
 const init = workerData as PublisherInit;
 const secrets = new SharedSecrets(init.secrets);
-const priv = privateKey(readFileSync(path.join(init.pkiDir, "master.pem"), "utf8"));
+const priv = privateKey(readFileSync(path.join(init.pkiDir, `${init.keyName ?? "master"}.pem`), "utf8"));
 const sigAlgo = isSigAlgo(init.signingAlgorithm) ? init.signingAlgorithm : DEFAULT_SIG_ALGO;
 let current: { gen: number; c: Crypticle; serial: number } | undefined;
 

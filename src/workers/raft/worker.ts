@@ -18,6 +18,7 @@ import { nodeEndpoint } from "./comlink-node.js";
 import { LmdbBackend } from "./lmdb-backend.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { GroupManager } from "./manager.js";
+import { RaftPeerLink } from "../../cluster/raft-transport.js";
 
 /** workerData of the Raft worker. */
 export interface RaftWorkerInit {
@@ -31,6 +32,8 @@ export interface RaftWorkerInit {
    */
   founders?: string[];
   limits?: Partial<WorkerLimits>;
+  /** multi-master: the port to the main thread's peer channel bridge (src/cluster/raft-transport.ts) */
+  peerPort?: MessagePort;
   log: { level: string; file: string | null; fileLevel: string | null };
 }
 
@@ -61,7 +64,9 @@ function receipt(r: ProposeResult): ProposeReceipt {
 async function startup(): Promise<GroupManager> {
   writer = RingWriter.attach(init.ringBuffer);
   const backend = new LmdbBackend(init.dir, limits.lmdbMapBytes);
-  const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits });
+  const peers = init.peerPort ? new RaftPeerLink(init.peerPort, init.nodeId, init.founders ?? []) : undefined;
+  const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits, ...(peers ? { transport: peers } : {}) });
+  peers?.attach(m);
   m.onFatal = (e) => {
     log.critical(`raft worker stops: ${e.message}`);
     stopTimer();

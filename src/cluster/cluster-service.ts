@@ -1,0 +1,302 @@
+/**
+ * The main thread's cluster service (only with `cluster_id`): it owns the peer channel (src/cluster/peer/)
+ * and wires everything that crosses it:
+ *
+ * - Raft: the worker's messages through RaftBridge (raft-transport.ts); static bootstrap of the `cluster`
+ *   group with self + the `cluster_peers` once their node ids are proven by the handshake (a master with no
+ *   peers founds a one-voter group at start, in ClusterNode);
+ * - publishes and events: ClusterForwarder (forwarding.ts), with job-cache mirroring in its own thread;
+ * - the cluster AES key: `cluster_pki_dir/.aes` at start; a rotation on any master writes the file and sends
+ *   the key to every peer (channel `cl/aes`, authenticated and encrypted), newest (time, origin) wins, so
+ *   every master ends with the same key, the file included;
+ * - peer liveness (peer-health.ts) for `cluster.members`.
+ *
+ * Fault injection (tests, the demo): when `brine_cluster_chaos_file` names a file, the node ids listed in it
+ * (one per line) are cut off: Raft, forwarded events and publishes to and from them are dropped, as a network
+ * partition would drop them. Polled every CHAOS_POLL_MS; absent or empty means no partition.
+ */
+import { readFileSync } from "node:fs";
+import { MessageChannel } from "node:worker_threads";
+import { Encoder } from "cbor-x";
+import type { MasterConfig } from "../config/defaults.js";
+import { getLogger } from "../log.js";
+import { ClusterNode } from "../master/cluster-node.js";
+import { generateKeyString } from "../protocol/crypticle.js";
+import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
+import type { WorkerLimits } from "../workers/raft/limits.js";
+import { loadClusterKeys, parseClusterConfig, type ClusterSettings } from "./config.js";
+import { ClusterForwarder, JobMirror } from "./forwarding.js";
+import { createHealthBuffer, HealthWriter } from "./peer-health.js";
+import type { PeerLimits } from "./peer/limits.js";
+import { PeerTransport, type PeerHandler } from "./peer/peer-transport.js";
+import { RaftBridge } from "./raft-transport.js";
+import { readOrCreateClusterAes, writeClusterAes } from "./shared-fs.js";
+
+const log = getLogger("brine.cluster");
+const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
+
+export const AES_CHANNEL = "cl/aes";
+export const CHAOS_POLL_MS = 200;
+
+/** What the service needs of the master. */
+export interface ClusterHooks {
+  /** frames onto the local event bus */
+  busPublish(frames: Buffer[]): void;
+  /** loads to the local publisher thread */
+  publish(loads: Record<string, unknown>[]): void;
+  /** install a new publish AES key in the shared secrets (and tell local listeners) */
+  setAesKey(key: string): void;
+}
+
+export interface ClusterServiceOptions {
+  peerLimits?: Partial<PeerLimits>;
+  raftLimits?: Partial<WorkerLimits>;
+}
+
+/** (time, origin) of an AES key: the newest rotation wins everywhere. */
+interface AesVersion {
+  t: number;
+  o: string;
+}
+
+function newer(a: AesVersion, b: AesVersion): boolean {
+  return a.t !== b.t ? a.t > b.t : a.o > b.o;
+}
+
+/** A channel view with the chaos filter applied (what Raft and forwarding see). */
+class FilteredChannel {
+  cut = new Set<string>();
+
+  constructor(private readonly t: PeerTransport) {}
+
+  send(peerId: string, channel: string, payload: Uint8Array): void {
+    if (this.cut.has(peerId)) return;
+    this.t.send(peerId, channel, payload);
+  }
+
+  isUp(peerId: string): boolean {
+    return !this.cut.has(peerId) && this.t.isUp(peerId);
+  }
+
+  upPeers(): string[] {
+    return this.t.upPeers().filter((p) => !this.cut.has(p));
+  }
+
+  on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void {
+    const h: PeerHandler = (m) => {
+      if (this.cut.has(m.from)) return;
+      handler(m);
+    };
+    return this.t.on(channel, h);
+  }
+}
+
+export class ClusterService {
+  readonly health = new HealthWriter(createHealthBuffer());
+  private forwarder: ClusterForwarder | undefined;
+  private mirror: JobMirror | undefined;
+  private bridge: RaftBridge | undefined;
+  private chaosTimer: NodeJS.Timeout | undefined;
+  private founded = false;
+  private founding = false;
+  private stopped = false;
+  private aesVersion: AesVersion = { t: 0, o: "" };
+  private aesKey = "";
+  private readonly view: FilteredChannel;
+
+  private constructor(
+    readonly cfg: MasterConfig,
+    readonly settings: ClusterSettings,
+    readonly transport: PeerTransport,
+    readonly node: ClusterNode,
+    private readonly hooks: ClusterHooks,
+  ) {
+    this.view = new FilteredChannel(transport);
+  }
+
+  get nodeId(): string {
+    return this.settings.nodeId;
+  }
+
+  /**
+   * Validates the cluster options and keys (throwing a BrineError that names the fix), starts the Raft worker
+   * and the peer channel. Call before the minion-facing sockets open.
+   */
+  static async start(cfg: MasterConfig, hooks: ClusterHooks, opts: ClusterServiceOptions = {}): Promise<ClusterService> {
+    const settings = parseClusterConfig(cfg);
+    // peers' keys may not be in peers/ yet (they publish them when they start): picked up lazily
+    const keys = loadClusterKeys(settings, { requirePeerKeys: false, publishSelf: true });
+    const transport = new PeerTransport({
+      clusterId: settings.clusterId,
+      selfId: settings.nodeId,
+      listen: settings.listen,
+      peers: settings.peers,
+      keys,
+      ...(opts.peerLimits ? { limits: opts.peerLimits } : {}),
+    });
+    const { port1, port2 } = new MessageChannel();
+    const node = await ClusterNode.start(cfg, opts.raftLimits, { peerPort: port2 });
+    const svc = new ClusterService(cfg, settings, transport, node, hooks);
+    try {
+      await svc.wire(port1);
+    } catch (e) {
+      await svc.stop();
+      throw e;
+    }
+    return svc;
+  }
+
+  private async wire(port: MessageChannel["port1"]): Promise<void> {
+    const t = this.transport;
+    this.aesKey = readOrCreateClusterAes(this.cfg);
+    this.hooks.setAesKey(this.aesKey);
+    this.bridge = new RaftBridge(port, this.view);
+    this.mirror = new JobMirror(this.cfg);
+    this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
+      events: (f) => this.hooks.busPublish(f),
+      publishes: (l) => this.hooks.publish(l),
+      mirror: (f) => this.mirror?.push(f),
+    });
+    this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
+    t.events.on("peerUp", (id) => {
+      log.info(`cluster peer ${id} is up`);
+      this.health.set(id, true);
+      this.bridge?.peers([id]);
+      this.sendAes([id]);
+      void this.maybeFound();
+    });
+    t.events.on("peerDown", (id, reason) => {
+      log.warning(`cluster peer ${id} is down (${reason})`);
+      this.health.set(id, false);
+    });
+    const known = this.settings.peers.map((p) => p.id).filter((x): x is string => x !== undefined);
+    if (known.length) this.bridge.peers(known);
+    const status = await this.node.raft.status();
+    this.founded = status.groups.some((g) => g.group === CLUSTER_RING);
+    if (this.founded) {
+      // members from disk: tell the link their names
+      const g = status.groups.find((x) => x.group === CLUSTER_RING)!;
+      this.bridge.peers([...g.voters, ...g.learners].filter((id) => id !== this.nodeId));
+    }
+    await t.start();
+    if (typeof this.cfg.brine_cluster_chaos_file === "string" && this.cfg.brine_cluster_chaos_file) {
+      const file = this.cfg.brine_cluster_chaos_file;
+      this.chaosTimer = setInterval(() => this.pollChaos(file), CHAOS_POLL_MS);
+      this.chaosTimer.unref();
+    }
+    void this.maybeFound();
+  }
+
+  /** Static bootstrap: once every configured peer's node id is known, found `cluster` with self + them. */
+  private async maybeFound(): Promise<void> {
+    if (this.founded || this.founding || this.stopped) return;
+    const ids = this.transport.status().map((s) => s.id);
+    if (ids.some((id) => id === undefined)) return;
+    const founders = [this.nodeId, ...(ids as string[])].sort();
+    this.founding = true;
+    try {
+      const created = await this.node.raft.bootstrap(founders);
+      this.founded = true;
+      log.info(created ? `founded cluster ${this.settings.clusterId} with ${founders.join(", ")}` : `cluster ${this.settings.clusterId} was already founded on this node`);
+    } catch (e) {
+      log.error(`founding the cluster group failed: ${(e as Error).message}`);
+    } finally {
+      this.founding = false;
+    }
+  }
+
+  /** Call with what this master's request workers produced (after the local bus and publisher have it). */
+  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[]): void {
+    this.forwarder?.forward(events, publishes);
+  }
+
+  get forwardCounters() {
+    return this.forwarder?.counters;
+  }
+
+  /** Waits until forwarded job events are in the local job cache (tests). */
+  async mirrorFlushed(): Promise<void> {
+    await this.mirror?.flushed();
+  }
+
+  // ------------------------------------------------------------------ AES
+
+  /** A rotation decided here (drop file, key delete): new key, file, every peer. */
+  rotateAes(now = Date.now()): string {
+    const key = generateKeyString();
+    this.aesVersion = { t: Math.max(now, this.aesVersion.t + 1), o: this.nodeId };
+    this.install(key);
+    this.sendAes(this.view.upPeers());
+    log.info(`rotated the cluster AES key; sent to ${this.view.upPeers().join(", ") || "no peer (none up)"}`);
+    return key;
+  }
+
+  private install(key: string): void {
+    this.aesKey = key;
+    try {
+      writeClusterAes(this.cfg, key);
+    } catch (e) {
+      log.error(`writing the cluster AES key failed: ${(e as Error).message}`);
+    }
+    this.hooks.setAesKey(key);
+  }
+
+  private sendAes(peers: string[]): void {
+    if (this.aesVersion.t === 0) return; // the key from the file: every master read the same one
+    const payload = cbor.encode({ k: this.aesKey, t: this.aesVersion.t, o: this.aesVersion.o }) as Uint8Array;
+    for (const p of peers) {
+      try {
+        this.view.send(p, AES_CHANNEL, payload);
+      } catch (e) {
+        log.warning(`sending the AES key to ${p} failed: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  private onAes(from: string, payload: Uint8Array): void {
+    let v: { k?: unknown; t?: unknown; o?: unknown };
+    try {
+      v = cbor.decode(payload) as typeof v;
+    } catch {
+      return;
+    }
+    if (typeof v.k !== "string" || v.k.length === 0 || v.k.length > 128 || typeof v.t !== "number" || typeof v.o !== "string") return;
+    const ver = { t: v.t, o: v.o };
+    if (!newer(ver, this.aesVersion)) return;
+    this.aesVersion = ver;
+    if (v.k === this.aesKey) return;
+    log.info(`cluster AES key rotated by ${v.o} (received from ${from})`);
+    this.install(v.k);
+  }
+
+  // ------------------------------------------------------------------ chaos
+
+  private pollChaos(file: string): void {
+    let ids: string[] = [];
+    try {
+      ids = readFileSync(file, "utf8")
+        .split(/\s+/)
+        .filter((x) => x !== "" && x !== this.nodeId);
+    } catch {
+      ids = [];
+    }
+    const next = new Set(ids);
+    const same = next.size === this.view.cut.size && [...next].every((x) => this.view.cut.has(x));
+    if (same) return;
+    log.warning(next.size ? `fault injection: cut off from ${[...next].join(", ")}` : "fault injection: partition healed");
+    this.view.cut = next;
+  }
+
+  // ------------------------------------------------------------------ stop
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.chaosTimer) clearInterval(this.chaosTimer);
+    this.forwarder?.close();
+    await this.transport.close().catch(() => undefined);
+    this.bridge?.close();
+    await this.mirror?.stop().catch(() => undefined);
+    await this.node.stop();
+  }
+}
