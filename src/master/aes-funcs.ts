@@ -109,7 +109,7 @@ function doMinionEvent(ctx: MasterContext, load: Record<string, WireValue>, fx: 
       ctx.fire(fx, ev.tag, data);
       if (typeof load.pretag === "string" && load.pretag) ctx.fire(fx, `${load.pretag}/${ev.tag}`, data);
     }
-    return send(true);
+    return send(null); // Salt's AESFuncs._minion_event answers None
   }
   if (!("tag" in load) || !("data" in load)) return send(false);
   if (!tagAllowed(load.tag, id)) {
@@ -118,7 +118,7 @@ function doMinionEvent(ctx: MasterContext, load: Record<string, WireValue>, fx: 
   }
   const { nonce: _n, tok: _t, ...data } = load;
   ctx.fire(fx, load.tag, data);
-  return send(true);
+  return send(null);
 }
 
 async function doMine(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {

@@ -4,7 +4,7 @@
  * and each v3 request decode, so each thread caches key + mtime for a second at most (the file is the
  * truth shared by all threads and, in a cluster, all masters).
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
 import { validId } from "../protocol/ids.js";
@@ -12,6 +12,27 @@ import { BrineError } from "../errors.js";
 
 const cacheTtlMs = 1000;
 const cacheEntriesMax = 200_000;
+
+/**
+ * Write a fresh key: complete in a temp file first, then either link it into place only if no key
+ * exists yet (`create`: two threads answering the same minion's re-sent `_auth` agree on the one key
+ * that won), or rename it over an expired one (`replace`).
+ */
+export function writeSessionKeyFile(file: string, mode: "create" | "replace"): void {
+  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  writeFileSync(tmp, generateKeyString(), { mode: 0o600 });
+  if (mode === "replace") {
+    renameSync(tmp, file);
+    return;
+  }
+  try {
+    linkSync(tmp, file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+  } finally {
+    unlinkSync(tmp);
+  }
+}
 
 export class SessionKeys {
   private readonly cache = new Map<string, { key: string; crypticle: Crypticle; mtimeMs: number; checkedAt: number }>();
@@ -26,12 +47,6 @@ export class SessionKeys {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
   }
 
-  private write(file: string): void {
-    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    writeFileSync(tmp, generateKeyString(), { mode: 0o600 });
-    renameSync(tmp, file);
-  }
-
   /** The session key for `id`, creating or renewing the file as Salt's session_key does. */
   get(id: string): { key: string; crypticle: Crypticle } {
     if (!validId(id)) throw new BrineError("BAD_ID", JSON.stringify(id));
@@ -44,11 +59,11 @@ export class SessionKeys {
     try {
       st = statSync(file);
       if (t - st.mtimeMs > maxAgeMs) {
-        this.write(file);
+        writeSessionKeyFile(file, "replace");
         st = statSync(file);
       }
     } catch {
-      this.write(file);
+      writeSessionKeyFile(file, "create");
       st = statSync(file);
     }
     if (c && c.mtimeMs === st.mtimeMs) {

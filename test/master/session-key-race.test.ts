@@ -1,0 +1,48 @@
+/**
+ * Two request threads creating the same minion's session key at once (a re-sent `_auth` answered by
+ * two workers) must agree on one key: creating never replaces a key another thread just made, and
+ * every thread reads back what is on disk.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Worker } from "node:worker_threads";
+import { writeSessionKeyFile } from "../../src/master/sessions.js";
+
+test("creating a session key file that another thread already created keeps the existing key", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
+  const file = path.join(dir, "m1");
+  writeFileSync(file, "K1-written-by-the-other-thread");
+  writeSessionKeyFile(file, "create");
+  assert.equal(readFileSync(file, "utf8"), "K1-written-by-the-other-thread");
+  assert.deepEqual(readdirSync(dir), ["m1"], "no temp file left behind");
+  writeSessionKeyFile(file, "replace");
+  assert.notEqual(readFileSync(file, "utf8"), "K1-written-by-the-other-thread", "an expired key is replaced");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("concurrent first use from four threads: every thread returns the key that is on disk", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
+  const sessions = new URL("../../src/master/sessions.js", import.meta.url).href;
+  const code = `
+    import { workerData, parentPort } from "node:worker_threads";
+    const { SessionKeys } = await import(workerData.sessions);
+    const s = new SessionKeys(workerData.dir, 86400);
+    const out = [];
+    for (let i = 0; i < 50; i++) out.push(s.get("race-" + i).key);
+    parentPort.postMessage(out);`;
+  const run = () =>
+    new Promise<string[]>((resolve, reject) => {
+      const w = new Worker(code, { eval: true, workerData: { sessions, dir } });
+      w.once("message", resolve);
+      w.once("error", reject);
+    });
+  const results = await Promise.all([run(), run(), run(), run()]);
+  for (let i = 0; i < 50; i++) {
+    const onDisk = readFileSync(path.join(dir, "sessions", `race-${i}`), "latin1").trim();
+    for (const r of results) assert.equal(r[i], onDisk, `race-${i}`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
