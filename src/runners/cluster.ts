@@ -50,6 +50,11 @@ async function members(c: RunnerCluster, unhealthyAfterMs: number): Promise<unkn
   return clusterMembers({ nodeId: c.nodeId, membership, ...(g ? { raft: { leaderId: g.leaderId, term: g.term } } : {}), ...(health ? { health } : {}) });
 }
 
+async function proposeRoute(c: RunnerCluster, data_type: string, ring_id: string | null): Promise<unknown> {
+  const r = await c.raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type, ring_id } });
+  return { status: "committed", group: r.group, index: r.index, term: r.term, applied: r.applied, data: { data_type, ring_id }, ...(r.refusal ? { refusal: r.refusal } : {}) };
+}
+
 export const clusterRunners: Record<string, RunnerFn> = {
   "cluster.members": async (ctx: RunnerContext) => {
     if (!ctx.cluster) return NOT_CLUSTERED;
@@ -67,6 +72,25 @@ export const clusterRunners: Record<string, RunnerFn> = {
     const c = ctx.cluster;
     if (!c) return NOT_CLUSTERED;
     return clusterRoutes({ nodeId: c.nodeId, routing: await readCluster<RoutingSnapshot>(c, "routing"), reader: c.ring });
+  },
+
+  /**
+   * route_set(data_type, ring=None) / route_clear(data_type): Salt's names, but the proposal is made through
+   * the Raft worker and the runner returns once it committed (or fails with the coded reason: no leader within
+   * the request deadline, e.g. on a master cut off from the majority), instead of Salt's "fan-out initiated".
+   */
+  "cluster.route_set": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const data_type = String(argOf(arg, kwarg, 0, "data_type", ""));
+    const ring = argOf(arg, kwarg, 1, "ring", null);
+    return proposeRoute(c, data_type, ring === null || ring === "" || ring === "None" ? null : String(ring));
+  },
+
+  "cluster.route_clear": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    return proposeRoute(c, String(argOf(arg, kwarg, 0, "data_type", "")), null);
   },
 
   /** ring_info([ring]): the ring as the shared buffer holds it now ("cluster" unless a ring name is given). */

@@ -10,40 +10,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { TestMinion } from "../../src/minion/test-minion.js";
+import type { TestMinion } from "../../src/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, PUB_PORT, RET_PORT, skipReason, until } from "./harness.js";
+import { ClusterHarness, minionThrough, parseReturns, PUB_PORT, skipReason, until } from "./harness.js";
 
 const LB = "127.0.0.1";
 const HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
 const MINIONS = 9;
-
-/** `salt --out json` prints one document per minion. */
-export function parseReturns(stdout: string): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const doc of `\n${stdout.trim()}`.split(/\n(?=\{)/)) {
-    if (doc.trim() === "") continue;
-    Object.assign(out, JSON.parse(doc));
-  }
-  return out;
-}
-
-export function minionThrough(host: string, id: string, keys: Awaited<ReturnType<typeof testKeys>>[number], retPort = RET_PORT): TestMinion {
-  return new TestMinion({
-    id,
-    master: host,
-    retPort,
-    keys,
-    acceptanceWaitMs: 200,
-    randomReauthDelayMs: 0,
-    reconDefaultMs: 100,
-    reconMaxMs: 500,
-    authTimeoutMs: 5000,
-    requestTimeoutMs: 5000,
-    returnTimeoutMinMs: 2000,
-    returnTimeoutMaxMs: 3000,
-  });
-}
 
 test("3 masters behind HAProxy share every job: test.ping on master 1 reaches the minions of all three", { timeout: 180_000 }, async (t) => {
   const why = await skipReason(LB, HOSTS);

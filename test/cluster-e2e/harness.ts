@@ -15,6 +15,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
+import { TestMinion } from "../../src/minion/test-minion.js";
+import type { MinionKeys } from "../../src/minion/keys.js";
 
 export const CLI_DIR = new URL("../../src/cli/", import.meta.url);
 export const PUB_PORT = 4505;
@@ -210,7 +212,7 @@ export class ClusterHarness {
       pillar_roots: { base: [path.join(this.shared, "srv", "pillar")] },
       auto_accept: true,
       worker_threads: 1,
-      loop_interval: 1,
+      loop_interval: 60,
       brine_cluster_chaos_file: m.chaosFile,
       brine_cluster_unhealthy_after_ms: 1000,
       ...this.opts.extra,
@@ -362,4 +364,31 @@ export class ClusterHarness {
     }
     if (!keep) rmSync(this.root, { recursive: true, force: true });
   }
+}
+
+/** `salt --out json` prints one document per minion. */
+export function parseReturns(stdout: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const doc of `\n${stdout.trim()}`.split(/\n(?=\{)/)) {
+    if (doc.trim() === "") continue;
+    Object.assign(out, JSON.parse(doc));
+  }
+  return out;
+}
+
+export function minionThrough(host: string, id: string, keys: MinionKeys, retPort = RET_PORT): TestMinion {
+  return new TestMinion({
+    id,
+    master: host,
+    retPort,
+    keys,
+    acceptanceWaitMs: 200,
+    randomReauthDelayMs: 0,
+    reconDefaultMs: 100,
+    reconMaxMs: 500,
+    authTimeoutMs: 5000,
+    requestTimeoutMs: 5000,
+    returnTimeoutMinMs: 2000,
+    returnTimeoutMaxMs: 3000,
+  });
 }
