@@ -50,8 +50,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const masterPub = publicKey(mk.publicPem);
   const rows: BenchRow[] = [];
 
-  // --- auth path
-  const authN = opts.full ? 2000 : 400;
+  // --- auth path (BRINE_BENCH_PART=return skips to the return path, for profiling it alone)
+  const part = process.env.BRINE_BENCH_PART;
+  const authN = part === "return" ? 1 : opts.full ? 2000 : 400;
   const authFrames = Array.from({ length: authN }, () =>
     encodeWire({
       enc: "clear",

@@ -8,8 +8,16 @@ import { decodeWire, decodeWirePrefix, encodeWire, isMap, type DecodeLimits } fr
 
 export const TAG_END = "\n\n";
 
+let lastStampMs = -1;
+let lastStamp = "";
+/** `_stamp`: UTC ISO time without zone, microsecond digits (cached per millisecond: hot on returns). */
 export function stamp(d = new Date()): string {
-  return d.toISOString().replace("Z", "").padEnd(26, "0");
+  const ms = d.getTime();
+  if (ms !== lastStampMs) {
+    lastStampMs = ms;
+    lastStamp = d.toISOString().replace("Z", "").padEnd(26, "0");
+  }
+  return lastStamp;
 }
 
 export function packEvent(tag: string, data: unknown, now = new Date()): Buffer {

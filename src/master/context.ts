@@ -57,7 +57,7 @@ export class MasterContext {
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
   /** minion id → tok bytes already verified against its current key (X9.31 is deterministic) */
-  readonly verifiedToks = new Map<string, { tok: string; pem: string }>();
+  readonly verifiedToks = new Map<string, { tok: Buffer; pem: string }>();
   private aesCache: { gen: number; c: Crypticle } | undefined;
   private rootKeyCache: { mtimeMs: number; key: string } | undefined;
 

@@ -43,15 +43,14 @@ function checkTok(ctx: MasterContext, id: string, tok: WireValue | undefined): b
     log.warning(`Salt minion claiming to be ${id} attempted to communicate with master, but key could not be read and verification was denied.`);
     return false;
   }
-  const hex = tokBytes.toString("hex");
   const seen = ctx.verifiedToks.get(id);
-  if (seen && seen.tok === hex && seen.pem === pem) return true;
+  if (seen && seen.pem === pem && seen.tok.equals(tokBytes)) return true;
   const key = ctx.minionPublicKey(id);
   if (!key || !x931Verify(key, tokBytes, SALT)) {
     log.error(`Minion token did not validate: ${id}`);
     return false;
   }
-  ctx.verifiedToks.set(id, { tok: hex, pem });
+  ctx.verifiedToks.set(id, { tok: Buffer.from(tokBytes), pem });
   return true;
 }
 
@@ -147,10 +146,11 @@ async function handle(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<u
   }
 
   // AES requests
+  // nonce and tok stay in the load object (deleting keys would turn it into a slow dictionary-mode
+  // object on the hot path); handlers that pass the load on drop them when they copy it.
   let nonce: string | undefined;
   if (version > 1) {
     const n = load.nonce;
-    delete load.nonce;
     if (n !== undefined && (typeof n !== "string" || !/^[0-9a-f]{32}$/.test(n))) {
       log.warning(`Request from ${id} with a malformed nonce`);
       return BAD_LOAD;
@@ -175,13 +175,9 @@ async function handle(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<u
       log.warning(`Request contains invalid minion id '${short(id)}'`);
       return BAD_LOAD;
     }
-    const tok = load.tok;
-    delete load.tok;
-    if (!checkTok(ctx, id, tok)) return BAD_LOAD;
+    if (!checkTok(ctx, id, load.tok)) return BAD_LOAD;
   } else {
-    const tok = load.tok;
-    delete load.tok;
-    if (tok !== undefined && id !== "" && !checkTok(ctx, id, tok)) return BAD_LOAD;
+    if (load.tok !== undefined && id !== "" && !checkTok(ctx, id, load.tok)) return BAD_LOAD;
   }
 
   const cmd = load.cmd;
