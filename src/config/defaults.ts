@@ -97,6 +97,8 @@ export interface MasterConfig {
   decrypt_pillar: unknown[];
   /** brine: requests waiting per lane before "retry later" replies */
   brine_queue_len_max: number;
+  /** brine: a sign-in that waited longer than this (ms) is answered retry-later unworked (0: never) */
+  brine_auth_stale_ms: number;
   /** brine: LMDB map size in bytes */
   brine_lmdb_map_bytes: number;
   [key: string]: unknown;
@@ -193,6 +195,8 @@ export function masterDefaults(): MasterConfig {
     ext_pillar: [],
     decrypt_pillar: [],
     brine_queue_len_max: 10000,
+    // a minion's auth_timeout is 5 s: past that it has given up on the request and sent another
+    brine_auth_stale_ms: 4500,
     brine_lmdb_map_bytes: 8 * 1024 * 1024 * 1024,
   };
 }

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { classify, QUEUE_FULL_REPLY } from "../../src/workers/req-handler/pool.js";
+import { classify, QUEUE_FULL_REPLY, STALE_REPLY } from "../../src/workers/req-handler/pool.js";
 import { decodeWire, encodeWire, isMap } from "../../src/protocol/msgpack.js";
 import { RawClient } from "../../src/minion/raw-client.js";
 import { startTestMaster } from "../helpers/master.js";
@@ -42,6 +42,28 @@ test("a full request lane answers 'retry later' at once, and sign-ins are still 
     const inner = decodeWire(a.load as Buffer);
     assert.ok(isMap(inner) && inner.enc === "pub", "accepted");
     auth.close();
+  } finally {
+    for (const c of clients) c.close();
+    await tm.stop();
+  }
+});
+
+test("sign-ins that waited past brine_auth_stale_ms are answered retry-later without RSA work", async () => {
+  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_auth_stale_ms: 1 });
+  const keys = await testKeys(2);
+  const clients = Array.from({ length: 40 }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
+  try {
+    const replies = await Promise.all(
+      clients.map((c, i) => c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `stale-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }))),
+    );
+    const stale = replies.filter((r) => r.equals(STALE_REPLY)).length;
+    const signed = replies.filter((r) => {
+      const v = decodeWire(r);
+      return isMap(v) && Buffer.isBuffer(v.sig);
+    }).length;
+    assert.equal(stale + signed, 40, "each sign-in got one reply: signed, or retry-later");
+    assert.ok(stale > 0, "a 1 ms budget leaves some sign-ins stale under a burst of 40");
+    assert.deepEqual(decodeWire(STALE_REPLY), { error: "request waited too long in the queue, retry later" });
   } finally {
     for (const c of clients) c.close();
     await tm.stop();

@@ -33,6 +33,7 @@ export function classify(frame: Buffer): Lane {
 export interface Pending<T> {
   frame: Buffer;
   tag: T;
+  arrival: number;
 }
 
 export interface LaneOutput<T> {
@@ -42,10 +43,7 @@ export interface LaneOutput<T> {
 
 export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[]) => void;
 
-/** The reply when a lane is full; a minion treats it like "bad load" (it re-sends later). */
-export const QUEUE_FULL_REPLY = encodeWire({ error: "request queue is full, retry later" });
-/** The reply to every request still waiting when the master stops. */
-export const SHUTDOWN_REPLY = encodeWire({ error: "master is shutting down" });
+export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "./replies.js";
 
 class LaneQueue<T> {
   private buf: Pending<T>[] = [];
@@ -56,6 +54,7 @@ class LaneQueue<T> {
     readonly name: Lane,
     readonly pool: Piscina,
     private readonly queueLenMax: number,
+    private readonly staleMs: number,
     private readonly sink: BatchSink<T>,
   ) {}
 
@@ -80,7 +79,7 @@ class LaneQueue<T> {
       const batch = this.buf.splice(0, batchFramesMax);
       this.inFlight += batch.length;
       this.pool
-        .run({ kind: "batch", frames: batch.map((p) => p.frame) })
+        .run({ kind: "batch", frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs })
         .then((r: BatchResult) => {
           this.sink(
             batch.map((p, i) => ({ tag: p.tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) })),
@@ -119,12 +118,13 @@ export class RequestLanes<T> {
         atomics: "disabled",
       });
     const max = Number(cfg.brine_queue_len_max);
-    this.lanes = { auth: new LaneQueue("auth", mk("auth"), max, sink), req: new LaneQueue("req", mk("req"), max, sink) };
+    const authStale = Number(cfg.brine_auth_stale_ms);
+    this.lanes = { auth: new LaneQueue("auth", mk("auth"), max, authStale, sink), req: new LaneQueue("req", mk("req"), max, 0, sink) };
   }
 
   /** False when the lane is full; the caller replies QUEUE_FULL_REPLY at once. */
   submit(frame: Buffer, tag: T): boolean {
-    return this.lanes[classify(frame)].push({ frame, tag });
+    return this.lanes[classify(frame)].push({ frame, tag, arrival: Date.now() });
   }
 
   waiting(): number {

@@ -6,6 +6,14 @@ export type Lane = "auth" | "req";
 export interface BatchTask {
   kind: "batch";
   frames: Uint8Array[];
+  /** when each frame reached the main thread (ms since the epoch) */
+  arrivals: number[];
+  /**
+   * A frame that waited longer than this is answered "retry later" without being worked on (0: never).
+   * Used on the auth lane: a minion gives up on a sign-in after auth_timeout (5 s) and sends a new
+   * one, so the RSA work for a stale one would be wasted exactly when the master is busiest.
+   */
+  staleMs: number;
 }
 
 /** Background maintenance that needs the store (job cache cleanup). */

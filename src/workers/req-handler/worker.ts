@@ -6,7 +6,8 @@
  */
 import { workerData } from "piscina";
 import type { MasterConfig } from "../../config/defaults.js";
-import { configureLogging } from "../../log.js";
+import { configureLogging, getLogger } from "../../log.js";
+import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type SharedBuffers } from "../../master/context.js";
 import { handleRequest } from "../../master/request.js";
 import { installSubsystems } from "../../master/subsystems.js";
@@ -19,6 +20,7 @@ interface WorkerInit {
 }
 
 const init = workerData as WorkerInit;
+const log = getLogger("brine.worker");
 configureLogging(init.log);
 const ctx = new MasterContext(init.cfg, init.shared);
 await installSubsystems(ctx);
@@ -33,8 +35,17 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     return { removed };
   }
   const fx = newEffects();
+  const now = Date.now();
+  let stale = 0;
   const replies = await Promise.all(
-    task.frames.map((f) => handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx)),
+    task.frames.map((f, i) => {
+      if (task.staleMs > 0 && now - task.arrivals[i]! > task.staleMs) {
+        stale++;
+        return STALE_REPLY;
+      }
+      return handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx);
+    }),
   );
+  if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
   return { replies, events: fx.events, publishes: fx.publishes };
 }
