@@ -1,5 +1,6 @@
 /**
- * A real master cluster for tests and the demo: N brine masters as their own processes (salt-master CLI, so a
+ * A local master cluster for the tests (test/cluster-e2e), the demo (`npm run cluster:demo`) and the bench
+ * (bench/cluster.ts): N brine masters as their own processes (salt-master CLI, so a
  * test can SIGKILL one), each on its own loopback address with the standard ports 4505/4506 (the publish port a
  * master announces is then the balancer's too) and the peer channel on 4520, a shared `cluster_pki_dir` and
  * `cachedir` (Salt's shared-filesystem topology), and a real HAProxy in front (tcp mode, roundrobin, the
@@ -15,10 +16,10 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { TestMinion } from "../../src/minion/test-minion.js";
-import type { MinionKeys } from "../../src/minion/keys.js";
+import { TestMinion } from "../minion/test-minion.js";
+import type { MinionKeys } from "../minion/keys.js";
 
-export const CLI_DIR = new URL("../../src/cli/", import.meta.url);
+export const CLI_DIR = new URL("../cli/", import.meta.url);
 export const PUB_PORT = 4505;
 export const RET_PORT = 4506;
 export const POOL_PORT = 4520;
