@@ -11,49 +11,18 @@ import os from "node:os";
 import path from "node:path";
 import { isBrineError } from "../../src/errors.js";
 import { keyPool, type MinionKeys } from "../../src/minion/keys.js";
-import { TestMinion, type TestMinionOptions } from "../../src/minion/test-minion.js";
+import type { TestMinion } from "../../src/minion/test-minion.js";
 import { PublishClient } from "../../src/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
+import { TEST_KEY_DIR, fastMinion, waitForEvent } from "../helpers/minions.js";
 
-const KEY_DIR = path.join(os.tmpdir(), "brine-test-minion-keys");
-
-/** Resolve with the first event `name` whose payload satisfies `pred`, or reject after `ms`. */
-function waitFor<T>(m: TestMinion, name: "return" | "auth" | "reauth" | "badLoad", pred: (x: any) => boolean, ms = 15_000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      m.off(name, on);
-      reject(new Error(`${m.id}: no ${name} within ${ms} ms`));
-    }, ms);
-    const on = (x: any) => {
-      if (!pred(x)) return;
-      clearTimeout(t);
-      m.off(name, on);
-      resolve(x);
-    };
-    m.on(name, on);
-  });
-}
+const KEY_DIR = TEST_KEY_DIR;
 
 describe("test minion ⇄ brine master", () => {
   let keys: MinionKeys[] = [];
   before(async () => {
     keys = (await keyPool(6, { dir: KEY_DIR })).keys;
   });
-
-  const fast = (tm: TestMaster, id: string, k: MinionKeys, extra: Partial<TestMinionOptions> = {}): TestMinion =>
-    new TestMinion({
-      id,
-      master: "127.0.0.1",
-      retPort: tm.retPort,
-      keys: k,
-      acceptanceWaitMs: 100,
-      randomReauthDelayMs: 0,
-      reconDefaultMs: 50,
-      reconMaxMs: 100,
-      authTimeoutMs: 3000,
-      requestTimeoutMs: 5000,
-      ...extra,
-    });
 
   describe("auto_accept master", () => {
     let tm: TestMaster;
@@ -70,26 +39,26 @@ describe("test minion ⇄ brine master", () => {
     });
 
     test("v3 and v2 minions start and answer test.ping / test.echo / saltutil.find_job", async () => {
-      const v3 = fast(tm, "e2e-v3", keys[0]!, { protocol: "v3" });
-      const v2 = fast(tm, "e2e-v2", keys[1]!, { protocol: "v2", sourceIp: "127.0.0.2" });
+      const v3 = fastMinion(tm, "e2e-v3", keys[0]!, { protocol: "v3" });
+      const v2 = fastMinion(tm, "e2e-v2", keys[1]!, { protocol: "v2", sourceIp: "127.0.0.2" });
       minions.push(v3, v2);
       await Promise.all([v3.start(), v2.start()]);
       assert.ok(v3.creds?.session, "v3 got a session key");
       assert.ok(existsSync(path.join(tm.pkiDir, "minions", "e2e-v3")));
 
-      const pings = [waitFor(v3, "return", (r) => r.fun === "test.ping"), waitFor(v2, "return", (r) => r.fun === "test.ping")];
+      const pings = [waitForEvent(v3, "return", (r) => r.fun === "test.ping"), waitForEvent(v2, "return", (r) => r.fun === "test.ping")];
       const pub = await pc.publish({ tgt: "e2e-*", fun: "test.ping" });
       assert.deepEqual(pub.minions.sort(), ["e2e-v2", "e2e-v3"]);
       const rets = await Promise.all(pings);
       for (const r of rets as any[]) assert.equal(r.jid, pub.jid);
 
-      const echo = waitFor<any>(v2, "return", (r) => r.fun === "test.echo");
+      const echo = waitForEvent(v2, "return", (r) => r.fun === "test.echo");
       await pc.publish({ tgt: ["e2e-v2"], tgt_type: "list", fun: "test.echo", arg: ["hi"] });
       assert.equal((await echo).ret, "hi");
 
-      const slept = waitFor<any>(v3, "return", (r) => r.fun === "test.sleep");
+      const slept = waitForEvent(v3, "return", (r) => r.fun === "test.sleep");
       const sleepJob = await pc.publish({ tgt: "e2e-v3", fun: "test.sleep", arg: ["1"] });
-      const found = waitFor<any>(v3, "return", (r) => r.fun === "saltutil.find_job");
+      const found = waitForEvent(v3, "return", (r) => r.fun === "saltutil.find_job");
       await pc.publish({ tgt: ["e2e-v3"], tgt_type: "list", fun: "saltutil.find_job", arg: [sleepJob.jid] });
       const rec = (await found).ret;
       assert.equal(rec.jid, sleepJob.jid);
@@ -99,10 +68,10 @@ describe("test minion ⇄ brine master", () => {
     });
 
     test("grain and compound targets are matched by the minion itself", async () => {
-      const m = fast(tm, "e2e-grain", keys[2]!, { grains: { id: "e2e-grain", os: "Debian", roles: ["db"] } });
+      const m = fastMinion(tm, "e2e-grain", keys[2]!, { grains: { id: "e2e-grain", os: "Debian", roles: ["db"] } });
       minions.push(m);
       await m.start();
-      const got = waitFor<any>(m, "return", (r) => r.fun === "test.arg");
+      const got = waitForEvent(m, "return", (r) => r.fun === "test.arg");
       await pc.publish({ tgt: "G@roles:db and e2e-g*", tgt_type: "compound", fun: "test.arg", arg: ["a", "k=1"] });
       assert.deepEqual((await got).ret, { args: ["a"], kwargs: { k: 1 } });
     });
@@ -110,7 +79,7 @@ describe("test minion ⇄ brine master", () => {
 
   test("pending key: start() rejects MINION_AUTH_PENDING, then succeeds once the key is accepted", async () => {
     const tm = await startTestMaster({ auto_accept: false });
-    const m = fast(tm, "e2e-pend", keys[3]!, { authDeadlineMs: 400 });
+    const m = fastMinion(tm, "e2e-pend", keys[3]!, { authDeadlineMs: 400 });
     try {
       const seen: string[] = [];
       m.on("auth", (a) => seen.push(a.result));
@@ -133,7 +102,7 @@ describe("test minion ⇄ brine master", () => {
     const tm = await startTestMaster({ auto_accept: true });
     mkdirSync(path.join(tm.pkiDir, "minions_rejected"), { recursive: true });
     writeFileSync(path.join(tm.pkiDir, "minions_rejected", "e2e-rej"), keys[2]!.pub);
-    const m = fast(tm, "e2e-rej", keys[2]!);
+    const m = fastMinion(tm, "e2e-rej", keys[2]!);
     try {
       await assert.rejects(m.start(), (e: unknown) => isBrineError(e, "MINION_AUTH_REJECTED"));
       assert.equal(m.running, false);
@@ -146,7 +115,7 @@ describe("test minion ⇄ brine master", () => {
   async function publishUntil(tm: TestMaster, m: TestMinion, fun: string): Promise<any> {
     const pc = new PublishClient({ host: "127.0.0.1", port: tm.retPort, key: tm.rootKey });
     try {
-      const ret = waitFor<any>(m, "return", (r) => r.fun === fun, 20_000);
+      const ret = waitForEvent(m, "return", (r) => r.fun === fun, 20_000);
       // the SUB socket reconnects by itself after a restart; publish until this minion has seen one
       for (let i = 0; i < 60; i++) {
         await pc.publish({ tgt: m.id, fun });
@@ -161,7 +130,7 @@ describe("test minion ⇄ brine master", () => {
 
   test("master restart (new AES key): a publish that does not decrypt → re-auth → the same publish answered", async () => {
     let tm = await startTestMaster({ auto_accept: true });
-    const m = fast(tm, "e2e-rot", keys[5]!);
+    const m = fastMinion(tm, "e2e-rot", keys[5]!);
     try {
       await m.start();
       const aesBefore = m.creds!.aes;
@@ -181,13 +150,13 @@ describe("test minion ⇄ brine master", () => {
 
   test('key deleted while the master was down: a request gets "bad load" → re-auth → resend succeeds', async () => {
     let tm = await startTestMaster({ auto_accept: true });
-    const m = fast(tm, "e2e-del", keys[4]!);
+    const m = fastMinion(tm, "e2e-del", keys[4]!);
     try {
       await m.start();
       await tm.stop(true);
       rmSync(path.join(tm.pkiDir, "minions", "e2e-del")); // salt-key -d while the master is down
       tm = await startTestMaster({ auto_accept: true, ret_port: tm.retPort, publish_port: tm.publishPort }, tm.root);
-      const bad = waitFor(m, "badLoad", () => true);
+      const bad = waitForEvent(m, "badLoad", () => true);
       await m.fireEvent("e2e/custom", { x: 1 }); // resolves only if the resend after re-auth got a good reply
       await bad;
       assert.equal(m.stats.badLoads, 1);
