@@ -280,7 +280,12 @@ export class ClusterService {
     } catch {
       ids = [];
     }
-    const next = new Set(ids);
+    this.isolate(ids);
+  }
+
+  /** Fault injection: drop all cluster traffic to and from these peers (an empty list heals). */
+  isolate(ids: string[]): void {
+    const next = new Set(ids.filter((x) => x !== this.nodeId));
     const same = next.size === this.view.cut.size && [...next].every((x) => this.view.cut.has(x));
     if (same) return;
     log.warning(next.size ? `fault injection: cut off from ${[...next].join(", ")}` : "fault injection: partition healed");
