@@ -80,20 +80,24 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
     const v = ctx.keys.read(s, id);
     return v === undefined ? undefined : cleanKey(v);
   };
-  const pendingIsDir = ctx.keys.isDirectory("pending", id);
   const accepted = readClean("accepted");
+  const rejectedExists = ctx.keys.exists("rejected", id);
+  // The pending key and the autosign/autoreject checks only matter for a key that is neither accepted
+  // nor rejected (rows 7-13): a returning minion's sign-in skips those file checks entirely.
+  const undecided = accepted === undefined && !rejectedExists && !cfg.open_mode;
+  const pendingIsDir = undecided && ctx.keys.isDirectory("pending", id);
   const grains = isMap(load.autosign_grains) ? (load.autosign_grains as Record<string, unknown>) : undefined;
   const outcome = decideAuth({
     idValid: true,
     pub,
     openMode: cfg.open_mode,
     full: cfg.max_minions > 0 && accepted === undefined && ctx.acceptedIds().length >= cfg.max_minions,
-    rejectedExists: ctx.keys.exists("rejected", id),
+    rejectedExists,
     accepted,
-    pending: pendingIsDir ? undefined : readClean("pending"),
+    pending: undecided && !pendingIsDir ? readClean("pending") : undefined,
     pendingIsDir,
-    autoreject: checkAutoreject(cfg, id),
-    autosign: checkAutosign(cfg, ctx.keys, id, grains, ctx.now()),
+    autoreject: undecided && checkAutoreject(cfg, id),
+    autosign: undecided && checkAutosign(cfg, ctx.keys, id, grains, ctx.now()),
   });
 
   if (outcome.kind === "invalid") return refuse(false);
