@@ -24,6 +24,8 @@ import { BrineError } from "../errors.js";
 import { getLogger, type Logger } from "../log.js";
 import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
 import { FileKeyring, checkSelfEntry, isKeyFileId, loadSelfIdentity, publishSelfKey, type PeerIdentity } from "./peer/keys.js";
+import type { PeerLimits } from "./peer/limits.js";
+import type { PeerTransportOptions } from "./peer/peer-transport.js";
 import { isWildcardAddress, validateNodeId } from "./state-machines/names.js";
 
 /** Salt's default `cluster_pool_port`. */
@@ -206,4 +208,20 @@ export function loadClusterKeys(s: ClusterSettings, opts: LoadKeysOptions = {}):
     throw new BrineError("CLUSTER_KEY", `cluster_peers lists ${s.peers.length} master(s) but ${s.peerKeyDir} holds no peer key: copy each master's master.pub there as <id>.pub`);
   }
   return { self, keyring };
+}
+
+/**
+ * The PeerTransport options for a validated configuration and its keys: the one call the master's cluster
+ * start-up makes between loadClusterKeys and `new PeerTransport(...)`.
+ */
+export function peerTransportOptions(s: ClusterSettings, keys: ClusterKeys, limits?: Partial<PeerLimits>, log?: Logger): PeerTransportOptions {
+  return {
+    clusterId: s.clusterId,
+    selfId: s.nodeId,
+    listen: s.listen,
+    peers: s.peers.map((p) => ({ ...p })),
+    keys,
+    ...(limits ? { limits } : {}),
+    ...(log ? { log } : {}),
+  };
 }

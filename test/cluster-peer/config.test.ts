@@ -9,7 +9,8 @@ import { generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadClusterKeys, parseClusterConfig, parsePeerEntry, type ClusterConfigInput } from "../../src/cluster/config.js";
+import { loadClusterKeys, parseClusterConfig, parsePeerEntry, peerTransportOptions, type ClusterConfigInput } from "../../src/cluster/config.js";
+import { PeerTransport } from "../../src/cluster/peer/peer-transport.js";
 import { FileKeyring } from "../../src/cluster/peer/keys.js";
 import { LogCapture, keyPair } from "./helpers.js";
 
@@ -128,12 +129,17 @@ function keyRefusal(fn: () => unknown, code: string, msg: RegExp): void {
   });
 }
 
-test("keys load: this master's identity from master.pem and every peers/<id>.pub", () => {
+test("keys load: this master's identity from master.pem and every peers/<id>.pub, ready for the transport", async () => {
   const d = dirs();
-  const k = loadClusterKeys(settings(d));
+  const s = settings(d, { interface: "127.0.0.1", cluster_pool_port: 45000 });
+  const k = loadClusterKeys(s);
   assert.equal(k.self.id, "m1");
   assert.deepEqual(k.keyring.peerIds(), ["m2"]);
   assert.ok(k.keyring.get("m2"));
+  const t = new PeerTransport(peerTransportOptions(s, k, { reconnectMinMs: 50 }, new LogCapture()));
+  assert.equal(t.selfId, "m1");
+  assert.deepEqual(t.status().map((p) => p.address), ["127.0.0.2:45000"]);
+  await t.close();
 });
 
 test("a missing, unreadable or unparsable master.pem is refused with CLUSTER_KEY naming the file", () => {

@@ -7,8 +7,7 @@ import assert from "node:assert/strict";
 import * as zmq from "zeromq";
 import type { RefusedInfo } from "../../src/cluster/peer/peer-transport.js";
 import { FRAME } from "../../src/cluster/peer/framing.js";
-import { bytes, identity, nextEvent, startNode, waitFor, type NodeSpec, type TestNode } from "./helpers.js";
-import { freePort } from "../helpers/master.js";
+import { bytes, identity, nextEvent, startNode, waitFor, type NodeSpec, type TestNode, freePort } from "./helpers.js";
 
 /** m1 listening, knowing only m2; `handled` collects whatever reaches its handler. */
 async function target(): Promise<{ m1: TestNode; handled: string[] }> {

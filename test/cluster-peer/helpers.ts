@@ -9,9 +9,27 @@ import { StaticKeyring, type PeerIdentity } from "../../src/cluster/peer/keys.js
 import type { PeerLimits } from "../../src/cluster/peer/limits.js";
 import { PeerTransport, type PeerEndpoint } from "../../src/cluster/peer/peer-transport.js";
 import type { Logger } from "../../src/log.js";
-import { freePort } from "../helpers/master.js";
+import { once } from "node:events";
+import net from "node:net";
+import { after } from "node:test";
 
 export const CLUSTER = "brine-test";
+
+/** A loopback port nobody listens on right now (the kernel picks it; the probe is closed before returning). */
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  const probe = net.createServer();
+  probe.listen({ host, port: 0 });
+  await once(probe, "listening");
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((done) => probe.close(() => done()));
+  return port;
+}
+
+/** Every transport a test started; closed after the file's tests even if a test failed half-way. */
+const live = new Set<PeerTransport>();
+after(async () => {
+  for (const t of live) await t.close();
+});
 
 /** Fast reconnects and short waits, still generous for a machine under load. */
 export const FAST_LIMITS: Partial<PeerLimits> = {
@@ -106,6 +124,7 @@ export async function startNode(spec: NodeSpec): Promise<TestNode> {
     log,
   });
   await t.start();
+  live.add(t);
   return { t, log, host, port };
 }
 

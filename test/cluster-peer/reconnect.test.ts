@@ -5,8 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { bytes, nextEvent, startNode, text, waitFor, waitUp, type TestNode } from "./helpers.js";
-import { freePort } from "../helpers/master.js";
+import { bytes, nextEvent, startNode, text, waitFor, waitUp, type TestNode, freePort } from "./helpers.js";
 
 test("after a peer restarts: peerDown, messages queued while it is away, peerUp with a new session, delivery and requests both ways", async () => {
   const [p1, p2] = [await freePort(), await freePort()];
@@ -63,5 +62,35 @@ test("a peer that is not there yet is dialled with backoff until it appears", as
     }
   } finally {
     await m1.t.close();
+  }
+});
+
+test("a session that reaches sessionMessagesMax is replaced by a new handshake without losing queued messages", async () => {
+  const p2 = await freePort();
+  const m2 = await startNode({ id: "m2", port: p2, peers: [], knows: ["m1"] });
+  const m1 = await startNode({ id: "m1", peers: [{ id: "m2", host: "127.0.0.1", port: p2 }], limits: { sessionMessagesMax: 4 } });
+  try {
+    const sessions = new Set<string>();
+    m1.t.events.on("peerUp", (_id: string, info: { sessionId: string }) => sessions.add(info.sessionId));
+    const got: string[] = [];
+    m2.t.on("raft/cluster", (m) => {
+      got.push(text(m.payload));
+    });
+    await waitUp(m1.t, ["m2"]);
+    sessions.add(m1.t.status()[0]!.sessionId!);
+    const frames0 = m1.t.counters.framesOut;
+    for (let i = 0; i < 12; i++) {
+      m1.t.send("m2", "raft/cluster", bytes(String(i)));
+      await new Promise((r) => setTimeout(r, 5)); // one frame each
+    }
+    await waitFor(() => got.length === 12, "12 messages across re-keys");
+    assert.deepEqual(got, Array.from({ length: 12 }, (_, i) => String(i)));
+    // seq 0 of each session is the handshake's AUTH, so a session carries 3 data frames
+    const frames = m1.t.counters.framesOut - frames0;
+    assert.ok(frames >= 4, `the sends went out in ${frames} frames`);
+    assert.ok(sessions.size >= Math.ceil(frames / 3), `${sessions.size} sessions for ${frames} frames at 3 data frames per session`);
+  } finally {
+    await m1.t.close();
+    await m2.t.close();
   }
 });

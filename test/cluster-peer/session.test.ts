@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Encoder } from "cbor-x";
-import { BODY, FRAME, decodeBody, encodeBody } from "../../src/cluster/peer/framing.js";
+import { BODY, FRAME, decodeBodies, decodeBody, encodeBody, joinBodies } from "../../src/cluster/peer/framing.js";
 import { Session } from "../../src/cluster/peer/session.js";
 import { sodium } from "../../src/cluster/peer/sodium.js";
 import { bytes, text } from "./helpers.js";
@@ -125,4 +125,17 @@ test("message bodies round-trip, and malformed bodies are refused with CLUSTER_P
   ];
   for (const b of bad) assert.throws(() => decodeBody(cbor.encode(b) as Uint8Array, 64), { code: "CLUSTER_PEER_FRAME" }, JSON.stringify(b));
   assert.throws(() => decodeBody(new Uint8Array([0x9f]), 64), { code: "CLUSTER_PEER_FRAME" });
+});
+
+test("a DATA plaintext carries a sequence of bodies; one malformed body refuses the whole frame", () => {
+  const a = encodeBody({ kind: BODY.MSG, channel: "raft/cluster", payload: bytes("a") });
+  const b = encodeBody({ kind: BODY.RES, id: 3, payload: bytes("b") });
+  const both = decodeBodies(joinBodies([a, b], a.length + b.length), 64);
+  assert.deepEqual(
+    both.map((x) => x.kind),
+    [BODY.MSG, BODY.RES],
+  );
+  const bad = cbor.encode([0, "bad channel", bytes("x")]) as Uint8Array;
+  assert.throws(() => decodeBodies(joinBodies([a, bad], a.length + bad.length), 64), { code: "CLUSTER_PEER_FRAME" });
+  assert.throws(() => decodeBodies(new Uint8Array(0), 64), { code: "CLUSTER_PEER_FRAME" });
 });

@@ -7,8 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Encoder } from "cbor-x";
-import { startNode, waitUp, type TestNode } from "./helpers.js";
-import { freePort } from "../helpers/master.js";
+import { startNode, waitUp, type TestNode, freePort } from "./helpers.js";
 
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 const APPENDS = 300;

@@ -5,7 +5,9 @@
  *   sealed frames  (AUTH, CONFIRM, DATA):           [type u8][seq u64 BE][XChaCha20-Poly1305 ciphertext + 16-byte tag]
  *
  * The 9-byte header of a sealed frame is the AEAD's associated data, so neither the type nor the counter can
- * be changed without the tag failing. The plaintext of a DATA frame is one CBOR array, the message body:
+ * be changed without the tag failing. The plaintext of a DATA frame is a CBOR sequence (RFC 8742) of one or
+ * more message bodies, each a CBOR array; the writer coalesces what is already queued into one frame
+ * (up to batchBytesMax), so a busy peer pays one seal, one socket write and one wake-up per batch:
  *
  *   [0, channel, payload]            one-way message
  *   [1, channel, id, payload]        request (id: the sender's correlation number)
@@ -197,6 +199,37 @@ function payloadOf(v: unknown): Uint8Array {
   return Buffer.isBuffer(v) ? new Uint8Array(v.buffer, v.byteOffset, v.length) : v;
 }
 
+/** Concatenates byte strings (a single one is returned as is). `totalBytes`: their summed length, if known. */
+export function concatBytes(parts: Uint8Array[], totalBytes?: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(totalBytes ?? parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** One DATA plaintext (a CBOR sequence) from encoded bodies. */
+export const joinBodies: (bodies: Uint8Array[], totalBytes: number) => Uint8Array = concatBytes;
+
+/**
+ * Every body of a DATA plaintext, all validated before any is returned: a frame with one malformed body
+ * is refused whole, so a receiver never acts on half a batch.
+ */
+export function decodeBodies(plain: Uint8Array, channelBytesMax: number): Body[] {
+  let items: unknown[];
+  try {
+    items = (codec.decodeMultiple(plain) as unknown[] | undefined) ?? [];
+  } catch (e) {
+    throw frameError(`body is not CBOR (${(e as Error).message})`);
+  }
+  if (items.length === 0) throw frameError("DATA frame without a body");
+  return items.map((v) => checkBody(v, channelBytesMax));
+}
+
+/** One body on its own (tests, and plaintexts known to hold a single body). */
 export function decodeBody(plain: Uint8Array, channelBytesMax: number): Body {
   let v: unknown;
   try {
@@ -204,6 +237,10 @@ export function decodeBody(plain: Uint8Array, channelBytesMax: number): Body {
   } catch (e) {
     throw frameError(`body is not CBOR (${(e as Error).message})`);
   }
+  return checkBody(v, channelBytesMax);
+}
+
+function checkBody(v: unknown, channelBytesMax: number): Body {
   if (!Array.isArray(v)) throw frameError("body is not an array");
   const kind = v[0];
   const channel = (x: unknown): string => {

@@ -30,7 +30,7 @@
 import type { KeyObject } from "node:crypto";
 import { BrineError, type ErrCode } from "../../errors.js";
 import { validateNodeId } from "../state-machines/names.js";
-import { FRAME, PROTOCOL_VERSION, decodeHello, decodeProof, encodeClear, encodeProof, type HelloFields } from "./framing.js";
+import { FRAME, PROTOCOL_VERSION, concatBytes, decodeHello, decodeProof, encodeClear, encodeProof, type HelloFields } from "./framing.js";
 import { signWith, verifyWith, type PeerIdentity, type PeerKeyring } from "./keys.js";
 import type { PeerLimits } from "./limits.js";
 import { Session } from "./session.js";
@@ -76,17 +76,7 @@ export interface HandshakeContext {
   limits: Pick<PeerLimits, "handshakeFrameBytesMax" | "sessionMessagesMax">;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+const concat = (...parts: Uint8Array[]): Uint8Array => concatBytes(parts);
 
 function u32(n: number): Uint8Array {
   const b = new Uint8Array(4);

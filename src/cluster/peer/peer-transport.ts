@@ -24,7 +24,7 @@ import { BrineError, isBrineError, type ErrCode } from "../../errors.js";
 import { getLogger, type Logger } from "../../log.js";
 import { CoarseTimer, type TimerHandle } from "../../minion/clock.js";
 import { tcpAddress } from "../../minion/transport.js";
-import { BODY, FRAME, SEALED_HEADER_BYTES, AEAD_TAG_BYTES, decodeBody, decodeRefuse, encodeBody, encodeClear, validateChannel, type Body } from "./framing.js";
+import { BODY, FRAME, SEALED_HEADER_BYTES, AEAD_TAG_BYTES, decodeBodies, decodeRefuse, encodeBody, encodeClear, joinBodies, validateChannel, type Body } from "./framing.js";
 import { HandshakeError, InitiatorHandshake, ResponderHandshake, type HandshakeContext, type RefuseReason } from "./handshake.js";
 import type { PeerIdentity, PeerKeyring } from "./keys.js";
 import { resolvePeerLimits, type PeerLimits } from "./limits.js";
@@ -114,6 +114,9 @@ export interface PeerCounters {
   unauthenticatedFrames: number;
   repliesDropped: number;
   messagesWithoutHandler: number;
+  /** DATA frames written and the bodies they carried (bodies / frames = the batching factor) */
+  framesOut: number;
+  bodiesOut: number;
 }
 
 type LinkState = "idle" | "connecting" | "up" | "closed";
@@ -135,22 +138,24 @@ interface Pending {
   sentGen: number | undefined;
 }
 
-/** A FIFO of OutItems with O(1) push/shift and byte accounting. */
-class OutQueue {
-  private items: (OutItem | undefined)[] = [];
+/** A FIFO with O(1) push and shift (Array.shift is O(n) on long arrays). */
+class Fifo<T> {
+  private items: (T | undefined)[] = [];
   private head = 0;
-  bytes = 0;
 
   get length(): number {
     return this.items.length - this.head;
   }
 
-  push(it: OutItem): void {
-    this.items.push(it);
-    this.bytes += it.body.length;
+  peek(): T | undefined {
+    return this.items[this.head];
   }
 
-  shift(): OutItem | undefined {
+  push(it: T): void {
+    this.items.push(it);
+  }
+
+  shift(): T | undefined {
     if (this.head >= this.items.length) return undefined;
     const it = this.items[this.head];
     this.items[this.head++] = undefined;
@@ -158,18 +163,47 @@ class OutQueue {
       this.items = this.items.slice(this.head);
       this.head = 0;
     }
+    return it;
+  }
+
+  clear(): void {
+    this.items = [];
+    this.head = 0;
+  }
+}
+
+/** The per-peer queue: a Fifo of OutItems with byte accounting. */
+class OutQueue {
+  private readonly fifo = new Fifo<OutItem>();
+  bytes = 0;
+
+  get length(): number {
+    return this.fifo.length;
+  }
+
+  peek(): OutItem | undefined {
+    return this.fifo.peek();
+  }
+
+  push(it: OutItem): void {
+    this.fifo.push(it);
+    this.bytes += it.body.length;
+  }
+
+  shift(): OutItem | undefined {
+    const it = this.fifo.shift();
     if (it) this.bytes -= it.body.length;
     return it;
   }
 
-  clear(): OutItem[] {
-    const rest = this.items.slice(this.head).filter((x): x is OutItem => x !== undefined);
-    this.items = [];
-    this.head = 0;
+  clear(): void {
+    this.fifo.clear();
     this.bytes = 0;
-    return rest;
   }
 }
+
+/** What waits for the ROUTER: a clear handshake frame, or a reply body to seal under `session` when written. */
+type RouterItem = { conn: InboundConn; clear: Uint8Array } | { conn: InboundConn; body: Uint8Array; session: Session };
 
 class OutboundLink {
   id: string | undefined;
@@ -183,6 +217,7 @@ class OutboundLink {
   /** request ids awaiting a response from this peer */
   readonly inFlight = new Set<number>();
   writing = false;
+  flushScheduled = false;
   /** failures since the last established session (drives the backoff) */
   attempts = 0;
   failedAttempts = 0;
@@ -242,13 +277,19 @@ class LogBudget {
 
 /** Overhead of a DATA frame around its body: header + tag. */
 const DATA_OVERHEAD_BYTES = SEALED_HEADER_BYTES + AEAD_TAG_BYTES;
+/**
+ * How long start() keeps retrying a bind that fails with EADDRINUSE, ms: a transport closed in this process
+ * (a restart) frees its port on libzmq's I/O thread shortly after close() returns. A port held by another
+ * process still fails start-up, just this much later.
+ */
+const BIND_RETRY_MS = 2000;
 /** Jitter applied to each reconnect delay, as a fraction (±). */
 const BACKOFF_JITTER = 0.2;
 
 export class PeerTransport {
   readonly events = new EventEmitter<PeerTransportEvents>();
   readonly limits: PeerLimits;
-  readonly counters: PeerCounters = { refused: 0, replays: 0, authFailures: 0, badFrames: 0, unauthenticatedFrames: 0, repliesDropped: 0, messagesWithoutHandler: 0 };
+  readonly counters: PeerCounters = { refused: 0, replays: 0, authFailures: 0, badFrames: 0, unauthenticatedFrames: 0, repliesDropped: 0, messagesWithoutHandler: 0, framesOut: 0, bodiesOut: 0 };
   private readonly log: Logger;
   private readonly budget: LogBudget;
   private readonly timer: CoarseTimer;
@@ -262,8 +303,9 @@ export class PeerTransport {
   private readonly inbound = new Map<string, InboundConn>();
   private readonly inboundByPeer = new Map<string, InboundConn>();
   private pendingHandshakes = 0;
-  private readonly routerOut: { conn: InboundConn; frame: Uint8Array }[] = [];
+  private readonly routerOut = new Fifo<RouterItem>();
   private routerWriting = false;
+  private routerFlushScheduled = false;
   private started = false;
   private closed = false;
   private boundPort = 0;
@@ -301,12 +343,20 @@ export class PeerTransport {
       mandatory: true,
       sendTimeout: 0,
     });
-    try {
-      await router.bind(port === 0 ? tcpAddress({ host, port: 0 }).replace(/:0$/, ":*") : tcpAddress({ host, port }));
-    } catch (e) {
-      router.close();
-      this.started = false;
-      throw new BrineError("CLUSTER_CONFIG", `cannot listen on ${host}:${port} (${(e as Error).message})`);
+    const address = port === 0 ? tcpAddress({ host, port: 0 }).replace(/:0$/, ":*") : tcpAddress({ host, port });
+    for (const retryUntil = Date.now() + BIND_RETRY_MS; ; ) {
+      try {
+        await router.bind(address);
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "EADDRINUSE" && Date.now() < retryUntil) {
+          await new Promise((r) => setTimeout(r, 20));
+          continue;
+        }
+        router.close();
+        this.started = false;
+        throw new BrineError("CLUSTER_CONFIG", `cannot listen on ${host}:${port} (${(e as Error).message})`);
+      }
     }
     this.router = router;
     this.boundPort = Number(/:(\d+)$/.exec(router.lastEndpoint ?? "")?.[1] ?? port);
@@ -409,7 +459,10 @@ export class PeerTransport {
     }
     for (const id of [...this.pending.keys()]) this.failPending(id, new BrineError("CLUSTER_PEER_CLOSED"));
     for (const conn of this.inbound.values()) this.dropInbound(conn);
-    this.routerOut.length = 0;
+    this.routerOut.clear();
+    // no unbind(): zeromq.js runs it on a libuv worker thread while this thread may still use the socket,
+    // which libzmq does not allow (it aborted in testing). close() releases the port shortly after, on
+    // libzmq's I/O thread; start() retries a bind that finds the port still taken (BIND_RETRY_MS).
     this.router?.close();
     this.router = undefined;
     // let the sockets' receive loops see the close before the caller, say, rebinds the port
@@ -448,7 +501,7 @@ export class PeerTransport {
       throw new BrineError("CLUSTER_PEER_QUEUE_FULL", `${link.queue.bytes} bytes queued for ${link.id ?? link.address} (peerQueueBytesMax)`);
     }
     link.queue.push(item);
-    if (link.state === "up" && !link.writing) void this.pumpOut(link);
+    if (link.state === "up") this.schedulePump(link);
   }
 
   private socketOptions(host: string) {
@@ -543,14 +596,14 @@ export class PeerTransport {
       this.counters.badFrames++;
       return;
     }
-    const body = this.openData(link.session!, frame, `from ${link.id}`);
-    if (!body) return;
-    if (body.kind === BODY.RES || body.kind === BODY.ERR) {
-      this.onResponse(link, body);
-    } else {
-      // the listening side of this connection only ever answers; anything else breaks the protocol
-      this.counters.badFrames++;
-      this.budget.line(`peer channel: ${link.id} sent a ${body.kind === BODY.REQ ? "request" : "message"} on our outbound connection; dropped`);
+    for (const body of this.openData(link.session!, frame, `from ${link.id}`)) {
+      if (body.kind === BODY.RES || body.kind === BODY.ERR) {
+        this.onResponse(link, body);
+      } else {
+        // the listening side of this connection only ever answers; anything else breaks the protocol
+        this.counters.badFrames++;
+        this.budget.line(`peer channel: ${link.id} sent a ${body.kind === BODY.REQ ? "request" : "message"} on our outbound connection; dropped`);
+      }
     }
   }
 
@@ -567,31 +620,54 @@ export class PeerTransport {
     link.attempts = 0;
     this.log.info(`peer channel: session ${session.id} to ${link.id} at ${link.address} established`);
     this.events.emit("peerUp", link.id, { address: link.address, sessionId: session.id });
-    if (link.queue.length > 0) void this.pumpOut(link);
+    if (link.queue.length > 0) this.schedulePump(link);
   }
 
-  /** Writes the queue, sealing each body just before its write. One writer per link at a time. */
+  /**
+   * Flushes the link's queue once the current burst of work is over (setImmediate runs right after the
+   * I/O phase): every message queued by the frames just read, the handlers they ran and the requests those
+   * resolved then leaves in one frame. Writing at each enqueue instead settles into one frame per message
+   * under request/response traffic (each reply frees one request, which is written alone, and so on).
+   */
+  private schedulePump(link: OutboundLink): void {
+    if (link.writing || link.flushScheduled) return;
+    link.flushScheduled = true;
+    setImmediate(() => {
+      link.flushScheduled = false;
+      void this.pumpOut(link);
+    });
+  }
+
+  /**
+   * Writes the queue, sealing just before each write and coalescing what is already queued (up to
+   * batchBytesMax) into one frame. One writer per link at a time; it never waits for more messages.
+   */
   private async pumpOut(link: OutboundLink): Promise<void> {
     if (link.writing || link.state !== "up") return;
     link.writing = true;
     const gen = link.gen;
     const sock = link.sock!;
     const session = link.session!;
+    const batch: Uint8Array[] = [];
     try {
-      while (link.gen === gen && link.state === "up") {
+      while (link.gen === gen && link.state === "up" && link.queue.length > 0) {
         if (session.exhausted) {
           this.fail(link, gen, `session ${session.id} used up its ${this.limits.sessionMessagesMax} frames; re-keying`);
           break;
         }
-        const item = link.queue.shift();
-        if (!item) break;
-        if (item.cancelled) continue;
-        if (item.requestId !== 0) {
-          const p = this.pending.get(item.requestId);
-          if (!p) continue; // settled (timed out) while queued
-          p.sentGen = gen;
+        batch.length = 0;
+        let bytes = 0;
+        for (let next = link.queue.peek(); next; next = link.queue.peek()) {
+          if (batch.length > 0 && bytes + next.body.length > this.limits.batchBytesMax) break;
+          link.queue.shift();
+          if (!this.takeForWrite(next, gen)) continue;
+          batch.push(next.body);
+          bytes += next.body.length;
         }
-        await sock.send(session.seal(FRAME.DATA, item.body));
+        if (batch.length === 0) continue;
+        this.counters.framesOut++;
+        this.counters.bodiesOut += batch.length;
+        await sock.send(session.seal(FRAME.DATA, joinBodies(batch, bytes)));
       }
     } catch (e) {
       this.fail(link, gen, `send failed: ${(e as Error).message}`);
@@ -599,7 +675,17 @@ export class PeerTransport {
       link.writing = false;
     }
     // a new session may have come up while the last write was pending
-    if (link.state === "up" && link.queue.length > 0) void this.pumpOut(link);
+    if (link.state === "up" && link.queue.length > 0) this.schedulePump(link);
+  }
+
+  /** False for an item that must not be written (its request timed out while queued); marks requests sent. */
+  private takeForWrite(item: OutItem, gen: number): boolean {
+    if (item.cancelled) return false;
+    if (item.requestId === 0) return true;
+    const p = this.pending.get(item.requestId);
+    if (!p) return false;
+    p.sentGen = gen;
+    return true;
   }
 
   private onResponse(link: OutboundLink, body: Extract<Body, { kind: typeof BODY.RES | typeof BODY.ERR }>): void {
@@ -707,8 +793,8 @@ export class PeerTransport {
       this.counters.unauthenticatedFrames++;
       return;
     }
-    const body = this.openData(conn.session, frame, `from ${conn.peerId}`);
-    if (body) this.dispatch(conn, conn.session, body);
+    const session = conn.session;
+    for (const body of this.openData(session, frame, `from ${conn.peerId}`)) this.dispatch(conn, session, body);
   }
 
   private onHello(rid: Buffer, key: string, frame: Buffer): void {
@@ -732,7 +818,7 @@ export class PeerTransport {
     conn.deadline = this.timer.after(this.limits.handshakeTimeoutMs, () => {
       if (conn.hs) this.dropInbound(conn);
     });
-    this.writeRouter(conn, welcome);
+    this.writeRouter({ conn, clear: welcome });
   }
 
   private onAuth(conn: InboundConn, frame: Buffer): void {
@@ -755,12 +841,12 @@ export class PeerTransport {
     if (old && old !== conn) this.dropInbound(old);
     this.inboundByPeer.set(peerId, conn);
     this.log.info(`peer channel: session ${out.session.id} from ${peerId} established`);
-    this.writeRouter(conn, out.confirm);
+    this.writeRouter({ conn, clear: out.confirm });
   }
 
   private refuseInbound(conn: InboundConn, e: HandshakeError): void {
     this.refused({ direction: "inbound", claimedId: e.claimedId, reason: e.reason, detail: e.message });
-    this.writeRouter(conn, encodeClear(FRAME.REFUSE, { reason: e.reason }));
+    this.writeRouter({ conn, clear: encodeClear(FRAME.REFUSE, { reason: e.reason }) });
     this.dropInbound(conn);
   }
 
@@ -818,52 +904,78 @@ export class PeerTransport {
     ).finally(() => conn.running--);
   }
 
-  /** Seals a reply under the session its request came on and queues it for the ROUTER (FIFO keeps seq order). */
+  /** Queues a reply for the ROUTER, to be sealed under the session its request came on. */
   private reply(conn: InboundConn, session: Session, body: Body): void {
     if (this.closed || conn.session !== session) return; // the requester reconnected: it no longer waits here
-    if (conn.queuedReplies >= this.limits.replyQueueMessagesMax || session.exhausted) {
+    if (conn.queuedReplies >= this.limits.replyQueueMessagesMax) {
       this.counters.repliesDropped++;
       this.budget.line(`peer channel: reply to ${conn.peerId} dropped (${conn.queuedReplies} queued, replyQueueMessagesMax)`);
       return;
     }
-    let sealed: Uint8Array;
-    try {
-      const plain = encodeBody(body);
-      if (plain.length + DATA_OVERHEAD_BYTES > this.limits.frameBytesMax) {
-        sealed = session.seal(FRAME.DATA, encodeBody(errorBody((body as { id: number }).id, new BrineError("CLUSTER_PEER_FRAME", `reply of ${plain.length} bytes exceeds frameBytesMax`))));
-      } else {
-        sealed = session.seal(FRAME.DATA, plain);
-      }
-    } catch (e) {
-      this.counters.repliesDropped++;
-      this.log.warning(`peer channel: reply to ${conn.peerId} not sealed: ${(e as Error).message}`);
-      return;
+    let plain = encodeBody(body);
+    if (plain.length + DATA_OVERHEAD_BYTES > this.limits.frameBytesMax) {
+      const id = (body as { id: number }).id;
+      plain = encodeBody(errorBody(id, new BrineError("CLUSTER_PEER_FRAME", `reply of ${plain.length} bytes exceeds frameBytesMax`)));
     }
-    this.writeRouter(conn, sealed);
+    this.writeRouter({ conn, body: plain, session });
   }
 
-  private writeRouter(conn: InboundConn, frame: Uint8Array): void {
+  private writeRouter(item: RouterItem): void {
     if (!this.router) return;
-    conn.queuedReplies++;
-    this.routerOut.push({ conn, frame });
-    if (!this.routerWriting) void this.pumpRouter();
+    item.conn.queuedReplies++;
+    this.routerOut.push(item);
+    if (!this.routerWriting && !this.routerFlushScheduled) {
+      this.routerFlushScheduled = true;
+      setImmediate(() => {
+        this.routerFlushScheduled = false;
+        void this.pumpRouter();
+      });
+    }
   }
 
+  /**
+   * Writes the ROUTER's queue in order. Replies are sealed here, at write time, in queue order, so each
+   * session's sequence numbers leave in increasing order; consecutive replies to one session share a frame.
+   */
   private async pumpRouter(): Promise<void> {
     const router = this.router;
     if (this.routerWriting || !router) return;
     this.routerWriting = true;
+    const batch: Uint8Array[] = [];
     try {
-      let next: { conn: InboundConn; frame: Uint8Array } | undefined;
-      while (!this.closed && (next = this.routerOut.shift())) {
-        next.conn.queuedReplies--;
+      for (let item = this.routerOut.shift(); item && !this.closed; item = this.routerOut.shift()) {
+        const conn = item.conn;
+        conn.queuedReplies--;
+        let frame: Uint8Array;
+        if ("clear" in item) {
+          frame = item.clear;
+        } else {
+          const session = item.session;
+          batch.length = 0;
+          batch.push(item.body);
+          let bytes = item.body.length;
+          for (let next = this.routerOut.peek(); next && "body" in next && next.session === session; next = this.routerOut.peek()) {
+            if (bytes + next.body.length > this.limits.batchBytesMax) break;
+            this.routerOut.shift();
+            conn.queuedReplies--;
+            batch.push(next.body);
+            bytes += next.body.length;
+          }
+          if (conn.session !== session || session.exhausted) {
+            this.counters.repliesDropped += batch.length; // replaced or used up: its requester has moved on
+            continue;
+          }
+          frame = session.seal(FRAME.DATA, joinBodies(batch, bytes));
+          this.counters.framesOut++;
+          this.counters.bodiesOut += batch.length;
+        }
         try {
-          await router.send([next.conn.rid, next.frame]);
+          await router.send([conn.rid, frame]);
         } catch (e) {
           // EHOSTUNREACH: the connection is gone; EAGAIN: its libzmq queue is full. The frame is lost,
           // never re-sent (the receiver allows gaps, not repeats).
           this.counters.repliesDropped++;
-          this.log.debug(`peer channel: frame to ${next.conn.peerId ?? "?"} dropped: ${(e as Error).message}`);
+          this.log.debug(`peer channel: frame to ${conn.peerId ?? "?"} dropped: ${(e as Error).message}`);
         }
       }
     } finally {
@@ -873,21 +985,21 @@ export class PeerTransport {
 
   // ------------------------------------------------------------------ shared
 
-  /** Opens and decodes a DATA frame; counts, logs and returns undefined for anything refused. */
-  private openData(session: Session, frame: Buffer, from: string): Body | undefined {
+  /** Opens and decodes a DATA frame; counts, logs and returns no bodies for anything refused. */
+  private openData(session: Session, frame: Buffer, from: string): Body[] {
     if (frame.length > this.limits.frameBytesMax) {
       this.counters.badFrames++;
-      return undefined;
+      return [];
     }
     try {
-      return decodeBody(session.open(frame).plaintext, this.limits.channelBytesMax);
+      return decodeBodies(session.open(frame).plaintext, this.limits.channelBytesMax);
     } catch (e) {
       const code: ErrCode | undefined = isBrineError(e) ? e.code : undefined;
       if (code === "CLUSTER_PEER_REPLAY") this.counters.replays++;
       else if (code === "CLUSTER_PEER_AUTH") this.counters.authFailures++;
       else this.counters.badFrames++;
       this.budget.line(`peer channel: frame ${from} dropped: ${(e as Error).message}`);
-      return undefined;
+      return [];
     }
   }
 
