@@ -31,11 +31,27 @@ import type { PeerLimits } from "./peer/limits.js";
 import { PeerTransport, type PeerHandler } from "./peer/peer-transport.js";
 import { RaftBridge } from "./raft-transport.js";
 import { readOrCreateClusterAes, writeClusterAes } from "./shared-fs.js";
+import { isWildcardAddress } from "./state-machines/names.js";
 
 const log = getLogger("brine.cluster");
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 export const AES_CHANNEL = "cl/aes";
+export const HELLO_CHANNEL = "cl/hello";
+export const JOIN_CHANNEL = "cl/join";
+/** one hello or join request, ms */
+const JOIN_REQUEST_TIMEOUT_MS = 10_000;
+/** between join attempts, ms */
+const JOIN_RETRY_MS = 500;
+
+/** What a master tells a peer when a session comes up (and answers to one). */
+interface Hello {
+  founded: boolean;
+  voters: string[];
+  leader: string | null;
+  host: string;
+  port: number;
+}
 export const CHAOS_POLL_MS = 200;
 
 /** What the service needs of the master. */
@@ -99,6 +115,11 @@ export class ClusterService {
   private chaosTimer: NodeJS.Timeout | undefined;
   private founded = false;
   private founding = false;
+  /** each peer's answer to our hello (its cluster, if it has one) */
+  private readonly hellos = new Map<string, Hello>();
+  private readonly leaderHints = new Set<string>();
+  /** peers added at runtime because they introduced themselves (they joined) */
+  private readonly added = new Set<string>();
   private stopped = false;
   private aesVersion: AesVersion = { t: 0, o: "" };
   private aesKey = "";
@@ -158,12 +179,14 @@ export class ClusterService {
       mirror: (f) => this.mirror?.push(f),
     });
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
+    t.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
+    t.on(JOIN_CHANNEL, (m) => this.onJoin(m.from, m.payload));
     t.events.on("peerUp", (id) => {
       log.info(`cluster peer ${id} is up`);
       this.health.set(id, true);
       this.bridge?.peers([id]);
       this.sendAes([id]);
-      void this.maybeFound();
+      void this.sendHello(id);
     });
     t.events.on("peerDown", (id, reason) => {
       log.warning(`cluster peer ${id} is down (${reason})`);
@@ -187,21 +210,117 @@ export class ClusterService {
     void this.maybeFound();
   }
 
-  /** Static bootstrap: once every configured peer's node id is known, found `cluster` with self + them. */
+  /**
+   * Founding or joining, once every configured peer has answered a hello (so its node id is proven and we know
+   * whether it already has a cluster):
+   * - no peer has one: static bootstrap, `cluster` founded with self + the peers (identical genesis everywhere);
+   * - a peer has one whose voters are exactly self + the peers: the same static bootstrap (it founded first);
+   * - otherwise join it: an empty group here, then the leader adds this master as a learner and, once the
+   *   snapshot has arrived, as a voter (a master founded alone can be joined this way later).
+   */
   private async maybeFound(): Promise<void> {
     if (this.founded || this.founding || this.stopped) return;
     const ids = this.transport.status().map((s) => s.id);
     if (ids.some((id) => id === undefined)) return;
-    const founders = [this.nodeId, ...(ids as string[])].sort();
+    const peers = [...new Set(ids as string[])];
+    if (!peers.every((p) => this.hellos.has(p))) return;
+    const founders = [this.nodeId, ...peers].sort();
+    const existing = peers.map((p) => ({ peer: p, h: this.hellos.get(p)! })).filter((x) => x.h.founded);
+    const same = (a: string[]) => a.length === founders.length && [...a].sort().every((x, i) => x === founders[i]);
     this.founding = true;
     try {
-      const created = await this.node.raft.bootstrap(founders);
-      this.founded = true;
-      log.info(created ? `founded cluster ${this.settings.clusterId} with ${founders.join(", ")}` : `cluster ${this.settings.clusterId} was already founded on this node`);
+      if (existing.length === 0 || existing.every((x) => same(x.h.voters))) {
+        const created = await this.node.raft.bootstrap(founders);
+        this.founded = true;
+        log.info(created ? `founded cluster ${this.settings.clusterId} with ${founders.join(", ")}` : `cluster ${this.settings.clusterId} was already founded on this node`);
+      } else {
+        await this.join([...new Set(existing.map((x) => x.h.leader ?? x.peer))]);
+      }
     } catch (e) {
-      log.error(`founding the cluster group failed: ${(e as Error).message}`);
+      log.error(`founding or joining the cluster group failed: ${(e as Error).message}`);
     } finally {
       this.founding = false;
+    }
+  }
+
+  /** Joins an existing cluster through its leader (one of `targets`, retried until it works or we stop). */
+  private async join(targets: string[]): Promise<void> {
+    await this.node.raft.join();
+    log.info(`joining cluster ${this.settings.clusterId} through ${targets.join(", ")}`);
+    const ask = async (kind: "addLearner" | "addVoter"): Promise<void> => {
+      for (let attempt = 0; !this.stopped; attempt++) {
+        for (const t of [...new Set([...targets, ...this.leaderHints])]) {
+          if (!this.transport.isUp(t)) continue;
+          try {
+            const r = cbor.decode(await this.transport.request(t, JOIN_CHANNEL, cbor.encode({ kind }) as Uint8Array, JOIN_REQUEST_TIMEOUT_MS)) as { ok?: boolean; leader?: string | null; error?: string };
+            if (r.ok) return;
+            if (r.leader) this.leaderHints.add(r.leader);
+            if (r.error && attempt % 10 === 0) log.warning(`join (${kind}) through ${t}: ${r.error}`);
+          } catch (e) {
+            if (attempt % 10 === 0) log.warning(`join (${kind}) through ${t}: ${(e as Error).message}`);
+          }
+        }
+        await new Promise((r) => setTimeout(r, JOIN_RETRY_MS));
+      }
+    };
+    await ask("addLearner");
+    // the leader's snapshot (or log) has reached us when our own group lists us
+    while (!this.stopped) {
+      const g = (await this.node.raft.status()).groups.find((x) => x.group === CLUSTER_RING);
+      if (g && (g.learners.includes(this.nodeId) || g.voters.includes(this.nodeId))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await ask("addVoter");
+    this.founded = true;
+    log.info(`joined cluster ${this.settings.clusterId} as a voter`);
+  }
+
+  /** A peer's hello: it tells us its listen address (we may have no link to it: it joined) and its cluster. */
+  private async onHello(from: string, payload: Uint8Array): Promise<Uint8Array> {
+    const h = cbor.decode(payload) as { host?: unknown; port?: unknown };
+    // a configured peer whose id our own dial has not learned yet is known by its address
+    const sameAddr = (p: { host: string; port: number }) => typeof h.host === "string" && p.host.toLowerCase() === h.host.toLowerCase() && p.port === h.port;
+    const known = this.transport.status().some((s) => s.id === from) || this.settings.peers.some(sameAddr) || this.added.has(from);
+    if (!known && typeof h.host === "string" && typeof h.port === "number" && !isWildcardAddress(h.host)) {
+      this.added.add(from);
+      log.info(`cluster peer ${from} introduced itself at ${h.host}:${h.port}; dialling it`);
+      this.transport.addPeer({ id: from, host: h.host, port: h.port });
+      this.bridge?.peers([from]);
+    }
+    return cbor.encode(await this.helloInfo()) as Uint8Array;
+  }
+
+  private async helloInfo(): Promise<Hello> {
+    const g = (await this.node.raft.status()).groups.find((x) => x.group === CLUSTER_RING);
+    return { founded: Boolean(g) && this.founded, voters: g?.voters ?? [], leader: g?.leaderId ?? null, host: this.settings.listen.host, port: this.transport.port || this.settings.listen.port };
+  }
+
+  private async sendHello(peer: string): Promise<void> {
+    try {
+      const reply = await this.transport.request(peer, HELLO_CHANNEL, cbor.encode(await this.helloInfo()) as Uint8Array, JOIN_REQUEST_TIMEOUT_MS);
+      const h = cbor.decode(reply) as Hello;
+      this.hellos.set(peer, { founded: Boolean(h.founded), voters: Array.isArray(h.voters) ? h.voters.filter((x): x is string => typeof x === "string") : [], leader: typeof h.leader === "string" ? h.leader : null, host: "", port: 0 });
+      void this.maybeFound();
+    } catch (e) {
+      log.warning(`hello to ${peer} failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** A peer asks to be added to the cluster group (it joins): only the leader makes the change. */
+  private async onJoin(from: string, payload: Uint8Array): Promise<Uint8Array> {
+    const req = cbor.decode(payload) as { kind?: unknown };
+    const kind = req.kind === "addVoter" ? "addVoter" : "addLearner";
+    const g = (await this.node.raft.status()).groups.find((x) => x.group === CLUSTER_RING);
+    if (!g || g.role !== "leader") return cbor.encode({ ok: false, leader: g?.leaderId ?? null, error: "not the leader" }) as Uint8Array;
+    if ((kind === "addVoter" && g.voters.includes(from)) || (kind === "addLearner" && (g.learners.includes(from) || g.voters.includes(from)))) {
+      return cbor.encode({ ok: true }) as Uint8Array;
+    }
+    try {
+      const r = await this.node.raft.changeMembership(CLUSTER_RING, { kind, node_id: from });
+      log.info(`cluster: ${from} added (${kind}) at index ${r.index}`);
+      return cbor.encode({ ok: true, index: r.index }) as Uint8Array;
+    } catch (e) {
+      return cbor.encode({ ok: false, leader: g.leaderId, error: (e as Error).message }) as Uint8Array;
     }
   }
 

@@ -113,6 +113,8 @@ export interface RaftWorkerApi {
   status(): Promise<Outcome<NodeStatus>>;
   /** founds the cluster group with these voters if this node has none yet; false if it already had one */
   bootstrap(founders: string[]): Promise<Outcome<boolean>>;
+  /** hosts an empty cluster group that a leader will fill (joining an existing cluster); false if one existed */
+  join(): Promise<Outcome<boolean>>;
   /** serves this API on another port as well (a runner thread's end of a MessageChannel) */
   connect(port: MessagePort): void;
   /** stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */

@@ -149,6 +149,9 @@ export class RaftClient {
   bootstrap(founders: string[]): Promise<boolean> {
     return this.call("bootstrap", () => this.api.bootstrap(founders));
   }
+  join(): Promise<boolean> {
+    return this.call("join", () => this.api.join());
+  }
   close(): Promise<void> {
     return this.call("close", () => this.api.close());
   }

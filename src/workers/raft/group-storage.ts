@@ -48,6 +48,17 @@ export class GroupStorage implements Storage {
     return { storage, write: { group: meta.id, meta, snapshot, dropFrom: 0, entries: [], state: view.initialState() } };
   }
 
+  /**
+   * A joiner's storage: nothing at all (index 0, no configuration); the leader's snapshot brings the group's
+   * state. Returns the storage and the write that creates the group durably.
+   */
+  static empty(meta: GroupMeta): { storage: GroupStorage; write: GroupWrite } {
+    const view = new MemoryStorage();
+    const storage = new GroupStorage(meta.id, view);
+    const snapshot: Snapshot = { metadata: { index: 0, term: 0, confState: { voters: [], learners: [], confIndex: 0 } }, data: new Uint8Array(0) };
+    return { storage, write: { group: meta.id, meta, snapshot, entries: [], state: view.initialState() } };
+  }
+
   initialState(): InitialState {
     return this.view.initialState();
   }

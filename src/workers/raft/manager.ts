@@ -154,6 +154,27 @@ export class GroupManager {
     return true;
   }
 
+  /**
+   * Joins an existing cluster: hosts an empty cluster group (no configuration, so it never campaigns) that
+   * learns everything from the leader's snapshot once the leader adds this node (as a learner, then a voter).
+   * Durable before it returns. Returns false when a cluster group already existed.
+   */
+  join(): Promise<boolean> {
+    const prev = this.founding ?? Promise.resolve(false);
+    const next = prev.catch(() => false).then(async () => {
+      this.checkOpen();
+      if (this.groups.has(CLUSTER_RING) || this.backend.load(CLUSTER_RING)) return false;
+      const meta: GroupMeta = { id: CLUSTER_RING, kind: "cluster", founders: [] };
+      const { storage, write } = GroupStorage.empty(meta);
+      await this.backend.commit([write]);
+      this.addGroup(meta, storage);
+      log.info(`joining: raft group "${CLUSTER_RING}" waits for the leader's snapshot`);
+      return true;
+    });
+    this.founding = next;
+    return next;
+  }
+
   /** Replays what is on disk (every group, started as the registry says) and publishes the ring once. */
   async start(): Promise<void> {
     await this.idle();

@@ -110,6 +110,13 @@ const api: RaftWorkerApi = {
       if (founded) await m.start();
       return founded;
     }),
+  join: () =>
+    outcome(async () => {
+      const m = await started;
+      const joined = await m.join();
+      if (joined) await m.start();
+      return joined;
+    }),
   connect(port: MessagePort) {
     Comlink.expose(api, nodeEndpoint(port));
   },
