@@ -28,7 +28,7 @@
  * the transport logs and sends back in a REFUSE frame.
  */
 import type { KeyObject } from "node:crypto";
-import { BrineError, type ErrCode } from "../../errors.js";
+import { BrineError } from "../../errors.js";
 import { validateNodeId } from "../state-machines/names.js";
 import { FRAME, PROTOCOL_VERSION, concatBytes, decodeHello, decodeProof, encodeClear, encodeProof, type HelloFields } from "./framing.js";
 import { signWith, verifyWith, type PeerIdentity, type PeerKeyring } from "./keys.js";
@@ -56,7 +56,12 @@ export type RefuseReason =
   | "bad-frame" // malformed handshake frame
   | "state"; // a frame out of order
 
-const IDENTITY_REASONS: ReadonlySet<RefuseReason> = new Set(["cluster", "bad-id", "unknown-peer", "duplicate-id", "wrong-node", "forged"]);
+const IDENTITY_REASONS: ReadonlySet<string> = new Set<RefuseReason>(["cluster", "bad-id", "unknown-peer", "duplicate-id", "wrong-node", "forged"]);
+
+/** True for refusals about who a peer is (they do not fix themselves by redialling soon). */
+export function isIdentityRefusal(reason: string): boolean {
+  return IDENTITY_REASONS.has(reason);
+}
 
 export class HandshakeError extends BrineError {
   constructor(
@@ -65,7 +70,7 @@ export class HandshakeError extends BrineError {
     readonly claimedId: string | undefined,
     detail: string,
   ) {
-    super((IDENTITY_REASONS.has(reason) ? "CLUSTER_PEER_REFUSED" : "CLUSTER_HANDSHAKE") as ErrCode, `${reason}: ${detail}`);
+    super(isIdentityRefusal(reason) ? "CLUSTER_PEER_REFUSED" : "CLUSTER_HANDSHAKE", `${reason}: ${detail}`);
   }
 }
 

@@ -25,7 +25,7 @@ import { getLogger, type Logger } from "../../log.js";
 import { CoarseTimer, type TimerHandle } from "../../minion/clock.js";
 import { tcpAddress } from "../../minion/transport.js";
 import { BODY, FRAME, SEALED_HEADER_BYTES, AEAD_TAG_BYTES, decodeBodies, decodeRefuse, encodeBody, encodeClear, joinBodies, validateChannel, type Body } from "./framing.js";
-import { HandshakeError, InitiatorHandshake, ResponderHandshake, type HandshakeContext, type RefuseReason } from "./handshake.js";
+import { HandshakeError, InitiatorHandshake, ResponderHandshake, isIdentityRefusal, type HandshakeContext, type RefuseReason } from "./handshake.js";
 import type { PeerIdentity, PeerKeyring } from "./keys.js";
 import { resolvePeerLimits, type PeerLimits } from "./limits.js";
 import type { Session } from "./session.js";
@@ -411,7 +411,7 @@ export class PeerTransport {
         item.cancelled = true;
         reject(new BrineError("CLUSTER_PEER_TIMEOUT", `${channel} to ${peerId} after ${timeoutMs} ms`));
       });
-      // registered before it is queued: the writer may take it from the queue synchronously
+      // registered before it is queued, so the writer always finds it (and a refused enqueue undoes it)
       this.pending.set(id, { link, resolve, reject, timer, item, sentGen: undefined });
       link.inFlight.add(id);
       try {
@@ -570,7 +570,7 @@ export class PeerTransport {
         if (type === FRAME.REFUSE) {
           const reason = decodeRefuse(frame, this.limits.handshakeFrameBytesMax);
           this.refused({ direction: "remote", address: link.address, claimedId: link.id, reason, detail: "the peer refused this master" });
-          this.fail(link, gen, `refused by the peer (${reason})`, reason === "duplicate-id" || reason === "unknown-peer");
+          this.fail(link, gen, `refused by the peer (${reason})`, isIdentityRefusal(reason));
         } else if (type === FRAME.WELCOME) {
           const auth = hs.onWelcome(frame);
           const id = hs.peerId!;
@@ -585,7 +585,7 @@ export class PeerTransport {
       } catch (e) {
         if (e instanceof HandshakeError) {
           this.refused({ direction: "outbound", address: link.address, claimedId: e.claimedId, reason: e.reason, detail: e.message });
-          this.fail(link, gen, e.message, true);
+          this.fail(link, gen, e.message, isIdentityRefusal(e.reason));
         } else {
           this.fail(link, gen, (e as Error).message);
         }
