@@ -332,12 +332,12 @@ export class ClusterHarness {
     return JSON.parse(r.stdout);
   }
 
-  /** Waits until the live masters `alive` agree on one leader among them, and `voters` voters. */
-  async waitLeader(alive: number[], voters: number, ms = 30_000): Promise<string> {
+  /** Waits until the live masters `alive` agree on one leader (other than `not`), and `voters` voters. */
+  async waitLeader(alive: number[], voters: number, ms = 30_000, not?: string): Promise<string> {
     return until(`a leader seen by ${alive.map((i) => this.masters[i]!.id).join(", ")}`, async () => {
       const views = await Promise.all(alive.map((i) => this.clusterRunner(i, "members")));
       const leader = views[0]?.leader_id;
-      if (!leader || !views.every((v) => v.leader_id === leader && v.voter_count === voters)) return undefined;
+      if (!leader || leader === not || !views.every((v) => v.leader_id === leader && v.voter_count === voters)) return undefined;
       return leader as string;
     }, ms, 300);
   }
