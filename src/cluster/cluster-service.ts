@@ -43,6 +43,8 @@ export const JOIN_CHANNEL = "cl/join";
 const JOIN_REQUEST_TIMEOUT_MS = 10_000;
 /** between join attempts, ms */
 const JOIN_RETRY_MS = 500;
+/** longest an introduced peer waits for our configured peers to prove their ids before it is dialled, ms */
+const INTRODUCTION_WAIT_MS = 10_000;
 
 /** What a master tells a peer when a session comes up (and answers to one). */
 interface Hello {
@@ -278,16 +280,34 @@ export class ClusterService {
   /** A peer's hello: it tells us its listen address (we may have no link to it: it joined) and its cluster. */
   private async onHello(from: string, payload: Uint8Array): Promise<Uint8Array> {
     const h = cbor.decode(payload) as { host?: unknown; port?: unknown };
-    // a configured peer whose id our own dial has not learned yet is known by its address
-    const sameAddr = (p: { host: string; port: number }) => typeof h.host === "string" && p.host.toLowerCase() === h.host.toLowerCase() && p.port === h.port;
-    const known = this.transport.status().some((s) => s.id === from) || this.settings.peers.some(sameAddr) || this.added.has(from);
-    if (!known && typeof h.host === "string" && typeof h.port === "number" && !isWildcardAddress(h.host)) {
-      this.added.add(from);
-      log.info(`cluster peer ${from} introduced itself at ${h.host}:${h.port}; dialling it`);
-      this.transport.addPeer({ id: from, host: h.host, port: h.port });
-      this.bridge?.peers([from]);
-    }
+    if (typeof h.host === "string" && typeof h.port === "number") this.introduce(from, h.host, h.port);
     return cbor.encode(await this.helloInfo()) as Uint8Array;
+  }
+
+  /**
+   * A peer that introduced itself and that we have no link to (it joined, listing us) is dialled. While one of
+   * our configured peers has not proven its id yet, that may be the same master under another name (a host
+   * name in our config, an address in its hello): the introduction waits until every configured id is known,
+   * or INTRODUCTION_WAIT_MS at most.
+   */
+  private introduce(from: string, host: string, port: number, waited = 0): void {
+    if (this.stopped || this.added.has(from)) return;
+    const links = this.transport.status();
+    if (links.some((s) => s.id === from)) return;
+    const sameAddr = (p: { host: string; port: number }) => p.host.toLowerCase() === host.toLowerCase() && p.port === port;
+    if (this.settings.peers.some(sameAddr)) return; // our own dial to it will learn its id
+    if (links.some((s) => s.id === undefined) && waited < INTRODUCTION_WAIT_MS) {
+      setTimeout(() => this.introduce(from, host, port, waited + 500), 500).unref();
+      return;
+    }
+    if (isWildcardAddress(host)) {
+      log.warning(`cluster peer ${from} listens on a wildcard address (${host}); list this master in its cluster_peers with a reachable address, or give it a specific interface`);
+      return;
+    }
+    this.added.add(from);
+    log.info(`cluster peer ${from} introduced itself at ${host}:${port}; dialling it`);
+    this.transport.addPeer({ id: from, host, port });
+    this.bridge?.peers([from]);
   }
 
   private async helloInfo(): Promise<Hello> {
