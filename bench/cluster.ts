@@ -147,7 +147,7 @@ async function raftRows(proposals: number, failovers: number): Promise<BenchRow[
     }
     fo.sort((a, b) => a - b);
     return [
-      { figure: "raft commit over the peer channel (3 masters), p50", value: pct(lat, 50), unit: "ms", target: 2, better: "lower", note: `${proposals} sequential proposals on the leader, LMDB fsync on each node` },
+      { figure: "raft commit over the peer channel (3 masters), p50", value: pct(lat, 50), unit: "ms", target: 2, better: "lower", note: `${proposals} sequential proposals on the leader; 3 fsyncs in series per commit (leader append, follower append, leader commit index) + ~1 ms of hops` },
       { figure: "raft commit over the peer channel (3 masters), p99", value: pct(lat, 99), unit: "ms", better: "lower" },
       { figure: "leader failover (leader cut off), median", value: pct(fo, 50), unit: "ms", target: 1000, better: "lower", note: `${failovers} failovers, max ${fo.at(-1)} ms; election timeout 500-1000 ms` },
     ];
