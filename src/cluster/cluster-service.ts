@@ -19,6 +19,7 @@ import { readFileSync } from "node:fs";
 import { MessageChannel } from "node:worker_threads";
 import { Encoder } from "cbor-x";
 import type { MasterConfig } from "../config/defaults.js";
+import { BrineError } from "../errors.js";
 import { getLogger } from "../log.js";
 import { ClusterNode } from "../master/cluster-node.js";
 import { generateKeyString } from "../protocol/crypticle.js";
@@ -100,10 +101,12 @@ class FilteredChannel {
     return this.t.upPeers().filter((p) => !this.cut.has(p));
   }
 
-  on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void {
+  on(channel: string, handler: PeerHandler): () => void {
     const h: PeerHandler = (m) => {
-      if (this.cut.has(m.from)) return;
-      handler(m);
+      if (!this.cut.has(m.from)) return handler(m);
+      // as a partition would: nothing arrives (a request gets an error instead of holding a slot forever)
+      if (m.request) throw new BrineError("CLUSTER_PEER_DOWN", `${m.from} is cut off (fault injection)`);
+      return undefined;
     };
     return this.t.on(channel, h);
   }
@@ -181,8 +184,8 @@ export class ClusterService {
       mirror: (f) => this.mirror?.push(f),
     });
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
-    t.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
-    t.on(JOIN_CHANNEL, (m) => this.onJoin(m.from, m.payload));
+    this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
+    this.view.on(JOIN_CHANNEL, (m) => this.onJoin(m.from, m.payload));
     t.events.on("peerUp", (id) => {
       log.info(`cluster peer ${id} is up`);
       this.health.set(id, true);
