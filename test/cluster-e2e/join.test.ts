@@ -2,7 +2,8 @@
  * A `cluster_id` with no peers founds a one-node cluster that others join later: master A starts alone, B
  * starts listing A, C starts listing A and B; each newcomer is added by the leader as a learner, gets the
  * snapshot, and is promoted to voter, so every master ends with three voters, and A (which lists no peer)
- * learned B's and C's addresses from their hellos: a job published on A reaches minions attached to C.
+ * learned B's and C's addresses from their hellos: a job published on A reaches minions attached to C, also
+ * after A restarts.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -52,6 +53,19 @@ test("a one-node cluster is joined by two more masters, which become voters", { 
       if (!("missing" in r)) got[r.id] = r.data.return;
     }
     assert.deepEqual(got, { "join-m1": true, "join-m2": true });
+
+    // A restarts (it still lists no peer): the others' hellos reintroduce them, and it forwards again
+    masters[0] = await masters[0]!.restart();
+    await until("j1 back with three voters and the others' leader", async () => {
+      const v = await Promise.all(masters.map(members));
+      const leader = v[1]?.leaderId;
+      return leader && v.every((g) => g?.voters.length === 3 && g.leaderId === leader) ? true : undefined;
+    }, 30_000, 100);
+    const again: Record<string, unknown> = {};
+    for await (const r of new LocalClient(masters[0]!.cfg).cmdIter({ tgt: "join-*", fun: "test.ping", timeoutS: 10 })) {
+      if (!("missing" in r)) again[r.id] = r.data.return;
+    }
+    assert.deepEqual(again, { "join-m1": true, "join-m2": true });
   } finally {
     await Promise.all(minions.map((m) => m.stop()));
     for (const m of masters.reverse()) await m.stop();
