@@ -25,7 +25,7 @@ import { ClusterNode } from "../master/cluster-node.js";
 import { generateKeyString } from "../protocol/crypticle.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { WorkerLimits } from "../workers/raft/limits.js";
-import { loadClusterKeys, parseClusterConfig, type ClusterSettings } from "./config.js";
+import { loadClusterKeys, parseClusterConfig, peerTransportOptions, type ClusterSettings } from "./config.js";
 import { ClusterForwarder, JobMirror } from "./forwarding.js";
 import { createHealthBuffer, HealthWriter } from "./peer-health.js";
 import type { PeerLimits } from "./peer/limits.js";
@@ -152,14 +152,7 @@ export class ClusterService {
     const settings = parseClusterConfig(cfg);
     // peers' keys may not be in peers/ yet (they publish them when they start): picked up lazily
     const keys = loadClusterKeys(settings, { requirePeerKeys: false, publishSelf: true });
-    const transport = new PeerTransport({
-      clusterId: settings.clusterId,
-      selfId: settings.nodeId,
-      listen: settings.listen,
-      peers: settings.peers,
-      keys,
-      ...(opts.peerLimits ? { limits: opts.peerLimits } : {}),
-    });
+    const transport = new PeerTransport(peerTransportOptions(settings, keys, opts.peerLimits));
     const { port1, port2 } = new MessageChannel();
     const node = await ClusterNode.start(cfg, opts.raftLimits, { peerPort: port2 });
     const svc = new ClusterService(cfg, settings, transport, node, hooks);
