@@ -10,7 +10,6 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, utimesSync, writeFileSync, writeSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../src/config/defaults.js";
@@ -31,21 +30,12 @@ import { NonceSet } from "../src/shared/nonce-set.js";
 import { Crypticle, generateKeyString } from "../src/protocol/crypticle.js";
 import { encodeWire } from "../src/protocol/msgpack.js";
 import type { BenchOptions, BenchRow } from "./types.js";
+import { freePort } from "../src/transport/free-port.js";
 
 const MiB = 1024 * 1024;
 /** Concurrent requesters (the figure). */
 const REQUESTERS = 100;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function writeBigFile(file: string, bytes: number): void {
   mkdirSync(path.dirname(file), { recursive: true });

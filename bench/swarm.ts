@@ -13,17 +13,8 @@ import { fileURLToPath } from "node:url";
 import { runSwarm } from "../src/swarm/swarm.js";
 import type { SwarmReport } from "../src/swarm/report.js";
 import type { BenchOptions, BenchRow } from "./types.js";
+import { freePort } from "../src/transport/free-port.js";
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -10,20 +10,13 @@ import type { PeerLimits } from "../../src/cluster/peer/limits.js";
 import { PeerTransport, type PeerEndpoint } from "../../src/cluster/peer/peer-transport.js";
 import type { Logger } from "../../src/log.js";
 import { once } from "node:events";
-import net from "node:net";
 import { after } from "node:test";
+import { freePort } from "../../src/transport/free-port.js";
+export { freePort };
 
 export const CLUSTER = "brine-test";
 
 /** A loopback port nobody listens on right now (the kernel picks it; the probe is closed before returning). */
-export async function freePort(host = "127.0.0.1"): Promise<number> {
-  const probe = net.createServer();
-  probe.listen({ host, port: 0 });
-  await once(probe, "listening");
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((done) => probe.close(() => done()));
-  return port;
-}
 
 /** Every transport a test started; closed after the file's tests even if a test failed half-way. */
 const live = new Set<PeerTransport>();

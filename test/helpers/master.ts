@@ -3,23 +3,14 @@
  * sockets), free loopback ports, one worker thread per lane unless told otherwise.
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
 import { MasterServer } from "../../src/master/server.js";
 import { configureLogging } from "../../src/log.js";
+import { freePort } from "../../src/transport/free-port.js";
+export { freePort };
 
-export async function freePort(host = "127.0.0.1"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, host, () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export interface TestMaster {
   cfg: MasterConfig;
