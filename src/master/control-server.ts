@@ -39,6 +39,8 @@ export class ControlServer {
     private readonly rotate: () => void,
     /** with clustering on: the ring buffer and a fresh Raft worker port for each runner thread */
     private readonly clusterLink: () => RunnerClusterLink | undefined = () => undefined,
+    /** runner jobs: a jid for each call and this master's own bus, for `salt/run/<jid>/new|ret` */
+    private readonly runnerEvents?: { nextJid: () => string; fireLocal: (tag: string, data: unknown) => void },
   ) {
     this.path = path.join(cfg.sock_dir, CONTROL_SOCKET);
   }
@@ -106,6 +108,9 @@ export class ControlServer {
     };
     const link = this.clusterLink();
     if (link) init.cluster = link;
+    const jid = this.runnerEvents?.nextJid();
+    const job = { fun: `runner.${m.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: this.cfg.user };
+    if (jid) this.runnerEvents!.fireLocal(`salt/run/${jid}/new`, job);
     const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
     const unsubscribe = this.bus.subscribe((f) => w.postMessage({ type: "event", frame: f }));
     let done = false;
@@ -118,6 +123,10 @@ export class ControlServer {
     w.on("message", (msg: RunnerMessage) => {
       reply(msg);
       if (msg.type === "return" || msg.type === "error") {
+        if (jid) {
+          const ok = msg.type === "return";
+          this.runnerEvents!.fireLocal(`salt/run/${jid}/ret`, { ...job, return: ok ? msg.ret : msg.message, success: ok });
+        }
         finish();
         void w.terminate();
       }

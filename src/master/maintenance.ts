@@ -20,6 +20,8 @@ export interface MaintenanceHooks {
   rotate(): void;
   cleanup(): Promise<void>;
   rotateNonces(): void;
+  /** presence_events: fire salt/presence/present and /change (called every loop_interval) */
+  presence?(): Promise<void>;
 }
 
 export class Maintenance {
@@ -84,9 +86,11 @@ export class Maintenance {
     if (!this.cleaning && now - this.lastCleanup >= this.loopIntervalS * 1000) {
       this.lastCleanup = now;
       this.cleaning = true;
+      const presence = this.hooks.presence?.().catch((e) => log.error(`presence check failed: ${(e as Error).message}`));
       this.hooks
         .cleanup()
         .catch((e) => log.error(`job cache cleanup failed: ${(e as Error).message}`))
+        .then(() => presence)
         .finally(() => (this.cleaning = false));
     }
   }

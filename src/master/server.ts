@@ -17,7 +17,7 @@ import { loadOrCreateKeyPair } from "../pki/master-keys.js";
 import { KeyStore } from "../pki/key-store.js";
 import { SharedSecrets } from "../shared/secrets.js";
 import { NonceSet } from "../shared/nonce-set.js";
-import { sharedJidClock } from "../protocol/jid.js";
+import { JidGenerator, sharedJidClock } from "../protocol/jid.js";
 import { PublisherClient } from "../workers/publisher/client.js";
 import { QUEUE_FULL_REPLY, RequestLanes, SHUTDOWN_REPLY } from "../workers/req-handler/pool.js";
 import { ensureRootKey } from "./root-key.js";
@@ -53,6 +53,8 @@ export class MasterServer {
   readonly secrets = new SharedSecrets();
   readonly nonces = new NonceSet(nonceSlots);
   readonly jidClock = sharedJidClock();
+  /** jids for runner calls, from the same clock as the workers' job jids (never equal to one) */
+  private readonly runnerJids = new JidGenerator(Date.now, this.jidClock);
 
   constructor(readonly cfg: MasterConfig) {
     this.bus = new EventBusServer(cfg.sock_dir);
@@ -72,6 +74,18 @@ export class MasterServer {
     ensureRootKey(c.cachedir, c.user);
     // Salt's CLI checks this file exists before publishing; we accept publishes on ret_port instead.
     writeFileSync(path.join(c.sock_dir, "publish_pull.ipc"), "");
+  }
+
+  private lastPresent = new Set<string>();
+
+  /** Salt's Maintenance.handle_presence: `salt/presence/change` {new, lost} when it changed, then `present`. */
+  private async firePresence(): Promise<void> {
+    const present = new Set(await this.lanes!.presentIds());
+    const gained = [...present].filter((m) => !this.lastPresent.has(m));
+    const lost = [...this.lastPresent].filter((m) => !present.has(m));
+    this.lastPresent = present;
+    if (gained.length || lost.length) this.fire("salt/presence/change", { new: gained, lost });
+    this.fire("salt/presence/present", { present: [...present] });
   }
 
   fire(tag: string, data: unknown): void {
@@ -134,6 +148,7 @@ export class MasterServer {
       (tag, data) => this.fireAndForward(tag, data),
       () => this.rotateAesKey(),
       () => this.runnerClusterLink(),
+      { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data) },
     );
     await this.control.start();
     this.maintenance = new Maintenance(c.cachedir, c.id, c.loop_interval, c.rotate_aes_key, {
@@ -143,6 +158,7 @@ export class MasterServer {
         if (n) log.info(`job cache cleanup removed ${n} records`);
       },
       rotateNonces: () => this.nonces.rotate(),
+      presence: c.presence_events ? () => this.firePresence() : undefined,
     }, Boolean(this.cluster));
     this.maintenance.start();
     void this.receiveLoop();

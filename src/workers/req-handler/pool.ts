@@ -12,7 +12,7 @@ import type { MasterConfig } from "../../config/defaults.js";
 import { getLogger, loggingConfig } from "../../log.js";
 import type { SharedBuffers } from "../../master/context.js";
 import { encodeWire } from "../../protocol/msgpack.js";
-import type { BatchResult, CleanupResult, Lane } from "./task.js";
+import type { BatchResult, CleanupResult, Lane, PresenceResult } from "./task.js";
 
 const log = getLogger("brine.pool");
 
@@ -134,6 +134,12 @@ export class RequestLanes<T> {
   async cleanup(nowMs: number): Promise<number> {
     const r = (await this.lanes.req.pool.run({ kind: "cleanup", nowMs })) as CleanupResult;
     return r.removed;
+  }
+
+  /** Accepted minions with an established publish connection (a request worker reads the data cache). */
+  async presentIds(): Promise<string[]> {
+    const r = (await this.lanes.req.pool.run({ kind: "presence" })) as PresenceResult;
+    return r.present;
   }
 
   async drain(deadlineMs: number): Promise<void> {

@@ -16,10 +16,11 @@ export interface BatchTask {
   staleMs: number;
 }
 
-/** Background maintenance that needs the store (job cache cleanup). */
-export interface MaintenanceTask {
-  kind: "cleanup";
-  nowMs: number;
+/** Background maintenance that needs the store: job cache cleanup, or who is connected (presence). */
+export type MaintenanceTask = { kind: "cleanup"; nowMs: number } | { kind: "presence" };
+
+export interface PresenceResult {
+  present: string[];
 }
 
 export interface BatchResult {

@@ -11,7 +11,8 @@ import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type SharedBuffers } from "../../master/context.js";
 import { handleRequest } from "../../master/request.js";
 import { installSubsystems } from "../../master/subsystems.js";
-import type { BatchResult, BatchTask, CleanupResult, MaintenanceTask } from "./task.js";
+import type { BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult } from "./task.js";
+import { connectedIds, peerAddresses } from "../../master/presence.js";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -25,7 +26,12 @@ configureLogging(init.log);
 const ctx = new MasterContext(init.cfg, init.shared);
 await installSubsystems(ctx);
 
-export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult> {
+export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult> {
+  if (task.kind === "presence") {
+    const accepted = ctx.acceptedIds();
+    const ids = connectedIds(accepted, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, peerAddresses(ctx.cfg.publish_port));
+    return { present: accepted.filter((id) => ids.has(id)) };
+  }
   if (task.kind === "cleanup") {
     let removed = 0;
     for (let n = -1; n !== 0; ) {
