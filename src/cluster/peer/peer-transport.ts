@@ -29,6 +29,8 @@ import { HandshakeError, InitiatorHandshake, ResponderHandshake, isIdentityRefus
 import type { PeerIdentity, PeerKeyring } from "./keys.js";
 import { resolvePeerLimits, type PeerLimits } from "./limits.js";
 import type { Session } from "./session.js";
+import { Fifo, OutQueue, type OutItem } from "./out-queue.js";
+import { LogBudget } from "./log-budget.js";
 
 export interface PeerEndpoint {
   host: string;
@@ -121,13 +123,6 @@ export interface PeerCounters {
 
 type LinkState = "idle" | "connecting" | "up" | "closed";
 
-interface OutItem {
-  body: Uint8Array;
-  /** request id for requests (0 for one-way messages) */
-  requestId: number;
-  cancelled: boolean;
-}
-
 interface Pending {
   link: OutboundLink;
   resolve: (v: Uint8Array) => void;
@@ -136,70 +131,6 @@ interface Pending {
   item: OutItem;
   /** the connection generation it was written on; undefined while queued */
   sentGen: number | undefined;
-}
-
-/** A FIFO with O(1) push and shift (Array.shift is O(n) on long arrays). */
-class Fifo<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-
-  get length(): number {
-    return this.items.length - this.head;
-  }
-
-  peek(): T | undefined {
-    return this.items[this.head];
-  }
-
-  push(it: T): void {
-    this.items.push(it);
-  }
-
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const it = this.items[this.head];
-    this.items[this.head++] = undefined;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return it;
-  }
-
-  clear(): void {
-    this.items = [];
-    this.head = 0;
-  }
-}
-
-/** The per-peer queue: a Fifo of OutItems with byte accounting. */
-class OutQueue {
-  private readonly fifo = new Fifo<OutItem>();
-  bytes = 0;
-
-  get length(): number {
-    return this.fifo.length;
-  }
-
-  peek(): OutItem | undefined {
-    return this.fifo.peek();
-  }
-
-  push(it: OutItem): void {
-    this.fifo.push(it);
-    this.bytes += it.body.length;
-  }
-
-  shift(): OutItem | undefined {
-    const it = this.fifo.shift();
-    if (it) this.bytes -= it.body.length;
-    return it;
-  }
-
-  clear(): void {
-    this.fifo.clear();
-    this.bytes = 0;
-  }
 }
 
 /** What waits for the ROUTER: a clear handshake frame, or a reply body to seal under `session` when written. */
@@ -244,35 +175,6 @@ interface InboundConn {
   running: number;
   /** replies sealed and waiting for the ROUTER */
   queuedReplies: number;
-}
-
-/** Logs at most `perWindow` lines per window, then one summary of what it held back. */
-class LogBudget {
-  private windowStart = 0;
-  private used = 0;
-  private held = 0;
-
-  constructor(
-    private readonly perWindow: number,
-    private readonly windowMs: number,
-    private readonly log: (line: string) => void,
-  ) {}
-
-  line(text: string): void {
-    const now = Date.now();
-    if (now - this.windowStart >= this.windowMs) {
-      if (this.held > 0) this.log(`peer channel: ${this.held} more refusals/drops in the last ${this.windowMs} ms were not logged`);
-      this.windowStart = now;
-      this.used = 0;
-      this.held = 0;
-    }
-    if (this.used < this.perWindow) {
-      this.used++;
-      this.log(text);
-    } else {
-      this.held++;
-    }
-  }
 }
 
 /** Overhead of a DATA frame around its body: header + tag. */
