@@ -26,7 +26,9 @@ import { generateKeyString } from "../protocol/crypticle.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { WorkerLimits } from "../workers/raft/limits.js";
 import { loadClusterKeys, parseClusterConfig, peerTransportOptions, type ClusterSettings } from "./config.js";
-import { ClusterForwarder, JobMirror } from "./forwarding.js";
+import { CacheSyncService } from "./cache-sync/sync-service.js";
+import { ClusterForwarder } from "./forwarding.js";
+import { MirrorThread } from "./mirror.js";
 import { createHealthBuffer, HealthWriter } from "./peer-health.js";
 import type { PeerLimits } from "./peer/limits.js";
 import { PeerTransport, type PeerHandler } from "./peer/peer-transport.js";
@@ -65,6 +67,8 @@ export interface ClusterHooks {
   publish(loads: Record<string, unknown>[]): void;
   /** install a new publish AES key in the shared secrets (and tell local listeners) */
   setAesKey(key: string): void;
+  /** the minions this master sees connected (shared with the peers: presence.ts) */
+  presentIds?(): Promise<string[]>;
 }
 
 export interface ClusterServiceOptions {
@@ -97,6 +101,11 @@ class FilteredChannel {
     return !this.cut.has(peerId) && this.t.isUp(peerId);
   }
 
+  async request(peerId: string, channel: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    if (this.cut.has(peerId)) throw new BrineError("CLUSTER_PEER_DOWN", `${peerId} is cut off (fault injection)`);
+    return this.t.request(peerId, channel, payload, timeoutMs);
+  }
+
   upPeers(): string[] {
     return this.t.upPeers().filter((p) => !this.cut.has(p));
   }
@@ -115,7 +124,8 @@ class FilteredChannel {
 export class ClusterService {
   readonly health = new HealthWriter(createHealthBuffer());
   private forwarder: ClusterForwarder | undefined;
-  private mirror: JobMirror | undefined;
+  private mirror: MirrorThread | undefined;
+  private sync: CacheSyncService | undefined;
   private bridge: RaftBridge | undefined;
   private chaosTimer: NodeJS.Timeout | undefined;
   private founded = false;
@@ -170,12 +180,13 @@ export class ClusterService {
     this.aesKey = readOrCreateClusterAes(this.cfg);
     this.hooks.setAesKey(this.aesKey);
     this.bridge = new RaftBridge(port, this.view);
-    this.mirror = new JobMirror(this.cfg);
+    this.mirror = new MirrorThread(this.cfg);
     this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
       events: (f) => this.hooks.busPublish(f),
       publishes: (l) => this.hooks.publish(l),
       mirror: (f) => this.mirror?.push(f),
     });
+    this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks));
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
     this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
     this.view.on(JOIN_CHANNEL, (m) => this.onJoin(m.from, m.payload));
@@ -185,6 +196,7 @@ export class ClusterService {
       this.bridge?.peers([id]);
       this.sendAes([id]);
       void this.sendHello(id);
+      if (!this.view.cut.has(id)) this.sync?.pull(id);
     });
     t.events.on("peerDown", (id, reason) => {
       log.warning(`cluster peer ${id} is down (${reason})`);
@@ -345,6 +357,16 @@ export class ClusterService {
     this.forwarder?.forward(events, publishes);
   }
 
+  /** Cache-sync record batches this master's request workers produced (cache-sync/sync-service.ts). */
+  forwardSync(batches: readonly Uint8Array[]): void {
+    this.sync?.forward(batches);
+  }
+
+  /** Cache-sync counters (tests, metrics). */
+  get syncCounters(): CacheSyncService["counters"] | undefined {
+    return this.sync?.counters;
+  }
+
   get forwardCounters() {
     return this.forwarder?.counters;
   }
@@ -424,7 +446,10 @@ export class ClusterService {
     const same = next.size === this.view.cut.size && [...next].every((x) => this.view.cut.has(x));
     if (same) return;
     log.warning(next.size ? `fault injection: cut off from ${[...next].join(", ")}` : "fault injection: partition healed");
+    const healed = [...this.view.cut].filter((x) => !next.has(x));
     this.view.cut = next;
+    // what was written on either side meanwhile never crossed: pull it, as after a reconnect
+    for (const p of healed) if (this.transport.isUp(p)) this.sync?.pull(p);
   }
 
   // ------------------------------------------------------------------ stop
@@ -434,6 +459,7 @@ export class ClusterService {
     this.stopped = true;
     if (this.chaosTimer) clearInterval(this.chaosTimer);
     this.forwarder?.close();
+    this.sync?.close();
     await this.transport.close().catch(() => undefined);
     this.bridge?.close();
     await this.mirror?.stop().catch(() => undefined);

@@ -21,19 +21,14 @@
  * master coming back never replays stale publishes to its minions.
  */
 import { randomInt } from "node:crypto";
-import { Worker } from "node:worker_threads";
 import { Encoder } from "cbor-x";
-import type { MasterConfig } from "../config/defaults.js";
-import { getLogger, loggingConfig } from "../log.js";
+import { getLogger } from "../log.js";
 import { decodeWire, encodeWire } from "../protocol/msgpack.js";
-import type { JobMirrorBatch, JobMirrorInit } from "./job-mirror-worker.js";
 
 export const EVENT_CHANNEL = "cl/ev";
 export const PUBLISH_CHANNEL = "cl/pub";
 /** frames one forwarded event batch holds at most, count (a receiver refuses more) */
 export const FORWARD_FRAMES_MAX = 100_000;
-/** bytes of forwarded frames the mirror thread may hold unconfirmed before more are dropped */
-export const MIRROR_BACKLOG_BYTES_MAX = 256 * 1024 * 1024;
 
 const log = getLogger("brine.cluster.forward");
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
@@ -197,48 +192,5 @@ export class ClusterForwarder {
 
   close(): void {
     for (const off of this.offs) off();
-  }
-}
-
-/** The main thread's handle on the job-cache mirror thread (bounded: a backlog beyond the bound is dropped). */
-export class JobMirror {
-  private readonly worker: Worker;
-  private seq = 0;
-  private readonly inFlight = new Map<number, number>();
-  private backlogBytes = 0;
-  dropped = 0;
-
-  constructor(cfg: MasterConfig) {
-    const lc = loggingConfig();
-    const init: JobMirrorInit = { cfg, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
-    this.worker = new Worker(new URL("./job-mirror-worker.js", import.meta.url), { workerData: init });
-    this.worker.on("message", (m: { done: number }) => {
-      this.backlogBytes -= this.inFlight.get(m.done) ?? 0;
-      this.inFlight.delete(m.done);
-    });
-    this.worker.on("error", (e) => log.error(`job mirror thread failed: ${e.message}`));
-  }
-
-  push(frames: Uint8Array[]): void {
-    const bytes = frames.reduce((n, f) => n + f.byteLength, 0);
-    if (this.backlogBytes + bytes > MIRROR_BACKLOG_BYTES_MAX) {
-      if (this.dropped++ % 1000 === 0) log.warning(`job mirror backlog full: ${this.dropped} batches of peer job events not mirrored`);
-      return;
-    }
-    const b: JobMirrorBatch = { seq: ++this.seq, frames };
-    this.inFlight.set(b.seq, bytes);
-    this.backlogBytes += bytes;
-    this.worker.postMessage(b);
-  }
-
-  /** Resolves when everything pushed so far is stored. */
-  async flushed(timeoutMs = 10_000): Promise<void> {
-    const end = Date.now() + timeoutMs;
-    while (this.inFlight.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-  }
-
-  async stop(): Promise<void> {
-    await this.flushed(2000);
-    await this.worker.terminate();
   }
 }

@@ -6,6 +6,9 @@
  *   salt/job/<jid>/new        -> the job's load and expected minions, unless this master has the load already
  *   salt/job/<jid>/ret/<id>   -> the return (refused, as locally, when one for (jid, id) exists: no duplicates)
  *
+ * It also stores what peers share about minions (src/cluster/cache-sync/: data cache, mine, session keys, their
+ * presence reports) and reads this master's copy back in chunks for a peer's bulk sync.
+ *
  * It runs beside the request workers (the main thread does no decoding); lmdb-js shares the environment
  * within the process, so writes join the same group commits.
  */
@@ -16,6 +19,9 @@ import { configureLogging, getLogger } from "../log.js";
 import { validId, validJid } from "../protocol/ids.js";
 import { JobCache, type ReturnRecord } from "../store/job-cache.js";
 import { openStore } from "../store/lmdb-env.js";
+import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
+import { PresenceBoard, type PresenceReport } from "./cache-sync/presence-board.js";
+import { SyncStore, type SyncCursor } from "./cache-sync/sync-store.js";
 
 export interface JobMirrorInit {
   cfg: MasterConfig;
@@ -28,11 +34,48 @@ export interface JobMirrorBatch {
   frames: Uint8Array[];
 }
 
+/** main → mirror: a peer's cache-sync record batches (live, or a bulk-sync chunk) to store */
+export interface SyncApply {
+  seq: number;
+  from: string;
+  records: Uint8Array[];
+}
+
+/** main → mirror: a peer's bulk-sync pull request; answered with the reply bytes (`bytes`) */
+export interface SyncServe {
+  seq: number;
+  serve: Uint8Array;
+}
+
+/** main → mirror: the reply to our pull from `from`; answered with the next cursor (`next`) */
+export interface SyncChunk {
+  seq: number;
+  from: string;
+  chunk: Uint8Array;
+}
+
+/** main → mirror: a peer's list of the minions it sees connected */
+export interface PresenceStore {
+  seq: number;
+  presence: PresenceReport;
+}
+
+export type MirrorMessage = JobMirrorBatch | SyncApply | SyncServe | SyncChunk | PresenceStore;
+
+export interface MirrorReply {
+  done: number;
+  bytes?: Uint8Array;
+  next?: SyncCursor | null;
+  error?: string;
+}
+
 const init = workerData as JobMirrorInit;
 configureLogging(init.log);
 const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const jobs = new JobCache(store);
+const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg));
+const presence = new PresenceBoard(store);
 const RET = /^salt\/job\/([^/]+)\/ret\/(.+)$/;
 const NEW = /^salt\/job\/([^/]+)\/new$/;
 
@@ -69,8 +112,30 @@ async function mirror(frames: Uint8Array[]): Promise<void> {
   await Promise.all(writes);
 }
 
-parentPort!.on("message", (b: JobMirrorBatch) => {
-  mirror(b.frames)
-    .catch((e) => log.error(`mirroring forwarded job events failed: ${(e as Error).message}`))
-    .finally(() => parentPort!.postMessage({ done: b.seq }));
+async function handle(m: MirrorMessage): Promise<MirrorReply> {
+  if ("frames" in m) {
+    await mirror(m.frames);
+    return { done: m.seq };
+  }
+  if ("records" in m) {
+    await sync.apply(m.from, m.records);
+    return { done: m.seq };
+  }
+  if ("serve" in m) return { done: m.seq, bytes: sync.serve(m.serve) };
+  if ("chunk" in m) {
+    const r = await sync.applyChunk(m.from, m.chunk);
+    return "error" in r ? { done: m.seq, error: r.error } : { done: m.seq, next: r.next };
+  }
+  await presence.store(m.presence);
+  return { done: m.seq };
+}
+
+parentPort!.on("message", (m: MirrorMessage) => {
+  handle(m).then(
+    (r) => parentPort!.postMessage(r),
+    (e: Error) => {
+      log.error(`the mirror thread failed on a ${"frames" in m ? "job event" : "cache-sync"} message: ${e.message}`);
+      parentPort!.postMessage({ done: m.seq, error: e.message } satisfies MirrorReply);
+    },
+  );
 });

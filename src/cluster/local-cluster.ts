@@ -118,6 +118,8 @@ export interface HarnessOptions {
   root?: string;
   /** master console log level */
   logLevel?: string;
+  /** each master its own `cachedir` (nothing shared but `cluster_pki_dir`): the cluster carries the rest */
+  privateCachedir?: boolean;
 }
 
 export interface CliResult {
@@ -204,7 +206,7 @@ export class ClusterHarness {
       cluster_id: this.opts.clusterId ?? "brine-e2e",
       cluster_peers: this.opts.hosts.filter((x) => x !== m.host),
       cluster_pki_dir: path.join(this.shared, "pki"),
-      cachedir: path.join(this.shared, "cache"),
+      cachedir: this.opts.privateCachedir ? path.join(dir, "cache") : path.join(this.shared, "cache"),
       pki_dir: path.join(dir, "pki"),
       sock_dir: path.join(dir, "sock"),
       log_file: m.logFile,
@@ -295,14 +297,7 @@ export class ClusterHarness {
 
   /** HAProxy's view of each backend server (`show stat`): backend, server, status, current sessions. */
   async haproxyServers(): Promise<{ backend: string; server: string; status: string; scur: number; stot: number }[]> {
-    const text = await new Promise<string>((resolve, reject) => {
-      const c = net.connect(this.statsSocket);
-      let buf = "";
-      c.on("connect", () => c.write("show stat\n"));
-      c.on("data", (d) => (buf += d));
-      c.on("end", () => resolve(buf));
-      c.on("error", reject);
-    });
+    const text = await this.haproxyCommand("show stat");
     const lines = text.trim().split("\n");
     const head = lines[0]!.replace(/^# /, "").split(",");
     const col = (name: string) => head.indexOf(name);
@@ -311,6 +306,43 @@ export class ClusterHarness {
       .map((l) => l.split(","))
       .filter((f) => f[col("svname")] !== "FRONTEND" && f[col("svname")] !== "BACKEND")
       .map((f) => ({ backend: f[col("pxname")]!, server: f[col("svname")]!, status: f[col("status")]!, scur: Number(f[col("scur")]), stot: Number(f[col("stot")]) }));
+  }
+
+  /** One command on HAProxy's admin socket (`disable server …`); its answer. */
+  haproxyCommand(cmd: string): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const c = net.connect(this.statsSocket);
+      let buf = "";
+      c.on("connect", () => c.write(`${cmd}\n`));
+      c.on("data", (d) => (buf += d));
+      c.on("end", () => resolve(buf));
+      c.on("error", reject);
+    });
+  }
+
+  /**
+   * Takes master i out of the balancer (both backends) and closes the connections HAProxy holds to it, so its
+   * minions reconnect through the balancer to the other masters, as when a master dies, but the master runs on.
+   */
+  async drain(i: number): Promise<void> {
+    const id = this.masters[i]!.id;
+    for (const b of ["salt-master-pub-backend", "salt-master-req-backend"]) {
+      await this.haproxyCommand(`disable server ${b}/${id}`);
+      await this.haproxyCommand(`shutdown sessions server ${b}/${id}`);
+    }
+  }
+
+  /** Puts master i back into the balancer. */
+  async undrain(i: number): Promise<void> {
+    const id = this.masters[i]!.id;
+    for (const b of ["salt-master-pub-backend", "salt-master-req-backend"]) await this.haproxyCommand(`enable server ${b}/${id}`);
+  }
+
+  /** Only master i takes new connections through the balancer (the others keep what they have). */
+  async only(i: number): Promise<void> {
+    for (const m of this.masters) {
+      for (const b of ["salt-master-pub-backend", "salt-master-req-backend"]) await this.haproxyCommand(`${m.index === i ? "enable" : "disable"} server ${b}/${m.id}`);
+    }
   }
 
   salt(i: number, args: string[], timeoutMs = 90_000): Promise<CliResult> {

@@ -127,11 +127,13 @@ export class MasterServer {
       },
       (frames) => frames.forEach((f) => this.pubOut!.push([f])),
     );
-    this.lanes = new RequestLanes<RouterTag>(c, shared, (replies, events, publishes) => {
+    this.lanes = new RequestLanes<RouterTag>(c, shared, (replies, events, publishes, sync) => {
       // Order: events first (a CLI listening for returns sees them), then publishes, then replies.
       this.bus.publish(events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
       this.publisher!.publish(publishes);
       this.cluster?.forward(events, publishes);
+      // session keys and data cache writes reach the peers before the reply that hands the key out
+      if (sync) this.cluster?.forwardSync(sync);
       for (const r of replies) this.routerOut!.push([...r.tag, r.reply]);
     });
 
@@ -235,6 +237,7 @@ export class MasterServer {
         this.secrets.setAesKey(key);
         if (!first) this.fire("key", { rotate_aes_key: true });
       },
+      presentIds: async () => (this.lanes && !this.stopping ? this.lanes.presentIds() : []),
     });
   }
 

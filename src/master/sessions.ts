@@ -2,41 +2,100 @@
  * Per-minion session keys (protocol v3): `cachedir/sessions/<id>` holds a Crypticle key string (0600,
  * written to a temp file and renamed), replaced when older than `publish_session`. Read on each auth
  * and each v3 request decode, so each thread caches key + mtime for a second at most (the file is the
- * truth shared by all threads and, in a cluster, all masters).
+ * truth shared by all threads and, with a shared cachedir, all masters).
+ *
+ * Clustered without a shared cachedir, keys travel between masters instead (src/cluster/cache-sync/): a key
+ * this master creates is reported through `track()` (the request worker hands it to the main thread, which
+ * sends it to the peers), and a peer's key is merged into the file by `applyPeerSessionKey` (the mirror
+ * thread). The file may then hold other live keys after the first line (session-merge.ts); a request
+ * encrypted with any of them is accepted and answered with the key it came with.
  */
-import { linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
 import { validId } from "../protocol/ids.js";
-import { BrineError } from "../errors.js";
+import type { DecodeLimits, WireValue } from "../protocol/msgpack.js";
+import { BrineError, isBrineError } from "../errors.js";
+import { formatSessionFile, liveAlts, mergeSessionKeys, parseSessionFile, type HeldKey, type SessionKeySet } from "../cluster/cache-sync/session-merge.js";
 
 const cacheTtlMs = 1000;
 const cacheEntriesMax = 200_000;
 
+function tmpName(file: string): string {
+  return `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+}
+
 /**
  * Write a fresh key: complete in a temp file first, then either link it into place only if no key
  * exists yet (`create`: two threads answering the same minion's re-sent `_auth` agree on the one key
- * that won), or rename it over an expired one (`replace`).
+ * that won), or rename it over an expired one (`replace`). True when this call's key is the one in place.
  */
-export function writeSessionKeyFile(file: string, mode: "create" | "replace"): void {
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+export function writeSessionKeyFile(file: string, mode: "create" | "replace"): boolean {
+  const tmp = tmpName(file);
   writeFileSync(tmp, generateKeyString(), { mode: 0o600 });
   if (mode === "replace") {
     renameSync(tmp, file);
-    return;
+    return true;
   }
   try {
     linkSync(tmp, file);
+    return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    return false;
   } finally {
     unlinkSync(tmp);
   }
 }
 
+/**
+ * A request's view of a minion that has more than one live key: tries each (the current one first) and
+ * answers with the one that opened the request. One per request, so concurrent requests never mix keys.
+ */
+export class KeySetCrypticle extends Crypticle {
+  private matched: Crypticle;
+
+  constructor(private readonly keys: readonly Crypticle[]) {
+    super(keys[0]!.keyString);
+    this.matched = keys[0]!;
+  }
+
+  override loads(data: Buffer, opts: { nonce?: string; checkSerial?: boolean; limits?: DecodeLimits } = {}): WireValue {
+    let first: unknown;
+    for (const c of this.keys) {
+      try {
+        const v = c.loads(data, opts);
+        this.matched = c;
+        return v;
+      } catch (e) {
+        if (!isBrineError(e, "CRYPTICLE_AUTH")) throw e;
+        first ??= e;
+      }
+    }
+    throw first;
+  }
+
+  override dumps(obj: unknown, nonce?: string): Buffer {
+    return this.matched.dumps(obj, nonce);
+  }
+}
+
+interface Entry {
+  key: string;
+  crypticle: Crypticle;
+  mtimeMs: number;
+  ino: number;
+  checkedAt: number;
+  alts: (HeldKey & { crypticle: Crypticle })[];
+}
+
+/** A key this master created (what the cluster sends its peers). */
+export type SessionKeyChange = { id: string; key: string; t: number };
+
 export class SessionKeys {
-  private readonly cache = new Map<string, { key: string; crypticle: Crypticle; mtimeMs: number; checkedAt: number }>();
+  private readonly cache = new Map<string, Entry>();
   readonly dir: string;
+  private onCreated: ((c: SessionKeyChange) => void) | undefined;
 
   constructor(
     cachedir: string,
@@ -47,33 +106,128 @@ export class SessionKeys {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
   }
 
-  /** The session key for `id`, creating or renewing the file as Salt's session_key does. */
+  /** Report every key this thread creates or renews (clustered: the peers get it). */
+  track(onCreated: (c: SessionKeyChange) => void): void {
+    this.onCreated = onCreated;
+  }
+
+  /**
+   * The session key for `id`, creating or renewing the file as Salt's session_key does. `key` is the current
+   * key (what an auth reply hands out); `crypticle` opens a request encrypted with any live key of the minion.
+   */
   get(id: string): { key: string; crypticle: Crypticle } {
     if (!validId(id)) throw new BrineError("BAD_ID", JSON.stringify(id));
     const t = this.now();
     const c = this.cache.get(id);
     const maxAgeMs = this.publishSessionS * 1000;
-    if (c && t - c.checkedAt < cacheTtlMs && t - c.mtimeMs < maxAgeMs) return c;
+    if (c && t - c.checkedAt < cacheTtlMs && t - c.mtimeMs < maxAgeMs) return this.view(c, t);
     const file = path.join(this.dir, id);
     let st;
+    let created = false;
     try {
       st = statSync(file);
       if (t - st.mtimeMs > maxAgeMs) {
-        writeSessionKeyFile(file, "replace");
+        created = writeSessionKeyFile(file, "replace");
         st = statSync(file);
       }
     } catch {
-      writeSessionKeyFile(file, "create");
+      created = writeSessionKeyFile(file, "create");
       st = statSync(file);
     }
-    if (c && c.mtimeMs === st.mtimeMs) {
+    if (c && c.mtimeMs === st.mtimeMs && c.ino === st.ino) {
       c.checkedAt = t;
-      return c;
+      return this.view(c, t);
     }
-    const key = readFileSync(file, "latin1").trim();
-    const entry = { key, crypticle: new Crypticle(key), mtimeMs: st.mtimeMs, checkedAt: t };
+    const set = parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
+    if (!set) throw new BrineError("BAD_ID", `empty session key file for ${id}`);
+    const entry: Entry = {
+      key: set.current.key,
+      crypticle: new Crypticle(set.current.key),
+      mtimeMs: st.mtimeMs,
+      ino: st.ino,
+      checkedAt: t,
+      alts: liveAlts(set, t, maxAgeMs).map((a) => ({ ...a, crypticle: new Crypticle(a.key) })),
+    };
     if (this.cache.size >= cacheEntriesMax) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, entry);
-    return entry;
+    if (created) this.onCreated?.({ id, key: set.current.key, t: Math.floor(st.mtimeMs) });
+    return this.view(entry, t);
   }
+
+  private view(e: Entry, t: number): { key: string; crypticle: Crypticle } {
+    if (e.alts.length === 0) return e;
+    const alts = e.alts.filter((a) => t - a.t < this.publishSessionS * 1000);
+    if (alts.length === 0) return e;
+    return { key: e.key, crypticle: new KeySetCrypticle([e.crypticle, ...alts.map((a) => a.crypticle)]) };
+  }
+}
+
+// ------------------------------------------------------------------ peers' keys (the mirror thread)
+
+function readSet(file: string): SessionKeySet | undefined {
+  try {
+    const st = statSync(file);
+    return parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Merges a peer's key for `id` into `sessionsDir/<id>` (temp file, mtime = the current key's creation, rename).
+ * True when the file changed.
+ */
+export function applyPeerSessionKey(sessionsDir: string, id: string, incoming: HeldKey, lifetimeMs: number, nowMs: number): boolean {
+  if (!validId(id)) return false;
+  const file = path.join(sessionsDir, id);
+  const next = mergeSessionKeys(readSet(file), incoming, nowMs, lifetimeMs);
+  if (!next) return false;
+  const tmp = tmpName(file);
+  writeFileSync(tmp, formatSessionFile(next), { mode: 0o600 });
+  const s = next.current.t / 1000;
+  utimesSync(tmp, s, s);
+  renameSync(tmp, file);
+  return true;
+}
+
+/**
+ * The live keys of minions whose id sorts after `after` (at most `max` minions), created at or after `sinceMs`:
+ * a chunk of a bulk sync. `next` is the cursor for the following chunk (undefined at the end).
+ */
+export function listSessionKeys(sessionsDir: string, ids: readonly string[], after: string | undefined, max: number, sinceMs: number, lifetimeMs: number, nowMs: number): { keys: SessionKeyChange[]; next: string | undefined } {
+  const keys: SessionKeyChange[] = [];
+  let i = after === undefined ? 0 : lowerBound(ids, after);
+  if (after !== undefined && ids[i] === after) i++;
+  let n = 0;
+  for (; i < ids.length && n < max; i++, n++) {
+    const id = ids[i]!;
+    const set = readSet(path.join(sessionsDir, id));
+    if (!set) continue;
+    for (const k of [set.current, ...set.alts]) {
+      if (k.t >= sinceMs && nowMs - k.t < lifetimeMs) keys.push({ id, key: k.key, t: k.t });
+    }
+  }
+  return { keys, next: i < ids.length ? ids[i - 1] : undefined };
+}
+
+/** Sorted minion ids with a session key file (temp files left out). */
+export function sessionIds(sessionsDir: string): string[] {
+  try {
+    return readdirSync(sessionsDir)
+      .filter((n) => validId(n) && !n.endsWith(".tmp"))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+function lowerBound(sorted: readonly string[], x: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -1,6 +1,6 @@
 /** manage.* runners: who answers a ping. */
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
-import { connectedIds, peerAddresses } from "../master/presence.js";
+import { clusterPresent } from "../master/presence.js";
 
 async function ping(ctx: RunnerContext, timeoutS: number): Promise<{ up: string[]; down: string[] }> {
   const up = new Set<string>();
@@ -13,11 +13,9 @@ async function ping(ctx: RunnerContext, timeoutS: number): Promise<{ up: string[
 
 const timeoutOf = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Number(argOf(arg, kwarg, 0, "timeout", ctx.cfg.timeout));
 
-/** Minions with an established publish connection, by their cached ip grains (no job is sent). */
+/** Minions connected to this master or, clustered, to any master (presence.ts; no job is sent). */
 function present(ctx: RunnerContext): string[] {
-  const accepted = ctx.keys.list("accepted");
-  const ids = connectedIds(accepted, (id) => ctx.minions.get(id)?.grains as Record<string, unknown> | undefined, peerAddresses(ctx.cfg.publish_port));
-  return accepted.filter((m) => ids.has(m));
+  return clusterPresent(ctx.cfg, ctx.minions.store, ctx.keys.list("accepted"), (id) => ctx.minions.get(id)?.grains as Record<string, unknown> | undefined);
 }
 
 export const manageRunners: Record<string, RunnerFn> = {

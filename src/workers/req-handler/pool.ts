@@ -41,7 +41,7 @@ export interface LaneOutput<T> {
   reply: Buffer;
 }
 
-export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[]) => void;
+export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[]) => void;
 
 export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "./replies.js";
 
@@ -85,6 +85,7 @@ class LaneQueue<T> {
             batch.map((p, i) => ({ tag: p.tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) })),
             r.events,
             r.publishes,
+            r.sync,
           );
         })
         .catch((e: Error) => {

@@ -29,6 +29,8 @@ export interface BatchResult {
   events: Uint8Array[];
   /** publish loads for the publisher, in order */
   publishes: Record<string, unknown>[];
+  /** clustered: encoded cache-sync record batches for the peers (src/cluster/cache-sync/outbox.ts) */
+  sync?: Uint8Array[];
 }
 
 export interface CleanupResult {

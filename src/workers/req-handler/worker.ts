@@ -12,7 +12,8 @@ import { MasterContext, newEffects, type SharedBuffers } from "../../master/cont
 import { handleRequest } from "../../master/request.js";
 import { installSubsystems } from "../../master/subsystems.js";
 import type { BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult } from "./task.js";
-import { connectedIds, peerAddresses } from "../../master/presence.js";
+import { localPresent } from "../../master/presence.js";
+import { installSyncOutbox } from "../../cluster/cache-sync/outbox.js";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -25,12 +26,12 @@ const log = getLogger("brine.worker");
 configureLogging(init.log);
 const ctx = new MasterContext(init.cfg, init.shared);
 await installSubsystems(ctx);
+/** clustered: this thread's data cache, mine and session key writes, for the peers (BatchResult.sync) */
+const syncOutbox = installSyncOutbox(ctx);
 
 export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult> {
   if (task.kind === "presence") {
-    const accepted = ctx.acceptedIds();
-    const ids = connectedIds(accepted, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, peerAddresses(ctx.cfg.publish_port));
-    return { present: accepted.filter((id) => ids.has(id)) };
+    return { present: localPresent(ctx.cfg, ctx.store, ctx.acceptedIds(), (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined) };
   }
   if (task.kind === "cleanup") {
     let removed = 0;
@@ -53,5 +54,6 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     }),
   );
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
-  return { replies, events: fx.events, publishes: fx.publishes };
+  const sync = syncOutbox?.drain();
+  return { replies, events: fx.events, publishes: fx.publishes, ...(sync ? { sync } : {}) };
 }

@@ -1,0 +1,113 @@
+/**
+ * What masters tell each other about the minion data cache, the mine and per-minion session keys (what Salt
+ * shared through a shared `cachedir`: `minions/<id>/data.p`, `minions/<id>/mine.p`, `sessions/<id>`). Pure:
+ * the shapes, their validation (a peer's bad record is refused, never stored) and the last-writer-wins order.
+ *
+ * Every data/mine write carries a stamp (time, origin master); a master keeps a peer's record only when its
+ * stamp is newer than the one it holds, so masters converge whatever order records arrive in (a minion
+ * refreshing its pillar on master 1 and then on master 2 ends with master 2's copy everywhere). A removal is a
+ * record with `v: null` (a tombstone: it keeps its stamp, so an older copy cannot bring the data back).
+ * Session keys are merged by their own rule (session-merge.ts): every live key stays usable.
+ */
+import { Encoder } from "cbor-x";
+import { validId } from "../../protocol/ids.js";
+
+/** when a record was written (ms since the epoch, origin's clock) and by which master */
+export interface Stamp {
+  t: number;
+  o: string;
+}
+
+export interface DataRecord extends Stamp {
+  k: "data";
+  id: string;
+  /** {grains, pillar}, or null: removed */
+  v: Record<string, unknown> | null;
+}
+
+export interface MineRecord extends Stamp {
+  k: "mine";
+  id: string;
+  /** {function: data}, or null: removed */
+  v: Record<string, unknown> | null;
+}
+
+export interface SessionRecord {
+  k: "sess";
+  id: string;
+  /** when the key was created (ms since the epoch, origin's clock): its age decides its expiry everywhere */
+  t: number;
+  key: string;
+}
+
+export type SyncRecord = DataRecord | MineRecord | SessionRecord;
+
+/** records one batch may hold (a peer sending more is refused) */
+export const SYNC_RECORDS_PER_BATCH_MAX = 10_000;
+/** how far in the future a peer's stamp may be before the record is refused (a broken clock would pin it), ms */
+export const STAMP_FUTURE_MAX_MS = 24 * 3600 * 1000;
+/** longest origin (master id) accepted, characters */
+const ORIGIN_CHARS_MAX = 256;
+/** a Crypticle key string: base64 of 56 bytes */
+const SESSION_KEY_RE = /^[A-Za-z0-9+/]{75}=$/;
+
+export const syncCbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
+
+/** a newer than b: later time, then the larger origin (the same answer on every master) */
+export function newerStamp(a: Stamp, b: Stamp | undefined): boolean {
+  if (!b) return true;
+  return a.t !== b.t ? a.t > b.t : a.o > b.o;
+}
+
+function isPlainMap(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
+/** The record if it is well-formed, else a reason to refuse it. */
+export function checkRecord(x: unknown, nowMs: number): SyncRecord | string {
+  if (!isPlainMap(x)) return "not a map";
+  if (!validId(x.id)) return "bad minion id";
+  if (typeof x.t !== "number" || !Number.isSafeInteger(x.t) || x.t < 0) return "bad time";
+  if (x.t > nowMs + STAMP_FUTURE_MAX_MS) return "time too far in the future";
+  switch (x.k) {
+    case "data":
+    case "mine":
+      if (typeof x.o !== "string" || x.o.length === 0 || x.o.length > ORIGIN_CHARS_MAX) return "bad origin";
+      if (x.v !== null && !isPlainMap(x.v)) return "bad value";
+      if (x.k === "data" && x.v !== null && ((x.v.grains !== undefined && !isPlainMap(x.v.grains)) || (x.v.pillar !== undefined && !isPlainMap(x.v.pillar)))) return "bad grains or pillar";
+      return { k: x.k, id: x.id, t: x.t, o: x.o, v: x.v as Record<string, unknown> | null };
+    case "sess":
+      if (typeof x.key !== "string" || !SESSION_KEY_RE.test(x.key)) return "bad session key";
+      return { k: "sess", id: x.id, t: x.t, key: x.key };
+    default:
+      return "unknown kind";
+  }
+}
+
+/** One batch of records as bytes (encoded where the records are made: a worker thread, never the main thread). */
+export function encodeRecords(records: readonly SyncRecord[]): Uint8Array {
+  return syncCbor.encode(records) as Uint8Array;
+}
+
+/** Decodes and checks a batch: the good records, and how many were refused with the first reason. */
+export function decodeRecords(bytes: Uint8Array, nowMs: number): { records: SyncRecord[]; refused: number; reason?: string } {
+  let raw: unknown;
+  try {
+    raw = syncCbor.decode(bytes);
+  } catch (e) {
+    return { records: [], refused: 1, reason: `undecodable: ${(e as Error).message}` };
+  }
+  if (!Array.isArray(raw)) return { records: [], refused: 1, reason: "not a list" };
+  if (raw.length > SYNC_RECORDS_PER_BATCH_MAX) return { records: [], refused: raw.length, reason: `${raw.length} records in one batch` };
+  const records: SyncRecord[] = [];
+  let refused = 0;
+  let reason: string | undefined;
+  for (const x of raw) {
+    const r = checkRecord(x, nowMs);
+    if (typeof r === "string") {
+      refused++;
+      reason ??= r;
+    } else records.push(r);
+  }
+  return { records, refused, ...(reason ? { reason } : {}) };
+}
