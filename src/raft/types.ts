@@ -178,12 +178,20 @@ export type RequestResult =
 
 /**
  * Everything the application must act on, in this order (the persistence contract):
+ * 0. optionally, send at once the messages `sendableBeforePersist` allows (a leader's appends, heartbeats and
+ *    snapshot chunks: Raft thesis §10.2.1, the leader writes its log in parallel with replicating it);
  * 1. write `snapshot` (if any), append `entries` (replacing any suffix from entries[0].index on), then
- *    write `hardState` and `confState`: all durable (fsync when `mustSync`) before step 2;
- * 2. send `messages` (they may assume step 1 is durable: a vote or an append acknowledgement is a promise);
+ *    write `hardState` and `confState`. When `mustSync`, all of it must be durable before step 2. When not
+ *    (only the commit index or the membership moved), the write may be deferred and joined to a later one:
+ *    a committed index is recoverable from a quorum, and the membership is replayed from the log with it;
+ * 2. send the other `messages` (they may assume step 1 is durable: a vote or an append acknowledgement is a
+ *    promise);
  * 3. apply `snapshot` to the state machine, then `committedEntries` in order;
  * 4. deliver `results` to their callers (they refer to entries applied in step 3 or earlier);
- * 5. call `advance()`.
+ * 5. call `advance()`; no message may be stepped between ready() and advance().
+ * Because of 5, a peer's acknowledgement of entries sent at step 0 is stepped only after the leader's own
+ * write of them finished (a leader's own copy counts toward the quorum only once durable), provided the
+ * shell finishes step 1 before it steps anything again.
  */
 export interface Ready {
   softState?: SoftState;
@@ -219,6 +227,25 @@ export function newMessage(type: MessageType, from: NodeId, to: NodeId, term: nu
 
 export function isLocalMessage(t: MessageType): boolean {
   return t === "MsgHup" || t === "MsgBeat" || t === "MsgCheckQuorum" || t === "MsgUnreachable";
+}
+
+/** What a node has durably written for its group before the Ready at hand: its term and its last log index. */
+export interface DurableMark {
+  term: number;
+  lastIndex: number;
+}
+
+/**
+ * Whether `m` may leave before the durable write of the Ready it came in (step 0 of the contract). Only a
+ * leader's requests to followers qualify, and only when they promise nothing about its disk: their term is
+ * already durable (a leader elected in this Ready waits), and the commit index they announce is within the
+ * leader's durable log (a sole voter commits its entries at append time; announcing such a commit to a
+ * learner before the entries are on disk could make the learner apply an entry the leader then loses).
+ * Every response waits: it is a promise about the responder's disk.
+ */
+export function sendableBeforePersist(m: Message, durable: DurableMark): boolean {
+  if (m.type !== "MsgApp" && m.type !== "MsgHeartbeat" && m.type !== "MsgSnap") return false;
+  return m.term <= durable.term && m.commit <= durable.lastIndex;
 }
 
 /** Kinds a node sends only after its HardState and entries are durable (responses that are promises). */

@@ -27,7 +27,9 @@ export const TEST_LIMITS: WorkerLimits = {
 
 /**
  * Why sending `m` now would break the persistence contract, given what the sender has durably stored for the
- * group (undefined: fine). Pre-vote traffic carries a term nobody persisted (term + 1), by design.
+ * group (undefined: fine). Pre-vote traffic carries a term nobody persisted (term + 1), by design. A leader's
+ * MsgApp may carry entries it has not yet made durable itself (thesis §10.2.1), but never a commit index
+ * beyond its durable log: a receiver could apply an entry the leader then loses in a crash.
  */
 export function persistenceViolation(durable: Durable | undefined, m: Message): string | undefined {
   if (m.term === 0 || m.type === "MsgPreVote" || m.type === "MsgPreVoteResp") return undefined;
@@ -39,11 +41,14 @@ export function persistenceViolation(durable: Durable | undefined, m: Message): 
     return `vote for ${m.to} at term ${m.term} sent while the durable vote is ${hs.vote} at term ${hs.term}`;
   }
   if (m.type === "MsgAppResp" && !m.reject && last < m.index) return `append acknowledged through ${m.index} while durable only through ${last}`;
-  if (m.type === "MsgApp" && m.entries && m.entries.length > 0) {
-    const sentLast = m.entries[m.entries.length - 1]!.index;
-    if (last < sentLast) return `entries through ${sentLast} replicated while durable only through ${last}`;
-  }
+  if ((m.type === "MsgApp" || m.type === "MsgHeartbeat") && m.commit > last) return `${m.type} announces commit ${m.commit} while durable only through ${last}`;
   return undefined;
+}
+
+/** Whether `m` replicates entries its sender has not yet made durable (the leader's write runs in parallel). */
+export function aheadOfOwnWrite(durable: Durable | undefined, m: Message): boolean {
+  const ents = m.type === "MsgApp" ? m.entries : undefined;
+  return ents !== undefined && ents.length > 0 && (durable?.lastIndex ?? 0) < ents[ents.length - 1]!.index;
 }
 
 export interface TestNode {
@@ -59,6 +64,8 @@ export class TestCluster {
   readonly violations: string[] = [];
   /** messages checked, by type */
   readonly checked = new Map<string, number>();
+  /** MsgApps that left while the entries they carry were not yet durable on their sender */
+  aheadOfOwnWrite = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -83,8 +90,10 @@ export class TestCluster {
     const node = this.nodes.get(from)!;
     if (!node.up) return; // a crashed node's last pump: nothing leaves it
     for (const m of msgs) {
-      const v = persistenceViolation(node.backend.durable(group), m);
+      const durable = node.backend.durable(group);
+      const v = persistenceViolation(durable, m);
       if (v) this.violations.push(`${from}/${group}: ${v}`);
+      if (aheadOfOwnWrite(durable, m)) this.aheadOfOwnWrite++;
       this.checked.set(m.type, (this.checked.get(m.type) ?? 0) + 1);
       const to = this.byRaftId.get(m.to);
       const copy = structuredClone(m);
@@ -149,7 +158,11 @@ export class TestCluster {
     return best?.n;
   }
 
-  async waitFor<T>(what: string, f: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  /**
+   * Polls `f` until it gives a value. The bound only turns a hang into a message naming what never happened;
+   * it is far above any loaded machine's pace (the conditions depend on progress, never on speed).
+   */
+  async waitFor<T>(what: string, f: () => T | undefined | false, timeoutMs = 120_000): Promise<T> {
     const until = Date.now() + timeoutMs;
     for (;;) {
       const v = f();

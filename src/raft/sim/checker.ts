@@ -12,7 +12,8 @@
  * - State machine safety: no two nodes apply different entries at the same index; each node applies indexes
  *   in order without gaps; an installed snapshot equals what others applied through its index.
  * - Durability before promises: a granted vote and an append acknowledgement are only sent once the
- *   HardState/entries they promise are on the node's disk.
+ *   HardState/entries they promise are on the node's disk; a leader's append or heartbeat never announces a
+ *   commit index beyond its own durable log (its entries may still be in flight to its disk).
  * - No acknowledged proposal lost: a successful result names (index, term, value) that was committed with
  *   exactly that value, and (checked at the end) every member eventually applies it.
  * - Linearizable reads: a read's index is at least the index of every write acknowledged before the read began.
@@ -121,7 +122,10 @@ export class Checker {
     this.diskCommit.set(node.id, commit);
   }
 
-  sent(node: SimNode, type: string, to: NodeId, term: number, index: number, reject: boolean): void {
+  sent(node: SimNode, type: string, to: NodeId, term: number, index: number, reject: boolean, commit = 0): void {
+    if ((type === "MsgApp" || type === "MsgHeartbeat") && commit > node.disk.lastIndex()) {
+      this.fail(`node ${node.id}: ${type} announced commit ${commit} but its disk ends at ${node.disk.lastIndex()}`);
+    }
     if (reject || (type !== "MsgVoteResp" && type !== "MsgAppResp")) return;
     // Several steps can precede one Ready, so the disk may already hold a later state than the one a message
     // was written in: a vote or acknowledgement from an older term is covered by the durable newer term (the

@@ -71,6 +71,8 @@ const RECOVERY_STALL_TICKS_MAX = 400;
 /** ...or if recovery is not complete after this many ticks in all. */
 const RECOVERY_TICKS_MAX = 10_000;
 const DELIVERY_ROUNDS_PER_TICK_MAX = 50;
+/** chance that a node crashes in the middle of a durable write (after a leader's appends left), per write */
+const MID_WRITE_CRASH_RATE = 0.002;
 
 export function simulate(opts: SimOptions): SimReport {
   return new Simulation(opts).run();
@@ -122,6 +124,8 @@ class Simulation implements NodeObserver {
       snapshotEveryEntries: this.rng.range(8, 40),
       snapshotKeepEntries: this.rng.range(0, 10),
       snapshotPadBytes: this.rng.range(0, 300),
+      crashMidWrite: () => this.faultsOn && this.faults.chance(MID_WRITE_CRASH_RATE),
+      deferStateOnlyWrites: true,
     };
     const voterIds = Array.from({ length: voters }, (_, k) => k + 1);
     for (let id = 1; id <= n; id++) {
@@ -208,6 +212,10 @@ class Simulation implements NodeObserver {
 
   private flush(node: SimNode): void {
     for (const m of node.processReady()) this.net.send(m);
+    if (!node.alive && !this.crashedUntil.has(node.id)) {
+      this.crashedUntil.set(node.id, this.now + this.faults.range(1, 80));
+      this.log(`t=${this.now} crash ${node.id} in the middle of a write`);
+    }
   }
 
   // ------------------------------------------------------------------ faults
@@ -404,7 +412,7 @@ class Simulation implements NodeObserver {
   }
 
   sent(node: SimNode, m: Message): void {
-    this.checker.sent(node, m.type, m.to, m.term, m.index, m.reject);
+    this.checker.sent(node, m.type, m.to, m.term, m.index, m.reject, m.commit);
   }
 
   applied(node: SimNode, e: Entry): void {

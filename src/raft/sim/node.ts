@@ -1,13 +1,17 @@
 /**
  * One simulated Raft node: a RawNode, the MemoryStorage that plays its disk, and a tiny state machine. It runs
- * the shell's Ready loop exactly as the persistence contract says (persist, send, apply, deliver, advance), so
- * the simulator tests the contract as well as the core. A crash drops everything but the disk; a restart
- * rebuilds the node from the disk alone.
+ * the shell's Ready loop exactly as the persistence contract says (a leader's appends out first, persist,
+ * send the rest, apply, deliver, advance), so the simulator tests the contract as well as the core. A crash
+ * drops everything but the disk; a restart rebuilds the node from the disk alone. A crash can also strike in
+ * the middle of a write: the appends that went out before it are on the network, nothing of the write is on
+ * the disk. With `deferStateOnlyWrites`, a Ready that only moves the commit index or the membership is not
+ * written at once (the worker defers it to its next write); a crash loses it.
  */
 import type { RaftLimits } from "../limits.js";
 import { RawNode } from "../raw-node.js";
 import { MemoryStorage } from "../storage.js";
-import type { Entry, Message, NodeId, Ready, RequestResult, Snapshot } from "../types.js";
+import type { ConfState, Entry, HardState, Message, NodeId, Ready, RequestResult, Snapshot } from "../types.js";
+import { sendableBeforePersist } from "../types.js";
 import type { Rng } from "./rng.js";
 import { fnv1a, mixInt } from "./rng.js";
 
@@ -67,6 +71,10 @@ export interface SimNodeOptions {
   /** entries kept behind the snapshot when compacting (0 forces snapshot installs on laggards) */
   snapshotKeepEntries: number;
   snapshotPadBytes: number;
+  /** asked once per Ready that writes entries, term or vote: crash now, in the middle of the write? */
+  crashMidWrite?: () => boolean;
+  /** defer writes that only move the commit index or the membership, as the worker does (default: write all) */
+  deferStateOnlyWrites?: boolean;
 }
 
 export class SimNode {
@@ -80,6 +88,8 @@ export class SimNode {
   private readonly obs: NodeObserver;
   /** bumped at every start, so request keys stay unique across restarts */
   lives = 0;
+  /** a deferred write (commit index, membership): reaches the disk with the next write, or is lost in a crash */
+  private deferred: { hardState?: HardState; confState?: ConfState } | undefined;
 
   constructor(id: NodeId, disk: MemoryStorage, rng: Rng, opts: SimNodeOptions, obs: NodeObserver) {
     this.id = id;
@@ -111,6 +121,7 @@ export class SimNode {
 
   crash(): void {
     this.rn = undefined;
+    this.deferred = undefined;
   }
 
   /** Runs the Ready loop until quiet; returns the messages to put on the network. */
@@ -121,14 +132,34 @@ export class SimNode {
     for (let guard = 0; rn.hasReady(); guard++) {
       if (guard > 1000) throw new Error(`node ${this.id}: Ready loop does not settle`);
       const rd = rn.ready();
-      // 1. durable writes: snapshot, entries, then HardState and membership
-      if (rd.snapshot) this.disk.applySnapshot(rd.snapshot);
-      this.disk.append(rd.entries);
-      if (rd.hardState) this.disk.setHardState(rd.hardState);
-      if (rd.confState) this.disk.setConfState(rd.confState);
-      this.obs.persisted(this, rd);
-      // 2. messages, now that what they promise is durable
+      const durable = { term: this.disk.initialState().hardState.term, lastIndex: this.disk.lastIndex() };
+      // 0. a leader's appends leave while its own write runs
+      const later: Message[] = [];
       for (const m of rd.messages) {
+        if (!sendableBeforePersist(m, durable)) {
+          later.push(m);
+          continue;
+        }
+        this.obs.sent(this, m);
+        out.push(m);
+      }
+      if (rd.mustSync && this.opts.crashMidWrite?.()) {
+        this.crash();
+        return out;
+      }
+      // 1. durable writes: snapshot, entries, then HardState and membership; deferred when only those moved
+      if (rd.mustSync || !this.opts.deferStateOnlyWrites) {
+        this.flushDeferred();
+        if (rd.snapshot) this.disk.applySnapshot(rd.snapshot);
+        this.disk.append(rd.entries);
+        if (rd.hardState) this.disk.setHardState(rd.hardState);
+        if (rd.confState) this.disk.setConfState(rd.confState);
+      } else if (rd.hardState || rd.confState) {
+        this.deferred = { ...this.deferred, ...(rd.hardState ? { hardState: rd.hardState } : {}), ...(rd.confState ? { confState: rd.confState } : {}) };
+      }
+      this.obs.persisted(this, rd);
+      // 2. the other messages, now that what they promise is durable
+      for (const m of later) {
         this.obs.sent(this, m);
         out.push(m);
       }
@@ -149,9 +180,19 @@ export class SimNode {
     return out;
   }
 
+  /** Writes the deferred state (before any later write: a group's writes reach the disk in order). */
+  private flushDeferred(): void {
+    const d = this.deferred;
+    this.deferred = undefined;
+    if (d?.hardState) this.disk.setHardState(d.hardState);
+    if (d?.confState) this.disk.setConfState(d.confState);
+  }
+
   private maybeSnapshot(rn: RawNode): void {
     const snapIndex = this.disk.snapshot().metadata.index;
     if (this.app.applied - snapIndex < this.opts.snapshotEveryEntries) return;
+    // the snapshot's write carries the commit index: the disk never holds a snapshot beyond its durable commit
+    this.flushDeferred();
     this.disk.createSnapshot(this.app.applied, rn.raft.confState, this.app.snapshotData(this.opts.snapshotPadBytes));
     const keep = this.rng.int(this.opts.snapshotKeepEntries + 1);
     this.disk.compact(Math.max(this.disk.firstIndex(), this.app.applied - keep));

@@ -7,9 +7,10 @@
  *
  * Writes are staged: `stage(rd)` performs step 1 of the Ready contract on the view and returns the GroupWrite
  * that makes it durable. The manager commits the staged writes of every group in one backend commit and only
- * then sends the Ready's messages (step 2). The view may therefore run ahead of the disk between stage() and
- * the commit, but nothing observable leaves the node in that window: the core only reads the view, and
- * messages, applies and results all wait for the commit.
+ * then sends the Ready's promises (step 2). The view may therefore run ahead of the disk between stage() and
+ * the commit. What leaves the node in that window promises nothing the disk lacks: a leader's appends (their
+ * receivers' acknowledgements are stepped only after the commit) and, for a deferred write, the applied
+ * effects of a commit index that a quorum holds anyway.
  */
 import { MemoryStorage, type InitialState, type Storage } from "../../raft/storage.js";
 import type { ConfState, Entry, Ready, Snapshot } from "../../raft/types.js";
@@ -111,12 +112,14 @@ export class GroupStorage implements Storage {
   /**
    * Records the state machine image at applied index `applied` and compacts the log to keep `keep` entries
    * behind it. Snapshot and compaction go into one write, so the disk never lacks both the entries and an
-   * image covering them.
+   * image covering them. The write carries the group's state too: its commit index (>= `applied`) may still
+   * be deferred, and the disk must never hold a snapshot beyond its durable commit index (the core refuses
+   * to start from that).
    */
   stageSnapshot(applied: number, confState: ConfState, image: Uint8Array, keep: number): GroupWrite {
     const snapshot = this.view.createSnapshot(applied, confState, image);
     const compactTo = Math.max(this.view.firstIndex() - 1, applied - keep);
     this.view.compact(compactTo);
-    return { group: this.group, snapshot, dropThrough: compactTo, entries: [] };
+    return { group: this.group, snapshot, dropThrough: compactTo, entries: [], state: this.view.initialState() };
   }
 }

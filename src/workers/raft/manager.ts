@@ -7,19 +7,30 @@
  *
  * The pump, one iteration per group commit (the Ready contract of types.ts, for all groups at once):
  *   0. step queued peer messages and ticks into their groups;
- *   1. take a Ready from every group that has one, stage its durable part (GroupStorage.stage), and commit
- *      all of them, plus pending genesis/snapshot writes, in ONE backend commit: one fsync however many
- *      groups and proposals it covers (group commit). Proposals that arrive during the fsync go into the
- *      next iteration's Ready, so batches grow with load;
- *   2. only then hand each Ready's messages to the transport (a vote or an append acknowledgement is a
+ *   1. take a Ready from every group that has one and stage its durable part (GroupStorage.stage); a
+ *      leader's appends, heartbeats and snapshot chunks go to the transport now (sendableBeforePersist),
+ *      while its own write runs (thesis §10.2.1: replication does not wait for the leader's fsync);
+ *   2. commit every staged write that must be durable (entries, term, vote, snapshots, genesis), plus the
+ *      deferred ones, in ONE backend commit: one fsync however many groups and proposals it covers (group
+ *      commit). Proposals that arrive during the fsync go into the next iteration's Ready, so batches grow
+ *      with load. A Ready that only moves the commit index or the membership is not waited for: its write is
+ *      deferred and joins the next commit (or the next tick's, or close's);
+ *   3. only then hand each Ready's other messages to the transport (a vote or an append acknowledgement is a
  *      promise about what is on disk);
- *   3. apply snapshots and committed entries to the state machines, then start/stop ring groups as the
+ *   4. apply snapshots and committed entries to the state machines, then start/stop ring groups as the
  *      registry says and publish the rings and routes to the shared buffer (a new epoch when they changed);
- *   4. answer the callers the Readies settle (after 3, so a caller who sees its ROUTE committed also finds
+ *   5. answer the callers the Readies settle (after 4, so a caller who sees its ROUTE committed also finds
  *      it in the shared buffer);
- *   5. advance every group, and stage snapshots for groups that applied enough since their last one.
+ *   6. advance every group, and stage snapshots for groups that applied enough since their last one.
  * Peer messages and ticks that arrive while an iteration waits for its commit are queued and stepped at the
- * next step 0, so no group is stepped between its ready() and advance().
+ * next step 0, so no group is stepped between its ready() and advance(). That is also what makes a leader's
+ * own copy count toward a quorum only once durable: a follower's acknowledgement of entries sent at step 1
+ * is stepped after step 2 finished.
+ *
+ * What is durable at any step 0: every group's term, vote and entries as its storage view holds them (those
+ * writes are always waited for); only commit indexes and memberships may lag (deferred writes). On restart a
+ * node therefore replays from a possibly older commit index and learns the rest from the leader (or, as a
+ * sole voter, commits it again by re-electing itself), as etcd does with its lazily synced HardState.
  */
 import { BrineError, isBrineError } from "../../errors.js";
 import { getLogger } from "../../log.js";
@@ -30,7 +41,7 @@ import { validateNodeList } from "../../cluster/state-machines/names.js";
 import { clusterLimits } from "../../cluster/state-machines/limits.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { RingTarget } from "../../shared/sab-ring/writer.js";
-import type { Message, Ready } from "../../raft/types.js";
+import { sendableBeforePersist, type Message, type Ready } from "../../raft/types.js";
 import type { MembershipChange, NodeStatus, ProposeResult, ReadOptions, ReadQuery, ReadResult } from "./api.js";
 import type { GroupMeta, GroupWrite, RaftBackend } from "./backend.js";
 import { Group } from "./group.js";
@@ -76,8 +87,14 @@ export class GroupManager {
   readonly limits: WorkerLimits;
   private readonly rand: () => number;
   private readonly groups = new Map<string, Group>();
-  /** writes to commit with the next iteration (genesis of new ring groups, snapshots), before the Readies' */
-  private pendingWrites: GroupWrite[] = [];
+  /**
+   * Writes staged and not yet committed, in staging order (a group's writes must reach the disk in that
+   * order). A deferred write (the state only: commit index, membership) is superseded by any later write of
+   * its group, which carries the group's whole state; so at most one per group waits here.
+   */
+  private unwritten: GroupWrite[] = [];
+  /** an unwritten write must be durable before this iteration goes on (entries, term, vote, snapshot, genesis) */
+  private mustCommit = false;
   private inbox: { group: string; m: Message }[] = [];
   private pendingTicks = 0;
   private pumping = false;
@@ -190,6 +207,8 @@ export class GroupManager {
     this.closed = true;
     for (const g of this.groups.values()) g.failAll("RAFT_STOPPED", "the raft worker is stopping");
     await this.idle();
+    // deferred commit indexes: not needed for safety, but a clean stop replays nothing it need not
+    if (!this.fatal && this.unwritten.length > 0) await this.commitUnwritten().catch((e: unknown) => this.die(e));
     await this.backend.close();
   }
 
@@ -307,27 +326,28 @@ export class GroupManager {
 
   /** One iteration; returns false when there was nothing to do. */
   private async iterate(): Promise<boolean> {
-    this.absorb();
-    const staged: { g: Group; rd: Ready }[] = [];
-    const writes = this.pendingWrites;
-    this.pendingWrites = [];
+    const ticked = this.absorb();
+    const staged: { g: Group; rd: Ready; later: Message[] }[] = [];
     for (const g of this.groups.values()) {
       if (!g.node.hasReady()) continue;
+      // term and entries in the view are durable here (see the header), so this is the node's durable mark
+      const durable = { term: g.storage.initialState().hardState.term, lastIndex: g.storage.lastIndex() };
       const rd = g.node.ready();
       const w = g.storage.stage(rd);
-      if (w) writes.push(w);
-      staged.push({ g, rd });
+      if (w) this.stageWrite(w, rd.mustSync);
+      // 1. a leader's appends leave now; its own write below runs while they travel
+      const early: Message[] = [];
+      const later: Message[] = [];
+      for (const m of rd.messages) (sendableBeforePersist(m, durable) ? early : later).push(m);
+      if (early.length > 0) this.transport.send(g.id, early);
+      staged.push({ g, rd, later });
     }
-    if (staged.length === 0 && writes.length === 0) return false;
-    // 1. durable, all groups at once
-    if (writes.length > 0) {
-      await this.backend.commit(writes);
-      this.commits++;
-      for (const w of writes) this.entriesWritten += w.entries.length;
-    }
-    // 2. messages
-    for (const { g, rd } of staged) if (rd.messages.length > 0) this.transport.send(g.id, rd.messages);
-    // 3. apply, and publish what the applied state now says
+    if (staged.length === 0 && !this.mustCommit && !(ticked && this.unwritten.length > 0)) return false;
+    // 2. durable, all groups at once, when anything of this iteration needs it
+    if (this.mustCommit) await this.commitUnwritten();
+    // 3. messages that promise what step 2 made durable
+    for (const { g, later } of staged) if (later.length > 0) this.transport.send(g.id, later);
+    // 4. apply, and publish what the applied state now says
     let changed = false;
     for (const { g, rd } of staged) {
       if (g.apply(rd)) {
@@ -336,21 +356,42 @@ export class GroupManager {
       }
     }
     if (changed) this.publishRing();
-    // 4. results, 5. advance
+    // 5. results, 6. advance
     for (const { g, rd } of staged) {
       g.deliver(rd.results);
       g.node.advance();
       g.afterAdvance(rd);
       const snap = g.maybeSnapshot();
-      if (snap) this.pendingWrites.push(snap);
+      if (snap) this.stageWrite(snap, true);
     }
     // the ring groups the registry asks for (after advance: `caughtUp` counts applied entries)
     if (this.ringGroupsDirty && this.reconcileRingGroups()) this.publishRing();
+    // deferred commit indexes reach the disk at the latest one tick later; after the results, so that
+    // applying never waits for such a write (and the next iteration waits at most one fsync per tick)
+    if (ticked && this.unwritten.length > 0) await this.commitUnwritten();
     return true;
   }
 
-  /** Step 0: queued peer messages, then queued ticks. */
-  private absorb(): void {
+  /** Queues a write for the next commit; `must`: that commit happens in the next iteration, waited for. */
+  private stageWrite(w: GroupWrite, must: boolean): void {
+    // an earlier deferred write of this group only held the state, which `w` carries newer (or leaves alone)
+    if (w.state) this.unwritten = this.unwritten.filter((x) => x.group !== w.group || !isStateOnly(x));
+    this.unwritten.push(w);
+    if (must) this.mustCommit = true;
+  }
+
+  /** Commits every unwritten write in one transaction (resolves when durable). */
+  private async commitUnwritten(): Promise<void> {
+    const writes = this.unwritten;
+    this.unwritten = [];
+    this.mustCommit = false;
+    await this.backend.commit(writes);
+    this.commits++;
+    for (const w of writes) this.entriesWritten += w.entries.length;
+  }
+
+  /** Step 0: queued peer messages, then queued ticks. Returns whether any tick was absorbed. */
+  private absorb(): boolean {
     const inbox = this.inbox;
     this.inbox = [];
     for (const { group, m } of inbox) {
@@ -364,7 +405,9 @@ export class GroupManager {
         else throw e;
       }
     }
+    const ticked = this.pendingTicks > 0;
     for (; this.pendingTicks > 0; this.pendingTicks--) for (const g of this.groups.values()) g.tick();
+    return ticked;
   }
 
   /**
@@ -402,7 +445,7 @@ export class GroupManager {
       // the ring's image before its first entry: founders as voters, policy "self", replicas 1
       const image = new RingGroupState(id, founders).snapshot();
       const { storage, write } = GroupStorage.genesis(meta, founders.map((f) => dir.add(f)), image);
-      this.pendingWrites.push(write);
+      this.stageWrite(write, true);
       this.addGroup(meta, storage);
       log.info(`founded raft group "${id}" with voters ${founders.join(", ")}`);
     }
@@ -435,4 +478,9 @@ export class GroupManager {
     for (const g of this.groups.values()) g.failAll(err.code, err.message);
     this.onFatal?.(err);
   }
+}
+
+/** A deferred write: nothing but the group's state (commit index, membership). */
+function isStateOnly(w: GroupWrite): boolean {
+  return w.entries.length === 0 && !w.meta && !w.snapshot && w.dropFrom === undefined && w.dropThrough === undefined;
 }
