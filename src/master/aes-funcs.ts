@@ -66,7 +66,7 @@ async function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx:
     load.jid = jid;
   }
   const { nonce: _n, tok: _t, ...eventLoad } = load;
-  ctx.fire(fx, `salt/job/${jid}/ret/${id}`, eventLoad);
+  ctx.fire(fx, `salt/job/${jid}/ret/${id}`, eventLoad, true);
   const fun = typeof load.fun === "string" ? load.fun : "";
   if ((fun === "state.sls" || fun === "state.highstate" || fun === "state.apply") && isMap(load.return)) {
     for (const [key, item] of Object.entries(load.return)) {

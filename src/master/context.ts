@@ -113,8 +113,9 @@ export class MasterContext {
     }
   }
 
-  fire(fx: Effects, tag: string, data: unknown): void {
-    fx.events.push(packEvent(tag, data));
+  /** Queue an event for the bus; `owned`: `data` was made for this event alone and may be stamped in place. */
+  fire(fx: Effects, tag: string, data: unknown, owned = false): void {
+    fx.events.push(packEvent(tag, data, new Date(), owned));
   }
 
   /** Pillar compiler, installed by the pillar subsystem; without one `_pillar` answers {}. */

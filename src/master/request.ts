@@ -10,7 +10,7 @@ import { getLogger } from "../log.js";
 import { BrineError, isBrineError } from "../errors.js";
 import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
 import { validId } from "../protocol/ids.js";
-import { asBytes, decodeWire, encodeWire, isMap, type WireValue } from "../protocol/msgpack.js";
+import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } from "../protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../protocol/rsa.js";
 import { x931Verify } from "../protocol/x931.js";
 import { frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
@@ -85,7 +85,7 @@ async function handle(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<u
   }
   let payload: WireValue;
   try {
-    payload = decodeWire(frame);
+    payload = decodeWire(frame, wireLimits, true); // the frame is this request's own: byte values may be views into it
   } catch (e) {
     log.warning(`bad load received on socket: ${isBrineError(e) ? e.message : String(e)}`);
     return { msg: BAD_LOAD };

@@ -52,6 +52,8 @@ class Reader {
   constructor(
     readonly buf: Buffer,
     readonly limits: DecodeLimits,
+    /** byte values may be views into `buf` (the caller owns it and never rewrites it) instead of copies */
+    readonly shareBytes = false,
   ) {}
 
   need(n: number): void {
@@ -87,18 +89,68 @@ class Reader {
   }
 }
 
-function textOrBytes(b: Buffer): string | Buffer {
-  // ASCII fast path: most keys and values are short ASCII strings.
-  let ascii = true;
-  for (let i = 0; i < b.length; i++) {
-    if (b[i]! > 0x7f) {
-      ascii = false;
-      break;
-    }
+/**
+ * Short ASCII strings (map keys above all: `cmd`, `id`, `jid`, `return`...) are looked up in a small
+ * cache instead of being built anew: the same key string object every time keeps V8's property-name
+ * lookups and object shapes warm, and skips a native string allocation. Entries are compared byte for
+ * byte, so a hash collision only costs a rebuild.
+ */
+const cachedStringBytesMax = 16;
+const stringCacheSlots = 4096;
+const stringCacheBytes: (Buffer | undefined)[] = new Array(stringCacheSlots);
+const stringCacheText: string[] = new Array(stringCacheSlots);
+
+/**
+ * Buffer's per-encoding slice methods (what `toString(encoding, start, end)` dispatches to, long stable in
+ * Node though left out of its typings): called directly they skip the encoding lookup, which showed in
+ * profiles of the return path.
+ */
+interface SliceMethods {
+  latin1Slice(start: number, end: number): string;
+  utf8Slice(start: number, end: number): string;
+}
+const slices = (b: Buffer): SliceMethods => b as unknown as SliceMethods;
+
+function cachedAscii(buf: Buffer, start: number, n: number): string | undefined {
+  let h = n;
+  for (let i = start; i < start + n; i++) {
+    const c = buf[i]!;
+    if (c > 0x7f) return undefined;
+    h = (Math.imul(h, 31) + c) | 0;
   }
-  if (ascii) return b.toString("latin1");
+  const slot = (h ^ (h >>> 12)) & (stringCacheSlots - 1);
+  const known = stringCacheBytes[slot];
+  if (known !== undefined && known.length === n) {
+    let same = true;
+    for (let i = 0; i < n; i++) {
+      if (known[i] !== buf[start + i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return stringCacheText[slot]!;
+  }
+  const text = slices(buf).latin1Slice(start, start + n);
+  stringCacheBytes[slot] = Buffer.from(buf.subarray(start, start + n));
+  stringCacheText[slot] = text;
+  return text;
+}
+
+/** A str or bin of `n` bytes at the reader's position: text when valid UTF-8, else a copy of the bytes. */
+function readText(r: Reader, n: number): string | Buffer {
+  r.need(n);
+  const start = r.pos;
+  r.pos += n;
+  const buf = r.buf;
+  if (n <= cachedStringBytesMax) {
+    const s = cachedAscii(buf, start, n);
+    if (s !== undefined) return s;
+  }
+  const b = buf.subarray(start, start + n);
   // ciphertexts are not UTF-8: a native validity check avoids a throwing decode for each of them
-  return isUtf8(b) ? b.toString("utf8") : Buffer.from(b); // copy: the frame buffer may be reused by the caller
+  // (V8's UTF-8 decoder takes an ASCII fast path itself)
+  if (isUtf8(b)) return slices(buf).utf8Slice(start, start + n);
+  return r.shareBytes ? b : Buffer.from(b);
 }
 
 function readInt64(r: Reader, signed: boolean): number | bigint {
@@ -150,7 +202,7 @@ function readValue(r: Reader, depth: number): WireValue {
   const t = r.u8();
   if (t <= 0x7f) return t;
   if (t >= 0xe0) return t - 0x100;
-  if (t >= 0xa0 && t <= 0xbf) return textOrBytes(r.bytes(t & 0x1f));
+  if (t >= 0xa0 && t <= 0xbf) return readText(r, t & 0x1f);
   if (t >= 0x90 && t <= 0x9f) return readArray(r, t & 0x0f, depth);
   if (t >= 0x80 && t <= 0x8f) return readMap(r, t & 0x0f, depth);
   switch (t) {
@@ -162,13 +214,13 @@ function readValue(r: Reader, depth: number): WireValue {
       return true;
     case 0xc4:
     case 0xd9:
-      return textOrBytes(r.bytes(r.u8()));
+      return readText(r, r.u8());
     case 0xc5:
     case 0xda:
-      return textOrBytes(r.bytes(r.u16()));
+      return readText(r, r.u16());
     case 0xc6:
     case 0xdb:
-      return textOrBytes(r.bytes(r.u32()));
+      return readText(r, r.u32());
     case 0xc7: {
       const len = r.u8();
       return readExt(r, r.buf.readInt8((r.need(1), r.pos++)), len, depth);
@@ -239,12 +291,16 @@ function readValue(r: Reader, depth: number): WireValue {
   }
 }
 
-/** Decode one complete msgpack value; trailing bytes are an error (a frame holds exactly one). */
-export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits): WireValue {
+/**
+ * Decode one complete msgpack value; trailing bytes are an error (a frame holds exactly one).
+ * Byte values are copies unless `shareBytes`: then they are views into `buf`, for a caller that owns
+ * `buf` and never rewrites it (a request frame, a decrypted plaintext) and spares the copies.
+ */
+export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits, shareBytes = false): WireValue {
   const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   if (b.length > limits.bytesMax) throw new BrineError("FRAME_TOO_LARGE", `${b.length} bytes`);
   if (b.length === 0) throw new BrineError("MSGPACK_TRUNCATED", "empty frame");
-  const r = new Reader(b, limits);
+  const r = new Reader(b, limits, shareBytes);
   const v = readValue(r, 0);
   if (r.pos !== b.length) throw new BrineError("MSGPACK_INVALID", `${b.length - r.pos} trailing bytes`);
   return v;
