@@ -57,7 +57,7 @@ async function closedLoop(
 }
 
 /** p50 of one small durable LMDB transaction on this disk, ms (overlappingSync off, as the Raft env). */
-async function rawLmdbCommitMs(dir: string, n: number): Promise<number> {
+export async function rawLmdbCommitMs(dir: string, n: number): Promise<number> {
   const db = open({ path: path.join(dir, "raw"), overlappingSync: false, compression: false });
   const lat: number[] = [];
   for (let i = 0; i < n; i++) {

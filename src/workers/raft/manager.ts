@@ -14,7 +14,8 @@
  *      deferred ones, in ONE backend commit: one fsync however many groups and proposals it covers (group
  *      commit). Proposals that arrive during the fsync go into the next iteration's Ready, so batches grow
  *      with load. A Ready that only moves the commit index or the membership is not waited for: its write is
- *      deferred and joins the next commit (or the next tick's, or close's);
+ *      deferred and joins the next commit (or, after a whole tick without any, a commit of its own, after
+ *      the results; or close's);
  *   3. only then hand each Ready's other messages to the transport (a vote or an append acknowledgement is a
  *      promise about what is on disk);
  *   4. apply snapshots and committed entries to the state machines, then start/stop ring groups as the
@@ -95,6 +96,8 @@ export class GroupManager {
   private unwritten: GroupWrite[] = [];
   /** an unwritten write must be durable before this iteration goes on (entries, term, vote, snapshot, genesis) */
   private mustCommit = false;
+  /** a commit happened since the last tick absorbed: deferred writes ride along with the traffic */
+  private committedSinceTick = false;
   private inbox: { group: string; m: Message }[] = [];
   private pendingTicks = 0;
   private pumping = false;
@@ -326,7 +329,12 @@ export class GroupManager {
 
   /** One iteration; returns false when there was nothing to do. */
   private async iterate(): Promise<boolean> {
+    // Deferred writes are flushed on their own only after a whole tick without any commit: while there is
+    // traffic, every write carries the latest state anyway, and a flush of its own would hold the next
+    // proposal's write behind one more fsync.
     const ticked = this.absorb();
+    const flushIdle = ticked && !this.committedSinceTick;
+    if (ticked) this.committedSinceTick = false;
     const staged: { g: Group; rd: Ready; later: Message[] }[] = [];
     for (const g of this.groups.values()) {
       if (!g.node.hasReady()) continue;
@@ -342,7 +350,7 @@ export class GroupManager {
       if (early.length > 0) this.transport.send(g.id, early);
       staged.push({ g, rd, later });
     }
-    if (staged.length === 0 && !this.mustCommit && !(ticked && this.unwritten.length > 0)) return false;
+    if (staged.length === 0 && !this.mustCommit && !(flushIdle && this.unwritten.length > 0)) return false;
     // 2. durable, all groups at once, when anything of this iteration needs it
     if (this.mustCommit) await this.commitUnwritten();
     // 3. messages that promise what step 2 made durable
@@ -366,9 +374,8 @@ export class GroupManager {
     }
     // the ring groups the registry asks for (after advance: `caughtUp` counts applied entries)
     if (this.ringGroupsDirty && this.reconcileRingGroups()) this.publishRing();
-    // deferred commit indexes reach the disk at the latest one tick later; after the results, so that
-    // applying never waits for such a write (and the next iteration waits at most one fsync per tick)
-    if (ticked && this.unwritten.length > 0) await this.commitUnwritten();
+    // after the results, so that applying never waits for a deferred write
+    if (flushIdle && this.unwritten.length > 0) await this.commitUnwritten();
     return true;
   }
 
@@ -386,6 +393,7 @@ export class GroupManager {
     this.unwritten = [];
     this.mustCommit = false;
     await this.backend.commit(writes);
+    this.committedSinceTick = true;
     this.commits++;
     for (const w of writes) this.entriesWritten += w.entries.length;
   }
