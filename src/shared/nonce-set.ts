@@ -13,11 +13,32 @@
  */
 
 const probesMax = 32;
+/** Spins a reader allows for a just-claimed slot's second word to appear before treating it as another key. */
+const claimSpinsMax = 10_000;
+
+/**
+ * A slot is two Int32 words, [hi, lo], of the nonce's first 64 bits (no BigInt: it allocated on every
+ * check, on the hot path). Neither word is ever 0 (0 is mapped to 1), so 0 marks an empty word.
+ * Insert claims a slot by a CAS of `hi` from 0, then stores `lo`; a reader that finds its own `hi`
+ * waits the few instructions until `lo` is visible. Mapping 0 → 1 merges two values of 2^32 per word:
+ * about 2^-31 more false matches, still none in practice.
+ */
+function hexWord(nonce: string, from: number): number {
+  let v = 0;
+  for (let i = from; i < from + 8; i++) {
+    const c = nonce.charCodeAt(i);
+    const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
+    if (d < 0) return 0;
+    v = (v << 4) | d;
+  }
+  return v === 0 ? 1 : v;
+}
 
 export class NonceSet {
   readonly sab: SharedArrayBuffer;
   private readonly ctrl: Int32Array; // [0] current table index (0|1), [1] overflow count
-  private readonly tables: BigInt64Array[];
+  /** two tables of `slots` slots of two words each */
+  private readonly tables: Int32Array[];
   readonly slots: number;
 
   constructor(slotsOrSab: number | SharedArrayBuffer) {
@@ -27,39 +48,46 @@ export class NonceSet {
     } else this.sab = slotsOrSab;
     this.slots = (this.sab.byteLength - 16) / 16;
     this.ctrl = new Int32Array(this.sab, 0, 4);
-    this.tables = [new BigInt64Array(this.sab, 16, this.slots), new BigInt64Array(this.sab, 16 + this.slots * 8, this.slots)];
+    this.tables = [new Int32Array(this.sab, 16, this.slots * 2), new Int32Array(this.sab, 16 + this.slots * 8, this.slots * 2)];
   }
 
-  static key(nonce: string): bigint | undefined {
-    if (!/^[0-9a-fA-F]{16}/.test(nonce)) return undefined;
-    const k = BigInt.asIntN(64, BigInt("0x" + nonce.slice(0, 16)));
-    return k === 0n ? 1n : k; // 0 marks an empty slot
+  /** `lo` of a claimed slot, once its inserter has stored it (0 if it never shows: treated as another key). */
+  private static settledLo(table: Int32Array, slot: number): number {
+    for (let spin = 0; spin < claimSpinsMax; spin++) {
+      const lo = Atomics.load(table, slot * 2 + 1);
+      if (lo !== 0) return lo;
+    }
+    return 0;
   }
 
-  private has(table: BigInt64Array, k: bigint): boolean {
+  private has(table: Int32Array, hi: number, lo: number): boolean {
     const mask = this.slots - 1;
-    let i = Number(BigInt.asUintN(32, k)) & mask;
+    let i = (lo ^ hi) & mask;
     for (let p = 0; p < probesMax; p++, i = (i + 1) & mask) {
-      const v = Atomics.load(table, i);
-      if (v === k) return true;
-      if (v === 0n) return false;
+      const h = Atomics.load(table, i * 2);
+      if (h === 0) return false;
+      if (h === hi && NonceSet.settledLo(table, i) === lo) return true;
     }
     return false;
   }
 
   /** True if the nonce was new (and is now recorded); false if it is a replay. */
   checkAndInsert(nonce: string): boolean {
-    const k = NonceSet.key(nonce);
-    if (k === undefined) return true; // malformed nonces are refused by the envelope check, not here
+    const hi = hexWord(nonce, 0) | 0;
+    const lo = hexWord(nonce, 8) | 0;
+    if (nonce.length < 16 || hi === 0 || lo === 0) return true; // malformed nonces are refused by the envelope check, not here
     const cur = Atomics.load(this.ctrl, 0) & 1;
-    if (this.has(this.tables[cur ^ 1]!, k)) return false;
+    if (this.has(this.tables[cur ^ 1]!, hi, lo)) return false;
     const table = this.tables[cur]!;
     const mask = this.slots - 1;
-    let i = Number(BigInt.asUintN(32, k)) & mask;
+    let i = (lo ^ hi) & mask;
     for (let p = 0; p < probesMax; p++, i = (i + 1) & mask) {
-      const prev: bigint = Atomics.compareExchange(table, i, 0n, k);
-      if (prev === 0n) return true;
-      if (prev === k) return false;
+      const prev = Atomics.compareExchange(table, i * 2, 0, hi);
+      if (prev === 0) {
+        Atomics.store(table, i * 2 + 1, lo);
+        return true;
+      }
+      if (prev === hi && NonceSet.settledLo(table, i) === lo) return false;
     }
     Atomics.add(this.ctrl, 1, 1);
     return true;
@@ -69,7 +97,7 @@ export class NonceSet {
   rotate(): void {
     const cur = Atomics.load(this.ctrl, 0) & 1;
     const older = this.tables[cur ^ 1]!;
-    older.fill(0n);
+    older.fill(0);
     Atomics.store(this.ctrl, 0, cur ^ 1);
   }
 
