@@ -137,8 +137,9 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
       // a token that does not decrypt is omitted, as Salt omits it; the minion then refuses us
     }
   }
-  reply.aes = oaepEncrypt(minionKey, Buffer.from(aesKey, "latin1"), encAlgo);
-  reply.session = oaepEncrypt(minionKey, Buffer.from(session, "latin1"), encAlgo);
+  const sealed = ctx.authCiphers.ciphertexts(id, pub, minionKey, encAlgo, aesKey, session);
+  reply.aes = sealed.aes;
+  reply.session = sealed.session;
   reply.sig = aesKeySignature(ctx, aesKey);
   if (nonce !== undefined) reply.nonce = nonce;
   fire(true, "accept");

@@ -11,6 +11,7 @@ import { JidGenerator } from "../protocol/jid.js";
 import { privateKey, publicKey } from "../protocol/rsa.js";
 import { AcceptedKeyCache, KeyStore } from "../pki/key-store.js";
 import { SessionKeys } from "./sessions.js";
+import { AuthCipherCache } from "./auth-cipher-cache.js";
 import { SharedSecrets } from "../shared/secrets.js";
 import { NonceSet } from "../shared/nonce-set.js";
 import { openStore, type Store } from "../store/lmdb-env.js";
@@ -56,6 +57,8 @@ export class MasterContext {
   readonly jids: JidGenerator;
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
+  /** per-minion OAEP ciphertexts of the AES and session keys, reused across sign-ins */
+  readonly authCiphers = new AuthCipherCache();
   /** minion id → tok bytes already verified against its current key (X9.31 is deterministic) */
   readonly verifiedToks = new Map<string, { tok: Buffer; pem: string }>();
   private aesCache: { gen: number; c: Crypticle } | undefined;

@@ -1,0 +1,55 @@
+/**
+ * A returning minion's sign-in reuses the OAEP ciphertexts of unchanged keys; every change (AES key
+ * rotation, new session key, new minion key, other padding) yields a ciphertext of the new value.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { generateKeyPairSync } from "node:crypto";
+import { AuthCipherCache } from "../../src/master/auth-cipher-cache.js";
+import { oaepDecrypt } from "../../src/protocol/rsa.js";
+import { generateKeyString } from "../../src/protocol/crypticle.js";
+
+function minion() {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  return { priv: privateKey, key: publicKey, pem: publicKey.export({ type: "spki", format: "pem" }) as string };
+}
+
+test("unchanged keys reuse the ciphertexts; each change re-encrypts what changed", () => {
+  const c = new AuthCipherCache(10);
+  const m = minion();
+  const aes1 = generateKeyString();
+  const ses1 = generateKeyString();
+  const a = c.ciphertexts("m1", m.pem, m.key, "OAEP-SHA1", aes1, ses1);
+  assert.equal(oaepDecrypt(m.priv, a.aes, "OAEP-SHA1").toString("latin1"), aes1);
+  assert.equal(oaepDecrypt(m.priv, a.session, "OAEP-SHA1").toString("latin1"), ses1);
+  const again = c.ciphertexts("m1", m.pem, m.key, "OAEP-SHA1", aes1, ses1);
+  assert.equal(again.aes, a.aes, "same AES key: same ciphertext object");
+  assert.equal(again.session, a.session);
+
+  const aes2 = generateKeyString();
+  const rotated = c.ciphertexts("m1", m.pem, m.key, "OAEP-SHA1", aes2, ses1);
+  assert.equal(oaepDecrypt(m.priv, rotated.aes, "OAEP-SHA1").toString("latin1"), aes2, "rotation reaches the minion");
+  assert.equal(oaepDecrypt(m.priv, rotated.session, "OAEP-SHA1").toString("latin1"), ses1);
+
+  const ses2 = generateKeyString();
+  const renewed = c.ciphertexts("m1", m.pem, m.key, "OAEP-SHA1", aes2, ses2);
+  assert.equal(oaepDecrypt(m.priv, renewed.session, "OAEP-SHA1").toString("latin1"), ses2);
+
+  const sha224 = c.ciphertexts("m1", m.pem, m.key, "OAEP-SHA224", aes2, ses2);
+  assert.equal(oaepDecrypt(m.priv, sha224.aes, "OAEP-SHA224").toString("latin1"), aes2, "other padding: encrypted again");
+
+  const rekeyed = minion();
+  const fresh = c.ciphertexts("m1", rekeyed.pem, rekeyed.key, "OAEP-SHA224", aes2, ses2);
+  assert.equal(oaepDecrypt(rekeyed.priv, fresh.aes, "OAEP-SHA224").toString("latin1"), aes2, "new minion key: encrypted to it");
+  assert.throws(() => oaepDecrypt(m.priv, fresh.aes, "OAEP-SHA224"));
+});
+
+test("the cache holds at most its bound of minions", () => {
+  const c = new AuthCipherCache(2);
+  const m = minion();
+  const aes = generateKeyString();
+  const first = c.ciphertexts("a", m.pem, m.key, "OAEP-SHA1", aes, aes);
+  c.ciphertexts("b", m.pem, m.key, "OAEP-SHA1", aes, aes);
+  c.ciphertexts("c", m.pem, m.key, "OAEP-SHA1", aes, aes);
+  assert.notEqual(c.ciphertexts("a", m.pem, m.key, "OAEP-SHA1", aes, aes).aes, first.aes, "the oldest entry was dropped");
+});
