@@ -8,13 +8,13 @@
  * this master creates is reported through `track()` (the request worker hands it to the main thread, which
  * sends it to the peers), and a peer's key is merged into the file by `applyPeerSessionKey` (the mirror
  * thread). The file may then hold other live keys after the first line (session-merge.ts); a request
- * encrypted with any of them is accepted and answered with the key it came with.
+ * encrypted with any of them is accepted and answered with the key it came with (SessionCrypticle).
  */
 import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
 import { validId } from "../protocol/ids.js";
-import type { DecodeLimits, WireValue } from "../protocol/msgpack.js";
+import { isMap, type DecodeLimits, type WireValue } from "../protocol/msgpack.js";
 import { BrineError, isBrineError } from "../errors.js";
 import { formatSessionFile, liveAlts, mergeSessionKeys, parseSessionFile, type HeldKey, type SessionKeySet } from "../cluster/cache-sync/session-merge.js";
 
@@ -48,45 +48,70 @@ export function writeSessionKeyFile(file: string, mode: "create" | "replace"): b
   }
 }
 
-/**
- * A request's view of a minion that has more than one live key: tries each (the current one first) and
- * answers with the one that opened the request. One per request, so concurrent requests never mix keys.
- */
-export class KeySetCrypticle extends Crypticle {
-  private matched: Crypticle;
+/** how often a thread re-reads a minion's key file after a request its cached keys could not open, ms */
+export const SESSION_REFRESH_MIN_MS = 100;
+/** requests per minion answered with another key than the current one, remembered until answered, count */
+const OTHER_KEY_REPLIES_MAX = 64;
 
-  constructor(private readonly keys: readonly Crypticle[]) {
-    super(keys[0]!.keyString);
-    this.matched = keys[0]!;
+/**
+ * A minion's session key as a thread holds it. A request the current key cannot open is tried with the
+ * minion's other live keys, read from the file again (at most every SESSION_REFRESH_MIN_MS, so a key a peer
+ * sent a moment ago is found before the 1 s cache would show it); the reply to that request is sealed with the
+ * key that opened it, found by the request's nonce (unique per request), so concurrent requests never mix keys.
+ */
+export class SessionCrypticle extends Crypticle {
+  private readonly byNonce = new Map<string, Crypticle>();
+
+  constructor(
+    key: string,
+    private readonly others: () => Crypticle[],
+  ) {
+    super(key);
   }
 
   override loads(data: Buffer, opts: { nonce?: string; checkSerial?: boolean; limits?: DecodeLimits } = {}): WireValue {
-    let first: unknown;
-    for (const c of this.keys) {
-      try {
-        const v = c.loads(data, opts);
-        this.matched = c;
+    try {
+      return super.loads(data, opts);
+    } catch (e) {
+      if (!isBrineError(e, "CRYPTICLE_AUTH")) throw e;
+      for (const c of this.others()) {
+        let v: WireValue;
+        try {
+          v = c.loads(data, opts);
+        } catch {
+          continue;
+        }
+        const nonce = isMap(v) && typeof v.nonce === "string" ? v.nonce : undefined;
+        if (nonce !== undefined) {
+          if (this.byNonce.size >= OTHER_KEY_REPLIES_MAX) this.byNonce.delete(this.byNonce.keys().next().value!);
+          this.byNonce.set(nonce, c);
+        }
         return v;
-      } catch (e) {
-        if (!isBrineError(e, "CRYPTICLE_AUTH")) throw e;
-        first ??= e;
       }
+      throw e;
     }
-    throw first;
   }
 
   override dumps(obj: unknown, nonce?: string): Buffer {
-    return this.matched.dumps(obj, nonce);
+    if (nonce !== undefined && this.byNonce.size > 0) {
+      const c = this.byNonce.get(nonce);
+      if (c) {
+        this.byNonce.delete(nonce);
+        return c.dumps(obj, nonce);
+      }
+    }
+    return super.dumps(obj, nonce);
   }
 }
 
 interface Entry {
   key: string;
-  crypticle: Crypticle;
+  crypticle: SessionCrypticle;
   mtimeMs: number;
   ino: number;
   checkedAt: number;
-  alts: (HeldKey & { crypticle: Crypticle })[];
+  /** the minion's other live keys as last read, and when */
+  others: { at: number; keys: (HeldKey & { crypticle: Crypticle })[] };
 }
 
 /** A key this master created (what the cluster sends its peers). */
@@ -120,7 +145,7 @@ export class SessionKeys {
     const t = this.now();
     const c = this.cache.get(id);
     const maxAgeMs = this.publishSessionS * 1000;
-    if (c && t - c.checkedAt < cacheTtlMs && t - c.mtimeMs < maxAgeMs) return this.view(c, t);
+    if (c && t - c.checkedAt < cacheTtlMs && t - c.mtimeMs < maxAgeMs) return c;
     const file = path.join(this.dir, id);
     let st;
     let created = false;
@@ -136,29 +161,37 @@ export class SessionKeys {
     }
     if (c && c.mtimeMs === st.mtimeMs && c.ino === st.ino) {
       c.checkedAt = t;
-      return this.view(c, t);
+      return c;
     }
     const set = parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
     if (!set) throw new BrineError("BAD_ID", `empty session key file for ${id}`);
     const entry: Entry = {
       key: set.current.key,
-      crypticle: new Crypticle(set.current.key),
+      crypticle: new SessionCrypticle(set.current.key, () => this.otherKeys(id, entry)),
       mtimeMs: st.mtimeMs,
       ino: st.ino,
       checkedAt: t,
-      alts: liveAlts(set, t, maxAgeMs).map((a) => ({ ...a, crypticle: new Crypticle(a.key) })),
+      others: { at: t, keys: this.othersOf(set, set.current.key, t) },
     };
     if (this.cache.size >= cacheEntriesMax) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, entry);
     if (created) this.onCreated?.({ id, key: set.current.key, t: Math.floor(st.mtimeMs) });
-    return this.view(entry, t);
+    return entry;
   }
 
-  private view(e: Entry, t: number): { key: string; crypticle: Crypticle } {
-    if (e.alts.length === 0) return e;
-    const alts = e.alts.filter((a) => t - a.t < this.publishSessionS * 1000);
-    if (alts.length === 0) return e;
-    return { key: e.key, crypticle: new KeySetCrypticle([e.crypticle, ...alts.map((a) => a.crypticle)]) };
+  private othersOf(set: SessionKeySet, primary: string, t: number): (HeldKey & { crypticle: Crypticle })[] {
+    const keys = [set.current, ...liveAlts(set, t, this.publishSessionS * 1000)].filter((k) => k.key !== primary && t - k.t < this.publishSessionS * 1000);
+    return keys.map((k) => ({ ...k, crypticle: new Crypticle(k.key) }));
+  }
+
+  /** The minion's live keys other than the entry's current one, re-read from the file at most every SESSION_REFRESH_MIN_MS. */
+  private otherKeys(id: string, e: Entry): Crypticle[] {
+    const t = this.now();
+    if (t - e.others.at >= SESSION_REFRESH_MIN_MS) {
+      const set = readSet(path.join(this.dir, id));
+      if (set) e.others = { at: t, keys: this.othersOf(set, e.key, t) };
+    }
+    return e.others.keys.filter((k) => t - k.t < this.publishSessionS * 1000).map((k) => k.crypticle);
   }
 }
 

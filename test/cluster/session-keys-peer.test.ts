@@ -1,0 +1,38 @@
+/** A thread's session keys: a key a peer sent a moment ago opens a request before the 1 s cache would show it. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Crypticle, generateKeyString } from "../../src/protocol/crypticle.js";
+import { applyPeerSessionKey, SESSION_REFRESH_MIN_MS, SessionKeys } from "../../src/master/sessions.js";
+import { isBrineError } from "../../src/errors.js";
+
+test("a request sealed with a peer's newer key or the thread's own key is opened, and answered with the key it came with", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
+  try {
+    let now = Date.now();
+    const created: string[] = [];
+    const keys = new SessionKeys(dir, 86400, () => now);
+    keys.track((c) => created.push(c.key));
+    const own = keys.get("web1");
+    assert.deepEqual(created, [own.key], "the key this thread created is reported for the peers");
+    const peerKey = generateKeyString();
+    assert.equal(applyPeerSessionKey(path.join(dir, "sessions"), "web1", { key: peerKey, t: now + 5 }, 86400_000, now), true);
+    now += SESSION_REFRESH_MIN_MS; // still inside the thread's 1 s cache
+    const nonce = "0123456789abcdef0123456789abcdef";
+    const c = keys.get("web1").crypticle;
+    const viaPeer = new Crypticle(peerKey);
+    assert.deepEqual(c.loads(viaPeer.dumps({ cmd: "_return", nonce })), { cmd: "_return", nonce });
+    assert.deepEqual(viaPeer.loads(c.dumps({ ok: 1 }, nonce), { nonce }), { ok: 1 }, "the reply is sealed with the peer's key");
+    const viaOwn = new Crypticle(own.key);
+    const n2 = "fedcba9876543210fedcba9876543210";
+    assert.deepEqual(c.loads(viaOwn.dumps({ nonce: n2 })), { nonce: n2 });
+    assert.deepEqual(viaOwn.loads(c.dumps({ ok: 2 }, n2), { nonce: n2 }), { ok: 2 });
+    assert.throws(() => c.loads(new Crypticle(generateKeyString()).dumps({ nonce })), (e) => isBrineError(e, "CRYPTICLE_AUTH"), "an unknown key is refused");
+    now += 2000;
+    assert.equal(keys.get("web1").key, peerKey, "after the cache lifetime the newest key is current (what auth hands out)");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
