@@ -48,7 +48,14 @@ function tagAllowed(tag: unknown, id: string): tag is string {
 
 const send = (ret: unknown): AesResult => ({ ret, mode: "send" });
 
-async function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
+/** The reply to every stored (or refused-as-duplicate) return; shared, never mutated. */
+const RETURN_DONE: AesResult = Object.freeze({ ret: null, mode: "send" });
+
+/**
+ * `_return`. Synchronous up to the durable write, and then only a `then` on it: the hot path of a
+ * master under a return flood, where every async layer costs a promise and a suspended frame.
+ */
+function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): AesResult | Promise<AesResult> {
   const id = load.id;
   if (!("return" in load) || !validId(id) || (load.jid !== "req" && !validJid(load.jid))) {
     log.warning(`_return with a missing or invalid return/jid/id from ${String(id).slice(0, 64)}`);
@@ -58,13 +65,19 @@ async function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx:
     log.critical(`_return: master requires signed messages, but ${id} sent none`);
     return send(false);
   }
-  let jid = load.jid as string;
-  if (jid === "req") {
-    jid = ctx.jids.next();
+  if (load.jid === "req") {
+    // a minion-initiated job (e.g. a scheduled one): give it a jid and a load first
+    const jid = ctx.jids.next();
     const fun = load.fun;
-    await ctx.jobs.saveLoad(jid, { jid, fun, arg: load.fun_args ?? [], tgt_type: "glob", tgt: id, user: load.user ?? "root", ret: "" }, [id]);
-    load.jid = jid;
+    return ctx.jobs.saveLoad(jid, { jid, fun, arg: load.fun_args ?? [], tgt_type: "glob", tgt: id, user: load.user ?? "root", ret: "" }, [id]).then(() => {
+      load.jid = jid;
+      return storeReturn(ctx, load, id, jid, fx);
+    });
   }
+  return storeReturn(ctx, load, id, load.jid as string, fx);
+}
+
+function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: string, jid: string, fx: Effects): AesResult | Promise<AesResult> {
   const { nonce: _n, tok: _t, ...eventLoad } = load;
   ctx.fire(fx, `salt/job/${jid}/ret/${id}`, eventLoad, true);
   const fun = typeof load.fun === "string" ? load.fun : "";
@@ -75,11 +88,11 @@ async function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx:
       }
     }
   }
-  if (ctx.cfg.job_cache && !ctx.jobs.isNocache(jid)) {
-    const stored = await ctx.jobs.saveReturn(jid, id, load as never, ctx.cfg.job_cache_store_endtime);
+  if (!ctx.cfg.job_cache || ctx.jobs.isNocache(jid)) return RETURN_DONE;
+  return ctx.jobs.saveReturn(jid, id, load as never, ctx.cfg.job_cache_store_endtime).then((stored) => {
     if (!stored) log.info(`An extra return was detected from minion ${id}, please verify the minion, this could be a replay attack`);
-  }
-  return send(null);
+    return RETURN_DONE;
+  });
 }
 
 async function doPillar(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {

@@ -14,7 +14,7 @@ import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } fr
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../protocol/rsa.js";
 import { x931Verify } from "../protocol/x931.js";
 import { frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
-import { AES_FUNCS } from "./aes-funcs.js";
+import { AES_FUNCS, type AesResult } from "./aes-funcs.js";
 import { handleAuth } from "./auth.js";
 import { handlePublish } from "./publish.js";
 import type { Effects, MasterContext } from "./context.js";
@@ -68,17 +68,28 @@ function encryptPrivate(ctx: MasterContext, ret: unknown, id: string, nonce: str
   return { key, pillar: new Crypticle(oneTime).dumps({ data: tosign, sig }) };
 }
 
-/** Handle one request body; always resolves to the reply body. */
-export async function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<Buffer> {
+function failed(e: unknown): Buffer {
+  log.error(`Some exception handling a payload from minion: ${(e as Error).stack ?? e}`);
+  return encodeWire("Some exception handling minion payload");
+}
+
+/**
+ * Handle one request body; always resolves to the reply body. Not an async function on purpose: most
+ * requests are answered without waiting (or wait once, for their durable write), and every async layer
+ * costs a promise and a suspended frame per request on the hot path.
+ */
+export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<Buffer> {
   try {
-    return encodeWire(await handle(ctx, frame, fx));
+    const reply = handle(ctx, frame, fx);
+    if (reply instanceof Promise) return reply.then(encodeWire, failed);
+    return Promise.resolve(encodeWire(reply));
   } catch (e) {
-    log.error(`Some exception handling a payload from minion: ${(e as Error).stack ?? e}`);
-    return encodeWire("Some exception handling minion payload");
+    return Promise.resolve(failed(e));
   }
 }
 
-async function handle(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<unknown> {
+/** The reply value for one request body: at once, or a promise of it when a handler waits. */
+function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
   if (frame.length > frameBytesMax) {
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
@@ -186,18 +197,20 @@ async function handle(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<u
     log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
     return BAD_LOAD;
   }
-  let ret: unknown = {};
-  let mode: "send" | "send_private" = "send";
-  if (handler) {
-    const r = await handler(ctx, load, fx);
-    ret = r.ret;
-    mode = r.mode;
-  } else {
+  if (!handler) {
     log.warning(`AES request from ${id} with command ${short(cmd)} is not allowed`);
+    return seal(ctx, { ret: {}, mode: "send" }, version, session, id, nonce, payload);
   }
-  if (mode === "send_private") {
-    return encryptPrivate(ctx, ret, id, nonce, String(payload.enc_algo ?? DEFAULT_ENC_ALGO), String(payload.sig_algo ?? DEFAULT_SIG_ALGO));
+  const r = handler(ctx, load, fx);
+  if (r instanceof Promise) return r.then((done) => seal(ctx, done, version, session, id, nonce, payload));
+  return seal(ctx, r, version, session, id, nonce, payload);
+}
+
+/** An AES request's reply: encrypted with the key it came under (v3: session; else the publish key), or sent private. */
+function seal(ctx: MasterContext, r: AesResult, version: number, session: Crypticle | undefined, id: string, nonce: string | undefined, payload: Record<string, WireValue>): unknown {
+  if (r.mode === "send_private") {
+    return encryptPrivate(ctx, r.ret, id, nonce, String(payload.enc_algo ?? DEFAULT_ENC_ALGO), String(payload.sig_algo ?? DEFAULT_SIG_ALGO));
   }
   const c = version > 2 ? session! : ctx.aes().crypticle;
-  return c.dumps(ret, nonce);
+  return c.dumps(r.ret, nonce);
 }

@@ -13,14 +13,20 @@
  */
 
 const probesMax = 32;
-/** Spins a reader allows for a just-claimed slot's second word to appear before treating it as another key. */
-const claimSpinsMax = 10_000;
+/** Spins before a reader that found its own `hi` in a just-claimed slot starts sleeping for `lo`. */
+const claimSpinsMax = 1000;
+/**
+ * How long that reader waits for `lo` in all. The inserter stores it right after its CAS, so only a
+ * thread descheduled between the two instructions makes anyone wait; past this the reader counts the
+ * slot as its own nonce (a refusal the minion recovers from) rather than insert a second copy of it.
+ */
+const claimWaitMsMax = 100;
 
 /**
  * A slot is two Int32 words, [hi, lo], of the nonce's first 64 bits (no BigInt: it allocated on every
  * check, on the hot path). Neither word is ever 0 (0 is mapped to 1), so 0 marks an empty word.
  * Insert claims a slot by a CAS of `hi` from 0, then stores `lo`; a reader that finds its own `hi`
- * waits the few instructions until `lo` is visible. Mapping 0 → 1 merges two values of 2^32 per word:
+ * waits until `lo` is visible (see settledLo). Mapping 0 → 1 merges two values of 2^32 per word:
  * about 2^-31 more false matches, still none in practice.
  */
 function hexWord(nonce: string, from: number): number {
@@ -51,13 +57,22 @@ export class NonceSet {
     this.tables = [new Int32Array(this.sab, 16, this.slots * 2), new Int32Array(this.sab, 16 + this.slots * 8, this.slots * 2)];
   }
 
-  /** `lo` of a claimed slot, once its inserter has stored it (0 if it never shows: treated as another key). */
-  private static settledLo(table: Int32Array, slot: number): number {
+  /**
+   * `lo` of a claimed slot once its inserter has stored it; `expected` if it does not show within
+   * claimWaitMsMax (the conservative answer: "same nonce", i.e. a replay refusal, never a double accept).
+   */
+  private static settledLo(table: Int32Array, slot: number, expected: number): number {
+    const at = slot * 2 + 1;
     for (let spin = 0; spin < claimSpinsMax; spin++) {
-      const lo = Atomics.load(table, slot * 2 + 1);
+      const lo = Atomics.load(table, at);
       if (lo !== 0) return lo;
     }
-    return 0;
+    for (let waited = 0; waited < claimWaitMsMax; waited++) {
+      Atomics.wait(table, at, 0, 1);
+      const lo = Atomics.load(table, at);
+      if (lo !== 0) return lo;
+    }
+    return expected;
   }
 
   private has(table: Int32Array, hi: number, lo: number): boolean {
@@ -66,7 +81,7 @@ export class NonceSet {
     for (let p = 0; p < probesMax; p++, i = (i + 1) & mask) {
       const h = Atomics.load(table, i * 2);
       if (h === 0) return false;
-      if (h === hi && NonceSet.settledLo(table, i) === lo) return true;
+      if (h === hi && NonceSet.settledLo(table, i, lo) === lo) return true;
     }
     return false;
   }
@@ -85,9 +100,10 @@ export class NonceSet {
       const prev = Atomics.compareExchange(table, i * 2, 0, hi);
       if (prev === 0) {
         Atomics.store(table, i * 2 + 1, lo);
+        Atomics.notify(table, i * 2 + 1);
         return true;
       }
-      if (prev === hi && NonceSet.settledLo(table, i) === lo) return false;
+      if (prev === hi && NonceSet.settledLo(table, i, lo) === lo) return false;
     }
     Atomics.add(this.ctrl, 1, 1);
     return true;

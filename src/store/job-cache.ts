@@ -56,15 +56,18 @@ export class JobCache {
    * Store one return durably. Resolves false when a return for (jid, id) already exists (refused).
    * The promise resolves only after the batch holding it is committed to disk.
    */
-  async saveReturn(jid: string, id: string, rec: ReturnRecord, storeEndtime: boolean): Promise<boolean> {
+  saveReturn(jid: string, id: string, rec: ReturnRecord, storeEndtime: boolean): Promise<boolean> {
     const key = `${jid}/${id}`;
     const value: Record<string, unknown> = { return: rec.return };
     for (const k of RETURN_FIELDS) if (rec[k] !== undefined) value[k] = rec[k];
     // MDB_NOOVERWRITE: LMDB itself refuses the write inside the commit when the key exists (atomic across
     // threads), and lmdb-js resolves false; cheaper than a conditional block (ifNoExists) around a put.
-    const stored = await this.s.returns.put(key, value, NO_OVERWRITE);
-    if (stored && storeEndtime) await this.s.endtimes.put(jid, jidToTime(jid));
-    return stored;
+    const stored = this.s.returns.put(key, value, NO_OVERWRITE);
+    if (!storeEndtime) return stored;
+    return stored.then(async (ok) => {
+      if (ok) await this.s.endtimes.put(jid, jidToTime(jid));
+      return ok;
+    });
   }
 
   /** {id: record} of every return stored for jid. */
