@@ -14,6 +14,11 @@
  *
  * Delivery is best effort, as Raft wants it: a message for a peer without an established session is dropped
  * (Raft resends), never queued behind a dead connection to arrive stale.
+ *
+ * Reachability (etcd's ReportUnreachable): the first message the bridge has to drop for a peer tells the
+ * worker that peer is down (`{kind: "down"}`), and the first one it sends again after that tells it the
+ * peer is up (`{kind: "up"}`); `{kind: "peers"}` (a session came up) counts as up too. A leader probes a down
+ * peer instead of pipelining appends to it, and probes it at once when it is up again.
  */
 import type { MessagePort } from "node:worker_threads";
 import { Encoder } from "cbor-x";
@@ -57,7 +62,11 @@ const PEER_TYPES = new Set<MessageType>([
 ]);
 
 /** Port messages, main thread → worker. */
-export type BridgeToWorker = { kind: "in"; from: string; bytes: Uint8Array } | { kind: "peers"; ids: string[] } | { kind: "down"; id: string };
+export type BridgeToWorker =
+  | { kind: "in"; from: string; bytes: Uint8Array }
+  | { kind: "peers"; ids: string[] }
+  | { kind: "down"; id: string }
+  | { kind: "up"; id: string };
 /** Port messages, worker → main thread. */
 export type WorkerToBridge = { kind: "out"; items: { to: string; bytes: Uint8Array }[] };
 
@@ -173,6 +182,8 @@ export function decodeRaftPayload(bytes: Uint8Array): { group: string; messages:
 
 export interface InboundSink {
   receive(group: string, m: Message): void;
+  /** the transport's word on a peer's session (GroupManager.peerReachable) */
+  peerReachable?(nodeId: string, reachable: boolean): void;
 }
 
 /** Counters of the worker side (tests and the bench read them through status, if wired). */
@@ -247,10 +258,17 @@ export class RaftPeerLink implements Transport {
 
   private onPort(msg: BridgeToWorker): void {
     if (msg.kind === "peers") {
-      for (const id of msg.ids) this.learn(id);
+      for (const id of msg.ids) {
+        this.learn(id);
+        this.sink?.peerReachable?.(id, true);
+      }
       return;
     }
-    if (msg.kind === "down") return;
+    if (msg.kind === "down" || msg.kind === "up") {
+      // before the manager is attached there is no leader whose progress it could change
+      this.sink?.peerReachable?.(msg.id, msg.kind === "up");
+      return;
+    }
     if (!this.sink) {
       this.early.push(msg);
       return;
@@ -304,6 +322,8 @@ export interface RaftPeerChannel {
 export class RaftBridge {
   private readonly off: () => void;
   dropped = 0;
+  /** peers the worker was told are down (a message to them was dropped), until one is sent again */
+  private readonly down = new Set<string>();
 
   constructor(
     private readonly port: MessagePort,
@@ -311,28 +331,38 @@ export class RaftBridge {
   ) {
     port.on("message", (msg: WorkerToBridge) => {
       if (msg.kind !== "out") return;
-      for (const it of msg.items) {
-        if (!this.channel.isUp(it.to)) {
-          this.dropped++;
-          continue;
-        }
-        try {
-          this.channel.send(it.to, RAFT_CHANNEL, it.bytes);
-        } catch {
-          this.dropped++; // queue full or peer unknown: Raft resends
-        }
-      }
+      for (const it of msg.items) this.forward(it.to, it.bytes);
     });
-    this.off = channel.on(RAFT_CHANNEL, (m) => {
-      const msg: BridgeToWorker = { kind: "in", from: m.from, bytes: m.payload };
-      port.postMessage(msg);
-    });
+    this.off = channel.on(RAFT_CHANNEL, (m) => this.tell({ kind: "in", from: m.from, bytes: m.payload }));
   }
 
-  /** Tells the worker the node ids the peer channel has proven. */
-  peers(ids: string[]): void {
-    const msg: BridgeToWorker = { kind: "peers", ids };
+  private forward(to: string, bytes: Uint8Array): void {
+    let sent = false;
+    if (this.channel.isUp(to)) {
+      try {
+        this.channel.send(to, RAFT_CHANNEL, bytes);
+        sent = true;
+      } catch {
+        // queue full or peer unknown: Raft resends
+      }
+    }
+    if (!sent) this.dropped++;
+    // one report per change, not per message: the worker needs the edge, and a dead peer is written to often
+    if (sent === this.down.has(to)) {
+      if (sent) this.down.delete(to);
+      else this.down.add(to);
+      this.tell(sent ? { kind: "up", id: to } : { kind: "down", id: to });
+    }
+  }
+
+  private tell(msg: BridgeToWorker): void {
     this.port.postMessage(msg);
+  }
+
+  /** Tells the worker the node ids the peer channel has proven (a session came up: they are reachable). */
+  peers(ids: string[]): void {
+    for (const id of ids) this.down.delete(id);
+    this.tell({ kind: "peers", ids });
   }
 
   close(): void {

@@ -423,7 +423,15 @@ export class Raft {
         this.handleSnapResp(m, pr);
         return;
       case "MsgUnreachable":
+        // Appends in flight to it are presumed lost; until it answers, one probe per heartbeat answer.
         if (pr.state === "replicate") pr.becomeProbe();
+        return;
+      case "MsgReachable":
+        // The session is back: the probe need not wait for the next heartbeat answer.
+        if (pr.state === "probe") {
+          pr.probeSent = false;
+          this.maybeSendAppend(m.from, pr, true);
+        }
         return;
     }
   }

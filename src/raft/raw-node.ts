@@ -112,9 +112,20 @@ export class RawNode {
     this.raft.step({ ...newMessage("MsgTransferLeader", this.raft.id, this.raft.id, 0), transferee: target });
   }
 
-  /** The transport could not reach `id`: the leader falls back to probing it. */
+  /**
+   * The transport could not reach `id` (etcd's ReportUnreachable): a leader stops pipelining to it and falls
+   * back to probing (one append per heartbeat answer), so a dead peer does not pile up appends.
+   */
   reportUnreachable(id: NodeId): void {
     this.raft.step(newMessage("MsgUnreachable", id, this.raft.id, 0));
+  }
+
+  /**
+   * The transport reaches `id` again: a leader probing it sends its probe now rather than at the peer's next
+   * heartbeat answer. Harmless when `id` was never unreachable (at worst one duplicate append).
+   */
+  reportReachable(id: NodeId): void {
+    this.raft.step(newMessage("MsgReachable", id, this.raft.id, 0));
   }
 
   hasReady(): boolean {

@@ -94,6 +94,7 @@ export type MessageType =
   | "MsgBeat" // heartbeat timeout elapsed on the leader
   | "MsgCheckQuorum" // the leader checks it still hears from a quorum
   | "MsgUnreachable" // the transport reports a peer unreachable
+  | "MsgReachable" // the transport reports a peer reachable again
   // forwarding
   | "MsgProp"
   | "MsgPropResp"
@@ -226,7 +227,7 @@ export function newMessage(type: MessageType, from: NodeId, to: NodeId, term: nu
 }
 
 export function isLocalMessage(t: MessageType): boolean {
-  return t === "MsgHup" || t === "MsgBeat" || t === "MsgCheckQuorum" || t === "MsgUnreachable";
+  return t === "MsgHup" || t === "MsgBeat" || t === "MsgCheckQuorum" || t === "MsgUnreachable" || t === "MsgReachable";
 }
 
 /** What a node has durably written for its group before the Ready at hand: its term and its last log index. */

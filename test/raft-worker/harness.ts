@@ -66,6 +66,8 @@ export class TestCluster {
   readonly checked = new Map<string, number>();
   /** MsgApps that left while the entries they carry were not yet durable on their sender */
   aheadOfOwnWrite = 0;
+  /** sees every message a live node sends, before delivery */
+  onSend: ((from: string, group: string, m: Message) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -94,6 +96,7 @@ export class TestCluster {
       const v = persistenceViolation(durable, m);
       if (v) this.violations.push(`${from}/${group}: ${v}`);
       if (aheadOfOwnWrite(durable, m)) this.aheadOfOwnWrite++;
+      this.onSend?.(from, group, m);
       this.checked.set(m.type, (this.checked.get(m.type) ?? 0) + 1);
       const to = this.byRaftId.get(m.to);
       const copy = structuredClone(m);

@@ -88,6 +88,8 @@ class Simulation implements NodeObserver {
   private readonly report: SimReport;
   private readonly trace: ((line: string) => void) | undefined;
   private readonly crashedUntil = new Map<NodeId, number>();
+  /** the last reachability each node life heard about each peer ("a.life>b"); absent = reachable */
+  private readonly reachable = new Map<string, boolean>();
   private partitionUntil = 0;
   /** off during the recovery phase */
   private faultsOn = true;
@@ -174,7 +176,29 @@ class Simulation implements NodeObserver {
 
   // ------------------------------------------------------------------ one tick
 
+  /**
+   * What a transport would report about its sessions (etcd's ReportUnreachable, and its reverse): each live
+   * node hears, once per change, that a peer it cannot reach (partitioned off or crashed) is down, and that
+   * it is up again. The network still drops what it drops; a report changes only how leaders replicate.
+   */
+  private reportReachability(): void {
+    for (const n of this.nodes) {
+      if (!n.rn) continue;
+      for (const p of this.nodes) {
+        if (p === n) continue;
+        const reachable = p.alive && this.net.canReach(n.id, p.id);
+        const key = `${n.id}.${n.lives}>${p.id}`; // a restarted node starts without any report
+        if ((this.reachable.get(key) ?? true) === reachable) continue;
+        this.reachable.set(key, reachable);
+        if (reachable) n.rn.reportReachable(p.id);
+        else n.rn.reportUnreachable(p.id);
+        this.log(`t=${this.now} node ${n.id} hears ${p.id} is ${reachable ? "up" : "down"}`);
+      }
+    }
+  }
+
   private tick(): void {
+    this.reportReachability();
     this.now++;
     this.net.now = this.now;
     for (const node of this.nodes) {

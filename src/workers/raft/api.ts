@@ -84,6 +84,8 @@ export interface GroupStatus {
   ringEpoch: number;
   quiesced: boolean;
   pendingRequests: number;
+  /** leader only: how it replicates to each other member (probe: one append per answer; replicate: pipelined) */
+  progress?: Record<string, { state: "probe" | "replicate" | "snapshot"; match: number; next: number }>;
 }
 
 export interface NodeStatus {

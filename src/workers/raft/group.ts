@@ -292,6 +292,21 @@ export class Group {
     this.node.step(m);
   }
 
+  /** The transport's report on a peer's session; only a leader acts on it (probe vs pipeline). */
+  peerReachable(nodeId: string, reachable: boolean): void {
+    const r = this.node.raft;
+    if (r.role !== "leader") return;
+    let id: number;
+    try {
+      id = raftIdOf(nodeId);
+    } catch {
+      return; // not a node id: not a member either
+    }
+    if (!r.prs.isMember(id)) return;
+    if (reachable) this.node.reportReachable(id);
+    else this.node.reportUnreachable(id);
+  }
+
   /**
    * After a Ready is advanced: stay awake if it did anything, and let a sole voter that restarted lead again
    * once it has replayed (the core refuses to campaign over committed but unapplied membership changes, so
@@ -311,7 +326,7 @@ export class Group {
   status(): GroupStatus {
     const s = this.node.status();
     const names = (ids: number[]) => ids.map((id) => this.directory.name(id) ?? `raft:${id}`).sort();
-    return {
+    const st: GroupStatus = {
       group: this.id,
       kind: this.kind,
       role: s.role,
@@ -328,6 +343,11 @@ export class Group {
       quiesced: this.quiesced,
       pendingRequests: s.pendingRequests,
     };
+    if (s.progress) {
+      st.progress = {};
+      for (const [id, p] of s.progress) if (id !== this.selfRaftId) st.progress[this.directory.name(id) ?? `raft:${id}`] = { state: p.state, match: p.match, next: p.next };
+    }
+    return st;
   }
 }
 

@@ -99,6 +99,8 @@ export class GroupManager {
   /** a commit happened since the last tick absorbed: deferred writes ride along with the traffic */
   private committedSinceTick = false;
   private inbox: { group: string; m: Message }[] = [];
+  /** peers' reachability as the transport last reported it, not yet stepped (node id -> reachable) */
+  private reachability = new Map<string, boolean>();
   private pendingTicks = 0;
   private pumping = false;
   private scheduled = false;
@@ -239,6 +241,17 @@ export class GroupManager {
   receive(group: string, m: Message): void {
     if (this.closed || this.fatal) return;
     this.inbox.push({ group, m });
+    this.kick();
+  }
+
+  /**
+   * The transport's word on a peer's session (etcd's ReportUnreachable, and its reverse): down, every group
+   * this node leads probes that peer instead of pipelining to it, so a dead peer does not pile up appends;
+   * up, the probe goes at once. Stepped at the next step 0 like any input; the latest report per peer wins.
+   */
+  peerReachable(nodeId: string, reachable: boolean): void {
+    if (this.closed || this.fatal || nodeId === this.self) return;
+    this.reachability.set(nodeId, reachable);
     this.kick();
   }
 
@@ -398,8 +411,11 @@ export class GroupManager {
     for (const w of writes) this.entriesWritten += w.entries.length;
   }
 
-  /** Step 0: queued peer messages, then queued ticks. Returns whether any tick was absorbed. */
+  /** Step 0: reachability reports, queued peer messages, then queued ticks. Returns whether any tick was absorbed. */
   private absorb(): boolean {
+    const reports = this.reachability;
+    this.reachability = new Map();
+    for (const [nodeId, reachable] of reports) for (const g of this.groups.values()) g.peerReachable(nodeId, reachable);
     const inbox = this.inbox;
     this.inbox = [];
     for (const { group, m } of inbox) {

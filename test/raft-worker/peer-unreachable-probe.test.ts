@@ -1,0 +1,88 @@
+/**
+ * The peer channel's word on a session reaches the leader's replication (etcd's MsgUnreachable): a follower
+ * whose session is down is probed instead of pipelined to, so appends do not pile up for a dead peer, and it
+ * is probed at once when its session is back. Checked on both halves: the main thread's bridge reports the
+ * edges it sees, and the worker's leader acts on them.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { MessageChannel } from "node:worker_threads";
+import { RaftBridge, RaftPeerLink, type RaftPeerChannel } from "../../src/cluster/raft-transport.js";
+import { raftIdOf } from "../../src/workers/raft/node-ids.js";
+import { newMessage, type Message } from "../../src/raft/types.js";
+import { TestCluster } from "./harness.js";
+
+async function until<T>(what: string, f: () => T | undefined | false): Promise<T> {
+  for (let i = 0; ; i++) {
+    const v = f();
+    if (v !== undefined && v !== false) return v;
+    if (i > 100_000) throw new Error(`never: ${what}`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+test("the bridge tells the worker once when a peer's messages start being dropped, and once when they go through again", async () => {
+  const up = new Set<string>();
+  const delivered: string[] = [];
+  const channel: RaftPeerChannel = {
+    isUp: (id) => up.has(id),
+    send: (id) => void delivered.push(id),
+    on: () => () => undefined,
+  };
+  const { port1, port2 } = new MessageChannel();
+  const bridge = new RaftBridge(port1, channel);
+  const link = new RaftPeerLink(port2, "w1", ["w2"]);
+  const reports: string[] = [];
+  link.attach({ receive: () => undefined, peerReachable: (id, reachable) => void reports.push(`${id} ${reachable ? "up" : "down"}`) });
+  const beat = (): Message[] => [{ ...newMessage("MsgHeartbeat", raftIdOf("w1"), raftIdOf("w2"), 2) }];
+  try {
+    for (let i = 0; i < 5; i++) link.send("cluster", beat());
+    await until("the bridge to drop them", () => bridge.dropped === 5);
+    up.add("w2");
+    for (let i = 0; i < 3; i++) link.send("cluster", beat());
+    // the port keeps order: once "up" arrived, every earlier report has too
+    await until("the up report", () => reports.includes("w2 up"));
+    assert.deepEqual(reports, ["w2 down", "w2 up"], "one report per edge, not per message");
+    assert.equal(bridge.dropped, 5);
+    assert.deepEqual(delivered, ["w2", "w2", "w2"]);
+    // a session that came up (the cluster service's peers()) counts as reachable
+    up.delete("w2");
+    link.send("cluster", beat());
+    await until("the bridge to drop it", () => bridge.dropped === 6);
+    bridge.peers(["w2"]);
+    await until("the peers report", () => reports.length === 4);
+    assert.deepEqual(reports.slice(2), ["w2 down", "w2 up"]);
+  } finally {
+    bridge.close();
+    port2.close();
+  }
+});
+
+test("a leader probes a follower whose session is down instead of pipelining to it, and resumes when it is up", { timeout: 300_000 }, async () => {
+  await TestCluster.run(["p1", "p2", "p3"], { commitDelayMs: 1, seed: 13 }, async (c, leader, follower) => {
+    const progressOf = () => leader.manager.status().groups[0]!.progress?.[follower.name];
+    const route = (i: number) => ({ kind: "ROUTE" as const, value: { data_type: `u${i % 4}`, ring_id: null } });
+    await leader.manager.propose("cluster", route(0));
+    await c.waitFor("the leader to pipeline to the follower", () => progressOf()?.state === "replicate");
+    // the follower dies; the peer channel notices its session is gone
+    c.crash(follower.name);
+    leader.manager.peerReachable(follower.name, false);
+    await c.waitFor("the leader to probe the follower", () => progressOf()?.state === "probe");
+    let appendsToDead = 0;
+    const dead = raftIdOf(follower.name);
+    c.onSend = (from, _g, m) => {
+      if (from === leader.name && m.to === dead && m.type === "MsgApp") appendsToDead++;
+    };
+    // the third node keeps the quorum: every proposal commits, and none is pipelined to the dead follower
+    const N = 20;
+    let last = 0;
+    for (let i = 1; i <= N; i++) last = (await leader.manager.propose("cluster", route(i))).index;
+    assert.ok(appendsToDead <= 1, `${appendsToDead} appends sent to a dead follower (a probe at most)`);
+    // back: its session is up again, the leader probes at once and catches it up
+    await c.restart(follower.name);
+    leader.manager.peerReachable(follower.name, true);
+    await c.waitFor("the follower to catch up", () => c.node(follower.name).manager.status().groups[0]!.applied >= last);
+    await c.waitFor("the leader to pipeline again", () => progressOf()?.state === "replicate");
+    assert.deepEqual(c.violations, []);
+  });
+});
