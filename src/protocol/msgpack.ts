@@ -136,6 +136,14 @@ function cachedAscii(buf: Buffer, start: number, n: number): string | undefined 
   return text;
 }
 
+/** Longest string checked for ASCII in JS before the native UTF-8 check (which needs a view object). */
+const asciiScanBytesMax = 64;
+
+function isAscii(buf: Buffer, start: number, n: number): boolean {
+  for (let i = start; i < start + n; i++) if (buf[i]! > 0x7f) return false;
+  return true;
+}
+
 /** A str or bin of `n` bytes at the reader's position: text when valid UTF-8, else a copy of the bytes. */
 function readText(r: Reader, n: number): string | Buffer {
   r.need(n);
@@ -145,6 +153,8 @@ function readText(r: Reader, n: number): string | Buffer {
   if (n <= cachedStringBytesMax) {
     const s = cachedAscii(buf, start, n);
     if (s !== undefined) return s;
+  } else if (n <= asciiScanBytesMax && isAscii(buf, start, n)) {
+    return slices(buf).latin1Slice(start, start + n); // jids, nonces, stamps: no view object needed
   }
   const b = buf.subarray(start, start + n);
   // ciphertexts are not UTF-8: a native validity check avoids a throwing decode for each of them
