@@ -99,6 +99,12 @@ function macEqual(data: Buffer, at: number, mac: Buffer): boolean {
   return diff === 0;
 }
 
+function hasPicklePrefix(plain: Buffer): boolean {
+  if (plain.length < PICKLE_PREFIX.length) return false;
+  for (let i = 0; i < PICKLE_PREFIX.length; i++) if (plain[i] !== PICKLE_PREFIX[i]) return false;
+  return true;
+}
+
 /** Bytes of PKCS#7 padding after `n` plaintext bytes (1..16). */
 function padBytes(n: number): number {
   return BLOCK_BYTES - (n % BLOCK_BYTES);
@@ -178,7 +184,7 @@ export class Crypticle {
    */
   loads(data: Buffer, opts: { nonce?: string; checkSerial?: boolean; limits?: DecodeLimits } = {}): WireValue {
     const plain = this.decrypt(data);
-    if (!plain.subarray(0, PICKLE_PREFIX.length).equals(PICKLE_PREFIX)) return {};
+    if (!hasPicklePrefix(plain)) return {};
     let body: Buffer = plain.subarray(PICKLE_PREFIX.length);
     if (opts.nonce !== undefined) {
       const got = body.subarray(0, NONCE_CHARS).toString("latin1");
