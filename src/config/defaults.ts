@@ -41,6 +41,8 @@ export interface MasterConfig {
   job_cache: boolean;
   job_cache_store_endtime: boolean;
   minion_data_cache: boolean;
+  /** keep a minion's cached data (grains, pillar, mine, session key) after its key is deleted (Salt's option) */
+  preserve_minion_cache: boolean;
   hash_type: string;
   timeout: number;
   gather_job_timeout: number;
@@ -143,6 +145,7 @@ export function masterDefaults(): MasterConfig {
     job_cache: true,
     job_cache_store_endtime: false,
     minion_data_cache: true,
+    preserve_minion_cache: false,
     hash_type: "sha256",
     timeout: 5,
     gather_job_timeout: 10,

@@ -14,6 +14,7 @@ import { installSubsystems } from "../../master/subsystems.js";
 import type { BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult } from "./task.js";
 import { localPresent } from "../../master/presence.js";
 import { installSyncOutbox } from "../../cluster/cache-sync/outbox.js";
+import { purgeKeylessMinions } from "../../master/keyless-purge.js";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -39,6 +40,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       n = await ctx.jobs.cleanup(ctx.cfg.keep_jobs_seconds, task.nowMs);
       removed += n;
     }
+    removed += await purgeKeylessMinions(ctx);
     return { removed };
   }
   const fx = newEffects();
