@@ -4,7 +4,7 @@
  * directory exists — end times, nocache markers, and age-based cleanup by `keep_jobs_seconds`.
  */
 import { jidToMs, jidToTime } from "../protocol/jid.js";
-import type { Store } from "./lmdb-env.js";
+import { durable, type Store } from "./lmdb-env.js";
 
 export interface ReturnRecord {
   return: unknown;
@@ -62,10 +62,10 @@ export class JobCache {
     for (const k of RETURN_FIELDS) if (rec[k] !== undefined) value[k] = rec[k];
     // MDB_NOOVERWRITE: LMDB itself refuses the write inside the commit when the key exists (atomic across
     // threads), and lmdb-js resolves false; cheaper than a conditional block (ifNoExists) around a put.
-    const stored = this.s.returns.put(key, value, NO_OVERWRITE);
+    const stored = durable(this.s.returns.put(key, value, NO_OVERWRITE));
     if (!storeEndtime) return stored;
     return stored.then(async (ok) => {
-      if (ok) await this.s.endtimes.put(jid, jidToTime(jid));
+      if (ok) await durable(this.s.endtimes.put(jid, jidToTime(jid)));
       return ok;
     });
   }

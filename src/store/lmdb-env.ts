@@ -2,8 +2,9 @@
  * The master's LMDB environment: one per node, on local disk (LMDB's locking and mmap do not work on a
  * network filesystem, so even when `cachedir` is a shared mount brine keeps this under a local path:
  * `brine_lmdb_dir`, default `<cachedir>/brine-lmdb`). Each thread opens its own handle (lmdb-js shares
- * the environment within a process); writes from all threads are batched by lmdb-js into transactions,
- * each durable (fsync) before its promises resolve — group commit, never one fsync per record.
+ * the environment within a process); writes from all threads are batched by lmdb-js into transactions
+ * — group commit, never one fsync per record. A write's promise resolves when its transaction is
+ * committed (visible); its `flushed` promise when that transaction is on disk (see `durable`).
  *
  * Values are CBOR (cbor-x) — our own format; Salt's msgpack layouts are for Salt's files, not ours.
  */
@@ -46,7 +47,10 @@ const CBOR = "cbor" as unknown as "msgpack";
 export function openStore(cfg: StoreConfig): Store {
   const dir = lmdbDir(cfg);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const root = open({ path: dir, encoding: CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false });
+  // overlappingSync (lmdb-js's default on Linux) lets a commit resolve before its fsync, so the next
+  // transaction can start while the disk flushes; separateFlushed gives every write a `flushed` promise for
+  // the writes that must be durable before a reply (job returns: job-cache.ts waits for it).
+  const root = open({ path: dir, encoding: CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false, overlappingSync: true, separateFlushed: true });
   const db = <V>(name: string) => root.openDB<V, string>({ name, encoding: CBOR });
   return {
     root,
@@ -59,4 +63,17 @@ export function openStore(cfg: StoreConfig): Store {
     mine: db("minions/mine"),
     close: () => root.close(),
   };
+}
+
+/** What lmdb-js returns for a write with `separateFlushed`: committed, and `flushed` once on disk. */
+type FlushedPromise<T> = Promise<T> & { flushed?: PromiseLike<unknown> };
+
+/**
+ * The write's result once its transaction is on disk (fsync done), not merely committed: what a reply
+ * that promises durability (a job return) must wait for.
+ */
+export function durable<T>(write: Promise<T>): Promise<T> {
+  const flushed = (write as FlushedPromise<T>).flushed;
+  if (!flushed) return write;
+  return write.then((v) => Promise.resolve(flushed).then(() => v));
 }
