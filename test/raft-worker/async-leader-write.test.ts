@@ -56,7 +56,9 @@ test("a sole voter replicating to a learner never announces a commit index its o
     last = Math.max(last, ...burst.map((r) => r.index));
     await c.waitFor("the learner to apply every entry", () => s2.manager.status().groups[0]!.applied >= last);
     assert.deepEqual(c.violations, []);
-    assert.ok((c.checked.get("MsgApp") ?? 0) >= 10, "appends to the learner were checked");
+    // the learner got its entries through appends only (no snapshot: the log is never compacted here), so
+    // appends announcing commits were checked; how many depends on batching, hence only "some"
+    assert.ok((c.checked.get("MsgApp") ?? 0) >= 1, "appends to the learner were checked");
   } finally {
     await c.stop();
   }
