@@ -1,63 +1,15 @@
 /**
  * Python's text forms of template values, so `{{ value }}` prints what Jinja prints under Salt:
- * `str()` for output (None, True/False, `[1, 'a']`, `{'k': 'v'}`), `repr()` inside containers, and
- * `json.dumps` with Python's separators for the `json` filter.
+ * `str()` for output (None, True/False, `[1, 'a']`, `{'k': 'v'}`) and `repr()` inside containers (one
+ * implementation with targeting: src/targeting/pystr.ts), and `json.dumps` with Python's separators for
+ * the `json` filter.
  */
+import { pyFloat } from "../targeting/pystr.js";
 
-/** Python's repr of a str: single quotes unless the text has a ' and no ". */
-export function pyStrRepr(s: string): string {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === "\\") out += "\\\\";
-    else if (ch === quote) out += `\\${quote}`;
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
-    else out += ch;
-  }
-  return out + quote;
-}
-
-function pyFloat(n: number): string {
-  if (Number.isNaN(n)) return "nan";
-  if (n === Infinity) return "inf";
-  if (n === -Infinity) return "-inf";
-  if (Number.isInteger(n) && Math.abs(n) < 1e16) return String(n);
-  const s = String(n);
-  return s.replace(/e\+?/, "e+").replace("e+-", "e-");
-}
+export { pyRepr, pyStr, pyStrRepr } from "../targeting/pystr.js";
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v) && !Buffer.isBuffer(v) && !(v instanceof Uint8Array);
-}
-
-/** Python `repr()`. */
-export function pyRepr(v: unknown, depth = 0): string {
-  if (depth > 100) return "...";
-  if (v === null || v === undefined) return "None";
-  if (v === true) return "True";
-  if (v === false) return "False";
-  if (typeof v === "number") return pyFloat(v);
-  if (typeof v === "bigint") return String(v);
-  if (typeof v === "string") return pyStrRepr(v);
-  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return `b${pyStrRepr(Buffer.from(v).toString("latin1"))}`;
-  if (Array.isArray(v)) return `[${v.map((x) => pyRepr(x, depth + 1)).join(", ")}]`;
-  if (typeof v === "function") return "<function>";
-  if (isPlainObject(v)) {
-    return `{${Object.entries(v)
-      .map(([k, x]) => `${pyStrRepr(k)}: ${pyRepr(x, depth + 1)}`)
-      .join(", ")}}`;
-  }
-  return String(v);
-}
-
-/** Python `str()`: strings as they are, everything else as repr. */
-export function pyStr(v: unknown): string {
-  if (typeof v === "string") return v;
-  return pyRepr(v);
 }
 
 function jsonStr(s: string, ensureAscii: boolean): string {

@@ -1,5 +1,6 @@
 /**
- * Python string semantics that targeting depends on: `str()` of a value and `str.split()`.
+ * Python's text forms of values, for targeting and for templates (src/render): `str()` and `repr()` of a
+ * decoded value, and `str.split()`.
  *
  * `pyStr` is Python's `str()` of a decoded msgpack value, which Salt's `subdict_match` applies before
  * comparing a grain or pillar value with a pattern (`True` not `true`, `None` not `null`, `{'a': 1}`).
@@ -19,7 +20,8 @@ export function isDict(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function pyFloat(x: number): string {
+/** Python's repr of a float (an integral number prints as an int: grains and pillar nearly always hold ints). */
+export function pyFloat(x: number): string {
   if (Number.isNaN(x)) return "nan";
   if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
   if (Number.isInteger(x)) return Number.isSafeInteger(x) ? String(x) : BigInt(x).toString();
@@ -35,7 +37,7 @@ function pyFloat(x: number): string {
 }
 
 /** Python's `repr()` of a str: single quotes unless the text has `'` and no `"`. */
-function pyStrRepr(s: string): string {
+export function pyStrRepr(s: string): string {
   const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
   let out = quote;
   for (const ch of s) {
@@ -89,7 +91,13 @@ function convert(value: unknown, depth: number): string {
     const items = Object.entries(value).map(([k, v]) => `${pyStrRepr(k)}: ${repr(v, depth + 1)}`);
     return `{${items.join(", ")}}`;
   }
+  if (typeof value === "function") return "<function>";
   return String(value);
+}
+
+/** `repr(value)` as Python would print it. */
+export function pyRepr(value: unknown): string {
+  return repr(value, 0);
 }
 
 /** `str(value)` as Python would print it. */
