@@ -5,21 +5,26 @@
  *    master, then against three masters (own processes on 127.0.0.11-13) behind a real HAProxy on
  *    127.0.0.1:4505/4506 — the same machine runs every master, HAProxy and the swarm, so the figure says what
  *    the cluster costs on one box more than what it gains on three.
- * 2. Raft over the real peer channel (ZeroMQ + libsodium sessions, LMDB fsync on every node): three masters in
- *    this process on 127.0.0.31-33; commit latency of sequential proposals on the leader (p50, p99), and the
- *    leader-failover time: the leader is cut off from its peers (ClusterService.isolate, as a partition or a
+ * 2. Raft over the real peer channel (ZeroMQ + libsodium sessions, LMDB fsync on every node): three masters on
+ *    127.0.0.31-33, each its own process as deployed (this file in `--raft-master` mode, driven over the IPC
+ *    channel; the timing runs inside the leader's process); commit latency of sequential proposals on the
+ *    leader (p50, p99), and the leader-failover time: the leader is cut off from its peers (ClusterService.isolate, as a partition or a
  *    crash looks to the others) and the clock runs until both others agree on a new leader.
  *    What the commit latency is made of: a commit is the leader's append (its own fsync in parallel) → a
  *    follower's fsync → the acknowledgement back → apply. The same run with the Raft LMDB on tmpfs (fsync
  *    free) gives the part that is not fsync; a linearizable read on the leader (one heartbeat round to a
  *    quorum, no write) gives the round trip through the peer channel and the pumps alone; the raw LMDB
- *    commit is this disk's fsync.
+ *    commit is this disk's fsync. The earlier shape, three masters in the bench process (so their three main
+ *    threads are one), is kept as a labelled row.
  *
  * Skips (with a note row) what cannot run here: no haproxy, ports taken.
  */
+import { fork } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { MasterConfig } from "../src/config/defaults.js";
 import { runSwarm } from "../src/swarm/swarm.js";
 import type { SwarmReport } from "../src/swarm/report.js";
 import { ClusterHarness, skipReason } from "../src/cluster/local-cluster.js";
@@ -103,32 +108,170 @@ interface RaftRun {
   failovers: number[];
 }
 
-/** Three masters in this process; `raftDir(i)`: where master i keeps its Raft LMDB (default: under its cachedir). */
-async function raftRun(proposals: number, failovers: number, raftDir?: (i: number) => string): Promise<RaftRun> {
+/** What the measurement needs of the leader's Raft worker client (RaftClient). */
+interface Proposer {
+  propose(group: string, entry: { kind: "ROUTE"; value: { data_type: string; ring_id: null } }): Promise<unknown>;
+  read(group: string, query: "routing"): Promise<unknown>;
+}
+
+/**
+ * `n` sequential proposals, then `n` sequential linearizable reads, timed on the calling thread (ms, sorted).
+ * Runs in the process of the master whose client it is: in a master process, on its main thread.
+ */
+async function timeCommitsAndReads(raft: Proposer, n: number): Promise<{ commits: number[]; reads: number[] }> {
+  for (let i = 0; i < 20; i++) await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: "bench", ring_id: null } });
+  const commits: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: `bench${i % 8}`, ring_id: null } });
+    commits.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  // one heartbeat round to a quorum, nothing written: the peer channel's round trip plus the pumps
+  const reads: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await raft.read(CLUSTER_RING, "routing");
+    reads.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  return { commits: commits.sort((a, b) => a - b), reads: reads.sort((a, b) => a - b) };
+}
+
+/** One master of the Raft run, wherever it lives. */
+interface RaftMember {
+  id: string;
+  /** the cluster group's leader as this master sees it */
+  leader(): Promise<string | null>;
+  measure(n: number): Promise<{ commits: number[]; reads: number[] }>;
+  isolate(ids: string[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function masterConfig(i: number, ports: number[], root: string, raftDir?: (i: number) => string): Partial<MasterConfig> {
+  return {
+    id: `r${i + 1}`,
+    interface: RAFT_HOSTS[i]!,
+    cluster_id: "brine-raft-bench",
+    cluster_peers: RAFT_HOSTS.map((h, j) => `${h}:${ports[j]}`).filter((_, j) => j !== i),
+    cluster_pool_port: ports[i]!,
+    cluster_pki_dir: path.join(root, "pki"),
+    worker_threads: 1,
+    ...(raftDir ? { brine_raft_lmdb_dir: raftDir(i) } : {}),
+  };
+}
+
+function memberOf(m: TestMaster): RaftMember {
+  return {
+    id: m.cfg.id,
+    leader: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.leaderId ?? null,
+    measure: (n) => timeCommitsAndReads(m.server.clusterNode!.raft, n),
+    isolate: async (ids) => m.server.clusterService!.isolate(ids),
+    stop: () => m.stop(),
+  };
+}
+
+/** Requests to a master process (the `--raft-master` mode of this file) and their answers. */
+type ChildOp = { op: "leader" } | { op: "measure"; n: number } | { op: "isolate"; ids: string[] } | { op: "stop" };
+type ChildCall = ChildOp & { seq: number };
+type ChildAnswer = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: string } | { ready: true } | { failed: string };
+
+/** Master i as its own process (this file in `--raft-master` mode), driven over the IPC channel. */
+async function forkMember(id: string, cfg: Partial<MasterConfig>): Promise<RaftMember> {
+  const child = fork(fileURLToPath(import.meta.url), ["--raft-master", JSON.stringify(cfg)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const waiting = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
+  let seq = 0;
+  await new Promise<void>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`master ${id} exited (${code}) while starting`)));
+    child.on("message", (a: ChildAnswer) => {
+      if ("ready" in a) return resolve();
+      if ("failed" in a) return reject(new Error(`master ${id}: ${a.failed}`));
+      const w = waiting.get(a.seq);
+      waiting.delete(a.seq);
+      if (a.ok) w?.resolve(a.value);
+      else w?.reject(new Error(`master ${id}: ${a.error}`));
+    });
+  });
+  child.removeAllListeners("exit");
+  const call = <T>(c: ChildOp): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const s = ++seq;
+      waiting.set(s, { resolve, reject });
+      child.send({ ...c, seq: s });
+    });
+  return {
+    id,
+    leader: () => call({ op: "leader" }),
+    measure: (n) => call({ op: "measure", n }),
+    isolate: (ids) => call({ op: "isolate", ids }),
+    stop: async () => {
+      const exited = new Promise((r) => child.once("exit", r));
+      await call({ op: "stop" }).catch(() => undefined);
+      await exited;
+    },
+  };
+}
+
+/** `--raft-master CONFIG`: one master in this process, answering the parent's calls (forkMember). */
+async function childMain(cfg: Partial<MasterConfig>): Promise<void> {
+  const send = (a: ChildAnswer) => process.send!(a);
+  let m: TestMaster;
+  try {
+    m = await startTestMaster(cfg);
+  } catch (e) {
+    send({ failed: (e as Error).message });
+    process.exit(1);
+  }
+  const me = memberOf(m);
+  process.on("message", (c: ChildCall) => {
+    const run = async (): Promise<unknown> => {
+      switch (c.op) {
+        case "leader":
+          return me.leader();
+        case "measure":
+          return me.measure(c.n);
+        case "isolate":
+          return me.isolate(c.ids);
+        case "stop":
+          await me.stop();
+          return null;
+      }
+    };
+    run().then(
+      (value) => {
+        send({ seq: c.seq, ok: true, value: value ?? null });
+        if (c.op === "stop") process.disconnect();
+      },
+      (e: Error) => send({ seq: c.seq, ok: false, error: e.message }),
+    );
+  });
+  process.once("disconnect", () => setTimeout(() => process.exit(0), 100).unref());
+  send({ ready: true });
+}
+
+if (process.argv[2] === "--raft-master" && process.send) void childMain(JSON.parse(process.argv[3]!) as Partial<MasterConfig>);
+
+/**
+ * Three masters; `processes`: each in its own process (as deployed: one master per host), else all in this
+ * one (their main threads are then one thread). `raftDir(i)`: where master i keeps its Raft LMDB (default:
+ * under its cachedir).
+ */
+async function raftRun(processes: boolean, proposals: number, failovers: number, raftDir?: (i: number) => string): Promise<RaftRun> {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-raftbench-"));
-  const masters: TestMaster[] = [];
+  const masters: RaftMember[] = [];
   try {
     const ports = await Promise.all(RAFT_HOSTS.map((h) => freePort(h)));
+    const starting: Promise<RaftMember>[] = [];
     for (let i = 0; i < 3; i++) {
-      masters.push(
-        await startTestMaster({
-          id: `r${i + 1}`,
-          interface: RAFT_HOSTS[i]!,
-          cluster_id: "brine-raft-bench",
-          cluster_peers: RAFT_HOSTS.map((h, j) => `${h}:${ports[j]}`).filter((_, j) => j !== i),
-          cluster_pool_port: ports[i]!,
-          cluster_pki_dir: path.join(root, "pki"),
-          worker_threads: 1,
-          ...(raftDir ? { brine_raft_lmdb_dir: raftDir(i) } : {}),
-        }),
-      );
+      const cfg = masterConfig(i, ports, root, raftDir);
+      // in one process one after the other (as before); processes at once, as a cluster starts
+      if (processes) starting.push(forkMember(cfg.id!, cfg));
+      else masters.push(memberOf(await startTestMaster(cfg)));
     }
-    const leaderOf = async (ms: TestMaster[]) => {
-      const st = await Promise.all(ms.map((m) => m.server.clusterNode!.raft.status()));
-      const ids = st.map((s) => s.groups.find((g) => g.group === CLUSTER_RING)?.leaderId ?? null);
+    masters.push(...(await Promise.all(starting)));
+    const leaderOf = async (ms: RaftMember[]) => {
+      const ids = await Promise.all(ms.map((m) => m.leader()));
       return ids.every((x) => x !== null && x === ids[0]) ? ids[0]! : undefined;
     };
-    const waitLeader = async (ms: TestMaster[], not?: string, timeoutMs = 20_000) => {
+    const waitLeader = async (ms: RaftMember[], not?: string, timeoutMs = 20_000) => {
       const end = Date.now() + timeoutMs;
       for (;;) {
         const l = await leaderOf(ms);
@@ -138,82 +281,85 @@ async function raftRun(proposals: number, failovers: number, raftDir?: (i: numbe
       }
     };
     let leader = await waitLeader(masters);
-    const byId = (id: string) => masters.find((m) => m.cfg.id === id)!;
+    const byId = (id: string) => masters.find((m) => m.id === id)!;
 
-    // commit latency: one proposal at a time on the leader
-    const raft = byId(leader).server.clusterNode!.raft;
-    for (let i = 0; i < 20; i++) await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: "bench", ring_id: null } });
-    const lat: number[] = [];
-    for (let i = 0; i < proposals; i++) {
-      const t0 = process.hrtime.bigint();
-      await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: `bench${i % 8}`, ring_id: null } });
-      lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    }
-    lat.sort((a, b) => a - b);
-    // one heartbeat round to a quorum, nothing written: the peer channel's round trip plus the pumps
-    const reads: number[] = [];
-    for (let i = 0; i < proposals; i++) {
-      const t0 = process.hrtime.bigint();
-      await raft.read(CLUSTER_RING, "routing");
-      reads.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    }
-    reads.sort((a, b) => a - b);
+    // commit latency: one proposal at a time on the leader, timed in the leader's process
+    const { commits, reads } = await byId(leader).measure(proposals);
 
     // failover: cut the leader off, time until the others agree on a new one; heal; repeat
     const fo: number[] = [];
     for (let k = 0; k < failovers; k++) {
-      const others = masters.filter((m) => m.cfg.id !== leader);
+      const others = masters.filter((m) => m.id !== leader);
       const t0 = Date.now();
-      byId(leader).server.clusterService!.isolate(others.map((m) => m.cfg.id));
-      for (const o of others) o.server.clusterService!.isolate([leader]);
+      await Promise.all([byId(leader).isolate(others.map((m) => m.id)), ...others.map((o) => o.isolate([leader]))]);
       const next = await waitLeader(others, leader);
       fo.push(Date.now() - t0);
-      for (const m of masters) m.server.clusterService!.isolate([]);
+      await Promise.all(masters.map((m) => m.isolate([])));
       leader = await waitLeader(masters);
       await new Promise((r) => setTimeout(r, 500));
       leader = (await leaderOf(masters)) ?? next;
     }
     fo.sort((a, b) => a - b);
-    return { commits: lat, reads, failovers: fo };
+    return { commits, reads, failovers: fo };
   } finally {
     for (const m of masters) await m.stop().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
   }
 }
 
-async function raftRows(proposals: number, failovers: number): Promise<BenchRow[]> {
+/**
+ * The Raft rows. `parts` (env BRINE_BENCH_CLUSTER, comma-separated; default all): `processes` (three master
+ * processes, the deployed shape, with failovers), `tmpfs` (the same on tmpfs), `inprocess` (three masters in
+ * the bench process, the earlier figure), `swarm` (the returns rows).
+ */
+async function raftRows(proposals: number, failovers: number, parts: Set<string>): Promise<BenchRow[]> {
   const load = () => `load ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`;
-  const disk = await raftRun(proposals, failovers);
-  const diskLoad = load();
-  const rows: BenchRow[] = [
-    { figure: "raft commit over the peer channel (3 masters), p50", value: pct(disk.commits, 50), unit: "ms", target: 2, better: "lower", note: `${proposals} sequential proposals on the leader; leader fsync in parallel with the follower's, commit index written lazily; ${diskLoad}` },
-    { figure: "raft commit over the peer channel (3 masters), p99", value: pct(disk.commits, 99), unit: "ms", better: "lower" },
-    { figure: "  of which: linearizable read on the leader, p50", value: pct(disk.reads, 50), unit: "ms", better: "lower", note: "one heartbeat round to a quorum, no write: the peer channel's round trip and the pumps" },
-  ];
+  const rows: BenchRow[] = [];
+  let diskP50: number | undefined;
+  let fo: number[] = [];
+  if (parts.has("processes")) {
+    const disk = await raftRun(true, proposals, failovers);
+    diskP50 = pct(disk.commits, 50);
+    fo = disk.failovers;
+    rows.push(
+      { figure: "raft commit over the peer channel (3 master processes), p50", value: diskP50, unit: "ms", target: 2, better: "lower", note: `${proposals} sequential proposals on the leader's main thread (its RaftClient), one master per process as deployed; ${load()}` },
+      { figure: "raft commit over the peer channel (3 master processes), p99", value: pct(disk.commits, 99), unit: "ms", better: "lower" },
+      { figure: "  of which: linearizable read on the leader, p50", value: pct(disk.reads, 50), unit: "ms", better: "lower", note: "one heartbeat round to a quorum, no write: the peer channel's round trip and the pumps" },
+    );
+  }
   const tmp = path.join(TMPFS, `brine-raftbench-${process.pid}`);
-  if (existsSync(TMPFS)) {
+  if (parts.has("tmpfs") && existsSync(TMPFS)) {
     try {
-      const mem = await raftRun(proposals, 0, (i) => path.join(tmp, `m${i}`));
+      const mem = await raftRun(true, proposals, 0, (i) => path.join(tmp, `m${i}`));
       const p50 = pct(mem.commits, 50);
-      rows.push({ figure: "  of which: commit p50 with the Raft LMDB on tmpfs", value: p50, unit: "ms", better: "lower", note: `fsync free; so fsync is ${(pct(disk.commits, 50) - p50).toFixed(2)} ms of the p50 above; ${load()}` });
+      rows.push({ figure: "  of which: commit p50 (p99) with the Raft LMDB on tmpfs", value: p50, unit: "ms", better: "lower", note: `p99 ${pct(mem.commits, 99).toFixed(2)} ms; fsync free${diskP50 !== undefined ? `; so fsync is ${(diskP50 - p50).toFixed(2)} ms of the p50 above` : ""}; ${load()}` });
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
   }
-  const fsDir = mkdtempSync(path.join(os.tmpdir(), "brine-raftbench-fsync-"));
-  try {
-    rows.push({ figure: "  of which: raw LMDB durable commit p50 (this disk)", value: await rawLmdbCommitMs(fsDir, 200), unit: "ms", better: "lower", note: "one small put, overlappingSync off, as the Raft environment" });
-  } finally {
-    rmSync(fsDir, { recursive: true, force: true });
+  if (parts.has("processes")) {
+    const fsDir = mkdtempSync(path.join(os.tmpdir(), "brine-raftbench-fsync-"));
+    try {
+      rows.push({ figure: "  of which: raw LMDB durable commit p50 (this disk)", value: await rawLmdbCommitMs(fsDir, 200), unit: "ms", better: "lower", note: "one small put, overlappingSync off, as the Raft environment" });
+    } finally {
+      rmSync(fsDir, { recursive: true, force: true });
+    }
   }
-  rows.push({ figure: "leader failover (leader cut off), median", value: pct(disk.failovers, 50), unit: "ms", target: 1000, better: "lower", note: `${failovers} failovers, max ${disk.failovers.at(-1)} ms; election timeout 500-1000 ms` });
+  if (parts.has("inprocess")) {
+    const one = await raftRun(false, proposals, 0);
+    rows.push(
+      { figure: "raft commit, 3 masters in ONE process, p50", value: pct(one.commits, 50), unit: "ms", better: "lower", note: `not a deployment: the three main threads are one thread; p99 ${pct(one.commits, 99).toFixed(2)} ms, read p50 ${pct(one.reads, 50).toFixed(2)} ms; ${load()}` },
+    );
+  }
+  if (fo.length > 0) rows.push({ figure: "leader failover (leader cut off), median", value: pct(fo, 50), unit: "ms", target: 1000, better: "lower", note: `${failovers} failovers, max ${fo.at(-1)} ms; election timeout 500-1000 ms` });
   return rows;
 }
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const n = opts.full ? 3000 : 600;
+  const parts = new Set((process.env.BRINE_BENCH_CLUSTER ?? "processes,tmpfs,inprocess,swarm").split(",").map((x) => x.trim()));
   const rows: BenchRow[] = [];
-  rows.push(...(await raftRows(opts.full ? 2000 : 500, opts.full ? 10 : 5)));
-  rows.push(...(await returnsRows(n, opts.full ? 5 : 3)));
+  rows.push(...(await raftRows(opts.full ? 2000 : 500, opts.full ? 10 : 5, parts)));
+  if (parts.has("swarm")) rows.push(...(await returnsRows(n, opts.full ? 5 : 3)));
   return rows;
 }
