@@ -7,19 +7,14 @@ import { readFileSync } from "node:fs";
 import { Request } from "zeromq";
 import type { MasterConfig } from "../config/defaults.js";
 import { decodeWire, encodeWire, isMap } from "../protocol/msgpack.js";
+import { publishLoad, type PublishFields } from "./publish-load.js";
 import { rootKeyPath } from "../master/root-key.js";
 import { expandNodegroup } from "../targeting/index.js";
 import { EventClient } from "./event-client.js";
 import { ReturnWaiter } from "./return-waiter.js";
 
-export interface PubOptions {
-  tgt: string | string[];
-  fun: string | string[];
-  arg?: unknown[];
+export interface PubOptions extends Omit<PublishFields, "tgt_type"> {
   tgtType?: string;
-  ret?: string;
-  jid?: string;
-  kwargs?: Record<string, unknown>;
   timeoutS?: number;
   user?: string;
 }
@@ -77,18 +72,7 @@ export class LocalClient {
   async pub(o: PubOptions): Promise<PubReply> {
     const t = this.resolveTarget(o.tgt, o.tgtType ?? "glob");
     if ("error" in t) return { jid: null, minions: [], error: t.error };
-    const load: Record<string, unknown> = {
-      cmd: "publish",
-      tgt: t.tgt,
-      fun: o.fun,
-      arg: o.arg ?? [],
-      key: this.rootKey(),
-      tgt_type: t.tgtType,
-      ret: o.ret ?? "",
-      jid: o.jid ?? "",
-      kwargs: o.kwargs ?? { show_timeout: true, show_jid: false, delimiter: ":" },
-      user: o.user ?? this.cfg.user,
-    };
+    const load = publishLoad({ tgt: t.tgt, fun: o.fun, arg: o.arg, tgt_type: t.tgtType, ret: o.ret, jid: o.jid, kwargs: o.kwargs }, this.rootKey(), o.user ?? this.cfg.user);
     const body = encodeWire({ enc: "clear", load, version: 3 });
     const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
     let lastErr: Error | undefined;

@@ -12,18 +12,10 @@ import { decodeWire, isMap, type WireValue } from "../protocol/msgpack.js";
 import type { CoarseTimer } from "../minion/clock.js";
 import { ZmqReqTransport } from "../minion/transport.js";
 import { packSalt } from "../minion/wire.js";
+import { publishLoad, type PublishFields } from "../client/publish-load.js";
 
-export interface PublishJob {
-  tgt: string | string[];
-  fun: string | string[];
-  arg?: unknown[];
-  tgt_type?: string;
-  /** returner(s), "" for none */
-  ret?: string;
-  /** "" lets the master choose */
-  jid?: string;
-  kwargs?: Record<string, unknown>;
-}
+/** What a job publish carries (the CLI's fields). */
+export type PublishJob = PublishFields;
 
 export interface PublishReply {
   jid: string;
@@ -72,18 +64,7 @@ export class PublishClient {
 
   /** The publish request's load, in the CLI's key order. */
   load(job: PublishJob): Record<string, unknown> {
-    return {
-      cmd: "publish",
-      tgt: job.tgt,
-      fun: job.fun,
-      arg: job.arg ?? [],
-      key: this.opts.key,
-      tgt_type: job.tgt_type ?? "glob",
-      ret: job.ret ?? "",
-      jid: job.jid ?? "",
-      kwargs: job.kwargs ?? { show_timeout: true, show_jid: false, delimiter: ":" },
-      user: this.opts.user ?? "root",
-    };
+    return publishLoad(job, this.opts.key, this.opts.user ?? "root");
   }
 
   async publish(job: PublishJob): Promise<PublishReply> {
