@@ -81,11 +81,20 @@ function failed(e: unknown): Buffer {
 export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<Buffer> {
   try {
     const reply = handle(ctx, frame, fx);
-    if (reply instanceof Promise) return reply.then(encodeWire, failed);
-    return Promise.resolve(encodeWire(reply));
+    if (reply instanceof Promise) return reply.then(toFrame, failed);
+    return Promise.resolve(toFrame(reply));
   } catch (e) {
     return Promise.resolve(failed(e));
   }
+}
+
+/** A reply value already encoded as its frame (an AES reply sealed straight into a msgpack bin). */
+class Framed {
+  constructor(readonly bytes: Buffer) {}
+}
+
+function toFrame(reply: unknown): Buffer {
+  return reply instanceof Framed ? reply.bytes : encodeWire(reply);
 }
 
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
@@ -212,5 +221,5 @@ function seal(ctx: MasterContext, r: AesResult, version: number, session: Crypti
     return encryptPrivate(ctx, r.ret, id, nonce, String(payload.enc_algo ?? DEFAULT_ENC_ALGO), String(payload.sig_algo ?? DEFAULT_SIG_ALGO));
   }
   const c = version > 2 ? session! : ctx.aes().crypticle;
-  return c.dumps(r.ret, nonce);
+  return new Framed(c.dumps(r.ret, nonce, true));
 }

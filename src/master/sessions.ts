@@ -92,15 +92,15 @@ export class SessionCrypticle extends Crypticle {
     }
   }
 
-  override dumps(obj: unknown, nonce?: string): Buffer {
+  override dumps(obj: unknown, nonce?: string, framed = false): Buffer {
     if (nonce !== undefined && this.byNonce.size > 0) {
       const c = this.byNonce.get(nonce);
       if (c) {
         this.byNonce.delete(nonce);
-        return c.dumps(obj, nonce);
+        return c.dumps(obj, nonce, framed);
       }
     }
-    return super.dumps(obj, nonce);
+    return super.dumps(obj, nonce, framed);
   }
 }
 

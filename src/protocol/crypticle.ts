@@ -105,6 +105,24 @@ function hasPicklePrefix(plain: Buffer): boolean {
   return true;
 }
 
+/** The msgpack bin header of `n` bytes of data: bin 8, 16 or 32. */
+function binHeaderBytes(n: number): number {
+  return n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
+}
+
+function writeBinHeader(out: Buffer, n: number): void {
+  if (n < 0x100) {
+    out[0] = 0xc4;
+    out[1] = n;
+  } else if (n < 0x10000) {
+    out[0] = 0xc5;
+    out.writeUInt16BE(n, 1);
+  } else {
+    out[0] = 0xc6;
+    out.writeUInt32BE(n, 1);
+  }
+}
+
 /** Bytes of PKCS#7 padding after `n` plaintext bytes (1..16). */
 function padBytes(n: number): number {
   return BLOCK_BYTES - (n % BLOCK_BYTES);
@@ -135,18 +153,22 @@ export class Crypticle {
 
   /**
    * IV ‖ AES-CBC(padded) ‖ HMAC. `padded` holds the plaintext in its first `plainBytes` bytes and has room
-   * for the padding; it is overwritten.
+   * for the padding; it is overwritten. With `framed`, the result is already the msgpack bin holding
+   * those bytes (a reply frame: one buffer, no second copy by the encoder).
    */
-  private seal(padded: Buffer, plainBytes: number): Buffer {
+  private seal(padded: Buffer, plainBytes: number, framed = false): Buffer {
     padded.fill(padded.length - plainBytes, plainBytes);
     const iv = freshIv();
     this.encStream ??= new CbcStream(this.aesKey, false);
     const ct = this.encStream.run(padded, iv);
-    const out = Buffer.allocUnsafe(IV_BYTES + ct.length + MAC_BYTES);
-    iv.copy(out);
-    ct.copy(out, IV_BYTES);
-    const body = out.subarray(0, IV_BYTES + ct.length);
-    createHmac("sha256", this.hmacKey).update(body).digest().copy(out, body.length);
+    const sealedBytes = IV_BYTES + ct.length + MAC_BYTES;
+    const at = framed ? binHeaderBytes(sealedBytes) : 0;
+    const out = Buffer.allocUnsafe(at + sealedBytes);
+    if (framed) writeBinHeader(out, sealedBytes);
+    iv.copy(out, at);
+    ct.copy(out, at + IV_BYTES);
+    const body = out.subarray(at, at + IV_BYTES + ct.length);
+    createHmac("sha256", this.hmacKey).update(body).digest().copy(out, at + body.length);
     return out;
   }
 
@@ -164,8 +186,8 @@ export class Crypticle {
     return plain.subarray(0, Math.max(0, plain.length - pad));
   }
 
-  /** encrypt(`pickle::` ‖ nonce? ‖ msgpack(obj)) */
-  dumps(obj: unknown, nonce?: string): Buffer {
+  /** encrypt(`pickle::` ‖ nonce? ‖ msgpack(obj)); `framed`: as a msgpack bin, ready to send as a reply. */
+  dumps(obj: unknown, nonce?: string, framed = false): Buffer {
     if (nonce !== undefined && nonce.length !== NONCE_CHARS) throw new BrineError("CRYPTICLE_NONCE", "nonce must be 32 characters");
     const packed = encodeWire(obj);
     const head = PICKLE_PREFIX.length + (nonce === undefined ? 0 : NONCE_CHARS);
@@ -174,7 +196,7 @@ export class Crypticle {
     PICKLE_PREFIX.copy(padded);
     if (nonce !== undefined) padded.write(nonce, PICKLE_PREFIX.length, "latin1");
     packed.copy(padded, head);
-    return this.seal(padded, plainBytes);
+    return this.seal(padded, plainBytes, framed);
   }
 
   /**

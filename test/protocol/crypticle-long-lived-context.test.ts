@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 import { Crypticle, generateKeyString, PICKLE_PREFIX } from "../../src/protocol/crypticle.js";
 import { isBrineError } from "../../src/errors.js";
+import { decodeWire, wireLimits } from "../../src/protocol/msgpack.js";
 
 function keys(keyString: string): { aes: Buffer; hmac: Buffer } {
   const raw = Buffer.from(keyString, "base64");
@@ -81,4 +82,19 @@ test("two messages with the same plaintext differ (fresh IV each time)", () => {
   const y = c.encrypt(p);
   assert.notDeepEqual(x.subarray(0, 16), y.subarray(0, 16));
   assert.notDeepEqual(x.subarray(16, 80), y.subarray(16, 80));
+});
+
+test("a framed dumps is the msgpack bin of the sealed bytes, across the bin 8/16/32 sizes", () => {
+  const k = generateKeyString();
+  const a = new Crypticle(k);
+  const b = new Crypticle(k);
+  const nonce = "fedcba9876543210fedcba9876543210";
+  for (const size of [0, 100, 200, 300, 70_000]) {
+    const obj = { data: "y".repeat(size) };
+    const framed = a.dumps(obj, nonce, true);
+    const inner = decodeWire(framed, wireLimits, false);
+    assert.ok(Buffer.isBuffer(inner), `size ${size}: a bin`);
+    assert.deepEqual(b.loads(inner, { nonce }), obj);
+    assert.equal(framed[0], size < 150 ? 0xc4 : size < 65_000 ? 0xc5 : 0xc6, `size ${size}: header`);
+  }
 });
