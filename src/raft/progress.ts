@@ -73,8 +73,13 @@ export class Progress {
   recentActive = false;
   /** last index sent when the previous heartbeat answer arrived (detects lost MsgApps in the replicate state) */
   sentAtLastHeartbeat = -1;
-  /** highest commit index sent to this follower; below the leader's commit, an empty MsgApp is worth sending */
+  /** highest commit index sent to this follower */
   sentCommit = 0;
+  /**
+   * highest index the follower waits to learn is committed (its forwarded proposals and reads): up to here
+   * a commit is sent at once, in an empty MsgApp if need be; beyond it, with the next append or heartbeat
+   */
+  commitWaited = 0;
   pendingSnapshot = 0;
   transfer: SnapshotTransfer | undefined;
   isLearner: boolean;

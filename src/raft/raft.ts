@@ -461,12 +461,28 @@ export class Raft {
     } else if (pr.state === "probe") pr.becomeReplicate();
     else pr.inflights.freeLE(m.index);
 
-    if (this.maybeCommit()) this.bcastAppend();
-    else if (wasPaused || pr.sentCommit < this.log.committed) this.maybeSendAppend(m.from, pr, true);
+    // A new commit index is not broadcast in messages of its own (Raft §5.3: the leader includes it in future
+    // AppendEntries, heartbeats included): it reaches each follower with the next append or heartbeat, at most
+    // one heartbeat interval later. An empty append per follower per commit, and its answer, would double the
+    // messages of every commit and load the next proposal's path. Told at once: a follower that waits for the
+    // commit (its forwarded proposal or read), and every member when a membership change commits (a removed
+    // node gets no heartbeat once the change is applied; a new leader's first commit settles the old term).
+    const before = this.log.committed;
+    if (this.maybeCommit()) {
+      if (this.pendingConfIndex > before && this.pendingConfIndex <= this.log.committed) this.bcastAppend();
+      else for (const [id, p] of this.prs.progress) if (id !== m.from) this.tellCommitIfWaited(id, p);
+    }
+    if (wasPaused) this.maybeSendAppend(m.from, pr, true);
     while (this.maybeSendAppend(m.from, pr, false)) {
       // stream while the window allows
     }
+    this.tellCommitIfWaited(m.from, pr);
     if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.sendTimeoutNow(m.from);
+  }
+
+  /** Sends `to` the commit index if it waits for one it has not been sent (Progress.commitWaited). */
+  private tellCommitIfWaited(to: NodeId, pr: Progress): void {
+    if (pr.sentCommit < Math.min(pr.commitWaited, this.log.committed)) this.maybeSendAppend(to, pr, true);
   }
 
   /** Advances commit to what a quorum of voters holds; true if it moved. Releases reads that waited for it. */
@@ -622,6 +638,8 @@ export class Raft {
     const ents = (m.entries ?? []).map((e): Entry => ({ term: 0, index: 0, type: e.type, data: e.data }));
     const res = this.acceptProposal(ents);
     if (!res.ok) return reply({ reject: true, reason: res.retry ? "RAFT_NO_LEADER" : res.code, context: res.detail });
+    // the proposer settles its requests when it learns that these entries committed
+    this.waitsForCommit(m.from, res.index + ents.length - 1);
     this.seenProposals.set(key, res.index);
     if (this.seenProposals.size > SEEN_PROPOSALS_MAX) {
       this.seenProposals.delete(this.seenProposals.keys().next().value!);
@@ -681,6 +699,16 @@ export class Raft {
       return;
     }
     this.send({ ...this.answerTo("MsgReadIndexResp", req.from, req), index });
+    // the reader answers once it applied through `index`, so it must learn that `index` is committed
+    this.waitsForCommit(req.from, index);
+  }
+
+  /** Follower `id` settles requests once it knows `index` is committed: tell it as soon as it is (and now, if so). */
+  private waitsForCommit(id: NodeId, index: number): void {
+    const pr = this.prs.get(id);
+    if (!pr) return;
+    pr.commitWaited = Math.max(pr.commitWaited, index);
+    this.tellCommitIfWaited(id, pr);
   }
 
   /** The answer to a forwarded request, echoing what identifies it at the origin. */

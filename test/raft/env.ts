@@ -166,6 +166,15 @@ export class Env implements NodeObserver {
     throw new Error("stabilize: no fixed point after 1000 rounds");
   }
 
+  /**
+   * One heartbeat interval on leader `id`, then stabilize: the followers learn the leader's commit index (a new
+   * commit travels with the next append or heartbeat, not in a message of its own).
+   */
+  heartbeat(id: NodeId): void {
+    this.tick(id, this.rn(id).raft.limits.heartbeatTicks);
+    this.stabilize();
+  }
+
   tick(id: NodeId, n = 1): void {
     for (let i = 0; i < n; i++) this.rn(id).tick();
   }

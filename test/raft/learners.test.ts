@@ -63,6 +63,7 @@ test("a learner receives and applies the replicated log", () => {
   const env = withLearner();
   env.propose(1, "for-everyone");
   env.stabilize();
+  env.heartbeat(1); // the commit index reaches it with the next heartbeat
   const applied = env.appliedBy.get(4)!.map((e) => text(e.data));
   assert.deepEqual(applied, ["", "for-everyone"]);
 });

@@ -81,14 +81,29 @@ test("§5.3 committing an entry also commits all preceding entries in the leader
   assert.deepEqual(r.log.nextCommittedEnts(1 << 20).map((e) => [e.index, e.term]), [[2, 2], [3, 2], [4, 3]]);
 });
 
-test("§5.3 the leader keeps track of the highest index it knows to be committed and includes it in future AppendEntries RPCs", () => {
+test("§5.3 the leader keeps track of the highest index it knows to be committed and includes it in future AppendEntries RPCs (including heartbeats)", () => {
   const r = committedLeader();
   propose(r, "x");
   for (const m of take(r)) r.step(acceptAndReply(m));
   assert.equal(r.log.committed, 3);
-  const ms = take(r).filter((m) => m.type === "MsgApp");
-  assert.equal(ms.length, 2, "commit news goes to both followers at once");
-  for (const m of ms) assert.equal(m.commit, 3);
+  assert.deepEqual(brief(take(r)), [], "no message of its own for the new commit index");
+  propose(r, "y");
+  const apps = take(r);
+  assert.deepEqual(apps.map((m) => [m.type, m.to, m.commit]), [["MsgApp", 2, 3], ["MsgApp", 3, 3]], "the next append carries it");
+  r.tick();
+  const beats = take(r).filter((m) => m.type === "MsgHeartbeat");
+  assert.deepEqual(beats.map((m) => [m.to, m.commit]), [[2, 3], [3, 3]], "so does the next heartbeat");
+});
+
+test("§5.3 a follower whose forwarded proposal committed learns the commit index at once", () => {
+  const r = committedLeader();
+  r.step(msg("MsgProp", 2, 1, 0, { entries: [entry(0, 0, "from-2")], requests: [7], incarnation: 1, batch: 1 }));
+  const sent = take(r);
+  assert.deepEqual(sent.map((m) => [m.type, m.to]), [["MsgApp", 2], ["MsgPropResp", 2], ["MsgApp", 3]]);
+  // node 3 acknowledges first: the entry commits, and node 2, which waits for it, is told now
+  r.step(acceptAndReply(sent.find((m) => m.to === 3)!));
+  assert.equal(r.log.committed, 3);
+  assert.deepEqual(take(r).map((m) => [m.type, m.to, m.commit]), [["MsgApp", 2, 3]]);
 });
 
 test("§5.3 once a follower learns that a log entry is committed, it applies the entry to its local state machine (in log order)", () => {

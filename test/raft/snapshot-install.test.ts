@@ -168,6 +168,7 @@ test("after installing a snapshot, the follower continues from the log entries a
   settle(env);
   env.propose(1, "after-snapshot");
   env.stabilize();
+  env.heartbeat(1); // the commit index reaches it with the next heartbeat
   const last = env.appliedBy.get(3)!.at(-1)!;
   assert.equal(new TextDecoder().decode(last.data), "after-snapshot");
   assert.equal(last.index, env.node(1).disk.snapshot().metadata.index + 1);
