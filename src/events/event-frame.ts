@@ -4,7 +4,7 @@
  * stream is those maps back to back. Data gets `_stamp` (UTC, ISO without zone) when it is a map.
  */
 import { isBrineError } from "../errors.js";
-import { decodeWire, decodeWirePrefix, encodeWire, isMap, type DecodeLimits } from "../protocol/msgpack.js";
+import { decodeWire, decodeWirePrefix, encodeWire, isMap, type DecodeLimits, type MapEntrySpans } from "../protocol/msgpack.js";
 
 export const TAG_END = "\n\n";
 
@@ -36,8 +36,18 @@ export function packEvent(tag: string, data: unknown, now = new Date(), owned = 
     else payload = { ...(data as object), _stamp: stamp(now) };
   }
   const packed = encodeWire(payload);
+  const { out, pos } = frameFor(tag, packed.length);
+  packed.copy(out, pos);
+  return out;
+}
+
+/**
+ * A frame whose body is `tag` "\n\n" and then `dataBytes` bytes of msgpack: returns the frame with
+ * everything before the data written, and where the data goes.
+ */
+function frameFor(tag: string, dataBytes: number): { out: Buffer; pos: number } {
   const tagBytes = Buffer.byteLength(tag, "utf8");
-  const bodyBytes = tagBytes + TAG_END.length + packed.length;
+  const bodyBytes = tagBytes + TAG_END.length + dataBytes;
   // bin 8 / 16 / 32 header of the body, as msgpackr writes a Buffer
   const binHead = bodyBytes < 0x100 ? 2 : bodyBytes < 0x10000 ? 3 : 5;
   const out = Buffer.allocUnsafe(FRAME_HEAD.length + binHead + bodyBytes);
@@ -55,7 +65,47 @@ export function packEvent(tag: string, data: unknown, now = new Date(), owned = 
   pos += binHead;
   pos += out.write(tag, pos, "utf8");
   pos += out.write(TAG_END, pos, "latin1");
-  packed.copy(out, pos);
+  return { out, pos };
+}
+
+const STAMP_KEY = encodeWire("_stamp");
+
+/**
+ * The event of a decoded map sent on in the sender's own encoding: the entries of `spans` (from
+ * decodeWire) except the keys in `drop` and any `_stamp`, then `_stamp`. Equal, once decoded, to
+ * packEvent of the decoded map without those keys; but a large value (a state run's return) is copied,
+ * not encoded again.
+ */
+export function packEventFromSpans(tag: string, spans: MapEntrySpans, drop: ReadonlySet<string>, now = new Date()): Buffer {
+  const src = spans.buf!;
+  let entries = 1;
+  let bytes = 0;
+  for (let i = 0; i < spans.keys.length; i++) {
+    const k = spans.keys[i]!;
+    if (drop.has(k) || k === "_stamp") continue;
+    entries++;
+    bytes += spans.ends[i]! - spans.starts[i]!;
+  }
+  const stampValue = encodeWire(stamp(now));
+  const mapHead = entries < 16 ? 1 : entries < 0x10000 ? 3 : 5;
+  const { out, pos: at } = frameFor(tag, mapHead + bytes + STAMP_KEY.length + stampValue.length);
+  let pos = at;
+  if (mapHead === 1) out[pos] = 0x80 | entries;
+  else if (mapHead === 3) {
+    out[pos] = 0xde;
+    out.writeUInt16BE(entries, pos + 1);
+  } else {
+    out[pos] = 0xdf;
+    out.writeUInt32BE(entries, pos + 1);
+  }
+  pos += mapHead;
+  for (let i = 0; i < spans.keys.length; i++) {
+    const k = spans.keys[i]!;
+    if (drop.has(k) || k === "_stamp") continue;
+    pos += src.copy(out, pos, spans.starts[i]!, spans.ends[i]!);
+  }
+  pos += STAMP_KEY.copy(out, pos);
+  stampValue.copy(out, pos);
   return out;
 }
 

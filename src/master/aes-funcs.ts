@@ -6,7 +6,7 @@
  */
 import { getLogger } from "../log.js";
 import { validId, validJid } from "../protocol/ids.js";
-import { isMap, type WireValue } from "../protocol/msgpack.js";
+import { isMap, type MapEntrySpans, type WireValue } from "../protocol/msgpack.js";
 import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
 import type { Effects, MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
@@ -18,7 +18,8 @@ export interface AesResult {
   ret: unknown;
   mode: SendMode;
 }
-type Handler = (ctx: MasterContext, load: Record<string, WireValue>, fx: Effects) => AesResult | Promise<AesResult>;
+/** `raw`: where the load's entries lie in the request's plaintext (absent for loads not decoded from one) */
+type Handler = (ctx: MasterContext, load: Record<string, WireValue>, fx: Effects, raw?: MapEntrySpans) => AesResult | Promise<AesResult>;
 
 /** `_minion_event` tags a minion may not fire (Salt's blacklist), plus any other minion's return tag. */
 const BLACKLISTED_TAGS = [
@@ -55,7 +56,7 @@ const RETURN_DONE: AesResult = Object.freeze({ ret: null, mode: "send" });
  * `_return`. Synchronous up to the durable write, and then only a `then` on it: the hot path of a
  * master under a return flood, where every async layer costs a promise and a suspended frame.
  */
-function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): AesResult | Promise<AesResult> {
+function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects, raw?: MapEntrySpans): AesResult | Promise<AesResult> {
   const id = load.id;
   if (!("return" in load) || !validId(id) || (load.jid !== "req" && !validJid(load.jid))) {
     log.warning(`_return with a missing or invalid return/jid/id from ${String(id).slice(0, 64)}`);
@@ -74,14 +75,23 @@ function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effec
       return storeReturn(ctx, load, id, jid, fx);
     });
   }
-  return storeReturn(ctx, load, id, load.jid as string, fx);
+  return storeReturn(ctx, load, id, load.jid as string, fx, raw);
 }
 
-function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: string, jid: string, fx: Effects): AesResult | Promise<AesResult> {
-  const { nonce: _n, tok: _t, ...eventLoad } = load;
-  ctx.fire(fx, `salt/job/${jid}/ret/${id}`, eventLoad, true);
+/** What a return's event leaves out of the minion's load. */
+const NOT_IN_RETURN_EVENT: ReadonlySet<string> = new Set(["nonce", "tok"]);
+
+/** `raw`: the load's entries as they came; the event re-sends them (absent: the load is encoded again). */
+function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: string, jid: string, fx: Effects, raw?: MapEntrySpans): AesResult | Promise<AesResult> {
+  const tag = `salt/job/${jid}/ret/${id}`;
+  if (raw?.buf) ctx.fireSpans(fx, tag, raw, NOT_IN_RETURN_EVENT);
+  else {
+    const { nonce: _n, tok: _t, ...eventLoad } = load;
+    ctx.fire(fx, tag, eventLoad, true);
+  }
   const fun = typeof load.fun === "string" ? load.fun : "";
   if ((fun === "state.sls" || fun === "state.highstate" || fun === "state.apply") && isMap(load.return)) {
+    const { nonce: _n, tok: _t, ...eventLoad } = load;
     for (const [key, item] of Object.entries(load.return)) {
       if (isMap(item) && item.result === false) {
         ctx.fire(fx, `salt/job/${jid}/sub/${id}/error/${fun}`, { ...eventLoad, return: { [key]: item } });

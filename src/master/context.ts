@@ -18,7 +18,8 @@ import { openStore, type Store } from "../store/lmdb-env.js";
 import { JobCache } from "../store/job-cache.js";
 import { MinionCache } from "../store/minion-cache.js";
 import { cleanKey } from "../protocol/pem.js";
-import { packEvent } from "../events/event-frame.js";
+import { packEvent, packEventFromSpans } from "../events/event-frame.js";
+import type { MapEntrySpans } from "../protocol/msgpack.js";
 import { checkMinions } from "../targeting/index.js";
 import { minionFacingKeyFiles, minionPkiDir } from "../cluster/shared-fs.js";
 
@@ -119,6 +120,11 @@ export class MasterContext {
   /** Queue an event for the bus; `owned`: `data` was made for this event alone and may be stamped in place. */
   fire(fx: Effects, tag: string, data: unknown, owned = false): void {
     fx.events.push(packEvent(tag, data, new Date(), owned));
+  }
+
+  /** Queue an event whose data is a decoded map's entries as they came (see packEventFromSpans). */
+  fireSpans(fx: Effects, tag: string, spans: MapEntrySpans, drop: ReadonlySet<string>): void {
+    fx.events.push(packEventFromSpans(tag, spans, drop));
   }
 
   /** Pillar compiler, installed by the pillar subsystem; without one `_pillar` answers {}. */

@@ -10,7 +10,7 @@ import { getLogger } from "../log.js";
 import { BrineError, isBrineError } from "../errors.js";
 import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
 import { validId } from "../protocol/ids.js";
-import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } from "../protocol/msgpack.js";
+import { asBytes, decodeWire, encodeWire, isMap, newMapEntrySpans, wireLimits, type WireValue } from "../protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../protocol/rsa.js";
 import { x931Verify } from "../protocol/x931.js";
 import { frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
@@ -119,6 +119,8 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
   let load: WireValue = payload.load;
   let session: Crypticle | undefined;
 
+  // where the load's entries lie in its plaintext (a return's event re-sends them as they came)
+  const spans = enc === "aes" ? newMapEntrySpans() : undefined;
   if (enc === "aes") {
     const cipher = asBytes(load);
     if (!cipher) return BAD_LOAD;
@@ -126,9 +128,9 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
       if (version > 2) {
         if (!validId(payload.id)) throw new BrineError("BAD_ID", "Encountered invalid id");
         session = ctx.sessions.get(payload.id).crypticle;
-        load = session.loads(cipher);
+        load = session.loads(cipher, { spans });
       } else {
-        load = ctx.aes().crypticle.loads(cipher);
+        load = ctx.aes().crypticle.loads(cipher, { spans });
       }
     } catch (e) {
       if (isBrineError(e, "CRYPTICLE_AUTH")) {
@@ -210,7 +212,7 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
     log.warning(`AES request from ${id} with command ${short(cmd)} is not allowed`);
     return seal(ctx, { ret: {}, mode: "send" }, version, session, id, nonce, payload);
   }
-  const r = handler(ctx, load, fx);
+  const r = handler(ctx, load, fx, spans);
   if (r instanceof Promise) return r.then((done) => seal(ctx, done, version, session, id, nonce, payload));
   return seal(ctx, r, version, session, id, nonce, payload);
 }

@@ -12,9 +12,9 @@
  */
 import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
+import { Crypticle, generateKeyString, type LoadsOptions } from "../protocol/crypticle.js";
 import { validId } from "../protocol/ids.js";
-import { isMap, type DecodeLimits, type WireValue } from "../protocol/msgpack.js";
+import { isMap, type WireValue } from "../protocol/msgpack.js";
 import { BrineError, isBrineError } from "../errors.js";
 import { formatSessionFile, liveAlts, mergeSessionKeys, parseSessionFile, type HeldKey, type SessionKeySet } from "../cluster/cache-sync/session-merge.js";
 
@@ -69,7 +69,7 @@ export class SessionCrypticle extends Crypticle {
     super(key);
   }
 
-  override loads(data: Buffer, opts: { nonce?: string; checkSerial?: boolean; limits?: DecodeLimits } = {}): WireValue {
+  override loads(data: Buffer, opts: LoadsOptions = {}): WireValue {
     try {
       return super.loads(data, opts);
     } catch (e) {

@@ -7,7 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, type Cipher, type Decipher } from "node:crypto";
 import { BrineError } from "../errors.js";
-import { decodeWire, encodeWire, isMap, type DecodeLimits, type WireValue, wireLimits } from "./msgpack.js";
+import { decodeWire, encodeWire, isMap, type DecodeLimits, type MapEntrySpans, type WireValue, wireLimits } from "./msgpack.js";
 
 const AES_KEY_BYTES = 24;
 const HMAC_KEY_BYTES = 32;
@@ -128,6 +128,14 @@ function padBytes(n: number): number {
   return BLOCK_BYTES - (n % BLOCK_BYTES);
 }
 
+export interface LoadsOptions {
+  nonce?: string;
+  checkSerial?: boolean;
+  limits?: DecodeLimits;
+  /** filled with where the top-level map's entries lie in the plaintext */
+  spans?: MapEntrySpans;
+}
+
 export class Crypticle {
   readonly keyString: string;
   private readonly aesKey: Buffer;
@@ -204,7 +212,7 @@ export class Crypticle {
    * 32 characters after the prefix must equal it. With `checkSerial`, a map carrying `serial` is
    * returned without it only if the serial is newer than the last accepted; otherwise {}.
    */
-  loads(data: Buffer, opts: { nonce?: string; checkSerial?: boolean; limits?: DecodeLimits } = {}): WireValue {
+  loads(data: Buffer, opts: LoadsOptions = {}): WireValue {
     const plain = this.decrypt(data);
     if (!hasPicklePrefix(plain)) return {};
     let body: Buffer = plain.subarray(PICKLE_PREFIX.length);
@@ -213,7 +221,7 @@ export class Crypticle {
       if (got !== opts.nonce) throw new BrineError("CRYPTICLE_NONCE");
       body = body.subarray(NONCE_CHARS);
     }
-    const value = decodeWire(body, opts.limits ?? wireLimits, true); // the plaintext buffer is ours alone
+    const value = decodeWire(body, opts.limits ?? wireLimits, true, opts.spans); // the plaintext buffer is ours alone
     if (opts.checkSerial && isMap(value) && "serial" in value) {
       const serial = Number(value.serial);
       delete value.serial;

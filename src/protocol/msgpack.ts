@@ -41,6 +41,22 @@ export const wireLimits: DecodeLimits = {
   elementsMax: msgpackElementsMax,
 };
 
+/**
+ * Where each entry (key and value) of a decoded top-level map lies in `buf`, in wire order, so parts of
+ * it can be sent on unchanged (a return's event carries the minion's own encoding of its return, which
+ * can be large, instead of a re-encoding). Filled by decodeWire when passed; offsets index `buf`.
+ */
+export interface MapEntrySpans {
+  buf: Buffer | undefined;
+  keys: string[];
+  starts: number[];
+  ends: number[];
+}
+
+export function newMapEntrySpans(): MapEntrySpans {
+  return { buf: undefined, keys: [], starts: [], ends: [] };
+}
+
 /** ext type codes Salt uses (salt/payload.py). */
 export const EXT_DATETIME = 78;
 export const EXT_CONSTANT = 79;
@@ -54,6 +70,8 @@ class Reader {
     readonly limits: DecodeLimits,
     /** byte values may be views into `buf` (the caller owns it and never rewrites it) instead of copies */
     readonly shareBytes = false,
+    /** where the entries of a top-level map lie, when the caller wants them */
+    readonly spans?: MapEntrySpans,
   ) {}
 
   need(n: number): void {
@@ -181,9 +199,16 @@ function mapKey(k: WireValue): string {
 function readMap(r: Reader, n: number, depth: number): { [key: string]: WireValue } {
   r.count(n * 2);
   const out: { [key: string]: WireValue } = {};
+  const spans = depth === 0 ? r.spans : undefined;
   for (let i = 0; i < n; i++) {
+    const start = r.pos;
     const k = mapKey(readValue(r, depth + 1));
     const v = readValue(r, depth + 1);
+    if (spans) {
+      spans.keys.push(k);
+      spans.starts.push(start);
+      spans.ends.push(r.pos);
+    }
     if (k === "__proto__") Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
     else out[k] = v;
   }
@@ -306,11 +331,15 @@ function readValue(r: Reader, depth: number): WireValue {
  * Byte values are copies unless `shareBytes`: then they are views into `buf`, for a caller that owns
  * `buf` and never rewrites it (a request frame, a decrypted plaintext) and spares the copies.
  */
-export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits, shareBytes = false): WireValue {
+export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits, shareBytes = false, spans?: MapEntrySpans): WireValue {
   const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   if (b.length > limits.bytesMax) throw new BrineError("FRAME_TOO_LARGE", `${b.length} bytes`);
   if (b.length === 0) throw new BrineError("MSGPACK_TRUNCATED", "empty frame");
-  const r = new Reader(b, limits, shareBytes);
+  if (spans) {
+    spans.buf = b;
+    spans.keys.length = spans.starts.length = spans.ends.length = 0;
+  }
+  const r = new Reader(b, limits, shareBytes, spans);
   const v = readValue(r, 0);
   if (r.pos !== b.length) throw new BrineError("MSGPACK_INVALID", `${b.length - r.pos} trailing bytes`);
   return v;
