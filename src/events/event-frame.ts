@@ -4,7 +4,7 @@
  * stream is those maps back to back. Data gets `_stamp` (UTC, ISO without zone) when it is a map.
  */
 import { isBrineError } from "../errors.js";
-import { decodeWire, decodeWirePrefix, encodeWire, isMap, type DecodeLimits, type MapEntrySpans } from "../protocol/msgpack.js";
+import { binHeaderBytes, decodeWire, decodeWirePrefix, encodeWire, isMap, mapHeaderBytes, writeBinHeader, writeMapHeader, type DecodeLimits, type MapEntrySpans } from "../protocol/msgpack.js";
 
 export const TAG_END = "\n\n";
 
@@ -48,21 +48,8 @@ export function packEvent(tag: string, data: unknown, now = new Date(), owned = 
 function frameFor(tag: string, dataBytes: number): { out: Buffer; pos: number } {
   const tagBytes = Buffer.byteLength(tag, "utf8");
   const bodyBytes = tagBytes + TAG_END.length + dataBytes;
-  // bin 8 / 16 / 32 header of the body, as msgpackr writes a Buffer
-  const binHead = bodyBytes < 0x100 ? 2 : bodyBytes < 0x10000 ? 3 : 5;
-  const out = Buffer.allocUnsafe(FRAME_HEAD.length + binHead + bodyBytes);
-  let pos = FRAME_HEAD.copy(out);
-  if (binHead === 2) {
-    out[pos] = 0xc4;
-    out[pos + 1] = bodyBytes;
-  } else if (binHead === 3) {
-    out[pos] = 0xc5;
-    out.writeUInt16BE(bodyBytes, pos + 1);
-  } else {
-    out[pos] = 0xc6;
-    out.writeUInt32BE(bodyBytes, pos + 1);
-  }
-  pos += binHead;
+  const out = Buffer.allocUnsafe(FRAME_HEAD.length + binHeaderBytes(bodyBytes) + bodyBytes);
+  let pos = writeBinHeader(out, FRAME_HEAD.copy(out), bodyBytes);
   pos += out.write(tag, pos, "utf8");
   pos += out.write(TAG_END, pos, "latin1");
   return { out, pos };
@@ -87,18 +74,8 @@ export function packEventFromSpans(tag: string, spans: MapEntrySpans, drop: Read
     bytes += spans.ends[i]! - spans.starts[i]!;
   }
   const stampValue = encodeWire(stamp(now));
-  const mapHead = entries < 16 ? 1 : entries < 0x10000 ? 3 : 5;
-  const { out, pos: at } = frameFor(tag, mapHead + bytes + STAMP_KEY.length + stampValue.length);
-  let pos = at;
-  if (mapHead === 1) out[pos] = 0x80 | entries;
-  else if (mapHead === 3) {
-    out[pos] = 0xde;
-    out.writeUInt16BE(entries, pos + 1);
-  } else {
-    out[pos] = 0xdf;
-    out.writeUInt32BE(entries, pos + 1);
-  }
-  pos += mapHead;
+  const { out, pos: at } = frameFor(tag, mapHeaderBytes(entries) + bytes + STAMP_KEY.length + stampValue.length);
+  let pos = writeMapHeader(out, at, entries);
   for (let i = 0; i < spans.keys.length; i++) {
     const k = spans.keys[i]!;
     if (drop.has(k) || k === "_stamp") continue;

@@ -7,7 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, type Cipher, type Decipher } from "node:crypto";
 import { BrineError } from "../errors.js";
-import { decodeWire, encodeWire, isMap, type DecodeLimits, type MapEntrySpans, type WireValue, wireLimits } from "./msgpack.js";
+import { binHeaderBytes, decodeWire, encodeWire, isMap, writeBinHeader, type DecodeLimits, type MapEntrySpans, type WireValue, wireLimits } from "./msgpack.js";
 
 const AES_KEY_BYTES = 24;
 const HMAC_KEY_BYTES = 32;
@@ -105,24 +105,6 @@ function hasPicklePrefix(plain: Buffer): boolean {
   return true;
 }
 
-/** The msgpack bin header of `n` bytes of data: bin 8, 16 or 32. */
-function binHeaderBytes(n: number): number {
-  return n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
-}
-
-function writeBinHeader(out: Buffer, n: number): void {
-  if (n < 0x100) {
-    out[0] = 0xc4;
-    out[1] = n;
-  } else if (n < 0x10000) {
-    out[0] = 0xc5;
-    out.writeUInt16BE(n, 1);
-  } else {
-    out[0] = 0xc6;
-    out.writeUInt32BE(n, 1);
-  }
-}
-
 /** Bytes of PKCS#7 padding after `n` plaintext bytes (1..16). */
 function padBytes(n: number): number {
   return BLOCK_BYTES - (n % BLOCK_BYTES);
@@ -172,7 +154,7 @@ export class Crypticle {
     const sealedBytes = IV_BYTES + ct.length + MAC_BYTES;
     const at = framed ? binHeaderBytes(sealedBytes) : 0;
     const out = Buffer.allocUnsafe(at + sealedBytes);
-    if (framed) writeBinHeader(out, sealedBytes);
+    if (framed) writeBinHeader(out, 0, sealedBytes);
     iv.copy(out, at);
     ct.copy(out, at + IV_BYTES);
     const body = out.subarray(at, at + IV_BYTES + ct.length);

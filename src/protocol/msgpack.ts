@@ -371,6 +371,39 @@ export function encodeWire(value: unknown): Buffer {
   return packr.pack(value);
 }
 
+/** Bytes of the msgpack bin header (bin 8 / 16 / 32, as msgpackr writes a Buffer) of `n` bytes of data. */
+export function binHeaderBytes(n: number): number {
+  return n < 0x100 ? 2 : n < 0x10000 ? 3 : 5;
+}
+
+/** Bytes of the msgpack map header (fixmap / map 16 / map 32) of `n` entries. */
+export function mapHeaderBytes(n: number): number {
+  return n < 0x10 ? 1 : n < 0x10000 ? 3 : 5;
+}
+
+/** Writes a bin header for `n` bytes at `pos`; returns the position after it. */
+export function writeBinHeader(out: Buffer, pos: number, n: number): number {
+  return writeSized(out, pos, n, binHeaderBytes(n), n < 0x100 ? 0xc4 : n < 0x10000 ? 0xc5 : 0xc6);
+}
+
+/** Writes a map header for `n` entries at `pos`; returns the position after it. */
+export function writeMapHeader(out: Buffer, pos: number, n: number): number {
+  if (n < 0x10) {
+    out[pos] = 0x80 | n;
+    return pos + 1;
+  }
+  return writeSized(out, pos, n, mapHeaderBytes(n), n < 0x10000 ? 0xde : 0xdf);
+}
+
+/** `op` then `n` big-endian in the header's remaining 1, 2 or 4 bytes. */
+function writeSized(out: Buffer, pos: number, n: number, headerBytes: number, op: number): number {
+  out[pos] = op;
+  if (headerBytes === 2) out[pos + 1] = n;
+  else if (headerBytes === 3) out.writeUInt16BE(n, pos + 1);
+  else out.writeUInt32BE(n, pos + 1);
+  return pos + headerBytes;
+}
+
 /** True for a plain decoded map (not an array, Buffer or null). */
 export function isMap(v: unknown): v is { [key: string]: WireValue } {
   return typeof v === "object" && v !== null && !Array.isArray(v) && !Buffer.isBuffer(v);
