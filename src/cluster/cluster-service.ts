@@ -31,7 +31,7 @@ import { ClusterForwarder } from "./forwarding.js";
 import { MirrorThread } from "./mirror.js";
 import { createHealthBuffer, HealthWriter } from "./peer-health.js";
 import type { PeerLimits } from "./peer/limits.js";
-import { PeerTransport, type PeerHandler } from "./peer/peer-transport.js";
+import { PeerTransport, type PeerHandler, type SendOptions } from "./peer/peer-transport.js";
 import { RaftBridge } from "./raft-transport.js";
 import { readOrCreateClusterAes, writeClusterAes } from "./shared-fs.js";
 import { isWildcardAddress } from "./state-machines/names.js";
@@ -92,9 +92,9 @@ class FilteredChannel {
 
   constructor(private readonly t: PeerTransport) {}
 
-  send(peerId: string, channel: string, payload: Uint8Array): void {
+  send(peerId: string, channel: string, payload: Uint8Array, opts?: SendOptions): void {
     if (this.cut.has(peerId)) return;
-    this.t.send(peerId, channel, payload);
+    this.t.send(peerId, channel, payload, opts);
   }
 
   isUp(peerId: string): boolean {
@@ -201,6 +201,7 @@ export class ClusterService {
     t.events.on("peerDown", (id, reason) => {
       log.warning(`cluster peer ${id} is down (${reason})`);
       this.health.set(id, false);
+      this.bridge?.peerDown(id);
     });
     const known = this.settings.peers.map((p) => p.id).filter((x): x is string => x !== undefined);
     if (known.length) this.bridge.peers(known);

@@ -313,10 +313,12 @@ export class RaftPeerLink implements Transport {
 
 /** What the main-thread half needs of the peer channel. */
 export interface RaftPeerChannel {
-  send(peerId: string, channel: string, payload: Uint8Array): void;
+  send(peerId: string, channel: string, payload: Uint8Array, opts?: { now?: boolean }): void;
   isUp(peerId: string): boolean;
   on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
 }
+
+const RAFT_SEND = Object.freeze({ now: true });
 
 /** The main-thread half: moves bytes between the worker's port and the peer channel. */
 export class RaftBridge {
@@ -340,7 +342,8 @@ export class RaftBridge {
     let sent = false;
     if (this.channel.isUp(to)) {
       try {
-        this.channel.send(to, RAFT_CHANNEL, bytes);
+        // written at once: the worker batched it, and a commit waits for it
+        this.channel.send(to, RAFT_CHANNEL, bytes, RAFT_SEND);
         sent = true;
       } catch {
         // queue full or peer unknown: Raft resends
@@ -353,6 +356,16 @@ export class RaftBridge {
       else this.down.add(to);
       this.tell(sent ? { kind: "up", id: to } : { kind: "down", id: to });
     }
+  }
+
+  /**
+   * The peer channel lost its session to `id`: the worker hears it now (a leader stops pipelining to it)
+   * rather than at the first message the bridge has to drop, up to a heartbeat interval later.
+   */
+  peerDown(id: string): void {
+    if (this.down.has(id)) return;
+    this.down.add(id);
+    this.tell({ kind: "down", id });
   }
 
   private tell(msg: BridgeToWorker): void {

@@ -21,12 +21,15 @@ async function until<T>(what: string, f: () => T | undefined | false): Promise<T
   }
 }
 
-test("the bridge tells the worker once when a peer's messages start being dropped, and once when they go through again", async () => {
-  const up = new Set<string>();
-  const delivered: string[] = [];
+/**
+ * Both halves of the Raft link between node w1 (the worker side) and a fake peer channel in which the peers
+ * listed in `up` have a session; `sent` records what reached the channel, `reports` what the worker heard.
+ */
+function bridged(up: Set<string>) {
+  const sent: { id: string; now: boolean }[] = [];
   const channel: RaftPeerChannel = {
     isUp: (id) => up.has(id),
-    send: (id) => void delivered.push(id),
+    send: (id, _channel, _payload, opts) => void sent.push({ id, now: opts?.now === true }),
     on: () => () => undefined,
   };
   const { port1, port2 } = new MessageChannel();
@@ -35,6 +38,16 @@ test("the bridge tells the worker once when a peer's messages start being droppe
   const reports: string[] = [];
   link.attach({ receive: () => undefined, peerReachable: (id, reachable) => void reports.push(`${id} ${reachable ? "up" : "down"}`) });
   const beat = (): Message[] => [{ ...newMessage("MsgHeartbeat", raftIdOf("w1"), raftIdOf("w2"), 2) }];
+  const close = () => {
+    bridge.close();
+    port2.close();
+  };
+  return { sent, bridge, link, reports, beat, close };
+}
+
+test("the bridge tells the worker once when a peer's messages start being dropped, and once when they go through again", async () => {
+  const up = new Set<string>();
+  const { sent, bridge, link, reports, beat, close } = bridged(up);
   try {
     for (let i = 0; i < 5; i++) link.send("cluster", beat());
     await until("the bridge to drop them", () => bridge.dropped === 5);
@@ -44,7 +57,7 @@ test("the bridge tells the worker once when a peer's messages start being droppe
     await until("the up report", () => reports.includes("w2 up"));
     assert.deepEqual(reports, ["w2 down", "w2 up"], "one report per edge, not per message");
     assert.equal(bridge.dropped, 5);
-    assert.deepEqual(delivered, ["w2", "w2", "w2"]);
+    assert.deepEqual(sent.map((x) => x.id), ["w2", "w2", "w2"]);
     // a session that came up (the cluster service's peers()) counts as reachable
     up.delete("w2");
     link.send("cluster", beat());
@@ -53,8 +66,32 @@ test("the bridge tells the worker once when a peer's messages start being droppe
     await until("the peers report", () => reports.length === 4);
     assert.deepEqual(reports.slice(2), ["w2 down", "w2 up"]);
   } finally {
-    bridge.close();
-    port2.close();
+    close();
+  }
+});
+
+test("a session the peer channel reports lost reaches the worker as down at once, before any message is dropped", async () => {
+  const up = new Set<string>(["w2"]);
+  const { sent, bridge, link, reports, beat, close } = bridged(up);
+  try {
+    link.send("cluster", beat());
+    await until("the first message to go out", () => sent.length === 1);
+    assert.deepEqual(sent, [{ id: "w2", now: true }], "Raft frames are written at once, not after the I/O burst");
+    up.delete("w2");
+    bridge.peerDown("w2");
+    bridge.peerDown("w2");
+    await until("the down report", () => reports.length === 1);
+    assert.deepEqual(reports, ["w2 down"]);
+    assert.equal(bridge.dropped, 0, "no message had to be dropped to notice it");
+    // the edge is not reported again when messages are then dropped, and the first one through reports up
+    link.send("cluster", beat());
+    await until("the bridge to drop it", () => bridge.dropped === 1);
+    up.add("w2");
+    link.send("cluster", beat());
+    await until("the up report", () => reports.length === 2);
+    assert.deepEqual(reports, ["w2 down", "w2 up"]);
+  } finally {
+    close();
   }
 });
 

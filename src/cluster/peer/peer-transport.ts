@@ -123,6 +123,11 @@ export interface PeerCounters {
 
 type LinkState = "idle" | "connecting" | "up" | "closed";
 
+export interface SendOptions {
+  /** write at once rather than after the current I/O burst (PeerTransport.send) */
+  now?: boolean;
+}
+
 interface Pending {
   link: OutboundLink;
   resolve: (v: Uint8Array) => void;
@@ -287,11 +292,16 @@ export class PeerTransport {
   /**
    * Queues a one-way message to `peerId`. Throws CLUSTER_PEER_UNKNOWN for a peer without a link,
    * CLUSTER_PEER_QUEUE_FULL when its queue is at a bound, CLUSTER_PEER_FRAME for an oversized payload.
+   * `opts.now`: write the queue now instead of after the current I/O burst (a latency-bound message, such
+   * as Raft's: its sender already batched it, and waiting for the burst to end only delays it).
    */
-  send(peerId: string, channel: string, payload: Uint8Array): void {
+  send(peerId: string, channel: string, payload: Uint8Array, opts?: SendOptions): void {
     const link = this.linkFor(peerId);
     validateChannel(channel, this.limits.channelBytesMax);
     this.enqueue(link, { body: encodeBody({ kind: BODY.MSG, channel, payload }), requestId: 0, cancelled: false });
+    // pumpOut seals and hands the frame to the socket before its first await (or finds a write under way,
+    // which takes this message along when it is done)
+    if (opts?.now && link.state === "up") void this.pumpOut(link);
   }
 
   /**

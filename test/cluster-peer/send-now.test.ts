@@ -1,0 +1,52 @@
+/**
+ * Latency-bound messages (Raft's) can skip the writer's wait for the end of the I/O burst: with `now` the
+ * queue is sealed and handed to the socket before send() returns, everything already queued in the same
+ * frame, in order. Without it, messages wait for the burst to end and leave together.
+ */
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { bytes, startNode, text, waitFor, waitUp, type TestNode, freePort } from "./helpers.js";
+
+let m1: TestNode;
+let m2: TestNode;
+const got: string[] = [];
+
+before(async () => {
+  const [p1, p2] = [await freePort(), await freePort()];
+  m1 = await startNode({ id: "m1", port: p1, peers: [{ id: "m2", host: "127.0.0.1", port: p2 }] });
+  m2 = await startNode({ id: "m2", port: p2, peers: [{ id: "m1", host: "127.0.0.1", port: p1 }] });
+  await Promise.all([waitUp(m1.t, ["m2"]), waitUp(m2.t, ["m1"])]);
+  m2.t.on("raft", (m) => void got.push(text(m.payload)));
+  m2.t.on("ev", (m) => void got.push(text(m.payload)));
+});
+
+after(async () => {
+  await m1?.t.close();
+  await m2?.t.close();
+});
+
+test("a message sent with `now` is written before send() returns, with what was queued before it, in order", async () => {
+  got.length = 0;
+  const c = m1.t.counters;
+  const frames = c.framesOut;
+  const bodies = c.bodiesOut;
+  m1.t.send("m2", "ev", bytes("e1"));
+  m1.t.send("m2", "ev", bytes("e2"));
+  assert.equal(c.framesOut, frames, "an ordinary message waits for the end of the I/O burst");
+  m1.t.send("m2", "raft", bytes("r1"), { now: true });
+  assert.equal(c.framesOut, frames + 1, "written at once");
+  assert.equal(c.bodiesOut, bodies + 3, "the queued messages share its frame");
+  await waitFor(() => got.length === 3, "the three messages");
+  assert.deepEqual(got, ["e1", "e2", "r1"]);
+});
+
+test("without `now`, messages queued in one turn leave together after it", async () => {
+  got.length = 0;
+  const c = m1.t.counters;
+  const frames = c.framesOut;
+  for (let i = 0; i < 5; i++) m1.t.send("m2", "ev", bytes(`e${i}`));
+  assert.equal(c.framesOut, frames);
+  await waitFor(() => got.length === 5, "the five messages");
+  assert.equal(c.framesOut, frames + 1, "one frame for the five");
+  assert.deepEqual(got, ["e0", "e1", "e2", "e3", "e4"]);
+});
