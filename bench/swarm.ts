@@ -59,7 +59,9 @@ export async function startBrineMaster(extraConfig: Record<string, unknown> = {}
   };
   writeFileSync(path.join(etc, "master"), Object.entries(cfg).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("\n") + "\n");
   const cli = fileURLToPath(new URL("../src/cli/salt-master.js", import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, [cli, "-c", etc, "-l", "warning"], { stdio: ["ignore", "ignore", "inherit"] });
+  // BRINE_BENCH_MASTER_NODE_ARGS: node options for the master process (e.g. "--cpu-prof --cpu-prof-dir=DIR" to profile it)
+  const nodeArgs = (process.env.BRINE_BENCH_MASTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, cli, "-c", etc, "-l", "warning"], { stdio: ["ignore", "ignore", "inherit"] });
   const cachedir = path.join(root, "cache");
   const deadline = Date.now() + 60_000;
   for (;;) {
