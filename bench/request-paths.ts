@@ -15,6 +15,7 @@ import { MasterContext, newEffects } from "../src/master/context.js";
 import { handleRequest } from "../src/master/request.js";
 import { loadOrCreateKeyPair } from "../src/pki/master-keys.js";
 import { KeyStore } from "../src/pki/key-store.js";
+import { durable } from "../src/store/lmdb-env.js";
 import { SharedSecrets } from "../src/shared/secrets.js";
 import { NonceSet } from "../src/shared/nonce-set.js";
 import { Crypticle, generateKeyString } from "../src/protocol/crypticle.js";
@@ -150,7 +151,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const rec = { return: true, retcode: 0, success: true, fun: "test.ping", fun_args: [] };
   t0 = process.hrtime.bigint();
   const puts: Promise<boolean>[] = [];
-  for (let i = 0; i < lmN; i++) puts.push(ctx.store.returns.put(`bench-gc/${i}`, rec));
+  for (let i = 0; i < lmN; i++) puts.push(durable(ctx.store.returns.put(`bench-gc/${i}`, rec)));
   await Promise.all(puts);
   rows.push({ figure: "LMDB durable puts, group commit (300 B)", value: rate(lmN, process.hrtime.bigint() - t0), unit: "puts/s", target: 100_000, better: "higher", note: "all in flight at once; each resolves after its fsync'd transaction" });
 
