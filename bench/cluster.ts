@@ -203,9 +203,13 @@ async function forkMember(id: string, cfg: Partial<MasterConfig>): Promise<RaftM
     measure: (n) => call({ op: "measure", n }),
     isolate: (ids) => call({ op: "isolate", ids }),
     stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
-      await call({ op: "stop" }).catch(() => undefined);
+      // a master that does not stop in time is killed: the bench never leaves one behind
+      const kill = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      await Promise.race([call({ op: "stop" }).catch(() => undefined), exited]);
       await exited;
+      clearTimeout(kill);
     },
   };
 }
@@ -248,6 +252,20 @@ async function childMain(cfg: Partial<MasterConfig>): Promise<void> {
 }
 
 if (process.argv[2] === "--raft-master" && process.send) void childMain(JSON.parse(process.argv[3]!) as Partial<MasterConfig>);
+
+/**
+ * raftRun, again (twice at most) when a master could not bind: the ports come from freePort(), and another
+ * process may take one between the probe and the bind.
+ */
+async function raftRunRetried(...args: Parameters<typeof raftRun>): Promise<RaftRun> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await raftRun(...args);
+    } catch (e) {
+      if (attempt >= 3 || !/EADDRINUSE|already in use/i.test((e as Error).message)) throw e;
+    }
+  }
+}
 
 /**
  * Three masters; `processes`: each in its own process (as deployed: one master per host), else all in this
@@ -318,7 +336,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
   let diskP50: number | undefined;
   let fo: number[] = [];
   if (parts.has("processes")) {
-    const disk = await raftRun(true, proposals, failovers);
+    const disk = await raftRunRetried(true, proposals, failovers);
     diskP50 = pct(disk.commits, 50);
     fo = disk.failovers;
     rows.push(
@@ -330,7 +348,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
   const tmp = path.join(TMPFS, `brine-raftbench-${process.pid}`);
   if (parts.has("tmpfs") && existsSync(TMPFS)) {
     try {
-      const mem = await raftRun(true, proposals, 0, (i) => path.join(tmp, `m${i}`));
+      const mem = await raftRunRetried(true, proposals, 0, (i) => path.join(tmp, `m${i}`));
       const p50 = pct(mem.commits, 50);
       rows.push({ figure: "  of which: commit p50 (p99) with the Raft LMDB on tmpfs", value: p50, unit: "ms", better: "lower", note: `p99 ${pct(mem.commits, 99).toFixed(2)} ms; fsync free${diskP50 !== undefined ? `; so fsync is ${(diskP50 - p50).toFixed(2)} ms of the p50 above` : ""}; ${load()}` });
     } finally {
@@ -346,7 +364,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
     }
   }
   if (parts.has("inprocess")) {
-    const one = await raftRun(false, proposals, 0);
+    const one = await raftRunRetried(false, proposals, 0);
     rows.push(
       { figure: "raft commit, 3 masters in ONE process, p50", value: pct(one.commits, 50), unit: "ms", better: "lower", note: `not a deployment: the three main threads are one thread; p99 ${pct(one.commits, 99).toFixed(2)} ms, read p50 ${pct(one.reads, 50).toFixed(2)} ms; ${load()}` },
     );
