@@ -153,3 +153,24 @@ test("a learner's heartbeat acknowledgement does not confirm a read", () => {
   r.step(msg("MsgHeartbeatResp", 3, 1, r.term, { context: "k" }));
   assert.equal(take(r)[0]!.type, "MsgReadIndexResp");
 });
+
+test("a follower whose read is answered at an index it does not know to be committed is told the commit at once", () => {
+  const r = newRaft(1, [1, 2, 3]);
+  r.becomeCandidate();
+  r.becomeLeader();
+  r.step(msg("MsgAppResp", 2, 1, r.term, { index: r.log.lastIndex() }));
+  r.step(msg("MsgAppResp", 3, 1, r.term, { index: r.log.lastIndex() }));
+  r.tracker.add("propose", new TextEncoder().encode("x"));
+  r.flushRequests();
+  const x = r.log.lastIndex();
+  // 3 holds x: it commits; 2's copy is still in flight, so 2 knows an older commit index
+  r.step(msg("MsgAppResp", 3, 1, r.term, { index: x }));
+  assert.equal(r.log.committed, x);
+  take(r);
+  r.handleReadIndex({ from: 2, requests: [7], batch: 1, incarnation: 5, key: "2/5/1" });
+  const beat = take(r).find((m) => m.type === "MsgHeartbeat" && m.to === 2)!;
+  assert.ok(beat.commit < x, "the heartbeat only tells 2 what it is known to hold");
+  r.step(msg("MsgHeartbeatResp", 3, 1, r.term, { context: "2/5/1" }));
+  const out = take(r).filter((m) => m.to === 2);
+  assert.deepEqual(out.map((m) => [m.type, m.type === "MsgReadIndexResp" ? m.index : m.commit]), [["MsgApp", x], ["MsgReadIndexResp", x]], "2 learns the read index and that it is committed, without waiting for a heartbeat");
+});
