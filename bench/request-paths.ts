@@ -24,7 +24,7 @@ import { oaepEncrypt, privateKey, publicKey } from "../src/protocol/rsa.js";
 import { x931Sign } from "../src/protocol/x931.js";
 import { cleanKey } from "../src/protocol/pem.js";
 import { configureLogging } from "../src/log.js";
-import { batchFramesMax, reqTasksPerWorker } from "../src/workers/req-handler/pool.js";
+import { batchFramesMax, concurrentTasksPerWorker } from "../src/workers/req-handler/pool.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { mainThreadCpuUs } from "./thread-cpu.js";
 
@@ -106,7 +106,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       sig_algo: "PKCS1v15-SHA1",
     }),
   );
-  // As a lane worker runs it: batches of batchFramesMax, reqTasksPerWorker of them in flight,
+  // As a lane worker runs it: batches of batchFramesMax, concurrentTasksPerWorker of them in flight,
   // so LMDB folds the writes of several batches into one durable transaction.
   let next = 0;
   let end = warmN;
@@ -118,17 +118,17 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       await Promise.all(retFrames.slice(i, Math.min(i + batchFramesMax, end)).map((f) => handleRequest(ctx, f, fx)));
     }
   };
-  await Promise.all(Array.from({ length: reqTasksPerWorker }, runBatches));
+  await Promise.all(Array.from({ length: concurrentTasksPerWorker }, runBatches));
   next = warmN;
   end = warmN + retN;
   const cpu0 = mainThreadCpuUs();
   t0 = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: reqTasksPerWorker }, runBatches));
+  await Promise.all(Array.from({ length: concurrentTasksPerWorker }, runBatches));
   const retRate = rate(retN, process.hrtime.bigint() - t0);
   const cpu1 = mainThreadCpuUs();
   const check = decodeWire(await handleRequest(ctx, retFrames[0]!, newEffects()));
   if (check !== "bad load") throw new Error("bench: a replayed return was not refused");
-  rows.push({ figure: "return path, v3 _return to durable LMDB (per thread)", value: retRate, unit: "returns/s", target: 40_000, better: "higher", note: `batches of ${batchFramesMax}, ${reqTasksPerWorker} in flight, as a lane worker runs them` });
+  rows.push({ figure: "return path, v3 _return to durable LMDB (per thread)", value: retRate, unit: "returns/s", target: 40_000, better: "higher", note: `batches of ${batchFramesMax}, ${concurrentTasksPerWorker} in flight, as a lane worker runs them` });
   if (cpu0 !== undefined && cpu1 !== undefined && cpu1 > cpu0) {
     // the same run counted in the request thread's own CPU time: what one thread does per CPU-second,
     // apart from time the box gave to other processes and from fsync waits (LMDB's writer is another thread)

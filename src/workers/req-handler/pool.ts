@@ -19,14 +19,12 @@ const log = getLogger("brine.pool");
 /** Most frames in one task: Piscina's per-task cost (~20-80 µs) is paid once per batch. */
 export const batchFramesMax = 64;
 /**
- * Batches each request-lane worker runs at once. A batch of returns waits for its LMDB transaction to be
- * on disk (fsync); with a slow disk, too few batches in flight leave the thread idle until the flush
- * (measured: 16 → ~19 % idle, 64 → ~4 % on this project's 2-core box). The lane's queue bound
- * (`brine_queue_len_max`) still caps what waits in all.
+ * Batches each worker runs at once. A batch of returns waits for its LMDB transaction to be on disk, so a
+ * worker overlaps several; more in flight leaves it idle less often during a slow fsync but keeps more
+ * requests alive across each young-generation GC: in alternated runs on this project's box, 64 cost
+ * 5–20 µs more thread CPU per return than 16 and lost 5–30 % of the returns/s (bench/RESULTS.md).
  */
-export const reqTasksPerWorker = 64;
-/** Sign-ins are CPU-bound RSA work with nothing to wait on: a few tasks per worker are enough. */
-export const authTasksPerWorker = 16;
+export const concurrentTasksPerWorker = 16;
 
 /** `{"enc":"clear"` as a minion or CLI packs it: fixstr "enc", fixstr "clear". */
 const CLEAR_MARK = Buffer.from([0xa3, 0x65, 0x6e, 0x63, 0xa5, 0x63, 0x6c, 0x65, 0x61, 0x72]);
@@ -121,7 +119,7 @@ export class RequestLanes<T> {
         workerData,
         minThreads: threads,
         maxThreads: threads,
-        concurrentTasksPerWorker: name === "auth" ? authTasksPerWorker : reqTasksPerWorker,
+        concurrentTasksPerWorker,
         idleTimeout: Infinity,
         atomics: "disabled",
       });
