@@ -5,6 +5,8 @@
  *
  * Rounds are kept in arrival order; an acknowledgement of round k proves leadership at the time every earlier
  * round was registered too, so a quorum on round k releases all rounds up to k.
+ *
+ * This is the leader's bookkeeping only; the read flow around it (both ends) is in reads.ts.
  */
 import type { NodeId } from "./types.js";
 
