@@ -29,6 +29,8 @@ export const PROTOCOL_VERSION = 1;
 export const SEALED_HEADER_BYTES = 9;
 /** Poly1305 tag */
 export const AEAD_TAG_BYTES = 16;
+/** Overhead of a DATA frame around its body: header + tag. */
+export const DATA_OVERHEAD_BYTES = SEALED_HEADER_BYTES + AEAD_TAG_BYTES;
 /** bytes of an X25519 public key and of a handshake nonce */
 export const KEY_BYTES = 32;
 /** UTF-8 bytes of an error code or text in an error response (longer ones are cut, not refused) */

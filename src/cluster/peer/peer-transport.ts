@@ -17,6 +17,11 @@
  *   connection drops after it was written fails with CLUSTER_PEER_DOWN (it may or may not have run);
  * - unknown or forged peers, replays and frames that fail authentication are refused, counted and logged
  *   (with a budget per window, so a flood cannot flood the log).
+ *
+ * This file is the API and the outbound side (links: dial, handshake as initiator, backoff, the per-peer
+ * queue and its writer, request correlation). The listening side (the ROUTER: inbound handshakes, handlers,
+ * replies) is inbound.ts; the public types are peer-types.ts (re-exported here); out-queue.ts and
+ * log-budget.ts are the queue and the log budget.
  */
 import { EventEmitter } from "node:events";
 import * as zmq from "zeromq";
@@ -24,109 +29,28 @@ import { BrineError, isBrineError, type ErrCode } from "../../errors.js";
 import { getLogger, type Logger } from "../../log.js";
 import { CoarseTimer, type TimerHandle } from "../../minion/clock.js";
 import { tcpAddress } from "../../minion/transport.js";
-import { BODY, FRAME, SEALED_HEADER_BYTES, AEAD_TAG_BYTES, decodeBodies, decodeRefuse, encodeBody, encodeClear, joinBodies, validateChannel, type Body } from "./framing.js";
-import { HandshakeError, InitiatorHandshake, ResponderHandshake, isIdentityRefusal, type HandshakeContext, type RefuseReason } from "./handshake.js";
-import type { PeerIdentity, PeerKeyring } from "./keys.js";
+import { BODY, DATA_OVERHEAD_BYTES, FRAME, decodeBodies, decodeRefuse, encodeBody, joinBodies, validateChannel, type Body } from "./framing.js";
+import { HandshakeError, InitiatorHandshake, isIdentityRefusal, type HandshakeContext } from "./handshake.js";
+import { PeerListener } from "./inbound.js";
 import { resolvePeerLimits, type PeerLimits } from "./limits.js";
-import type { Session } from "./session.js";
-import { Fifo, OutQueue, type OutItem } from "./out-queue.js";
 import { LogBudget } from "./log-budget.js";
+import { OutQueue, type OutItem } from "./out-queue.js";
+import {
+  PeerRemoteError,
+  type LinkState,
+  type PeerCounters,
+  type PeerEndpoint,
+  type PeerHandler,
+  type PeerStatus,
+  type PeerTransportEvents,
+  type PeerTransportOptions,
+  type RefusedInfo,
+  type SendOptions,
+} from "./peer-types.js";
+import type { Session } from "./session.js";
 
-export interface PeerEndpoint {
-  host: string;
-  port: number;
-  /** the node id expected at this address; omitted: learned (and proven) in the first handshake */
-  id?: string;
-}
-
-export interface PeerTransportOptions {
-  clusterId: string;
-  /** this master's node id; must be `keys.self.id` */
-  selfId: string;
-  listen: { host: string; port: number };
-  peers: PeerEndpoint[];
-  keys: { self: PeerIdentity; keyring: PeerKeyring };
-  limits?: Partial<PeerLimits>;
-  log?: Logger;
-  context?: zmq.Context;
-}
-
-/** What a channel handler gets. */
-export interface PeerMessage {
-  /** the authenticated node id of the sender */
-  from: string;
-  channel: string;
-  payload: Uint8Array;
-  /** true for request(): the handler's return value (or throw) is the reply */
-  request: boolean;
-}
-
-/**
- * A channel handler. For a request, its return value is the response payload (undefined: an empty one) and
- * a throw becomes an error response; for a one-way message the return value is ignored.
- */
-export type PeerHandler = (msg: PeerMessage) => Uint8Array | void | Promise<Uint8Array | void>;
-
-export interface RefusedInfo {
-  /** inbound: a peer dialled us; outbound: we dialled `address`; remote: the peer refused us */
-  direction: "inbound" | "outbound" | "remote";
-  address?: string;
-  claimedId?: string;
-  reason: RefuseReason | string;
-  detail: string;
-}
-
-export interface PeerTransportEvents {
-  /** an outbound session to `peerId` is established: sends are written from now on */
-  peerUp: [peerId: string, info: { address: string; sessionId: string }];
-  /** the outbound session to `peerId` ended; queued messages wait for the next one */
-  peerDown: [peerId: string, reason: string];
-  refused: [info: RefusedInfo];
-}
-
-/** A request failed on the other side: `remoteCode` is the code the peer's handler threw (or its reason). */
-export class PeerRemoteError extends BrineError {
-  constructor(
-    readonly peerId: string,
-    readonly remoteCode: string,
-    remoteText: string,
-  ) {
-    super("CLUSTER_PEER_REMOTE", `${peerId} answered ${remoteCode}: ${remoteText}`);
-  }
-}
-
-export interface PeerStatus {
-  id: string | undefined;
-  address: string;
-  state: LinkState;
-  sessionId: string | undefined;
-  queuedMessages: number;
-  queuedBytes: number;
-  requestsInFlight: number;
-  /** connection attempts that failed since the transport started */
-  failedAttempts: number;
-}
-
-export interface PeerCounters {
-  refused: number;
-  replays: number;
-  authFailures: number;
-  badFrames: number;
-  /** frames from a connection with no session (never authenticated, or replaced) */
-  unauthenticatedFrames: number;
-  repliesDropped: number;
-  messagesWithoutHandler: number;
-  /** DATA frames written and the bodies they carried (bodies / frames = the batching factor) */
-  framesOut: number;
-  bodiesOut: number;
-}
-
-type LinkState = "idle" | "connecting" | "up" | "closed";
-
-export interface SendOptions {
-  /** write at once rather than after the current I/O burst (PeerTransport.send) */
-  now?: boolean;
-}
+export { PeerRemoteError } from "./peer-types.js";
+export type { PeerCounters, PeerEndpoint, PeerHandler, PeerMessage, PeerStatus, PeerTransportEvents, PeerTransportOptions, RefusedInfo, SendOptions } from "./peer-types.js";
 
 interface Pending {
   link: OutboundLink;
@@ -137,9 +61,6 @@ interface Pending {
   /** the connection generation it was written on; undefined while queued */
   sentGen: number | undefined;
 }
-
-/** What waits for the ROUTER: a clear handshake frame, or a reply body to seal under `session` when written. */
-type RouterItem = { conn: InboundConn; clear: Uint8Array } | { conn: InboundConn; body: Uint8Array; session: Session };
 
 class OutboundLink {
   id: string | undefined;
@@ -169,21 +90,6 @@ class OutboundLink {
   }
 }
 
-interface InboundConn {
-  rid: Buffer;
-  key: string;
-  hs: ResponderHandshake | undefined;
-  session: Session | undefined;
-  peerId: string | undefined;
-  deadline: TimerHandle | undefined;
-  /** requests whose handler has not answered */
-  running: number;
-  /** replies sealed and waiting for the ROUTER */
-  queuedReplies: number;
-}
-
-/** Overhead of a DATA frame around its body: header + tag. */
-const DATA_OVERHEAD_BYTES = SEALED_HEADER_BYTES + AEAD_TAG_BYTES;
 /**
  * How long start() keeps retrying a bind that fails with EADDRINUSE, ms: a transport closed in this process
  * (a restart) frees its port on libzmq's I/O thread shortly after close() returns. A port held by another
@@ -206,13 +112,8 @@ export class PeerTransport {
   private readonly handlers = new Map<string, PeerHandler>();
   private readonly pending = new Map<number, Pending>();
   private nextRequestId = 1;
-  private router: zmq.Router | undefined;
-  private readonly inbound = new Map<string, InboundConn>();
-  private readonly inboundByPeer = new Map<string, InboundConn>();
-  private pendingHandshakes = 0;
-  private readonly routerOut = new Fifo<RouterItem>();
-  private routerWriting = false;
-  private routerFlushScheduled = false;
+  /** the listening side: the ROUTER, inbound handshakes and sessions, handlers, replies (inbound.ts) */
+  private readonly listener: PeerListener;
   private started = false;
   private closed = false;
   private boundPort = 0;
@@ -226,6 +127,19 @@ export class PeerTransport {
     this.budget = new LogBudget(this.limits.refusalLogsPerWindow, this.limits.refusalLogWindowMs, (l) => this.log.warning(l));
     this.timer = new CoarseTimer(this.limits.timerTickMs);
     this.ctx = { clusterId: opts.clusterId, self: opts.keys.self, keyring: opts.keys.keyring, limits: this.limits };
+    this.listener = new PeerListener({
+      selfId: opts.selfId,
+      limits: this.limits,
+      counters: this.counters,
+      log: this.log,
+      budget: this.budget,
+      timer: this.timer,
+      handshake: this.ctx,
+      handlers: this.handlers,
+      isClosed: () => this.closed,
+      openData: (session, frame, from) => this.openData(session, frame, from),
+      refused: (info) => this.refused(info),
+    });
     for (const ep of opts.peers) this.addLink(ep);
   }
 
@@ -265,9 +179,8 @@ export class PeerTransport {
         throw new BrineError("CLUSTER_CONFIG", `cannot listen on ${host}:${port} (${(e as Error).message})`);
       }
     }
-    this.router = router;
     this.boundPort = Number(/:(\d+)$/.exec(router.lastEndpoint ?? "")?.[1] ?? port);
-    void this.readRouter(router);
+    this.listener.attach(router);
     for (const link of this.links) this.dial(link);
     this.log.info(`peer channel ${this.opts.selfId} listening on ${host}:${this.boundPort}, ${this.links.length} peer(s)`);
   }
@@ -370,13 +283,7 @@ export class PeerTransport {
       if (wasUp && link.id) this.events.emit("peerDown", link.id, "closed");
     }
     for (const id of [...this.pending.keys()]) this.failPending(id, new BrineError("CLUSTER_PEER_CLOSED"));
-    for (const conn of this.inbound.values()) this.dropInbound(conn);
-    this.routerOut.clear();
-    // no unbind(): zeromq.js runs it on a libuv worker thread while this thread may still use the socket,
-    // which libzmq does not allow (it aborted in testing). close() releases the port shortly after, on
-    // libzmq's I/O thread; start() retries a bind that finds the port still taken (BIND_RETRY_MS).
-    this.router?.close();
-    this.router = undefined;
+    this.listener.close();
     // let the sockets' receive loops see the close before the caller, say, rebinds the port
     await new Promise((r) => setImmediate(r));
   }
@@ -664,237 +571,6 @@ export class PeerTransport {
     link.retryTimer = this.timer.after(delay, () => this.dial(link));
   }
 
-  // ------------------------------------------------------------------ inbound
-
-  private async readRouter(router: zmq.Router): Promise<void> {
-    try {
-      for await (const parts of router) {
-        if (this.closed) return;
-        if (parts.length !== 2) {
-          this.counters.badFrames++;
-          continue;
-        }
-        this.onInboundFrame(parts[0]!, parts[1]!);
-      }
-    } catch (e) {
-      if (!this.closed) this.log.error(`peer channel: listening socket failed: ${(e as Error).message}`);
-    }
-  }
-
-  private onInboundFrame(rid: Buffer, frame: Buffer): void {
-    const key = rid.toString("hex");
-    const conn = this.inbound.get(key);
-    const type = frame[0];
-    if (type === FRAME.HELLO) {
-      if (conn) {
-        this.refuseInbound(conn, new HandshakeError("state", conn.peerId, "second HELLO on one connection"));
-        return;
-      }
-      this.onHello(rid, key, frame);
-      return;
-    }
-    if (!conn) {
-      this.counters.unauthenticatedFrames++;
-      return;
-    }
-    if (type === FRAME.AUTH && conn.hs) {
-      this.onAuth(conn, frame);
-      return;
-    }
-    if (type !== FRAME.DATA || !conn.session) {
-      this.counters.unauthenticatedFrames++;
-      return;
-    }
-    const session = conn.session;
-    for (const body of this.openData(session, frame, `from ${conn.peerId}`)) this.dispatch(conn, session, body);
-  }
-
-  private onHello(rid: Buffer, key: string, frame: Buffer): void {
-    const conn: InboundConn = { rid, key, hs: undefined, session: undefined, peerId: undefined, deadline: undefined, running: 0, queuedReplies: 0 };
-    if (this.pendingHandshakes >= this.limits.pendingHandshakesMax) {
-      this.refuseInbound(conn, new HandshakeError("state", undefined, `${this.pendingHandshakes} handshakes already in progress (pendingHandshakesMax)`));
-      return;
-    }
-    const hs = new ResponderHandshake(this.ctx);
-    let welcome: Uint8Array;
-    try {
-      welcome = hs.onHello(frame);
-    } catch (e) {
-      this.refuseInbound(conn, e instanceof HandshakeError ? e : new HandshakeError("bad-frame", undefined, (e as Error).message));
-      return;
-    }
-    conn.hs = hs;
-    conn.peerId = hs.peerId;
-    this.inbound.set(key, conn);
-    this.pendingHandshakes++;
-    conn.deadline = this.timer.after(this.limits.handshakeTimeoutMs, () => {
-      if (conn.hs) this.dropInbound(conn);
-    });
-    this.writeRouter({ conn, clear: welcome });
-  }
-
-  private onAuth(conn: InboundConn, frame: Buffer): void {
-    const hs = conn.hs!;
-    let out: { confirm: Uint8Array; session: Session };
-    try {
-      out = hs.onAuth(frame);
-    } catch (e) {
-      this.refuseInbound(conn, e instanceof HandshakeError ? e : new HandshakeError("bad-frame", conn.peerId, (e as Error).message));
-      return;
-    }
-    conn.hs = undefined;
-    this.pendingHandshakes--;
-    conn.deadline?.cancel();
-    conn.deadline = undefined;
-    conn.session = out.session;
-    const peerId = out.session.peerId;
-    // one inbound session per peer: a reconnect (new connection, new routing id) replaces the old one
-    const old = this.inboundByPeer.get(peerId);
-    if (old && old !== conn) this.dropInbound(old);
-    this.inboundByPeer.set(peerId, conn);
-    this.log.info(`peer channel: session ${out.session.id} from ${peerId} established`);
-    this.writeRouter({ conn, clear: out.confirm });
-  }
-
-  private refuseInbound(conn: InboundConn, e: HandshakeError): void {
-    this.refused({ direction: "inbound", claimedId: e.claimedId, reason: e.reason, detail: e.message });
-    this.writeRouter({ conn, clear: encodeClear(FRAME.REFUSE, { reason: e.reason }) });
-    this.dropInbound(conn);
-  }
-
-  private dropInbound(conn: InboundConn): void {
-    if (conn.hs) {
-      conn.hs.abort();
-      conn.hs = undefined;
-      this.pendingHandshakes--;
-    }
-    conn.deadline?.cancel();
-    conn.session?.destroy();
-    conn.session = undefined;
-    if (this.inbound.get(conn.key) === conn) this.inbound.delete(conn.key);
-    if (conn.peerId !== undefined && this.inboundByPeer.get(conn.peerId) === conn) this.inboundByPeer.delete(conn.peerId);
-  }
-
-  private dispatch(conn: InboundConn, session: Session, body: Body): void {
-    if (body.kind === BODY.RES || body.kind === BODY.ERR) {
-      this.counters.badFrames++;
-      return; // responses travel on the other connection
-    }
-    const handler = this.handlers.get(body.channel);
-    const from = session.peerId;
-    if (body.kind === BODY.MSG) {
-      if (!handler) {
-        this.counters.messagesWithoutHandler++;
-        return;
-      }
-      try {
-        const r = handler({ from, channel: body.channel, payload: body.payload, request: false });
-        if (r instanceof Promise) r.catch((e: Error) => this.log.warning(`peer channel: handler of ${body.channel} failed on a message from ${from}: ${e.message}`));
-      } catch (e) {
-        this.log.warning(`peer channel: handler of ${body.channel} failed on a message from ${from}: ${(e as Error).message}`);
-      }
-      return;
-    }
-    const id = body.id;
-    const answer = (b: Body) => this.reply(conn, session, b);
-    const fail = (e: unknown) => answer(errorBody(id, e));
-    if (!handler) return fail(new BrineError("CLUSTER_PEER_CHANNEL", `no handler for channel ${body.channel} on ${this.opts.selfId}`));
-    if (conn.running >= this.limits.inboundRequestsMax) {
-      return fail(new BrineError("CLUSTER_PEER_QUEUE_FULL", `${conn.running} requests from ${from} running (inboundRequestsMax)`));
-    }
-    let r: ReturnType<PeerHandler>;
-    try {
-      r = handler({ from, channel: body.channel, payload: body.payload, request: true });
-    } catch (e) {
-      return fail(e);
-    }
-    if (!(r instanceof Promise)) return answer({ kind: BODY.RES, id, payload: r ?? EMPTY });
-    conn.running++;
-    r.then(
-      (v) => answer({ kind: BODY.RES, id, payload: v ?? EMPTY }),
-      (e) => fail(e),
-    ).finally(() => conn.running--);
-  }
-
-  /** Queues a reply for the ROUTER, to be sealed under the session its request came on. */
-  private reply(conn: InboundConn, session: Session, body: Body): void {
-    if (this.closed || conn.session !== session) return; // the requester reconnected: it no longer waits here
-    if (conn.queuedReplies >= this.limits.replyQueueMessagesMax) {
-      this.counters.repliesDropped++;
-      this.budget.line(`peer channel: reply to ${conn.peerId} dropped (${conn.queuedReplies} queued, replyQueueMessagesMax)`);
-      return;
-    }
-    let plain = encodeBody(body);
-    if (plain.length + DATA_OVERHEAD_BYTES > this.limits.frameBytesMax) {
-      const id = (body as { id: number }).id;
-      plain = encodeBody(errorBody(id, new BrineError("CLUSTER_PEER_FRAME", `reply of ${plain.length} bytes exceeds frameBytesMax`)));
-    }
-    this.writeRouter({ conn, body: plain, session });
-  }
-
-  private writeRouter(item: RouterItem): void {
-    if (!this.router) return;
-    item.conn.queuedReplies++;
-    this.routerOut.push(item);
-    if (!this.routerWriting && !this.routerFlushScheduled) {
-      this.routerFlushScheduled = true;
-      setImmediate(() => {
-        this.routerFlushScheduled = false;
-        void this.pumpRouter();
-      });
-    }
-  }
-
-  /**
-   * Writes the ROUTER's queue in order. Replies are sealed here, at write time, in queue order, so each
-   * session's sequence numbers leave in increasing order; consecutive replies to one session share a frame.
-   */
-  private async pumpRouter(): Promise<void> {
-    const router = this.router;
-    if (this.routerWriting || !router) return;
-    this.routerWriting = true;
-    const batch: Uint8Array[] = [];
-    try {
-      for (let item = this.routerOut.shift(); item && !this.closed; item = this.routerOut.shift()) {
-        const conn = item.conn;
-        conn.queuedReplies--;
-        let frame: Uint8Array;
-        if ("clear" in item) {
-          frame = item.clear;
-        } else {
-          const session = item.session;
-          batch.length = 0;
-          batch.push(item.body);
-          let bytes = item.body.length;
-          for (let next = this.routerOut.peek(); next && "body" in next && next.session === session; next = this.routerOut.peek()) {
-            if (bytes + next.body.length > this.limits.batchBytesMax) break;
-            this.routerOut.shift();
-            conn.queuedReplies--;
-            batch.push(next.body);
-            bytes += next.body.length;
-          }
-          if (conn.session !== session || session.exhausted) {
-            this.counters.repliesDropped += batch.length; // replaced or used up: its requester has moved on
-            continue;
-          }
-          frame = session.seal(FRAME.DATA, joinBodies(batch, bytes));
-          this.counters.framesOut++;
-          this.counters.bodiesOut += batch.length;
-        }
-        try {
-          await router.send([conn.rid, frame]);
-        } catch (e) {
-          // EHOSTUNREACH: the connection is gone; EAGAIN: its libzmq queue is full. The frame is lost,
-          // never re-sent (the receiver allows gaps, not repeats).
-          this.counters.repliesDropped++;
-          this.log.debug(`peer channel: frame to ${conn.peerId ?? "?"} dropped: ${(e as Error).message}`);
-        }
-      }
-    } finally {
-      this.routerWriting = false;
-    }
-  }
-
   // ------------------------------------------------------------------ shared
 
   /** Opens and decodes a DATA frame; counts, logs and returns no bodies for anything refused. */
@@ -928,11 +604,4 @@ export class PeerTransport {
     this.budget.line(`peer channel: ${what} (${info.reason}): ${info.detail}`);
     this.events.emit("refused", info);
   }
-}
-
-const EMPTY = new Uint8Array(0);
-
-function errorBody(id: number, e: unknown): Body {
-  const code = isBrineError(e) ? e.code : "CLUSTER_PEER_REMOTE";
-  return { kind: BODY.ERR, id, code, text: e instanceof Error ? e.message : String(e) };
 }
