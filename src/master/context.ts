@@ -19,7 +19,7 @@ import { JobCache } from "../store/job-cache.js";
 import { MinionCache } from "../store/minion-cache.js";
 import { cleanKey } from "../protocol/pem.js";
 import { packEvent, packEventFromSpans } from "../events/event-frame.js";
-import type { MapEntrySpans } from "../protocol/msgpack.js";
+import { newMapEntrySpans, type MapEntrySpans } from "../protocol/msgpack.js";
 import { checkMinions } from "../targeting/index.js";
 import { minionFacingKeyFiles, minionPkiDir } from "../cluster/shared-fs.js";
 
@@ -58,6 +58,12 @@ export class MasterContext {
   readonly jids: JidGenerator;
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
+  /**
+   * Where the entries of the AES request being handled lie in its plaintext (request.ts). One per thread:
+   * a request's decode fills it and its handler reads it synchronously, before any other request runs.
+   */
+  readonly loadSpans: MapEntrySpans = newMapEntrySpans();
+  readonly loadSpansOpts = { spans: this.loadSpans };
   /** per-minion OAEP ciphertexts of the AES and session keys, reused across sign-ins */
   readonly authCiphers = new AuthCipherCache();
   /** minion id → tok bytes already verified against its current key (X9.31 is deterministic) */

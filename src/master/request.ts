@@ -10,7 +10,7 @@ import { getLogger } from "../log.js";
 import { BrineError, isBrineError } from "../errors.js";
 import { Crypticle, generateKeyString } from "../protocol/crypticle.js";
 import { validId } from "../protocol/ids.js";
-import { asBytes, decodeWire, encodeWire, isMap, newMapEntrySpans, wireLimits, type WireValue } from "../protocol/msgpack.js";
+import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } from "../protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../protocol/rsa.js";
 import { x931Verify } from "../protocol/x931.js";
 import { frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
@@ -119,8 +119,10 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
   let load: WireValue = payload.load;
   let session: Crypticle | undefined;
 
-  // where the load's entries lie in its plaintext (a return's event re-sends them as they came)
-  const spans = enc === "aes" ? newMapEntrySpans() : undefined;
+  // where the load's entries lie in its plaintext (a return's event re-sends them as they came);
+  // one holder per thread: filled by the decode below and read by the handler before it first waits
+  const spans = enc === "aes" ? ctx.loadSpans : undefined;
+  if (spans) spans.buf = undefined; // nothing of a previous request's plaintext is ever re-sent
   if (enc === "aes") {
     const cipher = asBytes(load);
     if (!cipher) return BAD_LOAD;
@@ -128,9 +130,9 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
       if (version > 2) {
         if (!validId(payload.id)) throw new BrineError("BAD_ID", "Encountered invalid id");
         session = ctx.sessions.get(payload.id).crypticle;
-        load = session.loads(cipher, { spans });
+        load = session.loads(cipher, ctx.loadSpansOpts);
       } else {
-        load = ctx.aes().crypticle.loads(cipher, { spans });
+        load = ctx.aes().crypticle.loads(cipher, ctx.loadSpansOpts);
       }
     } catch (e) {
       if (isBrineError(e, "CRYPTICLE_AUTH")) {
