@@ -8,7 +8,6 @@
  * request thread's, request-paths.ts; here the main thread's ZeroMQ sends and receives weigh as much.)
  * BRINE_BENCH_MASTER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the master's threads.
  */
-import { readFileSync } from "node:fs";
 import { Crypticle } from "../src/protocol/crypticle.js";
 import { decodeWire } from "../src/protocol/msgpack.js";
 import { keyPool } from "../src/minion/keys.js";
@@ -16,17 +15,16 @@ import { RawClient } from "../src/minion/raw-client.js";
 import { buildAuthRequest, handleAuthReply, newNonce, newSignInState, type SignInConfig } from "../src/minion/sign-in.js";
 import { packSalt, sealSalt } from "../src/minion/wire.js";
 import { startBrineMaster } from "./swarm.js";
+import { cpuSecondsOf } from "../src/swarm/proc-stats.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 const minions = 32;
 /** requests each minion keeps in flight on its DEALER socket */
 const windowPerMinion = 64;
 
-/** user + system CPU of a whole process so far, µs (clock ticks of 10 ms) */
+/** user + system CPU of a whole process (all its threads) so far, µs */
 function processCpuUs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10_000;
+  return (cpuSecondsOf(`/proc/${pid}/stat`) ?? Number.NaN) * 1e6;
 }
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {

@@ -81,17 +81,20 @@ function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effec
 /** What a return's event leaves out of the minion's load. */
 const NOT_IN_RETURN_EVENT: ReadonlySet<string> = new Set(["nonce", "tok"]);
 
+/** A copy of the load for an event: without what NOT_IN_RETURN_EVENT names. */
+function eventData(load: Record<string, WireValue>): Record<string, WireValue> {
+  const { nonce: _n, tok: _t, ...data } = load;
+  return data;
+}
+
 /** `raw`: the load's entries as they came; the event re-sends them (absent: the load is encoded again). */
 function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: string, jid: string, fx: Effects, raw?: MapEntrySpans): AesResult | Promise<AesResult> {
   const tag = `salt/job/${jid}/ret/${id}`;
   if (raw?.buf) ctx.fireSpans(fx, tag, raw, NOT_IN_RETURN_EVENT);
-  else {
-    const { nonce: _n, tok: _t, ...eventLoad } = load;
-    ctx.fire(fx, tag, eventLoad, true);
-  }
+  else ctx.fire(fx, tag, eventData(load), true);
   const fun = typeof load.fun === "string" ? load.fun : "";
   if ((fun === "state.sls" || fun === "state.highstate" || fun === "state.apply") && isMap(load.return)) {
-    const { nonce: _n, tok: _t, ...eventLoad } = load;
+    const eventLoad = eventData(load);
     for (const [key, item] of Object.entries(load.return)) {
       if (isMap(item) && item.result === false) {
         ctx.fire(fx, `salt/job/${jid}/sub/${id}/error/${fun}`, { ...eventLoad, return: { [key]: item } });

@@ -42,7 +42,8 @@ export interface Store {
 }
 
 /** lmdb-js supports "cbor" (through cbor-x) though its typings list only the built-in encodings. */
-const CBOR = "cbor" as unknown as "msgpack";
+export const LMDB_CBOR = "cbor" as unknown as "msgpack";
+
 
 export function openStore(cfg: StoreConfig): Store {
   const dir = lmdbDir(cfg);
@@ -50,8 +51,8 @@ export function openStore(cfg: StoreConfig): Store {
   // overlappingSync (lmdb-js's default on Linux) lets a commit resolve before its fsync, so the next
   // transaction can start while the disk flushes; separateFlushed gives every write a `flushed` promise for
   // the writes that must be durable before a reply (job returns: job-cache.ts waits for it).
-  const root = open({ path: dir, encoding: CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false, overlappingSync: true, separateFlushed: true });
-  const db = <V>(name: string) => root.openDB<V, string>({ name, encoding: CBOR });
+  const root = open({ path: dir, encoding: LMDB_CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false, overlappingSync: true, separateFlushed: true });
+  const db = <V>(name: string) => root.openDB<V, string>({ name, encoding: LMDB_CBOR });
   return {
     root,
     loads: db("jobs/loads"),

@@ -8,7 +8,7 @@
  * stamp (a tombstone) so an older copy arriving later cannot bring the data back.
  */
 import type { Database } from "lmdb";
-import type { Store } from "./lmdb-env.js";
+import { LMDB_CBOR as CBOR, type Store } from "./lmdb-env.js";
 import { newerStamp, type DataRecord, type MineRecord, type Stamp } from "../cluster/cache-sync/records.js";
 
 export interface MinionData {
@@ -19,9 +19,6 @@ export interface MinionData {
 type Bank = "data" | "mine";
 /** `minions/stamps` keys: `d/<id>` (data), `m/<id>` (mine) */
 const STAMP_PREFIX: Record<Bank, string> = { data: "d/", mine: "m/" };
-
-/** lmdb-js supports "cbor" (through cbor-x) though its typings list only the built-in encodings. */
-const CBOR = "cbor" as unknown as "msgpack";
 
 export class MinionCache {
   private readonly stamps: Database<[number, string], string>;

@@ -24,12 +24,26 @@ interface Stat {
   ticks: number;
 }
 
+/** ppid and user + system clock ticks from a `/proc/.../stat` file (a process's or a thread's). */
+function parseStat(file: string): { ppid: number; ticks: number } {
+  const s = readFileSync(file, "utf8");
+  const rest = s.slice(s.lastIndexOf(")") + 2).split(" ");
+  // fields after the name: state(0) ppid(1) … utime(11) stime(12)
+  return { ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) };
+}
+
+/** CPU seconds (user + system) a process or thread has used, from its `/proc/.../stat`; undefined if unreadable. */
+export function cpuSecondsOf(statFile: string): number | undefined {
+  try {
+    return parseStat(statFile).ticks / ticksPerSecond();
+  } catch {
+    return undefined;
+  }
+}
+
 function readStat(pid: number): Stat | undefined {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const rest = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    // fields after the name: state(0) ppid(1) … utime(11) stime(12)
-    return { pid, ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) };
+    return { pid, ...parseStat(`/proc/${pid}/stat`) };
   } catch {
     return undefined;
   }

@@ -10,7 +10,7 @@
  */
 import type { Database } from "lmdb";
 import { validId } from "../../protocol/ids.js";
-import type { Store } from "../../store/lmdb-env.js";
+import { LMDB_CBOR as CBOR, type Store } from "../../store/lmdb-env.js";
 import { syncCbor } from "./records.js";
 
 /** ids in one presence message, count */
@@ -30,9 +30,6 @@ interface StoredPart {
   at: number;
   ids: string[];
 }
-
-/** lmdb-js supports "cbor" (through cbor-x) though its typings list only the built-in encodings. */
-const CBOR = "cbor" as unknown as "msgpack";
 
 function openBoard(store: Store): Database<StoredPart, string> {
   return store.root.openDB<StoredPart, string>({ name: "minions/presence", encoding: CBOR });

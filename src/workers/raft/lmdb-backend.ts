@@ -17,9 +17,8 @@ import { open, type Database, type RootDatabase } from "lmdb";
 import { BrineError } from "../../errors.js";
 import type { Entry, Snapshot } from "../../raft/types.js";
 import type { DurableState, GroupMeta, GroupWrite, RaftBackend, StoredGroup } from "./backend.js";
+import { LMDB_CBOR as CBOR } from "../../store/lmdb-env.js";
 
-/** lmdb-js supports "cbor" (through cbor-x) though its typings list only the built-in encodings. */
-const CBOR = "cbor" as unknown as "msgpack";
 /** the largest index, as the end of a key range */
 const INDEX_MAX = Number.MAX_SAFE_INTEGER;
 
