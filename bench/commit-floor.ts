@@ -1,0 +1,95 @@
+/**
+ * The floor of a replicated commit on this machine, with no brine code in the path: what the Raft commit
+ * figures of bench/cluster.ts would be if every layer above the OS cost nothing. Three processes on this
+ * box, as the cluster bench runs three masters: this one (the leader) and two followers
+ * (commit-floor-follower.ts). Per entry, one at a time: the leader sends 128 bytes to both followers over
+ * ZeroMQ (DEALER → ROUTER on loopback), writes its own copy in one synchronous LMDB transaction meanwhile,
+ * and counts the entry committed at its own write plus the first follower's answer (a quorum of 2 of 3);
+ * each follower writes the entry in one synchronous transaction before it answers. LMDB opened as the Raft
+ * environment is (overlappingSync off: a commit returns after its fsync). Once on this disk, once on tmpfs.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { once } from "node:events";
+import { open } from "lmdb";
+import * as zmq from "zeromq";
+import { freePort } from "../test/helpers/master.js";
+import type { BenchOptions, BenchRow } from "./types.js";
+
+const TMPFS = "/dev/shm";
+const ENTRY_BYTES = 128;
+const WARM_ENTRIES = 50;
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function startFollower(port: number, dir: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [new URL("./commit-floor-follower.js", import.meta.url).pathname, String(port), dir], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout!.setEncoding("utf8");
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: string) => {
+      out += d;
+      if (out.includes("ready")) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`commit-floor follower exited (${code})`)));
+  });
+  return child;
+}
+
+/** Commit latencies (ms, sorted) of `n` entries one at a time, with every LMDB directory under `base`. */
+async function floor(base: string, n: number): Promise<number[]> {
+  const root = mkdtempSync(path.join(base, "brine-commit-floor-"));
+  const followers: ChildProcess[] = [];
+  const socks: zmq.Dealer[] = [];
+  const env = open({ path: path.join(root, "leader"), overlappingSync: false, compression: false });
+  const log = env.openDB({ name: "log" });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const port = await freePort();
+      followers.push(await startFollower(port, path.join(root, `follower${i}`)));
+      const s = new zmq.Dealer({ linger: 0 });
+      s.connect(`tcp://127.0.0.1:${port}`);
+      socks.push(s);
+    }
+    const entry = Buffer.alloc(ENTRY_BYTES, 0x61);
+    const lat: number[] = [];
+    for (let i = 0; i < WARM_ENTRIES + n; i++) {
+      entry.writeUInt32BE(i, 0);
+      const t0 = performance.now();
+      for (const s of socks) await s.send(entry);
+      env.transactionSync(() => log.putSync(i % 4096, entry));
+      // the first answer makes the quorum; the other is read afterwards so it never counts for the next entry
+      const answers = socks.map((s) => s.receive());
+      await Promise.race(answers);
+      const ms = performance.now() - t0;
+      await Promise.all(answers);
+      if (i >= WARM_ENTRIES) lat.push(ms);
+    }
+    return lat.sort((a, b) => a - b);
+  } finally {
+    for (const s of socks) s.close();
+    for (const f of followers) {
+      f.kill("SIGTERM");
+      if (f.exitCode === null) await once(f, "exit");
+    }
+    await env.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+export async function run(opts: BenchOptions): Promise<BenchRow[]> {
+  const n = opts.full ? 2000 : 500;
+  const load = () => `load ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`;
+  const rows: BenchRow[] = [];
+  const disk = await floor(os.tmpdir(), n);
+  rows.push({ figure: "commit floor, 3 processes: ZeroMQ + fsync'd LMDB only, p50", value: pct(disk, 50), unit: "ms", better: "lower", note: `p99 ${pct(disk, 99).toFixed(2)} ms; ${n} entries one at a time, no brine code: what bench/cluster's Raft commit p50 would be if everything above the OS cost nothing; ${load()}` });
+  if (existsSync(TMPFS)) {
+    const mem = await floor(TMPFS, n);
+    rows.push({ figure: "commit floor, the same on tmpfs (fsync free), p50", value: pct(mem, 50), unit: "ms", better: "lower", note: `p99 ${pct(mem, 99).toFixed(2)} ms; ${load()}` });
+  }
+  return rows;
+}
