@@ -33,6 +33,8 @@ import { startTestMaster, freePort, type TestMaster } from "../test/helpers/mast
 import { startBrineMaster } from "./swarm.js";
 import { rawLmdbCommitMs } from "./raft-worker.js";
 import type { BenchOptions, BenchRow } from "./types.js";
+import type { NodeStatus } from "../src/workers/raft/api.js";
+import type { LatencySummary } from "../src/workers/raft/latency-window.js";
 
 const LB = "127.0.0.1";
 const HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
@@ -106,19 +108,31 @@ interface RaftRun {
   reads: number[];
   /** leader failovers, ms, sorted */
   failovers: number[];
+  inWorker: LatencySummary | undefined;
 }
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
 interface Proposer {
   propose(group: string, entry: { kind: "ROUTE"; value: { data_type: string; ring_id: null } }): Promise<unknown>;
   read(group: string, query: "routing"): Promise<unknown>;
+  status(): Promise<NodeStatus>;
+}
+
+/** What one measurement on the leader returns. */
+interface Measured {
+  /** commit latencies timed by the caller on the leader's main thread, ms, sorted */
+  commits: number[];
+  /** linearizable reads on the leader, ms, sorted */
+  reads: number[];
+  /** the leader's Raft worker's own view of the last of those commits (proposal taken → result) */
+  inWorker: LatencySummary | undefined;
 }
 
 /**
  * `n` sequential proposals, then `n` sequential linearizable reads, timed on the calling thread (ms, sorted).
  * Runs in the process of the master whose client it is: in a master process, on its main thread.
  */
-async function timeCommitsAndReads(raft: Proposer, n: number): Promise<{ commits: number[]; reads: number[] }> {
+async function timeCommitsAndReads(raft: Proposer, n: number): Promise<Measured> {
   for (let i = 0; i < 20; i++) await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: "bench", ring_id: null } });
   const commits: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -126,6 +140,7 @@ async function timeCommitsAndReads(raft: Proposer, n: number): Promise<{ commits
     await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: `bench${i % 8}`, ring_id: null } });
     commits.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
+  const inWorker = (await raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.commitLatency;
   // one heartbeat round to a quorum, nothing written: the peer channel's round trip plus the pumps
   const reads: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -133,7 +148,7 @@ async function timeCommitsAndReads(raft: Proposer, n: number): Promise<{ commits
     await raft.read(CLUSTER_RING, "routing");
     reads.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  return { commits: commits.sort((a, b) => a - b), reads: reads.sort((a, b) => a - b) };
+  return { commits: commits.sort((a, b) => a - b), reads: reads.sort((a, b) => a - b), inWorker };
 }
 
 /** One master of the Raft run, wherever it lives. */
@@ -141,7 +156,7 @@ interface RaftMember {
   id: string;
   /** the cluster group's leader as this master sees it */
   leader(): Promise<string | null>;
-  measure(n: number): Promise<{ commits: number[]; reads: number[] }>;
+  measure(n: number): Promise<Measured>;
   isolate(ids: string[]): Promise<void>;
   stop(): Promise<void>;
 }
@@ -302,7 +317,7 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
     const byId = (id: string) => masters.find((m) => m.id === id)!;
 
     // commit latency: one proposal at a time on the leader, timed in the leader's process
-    const { commits, reads } = await byId(leader).measure(proposals);
+    const { commits, reads, inWorker } = await byId(leader).measure(proposals);
 
     // failover: cut the leader off, time until the others agree on a new one; heal; repeat
     const fo: number[] = [];
@@ -318,11 +333,22 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
       leader = (await leaderOf(masters)) ?? next;
     }
     fo.sort((a, b) => a - b);
-    return { commits, reads, failovers: fo };
+    return { commits, reads, inWorker, failovers: fo };
   } finally {
     for (const m of masters) await m.stop().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
   }
+}
+
+/** The leader's Raft worker's own timing of the same commits: the caller's two thread hops left out. */
+function inWorkerRow(where: string, l: LatencySummary): BenchRow {
+  return {
+    figure: `  of which: inside the leader's Raft worker${where}, p50`,
+    value: l.p50Ms,
+    unit: "ms",
+    better: "lower",
+    note: `proposal taken by the worker → committed by a quorum, applied, answered (its status' window: the last ${l.samples} commits); p99 ${l.p99Ms.toFixed(2)} ms`,
+  };
 }
 
 /**
@@ -344,6 +370,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       { figure: "raft commit over the peer channel (3 master processes), p99", value: pct(disk.commits, 99), unit: "ms", better: "lower" },
       { figure: "  of which: linearizable read on the leader, p50", value: pct(disk.reads, 50), unit: "ms", better: "lower", note: "one heartbeat round to a quorum, no write: the peer channel's round trip and the pumps" },
     );
+    if (disk.inWorker) rows.push(inWorkerRow("", disk.inWorker));
   }
   const tmp = path.join(TMPFS, `brine-raftbench-${process.pid}`);
   if (parts.has("tmpfs") && existsSync(TMPFS)) {
@@ -351,6 +378,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       const mem = await raftRunRetried(true, proposals, 0, (i) => path.join(tmp, `m${i}`));
       const p50 = pct(mem.commits, 50);
       rows.push({ figure: "  of which: commit p50 (p99) with the Raft LMDB on tmpfs", value: p50, unit: "ms", better: "lower", note: `p99 ${pct(mem.commits, 99).toFixed(2)} ms; fsync free${diskP50 !== undefined ? `; so fsync is ${(diskP50 - p50).toFixed(2)} ms of the p50 above` : ""}; ${load()}` });
+      if (mem.inWorker) rows.push(inWorkerRow(" on tmpfs", mem.inWorker));
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

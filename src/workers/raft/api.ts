@@ -10,6 +10,7 @@ import type { ClusterEntry } from "../../cluster/state-machines/entries.js";
 import type { ConfChangeKind, Role } from "../../raft/types.js";
 import type { MessagePort } from "node:worker_threads";
 import type { GroupKind } from "./backend.js";
+import type { LatencySummary } from "./latency-window.js";
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
 
@@ -84,6 +85,11 @@ export interface GroupStatus {
   ringEpoch: number;
   quiesced: boolean;
   pendingRequests: number;
+  /**
+   * the last COMMIT_LATENCY_SAMPLES proposals made on this node that committed: from the worker taking the
+   * proposal to its result (committed by a quorum, applied here); absent before the first
+   */
+  commitLatency?: LatencySummary;
   /** leader only: how it replicates to each other member (probe: one append per answer; replicate: pipelined) */
   progress?: Record<string, { state: "probe" | "replicate" | "snapshot"; match: number; next: number }>;
 }

@@ -25,6 +25,7 @@ import type { Entry, Message, Ready, RequestId, RequestResult } from "../../raft
 import type { AppliedAs, GroupStatus, MembershipChange, ProposeResult, ReadQuery, ReadResult } from "./api.js";
 import type { GroupMeta, GroupWrite } from "./backend.js";
 import type { GroupStorage } from "./group-storage.js";
+import { LatencyWindow } from "./latency-window.js";
 import type { WorkerLimits } from "./limits.js";
 import { NodeDirectory, raftIdOf } from "./node-ids.js";
 
@@ -58,13 +59,15 @@ const READABLE: Record<GroupMeta["kind"], ReadonlySet<ReadQuery>> = {
 };
 
 type Waiter =
-  | { kind: "propose"; value: ClusterEntry | MembershipChange; resolve(r: ProposeResult): void; reject(e: BrineError): void }
+  | { kind: "propose"; value: ClusterEntry | MembershipChange; at: number; resolve(r: ProposeResult): void; reject(e: BrineError): void }
   | { kind: "read"; query: ReadQuery; resolve(r: ReadResult): void; reject(e: BrineError): void };
 
 export interface GroupOptions {
   self: string;
   limits: WorkerLimits;
   rand: () => number;
+  /** a monotonic clock, ms (proposal latencies) */
+  now: () => number;
 }
 
 export class Group {
@@ -77,6 +80,8 @@ export class Group {
   private readonly waiters = new Map<RequestId, Waiter>();
   /** index -> what applying it did, for results that arrive after their entry applied; insertion-ordered, bounded */
   private readonly outcomes = new Map<number, ApplyResult>();
+  /** proposal → result on this node (committed, applied, answered): the worker's own view of a commit */
+  private readonly commitLatency = new LatencyWindow();
   private directory: NodeDirectory;
   private idleTicks = 0;
   quiesced = false;
@@ -133,7 +138,8 @@ export class Group {
       throw new BrineError("CLUSTER_WRONG_GROUP", why);
     }
     const id = this.node.propose(encodeEntry(entry)); // validates
-    return this.wait(id, (resolve, reject) => ({ kind: "propose", value: entry, resolve, reject }));
+    const at = this.opts.now();
+    return this.wait(id, (resolve, reject) => ({ kind: "propose", value: entry, at, resolve, reject }));
   }
 
   changeMembership(change: MembershipChange): Promise<ProposeResult> {
@@ -147,7 +153,8 @@ export class Group {
     }
     const id = this.node.proposeConfChange({ kind: change.kind, node, context: encodeConfContext(nodeId) });
     const value: MembershipChange = { kind: change.kind, node_id: nodeId };
-    return this.wait(id, (resolve, reject) => ({ kind: "propose", value, resolve, reject }));
+    const at = this.opts.now();
+    return this.wait(id, (resolve, reject) => ({ kind: "propose", value, at, resolve, reject }));
   }
 
   read(query: ReadQuery): Promise<ReadResult> {
@@ -248,6 +255,7 @@ export class Group {
         const applied: AppliedAs = o === undefined ? "unknown" : o.outcome;
         const res: ProposeResult = { group: this.id, index: r.index, term: r.term, value: w.value, applied };
         if (o?.outcome === "refused") res.refusal = { code: o.error.code, message: o.error.message };
+        this.commitLatency.add(this.opts.now() - w.at);
         w.resolve(res);
       }
     }
@@ -343,6 +351,8 @@ export class Group {
       quiesced: this.quiesced,
       pendingRequests: s.pendingRequests,
     };
+    const latency = this.commitLatency.summary();
+    if (latency) st.commitLatency = latency;
     if (s.progress) {
       st.progress = {};
       for (const [id, p] of s.progress) if (id !== this.selfRaftId) st.progress[this.directory.name(id) ?? `raft:${id}`] = { state: p.state, match: p.match, next: p.next };

@@ -78,6 +78,8 @@ export interface ManagerOptions {
   limits?: WorkerLimits;
   /** randomness for election timeouts (injected so tests can seed it) */
   rand?: () => number;
+  /** a monotonic clock, ms, for the groups' proposal latencies (injected so tests can drive it) */
+  now?: () => number;
 }
 
 export class GroupManager {
@@ -87,6 +89,7 @@ export class GroupManager {
   private readonly ring: RingSink | undefined;
   readonly limits: WorkerLimits;
   private readonly rand: () => number;
+  private readonly now: () => number;
   private readonly groups = new Map<string, Group>();
   /**
    * Writes staged and not yet committed, in staging order (a group's writes must reach the disk in that
@@ -126,6 +129,7 @@ export class GroupManager {
     this.ring = opts.ring;
     this.limits = opts.limits ?? DEFAULT_WORKER_LIMITS;
     this.rand = opts.rand ?? Math.random;
+    this.now = opts.now ?? (() => performance.now());
     const cluster = this.backend.load(CLUSTER_RING);
     if (cluster) this.addGroup(cluster.meta, GroupStorage.fromStored(cluster));
   }
@@ -135,7 +139,7 @@ export class GroupManager {
   }
 
   private addGroup(meta: GroupMeta, storage: GroupStorage): Group {
-    const g = new Group(meta, storage, { self: this.self, limits: this.limits, rand: this.rand });
+    const g = new Group(meta, storage, { self: this.self, limits: this.limits, rand: this.rand, now: this.now });
     this.groups.set(meta.id, g);
     this.kick();
     return g;
