@@ -1,10 +1,12 @@
 /**
- * The main thread's cluster service (only with `cluster_id`): it owns the peer channel (src/cluster/peer/)
- * and wires everything that crosses it:
+ * The main thread's cluster service (only with `cluster_id`). The Raft worker owns the peer channel
+ * (src/cluster/peer/: its sockets, handshakes and sessions) and carries Raft on it without leaving that
+ * thread; this service reaches the rest of the channel through a PeerChannelProxy (peer-proxy/proxy.ts, one
+ * MessagePort to the worker) and wires everything else that crosses it:
  *
- * - Raft: the worker's messages through RaftBridge (raft-transport.ts); static bootstrap of the `cluster`
- *   group with self + the `cluster_peers` once their node ids are proven by the handshake (a master with no
- *   peers founds a one-voter group at start, in ClusterNode);
+ * - Raft: static bootstrap of the `cluster` group with self + the `cluster_peers` once their node ids are
+ *   proven by the handshake (a master with no peers founds a one-voter group at start, in ClusterNode);
+ *   joining through the leader;
  * - publishes and events: ClusterForwarder (forwarding.ts), with job-cache mirroring in its own thread;
  * - the cluster AES key: `cluster_pki_dir/.aes` at start; a rotation on any master writes the file and sends
  *   the key to every peer (channel `cl/aes`, authenticated and encrypted), newest (time, origin) wins, so
@@ -13,26 +15,26 @@
  *
  * Fault injection (tests, the demo): when `brine_cluster_chaos_file` names a file, the node ids listed in it
  * (one per line) are cut off: Raft, forwarded events and publishes to and from them are dropped, as a network
- * partition would drop them. Polled every CHAOS_POLL_MS; absent or empty means no partition.
+ * partition would drop them (here by FilteredChannel, chaos-filter.ts; Raft in the worker, which gets the
+ * same set). Polled every CHAOS_POLL_MS; absent or empty means no partition.
  */
 import { readFileSync } from "node:fs";
 import { MessageChannel } from "node:worker_threads";
 import { Encoder } from "cbor-x";
 import type { MasterConfig } from "../config/defaults.js";
-import { BrineError } from "../errors.js";
 import { getLogger } from "../log.js";
 import { ClusterNode } from "../master/cluster-node.js";
 import { generateKeyString } from "../protocol/crypticle.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { WorkerLimits } from "../workers/raft/limits.js";
-import { loadClusterKeys, parseClusterConfig, peerTransportOptions, type ClusterSettings } from "./config.js";
+import { parseClusterConfig, type ClusterSettings } from "./config.js";
 import { CacheSyncService } from "./cache-sync/sync-service.js";
+import { FilteredChannel } from "./chaos-filter.js";
 import { ClusterForwarder } from "./forwarding.js";
 import { MirrorThread } from "./mirror.js";
 import { createHealthBuffer, HealthWriter } from "./peer-health.js";
 import type { PeerLimits } from "./peer/limits.js";
-import { PeerTransport, type PeerHandler, type SendOptions } from "./peer/peer-transport.js";
-import { RaftBridge } from "./raft-transport.js";
+import { PeerChannelProxy } from "./peer-proxy/proxy.js";
 import { readOrCreateClusterAes, writeClusterAes } from "./shared-fs.js";
 import { isWildcardAddress } from "./state-machines/names.js";
 
@@ -86,47 +88,11 @@ function newer(a: AesVersion, b: AesVersion): boolean {
   return a.t !== b.t ? a.t > b.t : a.o > b.o;
 }
 
-/** A channel view with the chaos filter applied (what Raft and forwarding see). */
-class FilteredChannel {
-  cut = new Set<string>();
-
-  constructor(private readonly t: PeerTransport) {}
-
-  send(peerId: string, channel: string, payload: Uint8Array, opts?: SendOptions): void {
-    if (this.cut.has(peerId)) return;
-    this.t.send(peerId, channel, payload, opts);
-  }
-
-  isUp(peerId: string): boolean {
-    return !this.cut.has(peerId) && this.t.isUp(peerId);
-  }
-
-  async request(peerId: string, channel: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
-    if (this.cut.has(peerId)) throw new BrineError("CLUSTER_PEER_DOWN", `${peerId} is cut off (fault injection)`);
-    return this.t.request(peerId, channel, payload, timeoutMs);
-  }
-
-  upPeers(): string[] {
-    return this.t.upPeers().filter((p) => !this.cut.has(p));
-  }
-
-  on(channel: string, handler: PeerHandler): () => void {
-    const h: PeerHandler = (m) => {
-      if (!this.cut.has(m.from)) return handler(m);
-      // as a partition would: nothing arrives (a request gets an error instead of holding a slot forever)
-      if (m.request) throw new BrineError("CLUSTER_PEER_DOWN", `${m.from} is cut off (fault injection)`);
-      return undefined;
-    };
-    return this.t.on(channel, h);
-  }
-}
-
 export class ClusterService {
   readonly health = new HealthWriter(createHealthBuffer());
   private forwarder: ClusterForwarder | undefined;
   private mirror: MirrorThread | undefined;
   private sync: CacheSyncService | undefined;
-  private bridge: RaftBridge | undefined;
   private chaosTimer: NodeJS.Timeout | undefined;
   private founded = false;
   private founding = false;
@@ -143,7 +109,7 @@ export class ClusterService {
   private constructor(
     readonly cfg: MasterConfig,
     readonly settings: ClusterSettings,
-    readonly transport: PeerTransport,
+    readonly transport: PeerChannelProxy,
     readonly node: ClusterNode,
     private readonly hooks: ClusterHooks,
   ) {
@@ -160,14 +126,20 @@ export class ClusterService {
    */
   static async start(cfg: MasterConfig, hooks: ClusterHooks, opts: ClusterServiceOptions = {}): Promise<ClusterService> {
     const settings = parseClusterConfig(cfg);
-    // peers' keys may not be in peers/ yet (they publish them when they start): picked up lazily
-    const keys = loadClusterKeys(settings, { requirePeerKeys: false, publishSelf: true });
-    const transport = new PeerTransport(peerTransportOptions(settings, keys, opts.peerLimits));
+    // the worker loads the keys (a bad one fails its start with CLUSTER_KEY) and owns the sockets
     const { port1, port2 } = new MessageChannel();
-    const node = await ClusterNode.start(cfg, opts.raftLimits, { peerPort: port2 });
+    const known = settings.peers.flatMap((p) => (p.id === undefined ? [] : [p.id]));
+    const transport = new PeerChannelProxy(port1, settings.nodeId, { ...(opts.peerLimits ? { limits: opts.peerLimits } : {}), known });
+    let node: ClusterNode;
+    try {
+      node = await ClusterNode.start(cfg, opts.raftLimits, { peer: { settings, ...(opts.peerLimits ? { limits: opts.peerLimits } : {}), port: port2 } });
+    } catch (e) {
+      port1.close();
+      throw e;
+    }
     const svc = new ClusterService(cfg, settings, transport, node, hooks);
     try {
-      await svc.wire(port1);
+      await svc.wire();
     } catch (e) {
       await svc.stop();
       throw e;
@@ -175,11 +147,10 @@ export class ClusterService {
     return svc;
   }
 
-  private async wire(port: MessageChannel["port1"]): Promise<void> {
+  private async wire(): Promise<void> {
     const t = this.transport;
     this.aesKey = readOrCreateClusterAes(this.cfg);
     this.hooks.setAesKey(this.aesKey);
-    this.bridge = new RaftBridge(port, this.view);
     this.mirror = new MirrorThread(this.cfg);
     this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
       events: (f) => this.hooks.busPublish(f),
@@ -193,7 +164,6 @@ export class ClusterService {
     t.events.on("peerUp", (id) => {
       log.info(`cluster peer ${id} is up`);
       this.health.set(id, true);
-      this.bridge?.peers([id]);
       this.sendAes([id]);
       void this.sendHello(id);
       if (!this.view.cut.has(id)) this.sync?.pull(id);
@@ -201,17 +171,10 @@ export class ClusterService {
     t.events.on("peerDown", (id, reason) => {
       log.warning(`cluster peer ${id} is down (${reason})`);
       this.health.set(id, false);
-      this.bridge?.peerDown(id);
     });
-    const known = this.settings.peers.map((p) => p.id).filter((x): x is string => x !== undefined);
-    if (known.length) this.bridge.peers(known);
+    // (the worker's Raft link hears of the same sessions itself, and knows the members it restored)
     const status = await this.node.raft.status();
     this.founded = status.groups.some((g) => g.group === CLUSTER_RING);
-    if (this.founded) {
-      // members from disk: tell the link their names
-      const g = status.groups.find((x) => x.group === CLUSTER_RING)!;
-      this.bridge.peers([...g.voters, ...g.learners].filter((id) => id !== this.nodeId));
-    }
     await t.start();
     if (typeof this.cfg.brine_cluster_chaos_file === "string" && this.cfg.brine_cluster_chaos_file) {
       const file = this.cfg.brine_cluster_chaos_file;
@@ -316,7 +279,6 @@ export class ClusterService {
     this.added.add(from);
     log.info(`cluster peer ${from} introduced itself at ${host}:${port}; dialling it`);
     this.transport.addPeer({ id: from, host, port });
-    this.bridge?.peers([from]);
   }
 
   private async helloInfo(): Promise<Hello> {
@@ -449,6 +411,7 @@ export class ClusterService {
     log.warning(next.size ? `fault injection: cut off from ${[...next].join(", ")}` : "fault injection: partition healed");
     const healed = [...this.view.cut].filter((x) => !next.has(x));
     this.view.cut = next;
+    this.transport.cut([...next]);
     // what was written on either side meanwhile never crossed: pull it, as after a reconnect
     for (const p of healed) if (this.transport.isUp(p)) this.sync?.pull(p);
   }
@@ -462,7 +425,6 @@ export class ClusterService {
     this.forwarder?.close();
     this.sync?.close();
     await this.transport.close().catch(() => undefined);
-    this.bridge?.close();
     await this.mirror?.stop().catch(() => undefined);
     await this.node.stop();
   }

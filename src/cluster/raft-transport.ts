@@ -1,12 +1,12 @@
 /**
- * Raft messages over the authenticated peer channel (src/cluster/peer/), in two halves joined by one
- * MessagePort between the main thread (which owns the PeerTransport's sockets) and the Raft worker:
+ * Raft messages over the authenticated peer channel (src/cluster/peer/). The Raft worker owns the
+ * PeerTransport, so this is a direct adapter inside that one thread, with no MessagePort hop:
  *
- *   worker: GroupManager ─ RaftPeerLink.send(group, msgs) ─▶ port ─▶ RaftBridge ─▶ PeerTransport.send(to, "raft")
- *   worker: GroupManager.receive ◀─ RaftPeerLink (decode, validate) ◀─ port ◀─ RaftBridge ◀─ "raft" handler
+ *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft", { now: true })
+ *   GroupManager.receive ◀─ validate ◀─ decode ◀─ RaftPeerLink ◀─ PeerTransport "raft" handler
  *
- * Encoding and validation happen in the worker (the main thread only moves bytes). One payload per
- * destination per send() call: CBOR `{g: group, m: Message[]}`.
+ * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, written before send()
+ * returns (the manager already batched it, and a commit waits for it).
  *
  * Trust: a message is accepted only if its `from` is the Raft id of the node id the peer channel authenticated
  * (a master cannot speak for another), its `to` is this node, its type is one peers exchange, and its shape
@@ -15,18 +15,22 @@
  * Delivery is best effort, as Raft wants it: a message for a peer without an established session is dropped
  * (Raft resends), never queued behind a dead connection to arrive stale.
  *
- * Reachability (etcd's ReportUnreachable): the first message the bridge has to drop for a peer tells the
- * worker that peer is down (`{kind: "down"}`), and the first one it sends again after that tells it the
- * peer is up (`{kind: "up"}`); `{kind: "peers"}` (a session came up) counts as up too. A leader probes a down
- * peer instead of pipelining appends to it, and probes it at once when it is up again.
+ * Reachability (etcd's ReportUnreachable): the transport's peerDown tells the manager a peer is down at once,
+ * and so does the first message the link has to drop for it; the transport's peerUp, or the first message
+ * that goes through again, tells it the peer is up. One report per edge, not per message. A leader probes a
+ * down peer instead of pipelining appends to it, and probes it at once when it is up again.
+ *
+ * Fault injection (brine_cluster_chaos_file): the cluster service pushes its cut set here (setCut); messages
+ * to and from a cut peer are dropped as a partition would drop them, and a cut peer counts as down.
  */
-import type { MessagePort } from "node:worker_threads";
+import type { EventEmitter } from "node:events";
 import { Encoder } from "cbor-x";
 import { isBrineError } from "../errors.js";
 import { getLogger } from "../log.js";
 import type { Entry, Message, MessageType, SnapshotChunk } from "../raft/types.js";
 import { raftIdOf } from "../workers/raft/node-ids.js";
 import type { Transport } from "../workers/raft/manager.js";
+import type { PeerTransportEvents } from "./peer/peer-types.js";
 import { clusterLimits } from "./state-machines/limits.js";
 
 /** The peer channel name Raft traffic uses. */
@@ -60,15 +64,6 @@ const PEER_TYPES = new Set<MessageType>([
   "MsgSnapResp",
   "MsgTimeoutNow",
 ]);
-
-/** Port messages, main thread → worker. */
-export type BridgeToWorker =
-  | { kind: "in"; from: string; bytes: Uint8Array }
-  | { kind: "peers"; ids: string[] }
-  | { kind: "down"; id: string }
-  | { kind: "up"; id: string };
-/** Port messages, worker → main thread. */
-export type WorkerToBridge = { kind: "out"; items: { to: string; bytes: Uint8Array }[] };
 
 function isUint(v: unknown): v is number {
   return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
@@ -186,7 +181,7 @@ export interface InboundSink {
   peerReachable?(nodeId: string, reachable: boolean): void;
 }
 
-/** Counters of the worker side (tests and the bench read them through status, if wired). */
+/** Counters of the link (tests and the bench read them through status, if wired). */
 export interface RaftLinkCounters {
   sent: number;
   received: number;
@@ -194,27 +189,59 @@ export interface RaftLinkCounters {
   refused: number;
 }
 
+/** What the link needs of the peer channel (PeerTransport has it; tests use a fake). */
+export interface RaftPeerChannel {
+  send(peerId: string, channel: string, payload: Uint8Array, opts?: { now?: boolean }): void;
+  isUp(peerId: string): boolean;
+  on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
+  readonly events: Pick<EventEmitter<PeerTransportEvents>, "on" | "off">;
+}
+
+const RAFT_SEND = Object.freeze({ now: true });
+/** refused inbound messages logged, count (then only counted) */
+const REFUSAL_LOGS_MAX = 100;
+/** inbound payloads held until the manager is attached, count (more are dropped: Raft resends) */
+const EARLY_PAYLOADS_MAX = 1024;
+
 /**
- * The worker half: the GroupManager's Transport. Node ids are learned from the founders, from the main thread
- * (every peer whose id the peer channel has proven) and from inbound senders; a message for a Raft id with no
- * known node id is dropped.
+ * The GroupManager's Transport over the worker's own PeerTransport. Node ids are learned from the founders
+ * and configured peers, from every session that comes up and from inbound senders; a message for a Raft id
+ * with no known node id is dropped.
  */
 export class RaftPeerLink implements Transport {
   private readonly names = new Map<number, string>();
   private readonly selfRaftId: number;
   private sink: InboundSink | undefined;
-  private early: BridgeToWorker[] = [];
+  private early: { from: string; bytes: Uint8Array }[] = [];
   private refusalsLogged = 0;
+  /** peers the manager was told are down, until a message to them goes through or their session is up */
+  private readonly down = new Set<string>();
+  /** fault injection: peers cut off (setCut) */
+  private cut = new Set<string>();
+  private readonly offs: (() => void)[] = [];
   readonly counters: RaftLinkCounters = { sent: 0, received: 0, dropped: 0, refused: 0 };
 
   constructor(
-    private readonly port: MessagePort,
+    private readonly channel: RaftPeerChannel,
     readonly selfId: string,
     known: Iterable<string> = [],
   ) {
     this.selfRaftId = raftIdOf(selfId);
     for (const id of known) this.learn(id);
-    port.on("message", (msg: BridgeToWorker) => this.onPort(msg));
+    this.offs.push(channel.on(RAFT_CHANNEL, (m) => this.onInbound(m.from, m.payload)));
+    const up = (id: string) => {
+      this.learn(id);
+      if (this.cut.has(id)) return;
+      this.down.delete(id);
+      this.sink?.peerReachable?.(id, true);
+    };
+    const lost = (id: string) => this.markDown(id);
+    channel.events.on("peerUp", up);
+    channel.events.on("peerDown", lost);
+    this.offs.push(() => {
+      channel.events.off("peerUp", up);
+      channel.events.off("peerDown", lost);
+    });
   }
 
   /** Inbound messages go to `sink` from now on (those that arrived before are delivered at once). */
@@ -222,7 +249,7 @@ export class RaftPeerLink implements Transport {
     this.sink = sink;
     const early = this.early;
     this.early = [];
-    for (const m of early) this.onPort(m);
+    for (const m of early) this.onInbound(m.from, m.bytes);
   }
 
   learn(id: string): void {
@@ -233,6 +260,13 @@ export class RaftPeerLink implements Transport {
     }
   }
 
+  /** Fault injection: drop Raft traffic to and from `ids` (an empty list heals); a cut peer counts as down. */
+  setCut(ids: readonly string[]): void {
+    const next = new Set(ids.filter((x) => x !== this.selfId));
+    for (const id of next) if (!this.cut.has(id)) this.markDown(id);
+    this.cut = next;
+  }
+
   send(group: string, messages: readonly Message[]): void {
     const byDest = new Map<number, Message[]>();
     for (const m of messages) {
@@ -240,56 +274,63 @@ export class RaftPeerLink implements Transport {
       if (!l) byDest.set(m.to, (l = []));
       l.push(m);
     }
-    const items: { to: string; bytes: Uint8Array }[] = [];
     for (const [rid, ms] of byDest) {
       const to = this.names.get(rid);
       if (to === undefined || rid === this.selfRaftId) {
         this.counters.dropped += ms.length;
         continue;
       }
-      items.push({ to, bytes: encodeRaftPayload(group, ms) });
-      this.counters.sent += ms.length;
+      let sent = false;
+      if (!this.cut.has(to) && this.channel.isUp(to)) {
+        try {
+          // sealed and written before send() returns: the bytes are not kept past this call
+          this.channel.send(to, RAFT_CHANNEL, encodeRaftPayload(group, ms), RAFT_SEND);
+          sent = true;
+        } catch {
+          // queue full or peer unknown: Raft resends
+        }
+      }
+      if (sent) {
+        this.counters.sent += ms.length;
+        if (this.down.delete(to)) this.sink?.peerReachable?.(to, true);
+      } else {
+        this.counters.dropped += ms.length;
+        this.markDown(to);
+      }
     }
-    if (items.length === 0) return;
-    const out: WorkerToBridge = { kind: "out", items };
-    // copied, not transferred: the encoder's results are views into buffers it goes on using
-    this.port.postMessage(out);
   }
 
-  private onPort(msg: BridgeToWorker): void {
-    if (msg.kind === "peers") {
-      for (const id of msg.ids) {
-        this.learn(id);
-        this.sink?.peerReachable?.(id, true);
-      }
-      return;
-    }
-    if (msg.kind === "down" || msg.kind === "up") {
-      // before the manager is attached there is no leader whose progress it could change
-      this.sink?.peerReachable?.(msg.id, msg.kind === "up");
-      return;
-    }
+  /** Tells the manager once (per edge) that `id` is unreachable. */
+  private markDown(id: string): void {
+    if (this.down.has(id)) return;
+    this.down.add(id);
+    // before the manager is attached there is no leader whose progress it could change
+    this.sink?.peerReachable?.(id, false);
+  }
+
+  private onInbound(from: string, bytes: Uint8Array): void {
+    if (this.cut.has(from)) return; // as a partition would: nothing arrives
     if (!this.sink) {
-      this.early.push(msg);
+      if (this.early.length < EARLY_PAYLOADS_MAX) this.early.push({ from, bytes });
       return;
     }
-    this.learn(msg.from);
+    this.learn(from);
     let fromRaftId: number;
     try {
-      fromRaftId = raftIdOf(msg.from);
+      fromRaftId = raftIdOf(from);
     } catch {
-      return this.refuse(msg.from, "the sender's id is not a node id");
+      return this.refuse(from, "the sender's id is not a node id");
     }
     let decoded;
     try {
-      decoded = decodeRaftPayload(msg.bytes);
+      decoded = decodeRaftPayload(bytes);
     } catch (e) {
-      return this.refuse(msg.from, (e as Error).message);
+      return this.refuse(from, (e as Error).message);
     }
     for (const raw of decoded.messages) {
       const m = checkPeerMessage(raw, fromRaftId, this.selfRaftId);
       if (typeof m === "string") {
-        this.refuse(msg.from, m);
+        this.refuse(from, m);
         continue;
       }
       this.counters.received++;
@@ -297,89 +338,20 @@ export class RaftPeerLink implements Transport {
         this.sink.receive(decoded.group, m);
       } catch (e) {
         if (!isBrineError(e)) throw e;
-        this.refuse(msg.from, e.message);
+        this.refuse(from, e.message);
       }
     }
   }
 
   private refuse(from: string, why: string): void {
     this.counters.refused++;
-    if (this.refusalsLogged < 100) {
+    if (this.refusalsLogged < REFUSAL_LOGS_MAX) {
       this.refusalsLogged++;
       log.warning(`refused a raft message from ${from}: ${why}`);
     }
   }
-}
-
-/** What the main-thread half needs of the peer channel. */
-export interface RaftPeerChannel {
-  send(peerId: string, channel: string, payload: Uint8Array, opts?: { now?: boolean }): void;
-  isUp(peerId: string): boolean;
-  on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
-}
-
-const RAFT_SEND = Object.freeze({ now: true });
-
-/** The main-thread half: moves bytes between the worker's port and the peer channel. */
-export class RaftBridge {
-  private readonly off: () => void;
-  dropped = 0;
-  /** peers the worker was told are down (a message to them was dropped), until one is sent again */
-  private readonly down = new Set<string>();
-
-  constructor(
-    private readonly port: MessagePort,
-    private readonly channel: RaftPeerChannel,
-  ) {
-    port.on("message", (msg: WorkerToBridge) => {
-      if (msg.kind !== "out") return;
-      for (const it of msg.items) this.forward(it.to, it.bytes);
-    });
-    this.off = channel.on(RAFT_CHANNEL, (m) => this.tell({ kind: "in", from: m.from, bytes: m.payload }));
-  }
-
-  private forward(to: string, bytes: Uint8Array): void {
-    let sent = false;
-    if (this.channel.isUp(to)) {
-      try {
-        // written at once: the worker batched it, and a commit waits for it
-        this.channel.send(to, RAFT_CHANNEL, bytes, RAFT_SEND);
-        sent = true;
-      } catch {
-        // queue full or peer unknown: Raft resends
-      }
-    }
-    if (!sent) this.dropped++;
-    // one report per change, not per message: the worker needs the edge, and a dead peer is written to often
-    if (sent === this.down.has(to)) {
-      if (sent) this.down.delete(to);
-      else this.down.add(to);
-      this.tell(sent ? { kind: "up", id: to } : { kind: "down", id: to });
-    }
-  }
-
-  /**
-   * The peer channel lost its session to `id`: the worker hears it now (a leader stops pipelining to it)
-   * rather than at the first message the bridge has to drop, up to a heartbeat interval later.
-   */
-  peerDown(id: string): void {
-    if (this.down.has(id)) return;
-    this.down.add(id);
-    this.tell({ kind: "down", id });
-  }
-
-  private tell(msg: BridgeToWorker): void {
-    this.port.postMessage(msg);
-  }
-
-  /** Tells the worker the node ids the peer channel has proven (a session came up: they are reachable). */
-  peers(ids: string[]): void {
-    for (const id of ids) this.down.delete(id);
-    this.tell({ kind: "peers", ids });
-  }
 
   close(): void {
-    this.off();
-    this.port.close();
+    for (const off of this.offs.splice(0)) off();
   }
 }

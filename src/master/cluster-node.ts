@@ -20,7 +20,7 @@ import { createRingBuffer } from "../shared/sab-ring/layout.js";
 import { RaftClient } from "../workers/raft/client.js";
 import { raftLmdbDir } from "../workers/raft/lmdb-backend.js";
 import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
-import type { RaftWorkerInit } from "../workers/raft/worker.js";
+import type { RaftWorkerInit, RaftWorkerPeerInit } from "../workers/raft/worker.js";
 import type { NodeStatus } from "../workers/raft/api.js";
 import type { WorkerLimits } from "../workers/raft/limits.js";
 
@@ -50,7 +50,7 @@ export class ClusterNode {
    * Starts the Raft worker and waits until it has restored every group from disk and published the ring.
    * Throws CLUSTER_BAD_NODE_ID (before anything starts) for an unusable `id`, or the worker's coded error.
    */
-  static async start(cfg: MasterConfig, limits?: Partial<WorkerLimits>, opts: { peerPort?: MessagePort } = {}): Promise<ClusterNode> {
+  static async start(cfg: MasterConfig, limits?: Partial<WorkerLimits>, opts: { peer?: RaftWorkerPeerInit } = {}): Promise<ClusterNode> {
     const nodeId = clusterNodeIdOf(cfg);
     const ringBuffer = createRingBuffer();
     const peers = Array.isArray(cfg.cluster_peers) ? cfg.cluster_peers : [];
@@ -61,12 +61,12 @@ export class ClusterNode {
       dir: raftLmdbDir(cfg),
       ...(peers.length === 0 ? { founders: [nodeId] } : {}),
       ...(limits ? { limits } : {}),
-      ...(opts.peerPort ? { peerPort: opts.peerPort } : {}),
+      ...(opts.peer ? { peer: opts.peer } : {}),
       log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null },
     };
     const worker = new Worker(new URL("../workers/raft/worker.js", import.meta.url), {
       workerData: init,
-      ...(opts.peerPort ? { transferList: [opts.peerPort] } : {}),
+      ...(opts.peer ? { transferList: [opts.peer.port] } : {}),
     });
     const raft = new RaftClient(worker);
     const node = new ClusterNode(nodeId, ringBuffer, worker, raft);

@@ -1,98 +1,88 @@
 /**
  * The peer channel's word on a session reaches the leader's replication (etcd's MsgUnreachable): a follower
  * whose session is down is probed instead of pipelined to, so appends do not pile up for a dead peer, and it
- * is probed at once when its session is back. Checked on both halves: the main thread's bridge reports the
- * edges it sees, and the worker's leader acts on them.
+ * is probed at once when its session is back. Checked on both layers: the worker's Raft link (which owns
+ * its peer channel in the same thread) reports the edges it sees, and the worker's leader acts on them.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { MessageChannel } from "node:worker_threads";
-import { RaftBridge, RaftPeerLink, type RaftPeerChannel } from "../../src/cluster/raft-transport.js";
+import { EventEmitter } from "node:events";
+import { RaftPeerLink, type RaftPeerChannel } from "../../src/cluster/raft-transport.js";
+import type { PeerTransportEvents } from "../../src/cluster/peer/peer-types.js";
 import { raftIdOf } from "../../src/workers/raft/node-ids.js";
 import { newMessage, type Message } from "../../src/raft/types.js";
 import { TestCluster } from "./harness.js";
 
-async function until<T>(what: string, f: () => T | undefined | false): Promise<T> {
-  for (let i = 0; ; i++) {
-    const v = f();
-    if (v !== undefined && v !== false) return v;
-    if (i > 100_000) throw new Error(`never: ${what}`);
-    await new Promise((r) => setTimeout(r, 1));
-  }
-}
-
 /**
- * Both halves of the Raft link between node w1 (the worker side) and a fake peer channel in which the peers
- * listed in `up` have a session; `sent` records what reached the channel, `reports` what the worker heard.
+ * The Raft link of node w1 over a fake peer channel in which the peers listed in `up` have a session; `sent`
+ * records what reached the channel, `reports` what the manager heard.
  */
-function bridged(up: Set<string>) {
+function linked(up: Set<string>) {
   const sent: { id: string; now: boolean }[] = [];
+  const events = new EventEmitter<PeerTransportEvents>();
   const channel: RaftPeerChannel = {
     isUp: (id) => up.has(id),
     send: (id, _channel, _payload, opts) => void sent.push({ id, now: opts?.now === true }),
     on: () => () => undefined,
+    events,
   };
-  const { port1, port2 } = new MessageChannel();
-  const bridge = new RaftBridge(port1, channel);
-  const link = new RaftPeerLink(port2, "w1", ["w2"]);
+  const link = new RaftPeerLink(channel, "w1", ["w2"]);
   const reports: string[] = [];
   link.attach({ receive: () => undefined, peerReachable: (id, reachable) => void reports.push(`${id} ${reachable ? "up" : "down"}`) });
   const beat = (): Message[] => [{ ...newMessage("MsgHeartbeat", raftIdOf("w1"), raftIdOf("w2"), 2) }];
-  const close = () => {
-    bridge.close();
-    port2.close();
-  };
-  return { sent, bridge, link, reports, beat, close };
+  return { sent, events, link, reports, beat };
 }
 
-test("the bridge tells the worker once when a peer's messages start being dropped, and once when they go through again", async () => {
+test("the link tells the manager once when a peer's messages start being dropped, and once when they go through again", () => {
   const up = new Set<string>();
-  const { sent, bridge, link, reports, beat, close } = bridged(up);
-  try {
-    for (let i = 0; i < 5; i++) link.send("cluster", beat());
-    await until("the bridge to drop them", () => bridge.dropped === 5);
-    up.add("w2");
-    for (let i = 0; i < 3; i++) link.send("cluster", beat());
-    // the port keeps order: once "up" arrived, every earlier report has too
-    await until("the up report", () => reports.includes("w2 up"));
-    assert.deepEqual(reports, ["w2 down", "w2 up"], "one report per edge, not per message");
-    assert.equal(bridge.dropped, 5);
-    assert.deepEqual(sent.map((x) => x.id), ["w2", "w2", "w2"]);
-    // a session that came up (the cluster service's peers()) counts as reachable
-    up.delete("w2");
-    link.send("cluster", beat());
-    await until("the bridge to drop it", () => bridge.dropped === 6);
-    bridge.peers(["w2"]);
-    await until("the peers report", () => reports.length === 4);
-    assert.deepEqual(reports.slice(2), ["w2 down", "w2 up"]);
-  } finally {
-    close();
-  }
+  const { sent, events, link, reports, beat } = linked(up);
+  for (let i = 0; i < 5; i++) link.send("cluster", beat());
+  assert.equal(link.counters.dropped, 5);
+  up.add("w2");
+  for (let i = 0; i < 3; i++) link.send("cluster", beat());
+  assert.deepEqual(reports, ["w2 down", "w2 up"], "one report per edge, not per message");
+  assert.deepEqual(sent.map((x) => x.id), ["w2", "w2", "w2"]);
+  // a session that came up counts as reachable
+  up.delete("w2");
+  link.send("cluster", beat());
+  assert.equal(link.counters.dropped, 6);
+  up.add("w2");
+  events.emit("peerUp", "w2", { address: "x:1", sessionId: "s" });
+  assert.deepEqual(reports.slice(2), ["w2 down", "w2 up"]);
+  link.close();
 });
 
-test("a session the peer channel reports lost reaches the worker as down at once, before any message is dropped", async () => {
+test("a session the peer channel reports lost reaches the manager as down at once, before any message is dropped", () => {
   const up = new Set<string>(["w2"]);
-  const { sent, bridge, link, reports, beat, close } = bridged(up);
-  try {
-    link.send("cluster", beat());
-    await until("the first message to go out", () => sent.length === 1);
-    assert.deepEqual(sent, [{ id: "w2", now: true }], "Raft frames are written at once, not after the I/O burst");
-    up.delete("w2");
-    bridge.peerDown("w2");
-    bridge.peerDown("w2");
-    await until("the down report", () => reports.length === 1);
-    assert.deepEqual(reports, ["w2 down"]);
-    assert.equal(bridge.dropped, 0, "no message had to be dropped to notice it");
-    // the edge is not reported again when messages are then dropped, and the first one through reports up
-    link.send("cluster", beat());
-    await until("the bridge to drop it", () => bridge.dropped === 1);
-    up.add("w2");
-    link.send("cluster", beat());
-    await until("the up report", () => reports.length === 2);
-    assert.deepEqual(reports, ["w2 down", "w2 up"]);
-  } finally {
-    close();
-  }
+  const { sent, events, link, reports, beat } = linked(up);
+  link.send("cluster", beat());
+  assert.deepEqual(sent, [{ id: "w2", now: true }], "Raft frames are written at once, not after the I/O burst");
+  up.delete("w2");
+  events.emit("peerDown", "w2", "disconnected");
+  events.emit("peerDown", "w2", "disconnected");
+  assert.deepEqual(reports, ["w2 down"]);
+  assert.equal(link.counters.dropped, 0, "no message had to be dropped to notice it");
+  // the edge is not reported again when messages are then dropped, and the first one through reports up
+  link.send("cluster", beat());
+  assert.equal(link.counters.dropped, 1);
+  up.add("w2");
+  link.send("cluster", beat());
+  assert.deepEqual(reports, ["w2 down", "w2 up"]);
+  link.close();
+});
+
+test("fault injection: a cut peer is down, nothing goes to it, and it is up again once healed", () => {
+  const up = new Set<string>(["w2"]);
+  const { sent, link, reports, beat } = linked(up);
+  link.setCut(["w2"]);
+  assert.deepEqual(reports, ["w2 down"]);
+  link.send("cluster", beat());
+  assert.equal(sent.length, 0);
+  link.setCut([]);
+  link.send("cluster", beat());
+  assert.equal(sent.length, 1);
+  assert.deepEqual(reports, ["w2 down", "w2 up"]);
+  link.close();
 });
 
 test("a leader probes a follower whose session is down instead of pipelining to it, and resumes when it is up", { timeout: 300_000 }, async () => {

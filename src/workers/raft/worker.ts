@@ -1,10 +1,17 @@
 /**
- * The Raft worker thread: the shell around GroupManager. It owns the only timer (one shared coarse tick for
+ * The Raft worker thread: the shell around GroupManager. It owns the Raft tick (one shared coarse timer for
  * every group), the LMDB environment (LmdbBackend), and the only RingWriter on the shared ring buffer; it
  * serves the API (api.ts) over comlink on its parentPort and on every port handed to connect().
  *
- * Startup: open LMDB, claim the ring buffer, restore the cluster group from disk (or found it when the main
- * thread passed founders and there is none), replay every group, publish the ring; then ready() resolves.
+ * Multi-master (`peer` in workerData), it also owns the peer channel (src/cluster/peer/: the ROUTER on
+ * cluster_pool_port, the DEALERs, handshakes, sessions): it loads the cluster keys itself from the settings,
+ * Raft talks to the transport directly (RaftPeerLink), and the main thread uses the rest of the channel
+ * through PeerChannelHost (src/cluster/peer-proxy/host.ts) on the port it passed. The transport binds and
+ * dials only when the main thread's proxy says start (its handlers are registered by then).
+ *
+ * Startup: load the cluster keys (multi-master), open LMDB, claim the ring buffer, restore the cluster
+ * group from disk (or found it when the main thread passed founders and there is none), replay every group,
+ * publish the ring; then ready() resolves.
  * A fatal error (the disk refused a commit) fails every caller with its code and ends the thread: the master
  * keeps serving minions, with the last published ring, and logs it loudly.
  */
@@ -18,6 +25,10 @@ import { nodeEndpoint } from "./comlink-node.js";
 import { LmdbBackend } from "./lmdb-backend.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { GroupManager } from "./manager.js";
+import { loadClusterKeys, peerTransportOptions, type ClusterSettings } from "../../cluster/config.js";
+import { PeerTransport } from "../../cluster/peer/peer-transport.js";
+import type { PeerLimits } from "../../cluster/peer/limits.js";
+import { PeerChannelHost } from "../../cluster/peer-proxy/host.js";
 import { RaftPeerLink } from "../../cluster/raft-transport.js";
 
 /** workerData of the Raft worker. */
@@ -32,9 +43,18 @@ export interface RaftWorkerInit {
    */
   founders?: string[];
   limits?: Partial<WorkerLimits>;
-  /** multi-master: the port to the main thread's peer channel bridge (src/cluster/raft-transport.ts) */
-  peerPort?: MessagePort;
+  /** multi-master: the peer channel this worker owns, and the port its main-thread proxy talks on */
+  peer?: RaftWorkerPeerInit;
   log: { level: string; file: string | null; fileLevel: string | null };
+}
+
+/** What the worker needs to own the peer channel (plain data: the keys are loaded here, not passed). */
+export interface RaftWorkerPeerInit {
+  /** validated by parseClusterConfig on the main thread */
+  settings: ClusterSettings;
+  limits?: Partial<PeerLimits>;
+  /** to the main thread's PeerChannelProxy (src/cluster/peer-proxy/proxy.ts); transferred */
+  port: MessagePort;
 }
 
 const init = workerData as RaftWorkerInit;
@@ -45,6 +65,8 @@ const limits: WorkerLimits = { ...DEFAULT_WORKER_LIMITS, ...init.limits, raft: {
 let manager: GroupManager | undefined;
 let writer: RingWriter | undefined;
 let timer: NodeJS.Timeout | undefined;
+let peerHost: PeerChannelHost | undefined;
+let raftLink: RaftPeerLink | undefined;
 
 async function outcome<T>(f: () => T | Promise<T>): Promise<Outcome<T>> {
   try {
@@ -62,9 +84,9 @@ function receipt(r: ProposeResult): ProposeReceipt {
 }
 
 async function startup(): Promise<GroupManager> {
+  const peers = init.peer ? startPeerChannel(init.peer) : undefined;
   writer = RingWriter.attach(init.ringBuffer);
   const backend = new LmdbBackend(init.dir, limits.lmdbMapBytes);
-  const peers = init.peerPort ? new RaftPeerLink(init.peerPort, init.nodeId, init.founders ?? []) : undefined;
   const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits, ...(peers ? { transport: peers } : {}) });
   peers?.attach(m);
   m.onFatal = (e) => {
@@ -75,9 +97,30 @@ async function startup(): Promise<GroupManager> {
   };
   if (init.founders && !m.has("cluster")) await m.bootstrap(init.founders);
   await m.start();
+  learnMembers(m);
   timer = setInterval(() => m.tick(), limits.tickMs);
   manager = m;
   return m;
+}
+
+/**
+ * Keys (peers' may appear later: picked up lazily; ours is published if missing, as Salt does), the
+ * transport (not started), its Raft link and the host serving the main thread's proxy.
+ */
+function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
+  const keys = loadClusterKeys(p.settings, { requirePeerKeys: false, publishSelf: true });
+  const transport = new PeerTransport(peerTransportOptions(p.settings, keys, p.limits));
+  const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
+  const link = new RaftPeerLink(transport, init.nodeId, known);
+  peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids));
+  raftLink = link;
+  return link;
+}
+
+/** Members restored from disk or founded: the link needs their names before their sessions come up. */
+function learnMembers(m: GroupManager): void {
+  if (!raftLink) return;
+  for (const g of m.status().groups) for (const id of [...g.voters, ...g.learners]) if (id !== init.nodeId) raftLink.learn(id);
 }
 
 function stopTimer(): void {
@@ -108,6 +151,7 @@ const api: RaftWorkerApi = {
       const m = await started;
       const founded = await m.bootstrap(founders);
       if (founded) await m.start();
+      learnMembers(m);
       return founded;
     }),
   join: () =>
@@ -124,6 +168,9 @@ const api: RaftWorkerApi = {
     outcome(async () => {
       stopTimer();
       try {
+        // the sockets first: libzmq must not outlive the thread, and no Raft message should go out mid-close
+        await peerHost?.close();
+        raftLink?.close();
         await (manager ?? (await started)).close();
       } finally {
         writer?.release();
