@@ -1,5 +1,5 @@
 /**
- * Peer liveness as the main thread's peer channel sees it, shared with runner threads through one small
+ * Peer liveness as the peer channel sees it (its events reach the main thread through PeerChannelProxy), shared with runner threads through one small
  * SharedArrayBuffer (written by the main thread only, read by `cluster.members`): which masters have an
  * established session, which are down and since when. A voter counts as unhealthy once its session has been
  * down for `unhealthyAfterMs` (or was never up since this master started and that long has passed).

@@ -1,7 +1,9 @@
 /**
  * The main thread's handle on clustering (only when `cluster_id` is set): it names the node, creates the
- * shared ring buffer, starts the Raft worker (src/workers/raft/worker.ts) and hands runner threads what they
- * need to see live cluster state: the ring buffer (read with RingReader) and a MessagePort to the worker's API.
+ * shared ring buffer, starts the Raft worker (src/workers/raft/worker.ts; with peers, that worker also owns the
+ * peer channel, given the settings and the port of the cluster service's PeerChannelProxy) and hands runner
+ * threads what they need to see live cluster state: the ring buffer (read with RingReader) and a MessagePort
+ * to the worker's API.
  *
  * Node identity: the master's `id` (validated; a wildcard such as 0.0.0.0 is refused at startup), never
  * `interface` (salt-cluster.md §1: Salt keyed everything by interface, so masters bound to 0.0.0.0 collided).

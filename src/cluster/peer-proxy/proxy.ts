@@ -63,6 +63,11 @@ export class PeerChannelProxy {
     return this.state.sendsRefused;
   }
 
+  /** Posts to the worker and the messages they carried (messages / posts = the port's batching factor). */
+  get portCounters(): { posts: number; messages: number } {
+    return { posts: this.out.posts, messages: this.out.messages };
+  }
+
   /** Binds the worker's listening socket and dials every peer (handlers registered before are in place). */
   start(): Promise<void> {
     return this.call({ k: "start", id: 0 }).then(() => undefined);
