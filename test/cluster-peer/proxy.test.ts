@@ -115,3 +115,18 @@ test("close fails what waits and refuses what comes after", async () => {
   await assert.rejects(waiting, { code: "CLUSTER_PEER_CLOSED" });
   assert.throws(() => proxy.send("m2", "ev", bytes("")), { code: "CLUSTER_PEER_CLOSED" });
 });
+
+test("the worker's end (its port closing) fails what waits and reports the peers that were up as down", async () => {
+  const { port1, port2 } = new MessageChannel();
+  const p = new PeerChannelProxy(port1, "m1", { known: ["m7"] });
+  const status = [{ id: "m7", address: "127.0.0.1:1", state: "up", sessionId: "s", queuedMessages: 0, queuedBytes: 0, requestsInFlight: 0, failedAttempts: 0 }];
+  port2.postMessage({ m: [{ k: "state", state: { port: 1, status, sendsRefused: 0 } }], p: [] });
+  await waitFor(() => p.isUp("m7"), "the pushed state to apply");
+  const waiting = p.request("m7", "echo", bytes("?"), 60_000);
+  const down = nextEvent(p.events, "peerDown");
+  port2.close();
+  const [id] = (await down) as [string, string];
+  assert.equal(id, "m7");
+  assert.equal(p.isUp("m7"), false);
+  await assert.rejects(waiting, { code: "CLUSTER_PEER_CLOSED" });
+});

@@ -225,13 +225,18 @@ export class PeerChannelProxy {
     else reply(r);
   }
 
-  /** Nothing will answer any more: every waiting call fails. */
+  /**
+   * Nothing will answer any more: every waiting call fails, and a peer still up is reported down (after a
+   * close() the host has reported them already; if the worker died, this is the only word peer health gets).
+   */
   private shut(): void {
     if (this.closed) return;
     this.closed = true;
     this.out.close();
+    const wasUp = [...this.upSet];
     this.upSet = new Set();
     for (const c of this.calls.values()) c.reject(new BrineError("CLUSTER_PEER_CLOSED"));
     this.calls.clear();
+    for (const id of wasUp) this.events.emit("peerDown", id, "the peer channel's thread ended");
   }
 }
