@@ -106,7 +106,20 @@ export class MasterServer {
     this.fire("key", { rotate_aes_key: true });
   }
 
+  /**
+   * Starts everything; on a failure part way (a port in use, a bad key), stops what did start (threads,
+   * sockets, the Raft worker) before the error goes on, so an embedding process is not kept alive by them.
+   */
   async start(): Promise<void> {
+    try {
+      await this.startParts();
+    } catch (e) {
+      await this.stop().catch((stopErr: Error) => log.warning(`stopping after a failed start: ${stopErr.message}`));
+      throw e;
+    }
+  }
+
+  private async startParts(): Promise<void> {
     const c = this.cfg;
     this.prepareDirs();
     await this.startCluster();
