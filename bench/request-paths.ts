@@ -29,6 +29,7 @@ import { x931Sign } from "../src/protocol/x931.js";
 import { cleanKey } from "../src/protocol/pem.js";
 import { configureLogging } from "../src/log.js";
 import { batchFramesMax, concurrentTasksPerWorker } from "../src/workers/req-handler/pool.js";
+import { inLaneBatches } from "./lane-batches.js";
 import type { ReturnThreadAnswer, ReturnThreadAsk, ReturnThreadData } from "./return-path-thread.js";
 import { Worker } from "node:worker_threads";
 import type { BenchOptions, BenchRow } from "./types.js";
@@ -45,7 +46,7 @@ const IV_BYTES = 16;
 /**
  * A3's reference scope, written as plainly as its figure was measured: msgpackr unpack of the frame,
  * HMAC-SHA256 verify and AES-192-CBC decrypt with a cipher per message, msgpackr unpack of the load,
- * durable LMDB put; batches as runBatches makes them. No tok/ts/nonce check, no event, no reply.
+ * durable LMDB put; in lane-sized batches, as the path it is compared with. No tok/ts/nonce check, no event, no reply.
  */
 async function referenceScope(ctx: MasterContext, frames: Buffer[], key: Buffer): Promise<void> {
   const aesKey = key.subarray(0, AES_KEY_BYTES);
@@ -60,15 +61,7 @@ async function referenceScope(ctx: MasterContext, frames: Buffer[], key: Buffer)
     const load = unpack(plain.subarray(PICKLE_PREFIX.length)) as { jid: string; id: string };
     return durable(ctx.store.returns.put(`ref/${load.jid}/${load.id}`, load));
   };
-  let next = 0;
-  const worker = async () => {
-    while (next < frames.length) {
-      const i = next;
-      next += batchFramesMax;
-      await Promise.all(frames.slice(i, Math.min(i + batchFramesMax, frames.length)).map(one));
-    }
-  };
-  await Promise.all(Array.from({ length: concurrentTasksPerWorker }, worker));
+  await inLaneBatches(frames, 0, frames.length, (batch) => Promise.all(batch.map(one)));
 }
 
 function rate(n: number, ns: bigint): number {

@@ -1,7 +1,7 @@
 /**
- * The return path of bench/request-paths.ts, run in a worker thread with a request thread's V8 heap limits
- * (src/workers/req-handler/pool.ts): a MasterContext of its own on the bench's config and shared buffers,
- * batches of batchFramesMax frames, concurrentTasksPerWorker batches in flight, as a lane worker runs them.
+ * The return path of bench/request-paths.ts, run in a worker thread as a request lane's thread runs it
+ * (src/workers/req-handler/): a MasterContext of its own on the bench's config and shared buffers, frames in
+ * lane-sized batches (lane-batches.ts).
  * The parent asks for one round at a time (so it can alternate rounds with its own reference measurement);
  * each answer carries the round's wall time and this thread's CPU time.
  */
@@ -12,7 +12,7 @@ import { MasterContext, newEffects, type SharedBuffers } from "../src/master/con
 import { handleRequest } from "../src/master/request.js";
 import { decodeWire } from "../src/protocol/msgpack.js";
 import { cpuSecondsOf } from "../src/swarm/proc-stats.js";
-import { batchFramesMax, concurrentTasksPerWorker } from "../src/workers/req-handler/pool.js";
+import { inLaneBatches } from "./lane-batches.js";
 
 export interface ReturnThreadData {
   cfg: MasterConfig;
@@ -34,17 +34,11 @@ function threadCpuUs(): number | undefined {
   return s === undefined ? undefined : s * 1e6;
 }
 
-async function runFrames(from: number, to: number): Promise<void> {
-  let next = from;
-  const lane = async () => {
-    while (next < to) {
-      const i = next;
-      next += batchFramesMax;
-      const fx = newEffects();
-      await Promise.all(frames.slice(i, Math.min(i + batchFramesMax, to)).map((f) => handleRequest(ctx, f, fx)));
-    }
-  };
-  await Promise.all(Array.from({ length: concurrentTasksPerWorker }, lane));
+function runFrames(from: number, to: number): Promise<void> {
+  return inLaneBatches(frames, from, to, (batch) => {
+    const fx = newEffects();
+    return Promise.all(batch.map((f) => handleRequest(ctx, f, fx)));
+  });
 }
 
 parentPort!.on("message", (ask: ReturnThreadAsk) => {
