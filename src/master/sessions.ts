@@ -29,10 +29,18 @@ function tmpName(file: string): string {
  * Write a fresh key: complete in a temp file first, then either link it into place only if no key
  * exists yet (`create`: two threads answering the same minion's re-sent `_auth` agree on the one key
  * that won), or rename it over an expired one (`replace`). True when this call's key is the one in place.
+ *
+ * The file's mtime is the key's creation time (session-merge.ts: the newest key wins across masters), so it
+ * is set to `createdMs` explicitly: the kernel stamps a write from its coarse clock, which can lag by a tick
+ * or more, and two masters' keys made a few ms apart could then tie and be ordered by their text instead.
  */
-export function writeSessionKeyFile(file: string, mode: "create" | "replace"): boolean {
+export function writeSessionKeyFile(file: string, mode: "create" | "replace", createdMs = Date.now()): boolean {
   const tmp = tmpName(file);
   writeFileSync(tmp, generateKeyString(), { mode: 0o600 });
+  // the middle of the millisecond: utimes takes float seconds, whose rounding must not move the stamp into
+  // the previous millisecond (readers floor mtimeMs)
+  const stamp = (Math.floor(createdMs) + 0.5) / 1000;
+  utimesSync(tmp, stamp, stamp);
   if (mode === "replace") {
     renameSync(tmp, file);
     return true;
@@ -152,11 +160,11 @@ export class SessionKeys {
     try {
       st = statSync(file);
       if (t - st.mtimeMs > maxAgeMs) {
-        created = writeSessionKeyFile(file, "replace");
+        created = writeSessionKeyFile(file, "replace", t);
         st = statSync(file);
       }
     } catch {
-      created = writeSessionKeyFile(file, "create");
+      created = writeSessionKeyFile(file, "create", t);
       st = statSync(file);
     }
     if (c && c.mtimeMs === st.mtimeMs && c.ino === st.ino) {

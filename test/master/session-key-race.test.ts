@@ -5,11 +5,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { writeSessionKeyFile } from "../../src/master/sessions.js";
+import { SessionKeys, writeSessionKeyFile } from "../../src/master/sessions.js";
 
 test("creating a session key file that another thread already created keeps the existing key", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
@@ -20,6 +20,21 @@ test("creating a session key file that another thread already created keeps the 
   assert.deepEqual(readdirSync(dir), ["m1"], "no temp file left behind");
   writeSessionKeyFile(file, "replace");
   assert.notEqual(readFileSync(file, "utf8"), "K1-written-by-the-other-thread", "an expired key is replaced");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("a key's creation time, which orders keys across masters, is the sessions clock's to the millisecond", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
+  // ms values the kernel's coarse write stamp would not produce by chance
+  const created = 1_790_000_000_123;
+  writeSessionKeyFile(path.join(dir, "m1"), "create", created);
+  assert.equal(Math.floor(statSync(path.join(dir, "m1")).mtimeMs), created);
+  const clock = 1_790_000_000_457;
+  const created2: number[] = [];
+  const s = new SessionKeys(dir, 86400, () => clock);
+  s.track((c) => created2.push(c.t));
+  s.get("m2");
+  assert.deepEqual(created2, [clock], "the key a master reports to its peers carries the clock's creation time");
   rmSync(dir, { recursive: true, force: true });
 });
 
