@@ -96,6 +96,27 @@ export const ERR = {
   MINION_BAD_LOAD: "the master answered \"bad load\" again after re-authentication",
   MINION_BAD_REPLY: "reply could not be decrypted or verified",
   MINION_STOPPED: "minion is stopped",
+  // --- eauth and authorization ---
+  EAUTH_DENIED: "Authentication error occurred.",
+  // (end of eauth and authorization)
+  // --- eauth backends ---
+  EAUTH_BACKEND: "the eauth backend failed",
+  // (end of eauth backends)
+  // --- HTTP API ---
+  API_BAD_REQUEST: "bad request",
+  // (end of HTTP API)
+  // --- wheel ---
+  WHEEL_UNKNOWN: "no such wheel function",
+  // (end of wheel)
+  // --- hardening: codecs, CLIs, disk ---
+  STORE_DAMAGED: "the job cache is damaged",
+  // (end of hardening: codecs, CLIs, disk)
+  // --- hardening: minions ---
+  MINION_KEY_INVALID: "minion public key is not acceptable",
+  // (end of hardening: minions)
+  // --- hardening: cluster ---
+  CLUSTER_STALE_RETURN: "return not verified by its origin master",
+  // (end of hardening: cluster)
 } as const;
 
 export type ErrCode = keyof typeof ERR;
