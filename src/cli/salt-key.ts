@@ -3,17 +3,16 @@
  * running master is told so it fires `salt/key`). Deleting a key writes the AES rotation drop file.
  */
 import { Command } from "commander";
-import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { KeyStore, type KeyState } from "../pki/key-store.js";
-import { pemFinger } from "../protocol/pem.js";
+import { KEY_EVENT_TAG, applyKeyAct, fileFinger, keyEventData, localKeyFiles, matchKeys, minionKeyFinger, writeDropFile, type KeyAct } from "../pki/key-actions.js";
 import { controlCall } from "../client/control-client.js";
 import { CONTROL_SOCKET } from "../master/control-server.js";
-import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
 import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
-import { minionFacingKeyFiles, minionPkiDir } from "../cluster/shared-fs.js";
+import { minionPkiDir } from "../cluster/shared-fs.js";
 
 const program = new Command("salt-key")
   .description("Manage Salt minion keys")
@@ -71,8 +70,7 @@ function listing(states: KeyState[], fmt: (s: KeyState, id: string) => string): 
 }
 
 function matching(states: KeyState[], glob: string): { state: KeyState; id: string }[] {
-  const re = fnmatchRegex(glob);
-  return states.flatMap((s) => store.list(s).filter((id) => re.test(id)).map((id) => ({ state: s, id })));
+  return matchKeys(store, states, [glob]);
 }
 
 async function confirm(question: string): Promise<boolean> {
@@ -87,16 +85,9 @@ async function confirm(question: string): Promise<boolean> {
   return /^y(es)?$/i.test(line.trim()) || line.trim() === "";
 }
 
-async function tellMaster(act: string, id: string): Promise<void> {
+async function tellMaster(act: KeyAct, id: string): Promise<void> {
   if (!existsSync(path.join(cfg.sock_dir, CONTROL_SOCKET))) return;
-  await controlCall(cfg.sock_dir, { op: "fire", tag: "salt/key", data: { result: true, act, id } }).catch(() => undefined);
-}
-
-function writeDropFile(): void {
-  const dfn = path.join(cfg.cachedir, ".dfn");
-  if (existsSync(dfn)) chmodSync(dfn, 0o600);
-  writeFileSync(dfn, cfg.id, { mode: 0o400 });
-  chmodSync(dfn, 0o400);
+  await controlCall(cfg.sock_dir, { op: "fire", tag: KEY_EVENT_TAG, data: keyEventData(act, id) }).catch(() => undefined);
 }
 
 function printTargets(title: string, targets: { state: KeyState; id: string }[]): void {
@@ -120,37 +111,24 @@ async function act(kind: "accept" | "reject" | "delete", glob: string): Promise<
   if (!o.yes) printTargets(`The following keys are going to be ${verb}:`, targets);
   if (!(await confirm("Proceed? [n/Y] "))) return 1;
   for (const t of targets) {
-    if (kind === "delete") {
-      store.remove(t.state, t.id);
-      rmSync(path.join(cfg.cachedir, "sessions", t.id), { force: true });
-      process.stdout.write(`Key for minion ${t.id} deleted.\n`);
-    } else {
-      const to: KeyState = kind === "accept" ? "accepted" : "rejected";
-      if (t.state === to) continue;
-      store.move(t.state as never, to, t.id);
-      process.stdout.write(`Key for minion ${t.id} ${verb}.\n`);
-    }
+    if (!applyKeyAct(store, cfg, kind, t) && kind !== "delete") continue;
+    process.stdout.write(`Key for minion ${t.id} ${verb}.\n`);
     await tellMaster(kind, t.id);
   }
-  if (kind === "delete" && cfg.rotate_aes_key) writeDropFile();
+  if (kind === "delete" && cfg.rotate_aes_key) writeDropFile(cfg);
   return 0;
 }
 
 function finger(glob: string): void {
   if (glob === "*") {
     process.stdout.write("Local Keys:\n");
-    // the key pair minions see (cluster.pem/pub under clustering), then this master's own if different
-    const mf = minionFacingKeyFiles(cfg);
-    const files = [mf.pem, mf.pub, path.join(cfg.pki_dir, "master.pem"), path.join(cfg.pki_dir, "master.pub")];
-    for (const p of files.filter((f, i) => files.indexOf(f) === i)) {
-      if (existsSync(p)) process.stdout.write(`${path.basename(p)}:  ${pemFinger(readFileSync(p, "utf8"), cfg.hash_type)}\n`);
-    }
+    for (const p of localKeyFiles(cfg)) process.stdout.write(`${path.basename(p)}:  ${fileFinger(p, cfg.hash_type)}\n`);
   }
   for (const s of ORDER) {
     const ids = matching([s], glob);
     if (!ids.length) continue;
     process.stdout.write(`${TITLES[s]}:\n`);
-    for (const { id } of ids) process.stdout.write(`${id}:  ${pemFinger(store.read(s, id) ?? "", cfg.hash_type)}\n`);
+    for (const { id } of ids) process.stdout.write(`${id}:  ${minionKeyFinger(store, s, id, cfg.hash_type)}\n`);
   }
 }
 

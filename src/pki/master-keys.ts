@@ -4,7 +4,7 @@
  * pki directory. Regenerating an existing key would lock out every pinned minion, so a missing
  * `master.pub` is re-derived from `master.pem`, never the reverse.
  */
-import { generateKeyPairSync, createPrivateKey, createPublicKey } from "node:crypto";
+import { generateKeyPair, generateKeyPairSync, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { cleanKey } from "../protocol/pem.js";
@@ -18,12 +18,26 @@ export interface MasterKeyPair {
   publicClean: string;
 }
 
-export function generateRsaPem(bits: number): { privatePem: string; publicPem: string } {
-  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: bits, publicExponent: 65537 });
+function exportPems(privateKey: KeyObject, publicKey: KeyObject): { privatePem: string; publicPem: string } {
   return {
     privatePem: privateKey.export({ type: "pkcs1", format: "pem" }) as string,
     publicPem: publicKey.export({ type: "spki", format: "pem" }) as string,
   };
+}
+
+export function generateRsaPem(bits: number): { privatePem: string; publicPem: string } {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: bits, publicExponent: 65537 });
+  return exportPems(privateKey, publicKey);
+}
+
+/** generateRsaPem off the calling thread (libuv's pool): a 4096-bit key takes seconds, a request worker must not stall. */
+export function generateRsaPemAsync(bits: number): Promise<{ privatePem: string; publicPem: string }> {
+  return new Promise((resolve, reject) => {
+    generateKeyPair("rsa", { modulusLength: bits, publicExponent: 65537 }, (err, publicKey, privateKey) => {
+      if (err) reject(err);
+      else resolve(exportPems(privateKey, publicKey));
+    });
+  });
 }
 
 export function loadOrCreateKeyPair(dir: string, name: string, bits: number): MasterKeyPair & { created: boolean } {
