@@ -18,6 +18,7 @@ import type { EauthBackend, EauthCredentials } from "../backend.js";
 import { makeAutoBackend } from "./auto.js";
 import { externalAuth } from "./common.js";
 import { makeFileBackend } from "./file.js";
+import { makeLdapBackend } from "./ldap.js";
 import { makeSharedSecretBackend } from "./sharedsecret.js";
 
 type Factory = (cfg: MasterConfig, log?: Logger) => EauthBackend;
@@ -26,6 +27,7 @@ const FACTORIES: Record<string, Factory> = {
   file: makeFileBackend,
   sharedsecret: makeSharedSecretBackend,
   auto: makeAutoBackend,
+  ldap: makeLdapBackend,
 };
 
 /** the names operators may write under external_auth and clients send as `eauth` */

@@ -46,7 +46,7 @@ test("makeEauthBackends has every known backend; one external_auth does not name
   const log = capturingLogger();
   const m = makeEauthBackends(cfgWith({ external_auth: { auto: { "*": [".*"] } } }), log);
   assert.deepEqual([...m.keys()].sort(), [...EAUTH_BACKEND_NAMES].sort());
-  for (const n of ["file", "sharedsecret", "auto"]) assert.ok(EAUTH_BACKEND_NAMES.includes(n), n);
+  for (const n of ["file", "sharedsecret", "auto", "ldap"]) assert.ok(EAUTH_BACKEND_NAMES.includes(n), n);
   for (const [name, b] of m) assert.equal(b.name, name);
   assert.equal(await m.get("auto")!.authenticate({ username: "x", password: "y" }), true);
   assert.equal(await m.get("sharedsecret")!.authenticate({ username: "x", password: "y" }), false);
