@@ -104,6 +104,8 @@ export const ERR = {
   // (end of eauth backends)
   // --- HTTP API ---
   API_BAD_REQUEST: "bad request",
+  API_START: "the HTTP API could not start",
+  API_MASTER: "the master did not answer the HTTP API's request",
   // (end of HTTP API)
   // --- wheel ---
   WHEEL_UNKNOWN: "no such wheel function",

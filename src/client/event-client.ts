@@ -8,16 +8,34 @@ export class EventClient {
   private sock: net.Socket | undefined;
   private readonly listeners = new Set<(e: BusEvent) => void>();
 
-  constructor(private readonly sockDir: string) {}
+  /** `onClose`: called once when an established connection ends (not after close()) */
+  constructor(
+    private readonly sockDir: string,
+    private readonly onClose?: () => void,
+  ) {}
 
   async connect(): Promise<void> {
     const p = path.join(this.sockDir, EVENT_SOCKET);
     const reader = new EventStreamReader();
     await new Promise<void>((resolve, reject) => {
-      const s = net.connect(p, () => resolve());
+      let established = false;
+      const s = net.connect(p, () => {
+        established = true;
+        resolve();
+      });
       s.once("error", reject);
+      s.once("close", () => {
+        if (established && !this.closing) this.onClose?.();
+      });
       s.on("data", (chunk) => {
-        for (const ev of reader.push(chunk)) for (const l of this.listeners) l(ev);
+        let events: BusEvent[];
+        try {
+          events = reader.push(chunk);
+        } catch {
+          s.destroy(); // a stream we cannot frame any more: drop it (onClose reconnects)
+          return;
+        }
+        for (const ev of events) for (const l of this.listeners) l(ev);
       });
       this.sock = s;
     });
@@ -28,7 +46,10 @@ export class EventClient {
     return () => this.listeners.delete(fn);
   }
 
+  private closing = false;
+
   close(): void {
+    this.closing = true;
     this.sock?.destroy();
   }
 }

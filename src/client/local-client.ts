@@ -11,7 +11,7 @@ import { publishLoad, type PublishFields } from "./publish-load.js";
 import { rootKeyPath } from "../master/root-key.js";
 import { expandNodegroup } from "../targeting/index.js";
 import { EventClient } from "./event-client.js";
-import { ReturnWaiter } from "./return-waiter.js";
+import { jobReturns } from "./job-returns.js";
 
 export interface PubOptions extends Omit<PublishFields, "tgt_type"> {
   tgtType?: string;
@@ -101,46 +101,13 @@ export class LocalClient {
   async *cmdIter(o: PubOptions, opts: { gatherJobTimeoutS?: number; onPub?: (r: PubReply) => void } = {}): AsyncGenerator<JobReturn> {
     const events = new EventClient(this.cfg.sock_dir);
     await events.connect();
-    const queue: { tag: string; data: any }[] = [];
-    let wake: (() => void) | undefined;
-    const off = events.on((e) => {
-      if (e.tag.startsWith("salt/job/")) {
-        queue.push(e);
-        wake?.();
-      }
-    });
     try {
-      const reply = await this.pub(o);
-      opts.onPub?.(reply);
-      if (!reply.jid || !reply.minions || reply.minions.length === 0) return;
-      const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
-      const gatherMs = (opts.gatherJobTimeoutS ?? this.cfg.gather_job_timeout) * 1000;
-      const w = new ReturnWaiter(reply.jid, reply.minions, timeoutMs, gatherMs, Date.now());
-      for (const m of reply.missing ?? []) yield { id: m, missing: true };
-      while (!w.done) {
-        while (queue.length) {
-          const e = queue.shift()!;
-          const r = w.onEvent(e.tag, e.data, Date.now());
-          if (r) yield r;
-        }
-        const act = w.tick(Date.now());
-        if (act?.type === "find_job") {
-          const fj = await this.pub({ tgt: act.minions, tgtType: "list", fun: "saltutil.find_job", arg: [reply.jid], timeoutS: gatherMs / 1000 }).catch(() => undefined);
-          if (fj?.jid) w.watchFindJob(fj.jid);
-        } else if (act?.type === "done") {
-          for (const m of act.missing) yield { id: m, missing: true };
-          break;
-        }
-        if (!queue.length) {
-          await new Promise<void>((r) => {
-            wake = r;
-            setTimeout(r, 100);
-          });
-          wake = undefined;
-        }
-      }
+      yield* jobReturns((fn) => events.on(fn), (p) => this.pub(p), o, {
+        timeoutMs: (o.timeoutS ?? this.cfg.timeout) * 1000,
+        gatherJobTimeoutMs: (opts.gatherJobTimeoutS ?? this.cfg.gather_job_timeout) * 1000,
+        onPub: opts.onPub,
+      });
     } finally {
-      off();
       events.close();
     }
   }

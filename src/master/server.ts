@@ -26,6 +26,8 @@ import { ControlServer } from "./control-server.js";
 import { SendQueue } from "../transport/send-queue.js";
 import type { ClusterNode, RunnerClusterLink } from "./cluster-node.js";
 import { ClusterService } from "../cluster/cluster-service.js";
+import { ApiHost, isApiTag } from "../api/host.js";
+import type { ApiTag } from "../api/messages.js";
 import { ensureClusterKeys, isClustered, minionFacingKeyFiles, minionPkiDir, resolveLocalState } from "../cluster/shared-fs.js";
 
 const log = getLogger("brine.master");
@@ -36,11 +38,15 @@ export const nonceSlots = 1 << 20;
 export const shutdownDrainMs = 10_000;
 
 type RouterTag = Buffer[]; // identity + delimiter frames, echoed back with the reply
+/** a request from the ROUTER, or one from the HTTP API thread (src/api/host.ts) */
+type RequestTag = RouterTag | ApiTag;
 
 export class MasterServer {
   private router: Router | undefined;
   private pub: Publisher | undefined;
-  private lanes: RequestLanes<RouterTag> | undefined;
+  private lanes: RequestLanes<RequestTag> | undefined;
+  /** the HTTP API thread, with a `rest_cherrypy:` or `brine_api:` mapping in the config */
+  private api: ApiHost | undefined;
   private publisher: PublisherClient | undefined;
   private bus: EventBusServer;
   private control: ControlServer | undefined;
@@ -140,14 +146,17 @@ export class MasterServer {
       },
       (frames) => frames.forEach((f) => this.pubOut!.push([f])),
     );
-    this.lanes = new RequestLanes<RouterTag>(c, shared, (replies, events, publishes, sync) => {
+    this.lanes = new RequestLanes<RequestTag>(c, shared, (replies, events, publishes, sync) => {
       // Order: events first (a CLI listening for returns sees them), then publishes, then replies.
       this.bus.publish(events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
       this.publisher!.publish(publishes);
       this.cluster?.forward(events, publishes);
       // session keys and data cache writes reach the peers before the reply that hands the key out
       if (sync) this.cluster?.forwardSync(sync);
-      for (const r of replies) this.routerOut!.push([...r.tag, r.reply]);
+      for (const r of replies) {
+        if (isApiTag(r.tag)) this.api?.reply(r.tag, r.reply);
+        else this.routerOut!.push([...r.tag, r.reply]);
+      }
     });
 
     this.router = new Router({ backlog: c.zmq_backlog, linger: 0, ipv6: c.ipv6, mandatory: false });
@@ -166,6 +175,11 @@ export class MasterServer {
       { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data) },
     );
     await this.control.start();
+    this.api = await ApiHost.start(c, {
+      submit: (body, tag) => !this.stopping && this.lanes!.submit(body, tag),
+      refusedReply: () => (this.stopping ? SHUTDOWN_REPLY : QUEUE_FULL_REPLY),
+      fire: (tag, data) => this.fire(tag, data),
+    });
     this.maintenance = new Maintenance(c.cachedir, c.id, c.loop_interval, c.rotate_aes_key, {
       rotate: () => this.rotateAesKey(),
       cleanup: async () => {
@@ -207,6 +221,7 @@ export class MasterServer {
     this.stopping = true;
     log.info("master shutting down");
     this.maintenance?.stop();
+    await this.api?.stop();
     await this.lanes?.drain(Date.now() + shutdownDrainMs);
     await this.routerOut?.drained();
     await this.pubOut?.drained();

@@ -1,0 +1,29 @@
+/**
+ * What crosses the API thread's port (docs/ARCHITECTURE.md, "What crosses between threads").
+ *
+ * API thread → main: `req` (one encoded clear request body, `{"enc": "clear", "load": {...}}`, exactly
+ * the bytes salt-api would send to the request port; the main thread submits it to the request lanes
+ * like a frame from the ROUTER), `fire` (a webhook event, tag already sanitised), `listening`, `failed`.
+ * Main → API thread: `rep` (the reply body for a `req`, as the request workers encoded it), `stop`.
+ * The API thread never sees a key, and the main thread decodes nothing it forwards.
+ */
+import type { LogConfig } from "../log.js";
+import type { MasterConfig } from "../config/defaults.js";
+
+export interface ApiInit {
+  cfg: MasterConfig;
+  log: LogConfig;
+}
+
+export type ApiToMain =
+  | { t: "req"; id: number; body: Uint8Array }
+  | { t: "fire"; tag: string; data: unknown }
+  | { t: "listening"; port: number }
+  | { t: "failed"; message: string };
+
+export type MainToApi = { t: "rep"; id: number; body: Uint8Array } | { t: "stop" };
+
+/** The request-lane tag of a request that came from the API thread: its id there. */
+export interface ApiTag {
+  api: number;
+}

@@ -1,0 +1,130 @@
+/**
+ * The HTTP API's options, read once at start from the master configuration's `rest_cherrypy:` mapping
+ * (salt-api's own section, so an operator's existing salt-api config works unchanged) or `brine_api:`
+ * (same keys; when both are present, `brine_api` entries win). Salt's names where Salt has them:
+ * `port`, `host`, `ssl_crt`, `ssl_key`, `disable_ssl`, `debug`, `max_request_body_size`,
+ * `webhook_disable_auth`, `webhook_url`, `stats_disable_auth`, `authorized_ips`; and from the master's
+ * own options `netapi_enable_clients` and `rest_timeout`. brine's additions: `cors_origin` (rest_tornado's
+ * name: a list of allowed origins, `*` for any; none by default, where rest_cherrypy echoes every origin),
+ * `login_failures_per_minute` and `requests_per_minute` (per source address).
+ *
+ * A bad value throws BrineError("CONFIG_INVALID", "<section>.<option>: <why>") when the master starts.
+ */
+import { BrineError } from "../errors.js";
+import type { MasterConfig } from "../config/defaults.js";
+
+/** Salt's NetapiClient methods (salt/netapi/__init__.py CLIENTS). */
+export const NETAPI_CLIENTS = ["local", "local_async", "local_batch", "local_subset", "runner", "runner_async", "ssh", "wheel", "wheel_async"] as const;
+export type NetapiClientName = (typeof NETAPI_CLIENTS)[number];
+
+export interface ApiOptions {
+  /** the section the options came from, for messages */
+  section: string;
+  port: number;
+  host: string;
+  /** PEM files; both set unless `disableSsl` */
+  sslCrt?: string;
+  sslKey?: string;
+  disableSsl: boolean;
+  /** tracebacks in 500 answers, as rest_cherrypy's `debug` */
+  debug: boolean;
+  /** allowed CORS origins; empty: no CORS headers at all */
+  corsOrigins: string[];
+  /** request bodies above this many bytes get 413 (Salt's max_request_body_size, 1 MiB) */
+  bodyBytesMax: number;
+  webhookDisableAuth: boolean;
+  /** the webhook's path prefix (Salt's webhook_url, "/hook") */
+  webhookUrl: string;
+  statsDisableAuth: boolean;
+  /** when non-empty, only these source addresses are served (403 "Bad IP" otherwise) */
+  authorizedIps: string[];
+  /** failed /login attempts per source address per minute before 429 */
+  loginFailuresPerMinute: number;
+  /** requests per source address per minute before 429; 0: no limit */
+  requestsPerMinute: number;
+  /** clients this API runs (Salt's netapi_enable_clients; Salt's default is none) */
+  enabledClients: Set<string>;
+  /** how long the `runner` client waits for the runner's return, seconds (Salt's rest_timeout) */
+  restTimeoutS: number;
+  /** the default wait of the `local` client, seconds (the master's `timeout`) */
+  timeoutS: number;
+  gatherJobTimeoutS: number;
+}
+
+/** Whether the master should start its API thread. */
+export function apiConfigured(cfg: MasterConfig): boolean {
+  const c = cfg as unknown as Record<string, unknown>;
+  return isPlainMap(c.rest_cherrypy) || isPlainMap(c.brine_api);
+}
+
+function isPlainMap(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+export function readApiOptions(cfg: MasterConfig): ApiOptions {
+  const c = cfg as unknown as Record<string, unknown>;
+  const section = isPlainMap(c.brine_api) ? (isPlainMap(c.rest_cherrypy) ? "rest_cherrypy+brine_api" : "brine_api") : "rest_cherrypy";
+  const raw: Record<string, unknown> = { ...(isPlainMap(c.rest_cherrypy) ? c.rest_cherrypy : {}), ...(isPlainMap(c.brine_api) ? c.brine_api : {}) };
+  const bad = (k: string, why: string) => new BrineError("CONFIG_INVALID", `${section}.${k}: ${why}`);
+  const int = (k: string, dflt: number, min: number, max: number): number => {
+    const v = raw[k] ?? dflt;
+    const n = typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v;
+    if (typeof n !== "number" || !Number.isInteger(n) || n < min || n > max) throw bad(k, `must be an integer from ${min} to ${max}`);
+    return n;
+  };
+  const bool = (k: string, dflt: boolean): boolean => {
+    const v = raw[k] ?? dflt;
+    if (typeof v !== "boolean") throw bad(k, "must be true or false");
+    return v;
+  };
+  const str = (k: string): string | undefined => {
+    const v = raw[k];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "string" || v === "") throw bad(k, "must be a non-empty string");
+    return v;
+  };
+  const strList = (k: string, v: unknown): string[] => {
+    if (v === undefined || v === null) return [];
+    const list = typeof v === "string" ? [v] : v;
+    if (!Array.isArray(list) || !list.every((x) => typeof x === "string" && x !== "")) throw bad(k, "must be a string or a list of strings");
+    return list as string[];
+  };
+
+  const disableSsl = bool("disable_ssl", false);
+  const sslCrt = str("ssl_crt");
+  const sslKey = str("ssl_key");
+  if (!disableSsl && (!sslCrt || !sslKey)) {
+    // Salt logs "Not starting ... Options 'ssl_crt' and 'ssl_key' are required if SSL is not disabled." and runs no API
+    throw bad("ssl_crt", "'ssl_crt' and 'ssl_key' are required unless 'disable_ssl: true'");
+  }
+  const webhookUrl = "/" + (str("webhook_url") ?? "hook").replace(/^\/+|\/+$/g, "");
+  if (!/^\/[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*$/.test(webhookUrl)) throw bad("webhook_url", "must be a path of letters, digits, _ and -");
+
+  const clients = strList("netapi_enable_clients", c.netapi_enable_clients);
+  for (const cl of clients) if (!(NETAPI_CLIENTS as readonly string[]).includes(cl)) throw new BrineError("CONFIG_INVALID", `netapi_enable_clients: unknown client '${cl}' (known: ${NETAPI_CLIENTS.join(", ")})`);
+  const restTimeout = c.rest_timeout ?? 300;
+  if (typeof restTimeout !== "number" || !(restTimeout > 0) || restTimeout > 86_400) throw new BrineError("CONFIG_INVALID", "rest_timeout: must be a number of seconds from 1 to 86400");
+
+  const host = str("host") ?? "0.0.0.0";
+  return {
+    section,
+    port: int("port", 8000, 0, 65535),
+    host,
+    sslCrt,
+    sslKey,
+    disableSsl,
+    debug: bool("debug", false),
+    corsOrigins: strList("cors_origin", raw.cors_origin),
+    bodyBytesMax: int("max_request_body_size", 1_048_576, 1024, 1024 * 1024 * 1024),
+    webhookDisableAuth: bool("webhook_disable_auth", false),
+    webhookUrl,
+    statsDisableAuth: bool("stats_disable_auth", false),
+    authorizedIps: strList("authorized_ips", raw.authorized_ips),
+    loginFailuresPerMinute: int("login_failures_per_minute", 10, 1, 1_000_000),
+    requestsPerMinute: int("requests_per_minute", 0, 0, 100_000_000),
+    enabledClients: new Set(clients),
+    restTimeoutS: restTimeout,
+    timeoutS: Number(cfg.timeout) > 0 ? Number(cfg.timeout) : 5,
+    gatherJobTimeoutS: Number(cfg.gather_job_timeout) > 0 ? Number(cfg.gather_job_timeout) : 10,
+  };
+}

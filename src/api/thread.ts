@@ -1,0 +1,47 @@
+/**
+ * The API thread (a worker_thread of the master, started by src/api/host.ts): fastify on the
+ * configured host and port, the bus feed, and the link that carries clear requests to the master's
+ * request lanes. It holds no key and no credentials of its own.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { configureLogging, getLogger } from "../log.js";
+import { buildApp } from "./app.js";
+import { BusFeed } from "./bus-feed.js";
+import { MasterLink } from "./master-link.js";
+import type { ApiInit, ApiToMain, MainToApi } from "./messages.js";
+import { Netapi } from "./netapi.js";
+import { readApiOptions } from "./options.js";
+
+const init = workerData as ApiInit;
+configureLogging(init.log);
+const log = getLogger("brine.api");
+const port = parentPort!;
+const post = (m: ApiToMain) => port.postMessage(m);
+
+async function main(): Promise<void> {
+  const opts = readApiOptions(init.cfg);
+  const link = new MasterLink(port);
+  const bus = new BusFeed(init.cfg.sock_dir);
+  await bus.start();
+  const subscribe = (fn: Parameters<BusFeed["subscribe"]>[0]) => bus.subscribe(fn);
+  const netapi = new Netapi(init.cfg, opts, link, subscribe);
+  const app = await buildApp({ cfg: init.cfg, opts, netapi, subscribe, fire: (tag, data) => link.fire(tag, data), masterInFlight: () => link.inFlight });
+  await app.listen({ port: opts.port, host: opts.host });
+  const addr = app.server.address();
+  const bound = typeof addr === "object" && addr ? addr.port : opts.port;
+  log.info(`HTTP API (${opts.section}) listening on ${opts.disableSsl ? "http" : "https"}://${opts.host}:${bound}`);
+  port.on("message", (m: MainToApi) => {
+    if (m.t !== "stop") return;
+    link.close();
+    bus.close();
+    // open /events streams never end on their own: close every connection, then the listener
+    app.server.closeAllConnections?.();
+    void app.close().finally(() => process.exit(0));
+  });
+  post({ t: "listening", port: bound });
+}
+
+main().catch((e: Error) => {
+  log.error(`HTTP API failed to start: ${e.message}`);
+  post({ t: "failed", message: e.message });
+});
