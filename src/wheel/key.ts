@@ -135,7 +135,8 @@ function dictMatch(store: KeyStore, matches: Listing): Listing {
 
 /**
  * Moves or removes the keys of `matches` found in the directories of `from`; fires and notes each change.
- * Accepting skips (and drops from `matches`) a key that is not an RSA public key, as Salt does.
+ * Accepting skips (and drops from `matches`) a key that is not an RSA public key, as Salt does; a key the
+ * filesystem refuses to move or remove is logged and skipped (Salt skips it silently).
  */
 function change(ctx: WheelContext, store: KeyStore, act: KeyAct, matches: Listing, from: readonly KeyState[]): number {
   let changed = 0;
@@ -148,7 +149,13 @@ function change(ctx: WheelContext, store: KeyStore, act: KeyAct, matches: Listin
         matches[dir] = matches[dir].filter((m) => m !== id);
         continue;
       }
-      if (!applyKeyAct(store, ctx.cfg, act, { state, id })) continue;
+      try {
+        if (!applyKeyAct(store, ctx.cfg, act, { state, id })) continue;
+      } catch (e) {
+        // Salt passes over a key it cannot move or remove and goes on; the answer shows where it still is
+        log.warning(`wheel key.${act}: ${id} in ${dir}: ${(e as Error).message}`);
+        continue;
+      }
       changed++;
       ctx.note(`${act}:${id}`);
       ctx.fire(KEY_EVENT_TAG, keyEventData(act, id));

@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { callWheel } from "../../src/wheel/index.js";
 import { makeBed, seed } from "./helpers.js";
@@ -155,6 +155,20 @@ test("dict variants never reach outside the key directories: unknown directories
     const bad = await callWheel(bed.ctx, "key.delete_dict", [{ minions: "victim" }], {});
     assert.equal(bad.success, false);
     assert.ok(bed.keys.exists("accepted", "victim"));
+  } finally {
+    bed.cleanup();
+  }
+});
+
+test("a key the filesystem will not remove is skipped and reported where it is; the others are deleted and the rotation still asked for", async () => {
+  const bed = makeBed();
+  try {
+    seed(bed, { accepted: ["gone1", "gone2"] });
+    mkdirSync(path.join(bed.keys.pkiDir, "minions", "stuck")); // a directory: rm without recursive refuses it
+    const r = await callWheel(bed.ctx, "key.delete", ["*"], {});
+    assert.deepEqual(r, { success: true, return: { minions: ["stuck"] } });
+    assert.deepEqual(bed.notes, ["delete:gone1", "delete:gone2"]);
+    assert.ok(existsSync(dfnOf(bed.cfg.cachedir)));
   } finally {
     bed.cleanup();
   }
