@@ -84,6 +84,8 @@ export class LocalClient {
         const [reply] = await sock.receive();
         const v = decodeWire(reply!);
         if (isMap(v) && isMap(v.load)) return v.load as PubReply;
+        // a refused publish is Salt's top-level {"error": {name, message}}
+        if (isMap(v) && v.error !== undefined) return { error: v.error };
         return { error: isMap(v) ? v : String(v) };
       } catch (e) {
         lastErr = e as Error;

@@ -22,6 +22,14 @@ import { packEvent, packEventFromSpans } from "../events/event-frame.js";
 import { newMapEntrySpans, type MapEntrySpans } from "../protocol/msgpack.js";
 import { checkMinions } from "../targeting/index.js";
 import { minionFacingKeyFiles, minionPkiDir } from "../cluster/shared-fs.js";
+import { Authenticator } from "../auth/authenticate.js";
+import type { EauthBackend } from "../auth/backend.js";
+import { makeEauthBackends } from "../auth/backends/index.js";
+import { authOptions } from "../auth/options.js";
+import { TokenStore } from "../auth/tokens.js";
+import type { WheelContext } from "../wheel/types.js";
+import { getLogger } from "../log.js";
+import { localPresent } from "./presence.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
 export const acceptedKeyCacheTtlMs = 1000;
@@ -40,11 +48,24 @@ export interface Effects {
   publishes: Record<string, unknown>[];
   /** key-state changes the main thread should know of (e.g. to invalidate caches, rotate) */
   notes: string[];
+  /** runners an authorized clear `runner` request asked for; the main thread starts their threads */
+  runs: RunnerLaunch[];
+}
+
+/** A runner call to start on the main thread (its jid was assigned by the request worker). */
+export interface RunnerLaunch {
+  jid: string;
+  fun: string;
+  arg: unknown[];
+  kwarg: Record<string, unknown>;
+  user: string;
 }
 
 export function newEffects(): Effects {
-  return { events: [], publishes: [], notes: [] };
+  return { events: [], publishes: [], notes: [], runs: [] };
 }
+
+const log = getLogger("brine.context");
 
 export class MasterContext {
   readonly keys: KeyStore;
@@ -69,7 +90,10 @@ export class MasterContext {
   /** minion id → tok bytes already verified against its current key (X9.31 is deterministic) */
   readonly verifiedToks = new Map<string, { tok: Buffer; pem: string }>();
   private aesCache: { gen: number; c: Crypticle } | undefined;
-  private rootKeyCache: { mtimeMs: number; key: string } | undefined;
+  private readonly cliKeyCache = new Map<string, { mtimeMs: number; key: string }>();
+  private authenticator: Authenticator | undefined;
+  /** eauth backends by name; set before the first clear command to replace the configured ones (tests) */
+  eauthBackends: ReadonlyMap<string, EauthBackend> | undefined;
 
   constructor(
     readonly cfg: MasterConfig,
@@ -109,18 +133,66 @@ export class MasterContext {
     }
   }
 
-  /** The CLI key for `user` (Salt keeps `.<user>_key`; root and sudo_* map to the master's user). */
+  /** The CLI key of the master's own user (`cachedir/.<user>_key`), re-read when the file changes. */
   rootKey(): string | undefined {
-    const file = path.join(this.cfg.cachedir, `.${this.cfg.user}_key`);
+    return this.cliKey(this.cfg.user);
+  }
+
+  /** The CLI key of one local user (`cachedir/.<user>_key`), or undefined when it has none. */
+  cliKey(user: string): string | undefined {
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(user)) return undefined;
+    const file = path.join(this.cfg.cachedir, `.${user}_key`);
     try {
       const st = statSync(file);
-      if (!this.rootKeyCache || this.rootKeyCache.mtimeMs !== st.mtimeMs) {
-        this.rootKeyCache = { mtimeMs: st.mtimeMs, key: readFileSync(file, "utf8").trim() };
+      let hit = this.cliKeyCache.get(user);
+      if (!hit || hit.mtimeMs !== st.mtimeMs) {
+        hit = { mtimeMs: st.mtimeMs, key: readFileSync(file, "utf8").trim() };
+        this.cliKeyCache.set(user, hit);
       }
-      return this.rootKeyCache.key;
+      return hit.key;
     } catch {
+      this.cliKeyCache.delete(user);
       return undefined;
     }
+  }
+
+  /** Every local user's CLI key: the master's user, root, and the plain names in publisher_acl (Salt's access_keys). */
+  cliKeys(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const acl = this.cfg.publisher_acl;
+    const names = new Set([this.cfg.user, "root", ...(acl && typeof acl === "object" ? Object.keys(acl) : [])]);
+    for (const n of names) {
+      const k = this.cliKey(n);
+      if (k !== undefined) out[n] = k;
+    }
+    return out;
+  }
+
+  /** Authentication for clear commands (eauth backends, tokens, CLI keys), built at first use. */
+  auth(): Authenticator {
+    if (!this.authenticator) {
+      this.authenticator = new Authenticator({
+        opts: authOptions(this.cfg),
+        backends: this.eauthBackends ?? makeEauthBackends(this.cfg),
+        tokens: new TokenStore(this.store, this.now),
+        cliKeys: () => this.cliKeys(),
+        masterUser: this.cfg.user,
+        nowMs: this.now,
+        warn: (m) => log.warning(m),
+      });
+    }
+    return this.authenticator;
+  }
+
+  /** What a wheel function may do from this request thread: its events and key notes go with the request's effects. */
+  wheelContext(fx: Effects): WheelContext {
+    return {
+      cfg: this.cfg,
+      note: (change) => fx.notes.push(change),
+      fire: (tag, data) => this.fire(fx, tag, data),
+      connectedIds: async () => localPresent(this.cfg, this.store, this.acceptedIds(), (id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined),
+      now: this.now,
+    };
   }
 
   /** Queue an event for the bus; `owned`: `data` was made for this event alone and may be stamped in place. */

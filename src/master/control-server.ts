@@ -93,24 +93,41 @@ export class ControlServer {
       reply({ type: "error", message: "unknown control request" });
       return;
     }
+    const started = this.startRunner(
+      { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: m.kwarg && typeof m.kwarg === "object" ? (m.kwarg as Record<string, unknown>) : {}, user: this.cfg.user },
+      reply,
+    );
+    if (!started) return;
+    s.on("close", () => started.abandon());
+  }
+
+  /**
+   * Runs one runner call in its own thread: `salt/run/<jid>/new`, every message to `onMessage`, then
+   * `salt/run/<jid>/ret`. Used by `salt-run` over this socket and by authorized clear `runner`
+   * requests (those come with the jid their request worker gave them). Undefined when too many run.
+   */
+  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string }, onMessage: (m: RunnerMessage) => void): { abandon(): void } | undefined {
     if (this.running >= runnerThreadsMax) {
-      reply({ type: "error", message: `too many runners at once (runnerThreadsMax ${runnerThreadsMax})` });
-      return;
+      const message = `too many runners at once (runnerThreadsMax ${runnerThreadsMax})`;
+      onMessage({ type: "error", message });
+      // a clear runner request was already answered with its jid: its waiter learns of the refusal here
+      if (call.jid) this.runnerEvents?.fireLocal(`salt/run/${call.jid}/ret`, { fun: `runner.${call.fun}`, jid: call.jid, user: call.user, return: message, success: false });
+      return undefined;
     }
     this.running++;
     const lc = loggingConfig();
     const init: RunnerInit = {
       cfg: this.cfg,
-      fun: m.fun,
-      arg: Array.isArray(m.arg) ? m.arg : [],
-      kwarg: m.kwarg && typeof m.kwarg === "object" ? (m.kwarg as Record<string, unknown>) : {},
+      fun: call.fun,
+      arg: call.arg,
+      kwarg: call.kwarg,
       log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null },
     };
     const link = this.clusterLink();
     if (link) init.cluster = link;
-    const jid = this.runnerEvents?.nextJid();
-    const job = { fun: `runner.${m.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: this.cfg.user };
-    if (jid) this.runnerEvents!.fireLocal(`salt/run/${jid}/new`, job);
+    const jid = call.jid ?? this.runnerEvents?.nextJid();
+    const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
+    if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
     const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
     const unsubscribe = this.bus.subscribe((f) => w.postMessage({ type: "event", frame: f }));
     let done = false;
@@ -121,24 +138,27 @@ export class ControlServer {
       unsubscribe();
     };
     w.on("message", (msg: RunnerMessage) => {
-      reply(msg);
+      onMessage(msg);
       if (msg.type === "return" || msg.type === "error") {
         if (jid) {
           const ok = msg.type === "return";
-          this.runnerEvents!.fireLocal(`salt/run/${jid}/ret`, { ...job, return: ok ? msg.ret : msg.message, success: ok });
+          this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: ok ? msg.ret : msg.message, success: ok });
         }
         finish();
         void w.terminate();
       }
     });
     w.on("error", (e) => {
-      reply({ type: "error", message: e.message });
+      onMessage({ type: "error", message: e.message });
+      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: e.message, success: false });
       finish();
     });
     w.on("exit", () => finish());
-    s.on("close", () => {
-      if (!done) void w.terminate();
-    });
+    return {
+      abandon: () => {
+        if (!done) void w.terminate();
+      },
+    };
   }
 
   async stop(): Promise<void> {

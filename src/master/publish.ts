@@ -1,11 +1,16 @@
 /**
- * The `publish` clear command (Salt's ClearFuncs.publish): ACL blacklist, targeting against accepted
- * keys and the minion data cache, root-key authentication, jid allocation, the `<jid>` and
- * `salt/job/<jid>/new` events, the saved load, the 3007 `salt/job/<jid>/publish` event, and the
- * publish load handed to the publisher (which adds the serial, encrypts and signs, in order).
+ * The `publish` clear command (Salt's ClearFuncs.publish): authentication (a `token` or `eauth` in the
+ * load's `kwargs` is judged alone, never the key that comes with it; else the CLI key of `user`), the
+ * ACL blacklist, targeting against accepted keys and the minion data cache, authorization of the
+ * user's auth list against the function, its arguments and every targeted minion, jid allocation, the
+ * `<jid>` and `salt/job/<jid>/new` events, the saved load (credentials stripped), the 3007
+ * `salt/job/<jid>/publish` event, and the publish load handed to the publisher (which adds the serial,
+ * encrypts and signs, in order). Refusals are Salt's top-level `{"error": {...}}` and one audit line.
  */
-import { timingSafeEqual } from "node:crypto";
 import { getLogger } from "../log.js";
+import { credentialKind } from "../auth/authenticate.js";
+import { publishAllowed } from "../auth/acl.js";
+import { audit } from "./clear-funcs.js";
 import { validJid } from "../protocol/ids.js";
 import { isMap, type WireValue } from "../protocol/msgpack.js";
 import { checkMinions } from "../targeting/index.js";
@@ -19,12 +24,8 @@ const KWARGS_FORWARDED = ["ret_config", "metadata", "module_executors", "executo
 const authError = { error: { name: "AuthenticationError", message: "Authentication error occurred." } };
 const aclError = { error: { name: "AuthorizationError", message: "Authorization error occurred." } };
 
-function keyMatches(given: unknown, want: string | undefined): boolean {
-  if (typeof given !== "string" || want === undefined) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(want);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
+/** Credentials a publish may carry in its kwargs; never saved, fired or published. */
+const KWARG_CREDENTIALS = ["token", "eauth", "username", "password"] as const;
 
 function blacklisted(list: string[] | undefined, value: string): boolean {
   if (!Array.isArray(list)) return false;
@@ -43,7 +44,6 @@ function isStrList(v: unknown): v is string[] {
 
 export async function handlePublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<unknown> {
   const clear = (l: unknown) => ({ enc: "clear", load: l });
-  const user = typeof load.user === "string" ? load.user : "root";
   const fun = load.fun;
   const tgt = load.tgt;
   const tgtType = typeof load.tgt_type === "string" ? load.tgt_type : "glob";
@@ -54,23 +54,51 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   }
   const arg = Array.isArray(load.arg) ? load.arg : [];
   const funs = typeof fun === "string" ? [fun] : fun;
+
+  // who is asking: a token or eauth in kwargs alone, else the CLI key of `user`
+  const kind = credentialKind(kwargs as Record<string, unknown>);
+  const outcome = await ctx.auth().authenticate((kind === "user" ? load : kwargs) as Record<string, unknown>, kind);
+  const fail = (error: { name: string; message: string }) => {
+    if (validJid(load.jid)) ctx.fire(fx, `salt/job/${load.jid}/error`, { ...withoutCredentials(load), error });
+    return { error };
+  };
+  if (!outcome.ok) {
+    audit({ user: outcome.username, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: `denied: ${outcome.reason}` });
+    log.warning(`Authentication failure of type "${kind}" occurred.`);
+    return fail(authError.error);
+  }
+  const user = kind === "user" ? (typeof load.user === "string" ? load.user : "root") : outcome.username;
+
   const bl = ctx.cfg.publisher_acl_blacklist ?? {};
   if (blacklisted(bl.users, user) || funs.some((f) => blacklisted(bl.modules, f))) {
+    audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: "denied: publisher_acl_blacklist" });
     log.warning(`publish by ${user} of ${funs.join(",")} refused by publisher_acl_blacklist`);
-    return clear(aclError);
-  }
-  if (!keyMatches(load.key, ctx.rootKey())) {
-    log.warning(`Authentication failure of type "user" occurred for user ${user}`);
-    if (validJid(load.jid)) ctx.fire(fx, `salt/job/${load.jid}/error`, { ...withoutKey(load), error: authError.error });
-    return clear(authError);
+    return fail(aclError.error);
   }
   const delimiter = typeof kwargs.delimiter === "string" ? kwargs.delimiter : ":";
-  const { minions, missing } = checkMinions(tgt, tgtType, {
+  const targets = {
     acceptedIds: ctx.acceptedIds(),
     minionData: (id: string) => ctx.minionCache.get(id),
     nodegroups: ctx.cfg.nodegroups,
     greedy: true,
-  }, { delimiter });
+  };
+  const { minions, missing } = checkMinions(tgt, tgtType, targets, { delimiter });
+  if (outcome.rights !== "full") {
+    const allowed = publishAllowed({
+      authList: outcome.rights,
+      fun,
+      arg,
+      minions,
+      minionsOf: (t) => checkMinions(t, "compound", { ...targets, greedy: false }).minions,
+      whitelist: ["saltutil.find_job"],
+    });
+    if (!allowed) {
+      audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: "denied: not in the user's auth list" });
+      log.warning(`Authentication failure of type "${kind}" occurred.`);
+      return fail(aclError.error);
+    }
+  }
+  audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: "allowed" });
   if (minions.length === 0) {
     return clear({ jid: null, minions: [], error: `Master could not resolve minions for target ${String(tgt)}` });
   }
@@ -79,7 +107,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
 
   ctx.fire(fx, jid, { minions });
   ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing });
-  const saved = { ...withoutKey(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "" };
+  const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "" };
   await ctx.jobs.saveLoad(jid, saved, minions);
 
   const pub: Record<string, unknown> = { fun, arg, tgt, jid, ret: typeof load.ret === "string" ? load.ret : "", tgt_type: tgtType, user };
@@ -92,7 +120,13 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   return clear({ jid, minions, missing });
 }
 
-function withoutKey(load: Record<string, WireValue>): Record<string, WireValue> {
+/** The load as it may be saved and fired: no `key`, and no token or password in its kwargs. */
+function withoutCredentials(load: Record<string, WireValue>): Record<string, WireValue> {
   const { key: _k, ...rest } = load;
+  if (isMap(rest.kwargs)) {
+    const kw: Record<string, WireValue> = { ...rest.kwargs };
+    for (const k of KWARG_CREDENTIALS) delete kw[k];
+    rest.kwargs = kw;
+  }
   return rest;
 }

@@ -17,13 +17,18 @@ import { frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
 import { AES_FUNCS, type AesResult } from "./aes-funcs.js";
 import { handleAuth } from "./auth.js";
 import { handlePublish } from "./publish.js";
+import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
 import type { Effects, MasterContext } from "./context.js";
 
 const log = getLogger("brine.request");
 const SALT = Buffer.from("salt");
 
-/** Clear commands a client may send; everything else gets `{}` (CVE-2020-11651: no other method is reachable). */
-const CLEAR_FUNCS = new Set(["_auth", "publish"]);
+/**
+ * Clear commands a client may send (Salt's ClearFuncs.expose_methods); everything else gets `{}`
+ * (CVE-2020-11651: no other method is reachable). All but `_auth` are authenticated by their own
+ * credentials: see clear-funcs.ts and src/auth/.
+ */
+const CLEAR_FUNCS = new Set(["_auth", "publish", ...CLEAR_COMMANDS]);
 
 export const BAD_LOAD = "bad load";
 
@@ -166,7 +171,8 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
       return {};
     }
     if (cmd === "_auth") return handleAuth(ctx, load, version, fx);
-    return handlePublish(ctx, load, fx);
+    if (cmd === "publish") return handlePublish(ctx, load, fx);
+    return handleClearCommand(ctx, cmd, load, fx);
   }
 
   // AES requests

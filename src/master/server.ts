@@ -21,6 +21,7 @@ import { JidGenerator, sharedJidClock } from "../protocol/jid.js";
 import { PublisherClient } from "../workers/publisher/client.js";
 import { QUEUE_FULL_REPLY, RequestLanes, SHUTDOWN_REPLY } from "../workers/req-handler/pool.js";
 import { ensureRootKey } from "./root-key.js";
+import { prepareAuthorization } from "../auth/startup.js";
 import { Maintenance } from "./maintenance.js";
 import { ControlServer } from "./control-server.js";
 import { SendQueue } from "../transport/send-queue.js";
@@ -78,6 +79,7 @@ export class MasterServer {
     const keys = loadOrCreateKeyPair(c.pki_dir, "master", c.keysize);
     if (keys.created) log.info(`Generated master key pair in ${c.pki_dir}`);
     ensureRootKey(c.cachedir, c.user);
+    prepareAuthorization(c, log);
     // Salt's CLI checks this file exists before publishing; we accept publishes on ret_port instead.
     writeFileSync(path.join(c.sock_dir, "publish_pull.ipc"), "");
   }
@@ -146,7 +148,7 @@ export class MasterServer {
       },
       (frames) => frames.forEach((f) => this.pubOut!.push([f])),
     );
-    this.lanes = new RequestLanes<RequestTag>(c, shared, (replies, events, publishes, sync) => {
+    this.lanes = new RequestLanes<RequestTag>(c, shared, (replies, events, publishes, sync, runs) => {
       // Order: events first (a CLI listening for returns sees them), then publishes, then replies.
       this.bus.publish(events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
       this.publisher!.publish(publishes);
@@ -157,6 +159,8 @@ export class MasterServer {
         if (isApiTag(r.tag)) this.api?.reply(r.tag, r.reply);
         else this.routerOut!.push([...r.tag, r.reply]);
       }
+      // authorized clear `runner` requests: answered with their jid; the result comes on the bus
+      for (const run of runs ?? []) this.control?.startRunner(run, () => {});
     });
 
     this.router = new Router({ backlog: c.zmq_backlog, linger: 0, ipv6: c.ipv6, mandatory: false });

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
 import type { MasterConfig } from "../../config/defaults.js";
 import { getLogger, loggingConfig } from "../../log.js";
-import type { SharedBuffers } from "../../master/context.js";
+import type { RunnerLaunch, SharedBuffers } from "../../master/context.js";
 import { encodeWire } from "../../protocol/msgpack.js";
 import type { BatchResult, CleanupResult, Lane, PresenceResult } from "./task.js";
 
@@ -46,7 +46,7 @@ export interface LaneOutput<T> {
   reply: Buffer;
 }
 
-export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[]) => void;
+export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[], runs?: RunnerLaunch[]) => void;
 
 export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "./replies.js";
 
@@ -91,6 +91,7 @@ class LaneQueue<T> {
             r.events,
             r.publishes,
             r.sync,
+            r.runs,
           );
         })
         .catch((e: Error) => {

@@ -1,4 +1,5 @@
 /** The messages that cross between the main thread and the request workers. */
+import type { RunnerLaunch } from "../../master/context.js";
 
 export type Lane = "auth" | "req";
 
@@ -31,6 +32,8 @@ export interface BatchResult {
   publishes: Record<string, unknown>[];
   /** clustered: encoded cache-sync record batches for the peers (src/cluster/cache-sync/outbox.ts) */
   sync?: Uint8Array[];
+  /** runner calls authorized clear `runner` requests asked for (the main thread starts them) */
+  runs?: RunnerLaunch[];
 }
 
 export interface CleanupResult {
