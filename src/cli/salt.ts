@@ -1,10 +1,11 @@
 /**
  * salt: publish a job and print each minion's return as it arrives (Salt's LocalClient + SaltCMD).
  */
-import { Command } from "commander";
+import { Command, Option } from "commander";
 import { conditionInput } from "../client/args.js";
 import { LocalClient, type PubReply } from "../client/local-client.js";
 import { controlCall } from "../client/control-client.js";
+import { eauthKwargs } from "../client/eauth-cli.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
 import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
 
@@ -30,6 +31,12 @@ const program = new Command("salt")
   .option("--out <outputter>", `output format: ${OUTPUTTERS.join(", ")}`, "nested")
   .option("--return <returner>", "returner to use for the job's returns", "")
   .option("-l, --log-level <level>", "console log level", "warning")
+  .option("-a, --auth <eauth>", "authenticate with this external_auth backend (asks for the username and password); also --eauth, --external-auth")
+  .addOption(new Option("--eauth <eauth>").hideHelp())
+  .addOption(new Option("--external-auth <eauth>").hideHelp())
+  .option("-T, --make-token", "with -a: trade the credentials for a token, kept in token_file (~/.salt_token) for later commands")
+  .option("--username <name>", "the eauth username (else asked)")
+  .option("--password <password>", "the eauth password (else asked, without echo)")
   .argument("<target>")
   .argument("<function>")
   .argument("[arguments...]")
@@ -67,7 +74,9 @@ const tgt: string | string[] = tgtType === "list" ? tgtRaw.split(",").filter(Boo
 const funs = fun.includes(",") ? fun.split(",") : fun;
 const arg = conditionInput(words ?? []);
 const client = new LocalClient(cfg);
-const kwargs = { show_timeout: true, show_jid: Boolean(o.showJid), delimiter: o.delimiter };
+const kwargs: Record<string, unknown> = { show_timeout: true, show_jid: Boolean(o.showJid), delimiter: o.delimiter };
+/** What Salt's CLI prints (on stdout, exit 1) when the master refuses the credentials or the rights. */
+const AUTH_REFUSALS = new Set(["Authentication error occurred.", "Authorization error occurred."]);
 
 function printBlock(id: string, ret: unknown): void {
   const s = formatResult(out, { [id]: ret });
@@ -93,9 +102,19 @@ async function notConnected(): Promise<Set<string> | undefined> {
 }
 
 async function main(): Promise<number> {
+  const creds = await eauthKwargs(cfg, { eauth: o.auth ?? o.eauth ?? o.externalAuth, makeToken: o.makeToken, username: o.username, password: o.password }, client.rootKey() !== "", (load) => client.clearRequest(load));
+  if (!creds) {
+    process.stderr.write("ERROR: Authentication failed\n");
+    return 2;
+  }
+  Object.assign(kwargs, creds);
   if (o.async) {
     const r = await client.pub({ tgt, fun: funs, arg, tgtType, ret: o.return, kwargs, timeoutS });
     const err = pubError(r);
+    if (err && AUTH_REFUSALS.has(err)) {
+      process.stdout.write(`${err}\n`);
+      return 1;
+    }
     if (err || !r.jid) {
       process.stderr.write(`ERROR: ${err ?? "No minions matched the target. No command was sent, no jid was assigned."}\n`);
       return 2;
@@ -130,6 +149,10 @@ async function main(): Promise<number> {
     printBlock(r.id, data.return);
     if (typeof data.retcode === "number" && data.retcode !== 0) exit = 1;
     else if (data.success === false) exit = 1;
+  }
+  if (failure && AUTH_REFUSALS.has(failure)) {
+    process.stdout.write(`${failure}\n`);
+    return 1;
   }
   if (failure) {
     // Salt's master says "could not resolve minions"; its CLI tells the operator nothing was sent.

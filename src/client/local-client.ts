@@ -41,8 +41,26 @@ export function clientAddress(cfg: MasterConfig): string {
 export class LocalClient {
   constructor(readonly cfg: MasterConfig) {}
 
+  /** The master user's CLI key, or "" when this user cannot read it (then eauth or a token must speak). */
   rootKey(): string {
-    return readFileSync(rootKeyPath(this.cfg.cachedir, this.cfg.user), "utf8").trim();
+    try {
+      return readFileSync(rootKeyPath(this.cfg.cachedir, this.cfg.user), "utf8").trim();
+    } catch {
+      return "";
+    }
+  }
+
+  /** One clear request to the master's request port (mk_token, get_token, ...), its decoded reply. */
+  async clearRequest(load: Record<string, unknown>, timeoutS = this.cfg.timeout): Promise<unknown> {
+    const sock = new Request({ receiveTimeout: timeoutS * 1000, sendTimeout: timeoutS * 1000, linger: 0 });
+    try {
+      sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
+      await sock.send(encodeWire({ enc: "clear", load, version: 3 }));
+      const [reply] = await sock.receive();
+      return decodeWire(reply!);
+    } finally {
+      sock.close();
+    }
   }
 
   /**
