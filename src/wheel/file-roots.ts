@@ -1,8 +1,8 @@
 /**
- * Salt's wheel `file_roots` module (read side): `list_roots`, `list_env`, `find`, `read` over the master's
- * `file_roots` option as configured (root paths as written; an unknown environment gives an empty answer).
- * A path must stay inside its root after symlinks (Salt's clean_path with subdir=True). `write` is not
- * provided. Walks and reads are bounded (listEnvEntriesMax, fileRootsReadBytesMax): past them the call fails
+ * Salt's wheel `file_roots` and `pillar_roots` modules (read side): `list_roots`, `list_env`, `find`, `read`
+ * over the master's `file_roots` / `pillar_roots` option as configured (root paths as written; an unknown
+ * environment gives an empty answer). A path must stay inside its root after symlinks (Salt's clean_path
+ * with subdir=True; Salt's pillar_roots.find skips that check, brine does not). `write` is not provided. Walks and reads are bounded (listEnvEntriesMax, fileRootsReadBytesMax): past them the call fails
  * with a CommandExecutionError rather than building an answer no client can take.
  */
 import { openSync, readSync, closeSync, readdirSync, realpathSync, statSync, readFileSync, type Dirent } from "node:fs";
@@ -19,15 +19,17 @@ export const fileRootsReadBytesMax = 16 * 1024 * 1024;
 
 type Tree = { [name: string]: Tree | "f" };
 
-function rootsOf(ctx: WheelContext, saltenv: unknown): string[] {
-  const fr = ctx.cfg.file_roots as unknown;
+type RootsOption = "file_roots" | "pillar_roots";
+
+function rootsOf(ctx: WheelContext, opt: RootsOption, saltenv: unknown): string[] {
+  const fr = ctx.cfg[opt] as unknown;
   if (typeof fr !== "object" || fr === null || typeof saltenv !== "string" || !Object.hasOwn(fr, saltenv)) return [];
   const roots = (fr as Record<string, unknown>)[saltenv];
   return (Array.isArray(roots) ? roots : []).filter((r): r is string => typeof r === "string" && r !== "");
 }
 
-function envsOf(ctx: WheelContext): string[] {
-  const fr = ctx.cfg.file_roots as unknown;
+function envsOf(ctx: WheelContext, opt: RootsOption): string[] {
+  const fr = ctx.cfg[opt] as unknown;
   return typeof fr === "object" && fr !== null ? Object.keys(fr) : [];
 }
 
@@ -64,9 +66,9 @@ function walk(dir: string, into: Tree, budget: { left: number }): void {
   }
 }
 
-function listEnv(ctx: WheelContext, saltenv: unknown, budget = { left: listEnvEntriesMax }): Record<string, Tree> {
+function listEnv(ctx: WheelContext, opt: RootsOption, saltenv: unknown, budget = { left: listEnvEntriesMax }): Record<string, Tree> {
   const ret: Record<string, Tree> = {};
-  for (const root of rootsOf(ctx, saltenv)) {
+  for (const root of rootsOf(ctx, opt, saltenv)) {
     ret[root] = {};
     walk(root, ret[root], budget);
   }
@@ -105,10 +107,10 @@ function isText(file: string): boolean {
   return nontext / n <= 0.3;
 }
 
-function find(ctx: WheelContext, rel: unknown, saltenv: unknown): Record<string, "txt" | "bin">[] {
+function find(ctx: WheelContext, opt: RootsOption, rel: unknown, saltenv: unknown): Record<string, "txt" | "bin">[] {
   if (typeof rel !== "string" || rel.includes("\0")) return [];
   const ret: Record<string, "txt" | "bin">[] = [];
-  for (const root of rootsOf(ctx, saltenv)) {
+  for (const root of rootsOf(ctx, opt, saltenv)) {
     const full = path.join(root, rel);
     const realRoot = realOrNull(path.resolve(root));
     const real = realOrNull(path.resolve(root, rel));
@@ -123,35 +125,40 @@ function find(ctx: WheelContext, rel: unknown, saltenv: unknown): Record<string,
   return ret;
 }
 
-export const FILE_ROOTS_FUNCTIONS = wheelModule("file_roots", {
-  list_roots: {
-    params: [],
-    run(ctx) {
-      const budget = { left: listEnvEntriesMax };
-      return Object.fromEntries(envsOf(ctx).map((env) => [env, [listEnv(ctx, env, budget)]]));
+function rootsModule(opt: RootsOption) {
+  return wheelModule(opt, {
+    list_roots: {
+      params: [],
+      run(ctx) {
+        const budget = { left: listEnvEntriesMax };
+        return Object.fromEntries(envsOf(ctx, opt).map((env) => [env, [listEnv(ctx, opt, env, budget)]]));
+      },
     },
-  },
-  list_env: {
-    params: ["saltenv"],
-    run: (ctx, kw) => listEnv(ctx, kw.saltenv ?? "base"),
-  },
-  find: {
-    params: ["path", "saltenv"],
-    required: 1,
-    run: (ctx, kw) => find(ctx, kw.path, kw.saltenv ?? "base"),
-  },
-  read: {
-    params: ["path", "saltenv"],
-    required: 1,
-    run(ctx, kw) {
-      const ret: Record<string, string>[] = [];
-      for (const hit of find(ctx, kw.path, kw.saltenv ?? "base")) {
-        const [full, form] = Object.entries(hit)[0];
-        if (form !== "txt") continue;
-        if (statSync(full).size > fileRootsReadBytesMax) throw new CommandExecutionError(`${full} is larger than ${fileRootsReadBytesMax} bytes (fileRootsReadBytesMax)`);
-        ret.push({ [full]: readFileSync(full, "utf8") });
-      }
-      return ret;
+    list_env: {
+      params: ["saltenv"],
+      run: (ctx, kw) => listEnv(ctx, opt, kw.saltenv ?? "base"),
     },
-  },
-});
+    find: {
+      params: ["path", "saltenv"],
+      required: 1,
+      run: (ctx, kw) => find(ctx, opt, kw.path, kw.saltenv ?? "base"),
+    },
+    read: {
+      params: ["path", "saltenv"],
+      required: 1,
+      run(ctx, kw) {
+        const ret: Record<string, string>[] = [];
+        for (const hit of find(ctx, opt, kw.path, kw.saltenv ?? "base")) {
+          const [full, form] = Object.entries(hit)[0];
+          if (form !== "txt") continue;
+          if (statSync(full).size > fileRootsReadBytesMax) throw new CommandExecutionError(`${full} is larger than ${fileRootsReadBytesMax} bytes (fileRootsReadBytesMax)`);
+          ret.push({ [full]: readFileSync(full, "utf8") });
+        }
+        return ret;
+      },
+    },
+  });
+}
+
+export const FILE_ROOTS_FUNCTIONS = rootsModule("file_roots");
+export const PILLAR_ROOTS_FUNCTIONS = rootsModule("pillar_roots");

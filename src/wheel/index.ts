@@ -21,12 +21,12 @@ import type { SaltWheelFunction } from "./define.js";
 import { KEY_FUNCTIONS } from "./key.js";
 import { CONFIG_FUNCTIONS } from "./config.js";
 import { MINIONS_FUNCTIONS } from "./minions.js";
-import { FILE_ROOTS_FUNCTIONS } from "./file-roots.js";
+import { FILE_ROOTS_FUNCTIONS, PILLAR_ROOTS_FUNCTIONS } from "./file-roots.js";
 import { CommandExecutionError, PyTypeError, SaltInvocationError } from "./salt-errors.js";
 
 export type { WheelContext, WheelFunction } from "./types.js";
 
-const ALL = new Map<string, SaltWheelFunction>([...KEY_FUNCTIONS, ...CONFIG_FUNCTIONS, ...MINIONS_FUNCTIONS, ...FILE_ROOTS_FUNCTIONS]);
+const ALL = new Map<string, SaltWheelFunction>([...KEY_FUNCTIONS, ...CONFIG_FUNCTIONS, ...MINIONS_FUNCTIONS, ...FILE_ROOTS_FUNCTIONS, ...PILLAR_ROOTS_FUNCTIONS]);
 
 /** Every wheel function brine has, keyed by Salt's name ("key.list_all"). */
 export const WHEEL_FUNCTIONS: ReadonlyMap<string, WheelFunction> = ALL;

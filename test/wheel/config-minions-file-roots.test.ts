@@ -112,3 +112,18 @@ test("file_roots.find / read: text and binary files inside a root; .., absolute 
     bed.cleanup();
   }
 });
+
+test("pillar_roots has the same read functions over pillar_roots, with the same root check", async () => {
+  const bed = makeBed((root) => ({ pillar_roots: { base: [path.join(root, "srv", "pillar")] } }));
+  try {
+    const base = path.join(bed.root, "srv", "pillar");
+    mkdirSync(base, { recursive: true });
+    writeFileSync(path.join(base, "top.sls"), "base: {}\n");
+    writeFileSync(path.join(bed.root, "outside.sls"), "x\n");
+    assert.deepEqual((await callWheel(bed.ctx, "pillar_roots.list_roots", [], {})).return, { base: [{ [base]: { "top.sls": "f" } }] });
+    assert.deepEqual((await callWheel(bed.ctx, "pillar_roots.read", ["top.sls"], {})).return, [{ [path.join(base, "top.sls")]: "base: {}\n" }]);
+    assert.deepEqual((await callWheel(bed.ctx, "pillar_roots.find", ["../outside.sls"], {})).return, []);
+  } finally {
+    bed.cleanup();
+  }
+});
