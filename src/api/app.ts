@@ -308,7 +308,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     });
   });
   app.post("/logout", async (req, reply) => {
-    await requireValidSession(req);
+    const tok = await requireValidSession(req);
+    await netapi.rmToken(String(tok.token));
     reply.clearCookie(COOKIE, { path: "/" });
     return answer(req, reply, 200, { return: "Your token has been cleared" });
   });

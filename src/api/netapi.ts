@@ -277,6 +277,12 @@ export class Netapi {
     return undefined;
   }
 
+  /** brine's rm_token: the master revokes the token (what /logout does; rest_cherrypy only forgets its session). */
+  async rmToken(token: string): Promise<boolean> {
+    if (!TOKEN_RE.test(token)) return false;
+    return (await this.master.request({ cmd: "rm_token", token })) === true;
+  }
+
   /** Resolver.get_token: the token dict when the master knows the token and it has not expired. */
   async getToken(token: string): Promise<Record<string, WireValue> | undefined> {
     if (!TOKEN_RE.test(token)) return undefined;

@@ -40,6 +40,8 @@ class ScriptedMaster implements ClearRequester {
     switch (l.cmd) {
       case "mk_token":
         return l.username === "alice" && l.password === "s3cret" ? { token: GOOD, start: 1, expire: 4e9, name: "alice", eauth: l.eauth } : "";
+      case "rm_token":
+        return l.token === GOOD;
       case "get_token":
         return l.token === GOOD ? { token: GOOD, start: 1, expire: 4e9, name: "alice", eauth: "sharedsecret" } : {};
       case "publish": {
