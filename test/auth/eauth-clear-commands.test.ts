@@ -58,6 +58,8 @@ describe("eauth on the clear commands", { timeout: 300_000 }, () => {
         },
         token_expire: 3600,
         token_expire_user_override: true,
+        publisher_acl: { fred: ["test.ping"] },
+        sudo_acl: true,
       },
       undefined,
       { logFile },
@@ -219,5 +221,18 @@ describe("eauth on the clear commands", { timeout: 300_000 }, () => {
     assert.deepEqual(ok.load?.minions, ["web1"]);
     const bad = map(await raw.clear({ cmd: "publish", tgt: "web1", fun: "test.ping", arg: [], tgt_type: "glob", ret: "", jid: "", user: "root", key: "nope", kwargs: {} }));
     assert.deepEqual(bad.error, AUTHN);
+  });
+
+  test("publisher_acl: a local user's own key (made at start) publishes what the list allows; it is not the root key", async () => {
+    const fredKey = readFileSync(path.join(tm.cachedir, ".fred_key"), "utf8").trim();
+    const pub = (user: string, key: string, fun: string) =>
+      raw.clear({ cmd: "publish", tgt: "web1", fun, arg: [], tgt_type: "glob", ret: "", jid: "", user, key, kwargs: {} });
+    assert.deepEqual(map(await pub("fred", fredKey, "test.ping")).load?.minions, ["web1"]);
+    assert.deepEqual(map(await pub("fred", fredKey, "cmd.run")).error, AUTHZ);
+    assert.deepEqual(map(await pub("root", fredKey, "cmd.run")).error, AUTHN, "Salt takes any local user's key for root; brine wants root's");
+    assert.deepEqual(map(await pub("fred", "x" + fredKey, "test.ping")).error, AUTHN);
+    // sudo_acl: sudo_<user> with the master's key gets <user>'s publisher_acl rights
+    assert.deepEqual(map(await pub("sudo_fred", tm.rootKey, "test.ping")).load?.minions, ["web1"]);
+    assert.deepEqual(map(await pub("sudo_fred", tm.rootKey, "cmd.run")).error, AUTHZ);
   });
 });

@@ -41,6 +41,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       removed += n;
     }
     removed += await purgeKeylessMinions(ctx);
+    removed += await ctx.auth().tokens.sweep(); // expired eauth tokens (Salt removes them only when presented)
     return { removed };
   }
   const fx = newEffects();
