@@ -50,13 +50,8 @@ export function checkCredentials(backend: string, creds: EauthCredentials, log: 
     log.warning(`eauth ${backend}: refused user ${shown(creds?.username)}: ${why}`);
     return undefined;
   };
-  const username = creds?.username;
-  if (typeof username !== "string") return refuse("username is not a string");
-  if (username.length === 0) return refuse("empty username");
-  if (username.length > USERNAME_CHARS_MAX) return refuse(`username longer than ${USERNAME_CHARS_MAX} characters`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(username)) return refuse("username holds control characters");
-  if (rules.usernamePattern && !rules.usernamePattern.test(username)) return refuse("username has a form this backend cannot pass on safely");
+  const username = checkUsername(backend, creds?.username, log, rules);
+  if (username === undefined) return undefined;
   const password = creds.password ?? "";
   if (typeof password !== "string") return refuse("password is not a string");
   if (password.length === 0 && !rules.emptyPasswordOk) return refuse("empty password");
@@ -65,6 +60,21 @@ export function checkCredentials(backend: string, creds: EauthCredentials, log: 
   if (password.includes("\u0000")) return refuse("password holds a NUL byte");
   if (rules.passwordForbidden && rules.passwordForbidden.test(password)) return refuse("password holds characters this backend cannot pass on");
   return { username, password };
+}
+
+/** the username when it is a non-empty string without control characters (and fits `rules`), else undefined (logged) */
+export function checkUsername(backend: string, username: unknown, log: Logger, rules: CredentialRules = {}): string | undefined {
+  const refuse = (why: string): undefined => {
+    log.warning(`eauth ${backend}: refused user ${shown(username)}: ${why}`);
+    return undefined;
+  };
+  if (typeof username !== "string") return refuse("username is not a string");
+  if (username.length === 0) return refuse("empty username");
+  if (username.length > USERNAME_CHARS_MAX) return refuse(`username longer than ${USERNAME_CHARS_MAX} characters`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(username)) return refuse("username holds control characters");
+  if (rules.usernamePattern && !rules.usernamePattern.test(username)) return refuse("username has a form this backend cannot pass on safely");
+  return username;
 }
 
 /**

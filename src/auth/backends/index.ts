@@ -19,6 +19,7 @@ import { makeAutoBackend } from "./auto.js";
 import { externalAuth } from "./common.js";
 import { makeFileBackend } from "./file.js";
 import { makeLdapBackend } from "./ldap.js";
+import { makePamBackend } from "./pam.js";
 import { makeSharedSecretBackend } from "./sharedsecret.js";
 
 type Factory = (cfg: MasterConfig, log?: Logger) => EauthBackend;
@@ -28,6 +29,7 @@ const FACTORIES: Record<string, Factory> = {
   sharedsecret: makeSharedSecretBackend,
   auto: makeAutoBackend,
   ldap: makeLdapBackend,
+  pam: makePamBackend,
 };
 
 /** the names operators may write under external_auth and clients send as `eauth` */

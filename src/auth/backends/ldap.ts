@@ -44,7 +44,7 @@ import type { MasterConfig } from "../../config/defaults.js";
 import { BrineError } from "../../errors.js";
 import { getLogger, type Logger } from "../../log.js";
 import type { EauthBackend, EauthCredentials } from "../backend.js";
-import { checkCredentials, OptionReader, shown } from "./common.js";
+import { checkCredentials, checkUsername, OptionReader, shown } from "./common.js";
 
 /** most entries a search may return (a group list, not the directory) */
 export const LDAP_SEARCH_ENTRIES_MAX = 1000;
@@ -270,21 +270,23 @@ export class LdapEauthBackend implements EauthBackend {
   }
 
   async groups(creds: EauthCredentials): Promise<string[]> {
-    const c = checkCredentials(this.name, creds, this.log);
-    if (!c) return [];
+    const username = checkUsername(this.name, creds?.username, this.log);
+    if (username === undefined) return [];
     let client = await this.lookupBind();
     if (!client && this.opts.anonymous) {
       client = await this.connect(); // auth.ldap.anonymous: "bind to LDAP anonymously to determine group membership"
     } else if (!client) {
       // no lookup account: the user reads the directory as themself
-      const dn = render(this.opts.binddn!, escapeDnValue(c.username));
+      const c = checkCredentials(this.name, creds, this.log);
+      if (!c) return [];
+      const dn = render(this.opts.binddn!, escapeDnValue(username));
       client = await this.connect();
       try {
         await client.bind(dn, c.password);
       } catch (e) {
         await this.close(client);
         if (e instanceof InvalidCredentialsError) {
-          this.log.warning(`eauth ldap: bind as ${dn} to read the groups of ${shown(c.username)} failed: wrong password`);
+          this.log.warning(`eauth ldap: bind as ${dn} to read the groups of ${shown(username)} failed: wrong password`);
           return [];
         }
         throw this.failure(`bind as ${dn}`, e);
@@ -292,12 +294,12 @@ export class LdapEauthBackend implements EauthBackend {
     }
     try {
       const groups = this.opts.activedirectory
-        ? await this.adGroups(client, c.username)
+        ? await this.adGroups(client, username)
         : this.opts.freeipa
-          ? await this.freeipaGroups(client, c.username)
-          : await this.posixGroups(client, c.username);
+          ? await this.freeipaGroups(client, username)
+          : await this.posixGroups(client, username);
       const unique = [...new Set(groups)];
-      this.log.debug(`eauth ldap: ${shown(c.username)} is in groups ${JSON.stringify(unique)}`);
+      this.log.debug(`eauth ldap: ${shown(username)} is in groups ${JSON.stringify(unique)}`);
       return unique;
     } finally {
       await this.close(client);

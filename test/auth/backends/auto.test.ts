@@ -31,7 +31,7 @@ test("the master's start warning names auto loudly when external_auth has it, an
   const said = warnAboutDangerousBackends(cfgWith({ external_auth: { auto: { "*": [".*"] }, file: {} } }), log);
   assert.equal(said.length, 1);
   assert.ok(log.saw(/auto.*EVERY username is accepted with ANY password/, "warning"));
-  assert.deepEqual(warnAboutDangerousBackends(cfgWith({ external_auth: { file: { "*": [".*"] } } }), capturingLogger()), []);
+  assert.deepEqual(warnAboutDangerousBackends(cfgWith({ external_auth: { pam: { "*": [".*"] } } }), capturingLogger()), []);
   assert.deepEqual(warnAboutDangerousBackends(cfgWith({}), capturingLogger()), []);
 });
 
@@ -46,7 +46,7 @@ test("makeEauthBackends has every known backend; one external_auth does not name
   const log = capturingLogger();
   const m = makeEauthBackends(cfgWith({ external_auth: { auto: { "*": [".*"] } } }), log);
   assert.deepEqual([...m.keys()].sort(), [...EAUTH_BACKEND_NAMES].sort());
-  for (const n of ["file", "sharedsecret", "auto", "ldap"]) assert.ok(EAUTH_BACKEND_NAMES.includes(n), n);
+  for (const n of ["file", "sharedsecret", "auto", "ldap", "pam"]) assert.ok(EAUTH_BACKEND_NAMES.includes(n), n);
   for (const [name, b] of m) assert.equal(b.name, name);
   assert.equal(await m.get("auto")!.authenticate({ username: "x", password: "y" }), true);
   assert.equal(await m.get("sharedsecret")!.authenticate({ username: "x", password: "y" }), false);

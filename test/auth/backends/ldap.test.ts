@@ -90,6 +90,7 @@ describe("ldap eauth against a real slapd", { skip }, () => {
     assert.deepEqual((await b.groups!({ username: "alice", password: "alice-pw" })).sort(), ["admins", "web"]);
     assert.deepEqual(await b.groups!({ username: "bob", password: "bob-pw" }), ["web"]);
     assert.deepEqual(await b.groups!({ username: "carol", password: "carol-pw" }), []);
+    assert.deepEqual((await b.groups!({ username: "alice" })).sort(), ["admins", "web"], "the lookup account reads them: no password needed");
   });
 
   test("without a lookup account the groups are read bound as the user, and a wrong password reads none", async () => {
@@ -97,6 +98,8 @@ describe("ldap eauth against a real slapd", { skip }, () => {
     assert.deepEqual((await b.groups!({ username: "alice", password: "alice-pw" })).sort(), ["admins", "web"]);
     assert.deepEqual(await b.groups!({ username: "alice", password: "wrong" }), []);
     assert.ok(log.saw("wrong password", "warning"));
+    assert.deepEqual(await b.groups!({ username: "alice" }), [], "no password, no bind as the user");
+    assert.deepEqual((await make(template({ "auth.ldap.anonymous": true })).b.groups!({ username: "alice" })).sort(), ["admins", "web"], "auth.ldap.anonymous: read anonymously");
   });
 
   test("Active Directory mode finds the user's DN, then the groups whose member it is", async () => {
