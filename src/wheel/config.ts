@@ -40,13 +40,14 @@ export function redactSecrets(v: unknown, depth = 0): unknown {
   if (depth > 64) return undefined;
   if (Array.isArray(v)) return v.filter((e) => !holdsPem(e)).map((e) => redactSecrets(e, depth + 1));
   if (typeof v === "object" && v !== null) {
-    const out: Record<string, unknown> = {};
+    const kept: [string, unknown][] = [];
     for (const [k, e] of Object.entries(v as Record<string, unknown>)) {
       if (isSecretOption(k) || holdsPem(e) || typeof e === "function") continue;
       const r = redactSecrets(e, depth + 1);
-      if (r !== undefined) out[k] = r;
+      if (r !== undefined) kept.push([k, r]);
     }
-    return out;
+    // fromEntries defines properties: an option named __proto__ stays an option
+    return Object.fromEntries(kept);
   }
   return v;
 }

@@ -109,8 +109,9 @@ function nameMatch(ctx: WheelContext, store: KeyStore, match: unknown, full = fa
 
 /** A caller's `{dir: [id…]}`: checked for shape; unknown directories and invalid ids are dropped. */
 function matchDict(match: unknown): Listing {
-  if (typeof match !== "object" || match === null || Array.isArray(match)) return {};
-  const ret: Listing = {};
+  // no prototype: a request naming "__proto__" or "constructor" is just an unknown directory
+  const ret: Listing = Object.create(null) as Listing;
+  if (typeof match !== "object" || match === null || Array.isArray(match)) return ret;
   for (const [dir, ids] of Object.entries(match as Record<string, unknown>)) {
     if (!Array.isArray(ids) || !ids.every((i) => typeof i === "string")) throw new PyTypeError(`${dir}: a list of minion ids is expected`);
     ret[dir] = ids as string[];

@@ -152,6 +152,10 @@ test("dict variants never reach outside the key directories: unknown directories
     const a = await callWheel(bed.ctx, "key.accept_dict", [{ minions_pre: ["../minions/victim"] }], {});
     assert.equal(a.success, true);
     assert.deepEqual(bed.notes, []);
+    const proto = await callWheel(bed.ctx, "key.delete_dict", [JSON.parse('{"__proto__": ["victim"], "constructor": ["victim"]}')], {});
+    // nothing deleted; Salt's dict_match reports where each requested id is, once per directory asked
+    assert.deepEqual(proto, { success: true, return: { minions: ["victim", "victim"] } });
+    assert.ok(bed.keys.exists("accepted", "victim"));
     const bad = await callWheel(bed.ctx, "key.delete_dict", [{ minions: "victim" }], {});
     assert.equal(bad.success, false);
     assert.ok(bed.keys.exists("accepted", "victim"));
