@@ -156,8 +156,9 @@ export class ClusterService {
       events: (f) => this.hooks.busPublish(f),
       publishes: (l) => this.hooks.publish(l),
       mirror: (f) => this.mirror?.push(f),
+      heard: (from) => this.sync?.heard(from),
     });
-    this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks));
+    this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks), this.cfg.job_cache !== false);
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
     this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
     this.view.on(JOIN_CHANNEL, (m) => this.onJoin(m.from, m.payload));
@@ -316,8 +317,8 @@ export class ClusterService {
   }
 
   /** Call with what this master's request workers produced (after the local bus and publisher have it). */
-  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[]): void {
-    this.forwarder?.forward(events, publishes);
+  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[]): void {
+    this.forwarder?.forward(events, publishes, verified);
   }
 
   /** Cache-sync record batches this master's request workers produced (cache-sync/sync-service.ts). */

@@ -8,8 +8,11 @@
  *   shared cluster key make the frames every master builds equivalent; under `cluster_id` they carry no serial.
  * - **Events.** Every event a master's request workers fire (returns, `salt/job/<jid>/new`, auth, minion
  *   events) goes onto its own bus and once to each peer (channel `cl/ev`); a peer puts it on its bus, so a
- *   CLI waiting on the originating master sees returns that landed anywhere, and mirrors `salt/job/...` into
- *   its job cache (job-mirror-worker.ts).
+ *   CLI waiting on the originating master sees returns that landed anywhere, and mirrors into its job cache
+ *   (job-mirror-worker.ts) only the job records the origin vouches for: the batch lists (`v`) the indices of
+ *   the frames its own `_return` and publish paths fired (Effects.verified). A minion event whose tag looks
+ *   like `salt/job/<jid>/ret/<id>` still reaches the peers' buses, never their job caches: nothing a minion
+ *   puts in an event's tag or data can set that list.
  *
  * No loops and no duplicates, by construction and checked: only what this master's own workers produced is
  * ever sent (something received is never forwarded again); each batch carries (origin, incarnation, seq) and a
@@ -48,6 +51,8 @@ export interface ForwardSinks {
   publishes(loads: Record<string, unknown>[]): void;
   /** job events to mirror into the local job cache (may be absent: no mirroring) */
   mirror?(frames: Uint8Array[]): void;
+  /** an accepted batch arrived from this peer */
+  heard?(from: string): void;
 }
 
 interface Envelope {
@@ -59,6 +64,8 @@ interface Envelope {
   s: number;
   /** event frames (cl/ev) */
   f?: Uint8Array[];
+  /** indices into `f` of the job records the origin verified (strictly increasing); absent: none */
+  v?: number[];
   /** msgpack of the publish loads (cl/pub) */
   l?: Uint8Array;
 }
@@ -81,6 +88,20 @@ export function isJobEventFrame(frame: Uint8Array): boolean {
   return head.includes("salt/job/");
 }
 
+/** The frames of an event batch and the indices of its verified job records, or why the batch is refused. */
+export function checkEventBody(env: { f?: unknown; v?: unknown }): { frames: Uint8Array[]; verified: number[] } | string {
+  const f = env.f;
+  if (!Array.isArray(f) || f.length > FORWARD_FRAMES_MAX || !f.every((x) => x instanceof Uint8Array)) return "bad frames";
+  const v = env.v ?? [];
+  if (!Array.isArray(v) || v.length > f.length) return "bad verified list";
+  let prev = -1;
+  for (const i of v) {
+    if (!Number.isSafeInteger(i) || (i as number) <= prev || (i as number) >= f.length) return "bad verified index";
+    prev = i as number;
+  }
+  return { frames: f as Uint8Array[], verified: v as number[] };
+}
+
 export class ClusterForwarder {
   readonly counters: ForwardCounters = { eventBatchesOut: 0, eventsOut: 0, publishesOut: 0, eventsIn: 0, publishesIn: 0, dropped: 0, refused: 0 };
   private readonly incarnation = randomInt(1, 2 ** 47);
@@ -99,12 +120,17 @@ export class ClusterForwarder {
     this.offs.push(channel.on(PUBLISH_CHANNEL, (m) => this.onPublishes(m.from, m.payload)));
   }
 
-  /** Forwards what this master's request workers produced (call after handing them to the local bus/publisher). */
-  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[]): void {
+  /**
+   * Forwards what this master's request workers produced (call after handing them to the local bus/publisher).
+   * `verified`: indices into `events` of the job records this master verified (the only ones peers store).
+   */
+  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[]): void {
     const peers = this.channel.upPeers();
     if (peers.length === 0) return;
     if (events.length > 0) {
-      const payload = cbor.encode({ o: this.selfId, i: this.incarnation, s: ++this.seqEv, f: events as Uint8Array[] } satisfies Envelope) as Uint8Array;
+      const env: Envelope = { o: this.selfId, i: this.incarnation, s: ++this.seqEv, f: events as Uint8Array[] };
+      if (verified && verified.length > 0) env.v = verified as number[];
+      const payload = cbor.encode(env) as Uint8Array;
       this.counters.eventBatchesOut++;
       this.counters.eventsOut += events.length * this.sendAll(peers, EVENT_CHANNEL, payload);
     }
@@ -160,15 +186,18 @@ export class ClusterForwarder {
   private onEvents(from: string, payload: Uint8Array): void {
     const env = this.accept(from, payload, "ev");
     if (!env) return;
-    if (!Array.isArray(env.f) || env.f.length > FORWARD_FRAMES_MAX || !env.f.every((f) => f instanceof Uint8Array)) {
+    const body = checkEventBody(env);
+    if (typeof body === "string") {
       this.counters.refused++;
+      log.warning(`refused an event batch from ${from}: ${body}`);
       return;
     }
-    const frames = env.f.map((f) => Buffer.from(f.buffer, f.byteOffset, f.byteLength));
+    this.sinks.heard?.(from);
+    const frames = body.frames.map((f) => Buffer.from(f.buffer, f.byteOffset, f.byteLength));
     this.counters.eventsIn += frames.length;
     this.sinks.events(frames);
-    if (this.sinks.mirror) {
-      const jobs = frames.filter(isJobEventFrame);
+    if (this.sinks.mirror && body.verified.length > 0) {
+      const jobs = body.verified.map((i) => frames[i]!).filter(isJobEventFrame);
       if (jobs.length > 0) this.sinks.mirror(jobs);
     }
   }
@@ -186,6 +215,7 @@ export class ClusterForwarder {
       this.counters.refused++;
       return;
     }
+    this.sinks.heard?.(from);
     this.counters.publishesIn += loads.length;
     this.sinks.publishes(loads as Record<string, unknown>[]);
   }

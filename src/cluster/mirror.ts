@@ -91,6 +91,15 @@ export class MirrorThread {
     return r.next;
   }
 
+  /** When the newest job in this master's cache was created (ms; undefined: none, or the thread failed). */
+  async newestJobMs(): Promise<number | undefined> {
+    try {
+      return (await this.ask({ newestJob: true }, 0)).ms;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Resolves when everything pushed so far is stored. */
   async flushed(timeoutMs = 10_000): Promise<void> {
     const end = Date.now() + timeoutMs;

@@ -8,7 +8,7 @@ import { getLogger } from "../log.js";
 import { validId, validJid } from "../protocol/ids.js";
 import { isMap, type MapEntrySpans, type WireValue } from "../protocol/msgpack.js";
 import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
-import type { Effects, MasterContext } from "./context.js";
+import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
 
 const log = getLogger("brine.aesfuncs");
@@ -92,6 +92,7 @@ function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: st
   const tag = `salt/job/${jid}/ret/${id}`;
   if (raw?.buf) ctx.fireSpans(fx, tag, raw, NOT_IN_RETURN_EVENT);
   else ctx.fire(fx, tag, eventData(load), true);
+  markVerified(fx);
   const fun = typeof load.fun === "string" ? load.fun : "";
   if ((fun === "state.sls" || fun === "state.highstate" || fun === "state.apply") && isMap(load.return)) {
     const eventLoad = eventData(load);

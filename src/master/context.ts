@@ -50,6 +50,12 @@ export interface Effects {
   notes: string[];
   /** runners an authorized clear `runner` request asked for; the main thread starts their threads */
   runs: RunnerLaunch[];
+  /**
+   * Indices into `events` of the job records this master vouches for: a `_return` that passed every request
+   * check, a job's `new` event from an authorized publish. Clustered, only these are stored in the peers' job
+   * caches (the flag travels beside the frames, never in event data a minion controls); see markVerified.
+   */
+  verified: number[];
 }
 
 /** A runner call to start on the main thread (its jid was assigned by the request worker). */
@@ -62,7 +68,12 @@ export interface RunnerLaunch {
 }
 
 export function newEffects(): Effects {
-  return { events: [], publishes: [], notes: [], runs: [] };
+  return { events: [], publishes: [], notes: [], runs: [], verified: [] };
+}
+
+/** Marks the event just fired as a job record this master verified (its own `_return` or publish path only). */
+export function markVerified(fx: Effects): void {
+  fx.verified.push(fx.events.length - 1);
 }
 
 const log = getLogger("brine.context");

@@ -14,7 +14,7 @@ import { audit } from "./clear-funcs.js";
 import { validJid } from "../protocol/ids.js";
 import { isMap, type WireValue } from "../protocol/msgpack.js";
 import { checkMinions } from "../targeting/index.js";
-import type { Effects, MasterContext } from "./context.js";
+import { markVerified, type Effects, type MasterContext } from "./context.js";
 
 const log = getLogger("brine.publish");
 
@@ -107,6 +107,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
 
   ctx.fire(fx, jid, { minions });
   ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing });
+  markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "" };
   await ctx.jobs.saveLoad(jid, saved, minions);
 

@@ -148,11 +148,11 @@ export class MasterServer {
       },
       (frames) => frames.forEach((f) => this.pubOut!.push([f])),
     );
-    this.lanes = new RequestLanes<RequestTag>(c, shared, (replies, events, publishes, sync, runs) => {
+    this.lanes = new RequestLanes<RequestTag>(c, shared, (replies, events, publishes, sync, runs, verified) => {
       // Order: events first (a CLI listening for returns sees them), then publishes, then replies.
       this.bus.publish(events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
       this.publisher!.publish(publishes);
-      this.cluster?.forward(events, publishes);
+      this.cluster?.forward(events, publishes, verified);
       // session keys and data cache writes reach the peers before the reply that hands the key out
       if (sync) this.cluster?.forwardSync(sync);
       for (const r of replies) {

@@ -132,7 +132,7 @@ test("forwarding: once to each peer, never relayed, duplicates and forgeries dro
   const aCh = new FakeChannel(["b", "c"]);
   const a = new ClusterForwarder("a", aCh, { events: () => undefined, publishes: () => undefined });
   const frame = packEvent("salt/job/20260101000000000000/ret/m1", { return: true, id: "m1" });
-  a.forward([frame], [{ fun: "test.ping", jid: "20260101000000000000" }]);
+  a.forward([frame], [{ fun: "test.ping", jid: "20260101000000000000" }], [0]);
   assert.deepEqual(aCh.sent.map((s) => [s.to, s.channel]), [["b", EVENT_CHANNEL], ["c", EVENT_CHANNEL], ["b", PUBLISH_CHANNEL], ["c", PUBLISH_CHANNEL]]);
   assert.equal(isJobEventFrame(frame), true);
   assert.equal(isJobEventFrame(packEvent("salt/auth", {})), false);

@@ -8,9 +8,13 @@
  * refreshing its pillar on master 1 and then on master 2 ends with master 2's copy everywhere). A removal is a
  * record with `v: null` (a tombstone: it keeps its stamp, so an older copy cannot bring the data back).
  * Session keys are merged by their own rule (session-merge.ts): every live key stays usable.
+ *
+ * The job cache travels in bulk syncs only (live, it travels as forwarded events): a job's load (`job`) and one
+ * minion's return to it (`ret`), read from the sender's job cache, which holds only returns a master verified.
+ * They need no stamp: a load is kept when none is stored for its jid, a return when none is stored for (jid, id).
  */
 import { Encoder } from "cbor-x";
-import { validId } from "../../protocol/ids.js";
+import { validId, validJid } from "../../protocol/ids.js";
 
 /** when a record was written (ms since the epoch, origin's clock) and by which master */
 export interface Stamp {
@@ -40,7 +44,29 @@ export interface SessionRecord {
   key: string;
 }
 
-export type SyncRecord = DataRecord | MineRecord | SessionRecord;
+/** a job's load and expected minions, from a peer's job cache (bulk sync only) */
+export interface JobRecord {
+  k: "job";
+  jid: string;
+  /** the load as the peer stored it */
+  v: Record<string, unknown>;
+  /** expected minions */
+  m?: string[];
+}
+
+/** one minion's return to a job, from a peer's job cache (bulk sync only) */
+export interface RetRecord {
+  k: "ret";
+  jid: string;
+  id: string;
+  /** the stored return record ({return, retcode, success, …}) */
+  v: Record<string, unknown>;
+}
+
+export type SyncRecord = DataRecord | MineRecord | SessionRecord | JobRecord | RetRecord;
+
+/** expected minions one job record may list, count */
+export const JOB_MINIONS_MAX = 1_000_000;
 
 /** records one batch may hold (a peer sending more is refused) */
 export const SYNC_RECORDS_PER_BATCH_MAX = 10_000;
@@ -66,6 +92,7 @@ function isPlainMap(v: unknown): v is Record<string, unknown> {
 /** The record if it is well-formed, else a reason to refuse it. */
 export function checkRecord(x: unknown, nowMs: number): SyncRecord | string {
   if (!isPlainMap(x)) return "not a map";
+  if (x.k === "job" || x.k === "ret") return checkJobRecord(x);
   if (!validId(x.id)) return "bad minion id";
   if (typeof x.t !== "number" || !Number.isSafeInteger(x.t) || x.t < 0) return "bad time";
   if (x.t > nowMs + STAMP_FUTURE_MAX_MS) return "time too far in the future";
@@ -82,6 +109,18 @@ export function checkRecord(x: unknown, nowMs: number): SyncRecord | string {
     default:
       return "unknown kind";
   }
+}
+
+function checkJobRecord(x: Record<string, unknown>): JobRecord | RetRecord | string {
+  if (!validJid(x.jid)) return "bad jid";
+  if (!isPlainMap(x.v)) return "bad value";
+  if (x.k === "ret") {
+    if (!validId(x.id)) return "bad minion id";
+    if (!("return" in x.v)) return "return record without a return";
+    return { k: "ret", jid: x.jid, id: x.id, v: x.v };
+  }
+  if (x.m !== undefined && (!Array.isArray(x.m) || x.m.length > JOB_MINIONS_MAX || !x.m.every(validId))) return "bad minion list";
+  return { k: "job", jid: x.jid, v: x.v, ...(x.m !== undefined ? { m: x.m as string[] } : {}) };
 }
 
 /** One batch of records as bytes (encoded where the records are made: a worker thread, never the main thread). */

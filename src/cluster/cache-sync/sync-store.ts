@@ -1,7 +1,8 @@
 /**
  * The storing side of cache sync, run in the mirror thread (job-mirror-worker.ts): applies peers' records to
  * this master's minion data cache, mine and session key files, and reads this master's copy back in bounded
- * chunks for a peer's bulk sync. Every decision about a record is in records.ts / session-merge.ts.
+ * chunks for a peer's bulk sync. Every decision about a record is in records.ts / session-merge.ts; the job
+ * cache's banks (a pull that asks for them with `jobsSince`) are read and stored by job-records.ts.
  */
 import path from "node:path";
 import type { MasterConfig } from "../../config/defaults.js";
@@ -9,13 +10,17 @@ import { getLogger } from "../../log.js";
 import { applyPeerSessionKey, listSessionKeys, sessionIds } from "../../master/sessions.js";
 import type { Store } from "../../store/lmdb-env.js";
 import { MinionCache } from "../../store/minion-cache.js";
+import { JobRecords } from "../job-records.js";
 import { decodeRecords, encodeRecords, syncCbor, type SyncRecord } from "./records.js";
 
 const log = getLogger("brine.cluster.sync");
 
-/** Where a bulk sync is: the bank it reads and the last id it sent from it. Banks go data → mine → sess. */
+/**
+ * Where a bulk sync is: the bank it reads and the last key it sent from it (a minion id; a jid in `job`, a
+ * `<jid>/<id>` in `ret`). Banks go data → mine → sess, then job → ret when the pull asks for the job cache.
+ */
 export interface SyncCursor {
-  bank: "data" | "mine" | "sess";
+  bank: "data" | "mine" | "sess" | "job" | "ret";
   after?: string;
 }
 
@@ -23,6 +28,8 @@ export interface DumpRequest {
   cursor: SyncCursor;
   /** only records stamped (keys created) at or after this, ms since the epoch */
   since: number;
+  /** the job cache too: jobs (and their returns) whose jid is at or after this time, ms since the epoch */
+  jobsSince?: number;
 }
 
 export interface DumpChunk {
@@ -41,10 +48,16 @@ export const SYNC_CHUNK_BYTES_MAX = 2 * 1024 * 1024;
 /** how long the sorted listing of the sessions directory is reused across the chunks of a bulk sync, ms */
 const SESSION_LISTING_TTL_MS = 10_000;
 
-const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess"];
+const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "job", "ret"];
+
+/** what keeps one minion's records (its session keys) in one chunk; a job record is its own */
+function recordKey(r: SyncRecord): string {
+  return r.k === "job" ? r.jid : r.k === "ret" ? `${r.jid}/${r.id}` : r.id;
+}
 
 export class SyncStore {
   readonly cache: MinionCache;
+  readonly jobRecords: JobRecords;
   private readonly sessionsDir: string;
   private readonly lifetimeMs: number;
   private listing: { at: number; ids: string[] } | undefined;
@@ -57,6 +70,7 @@ export class SyncStore {
     private readonly now: () => number = Date.now,
   ) {
     this.cache = new MinionCache(store, now);
+    this.jobRecords = new JobRecords(store, cfg);
     this.sessionsDir = path.join(cfg.cachedir, "sessions");
     this.lifetimeMs = cfg.publish_session * 1000;
   }
@@ -85,6 +99,7 @@ export class SyncStore {
         return false;
       }
     }
+    if (r.k === "job" || r.k === "ret") return this.jobRecords.apply(r);
     return this.cache.applyPeer(r);
   }
 
@@ -100,12 +115,16 @@ export class SyncStore {
         const r = listSessionKeys(this.sessionsDir, this.sessionListing(after === undefined), after, SYNC_CHUNK_IDS_MAX, req.since, this.lifetimeMs, this.now());
         records.push(...r.keys.map((k) => ({ k: "sess" as const, ...k })));
         next = r.next;
+      } else if (bank === "job" || bank === "ret") {
+        const r = this.jobRecords.dump(bank, after, SYNC_CHUNK_IDS_MAX, req.jobsSince ?? 0);
+        records.push(...r.records);
+        next = r.next;
       } else {
         const r = this.cache.dump(bank, after, SYNC_CHUNK_IDS_MAX, req.since, this.selfId);
         records.push(...r.records);
         next = r.next;
       }
-      const following: SyncCursor["bank"] | undefined = BANKS[BANKS.indexOf(bank) + 1];
+      const following: SyncCursor["bank"] | undefined = bank === "sess" && req.jobsSince === undefined ? undefined : BANKS[BANKS.indexOf(bank) + 1];
       cursor = next !== undefined ? { bank, after: next } : following ? { bank: following } : null;
     }
     // stay under the byte budget: halve the chunk until it fits (the cursor then resumes after the last record kept)
@@ -118,9 +137,9 @@ export class SyncStore {
     if (kept < records.length) {
       // never split one minion's records (its session keys are a few bytes): the cursor resumes after it
       const last = records[kept - 1]!;
-      while (kept < records.length && records[kept]!.k === last.k && records[kept]!.id === last.id) kept++;
+      while (kept < records.length && records[kept]!.k === last.k && recordKey(records[kept]!) === recordKey(last)) kept++;
       b = encodeRecords(records.slice(0, kept));
-      if (kept < records.length) cursor = { bank: last.k, after: last.id };
+      if (kept < records.length) cursor = { bank: last.k, after: recordKey(last) };
     }
     return { b, n: kept, next: cursor };
   }
@@ -169,8 +188,8 @@ export function encodePull(req: DumpRequest): Uint8Array {
   return syncCbor.encode(req) as Uint8Array;
 }
 
-function decodePull(bytes: Uint8Array): DumpRequest | string {
-  let x: { cursor?: unknown; since?: unknown };
+export function decodePull(bytes: Uint8Array): DumpRequest | string {
+  let x: { cursor?: unknown; since?: unknown; jobsSince?: unknown };
   try {
     x = syncCbor.decode(bytes) as typeof x;
   } catch {
@@ -180,5 +199,7 @@ function decodePull(bytes: Uint8Array): DumpRequest | string {
   const cursor = checkCursor(x.cursor);
   if (typeof cursor === "string") return cursor;
   if (typeof x.since !== "number" || !Number.isFinite(x.since) || x.since < 0) return "bad since";
-  return { cursor, since: x.since };
+  const js = x.jobsSince;
+  if (js !== undefined && (typeof js !== "number" || !Number.isFinite(js) || js < 0)) return "bad jobsSince";
+  return { cursor, since: x.since, ...(js !== undefined ? { jobsSince: js } : {}) };
 }

@@ -46,7 +46,7 @@ export interface LaneOutput<T> {
   reply: Buffer;
 }
 
-export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[], runs?: RunnerLaunch[]) => void;
+export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[], runs?: RunnerLaunch[], verified?: number[]) => void;
 
 export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "./replies.js";
 
@@ -92,6 +92,7 @@ class LaneQueue<T> {
             r.publishes,
             r.sync,
             r.runs,
+            r.verified,
           );
         })
         .catch((e: Error) => {

@@ -34,6 +34,8 @@ export interface BatchResult {
   sync?: Uint8Array[];
   /** runner calls authorized clear `runner` requests asked for (the main thread starts them) */
   runs?: RunnerLaunch[];
+  /** indices into `events` of the job records this master verified (Effects.verified); absent: none */
+  verified?: number[];
 }
 
 export interface CleanupResult {

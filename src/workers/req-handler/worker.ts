@@ -58,5 +58,5 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   );
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
   const sync = syncOutbox?.drain();
-  return { replies, events: fx.events, publishes: fx.publishes, ...(sync ? { sync } : {}), ...(fx.runs.length ? { runs: fx.runs } : {}) };
+  return { replies, events: fx.events, publishes: fx.publishes, ...(sync ? { sync } : {}), ...(fx.runs.length ? { runs: fx.runs } : {}), ...(fx.verified.length ? { verified: fx.verified } : {}) };
 }

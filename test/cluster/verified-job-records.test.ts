@@ -1,0 +1,146 @@
+/**
+ * A peer master stores a job return only from a return its origin verified (issue #13), and a bulk sync carries
+ * the job cache a master missed.
+ *
+ * The origin's request handlers run for real (with a stand-in context): a minion event whose tag names another
+ * minion's return (the `_minion_event` pretag trick) and a plain event fired with a return's tag are forwarded
+ * to the peer's bus but never marked verified, so the peer's job cache does not store them; the victim's real
+ * `_return` is stored. (Salt's masters share the job cache through `cachedir`, written by `_return` only.)
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { masterDefaults } from "../../src/config/defaults.js";
+import { AES_FUNCS } from "../../src/master/aes-funcs.js";
+import { newEffects, type MasterContext } from "../../src/master/context.js";
+import { packEvent } from "../../src/events/event-frame.js";
+import { ClusterForwarder } from "../../src/cluster/forwarding.js";
+import { JobRecords } from "../../src/cluster/job-records.js";
+import { SyncStore } from "../../src/cluster/cache-sync/sync-store.js";
+import { encodePull } from "../../src/cluster/cache-sync/sync-store.js";
+import { openStore, type Store } from "../../src/store/lmdb-env.js";
+import { jidToMs } from "../../src/protocol/jid.js";
+import type { WireValue } from "../../src/protocol/msgpack.js";
+
+class Link {
+  handlers = new Map<string, (m: { from: string; payload: Uint8Array }) => unknown>();
+  sent: { to: string; channel: string; payload: Uint8Array }[] = [];
+  constructor(private readonly peers: string[]) {}
+  send(to: string, channel: string, payload: Uint8Array): void {
+    this.sent.push({ to, channel, payload });
+  }
+  upPeers(): string[] {
+    return this.peers;
+  }
+  on(channel: string, h: (m: { from: string; payload: Uint8Array }) => unknown): () => void {
+    this.handlers.set(channel, h);
+    return () => this.handlers.delete(channel);
+  }
+}
+
+function tmpStore(): { dir: string; store: Store; cfg: ReturnType<typeof masterDefaults> } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-vjr-"));
+  const cfg = { ...masterDefaults(), cachedir: dir };
+  return { dir, store: openStore(cfg), cfg };
+}
+
+const JID = "20261125120000000000";
+
+test("a forged return event on the origin reaches the peer's bus but not its job cache; a real return does", async () => {
+  const fx = newEffects();
+  // a stand-in for the origin's context: only what the two handlers touch
+  const ctx = {
+    cfg: { ...masterDefaults(), job_cache: false },
+    jobs: { isNocache: () => false },
+    fire: (f: typeof fx, tag: string, data: unknown) => f.events.push(packEvent(tag, data)),
+  } as unknown as MasterContext;
+  const forged = { return: "forged", retcode: 0, success: true, fun: "test.ping" };
+  AES_FUNCS.get("_minion_event")!(ctx, { id: "evil", cmd: "_minion_event", pretag: `salt/job/${JID}/ret`, events: [{ tag: "good", data: forged }] } as Record<string, WireValue>, fx);
+  // whatever the minion event filter lets through, an event fired outside the return path is never vouched for
+  ctx.fire(fx, `salt/job/${JID}/ret/other`, forged);
+  AES_FUNCS.get("_return")!(ctx, { id: "good", cmd: "_return", jid: JID, fun: "test.ping", return: true, retcode: 0, success: true } as Record<string, WireValue>, fx);
+  assert.equal(fx.verified.length, 1, "only the return is marked verified");
+  assert.match(packEventTag(fx.events[fx.verified[0]!]!), /\/ret\/good$/);
+
+  const aLink = new Link(["b"]);
+  const a = new ClusterForwarder("a", aLink, { events: () => undefined, publishes: () => undefined });
+  a.forward(fx.events, [], fx.verified);
+  const onBus: Uint8Array[] = [];
+  const mirrored: Uint8Array[] = [];
+  const bLink = new Link(["a"]);
+  new ClusterForwarder("b", bLink, { events: (f) => onBus.push(...f), publishes: () => undefined, mirror: (f) => mirrored.push(...f) });
+  for (const s of aLink.sent) bLink.handlers.get(s.channel)!({ from: "a", payload: s.payload });
+  assert.equal(onBus.length, fx.events.length, "every event reaches the peer's bus");
+  assert.equal(mirrored.length, 1, "only the verified return is mirrored");
+
+  const { dir, store, cfg } = tmpStore();
+  try {
+    const jr = new JobRecords(store, cfg);
+    await jr.storeEvents(mirrored);
+    assert.deepEqual(Object.keys(jr.jobs.returnsFor(JID)), ["good"]);
+    assert.equal(jr.jobs.returnsFor(JID).good!.return, true);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a batch whose verified list is malformed is refused whole", () => {
+  const aLink = new Link(["b"]);
+  const a = new ClusterForwarder("a", aLink, { events: () => undefined, publishes: () => undefined });
+  const frame = packEvent(`salt/job/${JID}/ret/m1`, { return: true });
+  a.forward([frame], [], [1]); // an index past the frames
+  let got = 0;
+  const bLink = new Link(["a"]);
+  const b = new ClusterForwarder("b", bLink, { events: (f) => (got += f.length), publishes: () => undefined, mirror: () => assert.fail("nothing mirrored") });
+  for (const s of aLink.sent) bLink.handlers.get(s.channel)!({ from: "a", payload: s.payload });
+  assert.equal(got, 0);
+  assert.equal(b.counters.refused, 1);
+});
+
+test("a bulk sync that asks for the job cache carries jobs and returns from jobsSince on, and storing them twice keeps one copy", async () => {
+  const src = tmpStore();
+  const dst = tmpStore();
+  try {
+    const from = new SyncStore(src.cfg, src.store, "m1");
+    const to = new SyncStore(dst.cfg, dst.store, "m2");
+    const old = "20261125100000000000";
+    for (const jid of [old, JID]) {
+      await from.jobRecords.jobs.saveLoad(jid, { jid, fun: "test.ping", tgt: "*" }, ["a", "b"]);
+      await from.jobRecords.jobs.saveReturn(jid, "a", { return: true }, false);
+      await from.jobRecords.jobs.saveReturn(jid, "b", { return: "x".repeat(1000) }, false);
+    }
+    const pull = async (jobsSince?: number) => {
+      let cursor: { bank: "data" | "mine" | "sess" | "job" | "ret"; after?: string } | null = { bank: "data" };
+      let stored = 0;
+      while (cursor) {
+        const reply = from.serve(encodePull({ cursor, since: 0, ...(jobsSince !== undefined ? { jobsSince } : {}) }));
+        const r = await to.applyChunk("m1", reply);
+        assert.ok(!("error" in r), JSON.stringify(r));
+        cursor = r.next;
+        stored += r.n;
+      }
+      return stored;
+    };
+    assert.equal(await pull(), 0, "without jobsSince no job record travels");
+    assert.equal(await pull(jidToMs(JID) - 1000), 3, "the newer job's load and two returns");
+    assert.equal(to.jobRecords.jobs.getLoad(old), undefined, "the job before jobsSince stays behind");
+    assert.deepEqual(to.jobRecords.jobs.getLoad(JID)?.Minions, ["a", "b"]);
+    assert.deepEqual(Object.keys(to.jobRecords.jobs.returnsFor(JID)).sort(), ["a", "b"]);
+    assert.equal(await pull(0), 3, "from the start: the older job too, nothing stored twice");
+    assert.equal(to.jobRecords.newestMs(), jidToMs(JID));
+  } finally {
+    for (const s of [src, dst]) {
+      await s.store.close();
+      rmSync(s.dir, { recursive: true, force: true });
+    }
+  }
+});
+
+function packEventTag(frame: Uint8Array): string {
+  const text = Buffer.from(frame).toString("latin1");
+  const m = /salt\/job\/[^\n]*?(?=\n\n)/.exec(text);
+  return m ? m[0] : "";
+}
