@@ -7,10 +7,13 @@
  * is not configured (its options are not read): the map holds a stand-in that refuses every login with a
  * log line, so a client sending `eauth: ldap` to a master without ldap gets a refusal, not a crash.
  *
- * warnAboutDangerousBackends(cfg, log) is for the master to call once at start (after the backends are
- * built): it logs a loud warning when external_auth names `auto` (every password accepted) and one for
- * each external_auth name brine has no backend for (Salt's django, rest, keystone, ...: those users cannot
- * log in). It returns the warnings it logged.
+ * warnAboutDangerousBackends(cfg, log) is for the master to call once at start (beside makeEauthBackends,
+ * which reports invalid options; this never throws): it logs a loud warning when external_auth names `auto` (every
+ * password accepted), one for each external_auth name brine has no backend for (Salt's django, rest,
+ * keystone, ...: those users cannot log in), and what the named backends' options weaken (a short
+ * sharedsecret, auth.ldap.no_verify, a pam service PAM does not have, ...). It returns the warnings it
+ * logged. The factories themselves log nothing at start, so building the backends in every request
+ * worker does not repeat these lines.
  */
 import type { MasterConfig } from "../../config/defaults.js";
 import { getLogger, type Logger } from "../../log.js";
@@ -18,9 +21,9 @@ import type { EauthBackend, EauthCredentials } from "../backend.js";
 import { makeAutoBackend } from "./auto.js";
 import { externalAuth } from "./common.js";
 import { makeFileBackend } from "./file.js";
-import { makeLdapBackend } from "./ldap.js";
-import { makePamBackend } from "./pam.js";
-import { makeSharedSecretBackend } from "./sharedsecret.js";
+import { ldapStartWarnings, makeLdapBackend } from "./ldap.js";
+import { makePamBackend, pamStartWarnings } from "./pam.js";
+import { makeSharedSecretBackend, sharedSecretStartWarnings } from "./sharedsecret.js";
 
 type Factory = (cfg: MasterConfig, log?: Logger) => EauthBackend;
 
@@ -30,6 +33,13 @@ const FACTORIES: Record<string, Factory> = {
   auto: makeAutoBackend,
   ldap: makeLdapBackend,
   pam: makePamBackend,
+};
+
+/** what a backend's valid options say at start that weakens security or will not work (logged once, by the master) */
+const START_WARNINGS: Record<string, (cfg: MasterConfig) => string[]> = {
+  sharedsecret: sharedSecretStartWarnings,
+  ldap: ldapStartWarnings,
+  pam: pamStartWarnings,
 };
 
 /** the names operators may write under external_auth and clients send as `eauth` */
@@ -70,6 +80,15 @@ export function warnAboutDangerousBackends(cfg: MasterConfig, log: Logger = getL
     );
   }
   for (const n of names) {
+    if (Object.hasOwn(START_WARNINGS, n)) {
+      let warnings: string[] = [];
+      try {
+        warnings = START_WARNINGS[n](cfg);
+      } catch {
+        // invalid options are makeEauthBackends' to report (CONFIG_INVALID); nothing to warn about here
+      }
+      for (const m of warnings) say(m);
+    }
     if (!Object.hasOwn(FACTORIES, n)) say(`external_auth names the eauth backend ${JSON.stringify(n)}, which brine does not provide (it has: ${EAUTH_BACKEND_NAMES.join(", ")}): its users cannot log in`);
   }
   return said;

@@ -108,7 +108,8 @@ function values(entry: Entry, attr: string): string[] {
   return [];
 }
 
-export function readLdapEauthOptions(cfg: MasterConfig, log: Logger): LdapEauthOptions {
+/** reads `auth.ldap.*`, throwing CONFIG_INVALID naming the option; `warn` hears what is valid but weakens security */
+export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => void = () => undefined): LdapEauthOptions {
   const o = OptionReader.top(cfg);
   const k = (n: string) => `auth.ldap.${n}`;
   const attrName = (n: string, dflt: string) => {
@@ -141,16 +142,16 @@ export function readLdapEauthOptions(cfg: MasterConfig, log: Logger): LdapEauthO
   if (!binddn) throw o.bad(k("binddn"), "required: a lookup account (with auth.ldap.bindpw and auth.ldap.filter) or a DN template such as uid={{ username }},ou=People,dc=example,dc=org");
   if (bindpw && !filter) throw o.bad(k("filter"), "required with auth.ldap.bindpw (how the user's entry is found, e.g. uid={{ username }})");
   if (!bindpw && !HAS_USERNAME_TAG.test(binddn)) {
-    log.warning("auth.ldap.binddn has no {{ username }} and there is no auth.ldap.bindpw: every ldap user logs in with the password of that one DN");
+    warn("auth.ldap.binddn has no {{ username }} and there is no auth.ldap.bindpw: every ldap user logs in with the password of that one DN");
   }
   const freeipa = o.bool(k("freeipa"), false);
   const groupFilter = template("group_filter");
   const groupBasedn = o.string(k("group_basedn"));
   if (freeipa && (!groupFilter || !groupBasedn)) throw o.bad(k(groupFilter ? "group_basedn" : "group_filter"), "required with auth.ldap.freeipa");
   const noVerify = o.bool(k("no_verify"), false);
-  if (noVerify) log.warning("auth.ldap.no_verify is set: the LDAP server's certificate is not checked, and passwords go to whoever answers");
+  if (noVerify) warn("auth.ldap.no_verify is set: the LDAP server's certificate is not checked, and passwords go to whoever answers");
   if (o.bool(k("auth_by_group_membership_only"), false)) {
-    log.warning("auth.ldap.auth_by_group_membership_only is ignored by brine: LDAP passwords are always checked");
+    warn("auth.ldap.auth_by_group_membership_only is ignored by brine: LDAP passwords are always checked");
   }
   return {
     url,
@@ -398,5 +399,12 @@ export class LdapEauthBackend implements EauthBackend {
 }
 
 export function makeLdapBackend(cfg: MasterConfig, log: Logger = getLogger("brine.auth.ldap")): LdapEauthBackend {
-  return new LdapEauthBackend(readLdapEauthOptions(cfg, log), log);
+  return new LdapEauthBackend(readLdapEauthOptions(cfg), log);
+}
+
+/** the start warnings of valid ldap options (no_verify, auth_by_group_membership_only, one shared DN) */
+export function ldapStartWarnings(cfg: MasterConfig): string[] {
+  const out: string[] = [];
+  readLdapEauthOptions(cfg, (m) => out.push(m));
+  return out;
 }

@@ -49,12 +49,13 @@ export interface PamEauthOptions {
   timeoutMs: number;
 }
 
-export function readPamEauthOptions(cfg: MasterConfig, log: Logger): PamEauthOptions {
+/** reads `auth.pam.*`, throwing CONFIG_INVALID naming the option; `warn` hears what is valid but will not work */
+export function readPamEauthOptions(cfg: MasterConfig, warn: (msg: string) => void = () => undefined): PamEauthOptions {
   const o = OptionReader.top(cfg);
   const service = o.string("auth.pam.service", "login");
   if (!/^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/.test(service)) throw o.bad("auth.pam.service", `is not a PAM service name: ${JSON.stringify(service)}`);
   if (existsSync("/etc/pam.d") && !existsSync(`/etc/pam.d/${service}`)) {
-    log.warning(`auth.pam.service ${service}: /etc/pam.d/${service} does not exist, PAM will use its "other" service (usually: refuse everyone)`);
+    warn(`auth.pam.service ${service}: /etc/pam.d/${service} does not exist, PAM will use its "other" service (usually: refuse everyone)`);
   }
   const helper = o.string("auth.pam.helper") ?? HELPER_CANDIDATES.find((p) => existsSync(p));
   if (!helper) throw o.bad("auth.pam.helper", `pamtester not found in ${HELPER_CANDIDATES.join(", ")} (Debian: apt-get install pamtester), or set its path`);
@@ -118,5 +119,12 @@ export class PamEauthBackend implements EauthBackend {
 }
 
 export function makePamBackend(cfg: MasterConfig, log: Logger = getLogger("brine.auth.pam")): PamEauthBackend {
-  return new PamEauthBackend(readPamEauthOptions(cfg, log), log);
+  return new PamEauthBackend(readPamEauthOptions(cfg), log);
+}
+
+/** the start warnings of valid pam options (a service without a file in /etc/pam.d) */
+export function pamStartWarnings(cfg: MasterConfig): string[] {
+  const out: string[] = [];
+  readPamEauthOptions(cfg, (m) => out.push(m));
+  return out;
 }

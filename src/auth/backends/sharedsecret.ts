@@ -28,10 +28,17 @@ export class SharedSecretEauthBackend implements EauthBackend {
   }
 }
 
+function readSecret(cfg: MasterConfig): string {
+  return OptionReader.top(cfg).required("sharedsecret", "when external_auth names sharedsecret");
+}
+
 export function makeSharedSecretBackend(cfg: MasterConfig, log: Logger = getLogger("brine.auth.sharedsecret")): SharedSecretEauthBackend {
-  const secret = OptionReader.top(cfg).required("sharedsecret", "when external_auth names sharedsecret");
-  if (secret.length < SHARED_SECRET_CHARS_WARN) {
-    log.warning(`sharedsecret is shorter than ${SHARED_SECRET_CHARS_WARN} characters: anyone who guesses it is any user external_auth:sharedsecret names`);
-  }
-  return new SharedSecretEauthBackend(secret, log);
+  return new SharedSecretEauthBackend(readSecret(cfg), log);
+}
+
+/** the start warning of a short secret */
+export function sharedSecretStartWarnings(cfg: MasterConfig): string[] {
+  return readSecret(cfg).length < SHARED_SECRET_CHARS_WARN
+    ? [`sharedsecret is shorter than ${SHARED_SECRET_CHARS_WARN} characters: anyone who guesses it is any user external_auth:sharedsecret names`]
+    : [];
 }

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 import { escapeDnValue, escapeFilterValue, makeLdapBackend } from "../../../src/auth/backends/ldap.js";
+import { warnAboutDangerousBackends } from "../../../src/auth/backends/index.js";
 import { isBrineError } from "../../../src/errors.js";
 import { freePort } from "../../../src/transport/free-port.js";
 import { BAD_CREDENTIALS, capturingLogger, cfgWith } from "./helpers.js";
@@ -193,10 +194,15 @@ for (const v of BAD_OPTIONS) {
   });
 }
 
-test("ldap options the start warns about: no_verify, auth_by_group_membership_only, a binddn without {{ username }} and no bindpw", () => {
+test("ldap options the master's start checks warn about: no_verify, auth_by_group_membership_only, a binddn without {{ username }} and no bindpw", () => {
+  const cfg = cfgWith({ "auth.ldap.binddn": "cn=shared,dc=x", "auth.ldap.no_verify": true, "auth.ldap.auth_by_group_membership_only": true, external_auth: { ldap: {} } });
+  const built = capturingLogger();
+  makeLdapBackend(cfg, built);
+  assert.deepEqual(built.lines, [], "building the backend (in every worker) says nothing");
   const log = capturingLogger();
-  makeLdapBackend(cfgWith({ "auth.ldap.binddn": "cn=shared,dc=x", "auth.ldap.no_verify": true, "auth.ldap.auth_by_group_membership_only": true }), log);
+  warnAboutDangerousBackends(cfg, log);
   assert.ok(log.saw("certificate is not checked", "warning"));
   assert.ok(log.saw("auth_by_group_membership_only is ignored", "warning"));
   assert.ok(log.saw("password of that one DN", "warning"));
+  assert.equal(log.lines.length, 3);
 });

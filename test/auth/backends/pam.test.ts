@@ -10,6 +10,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { makePamBackend, PamEauthBackend } from "../../../src/auth/backends/pam.js";
+import { warnAboutDangerousBackends } from "../../../src/auth/backends/index.js";
 import { isBrineError } from "../../../src/errors.js";
 import { BAD_CREDENTIALS, capturingLogger, cfgWith } from "./helpers.js";
 
@@ -109,32 +110,39 @@ for (const v of PAM_BAD) {
   });
 }
 
-test("a PAM helper that does not answer in auth.pam.timeout is a backend failure (EAUTH_BACKEND)", async () => {
+/** runs `body` with a throwaway executable shell script standing in for pamtester */
+async function withHelper(script: string, body: (helper: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-pam-"));
   try {
-    const slow = path.join(dir, "slow-helper");
-    writeFileSync(slow, "#!/bin/sh\nexec sleep 30\n");
-    chmodSync(slow, 0o755);
-    const b = makePamBackend(cfgWith({ "auth.pam.helper": slow, "auth.pam.timeout": 0.3 }), capturingLogger());
-    await assert.rejects(b.authenticate({ username: "alice", password: "pw" }), (e) => isBrineError(e, "EAUTH_BACKEND") && /no answer/.test((e as Error).message));
+    const helper = path.join(dir, "helper");
+    writeFileSync(helper, `#!/bin/sh\n${script}\n`);
+    chmodSync(helper, 0o755);
+    await body(helper);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-});
+}
 
-test("a PAM helper that exits 1 refuses, and its words are logged at debug", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-pam-"));
-  try {
-    const no = path.join(dir, "no-helper");
-    writeFileSync(no, "#!/bin/sh\nread pw\necho 'pamtester: Authentication failure' >&2\nexit 1\n");
-    chmodSync(no, 0o755);
+test("a PAM helper that does not answer in auth.pam.timeout is a backend failure (EAUTH_BACKEND)", () =>
+  withHelper("exec sleep 30", async (helper) => {
+    const b = makePamBackend(cfgWith({ "auth.pam.helper": helper, "auth.pam.timeout": 0.3 }), capturingLogger());
+    await assert.rejects(b.authenticate({ username: "alice", password: "pw" }), (e) => isBrineError(e, "EAUTH_BACKEND") && /no answer/.test((e as Error).message));
+  }));
+
+test("a PAM helper that exits 1 refuses, and its words are logged at debug", () =>
+  withHelper("read pw\necho 'pamtester: Authentication failure' >&2\nexit 1", async (helper) => {
     const log = capturingLogger();
-    const b = makePamBackend(cfgWith({ "auth.pam.helper": no }), log);
+    const b = makePamBackend(cfgWith({ "auth.pam.helper": helper }), log);
     assert.equal(await b.authenticate({ username: "alice", password: "pw" }), false);
     assert.ok(log.saw("Authentication failure"));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  }));
+
+test("a pam service PAM has no file for is warned about by the master's start checks", () => {
+  const cfg = cfgWith({ "auth.pam.helper": "/bin/sh", "auth.pam.service": "brine-no-such-service", external_auth: { pam: {} } });
+  const log = capturingLogger();
+  warnAboutDangerousBackends(cfg, log);
+  assert.ok(log.saw(/auth.pam.service brine-no-such-service: .* does not exist/, "warning"), JSON.stringify(log.lines));
+  if (existsSync("/etc/pam.d/login")) assert.deepEqual(warnAboutDangerousBackends(cfgWith({ ...cfg, "auth.pam.service": "login" }), capturingLogger()), []);
 });
 
 const BAD_OPTIONS: { what: string; opts: Record<string, unknown>; names: string }[] = [
