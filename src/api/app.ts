@@ -154,8 +154,11 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   }
 
   // --- bodies (rest_cherrypy's hypermedia_in) ---
+  /** each request's body text as it came (a webhook event carries it as `body`, as Salt's raw_body) */
+  const rawBodies = new WeakMap<FastifyRequest, string>();
   app.removeAllContentTypeParsers();
-  const textParser = (parseBody: (s: string) => unknown) => (_req: FastifyRequest, body: string, done: (e: Error | null, v?: unknown) => void) => {
+  const textParser = (parseBody: (s: string) => unknown) => (req: FastifyRequest, body: string, done: (e: Error | null, v?: unknown) => void) => {
+    rawBodies.set(req, body);
     if (body === "") return done(null, null);
     try {
       done(null, parseBody(body));
@@ -447,7 +450,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     for (const [k, v] of Object.entries(req.headers)) if (!HOOK_HEADERS_DROPPED.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
     headers["Remote-Addr"] = source(req);
     const post = req.body ?? {};
-    const body = typeof req.body === "string" ? req.body : req.body === undefined || req.body === null ? "" : toJson(req.body);
+    const body = rawBodies.get(req) ?? "";
     d.fire(tag, { body, post, headers });
     return answer(req, reply, 200, { success: true });
   }

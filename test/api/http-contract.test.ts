@@ -251,6 +251,9 @@ describe("HTTP API contract (scripted master)", () => {
     assert.equal(ev.tag, "salt/netapi/hook/ci/build/ok");
     assert.deepEqual(ev.data.post, { revision: "aa22" });
     assert.equal(ev.data.headers["x-auth-token"], undefined);
+    const form = await fetch(base + "/hook/form", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...auth }, body: "foo=bar&arg=1" });
+    assert.equal(form.status, 200);
+    assert.deepEqual([m.fired.at(-1)!.data.body, m.fired.at(-1)!.data.post], ["foo=bar&arg=1", { foo: "bar", arg: [1] }]);
     assert.equal((await post("/hook/x", {}, {})).status, 401, "hooks need a session unless webhook_disable_auth");
     assert.equal((await post("/hook/x", {}, { "x-auth-token": "abcdef" })).status, 401, "an unknown token is refused");
   });
