@@ -8,7 +8,8 @@
  * - with `binddn` alone: `binddn` is a template (`uid={{ username }},ou=People,dc=example,dc=org`), bound
  *   with the user's password (the username escaped as a DN value).
  * Server: `uri` (ldap:// or ldaps://), else `server` + `port`, ldaps:// when `tls`; `starttls` upgrades a
- * plain connection; `no_verify` skips certificate checks (warned at start). Without a lookup account,
+ * plain connection; `no_verify` skips certificate checks (warned at start); brine's `ca_file` adds PEM
+ * certificates to trust besides the system's (Salt leaves that to OpenLDAP's ldap.conf TLS_CACERT). Without a lookup account,
  * `anonymous` reads the groups over an anonymous connection instead of one bound as the user.
  *
  * Groups (for `name%` entries of external_auth), bound as the lookup account, else as the user:
@@ -39,6 +40,9 @@
  * A refused password or an unknown user is `false`; a directory that cannot be reached, a lookup bind that
  * fails or a timeout is thrown as BrineError("EAUTH_BACKEND").
  */
+import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
+import { rootCertificates, type ConnectionOptions } from "node:tls";
 import { Client, InvalidCredentialsError, NoSuchObjectError, type Entry } from "ldapts";
 import type { MasterConfig } from "../../config/defaults.js";
 import { BrineError } from "../../errors.js";
@@ -53,6 +57,8 @@ export interface LdapEauthOptions {
   url: string;
   starttls: boolean;
   noVerify: boolean;
+  /** PEM certificates trusted besides the system's (brine's auth.ldap.ca_file) */
+  ca?: string;
   anonymous: boolean;
   scope: "base" | "one" | "sub";
   basedn: string;
@@ -149,6 +155,16 @@ export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => v
   const groupBasedn = o.string(k("group_basedn"));
   if (freeipa && (!groupFilter || !groupBasedn)) throw o.bad(k(groupFilter ? "group_basedn" : "group_filter"), "required with auth.ldap.freeipa");
   const noVerify = o.bool(k("no_verify"), false);
+  const caFile = o.string(k("ca_file"));
+  let ca: string | undefined;
+  if (caFile) {
+    try {
+      ca = readFileSync(caFile, "utf8");
+    } catch (e) {
+      throw o.bad(k("ca_file"), `cannot be read: ${(e as Error).message}`);
+    }
+    if (!ca.includes("-----BEGIN CERTIFICATE-----")) throw o.bad(k("ca_file"), `${caFile} holds no PEM certificate`);
+  }
   if (noVerify) warn("auth.ldap.no_verify is set: the LDAP server's certificate is not checked, and passwords go to whoever answers");
   if (o.bool(k("auth_by_group_membership_only"), false)) {
     warn("auth.ldap.auth_by_group_membership_only is ignored by brine: LDAP passwords are always checked");
@@ -157,6 +173,7 @@ export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => v
     url,
     starttls,
     noVerify,
+    ca,
     anonymous: o.bool(k("anonymous"), false),
     scope: (["base", "one", "sub"] as const)[scopeNum],
     basedn: o.string(k("basedn"), ""),
@@ -183,11 +200,16 @@ export class LdapEauthBackend implements EauthBackend {
   constructor(readonly opts: LdapEauthOptions, private readonly log: Logger = getLogger("brine.auth.ldap")) {}
 
   private async connect(): Promise<Client> {
-    const tlsOptions = this.opts.noVerify ? { rejectUnauthorized: false } : undefined;
-    const client = new Client({ url: this.opts.url, timeout: this.opts.timeoutMs, connectTimeout: this.opts.timeoutMs, tlsOptions, strictDN: false });
+    const tlsOptions: ConnectionOptions = { rejectUnauthorized: !this.opts.noVerify, ...(this.opts.ca ? { ca: [...rootCertificates, this.opts.ca] } : {}) };
+    // ldapts speaks TLS from the first byte whenever tlsOptions is given: only for ldaps://
+    const ldaps = this.opts.url.toLowerCase().startsWith("ldaps://");
+    const client = new Client({ url: this.opts.url, timeout: this.opts.timeoutMs, connectTimeout: this.opts.timeoutMs, tlsOptions: ldaps ? tlsOptions : undefined, strictDN: false });
     if (this.opts.starttls) {
       try {
-        await client.startTLS(tlsOptions ?? {});
+        // ldapts upgrades the socket without naming the host, and Node then checks the certificate against
+        // "localhost": name the server for the identity check (and SNI, for a name)
+        const host = new URL(this.opts.url).hostname.replace(/^\[(.*)\]$/, "$1");
+        await client.startTLS({ ...tlsOptions, host, ...(isIP(host) ? {} : { servername: host }) });
       } catch (e) {
         await this.close(client);
         throw this.failure("StartTLS", e);

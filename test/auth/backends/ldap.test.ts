@@ -138,6 +138,32 @@ describe("ldap eauth against a real slapd", { skip }, () => {
     assert.ok(log.saw("ldap(...) targets dropped", "error"));
   });
 
+  const tlsSkip = () => (slapd.tlsPort === undefined ? "openssl could not make a certificate for slapd" : undefined);
+
+  test("over ldaps:// (auth.ldap.tls) a user binds when the server's certificate is trusted through auth.ldap.ca_file", async (t) => {
+    if (tlsSkip()) return t.skip(tlsSkip());
+    const { b } = make(template({ "auth.ldap.port": slapd.tlsPort, "auth.ldap.tls": true, "auth.ldap.ca_file": slapd.certFile }));
+    assert.equal(await b.authenticate({ username: "alice", password: "alice-pw" }), true);
+    assert.equal(await b.authenticate({ username: "alice", password: "bob-pw" }), false);
+  });
+
+  test("over ldaps:// a certificate nobody trusts is a backend failure, unless auth.ldap.no_verify", async (t) => {
+    if (tlsSkip()) return t.skip(tlsSkip());
+    const { b } = make(template({ "auth.ldap.port": slapd.tlsPort, "auth.ldap.tls": true }));
+    await assert.rejects(b.authenticate({ username: "alice", password: "alice-pw" }), (e) => isBrineError(e, "EAUTH_BACKEND"));
+    const { b: lax } = make(template({ "auth.ldap.port": slapd.tlsPort, "auth.ldap.tls": true, "auth.ldap.no_verify": true }));
+    assert.equal(await lax.authenticate({ username: "alice", password: "alice-pw" }), true);
+  });
+
+  test("with StartTLS the lookup and the user's bind run over TLS; an untrusted certificate is a backend failure", async (t) => {
+    if (tlsSkip()) return t.skip(tlsSkip());
+    const { b } = make(lookup({ "auth.ldap.starttls": true, "auth.ldap.ca_file": slapd.certFile }));
+    assert.equal(await b.authenticate({ username: "bob", password: "bob-pw" }), true);
+    assert.deepEqual(await b.groups!({ username: "bob" }), ["web"]);
+    const { b: untrusted } = make(lookup({ "auth.ldap.starttls": true }));
+    await assert.rejects(untrusted.authenticate({ username: "bob", password: "bob-pw" }), (e) => isBrineError(e, "EAUTH_BACKEND") && /StartTLS/.test((e as Error).message));
+  });
+
   test("a wrong lookup account password is a backend failure (EAUTH_BACKEND), not a refused user", async () => {
     const { b } = make(lookup({ "auth.ldap.bindpw": "not-it" }));
     await assert.rejects(b.authenticate({ username: "alice", password: "alice-pw" }), (e) => isBrineError(e, "EAUTH_BACKEND") && /lookup account/.test((e as Error).message));
@@ -184,6 +210,8 @@ const BAD_OPTIONS: { what: string; opts: Record<string, unknown>; names: string 
   { what: "a template with other Jinja", opts: { "auth.ldap.binddn": "uid={{ username|upper }},dc=x" }, names: "auth.ldap.binddn" },
   { what: "freeipa without group_filter", opts: { "auth.ldap.freeipa": true, "auth.ldap.group_basedn": "dc=x" }, names: "auth.ldap.group_filter" },
   { what: "a timeout of 0", opts: { "auth.ldap.timeout": 0 }, names: "auth.ldap.timeout" },
+  { what: "a ca_file that does not exist", opts: { "auth.ldap.ca_file": "/nonexistent/ca.pem" }, names: "auth.ldap.ca_file" },
+  { what: "a ca_file without a PEM certificate", opts: { "auth.ldap.ca_file": "/etc/hostname" }, names: "auth.ldap.ca_file" },
   { what: "tls that is not a boolean", opts: { "auth.ldap.tls": "maybe" }, names: "auth.ldap.tls" },
 ];
 

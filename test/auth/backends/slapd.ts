@@ -8,6 +8,8 @@
  *   ou=People: uid=alice (alice-pw), uid=bob (bob-pw), uid=carol (carol-pw), uid=a*b (star-pw)
  *   ou=Groups: posixGroup admins {alice}, posixGroup web {alice, bob}, groupOfNames devs {alice, carol}
  *   ou=Computers: computer web1.example.org, WEB2.example.org, db1 (objectClass computer, defined here)
+ * With `openssl` on the machine it also listens on ldaps:// and offers StartTLS, with a self-signed
+ * certificate for 127.0.0.1 (certFile).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -87,8 +89,9 @@ member: uid=carol,ou=People,${SUFFIX}
   computer("db1"),
 ].join("\n");
 
-function conf(dir: string): string {
-  return `include ${SCHEMA_DIR}/core.schema
+function conf(dir: string, tls: boolean): string {
+  const tlsLines = tls ? `TLSCertificateFile ${dir}/cert.pem\nTLSCertificateKeyFile ${dir}/key.pem\n` : "";
+  return `${tlsLines}include ${SCHEMA_DIR}/core.schema
 include ${SCHEMA_DIR}/cosine.schema
 include ${SCHEMA_DIR}/nis.schema
 include ${SCHEMA_DIR}/inetorgperson.schema
@@ -111,6 +114,10 @@ access to * by * read
 export interface Slapd {
   url: string;
   port: number;
+  /** ldaps:// on another port, with a self-signed certificate for 127.0.0.1 (when openssl could make one) */
+  tlsPort?: number;
+  /** that certificate, PEM (its own CA) */
+  certFile?: string;
   stop(): Promise<void>;
 }
 
@@ -128,7 +135,13 @@ export async function startSlapd(): Promise<Slapd> {
   const slapd = slapdPath()!;
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-slapd-"));
   mkdirSync(path.join(dir, "db"));
-  writeFileSync(path.join(dir, "slapd.conf"), conf(dir));
+  // a self-signed certificate for 127.0.0.1, for the ldaps:// and StartTLS tests (openssl from its Debian package)
+  const cert = spawnSync("openssl", [
+    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+    "-keyout", path.join(dir, "key.pem"), "-out", path.join(dir, "cert.pem"),
+  ], { encoding: "utf8", timeout: 30_000 });
+  const tls = cert.status === 0;
+  writeFileSync(path.join(dir, "slapd.conf"), conf(dir, tls));
   writeFileSync(path.join(dir, "data.ldif"), LDIF);
   const add = spawnSync(slapd, ["-T", "add", "-f", path.join(dir, "slapd.conf"), "-l", path.join(dir, "data.ldif")], { encoding: "utf8", timeout: 30_000 });
   if (add.status !== 0) {
@@ -137,13 +150,15 @@ export async function startSlapd(): Promise<Slapd> {
   }
   const port = await freePort();
   const url = `ldap://127.0.0.1:${port}`;
+  const tlsPort = tls ? await freePort() : undefined;
+  const listen = tls ? `${url}/ ldaps://127.0.0.1:${tlsPort}/` : `${url}/`;
   // -d 0: stay in the foreground (our child, stopped by its pid), log nothing
-  const child: ChildProcess = spawn(slapd, ["-d", "0", "-f", path.join(dir, "slapd.conf"), "-h", `${url}/`], { stdio: ["ignore", "ignore", "pipe"] });
+  const child: ChildProcess = spawn(slapd, ["-d", "0", "-f", path.join(dir, "slapd.conf"), "-h", listen], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d) => (stderr += String(d)));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const deadline = Date.now() + 15_000;
-  while (!(await canConnect(port))) {
+  while (!(await canConnect(port)) || (tlsPort !== undefined && !(await canConnect(tlsPort)))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
@@ -154,6 +169,8 @@ export async function startSlapd(): Promise<Slapd> {
   return {
     url,
     port,
+    tlsPort,
+    certFile: tls ? path.join(dir, "cert.pem") : undefined,
     async stop() {
       if (child.exitCode === null) {
         child.kill("SIGTERM");
