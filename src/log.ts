@@ -3,6 +3,10 @@
  * with Salt's level names (garbage, trace, debug, info, warning, error, critical, quiet).
  * winston does the level filtering and the file/console transports; every thread logs through its own
  * logger writing to the same file (appends are atomic for lines this short).
+ *
+ * One record is one line: control characters in a message (a newline in a minion id or an event tag, an
+ * escape sequence, a stack trace's line breaks) are written escaped (`\n`, `\x1b`, `\u2028`), so nothing a
+ * minion or a client sends can forge a log line or drive the terminal that reads the log.
  */
 import winston from "winston";
 import { mkdirSync } from "node:fs";
@@ -29,10 +33,26 @@ function stamp(d: Date): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())},${p(d.getMilliseconds(), 3)}`;
 }
 
+/** C0 and C1 controls, DEL and the Unicode line/paragraph separators: what could end or forge a line. */
+const LINE_BREAKERS = /[\x00-\x1f\x7f-\x9f\u2028\u2029]/g;
+const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** `text` as one log line: every character LINE_BREAKERS matches written as an escape. */
+export function escapeLogText(text: string): string {
+  LINE_BREAKERS.lastIndex = 0;
+  if (!LINE_BREAKERS.test(text)) return text;
+  return text.replace(LINE_BREAKERS, (c) => {
+    const named = NAMED_ESCAPES[c];
+    if (named) return named;
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
+
 const line = winston.format.printf((info) => {
   const name = String(info.logger ?? "brine").padEnd(17).slice(0, 17);
   const lvl = String(info.level).toUpperCase().padEnd(8);
-  return `${stamp(new Date())} [${name}][${lvl}][${process.pid}${threadId ? `:${threadId}` : ""}] ${String(info.message)}`;
+  return `${stamp(new Date())} [${name}][${lvl}][${process.pid}${threadId ? `:${threadId}` : ""}] ${escapeLogText(String(info.message))}`;
 });
 
 let root: winston.Logger | undefined;

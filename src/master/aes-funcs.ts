@@ -5,6 +5,7 @@
  * (the request layer turns an unexpected throw into Salt's "Some exception handling minion payload").
  */
 import { getLogger } from "../log.js";
+import { LogBudget } from "../cluster/peer/log-budget.js";
 import { validId, validJid } from "../protocol/ids.js";
 import { isMap, type MapEntrySpans, type WireValue } from "../protocol/msgpack.js";
 import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
@@ -21,30 +22,58 @@ export interface AesResult {
 /** `raw`: where the load's entries lie in the request's plaintext (absent for loads not decoded from one) */
 type Handler = (ctx: MasterContext, load: Record<string, WireValue>, fx: Effects, raw?: MapEntrySpans) => AesResult | Promise<AesResult>;
 
-/** `_minion_event` tags a minion may not fire (Salt's blacklist), plus any other minion's return tag. */
+/**
+ * `_minion_event` tags a minion may not fire: Salt's blacklist (salt/utils/event.py valid_minion_tag),
+ * plus the master's own presence events. Every tag fired from a minion's request passes this filter,
+ * including the joined `pretag/tag` of a batch (Salt checks only `tag`, so its `pretag` forges any tag),
+ * and the single-event form (Salt checks none there).
+ */
 const BLACKLISTED_TAGS = [
   "salt/job/*/publish",
   "salt/job/*/new",
   "salt/job/*/return",
   "salt/key",
+  "salt/key/*",
   "salt/auth",
+  "salt/auth/*",
   "salt/cloud/*",
   "salt/run/*",
   "salt/cluster/*",
   "salt/wheel/*/new",
   "salt/wheel/*/return",
+  "salt/presence/*",
 ].map(fnmatchRegex);
-const RET_TAG = /^salt\/job\/[^/]+\/ret\/(.*)$/;
+/** Job tags that name a minion: a minion may fire them only under its own id (its return, progress, state errors). */
+const MINION_JOB_TAG = /^salt\/job\/[^/]+\/(?:ret|prog|sub)\/([^/]*)/;
+/** Characters no tag from a minion may hold: they would split a bus frame or a log line, or drive a terminal. */
+const TAG_CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 /** Longest event tag accepted from a minion. */
 export const minionTagBytesMax = 512;
 /** Most events in one `_minion_event` batch. */
 export const minionEventsPerBatchMax = 1000;
+/** Refused minion events logged per window per request thread; then one summary line per window. */
+export const refusedEventLogsPerWindow = 20;
+export const refusedEventLogWindowMs = 60_000;
 
+const refusedEvents = new LogBudget(refusedEventLogsPerWindow, refusedEventLogWindowMs, (l) => log.warning(l), "minion events");
+
+/** Why a minion may not fire `tag`, or undefined when it may. */
+function tagRefusal(tag: unknown, id: string): string | undefined {
+  if (typeof tag !== "string" || tag.length === 0) return "not a tag";
+  if (tag.length > minionTagBytesMax) return `longer than ${minionTagBytesMax}`;
+  if (TAG_CONTROL.test(tag)) return "control characters";
+  if (BLACKLISTED_TAGS.some((re) => re.test(tag))) return "reserved for the master";
+  const named = MINION_JOB_TAG.exec(tag);
+  if (named && named[1] !== id) return "names another minion";
+  return undefined;
+}
+
+/** True when `id` may fire `tag`; otherwise logs the refusal (within the log budget) and returns false. */
 function tagAllowed(tag: unknown, id: string): tag is string {
-  if (typeof tag !== "string" || tag.length === 0 || tag.length > minionTagBytesMax) return false;
-  if (BLACKLISTED_TAGS.some((re) => re.test(tag))) return false;
-  const ret = RET_TAG.exec(tag);
-  return !ret || ret[1] === id;
+  const why = tagRefusal(tag, id);
+  if (why === undefined) return true;
+  refusedEvents.line(`Filtering blacklisted event tag ${String(tag).slice(0, 128)} from ${id} (${why})`);
+  return false;
 }
 
 const send = (ret: unknown): AesResult => ({ ret, mode: "send" });
@@ -126,23 +155,20 @@ function doMinionEvent(ctx: MasterContext, load: Record<string, WireValue>, fx: 
   if (!validId(id)) return send(false);
   if (Array.isArray(load.events)) {
     if (load.events.length > minionEventsPerBatchMax) return send(false);
+    const pretag = typeof load.pretag === "string" && load.pretag ? load.pretag : undefined;
     for (const ev of load.events) {
       if (!isMap(ev)) continue;
-      if (!tagAllowed(ev.tag, id)) {
-        log.warning(`Filtering blacklisted event tag ${String(ev.tag).slice(0, 128)} from ${id}`);
-        continue;
-      }
       const data = "data" in ev ? ev.data : ev;
-      ctx.fire(fx, ev.tag, data);
-      if (typeof load.pretag === "string" && load.pretag) ctx.fire(fx, `${load.pretag}/${ev.tag}`, data);
+      if (tagAllowed(ev.tag, id)) ctx.fire(fx, ev.tag, data);
+      else continue; // as Salt: a refused tag drops its pretagged copy too
+      // Salt's tagify(tag, base=pretag); the joined tag is checked as one, it is what listeners see
+      const joined = pretag === undefined ? undefined : `${pretag}/${ev.tag}`;
+      if (joined !== undefined && tagAllowed(joined, id)) ctx.fire(fx, joined, data);
     }
     return send(null); // Salt's AESFuncs._minion_event answers None
   }
   if (!("tag" in load) || !("data" in load)) return send(false);
-  if (!tagAllowed(load.tag, id)) {
-    log.warning(`Filtering blacklisted event tag ${String(load.tag).slice(0, 128)} from ${id}`);
-    return send(false);
-  }
+  if (!tagAllowed(load.tag, id)) return send(false);
   const { nonce: _n, tok: _t, ...data } = load;
   ctx.fire(fx, load.tag, data);
   return send(null);

@@ -1,4 +1,7 @@
-/** A log line budget for the peer channel: refusal floods cannot flood the log. */
+/**
+ * A log line budget: refusal floods cannot flood the log. Used by the peer channel and by the request
+ * workers for what minions send (src/master/aes-funcs.ts); `what` names the source in the summary line.
+ */
 /** Logs at most `perWindow` lines per window, then one summary of what it held back. */
 export class LogBudget {
   private windowStart = 0;
@@ -9,12 +12,13 @@ export class LogBudget {
     private readonly perWindow: number,
     private readonly windowMs: number,
     private readonly log: (line: string) => void,
+    private readonly what = "peer channel",
   ) {}
 
   line(text: string): void {
     const now = Date.now();
     if (now - this.windowStart >= this.windowMs) {
-      if (this.held > 0) this.log(`peer channel: ${this.held} more refusals/drops in the last ${this.windowMs} ms were not logged`);
+      if (this.held > 0) this.log(`${this.what}: ${this.held} more refusals/drops in the last ${this.windowMs} ms were not logged`);
       this.windowStart = now;
       this.used = 0;
       this.held = 0;
