@@ -13,7 +13,7 @@ import { validId } from "../protocol/ids.js";
 import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } from "../protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../protocol/rsa.js";
 import { x931Verify } from "../protocol/x931.js";
-import { frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
+import { bigEnvelopeDepthMax, bigEnvelopeElementsMax, clearFrameBytesMax, frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
 import { AES_FUNCS, type AesResult } from "./aes-funcs.js";
 import { handleAuth } from "./auth.js";
 import { handlePublish } from "./publish.js";
@@ -102,17 +102,24 @@ function toFrame(reply: unknown): Buffer {
   return reply instanceof Framed ? reply.bytes : encodeWire(reply);
 }
 
+/** Limits for a frame over clearFrameBytesMax: only a flat envelope (scalars, one big ciphertext) decodes. */
+const bigEnvelopeLimits = { ...wireLimits, depthMax: bigEnvelopeDepthMax, elementsMax: bigEnvelopeElementsMax };
+
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
 function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
   if (frame.length > frameBytesMax) {
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
   }
+  // over clearFrameBytesMax only an AES envelope is possible: decode the envelope, never a container in it
+  const big = frame.length > clearFrameBytesMax;
   let payload: WireValue;
   try {
-    payload = decodeWire(frame, wireLimits, true); // the frame is this request's own: byte values may be views into it
+    payload = decodeWire(frame, big ? bigEnvelopeLimits : wireLimits, true); // the frame is this request's own: byte values may be views into it
   } catch (e) {
-    log.warning(`bad load received on socket: ${isBrineError(e) ? e.message : String(e)}`);
+    const why = isBrineError(e) ? e.message : String(e);
+    if (big) log.warning(`bad load received on socket: frame of ${frame.length} bytes over clearFrameBytesMax (${clearFrameBytesMax}) is not a flat AES envelope (${why})`);
+    else log.warning(`bad load received on socket: ${why}`);
     return { msg: BAD_LOAD };
   }
   if (!isMap(payload) || !("enc" in payload) || !("load" in payload)) {
@@ -121,6 +128,10 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
   }
   const version = typeof payload.version === "number" ? payload.version : 0;
   const enc = payload.enc;
+  if (big && enc !== "aes") {
+    log.warning(`bad load received on socket: ${short(enc)} request of ${frame.length} bytes exceeds clearFrameBytesMax (${clearFrameBytesMax})`);
+    return { msg: BAD_LOAD };
+  }
   let load: WireValue = payload.load;
   let session: Crypticle | undefined;
 

@@ -5,6 +5,15 @@
 
 /** Largest request frame accepted on the ROUTER socket (a big `_return` or a file chunk fits). */
 export const frameBytesMax = 64 * 1024 * 1024;
+/**
+ * Largest clear (unauthenticated) request: `_auth` (~1 KiB with a 4096-bit key) or a CLI/API command. A larger
+ * frame must be a flat AES envelope (scalars only: the ciphertext is one bin/str), which decodes without
+ * walking any container; anything else over this size is refused before its containers are read.
+ */
+export const clearFrameBytesMax = 64 * 1024;
+/** How a frame over clearFrameBytesMax is decoded: the envelope map and its scalar values, nothing nested. */
+export const bigEnvelopeDepthMax = 1;
+export const bigEnvelopeElementsMax = 32;
 /** Deepest container nesting accepted in wire msgpack (Salt data is shallow; states nest ~10). */
 export const msgpackDepthMax = 100;
 /** Total containers' elements in one frame; with frameBytesMax this bounds allocation. */

@@ -1,0 +1,59 @@
+/**
+ * A clear (unauthenticated) request is `_auth` or a CLI/API command, a few KiB (issue 13): one over
+ * clearFrameBytesMax is refused before its containers are decoded (Python master: decodes any size), and
+ * a big AES request still works.
+ */
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { RawClient } from "../../src/minion/raw-client.js";
+import { decodeWire, isMap } from "../../src/protocol/msgpack.js";
+import { clearFrameBytesMax } from "../../src/protocol/limits.js";
+import { startTestMaster, type TestMaster } from "../helpers/master.js";
+import { testKeys } from "../helpers/minions.js";
+import type { MinionKeys } from "../../src/minion/keys.js";
+
+describe("clear request size bound", { timeout: 120_000 }, () => {
+  let tm: TestMaster;
+  let raw: RawClient;
+  let k: MinionKeys[];
+  let logFile: string;
+  before(async () => {
+    logFile = path.join(os.tmpdir(), `brine-clear-bound-${process.pid}.log`);
+    tm = await startTestMaster({ auto_accept: true }, undefined, { logFile });
+    raw = new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 10_000 });
+    k = await testKeys(1);
+  });
+  after(async () => {
+    raw.close();
+    await tm.stop();
+  });
+
+  test("an _auth padded past clearFrameBytesMax is refused and writes no key; the same _auth without padding is accepted", async () => {
+    const auth = { cmd: "_auth", id: "padded", nonce: "0".repeat(32), pub: k[0]!.pub, enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" };
+    const r = await raw.clear({ ...auth, pad: "x".repeat(clearFrameBytesMax) });
+    assert.deepEqual(r, { msg: "bad load" });
+    assert.throws(() => readFileSync(path.join(tm.pkiDir, "minions", "padded")));
+    const ok = await raw.clear(auth);
+    assert.ok(isMap(ok));
+    const load = isMap(ok.load) ? ok.load : decodeWire(ok.load as Buffer);
+    assert.ok(isMap(load) && "aes" in load && "session" in load);
+  });
+
+  test("2 MB msgpack arrays in a clear envelope, or as the whole frame, are refused without walking them", async () => {
+    const arr = Buffer.alloc(5 + 2_000_000);
+    arr[0] = 0xdd;
+    arr.writeUInt32BE(2_000_000, 1);
+    // {enc: "clear", load: <array>}
+    const env = Buffer.concat([Buffer.from([0x82, 0xa3, 0x65, 0x6e, 0x63, 0xa5, 0x63, 0x6c, 0x65, 0x61, 0x72, 0xa4, 0x6c, 0x6f, 0x61, 0x64]), arr]);
+    for (const frame of [arr, env]) {
+      const t = performance.now();
+      assert.deepEqual(decodeWire(await raw.request(frame)), { msg: "bad load" });
+      assert.ok(performance.now() - t < 1000);
+    }
+    const log = readFileSync(logFile, "utf8");
+    assert.match(log, /over clearFrameBytesMax \(65536\) is not a flat AES envelope/);
+  });
+});
