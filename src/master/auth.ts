@@ -16,6 +16,8 @@ import { checkAutoreject, checkAutosign } from "../pki/autosign.js";
 import { decideAuth, type AuthFileOp } from "./auth-decision.js";
 import type { Effects, MasterContext } from "./context.js";
 import type { KeyState } from "../pki/key-store.js";
+import { checkMinionPublicKey } from "../pki/minion-key-check.js";
+import { minionPolicy } from "./minion-policy.js";
 
 const log = getLogger("brine.auth");
 
@@ -71,8 +73,17 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
     log.warning(`Authentication request from ${id} with an oversized public key`);
     return refuse(false);
   }
-  const pub = cleanKey(rawPub);
   const cfg = ctx.cfg;
+  const policy = minionPolicy(cfg);
+  if (rawPub) {
+    // before anything is read or written: an unacceptable key never reaches pki_dir
+    const check = checkMinionPublicKey(rawPub, policy);
+    if (!check.ok) {
+      log.warning(`Authentication request from ${id} refused: its public key is ${check.why}`);
+      return refuse(false);
+    }
+  }
+  const pub = cleanKey(rawPub);
   const fire = (result: unknown, act: string) => {
     if (cfg.auth_events) ctx.fire(fx, "salt/auth", { result, act, id, pub: rawPub });
   };

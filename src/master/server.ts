@@ -22,6 +22,7 @@ import { PublisherClient } from "../workers/publisher/client.js";
 import { QUEUE_FULL_REPLY, RequestLanes, SHUTDOWN_REPLY } from "../workers/req-handler/pool.js";
 import { ensureRootKey } from "./root-key.js";
 import { prepareAuthorization } from "../auth/startup.js";
+import { minionPolicy } from "./minion-policy.js";
 import { Maintenance } from "./maintenance.js";
 import { ControlServer } from "./control-server.js";
 import { SendQueue } from "../transport/send-queue.js";
@@ -129,6 +130,7 @@ export class MasterServer {
 
   private async startParts(): Promise<void> {
     const c = this.cfg;
+    minionPolicy(c); // its options are checked before anything starts (CONFIG_INVALID names the option)
     this.prepareDirs();
     await this.startCluster();
     if (!this.cluster) this.secrets.setAesKey(generateKeyString());

@@ -20,5 +20,5 @@ export const msgpackDepthMax = 100;
 export const msgpackElementsMax = 4_000_000;
 /** Longest minion id, in bytes: it becomes a file name. */
 export const minionIdBytesMax = 255;
-/** RSA ciphertext fields (token, aes, session) are one modulus long; 4096-bit keys are the largest we take. */
-export const rsaBlockBytesMax = 512;
+/** RSA ciphertext and signature fields (token, tok, sig) are one modulus long; 16384-bit keys are the largest we take. */
+export const rsaBlockBytesMax = 2048;
