@@ -11,6 +11,7 @@ import { isMap, type MapEntrySpans, type WireValue } from "../protocol/msgpack.j
 import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
+import { returnSignatureValid } from "./return-sig.js";
 
 const log = getLogger("brine.aesfuncs");
 
@@ -91,7 +92,15 @@ function doReturn(ctx: MasterContext, load: Record<string, WireValue>, fx: Effec
     log.warning(`_return with a missing or invalid return/jid/id from ${String(id).slice(0, 64)}`);
     return send(false);
   }
-  if (ctx.cfg.require_minion_sign_messages && !("sig" in load)) {
+  if ("sig" in load) {
+    if (!returnSignatureValid(ctx.minionPublicKey(id), load, raw)) {
+      if (ctx.cfg.require_minion_sign_messages || ctx.cfg.drop_messages_signature_fail) {
+        log.critical(`_return: the signature of ${id}'s return does not verify; return dropped`);
+        return send(false);
+      }
+      log.info(`Failed to verify event signature from minion ${id}; accepted (drop_messages_signature_fail is off)`);
+    }
+  } else if (ctx.cfg.require_minion_sign_messages) {
     log.critical(`_return: master requires signed messages, but ${id} sent none`);
     return send(false);
   }

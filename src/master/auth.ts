@@ -75,6 +75,10 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
   }
   const cfg = ctx.cfg;
   const policy = minionPolicy(cfg);
+  if (version < policy.minEnvelopeVersion) {
+    log.warning(`Authentication request from ${id} refused: protocol version ${version} is below brine_min_envelope_version (${policy.minEnvelopeVersion})`);
+    return refuse(false);
+  }
   if (rawPub) {
     // before anything is read or written: an unacceptable key never reaches pki_dir
     const check = checkMinionPublicKey(rawPub, policy);
@@ -153,6 +157,7 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
   reply.session = sealed.session;
   reply.sig = aesKeySignature(ctx, aesKey);
   if (nonce !== undefined) reply.nonce = nonce;
+  if (version >= 3) ctx.v3Marks.mark(id); // from now on a v2 request in this id's name is refused
   fire(true, "accept");
   log.debug(`Authentication of ${id}: accepted`);
   return clearSigned(ctx, reply, sigAlgo, version);

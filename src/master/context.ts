@@ -11,6 +11,7 @@ import { JidGenerator } from "../protocol/jid.js";
 import { privateKey, publicKey } from "../protocol/rsa.js";
 import { AcceptedKeyCache, KeyStore } from "../pki/key-store.js";
 import { SessionKeys } from "./sessions.js";
+import { V3Marks } from "./v3-marks.js";
 import { AuthCipherCache } from "./auth-cipher-cache.js";
 import { SharedSecrets } from "../shared/secrets.js";
 import { NonceSet } from "../shared/nonce-set.js";
@@ -82,6 +83,8 @@ export class MasterContext {
   readonly keys: KeyStore;
   readonly acceptedKeys: AcceptedKeyCache;
   readonly sessions: SessionKeys;
+  /** minions that sign in with protocol v3: a v2 request in their name is refused (v3-marks.ts) */
+  readonly v3Marks: V3Marks;
   readonly secrets: SharedSecrets;
   readonly nonces: NonceSet;
   readonly store: Store;
@@ -116,6 +119,7 @@ export class MasterContext {
     this.keys = new KeyStore(minionPkiDir(cfg));
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
     this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now);
+    this.v3Marks = new V3Marks(cfg.cachedir, now);
     this.secrets = new SharedSecrets(shared.secrets);
     this.nonces = new NonceSet(shared.nonces);
     this.store = openStore(cfg);

@@ -44,5 +44,7 @@ export async function purgeKeylessMinions(ctx: MasterContext, max = keylessPurge
     rmSync(path.join(ctx.sessions.dir, name), { force: true });
     if (!gone.has(name)) purged++;
   }
+  // a new minion taking a deleted one's id may be a v2 one: the v3 mark goes with the key
+  ctx.v3Marks.purge((id) => known.has(id) || hasKey(id), max);
   return purged;
 }

@@ -16,6 +16,7 @@ import { x931Verify } from "../protocol/x931.js";
 import { bigEnvelopeDepthMax, bigEnvelopeElementsMax, clearFrameBytesMax, frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
 import { AES_FUNCS, type AesResult } from "./aes-funcs.js";
 import { handleAuth } from "./auth.js";
+import { minionPolicy } from "./minion-policy.js";
 import { handlePublish } from "./publish.js";
 import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
 import type { Effects, MasterContext } from "./context.js";
@@ -218,6 +219,16 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
     }
     if (!checkTok(ctx, id, load.tok)) return BAD_LOAD;
   } else {
+    // a v2 envelope has no per-minion key: refuse it where a v3 minion's name is claimed, or everywhere
+    const minVersion = minionPolicy(ctx.cfg).minEnvelopeVersion;
+    if (version < minVersion) {
+      log.warning(`Request from ${id} refused: envelope version ${version} is below brine_min_envelope_version (${minVersion})`);
+      return BAD_LOAD;
+    }
+    if (id !== "" && ctx.v3Marks.has(id)) {
+      log.warning(`Request from ${id} refused: envelope version ${version}, but ${id} signs in with protocol v3 (another minion may be using its name)`);
+      return BAD_LOAD;
+    }
     if (load.tok !== undefined && id !== "" && !checkTok(ctx, id, load.tok)) return BAD_LOAD;
   }
 
