@@ -9,6 +9,7 @@ import { LogBudget } from "../cluster/peer/log-budget.js";
 import { validId, validJid } from "../protocol/ids.js";
 import { isMap, type MapEntrySpans, type WireValue } from "../protocol/msgpack.js";
 import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
+import { takeLinearRefusals, withLinearPatterns } from "../targeting/pcre.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
 import { returnSignatureValid } from "./return-sig.js";
@@ -209,7 +210,10 @@ async function doMineFlush(ctx: MasterContext, load: Record<string, WireValue>):
 function doMineGet(ctx: MasterContext, load: Record<string, WireValue>): AesResult {
   if (!validId(load.id) || typeof load.tgt !== "string") return send({});
   const funs = typeof load.fun === "string" ? load.fun.split(",").filter(Boolean) : Array.isArray(load.fun) ? load.fun.filter((f): f is string => typeof f === "string") : [];
-  const ids = ctx.targetIds(load.tgt, typeof load.tgt_type === "string" ? load.tgt_type : "glob");
+  // a minion's pattern: linear time or no match (src/targeting/pcre.ts), never a stall of this lane
+  const ids = withLinearPatterns(() => ctx.targetIds(load.tgt as string, typeof load.tgt_type === "string" ? load.tgt_type : "glob"));
+  const refused = takeLinearRefusals();
+  if (refused.length) refusedEvents.line(`_mine_get from ${load.id}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (backreference, lookaround, (?i) or a large count); it matches nothing for a minion`);
   const byFun: Record<string, Record<string, unknown>> = {};
   for (const f of funs) {
     byFun[f] = {};

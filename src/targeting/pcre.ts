@@ -11,8 +11,31 @@
  *   `.` (without `s`) → any character but `\n`, `{,n}` → `{0,n}`.
  * A pattern that fails to compile (or that Python-only syntax we do not translate makes invalid in JS)
  * is reported as `null` by `compilePcre` and never matches; nothing here throws.
+ *
+ * Catastrophic backtracking (issue 13: `(a+)+$` against 28 a's and a '!' took V8's backtracking engine,
+ * like Python's `re`, over ten seconds per minion id). Patterns from minions (`_mine_get`, and any other
+ * target a minion supplies) are evaluated inside `withLinearPatterns`, which compiles every pattern for
+ * V8's linear-time engine (the `l` flag: an automaton, time linear in the subject for a given pattern):
+ * `$` is spelled `(?:\n?$)` there (the same yes/no answer as Python's "end, or before a final newline"
+ * for every pattern that does not match a newline after `$`), `\A`/`\Z` become `^`/`$`. What that engine
+ * cannot run — backreferences, lookarounds, `(?i)`, counted repeats over 16 — would need
+ * backtracking, so such a pattern from a minion matches nothing and is logged: a minion gets Salt's
+ * semantics for the patterns people write and never an unbounded one. Operator targets (CLI, runners,
+ * renderers) keep full semantics; V8's fallback flag still switches any of their patterns that the linear
+ * engine can run over to it once it has backtracked too long (`--regexp-backtracks-before-fallback`).
+ *
+ * Chosen over re2 (a native addon: its prebuilt binaries are downloaded from GitHub at install, and it
+ * differs from Python's `re` in more places) and re2-wasm (a dependency and a copy of every subject into
+ * wasm memory for each test): V8's engine is in the runtime already, needs no dependency, keeps JS syntax
+ * and semantics for everything it accepts, and refuses, at compile time, exactly what could be slow. The
+ * flags are V8's, so they hold for every thread of the process; they are set when this module loads,
+ * before any pattern from the wire is compiled (V8 reads them when a RegExp is compiled, at first use).
  */
+import v8 from "node:v8";
 import { BoundedCache } from "./bounded-cache.js";
+
+v8.setFlagsFromString("--enable-experimental-regexp-engine");
+v8.setFlagsFromString("--enable-experimental-regexp-engine-on-excessive-backtracks");
 
 /** Compiled regular expressions kept (entries); see patternCacheEntriesMax in fnmatch.ts for the sizing. */
 export const regexCacheEntriesMax = 1024;
@@ -24,6 +47,34 @@ export const regexPatternLengthMax = 4096;
 
 /** `null` entries remember invalid patterns, so a bad target is not recompiled for every minion. */
 const cache = new BoundedCache<string, RegExp | null>(regexCacheEntriesMax);
+/** The same for patterns compiled for the linear-time engine (null: invalid, or not linear). */
+const linearCache = new BoundedCache<string, RegExp | null>(regexCacheEntriesMax);
+
+/** Depth of withLinearPatterns calls on this thread (targeting is synchronous: a counter is enough). */
+let linearDepth = 0;
+/** Patterns refused for the linear engine since the last takeLinearRefusals (for the caller's log line). */
+let linearRefused: string[] = [];
+const linearRefusedKept = 8;
+
+/**
+ * Run `fn` (synchronous) with every pcre pattern compiled for V8's linear-time engine: for targets a
+ * minion sends. A pattern that engine cannot run matches nothing (see the header).
+ */
+export function withLinearPatterns<T>(fn: () => T): T {
+  linearDepth++;
+  try {
+    return fn();
+  } finally {
+    linearDepth--;
+  }
+}
+
+/** The patterns refused as not linear since the last call (at most a few), and forget them. */
+export function takeLinearRefusals(): string[] {
+  const r = linearRefused;
+  linearRefused = [];
+  return r;
+}
 
 const FLAG_GROUP = /^\(\?([aiLmsux]+)\)/;
 const NAMED_REF = /^\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)/;
@@ -59,7 +110,7 @@ function leadingFlags(pattern: string): { flags: Flags; rest: string } {
  * is structurally invalid (unbalanced parentheses, unterminated class or escape). Parentheses are checked
  * here because the result is wrapped in `^(?:…)`: an unbalanced `)` would otherwise escape the anchor.
  */
-function translate(src: string, flags: Flags): string | null {
+function translate(src: string, flags: Flags, linear: boolean): string | null {
   let out = "";
   let depth = 0;
   let i = 0;
@@ -74,7 +125,8 @@ function translate(src: string, flags: Flags): string | null {
       if (e === "A" || e === "Z") {
         // these become lookarounds, which JS lets a quantifier follow; Python calls that an error
         if (QUANTIFIER_AHEAD.test(src.slice(i))) return null;
-        out += e === "A" ? "(?<![\\s\\S])" : "(?![\\s\\S])";
+        if (linear && !flags.multiline) out += e === "A" ? "^" : "$";
+        else out += e === "A" ? "(?<![\\s\\S])" : "(?![\\s\\S])";
       } else {
         out += c + e;
       }
@@ -163,7 +215,7 @@ function translate(src: string, flags: Flags): string | null {
     }
     if (c === "$" && !flags.multiline) {
       if (QUANTIFIER_AHEAD.test(src.slice(i + 1))) return null; // as for \A and \Z above
-      out += "(?=\\n?(?![\\s\\S]))";
+      out += linear ? "(?:\\n?$)" : "(?=\\n?(?![\\s\\S]))";
       i += 1;
       continue;
     }
@@ -186,10 +238,10 @@ function translate(src: string, flags: Flags): string | null {
   return depth === 0 ? out : null;
 }
 
-function compile(pattern: string): RegExp | null {
+function compile(pattern: string, linear: boolean): RegExp | null {
   if (pattern.length > regexPatternLengthMax) return null;
   const { flags, rest } = leadingFlags(pattern);
-  const body = translate(rest, flags);
+  const body = translate(rest, flags, linear);
   if (body === null) return null;
   // `m` is needed for a multiline `$`/`^`; `s` is not, `.` is already rewritten above when it is off
   const jsFlags = (flags.ignoreCase ? "i" : "") + (flags.multiline ? "m" : "") + (flags.dotAll ? "s" : "");
@@ -197,24 +249,42 @@ function compile(pattern: string): RegExp | null {
     // `re.match` only tries position 0; with `m` a `^` would also match after a newline, so anchor
     // with a lookbehind there instead
     const anchor = flags.multiline ? "(?<![\\s\\S])" : "^";
+    if (linear) {
+      // sticky (`y`, lastIndex kept 0 by pcreMatch) anchors a multiline pattern without a lookbehind
+      if (flags.multiline) return new RegExp(`(?:${body})`, `${jsFlags}yl`);
+      return new RegExp(`^(?:${body})`, `${jsFlags}l`);
+    }
     return new RegExp(`${anchor}(?:${body})`, jsFlags);
   } catch {
+    if (linear && compile(pattern, false) !== null && linearRefused.length < linearRefusedKept) linearRefused.push(pattern);
     return null;
   }
 }
 
-/** The compiled, start-anchored RegExp for a Python pattern, or null when it is not a valid pattern. */
+/**
+ * The compiled, start-anchored RegExp for a Python pattern, or null when it is not a valid pattern (inside
+ * withLinearPatterns: or one the linear engine cannot run). Test it with pcreTest (a linear multiline
+ * pattern is sticky).
+ */
 export function compilePcre(pattern: string): RegExp | null {
-  const hit = cache.get(pattern);
+  const linear = linearDepth > 0;
+  const c = linear ? linearCache : cache;
+  const hit = c.get(pattern);
   if (hit !== undefined) return hit;
-  const re = compile(pattern);
-  cache.set(pattern, re);
+  const re = compile(pattern, linear);
+  c.set(pattern, re);
   return re;
+}
+
+/** `re.test(subject)` from position 0 whatever the RegExp's flags. */
+export function pcreTest(re: RegExp, subject: string): boolean {
+  re.lastIndex = 0;
+  return re.test(subject);
 }
 
 /** `bool(re.match(pattern, subject))`; an invalid pattern or non-string input is no match. */
 export function pcreMatch(subject: unknown, pattern: unknown): boolean {
   if (typeof subject !== "string" || typeof pattern !== "string") return false;
   const re = compilePcre(pattern);
-  return re !== null && re.test(subject);
+  return re !== null && pcreTest(re, subject);
 }
