@@ -178,3 +178,32 @@ export function externalAuth(cfg: MasterConfig): Record<string, unknown> {
   const ea = (cfg as Record<string, unknown>).external_auth;
   return ea && typeof ea === "object" && !Array.isArray(ea) ? (ea as Record<string, unknown>) : {};
 }
+
+/**
+ * At most `runningMax` calls at once, at most `waitingMax` more waiting their turn; a call beyond that is
+ * refused at once with BrineError("EAUTH_BACKEND") (a flood of logins must not fork without bound).
+ */
+export class Gate {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly what: string, private readonly runningMax: number, private readonly waitingMax: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= this.runningMax) {
+      if (this.waiting.length >= this.waitingMax) {
+        throw new BrineError("EAUTH_BACKEND", `${this.what}: ${this.runningMax} checks running and ${this.waitingMax} waiting, refused`);
+      }
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.running++;
+    }
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next(); // the slot passes straight to the next waiter
+      else this.running--;
+    }
+  }
+}

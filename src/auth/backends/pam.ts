@@ -14,7 +14,8 @@
  * default is looked up in /usr/bin, /usr/local/bin, /bin at start, and its absence stops the start naming
  * the option) and `auth.pam.timeout` (seconds per check, default 10: a failed check in Debian's `login`
  * service waits 3 s in pam_faildelay). A check that times out or whose helper cannot run is thrown as
- * BrineError("EAUTH_BACKEND").
+ * BrineError("EAUTH_BACKEND"), as is a check beyond PAM_CHECKS_RUNNING_MAX helpers at once and
+ * PAM_CHECKS_WAITING_MAX waiting (per request worker): a flood of logins must not fork without bound.
  *
  * What reaches the helper is checked first: the username cannot start with "-" (it would be read as an
  * option) and holds only letters, digits and `_ . @ \ $ -`; the password holds no line break (the helper
@@ -30,8 +31,11 @@ import type { MasterConfig } from "../../config/defaults.js";
 import { BrineError } from "../../errors.js";
 import { getLogger, type Logger } from "../../log.js";
 import type { EauthBackend, EauthCredentials } from "../backend.js";
-import { checkCredentials, checkUsername, OptionReader, shown, type CredentialRules } from "./common.js";
+import { checkCredentials, checkUsername, Gate, OptionReader, shown, type CredentialRules } from "./common.js";
 
+/** helper processes one backend (one request worker) runs at once, and how many more checks may wait */
+export const PAM_CHECKS_RUNNING_MAX = 8;
+export const PAM_CHECKS_WAITING_MAX = 64;
 /** PAM_MAX_RESP_SIZE (512) less its terminating NUL */
 export const PAM_PASSWORD_BYTES_MAX = 511;
 const HELPER_CANDIDATES = ["/usr/bin/pamtester", "/usr/local/bin/pamtester", "/bin/pamtester"];
@@ -47,6 +51,9 @@ export interface PamEauthOptions {
   service: string;
   helper: string;
   timeoutMs: number;
+  /** bounds of the helper processes at once (defaults PAM_CHECKS_RUNNING_MAX, PAM_CHECKS_WAITING_MAX) */
+  runningMax?: number;
+  waitingMax?: number;
 }
 
 /** reads `auth.pam.*`, throwing CONFIG_INVALID naming the option; `warn` hears what is valid but will not work */
@@ -93,13 +100,16 @@ function run(file: string, args: string[], input: string | undefined, timeoutMs:
 export class PamEauthBackend implements EauthBackend {
   readonly name = "pam";
   private readonly idPath = ID_CANDIDATES.find((p) => existsSync(p)) ?? "id";
+  private readonly gate: Gate;
 
-  constructor(readonly opts: PamEauthOptions, private readonly log: Logger = getLogger("brine.auth.pam")) {}
+  constructor(readonly opts: PamEauthOptions, private readonly log: Logger = getLogger("brine.auth.pam")) {
+    this.gate = new Gate("pam", opts.runningMax ?? PAM_CHECKS_RUNNING_MAX, opts.waitingMax ?? PAM_CHECKS_WAITING_MAX);
+  }
 
   async authenticate(creds: EauthCredentials): Promise<boolean> {
     const c = checkCredentials(this.name, creds, this.log, RULES);
     if (!c) return false;
-    const r = await run(this.opts.helper, [this.opts.service, c.username, "authenticate", "acct_mgmt"], `${c.password}\n`, this.opts.timeoutMs);
+    const r = await this.gate.run(() => run(this.opts.helper, [this.opts.service, c.username, "authenticate", "acct_mgmt"], `${c.password}\n`, this.opts.timeoutMs));
     if (r.code === 0) return true;
     const said = `${r.stdout} ${r.stderr}`.replace(/Password:\s*/g, "").replace(/\s+/g, " ").trim();
     this.log.debug(`eauth pam: ${shown(c.username)} refused by PAM service ${this.opts.service}: ${said || `exit ${r.code}`}`);
@@ -109,7 +119,7 @@ export class PamEauthBackend implements EauthBackend {
   async groups(creds: EauthCredentials): Promise<string[]> {
     const username = checkUsername(this.name, creds?.username, this.log, RULES);
     if (username === undefined) return [];
-    const r = await run(this.idPath, ["-Gn", "--", username], undefined, this.opts.timeoutMs);
+    const r = await this.gate.run(() => run(this.idPath, ["-Gn", "--", username], undefined, this.opts.timeoutMs));
     if (r.code !== 0) {
       this.log.debug(`eauth pam: no groups for ${shown(username)}: ${r.stderr.trim()}`);
       return [];

@@ -137,6 +137,16 @@ test("a PAM helper that exits 1 refuses, and its words are logged at debug", () 
     assert.ok(log.saw("Authentication failure"));
   }));
 
+test("pam runs a bounded number of helpers at once, queues a few more checks and refuses the rest as a backend failure", () =>
+  withHelper("read pw\nsleep 0.3\n[ \"$pw\" = right ]", async (helper) => {
+    const b = new PamEauthBackend({ service: "login", helper, timeoutMs: 10_000, runningMax: 2, waitingMax: 1 }, capturingLogger());
+    const results = await Promise.allSettled(["right", "wrong", "right", "right"].map((password) => b.authenticate({ username: "alice", password })));
+    assert.deepEqual(results.slice(0, 3).map((r) => r.status === "fulfilled" && r.value), [true, false, true], "two running, one waited its turn");
+    assert.equal(results[3].status, "rejected");
+    assert.ok(isBrineError((results[3] as PromiseRejectedResult).reason, "EAUTH_BACKEND"));
+    assert.equal(await b.authenticate({ username: "alice", password: "right" }), true, "the slots were given back");
+  }));
+
 test("a pam service PAM has no file for is warned about by the master's start checks", () => {
   const cfg = cfgWith({ "auth.pam.helper": "/bin/sh", "auth.pam.service": "brine-no-such-service", external_auth: { pam: {} } });
   const log = capturingLogger();
