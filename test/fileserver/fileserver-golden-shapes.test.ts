@@ -10,7 +10,7 @@ import path from "node:path";
 import type { TestMinion } from "../../src/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
 import { chosen } from "../helpers/fixtures.js";
-import { fixturesDir, haveFixtures } from "../helpers/paths.js";
+import { fixturesDir } from "../helpers/paths.js";
 import { ask, copyTree, minion, startFsMaster, tempRoot } from "./helpers.js";
 
 type Decoded = { decoded: Record<string, unknown> };
@@ -21,7 +21,7 @@ function golden(name: string): { request: Record<string, unknown>; reply: unknow
   return { request: pick(req, "load_decrypted") as Record<string, unknown>, reply: pick(rep, "decrypted") };
 }
 
-describe("fileserver replies match the captured real master", { skip: haveFixtures ? undefined : "golden fixtures absent" }, () => {
+describe("fileserver replies match the captured real master", () => {
   let tm: TestMaster;
   let m: TestMinion;
 

@@ -16,7 +16,6 @@ import { Crypticle } from "../../src/protocol/crypticle.js";
 import { oaepDecrypt, privateKey, publicKey, rsaVerify } from "../../src/protocol/rsa.js";
 import { x931Recover } from "../../src/protocol/x931.js";
 import { GENERATIONS, chosen, fixturePath, readFixture, symmetricKeys, type Gen } from "../helpers/fixtures.js";
-import { haveFixtures } from "../helpers/paths.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 
 async function ask(port: number, body: Buffer): Promise<Buffer> {
@@ -34,11 +33,11 @@ async function ask(port: number, body: Buffer): Promise<Buffer> {
 const frameOf = (gen: Gen, name: string) => Buffer.from(chosen(gen, name).payload_msgpack_b64, "base64");
 
 for (const gen of GENERATIONS) {
-  (haveFixtures ? describe : describe.skip)(`captured ${gen} requests against brine`, () => {
+  describe(`captured ${gen} requests against brine`, () => {
     let m: TestMaster;
-    const keys = haveFixtures ? symmetricKeys(gen) : new Map<string, string>();
-    const minionPriv = haveFixtures ? privateKey(readFixture(gen, "pki/minion/minion.pem")) : undefined!;
-    const masterPub = haveFixtures ? publicKey(readFixture(gen, "pki/master/master.pub")) : undefined!;
+    const keys = symmetricKeys(gen);
+    const minionPriv = privateKey(readFixture(gen, "pki/minion/minion.pem"));
+    const masterPub = publicKey(readFixture(gen, "pki/master/master.pub"));
 
     before(async () => {
       const root = path.join((await import("node:os")).tmpdir(), `brine-golden-${gen}-${process.pid}`);

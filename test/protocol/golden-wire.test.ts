@@ -11,18 +11,17 @@ import { Crypticle } from "../../src/protocol/crypticle.js";
 import { oaepDecrypt, privateKey, publicKey, rsaVerify } from "../../src/protocol/rsa.js";
 import { x931Recover } from "../../src/protocol/x931.js";
 import { GENERATIONS, allMessages, chosen, fromView, readFixture, symmetricKeys } from "../helpers/fixtures.js";
-import { haveFixtures } from "../helpers/paths.js";
 
-const d = haveFixtures ? describe : describe.skip;
+const d = describe;
 
 for (const gen of GENERATIONS) {
   d(`golden wire ${gen}`, () => {
-    const msgs = haveFixtures ? allMessages(gen) : [];
-    const keys = haveFixtures ? symmetricKeys(gen) : new Map<string, string>();
-    const masterPub = haveFixtures ? publicKey(readFixture(gen, "pki/master/master.pub")) : undefined!;
-    const masterPriv = haveFixtures ? privateKey(readFixture(gen, "pki/master/master.pem")) : undefined!;
-    const minionPub = haveFixtures ? publicKey(readFixture(gen, "pki/minion/minion.pub")) : undefined!;
-    const minionPriv = haveFixtures ? privateKey(readFixture(gen, "pki/minion/minion.pem")) : undefined!;
+    const msgs = allMessages(gen);
+    const keys = symmetricKeys(gen);
+    const masterPub = publicKey(readFixture(gen, "pki/master/master.pub"));
+    const masterPriv = privateKey(readFixture(gen, "pki/master/master.pem"));
+    const minionPub = publicKey(readFixture(gen, "pki/minion/minion.pub"));
+    const minionPriv = privateKey(readFixture(gen, "pki/minion/minion.pem"));
 
     test("every captured frame decodes to the capture's own view", () => {
       assert.ok(msgs.length > 100);
