@@ -21,7 +21,7 @@ export const apiStopMs = 5_000;
 
 export interface ApiHostDeps {
   /** submit a clear request body to the request lanes; false when the lane is full or the master stops */
-  submit(body: Buffer, tag: ApiTag): boolean;
+  submit(body: Buffer, tag: ApiTag, source?: string): boolean;
   /** the reply sent at once when `submit` refuses */
   refusedReply(): Buffer;
   /** fire an event on this master's bus (webhooks) */
@@ -83,7 +83,8 @@ export class ApiHost {
     if (m.t === "req") {
       const body = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
       const tag: ApiTag = { api: m.id };
-      if (!deps.submit(body, tag)) this.reply(tag, deps.refusedReply());
+      // the HTTP client's address goes with the request: the request worker's audit line and login throttle use it
+      if (!deps.submit(body, tag, typeof m.source === "string" ? m.source.slice(0, 64) : undefined)) this.reply(tag, deps.refusedReply());
     } else if (m.t === "fire") {
       deps.fire(m.tag, m.data);
     }

@@ -46,7 +46,8 @@ export class MasterLink implements ClearRequester {
     return this.pending.size;
   }
 
-  request(load: Record<string, unknown>): Promise<WireValue> {
+  /** One clear request; `source` (the HTTP client's address) reaches the master's audit line and login throttle. */
+  request(load: Record<string, unknown>, source?: string): Promise<WireValue> {
     if (this.pending.size >= masterInFlightMax) return Promise.reject(new BrineError("API_MASTER", "too many requests in flight"));
     const id = this.nextId++;
     const body = new Uint8Array(encodeWire({ enc: "clear", load }));
@@ -56,7 +57,7 @@ export class MasterLink implements ClearRequester {
         reject(new BrineError("API_MASTER", `no reply within ${masterReplyMs} ms`));
       }, masterReplyMs);
       this.pending.set(id, { resolve, reject, timer });
-      this.port.postMessage({ t: "req", id, body } satisfies ApiToMain, [body.buffer]);
+      this.port.postMessage({ t: "req", id, body, ...(source ? { source } : {}) } satisfies ApiToMain, [body.buffer]);
     });
   }
 

@@ -16,7 +16,7 @@ export interface ApiInit {
 }
 
 export type ApiToMain =
-  | { t: "req"; id: number; body: Uint8Array }
+  | { t: "req"; id: number; body: Uint8Array; source?: string }
   | { t: "fire"; tag: string; data: unknown }
   | { t: "listening"; port: number }
   | { t: "failed"; message: string };

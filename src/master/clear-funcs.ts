@@ -63,30 +63,30 @@ function refusal(o: Extract<AuthOutcome, { ok: false }>): { error: { name: strin
 }
 
 /** Authenticates and authorizes a runner or wheel call; the refusal to send, or the effective user. */
-async function authorizeSpec(ctx: MasterContext, load: Record<string, WireValue>, form: SpecForm, fun: string, args: { arg: unknown[]; kwarg: Record<string, unknown> }): Promise<{ user: string } | { refuse: unknown }> {
+async function authorizeSpec(ctx: MasterContext, load: Record<string, WireValue>, form: SpecForm, fun: string, args: { arg: unknown[]; kwarg: Record<string, unknown> }, source: string | undefined): Promise<{ user: string } | { refuse: unknown }> {
   const kind = credentialKind(load);
-  const o = await ctx.auth().authenticate(load as Record<string, unknown>, kind);
+  const o = await ctx.auth().authenticate(load as Record<string, unknown>, kind, source);
   if (!o.ok) {
-    audit({ user: o.username, backend: o.backend, fun: `${form}.${fun}`, verdict: `denied: ${o.reason}` });
+    audit({ user: o.username, backend: o.backend, fun: `${form}.${fun}`, source, verdict: `denied: ${o.reason}` });
     return { refuse: refusal(o) };
   }
   if (o.rights !== "full") {
     const v = specAllowed(o.rights, fun, args, form);
     if (v !== true) {
-      audit({ user: o.username, backend: o.backend, fun: `${form}.${fun}`, verdict: v === false ? "denied: not in the user's auth list" : `denied: ${v.error.message}` });
+      audit({ user: o.username, backend: o.backend, fun: `${form}.${fun}`, source, verdict: v === false ? "denied: not in the user's auth list" : `denied: ${v.error.message}` });
       if (v !== false) return { refuse: v };
       return { refuse: { error: { name: AUTH_ERROR_NAME[kind], message: `Authentication failure of type "${kind}" occurred for user ${o.username}.` } } };
     }
   }
-  audit({ user: o.username, backend: o.backend, fun: `${form}.${fun}`, verdict: "allowed" });
+  audit({ user: o.username, backend: o.backend, fun: `${form}.${fun}`, source, verdict: "allowed" });
   return { user: o.username };
 }
 
-export async function handleClearCommand(ctx: MasterContext, cmd: string, load: Record<string, WireValue>, fx: Effects): Promise<unknown> {
+export async function handleClearCommand(ctx: MasterContext, cmd: string, load: Record<string, WireValue>, fx: Effects, source?: string): Promise<unknown> {
   switch (cmd) {
     case "mk_token": {
-      const r = await ctx.auth().mkToken(load as Record<string, unknown>);
-      audit({ user: r.username || "UNKNOWN", backend: text(load.eauth), fun: "mk_token", verdict: r.token ? "allowed" : `denied: ${r.reason}` });
+      const r = await ctx.auth().mkToken(load as Record<string, unknown>, source);
+      audit({ user: r.username || "UNKNOWN", backend: text(load.eauth), fun: "mk_token", source, verdict: r.token ? "allowed" : `denied: ${r.reason}` });
       if (!r.token) {
         log.warning('Authentication failure of type "eauth" occurred.');
         return "";
@@ -99,7 +99,7 @@ export async function handleClearCommand(ctx: MasterContext, cmd: string, load: 
     }
     case "rm_token": {
       const removed = await ctx.auth().tokens.remove(load.token);
-      audit({ user: "UNKNOWN", backend: "token", fun: "rm_token", verdict: removed ? "allowed: token revoked" : "denied: unknown token" });
+      audit({ user: "UNKNOWN", backend: "token", fun: "rm_token", source, verdict: removed ? "allowed: token revoked" : "denied: unknown token" });
       return removed;
     }
     case "runner":
@@ -109,7 +109,7 @@ export async function handleClearCommand(ctx: MasterContext, cmd: string, load: 
         return { error: { name: "SaltInvocationError", message: "A command invocation error occurred: Check syntax." } };
       }
       const args = lowArgs(load);
-      const a = await authorizeSpec(ctx, load, cmd, fun, args);
+      const a = await authorizeSpec(ctx, load, cmd, fun, args, source);
       if ("refuse" in a) return a.refuse;
       const jid = ctx.jids.next();
       if (cmd === "runner") {

@@ -42,7 +42,7 @@ function isStrList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === "string");
 }
 
-export async function handlePublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<unknown> {
+export async function handlePublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects, source?: string): Promise<unknown> {
   const clear = (l: unknown) => ({ enc: "clear", load: l });
   const fun = load.fun;
   const tgt = load.tgt;
@@ -57,13 +57,13 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
 
   // who is asking: a token or eauth in kwargs alone, else the CLI key of `user`
   const kind = credentialKind(kwargs as Record<string, unknown>);
-  const outcome = await ctx.auth().authenticate((kind === "user" ? load : kwargs) as Record<string, unknown>, kind);
+  const outcome = await ctx.auth().authenticate((kind === "user" ? load : kwargs) as Record<string, unknown>, kind, source);
   const fail = (error: { name: string; message: string }) => {
     if (validJid(load.jid)) ctx.fire(fx, `salt/job/${load.jid}/error`, { ...withoutCredentials(load), error });
     return { error };
   };
   if (!outcome.ok) {
-    audit({ user: outcome.username, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: `denied: ${outcome.reason}` });
+    audit({ user: outcome.username, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: `denied: ${outcome.reason}` });
     log.warning(`Authentication failure of type "${kind}" occurred.`);
     return fail(authError.error);
   }
@@ -71,7 +71,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
 
   const bl = ctx.cfg.publisher_acl_blacklist ?? {};
   if (blacklisted(bl.users, user) || funs.some((f) => blacklisted(bl.modules, f))) {
-    audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: "denied: publisher_acl_blacklist" });
+    audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: "denied: publisher_acl_blacklist" });
     log.warning(`publish by ${user} of ${funs.join(",")} refused by publisher_acl_blacklist`);
     return fail(aclError.error);
   }
@@ -93,12 +93,12 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
       whitelist: ["saltutil.find_job"],
     });
     if (!allowed) {
-      audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: "denied: not in the user's auth list" });
+      audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: "denied: not in the user's auth list" });
       log.warning(`Authentication failure of type "${kind}" occurred.`);
       return fail(aclError.error);
     }
   }
-  audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, verdict: "allowed" });
+  audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: "allowed" });
   if (minions.length === 0) {
     return clear({ jid: null, minions: [], error: `Master could not resolve minions for target ${String(tgt)}` });
   }

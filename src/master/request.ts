@@ -84,9 +84,9 @@ function failed(e: unknown): Buffer {
  * requests are answered without waiting (or wait once, for their durable write), and every async layer
  * costs a promise and a suspended frame per request on the hot path.
  */
-export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects): Promise<Buffer> {
+export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects, source?: string): Promise<Buffer> {
   try {
-    const reply = handle(ctx, frame, fx);
+    const reply = handle(ctx, frame, fx, source);
     if (reply instanceof Promise) return reply.then(toFrame, failed);
     return Promise.resolve(toFrame(reply));
   } catch (e) {
@@ -107,7 +107,7 @@ function toFrame(reply: unknown): Buffer {
 const bigEnvelopeLimits = { ...wireLimits, depthMax: bigEnvelopeDepthMax, elementsMax: bigEnvelopeElementsMax };
 
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
-function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
+function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
   if (frame.length > frameBytesMax) {
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
@@ -183,8 +183,8 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects): unknown {
       return {};
     }
     if (cmd === "_auth") return handleAuth(ctx, load, version, fx);
-    if (cmd === "publish") return handlePublish(ctx, load, fx);
-    return handleClearCommand(ctx, cmd, load, fx);
+    if (cmd === "publish") return handlePublish(ctx, load, fx, source);
+    return handleClearCommand(ctx, cmd, load, fx, source);
   }
 
   // AES requests

@@ -182,7 +182,7 @@ export class MasterServer {
     );
     await this.control.start();
     this.api = await ApiHost.start(c, {
-      submit: (body, tag) => !this.stopping && this.lanes!.submit(body, tag),
+      submit: (body, tag, source) => !this.stopping && this.lanes!.submit(body, tag, source),
       refusedReply: () => (this.stopping ? SHUTDOWN_REPLY : QUEUE_FULL_REPLY),
       fire: (tag, data) => this.fire(tag, data),
     });

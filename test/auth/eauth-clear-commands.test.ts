@@ -9,7 +9,7 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { RawClient } from "../../src/minion/raw-client.js";
@@ -80,6 +80,7 @@ describe("eauth on the clear commands", { timeout: 300_000 }, () => {
     await web.stop();
     await db.stop();
     await tm.stop();
+    rmSync(logFile, { force: true });
   });
 
   /** salt-api's LocalClient load: the root key beside the user's eauth credentials in kwargs. */

@@ -35,10 +35,17 @@ export function classify(frame: Buffer): Lane {
   return head.indexOf(CLEAR_MARK) >= 0 ? "auth" : "req";
 }
 
+/** The batch's request sources, only when one of its frames has one (the request port's frames never do). */
+function sourcesOf(batch: { source?: string }[]): { sources?: (string | null)[] } {
+  return batch.some((p) => p.source !== undefined) ? { sources: batch.map((p) => p.source ?? null) } : {};
+}
+
 export interface Pending<T> {
   frame: Buffer;
   tag: T;
   arrival: number;
+  /** where the request came from, when the main thread knows (the HTTP API's client address) */
+  source?: string;
 }
 
 export interface LaneOutput<T> {
@@ -84,7 +91,7 @@ class LaneQueue<T> {
       const batch = this.buf.splice(0, batchFramesMax);
       this.inFlight += batch.length;
       this.pool
-        .run({ kind: "batch", frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs })
+        .run({ kind: "batch", frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch) })
         .then((r: BatchResult) => {
           this.sink(
             batch.map((p, i) => ({ tag: p.tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) })),
@@ -131,8 +138,8 @@ export class RequestLanes<T> {
   }
 
   /** False when the lane is full; the caller replies QUEUE_FULL_REPLY at once. */
-  submit(frame: Buffer, tag: T): boolean {
-    return this.lanes[classify(frame)].push({ frame, tag, arrival: Date.now() });
+  submit(frame: Buffer, tag: T, source?: string): boolean {
+    return this.lanes[classify(frame)].push(source === undefined ? { frame, tag, arrival: Date.now() } : { frame, tag, arrival: Date.now(), source });
   }
 
   waiting(): number {

@@ -15,6 +15,8 @@ export interface BatchTask {
    * one, so the RSA work for a stale one would be wasted exactly when the master is busiest.
    */
   staleMs: number;
+  /** per frame, where it came from when the main thread knows (audit lines, per-source login throttling) */
+  sources?: (string | null)[];
 }
 
 /** Background maintenance that needs the store: job cache cleanup, or who is connected (presence). */

@@ -53,7 +53,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
         stale++;
         return STALE_REPLY;
       }
-      return handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx);
+      return handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined);
     }),
   );
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
