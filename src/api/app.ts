@@ -19,6 +19,7 @@ import cors from "@fastify/cors";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import type { MasterConfig } from "../config/defaults.js";
 import { yamlifyArg } from "../client/args.js";
+import { plain } from "../output/outputters.js";
 import type { BusEvent } from "../events/event-frame.js";
 import { getLogger } from "../log.js";
 import { isMap, type WireValue } from "../protocol/msgpack.js";
@@ -51,6 +52,8 @@ export interface AppDeps {
   fire: (tag: string, data: unknown) => void;
   /** requests waiting for the master (for /stats) */
   masterInFlight: () => number;
+  /** how often an /events stream re-checks its token (tests shorten it); sseRecheckMs by default */
+  sseRecheckMs?: number;
 }
 
 type Format = "json" | "yaml";
@@ -73,21 +76,8 @@ export function negotiate(accept: string | undefined): Format | undefined {
   return undefined;
 }
 
-/** msgpack values as JSON/YAML can carry them: bytes as text, big integers as numbers or digits. */
-function plain(v: unknown): unknown {
-  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString("utf8");
-  if (typeof v === "bigint") return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
-  if (Array.isArray(v)) return v.map(plain);
-  if (v && typeof v === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = plain(x);
-    return out;
-  }
-  return v;
-}
-
 export function toJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x) => (typeof x === "bigint" ? (Number.isSafeInteger(Number(x)) ? Number(x) : x.toString()) : x && typeof x === "object" && (x.type === "Buffer" || Buffer.isBuffer(x)) ? plain(Buffer.isBuffer(x) ? x : Buffer.from(x.data)) : x));
+  return JSON.stringify(plain(v));
 }
 
 function serialize(v: unknown, f: Format): string {
@@ -402,6 +392,11 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   });
 
   // --- /events (Server-Sent Events of the bus) ---
+  /** open streams' close functions: a stopping API ends them (the server's close waits for open connections) */
+  const streams = new Set<(why: string) => void>();
+  app.addHook("preClose", async () => {
+    for (const close of [...streams]) close("the API is stopping");
+  });
   app.get("/events", async (req: FastifyRequest<{ Querystring: { token?: string; salt_token?: string } }>, reply) => {
     const token = req.query.token || req.query.salt_token || sessionToken(req);
     const tok = token ? await netapi.getToken(token) : undefined;
@@ -415,6 +410,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     const close = (why?: string) => {
       if (closed) return;
       closed = true;
+      streams.delete(close);
       stats.sseClients--;
       off();
       clearInterval(recheck);
@@ -431,7 +427,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
         (t) => (t ? void raw.write(": keep-alive\n\n") : close("the token is no longer valid")),
         () => undefined,
       );
-    }, sseRecheckMs);
+    }, d.sseRecheckMs ?? sseRecheckMs);
+    streams.add(close);
     req.raw.on("close", () => close());
   });
 

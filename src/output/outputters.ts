@@ -7,7 +7,8 @@ import { stringify } from "yaml";
 export type OutName = "nested" | "json" | "yaml" | "txt" | "raw" | "quiet";
 export const OUTPUTTERS: OutName[] = ["nested", "json", "yaml", "txt", "raw", "quiet"];
 
-function plain(v: unknown): unknown {
+/** msgpack values as JSON/YAML carry them: bytes as latin1 text (byte for byte), big integers as numbers or digits. */
+export function plain(v: unknown): unknown {
   if (Buffer.isBuffer(v)) return v.toString("latin1");
   if (v instanceof Uint8Array) return Buffer.from(v).toString("latin1");
   if (typeof v === "bigint") return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();

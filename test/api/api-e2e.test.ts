@@ -111,6 +111,15 @@ describe("HTTP API end to end", { timeout: 120_000 }, () => {
     assert.deepEqual(data.post, { build: 42 });
   });
 
+  test("an expired token is refused by the master and by /events", async () => {
+    const r = await post("/login", { username: "alice", password: API_SECRET, eauth: "sharedsecret", token_expire: 1 });
+    const short = ((await r.json()) as any).return[0].token;
+    assert.equal((await post("/", [{ client: "local", tgt: "api-m1", fun: "test.ping" }], { "x-auth-token": short })).status, 200);
+    await new Promise((res) => setTimeout(res, 1500));
+    assert.equal((await post("/", [{ client: "local", tgt: "api-m1", fun: "test.ping" }], { "x-auth-token": short })).status, 401);
+    assert.equal((await fetch(`${base}/events?token=${short}`)).status, 401);
+  });
+
   test("logout clears the cookie and revokes the token at the master", async () => {
     const r = await fetch(`${base}/logout`, { method: "POST", headers: { "x-auth-token": token } });
     assert.equal(r.status, 200);

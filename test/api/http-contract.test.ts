@@ -23,6 +23,8 @@ class ScriptedMaster implements ClearRequester {
   fired: { tag: string; data: any }[] = [];
   listeners = new Set<(e: BusEvent) => void>();
   inFlight = 0;
+  /** tokens get_token no longer knows (revoked or expired) */
+  revoked = new Set<string>();
 
   emit(tag: string, data: any): void {
     for (const l of this.listeners) l({ tag, data });
@@ -43,7 +45,7 @@ class ScriptedMaster implements ClearRequester {
       case "rm_token":
         return l.token === GOOD;
       case "get_token":
-        return l.token === GOOD ? { token: GOOD, start: 1, expire: 4e9, name: "alice", eauth: "sharedsecret" } : {};
+        return l.token === GOOD && !this.revoked.has(l.token) ? { token: GOOD, start: 1, expire: 4e9, name: "alice", eauth: "sharedsecret" } : {};
       case "publish": {
         if (!this.authed(l)) return denied;
         if (l.tgt === "nomatch") return { enc: "clear", load: { jid: null, minions: [], error: "Master could not resolve minions" } };
@@ -72,6 +74,19 @@ class ScriptedMaster implements ClearRequester {
   }
 }
 
+/** The API's HTTP layer on a free loopback port, its master scripted. */
+async function startApp(cfg: MasterConfig, m: ScriptedMaster, sseRecheckMs?: number): Promise<{ app: FastifyInstance; base: string }> {
+  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
+  const opts = readApiOptions(cfg);
+  const subscribe = (fn: (e: BusEvent) => void) => {
+    m.listeners.add(fn);
+    return () => void m.listeners.delete(fn);
+  };
+  const app = await buildApp({ cfg, opts, netapi: new Netapi(cfg, opts, m, subscribe), subscribe, fire: (t, d) => m.fire(t, d), masterInFlight: () => 0, sseRecheckMs });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  return { app, base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` };
+}
+
 describe("HTTP API contract (scripted master)", () => {
   let app: FastifyInstance;
   let base: string;
@@ -86,15 +101,7 @@ describe("HTTP API contract (scripted master)", () => {
   } as unknown as MasterConfig;
 
   before(async () => {
-    configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
-    const opts = readApiOptions(cfg);
-    const subscribe = (fn: (e: BusEvent) => void) => {
-      m.listeners.add(fn);
-      return () => void m.listeners.delete(fn);
-    };
-    app = await buildApp({ cfg, opts, netapi: new Netapi(cfg, opts, m, subscribe), subscribe, fire: (t, d) => m.fire(t, d), masterInFlight: () => 0 });
-    await app.listen({ port: 0, host: "127.0.0.1" });
-    base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    ({ app, base } = await startApp(cfg, m));
   });
   after(async () => {
     await app.close();
@@ -291,5 +298,99 @@ describe("HTTP API contract (scripted master)", () => {
     test("a chunk with neither token nor eauth on /run is 401", () => refused(401, () => post("/run", [{ client: "local", tgt: "*", fun: "test.ping" }]), /No authentication credentials given/));
     test("an invalid jid is 400", () => refused(400, () => fetch(base + "/jobs/123", { headers: auth })));
     test("an Accept the API cannot serve is 406", () => refused(406, () => fetch(base + "/", { headers: { accept: "text/html" } })));
+  });
+});
+
+describe("HTTP API options", () => {
+  const m = new ScriptedMaster();
+  const withApi = async (section: Record<string, unknown>, fn: (base: string) => Promise<void>) => {
+    const cfg = { ...masterDefaults(), rest_cherrypy: { port: 0, disable_ssl: true, ...section }, netapi_enable_clients: ["local_async"] } as unknown as MasterConfig;
+    const { app, base } = await startApp(cfg, m);
+    try {
+      await fn(base);
+    } finally {
+      await app.close();
+    }
+  };
+
+  test("requests_per_minute: past it a source gets 429 with Retry-After", () =>
+    withApi({ requests_per_minute: 3 }, async (base) => {
+      for (let i = 0; i < 3; i++) assert.equal((await fetch(base + "/")).status, 200);
+      const r = await fetch(base + "/");
+      assert.equal(r.status, 429);
+      assert.ok(Number(r.headers.get("retry-after")) >= 1);
+    }));
+
+  test("authorized_ips: another address gets 403 Bad IP", () =>
+    withApi({ authorized_ips: ["10.9.9.9"] }, async (base) => {
+      const r = await fetch(base + "/");
+      assert.equal(r.status, 403);
+      assert.equal(((await r.json()) as any).return, "Bad IP");
+    }));
+
+  test("cors_origin: only listed origins get CORS headers (rest_cherrypy would echo any)", () =>
+    withApi({ cors_origin: ["https://ui.example"] }, async (base) => {
+      const ok = await fetch(base + "/", { headers: { origin: "https://ui.example" } });
+      assert.equal(ok.headers.get("access-control-allow-origin"), "https://ui.example");
+      const other = await fetch(base + "/", { headers: { origin: "https://evil.example" } });
+      assert.equal(other.headers.get("access-control-allow-origin"), null);
+      const pre = await fetch(base + "/", { method: "OPTIONS", headers: { origin: "https://ui.example", "access-control-request-method": "POST", "access-control-request-headers": "x-auth-token" } });
+      assert.ok(pre.status < 300);
+      assert.match(pre.headers.get("access-control-allow-headers") ?? "", /X-Auth-Token/);
+    }));
+
+  test("no cors_origin: no CORS headers at all", () =>
+    withApi({}, async (base) => {
+      const r = await fetch(base + "/", { headers: { origin: "https://ui.example" } });
+      assert.equal(r.headers.get("access-control-allow-origin"), null);
+    }));
+
+  test("webhook_disable_auth and webhook_url: hooks without a session at the configured path", () =>
+    withApi({ webhook_disable_auth: true, webhook_url: "/ci-hook" }, async (base) => {
+      const r = await fetch(base + "/ci-hook/build", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      assert.equal(r.status, 200);
+      assert.equal(m.fired.at(-1)!.tag, "salt/netapi/hook/build");
+      assert.equal((await fetch(base + "/hook/build", { method: "POST", body: "" })).status, 404);
+    }));
+
+  test("an /events stream ends when the master stops knowing its token", async () => {
+    const cfg = { ...masterDefaults(), rest_cherrypy: { port: 0, disable_ssl: true } } as unknown as MasterConfig;
+    const { app, base } = await startApp(cfg, m, 100);
+    try {
+      const r = await fetch(base + `/events?token=${GOOD}`);
+      assert.equal(r.status, 200);
+      m.revoked.add(GOOD);
+      let text = "";
+      const reader = r.body!.getReader();
+      for (;;) {
+        const c = await reader.read();
+        if (c.done) break;
+        text += new TextDecoder().decode(c.value);
+      }
+      assert.match(text, /^retry: 400/);
+    } finally {
+      m.revoked.clear();
+      await app.close();
+    }
+  });
+
+  test("stats_disable_auth: /stats without a session", () => withApi({ stats_disable_auth: true }, async (base) => assert.equal((await fetch(base + "/stats")).status, 200)));
+
+  test("POST /token mints a token from credentials without a session", () =>
+    withApi({}, async (base) => {
+      const r = await fetch(base + "/token", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "alice", password: "s3cret", eauth: "sharedsecret" }) });
+      assert.equal(((await r.json()) as any)[0].token, GOOD);
+      const bad = await fetch(base + "/token", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "alice" }) });
+      assert.equal(bad.status, 400);
+    }));
+
+  test("bad option values stop the start, naming the option", () => {
+    const bad = (section: Record<string, unknown>, top: Record<string, unknown> = {}) => () => readApiOptions({ ...masterDefaults(), rest_cherrypy: section, ...top } as unknown as MasterConfig);
+    assert.throws(bad({ port: 70000, disable_ssl: true }), /rest_cherrypy\.port/);
+    assert.throws(bad({ disable_ssl: "yes" }), /rest_cherrypy\.disable_ssl/);
+    assert.throws(bad({ disable_ssl: true, cors_origin: [1] }), /rest_cherrypy\.cors_origin/);
+    assert.throws(bad({ disable_ssl: true, webhook_url: "/a b" }), /webhook_url/);
+    assert.throws(bad({ disable_ssl: true }, { netapi_enable_clients: ["local", "shell"] }), /netapi_enable_clients: unknown client 'shell'/);
+    assert.equal(readApiOptions({ ...masterDefaults(), brine_api: { port: 9000, disable_ssl: true } } as unknown as MasterConfig).port, 9000);
   });
 });

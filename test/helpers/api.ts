@@ -11,6 +11,7 @@ export async function startApiMaster(extra: Record<string, unknown> = {}): Promi
     rest_cherrypy: { port, host: "127.0.0.1", disable_ssl: true },
     netapi_enable_clients: ["local", "local_async", "runner", "runner_async", "wheel"],
     sharedsecret: API_SECRET,
+    token_expire_user_override: true,
     external_auth: { sharedsecret: { alice: [".*", "@runner", "@wheel", "@jobs"], bob: ["test.ping"] } },
     ...extra,
   } as never);
