@@ -182,6 +182,8 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   app.addContentTypeParser("*", (_req, _payload, done) => done(new ApiError(406, "Content type not supported")));
 
   const source = (req: FastifyRequest) => req.ip;
+  /** how the master's audit lines and login throttle name an API client */
+  const origin = (req: FastifyRequest) => `http:${req.ip}`;
 
   const answer = (req: FastifyRequest, reply: FastifyReply, status: number, value: unknown) => {
     const f = negotiate(req.headers.accept) ?? "json";
@@ -241,13 +243,13 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   /** A session the master knows (for endpoints that do not send the token on to the master anyway). */
   const requireValidSession = async (req: FastifyRequest): Promise<Record<string, WireValue>> => {
     const t = requireSession(req);
-    const tok = await netapi.getToken(t);
+    const tok = await netapi.getToken(t, origin(req));
     if (!tok) throw new ApiError(401, "Invalid token");
     return tok;
   };
 
   /** LowDataAdapter.exec_lowstate */
-  const execLowstate = async (body: unknown, token?: string, client?: string): Promise<unknown[]> => {
+  const execLowstate = async (req: FastifyRequest, body: unknown, token?: string, client?: string): Promise<unknown[]> => {
     const lowstate = lowdataFmt(body);
     if (!Array.isArray(lowstate)) throw new ApiError(400, "Lowstates must be a list");
     if (lowstate.length > lowstateChunksMax) throw new ApiError(400, `At most ${lowstateChunksMax} lowstate chunks in one request`);
@@ -259,7 +261,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
       if ("token" in chunk && !(typeof chunk.token === "string" && TOKEN_RE.test(chunk.token))) throw new ApiError(401, "Invalid token");
       if (client) chunk.client = client;
       if ("arg" in chunk && !Array.isArray(chunk.arg)) chunk.arg = [chunk.arg];
-      out.push(await netapi.run(chunk));
+      out.push(await netapi.run(chunk, origin(req)));
     }
     return out;
   };
@@ -268,9 +270,9 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   app.get("/", async (req, reply) => answer(req, reply, 200, { return: "Welcome", clients: NETAPI_CLIENTS }));
   app.post("/", async (req, reply) => {
     const token = requireSession(req);
-    return answer(req, reply, 200, { return: await execLowstate(req.body, token) });
+    return answer(req, reply, 200, { return: await execLowstate(req, req.body, token) });
   });
-  app.post("/run", async (req, reply) => answer(req, reply, 200, { return: await execLowstate(req.body) }));
+  app.post("/run", async (req, reply) => answer(req, reply, 200, { return: await execLowstate(req, req.body) }));
 
   // --- /login, /logout, /token ---
   app.get("/login", async (req, reply) => {
@@ -286,7 +288,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     }
     const low = lowdataFmt(req.body);
     const creds = Array.isArray(low) && low[0] && typeof low[0] === "object" ? (low[0] as Record<string, unknown>) : {};
-    const tok = typeof creds.eauth === "string" && typeof creds.username === "string" ? await netapi.mkToken(creds) : undefined;
+    const tok = typeof creds.eauth === "string" && typeof creds.username === "string" ? await netapi.mkToken(creds, origin(req)) : undefined;
     if (!tok) {
       stats.loginFailures++;
       const n = loginFailures.add(src);
@@ -302,7 +304,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   });
   app.post("/logout", async (req, reply) => {
     const tok = await requireValidSession(req);
-    await netapi.rmToken(String(tok.token));
+    await netapi.rmToken(String(tok.token), origin(req));
     reply.clearCookie(COOKIE, { path: "/" });
     return answer(req, reply, 200, { return: "Your token has been cleared" });
   });
@@ -314,7 +316,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
       if (!creds || typeof creds !== "object" || !("username" in creds && "password" in creds && "eauth" in creds)) {
         throw new ApiError(400, 'Require "username", "password", and "eauth" params');
       }
-      const tok = await netapi.mkToken(creds);
+      const tok = await netapi.mkToken(creds, origin(req));
       if (!tok) throw new ApiError(401, "Could not authenticate using provided credentials");
       out.push(tok);
     }
@@ -325,13 +327,13 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   const minions = async (req: FastifyRequest<{ Params: { mid?: string } }>, reply: FastifyReply) => {
     const token = requireSession(req);
     const tgt = req.params.mid ? checkTarget(req.params.mid) : "*";
-    return answer(req, reply, 200, { return: await execLowstate([{ client: "local", tgt, fun: "grains.items" }], token) });
+    return answer(req, reply, 200, { return: await execLowstate(req, [{ client: "local", tgt, fun: "grains.items" }], token) });
   };
   app.get("/minions", minions);
   app.get("/minions/:mid", minions);
   app.post("/minions", async (req, reply) => {
     const token = requireSession(req);
-    const jobs = (await execLowstate(req.body, token, "local_async")) as Record<string, unknown>[];
+    const jobs = (await execLowstate(req, req.body, token, "local_async")) as Record<string, unknown>[];
     return answer(req, reply, 202, {
       return: jobs,
       _links: { jobs: jobs.filter((j) => j && j.jid).map((j) => ({ href: `/jobs/${String(j.jid)}` })) },
@@ -341,14 +343,14 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   // --- /jobs ---
   app.get("/jobs", async (req, reply) => {
     const token = requireSession(req);
-    const [ret] = await execLowstate([{ client: "runner", fun: "jobs.list_jobs" }], token);
+    const [ret] = await execLowstate(req, [{ client: "runner", fun: "jobs.list_jobs" }], token);
     return answer(req, reply, 200, { return: [ret] });
   });
   app.get("/jobs/:jid", async (req: FastifyRequest<{ Params: { jid: string } }>, reply) => {
     const token = requireSession(req);
     const jid = req.params.jid;
     if (!validJid(jid)) throw new ApiError(400, `Invalid jid '${String(jid).slice(0, 40)}'`);
-    const [info] = (await execLowstate([{ client: "runner", fun: "jobs.list_job", jid }], token)) as Record<string, unknown>[];
+    const [info] = (await execLowstate(req, [{ client: "runner", fun: "jobs.list_job", jid }], token)) as Record<string, unknown>[];
     const result = info && typeof info === "object" && info.Result && typeof info.Result === "object" ? (info.Result as Record<string, Record<string, unknown>>) : {};
     const returns: Record<string, unknown> = {};
     for (const [mid, r] of Object.entries(result)) returns[mid] = r && typeof r === "object" ? r.return : r;
@@ -359,7 +361,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   const keys = async (req: FastifyRequest<{ Params: { mid?: string } }>, reply: FastifyReply) => {
     const token = requireSession(req);
     const low = req.params.mid ? { client: "wheel", fun: "key.finger", match: checkTarget(req.params.mid) } : { client: "wheel", fun: "key.list_all" };
-    const [r] = (await execLowstate([low], token)) as Record<string, unknown>[];
+    const [r] = (await execLowstate(req, [low], token)) as Record<string, unknown>[];
     const data = r && isMap(r.data as WireValue) ? (r.data as Record<string, unknown>) : {};
     return answer(req, reply, 200, { return: data.return ?? {} });
   };
@@ -375,7 +377,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     }
     if (typeof chunk.id_ !== "string") throw new ApiError(400, "mid (the minion id) is required");
     checkTarget(chunk.id_);
-    const [r] = (await execLowstate([chunk])) as Record<string, unknown>[];
+    const [r] = (await execLowstate(req, [chunk])) as Record<string, unknown>[];
     const data = r && isMap(r.data as WireValue) ? (r.data as Record<string, unknown>) : {};
     const ret = isMap(data.return as WireValue) ? (data.return as Record<string, unknown>) : {};
     const tar = tarFiles([
@@ -399,7 +401,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
   });
   app.get("/events", async (req: FastifyRequest<{ Querystring: { token?: string; salt_token?: string } }>, reply) => {
     const token = req.query.token || req.query.salt_token || sessionToken(req);
-    const tok = token ? await netapi.getToken(token) : undefined;
+    const tok = token ? await netapi.getToken(token, origin(req)) : undefined;
     if (!token || !tok) throw new ApiError(401, "Invalid token");
     reply.hijack();
     const raw = reply.raw;
@@ -423,7 +425,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
       raw.write(`tag: ${e.tag.replace(/[\r\n]/g, " ")}\ndata: ${toJson({ tag: e.tag, data: e.data })}\n\n`);
     });
     const recheck = setInterval(() => {
-      void netapi.getToken(token).then(
+      void netapi.getToken(token, origin(req)).then(
         (t) => (t ? void raw.write(": keep-alive\n\n") : close("the token is no longer valid")),
         () => undefined,
       );

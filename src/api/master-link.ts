@@ -16,8 +16,8 @@ export const masterReplyMs = 60_000;
 export const masterInFlightMax = 10_000;
 
 export interface ClearRequester {
-  /** send one clear load; resolves with the decoded reply body */
-  request(load: Record<string, unknown>): Promise<WireValue>;
+  /** send one clear load; `source` is the HTTP client's address (the master's audit line and login throttle) */
+  request(load: Record<string, unknown>, source?: string): Promise<WireValue>;
   /** fire an event on the master's bus (webhooks) */
   fire(tag: string, data: unknown): void;
   readonly inFlight: number;

@@ -124,7 +124,7 @@ export class Netapi {
   }
 
   /** NetapiClient.run: client checks, credentials present, then the client's call. */
-  async run(low: Record<string, unknown>): Promise<unknown> {
+  async run(low: Record<string, unknown>, source?: string): Promise<unknown> {
     const client = low.client;
     if (typeof client !== "string" || !(NETAPI_CLIENTS as readonly string[]).includes(client)) {
       throw new ApiError(400, `Invalid client specified: '${String(client)}' (one of: ${NETAPI_CLIENTS.join(", ")})`);
@@ -136,24 +136,24 @@ export class Netapi {
     if (low.token !== undefined && !(typeof low.token === "string" && TOKEN_RE.test(low.token))) throw new ApiError(401, "Invalid token");
     switch (client) {
       case "local":
-        return this.runLocal(low);
+        return this.runLocal(low, source);
       case "local_async":
-        return this.localAsync(low);
+        return this.localAsync(low, source);
       case "runner":
-        return this.runner(low, false);
+        return this.runner(low, false, source);
       case "runner_async":
-        return this.runner(low, true);
+        return this.runner(low, true, source);
       case "wheel":
-        return this.wheel(low, false);
+        return this.wheel(low, false, source);
       case "wheel_async":
-        return this.wheel(low, true);
+        return this.wheel(low, true, source);
       default:
         throw new ApiError(501, `Client '${client}' is not implemented by brine's API (brine has no batch, subset or salt-ssh execution yet); use 'local' or 'local_async'`);
     }
   }
 
   /** The publish of one chunk (LocalClient.pub's load, with the chunk's credentials in `kwargs`). */
-  private publisher(low: Record<string, unknown>): (o: PubOptions) => Promise<PubReply> {
+  private publisher(low: Record<string, unknown>, source: string | undefined): (o: PubOptions) => Promise<PubReply> {
     const kwargs: Record<string, unknown> = { ...authOf(low), show_jid: false, show_timeout: true };
     for (const k of PUB_KWARGS) if (low[k] !== undefined) kwargs[k] = low[k];
     if (kwargs.delimiter === undefined) kwargs.delimiter = ":";
@@ -161,7 +161,7 @@ export class Netapi {
       const t = this.local.resolveTarget(o.tgt, o.tgtType ?? "glob");
       if ("error" in t) throw new ApiError(400, t.error);
       const load = { cmd: "publish", tgt: t.tgt, fun: o.fun, arg: o.arg ?? [], tgt_type: t.tgtType, ret: o.ret ?? "", jid: o.jid ?? "", kwargs, user: this.cfg.user };
-      const reply = await this.master.request(load);
+      const reply = await this.master.request(load, source);
       // Salt's LocalClient: "" is a failed eauth; an error with a name raises that exception
       if (reply === "") throw new ApiError(401, "Failed to authenticate! This is most likely because this user is not permitted to execute commands");
       const err = replyError(reply);
@@ -182,26 +182,26 @@ export class Netapi {
   }
 
   /** LocalClient.run_job: `{jid, minions}`, or `{}` when nothing matched. */
-  private async localAsync(low: Record<string, unknown>): Promise<unknown> {
-    const r = await this.publisher(low)(this.pubOptions(low));
+  private async localAsync(low: Record<string, unknown>, source: string | undefined): Promise<unknown> {
+    const r = await this.publisher(low, source)(this.pubOptions(low));
     if (!r.jid || !r.minions || r.minions.length === 0) return {};
     return { jid: r.jid, minions: r.minions };
   }
 
   /** LocalClient.cmd: each minion's `return`; a targeted minion that never returned is `false`. */
-  private async runLocal(low: Record<string, unknown>): Promise<unknown> {
+  private async runLocal(low: Record<string, unknown>, source: string | undefined): Promise<unknown> {
     const o = { ...this.pubOptions(low), timeoutS: timeoutOf(low, this.opts.timeoutS) };
     const out: Record<string, unknown> = {};
     const full = low.full_return === true;
-    for await (const r of jobReturns(this.subscribe, this.publisher(low), o, { timeoutMs: o.timeoutS * 1000, gatherJobTimeoutMs: this.opts.gatherJobTimeoutS * 1000 })) {
+    for await (const r of jobReturns(this.subscribe, this.publisher(low, source), o, { timeoutMs: o.timeoutS * 1000, gatherJobTimeoutMs: this.opts.gatherJobTimeoutS * 1000 })) {
       out[r.id] = "missing" in r ? false : full ? r.data : (r.data.return ?? {});
     }
     return out;
   }
 
   /** A clear `runner` or `wheel` request's reply, errors raised. */
-  private async masterCall(load: Record<string, unknown>): Promise<Record<string, WireValue>> {
-    const reply = await this.master.request(load);
+  private async masterCall(load: Record<string, unknown>, source: string | undefined): Promise<Record<string, WireValue>> {
+    const reply = await this.master.request(load, source);
     const err = replyError(reply);
     if (err) throw err;
     if (!isMap(reply) || Object.keys(reply).length === 0) throw new ApiError(500, `the master refused the ${String(load.cmd)} request`);
@@ -213,7 +213,7 @@ export class Netapi {
    * the chunk's `arg`, its `kwarg` and every other key of the chunk as a keyword argument). The sync
    * form waits for `salt/run/<jid>/ret` up to `rest_timeout` (504 after) and answers its `return`.
    */
-  private async runner(low: Record<string, unknown>, async: boolean): Promise<unknown> {
+  private async runner(low: Record<string, unknown>, async: boolean, source: string | undefined): Promise<unknown> {
     const fun = checkFun(low.fun);
     if (typeof fun !== "string") throw new ApiError(400, "a runner's fun must be one function");
     const kwarg: Record<string, unknown> = {};
@@ -221,7 +221,7 @@ export class Netapi {
     if (isMap(low.kwarg as WireValue)) Object.assign(kwarg, low.kwarg);
     const arg = low.arg === undefined || low.arg === null ? [] : Array.isArray(low.arg) ? low.arg : [low.arg];
     const load = { cmd: "runner", fun, kwarg: { arg, kwarg }, ...authOf(low) };
-    if (async) return this.masterCall(load);
+    if (async) return this.masterCall(load, source);
     const timeoutMs = timeoutOf(low, this.opts.restTimeoutS) * 1000;
     // subscribed before the request, so the return cannot pass unseen
     let want: string | undefined;
@@ -233,7 +233,7 @@ export class Netapi {
       else early.push(e);
     });
     try {
-      const job = await this.masterCall(load);
+      const job = await this.masterCall(load, source);
       if (typeof job.tag !== "string") throw new ApiError(500, "the master's runner reply has no tag");
       want = `${job.tag}/ret`;
       const ret = await new Promise<BusEvent>((resolve, reject) => {
@@ -256,37 +256,37 @@ export class Netapi {
    * WheelClient.master_call: the chunk itself is the load (`fun` and the function's keyword arguments
    * flat, plus credentials); the sync reply is the master's `{tag, data}`, the async one `{tag, jid}`.
    */
-  private async wheel(low: Record<string, unknown>, async: boolean): Promise<unknown> {
+  private async wheel(low: Record<string, unknown>, async: boolean, source: string | undefined): Promise<unknown> {
     const fun = checkFun(low.fun);
     if (typeof fun !== "string") throw new ApiError(400, "a wheel function's fun must be one function");
     const load: Record<string, unknown> = { cmd: "wheel" };
     for (const [k, v] of Object.entries(low)) if (k !== "client" && k !== "token" && k !== "eauth" && k !== "username" && k !== "password") load[k] = v;
     Object.assign(load, { fun }, authOf(low));
-    const reply = await this.masterCall(load);
+    const reply = await this.masterCall(load, source);
     if (!async) return reply;
     const data = isMap(reply.data) ? reply.data : {};
     return { tag: reply.tag, jid: data.jid };
   }
 
   /** Resolver.mk_token over the clear channel: the token dict, or undefined for refused credentials. */
-  async mkToken(creds: Record<string, unknown>): Promise<Record<string, WireValue> | undefined> {
+  async mkToken(creds: Record<string, unknown>, source?: string): Promise<Record<string, WireValue> | undefined> {
     const load: Record<string, unknown> = { cmd: "mk_token" };
     for (const k of ["eauth", "username", "password", "token_expire"]) if (creds[k] !== undefined) load[k] = creds[k];
-    const reply = await this.master.request(load);
+    const reply = await this.master.request(load, source);
     if (isMap(reply) && typeof reply.token === "string" && reply.token !== "") return reply;
     return undefined;
   }
 
   /** brine's rm_token: the master revokes the token (what /logout does; rest_cherrypy only forgets its session). */
-  async rmToken(token: string): Promise<boolean> {
+  async rmToken(token: string, source?: string): Promise<boolean> {
     if (!TOKEN_RE.test(token)) return false;
-    return (await this.master.request({ cmd: "rm_token", token })) === true;
+    return (await this.master.request({ cmd: "rm_token", token }, source)) === true;
   }
 
   /** Resolver.get_token: the token dict when the master knows the token and it has not expired. */
-  async getToken(token: string): Promise<Record<string, WireValue> | undefined> {
+  async getToken(token: string, source?: string): Promise<Record<string, WireValue> | undefined> {
     if (!TOKEN_RE.test(token)) return undefined;
-    const reply = await this.master.request({ cmd: "get_token", token });
+    const reply = await this.master.request({ cmd: "get_token", token }, source);
     if (!isMap(reply) || typeof reply.token !== "string") return undefined;
     const expire = Number(reply.expire);
     if (!(expire > Date.now() / 1000)) return undefined;

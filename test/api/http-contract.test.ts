@@ -35,9 +35,12 @@ class ScriptedMaster implements ClearRequester {
     return c.token === GOOD || (c.eauth === "sharedsecret" && c.username === "alice" && c.password === "s3cret");
   }
 
-  async request(load: Record<string, unknown>): Promise<WireValue> {
+  sources: (string | undefined)[] = [];
+
+  async request(load: Record<string, unknown>, source?: string): Promise<WireValue> {
     const l = load as Record<string, any>;
     this.loads.push(l);
+    this.sources.push(source);
     const denied = { error: { name: "AuthenticationError", message: "Authentication error occurred." } };
     switch (l.cmd) {
       case "mk_token":
@@ -125,6 +128,7 @@ describe("HTTP API contract (scripted master)", () => {
     const body = (await r.json()) as any;
     assert.deepEqual(body.return[0], { token: GOOD, expire: 4e9, start: 1, user: "alice", eauth: "sharedsecret", perms: [".*", "@runner", "@wheel"] });
     assert.deepEqual(m.loads.at(-1), { cmd: "mk_token", eauth: "sharedsecret", username: "alice", password: "s3cret" });
+    assert.equal(m.sources.at(-1), "http:127.0.0.1", "the client's address goes with the request (the master's audit line and throttle)");
   });
 
   test("login: form bodies work as with curl -d", async () => {
