@@ -71,6 +71,8 @@ export interface ClusterHooks {
   setAesKey(key: string): void;
   /** the minions this master sees connected (shared with the peers: presence.ts) */
   presentIds?(): Promise<string[]>;
+  /** a peer's accepted request nonces (packed, nonce-set.ts): to this master's replay nonce set */
+  nonces?(packed: Uint8Array): void;
 }
 
 export interface ClusterServiceOptions {
@@ -157,6 +159,7 @@ export class ClusterService {
       publishes: (l) => this.hooks.publish(l),
       mirror: (f) => this.mirror?.push(f),
       heard: (from) => this.sync?.heard(from),
+      nonces: (n) => this.hooks.nonces?.(n),
     });
     this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks), this.cfg.job_cache !== false);
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
@@ -317,8 +320,8 @@ export class ClusterService {
   }
 
   /** Call with what this master's request workers produced (after the local bus and publisher have it). */
-  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[]): void {
-    this.forwarder?.forward(events, publishes, verified);
+  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[], nonces?: Uint8Array): void {
+    this.forwarder?.forward(events, publishes, verified, nonces);
   }
 
   /** Cache-sync record batches this master's request workers produced (cache-sync/sync-service.ts). */

@@ -27,11 +27,14 @@ import { randomInt } from "node:crypto";
 import { Encoder } from "cbor-x";
 import { getLogger } from "../log.js";
 import { decodeWire, encodeWire } from "../protocol/msgpack.js";
+import { NONCE_PACKED_BYTES } from "../shared/nonce-set.js";
 
 export const EVENT_CHANNEL = "cl/ev";
 export const PUBLISH_CHANNEL = "cl/pub";
 /** frames one forwarded event batch holds at most, count (a receiver refuses more) */
 export const FORWARD_FRAMES_MAX = 100_000;
+/** packed request nonces one forwarded batch holds at most, bytes (a worker batch dispatches at most 64) */
+export const FORWARD_NONCE_BYTES_MAX = 1024 * 1024;
 
 const log = getLogger("brine.cluster.forward");
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
@@ -53,6 +56,8 @@ export interface ForwardSinks {
   mirror?(frames: Uint8Array[]): void;
   /** an accepted batch arrived from this peer */
   heard?(from: string): void;
+  /** the request nonces a peer accepted (packed) */
+  nonces?(packed: Uint8Array): void;
 }
 
 interface Envelope {
@@ -66,6 +71,8 @@ interface Envelope {
   f?: Uint8Array[];
   /** indices into `f` of the job records the origin verified (strictly increasing); absent: none */
   v?: number[];
+  /** the request nonces the origin accepted (packed, nonce-set.ts): replayed to this master, refused */
+  n?: Uint8Array;
   /** msgpack of the publish loads (cl/pub) */
   l?: Uint8Array;
 }
@@ -89,7 +96,7 @@ export function isJobEventFrame(frame: Uint8Array): boolean {
 }
 
 /** The frames of an event batch and the indices of its verified job records, or why the batch is refused. */
-export function checkEventBody(env: { f?: unknown; v?: unknown }): { frames: Uint8Array[]; verified: number[] } | string {
+export function checkEventBody(env: { f?: unknown; v?: unknown; n?: unknown }): { frames: Uint8Array[]; verified: number[]; nonces?: Uint8Array } | string {
   const f = env.f;
   if (!Array.isArray(f) || f.length > FORWARD_FRAMES_MAX || !f.every((x) => x instanceof Uint8Array)) return "bad frames";
   const v = env.v ?? [];
@@ -99,7 +106,9 @@ export function checkEventBody(env: { f?: unknown; v?: unknown }): { frames: Uin
     if (!Number.isSafeInteger(i) || (i as number) <= prev || (i as number) >= f.length) return "bad verified index";
     prev = i as number;
   }
-  return { frames: f as Uint8Array[], verified: v as number[] };
+  const n = env.n;
+  if (n !== undefined && (!(n instanceof Uint8Array) || n.byteLength % NONCE_PACKED_BYTES !== 0 || n.byteLength > FORWARD_NONCE_BYTES_MAX)) return "bad nonces";
+  return { frames: f as Uint8Array[], verified: v as number[], ...(n !== undefined ? { nonces: n } : {}) };
 }
 
 export class ClusterForwarder {
@@ -124,12 +133,13 @@ export class ClusterForwarder {
    * Forwards what this master's request workers produced (call after handing them to the local bus/publisher).
    * `verified`: indices into `events` of the job records this master verified (the only ones peers store).
    */
-  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[]): void {
+  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[], nonces?: Uint8Array): void {
     const peers = this.channel.upPeers();
     if (peers.length === 0) return;
-    if (events.length > 0) {
+    if (events.length > 0 || (nonces && nonces.byteLength > 0)) {
       const env: Envelope = { o: this.selfId, i: this.incarnation, s: ++this.seqEv, f: events as Uint8Array[] };
       if (verified && verified.length > 0) env.v = verified as number[];
+      if (nonces && nonces.byteLength > 0) env.n = nonces;
       const payload = cbor.encode(env) as Uint8Array;
       this.counters.eventBatchesOut++;
       this.counters.eventsOut += events.length * this.sendAll(peers, EVENT_CHANNEL, payload);
@@ -193,9 +203,10 @@ export class ClusterForwarder {
       return;
     }
     this.sinks.heard?.(from);
+    if (body.nonces) this.sinks.nonces?.(body.nonces);
     const frames = body.frames.map((f) => Buffer.from(f.buffer, f.byteOffset, f.byteLength));
     this.counters.eventsIn += frames.length;
-    this.sinks.events(frames);
+    if (frames.length > 0) this.sinks.events(frames);
     if (this.sinks.mirror && body.verified.length > 0) {
       const jobs = body.verified.map((i) => frames[i]!).filter(isJobEventFrame);
       if (jobs.length > 0) this.sinks.mirror(jobs);

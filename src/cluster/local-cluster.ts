@@ -16,7 +16,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { TestMinion } from "../minion/test-minion.js";
+import { TestMinion, type TestMinionOptions } from "../minion/test-minion.js";
 import type { MinionKeys } from "../minion/keys.js";
 
 export const CLI_DIR = new URL("../cli/", import.meta.url);
@@ -409,7 +409,7 @@ export function parseReturns(stdout: string): Record<string, unknown> {
   return out;
 }
 
-export function minionThrough(host: string, id: string, keys: MinionKeys, retPort = RET_PORT): TestMinion {
+export function minionThrough(host: string, id: string, keys: MinionKeys, retPort = RET_PORT, extra: Partial<TestMinionOptions> = {}): TestMinion {
   return new TestMinion({
     id,
     master: host,
@@ -423,5 +423,6 @@ export function minionThrough(host: string, id: string, keys: MinionKeys, retPor
     requestTimeoutMs: 5000,
     returnTimeoutMinMs: 2000,
     returnTimeoutMaxMs: 3000,
+    ...extra,
   });
 }

@@ -57,6 +57,8 @@ export interface Effects {
    * caches (the flag travels beside the frames, never in event data a minion controls); see markVerified.
    */
   verified: number[];
+  /** nonces of the AES requests dispatched (to the nonce journal and the peers: master/replay-window.ts) */
+  nonces: string[];
 }
 
 /** A runner call to start on the main thread (its jid was assigned by the request worker). */
@@ -69,7 +71,7 @@ export interface RunnerLaunch {
 }
 
 export function newEffects(): Effects {
-  return { events: [], publishes: [], notes: [], runs: [], verified: [] };
+  return { events: [], publishes: [], notes: [], runs: [], verified: [], nonces: [] };
 }
 
 /** Marks the event just fired as a job record this master verified (its own `_return` or publish path only). */

@@ -6,13 +6,14 @@
 import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../log.js";
+import { NONCE_WINDOW_MS } from "./replay-window.js";
 
 const log = getLogger("brine.maintenance");
 
 /** The timer's period: the drop file is noticed within this. */
 export const maintenanceTickMs = 1000;
-/** How long a request nonce is remembered (between one and two of these). */
-export const nonceWindowMs = 5 * 60 * 1000;
+/** How long a request nonce is remembered (between one and two of these; why this long: replay-window.ts). */
+export const nonceWindowMs = NONCE_WINDOW_MS;
 /** Clustered: a drop file naming another master is left for it this long, then removed as stale. */
 export const foreignDropFileMaxAgeMs = 60_000;
 

@@ -20,6 +20,7 @@ import { minionPolicy } from "./minion-policy.js";
 import { handlePublish } from "./publish.js";
 import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
 import type { Effects, MasterContext } from "./context.js";
+import { requestTsWindowS, staleTs } from "./replay-window.js";
 
 const log = getLogger("brine.request");
 const SALT = Buffer.from("salt");
@@ -200,14 +201,10 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     nonce = n;
   }
   if (version > 2) {
-    const ttl = ctx.cfg.request_server_ttl;
-    if (ttl > 0) {
-      const ts = load.ts;
-      const age = ctx.now() / 1000 - Number(ts);
-      if (typeof ts !== "number" || !(age <= ttl)) {
-        log.warning(`Received request from ${id} with expired ttl: ${Math.round(age)} > ${ttl}`);
-        return BAD_LOAD;
-      }
+    const stale = staleTs(load.ts, ctx.now(), ctx.cfg.request_server_ttl, requestTsWindowS(ctx.cfg));
+    if (stale !== undefined) {
+      log.warning(`Received request from ${short(id)} with ${stale}`);
+      return BAD_LOAD;
     }
     if (payload.id !== id) {
       log.warning(`Request id mismatch. Found '${short(id)}' but expected '${short(payload.id)}'`);
@@ -234,9 +231,12 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
 
   const cmd = load.cmd;
   const handler = typeof cmd === "string" && !cmd.startsWith("__") ? AES_FUNCS.get(cmd) : undefined;
-  if (nonce !== undefined && !ctx.nonces.checkAndInsert(nonce)) {
-    log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
-    return BAD_LOAD;
+  if (nonce !== undefined) {
+    if (!ctx.nonces.checkAndInsert(nonce)) {
+      log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
+      return BAD_LOAD;
+    }
+    fx.nonces.push(nonce); // to the journal and the peers (replay-window.ts)
   }
   if (!handler) {
     log.warning(`AES request from ${id} with command ${short(cmd)} is not allowed`);

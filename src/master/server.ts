@@ -23,7 +23,10 @@ import { QUEUE_FULL_REPLY, RequestLanes, SHUTDOWN_REPLY } from "../workers/req-h
 import { ensureRootKey } from "./root-key.js";
 import { prepareAuthorization } from "../auth/startup.js";
 import { minionPolicy } from "./minion-policy.js";
-import { Maintenance } from "./maintenance.js";
+import { Maintenance, nonceWindowMs } from "./maintenance.js";
+import { requestTsWindowS } from "./replay-window.js";
+import { NonceJournal } from "../shared/nonce-journal.js";
+import { lmdbDir } from "../store/lmdb-env.js";
 import { ControlServer } from "./control-server.js";
 import { SendQueue } from "../transport/send-queue.js";
 import type { ClusterNode, RunnerClusterLink } from "./cluster-node.js";
@@ -34,8 +37,8 @@ import { ensureClusterKeys, isClustered, minionFacingKeyFiles, minionPkiDir, res
 
 const log = getLogger("brine.master");
 
-/** Slots in the replay nonce set (per generation); 1M × 8 B × 2 = 16 MiB. */
-export const nonceSlots = 1 << 20;
+/** Slots in the replay nonce set (per generation: 10 minutes, replay-window.ts); 2M × 8 B × 2 = 32 MiB. */
+export const nonceSlots = 1 << 21;
 /** How long a stopping master waits for in-flight requests. */
 export const shutdownDrainMs = 10_000;
 
@@ -60,6 +63,8 @@ export class MasterServer {
   private cluster: ClusterService | undefined;
   readonly secrets = new SharedSecrets();
   readonly nonces = new NonceSet(nonceSlots);
+  /** the replay nonces on disk, across restarts */
+  private nonceJournal: NonceJournal | undefined;
   readonly jidClock = sharedJidClock();
   /** jids for runner calls, from the same clock as the workers' job jids (never equal to one) */
   private readonly runnerJids = new JidGenerator(Date.now, this.jidClock);
@@ -132,6 +137,11 @@ export class MasterServer {
     const c = this.cfg;
     minionPolicy(c); // its options are checked before anything starts (CONFIG_INVALID names the option)
     this.prepareDirs();
+    requestTsWindowS(c); // a bad brine_request_ts_window_s stops the start here
+    // the replay nonces of the last run, before any worker runs (src/shared/nonce-journal.ts)
+    mkdirSync(lmdbDir(c), { recursive: true, mode: 0o700 });
+    this.nonceJournal = new NonceJournal(lmdbDir(c), this.nonces, nonceWindowMs);
+    this.nonceJournal.load();
     await this.startCluster();
     if (!this.cluster) this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
@@ -150,11 +160,11 @@ export class MasterServer {
       },
       (frames) => frames.forEach((f) => this.pubOut!.push([f])),
     );
-    this.lanes = new RequestLanes<RequestTag>(c, shared, (replies, events, publishes, sync, runs, verified) => {
+    this.lanes = new RequestLanes<RequestTag>(c, shared, (replies, events, publishes, sync, runs, verified, nonces) => {
       // Order: events first (a CLI listening for returns sees them), then publishes, then replies.
       this.bus.publish(events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
       this.publisher!.publish(publishes);
-      this.cluster?.forward(events, publishes, verified);
+      this.cluster?.forward(events, publishes, verified, nonces);
       // session keys and data cache writes reach the peers before the reply that hands the key out
       if (sync) this.cluster?.forwardSync(sync);
       for (const r of replies) {
@@ -192,7 +202,7 @@ export class MasterServer {
         const n = await this.lanes!.cleanup(Date.now());
         if (n) log.info(`job cache cleanup removed ${n} records`);
       },
-      rotateNonces: () => this.nonces.rotate(),
+      rotateNonces: () => this.nonceJournal!.rotate(),
       presence: c.presence_events ? () => this.firePresence() : undefined,
     }, Boolean(this.cluster));
     this.maintenance.start();
@@ -237,6 +247,7 @@ export class MasterServer {
     await this.publisher?.stop();
     await this.control?.stop();
     await this.stopCluster();
+    this.nonceJournal?.close();
     await this.bus.stop();
   }
 
@@ -272,6 +283,7 @@ export class MasterServer {
         if (!first) this.fire("key", { rotate_aes_key: true });
       },
       presentIds: async () => (this.lanes && !this.stopping ? this.lanes.presentIds() : []),
+      nonces: (packed) => this.nonceJournal?.peer(packed),
     });
   }
 

@@ -10,6 +10,10 @@
  *
  * When a table is too full to insert (probe limit reached), the nonce is accepted and the overflow is
  * counted: replay protection degrades under a flood rather than refusing real minions.
+ *
+ * Nonces also come from outside the request workers (insertWords): a peer master's accepted nonces and this
+ * master's own from before a restart (src/shared/nonce-journal.ts). A generation counter (ctrl[2], current
+ * table = its low bit) names the journal file each generation's nonces are appended to.
  */
 
 const probesMax = 32;
@@ -40,9 +44,26 @@ function hexWord(nonce: string, from: number): number {
   return v === 0 ? 1 : v;
 }
 
+/** Bytes one nonce takes in its packed form (packNonces): its first 64 bits as two little-endian Int32 words. */
+export const NONCE_PACKED_BYTES = 8;
+
+/** The accepted nonces of a batch, packed (hex text → 8 bytes each; a malformed one is left out). */
+export function packNonces(nonces: readonly string[]): Uint8Array {
+  const out = new Int32Array(nonces.length * 2);
+  let n = 0;
+  for (const nonce of nonces) {
+    const hi = hexWord(nonce, 0) | 0;
+    const lo = hexWord(nonce, 8) | 0;
+    if (nonce.length < 16 || hi === 0 || lo === 0) continue;
+    out[n++] = hi;
+    out[n++] = lo;
+  }
+  return new Uint8Array(out.buffer, 0, n * 4);
+}
+
 export class NonceSet {
   readonly sab: SharedArrayBuffer;
-  private readonly ctrl: Int32Array; // [0] current table index (0|1), [1] overflow count
+  private readonly ctrl: Int32Array; // [0] current table index (0|1), [1] overflow count, [2] generation
   /** two tables of `slots` slots of two words each */
   private readonly tables: Int32Array[];
   readonly slots: number;
@@ -91,6 +112,24 @@ export class NonceSet {
     const hi = hexWord(nonce, 0) | 0;
     const lo = hexWord(nonce, 8) | 0;
     if (nonce.length < 16 || hi === 0 || lo === 0) return true; // malformed nonces are refused by the envelope check, not here
+    return this.insertWords(hi, lo);
+  }
+
+  /**
+   * Records packed nonces (packNonces) seen elsewhere: a peer's, or this master's before a restart. The count
+   * that were new here; words of 0 (never packed) are skipped.
+   */
+  insertPacked(bytes: Uint8Array): number {
+    const words = new Int32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + (bytes.byteLength & ~7)));
+    let added = 0;
+    for (let i = 0; i + 1 < words.length; i += 2) {
+      if (words[i] !== 0 && words[i + 1] !== 0 && this.insertWords(words[i]!, words[i + 1]!)) added++;
+    }
+    return added;
+  }
+
+  /** checkAndInsert on the nonce's two words (neither 0). */
+  insertWords(hi: number, lo: number): boolean {
     const cur = Atomics.load(this.ctrl, 0) & 1;
     if (this.has(this.tables[cur ^ 1]!, hi, lo)) return false;
     const table = this.tables[cur]!;
@@ -115,6 +154,18 @@ export class NonceSet {
     const older = this.tables[cur ^ 1]!;
     older.fill(0);
     Atomics.store(this.ctrl, 0, cur ^ 1);
+    Atomics.add(this.ctrl, 2, 1);
+  }
+
+  /** The current generation (its low bit is the current table). */
+  generation(): number {
+    return Atomics.load(this.ctrl, 2);
+  }
+
+  /** Main thread, at start before any worker runs: continue the numbering of a previous run's generations. */
+  startAt(generation: number): void {
+    Atomics.store(this.ctrl, 2, generation);
+    Atomics.store(this.ctrl, 0, generation & 1);
   }
 
   overflows(): number {

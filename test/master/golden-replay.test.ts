@@ -47,7 +47,8 @@ for (const gen of GENERATIONS) {
       copyFileSync(fixturePath(gen, "pki/master/minions/m1"), path.join(pki, "minions", "m1"));
       mkdirSync(path.join(root, "cache", "sessions"), { recursive: true });
       writeFileSync(path.join(root, "cache", "sessions", "m1"), readFixture(gen, "keys/sessions/m1"));
-      m = await startTestMaster({ pki_dir: pki, cachedir: path.join(root, "cache") }, root);
+      // the captured frames carry the capture's `ts`: the request time window is off (src/master/replay-window.ts)
+      m = await startTestMaster({ pki_dir: pki, cachedir: path.join(root, "cache"), brine_request_ts_window_s: 0 } as Parameters<typeof startTestMaster>[0], root);
       m.server.secrets.setAesKey(keys.get("aes-1")!);
     });
     after(async () => m?.stop());

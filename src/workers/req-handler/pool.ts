@@ -53,7 +53,7 @@ export interface LaneOutput<T> {
   reply: Buffer;
 }
 
-export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[], runs?: RunnerLaunch[], verified?: number[]) => void;
+export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[], runs?: RunnerLaunch[], verified?: number[], nonces?: Uint8Array) => void;
 
 export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "./replies.js";
 
@@ -100,6 +100,7 @@ class LaneQueue<T> {
             r.sync,
             r.runs,
             r.verified,
+            r.nonces,
           );
         })
         .catch((e: Error) => {

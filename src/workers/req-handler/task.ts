@@ -38,6 +38,8 @@ export interface BatchResult {
   runs?: RunnerLaunch[];
   /** indices into `events` of the job records this master verified (Effects.verified); absent: none */
   verified?: number[];
+  /** clustered: the packed nonces of the requests the batch dispatched (nonce-set.ts packNonces), for the peers */
+  nonces?: Uint8Array;
 }
 
 export interface CleanupResult {

@@ -14,6 +14,10 @@ import { installSubsystems } from "../../master/subsystems.js";
 import type { BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult } from "./task.js";
 import { localPresent } from "../../master/presence.js";
 import { installSyncOutbox } from "../../cluster/cache-sync/outbox.js";
+import { isClustered } from "../../cluster/shared-fs.js";
+import { NonceAppender } from "../../shared/nonce-journal.js";
+import { packNonces } from "../../shared/nonce-set.js";
+import { lmdbDir } from "../../store/lmdb-env.js";
 import { purgeKeylessMinions } from "../../master/keyless-purge.js";
 
 interface WorkerInit {
@@ -29,6 +33,9 @@ const ctx = new MasterContext(init.cfg, init.shared);
 await installSubsystems(ctx);
 /** clustered: this thread's data cache, mine and session key writes, for the peers (BatchResult.sync) */
 const syncOutbox = installSyncOutbox(ctx);
+/** the replay nonce journal (src/shared/nonce-journal.ts): this thread appends what its batches accepted */
+const nonceAppender = new NonceAppender(lmdbDir(ctx.cfg), ctx.nonces);
+const clustered = isClustered(ctx.cfg);
 
 export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult> {
   if (task.kind === "presence") {
@@ -58,5 +65,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   );
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
   const sync = syncOutbox?.drain();
-  return { replies, events: fx.events, publishes: fx.publishes, ...(sync ? { sync } : {}), ...(fx.runs.length ? { runs: fx.runs } : {}), ...(fx.verified.length ? { verified: fx.verified } : {}) };
+  // the dispatched requests' nonces: on disk before any reply of the batch leaves, and to the peers
+  const nonces = fx.nonces.length ? packNonces(fx.nonces) : undefined;
+  if (nonces) nonceAppender.append(nonces);
+  return { replies, events: fx.events, publishes: fx.publishes, ...(sync ? { sync } : {}), ...(fx.runs.length ? { runs: fx.runs } : {}), ...(fx.verified.length ? { verified: fx.verified } : {}), ...(nonces && clustered ? { nonces } : {}) };
 }

@@ -1,0 +1,171 @@
+/**
+ * The replay nonce set on disk, so a captured request frame is refused after a restart too (issue #13).
+ *
+ * One append-only file per generation of the NonceSet (nonce-set.ts), `nonces.<generation>` in this master's
+ * own LMDB directory (local disk, never shared by two masters): a 16-byte header (magic, the time the
+ * generation began) and the packed nonces (8 bytes each) appended in no particular order.
+ *
+ * - Each request worker appends the nonces its batch accepted (one write per batch, before the batch's replies
+ *   leave: a reply implies its nonce is in the file; a page-cache write, so a SIGKILL loses nothing, a crash
+ *   of the machine what the kernel had not flushed).
+ * - The main thread appends what peers report (src/cluster/forwarding.ts), creates the next generation's file
+ *   before the set swaps generations, and deletes the file of the generation the swap forgot.
+ * - At start, before any worker runs, the files of the last two generations still inside their memory span
+ *   (two windows from their start) are read back into the current table and rewritten into a fresh file.
+ *
+ * A file that is short, misaligned or without the magic loses only its unreadable part.
+ */
+import { closeSync, constants, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
+import path from "node:path";
+import { getLogger } from "../log.js";
+import { NONCE_PACKED_BYTES, type NonceSet } from "./nonce-set.js";
+
+const log = getLogger("brine.nonces");
+
+const MAGIC = Buffer.from("BRNONCE1", "latin1");
+export const NONCE_FILE_HEADER_BYTES = 16;
+const FILE_RE = /^nonces\.(\d{1,9})$/;
+/** one journal file read back at start, at most (a larger one is read up to this), bytes */
+const FILE_BYTES_MAX = 256 * 1024 * 1024;
+
+export function nonceFile(dir: string, generation: number): string {
+  return path.join(dir, `nonces.${generation}`);
+}
+
+function header(startMs: number): Buffer {
+  const b = Buffer.alloc(NONCE_FILE_HEADER_BYTES);
+  MAGIC.copy(b, 0);
+  b.writeDoubleLE(startMs, 8);
+  return b;
+}
+
+/** The main thread's side: load at start, generation swaps, peers' nonces. */
+export class NonceJournal {
+  private fd: number | undefined;
+  private fdGen = -1;
+  private failures = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly set: NonceSet,
+    /** one generation's length (the NonceSet's window), ms */
+    private readonly windowMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * At start, before any worker runs: reads the journal back into the set and starts a new generation whose
+   * file holds them. Returns the nonces restored.
+   */
+  load(): number {
+    let names: string[] = [];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      // no directory yet: nothing to restore
+    }
+    const t = this.now();
+    const files: { gen: number; start: number; file: string; body: Uint8Array }[] = [];
+    for (const name of names) {
+      const m = FILE_RE.exec(name);
+      if (!m) continue;
+      const file = path.join(this.dir, name);
+      let b: Buffer = Buffer.alloc(0);
+      try {
+        b = readFileSync(file);
+      } catch (e) {
+        log.warning(`replay nonces in ${file} could not be read: ${(e as Error).message}`);
+      }
+      const ok = b.byteLength >= NONCE_FILE_HEADER_BYTES && b.subarray(0, 8).equals(MAGIC);
+      const body = b.subarray(NONCE_FILE_HEADER_BYTES, Math.min(b.byteLength, FILE_BYTES_MAX));
+      files.push({ gen: Number(m[1]), start: ok ? b.readDoubleLE(8) : NaN, file, body: body.subarray(0, body.byteLength - (body.byteLength % NONCE_PACKED_BYTES)) });
+    }
+    // a generation's nonces are remembered up to two windows from its start; the two newest at most
+    const keep = files.filter((f) => Number.isFinite(f.start) && t - f.start < 2 * this.windowMs && f.start <= t + this.windowMs).sort((a, b) => b.gen - a.gen).slice(0, 2);
+    const gen = files.reduce((g, f) => Math.max(g, f.gen), 0) + 1;
+    this.set.startAt(gen);
+    let count = 0;
+    for (const f of keep) count += this.set.insertPacked(f.body);
+    this.createFile(gen, t);
+    for (const f of keep) this.append(f.body);
+    for (const f of files) rmSync(f.file, { force: true });
+    if (count) log.info(`restored ${count} replay nonces from before the restart`);
+    return count;
+  }
+
+  private createFile(gen: number, startMs: number): void {
+    const file = nonceFile(this.dir, gen);
+    try {
+      const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND, 0o600);
+      writeSync(fd, header(startMs));
+      this.swapFd(fd, gen);
+    } catch (e) {
+      this.failed(`creating ${file}`, e);
+    }
+  }
+
+  private swapFd(fd: number | undefined, gen: number): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = fd;
+    this.fdGen = gen;
+  }
+
+  /** Every window (instead of NonceSet.rotate): the next generation's file, the swap, the forgotten file gone. */
+  rotate(): void {
+    const next = this.set.generation() + 1;
+    this.createFile(next, this.now());
+    this.set.rotate();
+    rmSync(nonceFile(this.dir, next - 2), { force: true });
+  }
+
+  /** A peer's accepted nonces (packed): recorded in the set and the journal. */
+  peer(bytes: Uint8Array): void {
+    if (this.set.insertPacked(bytes) > 0) this.append(bytes);
+  }
+
+  private append(bytes: Uint8Array): void {
+    if (this.fd === undefined || bytes.byteLength === 0) return;
+    try {
+      writeSync(this.fd, bytes);
+    } catch (e) {
+      this.failed("appending", e);
+    }
+  }
+
+  private failed(what: string, e: unknown): void {
+    if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal in ${this.dir}: ${what} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
+  }
+
+  close(): void {
+    this.swapFd(undefined, -1);
+  }
+}
+
+/** A request worker's side: appends its batches' accepted nonces to the current generation's file. */
+export class NonceAppender {
+  private fd: number | undefined;
+  private gen = -1;
+  private failures = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly set: NonceSet,
+  ) {}
+
+  append(bytes: Uint8Array): void {
+    if (bytes.byteLength === 0) return;
+    const g = this.set.generation();
+    try {
+      if (g !== this.gen) {
+        if (this.fd !== undefined) closeSync(this.fd);
+        this.fd = undefined;
+        this.gen = g;
+        // the main thread created the file (with its header) before it made the generation current
+        this.fd = openSync(nonceFile(this.dir, g), constants.O_WRONLY | constants.O_APPEND);
+      }
+      if (this.fd !== undefined) writeSync(this.fd, bytes);
+    } catch (e) {
+      if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal: appending to generation ${g} failed (${(e as Error).message})`);
+    }
+  }
+}
