@@ -11,6 +11,7 @@ import { getLogger } from "../log.js";
 import { credentialKind } from "../auth/authenticate.js";
 import { publishAllowed } from "../auth/acl.js";
 import { audit } from "./clear-funcs.js";
+import { saltJobFilesOn, writeSaltJobLoad } from "../store/salt-job-files.js";
 import { validJid } from "../protocol/ids.js";
 import { isMap, type WireValue } from "../protocol/msgpack.js";
 import { checkMinions } from "../targeting/index.js";
@@ -110,6 +111,13 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "" };
   await ctx.jobs.saveLoad(jid, saved, minions);
+  if (saltJobFilesOn(ctx.cfg)) {
+    try {
+      writeSaltJobLoad(ctx.cfg, jid, saved, minions);
+    } catch (e) {
+      log.warning(`job ${jid}: Salt's job files (cachedir/jobs) could not be written: ${(e as Error).message}`);
+    }
+  }
 
   const pub: Record<string, unknown> = { fun, arg, tgt, jid, ret: typeof load.ret === "string" ? load.ret : "", tgt_type: tgtType, user };
   if (delimiter !== ":") pub.delimiter = delimiter;

@@ -88,6 +88,8 @@ export class MasterServer {
     prepareAuthorization(c, log);
     // Salt's CLI checks this file exists before publishing; we accept publishes on ret_port instead.
     writeFileSync(path.join(c.sock_dir, "publish_pull.ipc"), "");
+    // Salt's netapi (a Python salt-api) checks this file to know a zeromq master runs
+    writeFileSync(path.join(c.sock_dir, "workers.ipc"), "");
   }
 
   private lastPresent = new Set<string>();

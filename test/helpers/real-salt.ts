@@ -36,3 +36,16 @@ export function startRealMinion(dir: string, id: string, retPort: number, publis
 export function stopRealMinions(dir: string): void {
   spawnSync(path.join(HARNESS, "stop-all.sh"), ["--dir", dir], { env: { ...process.env, SALT_STOP_WAIT: "0" }, timeout: 60_000 });
 }
+
+/** The unpacked source tree of a Salt ref (the harness's setup.sh unpacks it on first use and names it). */
+export function realSaltSource(ref = "3007.x"): string {
+  const r = spawnSync(path.join(HARNESS, "setup.sh"), [], { env: { ...process.env, SALT_REF: ref }, encoding: "utf8", timeout: 300_000 });
+  const m = /source for \S+: (\S+)/.exec(r.stdout ?? "");
+  if (r.status !== 0 || !m) throw new Error(`real-salt setup.sh failed: ${(r.stdout + r.stderr).slice(-400)}`);
+  return m[1]!;
+}
+
+/** PYTHONPATH for running a Salt script from `src` the way the harness runs its daemons (source, then its shims). */
+export function realSaltEnv(src: string): NodeJS.ProcessEnv {
+  return { ...process.env, PYTHONDONTWRITEBYTECODE: "1", PYTHONPATH: `${src}:${path.join(HARNESS, "shim")}` };
+}

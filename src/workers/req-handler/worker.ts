@@ -19,6 +19,7 @@ import { NonceAppender } from "../../shared/nonce-journal.js";
 import { packNonces } from "../../shared/nonce-set.js";
 import { lmdbDir } from "../../store/lmdb-env.js";
 import { purgeKeylessMinions } from "../../master/keyless-purge.js";
+import { pruneSaltJobFiles, saltJobFilesOn } from "../../store/salt-job-files.js";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -48,7 +49,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       removed += n;
     }
     removed += await purgeKeylessMinions(ctx);
-    removed += await ctx.auth().tokens.sweep(); // expired eauth tokens (Salt removes them only when presented)
+    removed += await ctx.auth().tokens.sweep();
+    if (saltJobFilesOn(ctx.cfg)) removed += pruneSaltJobFiles(ctx.cfg.cachedir, ctx.cfg.keep_jobs_seconds, task.nowMs); // expired eauth tokens (Salt removes them only when presented)
     return { removed };
   }
   const fx = newEffects();
