@@ -7,12 +7,13 @@
 import { getLogger } from "../log.js";
 import { LogBudget } from "../cluster/peer/log-budget.js";
 import { validId, validJid } from "../protocol/ids.js";
-import { isMap, type MapEntrySpans, type WireValue } from "../protocol/msgpack.js";
+import { encodeWire, isMap, type MapEntrySpans, type WireValue } from "../protocol/msgpack.js";
 import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
 import { takeLinearRefusals, withLinearPatterns } from "../targeting/pcre.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
 import { returnSignatureValid } from "./return-sig.js";
+import { minionPolicy } from "./minion-policy.js";
 
 const log = getLogger("brine.aesfuncs");
 
@@ -53,11 +54,11 @@ const TAG_CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 export const minionTagBytesMax = 512;
 /** Most events in one `_minion_event` batch. */
 export const minionEventsPerBatchMax = 1000;
-/** Refused minion events logged per window per request thread; then one summary line per window. */
+/** Refusals of what minions sent (events, mine data, patterns) logged per window per request thread; then one summary line per window. */
 export const refusedEventLogsPerWindow = 20;
 export const refusedEventLogWindowMs = 60_000;
 
-const refusedEvents = new LogBudget(refusedEventLogsPerWindow, refusedEventLogWindowMs, (l) => log.warning(l), "minion events");
+const minionRefusals = new LogBudget(refusedEventLogsPerWindow, refusedEventLogWindowMs, (l) => log.warning(l), "refusals of what minions sent");
 
 /** Why a minion may not fire `tag`, or undefined when it may. */
 function tagRefusal(tag: unknown, id: string): string | undefined {
@@ -74,7 +75,7 @@ function tagRefusal(tag: unknown, id: string): string | undefined {
 function tagAllowed(tag: unknown, id: string): tag is string {
   const why = tagRefusal(tag, id);
   if (why === undefined) return true;
-  refusedEvents.line(`Filtering blacklisted event tag ${String(tag).slice(0, 128)} from ${id} (${why})`);
+  minionRefusals.line(`Filtering blacklisted event tag ${String(tag).slice(0, 128)} from ${id} (${why})`);
   return false;
 }
 
@@ -184,11 +185,34 @@ function doMinionEvent(ctx: MasterContext, load: Record<string, WireValue>, fx: 
   return send(null);
 }
 
-async function doMine(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
+/** The bytes of entry `key` in the request's plaintext, or undefined when the load was not decoded from one. */
+function entryBytes(raw: MapEntrySpans | undefined, key: string): number | undefined {
+  if (!raw?.buf) return undefined;
+  const i = raw.keys.indexOf(key);
+  return i < 0 ? undefined : raw.ends[i]! - raw.starts[i]!;
+}
+
+/**
+ * `_mine`: the minion's mine data, merged (or replaced with `clear`), bounded by `mine_max_size` per
+ * minion: a store past it is refused and logged (one minion once stored 240 MB). The new data alone is
+ * measured from the request's bytes (no work for a huge one); the merged whole is measured encoded, which
+ * costs at most about twice the bound.
+ */
+async function doMine(ctx: MasterContext, load: Record<string, WireValue>, _fx: Effects, raw?: MapEntrySpans): Promise<AesResult> {
   const id = load.id;
   if (!validId(id) || !isMap(load.data)) return send(false);
+  const max = minionPolicy(ctx.cfg).mineBytesMax;
+  const incoming = entryBytes(raw, "data");
+  const tooBig = (bytes: number) => {
+    minionRefusals.line(`_mine from ${id} refused: its mine data would be ${bytes} bytes, over mine_max_size (${max} bytes)`);
+    return send(false);
+  };
+  if (incoming !== undefined && incoming > max) return tooBig(incoming);
   const current = load.clear === true ? {} : ctx.minionCache.mine(id) ?? {};
-  await ctx.minionCache.setMine(id, { ...current, ...load.data });
+  const merged = { ...current, ...load.data };
+  const bytes = encodeWire(merged).length;
+  if (bytes > max) return tooBig(bytes);
+  await ctx.minionCache.setMine(id, merged);
   return send(true);
 }
 
@@ -213,7 +237,7 @@ function doMineGet(ctx: MasterContext, load: Record<string, WireValue>): AesResu
   // a minion's pattern: linear time or no match (src/targeting/pcre.ts), never a stall of this lane
   const ids = withLinearPatterns(() => ctx.targetIds(load.tgt as string, typeof load.tgt_type === "string" ? load.tgt_type : "glob"));
   const refused = takeLinearRefusals();
-  if (refused.length) refusedEvents.line(`_mine_get from ${load.id}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (backreference, lookaround, (?i) or a large count); it matches nothing for a minion`);
+  if (refused.length) minionRefusals.line(`_mine_get from ${load.id}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (backreference, lookaround, (?i) or a large count); it matches nothing for a minion`);
   const byFun: Record<string, Record<string, unknown>> = {};
   for (const f of funs) {
     byFun[f] = {};

@@ -53,6 +53,11 @@ function aesKeySignature(ctx: MasterContext, aesKey: string): Buffer {
   return sig;
 }
 
+/** True when `minions_pre` already holds `max` keys (a new minion's key would be one too many). */
+function pendingKeysFull(ctx: MasterContext, max: number): boolean {
+  return ctx.keys.list("pending").length >= max;
+}
+
 export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, version: number, fx: Effects): unknown {
   const encAlgoRaw = load.enc_algo ?? DEFAULT_ENC_ALGO;
   const sigAlgoRaw = load.sig_algo ?? DEFAULT_SIG_ALGO;
@@ -123,6 +128,11 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
   }
   if (outcome.kind === "refuse") {
     if (outcome.ops.length && !pub) return refuse(false);
+    if (outcome.ops.some((op) => op.op === "write" && op.state === "pending") && pendingKeysFull(ctx, policy.pendingKeysMax)) {
+      log.warning(`Authentication of ${id} refused: max_pending_keys (${policy.pendingKeysMax}) keys already wait for acceptance; its key is not stored`);
+      fire(false, "full");
+      return refuse("full");
+    }
     applyOps(ctx, id, rawPub, outcome.ops);
     if (outcome.event) fire(outcome.event.result, outcome.event.act);
     log.info(`Authentication of ${id}: ${outcome.event?.act ?? "refused"}`);
