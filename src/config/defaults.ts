@@ -115,8 +115,8 @@ export function masterDefaults(): MasterConfig {
     ipv6: false,
     publish_port: 4505,
     ret_port: 4506,
-    // Salt's default is 5; brine sizes each request lane to the machine unless told otherwise
-    worker_threads: os.availableParallelism(),
+    // Salt's default: each request lane (auth, req) runs this many threads
+    worker_threads: 5,
     pki_dir: "/etc/salt/pki/master",
     cachedir: "/var/cache/salt/master",
     sock_dir: "/var/run/salt/master",

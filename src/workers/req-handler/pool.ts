@@ -7,12 +7,14 @@
  */
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import { BroadcastChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { MasterConfig } from "../../config/defaults.js";
 import { getLogger, loggingConfig } from "../../log.js";
 import type { RunnerLaunch, SharedBuffers } from "../../master/context.js";
 import { encodeWire } from "../../protocol/msgpack.js";
-import type { BatchResult, CleanupResult, Lane, PresenceResult } from "./task.js";
+import type { BatchResult, CleanupResult, Lane, LateReplies, PresenceResult } from "./task.js";
+import { lateReplyMaxMs } from "./limits.js";
 
 const log = getLogger("brine.pool");
 
@@ -56,11 +58,20 @@ export interface LaneOutput<T> {
 export type BatchSink<T> = (replies: LaneOutput<T>[], events: Uint8Array[], publishes: Record<string, unknown>[], sync?: Uint8Array[], runs?: RunnerLaunch[], verified?: number[], nonces?: Uint8Array) => void;
 
 export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "./replies.js";
+import { SHUTDOWN_REPLY } from "./replies.js";
 
 class LaneQueue<T> {
   private buf: Pending<T>[] = [];
   private scheduled = false;
   inFlight = 0;
+  private batchSeq = 0;
+  /** frames whose replies come after their batch's result, by `<batch>:<index>` */
+  private readonly late = new Map<string, { tag: T; at: number }>();
+  /** late replies that arrived before their batch's result (two channels: no order between them) */
+  private readonly early = new Map<number, LateReplies[]>();
+  /** batches sent whose result has not come back */
+  private readonly running = new Set<number>();
+  private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly name: Lane,
@@ -68,7 +79,10 @@ class LaneQueue<T> {
     private readonly queueLenMax: number,
     private readonly staleMs: number,
     private readonly sink: BatchSink<T>,
-  ) {}
+    private readonly lateChannel: BroadcastChannel,
+  ) {
+    lateChannel.onmessage = (m: unknown) => this.onLate((m as { data: LateReplies }).data);
+  }
 
   get waiting(): number {
     return this.buf.length + this.inFlight;
@@ -89,31 +103,96 @@ class LaneQueue<T> {
     this.scheduled = false;
     while (this.buf.length) {
       const batch = this.buf.splice(0, batchFramesMax);
+      const batchNo = ++this.batchSeq;
       this.inFlight += batch.length;
+      let answered = batch.length;
+      this.running.add(batchNo);
       this.pool
-        .run({ kind: "batch", frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch) })
+        .run({ kind: "batch", batch: batchNo, frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch) })
         .then((r: BatchResult) => {
-          this.sink(
-            batch.map((p, i) => ({ tag: p.tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) })),
-            r.events,
-            r.publishes,
-            r.sync,
-            r.runs,
-            r.verified,
-            r.nonces,
-          );
+          this.running.delete(batchNo);
+          const late = r.late ? new Set(r.late) : undefined;
+          const out: LaneOutput<T>[] = [];
+          batch.forEach((p, i) => {
+            if (late?.has(i)) this.late.set(`${batchNo}:${i}`, { tag: p.tag, at: Date.now() });
+            else out.push({ tag: p.tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) });
+          });
+          answered = out.length;
+          this.sink(out, r.events, r.publishes, r.sync, r.runs, r.verified, r.nonces);
+          if (late) {
+            this.sweepSoon();
+            const early = this.early.get(batchNo);
+            this.early.delete(batchNo);
+            for (const m of early ?? []) this.onLate(m);
+          }
         })
         .catch((e: Error) => {
           // A worker died or the pool was destroyed: every frame of the batch still gets a reply.
+          this.running.delete(batchNo);
+          this.early.delete(batchNo);
           log.error(`${this.name} lane batch failed: ${e.message}`);
           this.sink(batch.map((p) => ({ tag: p.tag, reply: encodeWire("Some exception handling minion payload") })), [], []);
         })
         .finally(() => {
-          this.inFlight -= batch.length;
+          this.inFlight -= answered;
         });
     }
   }
+
+  /** Replies of a batch that came after its result (worker.ts), with the effects fired since. */
+  private onLate(m: LateReplies): void {
+    const out: LaneOutput<T>[] = [];
+    for (const { index, reply } of m.replies) {
+      const key = `${m.batch}:${index}`;
+      const entry = this.late.get(key);
+      if (!entry) continue;
+      this.late.delete(key);
+      out.push({ tag: entry.tag, reply: Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) });
+    }
+    if (out.length === 0 && this.running.has(m.batch)) {
+      // its batch's result has not arrived yet: hold it until it does
+      const held = this.early.get(m.batch);
+      if (held) held.push(m);
+      else this.early.set(m.batch, [m]);
+      return;
+    }
+    // (none known and the batch done: answered by the sweep already; the effects still go out)
+    this.inFlight -= out.length;
+    this.sink(out, m.events, m.publishes, m.sync, m.runs, m.verified, m.nonces);
+  }
+
+  /** Late replies never heard of (their worker died) get an error reply after lateReplyMaxMs. */
+  private sweepSoon(): void {
+    if (this.sweepTimer) return;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = undefined;
+      this.answerLate(encodeWire("Some exception handling minion payload"), Date.now() - lateReplyMaxMs);
+      if (this.late.size) this.sweepSoon();
+    }, 60_000);
+    this.sweepTimer.unref();
+  }
+
+  /** Answer every late frame that arrived before `before` with `reply` (all of them at shutdown). */
+  answerLate(reply: Buffer, before = Infinity): void {
+    const out: LaneOutput<T>[] = [];
+    for (const [key, e] of this.late) {
+      if (e.at > before) continue;
+      this.late.delete(key);
+      out.push({ tag: e.tag, reply });
+    }
+    if (!out.length) return;
+    log.warning(`${this.name} lane: ${out.length} late repl${out.length === 1 ? "y" : "ies"} answered without their request's result`);
+    this.inFlight -= out.length;
+    this.sink(out, [], []);
+  }
+
+  close(): void {
+    clearTimeout(this.sweepTimer);
+    this.lateChannel.close();
+  }
 }
+
+let lanesMade = 0;
 
 export class RequestLanes<T> {
   private readonly lanes: Record<Lane, LaneQueue<T>>;
@@ -123,10 +202,15 @@ export class RequestLanes<T> {
     const filename = fileURLToPath(new URL("./worker.js", import.meta.url));
     const lc = loggingConfig();
     const workerData = { cfg, shared, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
+    // per lane, the channel its workers post late replies on (worker.ts; a name unique in this process)
+    const channelName = (name: Lane) => `brine-late-${process.pid}-${++lanesMade}-${name}`;
+    const channels = { auth: new BroadcastChannel(channelName("auth")), req: new BroadcastChannel(channelName("req")) };
+    channels.auth.unref();
+    channels.req.unref();
     const mk = (name: Lane) =>
       new Piscina({
         filename,
-        workerData,
+        workerData: { ...workerData, lateChannel: channels[name].name },
         minThreads: threads,
         maxThreads: threads,
         concurrentTasksPerWorker,
@@ -135,7 +219,11 @@ export class RequestLanes<T> {
       });
     const max = Number(cfg.brine_queue_len_max);
     const authStale = Number(cfg.brine_auth_stale_ms);
-    this.lanes = { auth: new LaneQueue("auth", mk("auth"), max, authStale, sink), req: new LaneQueue("req", mk("req"), max, 0, sink) };
+    this.lanes = {
+      auth: new LaneQueue("auth", mk("auth"), max, authStale, sink, channels.auth),
+      req: new LaneQueue("req", mk("req"), max, 0, sink, channels.req),
+    };
+    this.threads = threads;
   }
 
   /** False when the lane is full; the caller replies QUEUE_FULL_REPLY at once. */
@@ -146,6 +234,9 @@ export class RequestLanes<T> {
   waiting(): number {
     return this.lanes.auth.waiting + this.lanes.req.waiting;
   }
+
+  /** Threads in each lane (`worker_threads`). */
+  readonly threads: number;
 
   async cleanup(nowMs: number): Promise<number> {
     const r = (await this.lanes.req.pool.run({ kind: "cleanup", nowMs })) as CleanupResult;
@@ -163,6 +254,8 @@ export class RequestLanes<T> {
   }
 
   async destroy(): Promise<void> {
+    for (const lane of [this.lanes.auth, this.lanes.req]) lane.answerLate(SHUTDOWN_REPLY);
     await Promise.all([this.lanes.auth.pool.destroy(), this.lanes.req.pool.destroy()]);
+    for (const lane of [this.lanes.auth, this.lanes.req]) lane.close();
   }
 }

@@ -17,6 +17,18 @@ export interface BatchTask {
   staleMs: number;
   /** per frame, where it came from when the main thread knows (audit lines, per-source login throttling) */
   sources?: (string | null)[];
+  /** this batch's number in its lane: late replies (LateReplies) name it */
+  batch: number;
+}
+
+/**
+ * Replies to frames of a batch that were not ready `batchHoldMsMax` after the batch started (BatchResult.late),
+ * posted by the worker on its lane's BroadcastChannel as they become ready, with the effects fired since the
+ * batch's result went (events before their replies, as for a batch).
+ */
+export interface LateReplies extends Omit<BatchResult, "replies" | "late"> {
+  batch: number;
+  replies: { index: number; reply: Uint8Array }[];
 }
 
 /** Background maintenance that needs the store: job cache cleanup, or who is connected (presence). */
@@ -40,6 +52,8 @@ export interface BatchResult {
   verified?: number[];
   /** clustered: the packed nonces of the requests the batch dispatched (nonce-set.ts packNonces), for the peers */
   nonces?: Uint8Array;
+  /** indices of frames whose replies come later, in LateReplies (their `replies` entries are empty) */
+  late?: number[];
 }
 
 export interface CleanupResult {

@@ -5,13 +5,15 @@
  * are only produced after their writes are durable.
  */
 import { workerData } from "piscina";
+import { BroadcastChannel } from "node:worker_threads";
 import type { MasterConfig } from "../../config/defaults.js";
 import { configureLogging, getLogger } from "../../log.js";
 import { STALE_REPLY } from "./replies.js";
-import { MasterContext, newEffects, type SharedBuffers } from "../../master/context.js";
+import { MasterContext, newEffects, type Effects, type SharedBuffers } from "../../master/context.js";
 import { handleRequest } from "../../master/request.js";
 import { installSubsystems } from "../../master/subsystems.js";
-import type { BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult } from "./task.js";
+import type { BatchResult, BatchTask, CleanupResult, LateReplies, MaintenanceTask, PresenceResult } from "./task.js";
+import { batchHoldMsMax } from "./limits.js";
 import { localPresent } from "../../master/presence.js";
 import { installSyncOutbox } from "../../cluster/cache-sync/outbox.js";
 import { isClustered } from "../../cluster/shared-fs.js";
@@ -25,6 +27,8 @@ interface WorkerInit {
   cfg: MasterConfig;
   shared: SharedBuffers;
   log: { level: string; file: string | null; fileLevel: string | null };
+  /** the lane's BroadcastChannel name, for replies that come after their batch's result (LateReplies) */
+  lateChannel: string;
 }
 
 const init = workerData as WorkerInit;
@@ -37,6 +41,9 @@ const syncOutbox = installSyncOutbox(ctx);
 /** the replay nonce journal (src/shared/nonce-journal.ts): this thread appends what its batches accepted */
 const nonceAppender = new NonceAppender(lmdbDir(ctx.cfg), ctx.nonces);
 const clustered = isClustered(ctx.cfg);
+/** this lane's channel for late replies; posting only (unref: it never keeps the thread alive) */
+const lateChannel = new BroadcastChannel(init.lateChannel);
+lateChannel.unref();
 
 export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult> {
   if (task.kind === "presence") {
@@ -56,19 +63,78 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   const fx = newEffects();
   const now = Date.now();
   let stale = 0;
-  const replies = await Promise.all(
-    task.frames.map((f, i) => {
-      if (task.staleMs > 0 && now - task.arrivals[i]! > task.staleMs) {
-        stale++;
-        return STALE_REPLY;
-      }
-      return handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined);
-    }),
-  );
+  const n = task.frames.length;
+  const replies: Uint8Array[] = new Array(n);
+  let settled = 0;
+  /** set once the batch's result went with some replies missing: each arrives on its own (LateReplies) */
+  let onLate: ((index: number, reply: Uint8Array) => void) | undefined;
+  let allDone!: () => void;
+  const done = new Promise<void>((r) => (allDone = r));
+  const settle = (i: number, reply: Uint8Array) => {
+    replies[i] = reply;
+    if (onLate) onLate(i, reply);
+    else if (++settled === n) allDone();
+  };
+  for (let i = 0; i < n; i++) {
+    if (task.staleMs > 0 && now - task.arrivals[i]! > task.staleMs) {
+      stale++;
+      settle(i, STALE_REPLY);
+      continue;
+    }
+    const f = task.frames[i]!;
+    void handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined).then((r) => settle(i, r));
+  }
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
+  if (settled < n) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, batchHoldMsMax)))]);
+    clearTimeout(timer);
+  }
+  if (settled === n) return { replies, ...takeEffects(fx) };
+  // one slow request does not hold the batch: the others' replies go now, the slow ones when ready
+  const late: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (replies[i] === undefined) {
+      late.push(i);
+      replies[i] = NO_REPLY_YET;
+    }
+  }
+  let ready: { index: number; reply: Uint8Array }[] = [];
+  onLate = (index, reply) => {
+    ready.push({ index, reply });
+    if (ready.length === 1) {
+      setImmediate(() => {
+        const out: LateReplies = { batch: task.batch, replies: ready, ...takeEffects(fx) };
+        ready = [];
+        lateChannel.postMessage(out);
+      });
+    }
+  };
+  return { replies, late, ...takeEffects(fx) };
+}
+
+const NO_REPLY_YET = new Uint8Array(0);
+
+/**
+ * The effects fired so far, moved out of `fx` (frames still running keep adding to it). The dispatched
+ * requests' nonces go to the journal here: on disk before any reply they cover leaves, and to the peers.
+ */
+function takeEffects(fx: Effects): Omit<BatchResult, "replies" | "late"> {
   const sync = syncOutbox?.drain();
-  // the dispatched requests' nonces: on disk before any reply of the batch leaves, and to the peers
   const nonces = fx.nonces.length ? packNonces(fx.nonces) : undefined;
   if (nonces) nonceAppender.append(nonces);
-  return { replies, events: fx.events, publishes: fx.publishes, ...(sync ? { sync } : {}), ...(fx.runs.length ? { runs: fx.runs } : {}), ...(fx.verified.length ? { verified: fx.verified } : {}), ...(nonces && clustered ? { nonces } : {}) };
+  const out: Omit<BatchResult, "replies" | "late"> = {
+    events: fx.events,
+    publishes: fx.publishes,
+    ...(sync ? { sync } : {}),
+    ...(fx.runs.length ? { runs: fx.runs } : {}),
+    ...(fx.verified.length ? { verified: fx.verified } : {}),
+    ...(nonces && clustered ? { nonces } : {}),
+  };
+  fx.events = [];
+  fx.publishes = [];
+  fx.runs = [];
+  fx.verified = [];
+  fx.nonces = [];
+  return out;
 }

@@ -1,0 +1,84 @@
+/**
+ * One slow request does not hold a whole batch (issue 13): frames are batched per lane, and a batch's
+ * replies used to go together when its slowest frame was done. Here a `_return` waits for the job cache
+ * (another process holds LMDB's write lock for 3 s) while `_master_opts` requests of the same batch
+ * have their answers at once. Also: `worker_threads` is honoured, with Salt's default of 5.
+ */
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import type { TestMinion } from "../../src/minion/test-minion.js";
+import type { MinionKeys } from "../../src/minion/keys.js";
+import { RawClient } from "../../src/minion/raw-client.js";
+import { Crypticle } from "../../src/protocol/crypticle.js";
+import { newNonce } from "../../src/minion/sign-in.js";
+import { packSalt, sealSalt } from "../../src/minion/wire.js";
+import { masterDefaults } from "../../src/config/defaults.js";
+import type { RequestLanes } from "../../src/workers/req-handler/pool.js";
+import { startTestMaster, type TestMaster } from "../helpers/master.js";
+import { fastMinion, testKeys } from "../helpers/minions.js";
+
+const LOCK_MS = 3000;
+
+/** A child process that holds the LMDB environment's write lock for `ms`; resolves once it holds it. */
+function holdWriteLock(dir: string, ms: number): Promise<ChildProcess> {
+  const code = `import { open } from "lmdb";
+const root = open({ path: ${JSON.stringify(dir)}, maxDbs: 32 });
+root.transactionSync(() => { process.stdout.write("locked\\n"); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${ms}); });
+root.close();`;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (d) => String(d).includes("locked") && resolve(child));
+    child.on("exit", (c) => reject(new Error(`lock holder exited ${c}`)));
+  });
+}
+
+describe("one slow request does not hold its batch", { timeout: 120_000 }, () => {
+  let tm: TestMaster;
+  let m: TestMinion;
+  let k: MinionKeys[];
+  let raw: RawClient;
+  before(async () => {
+    tm = await startTestMaster({ auto_accept: true, worker_threads: 1 });
+    k = await testKeys(1);
+    m = fastMinion(tm, "slowbatch", k[0]!);
+    await m.start();
+    raw = new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 20_000 });
+  });
+  after(async () => {
+    raw.close();
+    await m.stop();
+    await tm.stop();
+  });
+
+  test("worker_threads is honoured, Salt's 5 by default", () => {
+    assert.equal(masterDefaults().worker_threads, 5);
+    assert.equal((tm.server as unknown as { lanes: RequestLanes<unknown> }).lanes.threads, 1);
+  });
+
+  test("a _return waiting on a locked job cache; the _master_opts beside it in the batch are answered at once", async () => {
+    const c = new Crypticle(m.creds!.session!);
+    const frame = (load: Record<string, unknown>) => {
+      const inner = { ...load, id: "slowbatch", nonce: newNonce(), ts: Math.floor(Date.now() / 1000), tok: k[0]!.tok };
+      return packSalt({ enc: "aes", load: sealSalt(c, inner), version: 3, id: "slowbatch", enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" });
+    };
+    const ret = frame({ cmd: "_return", jid: "20260101000000000099", fun: "test.ping", fun_args: [], return: true, retcode: 0, success: true });
+    const opts = Array.from({ length: 8 }, () => frame({ cmd: "_master_opts" }));
+    const holder = await holdWriteLock(path.join(tm.cachedir, "brine-lmdb"), LOCK_MS);
+    try {
+      const t0 = performance.now();
+      for (const f of [ret, ...opts]) await raw.sendOnly([Buffer.alloc(0), f]);
+      const arrivals: number[] = [];
+      for (let i = 0; i < 9; i++) {
+        await raw.receive(20_000);
+        arrivals.push(performance.now() - t0);
+      }
+      // eight replies well before the lock goes, the return's after it
+      assert.ok(arrivals[7]! < LOCK_MS / 2, `replies at ${arrivals.map(Math.round).join(", ")} ms`);
+      assert.ok(arrivals[8]! > LOCK_MS / 2, `replies at ${arrivals.map(Math.round).join(", ")} ms`);
+    } finally {
+      holder.kill();
+    }
+  });
+});
