@@ -225,7 +225,10 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
       }
       requests.add(src);
     }
-    if (negotiate(req.headers.accept) === undefined) throw new ApiError(406, "Requested Content-Type not available: application/json or application/x-yaml");
+    // /events (text/event-stream, what EventSource asks for) and POST /keys (a tar) answer in their own type, as in rest_cherrypy
+    const p = req.url.split("?")[0]!.replace(/(.)\/+$/, "$1");
+    const ownType = p === "/events" || (req.method === "POST" && p === "/keys");
+    if (!ownType && negotiate(req.headers.accept) === undefined) throw new ApiError(406, "Requested Content-Type not available: application/json or application/x-yaml");
   });
 
   /** X-Auth-Token trumps the session cookie (salt_token_tool). */

@@ -241,7 +241,7 @@ describe("HTTP API contract (scripted master)", () => {
 
   test("/events streams the bus as Server-Sent Events once the master confirms the token", async () => {
     const ctl = new AbortController();
-    const r = await fetch(base + `/events?token=${GOOD}`, { signal: ctl.signal });
+    const r = await fetch(base + `/events?token=${GOOD}`, { signal: ctl.signal, headers: { accept: "text/event-stream" } }); // as EventSource asks
     assert.equal(r.status, 200);
     assert.equal(r.headers.get("content-type"), "text/event-stream");
     const reader = r.body!.getReader();
