@@ -73,6 +73,8 @@ export interface ClusterHooks {
   presentIds?(): Promise<string[]>;
   /** a peer's accepted request nonces (packed, nonce-set.ts): to this master's replay nonce set */
   nonces?(packed: Uint8Array): void;
+  /** this master's replay nonce set, for bulk syncs (served to peers, filled from them) */
+  nonceSab?: SharedArrayBuffer;
 }
 
 export interface ClusterServiceOptions {
@@ -153,7 +155,7 @@ export class ClusterService {
     const t = this.transport;
     this.aesKey = readOrCreateClusterAes(this.cfg);
     this.hooks.setAesKey(this.aesKey);
-    this.mirror = new MirrorThread(this.cfg);
+    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab);
     this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
       events: (f) => this.hooks.busPublish(f),
       publishes: (l) => this.hooks.publish(l),

@@ -14,12 +14,15 @@ import { parentPort, workerData } from "node:worker_threads";
 import type { MasterConfig } from "../config/defaults.js";
 import { configureLogging, getLogger } from "../log.js";
 import { openStore } from "../store/lmdb-env.js";
+import { NonceSet } from "../shared/nonce-set.js";
 import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
 import { PresenceBoard, type PresenceReport } from "./cache-sync/presence-board.js";
 import { SyncStore, type SyncCursor } from "./cache-sync/sync-store.js";
 
 export interface JobMirrorInit {
   cfg: MasterConfig;
+  /** this master's replay nonce set (src/shared/nonce-set.ts): served to and filled by bulk syncs */
+  nonces?: SharedArrayBuffer;
   log: { level: string; file: string | null; fileLevel: string | null };
 }
 
@@ -75,7 +78,7 @@ const init = workerData as JobMirrorInit;
 configureLogging(init.log);
 const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
-const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg));
+const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);
 const presence = new PresenceBoard(store);
 
 async function handle(m: MirrorMessage): Promise<MirrorReply> {

@@ -26,9 +26,9 @@ export class MirrorThread {
   private backlogBytes = 0;
   dropped = 0;
 
-  constructor(cfg: MasterConfig) {
+  constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer) {
     const lc = loggingConfig();
-    const init: JobMirrorInit = { cfg, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
+    const init: JobMirrorInit = { cfg, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null }, ...(nonces ? { nonces } : {}) };
     this.worker = new Worker(new URL("./job-mirror-worker.js", import.meta.url), { workerData: init });
     this.worker.on("message", (m: MirrorReply) => {
       const f = this.inFlight.get(m.done);

@@ -286,6 +286,7 @@ export class MasterServer {
       },
       presentIds: async () => (this.lanes && !this.stopping ? this.lanes.presentIds() : []),
       nonces: (packed) => this.nonceJournal?.peer(packed),
+      nonceSab: this.nonces.sab,
     });
   }
 

@@ -15,7 +15,7 @@
  *
  * A file that is short, misaligned or without the magic loses only its unreadable part.
  */
-import { closeSync, constants, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, openSync, readdirSync, readFileSync, readSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../log.js";
 import { NONCE_PACKED_BYTES, type NonceSet } from "./nonce-set.js";
@@ -168,4 +168,34 @@ export class NonceAppender {
       if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal: appending to generation ${g} failed (${(e as Error).message})`);
     }
   }
+}
+
+/**
+ * For a peer's bulk sync: up to `max` bytes of packed nonces from the journal files of generations
+ * `current - 1` and `current`, from the position `after` (`<generation>:<offset>`, from the start when absent);
+ * `next` is where the following chunk starts (undefined: both files read).
+ */
+export function readNonceChunk(dir: string, current: number, after: string | undefined, max: number): { b: Uint8Array | undefined; next: string | undefined } {
+  const m = after === undefined ? undefined : /^(\d{1,9}):(\d{1,12})$/.exec(after);
+  let gen = m ? Math.max(Number(m[1]), current - 1) : current - 1;
+  let offset = m && Number(m[1]) === gen ? Math.max(Number(m[2]), NONCE_FILE_HEADER_BYTES) : NONCE_FILE_HEADER_BYTES;
+  const want = max - (max % NONCE_PACKED_BYTES);
+  for (; gen <= current; gen++, offset = NONCE_FILE_HEADER_BYTES) {
+    let fd: number;
+    try {
+      fd = openSync(nonceFile(dir, gen), "r");
+    } catch {
+      continue; // no such generation (yet, or any more)
+    }
+    try {
+      const buf = Buffer.alloc(want);
+      const n = readSync(fd, buf, 0, want, offset);
+      const usable = n - (n % NONCE_PACKED_BYTES);
+      if (usable === 0) continue;
+      return { b: buf.subarray(0, usable), next: `${gen}:${offset + usable}` };
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return { b: undefined, next: undefined };
 }

@@ -13,7 +13,7 @@ import fc from "fast-check";
 import { Encoder } from "cbor-x";
 import { checkEventBody, ClusterForwarder, EVENT_CHANNEL, PUBLISH_CHANNEL } from "../../src/cluster/forwarding.js";
 import { checkRecord, decodeRecords, encodeRecords } from "../../src/cluster/cache-sync/records.js";
-import { decodePull, SyncStore } from "../../src/cluster/cache-sync/sync-store.js";
+import { decodePull, encodePull, SyncStore } from "../../src/cluster/cache-sync/sync-store.js";
 import { NonceSet } from "../../src/shared/nonce-set.js";
 import { NonceJournal } from "../../src/shared/nonce-journal.js";
 import { NONCE_WINDOW_MS } from "../../src/master/replay-window.js";
@@ -30,7 +30,8 @@ const jid = fc.oneof(fc.constant("20261125120000000000"), fc.stringMatching(/^\d
 const minionId = fc.oneof(fc.constantFrom("m1", "web-1", "a/b", "..", ""), fc.string());
 const recordish = fc.record(
   {
-    k: fc.constantFrom("data", "mine", "sess", "job", "ret", "x"),
+    k: fc.constantFrom("data", "mine", "sess", "job", "ret", "nonce", "x"),
+    b: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.anything()),
     id: minionId,
     jid,
     t: fc.oneof(fc.integer(), fc.double(), fc.constant(NOW)),
@@ -103,7 +104,7 @@ test("cache-sync records and pull requests: any shape is refused with a reason o
   fc.assert(
     fc.property(fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.anything().map((x) => { try { return cbor.encode(x) as Uint8Array; } catch { return new Uint8Array(); } })), (b) => {
       const r = decodePull(b);
-      if (typeof r !== "string") assert.ok(["data", "mine", "sess", "job", "ret"].includes(r.cursor.bank) && r.since >= 0 && (r.jobsSince === undefined || r.jobsSince >= 0));
+      if (typeof r !== "string") assert.ok(["data", "mine", "sess", "job", "ret", "nonce"].includes(r.cursor.bank) && r.since >= 0 && (r.jobsSince === undefined || r.jobsSince >= 0));
       return true;
     }),
     { numRuns: RUNS },
@@ -115,12 +116,12 @@ test("pull replies from a peer: any bytes are refused with a reason or stored as
   const cfg = { ...masterDefaults(), cachedir: dir };
   const store = openStore(cfg);
   try {
-    const sync = new SyncStore(cfg, store, "me", () => NOW);
+    const sync = new SyncStore(cfg, store, "me", () => NOW, new NonceSet(1024));
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
           fc.uint8Array({ maxLength: 128 }),
-          fc.record({ b: fc.array(recordish, { maxLength: 4 }).map((r) => cbor.encode(r) as Uint8Array), n: fc.anything(), next: fc.oneof(fc.constant(null), fc.record({ bank: fc.constantFrom("data", "job", "ret", "zz"), after: fc.anything() }, { requiredKeys: ["bank"] }), fc.anything()), error: fc.anything() }, { requiredKeys: [] }).map((x) => cbor.encode(x) as Uint8Array),
+          fc.record({ b: fc.array(recordish, { maxLength: 4 }).map((r) => cbor.encode(r) as Uint8Array), n: fc.anything(), next: fc.oneof(fc.constant(null), fc.record({ bank: fc.constantFrom("data", "job", "ret", "nonce", "zz"), after: fc.anything() }, { requiredKeys: ["bank"] }), fc.anything()), error: fc.anything() }, { requiredKeys: [] }).map((x) => cbor.encode(x) as Uint8Array),
         ),
         async (reply) => {
           const r = await sync.applyChunk("peer", reply);
@@ -128,6 +129,14 @@ test("pull replies from a peer: any bytes are refused with a reason or stored as
         },
       ),
       { numRuns: 150 },
+    );
+    // a peer's pull request with any cursor position: answered (records or an error), never thrown on
+    fc.assert(
+      fc.property(fc.constantFrom("data", "mine", "sess", "job", "ret", "nonce"), fc.oneof(fc.string(), fc.stringMatching(/^\d{1,3}:\d{1,5}$/)), fc.option(fc.nat()), (bank, after, jobsSince) => {
+        const out = sync.serve(encodePull({ cursor: { bank, after }, since: 0, nonces: true, ...(jobsSince !== null ? { jobsSince } : {}) }));
+        return out instanceof Uint8Array;
+      }),
+      { numRuns: RUNS },
     );
   } finally {
     await store.close();

@@ -1,6 +1,6 @@
 /**
  * A peer master stores a job return only from a return its origin verified (issue #13), and a bulk sync carries
- * the job cache a master missed.
+ * the job cache and the replay nonces a master missed.
  *
  * The origin's request handlers run for real (with a stand-in context): a minion event whose tag names another
  * minion's return (the `_minion_event` pretag trick) and a plain event fired with a return's tag are forwarded
@@ -19,10 +19,15 @@ import { packEvent } from "../../src/events/event-frame.js";
 import { ClusterForwarder } from "../../src/cluster/forwarding.js";
 import { JobRecords } from "../../src/cluster/job-records.js";
 import { SyncStore } from "../../src/cluster/cache-sync/sync-store.js";
-import { encodePull } from "../../src/cluster/cache-sync/sync-store.js";
+import { encodePull, type SyncCursor } from "../../src/cluster/cache-sync/sync-store.js";
 import { openStore, type Store } from "../../src/store/lmdb-env.js";
 import { jidToMs } from "../../src/protocol/jid.js";
 import type { WireValue } from "../../src/protocol/msgpack.js";
+import { lmdbDir } from "../../src/store/lmdb-env.js";
+import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
+import { NonceAppender, NonceJournal } from "../../src/shared/nonce-journal.js";
+import { NONCE_WINDOW_MS } from "../../src/master/replay-window.js";
+import { newNonce } from "../../src/minion/sign-in.js";
 
 class Link {
   handlers = new Map<string, (m: { from: string; payload: Uint8Array }) => unknown>();
@@ -113,7 +118,7 @@ test("a bulk sync that asks for the job cache carries jobs and returns from jobs
       await from.jobRecords.jobs.saveReturn(jid, "b", { return: "x".repeat(1000) }, false);
     }
     const pull = async (jobsSince?: number) => {
-      let cursor: { bank: "data" | "mine" | "sess" | "job" | "ret"; after?: string } | null = { bank: "data" };
+      let cursor: SyncCursor | null = { bank: "data" };
       let stored = 0;
       while (cursor) {
         const reply = from.serve(encodePull({ cursor, since: 0, ...(jobsSince !== undefined ? { jobsSince } : {}) }));
@@ -132,6 +137,44 @@ test("a bulk sync that asks for the job cache carries jobs and returns from jobs
     assert.equal(await pull(0), 3, "from the start: the older job too, nothing stored twice");
     assert.equal(to.jobRecords.newestMs(), jidToMs(JID));
   } finally {
+    for (const s of [src, dst]) {
+      await s.store.close();
+      rmSync(s.dir, { recursive: true, force: true });
+    }
+  }
+});
+
+test("a bulk sync that asks for the replay nonces carries what the peer's journal holds, chunk by chunk", async () => {
+  const src = tmpStore();
+  const dst = tmpStore();
+  const journals: NonceJournal[] = [];
+  try {
+    const [srcSet, dstSet] = [new NonceSet(1 << 16), new NonceSet(1 << 16)];
+    for (const [s, set] of [[src, srcSet], [dst, dstSet]] as const) {
+      const j = new NonceJournal(lmdbDir(s.cfg), set, NONCE_WINDOW_MS);
+      j.load();
+      journals.push(j);
+    }
+    const seen = Array.from({ length: 20_000 }, () => newNonce());
+    for (const n of seen) assert.equal(srcSet.checkAndInsert(n), true);
+    new NonceAppender(lmdbDir(src.cfg), srcSet).append(packNonces(seen.slice(0, 15_000)));
+    journals[0]!.rotate(); // the rest in the next generation's file
+    new NonceAppender(lmdbDir(src.cfg), srcSet).append(packNonces(seen.slice(15_000)));
+    const from = new SyncStore(src.cfg, src.store, "m1", Date.now, srcSet);
+    const to = new SyncStore(dst.cfg, dst.store, "m2", Date.now, dstSet);
+    let cursor: SyncCursor | null = { bank: "data" };
+    let chunks = 0;
+    while (cursor) {
+      const r = await to.applyChunk("m1", from.serve(encodePull({ cursor, since: 0, nonces: true })));
+      assert.ok(!("error" in r), JSON.stringify(r));
+      cursor = r.next;
+      chunks++;
+    }
+    assert.ok(chunks >= 2, `${chunks} chunks`);
+    assert.ok(seen.every((n) => !dstSet.checkAndInsert(n)), "every nonce the peer remembers is refused here");
+    assert.equal(dstSet.checkAndInsert(newNonce()), true);
+  } finally {
+    for (const j of journals) j.close();
     for (const s of [src, dst]) {
       await s.store.close();
       rmSync(s.dir, { recursive: true, force: true });

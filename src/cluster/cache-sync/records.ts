@@ -12,6 +12,8 @@
  * The job cache travels in bulk syncs only (live, it travels as forwarded events): a job's load (`job`) and one
  * minion's return to it (`ret`), read from the sender's job cache, which holds only returns a master verified.
  * They need no stamp: a load is kept when none is stored for its jid, a return when none is stored for (jid, id).
+ * So do the request nonces a peer remembers (`nonce`): a master that was away learns which frames its peers
+ * accepted meanwhile, and refuses them replayed to it.
  */
 import { Encoder } from "cbor-x";
 import { validId, validJid } from "../../protocol/ids.js";
@@ -63,7 +65,16 @@ export interface RetRecord {
   v: Record<string, unknown>;
 }
 
-export type SyncRecord = DataRecord | MineRecord | SessionRecord | JobRecord | RetRecord;
+/** request nonces a peer's masters accepted (packed, src/shared/nonce-set.ts; bulk sync only) */
+export interface NonceRecord {
+  k: "nonce";
+  b: Uint8Array;
+}
+
+export type SyncRecord = DataRecord | MineRecord | SessionRecord | JobRecord | RetRecord | NonceRecord;
+
+/** packed nonces one record holds at most, bytes */
+export const NONCE_RECORD_BYTES_MAX = 1024 * 1024;
 
 /** expected minions one job record may list, count */
 export const JOB_MINIONS_MAX = 1_000_000;
@@ -93,6 +104,7 @@ function isPlainMap(v: unknown): v is Record<string, unknown> {
 export function checkRecord(x: unknown, nowMs: number): SyncRecord | string {
   if (!isPlainMap(x)) return "not a map";
   if (x.k === "job" || x.k === "ret") return checkJobRecord(x);
+  if (x.k === "nonce") return x.b instanceof Uint8Array && x.b.byteLength % 8 === 0 && x.b.byteLength <= NONCE_RECORD_BYTES_MAX ? { k: "nonce", b: x.b } : "bad nonces";
   if (!validId(x.id)) return "bad minion id";
   if (typeof x.t !== "number" || !Number.isSafeInteger(x.t) || x.t < 0) return "bad time";
   if (x.t > nowMs + STAMP_FUTURE_MAX_MS) return "time too far in the future";

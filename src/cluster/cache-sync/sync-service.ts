@@ -16,7 +16,9 @@
  *   heard from it since this master started: from this master's own newest job), since what was forwarded to a
  *   master that was stopped, paused or cut off never reached it. A master that was itself paused (SIGSTOP, a
  *   frozen VM) may read its peers' stale messages before it notices: a stall of its event loop counts as having
- *   heard nothing from anyone since the stall began, until the next completed pull from each.
+ *   heard nothing from anyone since the stall began, until the next completed pull from each. Every pull also
+ *   carries the request nonces the peer remembers (src/shared/nonce-journal.ts): a frame a peer accepted while
+ *   this master was away is refused when replayed here.
  * - **Presence** (`cl/presence`, one-way): every PRESENCE_SHARE_MS the minions this master sees connected go to
  *   every peer (presence-board.ts), so "[Not connected]" and manage.present answer for the whole cluster.
  */
@@ -179,7 +181,7 @@ export class CacheSyncService {
     while (cursor && !this.closed) {
       if (!this.channel.isUp(peer)) return; // pulled again when it comes back
       try {
-        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}) }), PULL_REQUEST_TIMEOUT_MS);
+        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}), nonces: true }), PULL_REQUEST_TIMEOUT_MS);
         cursor = await this.mirror.applyChunk(peer, reply);
         chunks++;
         this.counters.pullChunks++;
@@ -198,7 +200,7 @@ export class CacheSyncService {
       this.lastPull.set(peer, startedAt);
       if (floor !== undefined && this.stallFloor.get(peer) === floor) this.stallFloor.delete(peer);
       const jobs = jobsSince === undefined ? "" : `; jobs since ${new Date(jobsSince).toISOString()}`;
-      log.info(`cache sync: pulled ${peer}'s minion data, mine and session keys (${chunks} chunk(s)${since ? `, written since ${new Date(since).toISOString()}` : ""}${jobs})`);
+      log.info(`cache sync: pulled ${peer}'s minion data, mine, session keys and replay nonces (${chunks} chunk(s)${since ? `, written since ${new Date(since).toISOString()}` : ""}${jobs})`);
     }
   }
 

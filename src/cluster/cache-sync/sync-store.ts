@@ -11,16 +11,20 @@ import { applyPeerSessionKey, listSessionKeys, sessionIds } from "../../master/s
 import type { Store } from "../../store/lmdb-env.js";
 import { MinionCache } from "../../store/minion-cache.js";
 import { JobRecords } from "../job-records.js";
+import { NonceAppender, readNonceChunk } from "../../shared/nonce-journal.js";
+import type { NonceSet } from "../../shared/nonce-set.js";
+import { lmdbDir } from "../../store/lmdb-env.js";
 import { decodeRecords, encodeRecords, syncCbor, type SyncRecord } from "./records.js";
 
 const log = getLogger("brine.cluster.sync");
 
 /**
  * Where a bulk sync is: the bank it reads and the last key it sent from it (a minion id; a jid in `job`, a
- * `<jid>/<id>` in `ret`). Banks go data → mine → sess, then job → ret when the pull asks for the job cache.
+ * `<jid>/<id>` in `ret`, `<generation>:<offset>` in a nonce journal file). Banks go data → mine → sess, then
+ * job → ret when the pull asks for the job cache, then nonce when it asks for the replay nonces.
  */
 export interface SyncCursor {
-  bank: "data" | "mine" | "sess" | "job" | "ret";
+  bank: "data" | "mine" | "sess" | "job" | "ret" | "nonce";
   after?: string;
 }
 
@@ -30,6 +34,8 @@ export interface DumpRequest {
   since: number;
   /** the job cache too: jobs (and their returns) whose jid is at or after this time, ms since the epoch */
   jobsSince?: number;
+  /** the request nonces this master remembers too */
+  nonces?: boolean;
 }
 
 export interface DumpChunk {
@@ -48,16 +54,26 @@ export const SYNC_CHUNK_BYTES_MAX = 2 * 1024 * 1024;
 /** how long the sorted listing of the sessions directory is reused across the chunks of a bulk sync, ms */
 const SESSION_LISTING_TTL_MS = 10_000;
 
-const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "job", "ret"];
+const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "job", "ret", "nonce"];
+
+/** the banks a pull reads, in order */
+function banksFor(req: DumpRequest): SyncCursor["bank"][] {
+  return BANKS.filter((b) => ((b === "job" || b === "ret") ? req.jobsSince !== undefined : b === "nonce" ? req.nonces === true : true));
+}
+
+/** packed nonces one bulk-sync chunk carries at most, bytes */
+export const SYNC_NONCE_CHUNK_BYTES = 1024 * 1024;
 
 /** what keeps one minion's records (its session keys) in one chunk; a job record is its own */
 function recordKey(r: SyncRecord): string {
-  return r.k === "job" ? r.jid : r.k === "ret" ? `${r.jid}/${r.id}` : r.id;
+  return r.k === "job" ? r.jid : r.k === "ret" ? `${r.jid}/${r.id}` : r.k === "nonce" ? "" : r.id;
 }
 
 export class SyncStore {
   readonly cache: MinionCache;
   readonly jobRecords: JobRecords;
+  /** this master's replay nonces (their journal directory, the set, an appender), to serve and to add to */
+  private readonly nonces: { dir: string; set: NonceSet; appender: NonceAppender } | undefined;
   private readonly sessionsDir: string;
   private readonly lifetimeMs: number;
   private listing: { at: number; ids: string[] } | undefined;
@@ -68,7 +84,12 @@ export class SyncStore {
     store: Store,
     private readonly selfId: string,
     private readonly now: () => number = Date.now,
+    nonceSet?: NonceSet,
   ) {
+    if (nonceSet) {
+      const dir = lmdbDir(cfg);
+      this.nonces = { dir, set: nonceSet, appender: new NonceAppender(dir, nonceSet) };
+    }
     this.cache = new MinionCache(store, now);
     this.jobRecords = new JobRecords(store, cfg);
     this.sessionsDir = path.join(cfg.cachedir, "sessions");
@@ -100,6 +121,11 @@ export class SyncStore {
       }
     }
     if (r.k === "job" || r.k === "ret") return this.jobRecords.apply(r);
+    if (r.k === "nonce") {
+      if (!this.nonces || this.nonces.set.insertPacked(r.b) === 0) return false;
+      this.nonces.appender.append(r.b);
+      return true;
+    }
     return this.cache.applyPeer(r);
   }
 
@@ -115,6 +141,10 @@ export class SyncStore {
         const r = listSessionKeys(this.sessionsDir, this.sessionListing(after === undefined), after, SYNC_CHUNK_IDS_MAX, req.since, this.lifetimeMs, this.now());
         records.push(...r.keys.map((k) => ({ k: "sess" as const, ...k })));
         next = r.next;
+      } else if (bank === "nonce") {
+        const r = this.nonces ? readNonceChunk(this.nonces.dir, this.nonces.set.generation(), after, SYNC_NONCE_CHUNK_BYTES) : { b: undefined, next: undefined };
+        if (r.b) records.push({ k: "nonce", b: r.b });
+        next = r.next;
       } else if (bank === "job" || bank === "ret") {
         const r = this.jobRecords.dump(bank, after, SYNC_CHUNK_IDS_MAX, req.jobsSince ?? 0);
         records.push(...r.records);
@@ -124,7 +154,8 @@ export class SyncStore {
         records.push(...r.records);
         next = r.next;
       }
-      const following: SyncCursor["bank"] | undefined = bank === "sess" && req.jobsSince === undefined ? undefined : BANKS[BANKS.indexOf(bank) + 1];
+      const order = banksFor(req);
+      const following: SyncCursor["bank"] | undefined = order[order.indexOf(bank) + 1];
       cursor = next !== undefined ? { bank, after: next } : following ? { bank: following } : null;
     }
     // stay under the byte budget: halve the chunk until it fits (the cursor then resumes after the last record kept)
@@ -189,7 +220,7 @@ export function encodePull(req: DumpRequest): Uint8Array {
 }
 
 export function decodePull(bytes: Uint8Array): DumpRequest | string {
-  let x: { cursor?: unknown; since?: unknown; jobsSince?: unknown };
+  let x: { cursor?: unknown; since?: unknown; jobsSince?: unknown; nonces?: unknown };
   try {
     x = syncCbor.decode(bytes) as typeof x;
   } catch {
@@ -201,5 +232,6 @@ export function decodePull(bytes: Uint8Array): DumpRequest | string {
   if (typeof x.since !== "number" || !Number.isFinite(x.since) || x.since < 0) return "bad since";
   const js = x.jobsSince;
   if (js !== undefined && (typeof js !== "number" || !Number.isFinite(js) || js < 0)) return "bad jobsSince";
-  return { cursor, since: x.since, ...(js !== undefined ? { jobsSince: js } : {}) };
+  if (x.nonces !== undefined && typeof x.nonces !== "boolean") return "bad nonces flag";
+  return { cursor, since: x.since, ...(js !== undefined ? { jobsSince: js } : {}), ...(x.nonces === true ? { nonces: true } : {}) };
 }
