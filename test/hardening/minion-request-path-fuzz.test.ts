@@ -1,0 +1,107 @@
+/**
+ * Property-based fuzzing (fast-check, bounded runs) of the minion-facing request path (issue 13): random
+ * bytes, random msgpack envelopes, and well-formed v2/v3 envelopes carrying random loads for every AES
+ * command (encrypted with a real session or AES key, with a valid tok, so they reach the handlers), plus
+ * random `_auth` loads. Every input gets exactly one reply (handleRequest resolves once, to bytes), never a
+ * throw, never a rejection, and never the catch-all "Some exception handling minion payload" (a handler
+ * that threw).
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import fc from "fast-check";
+import { masterDefaults } from "../../src/config/defaults.js";
+import { MasterContext, newEffects } from "../../src/master/context.js";
+import { handleRequest } from "../../src/master/request.js";
+import { AES_FUNCS } from "../../src/master/aes-funcs.js";
+import { installSubsystems } from "../../src/master/subsystems.js";
+import { loadOrCreateKeyPair } from "../../src/pki/master-keys.js";
+import { KeyStore } from "../../src/pki/key-store.js";
+import { SharedSecrets } from "../../src/shared/secrets.js";
+import { NonceSet } from "../../src/shared/nonce-set.js";
+import { Crypticle, generateKeyString } from "../../src/protocol/crypticle.js";
+import { packSalt, sealSalt } from "../../src/minion/wire.js";
+import { newNonce } from "../../src/minion/sign-in.js";
+import type { MinionKeys } from "../../src/minion/keys.js";
+import { testKeys } from "../helpers/minions.js";
+import { configureLogging } from "../../src/log.js";
+
+const HANDLER_THREW = "Some exception handling minion payload";
+let ctx: MasterContext;
+let root: string;
+let keys: MinionKeys;
+let aesKey: string;
+
+before(async () => {
+  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
+  root = mkdtempSync(path.join(os.tmpdir(), "brine-fuzz-"));
+  const cfg = { ...masterDefaults(), id: "m", pki_dir: path.join(root, "pki"), cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), file_roots: { base: [path.join(root, "srv")] }, pillar_roots: { base: [path.join(root, "pillar")] } };
+  for (const d of [cfg.cachedir, ...cfg.file_roots.base, ...cfg.pillar_roots.base]) mkdirSync(d, { recursive: true });
+  const store = new KeyStore(cfg.pki_dir);
+  store.ensureDirs();
+  loadOrCreateKeyPair(cfg.pki_dir, "master", 2048);
+  keys = (await testKeys(1))[0]!;
+  store.write("accepted", "fz", keys.publicPem);
+  const secrets = new SharedSecrets();
+  aesKey = generateKeyString();
+  secrets.setAesKey(aesKey);
+  ctx = new MasterContext(cfg, { secrets: secrets.sab, nonces: new NonceSet(1 << 16).sab, jids: new SharedArrayBuffer(8) });
+  await installSubsystems(ctx);
+});
+after(async () => {
+  await ctx.store.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** One request through the path: exactly one reply, as bytes, no throw, no handler failure. */
+async function oneReply(frame: Buffer): Promise<void> {
+  let p: Promise<Buffer>;
+  assert.doesNotThrow(() => (p = handleRequest(ctx, frame, newEffects())));
+  const reply = await p!;
+  assert.ok(Buffer.isBuffer(reply) && reply.length > 0);
+  assert.ok(!reply.includes(HANDLER_THREW), `a handler threw for ${frame.subarray(0, 120).toString("hex")}`);
+}
+
+const scalar = fc.oneof(fc.string({ maxLength: 40 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.uint8Array({ maxLength: 40 }));
+const value = fc.letrec((tie) => ({
+  v: fc.oneof({ depthSize: "small" }, scalar, fc.array(tie("v"), { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 12 }), tie("v"), { maxKeys: 4 })),
+})).v;
+const fieldNames = fc.constantFrom("id", "jid", "fun", "fun_args", "return", "retcode", "tgt", "tgt_type", "data", "tag", "events", "pretag", "grains", "saltenv", "path", "loc", "clear", "sig", "ts", "nonce", "env_only", "expr_form", "arg", "kwargs", "prefix", "ver", "pillar_override", "extra_minion_data", "gzip");
+const load = fc.record({
+  cmd: fc.oneof(fc.constantFrom(...AES_FUNCS.keys()), fc.string({ maxLength: 16 })),
+  id: fc.oneof(fc.constant("fz"), fc.string({ maxLength: 20 })),
+  extra: fc.dictionary(fieldNames, value, { maxKeys: 6 }),
+});
+
+test("random bytes get exactly one reply", async () => {
+  await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), (b) => oneReply(Buffer.from(b))), { numRuns: 400 });
+});
+
+test("random msgpack envelopes get exactly one reply", async () => {
+  const env = fc.record({ enc: fc.oneof(fc.constantFrom("aes", "clear", "pub"), value), load: value, version: fc.oneof(fc.integer({ min: -1, max: 5 }), value), id: fc.oneof(fc.constant("fz"), value) }, { requiredKeys: [] });
+  await fc.assert(fc.asyncProperty(env, (e) => oneReply(packSalt(e))), { numRuns: 400 });
+});
+
+test("well-formed v3 and v2 envelopes with random loads for every AES command get exactly one reply", async () => {
+  const session = ctx.sessions.get("fz").key;
+  await fc.assert(
+    fc.asyncProperty(load, fc.boolean(), fc.boolean(), async (l, v3, withTok) => {
+      const inner: Record<string, unknown> = { ...l.extra, cmd: l.cmd, id: l.id, nonce: newNonce() };
+      if (v3) {
+        inner.ts = Math.floor(Date.now() / 1000);
+        if (withTok) inner.tok = keys.tok;
+      }
+      const c = new Crypticle(v3 ? session : aesKey);
+      const envelope = v3 ? { enc: "aes", load: sealSalt(c, inner), version: 3, id: l.id, enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" } : { enc: "aes", load: sealSalt(c, inner), version: 2 };
+      await oneReply(packSalt(envelope));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test("random _auth loads get exactly one reply", async () => {
+  const auth = fc.record({ cmd: fc.constant("_auth"), id: fc.oneof(fc.constant("fz"), fc.string({ maxLength: 20 })), pub: fc.oneof(fc.constant(keys.pub), fc.string({ maxLength: 60 }), value), token: value, nonce: fc.oneof(fc.constant("0".repeat(32)), value), enc_algo: value, sig_algo: value, autosign_grains: value }, { requiredKeys: ["cmd", "id"] });
+  await fc.assert(fc.asyncProperty(auth, fc.integer({ min: 0, max: 3 }), (a, version) => oneReply(packSalt({ enc: "clear", load: a, version }))), { numRuns: 150 });
+});
