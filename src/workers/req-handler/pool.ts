@@ -3,7 +3,8 @@
  * cannot starve `_auth` and an auth storm cannot starve returns. Frames are classified by a fixed byte
  * pattern (a clear envelope starts `enc: "clear"`), not by decoding, batched per lane on the next turn
  * of the event loop, and bounded: beyond `queueLenMax` frames waiting in a lane, a frame gets an
- * immediate "retry later" reply instead of waiting.
+ * immediate "retry later" reply instead of waiting. A batch's slow frames are answered after the batch's
+ * result, on the lane's BroadcastChannel (worker.ts, batchHoldMsMax), so one slow request holds no others.
  */
 import os from "node:os";
 import { fileURLToPath } from "node:url";
