@@ -30,6 +30,9 @@ async function main(): Promise<void> {
   const addr = app.server.address();
   const bound = typeof addr === "object" && addr ? addr.port : opts.port;
   log.info(`HTTP API (${opts.section}) listening on ${opts.disableSsl ? "http" : "https"}://${opts.host}:${bound}`);
+  if (opts.disableSsl && !/^(127\.|::1$|localhost$)/.test(opts.host)) {
+    log.warning(`HTTP API serves plain HTTP on ${opts.host}: passwords and tokens cross the network in clear; set ssl_crt and ssl_key, or host: 127.0.0.1`);
+  }
   port.on("message", (m: MainToApi) => {
     if (m.t !== "stop") return;
     link.close();

@@ -6,7 +6,7 @@
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
@@ -43,6 +43,20 @@ describe("HTTP API in a real master", () => {
     await new Promise((r) => setTimeout(r, 200));
     bus.close();
     assert.deepEqual(tags.filter((t) => t.startsWith("salt/job/") || t.startsWith("salt/run/") || t.startsWith("salt/wheel/")), []);
+  });
+
+  test("plain HTTP on a non-loopback address is served with a warning in the log", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "brine-api-log-"));
+    stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const logFile = path.join(dir, "master.log");
+    const tm = await startTestMaster({ rest_cherrypy: { port: await freePort("0.0.0.0"), host: "0.0.0.0", disable_ssl: true } } as never, undefined, { logFile });
+    stops.push(() => tm.stop());
+    let text = "";
+    for (let i = 0; i < 50 && !text.includes("serves plain HTTP"); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      text = readFileSync(logFile, "utf8");
+    }
+    assert.match(text, /HTTP API serves plain HTTP on 0\.0\.0\.0/);
   });
 
   test("rest_cherrypy without ssl_crt/ssl_key and without disable_ssl stops the master's start", async () => {
