@@ -26,6 +26,9 @@ export interface AuthOptions {
   brine_eauth_fail_window_s: number;
 }
 
+/** the longest life a token may have, s: the bound of `token_expire` and of a user's own (peers refuse longer) */
+export const TOKEN_EXPIRE_MAX_S = 10 * 365 * 86400;
+
 function isPlainMap(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
@@ -58,7 +61,7 @@ export function authOptions(cfg: MasterConfig): AuthOptions {
   if (typeof mod !== "string") bad("eauth_acl_module", "must be a backend name");
   return {
     external_auth: Object.fromEntries(Object.entries(ea).map(([k, v]) => [k, (v ?? {}) as Record<string, unknown>])),
-    token_expire: num("token_expire", 43200, 1, 10 * 365 * 86400),
+    token_expire: num("token_expire", 43200, 1, TOKEN_EXPIRE_MAX_S),
     token_expire_user_override: override as AuthOptions["token_expire_user_override"],
     keep_acl_in_token: bool("keep_acl_in_token", false),
     permissive_acl: bool("permissive_acl", false),

@@ -204,6 +204,7 @@ describe("eauth on the clear commands", { timeout: 300_000 }, () => {
   test("a token past its token_expire is refused and forgotten", async () => {
     const tok = map(await raw.clear({ cmd: "mk_token", ...creds("ops"), token_expire: 1 }));
     assert.ok(tok.expire - tok.start <= 1.001, "token_expire_user_override lets a user ask for a shorter life");
+    assert.equal(await raw.clear({ cmd: "mk_token", ...creds("ops"), token_expire: 11 * 365 * 86400 }), "", "not a life over 10 years (the peers of a cluster refuse it)");
     await new Promise((r) => setTimeout(r, 1200));
     assert.deepEqual(map(await raw.clear({ cmd: "wheel", fun: "key.list_all", token: tok.token })).error.name, "TokenAuthenticationError");
     assert.deepEqual(await raw.clear({ cmd: "get_token", token: tok.token }), {});
