@@ -1,6 +1,6 @@
 /**
  * Property-based fuzzing (fast-check, bounded runs) of what a peer master's bytes go through here: forwarded
- * event and publish batches (their verified list and nonces), cache-sync records (job and return records
+ * event and publish batches (their verified list and nonces), cache-sync records (job, return and token records
  * included), pull requests and replies, packed nonces and the nonce journal's files. Nothing throws, nothing
  * malformed is stored, and what is accepted checks out again.
  */
@@ -28,17 +28,33 @@ const NOW = Date.UTC(2026, 10, 25);
 /** maps shaped like the records and envelopes, with every field sometimes wrong */
 const jid = fc.oneof(fc.constant("20261125120000000000"), fc.stringMatching(/^\d{18,22}$/), fc.string());
 const minionId = fc.oneof(fc.constantFrom("m1", "web-1", "a/b", "..", ""), fc.string());
+const tokenHex = fc.oneof(fc.constant("ab".repeat(32)), fc.string());
+/** an eauth token's data (a `tok` record's v), with every field sometimes wrong */
+const tokenData = fc.record(
+  {
+    token: tokenHex,
+    start: fc.oneof(fc.constant(NOW / 1000), fc.double()),
+    expire: fc.oneof(fc.constant(NOW / 1000 + 60), fc.double()),
+    name: fc.string(),
+    eauth: fc.oneof(fc.constant("pam"), fc.string()),
+    groups: fc.oneof(fc.array(fc.string()), fc.anything()),
+    auth_list: fc.oneof(fc.array(fc.anything()), fc.anything()),
+  },
+  { requiredKeys: [] },
+);
 const recordish = fc.record(
   {
-    k: fc.constantFrom("data", "mine", "sess", "job", "ret", "nonce", "x"),
+    k: fc.constantFrom("data", "mine", "sess", "job", "ret", "nonce", "tok", "x"),
     b: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.anything()),
     id: minionId,
     jid,
     t: fc.oneof(fc.integer(), fc.double(), fc.constant(NOW)),
     o: fc.string(),
-    v: fc.oneof(fc.constant(null), fc.dictionary(fc.string(), fc.anything()), fc.record({ return: fc.anything() }), fc.anything()),
+    v: fc.oneof(fc.constant(null), fc.dictionary(fc.string(), fc.anything()), fc.record({ return: fc.anything() }), tokenData, fc.anything()),
     m: fc.oneof(fc.array(minionId), fc.anything()),
     key: fc.string(),
+    token: tokenHex,
+    x: fc.oneof(fc.double(), fc.constant(NOW / 1000 + 60)),
   },
   { requiredKeys: [] },
 );
@@ -104,7 +120,7 @@ test("cache-sync records and pull requests: any shape is refused with a reason o
   fc.assert(
     fc.property(fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.anything().map((x) => { try { return cbor.encode(x) as Uint8Array; } catch { return new Uint8Array(); } })), (b) => {
       const r = decodePull(b);
-      if (typeof r !== "string") assert.ok(["data", "mine", "sess", "job", "ret", "nonce"].includes(r.cursor.bank) && r.since >= 0 && (r.jobsSince === undefined || r.jobsSince >= 0));
+      if (typeof r !== "string") assert.ok(["data", "mine", "sess", "tok", "job", "ret", "nonce"].includes(r.cursor.bank) && r.since >= 0 && (r.jobsSince === undefined || r.jobsSince >= 0));
       return true;
     }),
     { numRuns: RUNS },
@@ -121,7 +137,7 @@ test("pull replies from a peer: any bytes are refused with a reason or stored as
       fc.asyncProperty(
         fc.oneof(
           fc.uint8Array({ maxLength: 128 }),
-          fc.record({ b: fc.array(recordish, { maxLength: 4 }).map((r) => cbor.encode(r) as Uint8Array), n: fc.anything(), next: fc.oneof(fc.constant(null), fc.record({ bank: fc.constantFrom("data", "job", "ret", "nonce", "zz"), after: fc.anything() }, { requiredKeys: ["bank"] }), fc.anything()), error: fc.anything() }, { requiredKeys: [] }).map((x) => cbor.encode(x) as Uint8Array),
+          fc.record({ b: fc.array(recordish, { maxLength: 4 }).map((r) => cbor.encode(r) as Uint8Array), n: fc.anything(), next: fc.oneof(fc.constant(null), fc.record({ bank: fc.constantFrom("data", "tok", "job", "ret", "nonce", "zz"), after: fc.anything() }, { requiredKeys: ["bank"] }), fc.anything()), error: fc.anything() }, { requiredKeys: [] }).map((x) => cbor.encode(x) as Uint8Array),
         ),
         async (reply) => {
           const r = await sync.applyChunk("peer", reply);
@@ -132,8 +148,8 @@ test("pull replies from a peer: any bytes are refused with a reason or stored as
     );
     // a peer's pull request with any cursor position: answered (records or an error), never thrown on
     fc.assert(
-      fc.property(fc.constantFrom("data", "mine", "sess", "job", "ret", "nonce"), fc.oneof(fc.string(), fc.stringMatching(/^\d{1,3}:\d{1,5}$/)), fc.option(fc.nat()), (bank, after, jobsSince) => {
-        const out = sync.serve(encodePull({ cursor: { bank, after }, since: 0, nonces: true, ...(jobsSince !== null ? { jobsSince } : {}) }));
+      fc.property(fc.constantFrom("data", "mine", "sess", "tok", "job", "ret", "nonce"), fc.oneof(fc.string(), fc.stringMatching(/^\d{1,3}:\d{1,5}$/)), fc.option(fc.nat()), (bank, after, jobsSince) => {
+        const out = sync.serve(encodePull({ cursor: { bank, after }, since: 0, nonces: true, tokens: true, ...(jobsSince !== null ? { jobsSince } : {}) }));
         return out instanceof Uint8Array;
       }),
       { numRuns: RUNS },

@@ -1,8 +1,8 @@
 /**
- * The request worker's side of cache sync: what this thread's writes to the minion data cache, the mine and
- * the session keys were, collected as records and handed to the main thread with each batch's result
- * (BatchResult.sync), already encoded, so the main thread only sends bytes to the peers (sync-service.ts).
- * Only with `cluster_id`.
+ * The request worker's side of cache sync: what this thread's writes to the minion data cache, the mine, the
+ * session keys and the eauth tokens (made, revoked) were, collected as records and handed to the main thread
+ * with each batch's result (BatchResult.sync), already encoded, so the main thread only sends bytes to the
+ * peers (sync-service.ts). Only with `cluster_id`.
  */
 import { getLogger } from "../../log.js";
 import type { MasterContext } from "../../master/context.js";
@@ -53,11 +53,12 @@ function encodeSplit(records: SyncRecord[], out: Uint8Array[]): void {
   encodeSplit(records.slice(half), out);
 }
 
-/** Clustered: an outbox collecting this worker context's data cache, mine and session key writes. */
+/** Clustered: an outbox collecting this worker context's data cache, mine, session key and token writes. */
 export function installSyncOutbox(ctx: MasterContext): SyncOutbox | undefined {
   if (!isClustered(ctx.cfg)) return undefined;
   const outbox = new SyncOutbox();
   ctx.minionCache.track(clusterNodeIdOf(ctx.cfg), (r) => outbox.push(r));
   ctx.sessions.track((c) => outbox.push({ k: "sess", ...c }));
+  ctx.auth().tokens.track((r) => outbox.push(r));
   return outbox;
 }

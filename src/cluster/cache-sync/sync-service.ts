@@ -1,8 +1,8 @@
 /**
  * Cache sync on the main thread (with `cluster_id`): what Salt shared through a shared `cachedir` (the minion
- * data cache, the mine, session keys) and what it read with `ss` (connected minions), brine shares over the
- * peer channel. The main thread only moves bytes: records are encoded by the request worker that wrote them
- * and decoded and stored by the mirror thread (mirror.ts).
+ * data cache, the mine, session keys, `token_dir`) and what it read with `ss` (connected minions), brine shares
+ * over the peer channel. The main thread only moves bytes: records are encoded by the request worker that wrote
+ * them and decoded and stored by the mirror thread (mirror.ts).
  *
  * - **Live** (`cl/sync`, one-way): each batch of records a request worker produced goes once to every peer with
  *   a session, as is; a peer's mirror thread stores the newer ones (records.ts). Received records are never
@@ -181,7 +181,7 @@ export class CacheSyncService {
     while (cursor && !this.closed) {
       if (!this.channel.isUp(peer)) return; // pulled again when it comes back
       try {
-        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}), nonces: true }), PULL_REQUEST_TIMEOUT_MS);
+        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}), nonces: true, tokens: true }), PULL_REQUEST_TIMEOUT_MS);
         cursor = await this.mirror.applyChunk(peer, reply);
         chunks++;
         this.counters.pullChunks++;
@@ -200,7 +200,7 @@ export class CacheSyncService {
       this.lastPull.set(peer, startedAt);
       if (floor !== undefined && this.stallFloor.get(peer) === floor) this.stallFloor.delete(peer);
       const jobs = jobsSince === undefined ? "" : `; jobs since ${new Date(jobsSince).toISOString()}`;
-      log.info(`cache sync: pulled ${peer}'s minion data, mine, session keys and replay nonces (${chunks} chunk(s)${since ? `, written since ${new Date(since).toISOString()}` : ""}${jobs})`);
+      log.info(`cache sync: pulled ${peer}'s minion data, mine, session keys, eauth tokens and replay nonces (${chunks} chunk(s)${since ? `, written since ${new Date(since).toISOString()}` : ""}${jobs})`);
     }
   }
 

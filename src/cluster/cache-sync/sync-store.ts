@@ -1,8 +1,8 @@
 /**
  * The storing side of cache sync, run in the mirror thread (job-mirror-worker.ts): applies peers' records to
- * this master's minion data cache, mine and session key files, and reads this master's copy back in bounded
- * chunks for a peer's bulk sync. Every decision about a record is in records.ts / session-merge.ts; the job
- * cache's banks (a pull that asks for them with `jobsSince`) are read and stored by job-records.ts.
+ * this master's minion data cache, mine, session key files and eauth tokens, and reads this master's copy back
+ * in bounded chunks for a peer's bulk sync. Every decision about a record is in records.ts / session-merge.ts;
+ * the job cache's banks (a pull that asks for them with `jobsSince`) are read and stored by job-records.ts.
  */
 import path from "node:path";
 import type { MasterConfig } from "../../config/defaults.js";
@@ -14,17 +14,19 @@ import { JobRecords } from "../job-records.js";
 import { NonceAppender, readNonceChunk } from "../../shared/nonce-journal.js";
 import type { NonceSet } from "../../shared/nonce-set.js";
 import { lmdbDir } from "../../store/lmdb-env.js";
-import { decodeRecords, encodeRecords, syncCbor, type SyncRecord } from "./records.js";
+import { TokenStore } from "../../auth/tokens.js";
+import { decodeRecords, encodeRecords, syncCbor, type SyncRecord, type TokenRecord } from "./records.js";
 
 const log = getLogger("brine.cluster.sync");
 
 /**
  * Where a bulk sync is: the bank it reads and the last key it sent from it (a minion id; a jid in `job`, a
- * `<jid>/<id>` in `ret`, `<generation>:<offset>` in a nonce journal file). Banks go data → mine → sess, then
- * job → ret when the pull asks for the job cache, then nonce when it asks for the replay nonces.
+ * `<jid>/<id>` in `ret`, a key of `auth/tokens` in `tok`, `<generation>:<offset>` in a nonce journal file).
+ * Banks go data → mine → sess, then tok when the pull asks for eauth tokens, then job → ret when it asks for
+ * the job cache, then nonce when it asks for the replay nonces.
  */
 export interface SyncCursor {
-  bank: "data" | "mine" | "sess" | "job" | "ret" | "nonce";
+  bank: "data" | "mine" | "sess" | "tok" | "job" | "ret" | "nonce";
   after?: string;
 }
 
@@ -36,6 +38,8 @@ export interface DumpRequest {
   jobsSince?: number;
   /** the request nonces this master remembers too */
   nonces?: boolean;
+  /** eauth tokens too (a master that knows them asks; an older one, which would refuse the bank, does not) */
+  tokens?: boolean;
 }
 
 export interface DumpChunk {
@@ -54,19 +58,19 @@ export const SYNC_CHUNK_BYTES_MAX = 2 * 1024 * 1024;
 /** how long the sorted listing of the sessions directory is reused across the chunks of a bulk sync, ms */
 const SESSION_LISTING_TTL_MS = 10_000;
 
-const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "job", "ret", "nonce"];
+const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "tok", "job", "ret", "nonce"];
 
 /** the banks a pull reads, in order */
 function banksFor(req: DumpRequest): SyncCursor["bank"][] {
-  return BANKS.filter((b) => ((b === "job" || b === "ret") ? req.jobsSince !== undefined : b === "nonce" ? req.nonces === true : true));
+  return BANKS.filter((b) => ((b === "job" || b === "ret") ? req.jobsSince !== undefined : b === "nonce" ? req.nonces === true : b === "tok" ? req.tokens === true : true));
 }
 
 /** packed nonces one bulk-sync chunk carries at most, bytes */
 export const SYNC_NONCE_CHUNK_BYTES = 1024 * 1024;
 
-/** what keeps one minion's records (its session keys) in one chunk; a job record is its own */
+/** what keeps one minion's records (its session keys) in one chunk; a job or token record is its own */
 function recordKey(r: SyncRecord): string {
-  return r.k === "job" ? r.jid : r.k === "ret" ? `${r.jid}/${r.id}` : r.k === "nonce" ? "" : r.id;
+  return r.k === "job" ? r.jid : r.k === "ret" ? `${r.jid}/${r.id}` : r.k === "nonce" ? "" : r.k === "tok" ? tokenKey(r) : r.id;
 }
 
 export class SyncStore {
@@ -74,6 +78,7 @@ export class SyncStore {
   readonly jobRecords: JobRecords;
   /** this master's replay nonces (their journal directory, the set, an appender), to serve and to add to */
   private readonly nonces: { dir: string; set: NonceSet; appender: NonceAppender } | undefined;
+  readonly tokens: TokenStore;
   private readonly sessionsDir: string;
   private readonly lifetimeMs: number;
   private listing: { at: number; ids: string[] } | undefined;
@@ -92,6 +97,7 @@ export class SyncStore {
     }
     this.cache = new MinionCache(store, now);
     this.jobRecords = new JobRecords(store, cfg);
+    this.tokens = new TokenStore(store, now);
     this.sessionsDir = path.join(cfg.cachedir, "sessions");
     this.lifetimeMs = cfg.publish_session * 1000;
   }
@@ -126,6 +132,7 @@ export class SyncStore {
       this.nonces.appender.append(r.b);
       return true;
     }
+    if (r.k === "tok") return this.tokens.applyPeer(r);
     return this.cache.applyPeer(r);
   }
 
@@ -140,6 +147,10 @@ export class SyncStore {
       if (bank === "sess") {
         const r = listSessionKeys(this.sessionsDir, this.sessionListing(after === undefined), after, SYNC_CHUNK_IDS_MAX, req.since, this.lifetimeMs, this.now());
         records.push(...r.keys.map((k) => ({ k: "sess" as const, ...k })));
+        next = r.next;
+      } else if (bank === "tok") {
+        const r = this.tokens.dump(after, SYNC_CHUNK_IDS_MAX, req.since);
+        records.push(...r.records);
         next = r.next;
       } else if (bank === "nonce") {
         const r = this.nonces ? readNonceChunk(this.nonces.dir, this.nonces.set.generation(), after, SYNC_NONCE_CHUNK_BYTES) : { b: undefined, next: undefined };
@@ -206,6 +217,11 @@ export class SyncStore {
   }
 }
 
+/** a token record's key in `auth/tokens` (a tombstone's is `x/<token>`) */
+function tokenKey(r: TokenRecord): string {
+  return r.v === null ? `x/${r.token}` : r.token;
+}
+
 function checkCursor(x: unknown): SyncCursor | string {
   if (x === null || typeof x !== "object") return "bad cursor";
   const c = x as { bank?: unknown; after?: unknown };
@@ -220,7 +236,7 @@ export function encodePull(req: DumpRequest): Uint8Array {
 }
 
 export function decodePull(bytes: Uint8Array): DumpRequest | string {
-  let x: { cursor?: unknown; since?: unknown; jobsSince?: unknown; nonces?: unknown };
+  let x: { cursor?: unknown; since?: unknown; jobsSince?: unknown; nonces?: unknown; tokens?: unknown };
   try {
     x = syncCbor.decode(bytes) as typeof x;
   } catch {
@@ -233,5 +249,6 @@ export function decodePull(bytes: Uint8Array): DumpRequest | string {
   const js = x.jobsSince;
   if (js !== undefined && (typeof js !== "number" || !Number.isFinite(js) || js < 0)) return "bad jobsSince";
   if (x.nonces !== undefined && typeof x.nonces !== "boolean") return "bad nonces flag";
-  return { cursor, since: x.since, ...(js !== undefined ? { jobsSince: js } : {}), ...(x.nonces === true ? { nonces: true } : {}) };
+  if (x.tokens !== undefined && typeof x.tokens !== "boolean") return "bad tokens flag";
+  return { cursor, since: x.since, ...(js !== undefined ? { jobsSince: js } : {}), ...(x.nonces === true ? { nonces: true } : {}), ...(x.tokens === true ? { tokens: true } : {}) };
 }
