@@ -41,8 +41,7 @@ function header(startMs: number): Buffer {
 
 /** The main thread's side: load at start, generation swaps, peers' nonces. */
 export class NonceJournal {
-  private fd: number | undefined;
-  private fdGen = -1;
+  private readonly appender: NonceAppender;
   private failures = 0;
 
   constructor(
@@ -51,7 +50,9 @@ export class NonceJournal {
     /** one generation's length (the NonceSet's window), ms */
     private readonly windowMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.appender = new NonceAppender(dir, set);
+  }
 
   /**
    * At start, before any worker runs: reads the journal back into the set and starts a new generation whose
@@ -93,21 +94,19 @@ export class NonceJournal {
     return count;
   }
 
+  /** The file of generation `gen`, with its header (before the generation becomes current). */
   private createFile(gen: number, startMs: number): void {
     const file = nonceFile(this.dir, gen);
     try {
-      const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND, 0o600);
-      writeSync(fd, header(startMs));
-      this.swapFd(fd, gen);
+      const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
+      try {
+        writeSync(fd, header(startMs));
+      } finally {
+        closeSync(fd);
+      }
     } catch (e) {
-      this.failed(`creating ${file}`, e);
+      if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal: creating ${file} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
     }
-  }
-
-  private swapFd(fd: number | undefined, gen: number): void {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = fd;
-    this.fdGen = gen;
   }
 
   /** Every window (instead of NonceSet.rotate): the next generation's file, the swap, the forgotten file gone. */
@@ -124,20 +123,11 @@ export class NonceJournal {
   }
 
   private append(bytes: Uint8Array): void {
-    if (this.fd === undefined || bytes.byteLength === 0) return;
-    try {
-      writeSync(this.fd, bytes);
-    } catch (e) {
-      this.failed("appending", e);
-    }
-  }
-
-  private failed(what: string, e: unknown): void {
-    if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal in ${this.dir}: ${what} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
+    this.appender.append(bytes);
   }
 
   close(): void {
-    this.swapFd(undefined, -1);
+    this.appender.close();
   }
 }
 
@@ -165,8 +155,14 @@ export class NonceAppender {
       }
       if (this.fd !== undefined) writeSync(this.fd, bytes);
     } catch (e) {
-      if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal: appending to generation ${g} failed (${(e as Error).message})`);
+      if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal: appending to generation ${g} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
     }
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+    this.gen = -1;
   }
 }
 

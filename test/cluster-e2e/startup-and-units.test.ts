@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { Encoder } from "cbor-x";
 import { startTestMaster, freePort } from "../helpers/master.js";
+import { FakeChannel } from "../helpers/fake-channel.js";
 import { isBrineError } from "../../src/errors.js";
 import { ClusterForwarder, EVENT_CHANNEL, PUBLISH_CHANNEL, isJobEventFrame } from "../../src/cluster/forwarding.js";
 import { checkPeerMessage, decodeRaftPayload, encodeRaftPayload } from "../../src/cluster/raft-transport.js";
@@ -111,22 +112,6 @@ test("shared files are created once: the first writer wins, later ones read its 
     rmSync(d, { recursive: true, force: true });
   }
 });
-
-class FakeChannel {
-  sent: { to: string; channel: string; payload: Uint8Array }[] = [];
-  handlers = new Map<string, (m: { from: string; payload: Uint8Array }) => unknown>();
-  constructor(readonly peers: string[]) {}
-  send(to: string, channel: string, payload: Uint8Array): void {
-    this.sent.push({ to, channel, payload });
-  }
-  upPeers(): string[] {
-    return this.peers;
-  }
-  on(channel: string, h: (m: { from: string; payload: Uint8Array }) => unknown): () => void {
-    this.handlers.set(channel, h);
-    return () => this.handlers.delete(channel);
-  }
-}
 
 test("forwarding: once to each peer, never relayed, duplicates and forgeries dropped", () => {
   const aCh = new FakeChannel(["b", "c"]);

@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { masterDefaults } from "../../src/config/defaults.js";
+import { FakeChannel } from "../helpers/fake-channel.js";
 import { AES_FUNCS } from "../../src/master/aes-funcs.js";
 import { newEffects, type MasterContext } from "../../src/master/context.js";
 import { packEvent } from "../../src/events/event-frame.js";
@@ -28,22 +29,6 @@ import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
 import { NonceAppender, NonceJournal } from "../../src/shared/nonce-journal.js";
 import { NONCE_WINDOW_MS } from "../../src/master/replay-window.js";
 import { newNonce } from "../../src/minion/sign-in.js";
-
-class Link {
-  handlers = new Map<string, (m: { from: string; payload: Uint8Array }) => unknown>();
-  sent: { to: string; channel: string; payload: Uint8Array }[] = [];
-  constructor(private readonly peers: string[]) {}
-  send(to: string, channel: string, payload: Uint8Array): void {
-    this.sent.push({ to, channel, payload });
-  }
-  upPeers(): string[] {
-    return this.peers;
-  }
-  on(channel: string, h: (m: { from: string; payload: Uint8Array }) => unknown): () => void {
-    this.handlers.set(channel, h);
-    return () => this.handlers.delete(channel);
-  }
-}
 
 function tmpStore(): { dir: string; store: Store; cfg: ReturnType<typeof masterDefaults> } {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-vjr-"));
@@ -69,12 +54,12 @@ test("a forged return event on the origin reaches the peer's bus but not its job
   assert.equal(fx.verified.length, 1, "only the return is marked verified");
   assert.match(packEventTag(fx.events[fx.verified[0]!]!), /\/ret\/good$/);
 
-  const aLink = new Link(["b"]);
+  const aLink = new FakeChannel(["b"]);
   const a = new ClusterForwarder("a", aLink, { events: () => undefined, publishes: () => undefined });
   a.forward(fx.events, [], fx.verified);
   const onBus: Uint8Array[] = [];
   const mirrored: Uint8Array[] = [];
-  const bLink = new Link(["a"]);
+  const bLink = new FakeChannel(["a"]);
   new ClusterForwarder("b", bLink, { events: (f) => onBus.push(...f), publishes: () => undefined, mirror: (f) => mirrored.push(...f) });
   for (const s of aLink.sent) bLink.handlers.get(s.channel)!({ from: "a", payload: s.payload });
   assert.equal(onBus.length, fx.events.length, "every event reaches the peer's bus");
@@ -93,12 +78,12 @@ test("a forged return event on the origin reaches the peer's bus but not its job
 });
 
 test("a batch whose verified list is malformed is refused whole", () => {
-  const aLink = new Link(["b"]);
+  const aLink = new FakeChannel(["b"]);
   const a = new ClusterForwarder("a", aLink, { events: () => undefined, publishes: () => undefined });
   const frame = packEvent(`salt/job/${JID}/ret/m1`, { return: true });
   a.forward([frame], [], [1]); // an index past the frames
   let got = 0;
-  const bLink = new Link(["a"]);
+  const bLink = new FakeChannel(["a"]);
   const b = new ClusterForwarder("b", bLink, { events: (f) => (got += f.length), publishes: () => undefined, mirror: () => assert.fail("nothing mirrored") });
   for (const s of aLink.sent) bLink.handlers.get(s.channel)!({ from: "a", payload: s.payload });
   assert.equal(got, 0);
