@@ -27,6 +27,7 @@ import { validJid } from "../protocol/ids.js";
 import { ApiError, Netapi, TOKEN_RE, checkTarget } from "./netapi.js";
 import { NETAPI_CLIENTS, type ApiOptions } from "./options.js";
 import { PerSourceCounter } from "./rate-limit.js";
+import type { EventFeed } from "./bus-feed.js";
 import { tarFiles } from "./tar.js";
 
 const log = getLogger("brine.api");
@@ -48,7 +49,7 @@ export interface AppDeps {
   cfg: MasterConfig;
   opts: ApiOptions;
   netapi: Netapi;
-  subscribe: (fn: (e: BusEvent) => void) => () => void;
+  feed: EventFeed;
   fire: (tag: string, data: unknown) => void;
   /** requests waiting for the master (for /stats) */
   masterInFlight: () => number;
@@ -406,12 +407,25 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     const token = req.query.token || req.query.salt_token || sessionToken(req);
     const tok = token ? await netapi.getToken(token, origin(req)) : undefined;
     if (!token || !tok) throw new ApiError(401, "Invalid token");
-    reply.hijack();
+    let started = false;
+    let closed = false;
     const raw = reply.raw;
+    const off = d.feed.subscribe((e) => {
+      if (!started || closed) return;
+      if (raw.writableLength > sseBacklogBytesMax) return close(`the client is ${raw.writableLength} bytes behind`);
+      raw.write(`tag: ${e.tag.replace(/[\r\n]/g, " ")}\ndata: ${toJson({ tag: e.tag, data: e.data })}\n\n`);
+    });
+    try {
+      await d.feed.ready();
+    } catch (e) {
+      off();
+      throw e;
+    }
+    reply.hijack();
     raw.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", Connection: "keep-alive", ...corsHeaders(req, opts) });
     raw.write("retry: 400\n\n");
+    started = true;
     stats.sseClients++;
-    let closed = false;
     const close = (why?: string) => {
       if (closed) return;
       closed = true;
@@ -422,11 +436,6 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
       if (why) log.info(`HTTP API event stream to ${source(req)} closed: ${why}`);
       raw.end();
     };
-    const off = d.subscribe((e) => {
-      if (closed) return;
-      if (raw.writableLength > sseBacklogBytesMax) return close(`the client is ${raw.writableLength} bytes behind`);
-      raw.write(`tag: ${e.tag.replace(/[\r\n]/g, " ")}\ndata: ${toJson({ tag: e.tag, data: e.data })}\n\n`);
-    });
     const recheck = setInterval(() => {
       void netapi.getToken(token, origin(req)).then(
         (t) => (t ? void raw.write(": keep-alive\n\n") : close("the token is no longer valid")),

@@ -12,6 +12,7 @@ import { isMap, type WireValue } from "../protocol/msgpack.js";
 import { LocalClient, type PubOptions, type PubReply } from "../client/local-client.js";
 import { jobReturns } from "../client/job-returns.js";
 import type { ClearRequester } from "./master-link.js";
+import type { EventFeed } from "./bus-feed.js";
 import { NETAPI_CLIENTS, type ApiOptions } from "./options.js";
 
 /** An HTTP error with rest_cherrypy's status for it. */
@@ -118,7 +119,7 @@ export class Netapi {
     private readonly cfg: MasterConfig,
     private readonly opts: ApiOptions,
     private readonly master: ClearRequester,
-    private readonly subscribe: (fn: (e: BusEvent) => void) => () => void,
+    private readonly feed: EventFeed,
   ) {
     this.local = new LocalClient(cfg);
   }
@@ -153,7 +154,8 @@ export class Netapi {
   }
 
   /** The publish of one chunk (LocalClient.pub's load, with the chunk's credentials in `kwargs`). */
-  private publisher(low: Record<string, unknown>, source: string | undefined): (o: PubOptions) => Promise<PubReply> {
+  /** `listening`: the caller waits for the job's events, so the bus feed must be open before the publish */
+  private publisher(low: Record<string, unknown>, source: string | undefined, listening: boolean): (o: PubOptions) => Promise<PubReply> {
     const kwargs: Record<string, unknown> = { ...authOf(low), show_jid: false, show_timeout: true };
     for (const k of PUB_KWARGS) if (low[k] !== undefined) kwargs[k] = low[k];
     if (kwargs.delimiter === undefined) kwargs.delimiter = ":";
@@ -161,6 +163,7 @@ export class Netapi {
       const t = this.local.resolveTarget(o.tgt, o.tgtType ?? "glob");
       if ("error" in t) throw new ApiError(400, t.error);
       const load = { cmd: "publish", tgt: t.tgt, fun: o.fun, arg: o.arg ?? [], tgt_type: t.tgtType, ret: o.ret ?? "", jid: o.jid ?? "", kwargs, user: this.cfg.user };
+      if (listening) await this.feed.ready();
       const reply = await this.master.request(load, source);
       // Salt's LocalClient: "" is a failed eauth; an error with a name raises that exception
       if (reply === "") throw new ApiError(401, "Failed to authenticate! This is most likely because this user is not permitted to execute commands");
@@ -183,7 +186,7 @@ export class Netapi {
 
   /** LocalClient.run_job: `{jid, minions}`, or `{}` when nothing matched. */
   private async localAsync(low: Record<string, unknown>, source: string | undefined): Promise<unknown> {
-    const r = await this.publisher(low, source)(this.pubOptions(low));
+    const r = await this.publisher(low, source, false)(this.pubOptions(low));
     if (!r.jid || !r.minions || r.minions.length === 0) return {};
     return { jid: r.jid, minions: r.minions };
   }
@@ -193,7 +196,7 @@ export class Netapi {
     const o = { ...this.pubOptions(low), timeoutS: timeoutOf(low, this.opts.timeoutS) };
     const out: Record<string, unknown> = {};
     const full = low.full_return === true;
-    for await (const r of jobReturns(this.subscribe, this.publisher(low, source), o, { timeoutMs: o.timeoutS * 1000, gatherJobTimeoutMs: this.opts.gatherJobTimeoutS * 1000 })) {
+    for await (const r of jobReturns((fn) => this.feed.subscribe(fn), this.publisher(low, source, true), o, { timeoutMs: o.timeoutS * 1000, gatherJobTimeoutMs: this.opts.gatherJobTimeoutS * 1000 })) {
       out[r.id] = "missing" in r ? false : full ? r.data : (r.data.return ?? {});
     }
     return out;
@@ -227,12 +230,13 @@ export class Netapi {
     let want: string | undefined;
     const early: BusEvent[] = [];
     let deliver: ((e: BusEvent) => void) | undefined;
-    const off = this.subscribe((e) => {
+    const off = this.feed.subscribe((e) => {
       if (!e.tag.startsWith("salt/run/")) return;
       if (deliver) deliver(e);
       else early.push(e);
     });
     try {
+      await this.feed.ready();
       const job = await this.masterCall(load, source);
       if (typeof job.tag !== "string") throw new ApiError(500, "the master's runner reply has no tag");
       want = `${job.tag}/ret`;

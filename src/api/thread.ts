@@ -22,10 +22,8 @@ async function main(): Promise<void> {
   const opts = readApiOptions(init.cfg);
   const link = new MasterLink(port);
   const bus = new BusFeed(init.cfg.sock_dir);
-  await bus.start();
-  const subscribe = (fn: Parameters<BusFeed["subscribe"]>[0]) => bus.subscribe(fn);
-  const netapi = new Netapi(init.cfg, opts, link, subscribe);
-  const app = await buildApp({ cfg: init.cfg, opts, netapi, subscribe, fire: (tag, data) => link.fire(tag, data), masterInFlight: () => link.inFlight });
+  const netapi = new Netapi(init.cfg, opts, link, bus);
+  const app = await buildApp({ cfg: init.cfg, opts, netapi, feed: bus, fire: (tag, data) => link.fire(tag, data), masterInFlight: () => link.inFlight });
   await app.listen({ port: opts.port, host: opts.host });
   const addr = app.server.address();
   const bound = typeof addr === "object" && addr ? addr.port : opts.port;

@@ -81,11 +81,14 @@ class ScriptedMaster implements ClearRequester {
 async function startApp(cfg: MasterConfig, m: ScriptedMaster, sseRecheckMs?: number): Promise<{ app: FastifyInstance; base: string }> {
   configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
   const opts = readApiOptions(cfg);
-  const subscribe = (fn: (e: BusEvent) => void) => {
-    m.listeners.add(fn);
-    return () => void m.listeners.delete(fn);
+  const feed = {
+    subscribe: (fn: (e: BusEvent) => void) => {
+      m.listeners.add(fn);
+      return () => void m.listeners.delete(fn);
+    },
+    ready: async () => undefined,
   };
-  const app = await buildApp({ cfg, opts, netapi: new Netapi(cfg, opts, m, subscribe), subscribe, fire: (t, d) => m.fire(t, d), masterInFlight: () => 0, sseRecheckMs });
+  const app = await buildApp({ cfg, opts, netapi: new Netapi(cfg, opts, m, feed), feed, fire: (t, d) => m.fire(t, d), masterInFlight: () => 0, sseRecheckMs });
   await app.listen({ port: 0, host: "127.0.0.1" });
   return { app, base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` };
 }
