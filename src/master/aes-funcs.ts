@@ -237,7 +237,7 @@ function doMineGet(ctx: MasterContext, load: Record<string, WireValue>): AesResu
   // a minion's pattern: linear time or no match (src/targeting/pcre.ts), never a stall of this lane
   const ids = withLinearPatterns(() => ctx.targetIds(load.tgt as string, typeof load.tgt_type === "string" ? load.tgt_type : "glob"));
   const refused = takeLinearRefusals();
-  if (refused.length) minionRefusals.line(`_mine_get from ${load.id}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (backreference, lookaround, (?i) or a large count); it matches nothing for a minion`);
+  if (refused.length) minionRefusals.line(`_mine_get from ${load.id}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (a backreference, a lookaround or a count over 16); it matches nothing for a minion`);
   const byFun: Record<string, Record<string, unknown>> = {};
   for (const f of funs) {
     byFun[f] = {};

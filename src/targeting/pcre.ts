@@ -17,8 +17,9 @@
  * target a minion supplies) are evaluated inside `withLinearPatterns`, which compiles every pattern for
  * V8's linear-time engine (the `l` flag: an automaton, time linear in the subject for a given pattern):
  * `$` is spelled `(?:\n?$)` there (the same yes/no answer as Python's "end, or before a final newline"
- * for every pattern that does not match a newline after `$`), `\A`/`\Z` become `^`/`$`. What that engine
- * cannot run — backreferences, lookarounds, `(?i)`, counted repeats over 16 — would need
+ * for every pattern that does not match a newline after `$`), `\A`/`\Z` become `^`/`$`, and `(?i)` makes
+ * each ASCII letter (and each same-case range in a class) the class of both cases. What that engine
+ * cannot run — backreferences, lookarounds, counted repeats over 16 — would need
  * backtracking, so such a pattern from a minion matches nothing and is logged: a minion gets Salt's
  * semantics for the patterns people write and never an unbounded one. Operator targets (CLI, runners,
  * renderers) keep full semantics; V8's fallback flag still switches any of their patterns that the linear
@@ -166,7 +167,7 @@ function translate(src: string, flags: Flags, linear: boolean): string | null {
         }
       }
       if (!closed) return null;
-      out += cls;
+      out += linear && flags.ignoreCase ? foldClass(cls) : cls;
       i = j;
       continue;
     }
@@ -232,10 +233,42 @@ function translate(src: string, flags: Flags, linear: boolean): string | null {
         continue;
       }
     }
-    out += c;
+    // the linear engine takes no `i` flag: a letter becomes the class of its two cases
+    out += linear && flags.ignoreCase && ASCII_LETTER.test(c) ? `[${c.toLowerCase()}${c.toUpperCase()}]` : c;
     i += 1;
   }
   return depth === 0 ? out : null;
+}
+
+const ASCII_LETTER = /^[A-Za-z]$/;
+const swapCase = (c: string) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase());
+
+/**
+ * A translated character class (`[...]`, `[^...]`) with the other case of each ASCII letter and of each
+ * range of same-case letters added: `(?i)` for the linear engine, which takes no `i` flag.
+ */
+function foldClass(cls: string): string {
+  const start = cls.startsWith("[^") ? 2 : 1;
+  const body = cls.slice(start, -1);
+  const tokens: string[] = [];
+  for (let k = 0; k < body.length; ) {
+    const t = body[k] === "\\" ? body.slice(k, k + 2) : body[k]!;
+    tokens.push(t);
+    k += t.length;
+  }
+  let extra = "";
+  for (let k = 0; k < tokens.length; k++) {
+    const a = tokens[k]!;
+    if (tokens[k + 1] === "-" && k + 2 < tokens.length) {
+      const b = tokens[k + 2]!;
+      const sameCase = (/^[a-z]$/.test(a) && /^[a-z]$/.test(b)) || (/^[A-Z]$/.test(a) && /^[A-Z]$/.test(b));
+      if (sameCase) extra += `${swapCase(a)}-${swapCase(b)}`;
+      k += 2;
+      continue;
+    }
+    if (ASCII_LETTER.test(a)) extra += swapCase(a);
+  }
+  return cls.slice(0, start) + body + extra + "]";
 }
 
 function compile(pattern: string, linear: boolean): RegExp | null {
@@ -244,7 +277,8 @@ function compile(pattern: string, linear: boolean): RegExp | null {
   const body = translate(rest, flags, linear);
   if (body === null) return null;
   // `m` is needed for a multiline `$`/`^`; `s` is not, `.` is already rewritten above when it is off
-  const jsFlags = (flags.ignoreCase ? "i" : "") + (flags.multiline ? "m" : "") + (flags.dotAll ? "s" : "");
+  // linear: `(?i)` is spelled out in the translation (the linear engine takes no `i` flag)
+  const jsFlags = (flags.ignoreCase && !linear ? "i" : "") + (flags.multiline ? "m" : "") + (flags.dotAll ? "s" : "");
   try {
     // `re.match` only tries position 0; with `m` a `^` would also match after a newline, so anchor
     // with a lookbehind there instead

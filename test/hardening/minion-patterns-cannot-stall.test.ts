@@ -76,6 +76,8 @@ describe("minion target patterns cannot stall the others", { timeout: 300_000 },
     assert.deepEqual(await get("e[v]il$", "pcre"), { evil: true });
     assert.deepEqual(await get("E@e.il and not good", "compound"), { evil: true });
     assert.deepEqual(await get("e*", "glob"), { evil: true });
+    assert.deepEqual(await get("(?i)EV[H-J]L$", "pcre"), { evil: true });
+    assert.deepEqual(await get("E@(?i)EVIL and not good", "compound"), { evil: true });
     assert.deepEqual(await get("(e)\\1", "pcre"), {});
     await new Promise((r) => setTimeout(r, 300));
     assert.match(readFileSync(logFile, "utf8"), /_mine_get from evil: pattern "\(e\)\\\\1" needs backtracking/);
