@@ -235,8 +235,8 @@ export class MasterContext {
     }).minions;
   }
 
-  acceptedIds(): string[] {
-    return this.keys.list("accepted");
+  acceptedIds(): readonly string[] {
+    return this.keys.listCached("accepted", this.now());
   }
 
   hasSyndicFile(id: string): boolean {

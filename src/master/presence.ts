@@ -86,7 +86,7 @@ function localAddresses(): string[] {
  * `grainsOf` returns the cached grains of an accepted id (or undefined).
  */
 export function connectedIds(
-  acceptedIds: string[],
+  acceptedIds: readonly string[],
   grainsOf: (id: string) => Record<string, unknown> | undefined,
   peers: Set<string>,
 ): Set<string> {
@@ -142,13 +142,13 @@ export function heardIds(store: Store, sinceMs: number): Set<string> {
 }
 
 /** This master's own view: the accepted ids it sees connected, by `presenceMode`. */
-export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
+export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
   const ids = presenceMode(cfg) === "heard" ? heardIds(store, nowMs - heardWindowMs(cfg)) : connectedIds(acceptedIds, grainsOf, peerAddresses(cfg.publish_port));
   return acceptedIds.filter((id) => ids.has(id));
 }
 
 /** What "[Not connected]" and manage.present use: this master's view, united with its peers' recent reports. */
-export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
+export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
   const own = localPresent(cfg, store, acceptedIds, grainsOf, nowMs);
   if (!isClustered(cfg)) return own;
   const all = peersPresent(store, clusterNodeIdOf(cfg), nowMs, PRESENCE_REPORT_MAX_AGE_MS);

@@ -18,6 +18,9 @@ export const KEY_DIRS: Record<KeyState, string> = {
 };
 export const AUTOSIGN_DIR = "minions_autosign";
 
+/** A directory listing is trusted from cache only when the directory changed longer ago than this (ms). */
+export const racyMs = 1000;
+
 export class KeyStore {
   constructor(readonly pkiDir: string) {}
 
@@ -80,6 +83,30 @@ export class KeyStore {
     }
     return names.filter((n) => !n.startsWith(".") && validId(n)).sort();
   }
+
+  /**
+   * `list`, remembered while the directory is unchanged: a publish asks for the accepted ids every time,
+   * and a readdir of 100k keys per publish is tens of milliseconds. The directory's mtime changes with
+   * every key added or removed; a listing is trusted only when that mtime is over `racyMs` old, so two
+   * changes within one tick of the filesystem's clock (a stat cannot tell them apart) are never missed.
+   */
+  listCached(state: KeyState, nowMs = Date.now()): readonly string[] {
+    const dir = path.join(this.pkiDir, KEY_DIRS[state]);
+    let mtimeMs: number;
+    try {
+      mtimeMs = statSync(dir).mtimeMs;
+    } catch {
+      this.listings.delete(state);
+      return [];
+    }
+    const hit = this.listings.get(state);
+    if (hit && hit.mtimeMs === mtimeMs && hit.readAtMs - mtimeMs > racyMs) return hit.names;
+    const names = this.list(state);
+    this.listings.set(state, { mtimeMs, readAtMs: nowMs, names });
+    return names;
+  }
+
+  private readonly listings = new Map<KeyState, { mtimeMs: number; readAtMs: number; names: readonly string[] }>();
 
   /** States an id has a key in (normally zero or one). */
   statesOf(id: string): KeyState[] {

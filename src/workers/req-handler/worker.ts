@@ -56,8 +56,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       removed += n;
     }
     removed += await purgeKeylessMinions(ctx);
-    removed += await ctx.auth().tokens.sweep();
-    if (saltJobFilesOn(ctx.cfg)) removed += pruneSaltJobFiles(ctx.cfg.cachedir, ctx.cfg.keep_jobs_seconds, task.nowMs); // expired eauth tokens (Salt removes them only when presented)
+    removed += await ctx.auth().tokens.sweep(); // expired eauth tokens (Salt removes them only when presented)
+    if (saltJobFilesOn(ctx.cfg)) removed += pruneSaltJobFiles(ctx.cfg.cachedir, ctx.cfg.keep_jobs_seconds, task.nowMs);
     return { removed };
   }
   const fx = newEffects();
