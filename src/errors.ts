@@ -112,6 +112,8 @@ export const ERR = {
   // (end of wheel)
   // --- hardening: codecs, CLIs, disk ---
   STORE_DAMAGED: "the job cache is damaged",
+  CONTROL_FRAME: "control socket frame is malformed or too large",
+  MASTER_KEY_INVALID: "the master key file is not a usable RSA private key",
   // (end of hardening: codecs, CLIs, disk)
   // --- hardening: minions ---
   MINION_KEY_INVALID: "minion public key is not acceptable",

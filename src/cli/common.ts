@@ -17,9 +17,34 @@ export function loadConfigOrExit(dir: string, overrides: Partial<MasterConfig> =
 
 export function setupCliLogging(level: string | undefined): void {
   configureLogging({ level: level ?? "warning" });
+  quietOnClosedOutput();
 }
 
-/** Values of string options that may repeat or be comma-separated. */
-export function exitWith(code: number): never {
-  process.exit(code);
+/**
+ * Exit with `code` once everything written to stdout and stderr has been taken by them. On Linux a pipe is
+ * written asynchronously: process.exit() right after a large write drops all but the first 64 KiB or so that
+ * the pipe took (`salt-run jobs.lookup_jid J | wc -c`), with exit status 0. A write's callback runs once the
+ * bytes before it have gone, so an empty write after the output says when.
+ */
+export function exitWith(code: number): Promise<never> {
+  process.exitCode = code;
+  const flushed = (s: NodeJS.WriteStream) =>
+    new Promise<void>((resolve) => {
+      if (s.destroyed || !s.writable || s.writableLength === 0) return resolve();
+      s.write("", () => resolve());
+    });
+  return Promise.all([flushed(process.stdout), flushed(process.stderr)]).then(() => process.exit(code));
+}
+
+/**
+ * A reader that goes away (`salt ... | head -1`: EPIPE on stdout) ends the command quietly, as Salt's do, instead
+ * of with an unhandled 'error' event and a stack trace.
+ */
+export function quietOnClosedOutput(): void {
+  for (const s of [process.stdout, process.stderr]) {
+    s.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "EPIPE" || e.code === "ERR_STREAM_DESTROYED") process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+  }
 }

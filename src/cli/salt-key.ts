@@ -11,7 +11,7 @@ import { KEY_EVENT_TAG, applyKeyAct, fileFinger, keyEventData, localKeyFiles, ma
 import { controlCall } from "../client/control-client.js";
 import { CONTROL_SOCKET } from "../master/control-server.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
-import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
+import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
 import { minionPkiDir } from "../cluster/shared-fs.js";
 
 const program = new Command("salt-key")
@@ -161,4 +161,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then((c) => process.exit(c));
+main().then((c) => exitWith(c));

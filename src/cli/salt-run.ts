@@ -3,7 +3,7 @@ import { Command } from "commander";
 import { conditionInput } from "../client/args.js";
 import { controlCall } from "../client/control-client.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
-import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
+import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
 
 const program = new Command("salt-run")
   .usage("[options] <function> [arguments]")
@@ -37,12 +37,12 @@ try {
   const r = await controlCall(cfg.sock_dir, { op: "run", fun, arg, kwarg }, (text) => process.stdout.write(text + "\n"));
   if (r.type === "error") {
     process.stderr.write(`${r.message}\n`);
-    process.exit(1);
+    await exitWith(1);
   }
   const s = formatResult(out, r.ret);
   if (s) process.stdout.write(s + "\n");
-  process.exit(0);
+  await exitWith(0);
 } catch (e) {
   process.stderr.write(`Could not reach the master through ${cfg.sock_dir} (is salt-master running?): ${(e as Error).message}\n`);
-  process.exit(2);
+  await exitWith(2);
 }

@@ -7,7 +7,7 @@ import { LocalClient, type PubReply } from "../client/local-client.js";
 import { controlCall } from "../client/control-client.js";
 import { eauthKwargs } from "../client/eauth-cli.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
-import { DEFAULT_CONFIG_DIR, loadConfigOrExit, setupCliLogging } from "./common.js";
+import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
 
 const program = new Command("salt")
   .usage("[options] '<target>' <function> [arguments]")
@@ -176,9 +176,9 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => exitWith(code),
   (e: Error) => {
     process.stderr.write(`Salt request timed out. The master is not responding. You may need to run your command with \`--async\` in order to bypass the congested event bus. (${e.message})\n`);
-    process.exit(2);
+    return exitWith(2);
   },
 );

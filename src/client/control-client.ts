@@ -3,6 +3,7 @@ import net from "node:net";
 import path from "node:path";
 import { FrameReader, frame } from "../transport/length-framing.js";
 import { CONTROL_SOCKET } from "../master/control-server.js";
+import { isMap } from "../protocol/msgpack.js";
 
 export interface ControlReply {
   type: "print" | "return" | "error";
@@ -22,12 +23,24 @@ export function controlCall(sockDir: string, req: Record<string, unknown>, onPri
     });
     s.on("connect", () => s.write(frame(req)));
     s.on("data", (chunk) => {
-      for (const m of reader.push(chunk) as ControlReply[]) {
-        if (m.type === "print") onPrint?.(m.text ?? "");
+      if (settled) return;
+      let msgs: unknown[];
+      try {
+        msgs = reader.push(chunk);
+      } catch (e) {
+        settled = true;
+        s.destroy();
+        reject(new Error(`the master's reply could not be read: ${(e as Error).message}`));
+        return;
+      }
+      for (const m of msgs) {
+        if (!isMap(m)) continue;
+        if (m.type === "print") onPrint?.(typeof m.text === "string" ? m.text : String(m.text ?? ""));
         else {
           settled = true;
           s.end();
-          resolve(m);
+          resolve(m as unknown as ControlReply);
+          return;
         }
       }
     });

@@ -49,6 +49,8 @@ export class ReturnWaiter {
 
   /** Feed a bus event; returns the minion return it carries, if it is one for this job. */
   onEvent(tag: string, data: Record<string, unknown>, now: number): ReturnEvent | undefined {
+    // an event's data is whatever its sender packed (a string, null, a list): only a map can be a job event
+    if (data === null || typeof data !== "object" || Array.isArray(data) || Buffer.isBuffer(data)) return undefined;
     const parts = tag.split("/");
     if (parts[0] !== "salt" || parts[1] !== "job") return undefined;
     const jid = parts[2]!;

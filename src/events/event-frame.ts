@@ -3,8 +3,7 @@
  * stream): each event is one msgpack map `{"head": {}, "body": tag ‖ "\n\n" ‖ msgpack(data)}`, and the
  * stream is those maps back to back. Data gets `_stamp` (UTC, ISO without zone) when it is a map.
  */
-import { isBrineError } from "../errors.js";
-import { binHeaderBytes, decodeWire, decodeWirePrefix, encodeWire, isMap, mapHeaderBytes, writeBinHeader, writeMapHeader, type DecodeLimits, type MapEntrySpans } from "../protocol/msgpack.js";
+import { binHeaderBytes, decodeWire, decodeWirePrefix, TruncatedError, encodeWire, isMap, mapHeaderBytes, writeBinHeader, writeMapHeader, type DecodeLimits, type MapEntrySpans } from "../protocol/msgpack.js";
 
 export const TAG_END = "\n\n";
 
@@ -38,6 +37,13 @@ export function packEvent(tag: string, data: unknown, now = new Date(), owned = 
   const packed = encodeWire(payload);
   const { out, pos } = frameFor(tag, packed.length);
   packed.copy(out, pos);
+  return out;
+}
+
+/** The bus frame of an event whose data is already msgpack (`_stamp` included by the caller). */
+export function packEventEncoded(tag: string, data: Uint8Array): Buffer {
+  const { out, pos } = frameFor(tag, data.length);
+  out.set(data, pos);
   return out;
 }
 
@@ -94,43 +100,94 @@ export interface BusEvent {
   data: any;
 }
 
+/** Separators tried per body: a tag may itself hold "\n\n" (Salt's framing cannot say where such a tag ends). */
+const tagEndsTriedMax = 16;
+
+/**
+ * The event in a frame's body: the tag, "\n\n", msgpack data. Salt splits at the first "\n\n"; when what follows
+ * it does not decode (a tag holding "\n\n" itself), the next separators are tried, so such an event keeps its
+ * whole tag instead of ending the reader. Throws (MSGPACK_*) when no split decodes.
+ */
 export function unpackBody(body: Uint8Array): BusEvent {
   const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const sep = b.indexOf(TAG_END);
+  let sep = b.indexOf(TAG_END);
   if (sep < 0) return { tag: b.toString("utf8"), data: {} };
-  return { tag: b.subarray(0, sep).toString("utf8"), data: decodeWire(b.subarray(sep + 2), busLimits) };
+  let first: unknown;
+  for (let tries = 0; sep >= 0 && tries < tagEndsTriedMax; tries++) {
+    try {
+      return { tag: b.subarray(0, sep).toString("utf8"), data: decodeWire(b.subarray(sep + 2), busLimits) };
+    } catch (e) {
+      first ??= e;
+      sep = b.indexOf(TAG_END, sep + 1);
+    }
+  }
+  throw first;
 }
 
-/** The event carried by one decoded bus frame, if it is one. */
+/** The event carried by one decoded bus frame, if it is one. Throws (MSGPACK_*) when its data does not decode. */
 export function eventOfFrame(frame: unknown): BusEvent | undefined {
   return isMap(frame) && Buffer.isBuffer(frame.body) ? unpackBody(frame.body) : isMap(frame) && typeof frame.body === "string" ? unpackBody(Buffer.from(frame.body)) : undefined;
+}
+
+/** The event in one packed bus frame (as the main thread hands them to runner threads), or undefined when unreadable. */
+export function busEventOf(frame: Uint8Array): BusEvent | undefined {
+  try {
+    return eventOfFrame(decodeWire(frame, busLimits));
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * Incremental reader of a concatenated event stream. Frame boundaries come from the strict decoder,
  * which reports an incomplete value as such (msgpackr's unpackMultiple can decode a truncated value
- * and emit it twice).
+ * and emit it twice) and how many bytes it needs, so a large frame arriving in many chunks is copied once,
+ * when complete. A frame whose event does not decode is skipped and counted (`skipped`): any bytes in a tag or
+ * in data leave the reader working. Only a stream that is not msgpack at all throws (MSGPACK_*): it cannot be
+ * resynchronised, and the caller closes it.
  */
 export class EventStreamReader {
-  private pending: Buffer = Buffer.alloc(0);
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  /** bytes needed before decoding is worth trying again */
+  private want = 0;
+  /** frames whose event could not be decoded */
+  skipped = 0;
 
   push(chunk: Buffer): BusEvent[] {
-    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    if (chunk.length) {
+      this.chunks.push(chunk);
+      this.bytes += chunk.length;
+    }
     const out: BusEvent[] = [];
+    if (this.bytes === 0 || this.bytes < this.want) return out;
+    const buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.bytes);
     let pos = 0;
-    while (pos < this.pending.length) {
+    this.want = 0;
+    while (pos < buf.length) {
       let r;
       try {
-        r = decodeWirePrefix(this.pending.subarray(pos), busLimits);
+        r = decodeWirePrefix(buf.subarray(pos), busLimits);
       } catch (e) {
-        if (isBrineError(e, "MSGPACK_TRUNCATED")) break;
+        if (e instanceof TruncatedError && e.needBytes > buf.length - pos) {
+          this.want = e.needBytes; // counted from `pos`, where the kept bytes start
+          break;
+        }
         throw e;
       }
       pos += r.end;
-      const ev = eventOfFrame(r.value);
+      let ev: BusEvent | undefined;
+      try {
+        ev = eventOfFrame(r.value);
+      } catch {
+        this.skipped++;
+        continue;
+      }
       if (ev) out.push(ev);
     }
-    this.pending = this.pending.subarray(pos);
+    const rest = buf.subarray(pos);
+    this.chunks = rest.length ? [rest] : [];
+    this.bytes = rest.length;
     return out;
   }
 }

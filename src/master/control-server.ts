@@ -5,6 +5,10 @@
  *
  * Requests: {op: "run", fun, arg, kwarg} → a stream of {type: "print", text} then one
  * {type: "return", ret} or {type: "error", message}; {op: "fire", tag, data} → {type: "return"}.
+ *
+ * Nothing a client sends and nothing a runner returns takes the master down: a request that fails is answered
+ * with an error; a runner that throws, dies or returns what msgpack cannot carry is answered with an error; a
+ * runner's result is encoded in its own thread and only copied here (runners/messages.ts).
  */
 import net from "node:net";
 import { chmodSync, rmSync } from "node:fs";
@@ -13,7 +17,9 @@ import { Worker } from "node:worker_threads";
 import type { MasterConfig } from "../config/defaults.js";
 import { getLogger, loggingConfig } from "../log.js";
 import type { EventBusServer } from "../events/bus-server.js";
-import { FrameReader, frame } from "../transport/length-framing.js";
+import { FrameReader, frame, frameEncoded } from "../transport/length-framing.js";
+import { encodeWithEncodedEntry, isMap } from "../protocol/msgpack.js";
+import { packEventEncoded, stamp } from "../events/event-frame.js";
 import type { RunnerInit, RunnerMessage } from "../runners/messages.js";
 import type { RunnerClusterLink } from "./cluster-node.js";
 
@@ -67,14 +73,47 @@ export class ControlServer {
         s.destroy();
         return;
       }
-      for (const m of msgs) this.handle(s, m as Record<string, unknown>);
+      for (const m of msgs) {
+        try {
+          this.handle(s, isMap(m) ? m : {});
+        } catch (e) {
+          // nothing a client sends takes the master down: the request fails, the master serves on
+          log.error(`control request failed: ${(e as Error).stack ?? String(e)}`);
+          this.send(s, { type: "error", message: `control request failed: ${(e as Error).message}` });
+        }
+      }
     });
   }
 
+  /**
+   * Writes one reply frame. A value that cannot be encoded (over controlFrameBytesMax, a type msgpack has no
+   * form for) is answered with an error in its place: never a throw out of a socket or worker callback.
+   */
+  private send(s: net.Socket, v: unknown): void {
+    if (s.destroyed) return;
+    let f: Buffer;
+    try {
+      f = frame(v);
+    } catch (e) {
+      log.error(`control reply could not be encoded: ${(e as Error).message}`);
+      f = frame({ type: "error", message: `the result could not be sent: ${(e as Error).message}` });
+    }
+    s.write(f);
+  }
+
+  /** Writes one reply whose body is already encoded; one over controlFrameBytesMax is answered with an error. */
+  private sendEncoded(s: net.Socket, body: Buffer): void {
+    if (s.destroyed) return;
+    try {
+      s.write(frameEncoded(body));
+    } catch (e) {
+      log.error(`control reply could not be sent: ${(e as Error).message}`);
+      this.send(s, { type: "error", message: `the result could not be sent: ${(e as Error).message}` });
+    }
+  }
+
   private handle(s: net.Socket, m: Record<string, unknown>): void {
-    const reply = (v: unknown) => {
-      if (!s.destroyed) s.write(frame(v));
-    };
+    const reply = (v: unknown) => this.send(s, v);
     if (m.op === "fire" && typeof m.tag === "string" && FIREABLE.test(m.tag)) {
       this.fire(m.tag, m.data ?? {});
       reply({ type: "return", ret: true });
@@ -94,8 +133,9 @@ export class ControlServer {
       return;
     }
     const started = this.startRunner(
-      { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: m.kwarg && typeof m.kwarg === "object" ? (m.kwarg as Record<string, unknown>) : {}, user: this.cfg.user },
-      reply,
+      { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: isMap(m.kwarg) ? m.kwarg : {}, user: this.cfg.user },
+      // a return's bytes as the runner thread encoded them: copied into the reply, never decoded here
+      (msg) => (msg.type === "return" ? this.sendEncoded(s, encodeWithEncodedEntry({ type: "return" }, "ret", msg.packed)) : reply(msg)),
     );
     if (!started) return;
     s.on("close", () => started.abandon());
@@ -114,7 +154,6 @@ export class ControlServer {
       if (call.jid) this.runnerEvents?.fireLocal(`salt/run/${call.jid}/ret`, { fun: `runner.${call.fun}`, jid: call.jid, user: call.user, return: message, success: false });
       return undefined;
     }
-    this.running++;
     const lc = loggingConfig();
     const init: RunnerInit = {
       cfg: this.cfg,
@@ -129,6 +168,7 @@ export class ControlServer {
     const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
     const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
+    this.running++;
     const unsubscribe = this.bus.subscribe((f) => w.postMessage({ type: "event", frame: f }));
     let done = false;
     const finish = () => {
@@ -137,23 +177,30 @@ export class ControlServer {
       this.running--;
       unsubscribe();
     };
-    w.on("message", (msg: RunnerMessage) => {
-      onMessage(msg);
-      if (msg.type === "return" || msg.type === "error") {
-        if (jid) {
-          const ok = msg.type === "return";
-          this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: ok ? msg.ret : msg.message, success: ok });
-        }
+    const failed = (message: string) => {
+      onMessage({ type: "error", message });
+      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: message, success: false });
+      finish();
+    };
+    w.on("message", (m: unknown) => {
+      if (done) return;
+      const kind = isMap(m) ? m.type : undefined;
+      if (kind === "print") return onMessage(m as RunnerMessage);
+      if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array) {
+        const packed = (m as { packed: Uint8Array }).packed;
+        onMessage({ type: "return", packed });
+        // the event carries the same bytes (never decoded or encoded again on this thread)
+        if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: true, _stamp: stamp() }, "return", packed))]);
         finish();
-        void w.terminate();
-      }
+      } else failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
+      void w.terminate();
     });
     w.on("error", (e) => {
-      onMessage({ type: "error", message: e.message });
-      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: e.message, success: false });
-      finish();
+      if (!done) failed(`runner ${call.fun} failed: ${e.message}`);
     });
-    w.on("exit", () => finish());
+    w.on("exit", (code) => {
+      if (!done) failed(`runner ${call.fun} stopped without a result (exit code ${code})`);
+    });
     return {
       abandon: () => {
         if (!done) void w.terminate();

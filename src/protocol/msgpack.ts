@@ -62,6 +62,19 @@ export const EXT_DATETIME = 78;
 export const EXT_CONSTANT = 79;
 
 
+/**
+ * MSGPACK_TRUNCATED with the least length the buffer must have before decoding it again can get further
+ * (a stream reader waits for that many bytes instead of retrying, and copying, on every chunk).
+ */
+export class TruncatedError extends BrineError {
+  constructor(
+    readonly needBytes: number,
+    detail: string,
+  ) {
+    super("MSGPACK_TRUNCATED", detail);
+  }
+}
+
 class Reader {
   pos = 0;
   elements = 0;
@@ -75,7 +88,7 @@ class Reader {
   ) {}
 
   need(n: number): void {
-    if (this.pos + n > this.buf.length) throw new BrineError("MSGPACK_TRUNCATED", `need ${n} bytes at ${this.pos}`);
+    if (this.pos + n > this.buf.length) throw new TruncatedError(this.pos + n, `need ${n} bytes at ${this.pos}`);
   }
   u8(): number {
     this.need(1);
@@ -101,7 +114,7 @@ class Reader {
   }
   count(n: number): void {
     // A length prefix can claim far more elements than the frame could hold: refuse before allocating.
-    if (n > this.buf.length - this.pos) throw new BrineError("MSGPACK_TRUNCATED", `container of ${n} in a short frame`);
+    if (n > this.buf.length - this.pos) throw new TruncatedError(this.pos + n, `container of ${n} in a short frame`);
     this.elements += n;
     if (this.elements > this.limits.elementsMax) throw new BrineError("MSGPACK_TOO_MANY");
   }
@@ -369,6 +382,23 @@ const packr = new Packr({
 /** Encode for the wire (requests, replies, publishes) and for nested payloads inside them. */
 export function encodeWire(value: unknown): Buffer {
   return packr.pack(value);
+}
+
+/**
+ * `map` encoded with one more entry, `key`, whose value is `encodedValue`, already msgpack (a runner's result
+ * encoded in its own thread): the value's bytes are copied, never decoded or encoded again.
+ */
+export function encodeWithEncodedEntry(map: Record<string, unknown>, key: string, encodedValue: Uint8Array): Buffer {
+  const head = encodeWire(map);
+  const t = head[0]!;
+  const [n, at] = t >= 0x80 && t <= 0x8f ? [t & 0x0f, 1] : t === 0xde ? [head.readUInt16BE(1), 3] : [head.readUInt32BE(1), 5];
+  const k = encodeWire(key);
+  const out = Buffer.allocUnsafe(mapHeaderBytes(n + 1) + head.length - at + k.length + encodedValue.length);
+  let pos = writeMapHeader(out, 0, n + 1);
+  pos += head.copy(out, pos, at);
+  pos += k.copy(out, pos);
+  out.set(encodedValue, pos);
+  return out;
 }
 
 /** Bytes of the msgpack bin header (bin 8 / 16 / 32, as msgpackr writes a Buffer) of `n` bytes of data. */

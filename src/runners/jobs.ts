@@ -17,9 +17,7 @@ const listJobs: RunnerFn = async (ctx, arg, kwarg) => {
   const searchFunction = argOf(arg, kwarg, 1, "search_function", undefined);
   const searchTarget = argOf(arg, kwarg, 2, "search_target", undefined);
   const out: Record<string, unknown> = {};
-  for (const jid of ctx.jobs.listJids()) {
-    const load = ctx.jobs.getLoad(jid);
-    if (!load) continue;
+  for (const [jid, load] of ctx.jobs.loads()) {
     if (typeof searchFunction === "string" && !String(load.fun).includes(searchFunction)) continue;
     if (typeof searchTarget === "string" && !String(load.tgt).includes(searchTarget)) continue;
     out[jid] = formatJob(jid, load);

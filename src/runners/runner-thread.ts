@@ -10,8 +10,8 @@ import { JobCache } from "../store/job-cache.js";
 import { MinionCache } from "../store/minion-cache.js";
 import { KeyStore } from "../pki/key-store.js";
 import { LocalClient } from "../client/local-client.js";
-import { eventOfFrame, type BusEvent } from "../events/event-frame.js";
-import { decodeWire } from "../protocol/msgpack.js";
+import { busEventOf, type BusEvent } from "../events/event-frame.js";
+import { encodeWire } from "../protocol/msgpack.js";
 import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { RUNNERS } from "./registry.js";
@@ -26,7 +26,8 @@ const queue: BusEvent[] = [];
 let wake: (() => void) | undefined;
 parentPort!.on("message", (m: RunnerEvent) => {
   if (m.type !== "event") return;
-  const ev = eventOfFrame(decodeWire(Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength), { bytesMax: 2 ** 30, depthMax: 200, elementsMax: 5e7 }));
+  // an event this thread cannot read is skipped, never the end of the runner (state.event reads every tag)
+  const ev = busEventOf(m.frame);
   if (ev) {
     queue.push(ev);
     wake?.();
@@ -59,8 +60,20 @@ if (!fn) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;
   }
-  fn(ctx, init.arg, init.kwarg).then(
-    (ret) => post({ type: "return", ret }),
-    (e: Error) => post({ type: "error", message: e.message }),
-  );
+  const failed = (e: unknown) => post({ type: "error", message: e instanceof Error ? e.message : String(e) });
+  Promise.resolve()
+    .then(() => fn(ctx, init.arg, init.kwarg))
+    .then((ret) => {
+      let packed: Buffer;
+      try {
+        packed = encodeWire(ret);
+      } catch (e) {
+        // a value msgpack has no form for: the caller gets an error, not silence, and the master serves on
+        post({ type: "error", message: `the runner's result could not be encoded: ${(e as Error).message}` });
+        return;
+      }
+      // a Buffer may be a view into a shared pool: copy into its own ArrayBuffer when it is one, then transfer
+      const own = packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength ? packed : new Uint8Array(packed);
+      parentPort!.postMessage({ type: "return", packed: own } satisfies RunnerMessage, [own.buffer as ArrayBuffer]);
+    }, failed);
 }

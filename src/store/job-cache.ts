@@ -80,6 +80,14 @@ export class JobCache {
     return out;
   }
 
+  /**
+   * Every job's load (without `Minions`), oldest first: one pass over the loads bank (jobs.list_jobs at
+   * 100,000 jobs is one cursor walk, not a lookup per jid plus its expected minions).
+   */
+  *loads(): IterableIterator<[string, Record<string, unknown>]> {
+    for (const { key, value } of this.s.loads.getRange()) if (value) yield [key, value];
+  }
+
   /** jids with a load, newest last; optionally only those newer than `sinceMs`. */
   listJids(): string[] {
     return [...this.s.loads.getKeys()];
