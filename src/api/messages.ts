@@ -23,7 +23,8 @@ export type ApiToMain =
 
 export type MainToApi = { t: "rep"; id: number; body: Uint8Array } | { t: "stop" };
 
-/** The request-lane tag of a request that came from the API thread: its id there. */
+/** The request-lane tag of a request that came from the API thread: its id there and which thread it was. */
 export interface ApiTag {
   api: number;
+  gen: number;
 }

@@ -59,6 +59,22 @@ describe("HTTP API in a real master", () => {
     assert.match(text, /HTTP API serves plain HTTP on 0\.0\.0\.0/);
   });
 
+  test("an API thread that dies is restarted on the same port", async () => {
+    const port = await freePort();
+    const tm = await startTestMaster({ rest_cherrypy: { port, host: "127.0.0.1", disable_ssl: true } } as never);
+    stops.push(() => tm.stop());
+    const base = `http://127.0.0.1:${port}`;
+    assert.equal((await fetch(base + "/")).status, 200);
+    await (tm.server as any).api.worker.terminate(); // as if it had crashed
+    await assert.rejects(fetch(base + "/"));
+    let status = 0;
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = await fetch(base + "/").then((r) => r.status, () => 0);
+    }
+    assert.equal(status, 200);
+  });
+
   test("rest_cherrypy without ssl_crt/ssl_key and without disable_ssl stops the master's start", async () => {
     await assert.rejects(
       () => startTestMaster({ rest_cherrypy: { port: 1 } } as never),
