@@ -12,7 +12,7 @@ import { evaluateCompoundSet, parseCompound, type CompoundNode, type CompoundTer
 import { fnmatchToRegExp } from "./fnmatch.js";
 import { ipcidrMatch, parseIpTarget } from "./ipcidr.js";
 import { expandNodegroup, type NodegroupConfig } from "./nodegroups.js";
-import { compilePcre, pcreTest } from "./pcre.js";
+import { compilePcreTarget, pcreTest } from "./pcre.js";
 import { DEFAULT_TARGET_DELIMITER, subdictMatch, type SubdictOptions } from "./subdict.js";
 
 /** What the master has cached for one minion (`minions/<id>/data.p`). */
@@ -97,7 +97,7 @@ class MasterView {
   }
 
   pcre(pattern: unknown): Uint8Array {
-    const re = typeof pattern === "string" ? compilePcre(pattern) : null;
+    const re = typeof pattern === "string" ? compilePcreTarget(pattern) : null;
     if (re === null) throw new InvalidTarget("invalid regular expression");
     return this.mask((id) => pcreTest(re, id));
   }

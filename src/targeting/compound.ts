@@ -20,7 +20,7 @@
  * A failed parse is `null`: no minions on the master, false on a minion.
  */
 import { expandNodegroup, COMPOUND_OPERATORS, type NodegroupConfig } from "./nodegroups.js";
-import { compilePcre } from "./pcre.js";
+import { compilePcreTarget } from "./pcre.js";
 import { pySplit } from "./pystr.js";
 
 /**
@@ -93,7 +93,7 @@ function tokenize(tgt: unknown, nodegroups: NodegroupConfig | undefined): Token[
       if (expansion === null) throw new CompoundError(`nodegroup ${pattern} cannot be expanded`);
       queue.splice(consumed, 0, "(", ...expansion, ")");
     } else {
-      if (engine === "E" && compilePcre(pattern) === null) throw new CompoundError("invalid E@ regex");
+      if (engine === "E" && compilePcreTarget(pattern) === null) throw new CompoundError("invalid E@ regex");
       tokens.push({ term: { kind: "engine", engine: engine as Engine, delimiter: delimiter ?? ":", pattern } });
     }
   }

@@ -44,6 +44,6 @@ export {
 } from "./compound.js";
 export { expandNodegroup, nodegroupWordsMax, type NodegroupConfig } from "./nodegroups.js";
 export { fnmatch, fnmatchFilter, fnmatchToRegExp, patternCacheEntriesMax } from "./fnmatch.js";
-export { pcreMatch, compilePcre, regexCacheEntriesMax, regexPatternLengthMax } from "./pcre.js";
+export { pcreMatch, compilePcre, compilePcreTarget, regexCacheEntriesMax, regexPatternLengthMax } from "./pcre.js";
 export { subdictMatch, subdictStepsMax, DEFAULT_TARGET_DELIMITER, type SubdictOptions } from "./subdict.js";
 export { ipcidrMatch, parseIpTarget, type IpTarget, type IpFamily } from "./ipcidr.js";

@@ -18,12 +18,15 @@
  * V8's linear-time engine (the `l` flag: an automaton, time linear in the subject for a given pattern):
  * `$` is spelled `(?:\n?$)` there (the same yes/no answer as Python's "end, or before a final newline"
  * for every pattern that does not match a newline after `$`), `\A`/`\Z` become `^`/`$`, and `(?i)` makes
- * each ASCII letter (and each same-case range in a class) the class of both cases. What that engine
+ * each letter (and each same-case ASCII range in a class) the class of both cases. What that engine
  * cannot run — backreferences, lookarounds, counted repeats over 16 — would need
  * backtracking, so such a pattern from a minion matches nothing and is logged: a minion gets Salt's
  * semantics for the patterns people write and never an unbounded one. Operator targets (CLI, runners,
- * renderers) keep full semantics; V8's fallback flag still switches any of their patterns that the linear
- * engine can run over to it once it has backtracked too long (`--regexp-backtracks-before-fallback`).
+ * top files; compilePcreTarget, pcreMatch) keep full semantics, with `$`, `\A`, `\Z`, `(?i)` spelled the same way,
+ * so V8's fallback flag switches any of them the linear engine can run over to it once it has backtracked
+ * too long (`--regexp-backtracks-before-fallback`): a minion's long grain value cannot make an operator's
+ * `P@`/`G@` pattern catastrophic either. Renderers' regex filters (compilePcre) keep the exact spelling,
+ * whose captures are Python's.
  *
  * Chosen over re2 (a native addon: its prebuilt binaries are downloaded from GitHub at install, and it
  * differs from Python's `re` in more places) and re2-wasm (a dependency and a copy of every subject into
@@ -48,8 +51,17 @@ export const regexPatternLengthMax = 4096;
 
 /** `null` entries remember invalid patterns, so a bad target is not recompiled for every minion. */
 const cache = new BoundedCache<string, RegExp | null>(regexCacheEntriesMax);
+/** Targets (compilePcreTarget): `$`, `\A`, `\Z` spelled so V8 can hand them to its linear engine. */
+const targetCache = new BoundedCache<string, RegExp | null>(regexCacheEntriesMax);
 /** The same for patterns compiled for the linear-time engine (null: invalid, or not linear). */
 const linearCache = new BoundedCache<string, RegExp | null>(regexCacheEntriesMax);
+
+/**
+ * How a pattern is compiled: `exact` (renderers' regex filters: captures as Python's), `target` (a yes/no
+ * target match; `$` as `(?:\n?$)`, so V8's fallback to its linear engine can take it when it backtracks too
+ * long), `linear` (a minion's target: compiled for the linear engine, or refused).
+ */
+type Mode = "exact" | "target" | "linear";
 
 /** Depth of withLinearPatterns calls on this thread (targeting is synchronous: a counter is enough). */
 let linearDepth = 0;
@@ -111,7 +123,9 @@ function leadingFlags(pattern: string): { flags: Flags; rest: string } {
  * is structurally invalid (unbalanced parentheses, unterminated class or escape). Parentheses are checked
  * here because the result is wrapped in `^(?:…)`: an unbalanced `)` would otherwise escape the anchor.
  */
-function translate(src: string, flags: Flags, linear: boolean): string | null {
+function translate(src: string, flags: Flags, mode: Mode): string | null {
+  const linear = mode === "linear";
+  const anchorsPlain = mode !== "exact";
   let out = "";
   let depth = 0;
   let i = 0;
@@ -126,7 +140,7 @@ function translate(src: string, flags: Flags, linear: boolean): string | null {
       if (e === "A" || e === "Z") {
         // these become lookarounds, which JS lets a quantifier follow; Python calls that an error
         if (QUANTIFIER_AHEAD.test(src.slice(i))) return null;
-        if (linear && !flags.multiline) out += e === "A" ? "^" : "$";
+        if (anchorsPlain && !flags.multiline) out += e === "A" ? "^" : "$";
         else out += e === "A" ? "(?<![\\s\\S])" : "(?![\\s\\S])";
       } else {
         out += c + e;
@@ -167,7 +181,7 @@ function translate(src: string, flags: Flags, linear: boolean): string | null {
         }
       }
       if (!closed) return null;
-      out += linear && flags.ignoreCase ? foldClass(cls) : cls;
+      out += anchorsPlain && flags.ignoreCase ? foldClass(cls) : cls;
       i = j;
       continue;
     }
@@ -216,7 +230,7 @@ function translate(src: string, flags: Flags, linear: boolean): string | null {
     }
     if (c === "$" && !flags.multiline) {
       if (QUANTIFIER_AHEAD.test(src.slice(i + 1))) return null; // as for \A and \Z above
-      out += linear ? "(?:\\n?$)" : "(?=\\n?(?![\\s\\S]))";
+      out += anchorsPlain ? "(?:\\n?$)" : "(?=\\n?(?![\\s\\S]))";
       i += 1;
       continue;
     }
@@ -234,18 +248,19 @@ function translate(src: string, flags: Flags, linear: boolean): string | null {
       }
     }
     // the linear engine takes no `i` flag: a letter becomes the class of its two cases
-    out += linear && flags.ignoreCase && ASCII_LETTER.test(c) ? `[${c.toLowerCase()}${c.toUpperCase()}]` : c;
+    out += anchorsPlain && flags.ignoreCase && cased(c) ? `[${c.toLowerCase()}${c.toUpperCase()}]` : c;
     i += 1;
   }
   return depth === 0 ? out : null;
 }
 
-const ASCII_LETTER = /^[A-Za-z]$/;
+/** A letter with one other case, one UTF-16 unit each way (what JS's `i` without `u` folds). */
+const cased = (c: string) => c.length === 1 && c.toLowerCase() !== c.toUpperCase() && c.toLowerCase().length === 1 && c.toUpperCase().length === 1;
 const swapCase = (c: string) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase());
 
 /**
- * A translated character class (`[...]`, `[^...]`) with the other case of each ASCII letter and of each
- * range of same-case letters added: `(?i)` for the linear engine, which takes no `i` flag.
+ * A translated character class (`[...]`, `[^...]`) with the other case of each letter and of each range of
+ * same-case ASCII letters added: `(?i)` for the linear engine, which takes no `i` flag.
  */
 function foldClass(cls: string): string {
   const start = cls.startsWith("[^") ? 2 : 1;
@@ -266,19 +281,20 @@ function foldClass(cls: string): string {
       k += 2;
       continue;
     }
-    if (ASCII_LETTER.test(a)) extra += swapCase(a);
+    if (cased(a)) extra += swapCase(a);
   }
   return cls.slice(0, start) + body + extra + "]";
 }
 
-function compile(pattern: string, linear: boolean): RegExp | null {
+function compile(pattern: string, mode: Mode): RegExp | null {
+  const linear = mode === "linear";
   if (pattern.length > regexPatternLengthMax) return null;
   const { flags, rest } = leadingFlags(pattern);
-  const body = translate(rest, flags, linear);
+  const body = translate(rest, flags, mode);
   if (body === null) return null;
   // `m` is needed for a multiline `$`/`^`; `s` is not, `.` is already rewritten above when it is off
-  // linear: `(?i)` is spelled out in the translation (the linear engine takes no `i` flag)
-  const jsFlags = (flags.ignoreCase && !linear ? "i" : "") + (flags.multiline ? "m" : "") + (flags.dotAll ? "s" : "");
+  // target, linear: `(?i)` is spelled out in the translation (the linear engine takes no `i` flag)
+  const jsFlags = (flags.ignoreCase && mode === "exact" ? "i" : "") + (flags.multiline ? "m" : "") + (flags.dotAll ? "s" : "");
   try {
     // `re.match` only tries position 0; with `m` a `^` would also match after a newline, so anchor
     // with a lookbehind there instead
@@ -290,24 +306,30 @@ function compile(pattern: string, linear: boolean): RegExp | null {
     }
     return new RegExp(`${anchor}(?:${body})`, jsFlags);
   } catch {
-    if (linear && compile(pattern, false) !== null && linearRefused.length < linearRefusedKept) linearRefused.push(pattern);
+    if (linear && compile(pattern, "target") !== null && linearRefused.length < linearRefusedKept) linearRefused.push(pattern);
     return null;
   }
 }
 
-/**
- * The compiled, start-anchored RegExp for a Python pattern, or null when it is not a valid pattern (inside
- * withLinearPatterns: or one the linear engine cannot run). Test it with pcreTest (a linear multiline
- * pattern is sticky).
- */
-export function compilePcre(pattern: string): RegExp | null {
-  const linear = linearDepth > 0;
-  const c = linear ? linearCache : cache;
+function cached(c: BoundedCache<string, RegExp | null>, pattern: string, mode: Mode): RegExp | null {
   const hit = c.get(pattern);
   if (hit !== undefined) return hit;
-  const re = compile(pattern, linear);
+  const re = compile(pattern, mode);
   c.set(pattern, re);
   return re;
+}
+
+/** The compiled, start-anchored RegExp for a Python pattern, or null when it is not a valid pattern. */
+export function compilePcre(pattern: string): RegExp | null {
+  return cached(cache, pattern, "exact");
+}
+
+/**
+ * compilePcre for a target (a yes/no match: test it with pcreTest): inside withLinearPatterns compiled for
+ * the linear engine (null also when that engine cannot run it), else fallback-capable (see Mode).
+ */
+export function compilePcreTarget(pattern: string): RegExp | null {
+  return linearDepth > 0 ? cached(linearCache, pattern, "linear") : cached(targetCache, pattern, "target");
 }
 
 /** `re.test(subject)` from position 0 whatever the RegExp's flags. */
@@ -319,6 +341,6 @@ export function pcreTest(re: RegExp, subject: string): boolean {
 /** `bool(re.match(pattern, subject))`; an invalid pattern or non-string input is no match. */
 export function pcreMatch(subject: unknown, pattern: unknown): boolean {
   if (typeof subject !== "string" || typeof pattern !== "string") return false;
-  const re = compilePcre(pattern);
+  const re = compilePcreTarget(pattern);
   return re !== null && pcreTest(re, subject);
 }

@@ -16,6 +16,7 @@ import { RawClient } from "../../src/minion/raw-client.js";
 import { PublishClient } from "../../src/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
+import { pcreMatch } from "../../src/targeting/pcre.js";
 
 const VICTIM_ID = `${"a".repeat(28)}!`;
 
@@ -81,5 +82,13 @@ describe("minion target patterns cannot stall the others", { timeout: 300_000 },
     assert.deepEqual(await get("(e)\\1", "pcre"), {});
     await new Promise((r) => setTimeout(r, 300));
     assert.match(readFileSync(logFile, "utf8"), /_mine_get from evil: pattern "\(e\)\\\\1" needs backtracking/);
+  });
+
+  test("an operator's target with the same pattern, against a minion-supplied grain value, falls back to the linear engine", () => {
+    const t0 = performance.now();
+    assert.equal(pcreMatch(VICTIM_ID, "(a+)+$"), false);
+    assert.equal(pcreMatch(VICTIM_ID, "(?i)(A+)+$"), false);
+    assert.equal(pcreMatch(`${"a".repeat(28)}`, "(a+)+$"), true);
+    assert.ok(performance.now() - t0 < 1000, `${Math.round(performance.now() - t0)} ms`);
   });
 });
