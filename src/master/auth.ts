@@ -53,9 +53,25 @@ function aesKeySignature(ctx: MasterContext, aesKey: string): Buffer {
   return sig;
 }
 
-/** True when `minions_pre` already holds `max` keys (a new minion's key would be one too many). */
+/** How long a thread trusts its count of `minions_pre` (a storm of new ids reads the directory this often). */
+const pendingCountTtlMs = 1000;
+const pendingCounts = new WeakMap<MasterContext, { count: number; at: number }>();
+
+/**
+ * True when `minions_pre` already holds `max` keys (a new minion's key would be one too many). The count is
+ * read at most once a second per thread and counts this thread's own writes since, so an auth storm of new
+ * ids does not list a directory of `max` entries per request.
+ */
 function pendingKeysFull(ctx: MasterContext, max: number): boolean {
-  return ctx.keys.list("pending").length >= max;
+  const now = ctx.now();
+  let c = pendingCounts.get(ctx);
+  if (!c || now - c.at >= pendingCountTtlMs) {
+    c = { count: ctx.keys.list("pending").length, at: now };
+    pendingCounts.set(ctx, c);
+  }
+  if (c.count >= max) return true;
+  c.count++; // the key about to be written
+  return false;
 }
 
 export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, version: number, fx: Effects): unknown {

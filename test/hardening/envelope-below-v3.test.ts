@@ -8,6 +8,8 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createPrivateKey, sign } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
 import type { TestMinion } from "../../src/minion/test-minion.js";
 import type { MinionKeys } from "../../src/minion/keys.js";
 import { RawClient } from "../../src/minion/raw-client.js";
@@ -136,4 +138,21 @@ describe("require_minion_sign_messages and brine_min_envelope_version", { timeou
       await v3.stop();
     }
   });
+});
+
+test("a v3 mark goes with the minion's key (keyless purge), so a new v2 minion may take a deleted id", async () => {
+  const { V3Marks } = await import("../../src/master/v3-marks.js");
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-v3marks-"));
+  try {
+    const marks = new V3Marks(dir);
+    marks.mark("kept");
+    marks.mark("deleted");
+    assert.equal(new V3Marks(dir).has("deleted"), true, "a restart sees the mark");
+    assert.equal(marks.purge((id) => id === "kept", 100), 1);
+    assert.equal(marks.has("deleted"), false);
+    assert.equal(new V3Marks(dir).has("kept"), true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
