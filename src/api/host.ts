@@ -13,7 +13,7 @@ import type { MasterConfig } from "../config/defaults.js";
 import { BrineError } from "../errors.js";
 import { getLogger, loggingConfig } from "../log.js";
 import type { ApiInit, ApiTag, ApiToMain, MainToApi } from "./messages.js";
-import { apiConfigured, readApiOptions } from "./options.js";
+import { apiConfigured, apiThreadConfig, readApiOptions } from "./options.js";
 
 const log = getLogger("brine.api");
 
@@ -64,7 +64,7 @@ export class ApiHost {
 
   /** One API thread, resolved once it listens; a thread that exits later is restarted (restartsMax in restartWindowMs). */
   private async spawn(): Promise<void> {
-    const init: ApiInit = { cfg: this.cfg, log: loggingConfig() };
+    const init: ApiInit = { cfg: apiThreadConfig(this.cfg), log: loggingConfig() };
     const w = new Worker(new URL("./thread.js", import.meta.url), { workerData: init });
     const gen = ++this.generation;
     this.worker = w;

@@ -11,7 +11,7 @@
  * A bad value throws BrineError("CONFIG_INVALID", "<section>.<option>: <why>") when the master starts.
  */
 import { BrineError } from "../errors.js";
-import type { MasterConfig } from "../config/defaults.js";
+import { masterDefaults, type MasterConfig } from "../config/defaults.js";
 
 /** Salt's NetapiClient methods (salt/netapi/__init__.py CLIENTS). */
 export const NETAPI_CLIENTS = ["local", "local_async", "local_batch", "local_subset", "runner", "runner_async", "ssh", "wheel", "wheel_async"] as const;
@@ -127,4 +127,19 @@ export function readApiOptions(cfg: MasterConfig): ApiOptions {
     timeoutS: Number(cfg.timeout) > 0 ? Number(cfg.timeout) : 5,
     gatherJobTimeoutS: Number(cfg.gather_job_timeout) > 0 ? Number(cfg.gather_job_timeout) : 10,
   };
+}
+
+/**
+ * The master options the API thread is given: only what it reads (its own section, the bus socket, the
+ * client defaults, nodegroups, external_auth for /login's `perms`), over Salt's defaults. Secrets of the
+ * master's other parts (`sharedsecret`, `auth.ldap.bindpw`, cluster settings …) and the real `cachedir`
+ * (where the root key lives) never reach it.
+ */
+export const API_THREAD_OPTIONS = ["id", "user", "conf_file", "sock_dir", "timeout", "gather_job_timeout", "nodegroups", "external_auth", "netapi_enable_clients", "rest_timeout", "rest_cherrypy", "brine_api"] as const;
+
+export function apiThreadConfig(cfg: MasterConfig): MasterConfig {
+  const c = cfg as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = { ...masterDefaults() };
+  for (const k of API_THREAD_OPTIONS) if (c[k] !== undefined) out[k] = c[k];
+  return out as unknown as MasterConfig;
 }

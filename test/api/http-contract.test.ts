@@ -9,7 +9,7 @@ import type { FastifyInstance } from "fastify";
 import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
 import { buildApp } from "../../src/api/app.js";
 import { Netapi } from "../../src/api/netapi.js";
-import { readApiOptions } from "../../src/api/options.js";
+import { apiThreadConfig, readApiOptions } from "../../src/api/options.js";
 import type { ClearRequester } from "../../src/api/master-link.js";
 import type { BusEvent } from "../../src/events/event-frame.js";
 import type { WireValue } from "../../src/protocol/msgpack.js";
@@ -390,6 +390,16 @@ describe("HTTP API options", () => {
       const bad = await fetch(base + "/token", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "alice" }) });
       assert.equal(bad.status, 400);
     }));
+
+  test("the API thread gets no secret of the master and not its cachedir (where the root key is)", () => {
+    const cfg = { ...masterDefaults(), cachedir: "/srv/m/cache", sharedsecret: "x", "auth.ldap.bindpw": "y", cluster_id: "c", rest_cherrypy: { port: 1 }, nodegroups: { g: "L@a" } } as unknown as MasterConfig;
+    const t = apiThreadConfig(cfg) as unknown as Record<string, unknown>;
+    assert.equal(t.sharedsecret, undefined);
+    assert.equal(t["auth.ldap.bindpw"], undefined);
+    assert.equal(t.cluster_id, null, "Salt's default, not the master's value");
+    assert.notEqual(t.cachedir, "/srv/m/cache");
+    assert.deepEqual([t.rest_cherrypy, t.nodegroups], [{ port: 1 }, { g: "L@a" }]);
+  });
 
   test("bad option values stop the start, naming the option", () => {
     const bad = (section: Record<string, unknown>, top: Record<string, unknown> = {}) => () => readApiOptions({ ...masterDefaults(), rest_cherrypy: section, ...top } as unknown as MasterConfig);
