@@ -14,6 +14,7 @@ import { generateKeyString } from "../protocol/crypticle.js";
 import { packEvent } from "../events/event-frame.js";
 import { EventBusServer } from "../events/bus-server.js";
 import { loadOrCreateKeyPair } from "../pki/master-keys.js";
+import { checkJobCache } from "../store/lmdb-check.js";
 import { KeyStore } from "../pki/key-store.js";
 import { SharedSecrets } from "../shared/secrets.js";
 import { NonceSet } from "../shared/nonce-set.js";
@@ -82,6 +83,9 @@ export class MasterServer {
       ensureClusterKeys(c);
     }
     new KeyStore(minionPkiDir(c)).ensureDirs();
+    // a damaged job cache stops the start here, with one message, before any thread maps it (lmdb-check.ts)
+    const moved = checkJobCache(c);
+    if (moved) process.stderr.write(`WARNING: ${moved}\n`);
     const keys = loadOrCreateKeyPair(c.pki_dir, "master", c.keysize);
     if (keys.created) log.info(`Generated master key pair in ${c.pki_dir}`);
     ensureRootKey(c.cachedir, c.user);

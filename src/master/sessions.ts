@@ -16,14 +16,24 @@ import { Crypticle, generateKeyString, type LoadsOptions } from "../protocol/cry
 import { validId } from "../protocol/ids.js";
 import { isMap, type WireValue } from "../protocol/msgpack.js";
 import { BrineError, isBrineError } from "../errors.js";
+import { getLogger } from "../log.js";
 import { formatSessionFile, liveAlts, mergeSessionKeys, parseSessionFile, type HeldKey, type SessionKeySet } from "../cluster/cache-sync/session-merge.js";
 
+const log = getLogger("brine.sessions");
 const cacheTtlMs = 1000;
 const cacheEntriesMax = 200_000;
 
+/**
+ * A temp file beside `file`, named independently of it: `<id>.<pid>.<rand>.tmp` was longer than NAME_MAX (255)
+ * for ids of 232 bytes and more, so a minion with such an id had its key accepted and could never sign in.
+ * The leading dot and the `.tmp` end keep it out of id listings (sessionIds, the keyless purge).
+ */
 function tmpName(file: string): string {
-  return `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  return path.join(path.dirname(file), `.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
 }
+
+/** A session key as written by generateKeyString: 56 bytes in base64. */
+const KEY_TEXT = /^[A-Za-z0-9+/]{75}=$/;
 
 /**
  * Write a fresh key: complete in a temp file first, then either link it into place only if no key
@@ -171,8 +181,16 @@ export class SessionKeys {
       c.checkedAt = t;
       return c;
     }
-    const set = parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
-    if (!set) throw new BrineError("BAD_ID", `empty session key file for ${id}`);
+    let set = readSet(file);
+    if (!set || !KEY_TEXT.test(set.current.key)) {
+      // a damaged file (garbage, empty, cut short) counts as absent: a new key replaces it and the minion signs
+      // in again with it, instead of being refused for good
+      log.warning(`Session key file ${file} is damaged; replacing it with a new key (the minion signs in again)`);
+      created = writeSessionKeyFile(file, "replace", t);
+      st = statSync(file);
+      set = parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
+      if (!set) throw new BrineError("BAD_ID", `session key file for ${id} could not be written`);
+    }
     const entry: Entry = {
       key: set.current.key,
       crypticle: new SessionCrypticle(set.current.key, () => this.otherKeys(id, entry)),
@@ -208,7 +226,8 @@ export class SessionKeys {
 function readSet(file: string): SessionKeySet | undefined {
   try {
     const st = statSync(file);
-    return parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
+    const set = parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
+    return set && KEY_TEXT.test(set.current.key) ? set : undefined;
   } catch {
     return undefined;
   }

@@ -8,6 +8,7 @@ import { generateKeyPair, generateKeyPairSync, createPrivateKey, createPublicKey
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { cleanKey } from "../protocol/pem.js";
+import { BrineError } from "../errors.js";
 
 export interface MasterKeyPair {
   /** PKCS#1 PEM text of the private key */
@@ -53,10 +54,27 @@ export function loadOrCreateKeyPair(dir: string, name: string, bits: number): Ma
     created = true;
   }
   const privatePem = readFileSync(pemPath, "utf8");
-  if (!existsSync(pubPath)) {
-    const pub = createPublicKey(createPrivateKey(privatePem)).export({ type: "spki", format: "pem" }) as string;
-    writeFileSync(pubPath, pub, { mode: 0o644 });
+  // parsed here, before the master says "ready": a garbage key file used to surface only in the request
+  // threads, after "ready", as an uncaught RSA_BAD_KEY
+  let derivedPub: string;
+  try {
+    const key = createPrivateKey(privatePem);
+    if (key.asymmetricKeyType !== "rsa") throw new Error(`it holds a ${key.asymmetricKeyType} key`);
+    derivedPub = createPublicKey(key).export({ type: "spki", format: "pem" }) as string;
+  } catch (e) {
+    throw new BrineError(
+      "MASTER_KEY_INVALID",
+      `${pemPath}: ${(e as Error).message}. Restore it from a backup (minions pin the master's public key), or move ${pemPath} and ${pubPath} aside to have a new pair generated and every minion's cached master key (minion_master.pub) replaced.`,
+    );
   }
+  if (!existsSync(pubPath)) writeFileSync(pubPath, derivedPub, { mode: 0o644 });
   const publicPem = readFileSync(pubPath, "utf8");
+  let pubMatches = false;
+  try {
+    pubMatches = createPublicKey(publicPem).export({ type: "spki", format: "der" }).equals(createPublicKey(derivedPub).export({ type: "spki", format: "der" }));
+  } catch {
+    pubMatches = false;
+  }
+  if (!pubMatches) throw new BrineError("MASTER_KEY_INVALID", `${pubPath} is not the public half of ${pemPath}. Remove ${pubPath}: the master derives it again from ${pemPath} at its next start.`);
   return { privatePem, publicPem, publicClean: cleanKey(publicPem), created };
 }
