@@ -35,6 +35,8 @@ const FIREABLE = /^salt\/key$/;
 export class ControlServer {
   private server: net.Server | undefined;
   private running = 0;
+  /** the reactor.* / schedule.* runners' requests, when the automation thread runs (src/automation/host.ts) */
+  automation: ((req: unknown) => Promise<unknown>) | undefined;
   readonly path: string;
 
   constructor(
@@ -124,6 +126,14 @@ export class ControlServer {
       reply({ type: "return", ret: true });
       return;
     }
+    if (m.op === "automation") {
+      if (!this.automation) return reply({ type: "error", message: "automation is not running" });
+      this.automation(m.req).then(
+        (ret) => reply({ type: "return", ret }),
+        (e: Error) => reply({ type: "error", message: e.message }),
+      );
+      return;
+    }
     if (m.op === "status") {
       reply({ type: "return", ret: { id: this.cfg.id, waiting: this.waiting(), runners: this.running } });
       return;
@@ -166,6 +176,7 @@ export class ControlServer {
     if (link) init.cluster = link;
     const jid = call.jid ?? this.runnerEvents?.nextJid();
     const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
+    if (jid) init.job = { jid, user: call.user };
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
     const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
     this.running++;

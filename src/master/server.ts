@@ -33,6 +33,7 @@ import { SendQueue } from "../transport/send-queue.js";
 import type { ClusterNode, RunnerClusterLink } from "./cluster-node.js";
 import { ClusterService } from "../cluster/cluster-service.js";
 import { ApiHost, isApiTag } from "../api/host.js";
+import { AutomationHost } from "../automation/host.js";
 import type { ApiTag } from "../api/messages.js";
 import { ensureClusterKeys, isClustered, minionFacingKeyFiles, minionPkiDir, resolveLocalState } from "../cluster/shared-fs.js";
 
@@ -57,6 +58,8 @@ export class MasterServer {
   private bus: EventBusServer;
   private control: ControlServer | undefined;
   private maintenance: Maintenance | undefined;
+  /** the reactor and the master schedule, with `reactor:` or `schedule:` in the config (src/automation/) */
+  private automation: AutomationHost | undefined;
   private routerOut: SendQueue | undefined;
   private pubOut: SendQueue | undefined;
   private stopping = false;
@@ -197,6 +200,12 @@ export class MasterServer {
       { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data) },
     );
     await this.control.start();
+    this.automation = AutomationHost.start(c, {
+      subscribe: (fn) => this.bus.subscribe(fn),
+      fire: (tag, data) => this.fire(tag, data),
+      cluster: () => this.cluster && { nodeId: this.cluster.node.nodeId, ringBuffer: this.cluster.node.ringBuffer, health: this.cluster.health.sab },
+    });
+    if (this.automation) this.control.automation = (req) => this.automation!.request(req as never);
     this.api = await ApiHost.start(c, {
       submit: (body, tag, source) => !this.stopping && this.lanes!.submit(body, tag, source),
       refusedReply: () => (this.stopping ? SHUTDOWN_REPLY : QUEUE_FULL_REPLY),
@@ -243,6 +252,7 @@ export class MasterServer {
     this.stopping = true;
     log.info("master shutting down");
     this.maintenance?.stop();
+    await this.automation?.stop();
     await this.api?.stop();
     await this.lanes?.drain(Date.now() + shutdownDrainMs);
     await this.routerOut?.drained();

@@ -10,6 +10,8 @@ export interface RunnerInit {
   log: { level: string; file: string | null; fileLevel: string | null };
   /** when `cluster_id` is set: the shared ring buffer and a port to the Raft worker (in the transfer list) */
   cluster?: RunnerClusterLink;
+  /** the call's jid and user: the thread stores the job in the job cache when it ends (job-record.ts) */
+  job?: { jid: string; user: string };
 }
 
 /**

@@ -15,6 +15,7 @@ import { encodeWire } from "../protocol/msgpack.js";
 import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { RUNNERS } from "./registry.js";
+import { storeMasterJob } from "./job-record.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { RaftClient } from "../workers/raft/client.js";
 
@@ -60,10 +61,20 @@ if (!fn) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;
   }
-  const failed = (e: unknown) => post({ type: "error", message: e instanceof Error ? e.message : String(e) });
+  // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it
+  const record = async (ret: unknown, success: boolean) => {
+    if (!init.job) return;
+    const fun_args = [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])];
+    await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success }).catch(() => undefined);
+  };
+  const failed = async (e: unknown) => {
+    const message = e instanceof Error ? e.message : String(e);
+    await record(message, false);
+    post({ type: "error", message });
+  };
   Promise.resolve()
     .then(() => fn(ctx, init.arg, init.kwarg))
-    .then((ret) => {
+    .then(async (ret) => {
       let packed: Buffer;
       try {
         packed = encodeWire(ret);
@@ -72,6 +83,7 @@ if (!fn) {
         post({ type: "error", message: `the runner's result could not be encoded: ${(e as Error).message}` });
         return;
       }
+      await record(ret, true);
       // a Buffer may be a view into a shared pool: copy into its own ArrayBuffer when it is one, then transfer
       const own = packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength ? packed : new Uint8Array(packed);
       parentPort!.postMessage({ type: "return", packed: own } satisfies RunnerMessage, [own.buffer as ArrayBuffer]);

@@ -1,0 +1,20 @@
+/**
+ * A job the master itself ran (a runner call, a scheduled wheel call) stored in the job cache, as Salt's
+ * RunnerClient stores it (salt/client/mixins.py → salt.utils.job.store_job): the load names the master as the
+ * target (`tgt: <master id>`, `tgt_type: list`), the return is the master's. So `jobs.list_jobs` lists it with
+ * its jid and `jobs.lookup_jid` answers it. Written when the call ends, before its `/ret` event, as Salt does.
+ */
+import type { JobCache } from "../store/job-cache.js";
+
+export interface MasterJob {
+  jid: string;
+  /** `runner.<fun>` or `wheel.<fun>` */
+  fun: string;
+  fun_args: unknown[];
+  user: string;
+}
+
+export async function storeMasterJob(jobs: JobCache, masterId: string, job: MasterJob, ret: { return: unknown; success: boolean }): Promise<void> {
+  await jobs.saveLoad(job.jid, { fun: job.fun, fun_args: job.fun_args, jid: job.jid, user: job.user, tgt: masterId, tgt_type: "list" }, [masterId]);
+  await jobs.saveReturn(job.jid, masterId, { return: ret.return, success: ret.success, fun: job.fun, fun_args: job.fun_args }, true);
+}
