@@ -12,6 +12,7 @@
 import { Worker } from "node:worker_threads";
 import type { MasterConfig } from "../config/defaults.js";
 import { getLogger, loggingConfig } from "../log.js";
+import { BrineError } from "../errors.js";
 import { fnmatchToRegExp } from "../targeting/index.js";
 import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } from "./messages.js";
 import { automationWanted, readAutomationOptions } from "./options.js";
@@ -23,6 +24,8 @@ const log = getLogger("brine.automation");
 const FRAME_HEAD = Buffer.from([0x82, 0xa4, ...Buffer.from("head"), 0x80, 0xa4, ...Buffer.from("body")]);
 /** Tags longer than this are not looked at by the filter (and so never react). */
 export const tagBytesMax = 1024;
+/** How long the master's start waits for the automation thread, ms. */
+const startWaitMs = 60_000;
 /** How long a control request waits for the thread, ms. */
 const requestTimeoutMs = 30_000;
 
@@ -54,8 +57,11 @@ export class AutomationHost {
 
   private constructor(private readonly worker: Worker) {}
 
-  /** Starts the thread when there is a reactor or a schedule; undefined otherwise. */
-  static start(cfg: MasterConfig, deps: AutomationDeps): AutomationHost | undefined {
+  /**
+   * Starts the thread when there is a reactor or a schedule (undefined otherwise) and waits until it is ready
+   * (its first globs message), so an event fired once the master is up already reacts.
+   */
+  static async start(cfg: MasterConfig, deps: AutomationDeps): Promise<AutomationHost | undefined> {
     const opts = readAutomationOptions(cfg);
     if (!automationWanted(opts)) return undefined;
     // every schedule entry checked here, so a bad one stops the start (the thread parses them again)
@@ -75,6 +81,21 @@ export class AutomationHost {
       host.pending.clear();
     });
     host.unsubscribe = deps.subscribe((frame) => host.offer(frame));
+    const ready = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), startWaitMs);
+      const on = (m: FromAutomation) => {
+        if (m.t !== "globs") return;
+        clearTimeout(timer);
+        w.off("message", on);
+        resolve(true);
+      };
+      w.on("message", on);
+      w.once("exit", () => resolve(false));
+    });
+    if (!ready) {
+      await host.stop();
+      throw new BrineError("CONFIG_INVALID", "reactor/schedule: the automation thread did not start (see the log)");
+    }
     return host;
   }
 

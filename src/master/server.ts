@@ -200,7 +200,7 @@ export class MasterServer {
       { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data) },
     );
     await this.control.start();
-    this.automation = AutomationHost.start(c, {
+    this.automation = await AutomationHost.start(c, {
       subscribe: (fn) => this.bus.subscribe(fn),
       fire: (tag, data) => this.fire(tag, data),
       cluster: () => this.cluster && { nodeId: this.cluster.node.nodeId, ringBuffer: this.cluster.node.ringBuffer, health: this.cluster.health.sab },
