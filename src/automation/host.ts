@@ -26,6 +26,8 @@ const FRAME_HEAD = Buffer.from([0x82, 0xa4, ...Buffer.from("head"), 0x80, 0xa4, 
 export const tagBytesMax = 1024;
 /** How long the master's start waits for the automation thread, ms. */
 const startWaitMs = 60_000;
+/** How long a stopping master waits for reactions and scheduled calls in flight, ms. */
+const stopWaitMs = 10_000;
 /** How long a control request waits for the thread, ms. */
 const requestTimeoutMs = 30_000;
 
@@ -54,6 +56,7 @@ export class AutomationHost {
   private seq = 0;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private stopped = false;
+  private exited = false;
 
   private constructor(private readonly worker: Worker) {}
 
@@ -75,6 +78,7 @@ export class AutomationHost {
     w.on("message", (m: FromAutomation) => host.onMessage(m, deps));
     w.on("error", (e) => log.error(`automation thread failed: ${e.message}`));
     w.on("exit", (code) => {
+      host.exited = true;
       if (!host.stopped) log.error(`automation thread exited (${code}); reactor and schedule stopped`);
       host.unsubscribe?.();
       for (const p of host.pending.values()) p.reject(new Error("the automation thread is not running"));
@@ -147,10 +151,16 @@ export class AutomationHost {
     });
   }
 
+  /** Stops taking events, lets requests in flight finish (at most `stopWaitMs`), then ends the thread. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.unsubscribe?.();
-    await this.worker.terminate();
+    if (this.exited) return;
+    const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
+    this.worker.postMessage({ t: "stop" } satisfies ToAutomation);
+    const t = setTimeout(() => void this.worker.terminate(), stopWaitMs);
+    await exited;
+    clearTimeout(t);
   }
 }

@@ -42,6 +42,14 @@ export class BoundedQueue<T> {
     return true;
   }
 
+  /** Forgets every waiting task (a stopping master); running ones finish. Returns how many were waiting. */
+  clear(): number {
+    const n = this.length;
+    this.waiting.length = 0;
+    this.head = 0;
+    return n;
+  }
+
   private start(item: T): void {
     this.active++;
     void this.run(item)

@@ -30,7 +30,7 @@ import { loadYaml } from "../render/yaml.js";
 import { makeSaltFuncs } from "../render/salt-funcs.js";
 import { fnmatchToRegExp } from "../targeting/index.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
-import { openStore } from "../store/lmdb-env.js";
+import { openStore, type Store } from "../store/lmdb-env.js";
 import { JobCache } from "../store/job-cache.js";
 import { storeMasterJob } from "../runners/job-record.js";
 import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } from "./messages.js";
@@ -52,6 +52,8 @@ const post = (m: FromAutomation) => parentPort!.postMessage(m);
 export const scheduleWakeMaxMs = 60_000;
 /** The user reactions' runner and wheel calls run as; their events are not reacted to (Salt's event_user). */
 export const REACTOR_USER = "Reactor";
+/** Dropped events logged one by one; after that every 1000th. */
+const dropLogsMax = 100;
 /** Runner returns seen before their request's reply, kept to match (entries). */
 const earlyRetsMax = 256;
 
@@ -59,8 +61,9 @@ const client = new LocalClient(cfg);
 const cluster: OwnerSources | undefined = init.cluster
   ? { self: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), ...(init.cluster.health ? { health: init.cluster.health } : {}) }
   : undefined;
+let store: Store | undefined;
 let jobCache: JobCache | undefined;
-const jobs = () => (jobCache ??= new JobCache(openStore(cfg)));
+const jobs = () => (jobCache ??= new JobCache((store = openStore(cfg))));
 
 // --- reactor map -------------------------------------------------------------------------------------------
 
@@ -213,13 +216,16 @@ const queue = new BoundedQueue<BusEvent>(
     const files = map.filesFor(ev.tag);
     for (const r of reactionsFor(ev, files)) await runReaction(r);
   },
-  (ev, n) => log.error(`Reactor queue is full (reactor_worker_hwm ${opts.reactor.workerHwm}): event ${ev.tag} dropped (${n} dropped since start). Consider tuning reactor_worker_threads and/or reactor_worker_hwm`),
+  (ev, n) => (n <= dropLogsMax || n % 1000 === 0) && log.error(`Reactor queue is full (reactor_worker_hwm ${opts.reactor.workerHwm}): event ${ev.tag} dropped (${n} dropped since start). Consider tuning reactor_worker_threads and/or reactor_worker_hwm`),
 );
 
 /** events the main thread let through (a tag no glob names never arrives here) */
 let received = 0;
 
+let stopping = false;
+
 function onEvent(ev: BusEvent): void {
+  if (stopping) return;
   received++;
   const run = /^salt\/run\/(\d{20})\/ret$/.exec(ev.tag);
   if (run) scheduledReturn(run[1]!, ev.data);
@@ -284,7 +290,18 @@ function scheduledReturn(jid: string, data: unknown): void {
   scheduleReturnEvent(job, { ...(isMap(data) ? data : {}), jid });
 }
 
+let firesInFlight = 0;
+
 async function fire(job: ScheduleJob): Promise<void> {
+  firesInFlight++;
+  try {
+    await fireJob(job);
+  } finally {
+    firesInFlight--;
+  }
+}
+
+async function fireJob(job: ScheduleJob): Promise<void> {
   schedule.started(job.name);
   if (job.kind === "runner") {
     try {
@@ -319,6 +336,7 @@ async function fire(job: ScheduleJob): Promise<void> {
 
 function tick(): void {
   timer = undefined;
+  if (stopping) return;
   const now = Date.now();
   if (typeof opts.reactor.map === "string" && now - mapLoadedAt >= opts.reactor.refreshIntervalS * 1000) loadMap();
   const mine = (job: ScheduleJob) => !cluster || ownerOf(`schedule/${job.name}`, cluster) === cluster.self;
@@ -377,8 +395,17 @@ parentPort!.on("message", (m: ToAutomation) => {
       post({ t: "rep", id: m.id, ok: false, ret: (e as Error).message });
     }
   } else if (m.t === "stop") {
+    // no new work; the thread ends once no request is in flight (a zeromq socket must not die open)
+    stopping = true;
     if (timer) clearTimeout(timer);
-    post({ t: "stopped" });
+    const left = queue.clear();
+    if (left) log.warning(`master stopping: ${left} queued event(s) will not react`);
+    const check = () => {
+      if (queue.running > 0 || firesInFlight > 0) return void setTimeout(check, 20);
+      post({ t: "stopped" });
+      void (store?.close() ?? Promise.resolve()).finally(() => process.exit(0));
+    };
+    check();
   }
 });
 
