@@ -75,6 +75,14 @@ describe("HTTP API end to end", { timeout: 120_000 }, () => {
     assert.ok(jid in jobs, `jobs.list_jobs has ${jid}`);
     const j = await fetch(`${base}/jobs`, { headers: { "x-auth-token": token } });
     assert.ok(jid in ((await j.json()) as any).return[0]);
+    let one: any;
+    for (let i = 0; i < 50; i++) {
+      one = await (await fetch(`${base}/jobs/${jid}`, { headers: { "x-auth-token": token } })).json();
+      if (one.return?.[0]?.["api-m1"] !== undefined) break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.deepEqual(one.return, [{ "api-m1": true }]);
+    assert.equal(one.info[0].Function, "test.ping");
   });
 
   test("the wheel key.list_all lists the accepted minions, also through GET /keys", async () => {
