@@ -106,6 +106,7 @@ export const ERR = {
   API_BAD_REQUEST: "bad request",
   API_START: "the HTTP API could not start",
   API_MASTER: "the master did not answer the HTTP API's request",
+  API_REQUEST_TOO_LARGE: "the request is larger than the master takes from a client",
   // (end of HTTP API)
   // --- wheel ---
   WHEEL_UNKNOWN: "no such wheel function",

@@ -198,10 +198,12 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
     if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       status = 413;
       message = `Request body exceeds max_request_body_size (${opts.bodyBytesMax} bytes)`;
-    } else if (err.code === "API_MASTER" || (err as { code?: string }).code === "API_MASTER") {
+    } else if (err.code === "API_MASTER") {
       status = 503;
       message = "Salt Master is not available.";
-    } else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") status = 406;
+    } else if (err.code === "API_REQUEST_TOO_LARGE") status = 413;
+    else if (err.code === "API_BAD_REQUEST") status = 400;
+    else if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") status = 406;
     if (status >= 500) {
       log.error(`HTTP API ${req.method} ${req.url} from ${source(req)}: ${err.stack ?? err.message}`);
       if (status === 500) message = opts.debug ? (err.stack ?? message) : "An unexpected error occurred";

@@ -8,6 +8,7 @@
 import type { MessagePort } from "node:worker_threads";
 import { BrineError } from "../errors.js";
 import { decodeWire, encodeWire, type WireValue } from "../protocol/msgpack.js";
+import { clearFrameBytesMax, msgpackDepthMax } from "../protocol/limits.js";
 import type { ApiToMain, MainToApi } from "./messages.js";
 
 /** How long one clear request may wait for the master's reply (Salt's ReqChannel: 60 s, 3 tries). */
@@ -49,8 +50,13 @@ export class MasterLink implements ClearRequester {
   /** One clear request; `source` (the HTTP client's address) reaches the master's audit line and login throttle. */
   request(load: Record<string, unknown>, source?: string): Promise<WireValue> {
     if (this.pending.size >= masterInFlightMax) return Promise.reject(new BrineError("API_MASTER", "too many requests in flight"));
+    // what the master's decoder would refuse as "bad load" is refused here with a clear answer instead
+    if (depthOf(load) > msgpackDepthMax - 2) return Promise.reject(new BrineError("API_BAD_REQUEST", `arguments nested deeper than the master takes (${msgpackDepthMax - 2} levels)`));
     const id = this.nextId++;
     const body = new Uint8Array(encodeWire({ enc: "clear", load }));
+    if (body.byteLength > clearFrameBytesMax) {
+      return Promise.reject(new BrineError("API_REQUEST_TOO_LARGE", `${body.byteLength} bytes; the master takes clear requests up to ${clearFrameBytesMax} bytes (clearFrameBytesMax)`));
+    }
     return new Promise<WireValue>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -72,4 +78,17 @@ export class MasterLink implements ClearRequester {
       this.pending.delete(id);
     }
   }
+}
+
+/** Nesting depth of a JSON-like value (iterative: a hostile body cannot exhaust the stack here). */
+export function depthOf(v: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[v, 1]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== "object" || Buffer.isBuffer(x)) continue;
+    if (d > max) max = d;
+    for (const y of Array.isArray(x) ? x : Object.values(x)) if (y !== null && typeof y === "object") stack.push([y, d + 1]);
+  }
+  return max;
 }

@@ -66,6 +66,23 @@ describe("HTTP API end to end", { timeout: 120_000 }, () => {
     assert.deepEqual(news, []);
   });
 
+  test("arguments the master's decoder would refuse are a clear 413/400 from the API, and nothing is published", async () => {
+    const bus = new EventClient(tm.sockDir);
+    await bus.connect();
+    const news: string[] = [];
+    bus.on((e) => e.tag.endsWith("/new") && news.push(e.tag));
+    const big = await post("/", [{ client: "local", tgt: "api-m1", fun: "test.echo", arg: ["x".repeat(100_000)] }], { "x-auth-token": token });
+    assert.equal(big.status, 413);
+    assert.match(((await big.json()) as any).return, /clearFrameBytesMax/);
+    let deep: unknown = "x";
+    for (let i = 0; i < 200; i++) deep = [deep];
+    const nested = await post("/", [{ client: "local", tgt: "api-m1", fun: "test.echo", arg: [deep] }], { "x-auth-token": token });
+    assert.equal(nested.status, 400);
+    await new Promise((res) => setTimeout(res, 200));
+    bus.close();
+    assert.deepEqual(news, []);
+  });
+
   test("the runner jobs.list_jobs lists the job just run", async () => {
     const a = (await (await post("/", [{ client: "local_async", tgt: "api-m1", fun: "test.ping" }], { "x-auth-token": token })).json()) as any;
     const jid = a.return[0].jid;
