@@ -209,6 +209,7 @@ export async function buildApp(d: AppDeps): Promise<FastifyInstance> {
       if (status === 500) message = opts.debug ? (err.stack ?? message) : "An unexpected error occurred";
     } else log.warning(`HTTP API refused ${req.method} ${req.url.split("?")[0]} from ${source(req)}: ${status} ${message}`);
     if (status === 401) reply.header("WWW-Authenticate", "Session");
+    if (status === 503) reply.header("Retry-After", "1");
     return answer(req, reply, status, { status, return: message });
   });
   app.setNotFoundHandler((req, reply) => answer(req, reply, 404, { status: 404, return: `The path '${req.url.split("?")[0]}' was not found.` }));

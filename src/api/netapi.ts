@@ -46,6 +46,8 @@ export function replyError(reply: WireValue): ApiError | undefined {
     }
     return undefined;
   };
+  // the lanes' own refusals (queue full, master stopping) are a top-level string error: try again later
+  if (isMap(reply) && typeof reply.error === "string") return new ApiError(503, `Salt Master is not available: ${reply.error}`);
   return pick(reply) ?? (isMap(reply) ? pick(reply.load) : undefined);
 }
 

@@ -51,6 +51,7 @@ class ScriptedMaster implements ClearRequester {
         return l.token === GOOD && !this.revoked.has(l.token) ? { token: GOOD, start: 1, expire: 4e9, name: "alice", eauth: "sharedsecret" } : {};
       case "publish": {
         if (!this.authed(l)) return denied;
+        if (l.tgt === "busy") return { error: "request queue is full, retry later" };
         if (l.tgt === "nomatch") return { enc: "clear", load: { jid: null, minions: [], error: "Master could not resolve minions" } };
         setTimeout(() => {
           this.emit(`salt/job/${JID}/ret/m1`, { id: "m1", jid: JID, return: true, retcode: 0 });
@@ -172,6 +173,13 @@ describe("HTTP API contract (scripted master)", () => {
     assert.deepEqual(await r.json(), { return: [{ m1: true }] });
     const none = await post("/", [{ client: "local_async", tgt: "nomatch", fun: "test.ping" }], auth);
     assert.deepEqual(await none.json(), { return: [{}] });
+  });
+
+  test("a full request lane at the master is 503 with Retry-After", async () => {
+    const r = await post("/", [{ client: "local_async", tgt: "busy", fun: "test.ping" }], auth);
+    assert.equal(r.status, 503);
+    assert.equal(r.headers.get("retry-after"), "1");
+    assert.match(((await r.json()) as any).return, /request queue is full/);
   });
 
   test("an Authentication error from the master is 401; a forged token never becomes a session", async () => {
