@@ -15,7 +15,7 @@
  *
  * A file that is short, misaligned or without the magic loses only its unreadable part.
  */
-import { closeSync, constants, openSync, readdirSync, readFileSync, readSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../log.js";
 import { NONCE_PACKED_BYTES, type NonceSet } from "./nonce-set.js";
@@ -184,8 +184,10 @@ export function readNonceChunk(dir: string, current: number, after: string | und
       continue; // no such generation (yet, or any more)
     }
     try {
-      const buf = Buffer.alloc(want);
-      const n = readSync(fd, buf, 0, want, offset);
+      const left = fstatSync(fd).size - offset;
+      if (left < NONCE_PACKED_BYTES) continue;
+      const buf = Buffer.allocUnsafe(Math.min(want, left - (left % NONCE_PACKED_BYTES)));
+      const n = readSync(fd, buf, 0, buf.byteLength, offset);
       const usable = n - (n % NONCE_PACKED_BYTES);
       if (usable === 0) continue;
       return { b: buf.subarray(0, usable), next: `${gen}:${offset + usable}` };
