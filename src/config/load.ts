@@ -22,7 +22,7 @@ function readYamlMap(file: string): Record<string, unknown> {
 }
 
 /** Salt joins root_dir and an absolute path by concatenation unless the path already starts with it. */
-function prependRoot(root: string, p: string): string {
+export function prependRoot(root: string, p: string): string {
   if (root === "/" || root === "") return p;
   const absRoot = path.resolve(root);
   if (p.startsWith(absRoot)) return p;

@@ -20,7 +20,7 @@ import type { EventBusServer } from "../events/bus-server.js";
 import { FrameReader, frame, frameEncoded } from "../transport/length-framing.js";
 import { encodeWithEncodedEntry, isMap } from "../protocol/msgpack.js";
 import { packEventEncoded, stamp } from "../events/event-frame.js";
-import type { RunnerInit, RunnerMessage } from "../runners/messages.js";
+import type { RunnerInit, RunnerMessage, RunnerSync } from "../runners/messages.js";
 import type { RunnerClusterLink } from "./cluster-node.js";
 
 const log = getLogger("brine.control");
@@ -48,7 +48,8 @@ export class ControlServer {
     /** with clustering on: the ring buffer and a fresh Raft worker port for each runner thread */
     private readonly clusterLink: () => RunnerClusterLink | undefined = () => undefined,
     /** runner jobs: a jid for each call and this master's own bus, for `salt/run/<jid>/new|ret` */
-    private readonly runnerEvents?: { nextJid: () => string; fireLocal: (tag: string, data: unknown) => void },
+    /** clustered: where a runner's cache-sync records go (the peers) */
+    private readonly runnerEvents?: { nextJid: () => string; fireLocal: (tag: string, data: unknown) => void; forwardSync?: (batches: Uint8Array[]) => void },
   ) {
     this.path = path.join(cfg.sock_dir, CONTROL_SOCKET);
   }
@@ -194,8 +195,9 @@ export class ControlServer {
       finish();
     };
     w.on("message", (m: unknown) => {
-      if (done) return;
       const kind = isMap(m) ? m.type : undefined;
+      if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
+      if (done) return;
       if (kind === "print") return onMessage(m as RunnerMessage);
       if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array) {
         const packed = (m as { packed: Uint8Array }).packed;

@@ -197,7 +197,7 @@ export class MasterServer {
       (tag, data) => this.fireAndForward(tag, data),
       () => this.rotateAesKey(),
       () => this.runnerClusterLink(),
-      { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data) },
+      { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data), forwardSync: (batches) => this.cluster?.forwardSync(batches) },
     );
     await this.control.start();
     this.automation = await AutomationHost.start(c, {

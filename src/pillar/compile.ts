@@ -17,7 +17,7 @@ import { RenderError } from "../render/render-error.js";
 import { makeSaltFuncs } from "../render/salt-funcs.js";
 import { deepCopy, isDict, merge, type Data } from "./merge.js";
 import { effectivePillarRoots, PillarTree, type TreeFile } from "./tree.js";
-import { mergeTops, topMatches, TopError } from "./top.js";
+import { mergeTops, topMatches, TopError, type MergedTop } from "./top.js";
 
 const log = getLogger("brine.pillar");
 
@@ -350,6 +350,54 @@ export class PillarCompiler {
 
   /** The compiled pillar of one minion. Never throws for bad trees: problems land in `_errors`. */
   async compile(req: CompileRequest): Promise<Data> {
+    const run = await this.prepare(req);
+    const topErrors: string[] = [];
+    const top = this.mergedTop(run, topErrors);
+    const matches = topMatches(top, { id: req.id, grains: run.grains, nodegroups: (this.cfg.nodegroups ?? {}) as NodegroupConfig }, run.pillarenv);
+    const errors: string[] = [];
+    let pillar = this.renderPillar(run, matches, errors);
+    errors.push(...topErrors);
+    if (this.cfg.pillar_opts === true) {
+      const { grains: _g, ...mopts } = run.opts;
+      pillar.master = mopts;
+    }
+    if (errors.length) {
+      for (const e of errors) log.critical(`Pillar render error: ${e}`);
+      pillar._errors = errors;
+    }
+    if (req.pillarOverride && Object.keys(req.pillarOverride).length) pillar = this.merge(pillar, req.pillarOverride);
+    return pillar;
+  }
+
+  /**
+   * Salt's Pillar.get_top (pillar.show_top): the merged top data, {env: {target: [match items…, SLS…]}} in
+   * Salt's order, and the errors met rendering or merging the top files.
+   */
+  async top(req: CompileRequest): Promise<{ top: Record<string, Record<string, unknown[]>>; errors: string[] }> {
+    const run = await this.prepare(req);
+    const errors: string[] = [];
+    const merged = this.mergedTop(run, errors);
+    const top: Record<string, Record<string, unknown[]>> = {};
+    for (const [env, targets] of merged) {
+      top[env] = {};
+      for (const [tgt, t] of targets) top[env]![tgt] = [...t.options, ...t.states];
+    }
+    return { top, errors };
+  }
+
+  /** get_tops then merge_tops; a malformed top is an error and an empty top, as in Salt. */
+  private mergedTop(run: Run, errors: string[]): MergedTop {
+    const tops = this.getTops(run, errors);
+    try {
+      return mergeTops(tops, run.ignored);
+    } catch (e) {
+      errors.push(e instanceof TopError ? e.message : "Error encountered while rendering pillar top file.");
+      return new Map();
+    }
+  }
+
+  /** What one compilation works from: environments, tree, grains with the id, opts, available SLS per environment. */
+  private async prepare(req: CompileRequest): Promise<Run> {
     const saltenv = str(req.saltenv) ?? str(this.cfg.saltenv);
     let pillarenv = str(req.pillarenv);
     if (pillarenv === null) pillarenv = this.cfg.pillarenv_from_saltenv === true ? saltenv : str(this.cfg.pillarenv);
@@ -367,29 +415,6 @@ export class PillarCompiler {
     };
     const avail = new Map<string, string[]>();
     for (const e of tree.envs()) avail.set(e, await tree.listStates(e));
-    const run: Run = { req, tree, grains, saltenv, pillarenv, avail, ignored: new Map(), opts };
-    const topErrors: string[] = [];
-    const tops = this.getTops(run, topErrors);
-    let top;
-    try {
-      top = mergeTops(tops, run.ignored);
-    } catch (e) {
-      top = new Map();
-      topErrors.push(e instanceof TopError ? e.message : "Error encountered while rendering pillar top file.");
-    }
-    const matches = topMatches(top, { id: req.id, grains, nodegroups: (this.cfg.nodegroups ?? {}) as NodegroupConfig }, pillarenv);
-    const errors: string[] = [];
-    let pillar = this.renderPillar(run, matches, errors);
-    errors.push(...topErrors);
-    if (this.cfg.pillar_opts === true) {
-      const { grains: _g, ...mopts } = opts;
-      pillar.master = mopts;
-    }
-    if (errors.length) {
-      for (const e of errors) log.critical(`Pillar render error: ${e}`);
-      pillar._errors = errors;
-    }
-    if (req.pillarOverride && Object.keys(req.pillarOverride).length) pillar = this.merge(pillar, req.pillarOverride);
-    return pillar;
+    return { req, tree, grains, saltenv, pillarenv, avail, ignored: new Map(), opts };
   }
 }

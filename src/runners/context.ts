@@ -7,6 +7,7 @@ import type { MinionCache } from "../store/minion-cache.js";
 import type { KeyStore } from "../pki/key-store.js";
 import type { RingReader } from "../shared/sab-ring/reader.js";
 import type { RaftClient } from "../workers/raft/client.js";
+import { checkMinions } from "../targeting/check-minions.js";
 
 /** Live cluster state for runners (only when `cluster_id` is set). */
 export interface RunnerCluster {
@@ -40,4 +41,9 @@ export type RunnerFn = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string
 export function argOf(arg: unknown[], kwarg: Record<string, unknown>, index: number, name: string, dflt: unknown): unknown {
   if (name in kwarg) return kwarg[name];
   return arg.length > index ? arg[index] : dflt;
+}
+
+/** Accepted minions a target selects, over the minion data cache (Salt's CkMinions.check_minions for runners). */
+export function targetIds(ctx: RunnerContext, tgt: unknown, tgtType: string, greedy = true): string[] {
+  return checkMinions(tgt, tgtType, { acceptedIds: ctx.keys.list("accepted"), minionData: (id) => ctx.minions.get(id), nodegroups: ctx.cfg.nodegroups ?? {}, greedy }).minions;
 }

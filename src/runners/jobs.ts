@@ -1,13 +1,14 @@
 /** jobs.* runners over the job cache. */
 import { jidToTime } from "../protocol/jid.js";
-import { argOf, type RunnerFn } from "./context.js";
+import { pyTruthy } from "../wheel/salt-errors.js";
+import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 
 function formatJob(jid: string, load: Record<string, unknown>): Record<string, unknown> {
   return {
     Function: load.fun ?? "unknown-function",
     Arguments: load.arg ?? [],
     Target: load.tgt ?? "unknown-target",
-    "Target-type": load.tgt_type ?? [],
+    "Target-type": load.tgt_type ?? "list",
     User: load.user ?? "root",
     StartTime: jidToTime(jid),
   };
@@ -37,13 +38,74 @@ const lookupJid: RunnerFn = async (ctx, arg, kwarg) => {
   return out;
 };
 
+/** Salt's local_cache get_jid: each minion's `return` (and `out` when the minion named an outputter). */
+function resultOf(ctx: RunnerContext, jid: string): Record<string, Record<string, unknown>> {
+  const result: Record<string, Record<string, unknown>> = {};
+  for (const [id, rec] of Object.entries(ctx.jobs.returnsFor(jid))) {
+    const r: Record<string, unknown> = { return: rec.return };
+    for (const k of ["retcode", "success", "out"]) if (rec[k] !== undefined) r[k] = rec[k];
+    result[id] = r;
+  }
+  return result;
+}
+
 const listJob: RunnerFn = async (ctx, arg, kwarg) => {
   const jid = String(argOf(arg, kwarg, 0, "jid", ""));
   const load = ctx.jobs.getLoad(jid);
   if (!load) return {};
-  const result: Record<string, unknown> = {};
-  for (const [id, rec] of Object.entries(ctx.jobs.returnsFor(jid))) result[id] = { return: rec.return };
-  return { jid, ...formatJob(jid, load), Minions: load.Minions, Result: result };
+  return { jid, ...formatJob(jid, load), Minions: load.Minions, Result: resultOf(ctx, jid) };
+};
+
+/** print_job(jid): {jid: the job's description and Result}; Salt's "Error" entry when no load is cached. */
+async function printJob(ctx: RunnerContext, jid: string): Promise<Record<string, unknown>> {
+  const load = ctx.jobs.getLoad(jid);
+  if (!load) return { [jid]: { Error: "Cannot contact returner or no job with this jid", StartTime: jidToTime(jid), Result: resultOf(ctx, jid) } };
+  // Salt's order: the job's fields, Minions (local_cache's .minions.p), StartTime, Result
+  const { StartTime, ...fields } = formatJob(jid, load);
+  const minions = Array.isArray(load.Minions) ? load.Minions : ctx.jobs.expectedMinions(jid);
+  return { [jid]: { ...fields, ...(minions.length ? { Minions: minions } : {}), StartTime, Result: resultOf(ctx, jid) } };
+}
+
+/**
+ * last_run(ext_source, outputter, metadata, function, target): print_job of the newest cached job (jids sort
+ * by time), among those whose function / target contain `function` / `target`; False when there is none, or
+ * when `metadata` is given and is not a dictionary (Salt's answer).
+ */
+const lastRun: RunnerFn = async (ctx, arg, kwarg) => {
+  const metadata = argOf(arg, kwarg, 2, "metadata", null);
+  if (metadata !== null && metadata !== undefined && metadata !== "" && (typeof metadata !== "object" || Array.isArray(metadata))) return false;
+  const fn = argOf(arg, kwarg, 3, "function", undefined);
+  const tgt = argOf(arg, kwarg, 4, "target", undefined);
+  const jobs = (await listJobs(ctx, [], { ...(fn ? { search_function: fn } : {}), ...(tgt ? { search_target: tgt } : {}) })) as Record<string, Record<string, unknown>>;
+  const meta = metadata && typeof metadata === "object" ? (metadata as Record<string, unknown>) : undefined;
+  const jids = Object.keys(jobs)
+    .filter((jid) => !meta || matchesMetadata(ctx.jobs.getLoad(jid), meta))
+    .sort();
+  if (!jids.length) return false;
+  return printJob(ctx, jids[jids.length - 1]!);
+};
+
+/** Salt's search_metadata: every given key is in the job's metadata with an equal value. */
+function matchesMetadata(load: Record<string, unknown> | undefined, want: Record<string, unknown>): boolean {
+  const kw = load?.kwargs as Record<string, unknown> | undefined;
+  const have = (load?.metadata ?? kw?.metadata) as Record<string, unknown> | undefined;
+  if (!have || typeof have !== "object") return false;
+  return Object.entries(want).every(([k, v]) => JSON.stringify(have[k]) === JSON.stringify(v));
+}
+
+/**
+ * exit_success(jid): per minion, whether it returned a truthy `return` (Salt's test is Python truthiness);
+ * expected minions that did not return are False.
+ */
+const exitSuccess: RunnerFn = async (ctx, arg, kwarg) => {
+  const jid = String(argOf(arg, kwarg, 0, "jid", ""));
+  const load = ctx.jobs.getLoad(jid);
+  const result = resultOf(ctx, jid);
+  const minions = Array.isArray(load?.Minions) ? (load!.Minions as string[]) : ctx.jobs.expectedMinions(jid);
+  const out: Record<string, boolean> = {};
+  for (const id of minions) out[id] = id in result && "return" in result[id]! ? pyTruthy(result[id]!.return) : false;
+  for (const [id, r] of Object.entries(result)) if ("return" in r && pyTruthy(r.return)) out[id] = true;
+  return out;
 };
 
 /** jobs.active: ask every minion what it is running (saltutil.running) and group by jid. */
@@ -73,4 +135,7 @@ export const jobsRunners: Record<string, RunnerFn> = {
   "jobs.lookup_jid": lookupJid,
   "jobs.list_job": listJob,
   "jobs.active": active,
+  "jobs.print_job": async (ctx, arg, kwarg) => printJob(ctx, String(argOf(arg, kwarg, 0, "jid", ""))),
+  "jobs.last_run": lastRun,
+  "jobs.exit_success": exitSuccess,
 };

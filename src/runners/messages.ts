@@ -20,7 +20,13 @@ export interface RunnerInit {
  * result (jobs.list_jobs of 100,000 jobs) costs it no structured clone, no encoding and no decoding, and a result
  * msgpack cannot carry is an error in the runner thread, not in the master's main thread.
  */
-export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string };
+export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string } | RunnerSync;
+
+/** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
+export interface RunnerSync {
+  type: "sync";
+  batches: Uint8Array[];
+}
 
 /** main → runner: every bus event while the runner runs */
 export interface RunnerEvent {

@@ -6,5 +6,12 @@ import { manageRunners } from "./manage.js";
 import { stateRunners } from "./state.js";
 import { reactorRunners } from "./reactor.js";
 import { testRunners } from "./test.js";
+import { cacheRunners } from "./cache.js";
+import { saltutilRunners } from "./custom.js";
+import { fileserverRunners } from "./fileserver.js";
+import { mineRunners } from "./mine.js";
+import { pillarRunners } from "./pillar.js";
+import { surveyRunners } from "./survey.js";
 
 export const RUNNERS: Record<string, RunnerFn> = { ...jobsRunners, ...manageRunners, ...stateRunners, ...clusterRunners, ...reactorRunners, ...testRunners };
+Object.assign(RUNNERS, cacheRunners, mineRunners, pillarRunners, fileserverRunners, surveyRunners, saltutilRunners);

@@ -18,6 +18,10 @@ import { RUNNERS } from "./registry.js";
 import { storeMasterJob } from "./job-record.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { RaftClient } from "../workers/raft/client.js";
+import { isClustered } from "../cluster/shared-fs.js";
+import { SyncOutbox } from "../cluster/cache-sync/outbox.js";
+import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
+import { customRunner } from "./custom.js";
 
 const init = workerData as RunnerInit;
 configureLogging(init.log);
@@ -43,7 +47,19 @@ async function* events(): AsyncIterable<BusEvent> {
   }
 }
 
-const fn = RUNNERS[init.fun];
+/** Clustered: the cache writes this runner makes (cache.clear_*), stamped and encoded for the peers (cache.ts). */
+function trackSync(ctx: RunnerContext): (() => void) | undefined {
+  if (!isClustered(init.cfg)) return undefined;
+  const outbox = new SyncOutbox();
+  ctx.minions.track(clusterNodeIdOf(init.cfg), (r) => outbox.push(r));
+  return () => {
+    const batches = outbox.drain();
+    if (batches) post({ type: "sync", batches });
+  };
+}
+
+// a runner brine does not have is looked up among the synced custom runners (custom.ts; "not available" there)
+const fn = RUNNERS[init.fun] ?? customRunner(init.cfg, init.fun);
 if (!fn) {
   post({ type: "error", message: `'${init.fun}' is not available.` });
 } else {
@@ -61,6 +77,7 @@ if (!fn) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;
   }
+  const flush = trackSync(ctx);
   // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it
   const record = async (ret: unknown, success: boolean) => {
     if (!init.job) return;
@@ -74,6 +91,7 @@ if (!fn) {
   };
   Promise.resolve()
     .then(() => fn(ctx, init.arg, init.kwarg))
+    .finally(() => flush?.())
     .then(async (ret) => {
       let packed: Buffer;
       try {

@@ -51,6 +51,11 @@ export class MinionCache {
     await Promise.all([this.write("data", id, null), this.write("mine", id, null)]);
   }
 
+  /** Removes one bank of `id` (stamped like any write: a tombstone the peers keep), for the cache.clear_* runners. */
+  async removeBank(bank: Bank, id: string): Promise<void> {
+    await this.write(bank, id, null);
+  }
+
   mine(id: string): Record<string, unknown> | undefined {
     return this.s.mine.get(id);
   }
