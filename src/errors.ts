@@ -123,8 +123,6 @@ export const ERR = {
   CLUSTER_STALE_RETURN: "return not verified by its origin master",
   // (end of hardening: cluster)
   // --- runners and pidfile ---
-  RUNNER_UNKNOWN: "no such runner function",
-  RUNNER_PYTHON_UNSUPPORTED: "a Python runner cannot run in brine",
   PIDFILE_LOCKED: "another master holds the pidfile",
   // (end of runners and pidfile)
 } as const;

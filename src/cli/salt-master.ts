@@ -5,6 +5,8 @@
  */
 import { Command } from "commander";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { isBrineError } from "../errors.js";
+import { acquirePidfile, pidfilePath, type PidfileHold } from "../master/pidfile.js";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { embeddedDefaultConfigText } from "../config/load.js";
@@ -20,7 +22,7 @@ const program = new Command("salt-master")
   .option("--log-file <path>", "log file path (overrides log_file)")
   .option("--log-file-level <level>", "log file level (overrides log_level_logfile)")
   .option("-d, --daemon", "run in the background (detached)")
-  .option("--pid-file <path>", "write the master's pid here")
+  .option("--pid-file <path>", "the master's pidfile (overrides pidfile; default /var/run/salt-master.pid under root_dir)")
   .version("brine 0.1.0 (Salt protocol 3006/3007)", "--version");
 program.parse();
 const o = program.opts<{ configDir: string; embeddedRoot?: string; logLevel?: string; logFile?: string; logFileLevel?: string; daemon?: boolean; pidFile?: string }>();
@@ -37,7 +39,28 @@ if (o.embeddedRoot) {
   }
 }
 
+const cfg = loadConfigOrExit(configDir);
+let pidPath: string;
+try {
+  pidPath = pidfilePath(cfg, o.pidFile);
+} catch (e) {
+  process.stderr.write(`${(e as Error).message}\n`);
+  process.exit(1);
+}
+/** Refuses to start (exit 1) when a running master holds the pidfile. */
+function heldOrExit(fn: () => PidfileHold): PidfileHold {
+  try {
+    return fn();
+  } catch (e) {
+    if (!isBrineError(e) || e.code !== "PIDFILE_LOCKED") throw e;
+    process.stderr.write(`${e.message}\n`);
+    process.exit(1);
+  }
+}
+
 if (o.daemon) {
+  // refused here, before detaching, so the caller sees why (the detached child takes the file)
+  heldOrExit(() => acquirePidfile(pidPath)).release();
   const args = process.argv.slice(1).filter((a) => a !== "-d" && a !== "--daemon");
   const child = spawn(process.execPath, args, { detached: true, stdio: "ignore" });
   child.unref();
@@ -45,20 +68,20 @@ if (o.daemon) {
   process.exit(0);
 }
 
-const cfg = loadConfigOrExit(configDir);
 configureLogging({
   level: o.logLevel ?? String(cfg.log_level ?? "warning"),
   file: o.logFile ?? cfg.log_file,
   fileLevel: o.logFileLevel ?? (cfg.log_level_logfile as string | null) ?? String(cfg.log_level),
 });
 const log = getLogger("brine.salt-master");
-if (o.pidFile) writeFileSync(o.pidFile, String(process.pid));
+const pidfile = heldOrExit(() => acquirePidfile(pidPath));
 
 const server = new MasterServer(cfg);
 try {
   await server.start();
 } catch (e) {
   log.critical(`master failed to start: ${(e as Error).message}`);
+  pidfile.release();
   process.exit(1);
 }
 process.stdout.write(`brine salt-master ${cfg.id} ready (publish ${cfg.interface}:${cfg.publish_port}, requests ${cfg.interface}:${cfg.ret_port}, config ${configDir})\n`);
@@ -71,6 +94,7 @@ const stop = async (sig: string) => {
   try {
     await server.stop();
   } finally {
+    pidfile.release();
     process.exit(0);
   }
 };

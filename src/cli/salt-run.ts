@@ -7,7 +7,7 @@ import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from 
 
 const program = new Command("salt-run")
   .usage("[options] <function> [arguments]")
-  .description("Run a runner on the master: jobs.list_jobs, jobs.lookup_jid, jobs.list_job, jobs.active, manage.up, manage.down, manage.status, manage.present, manage.not_present, state.event")
+  .description("Run a runner on the master (jobs.*, manage.*, cache.*, mine.get, pillar.*, fileserver.*, survey.*, saltutil.sync_*, state.event, cluster.*, custom runners; the list is in README.md)")
   .option("-c, --config-dir <dir>", "directory holding the master config", DEFAULT_CONFIG_DIR)
   .option("--out <outputter>", `output format: ${OUTPUTTERS.join(", ")}`, "nested")
   .option("-t, --timeout <seconds>", "timeout for runners that wait on minions")

@@ -209,6 +209,8 @@ export class ClusterHarness {
       cachedir: this.opts.privateCachedir ? path.join(dir, "cache") : path.join(this.shared, "cache"),
       pki_dir: path.join(dir, "pki"),
       sock_dir: path.join(dir, "sock"),
+      // each master its own (the default /var/run/salt-master.pid is one per host)
+      pidfile: path.join(dir, "salt-master.pid"),
       log_file: m.logFile,
       log_level_logfile: "info",
       file_roots: { base: [path.join(this.shared, "srv", "salt")] },

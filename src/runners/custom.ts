@@ -57,7 +57,7 @@ function pythonRunnerFiles(cfg: MasterConfig, module: string): string[] {
   return out;
 }
 
-/** The custom runner function `fun` ("module.function"), or a coded error saying why there is none. */
+/** The custom runner function `fun` ("module.function"), or an error saying why there is none (Salt's "not available"). */
 export async function loadCustomRunner(cfg: MasterConfig, fun: string): Promise<RunnerFn> {
   const dot = fun.indexOf(".");
   const module = dot > 0 ? fun.slice(0, dot) : "";
@@ -73,9 +73,9 @@ export async function loadCustomRunner(cfg: MasterConfig, fun: string): Promise<
       break;
     }
     const py = pythonRunnerFiles(cfg, module);
-    if (py.length) throw new BrineError("RUNNER_PYTHON_UNSUPPORTED", `'${fun}' is not available: ${py.join(", ")} is a Python runner, which brine cannot run; write it as a JavaScript module (_runners/${module}.mjs exporting ${name}(ctx, args, kwargs))`);
+    if (py.length) throw new Error(`'${fun}' is not available: ${py.join(", ")} is a Python runner, which brine cannot run; write it as a JavaScript module (_runners/${module}.mjs exporting ${name}(ctx, args, kwargs))`);
   }
-  throw new BrineError("RUNNER_UNKNOWN", `'${fun}' is not available.`);
+  throw new Error(`'${fun}' is not available.`);
 }
 
 /** A runner that loads custom `fun` when called (loadCustomRunner's error, e.g. "not available", is its failure). */

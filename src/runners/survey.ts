@@ -20,12 +20,14 @@ export interface Pool {
 async function poolResults(ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>): Promise<Pool[]> {
   if (arg.length < 2) throw new Error("survey needs a target and a function: survey.hash <tgt> <function> [args...]");
   const [tgt, fun, ...rest] = arg;
-  const { survey_sort: sort = "down", tgt_type: tt = "compound", ...others } = kwarg;
+  // `timeout` is salt-run's -t (Salt's opts["timeout"]), not the function's
+  const { survey_sort: sort = "down", tgt_type: tt = "compound", timeout, ...others } = kwarg;
+  const timeoutS = Number(timeout ?? ctx.cfg.timeout);
   const tgtType = tt === "pcre" ? "pcre" : "compound";
   const passthru = Object.fromEntries(Object.entries(others).filter(([k]) => !k.startsWith("_")));
   const args = Object.keys(passthru).length ? [...rest, { ...passthru, __kwarg__: true }] : rest;
   const returns: Record<string, unknown> = {};
-  for await (const r of ctx.client.cmdIter({ tgt: String(tgt), fun: String(fun), arg: args, tgtType, timeoutS: ctx.cfg.timeout }, { gatherJobTimeoutS: ctx.cfg.gather_job_timeout })) {
+  for await (const r of ctx.client.cmdIter({ tgt: String(tgt), fun: String(fun), arg: args, tgtType, timeoutS }, { gatherJobTimeoutS: ctx.cfg.gather_job_timeout })) {
     returns[r.id] = "missing" in r ? false : r.data.return;
   }
   return groupPools(returns, sort !== "up");

@@ -6,7 +6,8 @@
  * - a minion signs in while master 3 is the only one the balancer uses: its grains land on master 3 only, yet
  *   a grain-targeted job published on master 1 reaches it;
  * - mine data it sends to master 3 is what `mine.get` answers to a minion attached to master 1;
- * - a master stopped while another minion signs in pulls that minion's data from its peers when it comes back.
+ * - a master stopped while another minion signs in pulls that minion's data from its peers when it comes back;
+ * - `salt-run cache.clear_all` on one master clears the minion's data and mine on the others (tombstones).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -81,6 +82,20 @@ test("minion data cache and mine are shared through the cluster (no shared cache
         return x.code === 0 ? x : undefined;
       }, 30_000, 1000);
       assert.deepEqual(parseReturns(r.stdout), { "cs-late": true });
+    });
+
+    await t.test("salt-run cache.clear_all on master 2 clears the minion's grains, pillar and mine on masters 1 and 3 too", async () => {
+      const before = await h.saltRun(0, ["cache.grains", "cs-far", "--out", "json"]);
+      assert.equal(JSON.parse(before.stdout)["cs-far"].brine_marker, "landed-on-m3", before.stderr);
+      const cleared = await h.saltRun(1, ["cache.clear_all", "cs-far", "--out", "json"]);
+      assert.equal(cleared.stdout.trim(), "true", cleared.stderr);
+      for (const i of [0, 2]) {
+        await until(`master ${i + 1} to drop cs-far's cached data and mine`, async () => {
+          const g = JSON.parse((await h.saltRun(i, ["cache.grains", "cs-far", "--out", "json"])).stdout);
+          const m = JSON.parse((await h.saltRun(i, ["cache.mine", "cs-far", "--out", "json"])).stdout);
+          return JSON.stringify(g) === '{"cs-far":{}}' && JSON.stringify(m) === '{"cs-far":{}}' ? true : undefined;
+        }, 15_000, 500);
+      }
     });
   } finally {
     await Promise.all(minions.map((m) => m.stop()));

@@ -1,0 +1,77 @@
+/**
+ * The master's pidfile (issue 20): written at start under root_dir, removed at a clean stop, held while the
+ * master runs (a second master on the same pidfile refuses to start, naming the file and the running pid), and
+ * a stale one (its pid dead) taken over with a warning.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "../../src/transport/free-port.js";
+import { acquirePidfile, pidfilePath } from "../../src/master/pidfile.js";
+import { masterDefaults } from "../../src/config/defaults.js";
+import { CLI_DIR, runCli } from "../helpers/cli.js";
+
+async function masterRoot(): Promise<{ root: string; conf: string }> {
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-pid-"));
+  const conf = path.join(root, "etc");
+  mkdirSync(conf, { recursive: true });
+  writeFileSync(path.join(conf, "master"), `root_dir: ${root}\ninterface: 127.0.0.1\nret_port: ${await freePort()}\npublish_port: ${await freePort()}\nworker_threads: 1\n`);
+  return { root, conf };
+}
+
+test("salt-master writes its pidfile under root_dir, a second master on it refuses naming the file and pid, and a clean stop removes it", { timeout: 120_000 }, async () => {
+  const { root, conf } = await masterRoot();
+  const pidfile = path.join(root, "var", "run", "salt-master.pid");
+  const p = spawn(process.execPath, [new URL("salt-master.js", CLI_DIR).pathname, "-c", conf, "-l", "quiet"], { stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    let out = "";
+    p.stdout.on("data", (d) => (out += d));
+    const deadline = Date.now() + 60_000;
+    while (!out.includes("ready") && Date.now() < deadline && p.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(out.includes("ready"), out);
+    assert.equal(readFileSync(pidfile, "utf8").trim(), String(p.pid));
+
+    // the second master has other ports: only the pidfile (--pid-file, not under its root_dir) stops it
+    const second = await masterRoot();
+    const r = await runCli("salt-master", ["-c", second.conf, "-l", "quiet", "--pid-file", pidfile], { timeoutMs: 60_000 });
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.ok(r.stderr.includes(`${pidfile} names pid ${p.pid}, a salt-master that is running`), r.stderr);
+    assert.equal(readFileSync(pidfile, "utf8").trim(), String(p.pid), "the refused master leaves the file alone");
+    rmSync(second.root, { recursive: true, force: true });
+
+    p.kill("SIGTERM");
+    await new Promise((r) => p.once("exit", r));
+    assert.equal(p.exitCode, 0);
+    assert.ok(!existsSync(pidfile), "a clean stop removes the pidfile");
+  } finally {
+    if (p.exitCode === null) p.kill("SIGKILL");
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a stale pidfile (its pid dead, or not a number) is taken over; release removes only this process's file", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-pid-"));
+  try {
+    const file = path.join(dir, "run", "m.pid");
+    mkdirSync(path.dirname(file));
+    writeFileSync(file, "2147483646\n"); // no such process
+    const hold = acquirePidfile(file, 4242);
+    assert.equal(readFileSync(file, "utf8"), "4242\n");
+    writeFileSync(file, "garbage");
+    const again = acquirePidfile(file, 4243);
+    assert.equal(readFileSync(file, "utf8"), "4243\n");
+    hold.release();
+    assert.ok(existsSync(file), "another process's file is not removed");
+    again.release();
+    assert.ok(!existsSync(file));
+    assert.equal(pidfilePath({ ...masterDefaults(), root_dir: "/srv/x" }), "/srv/x/var/run/salt-master.pid");
+    assert.equal(pidfilePath({ ...masterDefaults(), root_dir: "/srv/x", pidfile: "/run/b.pid" } as never), "/srv/x/run/b.pid");
+    assert.equal(pidfilePath({ ...masterDefaults(), root_dir: "/" }, "rel.pid"), path.resolve("rel.pid"));
+    assert.throws(() => pidfilePath({ ...masterDefaults(), pidfile: 3 } as never), /pidfile: must be a file path/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
