@@ -58,5 +58,7 @@ test("the everyday runners answer through salt-run: fileserver.file_list, pillar
   assert.deepEqual(JSON.parse((await run("pillar.show_top", "--out", "json")).stdout), { base: { "*": ["common"] } });
   assert.deepEqual(JSON.parse((await run("pillar.show_pillar", "--out", "json")).stdout), { k: "v" });
   assert.deepEqual(JSON.parse((await run("cache.grains", "*", "--out", "json")).stdout), {});
-  assert.equal((await run("jobs.last_run", "--out", "json")).stdout.trim(), "false");
+  assert.equal((await run("jobs.last_run", "function=test.ping", "--out", "json")).stdout.trim(), "false", "no such job was published");
+  const last = JSON.parse((await run("jobs.last_run", "--out", "json")).stdout) as Record<string, Record<string, unknown>>;
+  assert.equal(Object.values(last)[0]!.Function, "runner.jobs.last_run", "runner calls are jobs too, as in Salt");
 });
