@@ -3,6 +3,7 @@
  * presence detection (present, list_state and Salt's aliases of it: alived, allowed, joined, reaped, and
  * their not_* forms: no job is sent).
  */
+import os from "node:os";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { clusterPresent, peerAddresses, presenceMode } from "../master/presence.js";
 
@@ -38,9 +39,22 @@ const showIpOf = (arg: unknown[], kwarg: Record<string, unknown>) => {
 };
 
 /**
- * The address each present minion is seen from, for `show_ip`: with `connections` presence the cached
- * ipv4/ipv6 grain that has a connection to the publish port (Salt's answer); otherwise (`heard`, or through
- * a balancer) the minion's first non-loopback ipv4 grain.
+ * Salt's connected_ids addresses: the peers of the publish port, a loopback peer standing for every
+ * non-loopback address of this host (a minion on the master's host).
+ */
+function publishPeers(port: number): Set<string> {
+  const addrs = peerAddresses(port);
+  for (const [lo, family] of [["127.0.0.1", "IPv4"], ["::1", "IPv6"]] as const) {
+    if (!addrs.delete(lo)) continue;
+    for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) if (!a.internal && a.family === family) addrs.add(a.address);
+  }
+  return addrs;
+}
+
+/**
+ * The address each present minion is seen from, for `show_ip`: with `connections` presence the first cached
+ * ipv4 (then ipv6) grain among the publish port's peers (Salt's answer); otherwise (`heard`, or through a
+ * balancer) the minion's first non-loopback ipv4 grain.
  */
 function addressOf(ctx: RunnerContext, id: string, peers: Set<string> | undefined): string {
   const g = (ctx.minions.get(id)?.grains ?? {}) as Record<string, unknown>;
@@ -55,7 +69,7 @@ function listState(ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unk
     .filter((id) => !subset || subset.has(id))
     .sort();
   if (!showIpOf(arg, kwarg)) return ids;
-  const peers = presenceMode(ctx.cfg) === "connections" ? peerAddresses(ctx.cfg.publish_port) : undefined;
+  const peers = presenceMode(ctx.cfg) === "connections" ? publishPeers(ctx.cfg.publish_port) : undefined;
   return Object.fromEntries(ids.map((id) => [id, addressOf(ctx, id, peers)]));
 }
 

@@ -291,3 +291,26 @@ test("saltutil.sync_runners copies _runners JavaScript modules, names Python one
     await h.close();
   }
 });
+
+test("manage.list_state show_ip=True names, for a minion on the master's host, its first non-loopback address (Salt's connected_ids)", async () => {
+  const { createServer, connect } = await import("node:net");
+  const os = await import("node:os");
+  const local = Object.values(os.networkInterfaces()).flat().find((a) => a && !a.internal && a.family === "IPv4")?.address;
+  if (!local) return; // no non-loopback IPv4 address on this host: nothing to name
+  const server = createServer(() => {});
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  const sock = connect(port, "127.0.0.1");
+  await new Promise((r) => sock.once("connect", r));
+  const h = runnerHarness({ accepted: ["here", "away"], cfg: { publish_port: port, brine_presence: "connections" } as never });
+  try {
+    await h.ctx.minions.put("here", { grains: { ipv4: ["127.0.0.1", local] } });
+    await h.ctx.minions.put("away", { grains: { ipv4: ["203.0.113.9"] } });
+    assert.deepEqual(await h.run("manage.list_state", [], { show_ip: true }), { here: local });
+    assert.deepEqual(await h.run("manage.not_joined"), ["away"]);
+  } finally {
+    sock.destroy();
+    server.close();
+    await h.close();
+  }
+});
