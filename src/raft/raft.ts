@@ -72,6 +72,8 @@ export class Raft {
   vote: NodeId = NONE;
   lead: NodeId = NONE;
   role: Role = "follower";
+  /** times this node became candidate (elections it started; the metrics endpoint) */
+  elections = 0;
   readonly log: RaftLog;
   readonly prs: ProgressTracker;
   /** membership in effect: the bootstrap/snapshot config plus every conf entry handed out as committed */
@@ -181,6 +183,7 @@ export class Raft {
     this.reset(this.term + 1);
     this.vote = this.id;
     this.role = "candidate";
+    this.elections++;
   }
 
   becomeLeader(): void {

@@ -10,7 +10,7 @@ import type { ClusterEntry } from "../../cluster/state-machines/entries.js";
 import type { ConfChangeKind, Role } from "../../raft/types.js";
 import type { MessagePort } from "node:worker_threads";
 import type { GroupKind } from "./backend.js";
-import type { LatencySummary } from "./latency-window.js";
+import type { LatencyHistogram, LatencySummary } from "./latency-window.js";
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
 
@@ -90,6 +90,10 @@ export interface GroupStatus {
    * proposal to its result (committed by a quorum, applied here); absent before the first
    */
   commitLatency?: LatencySummary;
+  /** every proposal made on this node that committed, in fixed buckets (the metrics endpoint) */
+  commitHistogram?: LatencyHistogram;
+  /** elections this node started for the group (became candidate) since the worker started */
+  elections?: number;
   /** leader only: how it replicates to each other member (probe: one append per answer; replicate: pipelined) */
   progress?: Record<string, { state: "probe" | "replicate" | "snapshot"; match: number; next: number }>;
 }

@@ -353,6 +353,8 @@ export class Group {
     };
     const latency = this.commitLatency.summary();
     if (latency) st.commitLatency = latency;
+    st.commitHistogram = this.commitLatency.histogram();
+    st.elections = this.node.raft.elections;
     if (s.progress) {
       st.progress = {};
       for (const [id, p] of s.progress) if (id !== this.selfRaftId) st.progress[this.directory.name(id) ?? `raft:${id}`] = { state: p.state, match: p.match, next: p.next };
