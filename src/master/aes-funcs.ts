@@ -14,6 +14,7 @@ import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
 import { returnSignatureValid } from "./return-sig.js";
 import { minionPolicy } from "./minion-policy.js";
+import { returnSucceeded } from "../metrics/labels.js";
 
 const log = getLogger("brine.aesfuncs");
 
@@ -133,6 +134,7 @@ function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: st
   if (raw?.buf) ctx.fireSpans(fx, tag, raw, NOT_IN_RETURN_EVENT);
   else ctx.fire(fx, tag, eventData(load), true);
   markVerified(fx);
+  ctx.metrics.jobCompleted(load.fun, returnSucceeded(load));
   const fun = typeof load.fun === "string" ? load.fun : "";
   if ((fun === "state.sls" || fun === "state.highstate" || fun === "state.apply") && isMap(load.return)) {
     const eventLoad = eventData(load);

@@ -74,7 +74,15 @@ function pendingKeysFull(ctx: MasterContext, max: number): boolean {
   return false;
 }
 
+/** One `_auth`, counted by its result (Salt's `act`, or invalid) on the metrics board. */
 export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, version: number, fx: Effects): unknown {
+  const counted = { act: "invalid" };
+  const reply = authReply(ctx, load, version, fx, counted);
+  ctx.metrics.auth(counted.act);
+  return reply;
+}
+
+function authReply(ctx: MasterContext, load: Record<string, WireValue>, version: number, fx: Effects, counted: { act: string }): unknown {
   const encAlgoRaw = load.enc_algo ?? DEFAULT_ENC_ALGO;
   const sigAlgoRaw = load.sig_algo ?? DEFAULT_SIG_ALGO;
   if (!isEncAlgo(encAlgoRaw)) return { enc: "clear", load: { ret: "bad enc algo" } };
@@ -110,6 +118,7 @@ export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, 
   }
   const pub = cleanKey(rawPub);
   const fire = (result: unknown, act: string) => {
+    counted.act = act;
     if (cfg.auth_events) ctx.fire(fx, "salt/auth", { result, act, id, pub: rawPub });
   };
   const readClean = (s: KeyState) => {

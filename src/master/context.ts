@@ -31,6 +31,7 @@ import { TokenStore } from "../auth/tokens.js";
 import type { WheelContext } from "../wheel/types.js";
 import { getLogger } from "../log.js";
 import { localPresent } from "./presence.js";
+import { MetricsBoard } from "../metrics/board.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
 export const acceptedKeyCacheTtlMs = 1000;
@@ -41,6 +42,8 @@ export interface SharedBuffers {
   nonces: SharedArrayBuffer;
   /** the last jid's microsecond timestamp (BigInt64), shared so jids are unique across threads */
   jids: SharedArrayBuffer;
+  /** the metrics board (src/metrics/board.ts); absent: this thread counts into a board nobody reads */
+  metrics?: SharedArrayBuffer;
 }
 
 /** What one request produced besides its reply: events for the bus, publishes for the PUB socket. */
@@ -93,6 +96,8 @@ export class MasterContext {
   readonly jobs: JobCache;
   readonly minionCache: MinionCache;
   readonly jids: JidGenerator;
+  /** this master's counters, shared by every thread (src/metrics/board.ts) */
+  readonly metrics: MetricsBoard;
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
   /**
@@ -117,6 +122,7 @@ export class MasterContext {
     readonly now: () => number = Date.now,
   ) {
     this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
+    this.metrics = new MetricsBoard(shared.metrics);
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
     this.keys = new KeyStore(minionPkiDir(cfg));
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
@@ -214,11 +220,13 @@ export class MasterContext {
 
   /** Queue an event for the bus; `owned`: `data` was made for this event alone and may be stamped in place. */
   fire(fx: Effects, tag: string, data: unknown, owned = false): void {
+    this.metrics.eventFired(tag);
     fx.events.push(packEvent(tag, data, new Date(), owned));
   }
 
   /** Queue an event whose data is a decoded map's entries as they came (see packEventFromSpans). */
   fireSpans(fx: Effects, tag: string, spans: MapEntrySpans, drop: ReadonlySet<string>): void {
+    this.metrics.eventFired(tag);
     fx.events.push(packEventFromSpans(tag, spans, drop));
   }
 

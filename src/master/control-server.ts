@@ -38,6 +38,8 @@ export class ControlServer {
   /** the reactor.* / schedule.* runners' requests, when the automation thread runs (src/automation/host.ts) */
   automation: ((req: unknown) => Promise<unknown>) | undefined;
   readonly path: string;
+  /** the metrics board, handed to each runner thread (brine.stats reads it) */
+  metricsBoard: SharedArrayBuffer | undefined;
 
   constructor(
     private readonly cfg: MasterConfig,
@@ -175,6 +177,7 @@ export class ControlServer {
     };
     const link = this.clusterLink();
     if (link) init.cluster = link;
+    if (this.metricsBoard) init.metrics = this.metricsBoard;
     const jid = call.jid ?? this.runnerEvents?.nextJid();
     const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
     if (jid) init.job = { jid, user: call.user };

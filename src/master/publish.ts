@@ -125,6 +125,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   if (typeof load.to === "number") pub.to = load.to;
   ctx.fire(fx, `salt/job/${jid}/publish`, pub);
   fx.publishes.push(pub);
+  ctx.metrics.jobPublished(fun);
   log.info(`User ${user} Published command ${funs.join(",")} with jid ${jid}`);
   return clear({ jid, minions, missing });
 }

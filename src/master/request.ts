@@ -21,6 +21,7 @@ import { handlePublish } from "./publish.js";
 import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
 import type { Effects, MasterContext } from "./context.js";
 import { requestTsWindowS, staleTs } from "./replay-window.js";
+import { CMD_NONE, cmdSlotOf } from "../metrics/labels.js";
 
 const log = getLogger("brine.request");
 const SALT = Buffer.from("salt");
@@ -33,6 +34,17 @@ const SALT = Buffer.from("salt");
 const CLEAR_FUNCS = new Set(["_auth", "publish", ...CLEAR_COMMANDS]);
 
 export const BAD_LOAD = "bad load";
+
+/** The metrics `cmd` slot of the request handleRequest last took, set before it first waits (metrics/labels.ts). */
+let cmdSlot = CMD_NONE;
+export function lastCmdSlot(): number {
+  return cmdSlot;
+}
+/** Whether the request handleRequest last took was answered without waiting (its promise is already settled). */
+let answeredAtOnce = true;
+export function lastAnsweredAtOnce(): boolean {
+  return answeredAtOnce;
+}
 
 function short(v: unknown): string {
   try {
@@ -88,9 +100,11 @@ function failed(e: unknown): Buffer {
 export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects, source?: string): Promise<Buffer> {
   try {
     const reply = handle(ctx, frame, fx, source);
+    answeredAtOnce = !(reply instanceof Promise);
     if (reply instanceof Promise) return reply.then(toFrame, failed);
     return Promise.resolve(toFrame(reply));
   } catch (e) {
+    answeredAtOnce = true;
     return Promise.resolve(failed(e));
   }
 }
@@ -109,6 +123,7 @@ const bigEnvelopeLimits = { ...wireLimits, depthMax: bigEnvelopeDepthMax, elemen
 
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
 function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
+  cmdSlot = CMD_NONE;
   if (frame.length > frameBytesMax) {
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
@@ -167,6 +182,7 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     log.error(`payload and load must be a dict. Load was ${short(load)}`);
     return "payload and load must be a dict";
   }
+  cmdSlot = cmdSlotOf(load.cmd);
   const id = load.id ?? "";
   if (typeof id !== "string") {
     log.error("Payload contains non-string id");

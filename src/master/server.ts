@@ -36,6 +36,7 @@ import { ApiHost, isApiTag } from "../api/host.js";
 import { AutomationHost } from "../automation/host.js";
 import type { ApiTag } from "../api/messages.js";
 import { ensureClusterKeys, isClustered, minionFacingKeyFiles, minionPkiDir, resolveLocalState } from "../cluster/shared-fs.js";
+import { MetricsHost } from "../metrics/exporter.js";
 
 const log = getLogger("brine.master");
 
@@ -63,6 +64,8 @@ export class MasterServer {
   private routerOut: SendQueue | undefined;
   private pubOut: SendQueue | undefined;
   private stopping = false;
+  /** the metrics board and, with `brine_metrics`, the Prometheus endpoint (src/metrics/exporter.ts) */
+  private metrics: MetricsHost | undefined;
   /** the peer channel, Raft worker and forwarding, when `cluster_id` is set (src/cluster/cluster-service.ts) */
   private cluster: ClusterService | undefined;
   readonly secrets = new SharedSecrets();
@@ -112,12 +115,14 @@ export class MasterServer {
   }
 
   fire(tag: string, data: unknown): void {
+    this.metrics?.board.eventFired(tag);
     this.bus.publish([packEvent(tag, data)]);
   }
 
   /** fire() on this master's bus and, clustered, on every peer's (e.g. `salt/key` from salt-key). */
   fireAndForward(tag: string, data: unknown): void {
     const frame = packEvent(tag, data);
+    this.metrics?.board.eventFired(tag);
     this.bus.publish([frame]);
     this.cluster?.forward([frame], []);
   }
@@ -145,6 +150,7 @@ export class MasterServer {
   private async startParts(): Promise<void> {
     const c = this.cfg;
     minionPolicy(c); // its options are checked before anything starts (CONFIG_INVALID names the option)
+    this.metrics = new MetricsHost(c); // so is brine_metrics
     this.prepareDirs();
     requestTsWindowS(c); // a bad brine_request_ts_window_s stops the start here
     // the replay nonces of the last run, before any worker runs (src/shared/nonce-journal.ts)
@@ -154,7 +160,7 @@ export class MasterServer {
     await this.startCluster();
     if (!this.cluster) this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
-    const shared = { secrets: this.secrets.sab, nonces: this.nonces.sab, jids: this.jidClock.buffer as SharedArrayBuffer };
+    const shared = { secrets: this.secrets.sab, nonces: this.nonces.sab, jids: this.jidClock.buffer as SharedArrayBuffer, metrics: this.metrics.sab };
 
     this.pub = new Publisher({ sendHighWaterMark: c.pub_hwm, backlog: c.zmq_backlog, linger: 0, tcpKeepalive: 1, tcpKeepaliveIdle: 300, ipv6: c.ipv6 });
     this.pubOut = new SendQueue((m) => this.pub!.send(m), "publish");
@@ -199,6 +205,7 @@ export class MasterServer {
       () => this.runnerClusterLink(),
       { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data), forwardSync: (batches) => this.cluster?.forwardSync(batches) },
     );
+    this.control.metricsBoard = this.metrics.sab;
     await this.control.start();
     this.automation = await AutomationHost.start(c, {
       subscribe: (fn) => this.bus.subscribe(fn),
@@ -221,6 +228,12 @@ export class MasterServer {
       presence: c.presence_events ? () => this.firePresence() : undefined,
     }, Boolean(this.cluster));
     this.maintenance.start();
+    await this.metrics.start({
+      laneDepth: () => this.lanes!.depths(),
+      sendQueues: () => [this.routerOut!, this.pubOut!].map((q) => ({ length: q.length, dropped: q.dropped })),
+      connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
+      ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer } : {}),
+    });
     void this.receiveLoop();
     log.info(`brine master ${c.id} listening: publish ${c.interface}:${c.publish_port}, requests ${c.interface}:${c.ret_port}`);
   }
@@ -253,6 +266,7 @@ export class MasterServer {
     log.info("master shutting down");
     this.maintenance?.stop();
     await this.automation?.stop();
+    await this.metrics?.stop();
     await this.api?.stop();
     await this.lanes?.drain(Date.now() + shutdownDrainMs);
     await this.routerOut?.drained();
@@ -265,6 +279,11 @@ export class MasterServer {
     await this.stopCluster();
     this.nonceJournal?.close();
     await this.bus.stop();
+  }
+
+  /** The metrics endpoint's port, when `brine_metrics` is set. */
+  get metricsPort(): number | undefined {
+    return this.metrics?.port;
   }
 
   // --- clustering (cluster-node.ts) ---------------------------------------------------------------------------

@@ -33,6 +33,8 @@ export interface RunnerContext {
   events(): AsyncIterable<BusEvent>;
   /** set when clustering is on */
   cluster?: RunnerCluster;
+  /** the master's metrics board (src/metrics/board.ts) */
+  metrics?: SharedArrayBuffer;
 }
 
 export type RunnerFn = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Promise<unknown>;

@@ -12,6 +12,8 @@ export interface RunnerInit {
   cluster?: RunnerClusterLink;
   /** the call's jid and user: the thread stores the job in the job cache when it ends (job-record.ts) */
   job?: { jid: string; user: string };
+  /** the master's metrics board (src/metrics/board.ts), for brine.stats */
+  metrics?: SharedArrayBuffer;
 }
 
 /**

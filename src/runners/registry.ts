@@ -12,6 +12,7 @@ import { fileserverRunners } from "./fileserver.js";
 import { mineRunners } from "./mine.js";
 import { pillarRunners } from "./pillar.js";
 import { surveyRunners } from "./survey.js";
+import { brineRunners } from "./brine.js";
 
 export const RUNNERS: Record<string, RunnerFn> = { ...jobsRunners, ...manageRunners, ...stateRunners, ...clusterRunners, ...reactorRunners, ...testRunners };
-Object.assign(RUNNERS, cacheRunners, mineRunners, pillarRunners, fileserverRunners, surveyRunners, saltutilRunners);
+Object.assign(RUNNERS, cacheRunners, mineRunners, pillarRunners, fileserverRunners, surveyRunners, saltutilRunners, brineRunners);

@@ -73,6 +73,7 @@ if (!fn) {
     print: (text) => post({ type: "print", text }),
     events,
   };
+  if (init.metrics) ctx.metrics = init.metrics;
   if (init.cluster) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;

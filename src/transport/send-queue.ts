@@ -14,6 +14,8 @@ export class SendQueue {
   private q: Buffer[][] = [];
   private running = false;
   private idle: (() => void)[] = [];
+  /** messages dropped since start: the queue was full, or the socket refused the send (the metrics board) */
+  dropped = 0;
 
   constructor(
     private readonly send: (m: Buffer[]) => Promise<void>,
@@ -23,6 +25,7 @@ export class SendQueue {
   push(msg: Buffer[]): void {
     if (this.q.length >= sendQueueLenMax) {
       log.error(`${this.name} send queue full; dropping a message`);
+      this.dropped++;
       return;
     }
     this.q.push(msg);
@@ -37,10 +40,16 @@ export class SendQueue {
         await this.send(m);
       } catch (e) {
         log.debug(`${this.name} send failed: ${(e as Error).message}`);
+        this.dropped++;
       }
     }
     this.running = false;
     for (const f of this.idle.splice(0)) f();
+  }
+
+  /** messages waiting */
+  get length(): number {
+    return this.q.length;
   }
 
   drained(): Promise<void> {

@@ -16,6 +16,7 @@ import type { RunnerLaunch, SharedBuffers } from "../../master/context.js";
 import { encodeWire } from "../../protocol/msgpack.js";
 import type { BatchResult, CleanupResult, Lane, LateReplies, PresenceResult } from "./task.js";
 import { lateReplyMaxMs } from "./limits.js";
+import { MetricsBoard } from "../../metrics/board.js";
 
 const log = getLogger("brine.pool");
 
@@ -225,11 +226,23 @@ export class RequestLanes<T> {
       req: new LaneQueue("req", mk("req"), max, 0, sink, channels.req),
     };
     this.threads = threads;
+    this.board = new MetricsBoard(shared.metrics);
   }
+
+  /** queue-full refusals are counted here (metrics/board.ts) */
+  private readonly board: MetricsBoard;
 
   /** False when the lane is full; the caller replies QUEUE_FULL_REPLY at once. */
   submit(frame: Buffer, tag: T, source?: string): boolean {
-    return this.lanes[classify(frame)].push(source === undefined ? { frame, tag, arrival: Date.now() } : { frame, tag, arrival: Date.now(), source });
+    const lane = classify(frame);
+    if (this.lanes[lane].push(source === undefined ? { frame, tag, arrival: Date.now() } : { frame, tag, arrival: Date.now(), source })) return true;
+    this.board.laneRefused(lane === "auth" ? 0 : 1, 0);
+    return false;
+  }
+
+  /** Frames waiting in or worked on by each lane: auth, req (metrics/labels.ts LANES). */
+  depths(): [number, number] {
+    return [this.lanes.auth.waiting, this.lanes.req.waiting];
   }
 
   waiting(): number {

@@ -10,7 +10,7 @@ import type { MasterConfig } from "../../config/defaults.js";
 import { configureLogging, getLogger } from "../../log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "../../master/context.js";
-import { handleRequest } from "../../master/request.js";
+import { handleRequest, lastAnsweredAtOnce, lastCmdSlot } from "../../master/request.js";
 import { installSubsystems } from "../../master/subsystems.js";
 import type { BatchResult, BatchTask, CleanupResult, LateReplies, MaintenanceTask, PresenceResult } from "./task.js";
 import { batchHoldMsMax } from "./limits.js";
@@ -70,6 +70,10 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   let onLate: ((index: number, reply: Uint8Array) => void) | undefined;
   let allDone!: () => void;
   const done = new Promise<void>((r) => (allDone = r));
+  // per frame: its metrics command slot and start; one clock read per frame, a second for one that waits
+  const cmds = new Uint8Array(n);
+  const starts = new Float64Array(n);
+  let mark = performance.now();
   const settle = (i: number, reply: Uint8Array) => {
     replies[i] = reply;
     if (onLate) onLate(i, reply);
@@ -82,8 +86,21 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       continue;
     }
     const f = task.frames[i]!;
-    void handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined).then((r) => settle(i, r));
+    starts[i] = mark;
+    const p = handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined);
+    mark = performance.now();
+    cmds[i] = lastCmdSlot();
+    if (lastAnsweredAtOnce()) {
+      ctx.metrics.request(cmds[i]!, ((mark - starts[i]!) * 1000) | 0);
+      void p.then((r) => settle(i, r));
+    } else {
+      void p.then((r) => {
+        ctx.metrics.request(cmds[i]!, ((performance.now() - starts[i]!) * 1000) | 0);
+        settle(i, r);
+      });
+    }
   }
+  if (stale) ctx.metrics.laneRefused(0, 1, stale); // auth lane (the only one with staleMs), reason stale
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
   if (settled < n) {
     let timer: NodeJS.Timeout | undefined;
