@@ -1,0 +1,58 @@
+/**
+ * A preload (`node --import dist/test/helpers/fault-hook.js`) for a master process under test: while the file
+ * named by BRINE_FAULT_FILE exists, in every thread of that process, every minion request handler (AES commands,
+ * the fileserver's included) throws or rejects, the key store and the root key throw (so `_auth` and `publish`
+ * fail too), and it adds runners that throw, reject, return what msgpack cannot encode, or end their thread.
+ * Nothing of it is in the master's own code: the test checks that a failure anywhere is answered and the
+ * process serves on.
+ */
+import { existsSync } from "node:fs";
+import { AES_FUNCS } from "../../src/master/aes-funcs.js";
+import { KeyStore } from "../../src/pki/key-store.js";
+import { MasterContext } from "../../src/master/context.js";
+import { RUNNERS } from "../../src/runners/registry.js";
+
+const flag = process.env.BRINE_FAULT_FILE;
+const on = () => flag !== undefined && existsSync(flag);
+
+const get = Map.prototype.get;
+(AES_FUNCS as unknown as { get: (name: string) => unknown }).get = function (name: string) {
+  const h = get.call(this, name) as ((...a: unknown[]) => unknown) | undefined;
+  if (!h) return h;
+  return (...a: unknown[]) => {
+    if (!on()) return h(...a);
+    if (name.length % 2 === 0) throw new Error(`injected fault in ${name}`);
+    return Promise.reject(new Error(`injected fault in ${name} (async)`));
+  };
+};
+
+// what the request path itself needs to open a request and seal its reply keeps working (reading an accepted
+// key, the AES key, firing events): the faults are in what the handlers do
+const keep = new Set(["constructor", "read", "file", "aes", "minionPublicKey", "fire", "fireSpans"]);
+for (const proto of [KeyStore.prototype, MasterContext.prototype] as unknown as Record<string, unknown>[]) {
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    const orig = proto[name];
+    if (keep.has(name) || typeof orig !== "function") continue;
+    proto[name] = function (this: unknown, ...a: unknown[]) {
+      if (on()) throw new Error(`injected store fault in ${name}`);
+      return (orig as (...x: unknown[]) => unknown).apply(this, a);
+    };
+  }
+}
+
+Object.assign(RUNNERS, {
+  "test.throws": () => {
+    throw new Error("injected: a runner that throws");
+  },
+  "test.rejects": async () => {
+    throw new Error("injected: a runner that rejects");
+  },
+  "test.unencodable": async () => {
+    const o: Record<string, unknown> = { a: 1 };
+    o.self = o;
+    return o;
+  },
+  "test.exits": async () => {
+    process.exit(3);
+  },
+});
