@@ -209,8 +209,8 @@ export class RequestLanes<T> {
     const channels = { auth: new BroadcastChannel(channelName("auth")), req: new BroadcastChannel(channelName("req")) };
     channels.auth.unref();
     channels.req.unref();
-    const mk = (name: Lane) =>
-      new Piscina({
+    const mk = (name: Lane) => {
+      const pool = new Piscina({
         filename,
         workerData: { ...workerData, lateChannel: channels[name].name },
         minThreads: threads,
@@ -219,6 +219,11 @@ export class RequestLanes<T> {
         idleTimeout: Infinity,
         atomics: "disabled",
       });
+      // a worker that fails while it holds no task (at its start, or idle) is an 'error' event on the pool:
+      // unheard, it would end the master; Piscina starts a new worker in its place
+      pool.on("error", (e: Error) => log.error(`${name} lane worker failed: ${e.stack ?? e.message}`));
+      return pool;
+    };
     const max = Number(cfg.brine_queue_len_max);
     const authStale = Number(cfg.brine_auth_stale_ms);
     this.lanes = {
