@@ -86,6 +86,14 @@ describe("nothing a minion, a client or a runner does takes the master down", { 
     });
   }
 
+  test("request worker threads failing outside any task: the master logs it and serves on", async () => {
+    writeFileSync(`${faults}.idle-crash`, "");
+    await new Promise((r) => setTimeout(r, 1500));
+    rmSync(`${faults}.idle-crash`, { force: true });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(master.exitCode, null, out);
+  });
+
   test("once the faults stop, the same minion runs a job and salt-run answers", async () => {
     rmSync(faults, { force: true });
     const r = await runCli("salt", ["-c", conf, "fault-minion", "test.ping", "--out", "json", "-t", "20"]);

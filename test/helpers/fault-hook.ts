@@ -7,6 +7,7 @@
  * process serves on.
  */
 import { existsSync } from "node:fs";
+import { isMainThread, workerData } from "node:worker_threads";
 import { AES_FUNCS } from "../../src/master/aes-funcs.js";
 import { KeyStore } from "../../src/pki/key-store.js";
 import { MasterContext } from "../../src/master/context.js";
@@ -56,3 +57,14 @@ Object.assign(RUNNERS, {
     process.exit(3);
   },
 });
+
+// request workers only (Piscina's): not the publisher thread (its failure is fatal by design) nor runner threads
+const wd = workerData as Record<string, unknown> | undefined;
+if (!isMainThread && flag !== undefined && !(wd && typeof wd === "object" && ("signPubMessages" in wd || "fun" in wd))) {
+  const t = setInterval(() => {
+    if (!existsSync(`${flag}.idle-crash`)) return;
+    clearInterval(t);
+    throw new Error("injected: a worker thread fails outside any task");
+  }, 100);
+  t.unref();
+}
