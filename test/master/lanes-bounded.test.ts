@@ -10,6 +10,7 @@ import { classify, QUEUE_FULL_REPLY, STALE_REPLY } from "../../src/workers/req-h
 import { decodeWire, encodeWire, isMap } from "../../src/protocol/msgpack.js";
 import { RawClient } from "../../src/minion/raw-client.js";
 import { startTestMaster } from "../helpers/master.js";
+import { scrapeMetrics } from "../helpers/metrics.js";
 import { testKeys } from "../helpers/minions.js";
 import { cleanKey } from "../../src/protocol/pem.js";
 
@@ -21,7 +22,7 @@ test("clear envelopes go to the auth lane, AES and malformed ones to the request
 });
 
 test("a full request lane answers 'retry later' at once, and sign-ins are still served", async () => {
-  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_queue_len_max: 8 });
+  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_queue_len_max: 8, brine_metrics: { port: 0 } });
   const [k] = await testKeys(1);
   // a RawClient has one request in flight at a time: 160 clients, one frame each, all at once
   const clients = Array.from({ length: 160 }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
@@ -36,6 +37,10 @@ test("a full request lane answers 'retry later' at once, and sign-ins are still 
     const bad = replies.filter((r) => decodeWire(r) === "bad load").length;
     assert.equal(full + bad, 160, "every flooded frame got exactly one reply");
     assert.ok(full > 0, "some frames found the lane full and were told so at once");
+    // each one counted on its lane (metrics), each undecodable frame under cmd "none"
+    const m = await scrapeMetrics(tm);
+    assert.equal(m.get('brine_request_lane_refused_total{lane="req",reason="queue_full"}'), full);
+    assert.equal(m.get('salt_master_requests_handled_total{cmd="none"}'), bad);
     assert.deepEqual(decodeWire(QUEUE_FULL_REPLY), { error: "request queue is full, retry later" });
     const a = await authReply;
     assert.ok(isMap(a) && Buffer.isBuffer(a.load) && Buffer.isBuffer(a.sig), "the sign-in got a signed reply");
@@ -49,7 +54,7 @@ test("a full request lane answers 'retry later' at once, and sign-ins are still 
 });
 
 test("sign-ins that waited past brine_auth_stale_ms are answered retry-later without RSA work", async () => {
-  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_auth_stale_ms: 1 });
+  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_auth_stale_ms: 1, brine_metrics: { port: 0 } });
   const keys = await testKeys(2);
   const clients = Array.from({ length: 40 }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
   try {
@@ -63,6 +68,10 @@ test("sign-ins that waited past brine_auth_stale_ms are answered retry-later wit
     }).length;
     assert.equal(stale + signed, 40, "each sign-in got one reply: signed, or retry-later");
     assert.ok(stale > 0, "a 1 ms budget leaves some sign-ins stale under a burst of 40");
+    // each one counted on the auth lane (metrics); a stale sign-in is refused by its lane, never handled
+    const m = await scrapeMetrics(tm);
+    assert.equal(m.get('brine_request_lane_refused_total{lane="auth",reason="stale"}'), stale);
+    assert.equal(m.get('salt_master_requests_handled_total{cmd="_auth"}'), signed);
     assert.deepEqual(decodeWire(STALE_REPLY), { error: "request waited too long in the queue, retry later" });
   } finally {
     for (const c of clients) c.close();

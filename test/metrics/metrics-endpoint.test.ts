@@ -13,23 +13,11 @@ import { PublishClient } from "../../src/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
-
-/** `name{labels} value` lines of a Prometheus text page, keyed by `name{labels}` as printed. */
-function parse(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (!line || line.startsWith("#")) continue;
-    const at = line.lastIndexOf(" ");
-    out.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return out;
-}
+import { scrapeMetrics } from "../helpers/metrics.js";
 
 async function scrape(tm: TestMaster): Promise<{ text: string; values: Map<string, number>; type: string | null }> {
-  const r = await fetch(`http://127.0.0.1:${tm.server.metricsPort}/metrics`);
-  assert.equal(r.status, 200);
-  const text = await r.text();
-  return { text, values: parse(text), type: r.headers.get("content-type") };
+  const m = await scrapeMetrics(tm);
+  return { text: m.text, values: m.values, type: m.contentType };
 }
 
 describe("the metrics endpoint of a running master", { timeout: 120_000 }, () => {

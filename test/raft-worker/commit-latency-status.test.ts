@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MemoryBackend } from "../../src/workers/raft/backend.js";
 import { GroupManager } from "../../src/workers/raft/manager.js";
-import { COMMIT_LATENCY_SAMPLES, LatencyWindow } from "../../src/workers/raft/latency-window.js";
+import { COMMIT_LATENCY_BUCKETS_MS, COMMIT_LATENCY_SAMPLES, LatencyWindow } from "../../src/workers/raft/latency-window.js";
 import { TEST_LIMITS } from "./harness.js";
 
 test("the latency window keeps the most recent samples and reports their p50 and p99", () => {
@@ -35,5 +35,16 @@ test("a leader's proposals are timed from the proposal to the result, on the man
   assert.equal(after.commitLatency?.samples, samplesBefore + n, "one sample per committed proposal");
   assert.equal(after.commitLatency?.p50Ms, 7);
   assert.equal(after.commitLatency?.p99Ms, 7);
+  // every commit also lands in the fixed buckets of the metrics histogram (7 ms: over 5, not over 10)
+  const h0 = before.commitHistogram!;
+  const h = after.commitHistogram!;
+  assert.equal(h.counts.length, COMMIT_LATENCY_BUCKETS_MS.length + 1);
+  assert.equal(h.count, h0.count + n);
+  assert.equal(h.sumMs, h0.sumMs + 7 * n);
+  const le10 = COMMIT_LATENCY_BUCKETS_MS.indexOf(10);
+  assert.equal(h.counts[le10]! - h0.counts[le10]!, n);
+  // a sole voter campaigned for itself once; proposals start no election
+  assert.ok((before.elections ?? 0) >= 1);
+  assert.equal(after.elections, before.elections);
   await m.close();
 });
