@@ -22,6 +22,7 @@ import { encodeWithEncodedEntry, isMap } from "../protocol/msgpack.js";
 import { packEventEncoded, stamp } from "../events/event-frame.js";
 import type { RunnerInit, RunnerMessage, RunnerSync } from "../runners/messages.js";
 import type { RunnerClusterLink } from "./cluster-node.js";
+import type { MetricsBoard } from "../metrics/board.js";
 
 const log = getLogger("brine.control");
 
@@ -38,8 +39,8 @@ export class ControlServer {
   /** the reactor.* / schedule.* runners' requests, when the automation thread runs (src/automation/host.ts) */
   automation: ((req: unknown) => Promise<unknown>) | undefined;
   readonly path: string;
-  /** the metrics board, handed to each runner thread (brine.stats reads it) */
-  metricsBoard: SharedArrayBuffer | undefined;
+  /** the metrics board: handed to each runner thread (brine.stats reads it), counts the events fired here */
+  metricsBoard: MetricsBoard | undefined;
 
   constructor(
     private readonly cfg: MasterConfig,
@@ -177,7 +178,7 @@ export class ControlServer {
     };
     const link = this.clusterLink();
     if (link) init.cluster = link;
-    if (this.metricsBoard) init.metrics = this.metricsBoard;
+    if (this.metricsBoard) init.metrics = this.metricsBoard.sab;
     const jid = call.jid ?? this.runnerEvents?.nextJid();
     const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
     if (jid) init.job = { jid, user: call.user };
@@ -206,6 +207,7 @@ export class ControlServer {
         const packed = (m as { packed: Uint8Array }).packed;
         onMessage({ type: "return", packed });
         // the event carries the same bytes (never decoded or encoded again on this thread)
+        if (jid) this.metricsBoard?.eventFired("salt/run");
         if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: true, _stamp: stamp() }, "return", packed))]);
         finish();
       } else failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);

@@ -205,7 +205,7 @@ export class MasterServer {
       () => this.runnerClusterLink(),
       { nextJid: () => this.runnerJids.next(), fireLocal: (tag, data) => this.fire(tag, data), forwardSync: (batches) => this.cluster?.forwardSync(batches) },
     );
-    this.control.metricsBoard = this.metrics.sab;
+    this.control.metricsBoard = this.metrics.board;
     await this.control.start();
     this.automation = await AutomationHost.start(c, {
       subscribe: (fn) => this.bus.subscribe(fn),

@@ -108,6 +108,8 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
     assert.equal(stats.salt_master_requests_duration_seconds['{cmd="publish"}'].count, 1);
     assert.ok(typeof stats.process_open_fds === "number" && stats.process_open_fds > 0);
     assert.ok("brine_request_lane_depth" in stats && "brine_minions_connected" in stats);
+    // the runner call itself fired salt/run/<jid>/new and /ret on this master
+    assert.ok((page.get('salt_events_fired_total{tag_prefix="salt/run"}') ?? 0) >= 2);
   });
 });
 
