@@ -3,8 +3,9 @@
  * in the ring's preference order for the key (the ring "cluster", src/shared/sab-ring: owner, then rendezvous
  * order), where live means this master or a peer whose peer-channel session is up on the peer-health board.
  * So each event reacts once cluster-wide, and when the owner dies the next master in the order takes over as
- * soon as its session is seen down. Before the ring is published (start-up), the live masters sorted by a
- * hash of (key, id) decide the same way. Two masters that disagree for a moment about who is up (a session
+ * soon as its session is seen down. Before the ring is published (the cluster's first seconds), the live masters
+ * ranked by a hash of (key, id) decide: then a master whose peers' sessions are not up yet acts alone, so an
+ * event in those seconds may react on more than one master (a scheduled fire is skipped instead, thread.ts). Two masters that disagree for a moment about who is up (a session
  * going down on one side first) may both act, or neither, for events in that moment.
  */
 import { readHealth } from "../cluster/peer-health.js";

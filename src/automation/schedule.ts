@@ -242,7 +242,7 @@ export class Schedule {
       else if (!s.job.enabled) reason = "the job is disabled";
       else if (s.job.range && !inRange(s.job.range, now)) reason = s.job.range.invert ? "inside its range (invert)" : "outside its range";
       else if (s.running >= s.job.maxrunning) reason = `maxrunning ${s.job.maxrunning} reached`;
-      else if (!mine(s.job)) reason = "another master runs it";
+      else if (!mine(s.job)) reason = "another master of the cluster runs it (or the ring is not published yet)";
       if (reason) {
         s.skips++;
         out.push({ job: s.job, run: false, reason });

@@ -339,7 +339,8 @@ function tick(): void {
   if (stopping) return;
   const now = Date.now();
   if (typeof opts.reactor.map === "string" && now - mapLoadedAt >= opts.reactor.refreshIntervalS * 1000) loadMap();
-  const mine = (job: ScheduleJob) => !cluster || ownerOf(`schedule/${job.name}`, cluster) === cluster.self;
+  // clustered, a fire before the ring is published is skipped: every master would think itself alone
+  const mine = (job: ScheduleJob) => !cluster || (cluster.ring.nodes().length > 0 && ownerOf(`schedule/${job.name}`, cluster) === cluster.self);
   for (const d of schedule.due(now, mine)) {
     if (d.run) void fire(d.job);
     else slog.debug(`Scheduled job ${d.job.name} skipped: ${d.reason}`);
