@@ -1,9 +1,16 @@
 /**
  * The reactor end to end: a minion fires an event (`_minion_event`, as `event.send` does), the reactor renders
  * its SLS with `tag` and `data` and publishes `cmd.run` to that minion, whose return arrives on the bus and in
- * the job cache. Also: a runner reaction runs as user Reactor (and its own events react to nothing), a tag no
- * glob names never reaches the reactor, and a reaction file that fails to render is logged while the next
- * event still reacts.
+ * the job cache. Also: a runner reaction runs as user Reactor, a reaction file that fails to render is logged
+ * while the next event still reacts, and reactor.add/delete change the running map.
+ *
+ * Compared with the Python master (3007.x, ../shared/real-salt, same reactor map and SLS): the event a minion's
+ * `event.send my/custom/thing foo=bar` puts on the bus is `{cmd: _minion_event, data: {...foo, __pub_*}, id, pretag,
+ * tag, ts}`, so `data['id']` and `data['data']['foo']` are what an SLS reads (brine: the same map); the `local`
+ * reaction's job is listed with User root and Arguments `[{__kwarg__: True, text: ...}]` for `args: [{text: ...}]`;
+ * a `runner.test.arg` reaction with `args: [{x: 1}]` fires `salt/run/<jid>/new|ret` with `user: Reactor`,
+ * `fun_args: [{x: 1}]`, return `{args: [], kwargs: {x: 1}}`, and is listed by jobs.list_jobs (Target the master's
+ * id, Target-type list, User Reactor).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -79,6 +86,14 @@ test("a reactor answers a minion's event by running cmd.run on it; runner reacti
     assert.equal((stats.ret as { dropped: number }).dropped, 0);
     const listed = await controlCall(tm.sockDir, { op: "run", fun: "reactor.list", arg: [], kwarg: {} });
     assert.deepEqual(listed.ret, [{ "my/custom/*": [path.join(rdir, "answer.sls")] }, { "my/runner": [path.join(rdir, "runner.sls")] }, { "my/broken": [path.join(rdir, "broken.sls")] }]);
+
+    // reactor.add: a new glob reacts at once (the main thread's filter learns it); reactor.delete removes it
+    const added = await controlCall(tm.sockDir, { op: "run", fun: "reactor.add", arg: ["late/*"], kwarg: { reactors: path.join(rdir, "answer.sls") } });
+    assert.deepEqual(added.ret, { status: true, comment: "Reactor added." });
+    await m.fireEvent("late/one", { word: "late" });
+    await until(() => events.find((e) => /^salt\/job\/\d{20}\/new$/.test(e.tag) && e.data.arg?.[0]?.cmd === "echo late from late/one"), 15_000, "the added reactor's publish");
+    const deleted = await controlCall(tm.sockDir, { op: "run", fun: "reactor.delete", arg: ["late/*"], kwarg: {} });
+    assert.deepEqual(deleted.ret, { status: true, comment: "Reactor deleted." });
   } finally {
     ec.close();
     await m.stop();

@@ -3,6 +3,12 @@
  * RunnerClient stores runner jobs: target the master, tgt_type list) and fires salt/run/<jid>/new|ret and
  * Salt's `__schedule_return`; a cron job (croner, seconds field first) fires every second; a `once` job fires
  * once; maxrunning 1 never lets two runs of a slow job overlap; a wheel job is a job too.
+ *
+ * Compared with the Python master (3007.x, ../shared/real-salt, `every2: {function: test.arg, seconds: 2, args: [a,
+ * 1], kwargs: {k: v}}`): every 2 s it fires `__schedule_return` `{cmd: _return, id: <master id>, fun: test.arg,
+ * fun_args: [a, 1, {k: v}], jid: req, pid, retcode: 0, return: {args: [a, 1], kwargs: {k: v}}, schedule: every2,
+ * success: True}` and nothing else: no salt/run events and no job in jobs.list_jobs. brine fires the same
+ * `__schedule_return` (plus `brine_jid`) and also makes each run a runner job (issue #19 asks for it).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
