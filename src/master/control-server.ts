@@ -29,6 +29,8 @@ const log = getLogger("brine.control");
 export const CONTROL_SOCKET = "brine_ctl.ipc";
 /** Runner threads at once; more calls are refused with a clear error. */
 export const runnerThreadsMax = 16;
+/** How long a stopping master waits for runner threads to finish before ending them, ms. */
+export const runnerStopWaitMs = 5_000;
 
 /** Tags salt-key may ask the master to fire. */
 const FIREABLE = /^salt\/key$/;
@@ -36,6 +38,8 @@ const FIREABLE = /^salt\/key$/;
 export class ControlServer {
   private server: net.Server | undefined;
   private running = 0;
+  /** live runner threads: a stopping master waits for them (runnerStopWaitMs), then ends the rest */
+  private readonly threads = new Set<Worker>();
   /** the reactor.* / schedule.* runners' requests, when the automation thread runs (src/automation/host.ts) */
   automation: ((req: unknown) => Promise<unknown>) | undefined;
   readonly path: string;
@@ -185,6 +189,8 @@ export class ControlServer {
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
     const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
     this.running++;
+    this.threads.add(w);
+    w.once("exit", () => this.threads.delete(w));
     const unsubscribe = this.bus.subscribe((f) => w.postMessage({ type: "event", frame: f }));
     let done = false;
     const finish = () => {
@@ -227,6 +233,11 @@ export class ControlServer {
   }
 
   async stop(): Promise<void> {
+    // runner threads still going (a scheduled or API runner) would write the job cache after the master stopped
+    const exits = [...this.threads].map((w) => new Promise<void>((r) => w.once("exit", () => r())));
+    const t = setTimeout(() => this.threads.forEach((w) => void w.terminate()), runnerStopWaitMs);
+    await Promise.all(exits);
+    clearTimeout(t);
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     rmSync(this.path, { force: true });
   }
