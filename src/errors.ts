@@ -32,6 +32,8 @@ export const ERR = {
   NOT_ALLOWED: "command is not allowed",
   // --- config ---
   CONFIG_INVALID: "configuration is invalid",
+  CONFIG_UNDECLARED: "an option is read that src/config/schema.ts does not declare (a brine bug)",
+  // (end of config)
   // --- raft ---
   RAFT_NO_LEADER: "no leader within the deadline",
   RAFT_NOT_VOTER: "node is not a voter",

@@ -8,10 +8,14 @@
  * name: a list of allowed origins, `*` for any; none by default, where rest_cherrypy echoes every origin),
  * `login_failures_per_minute` and `requests_per_minute` (per source address).
  *
- * A bad value throws BrineError("CONFIG_INVALID", "<section>.<option>: <why>") when the master starts.
+ * Types, bounds and defaults are declared in src/config/schema.ts (ApiSectionSchema). A bad value throws
+ * BrineError("CONFIG_INVALID", "<section>.<option>: <why>") when the master starts.
  */
+import type { Static } from "@sinclair/typebox";
 import { BrineError } from "../errors.js";
 import { masterDefaults, type MasterConfig } from "../config/defaults.js";
+import { checkOption, readOption } from "../config/options.js";
+import { ApiSectionSchema } from "../config/schema.js";
 
 /** Salt's NetapiClient methods (salt/netapi/__init__.py CLIENTS). */
 export const NETAPI_CLIENTS = ["local", "local_async", "local_batch", "local_subset", "runner", "runner_async", "ssh", "wheel", "wheel_async"] as const;
@@ -66,21 +70,16 @@ export function readApiOptions(cfg: MasterConfig): ApiOptions {
   const section = isPlainMap(c.brine_api) ? (isPlainMap(c.rest_cherrypy) ? "rest_cherrypy+brine_api" : "brine_api") : "rest_cherrypy";
   const raw: Record<string, unknown> = { ...(isPlainMap(c.rest_cherrypy) ? c.rest_cherrypy : {}), ...(isPlainMap(c.brine_api) ? c.brine_api : {}) };
   const bad = (k: string, why: string) => new BrineError("CONFIG_INVALID", `${section}.${k}: ${why}`);
-  const int = (k: string, dflt: number, min: number, max: number): number => {
-    const v = raw[k] ?? dflt;
-    const n = typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v;
-    if (typeof n !== "number" || !Number.isInteger(n) || n < min || n > max) throw bad(k, `must be an integer from ${min} to ${max}`);
-    return n;
-  };
-  const bool = (k: string, dflt: boolean): boolean => {
-    const v = raw[k] ?? dflt;
-    if (typeof v !== "boolean") throw bad(k, "must be true or false");
-    return v;
-  };
-  const str = (k: string): string | undefined => {
+  const props = ApiSectionSchema.properties;
+  // type, bounds and default from the schema (src/config/schema.ts)
+  const opt = <K extends keyof typeof props>(k: K): Static<(typeof props)[K]> => {
     const v = raw[k];
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== "string" || v === "") throw bad(k, "must be a non-empty string");
+    if (v === undefined || v === null) return (props[k] as { default?: unknown }).default as Static<(typeof props)[K]>;
+    return checkOption(`${section}.${k}`, props[k], v) as Static<(typeof props)[K]>;
+  };
+  const str = (k: "ssl_crt" | "ssl_key" | "webhook_url"): string | undefined => {
+    const v = opt(k);
+    if (v === "") throw bad(k, "must be a non-empty string");
     return v;
   };
   const strList = (k: string, v: unknown): string[] => {
@@ -90,42 +89,42 @@ export function readApiOptions(cfg: MasterConfig): ApiOptions {
     return list as string[];
   };
 
-  const disableSsl = bool("disable_ssl", false);
+  const disableSsl = opt("disable_ssl");
   const sslCrt = str("ssl_crt");
   const sslKey = str("ssl_key");
   if (!disableSsl && (!sslCrt || !sslKey)) {
     // Salt logs "Not starting ... Options 'ssl_crt' and 'ssl_key' are required if SSL is not disabled." and runs no API
     throw bad("ssl_crt", "'ssl_crt' and 'ssl_key' are required unless 'disable_ssl: true'");
   }
-  const webhookUrl = "/" + (str("webhook_url") ?? "hook").replace(/^\/+|\/+$/g, "");
+  const webhookUrl = "/" + (str("webhook_url") ?? "").replace(/^\/+|\/+$/g, "");
   if (!/^\/[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*$/.test(webhookUrl)) throw bad("webhook_url", "must be a path of letters, digits, _ and -");
 
-  const clients = strList("netapi_enable_clients", c.netapi_enable_clients);
+  const clients = strList("netapi_enable_clients", readOption(cfg, "netapi_enable_clients"));
   for (const cl of clients) if (!(NETAPI_CLIENTS as readonly string[]).includes(cl)) throw new BrineError("CONFIG_INVALID", `netapi_enable_clients: unknown client '${cl}' (known: ${NETAPI_CLIENTS.join(", ")})`);
-  const restTimeout = c.rest_timeout ?? 300;
-  if (typeof restTimeout !== "number" || !(restTimeout > 0) || restTimeout > 86_400) throw new BrineError("CONFIG_INVALID", "rest_timeout: must be a number of seconds from 1 to 86400");
+  const restTimeout = readOption(cfg, "rest_timeout");
 
-  const host = str("host") ?? "0.0.0.0";
+  const host = opt("host");
+  if (host === "") throw bad("host", "must be a non-empty string");
   return {
     section,
-    port: int("port", 8000, 0, 65535),
+    port: opt("port"),
     host,
     sslCrt,
     sslKey,
     disableSsl,
-    debug: bool("debug", false),
-    corsOrigins: strList("cors_origin", raw.cors_origin),
-    bodyBytesMax: int("max_request_body_size", 1_048_576, 1024, 1024 * 1024 * 1024),
-    webhookDisableAuth: bool("webhook_disable_auth", false),
+    debug: opt("debug"),
+    corsOrigins: strList("cors_origin", opt("cors_origin")),
+    bodyBytesMax: opt("max_request_body_size"),
+    webhookDisableAuth: opt("webhook_disable_auth"),
     webhookUrl,
-    statsDisableAuth: bool("stats_disable_auth", false),
-    authorizedIps: strList("authorized_ips", raw.authorized_ips),
-    loginFailuresPerMinute: int("login_failures_per_minute", 10, 1, 1_000_000),
-    requestsPerMinute: int("requests_per_minute", 0, 0, 100_000_000),
+    statsDisableAuth: opt("stats_disable_auth"),
+    authorizedIps: strList("authorized_ips", opt("authorized_ips")),
+    loginFailuresPerMinute: opt("login_failures_per_minute"),
+    requestsPerMinute: opt("requests_per_minute"),
     enabledClients: new Set(clients),
     restTimeoutS: restTimeout,
-    timeoutS: Number(cfg.timeout) > 0 ? Number(cfg.timeout) : 5,
-    gatherJobTimeoutS: Number(cfg.gather_job_timeout) > 0 ? Number(cfg.gather_job_timeout) : 10,
+    timeoutS: readOption(cfg, "timeout"),
+    gatherJobTimeoutS: readOption(cfg, "gather_job_timeout"),
   };
 }
 

@@ -1,8 +1,10 @@
 /**
  * The authorization options brine reads, with Salt's names and defaults (salt/config DEFAULT_MASTER_OPTS),
- * checked once at start: a bad value stops the start naming the option.
+ * checked once at start: a bad value stops the start naming the option. Types, bounds and defaults are
+ * declared in src/config/schema.ts; the shape checks of the ACL mappings stay here.
  */
 import type { MasterConfig } from "../config/defaults.js";
+import { optionBounds, readOption } from "../config/options.js";
 import { BrineError } from "../errors.js";
 
 export interface AuthOptions {
@@ -27,7 +29,7 @@ export interface AuthOptions {
 }
 
 /** the longest life a token may have, s: the bound of `token_expire` and of a user's own (peers refuse longer) */
-export const TOKEN_EXPIRE_MAX_S = 10 * 365 * 86400;
+export const TOKEN_EXPIRE_MAX_S = optionBounds("token_expire").max;
 
 function isPlainMap(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -43,16 +45,6 @@ export function authOptions(cfg: MasterConfig): AuthOptions {
   for (const [backend, users] of Object.entries(ea)) {
     if (users !== null && !isPlainMap(users)) bad("external_auth", `${backend}: must be a mapping of users to permission lists`);
   }
-  const num = (k: string, dflt: number, min: number, max: number): number => {
-    const v = cfg[k] ?? dflt;
-    if (typeof v !== "number" || !Number.isFinite(v) || v < min || v > max) bad(k, `must be a number from ${min} to ${max}`);
-    return v;
-  };
-  const bool = (k: string, dflt: boolean): boolean => {
-    const v = cfg[k] ?? dflt;
-    if (typeof v !== "boolean") bad(k, "must be True or False");
-    return v;
-  };
   const override = cfg.token_expire_user_override ?? false;
   if (typeof override !== "boolean" && !isPlainMap(override)) bad("token_expire_user_override", "must be True/False or a mapping of backends to user lists");
   const pacl = cfg.publisher_acl ?? {};
@@ -61,14 +53,14 @@ export function authOptions(cfg: MasterConfig): AuthOptions {
   if (typeof mod !== "string") bad("eauth_acl_module", "must be a backend name");
   return {
     external_auth: Object.fromEntries(Object.entries(ea).map(([k, v]) => [k, (v ?? {}) as Record<string, unknown>])),
-    token_expire: num("token_expire", 43200, 1, TOKEN_EXPIRE_MAX_S),
+    token_expire: readOption(cfg, "token_expire"),
     token_expire_user_override: override as AuthOptions["token_expire_user_override"],
-    keep_acl_in_token: bool("keep_acl_in_token", false),
-    permissive_acl: bool("permissive_acl", false),
+    keep_acl_in_token: readOption(cfg, "keep_acl_in_token"),
+    permissive_acl: readOption(cfg, "permissive_acl"),
     publisher_acl: pacl,
-    sudo_acl: bool("sudo_acl", false),
+    sudo_acl: readOption(cfg, "sudo_acl"),
     eauth_acl_module: mod,
-    brine_eauth_fail_max: num("brine_eauth_fail_max", 5, 1, 1_000_000),
-    brine_eauth_fail_window_s: num("brine_eauth_fail_window_s", 60, 1, 86400),
+    brine_eauth_fail_max: readOption(cfg, "brine_eauth_fail_max"),
+    brine_eauth_fail_window_s: readOption(cfg, "brine_eauth_fail_window_s"),
   };
 }

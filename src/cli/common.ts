@@ -6,9 +6,12 @@ import { isBrineError } from "../errors.js";
 
 export const DEFAULT_CONFIG_DIR = "/etc/salt";
 
+/** The configuration's warnings (unknown or unimplemented options), kept for the caller to log once logging is set up. */
+export const configWarnings: string[] = [];
+
 export function loadConfigOrExit(dir: string, overrides: Partial<MasterConfig> = {}): MasterConfig {
   try {
-    return loadMasterConfig(dir, overrides);
+    return loadMasterConfig(dir, overrides, { warn: (m) => configWarnings.push(m) });
   } catch (e) {
     process.stderr.write(`Error: ${isBrineError(e) ? e.message : (e as Error).message}\n`);
     process.exit(2);

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { embeddedDefaultConfigText } from "../config/load.js";
 import { configureLogging, getLogger } from "../log.js";
 import { MasterServer } from "../master/server.js";
-import { DEFAULT_CONFIG_DIR, loadConfigOrExit } from "./common.js";
+import { DEFAULT_CONFIG_DIR, configWarnings, loadConfigOrExit } from "./common.js";
 
 const program = new Command("salt-master")
   .description("brine: a Salt master (ZeroMQ transport) for unmodified salt-minions")
@@ -74,6 +74,7 @@ configureLogging({
   fileLevel: o.logFileLevel ?? (cfg.log_level_logfile as string | null) ?? String(cfg.log_level),
 });
 const log = getLogger("brine.salt-master");
+for (const w of configWarnings) getLogger("brine.config").warning(w);
 const pidfile = heldOrExit(() => acquirePidfile(pidPath));
 
 const server = new MasterServer(cfg);

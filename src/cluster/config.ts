@@ -20,6 +20,7 @@
  * missing, unreadable or unparsable keys (see loadClusterKeys).
  */
 import path from "node:path";
+import { optionDefault } from "../config/options.js";
 import { BrineError } from "../errors.js";
 import { getLogger, type Logger } from "../log.js";
 import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
@@ -28,8 +29,8 @@ import type { PeerLimits } from "./peer/limits.js";
 import type { PeerTransportOptions } from "./peer/peer-transport.js";
 import { isWildcardAddress, validateNodeId } from "./state-machines/names.js";
 
-/** Salt's default `cluster_pool_port`. */
-export const DEFAULT_CLUSTER_POOL_PORT = 4520;
+/** Salt's default `cluster_pool_port` (declared in src/config/schema.ts). */
+export const DEFAULT_CLUSTER_POOL_PORT = optionDefault("cluster_pool_port") as number;
 /** UTF-8 bytes of `cluster_id` (it travels in every handshake) */
 const CLUSTER_ID_BYTES_MAX = 128;
 /** peers one master may list, count (every pair of masters holds two connections) */

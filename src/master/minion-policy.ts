@@ -4,7 +4,7 @@
  * whether returns must be signed. Read once per configuration object through a typed reader: a bad value
  * is `CONFIG_INVALID` naming the option, at start (the main thread reads it before any worker starts).
  *
- * Options (defaults in brackets):
+ * Options (declared with their types, bounds and defaults in src/config/schema.ts; defaults in brackets):
  * - `brine_minion_key_bits_min` [2048], `brine_minion_key_bits_max` [16384]: RSA modulus bounds of a
  *   minion's public key; `brine_minion_key_exponent` [65537]: the only public exponent taken.
  * - `brine_min_envelope_version` [0]: requests in an envelope below this version are refused (3: no v2
@@ -17,6 +17,7 @@
  */
 import { BrineError } from "../errors.js";
 import type { MasterConfig } from "../config/defaults.js";
+import { readOption } from "../config/options.js";
 
 export interface MinionPolicy {
   keyBitsMin: number;
@@ -27,19 +28,7 @@ export interface MinionPolicy {
   pendingKeysMax: number;
 }
 
-/** Bounds on the bounds: RSA below 1024 bits is broken; above 16384 a sign-in costs seconds. */
-const KEY_BITS_FLOOR = 1024;
-const KEY_BITS_CEILING = 16384;
 const MiB = 1024 * 1024;
-
-function intOption(cfg: Record<string, unknown>, name: string, dflt: number, min: number, max: number): number {
-  const v = cfg[name];
-  if (v === undefined || v === null) return dflt;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
-    throw new BrineError("CONFIG_INVALID", `${name}: must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
-  }
-  return v;
-}
 
 const cache = new WeakMap<object, MinionPolicy>();
 
@@ -47,16 +36,17 @@ const cache = new WeakMap<object, MinionPolicy>();
 export function minionPolicy(cfg: MasterConfig): MinionPolicy {
   let p = cache.get(cfg);
   if (p) return p;
-  const o = cfg as unknown as Record<string, unknown>;
-  const keyBitsMin = intOption(o, "brine_minion_key_bits_min", 2048, KEY_BITS_FLOOR, KEY_BITS_CEILING);
-  const keyBitsMax = intOption(o, "brine_minion_key_bits_max", KEY_BITS_CEILING, keyBitsMin, KEY_BITS_CEILING);
+  // bounds on the bounds (schema.ts): RSA below 1024 bits is broken; above 16384 a sign-in costs seconds
+  const keyBitsMin = readOption(cfg, "brine_minion_key_bits_min");
+  const keyBitsMax = readOption(cfg, "brine_minion_key_bits_max");
+  if (keyBitsMax < keyBitsMin) throw new BrineError("CONFIG_INVALID", `brine_minion_key_bits_max: must be at least brine_minion_key_bits_min (${keyBitsMin}), got ${keyBitsMax}`);
   p = {
     keyBitsMin,
     keyBitsMax,
-    keyExponent: intOption(o, "brine_minion_key_exponent", 65537, 3, 2 ** 31 - 1),
-    minEnvelopeVersion: intOption(o, "brine_min_envelope_version", 0, 0, 3),
-    mineBytesMax: intOption(o, "mine_max_size", 16, 1, 4096) * MiB,
-    pendingKeysMax: intOption(o, "max_pending_keys", 10_000, 1, 10_000_000),
+    keyExponent: readOption(cfg, "brine_minion_key_exponent"),
+    minEnvelopeVersion: readOption(cfg, "brine_min_envelope_version"),
+    mineBytesMax: readOption(cfg, "mine_max_size") * MiB,
+    pendingKeysMax: readOption(cfg, "max_pending_keys"),
   };
   cache.set(cfg, p);
   return p;

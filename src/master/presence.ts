@@ -22,6 +22,7 @@
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import type { MasterConfig } from "../config/defaults.js";
+import { optionDefault } from "../config/options.js";
 import { formatJid } from "../protocol/jid.js";
 import type { Store } from "../store/lmdb-env.js";
 import { peersPresent } from "../cluster/cache-sync/presence-board.js";
@@ -105,7 +106,7 @@ export function connectedIds(
 export type PresenceMode = "connections" | "heard";
 
 /** how long a minion counts as present after it was last heard from (`heard` mode), seconds */
-export const PRESENCE_HEARD_DEFAULT_S = 60;
+export const PRESENCE_HEARD_DEFAULT_S = optionDefault("brine_presence_heard_s") as number;
 /** how often a clustered master tells its peers which minions it sees, ms */
 export const PRESENCE_SHARE_MS = 5_000;
 /** a peer's report older than this no longer counts (three missed shares: the peer is gone or cut off), ms */

@@ -8,6 +8,7 @@
  * partition), a runner falls back to this master's own applied state and says so in the log: the operator
  * still gets an answer, as Salt's disk replay would give, and knows it may be stale.
  */
+import { optionDefault } from "../config/options.js";
 import { isBrineError } from "../errors.js";
 import { getLogger } from "../log.js";
 import type { MembershipSnapshot } from "../cluster/state-machines/membership.js";
@@ -20,7 +21,7 @@ import { argOf, type RunnerCluster, type RunnerContext, type RunnerFn } from "./
 import { readHealth, unhealthyVoters } from "../cluster/peer-health.js";
 
 /** A voter whose peer-channel session is down this long is listed in `unhealthy_voters`, ms. */
-export const UNHEALTHY_AFTER_MS_DEFAULT = 5000;
+export const UNHEALTHY_AFTER_MS_DEFAULT = optionDefault("brine_cluster_unhealthy_after_ms") as number;
 
 const log = getLogger("brine.runner.cluster");
 

@@ -8,7 +8,10 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { BrineError } from "../../errors.js";
+import type { TSchema } from "@sinclair/typebox";
 import type { MasterConfig } from "../../config/defaults.js";
+import { checkOption } from "../../config/options.js";
+import { optionSchema } from "../../config/schema.js";
 import type { EauthCredentials } from "../backend.js";
 import type { Logger } from "../../log.js";
 
@@ -89,10 +92,15 @@ export function safeEqual(a: string | Buffer, b: string | Buffer): boolean {
 
 /**
  * Typed reads of one backend's options, each failing with BrineError("CONFIG_INVALID", "<option>: <why>").
- * `get` says where an option lives (top-level `auth.ldap.port`, or `external_auth: file: ^filename`).
+ * `get` says where an option lives (top-level `auth.ldap.port`, or `external_auth: file: ^filename`);
+ * `schemaOf` where it is declared: type, bounds and default come from src/config/schema.ts and values are
+ * checked and coerced by its checkOption, the same rules the configuration loader applies.
  */
 export class OptionReader {
-  constructor(private readonly get: (name: string) => unknown) {}
+  constructor(
+    private readonly get: (name: string) => unknown,
+    private readonly schemaOf: (name: string) => TSchema | undefined = optionSchema,
+  ) {}
 
   static top(cfg: MasterConfig): OptionReader {
     return new OptionReader((name) => (cfg as Record<string, unknown>)[name]);
@@ -111,13 +119,28 @@ export class OptionReader {
     return new BrineError("CONFIG_INVALID", `${name}: ${why}`);
   }
 
-  string(name: string, dflt: string): string;
-  string(name: string, dflt?: string): string | undefined;
-  string(name: string, dflt?: string): string | undefined {
-    const v = this.get(name);
-    if (v === undefined || v === null) return dflt;
-    if (typeof v === "number") return String(v);
-    if (typeof v !== "string") throw this.bad(name, `must be a string, got ${typeof v}`);
+  private schema(name: string): TSchema {
+    const s = this.schemaOf(name);
+    if (!s) throw new BrineError("CONFIG_UNDECLARED", `option ${name} is read but not declared in src/config/schema.ts`);
+    return s;
+  }
+
+  /** the value checked against the declared schema; the declared default (maybe undefined) when absent */
+  private value(name: string, v: unknown = this.get(name)): unknown {
+    const s = this.schema(name);
+    if (v === undefined || v === null) return (s as { default?: unknown }).default;
+    return checkOption(name, s, v);
+  }
+
+  /** a string option (undefined when absent and it has no default) */
+  string(name: string): string | undefined {
+    return this.value(name) as string | undefined;
+  }
+
+  /** a string option that has a declared default */
+  stringOrDefault(name: string): string {
+    const v = this.value(name);
+    if (typeof v !== "string") throw new BrineError("CONFIG_UNDECLARED", `option ${name} has no declared default`);
     return v;
   }
 
@@ -127,49 +150,27 @@ export class OptionReader {
     return v;
   }
 
-  bool(name: string, dflt: boolean): boolean {
-    const v = this.get(name);
-    if (v === undefined || v === null) return dflt;
-    if (typeof v === "boolean") return v;
-    // Salt reads these with Python truthiness from YAML; a quoted "True"/"False" is common in the wild
-    if (typeof v === "string" && /^(true|yes|on|1)$/i.test(v)) return true;
-    if (typeof v === "string" && /^(false|no|off|0|)$/i.test(v)) return false;
-    if (v === 0 || v === 1) return v === 1;
-    throw this.bad(name, `must be true or false, got ${JSON.stringify(v)}`);
+  bool(name: string): boolean {
+    return this.value(name) as boolean;
   }
 
-  int(name: string, dflt: number, min: number, max: number): number {
-    const v = this.get(name);
-    if (v === undefined || v === null) return dflt;
-    const n = typeof v === "string" && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v;
-    if (typeof n !== "number" || !Number.isInteger(n)) throw this.bad(name, `must be an integer, got ${JSON.stringify(v)}`);
-    if (n < min || n > max) throw this.bad(name, `must be between ${min} and ${max}, got ${n}`);
-    return n;
+  int(name: string): number {
+    return this.value(name) as number;
   }
 
-  /** seconds (integer or fractional) as milliseconds */
-  seconds(name: string, dfltSeconds: number, minSeconds: number, maxSeconds: number): number {
-    const v = this.get(name);
-    if (v === undefined || v === null) return dfltSeconds * 1000;
-    const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
-    if (typeof n !== "number" || !Number.isFinite(n) || n < minSeconds || n > maxSeconds) {
-      throw this.bad(name, `must be a number of seconds between ${minSeconds} and ${maxSeconds}, got ${JSON.stringify(v)}`);
-    }
-    return Math.round(n * 1000);
+  /** a duration option declared in seconds (integer or fractional), as milliseconds */
+  seconds(name: string): number {
+    return Math.round((this.value(name) as number) * 1000);
   }
 
-  oneOf<T extends string>(name: string, dflt: T, allowed: readonly T[]): T {
-    const v = this.string(name, dflt).toLowerCase();
-    if (!(allowed as readonly string[]).includes(v)) throw this.bad(name, `must be one of ${allowed.join(", ")}, got ${JSON.stringify(v)}`);
-    return v as T;
+  /** one of the declared literal values, compared without case */
+  oneOf<T extends string>(name: string): T {
+    const v = this.get(name);
+    return this.value(name, typeof v === "string" ? v.toLowerCase() : v) as T;
   }
 
   stringList(name: string): string[] {
-    const v = this.get(name);
-    if (v === undefined || v === null) return [];
-    if (typeof v === "string") return [v];
-    if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) throw this.bad(name, "must be a list of strings");
-    return v as string[];
+    return (this.value(name) as string[] | undefined) ?? [];
   }
 }
 

@@ -18,7 +18,9 @@
 import { createHash } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
+import type { TSchema } from "@sinclair/typebox";
 import type { MasterConfig } from "../../config/defaults.js";
+import { FILE_EAUTH_FILETYPES, FILE_EAUTH_HASHTYPES, FileEauthSchema } from "../../config/schema.js";
 import { BrineError } from "../../errors.js";
 import { getLogger, type Logger } from "../../log.js";
 import type { EauthBackend, EauthCredentials } from "../backend.js";
@@ -28,8 +30,8 @@ import { htpasswdScheme, type HashCheck } from "./crypt.js";
 /** the largest user file read, bytes: a user list, not a database */
 export const USER_FILE_BYTES_MAX = 64 * 1024 * 1024;
 
-export const FILE_TYPES = ["text", "htpasswd", "htdigest"] as const;
-export const HASH_TYPES = ["plaintext", "md5", "sha1", "sha224", "sha256", "sha384", "sha512"] as const;
+export const FILE_TYPES = FILE_EAUTH_FILETYPES;
+export const HASH_TYPES = FILE_EAUTH_HASHTYPES;
 
 export interface FileEauthOptions {
   filename: string;
@@ -45,16 +47,17 @@ export interface FileEauthOptions {
 export function readFileEauthOptions(cfg: MasterConfig): FileEauthOptions {
   const section = externalAuth(cfg).file;
   const map = section && typeof section === "object" && !Array.isArray(section) ? (section as Record<string, unknown>) : {};
-  const o = new OptionReader((name) => map[name.replace(/^external_auth:file:/, "")]);
+  const local = (name: string) => name.replace(/^external_auth:file:/, "");
+  const o = new OptionReader((name) => map[local(name)], (name) => (FileEauthSchema.properties as Record<string, TSchema>)[local(name)]);
   const p = (k: string) => `external_auth:file:^${k}`;
   const filename = o.required(p("filename"), "when external_auth names file");
   if (!existsSync(filename)) throw o.bad(p("filename"), `${filename} does not exist`);
-  const filetype = o.oneOf(p("filetype"), "text", FILE_TYPES);
-  const hashtype = o.oneOf(p("hashtype"), "plaintext", HASH_TYPES);
-  const fieldSeparator = o.string(p("field_separator"), ":");
+  const filetype = o.oneOf<(typeof FILE_TYPES)[number]>(p("filetype"));
+  const hashtype = o.oneOf<(typeof HASH_TYPES)[number]>(p("hashtype"));
+  const fieldSeparator = o.stringOrDefault(p("field_separator"));
   if (fieldSeparator === "") throw o.bad(p("field_separator"), "must not be empty");
-  const usernameField = o.int(p("username_field"), 1, 1, 1000);
-  const passwordField = o.int(p("password_field"), 2, 1, 1000);
+  const usernameField = o.int(p("username_field"));
+  const passwordField = o.int(p("password_field"));
   if (filetype === "text" && usernameField === passwordField) throw o.bad(p("password_field"), "must differ from ^username_field");
   const realm = o.string(p("realm"));
   if (filetype === "htdigest" && !realm) throw o.bad(p("realm"), "required for ^filetype htdigest");

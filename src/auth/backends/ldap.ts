@@ -118,8 +118,8 @@ function values(entry: Entry, attr: string): string[] {
 export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => void = () => undefined): LdapEauthOptions {
   const o = OptionReader.top(cfg);
   const k = (n: string) => `auth.ldap.${n}`;
-  const attrName = (n: string, dflt: string) => {
-    const v = o.string(k(n), dflt);
+  const attrName = (n: string) => {
+    const v = o.stringOrDefault(k(n));
     if (!/^([A-Za-z][A-Za-z0-9-]*|\d+(\.\d+)+)$/.test(v)) throw o.bad(k(n), `must be an attribute or object class name, got ${JSON.stringify(v)}`);
     return v;
   };
@@ -128,20 +128,20 @@ export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => v
     if (v !== undefined && /\{%|\{\{/.test(v.replace(USERNAME_TAG, ""))) throw o.bad(k(n), "only {{ username }} can be substituted");
     return v === "" ? undefined : v;
   };
-  const tls = o.bool(k("tls"), false);
-  const starttls = o.bool(k("starttls"), false);
+  const tls = o.bool(k("tls"));
+  const starttls = o.bool(k("starttls"));
   if (tls && starttls) throw o.bad(k("starttls"), "cannot be combined with auth.ldap.tls (enable one of them)");
-  const uri = o.string(k("uri"), "");
+  const uri = o.string(k("uri")) ?? "";
   let url: string;
   if (uri) {
     if (!/^ldaps?:\/\/[^\s/]+\/?$/i.test(uri)) throw o.bad(k("uri"), `must be ldap://host[:port] or ldaps://host[:port], got ${JSON.stringify(uri)}`);
     url = uri.replace(/\/$/, "");
   } else {
-    const server = o.string(k("server"), "localhost");
+    const server = o.stringOrDefault(k("server"));
     if (!/^[A-Za-z0-9.:\-[\]_]+$/.test(server)) throw o.bad(k("server"), `is not a host name or address: ${JSON.stringify(server)}`);
-    url = `${tls ? "ldaps" : "ldap"}://${server}:${o.int(k("port"), 389, 1, 65535)}`;
+    url = `${tls ? "ldaps" : "ldap"}://${server}:${o.int(k("port"))}`;
   }
-  const scopeNum = o.int(k("scope"), 2, 0, 2);
+  const scopeNum = o.int(k("scope"));
   const binddn = template("binddn");
   const bindpw = o.string(k("bindpw"));
   const filter = template("filter");
@@ -150,11 +150,11 @@ export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => v
   if (!bindpw && !HAS_USERNAME_TAG.test(binddn)) {
     warn("auth.ldap.binddn has no {{ username }} and there is no auth.ldap.bindpw: every ldap user logs in with the password of that one DN");
   }
-  const freeipa = o.bool(k("freeipa"), false);
+  const freeipa = o.bool(k("freeipa"));
   const groupFilter = template("group_filter");
   const groupBasedn = o.string(k("group_basedn"));
   if (freeipa && (!groupFilter || !groupBasedn)) throw o.bad(k(groupFilter ? "group_basedn" : "group_filter"), "required with auth.ldap.freeipa");
-  const noVerify = o.bool(k("no_verify"), false);
+  const noVerify = o.bool(k("no_verify"));
   const caFile = o.string(k("ca_file"));
   let ca: string | undefined;
   if (caFile) {
@@ -166,7 +166,7 @@ export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => v
     if (!ca.includes("-----BEGIN CERTIFICATE-----")) throw o.bad(k("ca_file"), `${caFile} holds no PEM certificate`);
   }
   if (noVerify) warn("auth.ldap.no_verify is set: the LDAP server's certificate is not checked, and passwords go to whoever answers");
-  if (o.bool(k("auth_by_group_membership_only"), false)) {
+  if (o.bool(k("auth_by_group_membership_only"))) {
     warn("auth.ldap.auth_by_group_membership_only is ignored by brine: LDAP passwords are always checked");
   }
   return {
@@ -174,23 +174,23 @@ export function readLdapEauthOptions(cfg: MasterConfig, warn: (msg: string) => v
     starttls,
     noVerify,
     ca,
-    anonymous: o.bool(k("anonymous"), false),
+    anonymous: o.bool(k("anonymous")),
     scope: (["base", "one", "sub"] as const)[scopeNum],
-    basedn: o.string(k("basedn"), ""),
+    basedn: o.stringOrDefault(k("basedn")),
     binddn,
     bindpw: bindpw || undefined,
     filter,
-    accountattributename: attrName("accountattributename", "memberUid"),
-    groupattribute: attrName("groupattribute", "memberOf"),
-    groupou: o.string(k("groupou"), "Groups"),
-    groupclass: attrName("groupclass", "posixGroup"),
+    accountattributename: attrName("accountattributename"),
+    groupattribute: attrName("groupattribute"),
+    groupou: o.stringOrDefault(k("groupou")),
+    groupclass: attrName("groupclass"),
     groupBasedn,
     groupFilter,
-    persontype: attrName("persontype", "person"),
+    persontype: attrName("persontype"),
     minionStripdomains: o.stringList(k("minion_stripdomains")),
-    activedirectory: o.bool(k("activedirectory"), false),
+    activedirectory: o.bool(k("activedirectory")),
     freeipa,
-    timeoutMs: o.seconds(k("timeout"), 5, 0.1, 120),
+    timeoutMs: o.seconds(k("timeout")),
   };
 }
 

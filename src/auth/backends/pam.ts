@@ -59,7 +59,7 @@ export interface PamEauthOptions {
 /** reads `auth.pam.*`, throwing CONFIG_INVALID naming the option; `warn` hears what is valid but will not work */
 export function readPamEauthOptions(cfg: MasterConfig, warn: (msg: string) => void = () => undefined): PamEauthOptions {
   const o = OptionReader.top(cfg);
-  const service = o.string("auth.pam.service", "login");
+  const service = o.stringOrDefault("auth.pam.service");
   if (!/^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/.test(service)) throw o.bad("auth.pam.service", `is not a PAM service name: ${JSON.stringify(service)}`);
   if (existsSync("/etc/pam.d") && !existsSync(`/etc/pam.d/${service}`)) {
     warn(`auth.pam.service ${service}: /etc/pam.d/${service} does not exist, PAM will use its "other" service (usually: refuse everyone)`);
@@ -67,7 +67,7 @@ export function readPamEauthOptions(cfg: MasterConfig, warn: (msg: string) => vo
   const helper = o.string("auth.pam.helper") ?? HELPER_CANDIDATES.find((p) => existsSync(p));
   if (!helper) throw o.bad("auth.pam.helper", `pamtester not found in ${HELPER_CANDIDATES.join(", ")} (Debian: apt-get install pamtester), or set its path`);
   if (!existsSync(helper)) throw o.bad("auth.pam.helper", `${helper} does not exist`);
-  return { service, helper, timeoutMs: o.seconds("auth.pam.timeout", 10, 0.1, 120) };
+  return { service, helper, timeoutMs: o.seconds("auth.pam.timeout") };
 }
 
 interface Run {

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { BroadcastChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { MasterConfig } from "../../config/defaults.js";
+import { readOption } from "../../config/options.js";
 import { getLogger, loggingConfig } from "../../log.js";
 import type { RunnerLaunch, SharedBuffers } from "../../master/context.js";
 import { encodeWire } from "../../protocol/msgpack.js";
@@ -224,8 +225,9 @@ export class RequestLanes<T> {
       pool.on("error", (e: Error) => log.error(`${name} lane worker failed: ${e.stack ?? e.message}`));
       return pool;
     };
-    const max = Number(cfg.brine_queue_len_max);
-    const authStale = Number(cfg.brine_auth_stale_ms);
+    // checked here too for configurations built in code (a NaN bound would make the lane unbounded)
+    const max = readOption(cfg, "brine_queue_len_max");
+    const authStale = readOption(cfg, "brine_auth_stale_ms");
     this.lanes = {
       auth: new LaneQueue("auth", mk("auth"), max, authStale, sink, channels.auth),
       req: new LaneQueue("req", mk("req"), max, 0, sink, channels.req),
