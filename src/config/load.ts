@@ -1,6 +1,6 @@
 /**
  * Reading a Salt master configuration directory as Salt's master_config does (salt/config/__init__.py
- * load_config, include_config, apply_master_config):
+ * load_config, include_config, apply_master_config), each file as YAML 1.1 (PyYAML's):
  * - `<dir>/master`, then the files matched by `default_include` (default `master.d/*.conf`; matching
  *   nothing is fine), then those matched by `include` (matching nothing is warned about). Patterns are
  *   globs, `~` is expanded, a relative pattern is relative to the directory of the file that names it,
@@ -50,7 +50,8 @@ function isPlainMap(v: unknown): v is Map {
 function readYamlMap(file: string): Map {
   let doc: unknown;
   try {
-    doc = parse(readFileSync(file, "utf8"));
+    // YAML 1.1, as Salt's PyYAML reads it: unquoted yes/no/on/off are booleans, 0755 is octal
+    doc = parse(readFileSync(file, "utf8"), { version: "1.1" });
   } catch (e) {
     throw new BrineError("CONFIG_INVALID", `${file}: ${(e as Error).message}`);
   }

@@ -8,10 +8,10 @@
  * option's Python type converts it (int("5") does), and after PyYAML, which Salt reads files with:
  * - integer and number options take numeric strings ("5", " 10 ", "0.5" for numbers); booleans and, for
  *   integers, fractions are refused (Salt refuses them too);
- * - boolean options take true/false and the YAML 1.1 words PyYAML reads as booleans (yes/no/on/off,
- *   any case): brine's YAML 1.2 parser leaves those as strings where Salt sees booleans; 0/1 are refused
- *   (Salt refuses them: `auto_accept: 1` is a type error there);
- * - string options take numbers (`id: 42`, Salt's str(42));
+ * - boolean options take booleans only: files are parsed as YAML 1.1 like PyYAML does (load.ts), so an
+ *   unquoted yes/no/on/off already is one; a string ("yes", "False": Python would take either as true)
+ *   and 0/1 are refused, as Salt's type check refuses them (`auto_accept: 1` is a type error there);
+ * - string options take numbers (`id: 42`, Salt's str(42)), but lists of strings do not take numbers;
  * - `null` (a key written with no value) means "not set": the default applies, unless the option takes null.
  * Salt only logs a type error and goes on with the bad value; brine stops the start.
  */
@@ -26,8 +26,6 @@ function isPlainMap(v: unknown): v is Any {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-const TRUE_WORDS = /^(true|yes|on)$/i;
-const FALSE_WORDS = /^(false|no|off)$/i;
 const NUMERIC = /^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/;
 
 function kindOf(s: TSchema): string {
@@ -35,17 +33,14 @@ function kindOf(s: TSchema): string {
 }
 
 /** The value with the coercions above applied where the schema asks for another type (else unchanged). */
-export function coerce(s: TSchema, v: unknown): unknown {
+export function coerce(s: TSchema, v: unknown, inList = false): unknown {
   switch (kindOf(s)) {
     case "Integer":
     case "Number":
       return typeof v === "string" && NUMERIC.test(v) ? Number(v) : v;
-    case "Boolean":
-      if (typeof v === "string" && TRUE_WORDS.test(v.trim())) return true;
-      if (typeof v === "string" && FALSE_WORDS.test(v.trim())) return false;
-      return v;
     case "String":
-      return typeof v === "number" && Number.isFinite(v) ? String(v) : v;
+      // not inside lists and mappings: [1] for a list of strings is a mistake, not a list of "1"
+      return typeof v === "number" && Number.isFinite(v) && !inList ? String(v) : v;
     case "Literal": {
       const c = (s as Any).const;
       if (typeof c === "number" && typeof v === "string" && NUMERIC.test(v)) return Number(v);
@@ -54,22 +49,22 @@ export function coerce(s: TSchema, v: unknown): unknown {
     case "Union": {
       if (Value.Check(s, v)) return v;
       for (const m of (s as Any).anyOf as TSchema[]) {
-        const c = coerce(m, v);
+        const c = coerce(m, v, inList);
         if (Value.Check(m, c)) return c;
       }
       return v;
     }
     case "Array":
-      return Array.isArray(v) ? v.map((x) => coerce((s as Any).items as TSchema, x)) : v;
+      return Array.isArray(v) ? v.map((x) => coerce((s as Any).items as TSchema, x, true)) : v;
     case "Record": {
       if (!isPlainMap(v)) return v;
       const [inner] = Object.values((s as Any).patternProperties as Record<string, TSchema>);
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, inner ? coerce(inner, x) : x]));
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, inner ? coerce(inner, x, true) : x]));
     }
     case "Object": {
       if (!isPlainMap(v)) return v;
       const props = (s as Any).properties as Record<string, TSchema>;
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, props[k] && x !== null && x !== undefined ? coerce(props[k], x) : x]));
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, props[k] && x !== null && x !== undefined ? coerce(props[k], x, true) : x]));
     }
     default:
       return v;

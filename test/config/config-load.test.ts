@@ -61,7 +61,7 @@ test("a bad key inside rest_cherrypy is named with its section", () => {
   withConfig({ master: "rest_cherrypy:\n  port: lots\n  disable_ssl: true\n" }, (_dir, load) => refusedNaming(load, "rest_cherrypy.port"));
 });
 
-test("numeric strings, YAML 1.1 booleans and numeric ids are coerced as Salt reads them", () => {
+test("numeric strings and numeric ids are coerced and YAML 1.1 booleans read as Salt reads them; a quoted boolean is refused", () => {
   withConfig({ master: "brine_queue_len_max: '20'\ntimeout: '2.5'\nauto_accept: yes\nopen_mode: Off\nid: 42\nkeysize: '4096'\nrest_cherrypy:\n  port: '8080'\n" }, (_dir, load) => {
     const { cfg, warnings } = load();
     assert.equal(cfg.brine_queue_len_max, 20);
@@ -73,6 +73,7 @@ test("numeric strings, YAML 1.1 booleans and numeric ids are coerced as Salt rea
     assert.equal(cfg.rest_cherrypy?.port, 8080);
     assert.deepEqual(warnings, []);
   });
+  withConfig({ master: "auto_accept: 'yes'\n" }, (_dir, load) => refusedNaming(load, "auto_accept:"));
 });
 
 test("an option written with no value takes its default (Salt: an uncommented empty nodegroups:)", () => {
