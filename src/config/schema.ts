@@ -198,7 +198,7 @@ export const MasterConfigSchema = Type.Object(
     publisher_acl: map("local users of `salt` -> allowed functions"),
     publisher_acl_blacklist: Type.Object({ users: Type.Optional(Type.Array(Type.String())), modules: Type.Optional(Type.Array(Type.String())) }, { default: {}, description: "users and modules never allowed to publish" }),
     token_expire: int(43200, 1, DECADE_S, "lifetime of an eauth token", { unit: "seconds" }),
-    token_expire_user_override: Type.Union([Type.Boolean(), Type.Record(Type.String(), Type.Array(Type.String()))], { default: false, description: "true, or {backend: [users]} who may ask for their own token_expire" }),
+    token_expire_user_override: Type.Union([Type.Boolean(), Type.Record(Type.String(), Type.Unknown())], { default: false, description: "true, or {backend: [users]} who may ask for their own token_expire" }),
     keep_acl_in_token: bool(false, "store the user's permissions in the token"),
     permissive_acl: bool(false, "`*` entries apply even when a user's name matched"),
     sudo_acl: bool(false, "sudo_<user> publishes are limited by publisher_acl"),
