@@ -246,6 +246,7 @@ export const MasterConfigSchema = Type.Object(
     brine_queue_len_max: int(10_000, 1, 10_000_000, "requests waiting per lane before retry-later replies"),
     brine_auth_stale_ms: int(4500, 0, 3_600_000, "a sign-in that waited longer is answered retry-later unworked (0: never)", { unit: "ms" }),
     brine_lmdb_map_bytes: int(8 * GiB, 1024 * 1024, 2 ** 44, "LMDB map size", { unit: "bytes" }),
+    brine_salt_job_files: bool(true, "also write each job's load where Salt's own tools look (cachedir/jobs, the local_cache layout)"),
     brine_lmdb_dir: optStr("brine's LMDB environment", { docDefault: "<cachedir>/brine-lmdb" }),
     brine_raft_lmdb_dir: optStr("the Raft log's LMDB environment", { docDefault: "<cachedir>/brine-raft-lmdb" }),
     brine_local_dir: optStr("local disk for LMDB when cachedir is a network filesystem", { docDefault: "<root_dir>/var/lib/brine" }),
