@@ -260,6 +260,12 @@ export const MasterConfigSchema = Type.Object(
     brine_presence_heard_s: num(60, 0.001, 86_400, "`heard`: how long a minion counts as present after it was heard from", { unit: "seconds" }),
     brine_cluster_unhealthy_after_ms: int(5000, 1, 3_600_000, "a voter whose peer-channel session is down this long is listed in unhealthy_voters", { unit: "ms" }),
     brine_cluster_chaos_file: optStr("tests: node ids listed in this file are cut off"),
+    // --- reactor and schedule (src/automation/) ---
+    reactor: Type.Union([Type.String(), Type.Array(Type.Unknown())], { default: [], description: "tag glob -> reactor SLS files, as a list of one-key mappings, or a file holding that list" }),
+    reactor_worker_threads: int(10, 1, 1024, "threads running reactor SLS"),
+    reactor_worker_hwm: int(10_000, 1, 10_000_000, "reactions waiting before new ones are dropped"),
+    reactor_refresh_interval: int(60, 1, 86_400, "how often the reactor map file is read again", { unit: "seconds" }),
+    schedule: map("the master's schedule: job name -> job (and `enabled`)"),
     // --- HTTP API ---
     // as a file holds them: the keys left out take their defaults in src/api/options.ts
     rest_cherrypy: Type.Optional(Type.Partial(ApiSectionSchema, { description: "salt-api's HTTP API section (see below)" })),
