@@ -106,6 +106,7 @@ export const MasterConfigSchema = Type.Object(
     conf_file: str("/etc/salt/master", "the main configuration file (set by the loader)"),
     default_include: str("master.d/*.conf", "glob of files read after the main file, relative to its directory; silent when nothing matches"),
     include: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: "more files or globs to read (relative to the including file's directory); a pattern that matches nothing is warned about" })),
+    pidfile: str("/var/run/salt-master.pid", "the master's pidfile (root_dir applies); --pid-file overrides it"),
     user: str("root", "the user the master runs as (owner of the root key)"),
     pki_dir: str("/etc/salt/pki/master", "the master's key and the minions' keys"),
     cachedir: str("/var/cache/salt/master", "job cache, minion data, brine's LMDB environments"),
@@ -260,6 +261,11 @@ export const MasterConfigSchema = Type.Object(
     brine_presence_heard_s: num(60, 0.001, 86_400, "`heard`: how long a minion counts as present after it was heard from", { unit: "seconds" }),
     brine_cluster_unhealthy_after_ms: int(5000, 1, 3_600_000, "a voter whose peer-channel session is down this long is listed in unhealthy_voters", { unit: "ms" }),
     brine_cluster_chaos_file: optStr("tests: node ids listed in this file are cut off"),
+    // --- runners ---
+    extension_modules: optStr("where synced custom modules go (root_dir applies)", { docDefault: "<cachedir>/extmods" }),
+    extmod_whitelist: Type.Record(Type.String(), Type.Array(Type.String()), { default: {}, description: "module kind -> the only custom modules saltutil.sync_* copies" }),
+    extmod_blacklist: Type.Record(Type.String(), Type.Array(Type.String()), { default: {}, description: "module kind -> custom modules saltutil.sync_* never copies" }),
+    clean_dynamic_modules: bool(true, "sync_* removes custom modules no longer in the file roots"),
     // --- reactor and schedule (src/automation/) ---
     reactor: Type.Union([Type.String(), Type.Array(Type.Unknown())], { default: [], description: "tag glob -> reactor SLS files, as a list of one-key mappings, or a file holding that list" }),
     reactor_worker_threads: int(10, 1, 1024, "threads running reactor SLS"),

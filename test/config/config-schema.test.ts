@@ -48,7 +48,7 @@ test("did-you-mean finds close names only", () => {
 /** files whose `cfg` is not the master's configuration (the logger's, a test minion's, a Raft node's) */
 const OTHER_CFG = [path.join("src", "log.ts"), path.join("src", "minion") + path.sep, path.join("src", "raft") + path.sep];
 
-/** `cfg.<name>`, `cfg?.<name>`, `cfg["<name>"]` and readOption(cfg, "<name>") in files that handle a configuration */
+/** `cfg.<name>`, `cfg?.<name>`, `cfg["<name>"]`, `(cfg as ...).<name>` and readOption(cfg, "<name>") in files that handle a configuration */
 function optionsReadIn(dir: string, out = new Map<string, string>()): Map<string, string> {
   for (const name of readdirSync(dir)) {
     const p = path.join(dir, name);
@@ -58,6 +58,7 @@ function optionsReadIn(dir: string, out = new Map<string, string>()): Map<string
       if (!/Config\b/.test(text) || OTHER_CFG.some((o) => path.relative(repoRoot, p).startsWith(o))) continue;
       for (const m of text.matchAll(/\bcfg\??\.([a-z][a-z0-9_]*)\b|\bcfg\[\s*"([a-z][a-z0-9_.]*)"\s*\]/g)) out.set(m[1] ?? m[2]!, p);
       for (const m of text.matchAll(/readOption\(\s*\w+,\s*"([a-z0-9_.]+)"/g)) out.set(m[1]!, p);
+      for (const m of text.matchAll(/\(\s*\w*cfg\s+as\s+[^()]*(?:<[^>]*>)?\s*\)\??\.([a-z][a-z0-9_]*)\b/gi)) out.set(m[1]!, p);
     }
   }
   return out;
