@@ -5,7 +5,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { describe } from "./options.js";
 import { SALT_MASTER_OPTIONS, SALT_OTHER_OPTIONS } from "./salt-master-options.js";
-import { ApiSectionSchema, FileEauthSchema, MasterConfigSchema } from "./schema.js";
+import { ApiSectionSchema, FileEauthSchema, MasterConfigSchema, MetricsSectionSchema } from "./schema.js";
 
 type Notes = { description?: string; default?: unknown; docDefault?: string; unit?: string; properties?: Record<string, TSchema> };
 
@@ -87,6 +87,11 @@ export function renderConfigDocs(): string {
     "",
     ...HEAD,
     ...rows(ApiSectionSchema.properties as Record<string, TSchema>, "", (n) => ((ApiSectionSchema.properties as Record<string, Notes>)[n]!.description ?? "").startsWith("brine") ? "brine" : "salt-api"),
+    "",
+    "## Metrics (`brine_metrics:`)",
+    "",
+    ...HEAD,
+    ...rows(MetricsSectionSchema.properties as Record<string, TSchema>, "", () => "brine"),
     "",
     "## `file` eauth backend (`external_auth: file:`)",
     "",

@@ -75,6 +75,16 @@ export const ApiSectionSchema = Type.Object(
   { additionalProperties: true, description: "HTTP API section" },
 );
 
+/** `brine_metrics:`, the Prometheus endpoint (src/metrics/options.ts); `brine_metrics: true` takes every default. */
+export const MetricsSectionSchema = Type.Object(
+  {
+    port: int(9108, 0, PORT_MAX, "TCP port of the metrics endpoint (0: the system chooses)"),
+    host: str("127.0.0.1", "address it listens on (the figures name minions and nodes: loopback unless told otherwise)"),
+    path: str("/metrics", "URL path of the figures"),
+  },
+  { additionalProperties: false },
+);
+
 /** formats and password hashes of the `file` eauth backend (Salt's salt/auth/file.py) */
 export const FILE_EAUTH_FILETYPES = ["text", "htpasswd", "htdigest"] as const;
 export const FILE_EAUTH_HASHTYPES = ["plaintext", "md5", "sha1", "sha224", "sha256", "sha384", "sha512"] as const;
@@ -272,6 +282,8 @@ export const MasterConfigSchema = Type.Object(
     reactor_worker_hwm: int(10_000, 1, 10_000_000, "reactions waiting before new ones are dropped"),
     reactor_refresh_interval: int(60, 1, 86_400, "how often the reactor map file is read again", { unit: "seconds" }),
     schedule: map("the master's schedule: job name -> job (and `enabled`)"),
+    // --- metrics ---
+    brine_metrics: Type.Optional(Type.Union([Type.Boolean(), Type.Partial(MetricsSectionSchema)], { description: "the Prometheus endpoint: true, or a mapping of the keys below; off when absent or false" })),
     // --- HTTP API ---
     // as a file holds them: the keys left out take their defaults in src/api/options.ts
     rest_cherrypy: Type.Optional(Type.Partial(ApiSectionSchema, { description: "salt-api's HTTP API section (see below)" })),

@@ -8,10 +8,13 @@
 import { isIP } from "node:net";
 import { BrineError } from "../errors.js";
 import type { MasterConfig } from "../config/defaults.js";
+import { MetricsSectionSchema } from "../config/schema.js";
 
-export const METRICS_PORT_DEFAULT = 9108;
-export const METRICS_HOST_DEFAULT = "127.0.0.1";
-export const METRICS_PATH_DEFAULT = "/metrics";
+// declared in src/config/schema.ts (MetricsSectionSchema)
+const declared = MetricsSectionSchema.properties;
+export const METRICS_PORT_DEFAULT = declared.port.default as number;
+export const METRICS_HOST_DEFAULT = declared.host.default as string;
+export const METRICS_PATH_DEFAULT = declared.path.default as string;
 
 export interface MetricsOptions {
   port: number;

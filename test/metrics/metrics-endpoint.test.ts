@@ -131,7 +131,7 @@ describe("the metrics endpoint is off by default", { timeout: 60_000 }, () => {
     assert.deepEqual(readMetricsOptions({ ...masterDefaults(), brine_metrics: { port: 9200 } }), { port: 9200, host: "127.0.0.1", path: "/metrics" });
     for (const bad of [{ port: 70000 }, { port: "x" }, { prot: 9108 }, { path: "metrics" }, "yes"]) {
       assert.throws(
-        () => readMetricsOptions({ ...masterDefaults(), brine_metrics: bad }),
+        () => readMetricsOptions({ ...masterDefaults(), brine_metrics: bad as never }),
         (e: unknown) => isBrineError(e, "CONFIG_INVALID") && e.message.includes("brine_metrics"),
         JSON.stringify(bad),
       );
