@@ -18,7 +18,7 @@
  * `return_job: False`).
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { readFileSync, readdirSync, statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { configureLogging, getLogger } from "../log.js";
 import { LocalClient } from "../client/local-client.js";
@@ -28,7 +28,6 @@ import { JinjaEnv } from "../render/jinja.js";
 import { renderPipe } from "../render/pipe.js";
 import { loadYaml } from "../render/yaml.js";
 import { makeSaltFuncs } from "../render/salt-funcs.js";
-import { fnmatchToRegExp } from "../targeting/index.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { openStore, type Store } from "../store/lmdb-env.js";
 import { JobCache } from "../store/job-cache.js";
@@ -37,6 +36,7 @@ import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } 
 import { checkReactorMap, readAutomationOptions } from "./options.js";
 import { compileReactions, reactionCall, ReactorMap, unsupportedIn, type Reaction } from "./reactor.js";
 import { BoundedQueue } from "./queue.js";
+import { expandSlsRef } from "./sls-files.js";
 import { parseJob, Schedule, type ScheduleJob } from "./schedule.js";
 import { ownerOf, type OwnerSources } from "./owner.js";
 
@@ -65,6 +65,8 @@ let store: Store | undefined;
 let jobCache: JobCache | undefined;
 const jobs = () => (jobCache ??= new JobCache((store = openStore(cfg))));
 
+const expandSls = (ref: string) => expandSlsRef(ref, (cfg.file_roots as Record<string, string[]> | undefined)?.base ?? []);
+
 // --- reactor map -------------------------------------------------------------------------------------------
 
 let map = new ReactorMap([]);
@@ -87,38 +89,6 @@ function loadMap(): void {
 
 function publishGlobs(): void {
   post({ t: "globs", globs: [...map.globs(), ...(hasSchedule ? ["salt/run/*/ret"] : [])] });
-}
-
-/** salt://path against file_roots base; a glob in the last path segment is expanded. */
-function expandSls(ref: string): string[] {
-  let p = ref;
-  if (p.startsWith("salt://")) {
-    const rel = p.slice("salt://".length).replace(/^\/+/, "");
-    const roots = (cfg.file_roots as Record<string, string[]> | undefined)?.base ?? [];
-    const found = roots.map((r) => path.join(r, rel)).find((f) => /[*?[]/.test(rel) || exists(f));
-    if (!found) return [];
-    p = found;
-  }
-  const base = path.basename(p);
-  if (!/[*?[]/.test(base)) return exists(p) ? [p] : [];
-  const dir = path.dirname(p);
-  const re = fnmatchToRegExp(base);
-  try {
-    return readdirSync(dir)
-      .filter((n) => re.test(n))
-      .sort()
-      .map((n) => path.join(dir, n));
-  } catch {
-    return [];
-  }
-}
-
-function exists(f: string): boolean {
-  try {
-    return statSync(f).isFile();
-  } catch {
-    return false;
-  }
 }
 
 /** Template lookups by absolute path (the reactor file itself, its includes and imports). */
