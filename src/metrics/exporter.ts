@@ -32,8 +32,12 @@ const log = getLogger("brine.metrics");
 export const mainSampleEveryMs = 1000;
 /** Connected minions are counted by a request worker (presence.ts) at most this often, ms. */
 export const connectedRefreshMs = 30_000;
-/** A scrape waits this long for the Raft worker's status, then goes without the Raft figures, ms. */
-export const raftStatusWaitMs = 2000;
+/**
+ * A scrape waits this long for the Raft worker's status (then goes without the Raft figures), and for the first
+ * count of connected minions (later scrapes show the last count while a new one is made: a request worker busy
+ * with a return flood must not make the scrape time out), ms.
+ */
+export const scrapeWaitMs = 2000;
 /** Connections the endpoint serves at once. */
 export const metricsConnectionsMax = 16;
 
@@ -89,6 +93,16 @@ class FamilyMetric {
   }
 
   reset(): void {}
+}
+
+/** `p`'s value, or undefined when it takes longer than `ms`. */
+async function within<T>(p: Promise<T | undefined>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export class MetricsHost {
@@ -155,29 +169,27 @@ export class MetricsHost {
     this.board.setGauge(G_SAMPLED_AT_MS, Date.now());
   }
 
-  private connected(): Promise<number> {
+  /** The last count of connected minions (a new one is started when it is older than connectedRefreshMs). */
+  private async connected(): Promise<number | undefined> {
     const c = this.connectedCache;
-    if (c && Date.now() - c.at < connectedRefreshMs) return Promise.resolve(c.n);
-    this.connectedRun ??= this.figures!.connected()
-      .then((n) => {
-        this.connectedCache = { at: Date.now(), n };
-        return n;
-      })
-      .finally(() => (this.connectedRun = undefined));
-    return this.connectedRun;
+    if (!c || Date.now() - c.at >= connectedRefreshMs) {
+      this.connectedRun ??= this.figures!.connected()
+        .then((n) => {
+          this.connectedCache = { at: Date.now(), n };
+          return n;
+        })
+        .finally(() => (this.connectedRun = undefined));
+    }
+    if (c) return c.n;
+    return within(this.connectedRun!.catch(() => undefined), scrapeWaitMs);
   }
 
   /** Every family, read now. */
   async families(): Promise<Family[]> {
     this.sample();
     const f = this.figures!;
-    const connected = await this.connected().catch(() => undefined);
-    let raft: NodeStatus | undefined;
-    if (f.raftStatus) {
-      let timer: NodeJS.Timeout | undefined;
-      raft = await Promise.race([f.raftStatus().catch(() => undefined), new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), raftStatusWaitMs)))]);
-      clearTimeout(timer);
-    }
+    const connected = await this.connected();
+    const raft = f.raftStatus ? await within(f.raftStatus().catch(() => undefined), scrapeWaitMs) : undefined;
     const sab = f.ringBuffer?.();
     if (sab && !this.ring) this.ring = new RingReader(sab);
     return families({ board: this.board.read(), ...(connected !== undefined ? { connected } : {}), ...(raft ? { raft } : {}), ...(sab ? { ring: this.ring } : {}) });

@@ -120,9 +120,9 @@ export function families(src: FamilySources): Family[] {
       samples: b.sendQueues.map((q) => ({ labels: { queue: q.queue }, value: q.dropped })),
     },
   ];
-  if (src.connected !== undefined) {
-    out.push({ name: "brine_minions_connected", help: "Accepted minions connected to this master (presence: brine_presence)", type: "gauge", samples: [{ labels: {}, value: src.connected }] });
-  }
+  // no sample while the first count is still being made
+  const connected = src.connected === undefined ? [] : [{ labels: {}, value: src.connected }];
+  out.push({ name: "brine_minions_connected", help: "Accepted minions connected to this master (brine_presence; counted at most every 30 s)", type: "gauge", samples: connected });
   if (src.raft) out.push(...raftFamilies(src.raft));
   if (src.ring) out.push(...ringFamilies(src.ring));
   return out;
