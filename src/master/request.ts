@@ -128,8 +128,9 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
   }
-  // over clearFrameBytesMax only an AES envelope is possible: decode the envelope, never a container in it
-  const big = frame.length > clearFrameBytesMax;
+  // over clearFrameBytesMax only an AES envelope is possible from the request port: decode the envelope,
+  // never a container in it (a frame with a source was built by this master's HTTP API from a bounded body)
+  const big = frame.length > clearFrameBytesMax && source === undefined;
   let payload: WireValue;
   try {
     payload = decodeWire(frame, big ? bigEnvelopeLimits : wireLimits, true); // the frame is this request's own: byte values may be views into it
