@@ -48,7 +48,7 @@ const BLACKLISTED_TAGS = [
   "salt/presence/*",
 ].map(fnmatchRegex);
 /** Job tags that name a minion: a minion may fire them only under its own id (its return, progress, state errors). */
-const MINION_JOB_TAG = /^salt\/job\/[^/]+\/(?:ret|prog|sub)\/([^/]*)/;
+const MINION_JOB_TAG = /^salt\/job\/[^/]*\/(?:ret|prog|sub)\/([^/]*)/;
 /** Characters no tag from a minion may hold: they would split a bus frame or a log line, or drive a terminal. */
 const TAG_CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 /** Longest event tag accepted from a minion. */
