@@ -22,7 +22,7 @@ describe("clear request size bound", { timeout: 120_000 }, () => {
   let logFile: string;
   before(async () => {
     logFile = path.join(os.tmpdir(), `brine-clear-bound-${process.pid}.log`);
-    tm = await startTestMaster({ auto_accept: true }, undefined, { logFile });
+    tm = await startTestMaster({ auto_accept: true, brine_auth_stale_ms: 60_000 }, undefined, { logFile }); // raw sign-ins on a loaded box are not "stale"
     raw = new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 10_000 });
     k = await testKeys(1);
   });

@@ -41,7 +41,7 @@ describe("minion public key policy", { timeout: 120_000 }, () => {
   const bad: [string, string][] = [];
 
   before(async () => {
-    tm = await startTestMaster({ auto_accept: true });
+    tm = await startTestMaster({ auto_accept: true, brine_auth_stale_ms: 60_000 }); // raw sign-ins on a loaded box are not "stale"
     raw = new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 10_000 });
     const modulus = (good.publicKey.export({ format: "jwk" }) as { n: string }).n;
     bad.push(

@@ -66,7 +66,7 @@ describe("max_pending_keys", { timeout: 120_000 }, () => {
   let logFile: string;
   before(async () => {
     logFile = path.join(os.tmpdir(), `brine-pending-bound-${process.pid}.log`);
-    tm = await startTestMaster({ max_pending_keys: 2 } as never, undefined, { logFile });
+    tm = await startTestMaster({ max_pending_keys: 2, brine_auth_stale_ms: 60_000 } as never, undefined, { logFile });
     raw = new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 10_000 });
     k = await testKeys(3);
   });
