@@ -57,11 +57,15 @@ const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "
 
 /** Salt's jid_to_time: `YYYY, Mon DD hh:mm:ss.ffffff`; "" for a malformed jid. */
 export function jidToTime(jid: string): string {
-  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{6})/.exec(jid);
-  if (!m) return "";
-  const month = MONTHS[Number(m[2]) - 1];
+  // slices, not a seven-group regex: jobs.list_jobs formats every job in the cache (100,000 and more)
+  if (jid.length < 20) return "";
+  for (let i = 0; i < 20; i++) {
+    const c = jid.charCodeAt(i);
+    if (c < 48 || c > 57) return "";
+  }
+  const month = MONTHS[Number(jid.slice(4, 6)) - 1];
   if (!month) return "";
-  return `${m[1]}, ${month} ${m[3]} ${m[4]}:${m[5]}:${m[6]}.${m[7]}`;
+  return `${jid.slice(0, 4)}, ${month} ${jid.slice(6, 8)} ${jid.slice(8, 10)}:${jid.slice(10, 12)}:${jid.slice(12, 14)}.${jid.slice(14, 20)}`;
 }
 
 /** Milliseconds since the epoch encoded in a jid (for cleanup by age), or NaN. */
