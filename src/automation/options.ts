@@ -5,10 +5,12 @@
  * holding that list), `reactor_worker_threads` (10), `reactor_worker_hwm` (10000),
  * `reactor_refresh_interval` (60 s), `schedule` (a map of job name → job, plus `enabled` for all jobs).
  *
- * A bad value throws BrineError("CONFIG_INVALID", "<option>: <why>") when the master starts.
+ * Types, bounds and defaults are declared in src/config/schema.ts. A bad value throws
+ * BrineError("CONFIG_INVALID", "<option>: <why>") when the master starts.
  */
 import { BrineError } from "../errors.js";
 import type { MasterConfig } from "../config/defaults.js";
+import { optionBounds, optionDefault } from "../config/options.js";
 
 export interface ReactorOptions {
   /** the map as configured (a list), or a file path to read it from */
@@ -35,9 +37,11 @@ function bad(option: string, why: string): never {
   throw new BrineError("CONFIG_INVALID", `${option}: ${why}`);
 }
 
-function int(cfg: Record<string, unknown>, name: string, dflt: number, min: number, max: number): number {
+/** an integer option; its default and bounds are declared in src/config/schema.ts */
+function int(cfg: Record<string, unknown>, name: "reactor_worker_threads" | "reactor_worker_hwm" | "reactor_refresh_interval"): number {
+  const { min, max } = optionBounds(name);
   const v = cfg[name];
-  if (v === undefined || v === null) return dflt;
+  if (v === undefined || v === null) return optionDefault(name) as number;
   if (typeof v !== "number" || !Number.isInteger(v)) bad(name, `expected an integer, got ${JSON.stringify(v)}`);
   if (v < min || v > max) bad(name, `must be between ${min} and ${max}, got ${v}`);
   return v;
@@ -66,9 +70,9 @@ export function readAutomationOptions(config: MasterConfig): AutomationOptions {
   const map = typeof raw === "string" ? (raw === "" ? [] : raw) : checkReactorMap(raw, "reactor");
   const reactor: ReactorOptions = {
     map,
-    workerThreads: int(cfg, "reactor_worker_threads", 10, 1, 1024),
-    workerHwm: int(cfg, "reactor_worker_hwm", 10000, 1, 10_000_000),
-    refreshIntervalS: int(cfg, "reactor_refresh_interval", 60, 1, 86_400),
+    workerThreads: int(cfg, "reactor_worker_threads"),
+    workerHwm: int(cfg, "reactor_worker_hwm"),
+    refreshIntervalS: int(cfg, "reactor_refresh_interval"),
   };
   const sched = cfg.schedule ?? {};
   if (!isMap(sched)) bad("schedule", "expected a map of job name to job");

@@ -14,13 +14,14 @@
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { MasterConfig } from "../config/defaults.js";
+import { optionDefault } from "../config/options.js";
 import { prependRoot } from "../config/load.js";
 import { BrineError } from "../errors.js";
 import { getLogger } from "../log.js";
 
 const log = getLogger("brine.pidfile");
 
-export const PIDFILE_DEFAULT = "/var/run/salt-master.pid";
+export const PIDFILE_DEFAULT = optionDefault("pidfile") as string; // declared in src/config/schema.ts
 /** attempts to take a stale pidfile over while other masters race for it */
 const TAKEOVER_ATTEMPTS = 5;
 
