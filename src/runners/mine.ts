@@ -4,6 +4,7 @@
  * or a list) give {function: {minion: data}}; entries stored with a minion-side ACL (`__saltmine_acl__`) are
  * unwrapped, and skipped when their `allow_tgt` does not allow the master's id; the master's `mine_get` ACL
  * applies as in Salt. compound and pillar targets compare pillar values exactly, as Salt's mine does.
+ * mine.update publishes mine.update to the targeted minions.
  */
 import { pcreMatch } from "../targeting/index.js";
 import { argOf, targetIds, type RunnerContext, type RunnerFn } from "./context.js";
@@ -59,6 +60,23 @@ export function mineGet(ctx: RunnerContext, tgt: unknown, fun: unknown, tgtType:
   return ret;
 }
 
+/**
+ * mine.update(tgt, tgt_type="glob", clear=False, mine_functions=None): publishes mine.update to the targeted
+ * minions (Salt's salt.execute): {minion: its return}, False for a minion that did not return.
+ */
+const mineUpdate: RunnerFn = async (ctx, arg, kwarg) => {
+  const tgt = argOf(arg, kwarg, 0, "tgt", null);
+  if (tgt === null || tgt === undefined) throw new Error("update() missing 1 required positional argument: 'tgt'");
+  const tgtType = String(argOf(arg, kwarg, 1, "tgt_type", "glob"));
+  const fnKwargs = { clear: argOf(arg, kwarg, 2, "clear", false), mine_functions: argOf(arg, kwarg, 3, "mine_functions", null), __kwarg__: true };
+  const out: Record<string, unknown> = {};
+  for await (const r of ctx.client.cmdIter({ tgt: tgt as string, fun: "mine.update", arg: [fnKwargs], tgtType, timeoutS: Number(kwarg.timeout ?? ctx.cfg.timeout) }, { gatherJobTimeoutS: ctx.cfg.gather_job_timeout })) {
+    out[r.id] = "missing" in r ? false : r.data.return;
+  }
+  return out;
+};
+
 export const mineRunners: Record<string, RunnerFn> = {
   "mine.get": async (ctx, arg, kwarg) => mineGet(ctx, argOf(arg, kwarg, 0, "tgt", null), argOf(arg, kwarg, 1, "fun", null), String(argOf(arg, kwarg, 2, "tgt_type", "glob"))),
+  "mine.update": mineUpdate,
 };

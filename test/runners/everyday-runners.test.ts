@@ -314,3 +314,15 @@ test("manage.list_state show_ip=True names, for a minion on the master's host, i
     await h.close();
   }
 });
+
+test("mine.update publishes mine.update with clear and mine_functions to the target; a silent minion is False", async () => {
+  const h = runnerHarness({ answers: () => [ok("a1", true), missing("a2")] });
+  try {
+    assert.deepEqual(await h.run("mine.update", ["a*"], { mine_functions: ["test.ping"] }), { a1: true, a2: false });
+    assert.equal(h.published[0]!.fun, "mine.update");
+    assert.equal(h.published[0]!.tgt, "a*");
+    assert.deepEqual(h.published[0]!.arg, [{ clear: false, mine_functions: ["test.ping"], __kwarg__: true }]);
+  } finally {
+    await h.close();
+  }
+});
