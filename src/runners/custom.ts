@@ -78,9 +78,15 @@ export async function loadCustomRunner(cfg: MasterConfig, fun: string): Promise<
   throw new Error(`'${fun}' is not available.`);
 }
 
-/** A runner that loads custom `fun` when called (loadCustomRunner's error, e.g. "not available", is its failure). */
-export function customRunner(cfg: MasterConfig, fun: string): RunnerFn {
-  return async (ctx, args, kwargs) => (await loadCustomRunner(cfg, fun))(ctx, args, kwargs);
+/**
+ * The custom runner for `fun` when its module is a synced one or a Python runner in the file roots (loaded
+ * when called: loadCustomRunner's error is its failure); undefined otherwise (the caller's "not available").
+ */
+export function customRunner(cfg: MasterConfig, fun: string): RunnerFn | undefined {
+  const module = fun.slice(0, Math.max(0, fun.indexOf(".")));
+  if (!/^[A-Za-z0-9_-]+$/.test(module)) return undefined;
+  const present = RUNNER_EXTENSIONS.some((ext) => existsSync(path.join(runnersDir(cfg), `${module}${ext}`))) || pythonRunnerFiles(cfg, module).length > 0;
+  return present ? async (ctx, args, kwargs) => (await loadCustomRunner(cfg, fun))(ctx, args, kwargs) : undefined;
 }
 
 /** Salt's extmod_whitelist / extmod_blacklist argument for one form: a comma-separated string or {form: [names]}. */

@@ -58,7 +58,7 @@ function trackSync(ctx: RunnerContext): (() => void) | undefined {
   };
 }
 
-// a runner brine does not have is looked up among the synced custom runners (custom.ts; "not available" there)
+// a runner brine does not have may be a synced custom runner (custom.ts)
 const fn = RUNNERS[init.fun] ?? customRunner(init.cfg, init.fun);
 if (!fn) {
   post({ type: "error", message: `'${init.fun}' is not available.` });

@@ -47,6 +47,7 @@ test("a _runners module synced with saltutil.sync_runners runs through salt-run,
   const unknown = await run("nosuch.thing");
   assert.equal(unknown.code, 1);
   assert.equal(unknown.stderr.trim(), "'nosuch.thing' is not available.");
+  assert.deepEqual(JSON.parse((await run("jobs.list_jobs", "search_function=nosuch", "--out", "json")).stdout), {}, "an unknown runner is no job (no custom module is loaded for it)");
 });
 
 test("the everyday runners answer through salt-run: fileserver.file_list, pillar.show_top, cache.grains, jobs.last_run", async () => {
