@@ -129,7 +129,7 @@ export const MasterConfigSchema = Type.Object(
     ipv6: bool(false, "listen on IPv6"),
     publish_port: port(4505, "publisher port"),
     ret_port: port(4506, "request server port"),
-    worker_threads: int(5, 1, 1024, "threads of each request lane (auth, req)"),
+    worker_threads: int(5, 1, 1024, "request threads in all (Salt's MWorkers), split between the sign-in lane (half, rounded down) and the request lane (the rest), at least one each"),
     pub_hwm: int(1000, 0, 10_000_000, "publisher high-water mark, messages"),
     zmq_backlog: int(1000, 0, 1_000_000, "listen backlog of the ZeroMQ sockets"),
     // --- keys and sign-in ---

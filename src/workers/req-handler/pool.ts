@@ -197,11 +197,21 @@ class LaneQueue<T> {
 
 let lanesMade = 0;
 
+/**
+ * `worker_threads` is Salt's number of request workers in all (MWorkers, default 5); brine splits it
+ * between its two lanes, at least one thread each: sign-ins get half (rounded down), requests the rest.
+ */
+export function laneThreads(workerThreads: number): Record<Lane, number> {
+  const total = Math.max(2, Math.floor(workerThreads));
+  const auth = Math.max(1, Math.floor(total / 2));
+  return { auth, req: total - auth };
+}
+
 export class RequestLanes<T> {
   private readonly lanes: Record<Lane, LaneQueue<T>>;
 
   constructor(cfg: MasterConfig, shared: SharedBuffers, sink: BatchSink<T>) {
-    const threads = Math.max(1, Number(cfg.worker_threads) || os.availableParallelism());
+    const threads = laneThreads(Number(cfg.worker_threads) || os.availableParallelism());
     const filename = fileURLToPath(new URL("./worker.js", import.meta.url));
     const lc = loggingConfig();
     const workerData = { cfg, shared, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
@@ -214,8 +224,8 @@ export class RequestLanes<T> {
       const pool = new Piscina({
         filename,
         workerData: { ...workerData, lateChannel: channels[name].name },
-        minThreads: threads,
-        maxThreads: threads,
+        minThreads: threads[name],
+        maxThreads: threads[name],
         concurrentTasksPerWorker,
         idleTimeout: Infinity,
         atomics: "disabled",
@@ -256,8 +266,8 @@ export class RequestLanes<T> {
     return this.lanes.auth.waiting + this.lanes.req.waiting;
   }
 
-  /** Threads in each lane (`worker_threads`). */
-  readonly threads: number;
+  /** Threads of each lane (`worker_threads` split between them: laneThreads). */
+  readonly threads: Record<Lane, number>;
 
   async cleanup(nowMs: number): Promise<number> {
     const r = (await this.lanes.req.pool.run({ kind: "cleanup", nowMs })) as CleanupResult;
