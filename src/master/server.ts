@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Publisher, Router } from "zeromq";
 import type { MasterConfig } from "../config/defaults.js";
-import { getLogger } from "../log.js";
+import { getLogger, loggingConfig } from "../log.js";
 import { generateKeyString } from "../protocol/crypticle.js";
 import { packEvent } from "../events/event-frame.js";
 import { EventBusServer } from "../events/bus-server.js";
@@ -172,6 +172,7 @@ export class MasterServer {
         signPubMessages: c.sign_pub_messages,
         signingAlgorithm: c.publish_signing_algorithm,
         clustered: Boolean(c.cluster_id),
+        log: (({ level, file, fileLevel }) => ({ level, file: file ?? null, fileLevel: fileLevel ?? null }))(loggingConfig()),
       },
       (frames) => frames.forEach((f) => this.pubOut!.push([f])),
     );

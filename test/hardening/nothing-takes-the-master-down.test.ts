@@ -94,6 +94,18 @@ describe("nothing a minion, a client or a runner does takes the master down", { 
     assert.equal(master.exitCode, null, out);
   });
 
+  test("a publish the publisher thread cannot seal is dropped and logged; the master serves on", async () => {
+    rmSync(faults, { force: true }); // the handlers work again: only the publisher fails
+    writeFileSync(`${faults}.publisher`, "");
+    try {
+      const r = await runCli("salt", ["-c", conf, "fault-minion", "test.ping", "-t", "2", "--gather-job-timeout", "2"]);
+      assert.match(r.stdout, /did not return/, r.stdout + r.stderr);
+      assert.equal(master.exitCode, null, out);
+    } finally {
+      rmSync(`${faults}.publisher`, { force: true });
+    }
+  });
+
   test("once the faults stop, the same minion runs a job and salt-run answers", async () => {
     rmSync(faults, { force: true });
     const r = await runCli("salt", ["-c", conf, "fault-minion", "test.ping", "--out", "json", "-t", "20"]);

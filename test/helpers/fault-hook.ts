@@ -12,6 +12,7 @@ import { AES_FUNCS } from "../../src/master/aes-funcs.js";
 import { KeyStore } from "../../src/pki/key-store.js";
 import { MasterContext } from "../../src/master/context.js";
 import { RUNNERS } from "../../src/runners/registry.js";
+import { Crypticle } from "../../src/protocol/crypticle.js";
 
 const flag = process.env.BRINE_FAULT_FILE;
 const on = () => flag !== undefined && existsSync(flag);
@@ -67,4 +68,12 @@ if (!isMainThread && flag !== undefined && !(wd && typeof wd === "object" && ("s
     throw new Error("injected: a worker thread fails outside any task");
   }, 100);
   t.unref();
+}
+
+if (!isMainThread && flag !== undefined && wd && typeof wd === "object" && "signPubMessages" in wd) {
+  const dumps = Crypticle.prototype.dumps;
+  Crypticle.prototype.dumps = function (this: Crypticle, ...a: Parameters<typeof dumps>) {
+    if (existsSync(`${flag}.publisher`)) throw new Error("injected: the publisher cannot seal this publish");
+    return dumps.apply(this, a);
+  };
 }

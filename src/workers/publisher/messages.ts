@@ -8,6 +8,8 @@ export interface PublisherInit {
   signingAlgorithm: string;
   /** under clustering publishes carry no serial (3007) */
   clustered: boolean;
+  /** the master's logging (a publish this thread cannot seal is logged) */
+  log?: { level: string; file: string | null; fileLevel: string | null };
 }
 
 export interface PublisherRequest {

@@ -14,8 +14,12 @@ import { encodeWire } from "../../protocol/msgpack.js";
 import { privateKey, rsaSign, isSigAlgo, DEFAULT_SIG_ALGO } from "../../protocol/rsa.js";
 import { SharedSecrets } from "../../shared/secrets.js";
 import type { PublisherInit, PublisherRequest, PublisherReply } from "./messages.js";
+import { configureLogging, getLogger } from "../../log.js";
+
+const log = getLogger("brine.publisher");
 
 const init = workerData as PublisherInit;
+if (init.log) configureLogging(init.log);
 const secrets = new SharedSecrets(init.secrets);
 const priv = privateKey(readFileSync(path.join(init.pkiDir, `${init.keyName ?? "master"}.pem`), "utf8"));
 const sigAlgo = isSigAlgo(init.signingAlgorithm) ? init.signingAlgorithm : DEFAULT_SIG_ALGO;
@@ -35,7 +39,16 @@ function wrap(load: Record<string, unknown>): Buffer {
 }
 
 parentPort!.on("message", (req: PublisherRequest) => {
-  const frames = req.loads.map(wrap);
+  const frames: Buffer[] = [];
+  for (const load of req.loads) {
+    try {
+      frames.push(wrap(load));
+    } catch (e) {
+      // one load this thread cannot seal is dropped and logged: a throw here would end the thread, and with it
+      // the master (the serial it owns cannot move to another thread)
+      log.error(`publish of ${String(load.fun)} (jid ${String(load.jid)}) could not be sealed and was dropped: ${(e as Error).message}`);
+    }
+  }
   const reply: PublisherReply = { seq: req.seq, frames };
   parentPort!.postMessage(reply);
 });
