@@ -261,6 +261,8 @@ export const MasterConfigSchema = Type.Object(
     brine_lmdb_dir: optStr("brine's LMDB environment", { docDefault: "<cachedir>/brine-lmdb" }),
     brine_raft_lmdb_dir: optStr("the Raft log's LMDB environment", { docDefault: "<cachedir>/brine-raft-lmdb" }),
     brine_local_dir: optStr("local disk for LMDB when cachedir is a network filesystem", { docDefault: "<root_dir>/var/lib/brine" }),
+    brine_job_cache_check: oneOf(["full", "header", "off"], "full", "what the start checks of the job cache's data.mdb before any thread maps it: its header and every record (read in a child process, about 1 s per million records), the header only, or nothing"),
+    brine_job_cache_damaged: oneOf(["refuse", "move_aside"], "refuse", "a damaged job cache: refuse to start with a message naming the file, or move its directory aside (<dir>.damaged-<time>) and start with an empty one, saying so"),
     // --- cluster ---
     cluster_id: strOrNull("name of the cluster; set: this master is clustered"),
     cluster_peers: Type.Array(Type.Union([Type.String(), Type.Object({ id: Type.Optional(Type.String()), host: Type.String(), port: Type.Optional(Type.Union([Type.Integer(), Type.String()])) })]), { default: [], description: "the other masters: host, host:port, or {id, host, port}" }),

@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { BrineError } from "../errors.js";
 import { getLogger } from "../log.js";
 import { lmdbDir, type StoreConfig } from "./lmdb-env.js";
+import { readOption } from "../config/options.js";
 import path from "node:path";
 
 const log = getLogger("brine.store");
@@ -45,16 +46,9 @@ export interface CheckOptions {
   damaged: DamagedMode;
 }
 
-/** `brine_job_cache_check` (full | header | off) and `brine_job_cache_damaged` (refuse | move_aside). */
+/** `brine_job_cache_check` (full | header | off) and `brine_job_cache_damaged` (refuse | move_aside), as declared in the schema. */
 export function checkOptions(cfg: object): CheckOptions {
-  const c = cfg as Record<string, unknown>;
-  const pick = <T extends string>(name: string, allowed: readonly T[], dflt: T): T => {
-    const v = c[name];
-    if (v === undefined || v === null) return dflt;
-    if (typeof v !== "string" || !(allowed as readonly string[]).includes(v)) throw new BrineError("CONFIG_INVALID", `${name}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(v)})`);
-    return v as T;
-  };
-  return { check: pick("brine_job_cache_check", ["full", "header", "off"] as const, "full"), damaged: pick("brine_job_cache_damaged", ["refuse", "move_aside"] as const, "refuse") };
+  return { check: readOption(cfg, "brine_job_cache_check") as CheckMode, damaged: readOption(cfg, "brine_job_cache_damaged") as DamagedMode };
 }
 
 /** files whose header says they are shorter than their pages in use (headerProblem), with the words for it */
