@@ -203,6 +203,12 @@ export function undeclaredOptionWarning(name: string, value: unknown, file: stri
   return `unknown option ${name} (in ${file})${guess ? `; did you mean ${guess}?` : ""}`;
 }
 
+/** Salt's repack_dictlist, which master_config applies to nodegroups: a list of one-key mappings is one mapping. */
+function repackDictList(v: unknown): unknown {
+  if (!Array.isArray(v) || !v.every((e) => isPlainMap(e) && Object.keys(e).length === 1)) return v;
+  return Object.assign({}, ...(v as Map[]));
+}
+
 /** Checks the declared options of `layer` in place (coerced values; null where null is no value: dropped), warning about the others. */
 function checkLayer(layer: Layer, warn: (m: string) => void, warned: Set<string>): Map {
   const out: Map = {};
@@ -217,7 +223,7 @@ function checkLayer(layer: Layer, warn: (m: string) => void, warned: Set<string>
       continue;
     }
     if (v === undefined || (v === null && !takesNull(s))) continue;
-    out[k] = checkOption(k, s, v, ` (in ${file})`);
+    out[k] = checkOption(k, s, k === "nodegroups" ? repackDictList(v) : v, ` (in ${file})`);
   }
   return out;
 }

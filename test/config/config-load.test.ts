@@ -85,6 +85,10 @@ test("an option written with no value takes its default (Salt: an uncommented em
   });
 });
 
+test("nodegroups written as a list of one-key mappings are one mapping, as Salt's master_config repacks them", () => {
+  withConfig({ master: "nodegroups:\n  - web: 'web*'\n  - db: ['L@db1,db2']\n" }, (_dir, load) => assert.deepEqual(load().cfg.nodegroups, { web: "web*", db: ["L@db1,db2"] }));
+});
+
 test("an unknown option gets one warning with the closest known name, even when set in two files", () => {
   withConfig({ master: "auto_acept: true\n", "master.d/a.conf": "auto_acept: false\n" }, (_dir, load) => {
     const { cfg, warnings } = load();
