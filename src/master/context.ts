@@ -27,6 +27,7 @@ import { Authenticator } from "../auth/authenticate.js";
 import type { EauthBackend } from "../auth/backend.js";
 import { makeEauthBackends } from "../auth/backends/index.js";
 import { authOptions } from "../auth/options.js";
+import { readOption } from "../config/options.js";
 import { TokenStore } from "../auth/tokens.js";
 import type { WheelContext } from "../wheel/types.js";
 import { getLogger } from "../log.js";
@@ -113,6 +114,8 @@ export class MasterContext {
   private aesCache: { gen: number; c: Crypticle } | undefined;
   private readonly cliKeyCache = new Map<string, { mtimeMs: number; key: string }>();
   private authenticator: Authenticator | undefined;
+  /** brine_clear_request_bytes_max, read once (request.ts checks every frame against it) */
+  readonly clearRequestBytesMax: number;
   /** eauth backends by name; set before the first clear command to replace the configured ones (tests) */
   eauthBackends: ReadonlyMap<string, EauthBackend> | undefined;
 
@@ -121,6 +124,7 @@ export class MasterContext {
     shared: SharedBuffers,
     readonly now: () => number = Date.now,
   ) {
+    this.clearRequestBytesMax = readOption(cfg, "brine_clear_request_bytes_max");
     this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
     this.metrics = new MetricsBoard(shared.metrics);
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir

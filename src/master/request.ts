@@ -13,7 +13,7 @@ import { validId } from "../protocol/ids.js";
 import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } from "../protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../protocol/rsa.js";
 import { x931Verify } from "../protocol/x931.js";
-import { bigEnvelopeDepthMax, bigEnvelopeElementsMax, clearFrameBytesMax, frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
+import { bigEnvelopeDepthMax, bigEnvelopeElementsMax, clearFrameBytesMax, largeClearElementsMax, frameBytesMax, rsaBlockBytesMax } from "../protocol/limits.js";
 import { AES_FUNCS, type AesResult } from "./aes-funcs.js";
 import { handleAuth } from "./auth.js";
 import { minionPolicy } from "./minion-policy.js";
@@ -32,6 +32,8 @@ const SALT = Buffer.from("salt");
  * credentials: see clear-funcs.ts and src/auth/.
  */
 const CLEAR_FUNCS = new Set(["_auth", "publish", ...CLEAR_COMMANDS]);
+/** Clear commands that may exceed clearFrameBytesMax (up to brine_clear_request_bytes_max): they carry arguments. */
+const LARGE_CLEAR_COMMANDS = new Set(["publish", "runner", "wheel"]);
 
 export const BAD_LOAD = "bad load";
 
@@ -118,8 +120,10 @@ function toFrame(reply: unknown): Buffer {
   return reply instanceof Framed ? reply.bytes : encodeWire(reply);
 }
 
-/** Limits for a frame over clearFrameBytesMax: only a flat envelope (scalars, one big ciphertext) decodes. */
+/** Limits for a frame over brine_clear_request_bytes_max: only a flat envelope (scalars, one big ciphertext) decodes. */
 const bigEnvelopeLimits = { ...wireLimits, depthMax: bigEnvelopeDepthMax, elementsMax: bigEnvelopeElementsMax };
+/** Limits for a frame between clearFrameBytesMax and that bound: a large CLI publish decodes, an element flood does not. */
+const largeFrameLimits = { ...wireLimits, elementsMax: largeClearElementsMax };
 
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
 function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
@@ -128,15 +132,18 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
   }
-  // over clearFrameBytesMax only an AES envelope is possible from the request port: decode the envelope,
-  // never a container in it (a frame with a source was built by this master's HTTP API from a bounded body)
-  const big = frame.length > clearFrameBytesMax && source === undefined;
+  // over brine_clear_request_bytes_max only an AES envelope is taken from the request port: decode the
+  // envelope, never a container in it; between 64 KiB and that bound, a bounded number of elements (a large
+  // CLI publish decodes, a flood of tiny elements stops early). A frame with a source was built by this
+  // master's HTTP API from a bounded body.
+  const big = frame.length > ctx.clearRequestBytesMax && source === undefined;
+  const large = !big && frame.length > clearFrameBytesMax && source === undefined;
   let payload: WireValue;
   try {
-    payload = decodeWire(frame, big ? bigEnvelopeLimits : wireLimits, true); // the frame is this request's own: byte values may be views into it
+    payload = decodeWire(frame, big ? bigEnvelopeLimits : large ? largeFrameLimits : wireLimits, true); // the frame is this request's own: byte values may be views into it
   } catch (e) {
     const why = isBrineError(e) ? e.message : String(e);
-    if (big) log.warning(`bad load received on socket: frame of ${frame.length} bytes over clearFrameBytesMax (${clearFrameBytesMax}) is not a flat AES envelope (${why})`);
+    if (big) log.warning(`bad load received on socket: frame of ${frame.length} bytes over brine_clear_request_bytes_max (${ctx.clearRequestBytesMax}) is not a flat AES envelope (${why})`);
     else log.warning(`bad load received on socket: ${why}`);
     return { msg: BAD_LOAD };
   }
@@ -147,7 +154,7 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   const version = typeof payload.version === "number" ? payload.version : 0;
   const enc = payload.enc;
   if (big && enc !== "aes") {
-    log.warning(`bad load received on socket: ${short(enc)} request of ${frame.length} bytes exceeds clearFrameBytesMax (${clearFrameBytesMax})`);
+    log.warning(`bad load received on socket: ${short(enc)} request of ${frame.length} bytes exceeds brine_clear_request_bytes_max (${ctx.clearRequestBytesMax})`);
     return { msg: BAD_LOAD };
   }
   let load: WireValue = payload.load;
@@ -199,6 +206,11 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     if (typeof cmd !== "string" || !CLEAR_FUNCS.has(cmd)) {
       log.warning(`Clear request with command ${short(cmd)} refused (not an allowed clear command)`);
       return {};
+    }
+    // only a command that carries arguments may be large: a sign-in or a token call is a few KiB
+    if (large && !LARGE_CLEAR_COMMANDS.has(cmd)) {
+      log.warning(`bad load received on socket: clear ${short(cmd)} request of ${frame.length} bytes exceeds clearFrameBytesMax (${clearFrameBytesMax})`);
+      return { msg: BAD_LOAD };
     }
     if (cmd === "_auth") return handleAuth(ctx, load, version, fx);
     if (cmd === "publish") return handlePublish(ctx, load, fx, source);

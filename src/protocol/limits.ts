@@ -13,6 +13,11 @@ export const frameBytesMax = 64 * 1024 * 1024;
 export const clearFrameBytesMax = 64 * 1024;
 /** How a frame over clearFrameBytesMax is decoded: the envelope map and its scalar values, nothing nested. */
 export const bigEnvelopeDepthMax = 1;
+/**
+ * Elements a frame between clearFrameBytesMax and brine_clear_request_bytes_max may hold (a large CLI
+ * publish is a few strings of arguments; a flood of small elements is what costs decode time).
+ */
+export const largeClearElementsMax = 65_536;
 export const bigEnvelopeElementsMax = 32;
 /** Deepest container nesting accepted in wire msgpack (Salt data is shallow; states nest ~10). */
 export const msgpackDepthMax = 100;

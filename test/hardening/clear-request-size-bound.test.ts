@@ -54,6 +54,17 @@ describe("clear request size bound", { timeout: 120_000 }, () => {
       assert.ok(performance.now() - t < 1000);
     }
     const log = readFileSync(logFile, "utf8");
-    assert.match(log, /over clearFrameBytesMax \(65536\) is not a flat AES envelope/);
+    assert.match(log, /over brine_clear_request_bytes_max \(1048576\) is not a flat AES envelope/);
+  });
+
+  test("a CLI publish with 200 KiB of arguments is taken (Salt takes any size); 600 KiB of tiny elements is refused at the element bound", async () => {
+    const big = "y".repeat(200 * 1024);
+    const r = await raw.clear({ cmd: "publish", tgt: "nobody-here", fun: "test.echo", arg: [big], tgt_type: "glob", ret: "", jid: "", user: "root", key: tm.rootKey, kwargs: {} });
+    assert.ok(isMap(r) && isMap(r.load), JSON.stringify(r).slice(0, 200));
+    assert.match(String(r.load.error), /could not resolve minions/, "authenticated and targeted, not refused for its size");
+    const t = performance.now();
+    const flood = await raw.clear({ cmd: "publish", tgt: "*", fun: "test.echo", arg: new Array(600 * 1024).fill(1), tgt_type: "glob", ret: "", jid: "", user: "root", key: tm.rootKey, kwargs: {} });
+    assert.deepEqual(flood, { msg: "bad load" });
+    assert.ok(performance.now() - t < 1000);
   });
 });
