@@ -16,6 +16,7 @@ import { masterDefaults } from "../../src/config/defaults.js";
 import { FakeChannel } from "../helpers/fake-channel.js";
 import { AES_FUNCS } from "../../src/master/aes-funcs.js";
 import { newEffects, type MasterContext } from "../../src/master/context.js";
+import { MetricsBoard } from "../../src/metrics/board.js";
 import { packEvent } from "../../src/events/event-frame.js";
 import { ClusterForwarder } from "../../src/cluster/forwarding.js";
 import { JobRecords } from "../../src/cluster/job-records.js";
@@ -45,6 +46,7 @@ test("a forged return event on the origin reaches the peer's bus but not its job
     cfg: { ...masterDefaults(), job_cache: false },
     jobs: { isNocache: () => false },
     fire: (f: typeof fx, tag: string, data: unknown) => f.events.push(packEvent(tag, data)),
+    metrics: new MetricsBoard(),
   } as unknown as MasterContext;
   const forged = { return: "forged", retcode: 0, success: true, fun: "test.ping" };
   AES_FUNCS.get("_minion_event")!(ctx, { id: "evil", cmd: "_minion_event", pretag: `salt/job/${JID}/ret`, events: [{ tag: "good", data: forged }] } as Record<string, WireValue>, fx);

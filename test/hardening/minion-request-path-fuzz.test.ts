@@ -28,7 +28,6 @@ import type { MinionKeys } from "../../src/minion/keys.js";
 import { testKeys } from "../helpers/minions.js";
 import { configureLogging } from "../../src/log.js";
 import { decodeWire } from "../../src/protocol/msgpack.js";
-import { clearFrameBytesMax } from "../../src/protocol/limits.js";
 
 const HANDLER_THREW = "Some exception handling minion payload";
 let ctx: MasterContext;
@@ -109,7 +108,7 @@ test("random _auth loads get exactly one reply", async () => {
 });
 
 test("the clear size bound is for the request port: a padded clear request from it is refused unread, one the HTTP API built (with a source) is judged", async () => {
-  const padded = packSalt({ enc: "clear", load: { cmd: "publish", tgt: "*", fun: "test.ping", arg: ["x".repeat(clearFrameBytesMax)], key: "wrong" }, version: 3 });
+  const padded = packSalt({ enc: "clear", load: { cmd: "publish", tgt: "*", fun: "test.ping", arg: ["x".repeat(ctx.clearRequestBytesMax)], key: "wrong" }, version: 3 });
   const fromPort = decodeWire(await handleRequest(ctx, padded, newEffects()));
   assert.deepEqual(fromPort, { msg: "bad load" });
   const fromApi = decodeWire(await handleRequest(ctx, padded, newEffects(), "http:127.0.0.1"));
