@@ -8,7 +8,7 @@
 import type { MessagePort } from "node:worker_threads";
 import { BrineError } from "../errors.js";
 import { decodeWire, encodeWire, type WireValue } from "../protocol/msgpack.js";
-import { clearFrameBytesMax, msgpackDepthMax } from "../protocol/limits.js";
+import { msgpackDepthMax } from "../protocol/limits.js";
 import type { ApiToMain, MainToApi } from "./messages.js";
 
 /** How long one clear request may wait for the master's reply (Salt's ReqChannel: 60 s, 3 tries). */
@@ -28,7 +28,11 @@ export class MasterLink implements ClearRequester {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (v: WireValue) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
 
-  constructor(private readonly port: MessagePort) {
+  /** `requestBytesMax`: the master's brine_clear_request_bytes_max, the largest clear request it takes */
+  constructor(
+    private readonly port: MessagePort,
+    private readonly requestBytesMax: number,
+  ) {
     port.on("message", (m: MainToApi) => {
       if (m.t !== "rep") return;
       const p = this.pending.get(m.id);
@@ -54,8 +58,8 @@ export class MasterLink implements ClearRequester {
     if (depthOf(load) > msgpackDepthMax - 2) return Promise.reject(new BrineError("API_BAD_REQUEST", `arguments nested deeper than the master takes (${msgpackDepthMax - 2} levels)`));
     const id = this.nextId++;
     const body = new Uint8Array(encodeWire({ enc: "clear", load }));
-    if (body.byteLength > clearFrameBytesMax) {
-      return Promise.reject(new BrineError("API_REQUEST_TOO_LARGE", `${body.byteLength} bytes; the master takes clear requests up to ${clearFrameBytesMax} bytes (clearFrameBytesMax)`));
+    if (body.byteLength > this.requestBytesMax) {
+      return Promise.reject(new BrineError("API_REQUEST_TOO_LARGE", `${body.byteLength} bytes; the master takes clear requests up to ${this.requestBytesMax} bytes (brine_clear_request_bytes_max)`));
     }
     return new Promise<WireValue>((resolve, reject) => {
       const timer = setTimeout(() => {

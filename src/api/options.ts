@@ -134,7 +134,7 @@ export function readApiOptions(cfg: MasterConfig): ApiOptions {
  * master's other parts (`sharedsecret`, `auth.ldap.bindpw`, cluster settings …) and the real `cachedir`
  * (where the root key lives) never reach it.
  */
-export const API_THREAD_OPTIONS = ["id", "user", "conf_file", "sock_dir", "timeout", "gather_job_timeout", "nodegroups", "external_auth", "netapi_enable_clients", "rest_timeout", "rest_cherrypy", "brine_api"] as const;
+export const API_THREAD_OPTIONS = ["id", "user", "conf_file", "sock_dir", "timeout", "gather_job_timeout", "nodegroups", "external_auth", "netapi_enable_clients", "rest_timeout", "rest_cherrypy", "brine_api", "brine_clear_request_bytes_max"] as const;
 
 export function apiThreadConfig(cfg: MasterConfig): MasterConfig {
   const c = cfg as unknown as Record<string, unknown>;

@@ -11,6 +11,7 @@ import { MasterLink } from "./master-link.js";
 import type { ApiInit, ApiToMain, MainToApi } from "./messages.js";
 import { Netapi } from "./netapi.js";
 import { readApiOptions } from "./options.js";
+import { readOption } from "../config/options.js";
 
 const init = workerData as ApiInit;
 configureLogging(init.log);
@@ -20,7 +21,7 @@ const post = (m: ApiToMain) => port.postMessage(m);
 
 async function main(): Promise<void> {
   const opts = readApiOptions(init.cfg);
-  const link = new MasterLink(port);
+  const link = new MasterLink(port, readOption(init.cfg, "brine_clear_request_bytes_max"));
   const bus = new BusFeed(init.cfg.sock_dir);
   const netapi = new Netapi(init.cfg, opts, link, bus);
   const app = await buildApp({ cfg: init.cfg, opts, netapi, feed: bus, fire: (tag, data) => link.fire(tag, data), masterInFlight: () => link.inFlight });
