@@ -14,14 +14,13 @@ import { busEventOf, type BusEvent } from "../events/event-frame.js";
 import { encodeWire } from "../protocol/msgpack.js";
 import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
 import type { RunnerContext } from "./context.js";
-import { RUNNERS } from "./registry.js";
+import { findRunner } from "./registry.js";
 import { storeMasterJob } from "./job-record.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { RaftClient } from "../workers/raft/client.js";
 import { isClustered } from "../cluster/shared-fs.js";
 import { SyncOutbox } from "../cluster/cache-sync/outbox.js";
 import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
-import { customRunner } from "./custom.js";
 
 const init = workerData as RunnerInit;
 configureLogging(init.log);
@@ -59,7 +58,7 @@ function trackSync(ctx: RunnerContext): (() => void) | undefined {
 }
 
 // a runner brine does not have may be a synced custom runner (custom.ts)
-const fn = RUNNERS[init.fun] ?? customRunner(init.cfg, init.fun);
+const fn = (await findRunner(init.fun)) ?? (await import("./custom.js")).customRunner(init.cfg, init.fun);
 if (!fn) {
   post({ type: "error", message: `'${init.fun}' is not available.` });
 } else {

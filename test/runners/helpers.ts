@@ -12,7 +12,7 @@ import { JobCache } from "../../src/store/job-cache.js";
 import { openStore, type Store } from "../../src/store/lmdb-env.js";
 import { MinionCache } from "../../src/store/minion-cache.js";
 import type { RunnerContext } from "../../src/runners/context.js";
-import { RUNNERS } from "../../src/runners/registry.js";
+import { findRunner } from "../../src/runners/registry.js";
 
 export interface RunnerHarness {
   ctx: RunnerContext;
@@ -69,8 +69,8 @@ export function runnerHarness(opts: { accepted?: string[]; cfg?: Partial<MasterC
     store,
     published,
     printed,
-    run: (fun, arg = [], kwarg = {}) => {
-      const fn = RUNNERS[fun];
+    run: async (fun, arg = [], kwarg = {}) => {
+      const fn = await findRunner(fun);
       if (!fn) throw new Error(`no runner ${fun}`);
       return fn(ctx, arg, kwarg);
     },
