@@ -157,6 +157,7 @@ export const MasterConfigSchema = Type.Object(
     // --- jobs and data cache ---
     keep_jobs_seconds: int(86400, 0, DECADE_S, "how long jobs stay in the job cache (0: forever)", { unit: "seconds" }),
     job_cache: bool(true, "keep job returns"),
+    runner_returns: bool(true, "store each runner call (its load and return) in the job cache as a job, as Salt does; False keeps runner calls out of it"),
     job_cache_store_endtime: bool(false, "record a job's end time"),
     minion_data_cache: bool(true, "keep minions' grains and pillar"),
     minion_data_cache_events: bool(false, "fire minion/refresh events when the data cache changes"),

@@ -80,7 +80,7 @@ if (!fn) {
   const flush = trackSync(ctx);
   // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it
   const record = async (ret: unknown, success: boolean) => {
-    if (!init.job) return;
+    if (!init.job || init.cfg.runner_returns === false) return;
     const fun_args = [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])];
     await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success }).catch(() => undefined);
   };
