@@ -33,7 +33,6 @@ export const ERR = {
   // --- config ---
   CONFIG_INVALID: "configuration is invalid",
   CONFIG_UNDECLARED: "an option is read that src/config/schema.ts does not declare (a brine bug)",
-  // (end of config)
   // --- raft ---
   RAFT_NO_LEADER: "no leader within the deadline",
   RAFT_NOT_VOTER: "node is not a voter",
@@ -99,34 +98,19 @@ export const ERR = {
   MINION_BAD_REPLY: "reply could not be decrypted or verified",
   MINION_STOPPED: "minion is stopped",
   // --- eauth and authorization ---
-  EAUTH_DENIED: "Authentication error occurred.",
-  // (end of eauth and authorization)
-  // --- eauth backends ---
+  EAUTH_TOKEN_STORE: "the eauth token could not be stored",
   EAUTH_BACKEND: "the eauth backend failed",
-  // (end of eauth backends)
   // --- HTTP API ---
   API_BAD_REQUEST: "bad request",
   API_START: "the HTTP API could not start",
   API_MASTER: "the master did not answer the HTTP API's request",
   API_REQUEST_TOO_LARGE: "the request is larger than the master takes from a client",
-  // (end of HTTP API)
-  // --- wheel ---
-  WHEEL_UNKNOWN: "no such wheel function",
-  // (end of wheel)
-  // --- hardening: codecs, CLIs, disk ---
+  // --- job cache, control socket, master keys ---
   STORE_DAMAGED: "the job cache is damaged",
   CONTROL_FRAME: "control socket frame is malformed or too large",
   MASTER_KEY_INVALID: "the master key file is not a usable RSA private key",
-  // (end of hardening: codecs, CLIs, disk)
-  // --- hardening: minions ---
-  MINION_KEY_INVALID: "minion public key is not acceptable",
-  // (end of hardening: minions)
-  // --- hardening: cluster ---
-  CLUSTER_STALE_RETURN: "return not verified by its origin master",
-  // (end of hardening: cluster)
-  // --- runners and pidfile ---
+  // --- pidfile ---
   PIDFILE_LOCKED: "another master holds the pidfile",
-  // (end of runners and pidfile)
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -259,7 +259,7 @@ export class Authenticator {
     try {
       return { token: await this.d.tokens.create(data), username: v.username };
     } catch (e) {
-      throw new BrineError("EAUTH_DENIED", `the token could not be stored: ${(e as Error).message}`);
+      throw new BrineError("EAUTH_TOKEN_STORE", (e as Error).message);
     }
   }
 }
