@@ -111,6 +111,10 @@ export const ERR = {
   MASTER_KEY_INVALID: "the master key file is not a usable RSA private key",
   // --- pidfile ---
   PIDFILE_LOCKED: "another master holds the pidfile",
+  // --- multi-master signing and syndic ---
+  MASTER_SIGN: "the master public key signature cannot be made",
+  SYNDIC_CONFIG: "the syndic configuration is not usable",
+  SYNDIC_QUEUE: "the syndic forward queue is damaged",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

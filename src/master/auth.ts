@@ -178,6 +178,8 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
   const aesKey = crypticle.keyString;
   const session = ctx.sessions.get(id).key;
   const reply: Record<string, unknown> = { enc: "pub", pub_key: ctx.masterPubClean, publish_port: cfg.publish_port };
+  // master_sign_pubkey: the signature of pub_key for minions with verify_master_pubkey_sign (pki/master-sign.ts)
+  if (ctx.pubSigner) reply.pub_sig = ctx.pubSigner.pubSig(sigAlgo);
   const tokenIn = asBytes(load.token);
   if (tokenIn && tokenIn.length <= rsaBlockBytesMax) {
     try {

@@ -33,6 +33,7 @@ import type { WheelContext } from "../wheel/types.js";
 import { getLogger } from "../log.js";
 import { localPresent } from "./presence.js";
 import { MetricsBoard } from "../metrics/board.js";
+import { MasterPubSigner } from "../pki/master-sign.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
 export const acceptedKeyCacheTtlMs = 1000;
@@ -101,6 +102,8 @@ export class MasterContext {
   readonly metrics: MetricsBoard;
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
+  /** `pub_sig` of accepted sign-ins, with `master_sign_pubkey` (pki/master-sign.ts) */
+  readonly pubSigner: MasterPubSigner | undefined;
   /**
    * Where the entries of the AES request being handled lie in its plaintext (request.ts). One per thread:
    * a request's decode fills it and its handler reads it synchronously, before any other request runs.
@@ -141,6 +144,7 @@ export class MasterContext {
     const pem = readFileSync(keyFiles.pem, "utf8");
     this.masterPriv = privateKey(pem);
     this.masterPubClean = cleanKey(readFileSync(keyFiles.pub, "utf8"));
+    this.pubSigner = MasterPubSigner.load(cfg, this.masterPubClean);
   }
 
   /** The current publish AES Crypticle (v2 requests, auth replies); rebuilt when the key rotates. */

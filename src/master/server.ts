@@ -7,6 +7,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { prepareMasterSign } from "../pki/master-sign.js";
 import { Publisher, Router } from "zeromq";
 import type { MasterConfig } from "../config/defaults.js";
 import { getLogger, loggingConfig } from "../log.js";
@@ -94,6 +95,8 @@ export class MasterServer {
     if (moved) process.stderr.write(`WARNING: ${moved}\n`);
     const keys = loadOrCreateKeyPair(c.pki_dir, "master", c.keysize);
     if (keys.created) log.info(`Generated master key pair in ${c.pki_dir}`);
+    const signing = prepareMasterSign(c);
+    if (signing) log.info(signing);
     ensureRootKey(c.cachedir, c.user);
     prepareAuthorization(c, log);
     // Salt's CLI checks this file exists before publishing; we accept publishes on ret_port instead.
