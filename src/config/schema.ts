@@ -205,7 +205,9 @@ export const MasterConfigSchema = Type.Object(
     pillarenv: strOrNull("the only pillar environment used"),
     pillarenv_from_saltenv: bool(false, "pillarenv follows the minion's saltenv"),
     pillar_opts: bool(false, "the master's options appear in pillar as `master`"),
-    ext_pillar: Type.Array(Type.Unknown(), { default: [], description: "external pillar modules" }),
+    ext_pillar: Type.Array(Type.Unknown(), { default: [], description: "external pillars, in order: one-key mappings {module: arguments}; brine has cmd_json, cmd_yaml, file_tree, git" }),
+    ext_pillar_first: bool(false, "external pillars are compiled before the pillar SLS (which then see their data as `pillar`)"),
+    brine_ext_pillar_cmd_timeout: num(60, 0.1, 86_400, "longest run of a cmd_json/cmd_yaml command (its process group is killed after; the pillar gets an _errors line)", { unit: "seconds" }),
     decrypt_pillar: Type.Array(Type.Unknown(), { default: [], description: "pillar keys to decrypt" }),
     saltenv: strOrNull("default environment of file server and pillar requests"),
     // --- authorization ---

@@ -1,6 +1,8 @@
 /**
- * Pillar compilation for one minion (Salt's salt/pillar/__init__.py: Pillar.compile_pillar without
- * ext_pillar): top files → matching SLS → render (jinja|yaml, shebangs) → `include:` → merge.
+ * Pillar compilation for one minion (Salt's salt/pillar/__init__.py: Pillar.compile_pillar): top files →
+ * matching SLS → render (jinja|yaml, shebangs) → `include:` → merge, and the external pillars
+ * (ext-pillar.ts) after the SLS data, or before it with `ext_pillar_first` (then SLS templates see the
+ * external data as `pillar`).
  *
  * Errors follow Salt: each problem becomes a line in the pillar's `_errors` list and a critical line in
  * the master log; one broken SLS leaves the others' data in place. With `pillar_safe_render_error`
@@ -18,6 +20,9 @@ import { makeSaltFuncs } from "../render/salt-funcs.js";
 import { deepCopy, isDict, merge, type Data } from "./merge.js";
 import { effectivePillarRoots, PillarTree, type TreeFile } from "./tree.js";
 import { mergeTops, topMatches, TopError, type MergedTop } from "./top.js";
+import { minionMatches } from "../targeting/index.js";
+import { applyExtPillars, type ExtPillarRun } from "./ext-pillar.js";
+import "./ext/builtins.js";
 
 const log = getLogger("brine.pillar");
 
@@ -32,6 +37,8 @@ export interface CompileRequest {
   saltenv?: string | null;
   pillarenv?: string | null;
   pillarOverride?: Data;
+  /** false: no external pillars (Salt's compile_pillar(ext=False), as git_pillar compiles its trees) */
+  ext?: boolean;
 }
 
 interface Run {
@@ -43,6 +50,8 @@ interface Run {
   avail: Map<string, string[]>;
   ignored: Map<string, Set<string>>;
   opts: Data;
+  /** `pillar` as SLS templates see it: {} or, with ext_pillar_first, the external pillars' data */
+  pillarCtx: Data;
 }
 
 function str(v: unknown): string | null {
@@ -86,9 +95,6 @@ export class PillarCompiler {
     this.includesOverride = cfg.pillar_includes_override_sls === true;
     this.safeErrors = cfg.pillar_safe_render_error !== false;
     this.stateTop = (str(cfg.state_top) ?? "top.sls").replace(/^salt:\/\//, "").replace(/^\/+/, "");
-    if (cfg.ext_pillar && Array.isArray(cfg.ext_pillar) && cfg.ext_pillar.length) {
-      log.warning("ext_pillar is configured, but brine runs no external pillar modules; they are skipped");
-    }
     if (cfg.decrypt_pillar && Array.isArray(cfg.decrypt_pillar) && cfg.decrypt_pillar.length) {
       log.warning("decrypt_pillar is configured, but brine does not decrypt pillar data");
     }
@@ -141,10 +147,10 @@ export class PillarCompiler {
   private renderFile(run: Run, f: TreeFile, env: string, sls: string, defaults: Data = {}): unknown {
     const text = run.tree.read(f);
     const context: Data = {
-      salt: makeSaltFuncs({ id: run.req.id, grains: run.grains, pillar: {}, opts: run.opts }),
+      salt: makeSaltFuncs({ id: run.req.id, grains: run.grains, pillar: run.pillarCtx, opts: run.opts }),
       grains: run.grains,
       opts: run.opts,
-      pillar: {},
+      pillar: run.pillarCtx,
       saltenv: env,
       sls,
       proxy: {},
@@ -355,7 +361,15 @@ export class PillarCompiler {
     const top = this.mergedTop(run, topErrors);
     const matches = topMatches(top, { id: req.id, grains: run.grains, nodegroups: (this.cfg.nodegroups ?? {}) as NodegroupConfig }, run.pillarenv);
     const errors: string[] = [];
-    let pillar = this.renderPillar(run, matches, errors);
+    const ext = req.ext !== false && Array.isArray(this.cfg.ext_pillar) ? this.extRun(run) : null;
+    let pillar: Data;
+    if (ext && this.cfg.ext_pillar_first === true) {
+      run.pillarCtx = await applyExtPillars(ext, {}, errors);
+      pillar = this.merge(run.pillarCtx, this.renderPillar(run, matches, errors));
+    } else {
+      pillar = this.renderPillar(run, matches, errors);
+      if (ext) pillar = await applyExtPillars(ext, pillar, errors);
+    }
     errors.push(...topErrors);
     if (this.cfg.pillar_opts === true) {
       const { grains: _g, ...mopts } = run.opts;
@@ -367,6 +381,24 @@ export class PillarCompiler {
     }
     if (req.pillarOverride && Object.keys(req.pillarOverride).length) pillar = this.merge(pillar, req.pillarOverride);
     return pillar;
+  }
+
+  /** What the external pillars of one compilation are given. */
+  private extRun(run: Run): ExtPillarRun {
+    const nodegroups = (this.cfg.nodegroups ?? {}) as NodegroupConfig;
+    return {
+      cfg: this.cfg,
+      merge: (a, b) => this.merge(a, b),
+      pillarOverride: run.req.pillarOverride ?? {},
+      ctx: {
+        minionId: run.req.id,
+        grains: run.grains,
+        cfg: this.cfg,
+        pillarenv: run.pillarenv,
+        saltenv: run.saltenv,
+        matches: (tgt) => minionMatches({ tgt, tgt_type: "compound" }, { id: run.req.id, grains: run.grains, pillar: {}, nodegroups }),
+      },
+    };
   }
 
   /**
@@ -415,6 +447,6 @@ export class PillarCompiler {
     };
     const avail = new Map<string, string[]>();
     for (const e of tree.envs()) avail.set(e, await tree.listStates(e));
-    return { req, tree, grains, saltenv, pillarenv, avail, ignored: new Map(), opts };
+    return { req, tree, grains, saltenv, pillarenv, avail, ignored: new Map(), opts, pillarCtx: {} };
   }
 }
