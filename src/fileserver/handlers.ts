@@ -1,13 +1,20 @@
 /**
- * The fileserver AES commands (spec §5.3; Salt's AESFuncs → salt.fileserver.Fileserver → roots), with
- * the reply shapes of the golden captures. Every handler answers bad input with Salt's "missing"
+ * The fileserver AES commands (spec §5.3; Salt's AESFuncs → salt.fileserver.Fileserver → its backends),
+ * with the reply shapes of the golden captures. Every handler answers bad input with Salt's "missing"
  * shape instead of throwing.
+ *
+ * Several backends (`fileserver_backend: [roots, gitfs]`) combine as Salt's Fileserver combines them: a
+ * path is found in the first backend (in that order) that has it, `_file_envs`, `_file_list` and
+ * `_dir_list` are the sorted unions, and `_symlink_list` is the last backend's answer (Salt overwrites
+ * rather than merges there).
  */
 import type { BigIntStats } from "node:fs";
 import { getLogger } from "../log.js";
 import type { WireValue } from "../protocol/msgpack.js";
-import type { RootsBackend } from "./roots.js";
-import { withPrefix } from "./sorting.js";
+import type { GitfsBackend } from "./gitfs.js";
+import type { EnvLists } from "./list-cache.js";
+import type { Found, RootsBackend } from "./roots.js";
+import { sortCodePoints, withPrefix } from "./sorting.js";
 import { chunkOffset, compressChunk, gzipLevel, readChunk } from "./serve.js";
 
 const log = getLogger("brine.fileserver");
@@ -30,18 +37,52 @@ function prefixOf(load: Load): string {
 const MISSING_FIND = { path: "", rel: "" };
 const MISSING_SERVE = { data: "", dest: "" };
 
+type Backend = RootsBackend | GitfsBackend;
+type Hit = Found & { back: string; mode?: number };
+
 export class FileserverHandlers {
-  constructor(readonly roots: RootsBackend) {}
+  /** the enabled backends in fileserver_backend order */
+  readonly backends: Backend[];
+  private readonly merged = new Map<string, { parts: Array<EnvLists | null>; lists: EnvLists }>();
+
+  constructor(
+    readonly roots: RootsBackend,
+    gitfs?: GitfsBackend,
+    order: string[] = ["roots"],
+  ) {
+    const byName: Record<string, Backend | undefined> = { roots, gitfs, git: gitfs };
+    const out: Backend[] = [];
+    for (const n of order) {
+      const b = byName[n];
+      if (b && b.enabled && !out.includes(b)) out.push(b);
+    }
+    this.backends = out;
+  }
 
   fileEnvs(): string[] {
-    return this.roots.envs();
+    if (this.backends.length === 1) return this.backends[0]!.envs();
+    return sortCodePoints(new Set(this.backends.flatMap((b) => b.envs())));
+  }
+
+  /** Salt's Fileserver.find_file: the first backend holding the path. */
+  private async find(rawPath: unknown, saltenv: unknown): Promise<Hit | null> {
+    for (const b of this.backends) {
+      const f = await b.find(rawPath, saltenv);
+      if (f) return { ...f, back: b.name };
+    }
+    return null;
+  }
+
+  /** `stat` as the backend reports it: roots the whole os.stat list, gitfs only the mode. */
+  private statOf(f: Hit): Array<number | bigint> {
+    return f.mode !== undefined ? [f.mode] : statList(f.stat);
   }
 
   async fileFind(load: Load): Promise<Record<string, unknown>> {
     if (!load.path) return MISSING_FIND;
-    const f = await this.roots.find(load.path, load.saltenv ?? "base");
+    const f = await this.find(load.path, load.saltenv ?? "base");
     if (!f) return MISSING_FIND;
-    return { path: f.path, rel: f.rel, stat: statList(f.stat), back: "roots" };
+    return { path: f.path, rel: f.rel, stat: this.statOf(f), back: f.back };
   }
 
   async fileHash(load: Load): Promise<Record<string, unknown> | ""> {
@@ -55,11 +96,11 @@ export class FileserverHandlers {
 
   private async hashAndStat(load: Load): Promise<[Record<string, unknown> | "", Array<number | bigint> | null]> {
     if (!("path" in load) || !("saltenv" in load)) return ["", null];
-    const f = await this.roots.find(load.path, load.saltenv);
+    const f = await this.find(load.path, load.saltenv);
     if (!f) return ["", null];
     try {
       const hsum = await this.roots.hashes.hash(f.real, f.stat);
-      return [{ hsum, hash_type: this.roots.hashType }, statList(f.stat)];
+      return [{ hsum, hash_type: this.roots.hashType }, this.statOf(f)];
     } catch (e) {
       log.warning(`roots: could not hash ${f.path}: ${(e as Error).message}`);
       return ["", null];
@@ -70,7 +111,7 @@ export class FileserverHandlers {
     if (!("path" in load) || !("loc" in load) || !("saltenv" in load)) return MISSING_SERVE;
     const loc = chunkOffset(load.loc);
     if (loc === null) return MISSING_SERVE;
-    const f = await this.roots.find(load.path, load.saltenv);
+    const f = await this.find(load.path, load.saltenv);
     if (!f) return MISSING_SERVE;
     const left = Number(f.stat.size) - loc;
     const size = Math.max(0, Math.min(this.roots.bufferSize, left));
@@ -90,9 +131,25 @@ export class FileserverHandlers {
     return ret;
   }
 
-  private async lists(load: Load) {
+  /** The lists of an environment over every backend (unions, sorted; symlinks of the last backend). */
+  private async lists(load: Load): Promise<EnvLists | null> {
     if (!("saltenv" in load)) return null;
-    return this.roots.envLists(load.saltenv);
+    if (this.backends.length === 1) return this.backends[0]!.envLists(load.saltenv);
+    const parts = await Promise.all(this.backends.map((b) => b.envLists(load.saltenv)));
+    if (parts.every((p) => p === null)) return null;
+    const key = String(load.saltenv);
+    const hit = this.merged.get(key);
+    if (hit && hit.parts.length === parts.length && hit.parts.every((p, i) => p === parts[i])) return hit.lists;
+    const present = parts.filter((p): p is EnvLists => p !== null);
+    const lists: EnvLists = {
+      files: sortCodePoints(new Set(present.flatMap((p) => p.files))),
+      dirs: sortCodePoints(new Set(present.flatMap((p) => p.dirs))),
+      emptyDirs: sortCodePoints(new Set(present.flatMap((p) => p.emptyDirs))),
+      links: { ...(parts[parts.length - 1]?.links ?? {}) },
+    };
+    this.merged.set(key, { parts, lists });
+    while (this.merged.size > 64) this.merged.delete(this.merged.keys().next().value!);
+    return lists;
   }
 
   async fileList(load: Load): Promise<string[]> {

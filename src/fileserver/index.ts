@@ -1,5 +1,5 @@
 /**
- * The fileserver subsystem: one roots backend per request-worker context, and the §5.3 AES commands
+ * The fileserver subsystem: one roots and one gitfs backend per request-worker context, and the §5.3 AES commands
  * registered on the allow-list. Loaded by src/master/subsystems.ts.
  */
 import { getLogger } from "../log.js";
@@ -7,9 +7,11 @@ import { registerAesFunc } from "../master/aes-funcs.js";
 import type { MasterContext } from "../master/context.js";
 import { addSubsystem } from "../master/subsystems.js";
 import { FileserverHandlers } from "./handlers.js";
-import { RootsBackend } from "./roots.js";
+import { GitfsBackend } from "./gitfs.js";
+import { backendNames, RootsBackend } from "./roots.js";
 
-export { RootsBackend, type Found } from "./roots.js";
+export { RootsBackend, backendNames, type Found } from "./roots.js";
+export { GitfsBackend } from "./gitfs.js";
 export { FileserverHandlers, statList } from "./handlers.js";
 
 const log = getLogger("brine.fileserver");
@@ -19,7 +21,7 @@ const perContext = new WeakMap<MasterContext, FileserverHandlers>();
 export function fileserverFor(ctx: MasterContext): FileserverHandlers {
   let h = perContext.get(ctx);
   if (!h) {
-    h = new FileserverHandlers(new RootsBackend(ctx.cfg));
+    h = new FileserverHandlers(new RootsBackend(ctx.cfg), new GitfsBackend(ctx.cfg), backendNames(ctx.cfg));
     perContext.set(ctx, h);
   }
   return h;

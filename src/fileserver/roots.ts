@@ -35,7 +35,14 @@ export interface RootsOptions {
   watchDirsMax?: number;
 }
 
+/** fileserver_backend as a list of names (Salt takes a list, or a comma-separated string). */
+export function backendNames(cfg: MasterConfig): string[] {
+  const opt: unknown = cfg.fileserver_backend;
+  return Array.isArray(opt) ? opt.map(String) : typeof opt === "string" ? opt.split(",").map((s) => s.trim()) : ["roots"];
+}
+
 export class RootsBackend {
+  readonly name = "roots";
   readonly roots: Map<string, string[]>;
   readonly enabled: boolean;
   readonly lists: FileListCache;
@@ -46,12 +53,11 @@ export class RootsBackend {
 
   constructor(cfg: MasterConfig, o: RootsOptions = {}) {
     this.roots = normalizeRoots(cfg.file_roots);
-    const opt: unknown = cfg.fileserver_backend;
-    const backends: string[] = Array.isArray(opt) ? opt.map(String) : typeof opt === "string" ? opt.split(",").map((s) => s.trim()) : ["roots"];
+    const backends = backendNames(cfg);
     this.enabled = backends.includes("roots");
-    const others = backends.filter((b) => b !== "roots");
-    if (others.length) log.warning(`fileserver_backend: ${others.join(", ")} not supported by brine; only roots is served`);
-    if (!this.enabled) log.warning("fileserver_backend does not include roots: the fileserver serves nothing");
+    const others = backends.filter((b) => !["roots", "gitfs", "git"].includes(b));
+    if (others.length) log.warning(`fileserver_backend: ${others.join(", ")} not supported by brine; only roots and gitfs are served`);
+    if (!this.enabled && !backends.includes("gitfs") && !backends.includes("git")) log.warning("fileserver_backend includes neither roots nor gitfs: the fileserver serves nothing");
     this.ignore = new IgnoreRules(cfg.file_ignore_regex, cfg.file_ignore_glob);
     this.lists = new FileListCache({ ...listOptionsFromConfig(this.roots, cfg, this.ignore), now: o.now, watchDirsMax: o.watchDirsMax });
     this.hashType = validHashType(cfg.hash_type) ? cfg.hash_type : "sha256";

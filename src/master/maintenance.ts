@@ -1,7 +1,8 @@
 /**
  * Periodic work of the main thread, on one coarse timer (never a timer per minion or per job):
  * AES rotation when the drop file `cachedir/.dfn` appears (salt-key delete writes it), job cache
- * cleanup every `loop_interval`, and the nonce set's generation swap.
+ * cleanup every `loop_interval`, the nonce set's generation swap, and the gitfs / git_pillar updates
+ * (src/fileserver/git-cache.ts: each remote when its update interval is due, the first right at start).
  */
 import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
@@ -23,6 +24,8 @@ export interface MaintenanceHooks {
   rotateNonces(): void;
   /** presence_events: fire salt/presence/present and /change (called every loop_interval) */
   presence?(): Promise<void>;
+  /** gitfs / git_pillar: start the updates that are due (returns at once; one update runs at a time) */
+  gitUpdate?(now: number): void;
 }
 
 export class Maintenance {
@@ -44,6 +47,7 @@ export class Maintenance {
   start(): void {
     this.timer = setInterval(() => this.tick(Date.now()), maintenanceTickMs);
     this.timer.unref();
+    this.hooks.gitUpdate?.(Date.now());
   }
 
   stop(): void {
@@ -80,6 +84,7 @@ export class Maintenance {
   }
 
   private periodic(now: number): void {
+    this.hooks.gitUpdate?.(now);
     if (now - this.lastNonceSwap >= nonceWindowMs) {
       this.lastNonceSwap = now;
       this.hooks.rotateNonces();

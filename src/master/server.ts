@@ -5,6 +5,7 @@
  * delimiter frames they came with; publish loads go to the publisher thread and its frames to PUB;
  * event frames go to the bus. See docs/ARCHITECTURE.md for the thread contract.
  */
+import { GitUpdateSchedule } from "../fileserver/git-cache.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { prepareMasterSign } from "../pki/master-sign.js";
@@ -222,6 +223,8 @@ export class MasterServer {
       refusedReply: () => (this.stopping ? SHUTDOWN_REPLY : QUEUE_FULL_REPLY),
       fire: (tag, data) => this.fire(tag, data),
     });
+    const gitRoles = GitUpdateSchedule.roles(c);
+    const gitSchedule = gitRoles.length ? new GitUpdateSchedule(c) : undefined;
     this.maintenance = new Maintenance(c.cachedir, c.id, c.loop_interval, c.rotate_aes_key, {
       rotate: () => this.rotateAesKey(),
       cleanup: async () => {
@@ -230,6 +233,7 @@ export class MasterServer {
       },
       rotateNonces: () => this.nonceJournal!.rotate(),
       presence: c.presence_events ? () => this.firePresence() : undefined,
+      gitUpdate: gitSchedule ? (now) => gitSchedule.tick(now, gitRoles) : undefined,
     }, Boolean(this.cluster));
     this.maintenance.start();
     await this.metrics.start({

@@ -1,67 +1,92 @@
 /**
- * fileserver.* runners (Salt's salt/runners/fileserver.py over salt.fileserver.Fileserver), answered from a
- * roots backend of the runner thread's own (the same code and configuration the request workers serve from).
+ * fileserver.* runners (Salt's salt/runners/fileserver.py over salt.fileserver.Fileserver), answered from
+ * backends of the runner thread's own (the same code and configuration the request workers serve from):
+ * roots and gitfs.
  *
  * `backend` narrows the enabled backends as Salt does: a comma-separated string or a list; when every name
- * starts with `-`, those are excluded from the enabled ones, otherwise names with `-` are ignored.
- * roots has no update step, cache or lock of its own: update answers True, clear_cache "No cache was
- * cleared", clear_lock "No locks were removed", lock "No locks were set" (Salt's answers for roots).
+ * starts with `-`, those are excluded from the enabled ones, otherwise names with `-` are ignored; `git` is
+ * gitfs's alias. The lists answer as Salt's Fileserver combines backends (unions, sorted; empty_dir_list
+ * looks at every enabled backend whatever `backend` says, as Salt's does; symlink_list is the last
+ * backend's answer).
+ *
+ * roots has no update step, cache or lock of its own: with roots only, update answers True, clear_cache
+ * "No cache was cleared", clear_lock "No locks were removed", lock "No locks were set" (Salt's answers).
+ * gitfs: update fetches its remotes (`remotes=` narrows them by id or name) in this thread, waiting for the
+ * result, as Salt's runner does (src/fileserver/git-cache.ts; the request workers see the new trees at
+ * once); clear_cache removes cachedir/gitfs (the next update fetches again); lock / clear_lock set and
+ * remove the update locks (`remote=` is a glob over the URLs).
  * clear_file_list_cache answers {} (no change): brine's list caches live in memory and notice changes by
- * themselves (src/fileserver/list-cache.ts), there is no file list cache on disk to remove.
+ * themselves (src/fileserver/list-cache.ts, gitfs.ts), there is no file list cache on disk to remove.
  */
-import { RootsBackend } from "../fileserver/roots.js";
-import { sortCodePoints } from "../fileserver/sorting.js";
+import { clearRoleCache, lockRemotes, updateRole } from "../fileserver/git-cache.js";
+import { FileserverHandlers } from "../fileserver/handlers.js";
+import { GitfsBackend } from "../fileserver/gitfs.js";
+import { backendNames, RootsBackend } from "../fileserver/roots.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 
-/** The backends fileserver_backend enables, in its order. */
-function enabledBackends(ctx: RunnerContext): string[] {
-  const opt: unknown = ctx.cfg.fileserver_backend;
-  return Array.isArray(opt) ? opt.map(String) : typeof opt === "string" ? opt.split(",").map((s) => s.trim()) : ["roots"];
-}
-
-/** Salt's Fileserver.backends(back): the enabled backends `back` selects. */
+/** Salt's Fileserver.backends(back): the enabled backends `back` selects (gitfs's alias `git` as gitfs). */
 export function selectBackends(enabled: string[], back: unknown): string[] {
-  if (back === null || back === undefined || back === "") return enabled;
+  const norm = (b: string) => (b === "git" ? "gitfs" : b);
+  const on = enabled.map(norm);
+  if (back === null || back === undefined || back === "") return on;
   const names = (Array.isArray(back) ? back.map(String) : String(back).split(",")).map((s) => s.trim()).filter(Boolean);
   if (names.every((n) => n.startsWith("-"))) {
-    const drop = new Set(names.map((n) => n.slice(1)));
-    return enabled.filter((b) => !drop.has(b));
+    const drop = new Set(names.map((n) => norm(n.slice(1))));
+    return on.filter((b) => !drop.has(b));
   }
-  return enabled.filter((b) => names.filter((n) => !n.startsWith("-")).includes(b));
+  const want = names.filter((n) => !n.startsWith("-")).map(norm);
+  return want.filter((b) => on.includes(b));
 }
 
-let roots: RootsBackend | undefined;
-/** Only roots is served by brine; null when `back` does not select it. */
-function rootsFor(ctx: RunnerContext, back: unknown): RootsBackend | null {
-  if (!selectBackends(enabledBackends(ctx), back).includes("roots")) return null;
-  return (roots ??= new RootsBackend(ctx.cfg, { watchDirsMax: 0 }));
+let backends: { roots: RootsBackend; gitfs: GitfsBackend } | undefined;
+function handlersFor(ctx: RunnerContext, back: unknown): FileserverHandlers {
+  backends ??= { roots: new RootsBackend(ctx.cfg, { watchDirsMax: 0 }), gitfs: new GitfsBackend(ctx.cfg) };
+  return new FileserverHandlers(backends.roots, backends.gitfs, selectBackends(backendNames(ctx.cfg), back));
 }
 
 const backOf = (arg: unknown[], kwarg: Record<string, unknown>, index: number) => argOf(arg, kwarg, index, "backend", null);
 const saltenvOf = (arg: unknown[], kwarg: Record<string, unknown>) => String(argOf(arg, kwarg, 0, "saltenv", "base"));
+const gitfsOn = (ctx: RunnerContext, back: unknown) => selectBackends(backendNames(ctx.cfg), back).includes("gitfs");
 
-type ListKind = "files" | "dirs" | "emptyDirs";
-
-const lister =
-  (kind: ListKind): RunnerFn =>
-  async (ctx, arg, kwarg) => {
-    const lists = await rootsFor(ctx, backOf(arg, kwarg, 1))?.envLists(saltenvOf(arg, kwarg));
-    return lists ? lists[kind].slice() : [];
-  };
+/** {key: list} with only the non-empty lists, or `none` when both are empty (Salt's runner answers). */
+function answer(key: string, done: string[], errors: string[], none: string): unknown {
+  const ret: Record<string, string[]> = {};
+  if (done.length) ret[key] = done;
+  if (errors.length) ret.errors = errors;
+  return Object.keys(ret).length ? ret : none;
+}
 
 export const fileserverRunners: Record<string, RunnerFn> = {
-  "fileserver.envs": async (ctx, arg, kwarg) => sortCodePoints(rootsFor(ctx, backOf(arg, kwarg, 0))?.envs() ?? []),
-  "fileserver.file_list": lister("files"),
-  "fileserver.dir_list": lister("dirs"),
-  "fileserver.empty_dir_list": lister("emptyDirs"),
-  "fileserver.file_list_emptydirs": lister("emptyDirs"),
-  "fileserver.symlink_list": async (ctx, arg, kwarg) => {
-    const lists = await rootsFor(ctx, backOf(arg, kwarg, 1))?.envLists(saltenvOf(arg, kwarg));
-    return lists ? { ...lists.links } : {};
+  "fileserver.envs": async (ctx, arg, kwarg) => handlersFor(ctx, backOf(arg, kwarg, 0)).fileEnvs(),
+  "fileserver.file_list": async (ctx, arg, kwarg) => handlersFor(ctx, backOf(arg, kwarg, 1)).fileList({ saltenv: saltenvOf(arg, kwarg) }),
+  "fileserver.dir_list": async (ctx, arg, kwarg) => handlersFor(ctx, backOf(arg, kwarg, 1)).dirList({ saltenv: saltenvOf(arg, kwarg) }),
+  "fileserver.empty_dir_list": async (ctx, arg, kwarg) => handlersFor(ctx, null).fileListEmptydirs({ saltenv: saltenvOf(arg, kwarg) }),
+  "fileserver.file_list_emptydirs": async (ctx, arg, kwarg) => handlersFor(ctx, null).fileListEmptydirs({ saltenv: saltenvOf(arg, kwarg) }),
+  "fileserver.symlink_list": async (ctx, arg, kwarg) => handlersFor(ctx, backOf(arg, kwarg, 1)).symlinkList({ saltenv: saltenvOf(arg, kwarg) }),
+  "fileserver.update": async (ctx, arg, kwarg) => {
+    if (gitfsOn(ctx, backOf(arg, kwarg, 0))) {
+      const remotes = kwarg.remotes;
+      const only = remotes === undefined || remotes === null ? undefined : Array.isArray(remotes) ? remotes.map(String) : String(remotes).split(",");
+      await updateRole(ctx.cfg, "gitfs", { only });
+    }
+    return true;
   },
-  "fileserver.update": async () => true,
   "fileserver.clear_file_list_cache": async () => ({}),
-  "fileserver.clear_cache": async () => "No cache was cleared",
-  "fileserver.clear_lock": async () => "No locks were removed",
-  "fileserver.lock": async () => "No locks were set",
+  "fileserver.clear_cache": async (ctx, arg, kwarg) => {
+    if (!gitfsOn(ctx, backOf(arg, kwarg, 0))) return "No cache was cleared";
+    const errors = await clearRoleCache(ctx.cfg, "gitfs");
+    return answer("cleared", errors.length ? [] : ["The gitfs fileserver cache was successfully cleared"], errors, "No cache was cleared");
+  },
+  "fileserver.clear_lock": async (ctx, arg, kwarg) => {
+    if (!gitfsOn(ctx, backOf(arg, kwarg, 0))) return "No locks were removed";
+    const [done, errors] = lockRemotes(ctx.cfg, "gitfs", argOf(arg, kwarg, 1, "remote", null), false);
+    return answer("cleared", done, errors, "No locks were removed");
+  },
+  "fileserver.lock": async (ctx, arg, kwarg) => {
+    if (!gitfsOn(ctx, backOf(arg, kwarg, 0))) return "No locks were set";
+    const remote = argOf(arg, kwarg, 1, "remote", null);
+    if (remote !== null && typeof remote !== "string") return { errors: [`Badly formatted remote pattern '${String(remote)}'`] };
+    const [done, errors] = lockRemotes(ctx.cfg, "gitfs", remote, true);
+    return answer("locked", done, errors, "No locks were set");
+  },
 };

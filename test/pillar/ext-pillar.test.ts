@@ -167,3 +167,31 @@ describe("ext_pillar file_tree", () => {
     assert.match((dots._errors as string[])[0]!, /cannot name a hosts directory/);
   });
 });
+
+describe("ext_pillar git (git_pillar)", () => {
+  test("each remote's branch is a pillar tree with its own top file; __env__ follows pillarenv; updates are seen", async () => {
+    const { LocalRepo } = await import("../fileserver/gitfs-helpers.js");
+    const { updateRole } = await import("../../src/fileserver/git-cache.js");
+    const r = new LocalRepo("brine-gp-");
+    r.commit("master", { "top.sls": "base:\n  '*':\n    - common\n", "common.sls": "git_common: master\n{% if grains['id'] == 'web1' %}web: true{% endif %}\n" });
+    r.commit("dev", { "top.sls": "dev:\n  '*':\n    - devdata\n", "devdata.sls": "git_dev: yes-dev\n" });
+    const root = tempRoot("brine-gp-cache-");
+    const cfg = {
+      ...masterDefaults(),
+      cachedir: path.join(root, "cache"),
+      pillar_roots: { base: [path.join(root, "pillar")] },
+      ext_pillar: [{ git: [`master ${r.url}`, { [`__env__ ${r.url}`]: [{ name: "envrepo" }] }] }],
+    } as MasterConfig;
+    const c = new PillarCompiler(cfg);
+    const before = await c.compile({ id: "web1", grains: { id: "web1" } });
+    assert.equal(before.git_common, undefined, "nothing before the first update");
+    await updateRole(cfg, "git_pillar");
+    await new Promise((res) => setTimeout(res, 1100)); // the state file is looked at once a second
+    assert.deepEqual(await c.compile({ id: "web1", grains: { id: "web1" } }), { git_common: "master", web: true });
+    assert.deepEqual(await c.compile({ id: "db1", grains: { id: "db1" }, pillarenv: "dev" }), { git_dev: "yes-dev" });
+    r.commit("master", { "common.sls": "git_common: updated\n" });
+    await updateRole(cfg, "git_pillar");
+    await new Promise((res) => setTimeout(res, 1100));
+    assert.deepEqual(await c.compile({ id: "db1", grains: { id: "db1" } }), { git_common: "updated" });
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * The git command line, as gitfs and git_pillar use it: `git` spawned without a shell, arguments as an
+ * array, no terminal prompts (a remote asking for a password fails instead of hanging), bounded time and
+ * output. Only the updater (git-cache.ts: the main thread's maintenance timer and the fileserver.update
+ * runner) runs git; request workers never do.
+ */
+import { spawn } from "node:child_process";
+
+/** Longest a fetch or clone may run. */
+export const gitFetchTimeoutMs = 10 * 60_000;
+/** Longest any other git command may run. */
+export const gitCommandTimeoutMs = 2 * 60_000;
+/** Largest output kept from a git command (ls-tree of a large repository fits). */
+export const gitOutputBytesMax = 256 * 1024 * 1024;
+
+export class GitError extends Error {
+  constructor(
+    message: string,
+    readonly code: number | null,
+    readonly stderr: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface GitRun {
+  gitDir?: string;
+  workTree?: string;
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  /** `-c key=value` settings */
+  config?: string[];
+  /** written to git's stdin */
+  input?: string;
+}
+
+/** Run git; resolves with stdout, rejects with a GitError (non-zero exit, timeout, too much output). */
+export function git(args: string[], o: GitRun = {}): Promise<Buffer> {
+  const full: string[] = [];
+  for (const c of o.config ?? []) full.push("-c", c);
+  if (o.gitDir) full.push(`--git-dir=${o.gitDir}`);
+  if (o.workTree) full.push(`--work-tree=${o.workTree}`);
+  full.push(...args);
+  const timeoutMs = o.timeoutMs ?? gitCommandTimeoutMs;
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", full, {
+      shell: false,
+      stdio: [o.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_ASKPASS: "", SSH_ASKPASS: "", LC_ALL: "C", ...(o.env ?? {}) },
+    });
+    if (o.input !== undefined) child.stdin!.end(o.input);
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let bytes = 0;
+    let failed: string | null = null;
+    const timer = setTimeout(() => {
+      failed = `timed out after ${timeoutMs / 1000} s`;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.stdout!.on("data", (b: Buffer) => {
+      bytes += b.length;
+      if (bytes > gitOutputBytesMax) {
+        failed ??= `more than ${gitOutputBytesMax} bytes of output`;
+        child.kill("SIGKILL");
+      } else out.push(b);
+    });
+    child.stderr!.on("data", (b: Buffer) => {
+      if (err.reduce((n, x) => n + x.length, 0) < 64 * 1024) err.push(b);
+    });
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(new GitError(`git ${args[0]}: ${e.message}`, null, ""));
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString("utf8").trim();
+      if (failed) reject(new GitError(`git ${args[0]}: ${failed}`, code, stderr));
+      else if (code !== 0) reject(new GitError(`git ${args[0]} exited ${code}: ${stderr.split("\n").slice(-3).join(" ")}`, code, stderr));
+      else resolve(Buffer.concat(out));
+    });
+  });
+}
