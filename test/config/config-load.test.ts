@@ -105,9 +105,9 @@ test("an unknown option gets one warning with the closest known name, even when 
 });
 
 test("a Salt master option brine does not implement is warned about by name, unless it holds Salt's default", () => {
-  withConfig({ master: "gitfs_remotes:\n  - https://example.org/states.git\nauth_mode: 1\nmaster_job_cache: local_cache\nworker_threads: 2\n" }, (dir, load) => {
+  withConfig({ master: "hgfs_remotes:\n  - https://example.org/states\nauth_mode: 1\nmaster_job_cache: local_cache\nworker_threads: 2\n" }, (dir, load) => {
     const { warnings } = load();
-    assert.deepEqual(warnings, [`brine does not implement gitfs_remotes; it is ignored (set in ${path.join(dir, "master")})`]);
+    assert.deepEqual(warnings, [`brine does not implement hgfs_remotes; it is ignored (set in ${path.join(dir, "master")})`]);
   });
   withConfig({ master: "master_job_cache: redis\n" }, (_dir, load) => {
     assert.match(load().warnings.join("\n"), /brine does not implement master_job_cache; it is ignored/);

@@ -35,8 +35,8 @@ test("readOption checks hand-built configurations too: a NaN lane bound cannot g
 });
 
 test("Salt's master option list was generated from Salt's source and the schema marks brine's share of it", () => {
-  for (const n of ["interface", "file_roots", "gitfs_remotes", "cluster_peers", "external_auth"]) assert.ok(SALT_MASTER_OPTIONS.includes(n), n);
-  assert.ok(isDeclaredOption("file_roots") && !isDeclaredOption("gitfs_remotes"));
+  for (const n of ["interface", "file_roots", "hgfs_remotes", "cluster_peers", "external_auth"]) assert.ok(SALT_MASTER_OPTIONS.includes(n), n);
+  assert.ok(isDeclaredOption("file_roots") && isDeclaredOption("gitfs_remotes") && !isDeclaredOption("hgfs_remotes"));
 });
 
 test("did-you-mean finds close names only", () => {
