@@ -9,13 +9,13 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../src/config/defaults.js";
-import { LocalClient } from "../src/client/local-client.js";
-import { keyPool } from "../src/minion/keys.js";
-import { TestMinion } from "../src/minion/test-minion.js";
-import { cpuSecondsOf } from "../src/swarm/proc-stats.js";
-import { freePort } from "../src/transport/free-port.js";
-import { configureLogging } from "../src/log.js";
+import { masterDefaults, type MasterConfig } from "../src/shared/config/defaults.js";
+import { LocalClient } from "../src/lib/client/local-client.js";
+import { keyPool } from "../tools/minion/keys.js";
+import { TestMinion } from "../tools/minion/test-minion.js";
+import { cpuSecondsOf } from "../tools/swarm/proc-stats.js";
+import { freePort } from "../tools/free-port.js";
+import { configureLogging } from "../src/shared/log.js";
 import { startBrineMaster } from "./swarm.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 

@@ -15,7 +15,7 @@ import path from "node:path";
 import { once } from "node:events";
 import { open } from "lmdb";
 import * as zmq from "zeromq";
-import { freePort } from "../src/transport/free-port.js";
+import { freePort } from "../tools/free-port.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 const TMPFS = "/dev/shm";

@@ -8,13 +8,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../src/config/defaults.js";
-import { MasterServer } from "../src/master/server.js";
-import { configureLogging } from "../src/log.js";
-import { freePort } from "../src/transport/free-port.js";
-import { openStore } from "../src/store/lmdb-env.js";
-import { JobCache } from "../src/store/job-cache.js";
-import { controlCall } from "../src/client/control-client.js";
+import { masterDefaults, type MasterConfig } from "../src/shared/config/defaults.js";
+import { MasterServer } from "../src/main.js";
+import { configureLogging } from "../src/shared/log.js";
+import { freePort } from "../tools/free-port.js";
+import { openStore } from "../src/lib/store/lmdb-env.js";
+import { JobCache } from "../src/lib/store/job-cache.js";
+import { controlCall } from "../src/lib/client/control-client.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -6,10 +6,10 @@
  * where every command and 64 function names were counted), which it pays once per scrape, never per request.
  */
 import { PerformanceObserver, performance } from "node:perf_hooks";
-import { masterDefaults } from "../src/config/defaults.js";
-import { MetricsBoard } from "../src/metrics/board.js";
-import { MetricsHost } from "../src/metrics/exporter.js";
-import { CMD_LABELS, cmdSlotOf } from "../src/metrics/labels.js";
+import { masterDefaults } from "../src/shared/config/defaults.js";
+import { MetricsBoard } from "../src/shared/metrics/board.js";
+import { MetricsHost } from "../src/main-thread/metrics-exporter.js";
+import { CMD_LABELS, cmdSlotOf } from "../src/shared/metrics/labels.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 /** the brief's bound: "a few Atomics.add", well under a microsecond next to a return's ~20-60 µs of thread CPU */

@@ -8,10 +8,10 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { runSwarm } from "../src/swarm/swarm.js";
-import { TestMinion } from "../src/minion/test-minion.js";
-import { keyPool } from "../src/minion/keys.js";
-import { RawClient } from "../src/minion/raw-client.js";
+import { runSwarm } from "../tools/swarm/swarm.js";
+import { TestMinion } from "../tools/minion/test-minion.js";
+import { keyPool } from "../tools/minion/keys.js";
+import { RawClient } from "../tools/minion/raw-client.js";
 import { startBrineMaster } from "./swarm.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 

@@ -17,12 +17,12 @@ import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { InitiatorHandshake, ResponderHandshake } from "../src/cluster/peer/handshake.js";
-import { StaticKeyring, type PeerIdentity } from "../src/cluster/peer/keys.js";
-import { DEFAULT_PEER_LIMITS } from "../src/cluster/peer/limits.js";
-import { PeerTransport } from "../src/cluster/peer/peer-transport.js";
-import { isBrineError } from "../src/errors.js";
-import type { Logger } from "../src/log.js";
+import { InitiatorHandshake, ResponderHandshake } from "../src/workers/raft/peer/handshake.js";
+import { StaticKeyring, type PeerIdentity } from "../src/shared/cluster-keys.js";
+import { DEFAULT_PEER_LIMITS } from "../src/workers/raft/peer/limits.js";
+import { PeerTransport } from "../src/workers/raft/peer/peer-transport.js";
+import { isBrineError } from "../src/shared/errors.js";
+import type { Logger } from "../src/shared/log.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 const PAYLOAD_BYTES = 300;

@@ -9,13 +9,13 @@
  *   (and, for comparison, one proposal per Ready), messages delivered synchronously.
  */
 import type { BenchOptions, BenchRow } from "./types.js";
-import type { RaftLimits } from "../src/raft/limits.js";
-import type { NodeObserver } from "../src/raft/sim/node.js";
-import { SimNode } from "../src/raft/sim/node.js";
-import { Network, QUIET_NET } from "../src/raft/sim/network.js";
-import { Rng } from "../src/raft/sim/rng.js";
-import { MemoryStorage } from "../src/raft/storage.js";
-import type { Message, NodeId, RequestResult } from "../src/raft/types.js";
+import type { RaftLimits } from "../src/workers/raft/core/limits.js";
+import type { NodeObserver } from "../tools/raft-sim/node.js";
+import { SimNode } from "../tools/raft-sim/node.js";
+import { Network, QUIET_NET } from "../tools/raft-sim/network.js";
+import { Rng } from "../tools/raft-sim/rng.js";
+import { MemoryStorage } from "../src/workers/raft/core/storage.js";
+import type { Message, NodeId, RequestResult } from "../src/workers/raft/core/types.js";
 
 const VOTERS: NodeId[] = [1, 2, 3];
 const ENTRY_BYTES = 64;

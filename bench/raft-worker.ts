@@ -13,7 +13,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { open } from "lmdb";
-import type { ClusterEntry } from "../src/cluster/state-machines/entries.js";
+import type { ClusterEntry } from "../src/workers/raft/state-machines/entries.js";
 import { createRingBuffer } from "../src/shared/sab-ring/layout.js";
 import { RaftClient } from "../src/workers/raft/client.js";
 import type { RaftWorkerInit } from "../src/workers/raft/worker.js";

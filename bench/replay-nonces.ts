@@ -15,7 +15,7 @@ import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { NonceSet, packNonces } from "../src/shared/nonce-set.js";
 import { NonceAppender, NonceJournal } from "../src/shared/nonce-journal.js";
-import { NONCE_WINDOW_MS, staleTs } from "../src/master/replay-window.js";
+import { NONCE_WINDOW_MS, staleTs } from "../src/workers/req-handler/replay-window.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 const TARGET_US = 3;

@@ -8,14 +8,14 @@
  * request thread's, request-paths.ts; here the main thread's ZeroMQ sends and receives weigh as much.)
  * BRINE_BENCH_MASTER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the master's threads.
  */
-import { Crypticle } from "../src/protocol/crypticle.js";
-import { decodeWire } from "../src/protocol/msgpack.js";
-import { keyPool } from "../src/minion/keys.js";
-import { RawClient } from "../src/minion/raw-client.js";
-import { buildAuthRequest, handleAuthReply, newNonce, newSignInState, type SignInConfig } from "../src/minion/sign-in.js";
-import { packSalt, sealSalt } from "../src/minion/wire.js";
+import { Crypticle } from "../src/shared/protocol/crypticle.js";
+import { decodeWire } from "../src/shared/protocol/msgpack.js";
+import { keyPool } from "../tools/minion/keys.js";
+import { RawClient } from "../tools/minion/raw-client.js";
+import { buildAuthRequest, handleAuthReply, newNonce, newSignInState, type SignInConfig } from "../tools/minion/sign-in.js";
+import { packSalt, sealSalt } from "../tools/minion/wire.js";
 import { startBrineMaster } from "./swarm.js";
-import { cpuSecondsOf } from "../src/swarm/proc-stats.js";
+import { cpuSecondsOf } from "../tools/swarm/proc-stats.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 const minions = 32;

@@ -6,12 +6,12 @@
  * each answer carries the round's wall time and this thread's CPU time.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import type { MasterConfig } from "../src/config/defaults.js";
-import { configureLogging } from "../src/log.js";
-import { MasterContext, newEffects, type SharedBuffers } from "../src/master/context.js";
-import { handleRequest } from "../src/master/request.js";
-import { decodeWire } from "../src/protocol/msgpack.js";
-import { cpuSecondsOf } from "../src/swarm/proc-stats.js";
+import type { MasterConfig } from "../src/shared/config/defaults.js";
+import { configureLogging } from "../src/shared/log.js";
+import { MasterContext, newEffects, type SharedBuffers } from "../src/workers/req-handler/context.js";
+import { handleRequest } from "../src/workers/req-handler/request.js";
+import { decodeWire } from "../src/shared/protocol/msgpack.js";
+import { cpuSecondsOf } from "../tools/swarm/proc-stats.js";
 import { inLaneBatches } from "./lane-batches.js";
 
 export interface ReturnThreadData {

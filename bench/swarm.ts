@@ -10,10 +10,10 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { runSwarm } from "../src/swarm/swarm.js";
-import type { SwarmReport } from "../src/swarm/report.js";
+import { runSwarm } from "../tools/swarm/swarm.js";
+import type { SwarmReport } from "../tools/swarm/report.js";
 import type { BenchOptions, BenchRow } from "./types.js";
-import { freePort } from "../src/transport/free-port.js";
+import { freePort } from "../tools/free-port.js";
 
 
 function canConnect(port: number): Promise<boolean> {

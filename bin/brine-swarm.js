@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-import "../dist/src/cli/brine-swarm.js";
+import "../dist/tools/swarm/cli.js";

@@ -17,11 +17,11 @@ const { values } = parseArgs({
   },
 });
 const dist = new URL("../dist/", import.meta.url);
-if (!existsSync(new URL("src/cluster/local-cluster.js", dist))) {
+if (!existsSync(new URL("tools/local-cluster.js", dist))) {
   console.error("dist/ is missing: run `npm run build` first (npm run cluster:demo does)");
   process.exit(1);
 }
-const { ClusterHarness, skipReason } = await import(new URL("src/cluster/local-cluster.js", dist).href);
+const { ClusterHarness, skipReason } = await import(new URL("tools/local-cluster.js", dist).href);
 
 const LB = "127.0.0.1";
 const HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
@@ -40,7 +40,7 @@ const cache = path.join(h.shared, "cache");
 const rootKey = readdirSync(cache).find((f) => /^\..+_key$/.test(f));
 const cli = (name) => `node ${path.relative(process.cwd(), new URL(`src/cli/${name}.js`, dist).pathname)}`;
 const swarmArgs = [
-  new URL("src/cli/brine-swarm.js", dist).pathname,
+  new URL("tools/swarm/cli.js", dist).pathname,
   "steady",
   "--master", LB,
   "--minions", values.minions,

@@ -8,10 +8,10 @@
  * connection the master drops (a reader over `busClientBacklogBytesMax` behind) is re-opened while
  * anyone still listens.
  */
-import { BrineError } from "../errors.js";
-import { EventClient } from "../client/event-client.js";
-import type { BusEvent } from "../events/event-frame.js";
-import { getLogger } from "../log.js";
+import { BrineError } from "../shared/errors.js";
+import { EventClient } from "../lib/client/event-client.js";
+import type { BusEvent } from "../shared/event-frame.js";
+import { getLogger } from "../shared/log.js";
 
 const log = getLogger("brine.api.bus");
 

@@ -1,14 +1,14 @@
 /**
  * The API thread's only way to act: a clear request to the master, as salt-api sends one over the
  * request port (`{"enc": "clear", "load": {...}}`), carried over the thread's port into the request
- * lanes (src/api/host.ts). The reply is decoded with the wire decoder's limits. Requests that get no
+ * lanes (src/main-thread/api-host.ts). The reply is decoded with the wire decoder's limits. Requests that get no
  * reply within `masterReplyMs` fail with API_MASTER (answered 503, as salt-api answers a request
  * timeout).
  */
 import type { MessagePort } from "node:worker_threads";
-import { BrineError } from "../errors.js";
-import { decodeWire, encodeWire, type WireValue } from "../protocol/msgpack.js";
-import { msgpackDepthMax } from "../protocol/limits.js";
+import { BrineError } from "../shared/errors.js";
+import { decodeWire, encodeWire, type WireValue } from "../shared/protocol/msgpack.js";
+import { msgpackDepthMax } from "../shared/protocol/limits.js";
 import type { ApiToMain, MainToApi } from "./messages.js";
 
 /** How long one clear request may wait for the master's reply (Salt's ReqChannel: 60 s, 3 tries). */

@@ -7,8 +7,8 @@
  * Main → API thread: `rep` (the reply body for a `req`, as the request workers encoded it), `stop`.
  * The API thread never sees a key, and the main thread decodes nothing it forwards.
  */
-import type { LogConfig } from "../log.js";
-import type { MasterConfig } from "../config/defaults.js";
+import type { LogConfig } from "../shared/log.js";
+import type { MasterConfig } from "../shared/config/defaults.js";
 
 export interface ApiInit {
   cfg: MasterConfig;

@@ -6,11 +6,11 @@
  * request workers authenticate and authorize. Nothing here decides who may do what: it checks shapes
  * (a clear 400 for a bad target, function or client) and maps Salt's error names to HTTP statuses.
  */
-import type { MasterConfig } from "../config/defaults.js";
-import type { BusEvent } from "../events/event-frame.js";
-import { isMap, type WireValue } from "../protocol/msgpack.js";
-import { LocalClient, type PubOptions, type PubReply } from "../client/local-client.js";
-import { jobReturns } from "../client/job-returns.js";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import type { BusEvent } from "../shared/event-frame.js";
+import { isMap, type WireValue } from "../shared/protocol/msgpack.js";
+import { LocalClient, type PubOptions, type PubReply } from "../lib/client/local-client.js";
+import { jobReturns } from "../lib/client/job-returns.js";
 import type { ClearRequester } from "./master-link.js";
 import type { EventFeed } from "./bus-feed.js";
 import { NETAPI_CLIENTS, type ApiOptions } from "./options.js";

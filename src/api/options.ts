@@ -8,14 +8,14 @@
  * name: a list of allowed origins, `*` for any; none by default, where rest_cherrypy echoes every origin),
  * `login_failures_per_minute` and `requests_per_minute` (per source address).
  *
- * Types, bounds and defaults are declared in src/config/schema.ts (ApiSectionSchema). A bad value throws
+ * Types, bounds and defaults are declared in src/shared/config/schema.ts (ApiSectionSchema). A bad value throws
  * BrineError("CONFIG_INVALID", "<section>.<option>: <why>") when the master starts.
  */
 import type { Static } from "@sinclair/typebox";
-import { BrineError } from "../errors.js";
-import { masterDefaults, type MasterConfig } from "../config/defaults.js";
-import { checkOption, readOption } from "../config/options.js";
-import { ApiSectionSchema } from "../config/schema.js";
+import { BrineError } from "../shared/errors.js";
+import { masterDefaults, type MasterConfig } from "../shared/config/defaults.js";
+import { checkOption, readOption } from "../shared/config/options.js";
+import { ApiSectionSchema } from "../shared/config/schema.js";
 
 /** Salt's NetapiClient methods (salt/netapi/__init__.py CLIENTS). */
 export const NETAPI_CLIENTS = ["local", "local_async", "local_batch", "local_subset", "runner", "runner_async", "ssh", "wheel", "wheel_async"] as const;
@@ -71,7 +71,7 @@ export function readApiOptions(cfg: MasterConfig): ApiOptions {
   const raw: Record<string, unknown> = { ...(isPlainMap(c.rest_cherrypy) ? c.rest_cherrypy : {}), ...(isPlainMap(c.brine_api) ? c.brine_api : {}) };
   const bad = (k: string, why: string) => new BrineError("CONFIG_INVALID", `${section}.${k}: ${why}`);
   const props = ApiSectionSchema.properties;
-  // type, bounds and default from the schema (src/config/schema.ts)
+  // type, bounds and default from the schema (src/shared/config/schema.ts)
   const opt = <K extends keyof typeof props>(k: K): Static<(typeof props)[K]> => {
     const v = raw[k];
     if (v === undefined || v === null) return (props[k] as { default?: unknown }).default as Static<(typeof props)[K]>;

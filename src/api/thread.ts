@@ -1,17 +1,17 @@
 /**
- * The API thread (a worker_thread of the master, started by src/api/host.ts): fastify on the
+ * The API thread (a worker_thread of the master, started by src/main-thread/api-host.ts): fastify on the
  * configured host and port, the bus feed, and the link that carries clear requests to the master's
  * request lanes. It holds no key and no credentials of its own.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { configureLogging, getLogger } from "../log.js";
+import { configureLogging, getLogger } from "../shared/log.js";
 import { buildApp } from "./app.js";
 import { BusFeed } from "./bus-feed.js";
 import { MasterLink } from "./master-link.js";
 import type { ApiInit, ApiToMain, MainToApi } from "./messages.js";
 import { Netapi } from "./netapi.js";
 import { readApiOptions } from "./options.js";
-import { readOption } from "../config/options.js";
+import { readOption } from "../shared/config/options.js";
 
 const init = workerData as ApiInit;
 configureLogging(init.log);

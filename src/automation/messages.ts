@@ -1,5 +1,5 @@
-/** Messages between the main thread (src/automation/host.ts) and the automation thread (thread.ts). */
-import type { MasterConfig } from "../config/defaults.js";
+/** Messages between the main thread (src/main-thread/automation-host.ts) and the automation thread (thread.ts). */
+import type { MasterConfig } from "../shared/config/defaults.js";
 
 export interface AutomationInit {
   cfg: MasterConfig;

@@ -5,12 +5,12 @@
  * holding that list), `reactor_worker_threads` (10), `reactor_worker_hwm` (10000),
  * `reactor_refresh_interval` (60 s), `schedule` (a map of job name → job, plus `enabled` for all jobs).
  *
- * Types, bounds and defaults are declared in src/config/schema.ts. A bad value throws
+ * Types, bounds and defaults are declared in src/shared/config/schema.ts. A bad value throws
  * BrineError("CONFIG_INVALID", "<option>: <why>") when the master starts.
  */
-import { BrineError } from "../errors.js";
-import type { MasterConfig } from "../config/defaults.js";
-import { optionBounds, optionDefault } from "../config/options.js";
+import { BrineError } from "../shared/errors.js";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import { optionBounds, optionDefault } from "../shared/config/options.js";
 
 export interface ReactorOptions {
   /** the map as configured (a list), or a file path to read it from */
@@ -37,7 +37,7 @@ function bad(option: string, why: string): never {
   throw new BrineError("CONFIG_INVALID", `${option}: ${why}`);
 }
 
-/** an integer option; its default and bounds are declared in src/config/schema.ts */
+/** an integer option; its default and bounds are declared in src/shared/config/schema.ts */
 function int(cfg: Record<string, unknown>, name: "reactor_worker_threads" | "reactor_worker_hwm" | "reactor_refresh_interval"): number {
   const { min, max } = optionBounds(name);
   const v = cfg[name];

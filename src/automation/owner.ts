@@ -8,7 +8,7 @@
  * event in those seconds may react on more than one master (a scheduled fire is skipped instead, thread.ts). Two masters that disagree for a moment about who is up (a session
  * going down on one side first) may both act, or neither, for events in that moment.
  */
-import { readHealth } from "../cluster/peer-health.js";
+import { readHealth } from "../shared/peer-health.js";
 import { hashString } from "../shared/sab-ring/hash.js";
 import type { RingReader } from "../shared/sab-ring/reader.js";
 

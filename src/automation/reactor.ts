@@ -11,7 +11,7 @@
  * takes `tgt`, `tgt_type` (`expr_form`), `ret`. `caller` needs a minion on the master, which brine does not
  * have: such reactions are skipped with a warning (also at start, naming the file and the reaction).
  */
-import { fnmatchToRegExp } from "../targeting/index.js";
+import { fnmatchToRegExp } from "../lib/targeting/index.js";
 import type { ReactorMapEntry } from "./options.js";
 
 /** Salt's ReactWrap aliases. */

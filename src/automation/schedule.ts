@@ -20,7 +20,7 @@
  * Only one of the interval, `cron`, `once` and `when` may be given (Salt refuses the mix too).
  */
 import { Cron } from "croner";
-import { BrineError } from "../errors.js";
+import { BrineError } from "../shared/errors.js";
 
 export interface ScheduleJob {
   name: string;

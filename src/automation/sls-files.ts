@@ -6,7 +6,7 @@
  */
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
-import { fnmatchToRegExp } from "../targeting/index.js";
+import { fnmatchToRegExp } from "../lib/targeting/index.js";
 
 const GLOB = /[*?[]/;
 

@@ -6,7 +6,7 @@
  * owning the event (owner.ts) reacts. Each event is one task of a bounded queue (reactor_worker_threads tasks at
  * once, reactor_worker_hwm waiting, past that dropped and counted): its SLS files are rendered with `tag` and
  * `data`, compiled (reactor.ts) and each reaction sent to the master as a client would send it: `local` as a
- * clear `publish` with the root key (src/client/local-client.ts), `runner`/`wheel` as clear `runner`/`wheel`
+ * clear `publish` with the root key (src/lib/client/local-client.ts), `runner`/`wheel` as clear `runner`/`wheel`
  * requests with the root key and user `Reactor`; so the request workers authorize, audit and record them as
  * any other. A render error is logged and that event reacts with nothing; the thread goes on.
  *
@@ -20,17 +20,17 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { configureLogging, getLogger } from "../log.js";
-import { LocalClient } from "../client/local-client.js";
-import { decodeWire, isMap } from "../protocol/msgpack.js";
-import { eventOfFrame, type BusEvent } from "../events/event-frame.js";
-import { JinjaEnv } from "../render/jinja.js";
-import { renderPipe } from "../render/pipe.js";
-import { loadYaml } from "../render/yaml.js";
-import { makeSaltFuncs } from "../render/salt-funcs.js";
+import { configureLogging, getLogger } from "../shared/log.js";
+import { LocalClient } from "../lib/client/local-client.js";
+import { decodeWire, isMap } from "../shared/protocol/msgpack.js";
+import { eventOfFrame, type BusEvent } from "../shared/event-frame.js";
+import { JinjaEnv } from "../lib/render/jinja.js";
+import { renderPipe } from "../lib/render/pipe.js";
+import { loadYaml } from "../lib/render/yaml.js";
+import { makeSaltFuncs } from "../lib/render/salt-funcs.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
-import { openStore, type Store } from "../store/lmdb-env.js";
-import { JobCache } from "../store/job-cache.js";
+import { openStore, type Store } from "../lib/store/lmdb-env.js";
+import { JobCache } from "../lib/store/job-cache.js";
 import { storeMasterJob } from "../runners/job-record.js";
 import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } from "./messages.js";
 import { checkReactorMap, readAutomationOptions } from "./options.js";

@@ -1,8 +1,8 @@
 /** Pieces shared by brine's Salt-compatible command lines. */
-import { loadMasterConfig } from "../config/load.js";
-import type { MasterConfig } from "../config/defaults.js";
-import { configureLogging } from "../log.js";
-import { isBrineError } from "../errors.js";
+import { loadMasterConfig } from "../shared/config/load.js";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import { configureLogging } from "../shared/log.js";
+import { isBrineError } from "../shared/errors.js";
 
 export const DEFAULT_CONFIG_DIR = "/etc/salt";
 

@@ -6,13 +6,13 @@ import { Command } from "commander";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { KeyStore, type KeyState } from "../pki/key-store.js";
-import { KEY_EVENT_TAG, applyKeyAct, fileFinger, keyEventData, localKeyFiles, matchKeys, minionKeyFinger, writeDropFile, type KeyAct } from "../pki/key-actions.js";
-import { controlCall } from "../client/control-client.js";
-import { CONTROL_SOCKET } from "../master/control-server.js";
-import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
+import { KeyStore, type KeyState } from "../lib/pki/key-store.js";
+import { KEY_EVENT_TAG, applyKeyAct, fileFinger, keyEventData, localKeyFiles, matchKeys, minionKeyFinger, writeDropFile, type KeyAct } from "../lib/pki/key-actions.js";
+import { controlCall } from "../lib/client/control-client.js";
+import { CONTROL_SOCKET } from "../shared/socket-names.js";
+import { formatResult, OUTPUTTERS, type OutName } from "../lib/output/outputters.js";
 import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
-import { minionPkiDir } from "../cluster/shared-fs.js";
+import { minionPkiDir } from "../shared/shared-fs.js";
 
 const program = new Command("salt-key")
   .description("Manage Salt minion keys")

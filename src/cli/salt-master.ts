@@ -5,13 +5,13 @@
  */
 import { Command } from "commander";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { isBrineError } from "../errors.js";
-import { acquirePidfile, pidfilePath, type PidfileHold } from "../master/pidfile.js";
+import { isBrineError } from "../shared/errors.js";
+import { acquirePidfile, pidfilePath, type PidfileHold } from "../main-thread/pidfile.js";
 import path from "node:path";
 import { spawn } from "node:child_process";
-import { embeddedDefaultConfigText } from "../config/load.js";
-import { configureLogging, getLogger } from "../log.js";
-import { MasterServer } from "../master/server.js";
+import { embeddedDefaultConfigText } from "../shared/config/load.js";
+import { configureLogging, getLogger } from "../shared/log.js";
+import { MasterServer } from "../main.js";
 import { DEFAULT_CONFIG_DIR, configWarnings, loadConfigOrExit } from "./common.js";
 
 const program = new Command("salt-master")

@@ -1,8 +1,8 @@
 /** salt-run: run a runner inside the master (in a runner thread), reached through its control socket. */
 import { Command } from "commander";
-import { conditionInput } from "../client/args.js";
-import { controlCall } from "../client/control-client.js";
-import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
+import { conditionInput } from "../lib/client/args.js";
+import { controlCall } from "../lib/client/control-client.js";
+import { formatResult, OUTPUTTERS, type OutName } from "../lib/output/outputters.js";
 import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
 
 const program = new Command("salt-run")

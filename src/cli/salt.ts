@@ -2,11 +2,11 @@
  * salt: publish a job and print each minion's return as it arrives (Salt's LocalClient + SaltCMD).
  */
 import { Command, Option } from "commander";
-import { conditionInput } from "../client/args.js";
-import { LocalClient, type PubReply } from "../client/local-client.js";
-import { controlCall } from "../client/control-client.js";
-import { eauthKwargs } from "../client/eauth-cli.js";
-import { formatResult, OUTPUTTERS, type OutName } from "../output/outputters.js";
+import { conditionInput } from "../lib/client/args.js";
+import { LocalClient, type PubReply } from "../lib/client/local-client.js";
+import { controlCall } from "../lib/client/control-client.js";
+import { eauthKwargs } from "../lib/client/eauth-cli.js";
+import { formatResult, OUTPUTTERS, type OutName } from "../lib/output/outputters.js";
 import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
 
 const program = new Command("salt")

@@ -5,9 +5,9 @@
  * Works whether or not `brine_metrics` serves the endpoint.
  */
 import { readdirSync } from "node:fs";
-import { MetricsBoard } from "../metrics/board.js";
-import { families, forPerson } from "../metrics/families.js";
-import { localPresent } from "../master/presence.js";
+import { MetricsBoard } from "../shared/metrics/board.js";
+import { families, forPerson } from "../shared/metrics/families.js";
+import { localPresent } from "../workers/req-handler/presence.js";
 import type { RunnerContext, RunnerFn } from "./context.js";
 
 /** Open file descriptors of the master process (Linux: /proc/self/fd, less the one this read opens). */

@@ -7,7 +7,7 @@
  * the peers through the main thread exactly as a request worker's `_pillar` write does (runner-thread.ts,
  * cache-sync/outbox.ts), so a cleared pillar is cleared on every master and stays cleared (a tombstone).
  */
-import { validId } from "../protocol/ids.js";
+import { validId } from "../shared/protocol/ids.js";
 import { argOf, targetIds, type RunnerContext, type RunnerFn } from "./context.js";
 
 type Bank = "grains" | "pillar";

@@ -8,10 +8,10 @@
  *   back empty when it differed from `interface`); a wildcard address is refused as a node id.
  * Pure functions: the runner wiring (threads, messages) lives elsewhere.
  */
-import type { MembershipSnapshot } from "../cluster/state-machines/membership.js";
-import { validateNodeId } from "../cluster/state-machines/names.js";
-import type { RingRecord, RingRegistrySnapshot } from "../cluster/state-machines/ring-registry.js";
-import type { RoutingSnapshot } from "../cluster/state-machines/routing.js";
+import type { MembershipSnapshot } from "../workers/raft/state-machines/membership.js";
+import { validateNodeId } from "../shared/cluster-names.js";
+import type { RingRecord, RingRegistrySnapshot } from "../workers/raft/state-machines/ring-registry.js";
+import type { RoutingSnapshot } from "../workers/raft/state-machines/routing.js";
 import { CLUSTER_RING, ringSlots } from "../shared/sab-ring/layout.js";
 import type { DropStats, RingReader } from "../shared/sab-ring/reader.js";
 

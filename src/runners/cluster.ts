@@ -8,17 +8,17 @@
  * partition), a runner falls back to this master's own applied state and says so in the log: the operator
  * still gets an answer, as Salt's disk replay would give, and knows it may be stale.
  */
-import { optionDefault } from "../config/options.js";
-import { isBrineError } from "../errors.js";
-import { getLogger } from "../log.js";
-import type { MembershipSnapshot } from "../cluster/state-machines/membership.js";
-import type { RingRegistrySnapshot } from "../cluster/state-machines/ring-registry.js";
-import type { RoutingSnapshot } from "../cluster/state-machines/routing.js";
+import { optionDefault } from "../shared/config/options.js";
+import { isBrineError } from "../shared/errors.js";
+import { getLogger } from "../shared/log.js";
+import type { MembershipSnapshot } from "../workers/raft/state-machines/membership.js";
+import type { RingRegistrySnapshot } from "../workers/raft/state-machines/ring-registry.js";
+import type { RoutingSnapshot } from "../workers/raft/state-machines/routing.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes } from "./cluster-shapes.js";
 import { argOf, type RunnerCluster, type RunnerContext, type RunnerFn } from "./context.js";
-import { readHealth, unhealthyVoters } from "../cluster/peer-health.js";
+import { readHealth, unhealthyVoters } from "../shared/peer-health.js";
 
 /** A voter whose peer-channel session is down this long is listed in `unhealthy_voters`, ms. */
 export const UNHEALTHY_AFTER_MS_DEFAULT = optionDefault("brine_cluster_unhealthy_after_ms") as number;

@@ -1,13 +1,13 @@
 /** What a runner function sees (in its runner thread). */
-import type { MasterConfig } from "../config/defaults.js";
-import type { BusEvent } from "../events/event-frame.js";
-import type { LocalClient } from "../client/local-client.js";
-import type { JobCache } from "../store/job-cache.js";
-import type { MinionCache } from "../store/minion-cache.js";
-import type { KeyStore } from "../pki/key-store.js";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import type { BusEvent } from "../shared/event-frame.js";
+import type { LocalClient } from "../lib/client/local-client.js";
+import type { JobCache } from "../lib/store/job-cache.js";
+import type { MinionCache } from "../lib/store/minion-cache.js";
+import type { KeyStore } from "../lib/pki/key-store.js";
 import type { RingReader } from "../shared/sab-ring/reader.js";
 import type { RaftClient } from "../workers/raft/client.js";
-import { checkMinions } from "../targeting/check-minions.js";
+import { checkMinions } from "../lib/targeting/check-minions.js";
 
 /** Live cluster state for runners (only when `cluster_id` is set). */
 export interface RunnerCluster {
@@ -17,7 +17,7 @@ export interface RunnerCluster {
   ring: RingReader;
   /** the Raft worker's API */
   raft: RaftClient;
-  /** peer liveness from the peer channel (src/cluster/peer-health.ts), when it runs */
+  /** peer liveness from the peer channel (src/shared/peer-health.ts), when it runs */
   health?: SharedArrayBuffer;
 }
 
@@ -33,7 +33,7 @@ export interface RunnerContext {
   events(): AsyncIterable<BusEvent>;
   /** set when clustering is on */
   cluster?: RunnerCluster;
-  /** the master's metrics board (src/metrics/board.ts) */
+  /** the master's metrics board (src/shared/metrics/board.ts) */
   metrics?: SharedArrayBuffer;
 }
 

@@ -17,11 +17,11 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { MasterConfig } from "../config/defaults.js";
-import { prependRoot } from "../config/load.js";
-import { BrineError } from "../errors.js";
-import { RootsBackend } from "../fileserver/roots.js";
-import { getLogger } from "../log.js";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import { prependRoot } from "../shared/config/load.js";
+import { BrineError } from "../shared/errors.js";
+import { RootsBackend } from "../lib/fileserver/roots.js";
+import { getLogger } from "../shared/log.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 
 const log = getLogger("brine.runner.custom");

@@ -12,16 +12,16 @@
  * roots has no update step, cache or lock of its own: with roots only, update answers True, clear_cache
  * "No cache was cleared", clear_lock "No locks were removed", lock "No locks were set" (Salt's answers).
  * gitfs: update fetches its remotes (`remotes=` narrows them by id or name) in this thread, waiting for the
- * result, as Salt's runner does (src/fileserver/git-cache.ts; the request workers see the new trees at
+ * result, as Salt's runner does (src/lib/fileserver/git-cache.ts; the request workers see the new trees at
  * once); clear_cache removes cachedir/gitfs (the next update fetches again); lock / clear_lock set and
  * remove the update locks (`remote=` is a glob over the URLs).
  * clear_file_list_cache answers {} (no change): brine's list caches live in memory and notice changes by
- * themselves (src/fileserver/list-cache.ts, gitfs.ts), there is no file list cache on disk to remove.
+ * themselves (src/lib/fileserver/list-cache.ts, gitfs.ts), there is no file list cache on disk to remove.
  */
-import { clearRoleCache, lockRemotes, updateRole } from "../fileserver/git-cache.js";
-import { FileserverHandlers } from "../fileserver/handlers.js";
-import { GitfsBackend } from "../fileserver/gitfs.js";
-import { backendNames, RootsBackend } from "../fileserver/roots.js";
+import { clearRoleCache, lockRemotes, updateRole } from "../lib/fileserver/git-cache.js";
+import { FileserverHandlers } from "../lib/fileserver/handlers.js";
+import { GitfsBackend } from "../lib/fileserver/gitfs.js";
+import { backendNames, RootsBackend } from "../lib/fileserver/roots.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 
 /** Salt's Fileserver.backends(back): the enabled backends `back` selects (gitfs's alias `git` as gitfs). */

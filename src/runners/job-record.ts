@@ -4,7 +4,7 @@
  * target (`tgt: <master id>`, `tgt_type: list`), the return is the master's. So `jobs.list_jobs` lists it with
  * its jid and `jobs.lookup_jid` answers it. Written when the call ends, before its `/ret` event, as Salt does.
  */
-import type { JobCache } from "../store/job-cache.js";
+import type { JobCache } from "../lib/store/job-cache.js";
 
 export interface MasterJob {
   jid: string;

@@ -1,6 +1,6 @@
 /** jobs.* runners over the job cache. */
-import { jidToTime } from "../protocol/jid.js";
-import { pyTruthy } from "../wheel/salt-errors.js";
+import { jidToTime } from "../shared/protocol/jid.js";
+import { pyTruthy } from "../lib/wheel/salt-errors.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 
 function formatJob(jid: string, load: Record<string, unknown>): Record<string, unknown> {

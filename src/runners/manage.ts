@@ -5,7 +5,7 @@
  */
 import os from "node:os";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
-import { clusterPresent, peerAddresses, presenceMode } from "../master/presence.js";
+import { clusterPresent, peerAddresses, presenceMode } from "../workers/req-handler/presence.js";
 
 /** The Salt version brine answers as (the protocol generation it speaks); manage.versions compares minions to it. */
 export const MASTER_SALT_VERSION = "3007.8";

@@ -1,6 +1,6 @@
 /** Messages between the control server (main thread) and a runner thread. */
-import type { MasterConfig } from "../config/defaults.js";
-import type { RunnerClusterLink } from "../master/cluster-node.js";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import type { RunnerClusterLink } from "../main-thread/cluster/cluster-node.js";
 
 export interface RunnerInit {
   cfg: MasterConfig;
@@ -12,7 +12,7 @@ export interface RunnerInit {
   cluster?: RunnerClusterLink;
   /** the call's jid and user: the thread stores the job in the job cache when it ends (job-record.ts) */
   job?: { jid: string; user: string };
-  /** the master's metrics board (src/metrics/board.ts), for brine.stats */
+  /** the master's metrics board (src/shared/metrics/board.ts), for brine.stats */
   metrics?: SharedArrayBuffer;
 }
 

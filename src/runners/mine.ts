@@ -6,7 +6,7 @@
  * applies as in Salt. compound and pillar targets compare pillar values exactly, as Salt's mine does.
  * mine.update publishes mine.update to the targeted minions.
  */
-import { pcreMatch } from "../targeting/index.js";
+import { pcreMatch } from "../lib/targeting/index.js";
 import { argOf, targetIds, type RunnerContext, type RunnerFn } from "./context.js";
 
 const ACL_ID = "__saltmine_acl__";

@@ -1,8 +1,8 @@
 /**
  * pillar.show_pillar and pillar.show_top: a minion's pillar and pillar top, compiled on the master by brine's
- * pillar compiler (src/pillar/) from the minion's cached grains, as Salt's runners compile them.
+ * pillar compiler (src/lib/pillar/) from the minion's cached grains, as Salt's runners compile them.
  */
-import { PillarCompiler } from "../pillar/index.js";
+import { PillarCompiler } from "../lib/pillar/compile.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 
 /** Salt's get_minion_data: the cached grains of `minion` (null when none), or of the first cached minion when none is named. */

@@ -5,7 +5,7 @@
  * reactor.add and reactor.delete change the running master's map only (not the config file, not other masters
  * of a cluster). reactor.stats (brine): the reactor queue's counters, dropped events included.
  */
-import { controlCall } from "../client/control-client.js";
+import { controlCall } from "../lib/client/control-client.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 
 /** Salt's CommandExecutionError text when no reactor runs. */

@@ -3,24 +3,24 @@
  * the ring SharedArrayBuffer) and streams prints and the return value to the control server.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { configureLogging } from "../log.js";
-import { openStore } from "../store/lmdb-env.js";
-import { minionPkiDir } from "../cluster/shared-fs.js";
-import { JobCache } from "../store/job-cache.js";
-import { MinionCache } from "../store/minion-cache.js";
-import { KeyStore } from "../pki/key-store.js";
-import { LocalClient } from "../client/local-client.js";
-import { busEventOf, type BusEvent } from "../events/event-frame.js";
-import { encodeWire } from "../protocol/msgpack.js";
+import { configureLogging } from "../shared/log.js";
+import { openStore } from "../lib/store/lmdb-env.js";
+import { minionPkiDir } from "../shared/shared-fs.js";
+import { JobCache } from "../lib/store/job-cache.js";
+import { MinionCache } from "../lib/store/minion-cache.js";
+import { KeyStore } from "../lib/pki/key-store.js";
+import { LocalClient } from "../lib/client/local-client.js";
+import { busEventOf, type BusEvent } from "../shared/event-frame.js";
+import { encodeWire } from "../shared/protocol/msgpack.js";
 import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
 import { storeMasterJob } from "./job-record.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { RaftClient } from "../workers/raft/client.js";
-import { isClustered } from "../cluster/shared-fs.js";
-import { SyncOutbox } from "../cluster/cache-sync/outbox.js";
-import { clusterNodeIdOf } from "../workers/raft/node-ids.js";
+import { isClustered } from "../shared/shared-fs.js";
+import { SyncOutbox } from "../shared/sync-outbox.js";
+import { clusterNodeIdOf } from "../shared/node-ids.js";
 
 const init = workerData as RunnerInit;
 configureLogging(init.log);

@@ -1,5 +1,5 @@
 /** state.event: stream bus events matching a tag glob, as Salt prints them (tag, tab, JSON). */
-import { fnmatchToRegExp as fnmatchRegex } from "../targeting/index.js";
+import { fnmatchToRegExp as fnmatchRegex } from "../lib/targeting/index.js";
 import { argOf, type RunnerFn } from "./context.js";
 
 function toJson(v: unknown, pretty: boolean): string {

@@ -9,7 +9,7 @@
  * and a unified diff (no context lines) of its result against the first pool's.
  */
 import { createHash } from "node:crypto";
-import { pyStr } from "../targeting/pystr.js";
+import { pyStr } from "../lib/targeting/pystr.js";
 import type { RunnerContext, RunnerFn } from "./context.js";
 
 export interface Pool {

@@ -8,7 +8,7 @@
  * - Each request worker appends the nonces its batch accepted (one write per batch, before the batch's replies
  *   leave: a reply implies its nonce is in the file; a page-cache write, so a SIGKILL loses nothing, a crash
  *   of the machine what the kernel had not flushed).
- * - The main thread appends what peers report (src/cluster/forwarding.ts), creates the next generation's file
+ * - The main thread appends what peers report (src/main-thread/cluster/forwarding.ts), creates the next generation's file
  *   before the set swaps generations, and deletes the file of the generation the swap forgot.
  * - At start, before any worker runs, the files of the last two generations still inside their memory span
  *   (two windows from their start) are read back into the current table and rewritten into a fresh file.
@@ -17,7 +17,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
-import { getLogger } from "../log.js";
+import { getLogger } from "./log.js";
 import { NONCE_PACKED_BYTES, type NonceSet } from "./nonce-set.js";
 
 const log = getLogger("brine.nonces");

@@ -7,7 +7,7 @@
  * then the key string's ASCII bytes. Writers: the main thread only. Readers retry while seq is odd or
  * changed under them; a 76-byte copy makes that window tiny.
  */
-import { BrineError } from "../errors.js";
+import { BrineError } from "./errors.js";
 
 const KEY_BYTES_MAX = 128;
 const HEADER_WORDS = 3;

@@ -6,8 +6,8 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { EventClient } from "../../src/client/event-client.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
 import type { TestMaster } from "../helpers/master.js";
 import { API_SECRET, startApiMaster } from "../helpers/api.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";

@@ -11,8 +11,8 @@ import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { startTestMaster, freePort, type TestMaster } from "../helpers/master.js";
-import { EventClient } from "../../src/client/event-client.js";
-import { isBrineError } from "../../src/errors.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import { isBrineError } from "../../src/shared/errors.js";
 
 describe("HTTP API in a real master", () => {
   const stops: (() => Promise<void>)[] = [];

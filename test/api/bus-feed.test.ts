@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { EventBusServer } from "../../src/events/bus-server.js";
-import { packEvent, type BusEvent } from "../../src/events/event-frame.js";
+import { EventBusServer } from "../../src/main-thread/bus-server.js";
+import { packEvent, type BusEvent } from "../../src/shared/event-frame.js";
 import { BusFeed } from "../../src/api/bus-feed.js";
-import { isBrineError } from "../../src/errors.js";
+import { isBrineError } from "../../src/shared/errors.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

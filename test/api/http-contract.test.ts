@@ -6,14 +6,14 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { FastifyInstance } from "fastify";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
 import { buildApp } from "../../src/api/app.js";
 import { Netapi } from "../../src/api/netapi.js";
 import { apiThreadConfig, readApiOptions } from "../../src/api/options.js";
 import type { ClearRequester } from "../../src/api/master-link.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
-import type { WireValue } from "../../src/protocol/msgpack.js";
-import { configureLogging } from "../../src/log.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
+import type { WireValue } from "../../src/shared/protocol/msgpack.js";
+import { configureLogging } from "../../src/shared/log.js";
 
 const GOOD = "0123abcd0123abcd0123abcd0123abcd";
 const JID = "20260101000000000001";

@@ -1,11 +1,11 @@
 /**
- * The ACL grammar (src/auth/acl.ts) as a table, from the examples of Salt's eauth and publisher_acl
+ * The ACL grammar (src/lib/auth/acl.ts) as a table, from the examples of Salt's eauth and publisher_acl
  * documentation (doc/topics/eauth/index.rst, doc/ref/publisheracl.rst), plus the cases where brine is
  * stricter than Salt on purpose (each says so).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fillAuthList, matchingKeyValues, publishAllowed, specAllowed, prefixOnlyEntries, fullMatch } from "../../src/auth/acl.js";
+import { fillAuthList, matchingKeyValues, publishAllowed, specAllowed, prefixOnlyEntries, fullMatch } from "../../src/lib/auth/acl.js";
 
 // Salt's documented external_auth example
 const pam = {

@@ -12,12 +12,12 @@ import assert from "node:assert/strict";
 import { readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RawClient } from "../../src/minion/raw-client.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { isMap, type WireValue } from "../../src/protocol/msgpack.js";
-import { EventClient } from "../../src/client/event-client.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
-import { openStore } from "../../src/store/lmdb-env.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
 

@@ -7,11 +7,11 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
-import { eauthKwargs } from "../../src/client/eauth-cli.js";
+import { eauthKwargs } from "../../src/lib/client/eauth-cli.js";
 
 const SECRET = "cli-shared-secret-0123456789";
 

@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { openStore } from "../../src/store/lmdb-env.js";
-import { TokenStore } from "../../src/auth/tokens.js";
-import { LoginThrottle } from "../../src/auth/throttle.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import { TokenStore } from "../../src/lib/auth/tokens.js";
+import { LoginThrottle } from "../../src/lib/auth/throttle.js";
 
 test("tokens survive a reopen of the store, expire on the clock, and the sweep removes only expired ones", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-tok-"));

@@ -11,10 +11,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { syntheticGrains } from "../../src/minion/grains.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { syntheticGrains } from "../../tools/minion/grains.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../src/cluster/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.30";
 const HOSTS = ["127.0.0.31", "127.0.0.32", "127.0.0.33"];

@@ -10,9 +10,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, PUB_PORT, skipReason, until } from "../../src/cluster/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, PUB_PORT, skipReason, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.1";
 const HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];

@@ -15,14 +15,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { newNonce } from "../../src/minion/sign-in.js";
-import { packSalt, sealSalt } from "../../src/minion/wire.js";
-import { Crypticle } from "../../src/protocol/crypticle.js";
-import { decodeWire } from "../../src/protocol/msgpack.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { newNonce } from "../../tools/minion/sign-in.js";
+import { packSalt, sealSalt } from "../../tools/minion/wire.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
+import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, RET_PORT, minionThrough, skipReason, sleep, until } from "../../src/cluster/local-cluster.js";
+import { ClusterHarness, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.70";
 const HOSTS = ["127.0.0.71", "127.0.0.72", "127.0.0.73"];

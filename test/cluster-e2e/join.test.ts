@@ -12,10 +12,10 @@ import os from "node:os";
 import path from "node:path";
 import { startTestMaster, freePort, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
-import { LocalClient } from "../../src/client/local-client.js";
+import { LocalClient } from "../../src/lib/client/local-client.js";
 import { CLUSTER_RING } from "../../src/shared/sab-ring/layout.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { until } from "../../src/cluster/local-cluster.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { until } from "../../tools/local-cluster.js";
 
 const HOSTS = ["127.0.0.51", "127.0.0.52", "127.0.0.53"];
 

@@ -2,16 +2,16 @@
  * "[Not connected]" across masters (issue #6). Behind HAProxy every publish connection comes from the
  * balancer's address, so a clustered master judges presence by who was heard from lately (any master's
  * returns reach every job cache; data cache writes reach every master) united with its peers' reports
- * (src/master/presence.ts). Two minions attached to master 2: one stops answering test.ping but still answers
+ * (src/workers/req-handler/presence.ts). Two minions attached to master 2: one stops answering test.ping but still answers
  * the CLI's saltutil.find_job, the other is stopped. On master 1 the first is "[No response]", the second
  * "[Not connected]".
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import type { PublishLoad } from "../../src/minion/functions.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { PublishLoad } from "../../tools/minion/functions.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../src/cluster/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.50";
 const HOSTS = ["127.0.0.51", "127.0.0.52", "127.0.0.53"];

@@ -11,9 +11,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../src/cluster/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.40";
 const HOSTS = ["127.0.0.41", "127.0.0.42", "127.0.0.43"];

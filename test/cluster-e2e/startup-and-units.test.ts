@@ -11,15 +11,15 @@ import path from "node:path";
 import { Encoder } from "cbor-x";
 import { startTestMaster, freePort } from "../helpers/master.js";
 import { FakeChannel } from "../helpers/fake-channel.js";
-import { isBrineError } from "../../src/errors.js";
-import { ClusterForwarder, EVENT_CHANNEL, PUBLISH_CHANNEL, isJobEventFrame } from "../../src/cluster/forwarding.js";
-import { checkPeerMessage, decodeRaftPayload, encodeRaftPayload } from "../../src/cluster/raft-transport.js";
-import { createExclusive, ensureClusterKeys, readOrCreateClusterAes, resolveLocalState } from "../../src/cluster/shared-fs.js";
-import { packEvent } from "../../src/events/event-frame.js";
-import { raftIdOf } from "../../src/workers/raft/node-ids.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { ClusterForwarder, EVENT_CHANNEL, PUBLISH_CHANNEL, isJobEventFrame } from "../../src/main-thread/cluster/forwarding.js";
+import { checkPeerMessage, decodeRaftPayload, encodeRaftPayload } from "../../src/workers/raft/raft-transport.js";
+import { createExclusive, ensureClusterKeys, readOrCreateClusterAes, resolveLocalState } from "../../src/shared/shared-fs.js";
+import { packEvent } from "../../src/shared/event-frame.js";
+import { raftIdOf } from "../../src/shared/node-ids.js";
 import { CLUSTER_RING } from "../../src/shared/sab-ring/layout.js";
-import type { Message } from "../../src/raft/types.js";
-import { masterDefaults } from "../../src/config/defaults.js";
+import type { Message } from "../../src/workers/raft/core/types.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
 
 function tmp(): string {
   return mkdtempSync(path.join(os.tmpdir(), "brine-cls-"));

@@ -5,9 +5,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { isMap, type WireValue } from "../../src/protocol/msgpack.js";
-import { ClusterHarness, RET_PORT, skipReason, until } from "../../src/cluster/local-cluster.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { ClusterHarness, RET_PORT, skipReason, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.90";
 const HOSTS = ["127.0.0.91", "127.0.0.92", "127.0.0.93"];

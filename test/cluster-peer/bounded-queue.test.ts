@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { isBrineError } from "../../src/errors.js";
+import { isBrineError } from "../../src/shared/errors.js";
 import { bytes, startNode, text, waitFor, freePort } from "./helpers.js";
 
 test("a full message queue refuses sends with CLUSTER_PEER_QUEUE_FULL and does not grow; queued messages go out once the peer is up", async () => {

@@ -9,9 +9,9 @@ import { generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadClusterKeys, parseClusterConfig, parsePeerEntry, peerTransportOptions, type ClusterConfigInput } from "../../src/cluster/config.js";
-import { PeerTransport } from "../../src/cluster/peer/peer-transport.js";
-import { FileKeyring } from "../../src/cluster/peer/keys.js";
+import { loadClusterKeys, parseClusterConfig, parsePeerEntry, peerTransportOptions, type ClusterConfigInput } from "../../src/shared/cluster-config.js";
+import { PeerTransport } from "../../src/workers/raft/peer/peer-transport.js";
+import { FileKeyring } from "../../src/shared/cluster-keys.js";
 import { LogCapture, keyPair } from "./helpers.js";
 
 function base(over: Partial<ClusterConfigInput> = {}): ClusterConfigInput {

@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as zmq from "zeromq";
-import type { RefusedInfo } from "../../src/cluster/peer/peer-transport.js";
-import { FRAME } from "../../src/cluster/peer/framing.js";
+import type { RefusedInfo } from "../../src/workers/raft/peer/peer-transport.js";
+import { FRAME } from "../../src/workers/raft/peer/framing.js";
 import { bytes, identity, nextEvent, startNode, waitFor, type NodeSpec, type TestNode, freePort } from "./helpers.js";
 
 /** m1 listening, knowing only m2; `handled` collects whatever reaches its handler. */

@@ -5,10 +5,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Encoder } from "cbor-x";
-import { FRAME } from "../../src/cluster/peer/framing.js";
-import { HandshakeError, InitiatorHandshake, ResponderHandshake, type HandshakeContext } from "../../src/cluster/peer/handshake.js";
-import { DEFAULT_PEER_LIMITS } from "../../src/cluster/peer/limits.js";
-import type { PeerKeyring, PeerIdentity } from "../../src/cluster/peer/keys.js";
+import { FRAME } from "../../src/workers/raft/peer/framing.js";
+import { HandshakeError, InitiatorHandshake, ResponderHandshake, type HandshakeContext } from "../../src/workers/raft/peer/handshake.js";
+import { DEFAULT_PEER_LIMITS } from "../../src/workers/raft/peer/limits.js";
+import type { PeerKeyring, PeerIdentity } from "../../src/shared/cluster-keys.js";
 import { CLUSTER, bytes, identity, keyringOf, text } from "./helpers.js";
 
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });

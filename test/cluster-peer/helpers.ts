@@ -5,13 +5,13 @@
  */
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import type { EventEmitter } from "node:events";
-import { StaticKeyring, type PeerIdentity } from "../../src/cluster/peer/keys.js";
-import type { PeerLimits } from "../../src/cluster/peer/limits.js";
-import { PeerTransport, type PeerEndpoint } from "../../src/cluster/peer/peer-transport.js";
-import type { Logger } from "../../src/log.js";
+import { StaticKeyring, type PeerIdentity } from "../../src/shared/cluster-keys.js";
+import type { PeerLimits } from "../../src/workers/raft/peer/limits.js";
+import { PeerTransport, type PeerEndpoint } from "../../src/workers/raft/peer/peer-transport.js";
+import type { Logger } from "../../src/shared/log.js";
 import { once } from "node:events";
 import { after } from "node:test";
-import { freePort } from "../../src/transport/free-port.js";
+import { freePort } from "../../tools/free-port.js";
 export { freePort };
 
 export const CLUSTER = "brine-test";

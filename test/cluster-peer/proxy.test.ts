@@ -6,10 +6,10 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { MessageChannel } from "node:worker_threads";
-import { BrineError } from "../../src/errors.js";
-import { PeerTransport, PeerRemoteError } from "../../src/cluster/peer/peer-transport.js";
-import { PeerChannelHost } from "../../src/cluster/peer-proxy/host.js";
-import { PeerChannelProxy } from "../../src/cluster/peer-proxy/proxy.js";
+import { BrineError } from "../../src/shared/errors.js";
+import { PeerTransport, PeerRemoteError } from "../../src/workers/raft/peer/peer-transport.js";
+import { PeerChannelHost } from "../../src/workers/raft/peer-proxy-host.js";
+import { PeerChannelProxy } from "../../src/main-thread/cluster/peer-proxy.js";
 import { CLUSTER, FAST_LIMITS, LogCapture, bytes, freePort, identity, keyringOf, nextEvent, startNode, text, waitFor, type TestNode } from "./helpers.js";
 
 let m2: TestNode;

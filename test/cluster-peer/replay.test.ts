@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as zmq from "zeromq";
-import { FRAME } from "../../src/cluster/peer/framing.js";
+import { FRAME } from "../../src/workers/raft/peer/framing.js";
 import { bytes, startNode, text, waitFor, waitUp, freePort } from "./helpers.js";
 
 type Rewrite = (frame: Buffer, dataIndex: number) => Buffer[];

@@ -5,8 +5,8 @@
  */
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { BrineError } from "../../src/errors.js";
-import { PeerRemoteError } from "../../src/cluster/peer/peer-transport.js";
+import { BrineError } from "../../src/shared/errors.js";
+import { PeerRemoteError } from "../../src/workers/raft/peer/peer-transport.js";
 import { bytes, startNode, text, waitFor, waitUp, type TestNode, freePort } from "./helpers.js";
 
 let m1: TestNode;

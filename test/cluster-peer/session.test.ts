@@ -5,9 +5,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Encoder } from "cbor-x";
-import { BODY, FRAME, decodeBodies, decodeBody, encodeBody, joinBodies } from "../../src/cluster/peer/framing.js";
-import { Session } from "../../src/cluster/peer/session.js";
-import { sodium } from "../../src/cluster/peer/sodium.js";
+import { BODY, FRAME, decodeBodies, decodeBody, encodeBody, joinBodies } from "../../src/workers/raft/peer/framing.js";
+import { Session } from "../../src/workers/raft/peer/session.js";
+import { sodium } from "../../src/workers/raft/peer/sodium.js";
 import { bytes, text } from "./helpers.js";
 
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });

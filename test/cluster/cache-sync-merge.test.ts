@@ -1,9 +1,9 @@
 /** The pure rules of cache sync: session key merging (session-merge.ts) and record checks (records.ts). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { generateKeyString } from "../../src/protocol/crypticle.js";
-import { formatSessionFile, liveAlts, mergeSessionKeys, parseSessionFile, type SessionKeySet } from "../../src/cluster/cache-sync/session-merge.js";
-import { checkRecord, decodeRecords, encodeRecords, newerStamp } from "../../src/cluster/cache-sync/records.js";
+import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
+import { formatSessionFile, liveAlts, mergeSessionKeys, parseSessionFile, type SessionKeySet } from "../../src/lib/store/session-merge.js";
+import { checkRecord, decodeRecords, encodeRecords, newerStamp } from "../../src/shared/sync-records.js";
 
 const DAY = 86_400_000;
 

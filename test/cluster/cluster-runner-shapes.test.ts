@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ringTargets, routeTargets } from "../../src/cluster/ring-sync.js";
-import { encodeEntry } from "../../src/cluster/state-machines/entries.js";
-import { ClusterGroupState } from "../../src/cluster/state-machines/groups.js";
+import { ringTargets, routeTargets } from "../../src/workers/raft/ring-sync.js";
+import { encodeEntry } from "../../src/workers/raft/state-machines/entries.js";
+import { ClusterGroupState } from "../../src/workers/raft/state-machines/groups.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes } from "../../src/runners/cluster-shapes.js";
 import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";

@@ -1,10 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Encoder } from "cbor-x";
-import { ENTRY_KIND, decodeEntry, encodeEntry } from "../../src/cluster/state-machines/entries.js";
-import { ClusterGroupState } from "../../src/cluster/state-machines/groups.js";
-import { MembershipStateMachine } from "../../src/cluster/state-machines/membership.js";
-import { isWildcardAddress, validateNodeId } from "../../src/cluster/state-machines/names.js";
+import { ENTRY_KIND, decodeEntry, encodeEntry } from "../../src/workers/raft/state-machines/entries.js";
+import { ClusterGroupState } from "../../src/workers/raft/state-machines/groups.js";
+import { MembershipStateMachine } from "../../src/workers/raft/state-machines/membership.js";
+import { isWildcardAddress, validateNodeId } from "../../src/shared/cluster-names.js";
 
 const raw = new Encoder({ mapsAsObjects: true, useRecords: false });
 /** Bytes that bypass encodeEntry's validation, as a hostile or buggy peer could send. */

@@ -4,10 +4,10 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults } from "../../src/config/defaults.js";
-import { openStore } from "../../src/store/lmdb-env.js";
-import { MinionCache } from "../../src/store/minion-cache.js";
-import type { DataRecord, MineRecord } from "../../src/cluster/cache-sync/records.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import { MinionCache } from "../../src/lib/store/minion-cache.js";
+import type { DataRecord, MineRecord } from "../../src/shared/sync-records.js";
 
 test("peer records arriving out of order leave the newest data, and a tombstone keeps old data from coming back", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-lww-"));

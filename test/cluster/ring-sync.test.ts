@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { hostedRings, ringNodes, ringTargets, routeTargets } from "../../src/cluster/ring-sync.js";
-import { encodeEntry } from "../../src/cluster/state-machines/entries.js";
-import { ClusterGroupState, RingGroupState } from "../../src/cluster/state-machines/groups.js";
+import { hostedRings, ringNodes, ringTargets, routeTargets } from "../../src/workers/raft/ring-sync.js";
+import { encodeEntry } from "../../src/workers/raft/state-machines/entries.js";
+import { ClusterGroupState, RingGroupState } from "../../src/workers/raft/state-machines/groups.js";
 import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { RingWriter } from "../../src/shared/sab-ring/writer.js";

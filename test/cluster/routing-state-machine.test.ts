@@ -1,10 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Encoder } from "cbor-x";
-import { ENTRY_KIND, decodeEntry, encodeEntry } from "../../src/cluster/state-machines/entries.js";
-import { ClusterGroupState, RingGroupState } from "../../src/cluster/state-machines/groups.js";
-import { clusterLimits } from "../../src/cluster/state-machines/limits.js";
-import { RoutingStateMachine } from "../../src/cluster/state-machines/routing.js";
+import { ENTRY_KIND, decodeEntry, encodeEntry } from "../../src/workers/raft/state-machines/entries.js";
+import { ClusterGroupState, RingGroupState } from "../../src/workers/raft/state-machines/groups.js";
+import { clusterLimits } from "../../src/shared/cluster-limits.js";
+import { RoutingStateMachine } from "../../src/workers/raft/state-machines/routing.js";
 
 const raw = new Encoder({ mapsAsObjects: true, useRecords: false });
 const route = (data_type: string, ring_id: string | null) => ({ kind: "ROUTE" as const, value: { data_type, ring_id } });

@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Crypticle, generateKeyString } from "../../src/protocol/crypticle.js";
-import { applyPeerSessionKey, SESSION_REFRESH_MIN_MS, SessionKeys } from "../../src/master/sessions.js";
-import { isBrineError } from "../../src/errors.js";
+import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
+import { applyPeerSessionKey, SESSION_REFRESH_MIN_MS, SessionKeys } from "../../src/lib/store/sessions.js";
+import { isBrineError } from "../../src/shared/errors.js";
 
 test("a request sealed with a peer's newer key or the thread's own key is opened, and answered with the key it came with", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));

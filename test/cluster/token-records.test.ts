@@ -8,12 +8,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults } from "../../src/config/defaults.js";
-import { openStore, type Store } from "../../src/store/lmdb-env.js";
-import { TokenStore } from "../../src/auth/tokens.js";
-import { TOKEN_EXPIRE_MAX_S } from "../../src/auth/options.js";
-import { checkRecord, decodeRecords, encodeRecords, tokenRecordEffect, STAMP_FUTURE_MAX_MS, TOKEN_DATA_BYTES_MAX, type HeldToken, type TokenRecord } from "../../src/cluster/cache-sync/records.js";
-import { SyncStore, encodePull, type SyncCursor } from "../../src/cluster/cache-sync/sync-store.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
+import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
+import { TokenStore } from "../../src/lib/auth/tokens.js";
+import { TOKEN_EXPIRE_MAX_S } from "../../src/lib/auth/options.js";
+import { checkRecord, decodeRecords, encodeRecords, tokenRecordEffect, STAMP_FUTURE_MAX_MS, TOKEN_DATA_BYTES_MAX, type HeldToken, type TokenRecord } from "../../src/shared/sync-records.js";
+import { SyncStore, encodePull, type SyncCursor } from "../../src/workers/state-sync/sync-store.js";
 
 const NOW = 1_800_000_000_000;
 const TOKEN = "ab".repeat(32);

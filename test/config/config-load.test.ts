@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadMasterConfig } from "../../src/config/load.js";
-import { isBrineError } from "../../src/errors.js";
-import type { MasterConfig } from "../../src/config/defaults.js";
+import { loadMasterConfig } from "../../src/shared/config/load.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
 
 interface Loaded {
   cfg: MasterConfig;

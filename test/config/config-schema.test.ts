@@ -6,13 +6,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
-import { masterDefaults } from "../../src/config/defaults.js";
-import { renderConfigDocs } from "../../src/config/docs.js";
-import { readOption, optionDefault } from "../../src/config/options.js";
-import { SALT_MASTER_OPTIONS } from "../../src/config/salt-master-options.js";
-import { MasterConfigSchema, isDeclaredOption } from "../../src/config/schema.js";
-import { closestOption } from "../../src/config/load.js";
-import { isBrineError } from "../../src/errors.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
+import { renderConfigDocs } from "../../src/shared/config/docs.js";
+import { readOption, optionDefault } from "../../src/shared/config/options.js";
+import { SALT_MASTER_OPTIONS } from "../../src/shared/config/salt-master-options.js";
+import { MasterConfigSchema, isDeclaredOption } from "../../src/shared/config/schema.js";
+import { closestOption } from "../../src/shared/config/load.js";
+import { isBrineError } from "../../src/shared/errors.js";
 import { repoRoot } from "../helpers/paths.js";
 
 test("docs/CONFIG.md is what `npm run config:docs` generates from the schema (run it after changing an option)", () => {
@@ -46,7 +46,7 @@ test("did-you-mean finds close names only", () => {
 });
 
 /** files whose `cfg` is not the master's configuration (the logger's, a test minion's, a Raft node's) */
-const OTHER_CFG = [path.join("src", "log.ts"), path.join("src", "minion") + path.sep, path.join("src", "raft") + path.sep];
+const OTHER_CFG = [path.join("src", "shared", "log.ts"), path.join("src", "workers", "raft", "core") + path.sep];
 
 /** `cfg.<name>`, `cfg?.<name>`, `cfg["<name>"]`, `(cfg as ...).<name>` and readOption(cfg, "<name>") in files that handle a configuration */
 function optionsReadIn(dir: string, out = new Map<string, string>()): Map<string, string> {

@@ -1,7 +1,7 @@
 /** The bus stream reader yields every event exactly once, whatever the chunk boundaries. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EventStreamReader, packEvent } from "../../src/events/event-frame.js";
+import { EventStreamReader, packEvent } from "../../src/shared/event-frame.js";
 
 test("every split point of a three-event stream yields the three events once, in order", () => {
   const frames = [packEvent("j", { minions: ["a"] }), packEvent("salt/job/j/new", { a: 1, blob: Buffer.alloc(300, 0xff) }), packEvent("salt/job/j/publish", { b: "x".repeat(70) })];

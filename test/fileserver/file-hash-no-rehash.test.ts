@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { statSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { HashCache, diskHashMinBytes } from "../../src/fileserver/hash-cache.js";
+import { HashCache, diskHashMinBytes } from "../../src/lib/fileserver/hash-cache.js";
 import { ask, minion, startFsMaster, tempRoot, writeTree } from "./helpers.js";
 
 const sha = (b: string | Buffer) => createHash("sha256").update(b).digest("hex");

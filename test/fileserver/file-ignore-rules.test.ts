@@ -5,10 +5,10 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
-import { IgnoreRules } from "../../src/fileserver/ignore.js";
-import { configureLogging } from "../../src/log.js";
+import { IgnoreRules } from "../../src/lib/fileserver/ignore.js";
+import { configureLogging } from "../../src/shared/log.js";
 import { ask, minion, startFsMaster, tempRoot, writeTree } from "./helpers.js";
 
 configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });

@@ -8,8 +8,8 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { FileListCache, listEnvsMax } from "../../src/fileserver/list-cache.js";
-import { IgnoreRules } from "../../src/fileserver/ignore.js";
+import { FileListCache, listEnvsMax } from "../../src/lib/fileserver/list-cache.js";
+import { IgnoreRules } from "../../src/lib/fileserver/ignore.js";
 import { ask, minion, startFsMaster, tempRoot, writeTree } from "./helpers.js";
 
 function cacheFor(root: string, clock: { t: number }, watch = 0): FileListCache {

@@ -5,10 +5,10 @@
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, utimesSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { MasterConfig } from "../../src/config/defaults.js";
-import { keyPool, type MinionKeys } from "../../src/minion/keys.js";
-import { TestMinion } from "../../src/minion/test-minion.js";
-import type { WireValue } from "../../src/protocol/msgpack.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
+import { keyPool, type MinionKeys } from "../../tools/minion/keys.js";
+import { TestMinion } from "../../tools/minion/test-minion.js";
+import type { WireValue } from "../../src/shared/protocol/msgpack.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { repoRoot } from "../helpers/paths.js";
 

@@ -11,12 +11,12 @@ import { spawn } from "node:child_process";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { CLI_DIR, writeConfigDir } from "../helpers/cli.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
-import { EventClient } from "../../src/client/event-client.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
-import { packEvent } from "../../src/events/event-frame.js";
-import { encodeWire } from "../../src/protocol/msgpack.js";
-import type { EventBusServer } from "../../src/events/bus-server.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
+import { packEvent } from "../../src/shared/event-frame.js";
+import { encodeWire } from "../../src/shared/protocol/msgpack.js";
+import type { EventBusServer } from "../../src/main-thread/bus-server.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
 
 /** A bus frame whose body is exactly `body` (Salt's framing: {"head": {}, "body": <bin>}). */
 function rawFrame(body: Buffer): Buffer {

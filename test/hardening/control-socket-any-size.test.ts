@@ -10,11 +10,11 @@ import assert from "node:assert/strict";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
-import { openStore, type Store } from "../../src/store/lmdb-env.js";
-import { JobCache } from "../../src/store/job-cache.js";
-import { controlCall } from "../../src/client/control-client.js";
-import { formatResult } from "../../src/output/outputters.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
+import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
+import { JobCache } from "../../src/lib/store/job-cache.js";
+import { controlCall } from "../../src/lib/client/control-client.js";
+import { formatResult } from "../../src/lib/output/outputters.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
 
 const JOBS = 100_000;
 const jidOf = (i: number) => `2026112512${String(i).padStart(10, "0")}`;

@@ -15,8 +15,8 @@ import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
-import { openStore } from "../../src/store/lmdb-env.js";
-import { lmdbDir } from "../../src/store/lmdb-env.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import { lmdbDir } from "../../src/lib/store/lmdb-env.js";
 
 /** A master with a job cache holding `jobs` loads and returns, stopped, with its files kept. */
 async function masterWithJobs(jobs = 3000): Promise<{ tm: TestMaster; conf: string; dataFile: string }> {

@@ -1,20 +1,20 @@
 /**
  * Property-based fuzzing (fast-check, bounded runs, fixed seeds: a failure prints its seed and path to replay)
  * of the decoders bytes from outside reach besides the minion request path: the strict wire decoder
- * (src/protocol/msgpack.ts), the control socket's frame reader (src/transport/length-framing.ts), the event bus
- * stream reader and body splitter (src/events/event-frame.ts), and the peer channel's frame decoders
- * (src/cluster/peer/framing.ts). Any bytes give a value or a coded BrineError: never another exception (a
+ * (src/shared/protocol/msgpack.ts), the control socket's frame reader (src/shared/length-framing.ts), the event bus
+ * stream reader and body splitter (src/shared/event-frame.ts), and the peer channel's frame decoders
+ * (src/workers/raft/peer/framing.ts). Any bytes give a value or a coded BrineError: never another exception (a
  * RangeError, a TypeError, a stack overflow), never a hang; and what the encoders write decodes back.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { Encoder } from "cbor-x";
-import { BrineError } from "../../src/errors.js";
-import { decodeWire, decodeWirePrefix, encodeWire } from "../../src/protocol/msgpack.js";
-import { FrameReader, frame } from "../../src/transport/length-framing.js";
-import { EventStreamReader, packEvent, unpackBody } from "../../src/events/event-frame.js";
-import { BODY, decodeBodies, decodeBody, decodeHello, decodeProof, decodeRefuse, encodeBody, encodeClear, FRAME, readSealedSeq, type Body } from "../../src/cluster/peer/framing.js";
+import { BrineError } from "../../src/shared/errors.js";
+import { decodeWire, decodeWirePrefix, encodeWire } from "../../src/shared/protocol/msgpack.js";
+import { FrameReader, frame } from "../../src/shared/length-framing.js";
+import { EventStreamReader, packEvent, unpackBody } from "../../src/shared/event-frame.js";
+import { BODY, decodeBodies, decodeBody, decodeHello, decodeProof, decodeRefuse, encodeBody, encodeClear, FRAME, readSealedSeq, type Body } from "../../src/workers/raft/peer/framing.js";
 
 const RUNS = 500;
 const SEED = 0x13_0d15c;

@@ -10,12 +10,12 @@ import assert from "node:assert/strict";
 import { createPrivateKey, sign } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import type { MinionKeys } from "../../src/minion/keys.js";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { packSalt } from "../../src/minion/wire.js";
-import { EventClient } from "../../src/client/event-client.js";
-import { PublishClient } from "../../src/swarm/publish-client.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { MinionKeys } from "../../tools/minion/keys.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { packSalt } from "../../tools/minion/wire.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import { PublishClient } from "../../tools/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
 
@@ -141,7 +141,7 @@ describe("require_minion_sign_messages and brine_min_envelope_version", { timeou
 });
 
 test("a v3 mark goes with the minion's key (keyless purge), so a new v2 minion may take a deleted id", async () => {
-  const { V3Marks } = await import("../../src/master/v3-marks.js");
+  const { V3Marks } = await import("../../src/workers/req-handler/v3-marks.js");
   const { mkdtempSync, rmSync } = await import("node:fs");
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-v3marks-"));
   try {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { configureLogging, escapeLogText, getLogger } from "../../src/log.js";
+import { configureLogging, escapeLogText, getLogger } from "../../src/shared/log.js";
 
 test("an id with a newline, CR, ESC or U+2028 cannot start a second log line", async () => {
   const file = path.join(os.tmpdir(), `brine-log-escape-${process.pid}.log`);

@@ -10,13 +10,13 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import type { MinionKeys } from "../../src/minion/keys.js";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { PublishClient } from "../../src/swarm/publish-client.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { MinionKeys } from "../../tools/minion/keys.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { PublishClient } from "../../tools/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
-import { pcreMatch } from "../../src/targeting/pcre.js";
+import { pcreMatch } from "../../src/lib/targeting/pcre.js";
 
 const VICTIM_ID = `${"a".repeat(28)}!`;
 

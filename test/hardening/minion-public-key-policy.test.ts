@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { decodeWire, isMap, type WireValue } from "../../src/protocol/msgpack.js";
-import { checkMinionPublicKey } from "../../src/pki/minion-key-check.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { checkMinionPublicKey } from "../../src/lib/pki/minion-key-check.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { testKeys } from "../helpers/minions.js";
 

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import type { MinionKeys } from "../../src/minion/keys.js";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { decodeWire, isMap, type WireValue } from "../../src/protocol/msgpack.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { MinionKeys } from "../../tools/minion/keys.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 

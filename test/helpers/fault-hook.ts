@@ -8,11 +8,11 @@
  */
 import { existsSync } from "node:fs";
 import { isMainThread, workerData } from "node:worker_threads";
-import { AES_FUNCS } from "../../src/master/aes-funcs.js";
-import { KeyStore } from "../../src/pki/key-store.js";
-import { MasterContext } from "../../src/master/context.js";
+import { AES_FUNCS } from "../../src/workers/req-handler/aes-funcs.js";
+import { KeyStore } from "../../src/lib/pki/key-store.js";
+import { MasterContext } from "../../src/workers/req-handler/context.js";
 import { RUNNERS } from "../../src/runners/registry.js";
-import { Crypticle } from "../../src/protocol/crypticle.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 
 const flag = process.env.BRINE_FAULT_FILE;
 const on = () => flag !== undefined && existsSync(flag);

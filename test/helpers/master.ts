@@ -5,10 +5,10 @@
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import { MasterServer } from "../../src/master/server.js";
-import { configureLogging } from "../../src/log.js";
-import { freePort } from "../../src/transport/free-port.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import { MasterServer } from "../../src/main.js";
+import { configureLogging } from "../../src/shared/log.js";
+import { freePort } from "../../tools/free-port.js";
 export { freePort };
 
 

@@ -13,8 +13,8 @@ import path from "node:path";
 import { startTestMaster } from "../helpers/master.js";
 import { realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
-import { EventClient } from "../../src/client/event-client.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
 
 const skip = realSaltSkipReason(["3007.x"]);
 

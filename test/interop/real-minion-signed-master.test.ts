@@ -13,7 +13,7 @@ import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { HARNESS, realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
-import { generateRsaPem } from "../../src/pki/master-keys.js";
+import { generateRsaPem } from "../../src/lib/pki/master-keys.js";
 
 const skip = realSaltSkipReason();
 const VERIFY = "verify_master_pubkey_sign: True";

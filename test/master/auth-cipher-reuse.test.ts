@@ -5,9 +5,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
-import { AuthCipherCache } from "../../src/master/auth-cipher-cache.js";
-import { oaepDecrypt } from "../../src/protocol/rsa.js";
-import { generateKeyString } from "../../src/protocol/crypticle.js";
+import { AuthCipherCache } from "../../src/workers/req-handler/auth-cipher-cache.js";
+import { oaepDecrypt } from "../../src/shared/protocol/rsa.js";
+import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
 
 function minion() {
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });

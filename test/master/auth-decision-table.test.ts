@@ -1,7 +1,7 @@
 /** Every row of the `_auth` decision table (salt-protocol §3.2), in Salt's order of precedence. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decideAuth, type AuthFacts } from "../../src/master/auth-decision.js";
+import { decideAuth, type AuthFacts } from "../../src/workers/req-handler/auth-decision.js";
 
 const PUB = "-----BEGIN PUBLIC KEY-----\nAAA\n-----END PUBLIC KEY-----";
 const OTHER = "-----BEGIN PUBLIC KEY-----\nBBB\n-----END PUBLIC KEY-----";

@@ -8,14 +8,14 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { RawClient } from "../../src/minion/raw-client.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import type { MinionKeys } from "../../src/minion/keys.js";
-import { decodeWire, encodeWire, isMap } from "../../src/protocol/msgpack.js";
-import { frameBytesMax } from "../../src/protocol/limits.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { MinionKeys } from "../../tools/minion/keys.js";
+import { decodeWire, encodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
+import { frameBytesMax } from "../../src/shared/protocol/limits.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
-import { PublishClient } from "../../src/swarm/publish-client.js";
+import { PublishClient } from "../../tools/swarm/publish-client.js";
 
 describe("bad input", { timeout: 300_000 }, () => {
   let tm: TestMaster;

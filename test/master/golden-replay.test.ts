@@ -11,10 +11,10 @@ import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Request } from "zeromq";
-import { decodeWire, isMap } from "../../src/protocol/msgpack.js";
-import { Crypticle } from "../../src/protocol/crypticle.js";
-import { oaepDecrypt, privateKey, publicKey, rsaVerify } from "../../src/protocol/rsa.js";
-import { x931Recover } from "../../src/protocol/x931.js";
+import { decodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
+import { oaepDecrypt, privateKey, publicKey, rsaVerify } from "../../src/shared/protocol/rsa.js";
+import { x931Recover } from "../../src/shared/protocol/x931.js";
 import { GENERATIONS, chosen, fixturePath, readFixture, symmetricKeys, type Gen } from "../helpers/fixtures.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 
@@ -47,7 +47,7 @@ for (const gen of GENERATIONS) {
       copyFileSync(fixturePath(gen, "pki/master/minions/m1"), path.join(pki, "minions", "m1"));
       mkdirSync(path.join(root, "cache", "sessions"), { recursive: true });
       writeFileSync(path.join(root, "cache", "sessions", "m1"), readFixture(gen, "keys/sessions/m1"));
-      // the captured frames carry the capture's `ts`: the request time window is off (src/master/replay-window.ts)
+      // the captured frames carry the capture's `ts`: the request time window is off (src/workers/req-handler/replay-window.ts)
       m = await startTestMaster({ pki_dir: pki, cachedir: path.join(root, "cache"), brine_request_ts_window_s: 0 } as Parameters<typeof startTestMaster>[0], root);
       m.server.secrets.setAesKey(keys.get("aes-1")!);
     });

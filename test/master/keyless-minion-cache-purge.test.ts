@@ -9,14 +9,14 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { generateKeyPairSync } from "node:crypto";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import { MasterContext } from "../../src/master/context.js";
-import { purgeKeylessMinions } from "../../src/master/keyless-purge.js";
-import { loadOrCreateKeyPair } from "../../src/pki/master-keys.js";
-import { KeyStore } from "../../src/pki/key-store.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import { MasterContext } from "../../src/workers/req-handler/context.js";
+import { purgeKeylessMinions } from "../../src/workers/req-handler/keyless-purge.js";
+import { loadOrCreateKeyPair } from "../../src/lib/pki/master-keys.js";
+import { KeyStore } from "../../src/lib/pki/key-store.js";
 import { SharedSecrets } from "../../src/shared/secrets.js";
 import { NonceSet } from "../../src/shared/nonce-set.js";
-import { generateKeyString } from "../../src/protocol/crypticle.js";
+import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
 
 async function context(overrides: Partial<MasterConfig> = {}): Promise<{ ctx: MasterContext; keys: KeyStore; root: string }> {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-purge-"));

@@ -1,7 +1,7 @@
 /** worker_threads is Salt's number of request workers in all, split between brine's two lanes. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { laneThreads } from "../../src/workers/req-handler/pool.js";
+import { laneThreads } from "../../src/main-thread/req-pool.js";
 
 test("worker_threads is split between the lanes: sign-ins half (rounded down), requests the rest, one each at least", () => {
   assert.deepEqual(laneThreads(5), { auth: 2, req: 3 }, "Salt's default: five threads in all, not five per lane");

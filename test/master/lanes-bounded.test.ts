@@ -6,13 +6,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { classify, QUEUE_FULL_REPLY, STALE_REPLY } from "../../src/workers/req-handler/pool.js";
-import { decodeWire, encodeWire, isMap } from "../../src/protocol/msgpack.js";
-import { RawClient } from "../../src/minion/raw-client.js";
+import { classify, QUEUE_FULL_REPLY, STALE_REPLY } from "../../src/main-thread/req-pool.js";
+import { decodeWire, encodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
 import { startTestMaster } from "../helpers/master.js";
 import { scrapeMetrics } from "../helpers/metrics.js";
 import { testKeys } from "../helpers/minions.js";
-import { cleanKey } from "../../src/protocol/pem.js";
+import { cleanKey } from "../../src/shared/protocol/pem.js";
 
 test("clear envelopes go to the auth lane, AES and malformed ones to the request lane", () => {
   assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "_auth" }, version: 3 })), "auth");

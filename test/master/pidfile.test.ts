@@ -9,9 +9,9 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { freePort } from "../../src/transport/free-port.js";
-import { acquirePidfile, pidfilePath } from "../../src/master/pidfile.js";
-import { masterDefaults } from "../../src/config/defaults.js";
+import { freePort } from "../../tools/free-port.js";
+import { acquirePidfile, pidfilePath } from "../../src/main-thread/pidfile.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { CLI_DIR, runCli } from "../helpers/cli.js";
 
 async function masterRoot(): Promise<{ root: string; conf: string }> {

@@ -5,8 +5,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EventClient } from "../../src/client/event-client.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
 import { startTestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";

@@ -1,21 +1,21 @@
 /**
  * A captured request frame stays refused (issue #13; the Python master checks no nonce at all): after a restart
  * (the nonce journal, src/shared/nonce-journal.ts), and once older than the request time window
- * (src/master/replay-window.ts). The cluster half (another master refuses it) is in test/cluster-e2e/hardening.
+ * (src/workers/req-handler/replay-window.ts). The cluster half (another master refuses it) is in test/cluster-e2e/hardening.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { newNonce } from "../../src/minion/sign-in.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { newNonce } from "../../tools/minion/sign-in.js";
 import { startTestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
 import { NonceAppender, NonceJournal, nonceFile } from "../../src/shared/nonce-journal.js";
-import { NONCE_WINDOW_MS, REQUEST_TS_WINDOW_S_DEFAULT, requestTsWindowS, staleTs } from "../../src/master/replay-window.js";
-import { isBrineError } from "../../src/errors.js";
+import { NONCE_WINDOW_MS, REQUEST_TS_WINDOW_S_DEFAULT, requestTsWindowS, staleTs } from "../../src/workers/req-handler/replay-window.js";
+import { isBrineError } from "../../src/shared/errors.js";
 
 test("a frame a master accepted is refused after the master restarts; frames outside the time window are refused; fresh ones are served", { timeout: 120_000 }, async () => {
   let tm = await startTestMaster({ auto_accept: true });

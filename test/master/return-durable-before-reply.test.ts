@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults } from "../../src/config/defaults.js";
-import { openStore } from "../../src/store/lmdb-env.js";
-import { JobCache } from "../../src/store/job-cache.js";
-import { formatJid } from "../../src/protocol/jid.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import { JobCache } from "../../src/lib/store/job-cache.js";
+import { formatJid } from "../../src/shared/protocol/jid.js";
 
 test("saveReturn resolves after the write's transaction is flushed to disk", async () => {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-durable-"));

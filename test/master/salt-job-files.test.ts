@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { decodeWire } from "../../src/protocol/msgpack.js";
-import { pruneSaltJobFiles, saltJobDir, writeSaltJobLoad } from "../../src/store/salt-job-files.js";
+import { decodeWire } from "../../src/shared/protocol/msgpack.js";
+import { pruneSaltJobFiles, saltJobDir, writeSaltJobLoad } from "../../src/lib/store/salt-job-files.js";
 
 test("a job's directory is Salt's jid_dir: the jid hashed with hash_type, split after two characters", () => {
   // values computed with Python's hashlib for this jid

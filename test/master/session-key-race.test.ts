@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { SessionKeys, writeSessionKeyFile } from "../../src/master/sessions.js";
+import { SessionKeys, writeSessionKeyFile } from "../../src/lib/store/sessions.js";
 
 test("creating a session key file that another thread already created keeps the existing key", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
@@ -40,7 +40,7 @@ test("a key's creation time, which orders keys across masters, is the sessions c
 
 test("concurrent first use from four threads: every thread returns the key that is on disk", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
-  const sessions = new URL("../../src/master/sessions.js", import.meta.url).href;
+  const sessions = new URL("../../src/lib/store/sessions.js", import.meta.url).href;
   const code = `
     import { workerData, parentPort } from "node:worker_threads";
     const { SessionKeys } = await import(workerData.sessions);

@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync, existsSync } from "node:
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { openStore } from "../../src/store/lmdb-env.js";
-import { JobCache } from "../../src/store/job-cache.js";
-import { formatJid } from "../../src/protocol/jid.js";
-import { masterDefaults } from "../../src/config/defaults.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import { JobCache } from "../../src/lib/store/job-cache.js";
+import { formatJid } from "../../src/shared/protocol/jid.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { freePort } from "../helpers/master.js";
 import { CLI_DIR } from "../helpers/cli.js";
 

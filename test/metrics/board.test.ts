@@ -1,13 +1,13 @@
 /**
- * The metrics board (src/metrics/board.ts): labels stay bounded whatever names arrive, request durations land
+ * The metrics board (src/shared/metrics/board.ts): labels stay bounded whatever names arrive, request durations land
  * in the right fixed buckets, a counter carries past 32 bits, and two worker threads counting into one board
  * at once lose nothing and never give one function name two slots.
  */
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { Worker } from "node:worker_threads";
-import { MetricsBoard, createMetricsBoard } from "../../src/metrics/board.js";
-import { CMD_LABELS, FUN_SLOTS_DYNAMIC, REQUEST_BUCKETS_US, cmdSlotOf, tagSlotOf, TAG_PREFIXES } from "../../src/metrics/labels.js";
+import { MetricsBoard, createMetricsBoard } from "../../src/shared/metrics/board.js";
+import { CMD_LABELS, FUN_SLOTS_DYNAMIC, REQUEST_BUCKETS_US, cmdSlotOf, tagSlotOf, TAG_PREFIXES } from "../../src/shared/metrics/labels.js";
 
 describe("metrics board", () => {
   test("cmd labels: the allow-list by name, anything else other, a non-string none", () => {
@@ -89,7 +89,7 @@ describe("metrics board", () => {
   test("two worker threads counting at once: every count arrives, each name gets one slot", async () => {
     const sab = createMetricsBoard();
     const perThread = 50_000;
-    const boardUrl = new URL("../../src/metrics/board.js", import.meta.url).href;
+    const boardUrl = new URL("../../src/shared/metrics/board.js", import.meta.url).href;
     const code = `
       const { workerData, parentPort } = require("node:worker_threads");
       import(workerData.boardUrl).then(({ MetricsBoard }) => {

@@ -5,11 +5,11 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { masterDefaults } from "../../src/config/defaults.js";
-import { isBrineError } from "../../src/errors.js";
-import { readMetricsOptions } from "../../src/metrics/options.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { PublishClient } from "../../src/swarm/publish-client.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { readMetricsOptions } from "../../src/main-thread/metrics-options.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { PublishClient } from "../../tools/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";

@@ -5,15 +5,15 @@
  */
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { Crypticle, generateKeyString } from "../../src/protocol/crypticle.js";
-import { decodeWire, encodeWire, type WireValue } from "../../src/protocol/msgpack.js";
-import { privateKey, publicKey, rsaSign } from "../../src/protocol/rsa.js";
-import { isBrineError } from "../../src/errors.js";
-import { MinionKeys } from "../../src/minion/keys.js";
-import { ReqChannel, type ChannelCrypto } from "../../src/minion/req-channel.js";
-import { PubDecoder } from "../../src/minion/pub-channel.js";
-import type { ReqTransport, RequestOptions } from "../../src/minion/transport.js";
-import { CoarseTimer } from "../../src/minion/clock.js";
+import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
+import { decodeWire, encodeWire, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { privateKey, publicKey, rsaSign } from "../../src/shared/protocol/rsa.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { MinionKeys } from "../../tools/minion/keys.js";
+import { ReqChannel, type ChannelCrypto } from "../../tools/minion/req-channel.js";
+import { PubDecoder } from "../../tools/minion/pub-channel.js";
+import type { ReqTransport, RequestOptions } from "../../src/lib/zmq-req-client.js";
+import { CoarseTimer } from "../../src/shared/coarse-timer.js";
 import { chosen, readFixture, symmetricKeys } from "../helpers/fixtures.js";
 
 const d = describe;

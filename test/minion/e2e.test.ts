@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { isBrineError } from "../../src/errors.js";
-import { keyPool, type MinionKeys } from "../../src/minion/keys.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { PublishClient } from "../../src/swarm/publish-client.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { keyPool, type MinionKeys } from "../../tools/minion/keys.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { PublishClient } from "../../tools/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { TEST_KEY_DIR, fastMinion, waitForEvent } from "../helpers/minions.js";
 

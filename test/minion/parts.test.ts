@@ -6,12 +6,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { x931Recover } from "../../src/protocol/x931.js";
-import { ensureKeyPool, keyPool, loadKeySlot, slotPaths } from "../../src/minion/keys.js";
-import { CoarseTimer } from "../../src/minion/clock.js";
-import { FunctionRunner, returnLoad, saltStamp, splitArgs, type PublishLoad } from "../../src/minion/functions.js";
-import { packSalt } from "../../src/minion/wire.js";
-import { decodeWire } from "../../src/protocol/msgpack.js";
+import { x931Recover } from "../../src/shared/protocol/x931.js";
+import { ensureKeyPool, keyPool, loadKeySlot, slotPaths } from "../../tools/minion/keys.js";
+import { CoarseTimer } from "../../src/shared/coarse-timer.js";
+import { FunctionRunner, returnLoad, saltStamp, splitArgs, type PublishLoad } from "../../tools/minion/functions.js";
+import { packSalt } from "../../tools/minion/wire.js";
+import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { chosen } from "../helpers/fixtures.js";
 
 describe("key pool", () => {

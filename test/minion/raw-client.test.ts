@@ -7,12 +7,12 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import os from "node:os";
 import path from "node:path";
-import { generateKeyString } from "../../src/protocol/crypticle.js";
-import { decodeWire, isMap } from "../../src/protocol/msgpack.js";
-import { keyPool, type MinionKeys } from "../../src/minion/keys.js";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { TestMinion } from "../../src/minion/test-minion.js";
-import { isBrineError } from "../../src/errors.js";
+import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
+import { decodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
+import { keyPool, type MinionKeys } from "../../tools/minion/keys.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { TestMinion } from "../../tools/minion/test-minion.js";
+import { isBrineError } from "../../src/shared/errors.js";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
 
 describe("raw client ⇄ brine master", () => {

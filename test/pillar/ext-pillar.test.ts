@@ -8,11 +8,11 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import { configureLogging } from "../../src/log.js";
-import { PillarCompiler } from "../../src/pillar/compile.js";
-import { registerExtPillar } from "../../src/pillar/ext-pillar.js";
-import { shlexSplit } from "../../src/pillar/ext/cmd.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import { configureLogging } from "../../src/shared/log.js";
+import { PillarCompiler } from "../../src/lib/pillar/compile.js";
+import { registerExtPillar } from "../../src/lib/pillar/ext-pillar.js";
+import { shlexSplit } from "../../src/lib/pillar/ext/cmd.js";
 import { tempRoot, writeTree } from "../fileserver/helpers.js";
 
 configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
@@ -171,7 +171,7 @@ describe("ext_pillar file_tree", () => {
 describe("ext_pillar git (git_pillar)", () => {
   test("each remote's branch is a pillar tree with its own top file; __env__ follows pillarenv; updates are seen", async () => {
     const { LocalRepo } = await import("../fileserver/gitfs-helpers.js");
-    const { updateRole } = await import("../../src/fileserver/git-cache.js");
+    const { updateRole } = await import("../../src/lib/fileserver/git-cache.js");
     const r = new LocalRepo("brine-gp-");
     r.commit("master", { "top.sls": "base:\n  '*':\n    - common\n", "common.sls": "git_common: master\n{% if grains['id'] == 'web1' %}web: true{% endif %}\n" });
     r.commit("dev", { "top.sls": "dev:\n  '*':\n    - devdata\n", "devdata.sls": "git_dev: yes-dev\n" });

@@ -7,10 +7,10 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import { configureLogging } from "../../src/log.js";
-import { PillarCompiler } from "../../src/pillar/compile.js";
-import { merge } from "../../src/pillar/merge.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import { configureLogging } from "../../src/shared/log.js";
+import { PillarCompiler } from "../../src/lib/pillar/compile.js";
+import { merge } from "../../src/lib/pillar/merge.js";
 import { minion, pillarOf, startFsMaster, tempRoot, writeTree } from "../fileserver/helpers.js";
 
 configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });

@@ -7,11 +7,11 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { masterDefaults } from "../../src/config/defaults.js";
-import { configureLogging } from "../../src/log.js";
-import { PillarCompiler } from "../../src/pillar/compile.js";
-import { JinjaEnv } from "../../src/render/jinja.js";
-import { makeSaltFuncs } from "../../src/render/salt-funcs.js";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
+import { configureLogging } from "../../src/shared/log.js";
+import { PillarCompiler } from "../../src/lib/pillar/compile.js";
+import { JinjaEnv } from "../../src/lib/render/jinja.js";
+import { makeSaltFuncs } from "../../src/lib/render/salt-funcs.js";
 import { tempRoot, writeTree } from "../fileserver/helpers.js";
 
 configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });

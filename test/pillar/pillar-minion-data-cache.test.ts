@@ -6,8 +6,8 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import { PublishClient } from "../../src/swarm/publish-client.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { PublishClient } from "../../tools/swarm/publish-client.js";
 import type { TestMaster } from "../helpers/master.js";
 import { copyTree, fixture, minion, pillarOf, startFsMaster, tempRoot, writeTree } from "../fileserver/helpers.js";
 

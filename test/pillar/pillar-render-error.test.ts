@@ -8,10 +8,10 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import { configureLogging } from "../../src/log.js";
-import { PillarCompiler } from "../../src/pillar/compile.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import { configureLogging } from "../../src/shared/log.js";
+import { PillarCompiler } from "../../src/lib/pillar/compile.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
 import { minion, pillarOf, startFsMaster, tempRoot, writeTree } from "../fileserver/helpers.js";
 
@@ -132,7 +132,7 @@ describe("pillar render errors through a running master", () => {
       await new Promise((r) => setTimeout(r, 100));
       log = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
     }
-    // one record is one line (src/log.ts escapes line breaks): the error's second line follows as "\n"
+    // one record is one line (src/shared/log.ts escapes line breaks): the error's second line follows as "\n"
     assert.match(log, /\[CRITICAL\].*Rendering SLS 'undefined_var' failed, render error:\\nJinja variable 'nope' is undefined; line 2 of .*undefined_var\.sls/);
   });
 });

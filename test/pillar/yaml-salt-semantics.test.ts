@@ -5,7 +5,7 @@
  */
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { dumpYaml, loadYaml, YamlError } from "../../src/render/yaml.js";
+import { dumpYaml, loadYaml, YamlError } from "../../src/lib/render/yaml.js";
 
 describe("Salt YAML", () => {
   test("booleans are PyYAML's: yes/no/on/off in three casings, but not y/n", () => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, utimesSync, writeFileSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { KeyStore, racyMs } from "../../src/pki/key-store.js";
+import { KeyStore, racyMs } from "../../src/lib/pki/key-store.js";
 
 test("a listing is reused while the directory is unchanged and re-read when a key comes or goes", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-ks-"));

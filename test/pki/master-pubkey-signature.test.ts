@@ -9,12 +9,12 @@ import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { privateKey } from "../../src/protocol/rsa.js";
-import { signPublicKeyText } from "../../src/pki/master-sign.js";
-import { RawClient } from "../../src/minion/raw-client.js";
-import { MinionKeys, generateKeyPair } from "../../src/minion/keys.js";
-import { decodeWire, type WireValue } from "../../src/protocol/msgpack.js";
-import { isBrineError } from "../../src/errors.js";
+import { privateKey } from "../../src/shared/protocol/rsa.js";
+import { signPublicKeyText } from "../../src/lib/pki/master-sign.js";
+import { RawClient } from "../../tools/minion/raw-client.js";
+import { MinionKeys, generateKeyPair } from "../../tools/minion/keys.js";
+import { decodeWire, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { isBrineError } from "../../src/shared/errors.js";
 import { repoRoot } from "../helpers/paths.js";
 import { startTestMaster } from "../helpers/master.js";
 

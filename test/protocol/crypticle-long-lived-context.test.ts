@@ -7,9 +7,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
-import { Crypticle, generateKeyString, PICKLE_PREFIX } from "../../src/protocol/crypticle.js";
-import { isBrineError } from "../../src/errors.js";
-import { decodeWire, wireLimits } from "../../src/protocol/msgpack.js";
+import { Crypticle, generateKeyString, PICKLE_PREFIX } from "../../src/shared/protocol/crypticle.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { decodeWire, wireLimits } from "../../src/shared/protocol/msgpack.js";
 
 function keys(keyString: string): { aes: Buffer; hmac: Buffer } {
   const raw = Buffer.from(keyString, "base64");

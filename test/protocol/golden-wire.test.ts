@@ -6,10 +6,10 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { decodeWire, isMap } from "../../src/protocol/msgpack.js";
-import { Crypticle } from "../../src/protocol/crypticle.js";
-import { oaepDecrypt, privateKey, publicKey, rsaVerify } from "../../src/protocol/rsa.js";
-import { x931Recover } from "../../src/protocol/x931.js";
+import { decodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
+import { oaepDecrypt, privateKey, publicKey, rsaVerify } from "../../src/shared/protocol/rsa.js";
+import { x931Recover } from "../../src/shared/protocol/x931.js";
 import { GENERATIONS, allMessages, chosen, fromView, readFixture, symmetricKeys } from "../helpers/fixtures.js";
 
 const d = describe;

@@ -4,8 +4,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodeWire, encodeWire } from "../../src/protocol/msgpack.js";
-import { BrineError } from "../../src/errors.js";
+import { decodeWire, encodeWire } from "../../src/shared/protocol/msgpack.js";
+import { BrineError } from "../../src/shared/errors.js";
 
 const code = (f: () => unknown) => {
   try {

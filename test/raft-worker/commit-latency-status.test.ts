@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MemoryBackend } from "../../src/workers/raft/backend.js";
 import { GroupManager } from "../../src/workers/raft/manager.js";
-import { COMMIT_LATENCY_BUCKETS_MS, COMMIT_LATENCY_SAMPLES, LatencyWindow } from "../../src/workers/raft/latency-window.js";
+import { COMMIT_LATENCY_BUCKETS_MS, COMMIT_LATENCY_SAMPLES, LatencyWindow } from "../../src/shared/metrics/latency-window.js";
 import { TEST_LIMITS } from "./harness.js";
 
 test("the latency window keeps the most recent samples and reports their p50 and p99", () => {

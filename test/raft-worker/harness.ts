@@ -7,9 +7,9 @@
 import { MemoryBackend } from "../../src/workers/raft/backend.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "../../src/workers/raft/limits.js";
 import { GroupManager, type Transport } from "../../src/workers/raft/manager.js";
-import { raftIdOf } from "../../src/workers/raft/node-ids.js";
-import type { HardState, Message } from "../../src/raft/types.js";
-import { Rng } from "../../src/raft/sim/rng.js";
+import { raftIdOf } from "../../src/shared/node-ids.js";
+import type { HardState, Message } from "../../src/workers/raft/core/types.js";
+import { Rng } from "../../tools/raft-sim/rng.js";
 
 /** What a node has durably stored for one group, as far as its messages can promise anything. */
 export interface Durable {

@@ -7,10 +7,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
-import { RaftPeerLink, type RaftPeerChannel } from "../../src/cluster/raft-transport.js";
-import type { PeerTransportEvents } from "../../src/cluster/peer/peer-types.js";
-import { raftIdOf } from "../../src/workers/raft/node-ids.js";
-import { newMessage, type Message } from "../../src/raft/types.js";
+import { RaftPeerLink, type RaftPeerChannel } from "../../src/workers/raft/raft-transport.js";
+import type { PeerTransportEvents } from "../../src/workers/raft/peer/peer-types.js";
+import { raftIdOf } from "../../src/shared/node-ids.js";
+import { newMessage, type Message } from "../../src/workers/raft/core/types.js";
 import { TestCluster } from "./harness.js";
 
 /**

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MemoryBackend, type GroupWrite } from "../../src/workers/raft/backend.js";
 import { GroupManager, type Transport } from "../../src/workers/raft/manager.js";
-import { newMessage, type Message } from "../../src/raft/types.js";
+import { newMessage, type Message } from "../../src/workers/raft/core/types.js";
 import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { RingWriter } from "../../src/shared/sab-ring/writer.js";

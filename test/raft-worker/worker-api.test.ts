@@ -8,12 +8,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import { ClusterNode } from "../../src/master/cluster-node.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import { ClusterNode } from "../../src/main-thread/cluster/cluster-node.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
-import { BrineError } from "../../src/errors.js";
+import { BrineError } from "../../src/shared/errors.js";
 import { RaftClient } from "../../src/workers/raft/client.js";
-import { configureLogging } from "../../src/log.js";
+import { configureLogging } from "../../src/shared/log.js";
 
 function config(dir: string, over: Partial<MasterConfig> = {}): MasterConfig {
   configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });

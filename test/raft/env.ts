@@ -5,14 +5,14 @@
  *
  * Randomness is pinned (rand = 0), so every election timeout is exactly electionTicksMin ticks.
  */
-import { BrineError } from "../../src/errors.js";
-import { describeMessage, describeReady, describeStatus } from "../../src/raft/describe.js";
-import type { RaftLimits } from "../../src/raft/limits.js";
-import type { NodeObserver } from "../../src/raft/sim/node.js";
-import { SimNode } from "../../src/raft/sim/node.js";
-import { Rng } from "../../src/raft/sim/rng.js";
-import { MemoryStorage } from "../../src/raft/storage.js";
-import type { ConfChange, Entry, Message, NodeId, Ready, RequestId, RequestResult } from "../../src/raft/types.js";
+import { BrineError } from "../../src/shared/errors.js";
+import { describeMessage, describeReady, describeStatus } from "../../src/workers/raft/core/describe.js";
+import type { RaftLimits } from "../../src/workers/raft/core/limits.js";
+import type { NodeObserver } from "../../tools/raft-sim/node.js";
+import { SimNode } from "../../tools/raft-sim/node.js";
+import { Rng } from "../../tools/raft-sim/rng.js";
+import { MemoryStorage } from "../../src/workers/raft/core/storage.js";
+import type { ConfChange, Entry, Message, NodeId, Ready, RequestId, RequestResult } from "../../src/workers/raft/core/types.js";
 import { bytes } from "./helpers.js";
 
 export const ENV_LIMITS: Partial<RaftLimits> = {

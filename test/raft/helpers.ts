@@ -3,12 +3,12 @@
  * MemoryStorage, craft messages, read what it sent, and wire several nodes into a lossless in-memory network
  * for multi-node rules.
  */
-import type { RaftLimits } from "../../src/raft/limits.js";
-import { Raft } from "../../src/raft/raft.js";
-import { Rng } from "../../src/raft/sim/rng.js";
-import { MemoryStorage } from "../../src/raft/storage.js";
-import type { Entry, Message, MessageType, NodeId } from "../../src/raft/types.js";
-import { newMessage } from "../../src/raft/types.js";
+import type { RaftLimits } from "../../src/workers/raft/core/limits.js";
+import { Raft } from "../../src/workers/raft/core/raft.js";
+import { Rng } from "../../tools/raft-sim/rng.js";
+import { MemoryStorage } from "../../src/workers/raft/core/storage.js";
+import type { Entry, Message, MessageType, NodeId } from "../../src/workers/raft/core/types.js";
+import { newMessage } from "../../src/workers/raft/core/types.js";
 
 export const ELECTION_TICKS = 10;
 

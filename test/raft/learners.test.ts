@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isBrineError } from "../../src/errors.js";
+import { isBrineError } from "../../src/shared/errors.js";
 import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, bytes, msg, newRaft, take, text, tickN } from "./helpers.js";
 

@@ -4,12 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isBrineError } from "../../src/errors.js";
-import { RaftLog } from "../../src/raft/log.js";
-import { Inflights } from "../../src/raft/progress.js";
-import { committedIndex, voteResult } from "../../src/raft/quorum.js";
-import { MemoryStorage } from "../../src/raft/storage.js";
-import { ENTRY_OVERHEAD_BYTES } from "../../src/raft/types.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { RaftLog } from "../../src/workers/raft/core/log.js";
+import { Inflights } from "../../src/workers/raft/core/progress.js";
+import { committedIndex, voteResult } from "../../src/workers/raft/core/quorum.js";
+import { MemoryStorage } from "../../src/workers/raft/core/storage.js";
+import { ENTRY_OVERHEAD_BYTES } from "../../src/workers/raft/core/types.js";
 import { entry, storageWithLog } from "./helpers.js";
 
 /** Log with terms [1(genesis), 1, 2, 2] durable and [3, 3] unstable (indexes 5, 6). */

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { applyConfChange, decodeConfChange, encodeConfChange } from "../../src/raft/confchange.js";
-import type { RequestResult } from "../../src/raft/types.js";
+import { applyConfChange, decodeConfChange, encodeConfChange } from "../../src/workers/raft/core/confchange.js";
+import type { RequestResult } from "../../src/workers/raft/core/types.js";
 import { Env, electedEnv } from "./env.js";
 import { msg, newRaft, storageWithLog, take } from "./helpers.js";
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { bytes, makeLeader, msg, newRaft, persist, take } from "./helpers.js";
-import type { Message } from "../../src/raft/types.js";
+import type { Message } from "../../src/workers/raft/core/types.js";
 
 /** A leader of [1, 2, 3] that both followers acknowledged, so both are being pipelined to (replicate). */
 function pipeliningLeader() {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { CAMPAIGN_TRANSFER } from "../../src/raft/types.js";
+import { CAMPAIGN_TRANSFER } from "../../src/workers/raft/core/types.js";
 import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, Net, msg, newRaft, storageWithLog, take, tickN } from "./helpers.js";
 

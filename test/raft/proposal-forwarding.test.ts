@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RequestTracker } from "../../src/raft/proposals.js";
-import type { RequestResult } from "../../src/raft/types.js";
+import { RequestTracker } from "../../src/workers/raft/core/proposals.js";
+import type { RequestResult } from "../../src/workers/raft/core/types.js";
 import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, bytes, entry, msg, newRaft, take, text } from "./helpers.js";
 

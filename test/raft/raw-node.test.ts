@@ -4,11 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isBrineError } from "../../src/errors.js";
-import { resolveLimits } from "../../src/raft/limits.js";
-import { RawNode } from "../../src/raft/raw-node.js";
-import { Rng } from "../../src/raft/sim/rng.js";
-import { MemoryStorage } from "../../src/raft/storage.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { resolveLimits } from "../../src/workers/raft/core/limits.js";
+import { RawNode } from "../../src/workers/raft/core/raw-node.js";
+import { Rng } from "../../tools/raft-sim/rng.js";
+import { MemoryStorage } from "../../src/workers/raft/core/storage.js";
 import { electedEnv } from "./env.js";
 import { ELECTION_TICKS, TEST_LIMITS, bytes, msg } from "./helpers.js";
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { RequestResult } from "../../src/raft/types.js";
+import type { RequestResult } from "../../src/workers/raft/core/types.js";
 import { Env, electedEnv } from "./env.js";
 import { ELECTION_TICKS, msg, newRaft, take } from "./helpers.js";
 

@@ -12,8 +12,8 @@
  * in the diff.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { describeEntries, describeResult } from "../../src/raft/describe.js";
-import type { ConfChangeKind, NodeId } from "../../src/raft/types.js";
+import { describeEntries, describeResult } from "../../src/workers/raft/core/describe.js";
+import type { ConfChangeKind, NodeId } from "../../src/workers/raft/core/types.js";
 import { Env } from "./env.js";
 
 export interface Block {

@@ -4,12 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Checker, Violation } from "../../src/raft/sim/checker.js";
-import type { NodeObserver } from "../../src/raft/sim/node.js";
-import { SimNode } from "../../src/raft/sim/node.js";
-import { Rng } from "../../src/raft/sim/rng.js";
-import { MemoryStorage } from "../../src/raft/storage.js";
-import type { RequestResult } from "../../src/raft/types.js";
+import { Checker, Violation } from "../../tools/raft-sim/checker.js";
+import type { NodeObserver } from "../../tools/raft-sim/node.js";
+import { SimNode } from "../../tools/raft-sim/node.js";
+import { Rng } from "../../tools/raft-sim/rng.js";
+import { MemoryStorage } from "../../src/workers/raft/core/storage.js";
+import type { RequestResult } from "../../src/workers/raft/core/types.js";
 import { bytes, entry } from "./helpers.js";
 
 const quiet: NodeObserver = { persisted() {}, sent() {}, applied() {}, snapshotInstalled() {}, result() {} };

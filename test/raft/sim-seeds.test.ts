@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { runSeeds } from "../../src/raft/sim/cli.js";
-import { simulate } from "../../src/raft/sim/cluster.js";
+import { runSeeds } from "../../tools/raft-sim/cli.js";
+import { simulate } from "../../tools/raft-sim/cluster.js";
 
 const SEEDS = 500;
 

@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isBrineError } from "../../src/errors.js";
-import { MemoryStorage } from "../../src/raft/storage.js";
-import type { Message, SnapshotChunk } from "../../src/raft/types.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { MemoryStorage } from "../../src/workers/raft/core/storage.js";
+import type { Message, SnapshotChunk } from "../../src/workers/raft/core/types.js";
 import { Env, electedEnv } from "./env.js";
 import { entry, msg, newRaft, take } from "./helpers.js";
 

@@ -16,9 +16,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { EventClient } from "../../src/client/event-client.js";
-import { controlCall } from "../../src/client/control-client.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import { controlCall } from "../../src/lib/client/control-client.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
 import { startTestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 

@@ -8,8 +8,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expandSlsRef } from "../../src/automation/sls-files.js";
-import { EventClient } from "../../src/client/event-client.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
 import { startTestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { packEvent } from "../../src/events/event-frame.js";
-import { tagOfFrame } from "../../src/automation/host.js";
+import { packEvent } from "../../src/shared/event-frame.js";
+import { tagOfFrame } from "../../src/main-thread/automation-host.js";
 import { BoundedQueue } from "../../src/automation/queue.js";
-import { controlCall } from "../../src/client/control-client.js";
+import { controlCall } from "../../src/lib/client/control-client.js";
 import { startTestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 

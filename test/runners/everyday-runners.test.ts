@@ -11,7 +11,7 @@ import { runnerHarness, writeFiles } from "./helpers.js";
 import { loadCustomRunner } from "../../src/runners/custom.js";
 import { unifiedDiff } from "../../src/runners/survey.js";
 import { versionKey } from "../../src/runners/manage.js";
-import type { DataRecord, MineRecord } from "../../src/cluster/cache-sync/records.js";
+import type { DataRecord, MineRecord } from "../../src/shared/sync-records.js";
 
 const ok = (id: string, ret: unknown, extra: Record<string, unknown> = {}) => ({ id, data: { return: ret, retcode: 0, ...extra } });
 const missing = (id: string) => ({ id, missing: true as const });

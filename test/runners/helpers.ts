@@ -5,12 +5,12 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import type { JobReturn, LocalClient, PubOptions } from "../../src/client/local-client.js";
-import { KeyStore } from "../../src/pki/key-store.js";
-import { JobCache } from "../../src/store/job-cache.js";
-import { openStore, type Store } from "../../src/store/lmdb-env.js";
-import { MinionCache } from "../../src/store/minion-cache.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import type { JobReturn, LocalClient, PubOptions } from "../../src/lib/client/local-client.js";
+import { KeyStore } from "../../src/lib/pki/key-store.js";
+import { JobCache } from "../../src/lib/store/job-cache.js";
+import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
+import { MinionCache } from "../../src/lib/store/minion-cache.js";
 import type { RunnerContext } from "../../src/runners/context.js";
 import { findRunner } from "../../src/runners/registry.js";
 

@@ -1,7 +1,7 @@
 /** Salt's runner_returns: runner calls are stored in the job cache as jobs unless it is False. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { controlCall } from "../../src/client/control-client.js";
+import { controlCall } from "../../src/lib/client/control-client.js";
 import { startTestMaster } from "../helpers/master.js";
 
 for (const runnerReturns of [true, false]) {

@@ -12,9 +12,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EventClient } from "../../src/client/event-client.js";
-import { controlCall } from "../../src/client/control-client.js";
-import type { BusEvent } from "../../src/events/event-frame.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import { controlCall } from "../../src/lib/client/control-client.js";
+import type { BusEvent } from "../../src/shared/event-frame.js";
 import { startTestMaster } from "../helpers/master.js";
 
 function isoLocal(ms: number): string {

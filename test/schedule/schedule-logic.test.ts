@@ -7,8 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { inRange, parseJob, parseTime, Schedule } from "../../src/automation/schedule.js";
 import { readAutomationOptions } from "../../src/automation/options.js";
-import { isBrineError } from "../../src/errors.js";
-import type { MasterConfig } from "../../src/config/defaults.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
 
 const local = (y: number, mo: number, d: number, h: number, mi: number, s = 0) => new Date(y, mo - 1, d, h, mi, s).getTime();
 const T0 = local(2026, 3, 10, 12, 0, 30);

@@ -10,11 +10,11 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { isBrineError } from "../../src/errors.js";
-import { ensureKeyPool, loadKeySlot } from "../../src/minion/keys.js";
-import { checkFdLimit, fdLimits } from "../../src/swarm/fd-limit.js";
-import { formatReport, type SwarmReport } from "../../src/swarm/report.js";
-import { runSwarm, type SwarmOptions } from "../../src/swarm/swarm.js";
+import { isBrineError } from "../../src/shared/errors.js";
+import { ensureKeyPool, loadKeySlot } from "../../tools/minion/keys.js";
+import { checkFdLimit, fdLimits } from "../../tools/swarm/fd-limit.js";
+import { formatReport, type SwarmReport } from "../../tools/swarm/report.js";
+import { runSwarm, type SwarmOptions } from "../../tools/swarm/swarm.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 
 const SHARED_KEYS = path.join(os.tmpdir(), "brine-test-swarm-keys");
@@ -42,7 +42,7 @@ function fastOpts(tm: TestMaster, extra: Partial<SwarmOptions>): SwarmOptions {
 
 /** Run the CLI without blocking this process (the master under test lives here). */
 function runCli(args: string[], timeoutMs = 120_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const cli = new URL("../../src/cli/brine-swarm.js", import.meta.url).pathname;
+  const cli = new URL("../../tools/swarm/cli.js", import.meta.url).pathname;
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";

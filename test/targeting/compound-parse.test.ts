@@ -7,7 +7,7 @@ import {
   compoundTermsMax,
   minionMatches,
   parseCompound,
-} from "../../src/targeting/index.js";
+} from "../../src/lib/targeting/index.js";
 import { contextOf, identityOf, type FakeMinion } from "./helpers.js";
 
 const fleet: FakeMinion[] = [

@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkMinions, minionMatches } from "../../src/targeting/index.js";
+import { checkMinions, minionMatches } from "../../src/lib/targeting/index.js";
 import { contextOf, identityOf, pick, prng, type FakeMinion } from "./helpers.js";
 
 const rand = prng(0x5a17);

@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Worker } from "node:worker_threads";
-import { checkMinions, fnmatch, fnmatchFilter, minionMatches, patternCacheEntriesMax } from "../../src/targeting/index.js";
-import { BoundedCache } from "../../src/targeting/bounded-cache.js";
+import { checkMinions, fnmatch, fnmatchFilter, minionMatches, patternCacheEntriesMax } from "../../src/lib/targeting/index.js";
+import { BoundedCache } from "../../src/lib/targeting/bounded-cache.js";
 import { contextOf } from "./helpers.js";
 
 // Expected values were taken from CPython 3.11 `fnmatch.fnmatchcase`.
@@ -57,7 +57,7 @@ test("fnmatch never matches non-string input", () => {
 
 test("many stars stay fast on a long non-matching name (no exponential backtracking)", async () => {
   // Run in a worker: a backtracking regression would block this thread for hours instead of failing.
-  const url = new URL("../../src/targeting/fnmatch.js", import.meta.url).href;
+  const url = new URL("../../src/lib/targeting/fnmatch.js", import.meta.url).href;
   const code = `
     const { parentPort } = require("node:worker_threads");
     import(${JSON.stringify(url)}).then(({ fnmatch }) => {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkMinions, type TargetContext } from "../../src/targeting/index.js";
+import { checkMinions, type TargetContext } from "../../src/lib/targeting/index.js";
 import { contextOf, type FakeMinion } from "./helpers.js";
 
 const fleet: FakeMinion[] = [

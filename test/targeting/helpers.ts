@@ -2,7 +2,7 @@
  * Shared fixtures for the targeting tests: a master-side TargetContext built from a list of minions, and
  * a seeded PRNG so generated fleets are the same on every run.
  */
-import type { MinionData, MinionIdentity, NodegroupConfig, TargetContext } from "../../src/targeting/index.js";
+import type { MinionData, MinionIdentity, NodegroupConfig, TargetContext } from "../../src/lib/targeting/index.js";
 
 export interface FakeMinion {
   id: string;

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkMinions, ipcidrMatch, minionMatches, parseIpTarget } from "../../src/targeting/index.js";
+import { checkMinions, ipcidrMatch, minionMatches, parseIpTarget } from "../../src/lib/targeting/index.js";
 import { contextOf } from "./helpers.js";
 
 const lan = { ipv4: ["10.0.0.5", "127.0.0.1"], ipv6: ["2001:db8::1", "::1"] };

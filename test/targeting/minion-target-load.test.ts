@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkMinions, minionMatches, type PublishTarget } from "../../src/targeting/index.js";
+import { checkMinions, minionMatches, type PublishTarget } from "../../src/lib/targeting/index.js";
 import { contextOf } from "./helpers.js";
 
 const self = {

@@ -6,7 +6,7 @@ import {
   minionMatches,
   nodegroupWordsMax,
   type NodegroupConfig,
-} from "../../src/targeting/index.js";
+} from "../../src/lib/targeting/index.js";
 import { contextOf, identityOf, type FakeMinion } from "./helpers.js";
 
 const groups: NodegroupConfig = {

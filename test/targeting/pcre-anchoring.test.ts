@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkMinions, compilePcre, minionMatches, pcreMatch } from "../../src/targeting/index.js";
+import { checkMinions, compilePcre, minionMatches, pcreMatch } from "../../src/lib/targeting/index.js";
 import { contextOf } from "./helpers.js";
 
 // Expected values were taken from CPython 3.11 `bool(re.match(pattern, subject))`.

@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { callWheel, WHEEL_FUNCTIONS } from "../../src/wheel/index.js";
+import { callWheel, WHEEL_FUNCTIONS } from "../../src/lib/wheel/index.js";
 import { makeBed, seed } from "./helpers.js";
 
 test("every wheel function issue #12 lists exists, under Salt's name", () => {

@@ -7,8 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { callWheel } from "../../src/wheel/index.js";
-import { isSecretOption } from "../../src/wheel/config.js";
+import { callWheel } from "../../src/lib/wheel/index.js";
+import { isSecretOption } from "../../src/lib/wheel/config.js";
 import { makeBed, pubKey } from "./helpers.js";
 
 test("config.values returns the master's options without passwords, tokens, shared secrets, key material or external_auth", async () => {

@@ -3,12 +3,12 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { loadMasterConfig } from "../../src/config/load.js";
-import type { MasterConfig } from "../../src/config/defaults.js";
-import { generateRsaPem } from "../../src/pki/master-keys.js";
-import { KeyStore, type KeyState } from "../../src/pki/key-store.js";
-import type { WheelContext } from "../../src/wheel/index.js";
-import { minionPkiDir } from "../../src/cluster/shared-fs.js";
+import { loadMasterConfig } from "../../src/shared/config/load.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
+import { generateRsaPem } from "../../src/lib/pki/master-keys.js";
+import { KeyStore, type KeyState } from "../../src/lib/pki/key-store.js";
+import type { WheelContext } from "../../src/lib/wheel/index.js";
+import { minionPkiDir } from "../../src/shared/shared-fs.js";
 
 export interface WheelBed {
   root: string;

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { callWheel } from "../../src/wheel/index.js";
+import { callWheel } from "../../src/lib/wheel/index.js";
 import { makeBed, seed } from "./helpers.js";
 
 const dfnOf = (cachedir: string) => path.join(cachedir, ".dfn");

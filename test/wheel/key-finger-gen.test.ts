@@ -1,5 +1,5 @@
 /**
- * key.finger against `salt-key -F` / `-f` (the same fingerprint code, src/pki/key-actions.ts), other hash
+ * key.finger against `salt-key -F` / `-f` (the same fingerprint code, src/lib/pki/key-actions.ts), other hash
  * types, key.gen / key.gen_accept (a key pair Salt's way; the accepted key is what salt-key then lists), and
  * a salt-key run over keys the wheel changed.
  */
@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { callWheel } from "../../src/wheel/index.js";
-import { generateRsaPem } from "../../src/pki/master-keys.js";
-import { pemFinger } from "../../src/protocol/pem.js";
+import { callWheel } from "../../src/lib/wheel/index.js";
+import { generateRsaPem } from "../../src/lib/pki/master-keys.js";
+import { pemFinger } from "../../src/shared/protocol/pem.js";
 import { runCli } from "../helpers/cli.js";
 import { makeBed, pubKey, seed } from "./helpers.js";
 

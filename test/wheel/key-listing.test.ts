@@ -7,8 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { callWheel } from "../../src/wheel/index.js";
-import { generateRsaPem } from "../../src/pki/master-keys.js";
+import { callWheel } from "../../src/lib/wheel/index.js";
+import { generateRsaPem } from "../../src/lib/pki/master-keys.js";
 import { makeBed, pubKey, seed } from "./helpers.js";
 
 function masterKeys(dir: string, name = "master"): void {

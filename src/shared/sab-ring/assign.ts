@@ -29,7 +29,7 @@
  * identical on every master, and the table is part of the group snapshot (cluster/state-machines/
  * ring-table.ts), so every master derives the same table for the same log prefix.
  */
-import { BrineError } from "../../errors.js";
+import { BrineError } from "../errors.js";
 import { hashBytes, hashString, hrwScore, nodeHash } from "./hash.js";
 import { NO_OWNER, ringSlots } from "./layout.js";
 

@@ -31,7 +31,7 @@
  * sequentially consistent in the JS memory model, which is what makes the second seq load a valid check
  * that no write to the copy happened during the read (plain reads could be reordered after it).
  */
-import { BrineError } from "../../errors.js";
+import { BrineError } from "../errors.js";
 
 /** Slots per ring. A power of two so that `slot = hash & (ringSlots - 1)`. */
 export const ringSlots = 4096;

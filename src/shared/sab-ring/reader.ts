@@ -15,7 +15,7 @@
  * the routed ring counts `not_a_member` even when the ring exists and is non-empty (Salt counted that case as
  * `other_ring_member`, which hid a misrouted load balancer behind the "expected sharding" counter).
  */
-import { BrineError } from "../../errors.js";
+import { BrineError } from "../errors.js";
 import { preferenceOrder } from "./assign.js";
 import { hashString, nodeHash } from "./hash.js";
 import {

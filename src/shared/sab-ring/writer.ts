@@ -10,7 +10,7 @@
  * previous table (assign.ts), and that history must come from replicated, snapshotted state, never from this
  * volatile buffer, or a restarted worker would derive a table its peers do not have.
  */
-import { BrineError } from "../../errors.js";
+import { BrineError } from "../errors.js";
 import { checkAssignment, tableChecksum, type RingAssignment } from "./assign.js";
 import {
   C,

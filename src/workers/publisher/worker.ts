@@ -9,12 +9,12 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { Crypticle } from "../../protocol/crypticle.js";
-import { encodeWire } from "../../protocol/msgpack.js";
-import { privateKey, rsaSign, isSigAlgo, DEFAULT_SIG_ALGO } from "../../protocol/rsa.js";
+import { Crypticle } from "../../shared/protocol/crypticle.js";
+import { encodeWire } from "../../shared/protocol/msgpack.js";
+import { privateKey, rsaSign, isSigAlgo, DEFAULT_SIG_ALGO } from "../../shared/protocol/rsa.js";
 import { SharedSecrets } from "../../shared/secrets.js";
 import type { PublisherInit, PublisherRequest, PublisherReply } from "./messages.js";
-import { configureLogging, getLogger } from "../../log.js";
+import { configureLogging, getLogger } from "../../shared/log.js";
 
 const log = getLogger("brine.publisher");
 

@@ -5,12 +5,12 @@
  * stack only, so a BrineError's code would be lost on the way. RaftClient (client.ts) turns a failed Outcome
  * back into a BrineError with the same code, so callers match on codes as everywhere else.
  */
-import type { ErrCode } from "../../errors.js";
-import type { ClusterEntry } from "../../cluster/state-machines/entries.js";
-import type { ConfChangeKind, Role } from "../../raft/types.js";
+import type { ErrCode } from "../../shared/errors.js";
+import type { ClusterEntry } from "./state-machines/entries.js";
+import type { ConfChangeKind, Role } from "./core/types.js";
 import type { MessagePort } from "node:worker_threads";
 import type { GroupKind } from "./backend.js";
-import type { LatencyHistogram, LatencySummary } from "./latency-window.js";
+import type { LatencyHistogram, LatencySummary } from "../../shared/metrics/latency-window.js";
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
 

@@ -7,7 +7,7 @@
  *
  * Implementations: LmdbBackend (lmdb-backend.ts) for the master, MemoryBackend below for tests.
  */
-import type { ConfState, Entry, HardState, Snapshot } from "../../raft/types.js";
+import type { ConfState, Entry, HardState, Snapshot } from "./core/types.js";
 
 export type GroupKind = "cluster" | "ring";
 

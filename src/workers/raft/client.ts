@@ -12,8 +12,8 @@
  */
 import * as Comlink from "comlink";
 import type { MessagePort, Worker } from "node:worker_threads";
-import { BrineError } from "../../errors.js";
-import type { ClusterEntry } from "../../cluster/state-machines/entries.js";
+import { BrineError } from "../../shared/errors.js";
+import type { ClusterEntry } from "./state-machines/entries.js";
 import { PROPOSE_MANY_MAX, type MembershipChange, type NodeStatus, type Outcome, type ProposeResult, type RaftWorkerApi, type ReadOptions, type ReadQuery, type ReadResult } from "./api.js";
 import { nodeEndpoint } from "./comlink-node.js";
 import { clientCallTimeoutMs } from "./limits.js";

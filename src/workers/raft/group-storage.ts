@@ -12,8 +12,8 @@
  * receivers' acknowledgements are stepped only after the commit) and, for a deferred write, the applied
  * effects of a commit index that a quorum holds anyway.
  */
-import { MemoryStorage, type InitialState, type Storage } from "../../raft/storage.js";
-import type { ConfState, Entry, Ready, Snapshot } from "../../raft/types.js";
+import { MemoryStorage, type InitialState, type Storage } from "./core/storage.js";
+import type { ConfState, Entry, Ready, Snapshot } from "./core/types.js";
 import type { GroupMeta, GroupWrite, StoredGroup } from "./backend.js";
 
 export class GroupStorage implements Storage {

@@ -12,22 +12,22 @@
  * - when to snapshot, and whether the group is idle enough to quiesce.
  */
 import { Encoder } from "cbor-x";
-import { BrineError, isBrineError, type ErrCode } from "../../errors.js";
-import { STALE, refused, type ApplyResult } from "../../cluster/state-machines/apply.js";
-import { encodeEntry, type ClusterEntry, type ConfigValue } from "../../cluster/state-machines/entries.js";
-import { ClusterGroupState, RingGroupState } from "../../cluster/state-machines/groups.js";
-import { clusterLimits } from "../../cluster/state-machines/limits.js";
-import { validateNodeId } from "../../cluster/state-machines/names.js";
-import { namedRingVoters } from "../../cluster/ring-sync.js";
-import { decodeConfChange } from "../../raft/confchange.js";
-import { RawNode } from "../../raft/raw-node.js";
-import type { Entry, Message, Ready, RequestId, RequestResult } from "../../raft/types.js";
+import { BrineError, isBrineError, type ErrCode } from "../../shared/errors.js";
+import { STALE, refused, type ApplyResult } from "./state-machines/apply.js";
+import { encodeEntry, type ClusterEntry, type ConfigValue } from "./state-machines/entries.js";
+import { ClusterGroupState, RingGroupState } from "./state-machines/groups.js";
+import { clusterLimits } from "../../shared/cluster-limits.js";
+import { validateNodeId } from "../../shared/cluster-names.js";
+import { namedRingVoters } from "./ring-sync.js";
+import { decodeConfChange } from "./core/confchange.js";
+import { RawNode } from "./core/raw-node.js";
+import type { Entry, Message, Ready, RequestId, RequestResult } from "./core/types.js";
 import type { AppliedAs, GroupStatus, MembershipChange, ProposeResult, ReadQuery, ReadResult } from "./api.js";
 import type { GroupMeta, GroupWrite } from "./backend.js";
 import type { GroupStorage } from "./group-storage.js";
-import { LatencyWindow } from "./latency-window.js";
+import { LatencyWindow } from "../../shared/metrics/latency-window.js";
 import type { WorkerLimits } from "./limits.js";
-import { NodeDirectory, raftIdOf } from "./node-ids.js";
+import { NodeDirectory, raftIdOf } from "../../shared/node-ids.js";
 
 const codec = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 

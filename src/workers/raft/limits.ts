@@ -2,7 +2,7 @@
  * Every bound the Raft worker shell enforces, named with its unit. The Raft core counts time in ticks; the
  * worker turns one shared timer into ticks for every group, so a tick is the same length for all of them.
  */
-import type { RaftLimits } from "../../raft/limits.js";
+import type { RaftLimits } from "./core/limits.js";
 
 export interface WorkerLimits {
   /**

@@ -14,10 +14,10 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
-import { BrineError } from "../../errors.js";
-import type { Entry, Snapshot } from "../../raft/types.js";
+import { BrineError } from "../../shared/errors.js";
+import type { Entry, Snapshot } from "./core/types.js";
 import type { DurableState, GroupMeta, GroupWrite, RaftBackend, StoredGroup } from "./backend.js";
-import { LMDB_CBOR as CBOR } from "../../store/lmdb-env.js";
+import { LMDB_CBOR as CBOR } from "../../lib/store/lmdb-env.js";
 
 /** the largest index, as the end of a key range */
 const INDEX_MAX = Number.MAX_SAFE_INTEGER;

@@ -33,22 +33,22 @@
  * node therefore replays from a possibly older commit index and learns the rest from the leader (or, as a
  * sole voter, commits it again by re-electing itself), as etcd does with its lazily synced HardState.
  */
-import { BrineError, isBrineError } from "../../errors.js";
-import { getLogger } from "../../log.js";
-import type { ClusterEntry } from "../../cluster/state-machines/entries.js";
-import { ClusterGroupState, RingGroupState } from "../../cluster/state-machines/groups.js";
-import { hostedRings, ringTargets, routeTargets } from "../../cluster/ring-sync.js";
-import { validateNodeList } from "../../cluster/state-machines/names.js";
-import { clusterLimits } from "../../cluster/state-machines/limits.js";
+import { BrineError, isBrineError } from "../../shared/errors.js";
+import { getLogger } from "../../shared/log.js";
+import type { ClusterEntry } from "./state-machines/entries.js";
+import { ClusterGroupState, RingGroupState } from "./state-machines/groups.js";
+import { hostedRings, ringTargets, routeTargets } from "./ring-sync.js";
+import { validateNodeList } from "../../shared/cluster-names.js";
+import { clusterLimits } from "../../shared/cluster-limits.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { RingTarget } from "../../shared/sab-ring/writer.js";
-import { sendableBeforePersist, type Message, type Ready } from "../../raft/types.js";
+import { sendableBeforePersist, type Message, type Ready } from "./core/types.js";
 import type { MembershipChange, NodeStatus, ProposeResult, ReadOptions, ReadQuery, ReadResult } from "./api.js";
 import type { GroupMeta, GroupWrite, RaftBackend } from "./backend.js";
 import { Group } from "./group.js";
 import { GroupStorage } from "./group-storage.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
-import { NodeDirectory, raftIdOf } from "./node-ids.js";
+import { NodeDirectory, raftIdOf } from "../../shared/node-ids.js";
 
 const log = getLogger("brine.raft");
 

@@ -3,10 +3,10 @@
  * every group), the LMDB environment (LmdbBackend), and the only RingWriter on the shared ring buffer; it
  * serves the API (api.ts) over comlink on its parentPort and on every port handed to connect().
  *
- * Multi-master (`peer` in workerData), it also owns the peer channel (src/cluster/peer/: the ROUTER on
+ * Multi-master (`peer` in workerData), it also owns the peer channel (src/workers/raft/peer/: the ROUTER on
  * cluster_pool_port, the DEALERs, handshakes, sessions): it loads the cluster keys itself from the settings,
  * Raft talks to the transport directly (RaftPeerLink), and the main thread uses the rest of the channel
- * through PeerChannelHost (src/cluster/peer-proxy/host.ts) on the port it passed. The transport binds and
+ * through PeerChannelHost (src/workers/raft/peer-proxy-host.ts) on the port it passed. The transport binds and
  * dials only when the main thread's proxy says start (its handlers are registered by then).
  *
  * Startup: load the cluster keys (multi-master), open LMDB, claim the ring buffer, restore the cluster
@@ -17,19 +17,19 @@
  */
 import * as Comlink from "comlink";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
-import { BrineError, isBrineError } from "../../errors.js";
-import { configureLogging, getLogger } from "../../log.js";
+import { BrineError, isBrineError } from "../../shared/errors.js";
+import { configureLogging, getLogger } from "../../shared/log.js";
 import { RingWriter } from "../../shared/sab-ring/writer.js";
 import { PROPOSE_MANY_MAX, type Outcome, type ProposeReceipt, type ProposeResult, type RaftWorkerApi } from "./api.js";
 import { nodeEndpoint } from "./comlink-node.js";
 import { LmdbBackend } from "./lmdb-backend.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { GroupManager } from "./manager.js";
-import { loadClusterKeys, peerTransportOptions, type ClusterSettings } from "../../cluster/config.js";
-import { PeerTransport } from "../../cluster/peer/peer-transport.js";
-import type { PeerLimits } from "../../cluster/peer/limits.js";
-import { PeerChannelHost } from "../../cluster/peer-proxy/host.js";
-import { RaftPeerLink } from "../../cluster/raft-transport.js";
+import { loadClusterKeys, peerTransportOptions, type ClusterSettings } from "../../shared/cluster-config.js";
+import { PeerTransport } from "./peer/peer-transport.js";
+import type { PeerLimits } from "./peer/limits.js";
+import { PeerChannelHost } from "./peer-proxy-host.js";
+import { RaftPeerLink } from "./raft-transport.js";
 
 /** workerData of the Raft worker. */
 export interface RaftWorkerInit {
@@ -53,7 +53,7 @@ export interface RaftWorkerPeerInit {
   /** validated by parseClusterConfig on the main thread */
   settings: ClusterSettings;
   limits?: Partial<PeerLimits>;
-  /** to the main thread's PeerChannelProxy (src/cluster/peer-proxy/proxy.ts); transferred */
+  /** to the main thread's PeerChannelProxy (src/main-thread/cluster/peer-proxy.ts); transferred */
   port: MessagePort;
 }
 

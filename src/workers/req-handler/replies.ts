@@ -1,5 +1,5 @@
 /** Replies the lanes give without running a request (shared by the main thread and the workers). */
-import { encodeWire } from "../../protocol/msgpack.js";
+import { encodeWire } from "../../shared/protocol/msgpack.js";
 
 /** The reply when a lane is full; a minion treats it like "bad load" (it re-sends later). */
 export const QUEUE_FULL_REPLY = encodeWire({ error: "request queue is full, retry later" });

@@ -1,5 +1,5 @@
 /** The messages that cross between the main thread and the request workers. */
-import type { RunnerLaunch } from "../../master/context.js";
+import type { RunnerLaunch } from "./context.js";
 
 export type Lane = "auth" | "req";
 
@@ -44,7 +44,7 @@ export interface BatchResult {
   events: Uint8Array[];
   /** publish loads for the publisher, in order */
   publishes: Record<string, unknown>[];
-  /** clustered: encoded cache-sync record batches for the peers (src/cluster/cache-sync/outbox.ts) */
+  /** clustered: encoded cache-sync record batches for the peers (src/shared/sync-outbox.ts) */
   sync?: Uint8Array[];
   /** runner calls authorized clear `runner` requests asked for (the main thread starts them) */
   runs?: RunnerLaunch[];

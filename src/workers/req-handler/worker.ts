@@ -6,22 +6,22 @@
  */
 import { workerData } from "piscina";
 import { BroadcastChannel } from "node:worker_threads";
-import type { MasterConfig } from "../../config/defaults.js";
-import { configureLogging, getLogger } from "../../log.js";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
-import { MasterContext, newEffects, type Effects, type SharedBuffers } from "../../master/context.js";
-import { handleRequest, lastAnsweredAtOnce, lastCmdSlot } from "../../master/request.js";
-import { installSubsystems } from "../../master/subsystems.js";
+import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
+import { handleRequest, lastAnsweredAtOnce, lastCmdSlot } from "./request.js";
+import { installSubsystems } from "./subsystems.js";
 import type { BatchResult, BatchTask, CleanupResult, LateReplies, MaintenanceTask, PresenceResult } from "./task.js";
 import { batchHoldMsMax } from "./limits.js";
-import { localPresent } from "../../master/presence.js";
-import { installSyncOutbox } from "../../cluster/cache-sync/outbox.js";
-import { isClustered } from "../../cluster/shared-fs.js";
+import { localPresent } from "./presence.js";
+import { installSyncOutbox } from "../../shared/sync-outbox.js";
+import { isClustered } from "../../shared/shared-fs.js";
 import { NonceAppender } from "../../shared/nonce-journal.js";
 import { packNonces } from "../../shared/nonce-set.js";
-import { lmdbDir } from "../../store/lmdb-env.js";
-import { purgeKeylessMinions } from "../../master/keyless-purge.js";
-import { pruneSaltJobFiles, saltJobFilesOn } from "../../store/salt-job-files.js";
+import { lmdbDir } from "../../lib/store/lmdb-env.js";
+import { purgeKeylessMinions } from "./keyless-purge.js";
+import { pruneSaltJobFiles, saltJobFilesOn } from "../../lib/store/salt-job-files.js";
 
 interface WorkerInit {
   cfg: MasterConfig;

@@ -4,9 +4,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AutoEauthBackend } from "../../../src/auth/backends/auto.js";
-import { EAUTH_BACKEND_NAMES, makeEauthBackends, warnAboutDangerousBackends } from "../../../src/auth/backends/index.js";
-import { isBrineError } from "../../../src/errors.js";
+import { AutoEauthBackend } from "../../../src/lib/auth/backends/auto.js";
+import { EAUTH_BACKEND_NAMES, makeEauthBackends, warnAboutDangerousBackends } from "../../../src/lib/auth/backends/index.js";
+import { isBrineError } from "../../../src/shared/errors.js";
 import { capturingLogger, cfgWith } from "./helpers.js";
 
 test("auto approves any username with any password or none", async () => {

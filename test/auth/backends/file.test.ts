@@ -14,8 +14,8 @@ import { createHash } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import bcrypt from "bcryptjs";
-import { makeFileBackend } from "../../../src/auth/backends/file.js";
-import { isBrineError } from "../../../src/errors.js";
+import { makeFileBackend } from "../../../src/lib/auth/backends/file.js";
+import { isBrineError } from "../../../src/shared/errors.js";
 import { BAD_CREDENTIALS, capturingLogger, cfgWith } from "./helpers.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "brine-eauth-file-"));

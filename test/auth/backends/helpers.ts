@@ -1,6 +1,6 @@
 /** Shared by the eauth backend tests: a logger that keeps its lines, and a config with external_auth. */
-import type { Logger } from "../../../src/log.js";
-import type { MasterConfig } from "../../../src/config/defaults.js";
+import type { Logger } from "../../../src/shared/log.js";
+import type { MasterConfig } from "../../../src/shared/config/defaults.js";
 
 export interface CapturingLogger extends Logger {
   lines: { level: string; msg: string }[];

@@ -7,10 +7,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
-import { escapeDnValue, escapeFilterValue, makeLdapBackend } from "../../../src/auth/backends/ldap.js";
-import { warnAboutDangerousBackends } from "../../../src/auth/backends/index.js";
-import { isBrineError } from "../../../src/errors.js";
-import { freePort } from "../../../src/transport/free-port.js";
+import { escapeDnValue, escapeFilterValue, makeLdapBackend } from "../../../src/lib/auth/backends/ldap.js";
+import { warnAboutDangerousBackends } from "../../../src/lib/auth/backends/index.js";
+import { isBrineError } from "../../../src/shared/errors.js";
+import { freePort } from "../../../tools/free-port.js";
 import { BAD_CREDENTIALS, capturingLogger, cfgWith } from "./helpers.js";
 import { LOOKUP_DN, LOOKUP_PW, SUFFIX, slapdSkipReason, startSlapd, type Slapd } from "./slapd.js";
 

@@ -9,9 +9,9 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { makePamBackend, PamEauthBackend } from "../../../src/auth/backends/pam.js";
-import { warnAboutDangerousBackends } from "../../../src/auth/backends/index.js";
-import { isBrineError } from "../../../src/errors.js";
+import { makePamBackend, PamEauthBackend } from "../../../src/lib/auth/backends/pam.js";
+import { warnAboutDangerousBackends } from "../../../src/lib/auth/backends/index.js";
+import { isBrineError } from "../../../src/shared/errors.js";
 import { BAD_CREDENTIALS, capturingLogger, cfgWith } from "./helpers.js";
 
 const PAMTESTER = ["/usr/bin/pamtester", "/usr/local/bin/pamtester", "/bin/pamtester"].find((p) => existsSync(p));

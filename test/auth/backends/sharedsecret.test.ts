@@ -4,9 +4,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { makeSharedSecretBackend } from "../../../src/auth/backends/sharedsecret.js";
-import { warnAboutDangerousBackends } from "../../../src/auth/backends/index.js";
-import { isBrineError } from "../../../src/errors.js";
+import { makeSharedSecretBackend } from "../../../src/lib/auth/backends/sharedsecret.js";
+import { warnAboutDangerousBackends } from "../../../src/lib/auth/backends/index.js";
+import { isBrineError } from "../../../src/shared/errors.js";
 import { BAD_CREDENTIALS, capturingLogger, cfgWith } from "./helpers.js";
 
 const SECRET = "OIUHF_CHANGE_THIS_12h88";

@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { freePort } from "../../../src/transport/free-port.js";
+import { freePort } from "../../../tools/free-port.js";
 
 export const SUFFIX = "dc=example,dc=org";
 export const ROOT_PW = "root-pw";

@@ -1,0 +1,66 @@
+/**
+ * Publish a job and yield each minion's return as it arrives, as Salt's LocalClient.cmd_iter does:
+ * shared by brine's `salt` (LocalClient over the bus socket) and the HTTP API's `local` client (over the
+ * API thread's bus feed). The event source must be subscribed before `pub` is called, so no return can
+ * be missed; after the wait ends, every minion that did not return is yielded once with `missing: true`.
+ */
+import type { BusEvent } from "../../shared/event-frame.js";
+import { ReturnWaiter } from "./return-waiter.js";
+import type { JobReturn, PubOptions, PubReply } from "./local-client.js";
+
+/** How often the wait re-checks its deadlines when no event arrives, ms. */
+const tickMs = 100;
+
+export interface JobReturnsOptions {
+  timeoutMs: number;
+  gatherJobTimeoutMs: number;
+  onPub?: (r: PubReply) => void;
+}
+
+/** `subscribe` registers a listener for every bus event and returns its unsubscribe. */
+export async function* jobReturns(
+  subscribe: (fn: (e: BusEvent) => void) => () => void,
+  pub: (o: PubOptions) => Promise<PubReply>,
+  o: PubOptions,
+  opts: JobReturnsOptions,
+): AsyncGenerator<JobReturn> {
+  const queue: BusEvent[] = [];
+  let wake: (() => void) | undefined;
+  const off = subscribe((e) => {
+    if (e.tag.startsWith("salt/job/")) {
+      queue.push(e);
+      wake?.();
+    }
+  });
+  try {
+    const reply = await pub(o);
+    opts.onPub?.(reply);
+    if (!reply.jid || !reply.minions || reply.minions.length === 0) return;
+    const w = new ReturnWaiter(reply.jid, reply.minions, opts.timeoutMs, opts.gatherJobTimeoutMs, Date.now());
+    for (const m of reply.missing ?? []) yield { id: m, missing: true };
+    while (!w.done) {
+      while (queue.length) {
+        const e = queue.shift()!;
+        const r = w.onEvent(e.tag, e.data, Date.now());
+        if (r) yield r;
+      }
+      const act = w.tick(Date.now());
+      if (act?.type === "find_job") {
+        const fj = await pub({ tgt: act.minions, tgtType: "list", fun: "saltutil.find_job", arg: [reply.jid], timeoutS: opts.gatherJobTimeoutMs / 1000 }).catch(() => undefined);
+        if (fj?.jid) w.watchFindJob(fj.jid);
+      } else if (act?.type === "done") {
+        for (const m of act.missing) yield { id: m, missing: true };
+        break;
+      }
+      if (!queue.length) {
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, tickMs);
+        });
+        wake = undefined;
+      }
+    }
+  } finally {
+    off();
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The local client behind `salt` and the runners (Salt's LocalClient): publishes over the master's
+ * request port in clear with the root key, exactly as Salt's CLI does, and waits for returns on the
+ * local event bus (subscribed before publishing, so no return can be missed).
+ */
+import { readFileSync } from "node:fs";
+import { Request } from "zeromq";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { decodeWire, encodeWire, isMap } from "../../shared/protocol/msgpack.js";
+import { publishLoad, type PublishFields } from "./publish-load.js";
+import { rootKeyPath } from "../pki/root-key.js";
+import { expandNodegroup } from "../targeting/index.js";
+import { EventClient } from "./event-client.js";
+import { jobReturns } from "./job-returns.js";
+
+export interface PubOptions extends Omit<PublishFields, "tgt_type"> {
+  tgtType?: string;
+  timeoutS?: number;
+  user?: string;
+}
+
+export interface PubReply {
+  jid?: string | null;
+  minions?: string[];
+  missing?: string[];
+  error?: unknown;
+}
+
+export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true };
+
+/** Request attempts for a publish, as Salt's CLI makes (each waits `timeout`). */
+export const publishTries = 3;
+
+export function clientAddress(cfg: MasterConfig): string {
+  let host = cfg.interface;
+  if (host === "0.0.0.0") host = "127.0.0.1";
+  if (host === "::") host = "::1";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+export class LocalClient {
+  constructor(readonly cfg: MasterConfig) {}
+
+  /** The master user's CLI key, or "" when this user cannot read it (then eauth or a token must speak). */
+  rootKey(): string {
+    try {
+      return readFileSync(rootKeyPath(this.cfg.cachedir, this.cfg.user), "utf8").trim();
+    } catch {
+      return "";
+    }
+  }
+
+  /** One clear request to the master's request port (mk_token, get_token, ...), its decoded reply. */
+  async clearRequest(load: Record<string, unknown>, timeoutS = this.cfg.timeout): Promise<unknown> {
+    const sock = new Request({ receiveTimeout: timeoutS * 1000, sendTimeout: timeoutS * 1000, linger: 0 });
+    try {
+      sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
+      await sock.send(encodeWire({ enc: "clear", load, version: 3 }));
+      const [reply] = await sock.receive();
+      return decodeWire(reply!);
+    } finally {
+      sock.close();
+    }
+  }
+
+  /**
+   * Nodegroups are resolved here, as Salt's LocalClient resolves them, so minions (which do not know
+   * the master's nodegroups) receive a plain compound target.
+   */
+  resolveTarget(tgt: string | string[], tgtType: string): { tgt: string | string[]; tgtType: string } | { error: string } {
+    const groups = this.cfg.nodegroups ?? {};
+    if (tgtType === "nodegroup") {
+      const words = expandNodegroup(String(tgt), groups);
+      if (!words) return { error: `Node group ${String(tgt)} unavailable in ${this.cfg.conf_file}` };
+      return { tgt: words.join(" "), tgtType: "compound" };
+    }
+    if (tgtType === "compound") {
+      const words = typeof tgt === "string" ? tgt.split(/\s+/).filter(Boolean) : tgt;
+      const out: string[] = [];
+      for (const w of words) {
+        const resolved = w.startsWith("N@") && w.length > 2 ? expandNodegroup(w.slice(2), groups) : null;
+        if (resolved) out.push("(", ...resolved, ")");
+        else out.push(w);
+      }
+      return { tgt: out.join(" "), tgtType };
+    }
+    return { tgt, tgtType };
+  }
+
+  async pub(o: PubOptions): Promise<PubReply> {
+    const t = this.resolveTarget(o.tgt, o.tgtType ?? "glob");
+    if ("error" in t) return { jid: null, minions: [], error: t.error };
+    const load = publishLoad({ tgt: t.tgt, fun: o.fun, arg: o.arg, tgt_type: t.tgtType, ret: o.ret, jid: o.jid, kwargs: o.kwargs }, this.rootKey(), o.user ?? this.cfg.user);
+    const body = encodeWire({ enc: "clear", load, version: 3 });
+    const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
+    let lastErr: Error | undefined;
+    for (let i = 0; i < publishTries; i++) {
+      const sock = new Request({ receiveTimeout: timeoutMs, sendTimeout: timeoutMs, linger: 0 });
+      try {
+        sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
+        await sock.send(body);
+        const [reply] = await sock.receive();
+        const v = decodeWire(reply!);
+        if (isMap(v) && isMap(v.load)) return v.load as PubReply;
+        // a refused publish is Salt's top-level {"error": {name, message}}
+        if (isMap(v) && v.error !== undefined) return { error: v.error };
+        return { error: isMap(v) ? v : String(v) };
+      } catch (e) {
+        lastErr = e as Error;
+      } finally {
+        sock.close();
+      }
+    }
+    throw new Error(`Salt request timed out. The master is not responding (${lastErr?.message ?? "timeout"})`);
+  }
+
+  /**
+   * Publish and yield each minion's return as it arrives; after the wait ends, every minion that did
+   * not return is yielded once with `missing: true` (Salt's show_timeout behaviour).
+   */
+  async *cmdIter(o: PubOptions, opts: { gatherJobTimeoutS?: number; onPub?: (r: PubReply) => void } = {}): AsyncGenerator<JobReturn> {
+    const events = new EventClient(this.cfg.sock_dir);
+    await events.connect();
+    try {
+      yield* jobReturns((fn) => events.on(fn), (p) => this.pub(p), o, {
+        timeoutMs: (o.timeoutS ?? this.cfg.timeout) * 1000,
+        gatherJobTimeoutMs: (opts.gatherJobTimeoutS ?? this.cfg.gather_job_timeout) * 1000,
+        onPub: opts.onPub,
+      });
+    } finally {
+      events.close();
+    }
+  }
+}

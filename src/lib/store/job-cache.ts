@@ -1,0 +1,124 @@
+/**
+ * The job cache (Salt's local_cache semantics over LMDB banks): loads, expected minions, one return
+ * per (jid, minion) — a second return for the same pair is refused, as local_cache refuses it when the
+ * directory exists — end times, nocache markers, and age-based cleanup by `keep_jobs_seconds`.
+ */
+import { jidToMs, jidToTime } from "../../shared/protocol/jid.js";
+import { durable, type Store } from "./lmdb-env.js";
+
+export interface ReturnRecord {
+  return: unknown;
+  retcode?: unknown;
+  success?: unknown;
+  out?: unknown;
+  fun?: unknown;
+  fun_args?: unknown;
+}
+
+/** Cleanup removes at most this many records per pass so it never holds a write txn for long. */
+export const cleanupRecordsPerPassMax = 10_000;
+
+/** What a stored return keeps of the minion's load besides `return` (Salt's local_cache keeps these). */
+const RETURN_FIELDS = ["retcode", "success", "out", "fun", "fun_args"] as const;
+/** lmdb-js takes put options as an object in the third argument, though its typings name only a version. */
+const NO_OVERWRITE = { noOverwrite: true } as unknown as number;
+
+export class JobCache {
+  constructor(private readonly s: Store) {}
+
+  async saveLoad(jid: string, load: Record<string, unknown>, minions?: string[]): Promise<void> {
+    const { key: _key, ...rest } = load;
+    const puts: Promise<boolean>[] = [this.s.loads.put(jid, rest)];
+    if (minions) puts.push(this.s.minions.put(jid, [...minions].sort()));
+    await Promise.all(puts);
+  }
+
+  async markNocache(jid: string): Promise<void> {
+    await this.s.nocache.put(jid, true);
+  }
+
+  isNocache(jid: string): boolean {
+    return this.s.nocache.get(jid) === true;
+  }
+
+  getLoad(jid: string): Record<string, unknown> | undefined {
+    const load = this.s.loads.get(jid);
+    if (!load) return undefined;
+    const minions = new Set<string>(this.s.minions.get(jid) ?? []);
+    return { ...load, Minions: [...minions].sort() };
+  }
+
+  expectedMinions(jid: string): string[] {
+    return this.s.minions.get(jid) ?? [];
+  }
+
+  /**
+   * Store one return durably. Resolves false when a return for (jid, id) already exists (refused).
+   * The promise resolves only after the batch holding it is committed to disk.
+   */
+  saveReturn(jid: string, id: string, rec: ReturnRecord, storeEndtime: boolean): Promise<boolean> {
+    const key = `${jid}/${id}`;
+    const value: Record<string, unknown> = { return: rec.return };
+    for (const k of RETURN_FIELDS) if (rec[k] !== undefined) value[k] = rec[k];
+    // MDB_NOOVERWRITE: LMDB itself refuses the write inside the commit when the key exists (atomic across
+    // threads), and lmdb-js resolves false; cheaper than a conditional block (ifNoExists) around a put.
+    const stored = durable(this.s.returns.put(key, value, NO_OVERWRITE));
+    if (!storeEndtime) return stored;
+    return stored.then(async (ok) => {
+      if (ok) await durable(this.s.endtimes.put(jid, jidToTime(jid)));
+      return ok;
+    });
+  }
+
+  /** {id: record} of every return stored for jid. */
+  returnsFor(jid: string): Record<string, Record<string, unknown>> {
+    const out: Record<string, Record<string, unknown>> = {};
+    const prefix = `${jid}/`;
+    for (const { key, value } of this.s.returns.getRange({ start: prefix, end: `${jid}0` })) {
+      out[key.slice(prefix.length)] = value;
+    }
+    return out;
+  }
+
+  /**
+   * Every job's load (without `Minions`), oldest first: one pass over the loads bank (jobs.list_jobs at
+   * 100,000 jobs is one cursor walk, not a lookup per jid plus its expected minions).
+   */
+  *loads(): IterableIterator<[string, Record<string, unknown>]> {
+    for (const { key, value } of this.s.loads.getRange()) if (value) yield [key, value];
+  }
+
+  /** jids with a load, newest last; optionally only those newer than `sinceMs`. */
+  listJids(): string[] {
+    return [...this.s.loads.getKeys()];
+  }
+
+  /**
+   * Delete jobs whose jid time is older than keepSeconds (0 keeps forever). Returns how many
+   * records were removed; called repeatedly by maintenance until it returns 0.
+   */
+  async cleanup(keepSeconds: number, nowMs: number): Promise<number> {
+    if (keepSeconds <= 0) return 0;
+    const cutoff = nowMs - keepSeconds * 1000;
+    let removed = 0;
+    const dels: Promise<boolean>[] = [];
+    const old = (jid: string) => {
+      const t = jidToMs(jid);
+      return !Number.isNaN(t) && t < cutoff;
+    };
+    for (const jid of this.s.loads.getKeys()) {
+      if (removed >= cleanupRecordsPerPassMax || !old(jid)) break;
+      dels.push(this.s.loads.remove(jid), this.s.minions.remove(jid), this.s.endtimes.remove(jid), this.s.nocache.remove(jid));
+      removed++;
+    }
+    for (const key of this.s.returns.getKeys()) {
+      if (removed >= cleanupRecordsPerPassMax) break;
+      const jid = key.slice(0, key.indexOf("/"));
+      if (!old(jid)) break;
+      dels.push(this.s.returns.remove(key));
+      removed++;
+    }
+    await Promise.all(dels);
+    return removed;
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The minion data cache (grains + pillar per minion, for targeting) and mine data.
+ *
+ * Clustered, every master keeps a full copy (Salt shared `cachedir/minions/<id>/` through a shared cachedir;
+ * LMDB never sits on a network filesystem, so brine shares through the cluster, src/workers/state-sync/):
+ * each write is stamped (time, origin master) in `minions/stamps` and reported through `track()`, and a
+ * peer's record is kept only when its stamp is newer (`applyPeer`, last writer wins). A removal keeps its
+ * stamp (a tombstone) so an older copy arriving later cannot bring the data back.
+ */
+import type { Database } from "lmdb";
+import { LMDB_CBOR as CBOR, type Store } from "./lmdb-env.js";
+import { newerStamp, type DataRecord, type MineRecord, type Stamp } from "../../shared/sync-records.js";
+
+export interface MinionData {
+  grains?: Record<string, unknown>;
+  pillar?: Record<string, unknown>;
+}
+
+type Bank = "data" | "mine";
+/** `minions/stamps` keys: `d/<id>` (data), `m/<id>` (mine) */
+const STAMP_PREFIX: Record<Bank, string> = { data: "d/", mine: "m/" };
+
+export class MinionCache {
+  private readonly stamps: Database<[number, string], string>;
+  /** the environment it reads (presence.ts reads the job cache's return keys beside it) */
+  readonly store: Store;
+  private tracking: { origin: string; onChange: (r: DataRecord | MineRecord) => void } | undefined;
+
+  constructor(
+    private readonly s: Store,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.store = s;
+    this.stamps = s.root.openDB<[number, string], string>({ name: "minions/stamps", encoding: CBOR });
+  }
+
+  /** Stamp every write with `origin` and report it (clustered: the peers get it). */
+  track(origin: string, onChange: (r: DataRecord | MineRecord) => void): void {
+    this.tracking = { origin, onChange };
+  }
+
+  get(id: string): MinionData | undefined {
+    return this.s.minionData.get(id) as MinionData | undefined;
+  }
+
+  async put(id: string, data: MinionData): Promise<void> {
+    await this.write("data", id, data as Record<string, unknown>);
+  }
+
+  async remove(id: string): Promise<void> {
+    await Promise.all([this.write("data", id, null), this.write("mine", id, null)]);
+  }
+
+  /** Removes one bank of `id` (stamped like any write: a tombstone the peers keep), for the cache.clear_* runners. */
+  async removeBank(bank: Bank, id: string): Promise<void> {
+    await this.write(bank, id, null);
+  }
+
+  mine(id: string): Record<string, unknown> | undefined {
+    return this.s.mine.get(id);
+  }
+
+  async setMine(id: string, data: Record<string, unknown>): Promise<void> {
+    await this.write("mine", id, data);
+  }
+
+  private db(bank: Bank): Database<Record<string, unknown>, string> {
+    return (bank === "data" ? this.s.minionData : this.s.mine) as Database<Record<string, unknown>, string>;
+  }
+
+  private async write(bank: Bank, id: string, v: Record<string, unknown> | null): Promise<void> {
+    if (!this.tracking) {
+      await (v === null ? this.db(bank).remove(id) : this.db(bank).put(id, v));
+      return;
+    }
+    const stamp: Stamp = { t: this.now(), o: this.tracking.origin };
+    await Promise.all([v === null ? this.db(bank).remove(id) : this.db(bank).put(id, v), this.stamps.put(STAMP_PREFIX[bank] + id, [stamp.t, stamp.o])]);
+    this.tracking.onChange({ k: bank, id, t: stamp.t, o: stamp.o, v });
+  }
+
+  /** The stamp of `id`'s record in `bank` (undefined: never stamped, e.g. written before clustering). */
+  stampOf(bank: Bank, id: string): Stamp | undefined {
+    const s = this.stamps.get(STAMP_PREFIX[bank] + id);
+    return Array.isArray(s) && typeof s[0] === "number" && typeof s[1] === "string" ? { t: s[0], o: s[1] } : undefined;
+  }
+
+  /** Stores a peer's record if it is newer than ours (one write transaction: check and write together). True when stored. */
+  async applyPeer(r: DataRecord | MineRecord): Promise<boolean> {
+    const key = STAMP_PREFIX[r.k] + r.id;
+    const db = this.db(r.k);
+    return this.s.root.transaction(() => {
+      if (!newerStamp(r, this.stampOf(r.k, r.id))) return false;
+      if (r.v === null) db.removeSync(r.id);
+      else db.putSync(r.id, r.v);
+      this.stamps.putSync(key, [r.t, r.o]);
+      return true;
+    });
+  }
+
+  /**
+   * Records of `bank` for ids after `after` (at most `max` ids), stamped at or after
+   * `sinceMs`: one chunk of a bulk sync. Tombstones are included; a record never stamped (written before
+   * clustering) goes out as (0, `origin`), older than any stamped write. `next` is the cursor (undefined at the end).
+   */
+  dump(bank: Bank, after: string | undefined, max: number, sinceMs: number, origin: string): { records: (DataRecord | MineRecord)[]; next: string | undefined } {
+    const prefix = STAMP_PREFIX[bank];
+    const records: (DataRecord | MineRecord)[] = [];
+    const ids = new Set<string>();
+    // every id with data, and every stamped id (tombstones have no data)
+    for (const id of this.db(bank).getKeys({ ...(after !== undefined ? { start: after } : {}), limit: max + 1 })) {
+      if (id !== after) ids.add(id);
+    }
+    for (const k of this.stamps.getKeys({ start: prefix + (after ?? ""), end: `${prefix}\uffff`, limit: max + 1 })) {
+      const id = k.slice(prefix.length);
+      if (id !== after) ids.add(id);
+    }
+    const chunk = [...ids].sort().slice(0, max);
+    for (const id of chunk) {
+      const stamp = this.stampOf(bank, id) ?? { t: 0, o: origin };
+      if (stamp.t < sinceMs) continue;
+      const v = (this.db(bank).get(id) as Record<string, unknown> | undefined) ?? null;
+      records.push({ k: bank, id, t: stamp.t, o: stamp.o, v });
+    }
+    return { records, next: chunk.length === max ? chunk[chunk.length - 1] : undefined };
+  }
+}

@@ -1,0 +1,437 @@
+/**
+ * The main thread's cluster service (only with `cluster_id`). The Raft worker owns the peer channel
+ * (src/workers/raft/peer/: its sockets, handshakes and sessions) and carries Raft on it without leaving that
+ * thread; this service reaches the rest of the channel through a PeerChannelProxy (peer-proxy/proxy.ts, one
+ * MessagePort to the worker) and wires everything else that crosses it:
+ *
+ * - Raft: static bootstrap of the `cluster` group with self + the `cluster_peers` once their node ids are
+ *   proven by the handshake (a master with no peers founds a one-voter group at start, in ClusterNode);
+ *   joining through the leader;
+ * - publishes and events: ClusterForwarder (forwarding.ts), with job-cache mirroring in its own thread;
+ * - the cluster AES key: `cluster_pki_dir/.aes` at start; a rotation on any master writes the file and sends
+ *   the key to every peer (channel `cl/aes`, authenticated and encrypted), newest (time, origin) wins, so
+ *   every master ends with the same key, the file included;
+ * - peer liveness (peer-health.ts) for `cluster.members`.
+ *
+ * Fault injection (tests, the demo): when `brine_cluster_chaos_file` names a file, the node ids listed in it
+ * (one per line) are cut off: Raft, forwarded events and publishes to and from them are dropped, as a network
+ * partition would drop them (here by FilteredChannel, chaos-filter.ts; Raft in the worker, which gets the
+ * same set). Polled every CHAOS_POLL_MS; absent or empty means no partition.
+ */
+import { readFileSync } from "node:fs";
+import { MessageChannel } from "node:worker_threads";
+import { Encoder } from "cbor-x";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { getLogger } from "../../shared/log.js";
+import { ClusterNode } from "./cluster-node.js";
+import { generateKeyString } from "../../shared/protocol/crypticle.js";
+import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
+import type { WorkerLimits } from "../../workers/raft/limits.js";
+import { parseClusterConfig, type ClusterSettings } from "../../shared/cluster-config.js";
+import { CacheSyncService } from "./sync-service.js";
+import { FilteredChannel } from "./chaos-filter.js";
+import { ClusterForwarder } from "./forwarding.js";
+import { MirrorThread } from "../state-sync-host.js";
+import { createHealthBuffer, HealthWriter } from "../../shared/peer-health.js";
+import type { PeerLimits } from "../../workers/raft/peer/limits.js";
+import { PeerChannelProxy } from "./peer-proxy.js";
+import { readOrCreateClusterAes, writeClusterAes } from "../../shared/shared-fs.js";
+import { isWildcardAddress } from "../../shared/cluster-names.js";
+
+const log = getLogger("brine.cluster");
+const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
+
+export const AES_CHANNEL = "cl/aes";
+export const HELLO_CHANNEL = "cl/hello";
+export const JOIN_CHANNEL = "cl/join";
+/** one hello or join request, ms */
+const JOIN_REQUEST_TIMEOUT_MS = 10_000;
+/** between join attempts, ms */
+const JOIN_RETRY_MS = 500;
+/** longest an introduced peer waits for our configured peers to prove their ids before it is dialled, ms */
+const INTRODUCTION_WAIT_MS = 10_000;
+
+/** What a master tells a peer when a session comes up (and answers to one). */
+interface Hello {
+  founded: boolean;
+  voters: string[];
+  leader: string | null;
+  host: string;
+  port: number;
+}
+export const CHAOS_POLL_MS = 200;
+
+/** What the service needs of the master. */
+export interface ClusterHooks {
+  /** frames onto the local event bus */
+  busPublish(frames: Buffer[]): void;
+  /** loads to the local publisher thread */
+  publish(loads: Record<string, unknown>[]): void;
+  /** install a new publish AES key in the shared secrets (and tell local listeners) */
+  setAesKey(key: string): void;
+  /** the minions this master sees connected (shared with the peers: presence.ts) */
+  presentIds?(): Promise<string[]>;
+  /** a peer's accepted request nonces (packed, nonce-set.ts): to this master's replay nonce set */
+  nonces?(packed: Uint8Array): void;
+  /** this master's replay nonce set, for bulk syncs (served to peers, filled from them) */
+  nonceSab?: SharedArrayBuffer;
+}
+
+export interface ClusterServiceOptions {
+  peerLimits?: Partial<PeerLimits>;
+  raftLimits?: Partial<WorkerLimits>;
+}
+
+/** (time, origin) of an AES key: the newest rotation wins everywhere. */
+interface AesVersion {
+  t: number;
+  o: string;
+}
+
+function newer(a: AesVersion, b: AesVersion): boolean {
+  return a.t !== b.t ? a.t > b.t : a.o > b.o;
+}
+
+export class ClusterService {
+  readonly health = new HealthWriter(createHealthBuffer());
+  private forwarder: ClusterForwarder | undefined;
+  private mirror: MirrorThread | undefined;
+  private sync: CacheSyncService | undefined;
+  private chaosTimer: NodeJS.Timeout | undefined;
+  private founded = false;
+  private founding = false;
+  /** each peer's answer to our hello (its cluster, if it has one) */
+  private readonly hellos = new Map<string, Hello>();
+  private readonly leaderHints = new Set<string>();
+  /** peers added at runtime because they introduced themselves (they joined) */
+  private readonly added = new Set<string>();
+  private stopped = false;
+  private aesVersion: AesVersion = { t: 0, o: "" };
+  private aesKey = "";
+  private readonly view: FilteredChannel;
+
+  private constructor(
+    readonly cfg: MasterConfig,
+    readonly settings: ClusterSettings,
+    readonly transport: PeerChannelProxy,
+    readonly node: ClusterNode,
+    private readonly hooks: ClusterHooks,
+  ) {
+    this.view = new FilteredChannel(transport);
+  }
+
+  get nodeId(): string {
+    return this.settings.nodeId;
+  }
+
+  /**
+   * Validates the cluster options and keys (throwing a BrineError that names the fix), starts the Raft worker
+   * and the peer channel. Call before the minion-facing sockets open.
+   */
+  static async start(cfg: MasterConfig, hooks: ClusterHooks, opts: ClusterServiceOptions = {}): Promise<ClusterService> {
+    const settings = parseClusterConfig(cfg);
+    // the worker loads the keys (a bad one fails its start with CLUSTER_KEY) and owns the sockets
+    const { port1, port2 } = new MessageChannel();
+    const known = settings.peers.flatMap((p) => (p.id === undefined ? [] : [p.id]));
+    const transport = new PeerChannelProxy(port1, settings.nodeId, { ...(opts.peerLimits ? { limits: opts.peerLimits } : {}), known });
+    let node: ClusterNode;
+    try {
+      node = await ClusterNode.start(cfg, opts.raftLimits, { peer: { settings, ...(opts.peerLimits ? { limits: opts.peerLimits } : {}), port: port2 } });
+    } catch (e) {
+      port1.close();
+      throw e;
+    }
+    const svc = new ClusterService(cfg, settings, transport, node, hooks);
+    try {
+      await svc.wire();
+    } catch (e) {
+      await svc.stop();
+      throw e;
+    }
+    return svc;
+  }
+
+  private async wire(): Promise<void> {
+    const t = this.transport;
+    this.aesKey = readOrCreateClusterAes(this.cfg);
+    this.hooks.setAesKey(this.aesKey);
+    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab);
+    this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
+      events: (f) => this.hooks.busPublish(f),
+      publishes: (l) => this.hooks.publish(l),
+      mirror: (f) => this.mirror?.push(f),
+      heard: (from) => this.sync?.heard(from),
+      nonces: (n) => this.hooks.nonces?.(n),
+    });
+    this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks), this.cfg.job_cache !== false);
+    this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
+    this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
+    this.view.on(JOIN_CHANNEL, (m) => this.onJoin(m.from, m.payload));
+    t.events.on("peerUp", (id) => {
+      log.info(`cluster peer ${id} is up`);
+      this.health.set(id, true);
+      this.sendAes([id]);
+      void this.sendHello(id);
+      if (!this.view.cut.has(id)) this.sync?.pull(id);
+    });
+    t.events.on("peerDown", (id, reason) => {
+      log.warning(`cluster peer ${id} is down (${reason})`);
+      this.health.set(id, false);
+    });
+    // (the worker's Raft link hears of the same sessions itself, and knows the members it restored)
+    const status = await this.node.raft.status();
+    this.founded = status.groups.some((g) => g.group === CLUSTER_RING);
+    await t.start();
+    if (typeof this.cfg.brine_cluster_chaos_file === "string" && this.cfg.brine_cluster_chaos_file) {
+      const file = this.cfg.brine_cluster_chaos_file;
+      this.chaosTimer = setInterval(() => this.pollChaos(file), CHAOS_POLL_MS);
+      this.chaosTimer.unref();
+    }
+    void this.maybeFound();
+  }
+
+  /**
+   * Founding or joining, once every configured peer has answered a hello (so its node id is proven and we know
+   * whether it already has a cluster):
+   * - no peer has one: static bootstrap, `cluster` founded with self + the peers (identical genesis everywhere);
+   * - a peer has one whose voters are exactly self + the peers: the same static bootstrap (it founded first);
+   * - otherwise join it: an empty group here, then the leader adds this master as a learner and, once the
+   *   snapshot has arrived, as a voter (a master founded alone can be joined this way later).
+   */
+  private async maybeFound(): Promise<void> {
+    if (this.founded || this.founding || this.stopped) return;
+    const ids = this.transport.status().map((s) => s.id);
+    if (ids.some((id) => id === undefined)) return;
+    const peers = [...new Set(ids as string[])];
+    if (!peers.every((p) => this.hellos.has(p))) return;
+    const founders = [this.nodeId, ...peers].sort();
+    const existing = peers.map((p) => ({ peer: p, h: this.hellos.get(p)! })).filter((x) => x.h.founded);
+    const same = (a: string[]) => a.length === founders.length && [...a].sort().every((x, i) => x === founders[i]);
+    this.founding = true;
+    try {
+      if (existing.length === 0 || existing.every((x) => same(x.h.voters))) {
+        const created = await this.node.raft.bootstrap(founders);
+        this.founded = true;
+        log.info(created ? `founded cluster ${this.settings.clusterId} with ${founders.join(", ")}` : `cluster ${this.settings.clusterId} was already founded on this node`);
+      } else {
+        await this.join([...new Set(existing.map((x) => x.h.leader ?? x.peer))]);
+      }
+    } catch (e) {
+      log.error(`founding or joining the cluster group failed: ${(e as Error).message}`);
+    } finally {
+      this.founding = false;
+    }
+  }
+
+  /** Joins an existing cluster through its leader (one of `targets`, retried until it works or we stop). */
+  private async join(targets: string[]): Promise<void> {
+    await this.node.raft.join();
+    log.info(`joining cluster ${this.settings.clusterId} through ${targets.join(", ")}`);
+    const ask = async (kind: "addLearner" | "addVoter"): Promise<void> => {
+      for (let attempt = 0; !this.stopped; attempt++) {
+        for (const t of [...new Set([...targets, ...this.leaderHints])]) {
+          if (!this.transport.isUp(t)) continue;
+          try {
+            const r = cbor.decode(await this.transport.request(t, JOIN_CHANNEL, cbor.encode({ kind }) as Uint8Array, JOIN_REQUEST_TIMEOUT_MS)) as { ok?: boolean; leader?: string | null; error?: string };
+            if (r.ok) return;
+            if (r.leader) this.leaderHints.add(r.leader);
+            if (r.error && attempt % 10 === 0) log.warning(`join (${kind}) through ${t}: ${r.error}`);
+          } catch (e) {
+            if (attempt % 10 === 0) log.warning(`join (${kind}) through ${t}: ${(e as Error).message}`);
+          }
+        }
+        await new Promise((r) => setTimeout(r, JOIN_RETRY_MS));
+      }
+    };
+    await ask("addLearner");
+    // the leader's snapshot (or log) has reached us when our own group lists us
+    while (!this.stopped) {
+      const g = (await this.node.raft.status()).groups.find((x) => x.group === CLUSTER_RING);
+      if (g && (g.learners.includes(this.nodeId) || g.voters.includes(this.nodeId))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await ask("addVoter");
+    this.founded = true;
+    log.info(`joined cluster ${this.settings.clusterId} as a voter`);
+  }
+
+  /** A peer's hello: it tells us its listen address (we may have no link to it: it joined) and its cluster. */
+  private async onHello(from: string, payload: Uint8Array): Promise<Uint8Array> {
+    const h = cbor.decode(payload) as { host?: unknown; port?: unknown };
+    if (typeof h.host === "string" && typeof h.port === "number") this.introduce(from, h.host, h.port);
+    return cbor.encode(await this.helloInfo()) as Uint8Array;
+  }
+
+  /**
+   * A peer that introduced itself and that we have no link to (it joined, listing us) is dialled. While one of
+   * our configured peers has not proven its id yet, that may be the same master under another name (a host
+   * name in our config, an address in its hello): the introduction waits until every configured id is known,
+   * or INTRODUCTION_WAIT_MS at most.
+   */
+  private introduce(from: string, host: string, port: number, waited = 0): void {
+    if (this.stopped || this.added.has(from)) return;
+    const links = this.transport.status();
+    if (links.some((s) => s.id === from)) return;
+    const sameAddr = (p: { host: string; port: number }) => p.host.toLowerCase() === host.toLowerCase() && p.port === port;
+    if (this.settings.peers.some(sameAddr)) return; // our own dial to it will learn its id
+    if (links.some((s) => s.id === undefined) && waited < INTRODUCTION_WAIT_MS) {
+      setTimeout(() => this.introduce(from, host, port, waited + 500), 500).unref();
+      return;
+    }
+    if (isWildcardAddress(host)) {
+      log.warning(`cluster peer ${from} listens on a wildcard address (${host}); list this master in its cluster_peers with a reachable address, or give it a specific interface`);
+      return;
+    }
+    this.added.add(from);
+    log.info(`cluster peer ${from} introduced itself at ${host}:${port}; dialling it`);
+    this.transport.addPeer({ id: from, host, port });
+  }
+
+  private async helloInfo(): Promise<Hello> {
+    const g = (await this.node.raft.status()).groups.find((x) => x.group === CLUSTER_RING);
+    return { founded: Boolean(g) && this.founded, voters: g?.voters ?? [], leader: g?.leaderId ?? null, host: this.settings.listen.host, port: this.transport.port || this.settings.listen.port };
+  }
+
+  private async sendHello(peer: string): Promise<void> {
+    try {
+      const reply = await this.transport.request(peer, HELLO_CHANNEL, cbor.encode(await this.helloInfo()) as Uint8Array, JOIN_REQUEST_TIMEOUT_MS);
+      const h = cbor.decode(reply) as Hello;
+      this.hellos.set(peer, { founded: Boolean(h.founded), voters: Array.isArray(h.voters) ? h.voters.filter((x): x is string => typeof x === "string") : [], leader: typeof h.leader === "string" ? h.leader : null, host: "", port: 0 });
+      void this.maybeFound();
+    } catch (e) {
+      log.warning(`hello to ${peer} failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** A peer asks to be added to the cluster group (it joins): only the leader makes the change. */
+  private async onJoin(from: string, payload: Uint8Array): Promise<Uint8Array> {
+    const req = cbor.decode(payload) as { kind?: unknown };
+    const kind = req.kind === "addVoter" ? "addVoter" : "addLearner";
+    const g = (await this.node.raft.status()).groups.find((x) => x.group === CLUSTER_RING);
+    if (!g || g.role !== "leader") return cbor.encode({ ok: false, leader: g?.leaderId ?? null, error: "not the leader" }) as Uint8Array;
+    if ((kind === "addVoter" && g.voters.includes(from)) || (kind === "addLearner" && (g.learners.includes(from) || g.voters.includes(from)))) {
+      return cbor.encode({ ok: true }) as Uint8Array;
+    }
+    try {
+      const r = await this.node.raft.changeMembership(CLUSTER_RING, { kind, node_id: from });
+      log.info(`cluster: ${from} added (${kind}) at index ${r.index}`);
+      return cbor.encode({ ok: true, index: r.index }) as Uint8Array;
+    } catch (e) {
+      return cbor.encode({ ok: false, leader: g.leaderId, error: (e as Error).message }) as Uint8Array;
+    }
+  }
+
+  /** Call with what this master's request workers produced (after the local bus and publisher have it). */
+  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[], nonces?: Uint8Array): void {
+    this.forwarder?.forward(events, publishes, verified, nonces);
+  }
+
+  /** Cache-sync record batches this master's request workers produced (cache-sync/sync-service.ts). */
+  forwardSync(batches: readonly Uint8Array[]): void {
+    this.sync?.forward(batches);
+  }
+
+  /** Cache-sync counters (tests, metrics). */
+  get syncCounters(): CacheSyncService["counters"] | undefined {
+    return this.sync?.counters;
+  }
+
+  get forwardCounters() {
+    return this.forwarder?.counters;
+  }
+
+  /** Waits until forwarded job events are in the local job cache (tests). */
+  async mirrorFlushed(): Promise<void> {
+    await this.mirror?.flushed();
+  }
+
+  // ------------------------------------------------------------------ AES
+
+  /** A rotation decided here (drop file, key delete): new key, file, every peer. */
+  rotateAes(now = Date.now()): string {
+    const key = generateKeyString();
+    this.aesVersion = { t: Math.max(now, this.aesVersion.t + 1), o: this.nodeId };
+    this.install(key);
+    this.sendAes(this.view.upPeers());
+    log.info(`rotated the cluster AES key; sent to ${this.view.upPeers().join(", ") || "no peer (none up)"}`);
+    return key;
+  }
+
+  private install(key: string): void {
+    this.aesKey = key;
+    try {
+      writeClusterAes(this.cfg, key);
+    } catch (e) {
+      log.error(`writing the cluster AES key failed: ${(e as Error).message}`);
+    }
+    this.hooks.setAesKey(key);
+  }
+
+  private sendAes(peers: string[]): void {
+    if (this.aesVersion.t === 0) return; // the key from the file: every master read the same one
+    const payload = cbor.encode({ k: this.aesKey, t: this.aesVersion.t, o: this.aesVersion.o }) as Uint8Array;
+    for (const p of peers) {
+      try {
+        this.view.send(p, AES_CHANNEL, payload);
+      } catch (e) {
+        log.warning(`sending the AES key to ${p} failed: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  private onAes(from: string, payload: Uint8Array): void {
+    let v: { k?: unknown; t?: unknown; o?: unknown };
+    try {
+      v = cbor.decode(payload) as typeof v;
+    } catch {
+      return;
+    }
+    if (typeof v.k !== "string" || v.k.length === 0 || v.k.length > 128 || typeof v.t !== "number" || typeof v.o !== "string") return;
+    const ver = { t: v.t, o: v.o };
+    if (!newer(ver, this.aesVersion)) return;
+    this.aesVersion = ver;
+    if (v.k === this.aesKey) return;
+    log.info(`cluster AES key rotated by ${v.o} (received from ${from})`);
+    this.install(v.k);
+  }
+
+  // ------------------------------------------------------------------ chaos
+
+  private pollChaos(file: string): void {
+    let ids: string[] = [];
+    try {
+      ids = readFileSync(file, "utf8")
+        .split(/\s+/)
+        .filter((x) => x !== "" && x !== this.nodeId);
+    } catch {
+      ids = [];
+    }
+    this.isolate(ids);
+  }
+
+  /** Fault injection: drop all cluster traffic to and from these peers (an empty list heals). */
+  isolate(ids: string[]): void {
+    const next = new Set(ids.filter((x) => x !== this.nodeId));
+    const same = next.size === this.view.cut.size && [...next].every((x) => this.view.cut.has(x));
+    if (same) return;
+    log.warning(next.size ? `fault injection: cut off from ${[...next].join(", ")}` : "fault injection: partition healed");
+    const healed = [...this.view.cut].filter((x) => !next.has(x));
+    this.view.cut = next;
+    this.transport.cut([...next]);
+    // what was written on either side meanwhile never crossed: pull it, as after a reconnect
+    for (const p of healed) if (this.transport.isUp(p)) this.sync?.pull(p);
+  }
+
+  // ------------------------------------------------------------------ stop
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.chaosTimer) clearInterval(this.chaosTimer);
+    this.forwarder?.close();
+    this.sync?.close();
+    await this.transport.close().catch(() => undefined);
+    await this.mirror?.stop().catch(() => undefined);
+    await this.node.stop();
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * The master's local control socket (`sock_dir/brine_ctl.ipc`, mode 0600, main thread). Through it
+ * `salt-run` runs runners inside the master — each call in its own runner thread, which sees the
+ * master's shared state — and `salt-key` reports key changes so the master fires `salt/key`.
+ *
+ * Requests: {op: "run", fun, arg, kwarg} → a stream of {type: "print", text} then one
+ * {type: "return", ret} or {type: "error", message}; {op: "fire", tag, data} → {type: "return"}.
+ *
+ * Nothing a client sends and nothing a runner returns takes the master down: a request that fails is answered
+ * with an error; a runner that throws, dies or returns what msgpack cannot carry is answered with an error; a
+ * runner's result is encoded in its own thread and only copied here (runners/messages.ts).
+ */
+import net from "node:net";
+import { chmodSync, rmSync } from "node:fs";
+import path from "node:path";
+import { Worker } from "node:worker_threads";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import { getLogger, loggingConfig } from "../shared/log.js";
+import type { EventBusServer } from "./bus-server.js";
+import { FrameReader, frame, frameEncoded } from "../shared/length-framing.js";
+import { encodeWithEncodedEntry, isMap } from "../shared/protocol/msgpack.js";
+import { packEventEncoded, stamp } from "../shared/event-frame.js";
+import type { RunnerInit, RunnerMessage, RunnerSync } from "../runners/messages.js";
+import type { RunnerClusterLink } from "./cluster/cluster-node.js";
+import type { MetricsBoard } from "../shared/metrics/board.js";
+
+import { CONTROL_SOCKET } from "../shared/socket-names.js";
+
+const log = getLogger("brine.control");
+
+/** Runner threads at once; more calls are refused with a clear error. */
+export const runnerThreadsMax = 16;
+/** How long a stopping master waits for runner threads to finish before ending them, ms. */
+export const runnerStopWaitMs = 5_000;
+
+/** Tags salt-key may ask the master to fire. */
+const FIREABLE = /^salt\/key$/;
+
+export class ControlServer {
+  private server: net.Server | undefined;
+  private running = 0;
+  /** live runner threads: a stopping master waits for them (runnerStopWaitMs), then ends the rest */
+  private readonly threads = new Set<Worker>();
+  /** the reactor.* / schedule.* runners' requests, when the automation thread runs (src/main-thread/automation-host.ts) */
+  automation: ((req: unknown) => Promise<unknown>) | undefined;
+  readonly path: string;
+  /** the metrics board: handed to each runner thread (brine.stats reads it), counts the events fired here */
+  metricsBoard: MetricsBoard | undefined;
+
+  constructor(
+    private readonly cfg: MasterConfig,
+    private readonly bus: EventBusServer,
+    private readonly waiting: () => number,
+    private readonly fire: (tag: string, data: unknown) => void,
+    private readonly rotate: () => void,
+    /** with clustering on: the ring buffer and a fresh Raft worker port for each runner thread */
+    private readonly clusterLink: () => RunnerClusterLink | undefined = () => undefined,
+    /** runner jobs: a jid for each call and this master's own bus, for `salt/run/<jid>/new|ret` */
+    /** clustered: where a runner's cache-sync records go (the peers) */
+    private readonly runnerEvents?: { nextJid: () => string; fireLocal: (tag: string, data: unknown) => void; forwardSync?: (batches: Uint8Array[]) => void },
+  ) {
+    this.path = path.join(cfg.sock_dir, CONTROL_SOCKET);
+  }
+
+  async start(): Promise<void> {
+    rmSync(this.path, { force: true });
+    this.server = net.createServer((s) => this.serve(s));
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once("error", reject);
+      this.server!.listen(this.path, () => resolve());
+    });
+    chmodSync(this.path, 0o600);
+  }
+
+  private serve(s: net.Socket): void {
+    const reader = new FrameReader();
+    s.on("error", () => s.destroy());
+    s.on("data", (chunk) => {
+      let msgs: unknown[];
+      try {
+        msgs = reader.push(chunk);
+      } catch (e) {
+        log.warning(`control socket: ${(e as Error).message}`);
+        s.destroy();
+        return;
+      }
+      for (const m of msgs) {
+        try {
+          this.handle(s, isMap(m) ? m : {});
+        } catch (e) {
+          // nothing a client sends takes the master down: the request fails, the master serves on
+          log.error(`control request failed: ${(e as Error).stack ?? String(e)}`);
+          this.send(s, { type: "error", message: `control request failed: ${(e as Error).message}` });
+        }
+      }
+    });
+  }
+
+  /**
+   * Writes one reply frame. A value that cannot be encoded (over controlFrameBytesMax, a type msgpack has no
+   * form for) is answered with an error in its place: never a throw out of a socket or worker callback.
+   */
+  private send(s: net.Socket, v: unknown): void {
+    if (s.destroyed) return;
+    let f: Buffer;
+    try {
+      f = frame(v);
+    } catch (e) {
+      log.error(`control reply could not be encoded: ${(e as Error).message}`);
+      f = frame({ type: "error", message: `the result could not be sent: ${(e as Error).message}` });
+    }
+    s.write(f);
+  }
+
+  /** Writes one reply whose body is already encoded; one over controlFrameBytesMax is answered with an error. */
+  private sendEncoded(s: net.Socket, body: Buffer): void {
+    if (s.destroyed) return;
+    try {
+      s.write(frameEncoded(body));
+    } catch (e) {
+      log.error(`control reply could not be sent: ${(e as Error).message}`);
+      this.send(s, { type: "error", message: `the result could not be sent: ${(e as Error).message}` });
+    }
+  }
+
+  private handle(s: net.Socket, m: Record<string, unknown>): void {
+    const reply = (v: unknown) => this.send(s, v);
+    if (m.op === "fire" && typeof m.tag === "string" && FIREABLE.test(m.tag)) {
+      this.fire(m.tag, m.data ?? {});
+      reply({ type: "return", ret: true });
+      return;
+    }
+    if (m.op === "rotate") {
+      this.rotate();
+      reply({ type: "return", ret: true });
+      return;
+    }
+    if (m.op === "automation") {
+      if (!this.automation) return reply({ type: "error", message: "automation is not running" });
+      this.automation(m.req).then(
+        (ret) => reply({ type: "return", ret }),
+        (e: Error) => reply({ type: "error", message: e.message }),
+      );
+      return;
+    }
+    if (m.op === "status") {
+      reply({ type: "return", ret: { id: this.cfg.id, waiting: this.waiting(), runners: this.running } });
+      return;
+    }
+    if (m.op !== "run" || typeof m.fun !== "string") {
+      reply({ type: "error", message: "unknown control request" });
+      return;
+    }
+    const started = this.startRunner(
+      { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: isMap(m.kwarg) ? m.kwarg : {}, user: this.cfg.user },
+      // a return's bytes as the runner thread encoded them: copied into the reply, never decoded here
+      (msg) => (msg.type === "return" ? this.sendEncoded(s, encodeWithEncodedEntry({ type: "return" }, "ret", msg.packed)) : reply(msg)),
+    );
+    if (!started) return;
+    s.on("close", () => started.abandon());
+  }
+
+  /**
+   * Runs one runner call in its own thread: `salt/run/<jid>/new`, every message to `onMessage`, then
+   * `salt/run/<jid>/ret`. Used by `salt-run` over this socket and by authorized clear `runner`
+   * requests (those come with the jid their request worker gave them). Undefined when too many run.
+   */
+  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string }, onMessage: (m: RunnerMessage) => void): { abandon(): void } | undefined {
+    if (this.running >= runnerThreadsMax) {
+      const message = `too many runners at once (runnerThreadsMax ${runnerThreadsMax})`;
+      onMessage({ type: "error", message });
+      // a clear runner request was already answered with its jid: its waiter learns of the refusal here
+      if (call.jid) this.runnerEvents?.fireLocal(`salt/run/${call.jid}/ret`, { fun: `runner.${call.fun}`, jid: call.jid, user: call.user, return: message, success: false });
+      return undefined;
+    }
+    const lc = loggingConfig();
+    const init: RunnerInit = {
+      cfg: this.cfg,
+      fun: call.fun,
+      arg: call.arg,
+      kwarg: call.kwarg,
+      log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null },
+    };
+    const link = this.clusterLink();
+    if (link) init.cluster = link;
+    if (this.metricsBoard) init.metrics = this.metricsBoard.sab;
+    const jid = call.jid ?? this.runnerEvents?.nextJid();
+    const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
+    if (jid) init.job = { jid, user: call.user };
+    if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
+    const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
+    this.running++;
+    this.threads.add(w);
+    w.once("exit", () => this.threads.delete(w));
+    const unsubscribe = this.bus.subscribe((f) => w.postMessage({ type: "event", frame: f }));
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      this.running--;
+      unsubscribe();
+    };
+    const failed = (message: string) => {
+      onMessage({ type: "error", message });
+      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: message, success: false });
+      finish();
+    };
+    w.on("message", (m: unknown) => {
+      const kind = isMap(m) ? m.type : undefined;
+      if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
+      if (done) return;
+      if (kind === "print") return onMessage(m as RunnerMessage);
+      if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array) {
+        const packed = (m as { packed: Uint8Array }).packed;
+        onMessage({ type: "return", packed });
+        // the event carries the same bytes (never decoded or encoded again on this thread)
+        if (jid) this.metricsBoard?.eventFired("salt/run");
+        if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: true, _stamp: stamp() }, "return", packed))]);
+        finish();
+      } else failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
+      void w.terminate();
+    });
+    w.on("error", (e) => {
+      if (!done) failed(`runner ${call.fun} failed: ${e.message}`);
+    });
+    w.on("exit", (code) => {
+      if (!done) failed(`runner ${call.fun} stopped without a result (exit code ${code})`);
+    });
+    return {
+      abandon: () => {
+        if (!done) void w.terminate();
+      },
+    };
+  }
+
+  async stop(): Promise<void> {
+    // runner threads still going (a scheduled or API runner) would write the job cache after the master stopped
+    const exits = [...this.threads].map((w) => new Promise<void>((r) => w.once("exit", () => r())));
+    const t = setTimeout(() => this.threads.forEach((w) => void w.terminate()), runnerStopWaitMs);
+    await Promise.all(exits);
+    clearTimeout(t);
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    rmSync(this.path, { force: true });
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The publish port (`publish_port`, 4505): a ZeroMQ PUB socket fed by the publisher thread. Publish loads
+ * go to the publisher (src/workers/publisher/: serial, AES, signature, in arrival order); the frames it
+ * returns are sent as single-part messages, in order, through one send queue.
+ */
+import path from "node:path";
+import { Publisher } from "zeromq";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import { loggingConfig } from "../shared/log.js";
+import { minionFacingKeyFiles } from "../shared/shared-fs.js";
+import { PublisherClient } from "./publisher-client.js";
+import { SendQueue } from "./send-queue.js";
+
+export class PublishPort {
+  private readonly pub: Publisher;
+  readonly out: SendQueue;
+  private readonly publisher: PublisherClient;
+
+  constructor(cfg: MasterConfig, secrets: SharedArrayBuffer) {
+    this.pub = new Publisher({ sendHighWaterMark: cfg.pub_hwm, backlog: cfg.zmq_backlog, linger: 0, tcpKeepalive: 1, tcpKeepaliveIdle: 300, ipv6: cfg.ipv6 });
+    this.out = new SendQueue((m) => this.pub.send(m), "publish");
+    const key = minionFacingKeyFiles(cfg).pem;
+    this.publisher = new PublisherClient(
+      {
+        secrets,
+        pkiDir: path.dirname(key),
+        keyName: path.basename(key, ".pem"),
+        signPubMessages: cfg.sign_pub_messages,
+        signingAlgorithm: cfg.publish_signing_algorithm,
+        clustered: Boolean(cfg.cluster_id),
+        log: (({ level, file, fileLevel }) => ({ level, file: file ?? null, fileLevel: fileLevel ?? null }))(loggingConfig()),
+      },
+      (frames) => frames.forEach((f) => this.out.push([f])),
+    );
+  }
+
+  async bind(endpoint: string): Promise<void> {
+    await this.pub.bind(endpoint);
+  }
+
+  /** Loads to encrypt, sign and send, in this order. */
+  publish(loads: Record<string, unknown>[]): void {
+    this.publisher.publish(loads);
+  }
+
+  async drained(): Promise<void> {
+    await this.out.drained();
+  }
+
+  /** Closes the socket, then stops the publisher thread. */
+  async close(): Promise<void> {
+    this.pub.close();
+    await this.publisher.stop();
+  }
+}

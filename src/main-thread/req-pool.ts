@@ -1,0 +1,294 @@
+/**
+ * The main thread's side of request handling: two Piscina pools (lanes), so that a flood of returns
+ * cannot starve `_auth` and an auth storm cannot starve returns. Frames are classified by a fixed byte
+ * pattern (a clear envelope starts `enc: "clear"`), not by decoding, batched per lane on the next turn
+ * of the event loop, and bounded: beyond `queueLenMax` frames waiting in a lane, a frame gets an
+ * immediate "retry later" reply instead of waiting. A batch's slow frames are answered after the batch's
+ * result, on the lane's BroadcastChannel (worker.ts, batchHoldMsMax), so one slow request holds no others.
+ */
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { BroadcastChannel } from "node:worker_threads";
+import { Piscina } from "piscina";
+import type { MasterConfig } from "../shared/config/defaults.js";
+import { readOption } from "../shared/config/options.js";
+import { getLogger, loggingConfig } from "../shared/log.js";
+import type { SharedBuffers } from "../workers/req-handler/context.js";
+import { encodeWire } from "../shared/protocol/msgpack.js";
+import type { BatchResult, CleanupResult, Lane, LateReplies, PresenceResult } from "../workers/req-handler/task.js";
+import { lateReplyMaxMs } from "../workers/req-handler/limits.js";
+import { MetricsBoard } from "../shared/metrics/board.js";
+import type { BatchOutput } from "./batch-result.js";
+
+const log = getLogger("brine.pool");
+
+/** Most frames in one task: Piscina's per-task cost (~20-80 µs) is paid once per batch. */
+export const batchFramesMax = 64;
+/**
+ * Batches each worker runs at once. A batch of returns waits for its LMDB transaction to be on disk, so a
+ * worker overlaps several; more in flight leaves it idle less often during a slow fsync but keeps more
+ * requests alive across each young-generation GC: in alternated runs on this project's box, 64 cost
+ * 5–20 µs more thread CPU per return than 16 and lost 5–30 % of the returns/s (bench/RESULTS.md).
+ */
+export const concurrentTasksPerWorker = 16;
+
+/** `{"enc":"clear"` as a minion or CLI packs it: fixstr "enc", fixstr "clear". */
+const CLEAR_MARK = Buffer.from([0xa3, 0x65, 0x6e, 0x63, 0xa5, 0x63, 0x6c, 0x65, 0x61, 0x72]);
+const classifyWindowBytes = 32;
+
+export function classify(frame: Buffer): Lane {
+  const head = frame.subarray(0, classifyWindowBytes + CLEAR_MARK.length);
+  return head.indexOf(CLEAR_MARK) >= 0 ? "auth" : "req";
+}
+
+/** The batch's request sources, only when one of its frames has one (the request port's frames never do). */
+function sourcesOf(batch: { source?: string }[]): { sources?: (string | null)[] } {
+  return batch.some((p) => p.source !== undefined) ? { sources: batch.map((p) => p.source ?? null) } : {};
+}
+
+export interface Pending<T> {
+  frame: Buffer;
+  tag: T;
+  arrival: number;
+  /** where the request came from, when the main thread knows (the HTTP API's client address) */
+  source?: string;
+}
+
+export interface LaneOutput<T> {
+  tag: T;
+  reply: Buffer;
+}
+
+/** Receives every lane result and every set of late replies (the main thread applies it: batch-result.ts). */
+export type BatchSink<T> = (out: BatchOutput<T>) => void;
+
+export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "../workers/req-handler/replies.js";
+import { SHUTDOWN_REPLY } from "../workers/req-handler/replies.js";
+
+class LaneQueue<T> {
+  private buf: Pending<T>[] = [];
+  private scheduled = false;
+  inFlight = 0;
+  private batchSeq = 0;
+  /** frames whose replies come after their batch's result, by `<batch>:<index>` */
+  private readonly late = new Map<string, { tag: T; at: number }>();
+  /** late replies that arrived before their batch's result (two channels: no order between them) */
+  private readonly early = new Map<number, LateReplies[]>();
+  /** batches sent whose result has not come back */
+  private readonly running = new Set<number>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly name: Lane,
+    readonly pool: Piscina,
+    private readonly queueLenMax: number,
+    private readonly staleMs: number,
+    private readonly sink: BatchSink<T>,
+    private readonly lateChannel: BroadcastChannel,
+  ) {
+    lateChannel.onmessage = (m: unknown) => this.onLate((m as { data: LateReplies }).data);
+  }
+
+  get waiting(): number {
+    return this.buf.length + this.inFlight;
+  }
+
+  push(p: Pending<T>): boolean {
+    if (this.waiting >= this.queueLenMax) return false;
+    this.buf.push(p);
+    if (this.buf.length >= batchFramesMax) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+    return true;
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    while (this.buf.length) {
+      const batch = this.buf.splice(0, batchFramesMax);
+      const batchNo = ++this.batchSeq;
+      this.inFlight += batch.length;
+      let answered = batch.length;
+      this.running.add(batchNo);
+      this.pool
+        .run({ kind: "batch", batch: batchNo, frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch) })
+        .then((r: BatchResult) => {
+          this.running.delete(batchNo);
+          const late = r.late ? new Set(r.late) : undefined;
+          const out: LaneOutput<T>[] = [];
+          batch.forEach((p, i) => {
+            if (late?.has(i)) this.late.set(`${batchNo}:${i}`, { tag: p.tag, at: Date.now() });
+            else out.push({ tag: p.tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) });
+          });
+          answered = out.length;
+          this.sink({ replies: out, events: r.events, publishes: r.publishes, sync: r.sync, runs: r.runs, verified: r.verified, nonces: r.nonces });
+          if (late) {
+            this.sweepSoon();
+            const early = this.early.get(batchNo);
+            this.early.delete(batchNo);
+            for (const m of early ?? []) this.onLate(m);
+          }
+        })
+        .catch((e: Error) => {
+          // A worker died or the pool was destroyed: every frame of the batch still gets a reply.
+          this.running.delete(batchNo);
+          this.early.delete(batchNo);
+          log.error(`${this.name} lane batch failed: ${e.message}`);
+          this.sink({ replies: batch.map((p) => ({ tag: p.tag, reply: encodeWire("Some exception handling minion payload") })), events: [], publishes: [] });
+        })
+        .finally(() => {
+          this.inFlight -= answered;
+        });
+    }
+  }
+
+  /** Replies of a batch that came after its result (worker.ts), with the effects fired since. */
+  private onLate(m: LateReplies): void {
+    const out: LaneOutput<T>[] = [];
+    for (const { index, reply } of m.replies) {
+      const key = `${m.batch}:${index}`;
+      const entry = this.late.get(key);
+      if (!entry) continue;
+      this.late.delete(key);
+      out.push({ tag: entry.tag, reply: Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) });
+    }
+    if (out.length === 0 && this.running.has(m.batch)) {
+      // its batch's result has not arrived yet: hold it until it does
+      const held = this.early.get(m.batch);
+      if (held) held.push(m);
+      else this.early.set(m.batch, [m]);
+      return;
+    }
+    // (none known and the batch done: answered by the sweep already; the effects still go out)
+    this.inFlight -= out.length;
+    this.sink({ replies: out, events: m.events, publishes: m.publishes, sync: m.sync, runs: m.runs, verified: m.verified, nonces: m.nonces });
+  }
+
+  /** Late replies never heard of (their worker died) get an error reply after lateReplyMaxMs. */
+  private sweepSoon(): void {
+    if (this.sweepTimer) return;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = undefined;
+      this.answerLate(encodeWire("Some exception handling minion payload"), Date.now() - lateReplyMaxMs);
+      if (this.late.size) this.sweepSoon();
+    }, 60_000);
+    this.sweepTimer.unref();
+  }
+
+  /** Answer every late frame that arrived before `before` with `reply` (all of them at shutdown). */
+  answerLate(reply: Buffer, before = Infinity): void {
+    const out: LaneOutput<T>[] = [];
+    for (const [key, e] of this.late) {
+      if (e.at > before) continue;
+      this.late.delete(key);
+      out.push({ tag: e.tag, reply });
+    }
+    if (!out.length) return;
+    log.warning(`${this.name} lane: ${out.length} late repl${out.length === 1 ? "y" : "ies"} answered without their request's result`);
+    this.inFlight -= out.length;
+    this.sink({ replies: out, events: [], publishes: [] });
+  }
+
+  close(): void {
+    clearTimeout(this.sweepTimer);
+    this.lateChannel.close();
+  }
+}
+
+let lanesMade = 0;
+
+/**
+ * `worker_threads` is Salt's number of request workers in all (MWorkers, default 5); brine splits it
+ * between its two lanes, at least one thread each: sign-ins get half (rounded down), requests the rest.
+ */
+export function laneThreads(workerThreads: number): Record<Lane, number> {
+  const total = Math.max(2, Math.floor(workerThreads));
+  const auth = Math.max(1, Math.floor(total / 2));
+  return { auth, req: total - auth };
+}
+
+export class RequestLanes<T> {
+  private readonly lanes: Record<Lane, LaneQueue<T>>;
+
+  constructor(cfg: MasterConfig, shared: SharedBuffers, sink: BatchSink<T>) {
+    const threads = laneThreads(Number(cfg.worker_threads) || os.availableParallelism());
+    const filename = fileURLToPath(new URL("../workers/req-handler/worker.js", import.meta.url));
+    const lc = loggingConfig();
+    const workerData = { cfg, shared, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
+    // per lane, the channel its workers post late replies on (worker.ts; a name unique in this process)
+    const channelName = (name: Lane) => `brine-late-${process.pid}-${++lanesMade}-${name}`;
+    const channels = { auth: new BroadcastChannel(channelName("auth")), req: new BroadcastChannel(channelName("req")) };
+    channels.auth.unref();
+    channels.req.unref();
+    const mk = (name: Lane) => {
+      const pool = new Piscina({
+        filename,
+        workerData: { ...workerData, lateChannel: channels[name].name },
+        minThreads: threads[name],
+        maxThreads: threads[name],
+        concurrentTasksPerWorker,
+        idleTimeout: Infinity,
+        atomics: "disabled",
+      });
+      // a worker that fails while it holds no task (at its start, or idle) is an 'error' event on the pool:
+      // unheard, it would end the master; Piscina starts a new worker in its place
+      pool.on("error", (e: Error) => log.error(`${name} lane worker failed: ${e.stack ?? e.message}`));
+      return pool;
+    };
+    // checked here too for configurations built in code (a NaN bound would make the lane unbounded)
+    const max = readOption(cfg, "brine_queue_len_max");
+    const authStale = readOption(cfg, "brine_auth_stale_ms");
+    this.lanes = {
+      auth: new LaneQueue("auth", mk("auth"), max, authStale, sink, channels.auth),
+      req: new LaneQueue("req", mk("req"), max, 0, sink, channels.req),
+    };
+    this.threads = threads;
+    this.board = new MetricsBoard(shared.metrics);
+  }
+
+  /** queue-full refusals are counted here (metrics/board.ts) */
+  private readonly board: MetricsBoard;
+
+  /** False when the lane is full; the caller replies QUEUE_FULL_REPLY at once. */
+  submit(frame: Buffer, tag: T, source?: string): boolean {
+    const lane = classify(frame);
+    if (this.lanes[lane].push(source === undefined ? { frame, tag, arrival: Date.now() } : { frame, tag, arrival: Date.now(), source })) return true;
+    this.board.laneRefused(lane === "auth" ? 0 : 1, 0);
+    return false;
+  }
+
+  /** Frames waiting in or worked on by each lane: auth, req (metrics/labels.ts LANES). */
+  depths(): [number, number] {
+    return [this.lanes.auth.waiting, this.lanes.req.waiting];
+  }
+
+  waiting(): number {
+    return this.lanes.auth.waiting + this.lanes.req.waiting;
+  }
+
+  /** Threads of each lane (`worker_threads` split between them: laneThreads). */
+  readonly threads: Record<Lane, number>;
+
+  async cleanup(nowMs: number): Promise<number> {
+    const r = (await this.lanes.req.pool.run({ kind: "cleanup", nowMs })) as CleanupResult;
+    return r.removed;
+  }
+
+  /** Accepted minions with an established publish connection (a request worker reads the data cache). */
+  async presentIds(): Promise<string[]> {
+    const r = (await this.lanes.req.pool.run({ kind: "presence" })) as PresenceResult;
+    return r.present;
+  }
+
+  async drain(deadlineMs: number): Promise<void> {
+    while (this.waiting() > 0 && Date.now() < deadlineMs) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  async destroy(): Promise<void> {
+    for (const lane of [this.lanes.auth, this.lanes.req]) lane.answerLate(SHUTDOWN_REPLY);
+    await Promise.all([this.lanes.auth.pool.destroy(), this.lanes.req.pool.destroy()]);
+    for (const lane of [this.lanes.auth, this.lanes.req]) lane.close();
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The one catalogue of coded errors. Every error brine raises on a protocol, storage or cluster path is
+ * a BrineError with a code from here, so logs, replies and tests can match on the code, not the text.
+ *
+ * Add codes in the section of your area; keep messages short and operator-facing.
+ */
+
+export const ERR = {
+  // --- protocol / wire ---
+  FRAME_TOO_LARGE: "frame exceeds frameBytesMax",
+  MSGPACK_TRUNCATED: "msgpack data is truncated",
+  MSGPACK_INVALID: "msgpack data is malformed",
+  MSGPACK_TOO_DEEP: "msgpack nesting exceeds msgpackDepthMax",
+  MSGPACK_TOO_MANY: "msgpack container exceeds msgpackElementsMax",
+  MSGPACK_EXT: "msgpack extension type is not allowed",
+  CRYPTICLE_AUTH: "HMAC check failed",
+  CRYPTICLE_FORMAT: "ciphertext is malformed",
+  CRYPTICLE_NONCE: "nonce mismatch",
+  RSA_DECRYPT: "RSA decryption failed",
+  RSA_BAD_KEY: "RSA key could not be parsed",
+  X931_FORMAT: "X9.31 block is malformed",
+  BAD_ENC_ALGO: "bad enc algo",
+  BAD_SIG_ALGO: "bad sig algo",
+  BAD_LOAD: "bad load",
+  BAD_ID: "invalid minion id",
+  BAD_JID: "invalid jid",
+  // --- master / request handling ---
+  QUEUE_FULL: "request queue is full, retry later",
+  SHUTTING_DOWN: "master is shutting down",
+  AUTH_DENIED: "authentication denied",
+  PUBLISH_AUTH: "Authentication error occurred.",
+  NOT_ALLOWED: "command is not allowed",
+  // --- config ---
+  CONFIG_INVALID: "configuration is invalid",
+  CONFIG_UNDECLARED: "an option is read that src/shared/config/schema.ts does not declare (a brine bug)",
+  // --- raft ---
+  RAFT_NO_LEADER: "no leader within the deadline",
+  RAFT_NOT_VOTER: "node is not a voter",
+  RAFT_REJECTED: "proposal rejected",
+  RAFT_CONF_IN_FLIGHT: "a membership change is already in flight",
+  RAFT_STOPPED: "raft group is stopped",
+  RAFT_COMPACTED: "requested index is compacted",
+  RAFT_UNAVAILABLE: "requested entries are unavailable",
+  RAFT_UNKNOWN: "outcome unknown: the proposal may or may not have committed",
+  RAFT_API_MISUSE: "raft API called out of order",
+  RAFT_STORAGE: "raft storage could not be opened or written; the raft worker stops",
+  RAFT_UNKNOWN_GROUP: "no such raft group on this node",
+  // --- ring ---
+  RING_TOO_MANY_NODES: "ring exceeds ringNodesMax",
+  RING_BAD_NODE_ID: "invalid ring node id",
+  RING_BAD_NAME: "invalid ring name",
+  RING_BAD_DATA_TYPE: "invalid data type name",
+  RING_BAD_QUERY: "invalid ring query argument",
+  RING_BAD_ASSIGNMENT: "slot table is inconsistent with its node list",
+  RING_TOO_MANY_RINGS: "rings exceed ringsMax",
+  RING_TOO_MANY_DATA_TYPES: "routed data types exceed dataTypesMax",
+  RING_EPOCH_REGRESSED: "ring epoch went backwards or was reused for another table",
+  RING_LAYOUT_MISMATCH: "shared ring buffer has an unknown or corrupt layout",
+  RING_WRITER_CLAIMED: "the shared ring buffer already has a writer",
+  RING_TORN_READ: "ring read kept racing the writer past ringReadRetriesMax",
+  // --- cluster ---
+  CLUSTER_BAD_NODE_ID: "wildcard or duplicate node id",
+  CLUSTER_PEER_REFUSED: "peer refused",
+  CLUSTER_BAD_ENTRY: "malformed cluster log entry",
+  CLUSTER_WRONG_GROUP: "entry kind does not belong to this raft group",
+  CLUSTER_BAD_RING_ID: "invalid or reserved ring id",
+  CLUSTER_TOO_MANY: "cluster state would exceed its limits",
+  CLUSTER_RING_CONFLICT: "ring registry change conflicts with the ring's current state",
+  CLUSTER_BAD_SNAPSHOT: "malformed cluster state snapshot",
+  CLUSTER_CONFIG: "cluster configuration is invalid",
+  CLUSTER_KEY: "cluster key is missing or unreadable",
+  CLUSTER_HANDSHAKE: "peer handshake failed",
+  CLUSTER_PEER_UNKNOWN: "no such peer",
+  CLUSTER_PEER_DOWN: "connection to the peer was lost",
+  CLUSTER_PEER_QUEUE_FULL: "peer send queue is full",
+  CLUSTER_PEER_TIMEOUT: "peer request timed out",
+  CLUSTER_PEER_REPLAY: "replayed or reordered peer frame",
+  CLUSTER_PEER_AUTH: "peer frame failed authentication",
+  CLUSTER_PEER_FRAME: "malformed or oversized peer frame",
+  CLUSTER_PEER_CHANNEL: "invalid peer channel or handler",
+  CLUSTER_PEER_REMOTE: "the peer's handler failed",
+  CLUSTER_PEER_CLOSED: "peer transport is closed",
+  // --- swarm / tools ---
+  SWARM_FD_LIMIT: "file-descriptor limit too low for this many minions",
+  SWARM_KEY_POOL: "key pool could not be read or written",
+  SWARM_PUBLISH: "publish request failed",
+  SWARM_WORKER: "swarm worker failed",
+  SWARM_OPTIONS: "invalid swarm options",
+  MINION_AUTH_TIMEOUT: "sign-in got no reply from the master",
+  MINION_AUTH_PENDING: "minion key is still pending on the master",
+  MINION_AUTH_REJECTED: "the master rejected the minion key",
+  MINION_AUTH_FULL: "the master is full (max_minions)",
+  MINION_AUTH_INVALID: "the master's sign-in reply did not verify",
+  MINION_MASTER_KEY_CHANGED: "The master key has changed",
+  MINION_BAD_ALGO: "the master refused the encryption or signing algorithm",
+  MINION_REQ_TIMEOUT: "request to the master timed out",
+  MINION_BAD_LOAD: "the master answered \"bad load\" again after re-authentication",
+  MINION_BAD_REPLY: "reply could not be decrypted or verified",
+  MINION_STOPPED: "minion is stopped",
+  // --- eauth and authorization ---
+  EAUTH_TOKEN_STORE: "the eauth token could not be stored",
+  EAUTH_BACKEND: "the eauth backend failed",
+  // --- HTTP API ---
+  API_BAD_REQUEST: "bad request",
+  API_START: "the HTTP API could not start",
+  API_MASTER: "the master did not answer the HTTP API's request",
+  API_REQUEST_TOO_LARGE: "the request is larger than the master takes from a client",
+  // --- job cache, control socket, master keys ---
+  STORE_DAMAGED: "the job cache is damaged",
+  CONTROL_FRAME: "control socket frame is malformed or too large",
+  MASTER_KEY_INVALID: "the master key file is not a usable RSA private key",
+  // --- pidfile ---
+  PIDFILE_LOCKED: "another master holds the pidfile",
+  // --- multi-master signing and syndic ---
+  MASTER_SIGN: "the master public key signature cannot be made",
+  SYNDIC_CONFIG: "the syndic configuration is not usable",
+  SYNDIC_QUEUE: "the syndic forward queue is damaged",
+} as const;
+
+export type ErrCode = keyof typeof ERR;
+
+export class BrineError extends Error {
+  readonly code: ErrCode;
+  constructor(code: ErrCode, detail?: string) {
+    super(detail ? `${ERR[code]}: ${detail}` : ERR[code]);
+    this.code = code;
+    this.name = "BrineError";
+  }
+}
+
+export function isBrineError(e: unknown, code?: ErrCode): e is BrineError {
+  return e instanceof BrineError && (code === undefined || e.code === code);
+}

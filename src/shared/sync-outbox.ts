@@ -1,0 +1,64 @@
+/**
+ * The request worker's side of cache sync: what this thread's writes to the minion data cache, the mine, the
+ * session keys and the eauth tokens (made, revoked) were, collected as records and handed to the main thread
+ * with each batch's result (BatchResult.sync), already encoded, so the main thread only sends bytes to the
+ * peers (sync-service.ts). Only with `cluster_id`.
+ */
+import { getLogger } from "./log.js";
+import type { MasterContext } from "../workers/req-handler/context.js";
+import { clusterNodeIdOf } from "./node-ids.js";
+import { isClustered } from "./shared-fs.js";
+import { encodeRecords, type SyncRecord } from "./sync-records.js";
+
+const log = getLogger("brine.cluster.sync");
+
+/** records one worker holds between two batch results before it drops more (a stalled main thread), count */
+export const OUTBOX_RECORDS_MAX = 100_000;
+/** records per encoded batch (a batch is one peer-channel message), count */
+export const OUTBOX_BATCH_RECORDS = 64;
+/** an encoded batch above this is split (the peer channel's frame is 8 MiB), bytes */
+export const OUTBOX_BATCH_BYTES_MAX = 4 * 1024 * 1024;
+
+export class SyncOutbox {
+  private pending: SyncRecord[] = [];
+  dropped = 0;
+
+  push(r: SyncRecord): void {
+    if (this.pending.length >= OUTBOX_RECORDS_MAX) {
+      if (this.dropped++ % 1000 === 0) log.warning(`cache-sync outbox full: ${this.dropped} record(s) not sent to the peers`);
+      return;
+    }
+    this.pending.push(r);
+  }
+
+  /** The encoded batches of everything collected since the last call (undefined: nothing). */
+  drain(): Uint8Array[] | undefined {
+    if (this.pending.length === 0) return undefined;
+    const all = this.pending;
+    this.pending = [];
+    const out: Uint8Array[] = [];
+    for (let i = 0; i < all.length; i += OUTBOX_BATCH_RECORDS) encodeSplit(all.slice(i, i + OUTBOX_BATCH_RECORDS), out);
+    return out;
+  }
+}
+
+function encodeSplit(records: SyncRecord[], out: Uint8Array[]): void {
+  const b = encodeRecords(records);
+  if (b.byteLength <= OUTBOX_BATCH_BYTES_MAX || records.length === 1) {
+    out.push(b);
+    return;
+  }
+  const half = Math.ceil(records.length / 2);
+  encodeSplit(records.slice(0, half), out);
+  encodeSplit(records.slice(half), out);
+}
+
+/** Clustered: an outbox collecting this worker context's data cache, mine, session key and token writes. */
+export function installSyncOutbox(ctx: MasterContext): SyncOutbox | undefined {
+  if (!isClustered(ctx.cfg)) return undefined;
+  const outbox = new SyncOutbox();
+  ctx.minionCache.track(clusterNodeIdOf(ctx.cfg), (r) => outbox.push(r));
+  ctx.sessions.track((c) => outbox.push({ k: "sess", ...c }));
+  ctx.auth().tokens.track((r) => outbox.push(r));
+  return outbox;
+}

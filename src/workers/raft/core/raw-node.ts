@@ -1,0 +1,236 @@
+/**
+ * RawNode: the synchronous API a shell drives for one Raft group. It owns no thread, timer or disk; the
+ * shell's loop is:
+ *
+ *   on timer:    node.tick()                 (or tickQuiesced() for an idle group)
+ *   on message:  node.step(msg)
+ *   on request:  id = node.propose(data) / proposeConfChange(cc) / readIndex()
+ *   then:        while (node.hasReady()) { const rd = node.ready(); <persist, send, apply, deliver>; node.advance(); }
+ *
+ * See `Ready` (types.ts) for the order the shell must follow; it is what makes acknowledgements promises.
+ */
+import { BrineError } from "../../../shared/errors.js";
+import { assertNodeId, cloneConfState, encodeConfChange } from "./confchange.js";
+import type { ProgressState } from "./progress.js";
+import type { RaftConfig } from "./raft.js";
+import { Raft } from "./raft.js";
+import type { ConfChange, ConfState, HardState, Message, NodeId, Ready, RequestId, Role, SoftState } from "./types.js";
+import { NONE, isHardStateEqual, isLocalMessage, isResponseMessage, newMessage } from "./types.js";
+
+export interface ProgressStatus {
+  match: number;
+  next: number;
+  state: ProgressState;
+  recentActive: boolean;
+  isLearner: boolean;
+}
+
+export interface Status {
+  id: NodeId;
+  role: Role;
+  lead: NodeId;
+  term: number;
+  vote: NodeId;
+  commit: number;
+  applied: number;
+  firstIndex: number;
+  lastIndex: number;
+  leadTransferee: NodeId;
+  confState: ConfState;
+  pendingRequests: number;
+  /** leader only */
+  progress?: Map<NodeId, ProgressStatus>;
+}
+
+export class RawNode {
+  readonly raft: Raft;
+  private prevSoft: SoftState;
+  private prevHard: HardState;
+  /** the Ready handed out and not yet advanced, with the index it handed out through */
+  private outstanding: { rd: Ready; applying: number } | undefined;
+
+  constructor(cfg: RaftConfig) {
+    this.raft = new Raft(cfg);
+    this.prevSoft = { lead: this.raft.lead, role: this.raft.role };
+    this.prevHard = this.raft.hardState();
+  }
+
+  /** One unit of logical time. */
+  tick(): void {
+    this.raft.tick();
+  }
+
+  /**
+   * A tick for a group with nothing to do: deadlines and leases advance but no election starts. A shell with
+   * thousands of groups ticks idle ones this way (etcd's TickQuiesced) and wakes them with tick() when a
+   * message or request arrives.
+   */
+  tickQuiesced(): void {
+    this.raft.tickQuiesced();
+  }
+
+  /** Starts an election now (skipping the timeout). Only a voter may campaign. */
+  campaign(): void {
+    if (!this.raft.promotable()) throw new BrineError("RAFT_NOT_VOTER", `node ${this.raft.id} cannot campaign`);
+    this.raft.step(newMessage("MsgHup", this.raft.id, this.raft.id, 0));
+  }
+
+  /**
+   * A message from a peer. Local kinds are refused (they would let a peer trigger our timers), and so are
+   * responses from nodes outside the configuration (stale traffic from removed members).
+   */
+  step(m: Message): void {
+    if (isLocalMessage(m.type)) throw new BrineError("RAFT_API_MISUSE", `${m.type} is local-only`);
+    if (m.to !== this.raft.id) throw new BrineError("RAFT_API_MISUSE", `message for ${m.to} stepped into ${this.raft.id}`);
+    const forwarded = m.type === "MsgPropResp" || m.type === "MsgReadIndexResp";
+    if (isResponseMessage(m.type) && !forwarded && !this.raft.prs.isMember(m.from)) return;
+    this.raft.step(m);
+  }
+
+  /** Proposes opaque data; the outcome arrives in a later Ready's results. */
+  propose(data: Uint8Array): RequestId {
+    return this.raft.tracker.add("propose", data);
+  }
+
+  /** Proposes one membership change; refused with RAFT_CONF_IN_FLIGHT while another is uncommitted. */
+  proposeConfChange(cc: ConfChange): RequestId {
+    assertNodeId(cc.node);
+    return this.raft.tracker.add("conf", encodeConfChange(cc));
+  }
+
+  /** A linearizable read: succeeds with a read index once this node has applied through it. */
+  readIndex(): RequestId {
+    return this.raft.tracker.add("read", new Uint8Array(0));
+  }
+
+  /**
+   * Asks the leader to hand leadership to `target` (forwarded if we are a follower). Best effort: watch
+   * status().lead. The target must be a voter.
+   */
+  transferLeader(target: NodeId): void {
+    if (!this.raft.prs.isVoter(target)) throw new BrineError("RAFT_NOT_VOTER", `transfer target ${target} is not a voter`);
+    this.raft.step({ ...newMessage("MsgTransferLeader", this.raft.id, this.raft.id, 0), transferee: target });
+  }
+
+  /**
+   * The transport could not reach `id` (etcd's ReportUnreachable): a leader stops pipelining to it and falls
+   * back to probing (one append per heartbeat answer), so a dead peer does not pile up appends.
+   */
+  reportUnreachable(id: NodeId): void {
+    this.raft.step(newMessage("MsgUnreachable", id, this.raft.id, 0));
+  }
+
+  /**
+   * The transport reaches `id` again: a leader probing it sends its probe now rather than at the peer's next
+   * heartbeat answer. Harmless when `id` was never unreachable (at worst one duplicate append).
+   */
+  reportReachable(id: NodeId): void {
+    this.raft.step(newMessage("MsgReachable", id, this.raft.id, 0));
+  }
+
+  hasReady(): boolean {
+    const r = this.raft;
+    if (this.outstanding) return false;
+    if (r.msgs.length > 0 || r.tracker.hasResults()) return true;
+    if (r.log.unstable.entries.length > 0 || r.log.unstable.snapshot) return true;
+    if (r.log.hasNextCommittedEnts()) return true;
+    if (r.lead !== this.prevSoft.lead || r.role !== this.prevSoft.role) return true;
+    if (!isHardStateEqual(r.hardState(), this.prevHard)) return true;
+    return r.canFlushRequests();
+  }
+
+  /** Everything to persist, send and apply since the last Ready. Call advance() when done with it. */
+  ready(): Ready {
+    if (this.outstanding) throw new BrineError("RAFT_API_MISUSE", "ready() called again before advance()");
+    const r = this.raft;
+    r.flushRequests();
+    const rd: Ready = { entries: r.log.unstable.entries.slice(), committedEntries: [], messages: [], results: [], mustSync: false };
+    const snap = r.log.unstable.snapshot;
+    if (snap) {
+      rd.snapshot = snap;
+      r.log.applyingTo(snap.metadata.index);
+      r.tracker.onSnapshot(snap.metadata.index);
+    }
+    const committed = r.log.nextCommittedEnts(r.limits.maxCommittedSizePerReadyBytes);
+    if (committed.length > 0) {
+      r.handOutCommitted(committed);
+      r.log.applyingTo(committed[committed.length - 1]!.index);
+      r.tracker.onCommitted(committed);
+      rd.committedEntries = committed;
+    }
+    r.tracker.onApplying(r.log.applying);
+    if (r.confChanged) {
+      r.confChanged = false;
+      rd.confState = cloneConfState(r.confState);
+    }
+    rd.messages = r.msgs;
+    r.msgs = [];
+    if (r.lead !== this.prevSoft.lead || r.role !== this.prevSoft.role) {
+      rd.softState = { lead: r.lead, role: r.role };
+      this.prevSoft = rd.softState;
+    }
+    const hs = r.hardState();
+    if (!isHardStateEqual(hs, this.prevHard)) rd.hardState = hs;
+    rd.mustSync = rd.entries.length > 0 || rd.snapshot !== undefined || hs.term !== this.prevHard.term || hs.vote !== this.prevHard.vote;
+    rd.results = r.tracker.drainResults();
+    this.outstanding = { rd, applying: r.log.applying };
+    return rd;
+  }
+
+  /** The last Ready is persisted, sent and applied. */
+  advance(): void {
+    const o = this.outstanding;
+    if (!o) throw new BrineError("RAFT_API_MISUSE", "advance() without ready()");
+    const log = this.raft.log;
+    const last = o.rd.entries[o.rd.entries.length - 1];
+    if (last) log.unstable.stableTo(last.index, last.term);
+    if (o.rd.snapshot) log.unstable.stableSnapTo(o.rd.snapshot.metadata.index);
+    log.appliedTo(o.applying);
+    if (o.rd.hardState) this.prevHard = o.rd.hardState;
+    this.outstanding = undefined;
+  }
+
+  /** Cheap reads for a shell's hot paths (status() copies everything). */
+  get role(): Role {
+    return this.raft.role;
+  }
+  get lead(): NodeId {
+    return this.raft.lead;
+  }
+  get term(): number {
+    return this.raft.term;
+  }
+  /** last index the application confirmed applied (advance()) */
+  get applied(): number {
+    return this.raft.log.applied;
+  }
+  /** membership in effect; do not mutate */
+  get confState(): Readonly<ConfState> {
+    return this.raft.confState;
+  }
+
+  status(): Status {
+    const r = this.raft;
+    const st: Status = {
+      id: r.id,
+      role: r.role,
+      lead: r.lead,
+      term: r.term,
+      vote: r.vote,
+      commit: r.log.committed,
+      applied: r.log.applied,
+      firstIndex: r.log.firstIndex(),
+      lastIndex: r.log.lastIndex(),
+      leadTransferee: r.leadTransferee,
+      confState: cloneConfState(r.confState),
+      pendingRequests: r.tracker.size,
+    };
+    if (r.role === "leader") {
+      st.progress = new Map();
+      for (const [id, pr] of r.prs.progress) {
+        st.progress.set(id, { match: pr.match, next: pr.next, state: pr.state, recentActive: pr.recentActive, isLearner: pr.isLearner });
+      }
+    }
+    return st;
+  }
+}

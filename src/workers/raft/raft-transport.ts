@@ -1,0 +1,357 @@
+/**
+ * Raft messages over the authenticated peer channel (src/workers/raft/peer/). The Raft worker owns the
+ * PeerTransport, so this is a direct adapter inside that one thread, with no MessagePort hop:
+ *
+ *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft", { now: true })
+ *   GroupManager.receive ◀─ validate ◀─ decode ◀─ RaftPeerLink ◀─ PeerTransport "raft" handler
+ *
+ * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, written before send()
+ * returns (the manager already batched it, and a commit waits for it).
+ *
+ * Trust: a message is accepted only if its `from` is the Raft id of the node id the peer channel authenticated
+ * (a master cannot speak for another), its `to` is this node, its type is one peers exchange, and its shape
+ * and sizes are what the core expects (a malformed message that threw inside the core would stop the node).
+ *
+ * Delivery is best effort, as Raft wants it: a message for a peer without an established session is dropped
+ * (Raft resends), never queued behind a dead connection to arrive stale.
+ *
+ * Reachability (etcd's ReportUnreachable): the transport's peerDown tells the manager a peer is down at once,
+ * and so does the first message the link has to drop for it; the transport's peerUp, or the first message
+ * that goes through again, tells it the peer is up. One report per edge, not per message. A leader probes a
+ * down peer instead of pipelining appends to it, and probes it at once when it is up again.
+ *
+ * Fault injection (brine_cluster_chaos_file): the cluster service pushes its cut set here (setCut); messages
+ * to and from a cut peer are dropped as a partition would drop them, and a cut peer counts as down.
+ */
+import type { EventEmitter } from "node:events";
+import { Encoder } from "cbor-x";
+import { isBrineError } from "../../shared/errors.js";
+import { getLogger } from "../../shared/log.js";
+import type { Entry, Message, MessageType, SnapshotChunk } from "./core/types.js";
+import { raftIdOf } from "../../shared/node-ids.js";
+import type { Transport } from "./manager.js";
+import type { PeerTransportEvents } from "./peer/peer-types.js";
+import { clusterLimits } from "../../shared/cluster-limits.js";
+
+/** The peer channel name Raft traffic uses. */
+export const RAFT_CHANNEL = "raft";
+/** messages in one inbound payload, count */
+export const RAFT_MESSAGES_PER_PAYLOAD_MAX = 4096;
+/** entries in one inbound message, count */
+export const RAFT_ENTRIES_PER_MESSAGE_MAX = 65_536;
+/** bytes of one group name */
+const GROUP_BYTES_MAX = 256;
+
+const log = getLogger("brine.cluster.raft");
+const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
+
+/** Message types nodes send each other (local ones like MsgHup never cross the wire). */
+const PEER_TYPES = new Set<MessageType>([
+  "MsgProp",
+  "MsgPropResp",
+  "MsgReadIndex",
+  "MsgReadIndexResp",
+  "MsgTransferLeader",
+  "MsgApp",
+  "MsgAppResp",
+  "MsgVote",
+  "MsgVoteResp",
+  "MsgPreVote",
+  "MsgPreVoteResp",
+  "MsgHeartbeat",
+  "MsgHeartbeatResp",
+  "MsgSnap",
+  "MsgSnapResp",
+  "MsgTimeoutNow",
+]);
+
+function isUint(v: unknown): v is number {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+}
+
+function asBytes(v: unknown): Uint8Array | undefined {
+  if (!(v instanceof Uint8Array)) return undefined;
+  return v.constructor === Uint8Array ? v : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+function checkEntry(e: unknown): Entry | undefined {
+  if (e === null || typeof e !== "object") return undefined;
+  const x = e as Record<string, unknown>;
+  const data = asBytes(x.data);
+  if (!isUint(x.term) || !isUint(x.index) || (x.type !== "normal" && x.type !== "conf") || !data) return undefined;
+  if (data.length > clusterLimits.entryBytesMax) return undefined;
+  return { term: x.term, index: x.index, type: x.type, data };
+}
+
+function checkSnapshot(s: unknown): SnapshotChunk | undefined {
+  if (s === null || typeof s !== "object") return undefined;
+  const x = s as Record<string, unknown>;
+  const md = x.metadata as Record<string, unknown> | undefined;
+  const data = asBytes(x.data);
+  if (!md || typeof md !== "object" || !isUint(md.index) || !isUint(md.term) || !data) return undefined;
+  const cs = md.confState as Record<string, unknown> | undefined;
+  if (!cs || typeof cs !== "object" || !isUint(cs.confIndex)) return undefined;
+  const ids = (v: unknown) => Array.isArray(v) && v.length <= clusterLimits.votersMax + clusterLimits.learnersMax && v.every(isUint);
+  if (!ids(cs.voters) || !ids(cs.learners)) return undefined;
+  if (!isUint(x.offset) || !isUint(x.totalBytes) || x.totalBytes > clusterLimits.snapshotBytesMax || x.offset + data.length > x.totalBytes) return undefined;
+  return {
+    metadata: { index: md.index, term: md.term, confState: { voters: [...(cs.voters as number[])], learners: [...(cs.learners as number[])], confIndex: cs.confIndex } },
+    offset: x.offset,
+    totalBytes: x.totalBytes,
+    data,
+  };
+}
+
+/**
+ * A validated copy of a peer's message, or a reason it was refused. `fromRaftId` is the Raft id of the
+ * authenticated sender, `selfRaftId` ours.
+ */
+export function checkPeerMessage(raw: unknown, fromRaftId: number, selfRaftId: number): Message | string {
+  if (raw === null || typeof raw !== "object") return "not a map";
+  const x = raw as Record<string, unknown>;
+  if (typeof x.type !== "string" || !PEER_TYPES.has(x.type as MessageType)) return `type ${String(x.type).slice(0, 32)} is not a peer message`;
+  if (x.from !== fromRaftId) return `from ${String(x.from)} is not the authenticated sender`;
+  if (x.to !== selfRaftId) return `to ${String(x.to)} is not this node`;
+  for (const k of ["term", "logTerm", "index", "commit", "rejectHint"] as const) if (!isUint(x[k])) return `${k} is not a count`;
+  if (typeof x.reject !== "boolean") return "reject is not a boolean";
+  const m: Message = {
+    type: x.type as MessageType,
+    from: fromRaftId,
+    to: selfRaftId,
+    term: x.term as number,
+    logTerm: x.logTerm as number,
+    index: x.index as number,
+    commit: x.commit as number,
+    reject: x.reject,
+    rejectHint: x.rejectHint as number,
+  };
+  if (x.entries !== undefined && x.entries !== null) {
+    if (!Array.isArray(x.entries) || x.entries.length > RAFT_ENTRIES_PER_MESSAGE_MAX) return "entries is not a list of entries";
+    const entries: Entry[] = [];
+    for (const e of x.entries) {
+      const ok = checkEntry(e);
+      if (!ok) return "malformed entry";
+      entries.push(ok);
+    }
+    m.entries = entries;
+  }
+  if (x.snapshot !== undefined && x.snapshot !== null) {
+    const s = checkSnapshot(x.snapshot);
+    if (!s) return "malformed snapshot chunk";
+    m.snapshot = s;
+  }
+  for (const k of ["snapOffset", "incarnation", "batch", "transferee"] as const) {
+    if (x[k] === undefined || x[k] === null) continue;
+    if (!isUint(x[k])) return `${k} is not a count`;
+    m[k] = x[k] as number;
+  }
+  if (x.context !== undefined && x.context !== null) {
+    if (typeof x.context !== "string" || x.context.length > 1024) return "context is not a short string";
+    m.context = x.context;
+  }
+  if (x.requests !== undefined && x.requests !== null) {
+    if (!Array.isArray(x.requests) || x.requests.length > RAFT_ENTRIES_PER_MESSAGE_MAX || !x.requests.every(isUint)) return "requests is not a list of ids";
+    m.requests = [...(x.requests as number[])];
+  }
+  if (x.reason !== undefined && x.reason !== null) {
+    if (typeof x.reason !== "string" || x.reason.length > 64) return "reason is not a code";
+    m.reason = x.reason as Message["reason"];
+  }
+  return m;
+}
+
+/** Encodes one group's messages for one destination. */
+export function encodeRaftPayload(group: string, messages: readonly Message[]): Uint8Array {
+  return cbor.encode({ g: group, m: messages }) as Uint8Array;
+}
+
+/** Decodes a payload into a group and raw (unvalidated) messages; throws on bytes that are not one. */
+export function decodeRaftPayload(bytes: Uint8Array): { group: string; messages: unknown[] } {
+  const v = cbor.decode(bytes) as { g?: unknown; m?: unknown };
+  if (v === null || typeof v !== "object" || typeof v.g !== "string" || Buffer.byteLength(v.g) > GROUP_BYTES_MAX || !Array.isArray(v.m)) {
+    throw new Error("not a raft payload");
+  }
+  if (v.m.length > RAFT_MESSAGES_PER_PAYLOAD_MAX) throw new Error(`${v.m.length} messages in one payload`);
+  return { group: v.g, messages: v.m };
+}
+
+export interface InboundSink {
+  receive(group: string, m: Message): void;
+  /** the transport's word on a peer's session (GroupManager.peerReachable) */
+  peerReachable?(nodeId: string, reachable: boolean): void;
+}
+
+/** Counters of the link (tests and the bench read them through status, if wired). */
+export interface RaftLinkCounters {
+  sent: number;
+  received: number;
+  dropped: number;
+  refused: number;
+}
+
+/** What the link needs of the peer channel (PeerTransport has it; tests use a fake). */
+export interface RaftPeerChannel {
+  send(peerId: string, channel: string, payload: Uint8Array, opts?: { now?: boolean }): void;
+  isUp(peerId: string): boolean;
+  on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
+  readonly events: Pick<EventEmitter<PeerTransportEvents>, "on" | "off">;
+}
+
+const RAFT_SEND = Object.freeze({ now: true });
+/** refused inbound messages logged, count (then only counted) */
+const REFUSAL_LOGS_MAX = 100;
+/** inbound payloads held until the manager is attached, count (more are dropped: Raft resends) */
+const EARLY_PAYLOADS_MAX = 1024;
+
+/**
+ * The GroupManager's Transport over the worker's own PeerTransport. Node ids are learned from the founders
+ * and configured peers, from every session that comes up and from inbound senders; a message for a Raft id
+ * with no known node id is dropped.
+ */
+export class RaftPeerLink implements Transport {
+  private readonly names = new Map<number, string>();
+  private readonly selfRaftId: number;
+  private sink: InboundSink | undefined;
+  private early: { from: string; bytes: Uint8Array }[] = [];
+  private refusalsLogged = 0;
+  /** peers the manager was told are down, until a message to them goes through or their session is up */
+  private readonly down = new Set<string>();
+  /** fault injection: peers cut off (setCut) */
+  private cut = new Set<string>();
+  private readonly offs: (() => void)[] = [];
+  readonly counters: RaftLinkCounters = { sent: 0, received: 0, dropped: 0, refused: 0 };
+
+  constructor(
+    private readonly channel: RaftPeerChannel,
+    readonly selfId: string,
+    known: Iterable<string> = [],
+  ) {
+    this.selfRaftId = raftIdOf(selfId);
+    for (const id of known) this.learn(id);
+    this.offs.push(channel.on(RAFT_CHANNEL, (m) => this.onInbound(m.from, m.payload)));
+    const up = (id: string) => {
+      this.learn(id);
+      if (this.cut.has(id)) return;
+      this.down.delete(id);
+      this.sink?.peerReachable?.(id, true);
+    };
+    const lost = (id: string) => this.markDown(id);
+    channel.events.on("peerUp", up);
+    channel.events.on("peerDown", lost);
+    this.offs.push(() => {
+      channel.events.off("peerUp", up);
+      channel.events.off("peerDown", lost);
+    });
+  }
+
+  /** Inbound messages go to `sink` from now on (those that arrived before are delivered at once). */
+  attach(sink: InboundSink): void {
+    this.sink = sink;
+    const early = this.early;
+    this.early = [];
+    for (const m of early) this.onInbound(m.from, m.bytes);
+  }
+
+  learn(id: string): void {
+    try {
+      this.names.set(raftIdOf(id), id);
+    } catch {
+      // an id the Raft layer cannot name is ignored
+    }
+  }
+
+  /** Fault injection: drop Raft traffic to and from `ids` (an empty list heals); a cut peer counts as down. */
+  setCut(ids: readonly string[]): void {
+    const next = new Set(ids.filter((x) => x !== this.selfId));
+    for (const id of next) if (!this.cut.has(id)) this.markDown(id);
+    this.cut = next;
+  }
+
+  send(group: string, messages: readonly Message[]): void {
+    const byDest = new Map<number, Message[]>();
+    for (const m of messages) {
+      let l = byDest.get(m.to);
+      if (!l) byDest.set(m.to, (l = []));
+      l.push(m);
+    }
+    for (const [rid, ms] of byDest) {
+      const to = this.names.get(rid);
+      if (to === undefined || rid === this.selfRaftId) {
+        this.counters.dropped += ms.length;
+        continue;
+      }
+      let sent = false;
+      if (!this.cut.has(to) && this.channel.isUp(to)) {
+        try {
+          // sealed and written before send() returns: the bytes are not kept past this call
+          this.channel.send(to, RAFT_CHANNEL, encodeRaftPayload(group, ms), RAFT_SEND);
+          sent = true;
+        } catch {
+          // queue full or peer unknown: Raft resends
+        }
+      }
+      if (sent) {
+        this.counters.sent += ms.length;
+        if (this.down.delete(to)) this.sink?.peerReachable?.(to, true);
+      } else {
+        this.counters.dropped += ms.length;
+        this.markDown(to);
+      }
+    }
+  }
+
+  /** Tells the manager once (per edge) that `id` is unreachable. */
+  private markDown(id: string): void {
+    if (this.down.has(id)) return;
+    this.down.add(id);
+    // before the manager is attached there is no leader whose progress it could change
+    this.sink?.peerReachable?.(id, false);
+  }
+
+  private onInbound(from: string, bytes: Uint8Array): void {
+    if (this.cut.has(from)) return; // as a partition would: nothing arrives
+    if (!this.sink) {
+      if (this.early.length < EARLY_PAYLOADS_MAX) this.early.push({ from, bytes });
+      return;
+    }
+    this.learn(from);
+    let fromRaftId: number;
+    try {
+      fromRaftId = raftIdOf(from);
+    } catch {
+      return this.refuse(from, "the sender's id is not a node id");
+    }
+    let decoded;
+    try {
+      decoded = decodeRaftPayload(bytes);
+    } catch (e) {
+      return this.refuse(from, (e as Error).message);
+    }
+    for (const raw of decoded.messages) {
+      const m = checkPeerMessage(raw, fromRaftId, this.selfRaftId);
+      if (typeof m === "string") {
+        this.refuse(from, m);
+        continue;
+      }
+      this.counters.received++;
+      try {
+        this.sink.receive(decoded.group, m);
+      } catch (e) {
+        if (!isBrineError(e)) throw e;
+        this.refuse(from, e.message);
+      }
+    }
+  }
+
+  private refuse(from: string, why: string): void {
+    this.counters.refused++;
+    if (this.refusalsLogged < REFUSAL_LOGS_MAX) {
+      this.refusalsLogged++;
+      log.warning(`refused a raft message from ${from}: ${why}`);
+    }
+  }
+
+  close(): void {
+    for (const off of this.offs.splice(0)) off();
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * Everything a request worker needs to answer requests, built once per thread from the master's
+ * configuration and the shared buffers the main thread created (AES key, nonce set).
+ */
+import type { KeyObject } from "node:crypto";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { Crypticle } from "../../shared/protocol/crypticle.js";
+import { JidGenerator } from "../../shared/protocol/jid.js";
+import { privateKey, publicKey } from "../../shared/protocol/rsa.js";
+import { AcceptedKeyCache, KeyStore } from "../../lib/pki/key-store.js";
+import { SessionKeys } from "../../lib/store/sessions.js";
+import { V3Marks } from "./v3-marks.js";
+import { AuthCipherCache } from "./auth-cipher-cache.js";
+import { SharedSecrets } from "../../shared/secrets.js";
+import { NonceSet } from "../../shared/nonce-set.js";
+import { openStore, type Store } from "../../lib/store/lmdb-env.js";
+import { JobCache } from "../../lib/store/job-cache.js";
+import { MinionCache } from "../../lib/store/minion-cache.js";
+import { cleanKey } from "../../shared/protocol/pem.js";
+import { packEvent, packEventFromSpans } from "../../shared/event-frame.js";
+import { newMapEntrySpans, type MapEntrySpans } from "../../shared/protocol/msgpack.js";
+import { checkMinions } from "../../lib/targeting/index.js";
+import { minionFacingKeyFiles, minionPkiDir } from "../../shared/shared-fs.js";
+import { Authenticator } from "../../lib/auth/authenticate.js";
+import type { EauthBackend } from "../../lib/auth/backend.js";
+import { makeEauthBackends } from "../../lib/auth/backends/index.js";
+import { authOptions } from "../../lib/auth/options.js";
+import { readOption } from "../../shared/config/options.js";
+import { TokenStore } from "../../lib/auth/tokens.js";
+import type { WheelContext } from "../../lib/wheel/types.js";
+import { getLogger } from "../../shared/log.js";
+import { localPresent } from "./presence.js";
+import { MetricsBoard } from "../../shared/metrics/board.js";
+import { MasterPubSigner } from "../../lib/pki/master-sign.js";
+
+/** How long a thread trusts its cached copy of an accepted key file. */
+export const acceptedKeyCacheTtlMs = 1000;
+export const acceptedKeyCacheEntriesMax = 200_000;
+
+export interface SharedBuffers {
+  secrets: SharedArrayBuffer;
+  nonces: SharedArrayBuffer;
+  /** the last jid's microsecond timestamp (BigInt64), shared so jids are unique across threads */
+  jids: SharedArrayBuffer;
+  /** the metrics board (src/shared/metrics/board.ts); absent: this thread counts into a board nobody reads */
+  metrics?: SharedArrayBuffer;
+}
+
+/** What one request produced besides its reply: events for the bus, publishes for the PUB socket. */
+export interface Effects {
+  events: Buffer[];
+  publishes: Record<string, unknown>[];
+  /** key-state changes the main thread should know of (e.g. to invalidate caches, rotate) */
+  notes: string[];
+  /** runners an authorized clear `runner` request asked for; the main thread starts their threads */
+  runs: RunnerLaunch[];
+  /**
+   * Indices into `events` of the job records this master vouches for: a `_return` that passed every request
+   * check, a job's `new` event from an authorized publish. Clustered, only these are stored in the peers' job
+   * caches (the flag travels beside the frames, never in event data a minion controls); see markVerified.
+   */
+  verified: number[];
+  /** nonces of the AES requests dispatched (to the nonce journal and the peers: master/replay-window.ts) */
+  nonces: string[];
+}
+
+/** A runner call to start on the main thread (its jid was assigned by the request worker). */
+export interface RunnerLaunch {
+  jid: string;
+  fun: string;
+  arg: unknown[];
+  kwarg: Record<string, unknown>;
+  user: string;
+}
+
+export function newEffects(): Effects {
+  return { events: [], publishes: [], notes: [], runs: [], verified: [], nonces: [] };
+}
+
+/** Marks the event just fired as a job record this master verified (its own `_return` or publish path only). */
+export function markVerified(fx: Effects): void {
+  fx.verified.push(fx.events.length - 1);
+}
+
+const log = getLogger("brine.context");
+
+export class MasterContext {
+  readonly keys: KeyStore;
+  readonly acceptedKeys: AcceptedKeyCache;
+  readonly sessions: SessionKeys;
+  /** minions that sign in with protocol v3: a v2 request in their name is refused (v3-marks.ts) */
+  readonly v3Marks: V3Marks;
+  readonly secrets: SharedSecrets;
+  readonly nonces: NonceSet;
+  readonly store: Store;
+  readonly jobs: JobCache;
+  readonly minionCache: MinionCache;
+  readonly jids: JidGenerator;
+  /** this master's counters, shared by every thread (src/shared/metrics/board.ts) */
+  readonly metrics: MetricsBoard;
+  readonly masterPriv: KeyObject;
+  readonly masterPubClean: string;
+  /** `pub_sig` of accepted sign-ins, with `master_sign_pubkey` (pki/master-sign.ts) */
+  readonly pubSigner: MasterPubSigner | undefined;
+  /**
+   * Where the entries of the AES request being handled lie in its plaintext (request.ts). One per thread:
+   * a request's decode fills it and its handler reads it synchronously, before any other request runs.
+   */
+  readonly loadSpans: MapEntrySpans = newMapEntrySpans();
+  readonly loadSpansOpts = { spans: this.loadSpans };
+  /** per-minion OAEP ciphertexts of the AES and session keys, reused across sign-ins */
+  readonly authCiphers = new AuthCipherCache();
+  /** minion id → tok bytes already verified against its current key (X9.31 is deterministic) */
+  readonly verifiedToks = new Map<string, { tok: Buffer; pem: string }>();
+  private aesCache: { gen: number; c: Crypticle } | undefined;
+  private readonly cliKeyCache = new Map<string, { mtimeMs: number; key: string }>();
+  private authenticator: Authenticator | undefined;
+  /** brine_clear_request_bytes_max, read once (request.ts checks every frame against it) */
+  readonly clearRequestBytesMax: number;
+  /** eauth backends by name; set before the first clear command to replace the configured ones (tests) */
+  eauthBackends: ReadonlyMap<string, EauthBackend> | undefined;
+
+  constructor(
+    readonly cfg: MasterConfig,
+    shared: SharedBuffers,
+    readonly now: () => number = Date.now,
+  ) {
+    this.clearRequestBytesMax = readOption(cfg, "brine_clear_request_bytes_max");
+    this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
+    this.metrics = new MetricsBoard(shared.metrics);
+    // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
+    this.keys = new KeyStore(minionPkiDir(cfg));
+    this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
+    this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now);
+    this.v3Marks = new V3Marks(cfg.cachedir, now);
+    this.secrets = new SharedSecrets(shared.secrets);
+    this.nonces = new NonceSet(shared.nonces);
+    this.store = openStore(cfg);
+    this.jobs = new JobCache(this.store);
+    this.minionCache = new MinionCache(this.store);
+    const keyFiles = minionFacingKeyFiles(cfg);
+    const pem = readFileSync(keyFiles.pem, "utf8");
+    this.masterPriv = privateKey(pem);
+    this.masterPubClean = cleanKey(readFileSync(keyFiles.pub, "utf8"));
+    this.pubSigner = MasterPubSigner.load(cfg, this.masterPubClean);
+  }
+
+  /** The current publish AES Crypticle (v2 requests, auth replies); rebuilt when the key rotates. */
+  aes(): { crypticle: Crypticle; generation: number } {
+    const { key, generation } = this.secrets.aesKey();
+    if (!this.aesCache || this.aesCache.gen !== generation) this.aesCache = { gen: generation, c: new Crypticle(key) };
+    return { crypticle: this.aesCache.c, generation };
+  }
+
+  minionPublicKey(id: string): KeyObject | undefined {
+    const pem = this.acceptedKeys.get(id);
+    if (pem === undefined) return undefined;
+    try {
+      return publicKey(pem);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The CLI key of the master's own user (`cachedir/.<user>_key`), re-read when the file changes. */
+  rootKey(): string | undefined {
+    return this.cliKey(this.cfg.user);
+  }
+
+  /** The CLI key of one local user (`cachedir/.<user>_key`), or undefined when it has none. */
+  cliKey(user: string): string | undefined {
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(user)) return undefined;
+    const file = path.join(this.cfg.cachedir, `.${user}_key`);
+    try {
+      const st = statSync(file);
+      let hit = this.cliKeyCache.get(user);
+      if (!hit || hit.mtimeMs !== st.mtimeMs) {
+        hit = { mtimeMs: st.mtimeMs, key: readFileSync(file, "utf8").trim() };
+        this.cliKeyCache.set(user, hit);
+      }
+      return hit.key;
+    } catch {
+      this.cliKeyCache.delete(user);
+      return undefined;
+    }
+  }
+
+  /** Every local user's CLI key: the master's user, root, and the plain names in publisher_acl (Salt's access_keys). */
+  cliKeys(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const acl = this.cfg.publisher_acl;
+    const names = new Set([this.cfg.user, "root", ...(acl && typeof acl === "object" ? Object.keys(acl) : [])]);
+    for (const n of names) {
+      const k = this.cliKey(n);
+      if (k !== undefined) out[n] = k;
+    }
+    return out;
+  }
+
+  /** Authentication for clear commands (eauth backends, tokens, CLI keys), built at first use. */
+  auth(): Authenticator {
+    if (!this.authenticator) {
+      this.authenticator = new Authenticator({
+        opts: authOptions(this.cfg),
+        backends: this.eauthBackends ?? makeEauthBackends(this.cfg),
+        tokens: new TokenStore(this.store, this.now),
+        cliKeys: () => this.cliKeys(),
+        masterUser: this.cfg.user,
+        nowMs: this.now,
+        warn: (m) => log.warning(m),
+      });
+    }
+    return this.authenticator;
+  }
+
+  /** What a wheel function may do from this request thread: its events and key notes go with the request's effects. */
+  wheelContext(fx: Effects): WheelContext {
+    return {
+      cfg: this.cfg,
+      note: (change) => fx.notes.push(change),
+      fire: (tag, data) => this.fire(fx, tag, data),
+      connectedIds: async () => localPresent(this.cfg, this.store, this.acceptedIds(), (id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined),
+      now: this.now,
+    };
+  }
+
+  /** Queue an event for the bus; `owned`: `data` was made for this event alone and may be stamped in place. */
+  fire(fx: Effects, tag: string, data: unknown, owned = false): void {
+    this.metrics.eventFired(tag);
+    fx.events.push(packEvent(tag, data, new Date(), owned));
+  }
+
+  /** Queue an event whose data is a decoded map's entries as they came (see packEventFromSpans). */
+  fireSpans(fx: Effects, tag: string, spans: MapEntrySpans, drop: ReadonlySet<string>): void {
+    this.metrics.eventFired(tag);
+    fx.events.push(packEventFromSpans(tag, spans, drop));
+  }
+
+  /** Pillar compiler, installed by the pillar subsystem; without one `_pillar` answers {}. */
+  compilePillar?: (id: string, grains: Record<string, unknown>, load: Record<string, unknown>) => Promise<Record<string, unknown>>;
+
+  /** Accepted minions matching a target (mine_get, runners). */
+  targetIds(tgt: string | string[], tgtType: string): string[] {
+    return checkMinions(tgt, tgtType, {
+      acceptedIds: this.acceptedIds(),
+      minionData: (id: string) => this.minionCache.get(id),
+      nodegroups: this.cfg.nodegroups,
+      greedy: true,
+    }).minions;
+  }
+
+  acceptedIds(): readonly string[] {
+    return this.keys.listCached("accepted", this.now());
+  }
+
+  hasSyndicFile(id: string): boolean {
+    return existsSync(path.join(this.cfg.cachedir, "syndics", id));
+  }
+}

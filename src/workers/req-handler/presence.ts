@@ -1,0 +1,158 @@
+/**
+ * Which minions are connected (for "[Not connected]" and manage.present/not_present), two ways:
+ *
+ * - `connections` (Salt's way, the default without `cluster_id`): the remote addresses of ESTABLISHED TCP
+ *   connections to the local publish port, read from /proc/net/tcp{,6} (what Salt reads through `ss -ant`),
+ *   matched against each minion's cached ipv4/ipv6 grains. Loopback peers stand for every address of this
+ *   host, as in Salt.
+ * - `heard` (the default with `cluster_id`): behind a load balancer every publish connection comes from the
+ *   balancer's address, which says nothing about which minion is there (a balancer on another host matches no
+ *   minion: everyone would be "[Not connected]"; one on this host is loopback: everyone would be connected).
+ *   A minion is then present when it was heard from within `brine_presence_heard_s` (default
+ *   PRESENCE_HEARD_DEFAULT_S): a return to any job (the job cache holds the whole cluster's returns, mirrored)
+ *   or a data cache / mine write (synced from every master). A live minion that missed a job still answers the
+ *   CLI's `saltutil.find_job`, so it is "[No response]"; a stopped one is "[Not connected]" once its last
+ *   word is older than the window.
+ *
+ * Clustered, each master also shares its own set with its peers (src/workers/state-sync/) and a master answers
+ * with the union of its own and its peers' recent reports: a minion attached to another master is present.
+ * `brine_presence: connections | heard` chooses (a cluster whose minions reach the masters directly, not
+ * through a balancer, wants `connections`).
+ */
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { optionDefault } from "../../shared/config/options.js";
+import { formatJid } from "../../shared/protocol/jid.js";
+import type { Store } from "../../lib/store/lmdb-env.js";
+import { peersPresent } from "../../lib/store/presence-board.js";
+import { isClustered } from "../../shared/shared-fs.js";
+import { clusterNodeIdOf } from "../../shared/node-ids.js";
+
+const TCP_ESTABLISHED = "01";
+
+function hexToIpv4(h: string): string {
+  const n = parseInt(h, 16);
+  return [n & 255, (n >>> 8) & 255, (n >>> 16) & 255, (n >>> 24) & 255].join(".");
+}
+
+function hexToIpv6(h: string): string {
+  // /proc prints the address as four little-endian 32-bit words
+  const words: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const w = h.slice(i * 8, i * 8 + 8);
+    const le = w.match(/../g)!.reverse().join("");
+    words.push(le.slice(0, 4), le.slice(4, 8));
+  }
+  const full = words.map((w) => w.replace(/^0+(?=.)/, "").toLowerCase());
+  const v4mapped = full.slice(0, 5).every((w) => w === "0") && full[5] === "ffff";
+  if (v4mapped) {
+    const a = parseInt(words[6]!, 16);
+    const b = parseInt(words[7]!, 16);
+    return `${a >> 8}.${a & 255}.${b >> 8}.${b & 255}`;
+  }
+  return full.join(":");
+}
+
+/** Remote IPs with an established connection to `port` on this host. */
+export function peerAddresses(port: number, procDir = "/proc/net"): Set<string> {
+  const out = new Set<string>();
+  for (const [file, v6] of [["tcp", false], ["tcp6", true]] as const) {
+    let text: string;
+    try {
+      text = readFileSync(`${procDir}/${file}`, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 4 || f[3] !== TCP_ESTABLISHED) continue;
+      const [lip, lport] = f[1]!.split(":");
+      const [rip] = f[2]!.split(":");
+      if (parseInt(lport!, 16) !== port || !lip || !rip) continue;
+      out.add(v6 ? hexToIpv6(rip) : hexToIpv4(rip));
+    }
+  }
+  return out;
+}
+
+function localAddresses(): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) out.push(a.address);
+  return out;
+}
+
+/**
+ * Ids whose cached ipv4/ipv6 grains include a connected peer address.
+ * `grainsOf` returns the cached grains of an accepted id (or undefined).
+ */
+export function connectedIds(
+  acceptedIds: readonly string[],
+  grainsOf: (id: string) => Record<string, unknown> | undefined,
+  peers: Set<string>,
+): Set<string> {
+  const addrs = new Set(peers);
+  if (peers.has("127.0.0.1") || peers.has("::1")) for (const a of localAddresses()) addrs.add(a);
+  const out = new Set<string>();
+  for (const id of acceptedIds) {
+    const g = grainsOf(id);
+    if (!g) continue;
+    const ips = [...(Array.isArray(g.ipv4) ? g.ipv4 : []), ...(Array.isArray(g.ipv6) ? g.ipv6 : [])];
+    if (ips.some((ip) => typeof ip === "string" && addrs.has(ip))) out.add(id);
+  }
+  return out;
+}
+
+export type PresenceMode = "connections" | "heard";
+
+/** how long a minion counts as present after it was last heard from (`heard` mode), seconds */
+export const PRESENCE_HEARD_DEFAULT_S = optionDefault("brine_presence_heard_s") as number;
+/** how often a clustered master tells its peers which minions it sees, ms */
+export const PRESENCE_SHARE_MS = 5_000;
+/** a peer's report older than this no longer counts (three missed shares: the peer is gone or cut off), ms */
+export const PRESENCE_REPORT_MAX_AGE_MS = 3 * PRESENCE_SHARE_MS;
+/** job-cache return keys one `heard` computation reads at most (newest jobs first), count */
+export const HEARD_SCAN_KEYS_MAX = 1_000_000;
+
+export function presenceMode(cfg: MasterConfig): PresenceMode {
+  const m = cfg.brine_presence;
+  if (m === "connections" || m === "heard") return m;
+  return isClustered(cfg) ? "heard" : "connections";
+}
+
+function heardWindowMs(cfg: MasterConfig): number {
+  const s = Number(cfg.brine_presence_heard_s);
+  return (Number.isFinite(s) && s > 0 ? s : PRESENCE_HEARD_DEFAULT_S) * 1000;
+}
+
+/** Ids heard from since `sinceMs`: returns to jobs published since then, data cache and mine writes since then. */
+export function heardIds(store: Store, sinceMs: number): Set<string> {
+  const out = new Set<string>();
+  let n = 0;
+  // `<jid>/<id>` keys sort by jid, and jids by time: the newest jobs are the end of the range
+  for (const k of store.returns.getKeys({ start: "\uffff", end: formatJid(sinceMs, 0), reverse: true })) {
+    if (++n > HEARD_SCAN_KEYS_MAX) break;
+    const slash = k.indexOf("/");
+    if (slash > 0) out.add(k.slice(slash + 1));
+  }
+  const stamps = store.root.openDB<[number, string], string>({ name: "minions/stamps", encoding: "cbor" as unknown as "msgpack" });
+  for (const { key, value } of stamps.getRange({})) {
+    if (Array.isArray(value) && typeof value[0] === "number" && value[0] >= sinceMs) out.add(key.slice(2));
+  }
+  return out;
+}
+
+/** This master's own view: the accepted ids it sees connected, by `presenceMode`. */
+export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
+  const ids = presenceMode(cfg) === "heard" ? heardIds(store, nowMs - heardWindowMs(cfg)) : connectedIds(acceptedIds, grainsOf, peerAddresses(cfg.publish_port));
+  return acceptedIds.filter((id) => ids.has(id));
+}
+
+/** What "[Not connected]" and manage.present use: this master's view, united with its peers' recent reports. */
+export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
+  const own = localPresent(cfg, store, acceptedIds, grainsOf, nowMs);
+  if (!isClustered(cfg)) return own;
+  const all = peersPresent(store, clusterNodeIdOf(cfg), nowMs, PRESENCE_REPORT_MAX_AGE_MS);
+  for (const id of own) all.add(id);
+  return acceptedIds.filter((id) => all.has(id));
+}

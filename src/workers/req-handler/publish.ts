@@ -1,0 +1,142 @@
+/**
+ * The `publish` clear command (Salt's ClearFuncs.publish): authentication (a `token` or `eauth` in the
+ * load's `kwargs` is judged alone, never the key that comes with it; else the CLI key of `user`), the
+ * ACL blacklist, targeting against accepted keys and the minion data cache, authorization of the
+ * user's auth list against the function, its arguments and every targeted minion, jid allocation, the
+ * `<jid>` and `salt/job/<jid>/new` events, the saved load (credentials stripped), the 3007
+ * `salt/job/<jid>/publish` event, and the publish load handed to the publisher (which adds the serial,
+ * encrypts and signs, in order). Refusals are Salt's top-level `{"error": {...}}` and one audit line.
+ */
+import { getLogger } from "../../shared/log.js";
+import { credentialKind } from "../../lib/auth/authenticate.js";
+import { publishAllowed } from "../../lib/auth/acl.js";
+import { audit } from "./clear-funcs.js";
+import { saltJobFilesOn, writeSaltJobLoad } from "../../lib/store/salt-job-files.js";
+import { validJid } from "../../shared/protocol/ids.js";
+import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
+import { checkMinions } from "../../lib/targeting/index.js";
+import { markVerified, type Effects, type MasterContext } from "./context.js";
+
+const log = getLogger("brine.publish");
+
+/** Keys copied from the CLI's kwargs into the publish load (Salt's _prep_pub). */
+const KWARGS_FORWARDED = ["ret_config", "metadata", "module_executors", "executor_opts", "ret_kwargs"] as const;
+
+const authError = { error: { name: "AuthenticationError", message: "Authentication error occurred." } };
+const aclError = { error: { name: "AuthorizationError", message: "Authorization error occurred." } };
+
+/** Credentials a publish may carry in its kwargs; never saved, fired or published. */
+const KWARG_CREDENTIALS = ["token", "eauth", "username", "password"] as const;
+
+function blacklisted(list: string[] | undefined, value: string): boolean {
+  if (!Array.isArray(list)) return false;
+  return list.some((pat) => {
+    try {
+      return new RegExp(`^(?:${pat})$`).test(value);
+    } catch {
+      return pat === value;
+    }
+  });
+}
+
+function isStrList(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === "string");
+}
+
+export async function handlePublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects, source?: string): Promise<unknown> {
+  const clear = (l: unknown) => ({ enc: "clear", load: l });
+  const fun = load.fun;
+  const tgt = load.tgt;
+  const tgtType = typeof load.tgt_type === "string" ? load.tgt_type : "glob";
+  const kwargs = isMap(load.kwargs) ? load.kwargs : {};
+  if (!(typeof fun === "string" || isStrList(fun)) || !(typeof tgt === "string" || isStrList(tgt))) {
+    log.warning("publish request with a malformed fun or tgt");
+    return clear({ error: { name: "SaltInvocationError", message: "fun and tgt must be strings or lists of strings" } });
+  }
+  const arg = Array.isArray(load.arg) ? load.arg : [];
+  const funs = typeof fun === "string" ? [fun] : fun;
+
+  // who is asking: a token or eauth in kwargs alone, else the CLI key of `user`
+  const kind = credentialKind(kwargs as Record<string, unknown>);
+  const outcome = await ctx.auth().authenticate((kind === "user" ? load : kwargs) as Record<string, unknown>, kind, source);
+  const fail = (error: { name: string; message: string }) => {
+    if (validJid(load.jid)) ctx.fire(fx, `salt/job/${load.jid}/error`, { ...withoutCredentials(load), error });
+    return { error };
+  };
+  if (!outcome.ok) {
+    audit({ user: outcome.username, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: `denied: ${outcome.reason}` });
+    log.warning(`Authentication failure of type "${kind}" occurred.`);
+    return fail(authError.error);
+  }
+  const user = kind === "user" ? (typeof load.user === "string" ? load.user : "root") : outcome.username;
+
+  const bl = ctx.cfg.publisher_acl_blacklist ?? {};
+  if (blacklisted(bl.users, user) || funs.some((f) => blacklisted(bl.modules, f))) {
+    audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: "denied: publisher_acl_blacklist" });
+    log.warning(`publish by ${user} of ${funs.join(",")} refused by publisher_acl_blacklist`);
+    return fail(aclError.error);
+  }
+  const delimiter = typeof kwargs.delimiter === "string" ? kwargs.delimiter : ":";
+  const targets = {
+    acceptedIds: ctx.acceptedIds(),
+    minionData: (id: string) => ctx.minionCache.get(id),
+    nodegroups: ctx.cfg.nodegroups,
+    greedy: true,
+  };
+  const { minions, missing } = checkMinions(tgt, tgtType, targets, { delimiter });
+  if (outcome.rights !== "full") {
+    const allowed = publishAllowed({
+      authList: outcome.rights,
+      fun,
+      arg,
+      minions,
+      minionsOf: (t) => checkMinions(t, "compound", { ...targets, greedy: false }).minions,
+      whitelist: ["saltutil.find_job"],
+    });
+    if (!allowed) {
+      audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: "denied: not in the user's auth list" });
+      log.warning(`Authentication failure of type "${kind}" occurred.`);
+      return fail(aclError.error);
+    }
+  }
+  audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: "allowed" });
+  if (minions.length === 0) {
+    return clear({ jid: null, minions: [], error: `Master could not resolve minions for target ${String(tgt)}` });
+  }
+  const jid = validJid(load.jid) ? load.jid : ctx.jids.next();
+  if (kwargs.nocache === true) await ctx.jobs.markNocache(jid);
+
+  ctx.fire(fx, jid, { minions });
+  ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing });
+  markVerified(fx);
+  const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "" };
+  await ctx.jobs.saveLoad(jid, saved, minions);
+  if (saltJobFilesOn(ctx.cfg)) {
+    try {
+      writeSaltJobLoad(ctx.cfg, jid, saved, minions);
+    } catch (e) {
+      log.warning(`job ${jid}: Salt's job files (cachedir/jobs) could not be written: ${(e as Error).message}`);
+    }
+  }
+
+  const pub: Record<string, unknown> = { fun, arg, tgt, jid, ret: typeof load.ret === "string" ? load.ret : "", tgt_type: tgtType, user };
+  if (delimiter !== ":") pub.delimiter = delimiter;
+  for (const k of KWARGS_FORWARDED) if (kwargs[k] !== undefined) pub[k] = kwargs[k];
+  if (typeof load.to === "number") pub.to = load.to;
+  ctx.fire(fx, `salt/job/${jid}/publish`, pub);
+  fx.publishes.push(pub);
+  ctx.metrics.jobPublished(fun);
+  log.info(`User ${user} Published command ${funs.join(",")} with jid ${jid}`);
+  return clear({ jid, minions, missing });
+}
+
+/** The load as it may be saved and fired: no `key`, and no token or password in its kwargs. */
+function withoutCredentials(load: Record<string, WireValue>): Record<string, WireValue> {
+  const { key: _k, ...rest } = load;
+  if (isMap(rest.kwargs)) {
+    const kw: Record<string, WireValue> = { ...rest.kwargs };
+    for (const k of KWARG_CREDENTIALS) delete kw[k];
+    rest.kwargs = kw;
+  }
+  return rest;
+}

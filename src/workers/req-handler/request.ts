@@ -1,0 +1,286 @@
+/**
+ * One request frame in, exactly one reply frame out (Salt's ReqServerChannel.handle_message, hardened).
+ *
+ * Order: size + strict decode → envelope shape → decrypt (v3: session key of the envelope id; v2: the
+ * current publish key) → nonce, ttl, id and tok checks → replay check → dispatch (`_auth` and
+ * `publish` clear; AES allow-list) → encrypt the reply with the request's nonce. Every refusal is a
+ * reply with Salt's wording and a log line; nothing is written for a refused request.
+ */
+import { getLogger } from "../../shared/log.js";
+import { BrineError, isBrineError } from "../../shared/errors.js";
+import { Crypticle, generateKeyString } from "../../shared/protocol/crypticle.js";
+import { validId } from "../../shared/protocol/ids.js";
+import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } from "../../shared/protocol/msgpack.js";
+import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../../shared/protocol/rsa.js";
+import { x931Verify } from "../../shared/protocol/x931.js";
+import { bigEnvelopeDepthMax, bigEnvelopeElementsMax, clearFrameBytesMax, largeClearElementsMax, frameBytesMax, rsaBlockBytesMax } from "../../shared/protocol/limits.js";
+import { AES_FUNCS, type AesResult } from "./aes-funcs.js";
+import { handleAuth } from "./auth.js";
+import { minionPolicy } from "./minion-policy.js";
+import { handlePublish } from "./publish.js";
+import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
+import type { Effects, MasterContext } from "./context.js";
+import { requestTsWindowS, staleTs } from "./replay-window.js";
+import { CMD_NONE, cmdSlotOf } from "../../shared/metrics/labels.js";
+
+const log = getLogger("brine.request");
+const SALT = Buffer.from("salt");
+
+/**
+ * Clear commands a client may send (Salt's ClearFuncs.expose_methods); everything else gets `{}`
+ * (CVE-2020-11651: no other method is reachable). All but `_auth` are authenticated by their own
+ * credentials: see clear-funcs.ts and src/lib/auth/.
+ */
+const CLEAR_FUNCS = new Set(["_auth", "publish", ...CLEAR_COMMANDS]);
+/** Clear commands that may exceed clearFrameBytesMax (up to brine_clear_request_bytes_max): they carry arguments. */
+const LARGE_CLEAR_COMMANDS = new Set(["publish", "runner", "wheel"]);
+
+export const BAD_LOAD = "bad load";
+
+/** The metrics `cmd` slot of the request handleRequest last took, set before it first waits (metrics/labels.ts). */
+let cmdSlot = CMD_NONE;
+export function lastCmdSlot(): number {
+  return cmdSlot;
+}
+/** Whether the request handleRequest last took was answered without waiting (its promise is already settled). */
+let answeredAtOnce = true;
+export function lastAnsweredAtOnce(): boolean {
+  return answeredAtOnce;
+}
+
+function short(v: unknown): string {
+  try {
+    return JSON.stringify(v, (_k, x) => (Buffer.isBuffer(x) ? `<${x.length} bytes>` : typeof x === "bigint" ? String(x) : x)).slice(0, 200);
+  } catch {
+    return String(v).slice(0, 200);
+  }
+}
+
+function checkTok(ctx: MasterContext, id: string, tok: WireValue | undefined): boolean {
+  const tokBytes = asBytes(tok);
+  if (!tokBytes || tokBytes.length > rsaBlockBytesMax) return false;
+  const pem = ctx.acceptedKeys.get(id);
+  if (pem === undefined) {
+    log.warning(`Salt minion claiming to be ${id} attempted to communicate with master, but key could not be read and verification was denied.`);
+    return false;
+  }
+  const seen = ctx.verifiedToks.get(id);
+  if (seen && seen.pem === pem && seen.tok.equals(tokBytes)) return true;
+  const key = ctx.minionPublicKey(id);
+  if (!key || !x931Verify(key, tokBytes, SALT)) {
+    log.error(`Minion token did not validate: ${id}`);
+    return false;
+  }
+  ctx.verifiedToks.set(id, { tok: Buffer.from(tokBytes), pem });
+  return true;
+}
+
+function encryptPrivate(ctx: MasterContext, ret: unknown, id: string, nonce: string | undefined, encAlgo: string, sigAlgo: string): unknown {
+  const minionKey = ctx.minionPublicKey(id);
+  if (!minionKey) {
+    log.error("AES key not found");
+    return { error: "AES key not found" };
+  }
+  if (nonce === undefined) return { error: "Nonce not included in request" };
+  const oneTime = generateKeyString();
+  const key = oaepEncrypt(minionKey, Buffer.from(oneTime, "latin1"), isEncAlgo(encAlgo) ? encAlgo : DEFAULT_ENC_ALGO);
+  const tosign = encodeWire({ key, pillar: ret === false ? {} : ret, nonce });
+  const sig = rsaSign(ctx.masterPriv, tosign, isSigAlgo(sigAlgo) ? sigAlgo : DEFAULT_SIG_ALGO);
+  return { key, pillar: new Crypticle(oneTime).dumps({ data: tosign, sig }) };
+}
+
+function failed(e: unknown): Buffer {
+  log.error(`Some exception handling a payload from minion: ${(e as Error).stack ?? e}`);
+  return encodeWire("Some exception handling minion payload");
+}
+
+/**
+ * Handle one request body; always resolves to the reply body. Not an async function on purpose: most
+ * requests are answered without waiting (or wait once, for their durable write), and every async layer
+ * costs a promise and a suspended frame per request on the hot path.
+ */
+export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects, source?: string): Promise<Buffer> {
+  try {
+    const reply = handle(ctx, frame, fx, source);
+    answeredAtOnce = !(reply instanceof Promise);
+    if (reply instanceof Promise) return reply.then(toFrame, failed);
+    return Promise.resolve(toFrame(reply));
+  } catch (e) {
+    answeredAtOnce = true;
+    return Promise.resolve(failed(e));
+  }
+}
+
+/** A reply value already encoded as its frame (an AES reply sealed straight into a msgpack bin). */
+class Framed {
+  constructor(readonly bytes: Buffer) {}
+}
+
+function toFrame(reply: unknown): Buffer {
+  return reply instanceof Framed ? reply.bytes : encodeWire(reply);
+}
+
+/** Limits for a frame over brine_clear_request_bytes_max: only a flat envelope (scalars, one big ciphertext) decodes. */
+const bigEnvelopeLimits = { ...wireLimits, depthMax: bigEnvelopeDepthMax, elementsMax: bigEnvelopeElementsMax };
+/** Limits for a frame between clearFrameBytesMax and that bound: a large CLI publish decodes, an element flood does not. */
+const largeFrameLimits = { ...wireLimits, elementsMax: largeClearElementsMax };
+
+/** The reply value for one request body: at once, or a promise of it when a handler waits. */
+function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
+  cmdSlot = CMD_NONE;
+  if (frame.length > frameBytesMax) {
+    log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
+    return { msg: BAD_LOAD };
+  }
+  // over brine_clear_request_bytes_max only an AES envelope is taken from the request port: decode the
+  // envelope, never a container in it; between 64 KiB and that bound, a bounded number of elements (a large
+  // CLI publish decodes, a flood of tiny elements stops early). A frame with a source was built by this
+  // master's HTTP API from a bounded body.
+  const big = frame.length > ctx.clearRequestBytesMax && source === undefined;
+  const large = !big && frame.length > clearFrameBytesMax && source === undefined;
+  let payload: WireValue;
+  try {
+    payload = decodeWire(frame, big ? bigEnvelopeLimits : large ? largeFrameLimits : wireLimits, true); // the frame is this request's own: byte values may be views into it
+  } catch (e) {
+    const why = isBrineError(e) ? e.message : String(e);
+    if (big) log.warning(`bad load received on socket: frame of ${frame.length} bytes over brine_clear_request_bytes_max (${ctx.clearRequestBytesMax}) is not a flat AES envelope (${why})`);
+    else log.warning(`bad load received on socket: ${why}`);
+    return { msg: BAD_LOAD };
+  }
+  if (!isMap(payload) || !("enc" in payload) || !("load" in payload)) {
+    log.warning("bad load received on socket");
+    return BAD_LOAD;
+  }
+  const version = typeof payload.version === "number" ? payload.version : 0;
+  const enc = payload.enc;
+  if (big && enc !== "aes") {
+    log.warning(`bad load received on socket: ${short(enc)} request of ${frame.length} bytes exceeds brine_clear_request_bytes_max (${ctx.clearRequestBytesMax})`);
+    return { msg: BAD_LOAD };
+  }
+  let load: WireValue = payload.load;
+  let session: Crypticle | undefined;
+
+  // where the load's entries lie in its plaintext (a return's event re-sends them as they came);
+  // one holder per thread: filled by the decode below and read by the handler before it first waits
+  const spans = enc === "aes" ? ctx.loadSpans : undefined;
+  if (spans) spans.buf = undefined; // nothing of a previous request's plaintext is ever re-sent
+  if (enc === "aes") {
+    const cipher = asBytes(load);
+    if (!cipher) return BAD_LOAD;
+    try {
+      if (version > 2) {
+        if (!validId(payload.id)) throw new BrineError("BAD_ID", "Encountered invalid id");
+        session = ctx.sessions.get(payload.id).crypticle;
+        load = session.loads(cipher, ctx.loadSpansOpts);
+      } else {
+        load = ctx.aes().crypticle.loads(cipher, ctx.loadSpansOpts);
+      }
+    } catch (e) {
+      if (isBrineError(e, "CRYPTICLE_AUTH")) {
+        log.debug("Minion failed to auth to master (AES key mismatch); it will re-authenticate");
+      } else log.error(`Bad load from minion: ${isBrineError(e) ? e.message : String(e)}`);
+      return BAD_LOAD;
+    }
+  } else if (enc !== "clear") {
+    log.warning(`bad load received on socket: enc ${short(enc)}`);
+    return BAD_LOAD;
+  }
+
+  if (!isMap(load)) {
+    log.error(`payload and load must be a dict. Load was ${short(load)}`);
+    return "payload and load must be a dict";
+  }
+  cmdSlot = cmdSlotOf(load.cmd);
+  const id = load.id ?? "";
+  if (typeof id !== "string") {
+    log.error("Payload contains non-string id");
+    return `bad load: id ${short(id)} is not a string`;
+  }
+  if (id.includes("\0")) {
+    log.error("Payload contains an id with a null byte");
+    return "bad load: id contains a null byte";
+  }
+
+  if (enc === "clear") {
+    const cmd = load.cmd;
+    if (typeof cmd !== "string" || !CLEAR_FUNCS.has(cmd)) {
+      log.warning(`Clear request with command ${short(cmd)} refused (not an allowed clear command)`);
+      return {};
+    }
+    // only a command that carries arguments may be large: a sign-in or a token call is a few KiB
+    if (large && !LARGE_CLEAR_COMMANDS.has(cmd)) {
+      log.warning(`bad load received on socket: clear ${short(cmd)} request of ${frame.length} bytes exceeds clearFrameBytesMax (${clearFrameBytesMax})`);
+      return { msg: BAD_LOAD };
+    }
+    if (cmd === "_auth") return handleAuth(ctx, load, version, fx);
+    if (cmd === "publish") return handlePublish(ctx, load, fx, source);
+    return handleClearCommand(ctx, cmd, load, fx, source);
+  }
+
+  // AES requests
+  // nonce and tok stay in the load object (deleting keys would turn it into a slow dictionary-mode
+  // object on the hot path); handlers that pass the load on drop them when they copy it.
+  let nonce: string | undefined;
+  if (version > 1) {
+    const n = load.nonce;
+    if (n !== undefined && (typeof n !== "string" || !/^[0-9a-f]{32}$/.test(n))) {
+      log.warning(`Request from ${id} with a malformed nonce`);
+      return BAD_LOAD;
+    }
+    nonce = n;
+  }
+  if (version > 2) {
+    const stale = staleTs(load.ts, ctx.now(), ctx.cfg.request_server_ttl, requestTsWindowS(ctx.cfg));
+    if (stale !== undefined) {
+      log.warning(`Received request from ${short(id)} with ${stale}`);
+      return BAD_LOAD;
+    }
+    if (payload.id !== id) {
+      log.warning(`Request id mismatch. Found '${short(id)}' but expected '${short(payload.id)}'`);
+      return BAD_LOAD;
+    }
+    if (!validId(id)) {
+      log.warning(`Request contains invalid minion id '${short(id)}'`);
+      return BAD_LOAD;
+    }
+    if (!checkTok(ctx, id, load.tok)) return BAD_LOAD;
+  } else {
+    // a v2 envelope has no per-minion key: refuse it where a v3 minion's name is claimed, or everywhere
+    const minVersion = minionPolicy(ctx.cfg).minEnvelopeVersion;
+    if (version < minVersion) {
+      log.warning(`Request from ${id} refused: envelope version ${version} is below brine_min_envelope_version (${minVersion})`);
+      return BAD_LOAD;
+    }
+    if (id !== "" && ctx.v3Marks.has(id)) {
+      log.warning(`Request from ${id} refused: envelope version ${version}, but ${id} signs in with protocol v3 (another minion may be using its name)`);
+      return BAD_LOAD;
+    }
+    if (load.tok !== undefined && id !== "" && !checkTok(ctx, id, load.tok)) return BAD_LOAD;
+  }
+
+  const cmd = load.cmd;
+  const handler = typeof cmd === "string" && !cmd.startsWith("__") ? AES_FUNCS.get(cmd) : undefined;
+  if (nonce !== undefined) {
+    if (!ctx.nonces.checkAndInsert(nonce)) {
+      log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
+      return BAD_LOAD;
+    }
+    fx.nonces.push(nonce); // to the journal and the peers (replay-window.ts)
+  }
+  if (!handler) {
+    log.warning(`AES request from ${id} with command ${short(cmd)} is not allowed`);
+    return seal(ctx, { ret: {}, mode: "send" }, version, session, id, nonce, payload);
+  }
+  const r = handler(ctx, load, fx, spans);
+  if (r instanceof Promise) return r.then((done) => seal(ctx, done, version, session, id, nonce, payload));
+  return seal(ctx, r, version, session, id, nonce, payload);
+}
+
+/** An AES request's reply: encrypted with the key it came under (v3: session; else the publish key), or sent private. */
+function seal(ctx: MasterContext, r: AesResult, version: number, session: Crypticle | undefined, id: string, nonce: string | undefined, payload: Record<string, WireValue>): unknown {
+  if (r.mode === "send_private") {
+    return encryptPrivate(ctx, r.ret, id, nonce, String(payload.enc_algo ?? DEFAULT_ENC_ALGO), String(payload.sig_algo ?? DEFAULT_SIG_ALGO));
+  }
+  const c = version > 2 ? session! : ctx.aes().crypticle;
+  return new Framed(c.dumps(r.ret, nonce, true));
+}

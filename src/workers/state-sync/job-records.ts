@@ -1,0 +1,130 @@
+/**
+ * A clustered master's job cache, as its peers fill it (run in the mirror thread, job-mirror-worker.ts):
+ *
+ * - **Live**: the job records a peer forwards with its events. Only the frames the origin marked verified (its
+ *   own `_return` and publish paths, forwarding.ts) reach storeEvents; an event a minion fired never does,
+ *   whatever its tag says.
+ *     salt/job/<jid>/new        -> the job's load and expected minions, unless this master has the load already
+ *     salt/job/<jid>/ret/<id>   -> the return (refused, as locally, when one for (jid, id) exists: no duplicates)
+ * - **Bulk** (cache-sync pulls, sync-store.ts): what a master missed while it was away (stopped, paused, cut off)
+ *   is read from a peer's job cache by jid time (`job` and `ret` records, records.ts) and stored the same way.
+ */
+import { EventStreamReader } from "../../shared/event-frame.js";
+import { getLogger } from "../../shared/log.js";
+import { validId, validJid } from "../../shared/protocol/ids.js";
+import { formatJid, jidToMs } from "../../shared/protocol/jid.js";
+import { JobCache, type ReturnRecord } from "../../lib/store/job-cache.js";
+import type { Store } from "../../lib/store/lmdb-env.js";
+import { syncCbor, type JobRecord, type RetRecord } from "../../shared/sync-records.js";
+
+const log = getLogger("brine.cluster.mirror");
+const RET = /^salt\/job\/([^/]+)\/ret\/(.+)$/;
+const NEW = /^salt\/job\/([^/]+)\/new$/;
+
+/** one job-cache record a bulk sync sends at most (a larger return is left out, logged; the peer channel's frame is 8 MiB), bytes */
+export const SYNC_JOB_RECORD_BYTES_MAX = 6 * 1024 * 1024;
+
+export interface JobRecordsConfig {
+  job_cache: boolean;
+  job_cache_store_endtime: boolean;
+}
+
+export class JobRecords {
+  readonly jobs: JobCache;
+  private oversizeLogs = 0;
+
+  constructor(
+    private readonly s: Store,
+    private readonly cfg: JobRecordsConfig,
+  ) {
+    this.jobs = new JobCache(s);
+  }
+
+  /** Stores forwarded job event frames the origin verified (never call it with any other frame). */
+  async storeEvents(frames: readonly Uint8Array[]): Promise<void> {
+    const writes: Promise<unknown>[] = [];
+    for (const f of frames) {
+      let events;
+      try {
+        events = new EventStreamReader().push(Buffer.from(f.buffer, f.byteOffset, f.byteLength));
+      } catch (e) {
+        log.warning(`a forwarded event did not decode: ${(e as Error).message}`);
+        continue;
+      }
+      for (const { tag, data } of events) {
+        if (data === null || typeof data !== "object" || Array.isArray(data)) continue;
+        const r = RET.exec(tag);
+        if (r) {
+          const [, jid, id] = r as unknown as [string, string, string];
+          if (validJid(jid) && validId(id) && "return" in data) writes.push(this.storeReturn(jid, id, data as ReturnRecord));
+          continue;
+        }
+        const n = NEW.exec(tag);
+        if (n) {
+          const jid = n[1]!;
+          if (!validJid(jid) || this.jobs.getLoad(jid)) continue;
+          const { minions, missing: _m, _stamp, ...load } = data as Record<string, unknown>;
+          const ids = Array.isArray(minions) ? minions.filter((x): x is string => typeof x === "string") : undefined;
+          writes.push(this.jobs.saveLoad(jid, { ...load, jid, ret: (load as { ret?: unknown }).ret ?? "" }, ids));
+        }
+      }
+    }
+    await Promise.all(writes);
+  }
+
+  private storeReturn(jid: string, id: string, rec: ReturnRecord): Promise<boolean> {
+    if (!this.cfg.job_cache || this.jobs.isNocache(jid)) return Promise.resolve(false);
+    return this.jobs.saveReturn(jid, id, rec, Boolean(this.cfg.job_cache_store_endtime));
+  }
+
+  /** Stores a bulk-sync record; true when it was new here. */
+  async apply(r: JobRecord | RetRecord): Promise<boolean> {
+    if (r.k === "ret") return this.storeReturn(r.jid, r.id, r.v as unknown as ReturnRecord);
+    if (this.s.loads.get(r.jid) !== undefined) return false;
+    await this.jobs.saveLoad(r.jid, r.v, r.m);
+    return true;
+  }
+
+  /**
+   * One chunk of `bank` for a peer's bulk sync: records after the key `after` (jid, or `<jid>/<id>`), else from
+   * the first jid of `sinceMs` on, at most `max`; `next` is the key to resume after (undefined: the bank is done).
+   */
+  dump(bank: "job" | "ret", after: string | undefined, max: number, sinceMs: number): { records: (JobRecord | RetRecord)[]; next: string | undefined } {
+    const start = after ?? formatJid(Math.max(0, sinceMs), 0);
+    const records: (JobRecord | RetRecord)[] = [];
+    let last: string | undefined;
+    let seen = 0;
+    const db = bank === "job" ? this.s.loads : this.s.returns;
+    for (const { key, value } of db.getRange({ start, limit: max + 1 })) {
+      if (key === after) continue;
+      if (seen === max) break;
+      seen++;
+      last = key;
+      if (bank === "job") {
+        if (!validJid(key) || value === null || typeof value !== "object") continue;
+        const m = this.s.minions.get(key);
+        records.push({ k: "job", jid: key, v: value, ...(Array.isArray(m) ? { m } : {}) });
+        continue;
+      }
+      const slash = key.indexOf("/");
+      const rec: RetRecord = { k: "ret", jid: key.slice(0, slash), id: key.slice(slash + 1), v: value };
+      if (!validJid(rec.jid) || !validId(rec.id) || value === null || typeof value !== "object") continue;
+      const bytes = (syncCbor.encode(rec) as Uint8Array).byteLength;
+      if (bytes > SYNC_JOB_RECORD_BYTES_MAX) {
+        if (this.oversizeLogs++ % 100 === 0) log.warning(`a peer's bulk sync leaves out ${rec.id}'s return to ${rec.jid}: ${bytes} bytes`);
+        continue;
+      }
+      records.push(rec);
+    }
+    return { records, next: seen === max ? last : undefined };
+  }
+
+  /** When the newest job in this master's cache was created (its jid's time), undefined when there is none. */
+  newestMs(): number | undefined {
+    for (const jid of this.s.loads.getKeys({ reverse: true, limit: 16 })) {
+      const t = jidToMs(jid);
+      if (!Number.isNaN(t)) return t;
+    }
+    return undefined;
+  }
+}

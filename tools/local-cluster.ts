@@ -1,0 +1,430 @@
+/**
+ * A local master cluster for the tests (test/cluster-e2e), the demo (`npm run cluster:demo`) and the bench
+ * (bench/cluster.ts): N brine masters as their own processes (salt-master CLI, so a
+ * test can SIGKILL one), each on its own loopback address with the standard ports 4505/4506 (the publish port a
+ * master announces is then the balancer's too) and the peer channel on 4520, a shared `cluster_pki_dir` and
+ * `cachedir` (Salt's shared-filesystem topology), and a real HAProxy in front (tcp mode, roundrobin, the
+ * frontends and timeouts of Salt's master-cluster tutorial) started from its own config file in a temporary
+ * directory, never the system service.
+ *
+ * Fault injection: each master's `brine_cluster_chaos_file` (src/main-thread/cluster/cluster-service.ts) lets partition()
+ * cut one master off from the others (both directions), and heal() undo it.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { stringify } from "yaml";
+import { TestMinion, type TestMinionOptions } from "./minion/test-minion.js";
+import type { MinionKeys } from "./minion/keys.js";
+
+export const CLI_DIR = new URL("../src/cli/", import.meta.url);
+export const PUB_PORT = 4505;
+export const RET_PORT = 4506;
+export const POOL_PORT = 4520;
+
+/** The haproxy binary, if installed. */
+export function haproxyBinary(): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(":").concat(["/usr/sbin", "/usr/local/sbin", "/sbin"])) {
+    const p = path.join(dir, "haproxy");
+    if (dir && existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+export function portFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+
+export function canConnect(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = net.connect(port, host);
+    c.once("connect", () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once("error", () => resolve(false));
+  });
+}
+
+/** Why a cluster on these addresses cannot run here (a message for t.skip), or undefined. */
+export async function skipReason(lbHost: string, hosts: string[]): Promise<string | undefined> {
+  if (!haproxyBinary()) return "haproxy is not installed (apt-get install haproxy; .ci/run installs it)";
+  for (const [h, p] of [[lbHost, PUB_PORT], [lbHost, RET_PORT], ...hosts.flatMap((x) => [[x, PUB_PORT], [x, RET_PORT], [x, POOL_PORT]])] as [string, number][]) {
+    if (!(await portFree(h, p))) return `${h}:${p} is taken`;
+  }
+  return undefined;
+}
+
+export function haproxyConfig(lbHost: string, hosts: string[], statsSocket: string, checkIntervalMs = 500, maxconn = 8000): string {
+  const servers = (port: number) => hosts.map((h, i) => `    server m${i + 1} ${h}:${port} check`).join("\n");
+  return `global
+    # each connection costs two descriptors (client and server side): stay under a 20000 descriptor limit
+    maxconn ${maxconn}
+    stats socket ${statsSocket} mode 600 level admin
+
+defaults
+    mode tcp
+    timeout connect 2s
+    retries 3
+    option redispatch
+    default-server inter ${checkIntervalMs}ms fall 2 rise 2
+
+frontend salt-master-pub
+    bind ${lbHost}:${PUB_PORT}
+    # equal to the masters' publish_session
+    timeout client 86400s
+    default_backend salt-master-pub-backend
+
+backend salt-master-pub-backend
+    balance roundrobin
+    timeout server 86400s
+${servers(PUB_PORT)}
+
+frontend salt-master-req
+    bind ${lbHost}:${RET_PORT}
+    timeout client 1m
+    default_backend salt-master-req-backend
+
+backend salt-master-req-backend
+    balance roundrobin
+    timeout server 1m
+${servers(RET_PORT)}
+`;
+}
+
+export interface MasterProc {
+  index: number;
+  id: string;
+  host: string;
+  confDir: string;
+  logFile: string;
+  chaosFile: string;
+  proc: ChildProcess | undefined;
+}
+
+export interface HarnessOptions {
+  lbHost: string;
+  hosts: string[];
+  clusterId?: string;
+  /** extra master options for every master */
+  extra?: Record<string, unknown>;
+  /** keep the temporary root (for the demo) */
+  root?: string;
+  /** master console log level */
+  logLevel?: string;
+  /** each master its own `cachedir` (nothing shared but `cluster_pki_dir`): the cluster carries the rest */
+  privateCachedir?: boolean;
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runNode(script: string, args: string[], timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    const t = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
+    p.on("close", (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `f` until it returns a value that is not undefined; throws naming `what` after `ms`. */
+export async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000, everyMs = 250): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await f();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? ` (${(last as Error).message})` : ""}`);
+    await sleep(everyMs);
+  }
+}
+
+export class ClusterHarness {
+  readonly root: string;
+  readonly shared: string;
+  readonly masters: MasterProc[] = [];
+  private haproxy: ChildProcess | undefined;
+  private haproxyLog = "";
+  readonly statsSocket: string;
+
+  private constructor(readonly opts: HarnessOptions) {
+    this.root = opts.root ?? mkdtempSync(path.join(os.tmpdir(), "brine-cluster-"));
+    this.shared = path.join(this.root, "shared");
+    this.statsSocket = path.join(this.root, "haproxy.sock");
+    opts.hosts.forEach((host, i) => {
+      const id = `m${i + 1}`;
+      const dir = path.join(this.root, id);
+      this.masters.push({ index: i, id, host, confDir: path.join(dir, "etc"), logFile: path.join(dir, "master.log"), chaosFile: path.join(dir, "chaos"), proc: undefined });
+    });
+  }
+
+  /** Writes every config, starts the masters and HAProxy. */
+  static async start(opts: HarnessOptions): Promise<ClusterHarness> {
+    const h = new ClusterHarness(opts);
+    try {
+      for (const m of h.masters) h.writeConfig(m);
+      await Promise.all(h.masters.map((m) => h.startMaster(m.index)));
+      await h.startHaproxy();
+    } catch (e) {
+      await h.stop();
+      throw e;
+    }
+    return h;
+  }
+
+  masterConfig(m: MasterProc): Record<string, unknown> {
+    const dir = path.join(this.root, m.id);
+    return {
+      id: m.id,
+      interface: m.host,
+      publish_port: PUB_PORT,
+      ret_port: RET_PORT,
+      cluster_id: this.opts.clusterId ?? "brine-e2e",
+      cluster_peers: this.opts.hosts.filter((x) => x !== m.host),
+      cluster_pki_dir: path.join(this.shared, "pki"),
+      cachedir: this.opts.privateCachedir ? path.join(dir, "cache") : path.join(this.shared, "cache"),
+      pki_dir: path.join(dir, "pki"),
+      sock_dir: path.join(dir, "sock"),
+      // each master its own (the default /var/run/salt-master.pid is one per host)
+      pidfile: path.join(dir, "salt-master.pid"),
+      log_file: m.logFile,
+      log_level_logfile: "info",
+      file_roots: { base: [path.join(this.shared, "srv", "salt")] },
+      pillar_roots: { base: [path.join(this.shared, "srv", "pillar")] },
+      auto_accept: true,
+      worker_threads: 1,
+      loop_interval: 60,
+      brine_cluster_chaos_file: m.chaosFile,
+      brine_cluster_unhealthy_after_ms: 1000,
+      ...this.opts.extra,
+    };
+  }
+
+  private writeConfig(m: MasterProc): void {
+    mkdirSync(m.confDir, { recursive: true });
+    mkdirSync(path.join(this.shared, "srv", "salt"), { recursive: true });
+    writeFileSync(path.join(m.confDir, "master"), stringify(this.masterConfig(m)));
+  }
+
+  /** Starts (or restarts) master i and waits for its "ready" line. */
+  async startMaster(i: number): Promise<void> {
+    const m = this.masters[i]!;
+    const script = new URL("salt-master.js", CLI_DIR).pathname;
+    const p = spawn(process.execPath, [script, "-c", m.confDir, "-l", this.opts.logLevel ?? "warning"], { stdio: ["ignore", "pipe", "pipe"] });
+    m.proc = p;
+    let out = "";
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`${m.id} did not start within 60 s: ${out}`)), 60_000);
+      const on = (d: Buffer) => {
+        out += d.toString();
+        if (out.includes(" ready (")) {
+          clearTimeout(t);
+          resolve();
+        }
+      };
+      p.stdout!.on("data", on);
+      p.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+      p.once("exit", (code) => {
+        clearTimeout(t);
+        reject(new Error(`${m.id} exited (${code}) while starting: ${out}`));
+      });
+    });
+    p.removeAllListeners("exit");
+    // keep draining the pipes so the master never blocks on a full one
+    p.stdout!.resume();
+    p.stderr!.resume();
+  }
+
+  kill(i: number, signal: NodeJS.Signals = "SIGKILL"): void {
+    const m = this.masters[i]!;
+    m.proc?.kill(signal);
+  }
+
+  async waitExit(i: number, ms = 15_000): Promise<void> {
+    const p = this.masters[i]!.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      p.once("exit", () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  private async startHaproxy(): Promise<void> {
+    const bin = haproxyBinary();
+    if (!bin) throw new Error("haproxy is not installed");
+    const cfgFile = path.join(this.root, "haproxy.cfg");
+    writeFileSync(cfgFile, haproxyConfig(this.opts.lbHost, this.opts.hosts, this.statsSocket));
+    const check = spawnSync(bin, ["-c", "-f", cfgFile], { encoding: "utf8" });
+    if (check.status !== 0) throw new Error(`haproxy refused its config: ${check.stdout}${check.stderr}`);
+    const p = spawn(bin, ["-db", "-f", cfgFile], { stdio: ["ignore", "pipe", "pipe"] });
+    this.haproxy = p;
+    p.stdout!.on("data", (d) => (this.haproxyLog += d));
+    p.stderr!.on("data", (d) => (this.haproxyLog += d));
+    await until("haproxy to listen", async () => {
+      if (p.exitCode !== null) throw new Error(`haproxy exited: ${this.haproxyLog}`);
+      return (await canConnect(this.opts.lbHost, RET_PORT)) ? true : undefined;
+    }, 10_000, 50);
+    await until("haproxy to see every master up", async () => {
+      const st = await this.haproxyServers();
+      return st.length === this.opts.hosts.length * 2 && st.every((s) => s.status === "UP") ? true : undefined;
+    }, 15_000);
+  }
+
+  /** HAProxy's view of each backend server (`show stat`): backend, server, status, current sessions. */
+  async haproxyServers(): Promise<{ backend: string; server: string; status: string; scur: number; stot: number }[]> {
+    const text = await this.haproxyCommand("show stat");
+    const lines = text.trim().split("\n");
+    const head = lines[0]!.replace(/^# /, "").split(",");
+    const col = (name: string) => head.indexOf(name);
+    return lines
+      .slice(1)
+      .map((l) => l.split(","))
+      .filter((f) => f[col("svname")] !== "FRONTEND" && f[col("svname")] !== "BACKEND")
+      .map((f) => ({ backend: f[col("pxname")]!, server: f[col("svname")]!, status: f[col("status")]!, scur: Number(f[col("scur")]), stot: Number(f[col("stot")]) }));
+  }
+
+  /** One command on HAProxy's admin socket (`disable server …`); its answer. */
+  haproxyCommand(cmd: string): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const c = net.connect(this.statsSocket);
+      let buf = "";
+      c.on("connect", () => c.write(`${cmd}\n`));
+      c.on("data", (d) => (buf += d));
+      c.on("end", () => resolve(buf));
+      c.on("error", reject);
+    });
+  }
+
+  /**
+   * Takes master i out of the balancer (both backends) and closes the connections HAProxy holds to it, so its
+   * minions reconnect through the balancer to the other masters, as when a master dies, but the master runs on.
+   */
+  async drain(i: number): Promise<void> {
+    const id = this.masters[i]!.id;
+    for (const b of ["salt-master-pub-backend", "salt-master-req-backend"]) {
+      await this.haproxyCommand(`disable server ${b}/${id}`);
+      await this.haproxyCommand(`shutdown sessions server ${b}/${id}`);
+    }
+  }
+
+  /** Puts master i back into the balancer. */
+  async undrain(i: number): Promise<void> {
+    const id = this.masters[i]!.id;
+    for (const b of ["salt-master-pub-backend", "salt-master-req-backend"]) await this.haproxyCommand(`enable server ${b}/${id}`);
+  }
+
+  /** Only master i takes new connections through the balancer (the others keep what they have). */
+  async only(i: number): Promise<void> {
+    for (const m of this.masters) {
+      for (const b of ["salt-master-pub-backend", "salt-master-req-backend"]) await this.haproxyCommand(`${m.index === i ? "enable" : "disable"} server ${b}/${m.id}`);
+    }
+  }
+
+  salt(i: number, args: string[], timeoutMs = 90_000): Promise<CliResult> {
+    return runNode(new URL("salt.js", CLI_DIR).pathname, ["-c", this.masters[i]!.confDir, ...args], timeoutMs);
+  }
+
+  saltRun(i: number, args: string[], timeoutMs = 60_000): Promise<CliResult> {
+    return runNode(new URL("salt-run.js", CLI_DIR).pathname, ["-c", this.masters[i]!.confDir, ...args], timeoutMs);
+  }
+
+  saltKey(i: number, args: string[], timeoutMs = 60_000): Promise<CliResult> {
+    return runNode(new URL("salt-key.js", CLI_DIR).pathname, ["-c", this.masters[i]!.confDir, ...args], timeoutMs);
+  }
+
+  /** `salt-run cluster.<fn> --out json` on master i, parsed. */
+  async clusterRunner(i: number, fn: string, args: string[] = []): Promise<any> {
+    const r = await this.saltRun(i, [`cluster.${fn}`, ...args, "--out", "json"]);
+    if (r.code !== 0) throw new Error(`salt-run cluster.${fn} on m${i + 1}: ${r.stderr || r.stdout}`);
+    return JSON.parse(r.stdout);
+  }
+
+  /** Waits until the live masters `alive` agree on one leader (other than `not`), and `voters` voters. */
+  async waitLeader(alive: number[], voters: number, ms = 30_000, not?: string): Promise<string> {
+    return until(`a leader seen by ${alive.map((i) => this.masters[i]!.id).join(", ")}`, async () => {
+      const views = await Promise.all(alive.map((i) => this.clusterRunner(i, "members")));
+      const leader = views[0]?.leader_id;
+      if (!leader || leader === not || !views.every((v) => v.leader_id === leader && v.voter_count === voters)) return undefined;
+      return leader as string;
+    }, ms, 300);
+  }
+
+  /** Cuts master i off from the others (both directions), as a network partition would. */
+  partition(i: number): void {
+    const me = this.masters[i]!;
+    writeFileSync(me.chaosFile, this.masters.filter((m) => m !== me).map((m) => m.id).join("\n"));
+    for (const m of this.masters) if (m !== me) writeFileSync(m.chaosFile, me.id);
+  }
+
+  heal(): void {
+    for (const m of this.masters) writeFileSync(m.chaosFile, "");
+  }
+
+  async stop(keep = false): Promise<void> {
+    for (const m of this.masters) {
+      if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null) m.proc.kill("SIGTERM");
+    }
+    await Promise.all(this.masters.map((m) => this.waitExit(m.index, 15_000)));
+    for (const m of this.masters) if (m.proc && m.proc.exitCode === null && m.proc.signalCode === null) m.proc.kill("SIGKILL");
+    if (this.haproxy && this.haproxy.exitCode === null) {
+      this.haproxy.kill("SIGTERM");
+      await new Promise((r) => this.haproxy!.once("exit", r));
+    }
+    if (!keep) rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/** `salt --out json` prints one document per minion. */
+export function parseReturns(stdout: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const doc of `\n${stdout.trim()}`.split(/\n(?=\{)/)) {
+    if (doc.trim() === "") continue;
+    Object.assign(out, JSON.parse(doc));
+  }
+  return out;
+}
+
+export function minionThrough(host: string, id: string, keys: MinionKeys, retPort = RET_PORT, extra: Partial<TestMinionOptions> = {}): TestMinion {
+  return new TestMinion({
+    id,
+    master: host,
+    retPort,
+    keys,
+    acceptanceWaitMs: 200,
+    randomReauthDelayMs: 0,
+    reconDefaultMs: 100,
+    reconMaxMs: 500,
+    authTimeoutMs: 5000,
+    requestTimeoutMs: 5000,
+    returnTimeoutMinMs: 2000,
+    returnTimeoutMaxMs: 3000,
+    ...extra,
+  });
+}

@@ -1,0 +1,293 @@
+/**
+ * The execution functions a test minion answers, and the `_return` load it sends back
+ * (`salt/minion.py: Minion._thread_return`, `load_args_and_kwargs`; `salt/modules/test.py`,
+ * `saltutil.py`).
+ *
+ * Arguments: a `{"__kwarg__": true, …}` map holds keyword arguments; a string `key=value` (key a Python
+ * identifier, not `==`) is a keyword argument with its value YAML-parsed; anything else is positional,
+ * unchanged. The running-jobs table is what `saltutil.find_job` reads: while a job runs it holds the
+ * proc record `{jid, fun, arg, pid, tgt, tgt_type, ret, user}`.
+ */
+import YAML from "yaml";
+import type { WireValue } from "../../src/shared/protocol/msgpack.js";
+import { sharedTimer, type CoarseTimer } from "../../src/shared/coarse-timer.js";
+
+export interface CmdRunResult {
+  stdout: string;
+  retcode?: number;
+  /** how long the stand-in "runs" */
+  delayMs?: number;
+}
+
+/** A stand-in for `cmd.run`: what the command prints and returns. */
+export type CmdRunStandIn = (cmd: string, self: { id: string }) => CmdRunResult;
+
+/** Default `cmd.run`: echo, sleep, true/false, hostname, id, whoami; anything else is "not found". */
+export const defaultCmdRun: CmdRunStandIn = (cmd, self) => {
+  const words = cmd.trim().split(/\s+/);
+  const unquote = (s: string) => s.replace(/^(['"])(.*)\1$/s, "$2");
+  switch (words[0]) {
+    case "echo":
+      return { stdout: unquote(cmd.trim().slice(4).trim()) };
+    case "sleep":
+      return { stdout: "", delayMs: Math.max(0, Number(words[1]) * 1000 || 0) };
+    case "true":
+    case ":":
+      return { stdout: "" };
+    case "false":
+      return { stdout: "", retcode: 1 };
+    case "hostname":
+      return { stdout: self.id };
+    case "whoami":
+      return { stdout: "root" };
+    case "id":
+      return { stdout: "uid=0(root) gid=0(root) groups=0(root)" };
+    case undefined:
+    case "":
+      return { stdout: "" };
+    default:
+      return { stdout: `/bin/sh: 1: ${words[0]}: not found`, retcode: 127 };
+  }
+};
+
+/** A job as published (the decrypted publish load). */
+export interface PublishLoad {
+  jid: string;
+  fun: string | string[];
+  arg: WireValue[];
+  tgt: WireValue;
+  tgt_type?: string;
+  ret?: WireValue;
+  user?: string;
+  master_id?: WireValue;
+  metadata?: WireValue;
+  [k: string]: WireValue | undefined;
+}
+
+export interface ProcRecord {
+  jid: string;
+  fun: string | string[];
+  arg: WireValue[];
+  pid: number;
+  tgt: WireValue;
+  tgt_type: string;
+  ret: WireValue;
+  user: string;
+}
+
+export interface JobOutcome {
+  return: unknown;
+  retcode: number | Record<string, number>;
+  success: boolean | Record<string, boolean>;
+  out?: string;
+}
+
+export interface MinionSelf {
+  id: string;
+  grains: Record<string, unknown>;
+  pillar: unknown;
+  version: string;
+}
+
+const KWARG = /^([^\d\W][\w.-]*)=(?!=)(.*)$/su;
+
+function yamlify(v: string): unknown {
+  if (v === "") return v;
+  try {
+    const parsed = YAML.parse(v);
+    return parsed === undefined ? v : parsed;
+  } catch {
+    return v;
+  }
+}
+
+/** Salt's load_args_and_kwargs for a function taking *args and **kwargs. */
+export function splitArgs(arg: readonly WireValue[]): { args: unknown[]; kwargs: Record<string, unknown> } {
+  const args: unknown[] = [];
+  const kwargs: Record<string, unknown> = {};
+  for (const a of arg) {
+    if (a !== null && typeof a === "object" && !Array.isArray(a) && !Buffer.isBuffer(a) && a.__kwarg__ === true) {
+      for (const [k, v] of Object.entries(a)) if (k !== "__kwarg__") kwargs[k] = v;
+      continue;
+    }
+    if (typeof a === "string") {
+      const m = KWARG.exec(a);
+      if (m) {
+        kwargs[m[1]!] = yamlify(m[2]!);
+        continue;
+      }
+    }
+    args.push(a);
+  }
+  return { args, kwargs };
+}
+
+class FunctionError extends Error {}
+
+/** Salt stamps (`_stamp`): UTC ISO 8601 with microseconds, no zone. */
+export function saltStamp(ms = Date.now()): string {
+  return new Date(ms).toISOString().replace("Z", "000");
+}
+
+export class FunctionRunner {
+  /** jid → proc record of each job running now (what saltutil.find_job reads) */
+  readonly running = new Map<string, ProcRecord>();
+  private nextPid: number;
+
+  constructor(
+    private readonly self: MinionSelf,
+    private readonly opts: { cmdRun?: CmdRunStandIn; timer?: CoarseTimer; signal?: () => AbortSignal | undefined } = {},
+  ) {
+    this.nextPid = 10_000 + Math.floor(Math.random() * 20_000);
+  }
+
+  /** Names of the functions this minion has. */
+  static readonly functions = [
+    "test.ping",
+    "test.echo",
+    "test.sleep",
+    "test.arg",
+    "test.version",
+    "test.retcode",
+    "saltutil.find_job",
+    "saltutil.running",
+    "grains.items",
+    "grains.get",
+    "pillar.items",
+    "cmd.run",
+    "sys.list_functions",
+  ] as const;
+
+  private sleep(ms: number): Promise<void> {
+    return (this.opts.timer ?? sharedTimer).sleep(ms, this.opts.signal?.());
+  }
+
+  private async call(fun: string, arg: readonly WireValue[], ctx: { retcode: number }): Promise<unknown> {
+    const { args, kwargs } = splitArgs(arg);
+    const a0 = args[0] ?? kwargs[Object.keys(kwargs)[0] ?? ""];
+    switch (fun) {
+      case "test.ping":
+        return true;
+      case "test.echo":
+        return args.length ? args[0] : (kwargs.text ?? "");
+      case "test.sleep": {
+        const secs = Number(args[0] ?? kwargs.length);
+        if (!Number.isFinite(secs) || secs < 0) throw new FunctionError(`Passed invalid arguments: could not convert string to float: '${String(a0)}'`);
+        await this.sleep(secs * 1000);
+        return true;
+      }
+      case "test.arg": {
+        const clean: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(kwargs)) if (!k.startsWith("__")) clean[k] = v;
+        return { args, kwargs: clean };
+      }
+      case "test.version":
+        return this.self.version;
+      case "test.retcode": {
+        const code = Number(args[0] ?? kwargs.code ?? 0);
+        ctx.retcode = Number.isInteger(code) ? code : 0;
+        return true;
+      }
+      case "saltutil.find_job": {
+        const jid = String(args[0] ?? kwargs.jid ?? "");
+        const rec = this.running.get(jid);
+        return rec ? { ...rec } : {};
+      }
+      case "saltutil.running":
+        return [...this.running.values()].map((r) => ({ ...r }));
+      case "grains.items":
+        return this.self.grains;
+      case "grains.get": {
+        let v: unknown = this.self.grains;
+        for (const part of String(args[0] ?? kwargs.key ?? "").split(":")) {
+          v = v !== null && typeof v === "object" ? (v as Record<string, unknown>)[part] : undefined;
+        }
+        return v ?? args[1] ?? kwargs.default ?? "";
+      }
+      case "pillar.items":
+        return this.self.pillar ?? {};
+      case "cmd.run": {
+        const cmd = String(args[0] ?? kwargs.cmd ?? "");
+        const r = (this.opts.cmdRun ?? defaultCmdRun)(cmd, this.self);
+        if (r.delayMs) await this.sleep(r.delayMs);
+        ctx.retcode = r.retcode ?? 0;
+        return r.stdout;
+      }
+      case "sys.list_functions":
+        return [...FunctionRunner.functions];
+      default:
+        throw new FunctionError(`'${fun}' is not available.`);
+    }
+  }
+
+  /** Run one function as Salt's _thread_return does: never throws; failures become the return value. */
+  private async one(fun: string, arg: readonly WireValue[]): Promise<{ ret: unknown; retcode: number; success: boolean; out?: string }> {
+    const ctx = { retcode: 0 };
+    try {
+      const ret = await this.call(fun, arg, ctx);
+      return { ret, retcode: ctx.retcode, success: ctx.retcode === 0 };
+    } catch (e) {
+      if (e instanceof FunctionError) return { ret: e.message, retcode: 1, success: false, out: "nested" };
+      if (this.opts.signal?.()?.aborted) throw e;
+      return { ret: `ERROR executing '${fun}': ${(e as Error).message}`, retcode: 1, success: false, out: "nested" };
+    }
+  }
+
+  /** Execute a job (single or multi-function) with its proc record in the running table. */
+  async run(load: PublishLoad): Promise<JobOutcome> {
+    const rec: ProcRecord = {
+      jid: load.jid,
+      fun: load.fun,
+      arg: load.arg,
+      pid: this.nextPid++,
+      tgt: load.tgt,
+      tgt_type: load.tgt_type ?? "glob",
+      ret: load.ret ?? "",
+      user: load.user ?? "root",
+    };
+    this.running.set(load.jid, rec);
+    try {
+      if (Array.isArray(load.fun)) {
+        const ret: Record<string, unknown> = {};
+        const retcode: Record<string, number> = {};
+        const success: Record<string, boolean> = {};
+        for (let i = 0; i < load.fun.length; i++) {
+          const f = load.fun[i]!;
+          const a = Array.isArray(load.arg[i]) ? (load.arg[i] as WireValue[]) : [];
+          const r = await this.one(f, a);
+          ret[f] = r.ret;
+          retcode[f] = r.retcode;
+          success[f] = r.success;
+        }
+        return { return: ret, retcode, success };
+      }
+      const r = await this.one(load.fun, load.arg);
+      return { return: r.ret, retcode: r.retcode, success: r.success, out: r.out };
+    } finally {
+      this.running.delete(load.jid);
+    }
+  }
+}
+
+/**
+ * The `_return` load, in a Salt minion's key order: cmd, id, success, return, retcode, jid, fun, fun_args,
+ * then user / master_id / metadata when published, out when set, _stamp.
+ */
+export function returnLoad(id: string, load: PublishLoad, outcome: JobOutcome, stampMs = Date.now()): Record<string, unknown> {
+  const r: Record<string, unknown> = {
+    cmd: "_return",
+    id,
+    success: outcome.success,
+    return: outcome.return,
+    retcode: outcome.retcode,
+    jid: load.jid,
+    fun: load.fun,
+    fun_args: load.arg,
+  };
+  if (load.user !== undefined) r.user = load.user;
+  if (load.master_id !== undefined) r.master_id = load.master_id;
+  if (load.metadata !== undefined && load.metadata !== null && typeof load.metadata === "object" && !Array.isArray(load.metadata)) r.metadata = load.metadata;
+  if (outcome.out !== undefined) r.out = outcome.out;
+  r._stamp = saltStamp(stampMs);
+  return r;
+}

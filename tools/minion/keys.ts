@@ -1,0 +1,246 @@
+/**
+ * Minion key pairs, as Salt makes them (`salt/crypt.py: gen_keys`): RSA 2048, e = 65537, the private key
+ * as PKCS#1 PEM (`-----BEGIN RSA PRIVATE KEY-----`), the public key as SubjectPublicKeyInfo PEM.
+ *
+ * RSA key generation is slow (tens of milliseconds per key), so a swarm draws its keys from a **key pool**:
+ * slot i is `DIR/NNNNNN.pem` + `DIR/NNNNNN.pub`, generated once and reused by every later run. Minion
+ * number i always gets slot i, so a minion id keeps its key from one run to the next and the master's
+ * accepted key still matches.
+ *
+ * Each slot's `.pem` is written last, through a temporary file and a rename, and the public half is always
+ * derived from it on load: two processes filling the same pool at once cannot leave a slot whose halves
+ * disagree (the last rename wins, and its `.pub` is rewritten to match if needed).
+ */
+import { generateKeyPair as genKeyPair, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, readdirSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { BrineError } from "../../src/shared/errors.js";
+import { cleanKey } from "../../src/shared/protocol/pem.js";
+import { publicKey } from "../../src/shared/protocol/rsa.js";
+import { x931Sign, x931Verify } from "../../src/shared/protocol/x931.js";
+
+const SALT = Buffer.from("salt");
+
+export const DEFAULT_KEY_POOL_DIR = path.join("var", "swarm-keys");
+export const DEFAULT_KEY_BITS = 2048;
+/** Largest pool we will build (a bound on disk use and generation time). */
+export const keyPoolSlotsMax = 1_000_000;
+
+export interface KeyPair {
+  /** PKCS#1 PEM, as in Salt's minion.pem */
+  privatePem: string;
+  /** SPKI PEM with a final newline, as in Salt's minion.pub */
+  publicPem: string;
+}
+
+/** A minion's key pair with its parsed keys and its (deterministic) X9.31 `tok`. */
+export class MinionKeys implements KeyPair {
+  readonly privatePem: string;
+  readonly publicPem: string;
+  /** the `pub` field of `_auth`: the public PEM cleaned as Salt does */
+  readonly pub: string;
+  private tokCache: Buffer | undefined;
+  private privCache: KeyObject | undefined;
+  private pubCache: KeyObject | undefined;
+
+  constructor(pair: KeyPair, tok?: Buffer) {
+    this.privatePem = pair.privatePem;
+    this.publicPem = pair.publicPem;
+    this.pub = cleanKey(pair.publicPem);
+    this.tokCache = tok;
+  }
+
+  static fromPrivatePem(privatePem: string, tok?: Buffer): MinionKeys {
+    return new MinionKeys({ privatePem, publicPem: derivePublicPem(privatePem) }, tok);
+  }
+
+  /** parsed once per minion (the shared private-key cache in rsa.ts is small; a swarm has thousands) */
+  get privateKey(): KeyObject {
+    return (this.privCache ??= parsePrivate(this.privatePem));
+  }
+
+  get publicKey(): KeyObject {
+    return (this.pubCache ??= publicKey(this.publicPem));
+  }
+
+  /** X9.31 "private encrypt" of b"salt" (Salt's `gen_token(b"salt")`); the same bytes every time. */
+  get tok(): Buffer {
+    return (this.tokCache ??= x931Sign(this.privateKey, SALT));
+  }
+}
+
+function parsePrivate(pem: string): KeyObject {
+  try {
+    return createPrivateKey(pem);
+  } catch (e) {
+    throw new BrineError("RSA_BAD_KEY", (e as Error).message);
+  }
+}
+
+export function derivePublicPem(privatePem: string): string {
+  try {
+    return createPublicKey(privatePem).export({ type: "spki", format: "pem" }).toString();
+  } catch (e) {
+    throw new BrineError("RSA_BAD_KEY", (e as Error).message);
+  }
+}
+
+/** A fresh key pair in Salt's formats. */
+export function generateKeyPair(bits = DEFAULT_KEY_BITS): Promise<KeyPair> {
+  return new Promise((resolve, reject) => {
+    genKeyPair(
+      "rsa",
+      {
+        modulusLength: bits,
+        publicExponent: 0x10001,
+        publicKeyEncoding: { type: "spki", format: "pem" },
+        privateKeyEncoding: { type: "pkcs1", format: "pem" },
+      },
+      (err, publicPem, privatePem) => (err ? reject(err) : resolve({ privatePem, publicPem })),
+    );
+  });
+}
+
+function slotName(i: number): string {
+  return String(i).padStart(6, "0");
+}
+
+export function slotPaths(dir: string, i: number): { pem: string; pub: string; tok: string } {
+  const base = path.join(dir, slotName(i));
+  return { pem: `${base}.pem`, pub: `${base}.pub`, tok: `${base}.tok` };
+}
+
+function writeAtomic(file: string, text: string | Buffer, mode: number): void {
+  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  writeFileSync(tmp, text, { mode });
+  renameSync(tmp, file);
+}
+
+export interface KeyPoolOptions {
+  /** pool directory; default var/swarm-keys (relative to the working directory) */
+  dir?: string;
+  bits?: number;
+  /** key generations in flight at once; default the number of CPUs */
+  concurrency?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface KeyPoolInfo {
+  dir: string;
+  /** slots present after the call */
+  size: number;
+  /** slots generated by this call */
+  generated: number;
+  /** slots that were already on disk and were reused */
+  reused: number;
+  generateMs: number;
+}
+
+/** Slots 0..count-1 that already hold a private key. */
+function presentSlots(dir: string): Set<number> {
+  const have = new Set<number>();
+  if (!existsSync(dir)) return have;
+  for (const name of readdirSync(dir)) {
+    const m = /^(\d{6,})\.pem$/.exec(name);
+    if (m) have.add(Number(m[1]));
+  }
+  return have;
+}
+
+/**
+ * Make sure slots 0..count-1 exist, generating only the missing ones. Returns what was reused and made.
+ */
+export async function ensureKeyPool(count: number, opts: KeyPoolOptions = {}): Promise<KeyPoolInfo> {
+  if (!Number.isInteger(count) || count < 0 || count > keyPoolSlotsMax) {
+    throw new BrineError("SWARM_KEY_POOL", `cannot hold ${count} keys (max ${keyPoolSlotsMax})`);
+  }
+  const dir = path.resolve(opts.dir ?? DEFAULT_KEY_POOL_DIR);
+  const t0 = Date.now();
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw new BrineError("SWARM_KEY_POOL", `${dir}: ${(e as Error).message}`);
+  }
+  const have = presentSlots(dir);
+  const missing: number[] = [];
+  for (let i = 0; i < count; i++) if (!have.has(i)) missing.push(i);
+  const concurrency = Math.max(1, opts.concurrency ?? (os.availableParallelism?.() ?? os.cpus().length));
+  let next = 0;
+  let done = 0;
+  const worker = async () => {
+    while (next < missing.length) {
+      const i = missing[next++]!;
+      const pair = await generateKeyPair(opts.bits ?? DEFAULT_KEY_BITS);
+      const p = slotPaths(dir, i);
+      try {
+        writeAtomic(p.pub, pair.publicPem, 0o644);
+        writeAtomic(p.pem, pair.privatePem, 0o600);
+      } catch (e) {
+        throw new BrineError("SWARM_KEY_POOL", `${p.pem}: ${(e as Error).message}`);
+      }
+      done++;
+      opts.onProgress?.(done, missing.length);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, missing.length) }, worker));
+  return {
+    dir,
+    size: Math.max(count, have.size),
+    generated: missing.length,
+    reused: count - missing.length,
+    generateMs: Date.now() - t0,
+  };
+}
+
+/**
+ * Read slot i. Its public half is derived from the private key (and the `.pub` rewritten if it disagrees).
+ * The minion's `tok` (X9.31 of "salt", a private-key operation) is cached beside it as `.tok` and used only
+ * when it still verifies, so a swarm spends no RSA time on it during a sign-in storm.
+ */
+export function loadKeySlot(dir: string, i: number): MinionKeys {
+  const p = slotPaths(path.resolve(dir), i);
+  let privatePem: string;
+  try {
+    privatePem = readFileSync(p.pem, "utf8");
+  } catch (e) {
+    throw new BrineError("SWARM_KEY_POOL", `${p.pem}: ${(e as Error).message}`);
+  }
+  const read = (f: string): Buffer | undefined => {
+    try {
+      return readFileSync(f);
+    } catch {
+      return undefined;
+    }
+  };
+  const pubText = read(p.pub)?.toString("utf8");
+  const tok = read(p.tok);
+  // Fast path: a tok made by the private key that verifies with the .pub proves the halves belong together.
+  if (pubText && tok) {
+    try {
+      const keys = new MinionKeys({ privatePem, publicPem: pubText }, tok);
+      if (x931Verify(keys.publicKey, tok, SALT)) return keys;
+    } catch {
+      // fall through to the slow path
+    }
+  }
+  const keys = MinionKeys.fromPrivatePem(privatePem);
+  const tryWrite = (f: string, data: string | Buffer) => {
+    try {
+      writeAtomic(f, data, 0o644);
+    } catch {
+      // a read-only pool still works; this is recomputed next time
+    }
+  };
+  if (pubText === undefined || cleanKey(pubText) !== keys.pub) tryWrite(p.pub, keys.publicPem);
+  tryWrite(p.tok, keys.tok);
+  return keys;
+}
+
+/** Convenience for tests and small tools: a pool of `count` keys, loaded. */
+export async function keyPool(count: number, opts: KeyPoolOptions = {}): Promise<{ info: KeyPoolInfo; keys: MinionKeys[] }> {
+  const info = await ensureKeyPool(count, opts);
+  const keys: MinionKeys[] = [];
+  for (let i = 0; i < count; i++) keys.push(loadKeySlot(info.dir, i));
+  return { info, keys };
+}

@@ -1,0 +1,502 @@
+/**
+ * A protocol-exact Salt minion for tests and for brine-swarm: what a 3007 (v3) or 3006.8 (v2) minion sends
+ * and expects, byte for byte, with synthetic execution functions.
+ *
+ * `start()` follows a minion's start on the wire (spec §5.5): `_auth` (repeated while the key is pending,
+ * every `acceptance_wait_time`, doubling up to `acceptance_wait_time_max`), SUB connect to the publish
+ * port from the auth reply, `_pillar`, the two start events. It resolves when all of that is done and
+ * rejects with a coded reason: MINION_AUTH_PENDING (still pending at the deadline), MINION_AUTH_REJECTED,
+ * MINION_AUTH_FULL, MINION_AUTH_TIMEOUT (no reply), MINION_AUTH_INVALID / MINION_MASTER_KEY_CHANGED
+ * (the reply did not verify, or only non-sign-in replies such as a busy master's `{"error": …}` came
+ * back until the deadline; those are retried every acceptance_wait_time, as Salt's minion manager does),
+ * MINION_STOPPED.
+ *
+ * Running, it answers matching publishes with `_return`, signs in again when a publish does not decrypt
+ * (AES rotation, after a random delay up to `random_reauth_delay`) or when a request gets "bad load"
+ * (then resends once), and sends `salt/minion/<id>/start` again when its SUB connection comes back.
+ *
+ * Every wait uses one coarse timer shared by all minions of the process.
+ */
+import { EventEmitter } from "node:events";
+import type { KeyObject } from "node:crypto";
+import type * as zmq from "zeromq";
+import { BrineError, isBrineError } from "../../src/shared/errors.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
+import { decodeWire, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, publicKey, type EncAlgo, type SigAlgo } from "../../src/shared/protocol/rsa.js";
+import { nowMs, sharedTimer, type CoarseTimer } from "../../src/shared/coarse-timer.js";
+import { FunctionRunner, saltStamp, returnLoad, type CmdRunStandIn, type PublishLoad } from "./functions.js";
+import { syntheticGrains } from "./grains.js";
+import { MinionKeys, type KeyPair } from "./keys.js";
+import { PubDecoder, PubSocket, type PubDrop } from "./pub-channel.js";
+import { ReqChannel, type ChannelCrypto } from "./req-channel.js";
+import { buildAuthRequest, handleAuthReply, newSignInState, type Creds, type Protocol, type SignInConfig, type SignInState } from "./sign-in.js";
+import { isForMe } from "./target.js";
+import { ZmqReqTransport, type RequestOptions } from "../../src/lib/zmq-req-client.js";
+import { packSalt } from "./wire.js";
+
+export interface TestMinionOptions {
+  id: string;
+  /** master host (IP or name) */
+  master: string;
+  retPort: number;
+  /** use this publish port instead of the one in the auth reply */
+  publishPort?: number;
+  /** "v3" (3006.12+/3007.4+, default) or "v2" (3006.8: global AES key, no enc_algo/sig_algo) */
+  protocol?: Protocol;
+  keys: MinionKeys | KeyPair;
+  grains?: Record<string, unknown>;
+  /** connect from this loopback address (libzmq `tcp://SRC:0;DST:PORT`) so the master sees a distinct peer */
+  sourceIp?: string;
+  /** acceptance_wait_time (ms), 10000 in Salt */
+  acceptanceWaitMs?: number;
+  /** acceptance_wait_time_max (ms); 0/undefined = no doubling */
+  acceptanceWaitMaxMs?: number;
+  /** start() gives up (MINION_AUTH_PENDING / MINION_AUTH_TIMEOUT) after this long without acceptance; default 300000 */
+  authDeadlineMs?: number;
+  /** random_reauth_delay (ms), 10000 in Salt */
+  randomReauthDelayMs?: number;
+  /** encryption_algorithm, OAEP-SHA1 by default */
+  encAlgo?: EncAlgo;
+  /** signing_algorithm, PKCS1v15-SHA1 by default */
+  sigAlgo?: SigAlgo;
+  /** send enc_algo/sig_algo with the v2 protocol too (3006.9–3006.11) */
+  sendAlgos?: boolean;
+  /** sign_pub_messages: verify each publish's signature */
+  signPubMessages?: boolean;
+  /** a pinned master key (minion_master.pub) from an earlier run: the minion then sends `token` */
+  masterPub?: string;
+  /** master_finger */
+  masterFinger?: string;
+  /** rejected_retry: keep retrying when the key is rejected */
+  rejectedRetry?: boolean;
+  /** auth_timeout (ms) × auth_tries; 5000 × 7 in Salt */
+  authTimeoutMs?: number;
+  authTries?: number;
+  /** request_channel_timeout (ms) × request_channel_tries; 60000 × 3 in Salt */
+  requestTimeoutMs?: number;
+  requestTries?: number;
+  /** return_retry_timer/_max (ms): each return's timeout is random in [min, max]; 5000/10000 in Salt */
+  returnTimeoutMinMs?: number;
+  returnTimeoutMaxMs?: number;
+  returnTries?: number;
+  /** recon_default / recon_max (ms) for the SUB socket */
+  reconDefaultMs?: number;
+  reconMaxMs?: number;
+  /** watch the SUB connection (wait for the handshake in start(), re-fire the start event on reconnect); default true */
+  pubMonitor?: boolean;
+  /** how long start() waits for the SUB handshake before carrying on without it (a "problem" event); default 30000 */
+  pubConnectTimeoutMs?: number;
+  /** minion_jid_queue_hwm, 100 in Salt */
+  jidQueueHwm?: number;
+  /** what test.version answers; default "3007.8" (v3) or "3006.8" (v2) */
+  version?: string;
+  cmdRun?: CmdRunStandIn;
+  context?: zmq.Context;
+  timer?: CoarseTimer;
+}
+
+export type AuthResult = "accepted" | "pending" | "rejected" | "full" | "timeout" | "failed" | "error";
+
+export interface MinionEvents {
+  auth: [{ result: AuthResult; ms: number; attempt: number; reason: string; error?: Error }];
+  ready: [{ ms: number; authMs: number }];
+  publish: [{ load: PublishLoad; at: number; reauthed: boolean }];
+  drop: [{ reason: PubDrop; detail?: string }];
+  return: [{ jid: string; fun: unknown; ret: unknown; retcode: unknown; publishAt: number; ackAt: number }];
+  returnFailed: [{ jid: string; fun: unknown; error: Error }];
+  badLoad: [{ cmd: unknown }];
+  reauth: [{ reason: string }];
+  pubConnected: [{ first: boolean }];
+  pubDisconnected: [];
+  problem: [{ where: string; error: Error }];
+  /** a request got no reply in time (the socket is reopened and the request sent again, up to its tries) */
+  timeout: [{ what: string; attempt: number; tries: number }];
+}
+
+export interface MinionStats {
+  authAttempts: number;
+  reauths: number;
+  badLoads: number;
+  publishes: number;
+  drops: number;
+  returns: number;
+  returnFailures: number;
+  timeouts: number;
+}
+
+type State = "idle" | "starting" | "running" | "stopped";
+
+export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCrypto {
+  readonly id: string;
+  readonly protocol: Protocol;
+  readonly keys: MinionKeys;
+  readonly encAlgo: EncAlgo;
+  readonly sigAlgo: SigAlgo;
+  readonly sendAlgos: boolean;
+  readonly grains: Record<string, unknown>;
+  readonly signIn: SignInState;
+  readonly runner: FunctionRunner;
+  readonly stats: MinionStats = { authAttempts: 0, reauths: 0, badLoads: 0, publishes: 0, drops: 0, returns: 0, returnFailures: 0, timeouts: 0 };
+  pillar: WireValue = {};
+  private creds_: Creds | undefined;
+  private aesC: Crypticle | undefined;
+  private sessionC: Crypticle | undefined;
+  private transport: ZmqReqTransport | undefined;
+  private channel_: ReqChannel | undefined;
+  private pub: PubSocket | undefined;
+  private decoder: PubDecoder | undefined;
+  private abort = new AbortController();
+  private authInFlight: Promise<void> | undefined;
+  private state: State = "idle";
+  private readonly jidQueue: string[] = [];
+  private readonly jidSet = new Set<string>();
+  private readonly timer: CoarseTimer;
+  private readonly cfg: SignInConfig;
+  private readonly o: TestMinionOptions;
+
+  constructor(opts: TestMinionOptions) {
+    super();
+    this.o = opts;
+    this.id = opts.id;
+    this.protocol = opts.protocol ?? "v3";
+    this.keys = opts.keys instanceof MinionKeys ? opts.keys : new MinionKeys(opts.keys);
+    this.encAlgo = opts.encAlgo ?? DEFAULT_ENC_ALGO;
+    this.sigAlgo = opts.sigAlgo ?? DEFAULT_SIG_ALGO;
+    this.sendAlgos = this.protocol === "v3" || !!opts.sendAlgos;
+    this.timer = opts.timer ?? sharedTimer;
+    const version = opts.version ?? (this.protocol === "v3" ? "3007.8" : "3006.8");
+    this.grains = opts.grains ?? syntheticGrains(opts.id, { ip: opts.sourceIp, saltversion: version });
+    this.signIn = newSignInState(opts.masterPub);
+    this.cfg = {
+      id: this.id,
+      keys: this.keys,
+      protocol: this.protocol,
+      encAlgo: this.encAlgo,
+      sigAlgo: this.sigAlgo,
+      sendAlgos: this.sendAlgos,
+      masterFinger: opts.masterFinger,
+    };
+    const self = this;
+    this.runner = new FunctionRunner(
+      {
+        id: this.id,
+        grains: this.grains,
+        get pillar() {
+          return self.pillar;
+        },
+        version,
+      },
+      { cmdRun: opts.cmdRun, timer: this.timer, signal: () => this.abort.signal },
+    );
+  }
+
+  // ---- ChannelCrypto / PubCrypto ----
+
+  requestCrypticle(): Crypticle | undefined {
+    return this.protocol === "v3" ? this.sessionC : this.aesC;
+  }
+
+  aesCrypticle(): Crypticle | undefined {
+    return this.aesC;
+  }
+
+  masterPubKey(): KeyObject | undefined {
+    return this.signIn.masterPub === undefined ? undefined : publicKey(this.signIn.masterPub);
+  }
+
+  reauth(reason: string): Promise<void> {
+    this.stats.reauths++;
+    this.emit("reauth", { reason });
+    return this.authenticate(reason);
+  }
+
+  // ---- state ----
+
+  get creds(): Creds | undefined {
+    return this.creds_;
+  }
+
+  get running(): boolean {
+    return this.state === "running";
+  }
+
+  /** The request channel (for tests that send their own AES requests). */
+  get channel(): ReqChannel {
+    if (!this.channel_) throw new BrineError("MINION_STOPPED", "not started");
+    return this.channel_;
+  }
+
+  get requestOptions(): RequestOptions {
+    return { timeoutMs: this.o.requestTimeoutMs ?? 60_000, tries: this.o.requestTries ?? 3 };
+  }
+
+  /** (a method, so the compiler does not narrow `state` across awaits) */
+  private starting(): boolean {
+    return this.state === "starting";
+  }
+
+  private isStopped(): boolean {
+    return this.state === "stopped";
+  }
+
+  private stopped(): BrineError {
+    return new BrineError("MINION_STOPPED", this.id);
+  }
+
+  // ---- lifecycle ----
+
+  async start(): Promise<void> {
+    if (this.state === "running" || this.state === "starting") throw new BrineError("MINION_STOPPED", `${this.id} is already ${this.state}`);
+    this.state = "starting";
+    this.abort = new AbortController();
+    const t0 = nowMs();
+    this.transport = new ZmqReqTransport(
+      { host: this.o.master, port: this.o.retPort, sourceIp: this.o.sourceIp },
+      {
+        context: this.o.context,
+        timer: this.timer,
+        onTimeout: (what, attempt, tries) => {
+          this.stats.timeouts++;
+          this.emit("timeout", { what: what ?? "request", attempt, tries });
+        },
+      },
+    );
+    this.channel_ = new ReqChannel(this.transport, this, {
+      onBadLoad: (cmd) => {
+        this.stats.badLoads++;
+        this.emit("badLoad", { cmd });
+      },
+    });
+    this.decoder = new PubDecoder(this, {
+      signPubMessages: this.o.signPubMessages,
+      randomReauthDelayMs: this.o.randomReauthDelayMs ?? 10_000,
+      timer: this.timer,
+      signal: this.abort.signal,
+    });
+    try {
+      await this.authenticate("start");
+      const authMs = nowMs() - t0;
+      if (!this.starting()) throw this.stopped();
+      const port = this.o.publishPort ?? this.creds_!.publishPort;
+      this.pub = new PubSocket(
+        { host: this.o.master, port, sourceIp: this.o.sourceIp },
+        {
+          identity: this.id,
+          context: this.o.context,
+          reconDefaultMs: this.o.reconDefaultMs,
+          reconMaxMs: this.o.reconMaxMs,
+          monitor: this.o.pubMonitor ?? true,
+          onFrame: (f) => void this.onFrame(f),
+          onConnected: (first) => this.onPubConnected(first),
+          onDisconnected: () => this.emit("pubDisconnected"),
+        },
+      );
+      try {
+        await this.pub.connect(this.o.pubConnectTimeoutMs ?? 30_000, this.timer);
+      } catch (e) {
+        // A Salt minion does not wait for its SUB connection at all; we wait (so a test's first publish is
+        // not lost), and past the deadline carry on as Salt would, saying so: publishes may be missed.
+        this.emit("problem", { where: "publish port", error: e as Error });
+      }
+      if (!this.starting()) throw this.stopped();
+      this.pillar = await this.channel.sendPrivate(this.pillarLoad(), this.requestOptions);
+      await this.fireStartEvents();
+      if (!this.starting()) throw this.stopped();
+      this.state = "running";
+      this.emit("ready", { ms: nowMs() - t0, authMs });
+    } catch (e) {
+      const wasStopped = !this.starting();
+      this.teardown();
+      this.state = "stopped";
+      throw wasStopped && !isBrineError(e) ? this.stopped() : e;
+    }
+  }
+
+  /** Close the sockets and cancel every wait; a stopped minion can be started again (as a restart). */
+  async stop(): Promise<void> {
+    this.state = "stopped";
+    this.teardown();
+  }
+
+  private teardown(): void {
+    this.abort.abort(this.stopped());
+    this.pub?.close();
+    this.pub = undefined;
+    this.transport?.close();
+    this.transport = undefined;
+  }
+
+  // ---- sign-in ----
+
+  /** Sign in (one at a time; concurrent callers share the same attempt). */
+  authenticate(reason: string): Promise<void> {
+    if (!this.authInFlight) {
+      this.authInFlight = this.signInLoop(reason).finally(() => {
+        this.authInFlight = undefined;
+      });
+    }
+    return this.authInFlight;
+  }
+
+  private async signInLoop(reason: string): Promise<void> {
+    const started = nowMs();
+    const deadline = started + (this.o.authDeadlineMs ?? 300_000);
+    let wait = this.o.acceptanceWaitMs ?? 10_000;
+    const waitMax = Math.max(wait, this.o.acceptanceWaitMaxMs ?? 0);
+    const signal = this.abort.signal;
+    for (let attempt = 1; ; attempt++) {
+      const transport = this.transport;
+      if (!transport || signal.aborted) throw this.stopped();
+      this.stats.authAttempts++;
+      const req = buildAuthRequest(this.cfg, this.signIn);
+      let result: AuthResult;
+      let failure: string | undefined;
+      try {
+        const raw = await transport.request(packSalt(req.envelope), {
+          timeoutMs: this.o.authTimeoutMs ?? 5_000,
+          tries: this.o.authTries ?? 7,
+          label: "_auth",
+        });
+        let reply: WireValue;
+        try {
+          reply = decodeWire(raw);
+        } catch (e) {
+          throw new BrineError("MINION_AUTH_INVALID", `reply does not decode: ${(e as Error).message}`);
+        }
+        const outcome = handleAuthReply(this.cfg, this.signIn, req, reply);
+        result = outcome.result;
+        if (outcome.result === "accepted") {
+          this.setCreds(outcome.creds);
+          this.emit("auth", { result, ms: nowMs() - started, attempt, reason });
+          return;
+        }
+        if (outcome.result === "failed") failure = outcome.detail;
+      } catch (e) {
+        if (signal.aborted || isBrineError(e, "MINION_STOPPED")) throw this.stopped();
+        if (isBrineError(e, "MINION_REQ_TIMEOUT")) {
+          result = "timeout"; // Salt's safe mode: a timed-out sign-in is retried
+        } else {
+          this.emit("auth", { result: "error", ms: nowMs() - started, attempt, reason, error: e as Error });
+          throw e;
+        }
+      }
+      this.emit("auth", { result, ms: nowMs() - started, attempt, reason, error: failure === undefined ? undefined : new Error(failure) });
+      if (result === "full") throw new BrineError("MINION_AUTH_FULL", this.id);
+      if (result === "rejected" && !this.o.rejectedRetry) throw new BrineError("MINION_AUTH_REJECTED", this.id);
+      if (nowMs() + wait > deadline) {
+        if (result === "timeout") throw new BrineError("MINION_AUTH_TIMEOUT", `${this.id}: no reply within the deadline`);
+        if (result === "failed") throw new BrineError("MINION_AUTH_INVALID", `${this.id}: ${failure}`);
+        if (result === "rejected") throw new BrineError("MINION_AUTH_REJECTED", this.id);
+        throw new BrineError("MINION_AUTH_PENDING", `${this.id}: still pending after ${attempt} attempts`);
+      }
+      try {
+        await this.timer.sleep(wait, signal);
+      } catch {
+        throw this.stopped();
+      }
+      if (wait < waitMax) wait = Math.min(wait * 2, waitMax);
+    }
+  }
+
+  private setCreds(creds: Creds): void {
+    if (!this.aesC || this.aesC.keyString !== creds.aes) this.aesC = new Crypticle(creds.aes);
+    if (creds.session && (!this.sessionC || this.sessionC.keyString !== creds.session)) this.sessionC = new Crypticle(creds.session);
+    this.creds_ = creds;
+  }
+
+  // ---- requests ----
+
+  private pillarLoad(): Record<string, unknown> {
+    return {
+      id: this.id,
+      grains: this.grains,
+      saltenv: null,
+      pillarenv: null,
+      pillar_override: {},
+      extra_minion_data: {},
+      ver: "2",
+      cmd: "_pillar",
+    };
+  }
+
+  /** Python's time.asctime() in local time: "Sat Nov 21 15:54:02 2026". */
+  private static asctime(d = new Date()): string {
+    const days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const p = (n: number) => String(n).padStart(2, "0");
+    return `${days[d.getDay()]} ${months[d.getMonth()]} ${String(d.getDate()).padStart(2, " ")} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${d.getFullYear()}`;
+  }
+
+  /** `_minion_event` with one tag, as `Minion._fire_master` sends it (v2 minions add `_stamp`). */
+  fireEvent(tag: string, data: unknown, opts: RequestOptions = this.requestOptions): Promise<WireValue> {
+    const load: Record<string, unknown> = { id: this.id, cmd: "_minion_event", pretag: null, tok: this.keys.tok, data, tag };
+    if (this.protocol === "v2") load._stamp = saltStamp();
+    return this.channel.send(load, opts);
+  }
+
+  private async fireStartEvents(): Promise<void> {
+    const data = `Minion ${this.id} started at ${TestMinion.asctime()}`;
+    await this.fireEvent("minion_start", data);
+    await this.fireEvent(`salt/minion/${this.id}/start`, data);
+  }
+
+  private onPubConnected(first: boolean): void {
+    this.emit("pubConnected", { first });
+    if (!first && this.state === "running") {
+      this.fireEvent(`salt/minion/${this.id}/start`, `Minion ${this.id} started at ${TestMinion.asctime()}`).catch((e: Error) => this.emit("problem", { where: "reconnect event", error: e }));
+    }
+  }
+
+  // ---- publishes ----
+
+  private async onFrame(frame: Buffer): Promise<void> {
+    const decoder = this.decoder;
+    if (!decoder || this.state === "stopped") return;
+    let outcome;
+    try {
+      outcome = await decoder.decode(frame);
+    } catch (e) {
+      if (!this.isStopped()) this.emit("problem", { where: "publish", error: e as Error });
+      return;
+    }
+    if (outcome.kind === "drop") {
+      this.stats.drops++;
+      this.emit("drop", { reason: outcome.reason, detail: outcome.detail });
+      return;
+    }
+    const load = outcome.load;
+    if (!isForMe(load, { id: this.id, grains: this.grains, pillar: this.pillar })) return;
+    const jid = load.jid;
+    if (typeof jid !== "string" || jid.includes("/")) return;
+    if (this.jidSet.has(jid)) return;
+    this.jidSet.add(jid);
+    this.jidQueue.push(jid);
+    if (this.jidQueue.length > (this.o.jidQueueHwm ?? 100)) this.jidSet.delete(this.jidQueue.shift()!);
+    const at = nowMs();
+    this.stats.publishes++;
+    const pl = load as unknown as PublishLoad;
+    if (!Array.isArray(pl.arg)) pl.arg = [];
+    this.emit("publish", { load: pl, at, reauthed: outcome.reauthed });
+    await this.runJob(pl, at);
+  }
+
+  private async runJob(load: PublishLoad, at: number): Promise<void> {
+    try {
+      const outcome = await this.runner.run(load);
+      if (this.isStopped()) return;
+      const lo = this.o.returnTimeoutMinMs ?? 5_000;
+      const hi = Math.max(lo, this.o.returnTimeoutMaxMs ?? 10_000);
+      await this.channel.send(returnLoad(this.id, load, outcome), {
+        timeoutMs: lo + Math.floor(Math.random() * (hi - lo + 1)),
+        tries: this.o.returnTries ?? 3,
+      });
+      this.stats.returns++;
+      this.emit("return", { jid: load.jid, fun: load.fun, ret: outcome.return, retcode: outcome.retcode, publishAt: at, ackAt: nowMs() });
+    } catch (e) {
+      if (this.isStopped() && (isBrineError(e, "MINION_STOPPED") || this.abort.signal.aborted)) return;
+      this.stats.returnFailures++;
+      this.emit("returnFailed", { jid: load.jid, fun: load.fun, error: e as Error });
+    }
+  }
+}
