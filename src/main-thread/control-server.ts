@@ -215,7 +215,8 @@ export class ControlServer {
         onMessage({ type: "return", packed });
         // the event carries the same bytes (never decoded or encoded again on this thread)
         if (jid) this.metricsBoard?.eventFired("salt/run");
-        if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: true, _stamp: stamp() }, "return", packed))]);
+        const success = (m as { success?: unknown }).success !== false;
+        if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success, _stamp: stamp() }, "return", packed))]);
         finish();
       } else failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
       void w.terminate();

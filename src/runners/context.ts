@@ -35,6 +35,10 @@ export interface RunnerContext {
   cluster?: RunnerCluster;
   /** the master's metrics board (src/shared/metrics/board.ts) */
   metrics?: SharedArrayBuffer;
+  /** this call's jid, when it is a job (orchestration passes it on as Salt's orchestration_jid) */
+  jid?: string;
+  /** the user the call runs as (orchestration's runner and wheel calls run as the same user) */
+  user?: string;
 }
 
 export type RunnerFn = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Promise<unknown>;

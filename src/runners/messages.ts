@@ -20,9 +20,10 @@ export interface RunnerInit {
  * A runner's return crosses to the main thread already msgpack-encoded (`packed`, transferred, not cloned): the
  * main thread puts those bytes in the control reply and the `salt/run/<jid>/ret` event as they are, so a large
  * result (jobs.list_jobs of 100,000 jobs) costs it no structured clone, no encoding and no decoding, and a result
- * msgpack cannot carry is an error in the runner thread, not in the master's main thread.
+ * msgpack cannot carry is an error in the runner thread, not in the master's main thread. `success` is false for a
+ * return whose `data` holds a failed state run (Salt's RunnerClient: check_result of `return["data"]`).
  */
-export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string } | RunnerSync;
+export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array; success?: boolean } | { type: "error"; message: string } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {

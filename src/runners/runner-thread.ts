@@ -15,6 +15,7 @@ import { encodeWire } from "../shared/protocol/msgpack.js";
 import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
+import { checkResult } from "./orchestrate/compiler.js";
 import { storeMasterJob } from "./job-record.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { RaftClient } from "../workers/raft/client.js";
@@ -73,6 +74,10 @@ if (!fn) {
     events,
   };
   if (init.metrics) ctx.metrics = init.metrics;
+  if (init.job) {
+    ctx.jid = init.job.jid;
+    ctx.user = init.job.user;
+  }
   if (init.cluster) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;
@@ -101,9 +106,11 @@ if (!fn) {
         post({ type: "error", message: `the runner's result could not be encoded: ${(e as Error).message}` });
         return;
       }
-      await record(ret, true);
+      // Salt's RunnerClient: a return with `data` (orchestrate) succeeded when its state run did
+      const success = ret !== null && typeof ret === "object" && !Array.isArray(ret) && "data" in ret ? checkResult((ret as { data: unknown }).data) : true;
+      await record(ret, success);
       // a Buffer may be a view into a shared pool: copy into its own ArrayBuffer when it is one, then transfer
       const own = packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength ? packed : new Uint8Array(packed);
-      parentPort!.postMessage({ type: "return", packed: own } satisfies RunnerMessage, [own.buffer as ArrayBuffer]);
+      parentPort!.postMessage({ type: "return", packed: own, success } satisfies RunnerMessage, [own.buffer as ArrayBuffer]);
     }, failed);
 }

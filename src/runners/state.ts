@@ -1,4 +1,7 @@
-/** state.event: stream bus events matching a tag glob, as Salt prints them (tag, tab, JSON). */
+/**
+ * The state.* runners: state.event (stream bus events matching a tag glob, as Salt prints them: tag, tab, JSON),
+ * and the orchestrate runners (orchestrate/runner.ts, loaded only when one of them runs).
+ */
 import { fnmatchToRegExp as fnmatchRegex } from "../lib/targeting/index.js";
 import { argOf, type RunnerFn } from "./context.js";
 
@@ -26,4 +29,16 @@ const event: RunnerFn = async (ctx, arg, kwarg) => {
   return true;
 };
 
-export const stateRunners: Record<string, RunnerFn> = { "state.event": event };
+const orchestration =
+  (name: string): RunnerFn =>
+  async (ctx, arg, kwarg) =>
+    (await import("./orchestrate/runner.js")).orchestrateRunners[name]!(ctx, arg, kwarg);
+
+export const stateRunners: Record<string, RunnerFn> = {
+  "state.event": event,
+  "state.orchestrate": orchestration("state.orchestrate"),
+  "state.orch": orchestration("state.orch"),
+  "state.sls": orchestration("state.sls"),
+  "state.orchestrate_single": orchestration("state.orchestrate_single"),
+  "state.orchestrate_high": orchestration("state.orchestrate_high"),
+};

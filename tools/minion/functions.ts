@@ -124,6 +124,31 @@ export function splitArgs(arg: readonly WireValue[]): { args: unknown[]; kwargs:
 
 class FunctionError extends Error {}
 
+/**
+ * A stand-in for `state.sls`/`state.highstate` (the test minion has no state system): one state per SLS name, in
+ * Salt's highstate return shape, changed and successful, failed when the name starts with `fail`; `test=True`
+ * gives result None. Enough for an orchestration's `salt.state` to judge the run as it judges a real one.
+ */
+function standInStateRun(mods: string[], test: boolean): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  mods.forEach((mod, i) => {
+    const fail = mod.startsWith("fail");
+    const fun = fail ? "fail_with_changes" : "succeed_with_changes";
+    out[`test_|-${mod}_|-${mod}_|-${fun}`] = {
+      name: mod,
+      changes: { testing: { old: "Unchanged", new: "Something pretended to change" } },
+      result: test ? null : !fail,
+      comment: test ? "If we weren't testing, this would be successful with changes" : fail ? "Failure!" : "Success!",
+      __sls__: mod,
+      __run_num__: i,
+      start_time: new Date().toISOString().slice(11, 23) + "000",
+      duration: 0.5,
+      __id__: mod,
+    };
+  });
+  return out;
+}
+
 /** Salt stamps (`_stamp`): UTC ISO 8601 with microseconds, no zone. */
 export function saltStamp(ms = Date.now()): string {
   return new Date(ms).toISOString().replace("Z", "000");
@@ -156,6 +181,8 @@ export class FunctionRunner {
     "pillar.items",
     "cmd.run",
     "sys.list_functions",
+    "state.sls",
+    "state.highstate",
   ] as const;
 
   private sleep(ms: number): Promise<void> {
@@ -215,6 +242,13 @@ export class FunctionRunner {
       }
       case "sys.list_functions":
         return [...FunctionRunner.functions];
+      case "state.sls":
+      case "state.highstate": {
+        const mods = fun === "state.highstate" ? ["highstate"] : String(args[0] ?? kwargs.mods ?? "").split(",").map((m) => m.trim()).filter(Boolean);
+        const r = standInStateRun(mods, kwargs.test === true);
+        if (Object.values(r).some((x) => x.result === false)) ctx.retcode = 2;
+        return r;
+      }
       default:
         throw new FunctionError(`'${fun}' is not available.`);
     }
