@@ -108,7 +108,7 @@ export function masterIO(ctx: RunnerContext): OrchestrateIO {
 
 /** Salt's _get_test_value: None means the master's `test` option; anything but None/False is True. */
 function testValue(ctx: RunnerContext, test: unknown): boolean {
-  if (test === undefined || test === null) return (ctx.cfg as unknown as Data).test === true;
+  if (test === undefined || test === null) return ctx.cfg.test === true;
   return test !== false && test !== "False" && test !== "false";
 }
 
@@ -135,8 +135,7 @@ async function renderContext(ctx: RunnerContext, o: RunOptions): Promise<{ conte
 }
 
 function runtime(ctx: RunnerContext, test: boolean) {
-  const disabled = (ctx.cfg as unknown as Data).disabled_requisites;
-  return stateRuntime(masterIO(ctx), { test, failhard: ctx.cfg.failhard === true, ...(Array.isArray(disabled) ? { disabledRequisites: disabled.map(String) } : typeof disabled === "string" ? { disabledRequisites: [disabled] } : {}) });
+  return stateRuntime(masterIO(ctx), { test, failhard: ctx.cfg.failhard === true });
 }
 
 /** Salt's state.sls on the master minion: render the mods, run them; the high data or the error list. */

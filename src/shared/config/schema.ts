@@ -207,6 +207,7 @@ export const MasterConfigSchema = Type.Object(
     renderer_blacklist: strList("renderers never used"),
     renderer_whitelist: strList("only these renderers are used (empty: all)"),
     failhard: bool(false, "stop a state run at the first failure"),
+    test: bool(false, "state runs (orchestration on the master) default to test mode"),
     state_top: str("top.sls", "name of the top file"),
     state_top_saltenv: strOrNull("only this environment's top file is read"),
     state_auto_order: bool(true, "states run in file order"),
