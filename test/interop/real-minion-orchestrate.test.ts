@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { controlCall } from "../../src/client/control-client.js";
+import { controlCall } from "../../src/lib/client/control-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { repoRoot } from "../helpers/paths.js";
 import { realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";

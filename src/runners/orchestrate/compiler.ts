@@ -16,7 +16,7 @@
  *
  * Not here (refused with a compile error naming them, never ignored): `listen`/`listen_in`, `use`/`use_in`.
  */
-import { fnmatch } from "../../targeting/fnmatch.js";
+import { fnmatch } from "../../lib/targeting/fnmatch.js";
 
 export type Data = Record<string, unknown>;
 

@@ -16,10 +16,10 @@
  * Beyond Salt 3007 (whose two runners drop it): `test=True` is honoured by `orchestrate_single`/`_high` too.
  */
 import os from "node:os";
-import { EventClient } from "../../client/event-client.js";
-import { isMap as isWireMap } from "../../protocol/msgpack.js";
-import { PillarCompiler } from "../../pillar/index.js";
-import { makeSaltFuncs } from "../../render/salt-funcs.js";
+import { EventClient } from "../../lib/client/event-client.js";
+import { isMap as isWireMap } from "../../shared/protocol/msgpack.js";
+import { PillarCompiler } from "../../lib/pillar/compile.js";
+import { makeSaltFuncs } from "../../lib/render/salt-funcs.js";
 import { argOf, type RunnerContext, type RunnerFn } from "../context.js";
 import { callHigh, callSingle, checkResult, isMap, padFuncs, type Data, type Low, type Running } from "./compiler.js";
 import { StateTree } from "./sls.js";

@@ -7,14 +7,14 @@
  * (`salt.state:`) split into state + function, and `order` numbered in file order (`state_auto_order`).
  * Errors are Salt's messages; the caller answers them as the run's (failed) return.
  */
-import type { MasterConfig } from "../../config/defaults.js";
-import { normalizeRoots } from "../../fileserver/paths.js";
-import { PillarTree } from "../../pillar/tree.js";
-import { slsContext } from "../../pillar/compile.js";
-import { JinjaEnv } from "../../render/jinja.js";
-import { renderPipe } from "../../render/pipe.js";
-import { RenderError } from "../../render/render-error.js";
-import { fnmatch } from "../../targeting/fnmatch.js";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { normalizeRoots } from "../../lib/fileserver/paths.js";
+import { PillarTree } from "../../lib/pillar/tree.js";
+import { slsContext } from "../../lib/pillar/compile.js";
+import { JinjaEnv } from "../../lib/render/jinja.js";
+import { renderPipe } from "../../lib/render/pipe.js";
+import { RenderError } from "../../lib/render/render-error.js";
+import { fnmatch } from "../../lib/targeting/fnmatch.js";
 import { isMap, type Data } from "./compiler.js";
 
 /** Include chains deeper than this are refused (a loop the mods set did not catch). */
