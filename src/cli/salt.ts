@@ -1,6 +1,9 @@
 /**
  * salt: publish a job and print each minion's return as it arrives (Salt's LocalClient + SaltCMD).
  */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { validId } from "../protocol/ids.js";
 import { Command, Option } from "commander";
 import { conditionInput } from "../lib/client/args.js";
 import { LocalClient, type PubReply } from "../lib/client/local-client.js";
@@ -126,6 +129,9 @@ async function main(): Promise<number> {
   let jid: string | undefined;
   let failure: string | undefined;
   const missing: string[] = [];
+  /** minions a syndic reported: this master cannot tell whether they are connected below it */
+  const belowSyndics = new Set<string>();
+  let answered = 0;
   for await (const r of client.cmdIter(
     { tgt, fun: funs, arg, tgtType, ret: o.return, kwargs, timeoutS },
     {
@@ -133,7 +139,8 @@ async function main(): Promise<number> {
       onPub: (p) => {
         jid = p.jid ?? undefined;
         failure = pubError(p);
-        if (!failure && (!p.minions || p.minions.length === 0)) failure = "No minions matched the target. No command was sent, no jid was assigned.";
+        // a master of masters publishes anyway: minions below its syndics may match
+        if (!failure && (!p.minions || p.minions.length === 0) && !cfg.order_masters) failure = "No minions matched the target. No command was sent, no jid was assigned.";
         if (jid && (o.verbose || o.showJid)) {
           if (o.verbose) process.stdout.write(`Executing job with jid ${jid}\n-------------------------------------------\n\n`);
           else process.stdout.write(`jid: ${jid}\n`);
@@ -142,9 +149,13 @@ async function main(): Promise<number> {
     },
   )) {
     if ("missing" in r) {
+      // a syndic is not a minion that failed to answer (Salt's syndic_dir check)
+      if (cfg.order_masters && validId(r.id) && existsSync(path.join(cfg.cachedir, "syndics", r.id))) continue;
       missing.push(r.id);
+      if (r.syndic !== undefined) belowSyndics.add(r.id);
       continue;
     }
+    answered++;
     const data = r.data;
     printBlock(r.id, data.return);
     if (typeof data.retcode === "number" && data.retcode !== 0) exit = 1;
@@ -160,11 +171,15 @@ async function main(): Promise<number> {
     process.stderr.write(noMatch ? "No minions matched the target. No command was sent, no jid was assigned.\n" : `ERROR: ${failure}\n`);
     return 2;
   }
+  if (cfg.order_masters && jid && answered === 0 && missing.length === 0) {
+    process.stderr.write(`No minions answered: none matched here and no syndic reported a match within syndic_wait (${cfg.syndic_wait} s). The job ${jid} was published.\n`);
+    return 2;
+  }
   if (missing.length) {
     const present = await notConnected();
     for (const id of missing) {
       const text =
-        present && present.size > 0 && !present.has(id)
+        present && present.size > 0 && !present.has(id) && !belowSyndics.has(id)
           ? "Minion did not return. [Not connected]"
           : `Minion did not return. [No response]\nThe minions may not have all finished running and any remaining minions will return upon completion. To look up the return data for this job later, run the following command:\n\nsalt-run jobs.lookup_jid ${jid}`;
       printBlock(id, text);

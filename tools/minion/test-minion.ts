@@ -92,6 +92,10 @@ export interface TestMinionOptions {
   /** what test.version answers; default "3007.8" (v3) or "3006.8" (v2) */
   version?: string;
   cmdRun?: CmdRunStandIn;
+  /** a syndic: every publish is taken, whatever its target (Salt's Syndic matches none) */
+  takeEveryPublish?: boolean;
+  /** when set, a taken publish goes here instead of being run and returned (a syndic forwards it) */
+  onPublish?: (load: PublishLoad) => void | Promise<void>;
   context?: zmq.Context;
   timer?: CoarseTimer;
 }
@@ -466,7 +470,7 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
       return;
     }
     const load = outcome.load;
-    if (!isForMe(load, { id: this.id, grains: this.grains, pillar: this.pillar })) return;
+    if (!this.o.takeEveryPublish && !isForMe(load, { id: this.id, grains: this.grains, pillar: this.pillar })) return;
     const jid = load.jid;
     if (typeof jid !== "string" || jid.includes("/")) return;
     if (this.jidSet.has(jid)) return;
@@ -478,6 +482,14 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
     const pl = load as unknown as PublishLoad;
     if (!Array.isArray(pl.arg)) pl.arg = [];
     this.emit("publish", { load: pl, at, reauthed: outcome.reauthed });
+    if (this.o.onPublish) {
+      try {
+        await this.o.onPublish(pl);
+      } catch (e) {
+        this.emit("problem", { where: "onPublish", error: e as Error });
+      }
+      return;
+    }
     await this.runJob(pl, at);
   }
 

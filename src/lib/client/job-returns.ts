@@ -15,6 +15,8 @@ export interface JobReturnsOptions {
   timeoutMs: number;
   gatherJobTimeoutMs: number;
   onPub?: (r: PubReply) => void;
+  /** the master is a master of masters (order_masters): wait at least this long for minions below syndics */
+  syndicWaitMs?: number;
 }
 
 /** `subscribe` registers a listener for every bus event and returns its unsubscribe. */
@@ -27,7 +29,7 @@ export async function* jobReturns(
   const queue: BusEvent[] = [];
   let wake: (() => void) | undefined;
   const off = subscribe((e) => {
-    if (e.tag.startsWith("salt/job/")) {
+    if (e.tag.startsWith("salt/job/") || (opts.syndicWaitMs !== undefined && e.tag.startsWith("syndic/"))) {
       queue.push(e);
       wake?.();
     }
@@ -35,8 +37,9 @@ export async function* jobReturns(
   try {
     const reply = await pub(o);
     opts.onPub?.(reply);
-    if (!reply.jid || !reply.minions || reply.minions.length === 0) return;
-    const w = new ReturnWaiter(reply.jid, reply.minions, opts.timeoutMs, opts.gatherJobTimeoutMs, Date.now());
+    // a master of masters publishes with no minion of its own matched: the syndics' minions may answer
+    if (!reply.jid || !reply.minions || (reply.minions.length === 0 && opts.syndicWaitMs === undefined)) return;
+    const w = new ReturnWaiter(reply.jid, reply.minions, opts.timeoutMs, opts.gatherJobTimeoutMs, Date.now(), opts.syndicWaitMs);
     for (const m of reply.missing ?? []) yield { id: m, missing: true };
     while (!w.done) {
       while (queue.length) {
@@ -49,7 +52,7 @@ export async function* jobReturns(
         const fj = await pub({ tgt: act.minions, tgtType: "list", fun: "saltutil.find_job", arg: [reply.jid], timeoutS: opts.gatherJobTimeoutMs / 1000 }).catch(() => undefined);
         if (fj?.jid) w.watchFindJob(fj.jid);
       } else if (act?.type === "done") {
-        for (const m of act.missing) yield { id: m, missing: true };
+        for (const m of act.missing) yield w.viaSyndic.has(m) ? { id: m, missing: true, syndic: w.viaSyndic.get(m)! } : { id: m, missing: true };
         break;
       }
       if (!queue.length) {

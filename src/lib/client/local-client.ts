@@ -26,7 +26,8 @@ export interface PubReply {
   error?: unknown;
 }
 
-export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true };
+/** `syndic`: a minion a syndic reported below it (a master of masters cannot tell whether it is connected) */
+export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true; syndic?: string };
 
 /** Request attempts for a publish, as Salt's CLI makes (each waits `timeout`). */
 export const publishTries = 3;
@@ -91,6 +92,8 @@ export class LocalClient {
     const t = this.resolveTarget(o.tgt, o.tgtType ?? "glob");
     if ("error" in t) return { jid: null, minions: [], error: t.error };
     const load = publishLoad({ tgt: t.tgt, fun: o.fun, arg: o.arg, tgt_type: t.tgtType, ret: o.ret, jid: o.jid, kwargs: o.kwargs }, this.rootKey(), o.user ?? this.cfg.user);
+    // a master of masters passes the timeout down: each syndic gives its own minions one second less (Salt's `to`)
+    if (this.cfg.order_masters) load.to = o.timeoutS ?? this.cfg.timeout;
     const body = encodeWire({ enc: "clear", load, version: 3 });
     const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
     let lastErr: Error | undefined;
@@ -126,6 +129,7 @@ export class LocalClient {
         timeoutMs: (o.timeoutS ?? this.cfg.timeout) * 1000,
         gatherJobTimeoutMs: (opts.gatherJobTimeoutS ?? this.cfg.gather_job_timeout) * 1000,
         onPub: opts.onPub,
+        syndicWaitMs: this.cfg.order_masters ? this.cfg.syndic_wait * 1000 : undefined,
       });
     } finally {
       events.close();

@@ -4,6 +4,11 @@
  * `saltutil.find_job`; a minion still running the job gets another `timeout`; the wait ends when
  * everyone returned, or when the deadline passed with nothing running and every pending minion's
  * own deadline gone.
+ *
+ * On a master of masters (`syndicWaitMs` given, Salt's order_masters + syndic_wait): the minions below
+ * syndics are learned from `syndic/<syndic>/salt/job/<jid>/new` events and from their returns; the wait
+ * lasts at least `syndicWaitMs` even when every minion known so far returned, and after find_job the
+ * wait grows by it, as Salt's get_iter_returns does.
  */
 
 export type WaiterAction = { type: "find_job"; minions: string[] } | { type: "done"; missing: string[] };
@@ -21,6 +26,10 @@ export class ReturnWaiter {
   private timeoutAt: number;
   private minionsRunning = true;
   private finished = false;
+  /** master of masters: not done before this time (Salt's gather_syndic_wait) */
+  private readonly gatherUntil: number;
+  /** minions learned from a syndic's report: minion → syndic */
+  readonly viaSyndic = new Map<string, string>();
 
   constructor(
     readonly jid: string,
@@ -28,9 +37,11 @@ export class ReturnWaiter {
     private readonly timeoutMs: number,
     private readonly gatherJobTimeoutMs: number,
     now: number,
+    private readonly syndicWaitMs?: number,
   ) {
     for (const m of minions) this.expect(m, now);
     this.timeoutAt = now + timeoutMs;
+    this.gatherUntil = now + (syndicWaitMs ?? 0);
   }
 
   private expect(id: string, now: number): void {
@@ -52,6 +63,17 @@ export class ReturnWaiter {
     // an event's data is whatever its sender packed (a string, null, a list): only a map can be a job event
     if (data === null || typeof data !== "object" || Array.isArray(data) || Buffer.isBuffer(data)) return undefined;
     const parts = tag.split("/");
+    if (parts[0] === "syndic" && this.syndicWaitMs !== undefined) {
+      // syndic/<syndic>/salt/job/<jid>/new: the minions matched below that syndic
+      if (parts.length === 6 && parts[2] === "salt" && parts[3] === "job" && parts[4] === this.jid && parts[5] === "new" && Array.isArray(data.minions)) {
+        for (const m of data.minions) {
+          if (typeof m !== "string") continue;
+          this.expect(m, now);
+          if (!this.viaSyndic.has(m)) this.viaSyndic.set(m, parts[1]!);
+        }
+      }
+      return undefined;
+    }
     if (parts[0] !== "salt" || parts[1] !== "job") return undefined;
     const jid = parts[2]!;
     if (jid === this.jid) {
@@ -85,12 +107,13 @@ export class ReturnWaiter {
     if (this.finished) return undefined;
     const pending = this.pending();
     if (pending.length === 0) {
+      if (now < this.gatherUntil) return undefined;
       this.finished = true;
       return { type: "done", missing: [] };
     }
     if (now > this.timeoutAt && this.minionsRunning) {
       this.minionsRunning = false;
-      this.timeoutAt = now + this.gatherJobTimeoutMs;
+      this.timeoutAt = now + this.gatherJobTimeoutMs + (this.syndicWaitMs ?? 0);
       return { type: "find_job", minions: pending };
     }
     if (now > this.timeoutAt && !this.minionsRunning && pending.every((m) => (this.deadlines.get(m) ?? 0) < now)) {

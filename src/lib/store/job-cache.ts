@@ -53,6 +53,23 @@ export class JobCache {
   }
 
   /**
+   * Adds minions matched below a syndic to a job's expected minions (Salt's save_minions with syndic_id).
+   * Read-merge-write: two threads adding to one jid at once may lose one side's additions (they only
+   * decide which non-returning minions jobs.* list as expected).
+   */
+  async addMinions(jid: string, ids: readonly string[]): Promise<void> {
+    const have = new Set<string>(this.s.minions.get(jid) ?? []);
+    const before = have.size;
+    for (const id of ids) have.add(id);
+    if (have.size !== before) await this.s.minions.put(jid, [...have].sort());
+  }
+
+  /** Whether a return for (jid, id) is stored (a syndic's resent batch skips it quietly). */
+  hasReturn(jid: string, id: string): boolean {
+    return this.s.returns.doesExist(`${jid}/${id}`);
+  }
+
+  /**
    * Store one return durably. Resolves false when a return for (jid, id) already exists (refused).
    * The promise resolves only after the batch holding it is committed to disk.
    */

@@ -58,7 +58,10 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
 
   // who is asking: a token or eauth in kwargs alone, else the CLI key of `user`
   const kind = credentialKind(kwargs as Record<string, unknown>);
-  const outcome = await ctx.auth().authenticate((kind === "user" ? load : kwargs) as Record<string, unknown>, kind, source);
+  const rawOutcome = await ctx.auth().authenticate((kind === "user" ? load : kwargs) as Record<string, unknown>, kind, source);
+  // a job a syndic forwards from a master of masters carries the publishing user's auth list: it binds
+  // the syndic's root-key publish here, as Salt's ClearFuncs.publish applies it (an empty one: no limit)
+  const outcome = rawOutcome.ok && kind === "user" && rawOutcome.rights === "full" ? withSyndicAuthList(rawOutcome, kwargs.auth_list) : rawOutcome;
   const fail = (error: { name: string; message: string }) => {
     if (validJid(load.jid)) ctx.fire(fx, `salt/job/${load.jid}/error`, { ...withoutCredentials(load), error });
     return { error };
@@ -100,7 +103,8 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
     }
   }
   audit({ user, backend: outcome.backend, fun: funs.join(","), target: tgt, source, verdict: "allowed" });
-  if (minions.length === 0) {
+  // a master of masters publishes even when none of its own minions match: the syndics' minions may
+  if (minions.length === 0 && !ctx.cfg.order_masters) {
     return clear({ jid: null, minions: [], error: `Master could not resolve minions for target ${String(tgt)}` });
   }
   const jid = validJid(load.jid) ? load.jid : ctx.jids.next();
@@ -123,11 +127,22 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   if (delimiter !== ":") pub.delimiter = delimiter;
   for (const k of KWARGS_FORWARDED) if (kwargs[k] !== undefined) pub[k] = kwargs[k];
   if (typeof load.to === "number") pub.to = load.to;
+  // which master the job came from (a syndic sends each return back to it), and, for the syndics of a
+  // master of masters, the user's auth list (Salt's _prep_pub and publish with order_masters)
+  const masterId = typeof kwargs.master_id === "string" ? kwargs.master_id : ctx.cfg.master_id;
+  if (typeof masterId === "string" && masterId !== "") pub.master_id = masterId;
+  if (ctx.cfg.order_masters) pub.auth_list = outcome.rights === "full" ? [] : outcome.rights;
   ctx.fire(fx, `salt/job/${jid}/publish`, pub);
   fx.publishes.push(pub);
   ctx.metrics.jobPublished(fun);
   log.info(`User ${user} Published command ${funs.join(",")} with jid ${jid}`);
   return clear({ jid, minions, missing });
+}
+
+/** A non-empty `auth_list` a syndic forwards replaces the full rights of the root key that carries it. */
+function withSyndicAuthList<T extends { rights: unknown }>(outcome: T, authList: WireValue | undefined): T {
+  if (!Array.isArray(authList) || authList.length === 0) return outcome;
+  return { ...outcome, rights: authList };
 }
 
 /** The load as it may be saved and fired: no `key`, and no token or password in its kwargs. */

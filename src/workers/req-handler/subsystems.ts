@@ -1,5 +1,6 @@
 /**
- * Optional subsystems a request worker installs into its context at start (fileserver, pillar).
+ * Optional subsystems a request worker installs into its context at start (fileserver, pillar, the
+ * master-of-masters handlers of syndic-return.ts).
  * Each registers its AES commands or hooks; the request layer stays unaware of them.
  *
  * The built-in subsystem modules call `addSubsystem` when they load. They are imported dynamically on
@@ -18,7 +19,7 @@ export function addSubsystem(s: Subsystem): void {
 }
 
 function loadBuiltins(): Promise<unknown> {
-  builtins ??= Promise.all([import("./fileserver-subsystem.js"), import("./pillar-subsystem.js")]);
+  builtins ??= Promise.all([import("./fileserver-subsystem.js"), import("./pillar-subsystem.js"), import("./syndic-return.js")]);
   return builtins;
 }
 
