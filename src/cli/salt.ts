@@ -1,12 +1,9 @@
 /**
  * salt: publish a job and print each minion's return as it arrives (Salt's LocalClient + SaltCMD).
  */
-import { existsSync } from "node:fs";
-import path from "node:path";
-import { validId } from "../protocol/ids.js";
 import { Command, Option } from "commander";
 import { conditionInput } from "../lib/client/args.js";
-import { LocalClient, type PubReply } from "../lib/client/local-client.js";
+import { isRegisteredSyndic, LocalClient, type PubReply } from "../lib/client/local-client.js";
 import { controlCall } from "../lib/client/control-client.js";
 import { eauthKwargs } from "../lib/client/eauth-cli.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../lib/output/outputters.js";
@@ -150,7 +147,7 @@ async function main(): Promise<number> {
   )) {
     if ("missing" in r) {
       // a syndic is not a minion that failed to answer (Salt's syndic_dir check)
-      if (cfg.order_masters && validId(r.id) && existsSync(path.join(cfg.cachedir, "syndics", r.id))) continue;
+      if (cfg.order_masters && isRegisteredSyndic(cfg, r.id)) continue;
       missing.push(r.id);
       if (r.syndic !== undefined) belowSyndics.add(r.id);
       continue;

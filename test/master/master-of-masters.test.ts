@@ -59,6 +59,7 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
       },
     });
     await syn.start();
+    await syn.fireEvent("salt/syndic/syn1/start", "Syndic syn1 started"); // as Salt's syndic does once signed in
   });
   after(async () => {
     await syn?.stop();

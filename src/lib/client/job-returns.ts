@@ -17,6 +17,8 @@ export interface JobReturnsOptions {
   onPub?: (r: PubReply) => void;
   /** the master is a master of masters (order_masters): wait at least this long for minions below syndics */
   syndicWaitMs?: number;
+  /** ids never waited for (see ReturnWaiter) */
+  notMinion?: (id: string) => boolean;
 }
 
 /** `subscribe` registers a listener for every bus event and returns its unsubscribe. */
@@ -39,7 +41,7 @@ export async function* jobReturns(
     opts.onPub?.(reply);
     // a master of masters publishes with no minion of its own matched: the syndics' minions may answer
     if (!reply.jid || !reply.minions || (reply.minions.length === 0 && opts.syndicWaitMs === undefined)) return;
-    const w = new ReturnWaiter(reply.jid, reply.minions, opts.timeoutMs, opts.gatherJobTimeoutMs, Date.now(), opts.syndicWaitMs);
+    const w = new ReturnWaiter(reply.jid, reply.minions, opts.timeoutMs, opts.gatherJobTimeoutMs, Date.now(), opts.syndicWaitMs, opts.notMinion);
     for (const m of reply.missing ?? []) yield { id: m, missing: true };
     while (!w.done) {
       while (queue.length) {

@@ -3,7 +3,9 @@
  * request port in clear with the root key, exactly as Salt's CLI does, and waits for returns on the
  * local event bus (subscribed before publishing, so no return can be missed).
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { validId } from "../protocol/ids.js";
 import { Request } from "zeromq";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { decodeWire, encodeWire, isMap } from "../../shared/protocol/msgpack.js";
@@ -37,6 +39,11 @@ export function clientAddress(cfg: MasterConfig): string {
   if (host === "0.0.0.0") host = "127.0.0.1";
   if (host === "::") host = "::1";
   return host.includes(":") ? `[${host}]` : host;
+}
+
+/** A syndic that sent returns to this master (Salt's syndic_dir, `cachedir/syndics/<id>`). */
+export function isRegisteredSyndic(cfg: MasterConfig, id: string): boolean {
+  return validId(id) && existsSync(path.join(cfg.cachedir, "syndics", id));
 }
 
 export class LocalClient {
@@ -130,6 +137,8 @@ export class LocalClient {
         gatherJobTimeoutMs: (opts.gatherJobTimeoutS ?? this.cfg.gather_job_timeout) * 1000,
         onPub: opts.onPub,
         syndicWaitMs: this.cfg.order_masters ? this.cfg.syndic_wait * 1000 : undefined,
+        // a master of masters: its syndics match '*' as accepted keys but never run a job themselves
+        notMinion: this.cfg.order_masters ? (id) => isRegisteredSyndic(this.cfg, id) : undefined,
       });
     } finally {
       events.close();

@@ -38,6 +38,8 @@ export class ReturnWaiter {
     private readonly gatherJobTimeoutMs: number,
     now: number,
     private readonly syndicWaitMs?: number,
+    /** ids never waited for (a master of masters' syndics: accepted keys that never run a job) */
+    private readonly notMinion?: (id: string) => boolean,
   ) {
     for (const m of minions) this.expect(m, now);
     this.timeoutAt = now + timeoutMs;
@@ -45,6 +47,7 @@ export class ReturnWaiter {
   }
 
   private expect(id: string, now: number): void {
+    if (this.notMinion?.(id)) return;
     this.expected.add(id);
     if (!this.deadlines.has(id)) this.deadlines.set(id, now + this.timeoutMs);
   }

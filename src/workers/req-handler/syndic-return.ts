@@ -16,6 +16,7 @@
  *   to the job's expected minions and announced on this master's bus as
  *   `syndic/<syndic id>/salt/job/<jid>/new` `{jid, minions, syndic}` (the pretagged copy Salt 3006 let
  *   through and 3007 filters with the blacklisted `salt/job/*\/new`), which the CLI waits on (`syndic_wait`).
+ *   A syndic's `salt/syndic/<id>/start` registers it as a syndic at once (the CLI never waits for a syndic).
  *   The event itself still goes through `_minion_event`'s tag filter unchanged: this wraps that handler.
  *
  * Stricter than Salt, on purpose (docs/security.md, "A minion"): without `order_masters` a `_syndic_return`
@@ -150,7 +151,11 @@ addSubsystem(() => {
   const minionEvent = AES_FUNCS.get("_minion_event");
   if (!minionEvent) return;
   registerAesFunc("_minion_event", (ctx, load, fx, raw) => {
-    if (!ctx.cfg.order_masters || typeof load.pretag !== "string") return minionEvent(ctx, load, fx, raw);
+    if (!ctx.cfg.order_masters) return minionEvent(ctx, load, fx, raw);
+    // a syndic announces itself when it signs in (Salt's fire_master_syndic_start): registered at once, the
+    // CLI does not wait for it as a minion from its first job on
+    if (validId(load.id) && load.tag === `salt/syndic/${load.id}/start`) registerSyndic(ctx, load.id);
+    if (typeof load.pretag !== "string") return minionEvent(ctx, load, fx, raw);
     return noteSyndicMinions(ctx, load, fx).then(() => minionEvent(ctx, load, fx, raw));
   });
 });
