@@ -14,10 +14,10 @@ import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
-import type { TestMinion } from "../../src/minion/test-minion.js";
-import type { PublishLoad } from "../../src/minion/functions.js";
-import { EventClient } from "../../src/client/event-client.js";
-import { LocalClient } from "../../src/client/local-client.js";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { PublishLoad } from "../../tools/minion/functions.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import { LocalClient } from "../../src/lib/client/local-client.js";
 
 const BELOW = ["b1", "b2", "b3"];
 const ANSWERING = ["b1", "b2"];

@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { validId } from "../protocol/ids.js";
+import { validId } from "../../shared/protocol/ids.js";
 import { Request } from "zeromq";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { decodeWire, encodeWire, isMap } from "../../shared/protocol/msgpack.js";

@@ -301,7 +301,7 @@ export const MasterConfigSchema = Type.Object(
     brine_presence_heard_s: num(60, 0.001, 86_400, "`heard`: how long a minion counts as present after it was heard from", { unit: "seconds" }),
     brine_cluster_unhealthy_after_ms: int(5000, 1, 3_600_000, "a voter whose peer-channel session is down this long is listed in unhealthy_voters", { unit: "ms" }),
     brine_cluster_chaos_file: optStr("tests: node ids listed in this file are cut off"),
-    // --- master of masters (src/master/syndic-return.ts) ---
+    // --- master of masters (src/workers/req-handler/syndic-return.ts) ---
     order_masters: bool(false, "this master is a master of masters: it takes _syndic_return, publishes when none of its own minions match, and its syndics get the user's auth_list"),
     syndic_wait: int(5, 0, 86_400, "a master of masters' CLI waits at least this long for minions below syndics to report", { unit: "seconds" }),
     master_id: optStr("this master's name in its publishes (Salt's master_id): a syndic routes each return back to the master named here"),

@@ -28,10 +28,10 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { getLogger } from "../log.js";
-import { LogBudget } from "../cluster/peer/log-budget.js";
-import { validId, validJid } from "../protocol/ids.js";
-import { isMap, type WireValue } from "../protocol/msgpack.js";
+import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { validId, validJid } from "../../shared/protocol/ids.js";
+import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
 import { AES_FUNCS, registerAesFunc, type AesResult } from "./aes-funcs.js";
 import { addSubsystem } from "./subsystems.js";
 import type { Effects, MasterContext } from "./context.js";
