@@ -41,4 +41,6 @@ export const stateRunners: Record<string, RunnerFn> = {
   "state.sls": orchestration("state.sls"),
   "state.orchestrate_single": orchestration("state.orchestrate_single"),
   "state.orchestrate_high": orchestration("state.orchestrate_high"),
+  "state.orchestrate_show_sls": orchestration("state.orchestrate_show_sls"),
+  "state.orch_show_sls": orchestration("state.orch_show_sls"),
 };

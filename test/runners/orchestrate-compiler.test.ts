@@ -209,9 +209,10 @@ test("orchestrate_high's dotted keys are padded; a single call runs without requ
   assert.equal(checkResult({}), false);
 });
 
-/** A fake OrchestrateIO: minion answers by function, runner and wheel returns by name. */
-function fakeIO(answers: Record<string, Record<string, Data>>, calls: string[] = []): OrchestrateIO {
+/** A fake OrchestrateIO: minion answers by function, runner and wheel returns by name, `bus` the events a wait sees. */
+function fakeIO(answers: Record<string, Record<string, Data>>, calls: string[] = [], bus: [string, Data][] = []): OrchestrateIO {
   return {
+    waitForEvents: async (seen) => bus.some(([tag, data]) => seen(tag, data)),
     cmd: async (req) => {
       calls.push(`cmd ${req.fun} ${String(req.tgt)} ${JSON.stringify(req.kwarg)}`);
       return structuredClone(answers[req.fun] ?? {});
@@ -293,4 +294,24 @@ test("salt.runner, salt.wheel and salt.parallel_runners: arguments passed on, Sa
   assert.equal(calls.length, before, "nothing is called in test mode");
   assert.equal(t["salt_|-arg_|-test.arg_|-runner"]!.comment, "Runner function 'test.arg' would be executed.");
   assert.equal(t["salt_|-keys_|-key.list_all_|-wheel"]!.result, null);
+});
+
+test("salt.wait_for_event: done when events matching the tag glob named every id (in data or data.data), else a timeout", async () => {
+  const bus: [string, Data][] = [
+    ["salt/minion/m1/start", { id: "m1" }],
+    ["other/tag", { id: "m2" }],
+    ["salt/minion/m2/start", { data: { id: "m2" } }],
+  ];
+  const rt = stateRuntime(fakeIO({}, [], bus), { test: false, failhard: false });
+  const r = (await callHigh(high({ wait: { salt: ["wait_for_event", { name: "salt/minion/*/start" }, { id_list: ["m1", "m2"] }] }, late: { salt: ["wait_for_event", { name: "salt/minion/*/start" }, { id_list: ["m1", "m3"] }, { timeout: 0 }] } }), rt)) as Running;
+  const w = r["salt_|-wait_|-salt/minion/*/start_|-wait_for_event"]!;
+  assert.equal(w.result, true);
+  assert.match(String(w.comment), /^All events seen in [\d.]+ seconds\.$/);
+  assert.deepEqual(w.changes, { minions_seen: ["m1", "m2"] });
+  const l = r["salt_|-late_|-salt/minion/*/start_|-wait_for_event"]!;
+  assert.equal(l.result, false);
+  assert.equal(l.comment, "Timeout value reached.");
+  assert.deepEqual(l.changes, { minions_seen: ["m1"] });
+  const t = (await callHigh(high({ wait: { salt: ["wait_for_event", { name: "x" }, { id_list: ["m1"] }] } }), stateRuntime(fakeIO({}), { test: true, failhard: false }))) as Running;
+  assert.equal(t["salt_|-wait_|-x_|-wait_for_event"]!.comment, "Orchestration would wait for event 'x'");
 });

@@ -162,7 +162,25 @@ describe("state.orchestrate with a master and two minion groups", { timeout: 120
     assert.deepEqual(ping.changes, { ret: { "web-1": true } });
     const high = await run(tm, "state.orchestrate_high", [{ one: { "test.succeed_with_changes": [] }, two: { "test.nop": [{ require: [{ test: "one" }] }] } }]);
     assert.equal(high.test_master["test_|-two_|-two_|-nop"].result, true);
+    const shown = await run(tm, "state.orch_show_sls", ["orch.failing"]);
+    assert.deepEqual(shown.test_master.broken_db, { salt: [{ tgt: "db*" }, { sls: "fail_db" }, { failhard: true }, "state", { order: 10000 }], __sls__: "orch.failing", __env__: "base" });
     const missing = await run(tm, "state.orchestrate", ["orch.nope"]);
     assert.deepEqual(missing, { data: { test_master: ["No matching sls found for 'orch.nope' in env 'base'"] }, outputter: "highstate", retcode: 1 });
+  });
+
+  test("salt.wait_for_event waits for the minions' events on the master's bus", async () => {
+    writeFileSync(path.join(tm.cfg.file_roots.base![0]!, "orch", "wait.sls"), "ready:\n  salt.wait_for_event:\n    - name: my/ready/*\n    - id_list: [db-1, web-1]\n    - timeout: 30\n");
+    let finished = false;
+    const pending = run(tm, "state.orchestrate", ["orch.wait"]).finally(() => (finished = true));
+    // events fired before the wait began are not seen (as in Salt): fire until the run ends
+    while (!finished) {
+      await minions[0]!.fireEvent("my/ready/db", { x: 1 });
+      await minions[1]!.fireEvent("my/ready/web", { x: 1 });
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const ret = await pending;
+    const w = ret.data.test_master["salt_|-ready_|-my/ready/*_|-wait_for_event"];
+    assert.equal(w.result, true, w.comment);
+    assert.deepEqual(w.changes, { minions_seen: ["db-1", "web-1"] });
   });
 });

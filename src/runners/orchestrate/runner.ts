@@ -1,6 +1,6 @@
 /**
  * The orchestrate runners (Salt's salt/runners/state.py): `state.orchestrate` (aliases `state.orch`,
- * `state.sls`), `state.orchestrate_single`, `state.orchestrate_high`. Each renders and runs on the master, in
+ * `state.sls`), `state.orchestrate_single`, `state.orchestrate_high`, `state.orchestrate_show_sls`. Each renders and runs on the master, in
  * its runner thread, as Salt's master minion does (`file_client: local`, the master's id):
  *
  * - the SLS mods from `file_roots[saltenv]` (sls.ts), with the master's pillar (compiled for the master's id,
@@ -12,7 +12,8 @@
  *
  * `state.orchestrate` answers `{data: {<master id>: <highstate return>}, outputter: "highstate", retcode}`:
  * retcode 0 when every state succeeded, else 1 (a render or compile error: the list of errors, retcode 1).
- * `orchestrate_single` and `orchestrate_high` answer `{<master id>: <highstate return>}` as Salt's do.
+ * `orchestrate_single` and `orchestrate_high` answer `{<master id>: <highstate return>}` as Salt's do;
+ * `orchestrate_show_sls` (`orch_show_sls`) answers the rendered high data without running anything.
  * Beyond Salt 3007 (whose two runners drop it): `test=True` is honoured by `orchestrate_single`/`_high` too.
  */
 import os from "node:os";
@@ -21,7 +22,7 @@ import { isMap as isWireMap } from "../../shared/protocol/msgpack.js";
 import { PillarCompiler } from "../../lib/pillar/compile.js";
 import { makeSaltFuncs } from "../../lib/render/salt-funcs.js";
 import { argOf, type RunnerContext, type RunnerFn } from "../context.js";
-import { callHigh, callSingle, checkResult, isMap, padFuncs, type Data, type Low, type Running } from "./compiler.js";
+import { callHigh, callSingle, checkResult, isMap, padFuncs, verifyHigh, type Data, type Low, type Running } from "./compiler.js";
 import { StateTree } from "./sls.js";
 import { stateRuntime, type CmdRequest, type MinionAnswer, type OrchestrateIO } from "./states.js";
 
@@ -92,6 +93,23 @@ export function masterIO(ctx: RunnerContext): OrchestrateIO {
         jid = String((rep as Data).jid ?? "");
         if (early.has(jid)) return early.get(jid)!;
         return await done;
+      } finally {
+        events.close();
+      }
+    },
+    async waitForEvents(seen, timeoutMs) {
+      const events = new EventClient(ctx.cfg.sock_dir);
+      await events.connect();
+      try {
+        return await new Promise<boolean>((resolve) => {
+          const t = setTimeout(() => resolve(false), timeoutMs);
+          events.on((e) => {
+            if (seen(e.tag, e.data)) {
+              clearTimeout(t);
+              resolve(true);
+            }
+          });
+        });
       } finally {
         events.close();
       }
@@ -204,7 +222,21 @@ const orchestrateHigh: RunnerFn = async (ctx, arg, kwarg) => {
   return { [ctx.cfg.id]: await callHigh(high, runtime(ctx, test), ctx.jid) };
 };
 
+/** state.orchestrate_show_sls(mods, saltenv="base", test=None, queue=False, pillar=None, pillarenv=None): the rendered high data. */
+const orchestrateShowSls: RunnerFn = async (ctx, arg, kwarg) => {
+  const mods = modsOf(argOf(arg, kwarg, 0, "mods", undefined));
+  const pillarenv = argOf(arg, kwarg, 5, "pillarenv", null) ?? ctx.cfg.pillarenv ?? null;
+  const o: RunOptions = { saltenv: String(argOf(arg, kwarg, 1, "saltenv", "base") ?? "base"), pillarenv: pillarenv === null ? null : String(pillarenv), pillar: pillarArg(argOf(arg, kwarg, 4, "pillar", null)), test: false };
+  const rc = await renderContext(ctx, o);
+  if ("errors" in rc) throw new Error(`Pillar failed to render: ${rc.errors.slice(1).join("; ")}`);
+  const { high, errors } = await new StateTree(ctx.cfg).render(o.saltenv, mods, rc);
+  errors.push(...verifyHigh(high));
+  return { [ctx.cfg.id]: errors.length ? errors : high };
+};
+
 export const orchestrateRunners: Record<string, RunnerFn> = {
+  "state.orchestrate_show_sls": orchestrateShowSls,
+  "state.orch_show_sls": orchestrateShowSls,
   "state.orchestrate": orchestrate,
   "state.orch": orchestrate,
   "state.sls": orchestrate,

@@ -6,13 +6,15 @@
  * - `salt.state` (tgt, tgt_type, sls | highstate | top, saltenv, pillar, pillarenv, test, exclude, ret,
  *   ret_config, ret_kwargs, expect_minions, fail_minions, allow_fail, concurrent, queue, timeout),
  *   `salt.function` (name, tgt, tgt_type, arg, kwarg, ret, ret_config, ret_kwargs, expect_minions,
- *   fail_minions, timeout), `salt.runner`, `salt.wheel`, `salt.parallel_runners`.
+ *   fail_minions, timeout), `salt.runner`, `salt.wheel`, `salt.parallel_runners`, `salt.wait_for_event` (name,
+ *   id_list, event_id, timeout; the master's bus).
  * - `test.nop`, `succeed_without_changes`, `succeed_with_changes`, `fail_without_changes`, `fail_with_changes`,
  *   `configurable_test_state`, `show_notification`, and `test.mod_watch` (what `watch` calls).
  *
  * What brine cannot do is a failed state naming it, never a silent success: `batch` and `subset` (brine's client
  * has no batch mode), `ssh`, `fail_function`; any other state module is "not found" with a reason (compiler.ts).
  */
+import { fnmatch } from "../../lib/targeting/fnmatch.js";
 import { checkResult, genTag, isMap, type Data, type StateCall, type StateResult, type StateRuntime } from "./compiler.js";
 
 /** A minion's answer as Salt's cmd_iter gives it: `{ret, out?, retcode?, jid?}`, or `{failed: true}` when it did not return. */
@@ -39,6 +41,8 @@ export interface OrchestrateIO {
   runner(name: string, arg: unknown[], kwarg: Data): Promise<Data>;
   /** Salt's saltutil.wheel: `{fun, jid, tag, user, return, success}` */
   wheel(name: string, arg: unknown[], kwarg: Data): Promise<Data>;
+  /** bus events from now on, each given to `seen` until it answers true (then true) or `timeoutMs` passes (false) */
+  waitForEvents(seen: (tag: string, data: unknown) => boolean, timeoutMs: number): Promise<boolean>;
 }
 
 type StateFn = (call: StateCall, io: OrchestrateIO) => Promise<StateResult> | StateResult;
@@ -289,6 +293,38 @@ const parallelRunners: StateFn = async (call, io) => {
   return { name, result: failed.length === 0, changes, comment };
 };
 
+/** saltmod.wait_for_event: wait until an event whose tag matches `name` has named every id of `id_list`. */
+const waitForEvent: StateFn = async (call, io) => {
+  const kw = call.kwargs;
+  const name = String(kw.name);
+  const ret: StateResult = { name, changes: {}, comment: "", result: false };
+  if (call.test) return { ...ret, comment: `Orchestration would wait for event '${name}'`, result: null };
+  if ((kw.node ?? "master") !== "master") return { ...ret, comment: "Not supported by brine's orchestrate: node=minion (brine has no minion event bus on the master)" };
+  const ids: unknown[] = Array.isArray(kw.id_list) ? [...kw.id_list] : [];
+  const eventId = String(kw.event_id ?? "id");
+  const timeoutS = Number(kw.timeout ?? 300);
+  const seen: unknown[] = [];
+  const started = Date.now();
+  const same = (a: unknown, b: unknown) => a === b || (typeof a === "number" && typeof b === "bigint" && BigInt(a) === b);
+  const done = await io.waitForEvents((tag, data) => {
+    if (!fnmatch(tag, name) || !isMap(data)) return false;
+    let val = data[eventId];
+    if ((val === undefined || val === null) && isMap(data.data)) val = data.data[eventId];
+    if (val !== undefined && val !== null) {
+      for (const v of Array.isArray(val) ? val : [val]) {
+        const i = ids.findIndex((x) => same(x, v));
+        if (i < 0) continue;
+        ids.splice(i, 1);
+        seen.push(v);
+      }
+    }
+    return ids.length === 0;
+  }, Math.max(0, timeoutS) * 1000);
+  if (seen.length) ret.changes = { minions_seen: seen };
+  if (done) return { ...ret, result: true, comment: `All events seen in ${(Date.now() - started) / 1000} seconds.` };
+  return { ...ret, comment: "Timeout value reached." };
+};
+
 const CHANGED = { testing: { old: "Unchanged", new: "Something pretended to change" } };
 
 const testStates: Record<string, StateDef> = {
@@ -359,12 +395,12 @@ export const STATES: Record<string, StateDef> = {
   "salt.runner": { required: ["name"], fn: saltRunner },
   "salt.wheel": { required: ["name"], fn: saltWheel },
   "salt.parallel_runners": { required: ["name", "runners"], fn: parallelRunners },
+  "salt.wait_for_event": { required: ["name", "id_list"], fn: waitForEvent },
   ...testStates,
 };
 
 /** The Salt state modules brine knows by name but does not run in orchestration, with why. */
 const KNOWN_UNSUPPORTED: Record<string, string> = {
-  "salt.wait_for_event": "brine's orchestrate does not implement salt.wait_for_event yet",
   "test.check_pillar": "brine's orchestrate does not implement test.check_pillar yet",
 };
 
