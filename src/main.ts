@@ -31,6 +31,8 @@ import { requestTsWindowS } from "./workers/req-handler/replay-window.js";
 import { NonceJournal } from "./shared/nonce-journal.js";
 import { lmdbDir } from "./lib/store/lmdb-env.js";
 import { ControlServer } from "./main-thread/control-server.js";
+import { relayRunnerResult, runnerResultsChannel } from "./shared/runner-results.js";
+import type { BroadcastChannel } from "node:worker_threads";
 import { RequestPort, type RouterTag } from "./main-thread/request-port.js";
 import { PublishPort } from "./main-thread/publish-port.js";
 import { applyBatchResult } from "./main-thread/batch-result.js";
@@ -76,9 +78,12 @@ export class MasterServer {
   readonly jidClock = sharedJidClock();
   /** jids for runner calls, from the same clock as the workers' job jids (never equal to one) */
   private readonly runnerJids = new JidGenerator(Date.now, this.jidClock);
+  /** results of runner calls a request worker waits for (src/shared/runner-results.ts) */
+  private readonly runnerResults: BroadcastChannel;
 
   constructor(readonly cfg: MasterConfig) {
     this.bus = new EventBusServer(cfg.sock_dir);
+    this.runnerResults = runnerResultsChannel(cfg);
   }
 
   private prepareDirs(): void {
@@ -178,7 +183,8 @@ export class MasterServer {
         }),
         reply: (tag, reply) => (isApiTag(tag) ? this.api?.reply(tag, reply) : this.requestPort!.reply(tag, reply)),
         // authorized clear `runner` requests: answered with their jid; the result comes on the bus
-        runner: (run) => this.control?.startRunner(run, () => {}),
+        // a minion's `minion_runner` waits for the result in its request worker (src/shared/runner-results.ts)
+        runner: (run) => this.control?.startRunner(run, run.awaited ? relayRunnerResult(this.runnerResults, run.jid) : () => {}),
       }),
     );
     const host = c.interface.includes(":") ? `[${c.interface}]` : c.interface;
@@ -248,6 +254,7 @@ export class MasterServer {
     await this.control?.stop();
     await this.stopCluster();
     this.nonceJournal?.close();
+    this.runnerResults.close();
     await this.bus.stop();
   }
 

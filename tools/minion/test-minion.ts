@@ -22,7 +22,7 @@ import type { KeyObject } from "node:crypto";
 import type * as zmq from "zeromq";
 import { BrineError, isBrineError } from "../../src/shared/errors.js";
 import { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { decodeWire, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, publicKey, type EncAlgo, type SigAlgo } from "../../src/shared/protocol/rsa.js";
 import { nowMs, sharedTimer, type CoarseTimer } from "../../src/shared/coarse-timer.js";
 import { FunctionRunner, saltStamp, returnLoad, type CmdRunStandIn, type PublishLoad } from "./functions.js";
@@ -439,6 +439,61 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
     return this.channel.send(load, opts);
   }
 
+  // ---- peer publish and file pushes, as Salt's publish and cp modules send them ----
+
+  /** The load a minion's publish/cp module sends: 3006.8 adds `tok` itself (v3 channels add it to every load). */
+  private moduleLoad(load: Record<string, unknown>): Record<string, unknown> {
+    return this.protocol === "v2" ? { ...load, tok: this.keys.tok } : load;
+  }
+
+  /**
+   * `publish.publish` (form clean) and `publish.full_data` (form full), as salt/modules/publish.py `_publish`
+   * with wait=True: `minion_pub`, then `pub_ret` every 0.3 s until every matched minion returned or
+   * `timeoutS` passed. A falsy `minion_pub` answer (the master's refusal, `{}`) gives `{}`.
+   */
+  async peerPublish(tgt: string, fun: string, arg: unknown[] = [], o: { tgtType?: string; returner?: string; timeoutS?: number; form?: "clean" | "full" } = {}): Promise<unknown> {
+    const form = o.form ?? "clean";
+    const timeoutS = o.timeoutS ?? 5;
+    if (fun.startsWith("publish.")) return {};
+    const peer = await this.channel.send(this.moduleLoad({ cmd: "minion_pub", fun, arg, tgt, tgt_type: o.tgtType ?? "glob", ret: o.returner ?? "", tmo: timeoutS, form, id: this.id, no_parse: [] }), this.requestOptions);
+    if (!pyTruthy(peer) || !isMap(peer)) return {};
+    const matched = new Set(Array.isArray(peer.minions) ? (peer.minions as string[]) : []);
+    let returned = new Set<string>();
+    const differ = () => returned.size !== matched.size || [...matched].some((m) => !returned.has(m));
+    // Salt's loop: until the returned and matched sets are equal; None when nothing was matched
+    for (let loop = 0; differ(); loop++) {
+      const ret = await this.channel.send(this.moduleLoad({ cmd: "pub_ret", id: this.id, jid: peer.jid }), this.requestOptions);
+      const got = isMap(ret) ? ret : {};
+      returned = new Set(Object.keys(got));
+      let end = [...matched].every((m) => returned.has(m));
+      if (!end && loop * 0.3 > timeoutS) {
+        if (returned.size === 0) return {};
+        end = true;
+      }
+      if (end) return form === "full" ? got : Object.fromEntries(Object.entries(got).map(([m, v]) => [m, isMap(v) ? v.ret : undefined]));
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    return null;
+  }
+
+  /** `publish.runner`: one `minion_runner` request; its answer as it came. */
+  peerRunner(fun: string, arg: unknown[] = [], timeoutS = 5, opts: RequestOptions = this.requestOptions): Promise<WireValue> {
+    return this.channel.send(this.moduleLoad({ cmd: "minion_runner", fun, arg, tmo: timeoutS, id: this.id, no_parse: [] }), opts);
+  }
+
+  /**
+   * `cp.push` as salt/modules/cp.py sends a file: `_file_recv` chunks of `chunkBytes` (file_buffer_size) with
+   * `loc`, the first one always (an empty file is one empty chunk); stops at the first falsy answer and returns it.
+   */
+  async push(pathSegments: string[], data: Buffer, chunkBytes = 262_144): Promise<WireValue> {
+    for (let loc = 0; loc === 0 || loc < data.length; loc += chunkBytes) {
+      const ret = await this.channel.send(this.moduleLoad({ cmd: "_file_recv", id: this.id, path: pathSegments, size: data.length, loc, data: data.subarray(loc, loc + chunkBytes) }), this.requestOptions);
+      if (!pyTruthy(ret)) return ret;
+      if (data.length === 0) break;
+    }
+    return true;
+  }
+
   private async fireStartEvents(): Promise<void> {
     const data = `Minion ${this.id} started at ${TestMinion.asctime()}`;
     await this.fireEvent("minion_start", data);
@@ -511,4 +566,13 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
       this.emit("returnFailed", { jid: load.jid, fun: load.fun, error: e as Error });
     }
   }
+}
+
+/** Python's truth value of a decoded reply: None, False, 0, "", and empty lists and dicts are false. */
+function pyTruthy(v: WireValue | undefined): boolean {
+  if (v === null || v === undefined || v === false || v === 0 || v === "") return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (v instanceof Uint8Array) return v.length > 0;
+  if (isMap(v)) return Object.keys(v).length > 0;
+  return true;
 }

@@ -45,3 +45,30 @@ export function conditionInput(words: string[]): unknown[] {
   if (haveKw) args.push({ ...kwargs, __kwarg__: true });
   return args;
 }
+
+/**
+ * Salt's parse_input (salt/utils/args.py), what the master applies to the arguments a minion publishes
+ * (`publish.publish`, `publish.runner`): `key=value` strings become keyword arguments (their values
+ * YAML-parsed unless the key is in `noParse`), other strings are YAML-parsed, a `{__kwarg__: True, ...}` map
+ * joins the keyword arguments, anything else stays; the keyword arguments come last as one `__kwarg__` map.
+ */
+export function parseInput(args: readonly unknown[], noParse: readonly unknown[] = []): unknown[] {
+  const out: unknown[] = [];
+  const kwargs: Record<string, unknown> = {};
+  let haveKw = false;
+  for (const a of args) {
+    if (typeof a === "string") {
+      const m = KWARG_RE.exec(a);
+      if (m && !a.startsWith("=") && !m[2]!.startsWith("=")) {
+        kwargs[m[1]!] = noParse.includes(m[1]!) ? m[2]! : yamlifyArg(m[2]!);
+        haveKw = true;
+      } else out.push(yamlifyArg(a));
+    } else if (a !== null && typeof a === "object" && !Array.isArray(a) && (a as Record<string, unknown>).__kwarg__ === true) {
+      const { __kwarg__: _k, ...rest } = a as Record<string, unknown>;
+      Object.assign(kwargs, rest);
+      haveKw = true;
+    } else out.push(a);
+  }
+  if (haveKw) out.push({ __kwarg__: true, ...kwargs });
+  return out;
+}

@@ -280,6 +280,11 @@ export const MasterConfigSchema = Type.Object(
     brine_min_envelope_version: int(0, 0, 3, "requests in an envelope below this version are refused (3: no v2 minion)"),
     mine_max_size: int(16, 1, 4096, "most mine data one minion keeps", { unit: "MiB" }),
     max_pending_keys: int(10_000, 1, 10_000_000, "most keys waiting in minions_pre"),
+    // --- peer publish and file pushes from minions (workers/req-handler/peer-publish.ts, file-recv.ts) ---
+    peer: Type.Record(Type.String(), Type.Array(Type.Unknown()), { default: {}, description: "minion id regex -> the functions (regexes, or {compound target: [functions]}) those minions may publish to others (publish.publish); empty: none" }),
+    peer_run: Type.Record(Type.String(), Type.Array(Type.String()), { default: {}, description: "minion id regex -> the runner functions (regexes) those minions may run (publish.runner); empty: none" }),
+    file_recv: bool(false, "minions may push files to the master (cp.push, cp.push_dir), into cachedir/minions/<id>/files"),
+    file_recv_max_size: int(100, 1, 1_048_576, "largest file a minion may push", { unit: "MiB" }),
     // --- request lanes and storage ---
     brine_queue_len_max: int(10_000, 1, 10_000_000, "requests waiting per lane before retry-later replies"),
     brine_clear_request_bytes_max: int(1024 * 1024, 64 * 1024, 64 * 1024 * 1024, "largest clear request (a CLI publish with its arguments, a runner or wheel call) taken from the request port; over 64 KiB one is decoded with at most 65,536 elements, over this bound it is refused before any container in it is read", { unit: "bytes" }),

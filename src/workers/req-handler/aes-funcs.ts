@@ -15,6 +15,8 @@ import { masterOptsForMinion } from "./master-opts.js";
 import { returnSignatureValid } from "./return-sig.js";
 import { minionPolicy } from "./minion-policy.js";
 import { returnSucceeded } from "../../shared/metrics/labels.js";
+import { doMinionPub, doMinionPublish, doMinionRunner, doPubRet } from "./peer-publish.js";
+import { doFileRecv } from "./file-recv.js";
 
 const log = getLogger("brine.aesfuncs");
 
@@ -260,6 +262,12 @@ export const AES_FUNCS: ReadonlyMap<string, Handler> = new Map<string, Handler>(
   ["_mine_get", doMineGet],
   ["_mine_delete", doMineDelete],
   ["_mine_flush", doMineFlush],
+  // peer publish (peer-publish.ts) and file pushes (file-recv.ts)
+  ["minion_pub", doMinionPub],
+  ["minion_publish", doMinionPublish],
+  ["pub_ret", doPubRet],
+  ["minion_runner", doMinionRunner],
+  ["_file_recv", doFileRecv],
 ]);
 
 /** Register more handlers (the fileserver adds its commands here). */

@@ -73,6 +73,8 @@ export interface RunnerLaunch {
   arg: unknown[];
   kwarg: Record<string, unknown>;
   user: string;
+  /** a request worker waits for the result (a minion's `minion_runner`): the main thread posts it (src/shared/runner-results.ts) */
+  awaited?: boolean;
 }
 
 export function newEffects(): Effects {

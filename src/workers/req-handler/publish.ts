@@ -6,6 +6,8 @@
  * `<jid>` and `salt/job/<jid>/new` events, the saved load (credentials stripped), the 3007
  * `salt/job/<jid>/publish` event, and the publish load handed to the publisher (which adds the serial,
  * encrypts and signs, in order). Refusals are Salt's top-level `{"error": {...}}` and one audit line.
+ * A minion's peer publish (peer-publish.ts) comes through here too, with the master's CLI key, as Salt's
+ * LocalClient sends it; its load and publish then carry the asking minion's `id`.
  */
 import { getLogger } from "../../shared/log.js";
 import { credentialKind } from "../../lib/auth/authenticate.js";
@@ -43,7 +45,12 @@ function isStrList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === "string");
 }
 
-export async function handlePublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects, source?: string): Promise<unknown> {
+/** A job a minion publishes to its peers (peer-publish.ts): its id goes into the saved load and the publish, as Salt's `id`. */
+export interface PeerOrigin {
+  id: string;
+}
+
+export async function handlePublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects, source?: string, peer?: PeerOrigin): Promise<unknown> {
   const clear = (l: unknown) => ({ enc: "clear", load: l });
   const fun = load.fun;
   const tgt = load.tgt;
@@ -113,7 +120,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   ctx.fire(fx, jid, { minions });
   ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing });
   markVerified(fx);
-  const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "" };
+  const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "", ...(peer ? { id: peer.id } : {}) };
   await ctx.jobs.saveLoad(jid, saved, minions);
   if (saltJobFilesOn(ctx.cfg)) {
     try {
@@ -123,7 +130,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
     }
   }
 
-  const pub: Record<string, unknown> = { fun, arg, tgt, jid, ret: typeof load.ret === "string" ? load.ret : "", tgt_type: tgtType, user };
+  const pub: Record<string, unknown> = { fun, arg, tgt, jid, ret: typeof load.ret === "string" ? load.ret : "", ...(peer ? { id: peer.id } : {}), tgt_type: tgtType, user };
   if (delimiter !== ":") pub.delimiter = delimiter;
   for (const k of KWARGS_FORWARDED) if (kwargs[k] !== undefined) pub[k] = kwargs[k];
   if (typeof load.to === "number") pub.to = load.to;

@@ -1,0 +1,200 @@
+/**
+ * Peer publish: the AES requests behind a minion's `publish.publish`, `publish.full_data` and `publish.runner`
+ * (Salt's AESFuncs/RemoteFuncs minion_pub, minion_publish, pub_ret, minion_runner).
+ *
+ * - `minion_pub`: the `peer:` ACL (peer-acl.ts) decides; an allowed job is published through the CLI's path
+ *   (publish.ts handlePublish, as the master's user with its CLI key, as Salt's LocalClient does), so
+ *   targeting, the job cache, the events and the audit line are a CLI publish's; the publish carries
+ *   `id: <asking minion>` as Salt's does. Answer: `{jid, minions}`. The minion then polls `pub_ret`.
+ * - `pub_ret`: the returns stored for a jid, `{minion: {ret, out?}}`, only to the minion that published it
+ *   (the saved job load names it; Salt kept a `publish_auth/<jid>` file, CVE-2025-22242: no path is built from
+ *   the request here, the jid must be a jid).
+ * - `minion_publish` (the older form, which waits on the master): publishes as `minion_pub`, waits for every
+ *   targeted minion or the timeout, and answers the returns (`form: full`: each return's whole record with
+ *   `ret`, and `__jid__`).
+ * - `minion_runner`: the `peer_run:` ACL decides; the runner runs in its own runner thread as a clear `runner`
+ *   request's does (Effects.runs), and this request waits for its result (src/shared/runner-results.ts) and answers it.
+ *
+ * A refusal is Salt's answer, `{}` (the minion's publish module prints an empty dict: Salt gives the minion
+ * no reason), and a warning on the master naming the minion, the function and why.
+ */
+import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { isMap, decodeWire, type WireValue } from "../../shared/protocol/msgpack.js";
+import { validId, validJid } from "../../shared/protocol/ids.js";
+import { parseInput } from "../../lib/client/args.js";
+import { checkMinions } from "../../lib/targeting/index.js";
+import { takeLinearRefusals, withLinearPatterns } from "../../lib/targeting/pcre.js";
+import { splitPublishArgs } from "../../lib/auth/acl.js";
+import { audit } from "./clear-funcs.js";
+import { handlePublish } from "./publish.js";
+import { exactTargetType, peerPublishDecision, peerRunDecision } from "./peer-acl.js";
+import { RunnerResultWaiter } from "../../shared/runner-results.js";
+import type { Effects, MasterContext } from "./context.js";
+import type { AesResult } from "./aes-funcs.js";
+
+const log = getLogger("brine.peer");
+
+/** Longest a `minion_publish` waits for returns, and a `minion_runner` for its runner, seconds. */
+export const peerPublishWaitSMax = 300;
+export const peerRunnerWaitSMax = 600;
+/** How often `minion_publish` looks for returns, ms. */
+const returnPollMs = 200;
+
+const refusals = new LogBudget(20, 60_000, (l) => log.warning(l), "peer publish refusals");
+
+const send = (ret: unknown): AesResult => ({ ret, mode: "send" });
+/** Salt's refusal of every peer request: an empty dict, no reason. */
+const REFUSED: AesResult = Object.freeze({ ret: {}, mode: "send" }) as AesResult;
+
+function refuse(id: unknown, what: string, reason: string): AesResult {
+  refusals.line(`${what} from minion ${String(id).slice(0, 64)} refused: ${reason}`);
+  return REFUSED;
+}
+
+interface PeerJob {
+  id: string;
+  fun: string | string[];
+  arg: unknown[];
+  tgt: string | string[];
+  tgtType: string;
+  ret: string;
+}
+
+/** The `peer:` decision and the job to publish, or the refusal (Salt's __verify_minion_publish and minion_pub's nodegroup expansion). */
+function preparePeerJob(ctx: MasterContext, load: Record<string, WireValue>, what: string): PeerJob | AesResult {
+  const id = load.id;
+  let tgt = load.tgt;
+  let tgtType = typeof load.tgt_type === "string" ? load.tgt_type : "glob";
+  if (!validId(id)) return refuse(id, what, "invalid id");
+  if (!(typeof tgt === "string" || (Array.isArray(tgt) && tgt.every((t) => typeof t === "string")))) return refuse(id, what, "tgt must be a string or a list of strings");
+  if (tgtType.startsWith("node")) {
+    const group = typeof tgt === "string" ? ctx.cfg.nodegroups[tgt] : undefined;
+    if (group === undefined) return refuse(id, what, `unknown nodegroup ${String(tgt)}`);
+    tgt = group;
+    tgtType = "compound";
+  }
+  const targets = { acceptedIds: ctx.acceptedIds(), minionData: (m: string) => ctx.minionCache.get(m), nodegroups: ctx.cfg.nodegroups };
+  // a minion's patterns: linear time or no match (src/lib/targeting/pcre.ts), as for _mine_get
+  const { minions, exact } = withLinearPatterns(() => ({
+    minions: checkMinions(tgt as string | string[], tgtType, { ...targets, greedy: true }).minions,
+    exact: checkMinions(tgt as string | string[], exactTargetType(tgtType), { ...targets, greedy: true }).minions,
+  }));
+  const verdict = withLinearPatterns(() =>
+    peerPublishDecision({ peer: ctx.cfg.peer, load, minions, exactMinions: exact, minionsOf: (t) => checkMinions(t, "compound", { ...targets, greedy: false }).minions }),
+  );
+  if (takeLinearRefusals().length) return refuse(id, what, "a target pattern needs backtracking (it matches nothing for a minion)");
+  if (!verdict.ok) return refuse(id, what, verdict.reason);
+  const compound = Array.isArray(verdict.fun);
+  const noParse = Array.isArray(load.no_parse) ? load.no_parse : [];
+  return {
+    id,
+    fun: verdict.fun,
+    arg: compound ? verdict.arg : parseInput(verdict.arg, noParse),
+    tgt: tgt as string | string[],
+    tgtType,
+    ret: typeof load.ret === "string" ? load.ret : "",
+  };
+}
+
+/** Publishes an allowed peer job through the CLI's publish path; its jid and minions, or undefined when the master's CLI key is missing or the publish was refused. */
+async function publishPeerJob(ctx: MasterContext, job: PeerJob, fx: Effects, what: string): Promise<{ jid: string | null; minions: string[] } | undefined> {
+  const key = ctx.rootKey();
+  if (key === undefined) {
+    refuse(job.id, what, `the master's CLI key (cachedir/.${ctx.cfg.user}_key) is missing`);
+    return undefined;
+  }
+  audit({ user: job.id, backend: "peer", fun: String(job.fun), target: job.tgt, source: `minion ${job.id}`, verdict: "allowed" });
+  const r = (await handlePublish(ctx, { cmd: "publish", fun: job.fun, arg: job.arg as WireValue[], tgt: job.tgt, tgt_type: job.tgtType, ret: job.ret, user: ctx.cfg.user, key, kwargs: {} }, fx, `minion ${job.id}`, { id: job.id })) as Record<string, unknown>;
+  const answer = isMap(r.load as WireValue) ? (r.load as Record<string, unknown>) : undefined;
+  if (!answer || "error" in r || (answer.error !== undefined && answer.jid !== null)) {
+    refusals.line(`${what} from minion ${job.id}: the publish was refused: ${JSON.stringify(r).slice(0, 200)}`);
+    return undefined;
+  }
+  return { jid: typeof answer.jid === "string" ? answer.jid : null, minions: Array.isArray(answer.minions) ? (answer.minions as string[]) : [] };
+}
+
+/** `minion_pub`: publish, answer `{jid, minions}` at once. */
+export async function doMinionPub(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
+  const job = preparePeerJob(ctx, load, "minion_pub");
+  if (!("fun" in job)) return job;
+  const r = await publishPeerJob(ctx, job, fx, "minion_pub");
+  return r ? send(r) : REFUSED;
+}
+
+/** `pub_ret`: the returns of a job this minion published, `{minion: {ret, out?}}` (Salt's get_cache_returns). */
+export function doPubRet(ctx: MasterContext, load: Record<string, WireValue>): AesResult {
+  const { id, jid } = load;
+  if (!validId(id) || !validJid(jid) || !("tok" in load)) return refuse(id, "pub_ret", "a valid id, jid and tok are required");
+  const job = ctx.jobs.getLoad(jid);
+  if (!job || job.id !== id) return refuse(id, "pub_ret", `job ${jid} was not published by this minion`);
+  return send(cacheReturns(ctx, jid));
+}
+
+function cacheReturns(ctx: MasterContext, jid: string): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [m, rec] of Object.entries(ctx.jobs.returnsFor(jid))) {
+    out[m] = { ret: rec.return, ...(rec.out !== undefined ? { out: rec.out } : {}) };
+  }
+  return out;
+}
+
+/** The timeout a `minion_publish` load asks for (`timeout`, else `tmo`, else the master's `timeout`), seconds; undefined when it is not a number. */
+function publishTimeoutS(ctx: MasterContext, load: Record<string, WireValue>): number | undefined {
+  const raw = "timeout" in load ? load.timeout : "tmo" in load ? load.tmo : ctx.cfg.timeout;
+  const n = typeof raw === "number" ? raw : typeof raw === "string" && /^\s*-?\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  return Number.isFinite(n) ? Math.min(Math.max(Math.trunc(n), 0), peerPublishWaitSMax) : undefined;
+}
+
+/** `minion_publish`: publish, wait for the returns (or the timeout) here, answer them. */
+export async function doMinionPublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
+  const timeoutS = publishTimeoutS(ctx, load);
+  if (timeoutS === undefined) return refuse(load.id, "minion_publish", `Failed to parse timeout value: ${String(load.timeout ?? load.tmo).slice(0, 32)}`);
+  const job = preparePeerJob(ctx, load, "minion_publish");
+  if (!("fun" in job)) return job;
+  const r = await publishPeerJob(ctx, job, fx, "minion_publish");
+  if (!r) return REFUSED;
+  const full = load.form === "full";
+  if (r.jid === null) return send(full ? { __jid__: null } : {});
+  const jid = r.jid;
+  const deadline = Date.now() + timeoutS * 1000;
+  let returns = ctx.jobs.returnsFor(jid);
+  while (Date.now() < deadline && r.minions.some((m) => !(m in returns))) {
+    await new Promise((res) => setTimeout(res, returnPollMs));
+    returns = ctx.jobs.returnsFor(jid);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [m, rec] of Object.entries(returns)) {
+    if (full) {
+      const { return: ret, ...rest } = rec;
+      out[m] = { ...rest, jid, id: m, ret };
+    } else out[m] = rec.return;
+  }
+  if (full) out.__jid__ = jid;
+  return send(out);
+}
+
+const waiters = new WeakMap<MasterContext, RunnerResultWaiter>();
+
+/** `minion_runner`: the runner's return, as Salt's Runner.run answers it (a failure: "Exception occurred in runner <fun>: <message>"). */
+export async function doMinionRunner(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
+  const id = load.id;
+  if (!validId(id)) return refuse(id, "minion_runner", "invalid id");
+  const v = peerRunDecision(ctx.cfg.peer_run, load);
+  if (!v.ok) return refuse(id, "minion_runner", v.reason);
+  const noParse = Array.isArray(load.no_parse) ? load.no_parse : [];
+  const { args, kwargs } = splitPublishArgs(parseInput(load.arg as unknown[], noParse));
+  const { __kwarg__: _k, ...kwarg } = kwargs ?? {};
+  audit({ user: id, backend: "peer_run", fun: `runner.${v.fun}`, source: `minion ${id}`, verdict: "allowed" });
+  let waiter = waiters.get(ctx);
+  if (!waiter) waiters.set(ctx, (waiter = new RunnerResultWaiter(ctx.cfg)));
+  const jid = ctx.jids.next();
+  const result = waiter.wait(jid, peerRunnerWaitSMax * 1000);
+  fx.runs.push({ jid, fun: v.fun, arg: args, kwarg, user: ctx.cfg.user, awaited: true });
+  const r = await result;
+  if (r.packed) return send(decodeWire(Buffer.from(r.packed.buffer, r.packed.byteOffset, r.packed.byteLength)));
+  // an unknown runner: Salt's Runner.run prints "'<fun>' is not available." on the master and answers {}
+  if (r.error === `'${v.fun}' is not available.`) return refuse(id, "minion_runner", r.error);
+  // Salt's Runner.run answers a failure as "Exception occurred in runner <fun>: <traceback>"
+  return send(`Exception occurred in runner ${v.fun}: ${r.error ?? "no result"}`);
+}
