@@ -118,7 +118,9 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   if (kwargs.nocache === true) await ctx.jobs.markNocache(jid);
 
   ctx.fire(fx, jid, { minions });
-  ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing });
+  // a peer job's `new` names the publishing minion (beyond Salt's event): clustered, the peers store the job's load
+  // from this event, and pub_ret on any master answers only that minion
+  ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing, ...(peer ? { id: peer.id } : {}) });
   markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "", ...(peer ? { id: peer.id } : {}) };
   await ctx.jobs.saveLoad(jid, saved, minions);
