@@ -147,7 +147,9 @@ export class PillarCompiler {
   private renderFile(run: Run, f: TreeFile, env: string, sls: string, defaults: Data = {}): unknown {
     const text = run.tree.read(f);
     const context: Data = {
-      salt: makeSaltFuncs({ id: run.req.id, grains: run.grains, pillar: run.pillarCtx, opts: run.opts }),
+      // salt["pillar.get"] reads the pillar the functions were loaded with: without the external data even with
+      // ext_pillar_first (Salt 3007 does not reload them), while `pillar` has it
+      salt: makeSaltFuncs({ id: run.req.id, grains: run.grains, pillar: {}, opts: run.opts }),
       grains: run.grains,
       opts: run.opts,
       pillar: run.pillarCtx,
