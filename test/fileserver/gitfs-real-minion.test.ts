@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { MasterConfig } from "../../src/config/defaults.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import type { TestMaster } from "../helpers/master.js";
 import { realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";

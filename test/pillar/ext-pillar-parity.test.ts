@@ -8,10 +8,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { masterDefaults, type MasterConfig } from "../../src/config/defaults.js";
-import { configureLogging } from "../../src/log.js";
-import { PillarCompiler } from "../../src/pillar/compile.js";
-import { loadYaml } from "../../src/render/yaml.js";
+import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
+import { configureLogging } from "../../src/shared/log.js";
+import { PillarCompiler } from "../../src/lib/pillar/compile.js";
+import { loadYaml } from "../../src/lib/render/yaml.js";
 import { fixture, tempRoot, writeTree } from "../fileserver/helpers.js";
 
 configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
