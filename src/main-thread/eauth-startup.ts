@@ -2,7 +2,7 @@
  * The authorization checks a master makes once, on the main thread, before it serves: options valid
  * (a bad value stops the start naming the option), the options of every backend `external_auth` names
  * valid, loud warnings for what weakens security (the `auto` backend, names brine has no backend for,
- * permissive_acl, entries Salt would match as prefixes), and a CLI key for every local user in
+ * permissive_acl, entries Salt would match as prefixes, in external_auth and in peer/peer_run), and a CLI key for every local user in
  * `publisher_acl` (Salt's access_keys: `cachedir/.<user>_key`, readable by that user alone).
  */
 import { chownSync } from "node:fs";
@@ -12,6 +12,7 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import type { Logger } from "../shared/log.js";
 import { ensureRootKey, rootKeyPath } from "../lib/pki/root-key.js";
 import { prefixOnlyEntries } from "../lib/auth/acl.js";
+import { prefixOnlyPeerKeys } from "../workers/req-handler/peer-acl.js";
 import { makeEauthBackends, warnAboutDangerousBackends } from "../lib/auth/backends/index.js";
 import { authOptions } from "../lib/auth/options.js";
 
@@ -34,6 +35,16 @@ export function prepareAuthorization(cfg: MasterConfig, log: Logger): void {
   const narrow = prefixOnlyEntries(o.external_auth);
   if (narrow.length) {
     log.warning(`external_auth entries ${narrow.map((n) => JSON.stringify(n)).join(", ")} match whole function names in brine; Salt matches them as prefixes (e.g. '${narrow[0]}' would allow '${narrow[0]}.anything'): write '${narrow[0]}.*' for that`);
+  }
+  for (const option of ["peer", "peer_run"] as const) {
+    const keys = prefixOnlyPeerKeys(cfg[option]);
+    if (keys.length) {
+      log.warning(`${option}: keys ${keys.map((k) => JSON.stringify(k)).join(", ")} match whole minion ids in brine; Salt matches them as prefixes ('${keys[0]}' would also give '${keys[0]}0' its rights): write '${keys[0]}.*' for that`);
+    }
+  }
+  const peerFuns = prefixOnlyEntries({ peer: cfg.peer });
+  if (peerFuns.length) {
+    log.warning(`peer: entries ${peerFuns.map((n) => JSON.stringify(n)).join(", ")} match whole function names in brine; Salt matches them as prefixes: write '${peerFuns[0]}.*' for that`);
   }
   const me = userInfo().username;
   for (const user of Object.keys(o.publisher_acl)) {

@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { peerPublishDecision, peerRunDecision, peerRights, exactTargetType, type PeerPublishFacts } from "../../src/workers/req-handler/peer-acl.js";
+import { peerPublishDecision, peerRunDecision, peerRights, exactTargetType, prefixOnlyPeerKeys, type PeerPublishFacts } from "../../src/workers/req-handler/peer-acl.js";
 
 const LOAD = { fun: "test.ping", arg: [], tgt: "web2", tgt_type: "glob", ret: "", id: "web1", tok: "t" };
 const PEER = { "web.*": ["test.*"], "db1": ["cmd.run"], "ops": [{ "db*": ["disk.usage", { "cmd.run": { args: ["uptime"] } }] }] };
@@ -90,4 +90,21 @@ test("10. peer_run: empty refuses; a load lacks fun, arg, id or tok; the runner 
   assert.equal(peerRunDecision(RUN, { ...runLoad, id: "db1" }).ok, false);
   // a non-string right is ignored
   assert.equal(peerRunDecision({ ".*": [{ "manage.up": {} }] }, runLoad).ok, false);
+});
+
+test("11. plain-id keys are named for the start-up warning (Salt matched them as prefixes); regexes are not", () => {
+  assert.deepEqual(prefixOnlyPeerKeys({ web1: [], "web.*": [], "db-1.example.com": [], "^ops$": [] }), ["web1", "db-1.example.com"]);
+  assert.deepEqual(prefixOnlyPeerKeys(undefined), []);
+});
+
+test("12. the master warns at start about peer keys and entries whose meaning is narrower than in Salt", async () => {
+  const { prepareAuthorization } = await import("../../src/main-thread/eauth-startup.js");
+  const { masterDefaults } = await import("../../src/shared/config/defaults.js");
+  const warnings: string[] = [];
+  const noop = () => {};
+  const log = { critical: noop, error: noop, warning: (m: string) => warnings.push(m), info: noop, debug: noop, trace: noop };
+  prepareAuthorization({ ...masterDefaults(), peer: { web1: ["test"], "db.*": ["test.*"] }, peer_run: { "ops.*": ["manage.up"] } }, log);
+  assert.ok(warnings.some((w) => /^peer: keys "web1" match whole minion ids/.test(w)), warnings.join("\n"));
+  assert.ok(warnings.some((w) => /^peer: entries "test" match whole function names/.test(w)), warnings.join("\n"));
+  assert.ok(!warnings.some((w) => w.startsWith("peer_run:")), warnings.join("\n"));
 });

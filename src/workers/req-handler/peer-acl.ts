@@ -97,6 +97,14 @@ export function peerRunDecision(peerRun: unknown, load: Record<string, unknown>)
   return { ok: true, fun };
 }
 
+/**
+ * Keys of a `peer:` or `peer_run:` mapping whose meaning is narrower in brine than in Salt: plain ids such as `web1`,
+ * which Salt's prefix match also applied to `web10`, `web1-old`… (a start-up warning names them).
+ */
+export function prefixOnlyPeerKeys(acl: unknown): string[] {
+  return isMapping(acl) ? Object.keys(acl).filter((k) => /^[A-Za-z0-9_.-]+$/.test(k)) : [];
+}
+
 function isMapping(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
