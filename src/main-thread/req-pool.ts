@@ -38,7 +38,7 @@ const classifyWindowBytes = 32;
 
 export function classify(frame: Buffer): Lane {
   const head = frame.subarray(0, classifyWindowBytes + CLEAR_MARK.length);
-  return head.indexOf(CLEAR_MARK) >= 0 ? "auth" : "req";
+  return head.indexOf(CLEAR_MARK) >= 0 ? "clear" : "req";
 }
 
 /** The batch's request sources, only when one of its frames has one (the request port's frames never do). */
@@ -205,8 +205,8 @@ let lanesMade = 0;
  */
 export function laneThreads(workerThreads: number): Record<Lane, number> {
   const total = Math.max(2, Math.floor(workerThreads));
-  const auth = Math.max(1, Math.floor(total / 2));
-  return { auth, req: total - auth };
+  const clear = Math.max(1, Math.floor(total / 2));
+  return { clear, req: total - clear };
 }
 
 export class RequestLanes<T> {
@@ -219,8 +219,8 @@ export class RequestLanes<T> {
     const workerData = { cfg, shared, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
     // per lane, the channel its workers post late replies on (worker.ts; a name unique in this process)
     const channelName = (name: Lane) => `brine-late-${process.pid}-${++lanesMade}-${name}`;
-    const channels = { auth: new BroadcastChannel(channelName("auth")), req: new BroadcastChannel(channelName("req")) };
-    channels.auth.unref();
+    const channels = { clear: new BroadcastChannel(channelName("clear")), req: new BroadcastChannel(channelName("req")) };
+    channels.clear.unref();
     channels.req.unref();
     const mk = (name: Lane) => {
       const pool = new Piscina({
@@ -241,7 +241,7 @@ export class RequestLanes<T> {
     const max = readOption(cfg, "brine_queue_len_max");
     const authStale = readOption(cfg, "brine_auth_stale_ms");
     this.lanes = {
-      auth: new LaneQueue("auth", mk("auth"), max, authStale, sink, channels.auth),
+      clear: new LaneQueue("clear", mk("clear"), max, authStale, sink, channels.clear),
       req: new LaneQueue("req", mk("req"), max, 0, sink, channels.req),
     };
     this.threads = threads;
@@ -255,17 +255,17 @@ export class RequestLanes<T> {
   submit(frame: Buffer, tag: T, source?: string): boolean {
     const lane = classify(frame);
     if (this.lanes[lane].push(source === undefined ? { frame, tag, arrival: Date.now() } : { frame, tag, arrival: Date.now(), source })) return true;
-    this.board.laneRefused(lane === "auth" ? 0 : 1, 0);
+    this.board.laneRefused(lane === "clear" ? 0 : 1, 0);
     return false;
   }
 
-  /** Frames waiting in or worked on by each lane: auth, req (metrics/labels.ts LANES). */
+  /** Frames waiting in or worked on by each lane: clear, req (metrics/labels.ts LANES). */
   depths(): [number, number] {
-    return [this.lanes.auth.waiting, this.lanes.req.waiting];
+    return [this.lanes.clear.waiting, this.lanes.req.waiting];
   }
 
   waiting(): number {
-    return this.lanes.auth.waiting + this.lanes.req.waiting;
+    return this.lanes.clear.waiting + this.lanes.req.waiting;
   }
 
   /** Threads of each lane (`worker_threads` split between them: laneThreads). */
@@ -287,8 +287,8 @@ export class RequestLanes<T> {
   }
 
   async destroy(): Promise<void> {
-    for (const lane of [this.lanes.auth, this.lanes.req]) lane.answerLate(SHUTDOWN_REPLY);
-    await Promise.all([this.lanes.auth.pool.destroy(), this.lanes.req.pool.destroy()]);
-    for (const lane of [this.lanes.auth, this.lanes.req]) lane.close();
+    for (const lane of [this.lanes.clear, this.lanes.req]) lane.answerLate(SHUTDOWN_REPLY);
+    await Promise.all([this.lanes.clear.pool.destroy(), this.lanes.req.pool.destroy()]);
+    for (const lane of [this.lanes.clear, this.lanes.req]) lane.close();
   }
 }

@@ -21,7 +21,7 @@
  * and nothing comes after it (an older copy of the data, a second tombstone). Expiry needs no record: every
  * master drops a token at the `expire` it carries, and refuses a peer's copy that is past it.
  */
-import { Encoder } from "cbor-x";
+import { cbor } from "./cbor.js";
 import { optionBounds } from "./config/options.js";
 import type { TokenData } from "../lib/auth/tokens.js";
 import { validId, validJid } from "./protocol/ids.js";
@@ -121,7 +121,7 @@ const TOKEN_GROUP_CHARS_MAX = 1024;
 /** a token's data encoded (groups and the auth list kept with keep_acl_in_token included), bytes */
 export const TOKEN_DATA_BYTES_MAX = 256 * 1024;
 
-export const syncCbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
+export const syncCbor = cbor;
 
 /** a newer than b: later time, then the larger origin (the same answer on every master) */
 export function newerStamp(a: Stamp, b: Stamp | undefined): boolean {

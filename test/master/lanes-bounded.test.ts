@@ -1,5 +1,5 @@
 /**
- * The request lanes: frames are classified without decoding (clear → auth lane, everything else →
+ * The request lanes: frames are classified without decoding (clear → clear lane, everything else →
  * request lane); each lane is bounded, and a full lane answers at once with a clear error instead of
  * queueing without limit — while the other lane keeps serving (a return flood cannot starve sign-ins).
  */
@@ -14,9 +14,9 @@ import { scrapeMetrics } from "../helpers/metrics.js";
 import { testKeys } from "../helpers/minions.js";
 import { cleanKey } from "../../src/shared/protocol/pem.js";
 
-test("clear envelopes go to the auth lane, AES and malformed ones to the request lane", () => {
-  assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "_auth" }, version: 3 })), "auth");
-  assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "publish" }, version: 3 })), "auth");
+test("clear envelopes go to the clear lane, AES and malformed ones to the request lane", () => {
+  assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "_auth" }, version: 3 })), "clear");
+  assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "publish" }, version: 3 })), "clear");
   assert.equal(classify(encodeWire({ enc: "aes", load: Buffer.alloc(64), version: 3, id: "m1" })), "req");
   assert.equal(classify(Buffer.from("garbage")), "req");
 });
@@ -68,9 +68,9 @@ test("sign-ins that waited past brine_auth_stale_ms are answered retry-later wit
     }).length;
     assert.equal(stale + signed, 40, "each sign-in got one reply: signed, or retry-later");
     assert.ok(stale > 0, "a 1 ms budget leaves some sign-ins stale under a burst of 40");
-    // each one counted on the auth lane (metrics); a stale sign-in is refused by its lane, never handled
+    // each one counted on the clear lane (metrics); a stale sign-in is refused by its lane, never handled
     const m = await scrapeMetrics(tm);
-    assert.equal(m.get('brine_request_lane_refused_total{lane="auth",reason="stale"}'), stale);
+    assert.equal(m.get('brine_request_lane_refused_total{lane="clear",reason="stale"}'), stale);
     assert.equal(m.get('salt_master_requests_handled_total{cmd="_auth"}'), signed);
     assert.deepEqual(decodeWire(STALE_REPLY), { error: "request waited too long in the queue, retry later" });
   } finally {

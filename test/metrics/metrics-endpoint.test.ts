@@ -53,7 +53,7 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
       assert.ok(before.text.includes(`# TYPE ${name} `), `${name} is served`);
     }
     assert.equal(before.values.get('salt_auth_attempts_total{result="accept"}'), 0);
-    assert.equal(before.values.get('brine_request_lane_refused_total{lane="auth",reason="queue_full"}'), 0);
+    assert.equal(before.values.get('brine_request_lane_refused_total{lane="clear",reason="queue_full"}'), 0);
 
     const [keys] = await testKeys(1);
     minion = fastMinion(tm, "metrics-1", keys!);

@@ -141,7 +141,7 @@ export class AcceptedKeyCache {
     const pem = this.store.read("accepted", id);
     this.entries.delete(id);
     // Only keys that exist are cached: a minion whose key was just (re)accepted by another thread
-    // (the auth lane) must be recognised by its very next request, which real minions send at once.
+    // (the clear lane) must be recognised by its very next request, which real minions send at once.
     if (pem === undefined) return undefined;
     if (this.entries.size >= this.entriesMax) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(id, { pem, at: t });

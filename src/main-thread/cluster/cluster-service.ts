@@ -20,7 +20,7 @@
  */
 import { readFileSync } from "node:fs";
 import { MessageChannel } from "node:worker_threads";
-import { Encoder } from "cbor-x";
+import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { ClusterNode } from "./cluster-node.js";
@@ -39,7 +39,6 @@ import { readOrCreateClusterAes, writeClusterAes } from "../../shared/shared-fs.
 import { isWildcardAddress } from "../../shared/cluster-names.js";
 
 const log = getLogger("brine.cluster");
-const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 export const AES_CHANNEL = "cl/aes";
 export const HELLO_CHANNEL = "cl/hello";

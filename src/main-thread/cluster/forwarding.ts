@@ -24,7 +24,7 @@
  * master coming back never replays stale publishes to its minions.
  */
 import { randomInt } from "node:crypto";
-import { Encoder } from "cbor-x";
+import { cbor } from "../../shared/cbor.js";
 import { getLogger } from "../../shared/log.js";
 import { decodeWire, encodeWire } from "../../shared/protocol/msgpack.js";
 import { NONCE_PACKED_BYTES } from "../../shared/nonce-set.js";
@@ -37,7 +37,6 @@ export const FORWARD_FRAMES_MAX = 100_000;
 export const FORWARD_NONCE_BYTES_MAX = 1024 * 1024;
 
 const log = getLogger("brine.cluster.forward");
-const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 /** What forwarding needs of the peer channel (PeerTransport has it). */
 export interface ForwardChannel {

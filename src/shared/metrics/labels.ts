@@ -105,7 +105,7 @@ export function tagSlotOf(tag: string): number {
   return TAG_OTHER;
 }
 
-export const LANES = ["auth", "req"] as const;
+export const LANES = ["clear", "req"] as const;
 export const LANE_REFUSALS = ["queue_full", "stale"] as const;
 export const SEND_QUEUES = ["router", "publish"] as const;
 

@@ -11,7 +11,7 @@
  * - answering waiters once the Ready that settles them is durable and applied;
  * - when to snapshot, and whether the group is idle enough to quiesce.
  */
-import { Encoder } from "cbor-x";
+import { cbor as codec } from "../../shared/cbor.js";
 import { BrineError, isBrineError, type ErrCode } from "../../shared/errors.js";
 import { STALE, refused, type ApplyResult } from "./state-machines/apply.js";
 import { encodeEntry, type ClusterEntry, type ConfigValue } from "./state-machines/entries.js";
@@ -29,7 +29,6 @@ import { LatencyWindow } from "../../shared/metrics/latency-window.js";
 import type { WorkerLimits } from "./limits.js";
 import { NodeDirectory, raftIdOf } from "../../shared/node-ids.js";
 
-const codec = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 /** The ConfChange context brine writes: CBOR {node_id}. A map, so the peer layer can add e.g. an address. */
 export function encodeConfContext(nodeId: string): Uint8Array {

@@ -24,7 +24,7 @@
  * to and from a cut peer are dropped as a partition would drop them, and a cut peer counts as down.
  */
 import type { EventEmitter } from "node:events";
-import { Encoder } from "cbor-x";
+import { cbor } from "../../shared/cbor.js";
 import { isBrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import type { Entry, Message, MessageType, SnapshotChunk } from "./core/types.js";
@@ -43,7 +43,6 @@ export const RAFT_ENTRIES_PER_MESSAGE_MAX = 65_536;
 const GROUP_BYTES_MAX = 256;
 
 const log = getLogger("brine.cluster.raft");
-const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 /** Message types nodes send each other (local ones like MsgHup never cross the wire). */
 const PEER_TYPES = new Set<MessageType>([

@@ -3,7 +3,7 @@ import { encodeWire } from "../../shared/protocol/msgpack.js";
 
 /** The reply when a lane is full; a minion treats it like "bad load" (it re-sends later). */
 export const QUEUE_FULL_REPLY = encodeWire({ error: "request queue is full, retry later" });
-/** The reply to a sign-in that waited past its minion's patience (the auth lane's staleMs). */
+/** The reply to a sign-in that waited past its minion's patience (the clear lane's staleMs). */
 export const STALE_REPLY = encodeWire({ error: "request waited too long in the queue, retry later" });
 /** The reply to every request still waiting when the master stops. */
 export const SHUTDOWN_REPLY = encodeWire({ error: "master is shutting down" });

@@ -1,7 +1,8 @@
 /** The messages that cross between the main thread and the request workers. */
 import type { RunnerLaunch } from "./context.js";
 
-export type Lane = "auth" | "req";
+/** `clear`: sign-ins and the clear commands of CLIs and the API; `req`: every AES request of minions. */
+export type Lane = "clear" | "req";
 
 /** One batch of request bodies for one lane; the worker answers each in order. */
 export interface BatchTask {
@@ -11,7 +12,7 @@ export interface BatchTask {
   arrivals: number[];
   /**
    * A frame that waited longer than this is answered "retry later" without being worked on (0: never).
-   * Used on the auth lane: a minion gives up on a sign-in after auth_timeout (5 s) and sends a new
+   * Used on the clear lane: a minion gives up on a sign-in after auth_timeout (5 s) and sends a new
    * one, so the RSA work for a stale one would be wasted exactly when the master is busiest.
    */
   staleMs: number;

@@ -100,7 +100,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       });
     }
   }
-  if (stale) ctx.metrics.laneRefused(0, 1, stale); // auth lane (the only one with staleMs), reason stale
+  if (stale) ctx.metrics.laneRefused(0, 1, stale); // clear lane (the only one with staleMs), reason stale
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
   if (settled < n) {
     let timer: NodeJS.Timeout | undefined;

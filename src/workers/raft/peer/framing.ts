@@ -17,7 +17,7 @@
  * Every decoder here validates shape and bounds and throws CLUSTER_PEER_FRAME; nothing it returns has an
  * unchecked field.
  */
-import { Encoder } from "cbor-x";
+import { cbor as codec } from "../../../shared/cbor.js";
 import { BrineError } from "../../../shared/errors.js";
 
 export const FRAME = Object.freeze({ HELLO: 0x01, WELCOME: 0x02, AUTH: 0x03, CONFIRM: 0x04, DATA: 0x05, REFUSE: 0x06 });
@@ -39,7 +39,6 @@ const ERROR_TEXT_BYTES_MAX = 512;
 const CHANNEL_RE = /^[A-Za-z0-9][A-Za-z0-9_.:/-]*$/;
 
 // Maps decode as plain objects, byte strings stay untagged Uint8Arrays (same settings as the Raft entries).
-const codec = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 const utf8 = new TextEncoder();
 
 export function frameError(detail: string): BrineError {

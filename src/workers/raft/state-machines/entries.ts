@@ -12,7 +12,7 @@
  * stores the canonical form. Unknown keys are ignored (Salt does the same), so a newer proposer's extra
  * field does not make an older master diverge.
  */
-import { Encoder } from "cbor-x";
+import { cbor as codec } from "../../../shared/cbor.js";
 import { BrineError } from "../../../shared/errors.js";
 import { clusterLimits } from "../../../shared/cluster-limits.js";
 import { validateDataType, validateNamedRingId, validateNodeList, validateRingRef } from "../../../shared/cluster-names.js";
@@ -53,7 +53,6 @@ export type ClusterEntry =
 
 // Plain maps as plain objects, no record extension (its structure sharing would make an entry's bytes depend
 // on what was encoded before it), and byte strings without tags.
-const codec = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 /** A decoded CBOR map, checked to be a plain object; only own properties are read from it. */
 function plainObject(v: unknown, what: string): Record<string, unknown> {

@@ -10,7 +10,7 @@
  * (apply.ts), and treats an index at or below the last applied one as stale. snapshot()/restore() carry every
  * machine of the group in one CBOR envelope; restore validates everything before changing anything.
  */
-import { Encoder } from "cbor-x";
+import { cbor as codec } from "../../../shared/cbor.js";
 import { BrineError, isBrineError } from "../../../shared/errors.js";
 import { CLUSTER_RING } from "../../../shared/sab-ring/layout.js";
 import { namedRingVoters } from "../ring-sync.js";
@@ -25,7 +25,6 @@ import { RingTableState } from "./ring-table.js";
 import { RoutingStateMachine } from "./routing.js";
 import { snapshotField, snapshotObject, snapshotVersion } from "./snapshot-check.js";
 
-const codec = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 const CLUSTER_ENVELOPE = "brine.cluster-group.v1";
 const RING_ENVELOPE = "brine.ring-group.v1";
 
