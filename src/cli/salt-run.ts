@@ -20,7 +20,7 @@ const o = program.opts();
 const [fun, words] = program.processedArgs as [string, string[]];
 setupCliLogging(o.logLevel);
 const cfg = loadConfigOrExit(o.configDir);
-const out = (OUTPUTTERS as string[]).includes(o.out) ? (o.out as OutName) : "nested";
+const out = (OUTPUTTERS as readonly string[]).includes(o.out) ? (o.out as OutName) : "nested";
 
 const conditioned = conditionInput(words ?? []);
 const last = conditioned[conditioned.length - 1];

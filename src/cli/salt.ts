@@ -45,7 +45,7 @@ program.parse();
 const o = program.opts();
 const [tgtRaw, fun, words] = program.processedArgs as [string, string, string[]];
 setupCliLogging(o.logLevel);
-const out = (OUTPUTTERS as string[]).includes(o.out) ? (o.out as OutName) : "nested";
+const out = (OUTPUTTERS as readonly string[]).includes(o.out) ? (o.out as OutName) : "nested";
 
 const tgtType = o.list
   ? "list"
