@@ -51,3 +51,22 @@ export function quietOnClosedOutput(): void {
     });
   }
 }
+
+/**
+ * The target type of Salt's target options (-E, -L, -G, ...): `flags` pairs commander's option name with
+ * Salt's tgt_type. Two at once is Salt's parser error (exit 2); none is undefined (glob).
+ */
+export function targetTypeOf(prog: string, o: Record<string, unknown>, flags: [string, string][]): string | undefined {
+  const chosen = flags.filter(([k]) => o[k]);
+  if (chosen.length > 1) {
+    const names = chosen.map(([k]) => "--" + k.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())).join("/");
+    process.stderr.write(`${prog}: error: The options ${names} are mutually exclusive. Please only choose one of them\n`);
+    process.exit(2);
+  }
+  return chosen[0]?.[1];
+}
+
+/** A -L target as Salt's CLIs split it: on commas when there is one, else on spaces. */
+export function listTarget(raw: string): string[] {
+  return raw.includes(",") ? raw.replaceAll(" ", "").split(",") : raw.split(/\s+/).filter(Boolean);
+}

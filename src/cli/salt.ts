@@ -1,13 +1,21 @@
 /**
- * salt: publish a job and print each minion's return as it arrives (Salt's LocalClient + SaltCMD).
+ * salt: publish a job and print each minion's return as it arrives (Salt 3007's salt/cli/salt.py SaltCMD with
+ * LocalClient): targets, compound functions with --args-separator, --async, -v/--show-jid, --hide-timeout,
+ * --subset, batch mode (-b, --batch-wait, --failhard, --static, --batch-safe-limit/--batch-safe-size and
+ * the batch_safe_* options; src/lib/client/batch.ts), the returners' --return/--return_config/--return_kwargs and
+ * --metadata (sent in the publish as Salt sends them; the returners run on the minions), --summary,
+ * --preview-target, the output options (src/lib/output/display.ts) and the outputter each return names (state
+ * functions: highstate), eauth, --version and --versions-report.
  */
 import { Command, Option } from "commander";
-import { conditionInput } from "../lib/client/args.js";
-import { isRegisteredSyndic, LocalClient, type PubReply } from "../lib/client/local-client.js";
+import { conditionInput, yamlifyArg } from "../lib/client/args.js";
+import { isRegisteredSyndic, LocalClient, type JobReturn, type PubOptions, type PubReply } from "../lib/client/local-client.js";
 import { controlCall } from "../lib/client/control-client.js";
 import { eauthKwargs } from "../lib/client/eauth-cli.js";
-import { formatResult, OUTPUTTERS, type OutName } from "../lib/output/outputters.js";
-import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
+import { BatchPlan, batchSize, invalidBatchText, partRetcode, runBatch, type BatchPart, type SubJobReturn } from "../lib/client/batch.js";
+import { versionLine, versionsReport } from "../lib/client/version.js";
+import { addOutputOptions, makeDisplay, type Display } from "../lib/output/display.js";
+import { DEFAULT_CONFIG_DIR, exitWith, listTarget, loadConfigOrExit, setupCliLogging, targetTypeOf } from "./common.js";
 
 const program = new Command("salt")
   .usage("[options] '<target>' <function> [arguments]")
@@ -16,7 +24,7 @@ const program = new Command("salt")
   .option("-t, --timeout <seconds>", "seconds to wait for returns before asking the minions whether the job is still running")
   .option("--gather-job-timeout <seconds>", "seconds to wait for the find_job replies")
   .option("-E, --pcre", "the target is a Perl-compatible regular expression")
-  .option("-L, --list", "the target is a comma-separated list of minion ids")
+  .option("-L, --list", "the target is a comma- or space-separated list of minion ids")
   .option("-G, --grain", "the target is a grain match (key:glob)")
   .option("-P, --grain-pcre", "the target is a grain match with a regular expression")
   .option("-I, --pillar", "the target is a pillar match (key:glob)")
@@ -28,8 +36,23 @@ const program = new Command("salt")
   .option("--async", "publish and print the jid without waiting")
   .option("--show-jid", "print the jid of the job")
   .option("-v, --verbose", "print the jid and what happens to the job")
-  .option("--out <outputter>", `output format: ${OUTPUTTERS.join(", ")}`, "nested")
-  .option("--return <returner>", "returner to use for the job's returns", "")
+  .option("--hide-timeout", "do not show the minions that did not return")
+  .option("-s, --static", "print the returns together once all minions returned")
+  .option("-b, --batch <size>", "run in batches of this many minions (N) or this share of them (N%); also --batch-size")
+  .addOption(new Option("--batch-size <size>").hideHelp())
+  .option("--batch-wait <seconds>", "in batch mode, keep a finished minion's slot busy this long before the next minion takes it")
+  .option("--batch-safe-limit <n>", "switch to batch mode when the target matches at least this many minions (default: batch_safe_limit)")
+  .option("--batch-safe-size <size>", "the batch size of --batch-safe-limit (default: batch_safe_size, 8)")
+  .option("--failhard", "stop a batch run at the first return with a non-zero retcode")
+  .option("--subset <n>", "run on this many randomly chosen targeted minions that have the function")
+  .option("--args-separator <sep>", "separates the argument lists of a compound command (fun1,fun2 a , b)", ",")
+  .option("--return <returner>", "also send the returns to these returners (comma-separated), on the minions", "")
+  .option("--return_config <name>", "the returners' alternative configuration name")
+  .option("--return_kwargs <yaml>", "options for the returners, a YAML mapping")
+  .option("--metadata <yaml>", "metadata for the job, stored with it")
+  .option("--summary", "print a summary of the returns at the end (as cli_summary)")
+  .option("--output-diff", "highstate: show only states that failed or changed")
+  .option("--preview-target", "print the minions the target matches; publish nothing")
   .option("-l, --log-level <level>", "console log level", "warning")
   .option("-a, --auth <eauth>", "authenticate with this external_auth backend (asks for the username and password); also --eauth, --external-auth")
   .addOption(new Option("--eauth <eauth>").hideHelp())
@@ -37,51 +60,86 @@ const program = new Command("salt")
   .option("-T, --make-token", "with -a: trade the credentials for a token, kept in token_file (~/.salt_token) for later commands")
   .option("--username <name>", "the eauth username (else asked)")
   .option("--password <password>", "the eauth password (else asked, without echo)")
-  .argument("<target>")
-  .argument("<function>")
+  .option("--version", "print brine's version and the Salt version it speaks")
+  .option("-V, --versions-report", "print the versions of brine, Node.js, its libraries and the system")
+  .argument("[target]")
+  .argument("[function]")
   .argument("[arguments...]")
   .allowExcessArguments(true);
+addOutputOptions(program);
 program.parse();
 const o = program.opts();
-const [tgtRaw, fun, words] = program.processedArgs as [string, string, string[]];
+if (o.version) {
+  process.stdout.write(versionLine("salt") + "\n");
+  await exitWith(0);
+}
+if (o.versionsReport) {
+  process.stdout.write(versionsReport() + "\n");
+  await exitWith(0);
+}
+const [tgtRaw, funRaw, words] = program.processedArgs as [string | undefined, string | undefined, string[]];
+if (tgtRaw === undefined || (funRaw === undefined && !o.previewTarget)) {
+  process.stdout.write(program.helpInformation());
+  process.stderr.write(tgtRaw === undefined ? "\nCannot execute command without defining a target.\n\n" : "\nIncomplete options passed.\n\n");
+  await exitWith(42);
+}
 setupCliLogging(o.logLevel);
-const out = (OUTPUTTERS as readonly string[]).includes(o.out) ? (o.out as OutName) : "nested";
 
-const tgtType = o.list
-  ? "list"
-  : o.pcre
-    ? "pcre"
-    : o.grain
-      ? "grain"
-      : o.grainPcre
-        ? "grain_pcre"
-        : o.pillar
-          ? "pillar"
-          : o.pillarPcre
-            ? "pillar_pcre"
-            : o.ipcidr
-              ? "ipcidr"
-              : o.compound
-                ? "compound"
-                : o.nodegroup
-                  ? "nodegroup"
-                  : "glob";
+const TARGET_FLAGS: [string, string][] = [
+  ["list", "list"],
+  ["pcre", "pcre"],
+  ["grain", "grain"],
+  ["grainPcre", "grain_pcre"],
+  ["pillar", "pillar"],
+  ["pillarPcre", "pillar_pcre"],
+  ["ipcidr", "ipcidr"],
+  ["compound", "compound"],
+  ["nodegroup", "nodegroup"],
+];
+const tgtType = targetTypeOf("salt", o, TARGET_FLAGS) ?? "glob";
 const cfg = loadConfigOrExit(o.configDir);
-const timeoutS = o.timeout !== undefined ? Number(o.timeout) : cfg.timeout;
+const timeoutS = o.timeout !== undefined && Number(o.timeout) > 0 ? Number(o.timeout) : cfg.timeout;
 const gatherS = o.gatherJobTimeout !== undefined ? Number(o.gatherJobTimeout) : cfg.gather_job_timeout;
-// -L a,b goes out as a list, as Salt's CLI sends it
-const tgt: string | string[] = tgtType === "list" ? tgtRaw.split(",").filter(Boolean) : tgtRaw;
-const funs = fun.includes(",") ? fun.split(",") : fun;
-const arg = conditionInput(words ?? []);
+// -L a,b (or "a b") goes out as a list, as Salt's CLI sends it
+const tgt: string | string[] = tgtType === "list" ? listTarget(tgtRaw!) : tgtRaw!;
+
+/** Salt's compound command parsing: fun1,fun2 with one argument list each, split by --args-separator. */
+function parseFunArgs(fun: string, args: string[], sep: string): { fun: string | string[]; arg: unknown[] } | { error: string } {
+  if (!fun.includes(",")) return { fun, arg: conditionInput(args) };
+  const funs = fun.split(",");
+  const lists: string[][] = [[]];
+  if (args.filter((a) => a === sep).length === funs.length - 1) {
+    for (const a of args) {
+      if (a === sep) lists.push([]);
+      else lists[lists.length - 1]!.push(a);
+    }
+  } else {
+    for (const a of args) {
+      if (a.includes(sep)) {
+        const subs = a.split(sep);
+        subs.forEach((s, i) => {
+          if (s) lists[lists.length - 1]!.push(s);
+          if (i !== subs.length - 1) lists.push([]);
+        });
+      } else lists[lists.length - 1]!.push(a);
+    }
+    if (funs.length > lists.length) return { error: "Cannot execute compound command without defining all arguments." };
+    if (funs.length < lists.length) return { error: "Cannot execute compound command with more arguments than commands." };
+  }
+  return { fun: funs, arg: lists.map((l) => conditionInput(l)) };
+}
+
+const parsed = parseFunArgs(funRaw ?? "", words ?? [], o.argsSeparator);
+if ("error" in parsed) {
+  process.stderr.write(parsed.error + "\n");
+  await exitWith(42);
+}
+const { fun: funs, arg } = parsed as { fun: string | string[]; arg: unknown[] };
+const display: Display = makeDisplay(o, cfg, { fun: funs, static: Boolean(o.static), arg });
 const client = new LocalClient(cfg);
-const kwargs: Record<string, unknown> = { show_timeout: true, show_jid: Boolean(o.showJid), delimiter: o.delimiter };
 /** What Salt's CLI prints (on stdout, exit 1) when the master refuses the credentials or the rights. */
 const AUTH_REFUSALS = new Set(["Authentication error occurred.", "Authorization error occurred."]);
-
-function printBlock(id: string, ret: unknown): void {
-  const s = formatResult(out, { [id]: ret });
-  if (s) process.stdout.write(s + "\n");
-}
+const NO_MATCH = "No minions matched the target. No command was sent, no jid was assigned.";
 
 function pubError(r: PubReply): string | undefined {
   if (!r.error) return undefined;
@@ -101,50 +159,221 @@ async function notConnected(): Promise<Set<string> | undefined> {
   }
 }
 
+/** The text Salt shows for a minion that did not return. */
+function missingText(id: string, jid: string | undefined, present: Set<string> | undefined, belowSyndic: boolean): string {
+  return present && present.size > 0 && !present.has(id) && !belowSyndic
+    ? "Minion did not return. [Not connected]"
+    : `Minion did not return. [No response]\nThe minions may not have all finished running and any remaining minions will return upon completion. To look up the return data for this job later, run the following command:\n\nsalt-run jobs.lookup_jid ${jid}`;
+}
+
+/** A return event as the local client yields it to the batch (get_iter_returns: ret, out, retcode, jid). */
+function partOf(data: Record<string, unknown>): BatchPart {
+  const p: BatchPart = { ret: data.return };
+  if ("out" in data && typeof data.out === "string") p.out = data.out;
+  if ("retcode" in data) p.retcode = data.retcode;
+  if (typeof data.jid === "string") p.jid = data.jid;
+  return p;
+}
+
+function printSummary(rets: Map<string, { ret: unknown; retcode: number }>): void {
+  let returned = 0;
+  let notReturned = 0;
+  const notConn: string[] = [];
+  const noResp: string[] = [];
+  const failed: string[] = [];
+  for (const [id, r] of rets) {
+    if (typeof r.ret === "string" && r.ret.startsWith("Minion did not return")) {
+      if (r.ret.includes("Not connected")) notConn.push(id);
+      else if (r.ret.includes("No response")) noResp.push(id);
+      notReturned++;
+    } else {
+      returned++;
+      if (r.retcode) failed.push(id);
+    }
+  }
+  const lines = [
+    "\n",
+    "-------------------------------------------",
+    "Summary",
+    "-------------------------------------------",
+    `# of minions targeted: ${returned + notReturned}`,
+    `# of minions returned: ${returned}`,
+    `# of minions that did not return: ${notReturned}`,
+    `# of minions with errors: ${failed.length}`,
+  ];
+  if (o.verbose) {
+    if (notConn.length) lines.push(`Minions not connected: ${notConn.join(" ")}`);
+    if (noResp.length) lines.push(`Minions not responding: ${noResp.join(" ")}`);
+    if (failed.length) lines.push(`Minions with failures: ${failed.join(" ")}`);
+  }
+  lines.push("-------------------------------------------");
+  process.stdout.write(lines.join("\n") + "\n");
+}
+
+/** Batch mode (and --static), as salt/cli/batch.py runs it; returns the exit code. */
+async function batchMode(creds: Record<string, unknown>, batch: string | undefined): Promise<number> {
+  const quiet = Boolean(o.static);
+  const size = batch ?? (quiet ? "100%" : "");
+  // 1. the minions that answer a ping of the target
+  const up: string[] = [];
+  let targeted: string[] = [];
+  let failure: string | undefined;
+  for await (const r of client.cmdIter(
+    { tgt, fun: "test.ping", arg: [], tgtType, kwargs: { gather_job_timeout: gatherS, yield_pub_data: true, ...creds }, timeoutS },
+    {
+      gatherJobTimeoutS: gatherS,
+      onPub: (p) => {
+        failure = pubError(p);
+        targeted = p.minions ?? [];
+      },
+    },
+  )) {
+    if (!("missing" in r) && r.data.failed !== true) up.push(r.id);
+  }
+  if (failure && AUTH_REFUSALS.has(failure)) {
+    process.stdout.write(`${failure}\n`);
+    return 1;
+  }
+  if (targeted.length === 0) {
+    process.stdout.write(`${NO_MATCH}\n`);
+    if (!quiet) process.stdout.write("No minions matched the target.\n");
+  }
+  const down = targeted.filter((m) => !up.includes(m));
+  const bnum = batchSize(size, up.length);
+  if (bnum === undefined || bnum < 1) {
+    // Salt prints this and then fails on the missing size; brine stops here
+    if (!quiet) process.stdout.write(invalidBatchText(size) + "\n");
+    return 2;
+  }
+  if (up.length === 0) {
+    if (quiet) {
+      process.stderr.write("ERROR: No return received\n");
+      return 2;
+    }
+    return 0;
+  }
+  // Salt takes them in the order of a Python set (arbitrary); brine in id order
+  const plan = new BatchPlan([...up].sort(), bnum, Number(o.batchWait ?? 0) * 1000, Boolean(o.failhard), quiet);
+  if (!quiet) for (const e of BatchPlan.downText(down)) if (e.type === "print") process.stdout.write(e.text + "\n");
+  await runBatch(plan, {
+    now: () => Date.now(),
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    publish: (minions) =>
+      (async function* (): AsyncGenerator<SubJobReturn> {
+        const it = client.cmdIter({ tgt: minions, tgtType: "list", fun: funs, arg, ret: o.return, kwargs: { raw: false, gather_job_timeout: gatherS, ...creds }, timeoutS }, { gatherJobTimeoutS: gatherS });
+        for await (const r of it) yield "missing" in r ? { id: r.id, missing: true } : { id: r.id, part: partOf(r.data) };
+      })(),
+    effect: (e) => {
+      if (e.type === "print") process.stdout.write(e.text + "\n");
+      else if (e.type === "show") {
+        if (!quiet) display.show(e.data, e.out);
+      } else process.stderr.write(`[ERROR   ] Minion ${e.id} returned with non-zero exit code. Batch run stopped due to failhard\n`);
+    },
+  });
+  if (quiet) {
+    const ret = plan.returns();
+    display.show(ret, "");
+    if (Object.keys(ret).length === 0) {
+      process.stderr.write("ERROR: No return received\n");
+      return 2;
+    }
+    return 0;
+  }
+  return plan.retcode;
+}
+
+/** --subset: ask the targeted minions for their functions, run on N random ones that have it (cmd_subset). */
+async function subsetTargets(n: number, base: PubOptions): Promise<string[]> {
+  const have: [string, unknown][] = [];
+  for await (const r of client.cmdIter({ ...base, fun: "sys.list_functions", arg: [] }, { gatherJobTimeoutS: gatherS })) {
+    if (!("missing" in r)) have.push([r.id, r.data.return]);
+  }
+  for (let i = have.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [have[i], have[j]] = [have[j]!, have[i]!];
+  }
+  const out: string[] = [];
+  for (const [id, fns] of have) {
+    if (Array.isArray(fns) && typeof funs === "string" && fns.includes(funs)) out.push(id);
+    if (out.length >= n) break;
+  }
+  return out;
+}
+
 async function main(): Promise<number> {
+  if (o.previewTarget) {
+    display.show(await client.gatherMinions(tgt, tgtType), "");
+    return 0;
+  }
   const creds = await eauthKwargs(cfg, { eauth: o.auth ?? o.eauth ?? o.externalAuth, makeToken: o.makeToken, username: o.username, password: o.password }, client.rootKey() !== "", (load) => client.clearRequest(load));
   if (!creds) {
     process.stderr.write("ERROR: Authentication failed\n");
     return 2;
   }
+  const batch = (o.batch ?? o.batchSize) as string | undefined;
+  if (batch !== undefined || o.static) return batchMode(creds, batch);
+  const safeLimit = Number(o.batchSafeLimit ?? cfg.batch_safe_limit ?? 0);
+  if (safeLimit > 1 && (await client.gatherMinions(tgt, tgtType)).length >= safeLimit) {
+    process.stdout.write("\nNOTICE: Too many minions targeted, switching to batch execution.\n");
+    return batchMode(creds, String(o.batchSafeSize ?? cfg.batch_safe_size ?? 8));
+  }
+  // the publish's kwargs, in Salt's order
+  const kwargs: Record<string, unknown> = { show_timeout: !o.hideTimeout, show_jid: Boolean(o.showJid), delimiter: o.delimiter };
+  if (o.return_config) kwargs.ret_config = o.return_config;
+  if (o.return_kwargs) kwargs.ret_kwargs = yamlifyArg(o.return_kwargs);
+  if (o.metadata) kwargs.metadata = yamlifyArg(o.metadata);
   Object.assign(kwargs, creds);
+  let pubTgt: string | string[] = tgt;
+  let pubType = tgtType;
+  const base: PubOptions = { tgt, fun: funs, arg, tgtType, ret: o.return, kwargs, timeoutS };
   if (o.async) {
-    const r = await client.pub({ tgt, fun: funs, arg, tgtType, ret: o.return, kwargs, timeoutS });
+    const r = await client.pub(base);
     const err = pubError(r);
     if (err && AUTH_REFUSALS.has(err)) {
       process.stdout.write(`${err}\n`);
       return 1;
     }
     if (err || !r.jid) {
-      process.stderr.write(`ERROR: ${err ?? "No minions matched the target. No command was sent, no jid was assigned."}\n`);
+      process.stderr.write(`ERROR: ${err ?? NO_MATCH}\n`);
       return 2;
     }
     process.stdout.write(`Executed command with job ID: ${r.jid}\n`);
     return 0;
   }
-  let exit = 0;
+  if (o.subset !== undefined) {
+    pubTgt = await subsetTargets(Number(o.subset), base);
+    pubType = "list";
+  }
+  let failed = false;
   let jid: string | undefined;
   let failure: string | undefined;
   const missing: string[] = [];
   /** minions a syndic reported: this master cannot tell whether they are connected below it */
   const belowSyndics = new Set<string>();
   let answered = 0;
-  for await (const r of client.cmdIter(
-    { tgt, fun: funs, arg, tgtType, ret: o.return, kwargs, timeoutS },
+  const seen = new Map<string, { ret: unknown; retcode: number }>();
+  const show = (id: string, ret: unknown, out: string | undefined, retcode: number) => {
+    seen.set(id, { ret, retcode });
+    display.show({ [id]: ret }, out, { _retcode: retcode });
+    if (retcode !== 0) failed = true;
+  };
+  const events: AsyncGenerator<JobReturn> = client.cmdIter(
+    { ...base, tgt: pubTgt, tgtType: pubType },
     {
       gatherJobTimeoutS: gatherS,
       onPub: (p) => {
         jid = p.jid ?? undefined;
         failure = pubError(p);
         // a master of masters publishes anyway: minions below its syndics may match
-        if (!failure && (!p.minions || p.minions.length === 0) && !cfg.order_masters) failure = "No minions matched the target. No command was sent, no jid was assigned.";
-        if (jid && (o.verbose || o.showJid)) {
-          if (o.verbose) process.stdout.write(`Executing job with jid ${jid}\n-------------------------------------------\n\n`);
-          else process.stdout.write(`jid: ${jid}\n`);
-        }
+        if (!failure && (!p.minions || p.minions.length === 0) && !cfg.order_masters) failure = NO_MATCH;
+        if (jid && o.verbose) {
+          const msg = `Executing job with jid ${jid}`;
+          process.stdout.write(`${msg}\n${"-".repeat(msg.length)}\n\n`);
+        } else if (jid && o.showJid) process.stdout.write(`jid: ${jid}\n`);
       },
     },
-  )) {
+  );
+  for await (const r of events) {
     if ("missing" in r) {
       // a syndic is not a minion that failed to answer (Salt's syndic_dir check)
       if (cfg.order_masters && isRegisteredSyndic(cfg, r.id)) continue;
@@ -154,9 +383,8 @@ async function main(): Promise<number> {
     }
     answered++;
     const data = r.data;
-    printBlock(r.id, data.return);
-    if (typeof data.retcode === "number" && data.retcode !== 0) exit = 1;
-    else if (data.success === false) exit = 1;
+    // Salt's _get_retcode: the return's retcode (a multi-function job's highest); nothing else
+    show(r.id, data.return, typeof data.out === "string" ? data.out : undefined, partRetcode(data.retcode));
   }
   if (failure && AUTH_REFUSALS.has(failure)) {
     process.stdout.write(`${failure}\n`);
@@ -165,26 +393,23 @@ async function main(): Promise<number> {
   if (failure) {
     // Salt's master says "could not resolve minions"; its CLI tells the operator nothing was sent.
     const noMatch = failure.startsWith("No minions") || failure.startsWith("Master could not resolve minions");
-    process.stderr.write(noMatch ? "No minions matched the target. No command was sent, no jid was assigned.\n" : `ERROR: ${failure}\n`);
+    process.stderr.write(noMatch ? `${NO_MATCH}\n` : `ERROR: ${failure}\n`);
     return 2;
   }
   if (cfg.order_masters && jid && answered === 0 && missing.length === 0) {
     process.stderr.write(`No minions answered: none matched here and no syndic reported a match within syndic_wait (${cfg.syndic_wait} s). The job ${jid} was published.\n`);
     return 2;
   }
-  if (missing.length) {
+  if (missing.length && (!o.hideTimeout || o.verbose)) {
     const present = await notConnected();
-    for (const id of missing) {
-      const text =
-        present && present.size > 0 && !present.has(id) && !belowSyndics.has(id)
-          ? "Minion did not return. [Not connected]"
-          : `Minion did not return. [No response]\nThe minions may not have all finished running and any remaining minions will return upon completion. To look up the return data for this job later, run the following command:\n\nsalt-run jobs.lookup_jid ${jid}`;
-      printBlock(id, text);
-    }
-    exit = 1;
+    for (const id of missing) show(id, missingText(id, jid, present, belowSyndics.has(id)), "no_return", 1);
   }
-  if (exit !== 0) process.stderr.write("ERROR: Minions returned with non-zero exit code\n");
-  return exit;
+  if ((o.summary || cfg.cli_summary) && display.output === undefined) printSummary(seen);
+  if (failed) {
+    process.stderr.write("ERROR: Minions returned with non-zero exit code\n");
+    return 1;
+  }
+  return 0;
 }
 
 main().then(

@@ -7,8 +7,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { render } from "../../src/output/outputters.js";
-import type { OutOpts } from "../../src/output/opts.js";
+import { render } from "../../src/lib/output/outputters.js";
+import type { OutOpts } from "../../src/lib/output/opts.js";
 import { repoRoot } from "../helpers/paths.js";
 
 const dir = path.join(repoRoot, "test", "fixtures", "cli-output");

@@ -22,7 +22,7 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(name: "salt" | "salt-key" | "salt-run" | "salt-master", args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+export function runCli(name: "salt" | "salt-cp" | "salt-key" | "salt-run" | "salt-master", args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [new URL(`${name}.js`, CLI_DIR).pathname, ...args], { stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";

@@ -8,6 +8,9 @@
  * unchanged. The running-jobs table is what `saltutil.find_job` reads: while a job runs it holds the
  * proc record `{jid, fun, arg, pid, tgt, tgt_type, ret, user}`.
  */
+import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync, appendFileSync } from "node:fs";
+import path from "node:path";
+import { gunzipSync } from "node:zlib";
 import YAML from "yaml";
 import type { WireValue } from "../../src/shared/protocol/msgpack.js";
 import { sharedTimer, type CoarseTimer } from "../../src/shared/coarse-timer.js";
@@ -183,6 +186,8 @@ export class FunctionRunner {
     "sys.list_functions",
     "state.sls",
     "state.highstate",
+    "cp.recv",
+    "cp.recv_chunked",
   ] as const;
 
   private sleep(ms: number): Promise<void> {
@@ -249,6 +254,10 @@ export class FunctionRunner {
         if (Object.values(r).some((x) => x.result === false)) ctx.retcode = 2;
         return r;
       }
+      case "cp.recv":
+        return cpRecv(args[0], String(args[1] ?? kwargs.dest ?? ""));
+      case "cp.recv_chunked":
+        return cpRecvChunked(args, kwargs, ctx);
       default:
         throw new FunctionError(`'${fun}' is not available.`);
     }
@@ -301,6 +310,56 @@ export class FunctionRunner {
       this.running.delete(load.jid);
     }
   }
+}
+
+const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
+
+/** Salt's cp.recv (salt-cp without --chunked): write each {path: text} at dest (a directory or a file name). */
+function cpRecv(files: unknown, dest: string): unknown {
+  const ret: Record<string, boolean> = {};
+  for (const [p, data] of Object.entries((files ?? {}) as Record<string, unknown>)) {
+    let final: string;
+    if (path.basename(p) === path.basename(dest) && !isDir(dest)) final = dest;
+    else if (isDir(dest)) final = path.join(dest, path.basename(p));
+    else if (isDir(path.dirname(dest))) final = dest;
+    else return "Destination unavailable";
+    try {
+      writeFileSync(final, Buffer.isBuffer(data) ? data : String(data));
+      ret[final] = true;
+    } catch {
+      ret[final] = false;
+    }
+  }
+  return ret;
+}
+
+/** Salt's cp.recv_chunked (salt-cp --chunked): one base64 chunk, gzipped or not, written or appended at dest. */
+function cpRecvChunked(args: unknown[], kwargs: Record<string, unknown>, ctx: { retcode: number }): unknown {
+  const [dest, chunk, append = kwargs.append ?? false, compressed = kwargs.compressed ?? true, mode = kwargs.mode ?? null] = args as [string, unknown, unknown, unknown, unknown];
+  const error = (m: string) => {
+    ctx.retcode = 1;
+    return m;
+  };
+  if (chunk === null || chunk === undefined) {
+    if (existsSync(dest)) return isDir(dest) ? true : "Path exists and is a file";
+    try {
+      mkdirSync(dest, { recursive: true });
+    } catch (e) {
+      return error((e as Error).message);
+    }
+    return true;
+  }
+  let data = Buffer.from(Buffer.isBuffer(chunk) ? chunk.toString("latin1") : String(chunk), "base64");
+  try {
+    if (compressed) data = gunzipSync(data);
+    if (!isDir(path.dirname(dest))) mkdirSync(path.dirname(dest), { recursive: true });
+    if (append) appendFileSync(dest, data);
+    else writeFileSync(dest, data);
+    if (!append && typeof mode === "number") chmodSync(dest, mode);
+  } catch (e) {
+    return error((e as Error).message);
+  }
+  return true;
 }
 
 /**

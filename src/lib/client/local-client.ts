@@ -13,6 +13,7 @@ import { publishLoad, type PublishFields } from "./publish-load.js";
 import { rootKeyPath } from "../pki/root-key.js";
 import { expandNodegroup } from "../targeting/index.js";
 import { EventClient } from "./event-client.js";
+import { controlCall } from "./control-client.js";
 import { jobReturns } from "./job-returns.js";
 
 export interface PubOptions extends Omit<PublishFields, "tgt_type"> {
@@ -93,6 +94,18 @@ export class LocalClient {
       return { tgt: out.join(" "), tgtType };
     }
     return { tgt, tgtType };
+  }
+
+  /**
+   * The minions a target matches, as the master's minion data cache says (Salt's gather_minions /
+   * CkMinions.check_minions, greedy), asked through the control socket (the cache.grains runner).
+   */
+  async gatherMinions(tgt: string | string[], tgtType: string): Promise<string[]> {
+    const t = this.resolveTarget(tgt, tgtType);
+    if ("error" in t) return [];
+    const r = await controlCall(this.cfg.sock_dir, { op: "run", fun: "cache.grains", arg: [t.tgt, t.tgtType], kwarg: {} });
+    if (r.type !== "return" || !r.ret || typeof r.ret !== "object") return [];
+    return Object.keys(r.ret as Record<string, unknown>).sort();
   }
 
   async pub(o: PubOptions): Promise<PubReply> {

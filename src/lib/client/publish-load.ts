@@ -13,14 +13,15 @@ export interface PublishFields {
   ret?: string;
   /** "" lets the master choose */
   jid?: string;
-  kwargs?: Record<string, unknown>;
+  /** null: no kwargs key at all, as LocalClient.cmd() sends (salt-cp) */
+  kwargs?: Record<string, unknown> | null;
 }
 
 /** The CLI's kwargs when the caller gives none. */
 const DEFAULT_KWARGS = { show_timeout: true, show_jid: false, delimiter: ":" };
 
 export function publishLoad(job: PublishFields, key: string, user: string): Record<string, unknown> {
-  return {
+  const load: Record<string, unknown> = {
     cmd: "publish",
     tgt: job.tgt,
     fun: job.fun,
@@ -29,7 +30,8 @@ export function publishLoad(job: PublishFields, key: string, user: string): Reco
     tgt_type: job.tgt_type ?? "glob",
     ret: job.ret ?? "",
     jid: job.jid ?? "",
-    kwargs: job.kwargs ?? { ...DEFAULT_KWARGS },
-    user,
   };
+  if (job.kwargs !== null) load.kwargs = job.kwargs ?? { ...DEFAULT_KWARGS };
+  load.user = user;
+  return load;
 }
