@@ -472,33 +472,34 @@ async function doUpdate(cfg: MasterConfig, role: GitRole, o: { only?: string[]; 
   const chosen = remotes.filter(selectedOf);
   if (!chosen.length) return res;
   const byId = new Map((old?.remotes ?? []).map((r) => [r.id, r]));
-  const next: RemoteState[] = [];
-  for (const r of remotes) {
-    const selected = chosen.includes(r);
+  const fresh = new Map<string, RemoteState>();
+  for (const r of chosen) {
     const before = byId.get(r.id);
-    if (!selected) {
-      if (before) next.push(before);
-      continue;
-    }
     if (!takeLock(r)) {
       log.warning(`Update lock file is present for ${role} remote '${r.id}', skipping. If this warning persists, it is possible that the update process was interrupted, but the lock could also have been manually set. Removing ${lockFile(r)} or running 'salt-run fileserver.clear_lock' will allow updates to continue for this remote.`);
       res.locked.push(r.id);
-      if (before) next.push(before);
       continue;
     }
     try {
       const st = await updateRemote(r, base);
-      next.push(st);
+      fresh.set(r.id, st);
       res.updated.push(r.id);
       if (JSON.stringify(st.envs) !== JSON.stringify(before?.envs)) res.changed = true;
     } catch (e) {
       const msg = e instanceof GitError ? e.message : (e as Error).stack ?? String(e);
       log.error(`Exception caught while fetching ${role} remote '${r.id}': ${msg}`);
       res.failed.push(r.id);
-      if (before) next.push(before);
     } finally {
       releaseLock(r);
     }
+  }
+  // the other remotes as the state file has them now: another thread (the runner, the timer) may have
+  // updated some of them while this update ran
+  const latest = new Map((readState(base)?.remotes ?? old?.remotes ?? []).map((r) => [r.id, r]));
+  const next: RemoteState[] = [];
+  for (const r of remotes) {
+    const st = fresh.get(r.id) ?? latest.get(r.id);
+    if (st) next.push(st);
   }
   if ((old?.remotes.length ?? 0) !== next.length) res.changed = true;
   const state: RoleState = { version: 1, updated: Date.now(), remotes: next };
