@@ -15,10 +15,12 @@
  * result, as Salt's runner does (src/lib/fileserver/git-cache.ts; the request workers see the new trees at
  * once); clear_cache removes cachedir/gitfs (the next update fetches again); lock / clear_lock set and
  * remove the update locks (`remote=` is a glob over the URLs).
+ * git_pillar.update [branch=…] [repo=URL|name] (Salt's salt/runners/git_pillar.py) fetches the git_pillar
+ * remotes now: {remote id: True (new commits), None (nothing new), False (failed)}.
  * clear_file_list_cache answers {} (no change): brine's list caches live in memory and notice changes by
  * themselves (src/lib/fileserver/list-cache.ts, gitfs.ts), there is no file list cache on disk to remove.
  */
-import { clearRoleCache, lockRemotes, updateRole } from "../lib/fileserver/git-cache.js";
+import { clearRoleCache, lockRemotes, roleRemotes, updateRole } from "../lib/fileserver/git-cache.js";
 import { FileserverHandlers } from "../lib/fileserver/handlers.js";
 import { GitfsBackend } from "../lib/fileserver/gitfs.js";
 import { backendNames, RootsBackend } from "../lib/fileserver/roots.js";
@@ -88,5 +90,17 @@ export const fileserverRunners: Record<string, RunnerFn> = {
     if (remote !== null && typeof remote !== "string") return { errors: [`Badly formatted remote pattern '${String(remote)}'`] };
     const [done, errors] = lockRemotes(ctx.cfg, "gitfs", remote, true);
     return answer("locked", done, errors, "No locks were set");
+  },
+  "git_pillar.update": async (ctx, arg, kwarg) => {
+    const branch = argOf(arg, kwarg, 0, "branch", null);
+    const repo = argOf(arg, kwarg, 1, "repo", null);
+    const select = (r: { branch?: string; url: string; name?: string }) =>
+      (branch === null || branch === r.branch) && (repo === null || repo === r.url || repo === r.name);
+    const remotes = (roleRemotes(ctx.cfg, "git_pillar") ?? []).filter(select);
+    if (!remotes.length) throw new Error(branch !== null || repo !== null ? "Specified git branch/repo not found in ext_pillar config" : "No git_pillar remotes are configured");
+    const res = await updateRole(ctx.cfg, "git_pillar", { select });
+    const ret: Record<string, boolean | null> = {};
+    for (const r of remotes) ret[r.id] = res.changedIds.includes(r.id) ? true : res.updated.includes(r.id) ? null : false;
+    return ret;
   },
 };

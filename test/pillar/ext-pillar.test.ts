@@ -195,3 +195,17 @@ describe("ext_pillar git (git_pillar)", () => {
     assert.deepEqual(await c.compile({ id: "db1", grains: { id: "db1" } }), { git_common: "updated" });
   });
 });
+
+test("salt-run git_pillar.update answers per remote: True for new commits, None for nothing new, and names a repo that is not configured", async () => {
+  const { LocalRepo } = await import("../fileserver/gitfs-helpers.js");
+  const { fileserverRunners } = await import("../../src/runners/fileserver.js");
+  const r = new LocalRepo("brine-gpu-");
+  r.commit("master", { "top.sls": "base: {}\n" });
+  const cfg = { ...masterDefaults(), cachedir: path.join(tempRoot("brine-gpu-c-"), "cache"), ext_pillar: [{ git: [`master ${r.url}`] }] } as MasterConfig;
+  const update = (kwarg: Record<string, unknown> = {}) => fileserverRunners["git_pillar.update"]!({ cfg } as never, [], kwarg);
+  assert.deepEqual(await update(), { [`master ${r.url}`]: true });
+  assert.deepEqual(await update(), { [`master ${r.url}`]: null });
+  r.commit("master", { "x.sls": "x: 1\n" });
+  assert.deepEqual(await update({ repo: r.url }), { [`master ${r.url}`]: true });
+  await assert.rejects(update({ branch: "nosuch" }), /Specified git branch\/repo not found in ext_pillar config/);
+});

@@ -446,14 +446,23 @@ export interface UpdateResult {
   locked: string[];
   /** remotes whose fetch or checkout failed */
   failed: string[];
+  /** remotes whose refs moved (new commits, refs added or removed) */
+  changedIds: string[];
   changed: boolean;
+}
+
+/** Which remotes an update takes: those `only` names (id or name), else those `select` or `due` accepts, else all. */
+export interface UpdateSelection {
+  only?: string[];
+  select?: (r: GitRemote) => boolean;
+  due?: (r: GitRemote) => boolean;
 }
 
 /**
  * Update the remotes of a role (all of them, or those `only` selects by id or name, or those `due` says).
  * Serialised per process: calls wait for each other.
  */
-export async function updateRole(cfg: MasterConfig, role: GitRole, o: { only?: string[]; due?: (r: GitRemote) => boolean } = {}): Promise<UpdateResult> {
+export async function updateRole(cfg: MasterConfig, role: GitRole, o: UpdateSelection = {}): Promise<UpdateResult> {
   const prev = chains.get(role) ?? Promise.resolve();
   const run = prev.then(() => doUpdate(cfg, role, o));
   chains.set(role, run.catch(() => undefined));
@@ -461,14 +470,14 @@ export async function updateRole(cfg: MasterConfig, role: GitRole, o: { only?: s
 }
 const chains = new Map<GitRole, Promise<unknown>>();
 
-async function doUpdate(cfg: MasterConfig, role: GitRole, o: { only?: string[]; due?: (r: GitRemote) => boolean }): Promise<UpdateResult> {
-  const res: UpdateResult = { updated: [], locked: [], failed: [], changed: false };
+async function doUpdate(cfg: MasterConfig, role: GitRole, o: UpdateSelection): Promise<UpdateResult> {
+  const res: UpdateResult = { updated: [], locked: [], failed: [], changedIds: [], changed: false };
   const remotes = roleRemotes(cfg, role, false);
   if (!remotes) return res;
   const base = roleDir(cfg, role);
   mkdirSync(base, { recursive: true });
   const old = readState(base);
-  const selectedOf = (r: GitRemote) => (o.only?.length ? o.only.includes(r.id) || (r.name !== undefined && o.only.includes(r.name)) : o.due ? o.due(r) : true);
+  const selectedOf = (r: GitRemote) => (o.only?.length ? o.only.includes(r.id) || (r.name !== undefined && o.only.includes(r.name)) : o.select ? o.select(r) : o.due ? o.due(r) : true);
   const chosen = remotes.filter(selectedOf);
   if (!chosen.length) return res;
   const byId = new Map((old?.remotes ?? []).map((r) => [r.id, r]));
@@ -484,7 +493,10 @@ async function doUpdate(cfg: MasterConfig, role: GitRole, o: { only?: string[]; 
       const st = await updateRemote(r, base);
       fresh.set(r.id, st);
       res.updated.push(r.id);
-      if (JSON.stringify(st.envs) !== JSON.stringify(before?.envs)) res.changed = true;
+      if (JSON.stringify(st.envs) !== JSON.stringify(before?.envs)) {
+        res.changed = true;
+        res.changedIds.push(r.id);
+      }
     } catch (e) {
       const msg = e instanceof GitError ? e.message : (e as Error).stack ?? String(e);
       log.error(`Exception caught while fetching ${role} remote '${r.id}': ${msg}`);
