@@ -13,6 +13,8 @@ import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
 import { configureLogging } from "../../src/shared/log.js";
 import { readState, roleDir, updateRole } from "../../src/lib/fileserver/git-cache.js";
+import { git } from "../../src/lib/fileserver/git-cli.js";
+import { createServer } from "node:net";
 import { parseRemotes, validRemoteUrl } from "../../src/lib/fileserver/git-remotes.js";
 import { GitfsBackend } from "../../src/lib/fileserver/gitfs.js";
 import { FileserverHandlers } from "../../src/lib/fileserver/handlers.js";
@@ -50,6 +52,19 @@ describe("gitfs", () => {
     assert.ok(!validRemoteUrl("ext::sh -c touch% /tmp/pwned"));
     const p = parseRemotes(config([]), "gitfs", ["file:///x.git", { "file:///y.git": [{ nosuch: 1 }] }]);
     assert.match(p.errors[0]!, /Invalid gitfs configuration parameter 'nosuch' in remote 'file:\/\/\/y.git'/);
+  });
+
+  test("a git command that hangs (a server that never answers) is killed at its timeout", async () => {
+    const server = createServer(() => undefined).listen(0, "127.0.0.1");
+    await new Promise((r) => server.once("listening", r));
+    const port = (server.address() as { port: number }).port;
+    const t0 = Date.now();
+    try {
+      await assert.rejects(git(["ls-remote", `git://127.0.0.1:${port}/x.git`], { timeoutMs: 500 }), /timed out after 0.5 s/);
+      assert.ok(Date.now() - t0 < 5000);
+    } finally {
+      server.close();
+    }
   });
 
   test("the cache is laid out as Salt's: cachedir/gitfs/<base64 sha256 of the remote>/_ holds the clone", async () => {

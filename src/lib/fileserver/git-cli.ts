@@ -1,7 +1,8 @@
 /**
  * The git command line, as gitfs and git_pillar use it: `git` spawned without a shell, arguments as an
- * array, no terminal prompts (a remote asking for a password fails instead of hanging), bounded time and
- * output. Only the updater (git-cache.ts: the main thread's maintenance timer and the fileserver.update
+ * array, in a session of its own with no terminal prompts (GIT_TERMINAL_PROMPT=0, ssh in BatchMode unless
+ * GIT_SSH_COMMAND/GIT_SSH say otherwise: a remote asking for a password or an unknown host key fails
+ * instead of hanging), bounded time and output (the whole process group is killed past either). Only the updater (git-cache.ts: the main thread's maintenance timer and the fileserver.update
  * runner) runs git; request workers never do.
  */
 import { spawn } from "node:child_process";
@@ -12,6 +13,11 @@ export const gitFetchTimeoutMs = 10 * 60_000;
 export const gitCommandTimeoutMs = 2 * 60_000;
 /** Largest output kept from a git command (ls-tree of a large repository fits). */
 export const gitOutputBytesMax = 256 * 1024 * 1024;
+
+/** ssh without prompts, unless the operator chose the ssh command (GIT_SSH_COMMAND, GIT_SSH). */
+function sshBatch(): Record<string, string> {
+  return process.env.GIT_SSH_COMMAND || process.env.GIT_SSH ? {} : { GIT_SSH_COMMAND: "ssh -o BatchMode=yes" };
+}
 
 export class GitError extends Error {
   constructor(
@@ -34,6 +40,16 @@ export interface GitRun {
   input?: string;
 }
 
+/** SIGKILL a detached child's process group (git and the ssh or remote-helper it started). */
+function killGroup(pid: number | undefined): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
 /** Run git; resolves with stdout, rejects with a GitError (non-zero exit, timeout, too much output). */
 export function git(args: string[], o: GitRun = {}): Promise<Buffer> {
   const full: string[] = [];
@@ -46,7 +62,9 @@ export function git(args: string[], o: GitRun = {}): Promise<Buffer> {
     const child = spawn("git", full, {
       shell: false,
       stdio: [o.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-      env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_ASKPASS: "", SSH_ASKPASS: "", LC_ALL: "C", ...(o.env ?? {}) },
+      env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C", ...sshBatch(), ...(o.env ?? {}) },
+      // its own session: ssh finds no terminal to ask on (a host key or passphrase prompt fails, never waits)
+      detached: true,
     });
     if (o.input !== undefined) child.stdin!.end(o.input);
     const out: Buffer[] = [];
@@ -55,13 +73,13 @@ export function git(args: string[], o: GitRun = {}): Promise<Buffer> {
     let failed: string | null = null;
     const timer = setTimeout(() => {
       failed = `timed out after ${timeoutMs / 1000} s`;
-      child.kill("SIGKILL");
+      killGroup(child.pid);
     }, timeoutMs);
     child.stdout!.on("data", (b: Buffer) => {
       bytes += b.length;
       if (bytes > gitOutputBytesMax) {
         failed ??= `more than ${gitOutputBytesMax} bytes of output`;
-        child.kill("SIGKILL");
+        killGroup(child.pid);
       } else out.push(b);
     });
     child.stderr!.on("data", (b: Buffer) => {
