@@ -42,7 +42,8 @@ export function conditionInput(words: string[]): unknown[] {
       haveKw = true;
     } else args.push(yamlifyArg(w));
   }
-  if (haveKw) args.push({ ...kwargs, __kwarg__: true });
+  // Salt's condition_input: the marker first, then the keyword arguments in the order given
+  if (haveKw) args.push({ __kwarg__: true, ...kwargs });
   return args;
 }
 
