@@ -93,6 +93,19 @@ class LaneQueue<T> {
     return this.buf.length + this.inFlight;
   }
 
+  /** callers of whenIdle(), resolved when nothing waits or runs */
+  private idleWaiters: (() => void)[] = [];
+
+  private settle(frames: number): void {
+    this.inFlight -= frames;
+    if (this.waiting === 0) for (const f of this.idleWaiters.splice(0)) f();
+  }
+
+  /** Resolves once no frame waits in this lane or is worked on. */
+  whenIdle(): Promise<void> {
+    return this.waiting === 0 ? Promise.resolve() : new Promise((r) => this.idleWaiters.push(r));
+  }
+
   push(p: Pending<T>): boolean {
     if (this.waiting >= this.queueLenMax) return false;
     this.buf.push(p);
@@ -139,7 +152,7 @@ class LaneQueue<T> {
           this.sink({ replies: batch.map((p) => ({ tag: p.tag, reply: encodeWire("Some exception handling minion payload") })), events: [], publishes: [] });
         })
         .finally(() => {
-          this.inFlight -= answered;
+          this.settle(answered);
         });
     }
   }
@@ -162,7 +175,7 @@ class LaneQueue<T> {
       return;
     }
     // (none known and the batch done: answered by the sweep already; the effects still go out)
-    this.inFlight -= out.length;
+    this.settle(out.length);
     this.sink({ replies: out, events: m.events, publishes: m.publishes, sync: m.sync, runs: m.runs, verified: m.verified, nonces: m.nonces });
   }
 
@@ -187,7 +200,7 @@ class LaneQueue<T> {
     }
     if (!out.length) return;
     log.warning(`${this.name} lane: ${out.length} late repl${out.length === 1 ? "y" : "ies"} answered without their request's result`);
-    this.inFlight -= out.length;
+    this.settle(out.length);
     this.sink({ replies: out, events: [], publishes: [] });
   }
 
@@ -282,8 +295,12 @@ export class RequestLanes<T> {
     return r.present;
   }
 
+  /** Resolves when both lanes are idle, or at the deadline (a stopping master answers the rest at destroy). */
   async drain(deadlineMs: number): Promise<void> {
-    while (this.waiting() > 0 && Date.now() < deadlineMs) await new Promise((r) => setTimeout(r, 20));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadlineMs - Date.now()))));
+    await Promise.race([Promise.all([this.lanes.clear.whenIdle(), this.lanes.req.whenIdle()]), deadline]);
+    clearTimeout(timer);
   }
 
   async destroy(): Promise<void> {

@@ -11,8 +11,11 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger, loggingConfig } from "../shared/log.js";
 import type { SyncCursor } from "../workers/state-sync/sync-store.js";
 import type { JobMirrorInit, MirrorMessage, MirrorReply } from "../workers/state-sync/worker.js";
+import { LogBudget } from "../shared/log-budget.js";
 
 const log = getLogger("brine.cluster.forward");
+/** one line per 10 s for this flood, then a count of what was held back */
+const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "mirror backlog");
 
 /** bytes of peers' data the mirror thread may hold unconfirmed before more are dropped */
 export const MIRROR_BACKLOG_BYTES_MAX = 256 * 1024 * 1024;
@@ -23,6 +26,8 @@ export class MirrorThread {
   private readonly worker: Worker;
   private seq = 0;
   private readonly inFlight = new Map<number, { bytes: number; done?: (r: MirrorReply) => void }>();
+  /** callers of flushed(), resolved when nothing is in flight */
+  private readonly idleWaiters: (() => void)[] = [];
   private backlogBytes = 0;
   dropped = 0;
 
@@ -35,18 +40,21 @@ export class MirrorThread {
       if (!f) return;
       this.backlogBytes -= f.bytes;
       this.inFlight.delete(m.done);
+      if (this.inFlight.size === 0) for (const r of this.idleWaiters.splice(0)) r();
       f.done?.(m);
     });
     this.worker.on("error", (e) => {
       log.error(`mirror thread failed: ${e.message}`);
       for (const [seq, f] of this.inFlight) f.done?.({ done: seq, error: "the mirror thread failed" });
       this.inFlight.clear();
+      for (const r of this.idleWaiters.splice(0)) r();
     });
   }
 
   private post(body: Body, bytes: number, done?: (r: MirrorReply) => void): boolean {
     if (this.backlogBytes + bytes > MIRROR_BACKLOG_BYTES_MAX) {
-      if (this.dropped++ % 1000 === 0) log.warning(`mirror backlog full: ${this.dropped} batches of peer data not stored`);
+      this.dropped++;
+      dropLog.line(`mirror backlog full: ${this.dropped} batches of peer data not stored`);
       return false;
     }
     const seq = ++this.seq;
@@ -102,8 +110,10 @@ export class MirrorThread {
 
   /** Resolves when everything pushed so far is stored. */
   async flushed(timeoutMs = 10_000): Promise<void> {
-    const end = Date.now() + timeoutMs;
-    while (this.inFlight.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   async stop(): Promise<void> {

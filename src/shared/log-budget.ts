@@ -1,6 +1,9 @@
 /**
- * A log line budget: refusal floods cannot flood the log. Used by the peer channel and by the request
- * workers for what minions send (src/workers/req-handler/aes-funcs.ts); `what` names the source in the summary line.
+ * A log line budget: refusal floods cannot flood the log. The one way brine bounds a repeated warning: the
+ * peer channel, what minions send (src/workers/req-handler/aes-funcs.ts), dropped forwards and cache-sync
+ * records, full backlogs, a failing nonce journal; `what` names the source in the summary line. (The
+ * reactor's "queue is full" line is Salt's, logged for the first drops and every 1000th as Salt's operators
+ * grep for it: src/automation/thread.ts.)
  */
 /** Logs at most `perWindow` lines per window, then one summary of what it held back. */
 export class LogBudget {

@@ -19,8 +19,11 @@ import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, r
 import path from "node:path";
 import { getLogger } from "./log.js";
 import { NONCE_PACKED_BYTES, type NonceSet } from "./nonce-set.js";
+import { LogBudget } from "./log-budget.js";
 
 const log = getLogger("brine.nonces");
+/** one line per 10 s for this flood, then a count of what was held back */
+const journalLog = new LogBudget(1, 10_000, (line) => log.warning(line), "replay nonce journal");
 
 const MAGIC = Buffer.from("BRNONCE1", "latin1");
 export const NONCE_FILE_HEADER_BYTES = 16;
@@ -105,7 +108,8 @@ export class NonceJournal {
         closeSync(fd);
       }
     } catch (e) {
-      if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal: creating ${file} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
+      this.failures++;
+      journalLog.line(`replay nonce journal: creating ${file} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
     }
   }
 
@@ -155,7 +159,8 @@ export class NonceAppender {
       }
       if (this.fd !== undefined) writeSync(this.fd, bytes);
     } catch (e) {
-      if (this.failures++ % 1000 === 0) log.warning(`replay nonce journal: appending to generation ${g} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
+      this.failures++;
+      journalLog.line(`replay nonce journal: appending to generation ${g} failed (${(e as Error).message}); a restart may accept a frame seen before it`);
     }
   }
 

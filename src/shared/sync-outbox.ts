@@ -9,8 +9,11 @@ import type { MasterContext } from "../workers/req-handler/context.js";
 import { clusterNodeIdOf } from "./node-ids.js";
 import { isClustered } from "./shared-fs.js";
 import { encodeRecords, type SyncRecord } from "./sync-records.js";
+import { LogBudget } from "./log-budget.js";
 
 const log = getLogger("brine.cluster.sync");
+/** one line per 10 s for this flood, then a count of what was held back */
+const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "cache-sync outbox");
 
 /** records one worker holds between two batch results before it drops more (a stalled main thread), count */
 export const OUTBOX_RECORDS_MAX = 100_000;
@@ -25,7 +28,8 @@ export class SyncOutbox {
 
   push(r: SyncRecord): void {
     if (this.pending.length >= OUTBOX_RECORDS_MAX) {
-      if (this.dropped++ % 1000 === 0) log.warning(`cache-sync outbox full: ${this.dropped} record(s) not sent to the peers`);
+      this.dropped++;
+      dropLog.line(`cache-sync outbox full: ${this.dropped} record(s) not sent to the peers`);
       return;
     }
     this.pending.push(r);

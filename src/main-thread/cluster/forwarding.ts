@@ -28,6 +28,7 @@ import { cbor } from "../../shared/cbor.js";
 import { getLogger } from "../../shared/log.js";
 import { decodeWire, encodeWire } from "../../shared/protocol/msgpack.js";
 import { NONCE_PACKED_BYTES } from "../../shared/nonce-set.js";
+import { LogBudget } from "../../shared/log-budget.js";
 
 export const EVENT_CHANNEL = "cl/ev";
 export const PUBLISH_CHANNEL = "cl/pub";
@@ -37,6 +38,8 @@ export const FORWARD_FRAMES_MAX = 100_000;
 export const FORWARD_NONCE_BYTES_MAX = 1024 * 1024;
 
 const log = getLogger("brine.cluster.forward");
+/** one line per 10 s for this flood, then a count of what was held back */
+const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "forwarding");
 
 /** What forwarding needs of the peer channel (PeerTransport has it). */
 export interface ForwardChannel {
@@ -117,7 +120,6 @@ export class ClusterForwarder {
   private seqPub = 0;
   private readonly seen = new Map<string, { i: number; ev: number; pub: number }>();
   private readonly offs: (() => void)[] = [];
-  private dropLogs = 0;
 
   constructor(
     private readonly selfId: string,
@@ -157,7 +159,7 @@ export class ClusterForwarder {
         sent++;
       } catch (e) {
         this.counters.dropped++;
-        if (this.dropLogs++ % 1000 === 0) log.warning(`forwarding to ${p} dropped (${(e as Error).message}); ${this.counters.dropped} dropped so far`);
+        dropLog.line(`forwarding to ${p} dropped (${(e as Error).message}); ${this.counters.dropped} dropped so far`);
       }
     }
     return sent;

@@ -27,8 +27,11 @@ import { PRESENCE_SHARE_MS } from "../../workers/req-handler/presence.js";
 import type { MirrorThread } from "../state-sync-host.js";
 import { encodePresence } from "../../lib/store/presence-board.js";
 import { encodePull, type SyncCursor } from "../../workers/state-sync/sync-store.js";
+import { LogBudget } from "../../shared/log-budget.js";
 
 const log = getLogger("brine.cluster.sync");
+/** one line per 10 s for this flood, then a count of what was held back */
+const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "cache sync");
 
 export const SYNC_CHANNEL = "cl/sync";
 export const SYNC_PULL_CHANNEL = "cl/sync-pull";
@@ -90,7 +93,6 @@ export class CacheSyncService {
   private timer: NodeJS.Timeout | undefined;
   private sharing = false;
   private closed = false;
-  private dropLogs = 0;
 
   constructor(
     private readonly channel: SyncChannel,
@@ -125,7 +127,7 @@ export class CacheSyncService {
           this.counters.batchesOut++;
         } catch (e) {
           this.counters.dropped++;
-          if (this.dropLogs++ % 1000 === 0) log.warning(`cache sync to ${p} dropped (${(e as Error).message}); ${this.counters.dropped} dropped so far`);
+          dropLog.line(`cache sync to ${p} dropped (${(e as Error).message}); ${this.counters.dropped} dropped so far`);
         }
       }
     }

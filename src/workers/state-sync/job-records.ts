@@ -16,8 +16,11 @@ import { formatJid, jidToMs } from "../../shared/protocol/jid.js";
 import { JobCache, type ReturnRecord } from "../../lib/store/job-cache.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { syncCbor, type JobRecord, type RetRecord } from "../../shared/sync-records.js";
+import { LogBudget } from "../../shared/log-budget.js";
 
 const log = getLogger("brine.cluster.mirror");
+/** one line per 10 s for this flood, then a count of what was held back */
+const oversizeLog = new LogBudget(1, 10_000, (line) => log.warning(line), "bulk sync");
 const RET = /^salt\/job\/([^/]+)\/ret\/(.+)$/;
 const NEW = /^salt\/job\/([^/]+)\/new$/;
 
@@ -31,7 +34,6 @@ export interface JobRecordsConfig {
 
 export class JobRecords {
   readonly jobs: JobCache;
-  private oversizeLogs = 0;
 
   constructor(
     private readonly s: Store,
@@ -111,7 +113,7 @@ export class JobRecords {
       if (!validJid(rec.jid) || !validId(rec.id) || value === null || typeof value !== "object") continue;
       const bytes = (syncCbor.encode(rec) as Uint8Array).byteLength;
       if (bytes > SYNC_JOB_RECORD_BYTES_MAX) {
-        if (this.oversizeLogs++ % 100 === 0) log.warning(`a peer's bulk sync leaves out ${rec.id}'s return to ${rec.jid}: ${bytes} bytes`);
+        oversizeLog.line(`a peer's bulk sync leaves out ${rec.id}'s return to ${rec.jid}: ${bytes} bytes`);
         continue;
       }
       records.push(rec);

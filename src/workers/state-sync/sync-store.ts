@@ -16,8 +16,11 @@ import type { NonceSet } from "../../shared/nonce-set.js";
 import { lmdbDir } from "../../lib/store/lmdb-env.js";
 import { TokenStore } from "../../lib/auth/tokens.js";
 import { decodeRecords, encodeRecords, syncCbor, type SyncRecord, type TokenRecord } from "../../shared/sync-records.js";
+import { LogBudget } from "../../shared/log-budget.js";
 
 const log = getLogger("brine.cluster.sync");
+/** one line per 10 s for this flood, then a count of what was held back */
+const refusedLog = new LogBudget(1, 10_000, (line) => log.warning(line), "cache-sync records");
 
 /**
  * Where a bulk sync is: the bank it reads and the last key it sent from it (a minion id; a jid in `job`, a
@@ -82,7 +85,6 @@ export class SyncStore {
   private readonly sessionsDir: string;
   private readonly lifetimeMs: number;
   private listing: { at: number; ids: string[] } | undefined;
-  refusedLogs = 0;
 
   constructor(
     cfg: MasterConfig,
@@ -110,7 +112,7 @@ export class SyncStore {
     for (const b of batches) {
       const d = decodeRecords(b, this.now());
       refused += d.refused;
-      if (d.refused && this.refusedLogs++ % 100 === 0) log.warning(`refused ${d.refused} cache-sync record(s) from ${from}: ${d.reason}`);
+      if (d.refused) refusedLog.line(`refused ${d.refused} cache-sync record(s) from ${from}: ${d.reason}`);
       for (const r of d.records) writes.push(this.applyOne(r));
     }
     for (const ok of await Promise.all(writes)) if (ok) stored++;
