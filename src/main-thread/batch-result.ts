@@ -14,18 +14,14 @@
  * Pure wiring: the sinks are injected, so the order is tested directly (test/master/batch-result-order).
  */
 import type { RunnerLaunch } from "../workers/req-handler/context.js";
+import type { BatchResult } from "../workers/req-handler/task.js";
 import type { LaneOutput } from "./req-pool.js";
 
-/** One lane result (or one set of late replies) as the request pool hands it to the main thread. */
-export interface BatchOutput<T> {
-  replies: LaneOutput<T>[];
-  events: Uint8Array[];
-  publishes: Record<string, unknown>[];
-  sync?: Uint8Array[];
-  runs?: RunnerLaunch[];
-  verified?: number[];
-  nonces?: Uint8Array;
-}
+/**
+ * One lane result (or one set of late replies) as the request pool hands it to the main thread: a worker's
+ * BatchResult with each reply paired with the tag of the request it answers.
+ */
+export type BatchOutput<T> = Omit<BatchResult, "replies" | "late"> & { replies: LaneOutput<T>[] };
 
 /** Where each kind of output goes; `peers` and `sync` are absent on an unclustered master. */
 export interface BatchSinks<T> {
