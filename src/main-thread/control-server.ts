@@ -210,6 +210,12 @@ export class ControlServer {
       if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
       if (done) return;
       if (kind === "print") return onMessage(m as RunnerMessage);
+      // an orchestration's progress (Salt's fire_args): only its own salt/run/<jid>/args tag, never any other event
+      if (kind === "fire") {
+        const f = m as { tag?: unknown; data?: unknown };
+        if (jid && f.tag === `salt/run/${jid}/args`) this.runnerEvents?.fireLocal(f.tag, f.data ?? {});
+        return;
+      }
       if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array) {
         const packed = (m as { packed: Uint8Array }).packed;
         onMessage({ type: "return", packed });

@@ -39,6 +39,8 @@ export interface RunnerContext {
   jid?: string;
   /** the user the call runs as (orchestration's runner and wheel calls run as the same user) */
   user?: string;
+  /** fire `salt/run/<jid>/args` (the only tag the master fires for a runner: orchestration's progress, as Salt's fire_args) */
+  fireArgs?(data: unknown): void;
 }
 
 export type RunnerFn = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Promise<unknown>;

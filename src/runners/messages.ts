@@ -21,9 +21,10 @@ export interface RunnerInit {
  * main thread puts those bytes in the control reply and the `salt/run/<jid>/ret` event as they are, so a large
  * result (jobs.list_jobs of 100,000 jobs) costs it no structured clone, no encoding and no decoding, and a result
  * msgpack cannot carry is an error in the runner thread, not in the master's main thread. `success` is false for a
- * return whose `data` holds a failed state run (Salt's RunnerClient: check_result of `return["data"]`).
+ * return whose `data` holds a failed state run (Salt's RunnerClient: check_result of `return["data"]`). `fire` asks
+ * the master to fire an event; only `salt/run/<the runner's jid>/args` is fired (orchestration's progress).
  */
-export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array; success?: boolean } | { type: "error"; message: string } | RunnerSync;
+export type RunnerMessage = { type: "print"; text: string } | { type: "fire"; tag: string; data: unknown } | { type: "return"; packed: Uint8Array; success?: boolean } | { type: "error"; message: string } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {

@@ -75,8 +75,10 @@ if (!fn) {
   };
   if (init.metrics) ctx.metrics = init.metrics;
   if (init.job) {
-    ctx.jid = init.job.jid;
+    const jid = init.job.jid;
+    ctx.jid = jid;
     ctx.user = init.job.user;
+    ctx.fireArgs = (data) => post({ type: "fire", tag: `salt/run/${jid}/args`, data });
   }
   if (init.cluster) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };

@@ -121,6 +121,11 @@ describe("state.orchestrate with a master and two minion groups", { timeout: 120
     const wheel = states["salt_|-list_keys_|-key.list_all_|-wheel"];
     assert.equal(wheel.comment, "Wheel function 'key.list_all' executed.");
     assert.deepEqual(wheel.changes.return.minions.sort(), ["db-1", "web-1", "web-2"]);
+    // Salt's progress events: salt/run/<orchestration jid>/args before each state's call
+    const orchNew = events.find((e) => /^salt\/run\/\d+\/new$/.test(e.tag) && e.data.fun === "runner.state.orchestrate")!;
+    const ojid = orchNew.tag.split("/")[2];
+    const progress = events.filter((e) => e.tag === `salt/run/${ojid}/args`).map((e) => [e.data.type, e.data.name]);
+    assert.deepEqual(progress, [["state", "db_first"], ["state", "web_after"], ["runner", "test.arg"], ["wheel", "key.list_all"]]);
     // the orchestration itself is a runner job, recorded as succeeded
     const jobs = (await run(tm, "jobs.list_jobs")) as Data;
     assert.ok(Object.values(jobs).some((j: Data) => j.Function === "runner.state.orchestrate"));

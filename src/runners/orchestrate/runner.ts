@@ -46,6 +46,7 @@ function clearError(r: unknown): string | undefined {
 export function masterIO(ctx: RunnerContext): OrchestrateIO {
   const user = ctx.user ?? ctx.cfg.user;
   return {
+    ...(ctx.fireArgs ? { fireArgs: (d: Data) => ctx.fireArgs!(d) } : {}),
     async cmd(req: CmdRequest): Promise<Record<string, MinionAnswer>> {
       const arg = Object.keys(req.kwarg).length ? [...req.arg, { ...req.kwarg, __kwarg__: true }] : req.arg;
       const out: Record<string, MinionAnswer> = {};

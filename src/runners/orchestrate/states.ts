@@ -41,6 +41,8 @@ export interface OrchestrateIO {
   runner(name: string, arg: unknown[], kwarg: Data): Promise<Data>;
   /** Salt's saltutil.wheel: `{fun, jid, tag, user, return, success}` */
   wheel(name: string, arg: unknown[], kwarg: Data): Promise<Data>;
+  /** Salt's fire_args: `salt/run/<orchestration jid>/args` with what a state is about to do */
+  fireArgs?(data: Data): void;
   /** bus events from now on, each given to `seen` until it answers true (then true) or `timeoutMs` passes (false) */
   waitForEvents(seen: (tag: string, data: unknown) => boolean, timeoutMs: number): Promise<boolean>;
 }
@@ -114,6 +116,7 @@ const saltState: StateFn = async (call, io) => {
   if (typeof concurrent !== "boolean") return { ...ret, result: false, comment: "Must pass in boolean for value of 'concurrent'" };
   kwarg.concurrent = concurrent;
   const expect = kw.expect_minions === undefined ? true : truthy(kw.expect_minions);
+  io.fireArgs?.({ type: "state", tgt: kw.tgt, name, args: { arg, kwarg, ret: String(kw.ret ?? ""), timeout: kw.timeout ?? null, tgt_type: String(kw.tgt_type ?? "glob"), ssh: false, expect_minions: expect, ...pubKwargs(kw) } });
   const answers = await io.cmd({ tgt: kw.tgt, tgtType: String(kw.tgt_type ?? "glob"), fun, arg, kwarg, ret: String(kw.ret ?? ""), timeoutS: timeoutOf(kw.timeout), pubKwargs: pubKwargs(kw), expectMinions: expect });
   const first = Object.values(answers)[0];
   if (first && typeof first.jid === "string") ret.__jid__ = first.jid;
@@ -163,6 +166,7 @@ const saltFunction: StateFn = async (call, io) => {
   if (call.test) return { ...ret, comment: `Function ${String(name)} would be executed on target ${String(kw.tgt)}`, result: null };
   const kwarg = isMap(kw.kwarg) ? kw.kwarg : {};
   let answers: Record<string, MinionAnswer>;
+  io.fireArgs?.({ type: "function", tgt: kw.tgt, name, args: { arg, kwarg, ret: String(kw.ret ?? ""), timeout: kw.timeout ?? null, tgt_type: String(kw.tgt_type ?? "glob"), ssh: false, expect_minions: truthy(kw.expect_minions), _cmd_meta: true, ...pubKwargs(kw) } });
   try {
     answers = await io.cmd({ tgt: kw.tgt, tgtType: String(kw.tgt_type ?? "glob"), fun: String(name), arg, kwarg, ret: String(kw.ret ?? ""), timeoutS: timeoutOf(kw.timeout), pubKwargs: pubKwargs(kw), expectMinions: truthy(kw.expect_minions) });
   } catch (e) {
@@ -213,6 +217,7 @@ const saltRunner: StateFn = async (call, io) => {
   const name = String(call.kwargs.name);
   if (call.test) return { name, result: null, changes: {}, comment: `Runner function '${name}' would be executed.` };
   const { arg, kwarg } = runnerArgs(call.kwargs);
+  io.fireArgs?.({ type: "runner", name, args: arg, kwargs: kwarg });
   const out = await io.runner(name, arg, kwarg);
   const rret = out.return;
   let success = out.success === undefined ? true : out.success === true;
@@ -228,6 +233,7 @@ const saltWheel: StateFn = async (call, io) => {
   const arg = Array.isArray(call.kwargs.arg) ? call.kwargs.arg : [];
   const kwarg: Data = {};
   for (const [k, v] of Object.entries(call.kwargs)) if (k !== "name" && k !== "arg" && !k.startsWith("__")) kwarg[k] = v;
+  io.fireArgs?.({ type: "wheel", name, args: kwarg });
   const out = await io.wheel(name, arg, kwarg);
   const wret = out.return;
   let success = out.success === undefined ? true : out.success === true;
