@@ -242,6 +242,8 @@ test("salt.state: success, changes, failing minions, allow_fail, missing minions
   const rt = stateRuntime(io, { test: false, failhard: false });
   const r = (await callHigh(high({ deploy: { salt: ["state", { tgt: "m*" }, { sls: ["web", "db"] }, { pillar: { v: 1 } }] }, tolerant: { salt: ["state", { tgt: "m*" }, { sls: "web" }, { allow_fail: 1 }] }, ping: { salt: ["function", { name: "test.ping" }, { tgt: "m*" }] } }), rt)) as Running;
   assert.equal(calls[0], 'cmd state.sls m* {"pillar":{"v":1},"queue":false,"concurrent":false}');
+  await callHigh(high({ prod: { salt: ["state", { tgt: "m1" }, { sls: "web" }, { saltenv: "prod" }] } }), rt);
+  assert.equal(calls.at(-1), 'cmd state.sls m1 {"saltenv":"prod","queue":false,"concurrent":false}', "saltenv, a compiler keyword, reaches salt.state");
   const d = r["salt_|-deploy_|-deploy_|-state"]!;
   assert.equal(d.result, false);
   assert.equal(d.comment, "Run failed on minions: m3");
@@ -261,9 +263,15 @@ test("salt.state: success, changes, failing minions, allow_fail, missing minions
   assert.equal(tr["salt_|-ping_|-test.ping_|-function"]!.comment, "Function test.ping would be executed on target m1");
   const none = (await callHigh(high({ nobody: { salt: ["state", { tgt: "zz" }, { sls: "web" }] } }), stateRuntime(fakeIO({}), { test: false, failhard: false }))) as Running;
   assert.equal(none["salt_|-nobody_|-nobody_|-state"]!.comment, "No minions returned");
-  const batch = (await callHigh(high({ b: { salt: ["state", { tgt: "m*" }, { sls: "web" }, { batch: "10%" }] } }), rt)) as Running;
-  assert.equal(batch["salt_|-b_|-b_|-state"]!.result, false);
-  assert.match(String(batch["salt_|-b_|-b_|-state"]!.comment), /^Not supported by brine's orchestrate: batch \(10%\)/);
+  const batchCalls: unknown[] = [];
+  const batchIO: OrchestrateIO = { ...fakeIO({}), cmd: async (req) => (batchCalls.push([req.batch, req.failhard]), { m1: { out: "highstate", ret: stateRet(true) } }) };
+  const batch = (await callHigh(high({ b: { salt: ["state", { tgt: "m*" }, { sls: "web" }, { batch: "10%" }, { failhard: true }] } }), stateRuntime(batchIO, { test: false, failhard: false }))) as Running;
+  assert.equal(batch["salt_|-b_|-b_|-state"]!.comment, "States ran successfully. Updating m1.");
+  assert.equal(batch["salt_|-b_|-b_|-state"]!.__jid__, undefined);
+  assert.deepEqual(batchCalls, [["10%", true]]);
+  const subset = (await callHigh(high({ s: { salt: ["state", { tgt: "m*" }, { sls: "web" }, { subset: 1 }] } }), rt)) as Running;
+  assert.equal(subset["salt_|-s_|-s_|-state"]!.result, false);
+  assert.match(String(subset["salt_|-s_|-s_|-state"]!.comment), /^Not supported by brine's orchestrate: subset/);
 });
 
 test("salt.runner, salt.wheel and salt.parallel_runners: arguments passed on, Salt's comments, failures, test mode", async () => {

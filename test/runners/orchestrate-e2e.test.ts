@@ -167,6 +167,13 @@ describe("state.orchestrate with a master and two minion groups", { timeout: 120
     assert.deepEqual(ping.changes, { ret: { "web-1": true } });
     const high = await run(tm, "state.orchestrate_high", [{ one: { "test.succeed_with_changes": [] }, two: { "test.nop": [{ require: [{ test: "one" }] }] } }]);
     assert.equal(high.test_master["test_|-two_|-two_|-nop"].result, true);
+    const batched = await run(tm, "state.orchestrate_single", [], { fun: "salt.state", name: "rolling", tgt: "web*", sls: "webapp", batch: 1 });
+    const rolling = batched.test_master["salt_|-rolling_|-rolling_|-state"];
+    assert.equal(rolling.comment, "States ran successfully. Updating web-1, web-2.");
+    const subJobs = events.filter((e) => /^salt\/job\/\d+\/new$/.test(e.tag) && e.data.fun === "state.sls" && e.data.tgt_type === "list" && e.data.arg[0] === "webapp");
+    assert.deepEqual(subJobs.map((e) => e.data.tgt), [["web-1"], ["web-2"]]);
+    const badBatch = await run(tm, "state.orchestrate_single", [], { fun: "salt.state", name: "bad", tgt: "web*", sls: "webapp", batch: "x" });
+    assert.equal(badBatch.test_master["salt_|-bad_|-bad_|-state"].comment, "Invalid batch data sent: x\nData must be in the form of %10, 10% or 3");
     const shown = await run(tm, "state.orch_show_sls", ["orch.failing"]);
     assert.deepEqual(shown.test_master.broken_db, { salt: [{ tgt: "db*" }, { sls: "fail_db" }, { failhard: true }, "state", { order: 10000 }], __sls__: "orch.failing", __env__: "base" });
     const missing = await run(tm, "state.orchestrate", ["orch.nope"]);

@@ -51,8 +51,12 @@ export interface StateCall {
 
 /** The state functions and the run's options (injected). */
 export interface StateRuntime {
-  /** `{required}`: the function exists and needs these arguments; `{missing}`: Salt's "Reason:" line, or "" */
-  lookup(full: string): { required: string[] } | { missing: string };
+  /**
+   * `{required, named}`: the function exists, needs `required` and names `named` as parameters (a named
+   * parameter reaches it even when the compiler also reads the key: `saltenv`, `failhard`, as format_call
+   * passes them); `{missing}`: Salt's "Reason:" line, or ""
+   */
+  lookup(full: string): { required: string[]; named?: string[] } | { missing: string };
   /** whether the state module has `mod_watch` (else `watch` means `require`) */
   hasModWatch(state: string): boolean;
   /** runs one state function; a throw becomes Salt's "An exception occurred in this state" result */
@@ -841,7 +845,9 @@ export class ChunkRunner {
     const full = `${low.state}.${low.fun}`;
     const prereq = low.__prereq__ === true;
     const kwargs: Data = {};
-    for (const [k, v] of Object.entries(low)) if (!INTERNAL_KEYWORDS.has(k)) kwargs[k] = v;
+    const found = this.rt.lookup(full);
+    const named = "named" in found ? (found.named ?? []) : [];
+    for (const [k, v] of Object.entries(low)) if (!INTERNAL_KEYWORDS.has(k) || named.includes(k)) kwargs[k] = v;
     const test = prereq ? true : this.rt.test;
     const invoke = async (): Promise<StateResult> => {
       try {

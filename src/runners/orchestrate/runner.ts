@@ -18,6 +18,7 @@
  */
 import os from "node:os";
 import { EventClient } from "../../lib/client/event-client.js";
+import { BatchPlan, batchSize, invalidBatchText, runBatch, type SubJobReturn } from "../../lib/client/batch.js";
 import { isMap as isWireMap } from "../../shared/protocol/msgpack.js";
 import { PillarCompiler } from "../../lib/pillar/compile.js";
 import { makeSaltFuncs } from "../../lib/render/salt-funcs.js";
@@ -42,12 +43,49 @@ function clearError(r: unknown): string | undefined {
   return isMap(r.error) ? `${String(r.error.name)}: ${String(r.error.message)}` : String(r.error);
 }
 
+/**
+ * Salt's saltutil.cmd with `batch` (LocalClient.cmd_batch): the minions that answer a ping of the target run the
+ * function in sub-jobs of the batch size (brine's BatchPlan, as `salt -b` runs); each answer is
+ * `{out: "highstate", ret}` as saltutil wraps batch returns (no jid); minions that did not answer the ping are
+ * left out, as Salt leaves them out. An invalid batch size is an error, the state fails with it.
+ */
+async function batchCmd(ctx: RunnerContext, req: CmdRequest, user: string): Promise<Record<string, MinionAnswer>> {
+  const timeoutS = req.timeoutS ?? ctx.cfg.timeout;
+  const up: string[] = [];
+  for await (const r of ctx.client.cmdIter({ tgt: req.tgt as string | string[], tgtType: req.tgtType, fun: "test.ping", arg: [], user, timeoutS }, { gatherJobTimeoutS: ctx.cfg.gather_job_timeout })) {
+    if (!("missing" in r) && r.data.failed !== true) up.push(r.id);
+  }
+  const bnum = batchSize(req.batch!, up.length);
+  if (bnum === undefined || bnum < 1) throw new Error(invalidBatchText(req.batch!));
+  const arg = Object.keys(req.kwarg).length ? [...req.arg, { ...req.kwarg, __kwarg__: true }] : req.arg;
+  const out: Record<string, MinionAnswer> = {};
+  const plan = new BatchPlan([...up].sort(), bnum, 0, req.failhard === true, true);
+  await runBatch(plan, {
+    now: () => Date.now(),
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    publish: async function* (minions): AsyncIterable<SubJobReturn> {
+      const pub = { tgt: minions, tgtType: "list", fun: req.fun, arg, ret: req.ret, user, timeoutS, ...(Object.keys(req.pubKwargs).length ? { kwargs: { show_timeout: true, show_jid: false, delimiter: ":", ...req.pubKwargs } } : {}) };
+      for await (const r of ctx.client.cmdIter(pub, { gatherJobTimeoutS: ctx.cfg.gather_job_timeout })) {
+        if ("missing" in r) yield { id: r.id, missing: true };
+        else yield { id: r.id, part: { ret: r.data.return, ...("retcode" in r.data ? { retcode: r.data.retcode } : {}), ...(typeof r.data.jid === "string" ? { jid: r.data.jid } : {}) } };
+      }
+    },
+    effect: (e) => {
+      if (e.type !== "show") return;
+      const ret = e.data[e.id];
+      out[e.id] = { out: isMap(ret) && typeof ret.out === "string" ? ret.out : "highstate", ret };
+    },
+  });
+  return out;
+}
+
 /** The orchestration's minion, runner and wheel calls, made as a client of this master. */
 export function masterIO(ctx: RunnerContext): OrchestrateIO {
   const user = ctx.user ?? ctx.cfg.user;
   return {
     ...(ctx.fireArgs ? { fireArgs: (d: Data) => ctx.fireArgs!(d) } : {}),
     async cmd(req: CmdRequest): Promise<Record<string, MinionAnswer>> {
+      if (req.batch !== undefined) return batchCmd(ctx, req, user);
       const arg = Object.keys(req.kwarg).length ? [...req.arg, { ...req.kwarg, __kwarg__: true }] : req.arg;
       const out: Record<string, MinionAnswer> = {};
       const pub = {

@@ -11,8 +11,8 @@
  * - `test.nop`, `succeed_without_changes`, `succeed_with_changes`, `fail_without_changes`, `fail_with_changes`,
  *   `configurable_test_state`, `show_notification`, and `test.mod_watch` (what `watch` calls).
  *
- * What brine cannot do is a failed state naming it, never a silent success: `batch` and `subset` (brine's client
- * has no batch mode), `ssh`, `fail_function`; any other state module is "not found" with a reason (compiler.ts).
+ * `batch` runs as Salt's cmd_batch (src/lib/client/batch.ts). What brine cannot do is a failed state naming it,
+ * never a silent success: `subset`, `ssh`, `fail_function`; any other state module is "not found" with a reason (compiler.ts).
  */
 import { fnmatch } from "../../lib/targeting/fnmatch.js";
 import { checkResult, genTag, isMap, type Data, type StateCall, type StateResult, type StateRuntime } from "./compiler.js";
@@ -32,6 +32,10 @@ export interface CmdRequest {
   pubKwargs: Data;
   /** Salt's expect_minions: minions that did not return are answered `{failed: true}` */
   expectMinions: boolean;
+  /** Salt's batch (`N` or `N%`): the minions that answer a ping run in sub-jobs of that size */
+  batch?: string;
+  /** with batch: stop at the first minion with a retcode (the state's `failhard`) */
+  failhard?: boolean;
 }
 
 export interface OrchestrateIO {
@@ -53,6 +57,8 @@ interface StateDef {
   fn: StateFn;
   /** arguments without a default (Salt's verify_data checks them) */
   required: string[];
+  /** parameters the function names that are also compiler keywords (they reach it, as format_call passes them) */
+  named?: string[];
 }
 
 const truthy = (v: unknown) => !(v === undefined || v === null || v === false || v === 0 || v === "" || (Array.isArray(v) && v.length === 0) || (isMap(v) && Object.keys(v).length === 0));
@@ -68,7 +74,6 @@ function failMinionsOf(v: unknown, warnings: string[]): string[] {
 /** The features brine's client does not have: the state fails naming them. */
 function unsupported(name: unknown, kw: Data): StateResult | undefined {
   const why: string[] = [];
-  if (kw.batch !== undefined && kw.batch !== null) why.push(`batch (${String(kw.batch)}): brine's client has no batch mode; target smaller groups in separate states`);
   if (kw.subset !== undefined && kw.subset !== null) why.push("subset: brine's client has no subset mode");
   if (kw.ssh === true) why.push("ssh: brine has no salt-ssh client");
   if (kw.fail_function !== undefined && kw.fail_function !== null) why.push("fail_function: brine runs no execution modules on the master");
@@ -82,6 +87,8 @@ function pubKwargs(kw: Data): Data {
   if (truthy(kw.ret_kwargs)) out.ret_kwargs = kw.ret_kwargs;
   return out;
 }
+
+const batchOf = (kw: Data): { batch?: string; failhard?: boolean } => (kw.batch === undefined || kw.batch === null ? {} : { batch: String(kw.batch), failhard: kw.failhard === true });
 
 const timeoutOf = (v: unknown): number | undefined => (typeof v === "number" && v > 0 ? v : typeof v === "string" && Number(v) > 0 ? Number(v) : undefined);
 
@@ -116,8 +123,13 @@ const saltState: StateFn = async (call, io) => {
   if (typeof concurrent !== "boolean") return { ...ret, result: false, comment: "Must pass in boolean for value of 'concurrent'" };
   kwarg.concurrent = concurrent;
   const expect = kw.expect_minions === undefined ? true : truthy(kw.expect_minions);
-  io.fireArgs?.({ type: "state", tgt: kw.tgt, name, args: { arg, kwarg, ret: String(kw.ret ?? ""), timeout: kw.timeout ?? null, tgt_type: String(kw.tgt_type ?? "glob"), ssh: false, expect_minions: expect, ...pubKwargs(kw) } });
-  const answers = await io.cmd({ tgt: kw.tgt, tgtType: String(kw.tgt_type ?? "glob"), fun, arg, kwarg, ret: String(kw.ret ?? ""), timeoutS: timeoutOf(kw.timeout), pubKwargs: pubKwargs(kw), expectMinions: expect });
+  io.fireArgs?.({ type: "state", tgt: kw.tgt, name, args: { arg, kwarg, ret: String(kw.ret ?? ""), timeout: kw.timeout ?? null, tgt_type: String(kw.tgt_type ?? "glob"), ssh: false, expect_minions: expect, ...pubKwargs(kw), ...(kw.batch !== undefined && kw.batch !== null ? { batch: String(kw.batch) } : {}) } });
+  let answers: Record<string, MinionAnswer>;
+  try {
+    answers = await io.cmd({ tgt: kw.tgt, tgtType: String(kw.tgt_type ?? "glob"), fun, arg, kwarg, ret: String(kw.ret ?? ""), timeoutS: timeoutOf(kw.timeout), pubKwargs: pubKwargs(kw), expectMinions: expect, ...batchOf(kw) });
+  } catch (e) {
+    return { ...ret, result: false, comment: (e as Error).message };
+  }
   const first = Object.values(answers)[0];
   if (first && typeof first.jid === "string") ret.__jid__ = first.jid;
   const warnings: string[] = [];
@@ -168,7 +180,7 @@ const saltFunction: StateFn = async (call, io) => {
   let answers: Record<string, MinionAnswer>;
   io.fireArgs?.({ type: "function", tgt: kw.tgt, name, args: { arg, kwarg, ret: String(kw.ret ?? ""), timeout: kw.timeout ?? null, tgt_type: String(kw.tgt_type ?? "glob"), ssh: false, expect_minions: truthy(kw.expect_minions), _cmd_meta: true, ...pubKwargs(kw) } });
   try {
-    answers = await io.cmd({ tgt: kw.tgt, tgtType: String(kw.tgt_type ?? "glob"), fun: String(name), arg, kwarg, ret: String(kw.ret ?? ""), timeoutS: timeoutOf(kw.timeout), pubKwargs: pubKwargs(kw), expectMinions: truthy(kw.expect_minions) });
+    answers = await io.cmd({ tgt: kw.tgt, tgtType: String(kw.tgt_type ?? "glob"), fun: String(name), arg, kwarg, ret: String(kw.ret ?? ""), timeoutS: timeoutOf(kw.timeout), pubKwargs: pubKwargs(kw), expectMinions: truthy(kw.expect_minions), ...batchOf(kw) });
   } catch (e) {
     return { ...ret, result: false, comment: (e as Error).message };
   }
@@ -396,8 +408,8 @@ const testStates: Record<string, StateDef> = {
 };
 
 export const STATES: Record<string, StateDef> = {
-  "salt.state": { required: ["name", "tgt"], fn: saltState },
-  "salt.function": { required: ["name", "tgt"], fn: saltFunction },
+  "salt.state": { required: ["name", "tgt"], named: ["saltenv", "failhard"], fn: saltState },
+  "salt.function": { required: ["name", "tgt"], named: ["failhard"], fn: saltFunction },
   "salt.runner": { required: ["name"], fn: saltRunner },
   "salt.wheel": { required: ["name"], fn: saltWheel },
   "salt.parallel_runners": { required: ["name", "runners"], fn: parallelRunners },
@@ -419,7 +431,7 @@ export function stateRuntime(io: OrchestrateIO, opts: { test: boolean; failhard:
     now: opts.now ?? (() => performance.timeOrigin + performance.now()),
     lookup(full) {
       const d = STATES[full];
-      if (d) return { required: d.required };
+      if (d) return { required: d.required, ...(d.named ? { named: d.named } : {}) };
       const mod = full.split(".")[0]!;
       const reason = KNOWN_UNSUPPORTED[full] ?? (Object.keys(STATES).some((k) => k.startsWith(`${mod}.`)) ? `'${full}' is not a function of the '${mod}' state module in brine` : `the '${mod}' state module does not run on brine's master (orchestration runs: ${[...new Set(Object.keys(STATES).map((k) => k.split(".")[0]))].join(", ")})`);
       return { missing: reason };
