@@ -19,6 +19,8 @@ import type { ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes } from "./cluster-shapes.js";
 import { argOf, type RunnerCluster, type RunnerContext, type RunnerFn } from "./context.js";
 import { readHealth, unhealthyVoters } from "../shared/peer-health.js";
+import path from "node:path";
+import { migrateLocalCache } from "../lib/store/local-cache-import.js";
 
 /** A voter whose peer-channel session is down this long is listed in `unhealthy_voters`, ms. */
 export const UNHEALTHY_AFTER_MS_DEFAULT = optionDefault("brine_cluster_unhealthy_after_ms") as number;
@@ -30,6 +32,9 @@ export const NOT_CLUSTERED = Object.freeze({ status: "skipped", reason: "cluster
 
 /** Salt's ring_info() on a master that is not clustered: an empty ring. */
 export const RING_INFO_NOT_CLUSTERED = Object.freeze({ is_clustered: false, node_count: 0, nodes: [] as string[], vnodes: 0 });
+
+/** Skipped job directories logged one by one per migrate_jobs_to_cache call; the rest are only counted. */
+const MIGRATE_SKIPS_LOGGED_MAX = 20;
 
 /** Codes after which a read falls back to this node's applied state. */
 const NO_QUORUM = new Set(["RAFT_NO_LEADER", "RAFT_UNKNOWN"]);
@@ -100,5 +105,34 @@ export const clusterRunners: Record<string, RunnerFn> = {
     if (!c) return { ...RING_INFO_NOT_CLUSTERED, nodes: [] };
     const ring = String(argOf(arg, kwarg, 0, "ring", CLUSTER_RING));
     return clusterRingInfo({ reader: c.ring, ring });
+  },
+
+  /**
+   * migrate_jobs_to_cache(dry_run=False, jobs_root=<cachedir>/jobs): reads the job cache Salt's `local_cache`
+   * returner wrote (a Python master's `<cachedir>/jobs/<h[:2]>/<h[2:]>/`) into this master's job cache
+   * (src/lib/store/local-cache-import.ts), so `jobs.lookup_jid` and `jobs.list_jobs` answer for jobs the Python
+   * master ran. By default it reads this master's own `cachedir/jobs`: the tree a Python master left in the
+   * cachedir brine took over. brine writes files of that layout there too (`brine_salt_job_files`, the loads
+   * of its own jobs, for Salt's CLI and salt-api); those jobs are already in the job cache and are counted as
+   * skipped. `jobs_root=` reads another tree, e.g. `jobs_root=/var/cache/salt/master/jobs` of a Python master
+   * that keeps running. Returns Salt's {status, scanned, migrated, skipped, returns_migrated, dry_run,
+   * jobs_root} and, beyond Salt, returns_skipped and skipped_reasons. Malformed entries are skipped, counted
+   * and logged; the tree is never changed. Works with or without `cluster_id`: migrated jobs stay on this
+   * master (a peer's bulk sync pulls only recent jids).
+   */
+  "cluster.migrate_jobs_to_cache": async (ctx: RunnerContext, arg, kwarg) => {
+    const dry = argOf(arg, kwarg, 0, "dry_run", false);
+    const dryRun = dry === true || (typeof dry === "string" && /^(true|yes|1)$/i.test(dry));
+    const given = argOf(arg, kwarg, 1, "jobs_root", null);
+    const root = typeof given === "string" && given !== "" ? path.resolve(given) : path.join(ctx.cfg.cachedir, "jobs");
+    let logged = 0;
+    const res = await migrateLocalCache(ctx.jobs, root, {
+      dryRun,
+      onSkip: (where, reason) => {
+        if (logged++ < MIGRATE_SKIPS_LOGGED_MAX) log.warning(`migrate_jobs_to_cache: skipped ${where}: ${reason}`);
+      },
+    });
+    log.info(`migrate_jobs_to_cache${dryRun ? " (dry run)" : ""} of ${root}: ${res.scanned} scanned, ${res.migrated} migrated, ${res.skipped} skipped, ${res.returns_migrated} returns migrated`);
+    return res;
   },
 };

@@ -21,10 +21,17 @@ const listJobs: RunnerFn = async (ctx, arg, kwarg) => {
   for (const [jid, load] of ctx.jobs.loads()) {
     if (typeof searchFunction === "string" && !String(load.fun).includes(searchFunction)) continue;
     if (typeof searchTarget === "string" && !String(load.tgt).includes(searchTarget)) continue;
-    out[jid] = formatJob(jid, load);
+    out[jid] = withEndtime(ctx, jid, formatJob(jid, load));
   }
   return out;
 };
+
+/** Salt's get_jids / print_job: `EndTime` when job_cache_store_endtime is on and the job has one. */
+function withEndtime(ctx: RunnerContext, jid: string, job: Record<string, unknown>): Record<string, unknown> {
+  if (!ctx.cfg.job_cache_store_endtime) return job;
+  const endtime = ctx.jobs.endtime(jid);
+  return endtime ? { ...job, EndTime: endtime } : job;
+}
 
 const lookupJid: RunnerFn = async (ctx, arg, kwarg) => {
   const jid = String(argOf(arg, kwarg, 0, "jid", ""));
@@ -63,7 +70,7 @@ async function printJob(ctx: RunnerContext, jid: string): Promise<Record<string,
   // Salt's order: the job's fields, Minions (local_cache's .minions.p), StartTime, Result
   const { StartTime, ...fields } = formatJob(jid, load);
   const minions = Array.isArray(load.Minions) ? load.Minions : ctx.jobs.expectedMinions(jid);
-  return { [jid]: { ...fields, ...(minions.length ? { Minions: minions } : {}), StartTime, Result: resultOf(ctx, jid) } };
+  return { [jid]: withEndtime(ctx, jid, { ...fields, ...(minions.length ? { Minions: minions } : {}), StartTime, Result: resultOf(ctx, jid) }) };
 }
 
 /**

@@ -48,6 +48,20 @@ export class JobCache {
     return { ...load, Minions: [...minions].sort() };
   }
 
+  hasLoad(jid: string): boolean {
+    return this.s.loads.doesExist(jid);
+  }
+
+  /** Stores a job's end time as given (Salt's endtime text; a migrated job keeps the one Salt wrote). */
+  async setEndtime(jid: string, text: string): Promise<void> {
+    await this.s.endtimes.put(jid, text);
+  }
+
+  /** The end time stored for a job (job_cache_store_endtime), or undefined. */
+  endtime(jid: string): string | undefined {
+    return this.s.endtimes.get(jid);
+  }
+
   expectedMinions(jid: string): string[] {
     return this.s.minions.get(jid) ?? [];
   }
@@ -74,17 +88,29 @@ export class JobCache {
    * The promise resolves only after the batch holding it is committed to disk.
    */
   saveReturn(jid: string, id: string, rec: ReturnRecord, storeEndtime: boolean): Promise<boolean> {
-    const key = `${jid}/${id}`;
-    const value: Record<string, unknown> = { return: rec.return };
-    for (const k of RETURN_FIELDS) if (rec[k] !== undefined) value[k] = rec[k];
-    // MDB_NOOVERWRITE: LMDB itself refuses the write inside the commit when the key exists (atomic across
-    // threads), and lmdb-js resolves false; cheaper than a conditional block (ifNoExists) around a put.
-    const stored = durable(this.s.returns.put(key, value, NO_OVERWRITE));
+    const stored = durable(this.addReturn(jid, id, rec));
     if (!storeEndtime) return stored;
     return stored.then(async (ok) => {
       if (ok) await durable(this.s.endtimes.put(jid, jidToTime(jid)));
       return ok;
     });
+  }
+
+  /**
+   * Store one return unless one is stored for (jid, id) (resolves false then); resolves when committed, not
+   * waiting for the disk (a bulk import flushes once at its end: `flush`).
+   */
+  addReturn(jid: string, id: string, rec: ReturnRecord): Promise<boolean> {
+    const value: Record<string, unknown> = { return: rec.return };
+    for (const k of RETURN_FIELDS) if (rec[k] !== undefined) value[k] = rec[k];
+    // MDB_NOOVERWRITE: LMDB itself refuses the write inside the commit when the key exists (atomic across
+    // threads), and lmdb-js resolves false; cheaper than a conditional block (ifNoExists) around a put.
+    return this.s.returns.put(`${jid}/${id}`, value, NO_OVERWRITE);
+  }
+
+  /** Resolves when every write committed so far is on disk. */
+  async flush(): Promise<void> {
+    await this.s.root.flushed;
   }
 
   /** {id: record} of every return stored for jid. */
