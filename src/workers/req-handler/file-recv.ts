@@ -28,6 +28,7 @@ import type { WireValue } from "../../shared/protocol/msgpack.js";
 import { confinePushPath } from "./push-path.js";
 import type { MasterContext } from "./context.js";
 import type { AesResult } from "./aes-funcs.js";
+import { shown } from "./shown.js";
 
 const log = getLogger("brine.file_recv");
 const refusals = new LogBudget(20, 60_000, (l) => log.warning(l), "refused file pushes");
@@ -39,7 +40,7 @@ const TRUE: AesResult = Object.freeze({ ret: true, mode: "send" }) as AesResult;
 const FALSE: AesResult = Object.freeze({ ret: false, mode: "send" }) as AesResult;
 
 function refuse(id: unknown, reason: string): AesResult {
-  refusals.line(`_file_recv from ${String(id).slice(0, 64)} refused: ${reason}`);
+  refusals.line(`_file_recv from ${shown(id)} refused: ${reason}`);
   return FALSE;
 }
 
@@ -76,7 +77,7 @@ export async function doFileRecv(ctx: MasterContext, load: Record<string, WireVa
   if (!validId(id)) return FALSE;
   if (!("tok" in load)) return refuse(id, "no tok");
   if (typeof loc !== "number" || !Number.isSafeInteger(loc) || loc < 0) {
-    errors.line(`Invalid file pointer from ${id}: loc ${String(loc).slice(0, 32)}`);
+    errors.line(`Invalid file pointer from ${id}: loc ${shown(loc, 32)}`);
     return FALSE;
   }
   const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data instanceof Uint8Array ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) : undefined;

@@ -22,6 +22,7 @@
  * functions allowed (Salt: any one).
  */
 import { fullMatch, publishAllowed, type AuthList } from "../../lib/auth/acl.js";
+import { shown } from "./shown.js";
 
 export type PeerVerdict = { ok: true; fun: string | string[]; arg: unknown[] } | { ok: false; reason: string };
 
@@ -72,7 +73,7 @@ export function peerPublishDecision(f: PeerPublishFacts): PeerVerdict {
   const exact = new Set(f.exactMinions);
   if (f.minions.some((m) => !exact.has(m))) return { ok: false, reason: "the target reaches minions through pillar globbing or a pillar regex (peer targets match pillar exactly)" };
   const allowed = publishAllowed({ authList: rights, fun: funs, arg: args, minions: f.minions, minionsOf: f.minionsOf });
-  if (!allowed) return { ok: false, reason: `${Array.isArray(funs) ? funs.join(",") : funs} on ${String(f.load.tgt)} is not in the peer: rights of ${id}` };
+  if (!allowed) return { ok: false, reason: `${Array.isArray(funs) ? funs.join(",") : funs} on ${shown(f.load.tgt, 128)} is not in the peer: rights of ${id}` };
   return { ok: true, fun: funs, arg: args };
 }
 

@@ -32,6 +32,7 @@ import { exactTargetType, peerPublishDecision, peerRunDecision } from "./peer-ac
 import { RunnerResultWaiter } from "../../shared/runner-results.js";
 import type { Effects, MasterContext } from "./context.js";
 import type { AesResult } from "./aes-funcs.js";
+import { shown } from "./shown.js";
 
 const log = getLogger("brine.peer");
 
@@ -48,7 +49,7 @@ const send = (ret: unknown): AesResult => ({ ret, mode: "send" });
 const REFUSED: AesResult = Object.freeze({ ret: {}, mode: "send" }) as AesResult;
 
 function refuse(id: unknown, what: string, reason: string): AesResult {
-  refusals.line(`${what} from minion ${String(id).slice(0, 64)} refused: ${reason}`);
+  refusals.line(`${what} from minion ${shown(id)} refused: ${reason}`);
   return REFUSED;
 }
 
@@ -70,7 +71,7 @@ function preparePeerJob(ctx: MasterContext, load: Record<string, WireValue>, wha
   if (!(typeof tgt === "string" || (Array.isArray(tgt) && tgt.every((t) => typeof t === "string")))) return refuse(id, what, "tgt must be a string or a list of strings");
   if (tgtType.startsWith("node")) {
     const group = typeof tgt === "string" ? ctx.cfg.nodegroups[tgt] : undefined;
-    if (group === undefined) return refuse(id, what, `unknown nodegroup ${String(tgt)}`);
+    if (group === undefined) return refuse(id, what, `unknown nodegroup ${shown(tgt)}`);
     tgt = group;
     tgtType = "compound";
   }
@@ -104,7 +105,7 @@ async function publishPeerJob(ctx: MasterContext, job: PeerJob, fx: Effects, wha
     refuse(job.id, what, `the master's CLI key (cachedir/.${ctx.cfg.user}_key) is missing`);
     return undefined;
   }
-  audit({ user: job.id, backend: "peer", fun: String(job.fun), target: job.tgt, source: `minion ${job.id}`, verdict: "allowed" });
+  audit({ user: job.id, backend: "peer", fun: Array.isArray(job.fun) ? job.fun.join(",") : job.fun, target: job.tgt, source: `minion ${job.id}`, verdict: "allowed" });
   const r = (await handlePublish(ctx, { cmd: "publish", fun: job.fun, arg: job.arg as WireValue[], tgt: job.tgt, tgt_type: job.tgtType, ret: job.ret, user: ctx.cfg.user, key, kwargs: {} }, fx, `minion ${job.id}`, { id: job.id })) as Record<string, unknown>;
   const answer = isMap(r.load as WireValue) ? (r.load as Record<string, unknown>) : undefined;
   if (!answer || "error" in r || (answer.error !== undefined && answer.jid !== null)) {
@@ -149,7 +150,7 @@ function publishTimeoutS(ctx: MasterContext, load: Record<string, WireValue>): n
 /** `minion_publish`: publish, wait for the returns (or the timeout) here, answer them. */
 export async function doMinionPublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
   const timeoutS = publishTimeoutS(ctx, load);
-  if (timeoutS === undefined) return refuse(load.id, "minion_publish", `Failed to parse timeout value: ${String(load.timeout ?? load.tmo).slice(0, 32)}`);
+  if (timeoutS === undefined) return refuse(load.id, "minion_publish", `Failed to parse timeout value: ${shown(load.timeout ?? load.tmo, 32)}`);
   const job = preparePeerJob(ctx, load, "minion_publish");
   if (!("fun" in job)) return job;
   const r = await publishPeerJob(ctx, job, fx, "minion_publish");
