@@ -14,6 +14,7 @@ import type { TestMinion } from "../../tools/minion/test-minion.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { repoRoot } from "../helpers/paths.js";
+import { runCli, writeConfigDir } from "../helpers/cli.js";
 
 const FIXTURES = path.join(repoRoot, "test", "fixtures", "orchestrate");
 
@@ -32,6 +33,15 @@ function normalize(v: unknown, depth = 0): unknown {
     out[depth === 1 && k.endsWith("_master") ? "<master>" : k] = normalize(x, depth + 1);
   }
   return out;
+}
+
+/** salt-run's highstate text without what differs by run: times, durations, the master's id. */
+function maskText(t: string): string {
+  return t
+    .replace(/^(\s*Started: ).*$/gm, "$1<time>")
+    .replace(/^(\s*Duration: ).*$/gm, "$1<ms>")
+    .replace(/^(\s*Total run time: ).*$/gm, "$1<ms>")
+    .replace(/\S+_master/g, "<master>");
 }
 
 function golden(name: string): string {
@@ -64,6 +74,17 @@ describe("orchestrate answers as the Python master does for the same SLS", { tim
       const r = await controlCall(tm.sockDir, { op: "run", fun: "state.orchestrate", arg, kwarg });
       assert.equal(r.type, "return", r.message);
       assert.equal(JSON.stringify(normalize(r.ret), null, 2), golden(name));
+    });
+  }
+
+  for (const [name, args] of [
+    ["deploy", ["orch.deploy", 'pillar={"word": "hello"}']],
+    ["failing", ["orch.failing"]],
+  ] as const) {
+    test(`salt-run state.orchestrate ${args.join(" ")} prints what Salt's prints (${name}.highstate.txt)`, async () => {
+      const r = await runCli("salt-run", ["-c", writeConfigDir(tm), "state.orchestrate", ...args]);
+      assert.equal(r.code, name === "failing" ? 1 : 0, r.stderr);
+      assert.equal(maskText(r.stdout), maskText(readFileSync(path.join(FIXTURES, "salt-3007", `${name}.highstate.txt`), "utf8")));
     });
   }
 });
