@@ -168,7 +168,13 @@ export class MasterServer {
     await this.startCluster();
     if (!this.cluster) this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
-    const shared = { secrets: this.secrets.sab, nonces: this.nonces.sab, jids: this.jidClock.buffer as SharedArrayBuffer, metrics: this.metrics.sab };
+    const shared = {
+      secrets: this.secrets.sab,
+      nonces: this.nonces.sab,
+      jids: this.jidClock.buffer as SharedArrayBuffer,
+      metrics: this.metrics.sab,
+      ...(this.cluster ? { cluster: { nodeId: this.cluster.node.nodeId, ring: this.cluster.node.ringBuffer } } : {}),
+    };
 
     this.publishPort = new PublishPort(c, this.secrets.sab);
     this.requestPort = new RequestPort(c, (body, tag) => this.lanes!.submit(body, tag), () => this.stopping);

@@ -12,6 +12,8 @@ import type { MembershipSnapshot } from "../workers/raft/state-machines/membersh
 import { validateNodeId } from "../shared/cluster-names.js";
 import type { RingRecord, RingRegistrySnapshot } from "../workers/raft/state-machines/ring-registry.js";
 import type { RoutingSnapshot } from "../workers/raft/state-machines/routing.js";
+import type { RingConfigSnapshot } from "../workers/raft/state-machines/ring-config.js";
+import type { RingMembers } from "../workers/raft/state-machines/entries.js";
 import { CLUSTER_RING, ringSlots } from "../shared/sab-ring/layout.js";
 import type { DropStats, RingReader } from "../shared/sab-ring/reader.js";
 
@@ -51,6 +53,8 @@ export interface ClusterRoutes {
   routes: Record<string, string | null>;
   routing_version: number;
   drop_stats: DropStats;
+  /** brine: the ring the routes were filtered by, when one was named */
+  ring?: string;
 }
 
 export interface ClusterRingInfo {
@@ -109,15 +113,25 @@ export function clusterRings(input: { nodeId: string; registry: RingRegistrySnap
   };
 }
 
-/** cluster.routes(): the routing table plus the live, cross-thread drop counters. */
-export function clusterRoutes(input: { nodeId: string; routing: RoutingSnapshot; reader: RingReader }): ClusterRoutes {
+/**
+ * cluster.routes([ring]): the routing table plus the live, cross-thread drop counters; with `ring`, only the
+ * data types routed to that ring, and their counters.
+ */
+export function clusterRoutes(input: { nodeId: string; routing: RoutingSnapshot; reader: RingReader; ring?: string }): ClusterRoutes {
   const routes: Record<string, string | null> = {};
-  for (const dt of Object.keys(input.routing.routes).sort()) routes[dt] = input.routing.routes[dt] ?? null;
+  for (const dt of Object.keys(input.routing.routes).sort()) {
+    const to = input.routing.routes[dt] ?? null;
+    if (input.ring === undefined || to === input.ring) routes[dt] = to;
+  }
+  const all = input.reader.dropStats();
+  const drop_stats: DropStats = {};
+  for (const dt of Object.keys(all)) if (input.ring === undefined || dt in routes) drop_stats[dt] = all[dt]!;
   return {
     node_id: validateNodeId(input.nodeId),
     routes,
     routing_version: input.routing.version,
-    drop_stats: input.reader.dropStats(),
+    drop_stats,
+    ...(input.ring !== undefined ? { ring: input.ring } : {}),
   };
 }
 
@@ -136,5 +150,56 @@ export function clusterRingInfo(input: { reader: RingReader; ring?: string }): C
     epoch: view?.epoch ?? -1,
     checksum: view?.checksum ?? null,
     replicas: view?.replicas ?? 1,
+  };
+}
+
+/** ring_info of a named ring, with what its own group says (brine's keys after Salt's four). */
+export interface NamedRingInfo extends ClusterRingInfo {
+  status: "active";
+  /** this master runs the ring's group and publishes its table (it is a founder) */
+  hosted: boolean;
+  founding_voters: string[];
+  /** the ring group's voters */
+  voters: string[];
+  /** the ring's policy: "self" (every host owns every key) or "voters" (keys shard across the voters) */
+  members: RingMembers;
+  /** the index of the ring's last applied RING_CONFIG, -1 before the first */
+  config_version: number;
+}
+
+/**
+ * cluster.ring_info(ring) for a named active ring: the shared buffer's view (`base`) where this master hosts
+ * it; elsewhere the nodes its hosts publish under policy "voters" (under "self" each host holds only itself,
+ * so there is no common node list: nodes is empty), with epoch -1 (no table here). The replicas are the
+ * policy's in both cases.
+ */
+export function ringInfoFromState(input: {
+  base: ClusterRingInfo;
+  hosted: boolean;
+  founders: readonly string[];
+  membership: MembershipSnapshot;
+  policy: RingConfigSnapshot;
+}): NamedRingInfo {
+  const voters = [...input.membership.voters].sort();
+  const extra = {
+    status: "active" as const,
+    hosted: input.hosted,
+    founding_voters: [...input.founders].sort(),
+    voters,
+    members: input.policy.members,
+    config_version: input.policy.version,
+  };
+  if (input.hosted) return { ...input.base, replicas: input.policy.replicas, ...extra };
+  const nodes = input.policy.members === "voters" ? voters : [];
+  return {
+    ...input.base,
+    is_clustered: nodes.length > 0,
+    node_count: nodes.length,
+    nodes,
+    vnodes: nodes.length === 0 ? 0 : Math.floor(ringSlots / nodes.length),
+    epoch: -1,
+    checksum: null,
+    replicas: input.policy.replicas,
+    ...extra,
   };
 }

@@ -12,11 +12,16 @@ import { optionDefault } from "../shared/config/options.js";
 import { isBrineError } from "../shared/errors.js";
 import { getLogger } from "../shared/log.js";
 import type { MembershipSnapshot } from "../workers/raft/state-machines/membership.js";
-import type { RingRegistrySnapshot } from "../workers/raft/state-machines/ring-registry.js";
+import type { RingRecord, RingRegistrySnapshot } from "../workers/raft/state-machines/ring-registry.js";
 import type { RoutingSnapshot } from "../workers/raft/state-machines/routing.js";
+import type { RingConfigSnapshot } from "../workers/raft/state-machines/ring-config.js";
+import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
+import { BrineError } from "../shared/errors.js";
+import { validateRingRef } from "../shared/cluster-names.js";
+import { checkRingCreate, committed, isUnset, parseRingName, parseRingSet, parseVoters, proposalError, type GroupHint } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
-import type { ReadQuery } from "../workers/raft/api.js";
-import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes } from "./cluster-shapes.js";
+import type { ProposeResult, ReadQuery } from "../workers/raft/api.js";
+import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes, ringInfoFromState } from "./cluster-shapes.js";
 import { argOf, type RunnerCluster, type RunnerContext, type RunnerFn } from "./context.js";
 import { readHealth, unhealthyVoters } from "../shared/peer-health.js";
 import path from "node:path";
@@ -49,23 +54,77 @@ async function readCluster<T>(c: RunnerCluster, query: ReadQuery): Promise<T> {
   }
 }
 
-async function members(c: RunnerCluster, unhealthyAfterMs: number): Promise<unknown> {
-  const [membership, status] = await Promise.all([readCluster<MembershipSnapshot>(c, "membership"), c.raft.status()]);
-  const g = status.groups.find((x) => x.group === CLUSTER_RING);
+/**
+ * A read of a named ring's group: here if this master hosts it, else forwarded by the Raft worker to a
+ * founder (linearizable either way); without a leader, this master's applied state when it hosts the ring.
+ */
+async function readRing<T>(c: RunnerCluster, ring: string, query: ReadQuery): Promise<T> {
+  try {
+    return (await c.raft.read(ring, query)).value as T;
+  } catch (e) {
+    if (!isBrineError(e) || !NO_QUORUM.has(e.code)) throw e;
+    log.warning(`cluster ring ${ring} ${query}: no leader confirmed the read (${e.message}); answering from this master's applied state`);
+    return (await c.raft.read(ring, query, { stale: true })).value as T;
+  }
+}
+
+/** What this master knows of `group` (leader, voters) for an error text; nothing if it does not host it. */
+async function groupHint(c: RunnerCluster, group: string): Promise<GroupHint> {
+  try {
+    const g = (await c.raft.status()).groups.find((x) => x.group === group);
+    return g ? { leaderId: g.leaderId, voters: g.voters } : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Proposes and waits for the commit (the Raft worker forwards to the group's leader, or to a ring's host). */
+async function propose(c: RunnerCluster, group: string, entry: ClusterEntry): Promise<ProposeResult> {
+  try {
+    return await c.raft.propose(group, entry);
+  } catch (e) {
+    throw proposalError(e, group, await groupHint(c, group));
+  }
+}
+
+/** The registry record of active ring `name`, or CLUSTER_NO_SUCH_RING naming the rings there are. */
+function activeRing(registry: RingRegistrySnapshot, name: string): RingRecord {
+  const r = registry.rings[name];
+  if (r?.status === "active") return r;
+  const active = Object.keys(registry.rings).filter((id) => registry.rings[id]!.status === "active");
+  throw new BrineError("CLUSTER_NO_SUCH_RING", `${name}${r ? " was destroyed" : " is not registered"} (active rings: ${active.join(", ") || "none"})`);
+}
+
+async function members(c: RunnerCluster, unhealthyAfterMs: number, ring: string): Promise<unknown> {
+  const membership = ring === CLUSTER_RING ? await readCluster<MembershipSnapshot>(c, "membership") : await readRing<MembershipSnapshot>(c, ring, "membership");
+  const g = (await c.raft.status()).groups.find((x) => x.group === ring);
   const health = c.health ? { unhealthyVoters: unhealthyVoters(readHealth(c.health), membership.voters, c.nodeId, unhealthyAfterMs), recentlyDemoted: [] } : undefined;
   return clusterMembers({ nodeId: c.nodeId, membership, ...(g ? { raft: { leaderId: g.leaderId, term: g.term } } : {}), ...(health ? { health } : {}) });
 }
 
 async function proposeRoute(c: RunnerCluster, data_type: string, ring_id: string | null): Promise<unknown> {
-  const r = await c.raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type, ring_id } });
-  return { status: "committed", group: r.group, index: r.index, term: r.term, applied: r.applied, data: { data_type, ring_id }, ...(r.refusal ? { refusal: r.refusal } : {}) };
+  const r = await propose(c, CLUSTER_RING, { kind: "ROUTE", value: { data_type, ring_id } });
+  return committed(r, { data_type, ring_id });
+}
+
+/** ring_info of a named ring: the shared buffer's view where this master hosts it, its group's state otherwise. */
+async function ringInfo(c: RunnerCluster, ring: string): Promise<unknown> {
+  const base = clusterRingInfo({ reader: c.ring, ring });
+  if (ring === CLUSTER_RING) return base;
+  const registry = await readCluster<RingRegistrySnapshot>(c, "registry");
+  const rec = registry.rings[ring];
+  if (rec?.status !== "active") return { ...base, status: rec ? "destroyed" : "missing" };
+  const [membership, policy] = await Promise.all([readRing<MembershipSnapshot>(c, ring, "membership"), readRing<RingConfigSnapshot>(c, ring, "ring_config")]);
+  return ringInfoFromState({ base, hosted: rec.founding_voters.includes(c.nodeId), founders: rec.founding_voters, membership, policy });
 }
 
 export const clusterRunners: Record<string, RunnerFn> = {
-  "cluster.members": async (ctx: RunnerContext) => {
+  /** members([ring]): the cluster group's membership (Salt's), or a named ring group's with its leader. */
+  "cluster.members": async (ctx: RunnerContext, arg, kwarg) => {
     if (!ctx.cluster) return NOT_CLUSTERED;
     const after = Number(ctx.cfg.brine_cluster_unhealthy_after_ms ?? UNHEALTHY_AFTER_MS_DEFAULT);
-    return members(ctx.cluster, Number.isFinite(after) ? after : UNHEALTHY_AFTER_MS_DEFAULT);
+    const ring = argOf(arg, kwarg, 0, "ring", CLUSTER_RING);
+    return members(ctx.cluster, Number.isFinite(after) ? after : UNHEALTHY_AFTER_MS_DEFAULT, isUnset(ring) ? CLUSTER_RING : validateRingRef(ring));
   },
 
   "cluster.rings": async (ctx: RunnerContext) => {
@@ -74,10 +133,54 @@ export const clusterRunners: Record<string, RunnerFn> = {
     return clusterRings({ nodeId: c.nodeId, registry: await readCluster<RingRegistrySnapshot>(c, "registry") });
   },
 
-  "cluster.routes": async (ctx: RunnerContext) => {
+  /** routes([ring]): every route, or only the data types routed to `ring` (their drop_stats likewise). */
+  "cluster.routes": async (ctx: RunnerContext, arg, kwarg) => {
     const c = ctx.cluster;
     if (!c) return NOT_CLUSTERED;
-    return clusterRoutes({ nodeId: c.nodeId, routing: await readCluster<RoutingSnapshot>(c, "routing"), reader: c.ring });
+    const ring = argOf(arg, kwarg, 0, "ring", null);
+    return clusterRoutes({ nodeId: c.nodeId, routing: await readCluster<RoutingSnapshot>(c, "routing"), reader: c.ring, ...(isUnset(ring) ? {} : { ring: validateRingRef(ring) }) });
+  },
+
+  /**
+   * ring_create(name, voters): registers ring `name` with its voters (node ids, all masters of this cluster)
+   * in the cluster log; each voter then runs the ring's own Raft group. A destroyed ring re-created resumes
+   * from its group's files (its policy and membership come back).
+   */
+  "cluster.ring_create": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const name = parseRingName(argOf(arg, kwarg, 0, "name", null));
+    const voters = parseVoters(argOf(arg, kwarg, 1, "voters", null));
+    const [membership, registry] = await Promise.all([readCluster<MembershipSnapshot>(c, "membership"), readCluster<RingRegistrySnapshot>(c, "registry")]);
+    checkRingCreate(name, voters, membership, registry);
+    const r = await propose(c, CLUSTER_RING, { kind: "RING_REGISTRY", value: { ring_id: name, founding_voters: voters } });
+    return committed(r, { ring_id: name, founding_voters: voters, status: "active" });
+  },
+
+  /** ring_destroy(name): marks the ring destroyed; its voters stop its group and keep its files. */
+  "cluster.ring_destroy": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const name = parseRingName(argOf(arg, kwarg, 0, "name", null));
+    const rec = activeRing(await readCluster<RingRegistrySnapshot>(c, "registry"), name);
+    const r = await propose(c, CLUSTER_RING, { kind: "RING_REGISTRY", value: { ring_id: name, status: "destroyed" } });
+    return committed(r, { ring_id: name, founding_voters: rec.founding_voters, status: "destroyed" });
+  },
+
+  /**
+   * ring_set(name, members=None, replicas=None): a partial update of the ring's policy, committed in the
+   * ring's own log (on any master: forwarded to a voter of the ring and from there to its leader). Returns
+   * the whole policy as applied.
+   */
+  "cluster.ring_set": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const name = parseRingName(argOf(arg, kwarg, 0, "name", null));
+    const value = parseRingSet(argOf(arg, kwarg, 1, "members", null), argOf(arg, kwarg, 2, "replicas", null));
+    activeRing(await readCluster<RingRegistrySnapshot>(c, "registry"), name);
+    const r = await propose(c, name, { kind: "RING_CONFIG", value });
+    const policy = await readRing<RingConfigSnapshot>(c, name, "ring_config");
+    return committed(r, { ring_id: name, members: policy.members, replicas: policy.replicas, version: policy.version });
   },
 
   /**
@@ -103,8 +206,8 @@ export const clusterRunners: Record<string, RunnerFn> = {
   "cluster.ring_info": async (ctx: RunnerContext, arg, kwarg) => {
     const c = ctx.cluster;
     if (!c) return { ...RING_INFO_NOT_CLUSTERED, nodes: [] };
-    const ring = String(argOf(arg, kwarg, 0, "ring", CLUSTER_RING));
-    return clusterRingInfo({ reader: c.ring, ring });
+    const ring = argOf(arg, kwarg, 0, "ring", CLUSTER_RING);
+    return ringInfo(c, isUnset(ring) ? CLUSTER_RING : validateRingRef(ring));
   },
 
   /**

@@ -115,6 +115,11 @@ export const ERR = {
   MASTER_SIGN: "the master public key signature cannot be made",
   SYNDIC_CONFIG: "the syndic configuration is not usable",
   SYNDIC_QUEUE: "the syndic forward queue is damaged",
+  // --- ring runners ---
+  CLUSTER_NO_SUCH_RING: "no such active ring",
+  CLUSTER_RING_UNREACHABLE: "no master hosting the ring answered",
+  CLUSTER_BAD_ARGUMENT: "invalid cluster runner argument",
+  CLUSTER_NOT_COMMITTED: "the change did not commit",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

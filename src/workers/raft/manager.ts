@@ -259,6 +259,16 @@ export class GroupManager {
     this.kick();
   }
 
+  /**
+   * The founders of active ring `ringId` as this master's applied registry lists them (sorted), undefined when
+   * the ring is not active here: who hosts the ring's group (ring-forward.ts asks them).
+   */
+  ringFounders(ringId: string): string[] | undefined {
+    const cluster = this.groups.get(CLUSTER_RING);
+    const r = cluster ? (cluster.state as ClusterGroupState).registry.get(ringId) : undefined;
+    return r?.status === "active" ? [...r.founding_voters] : undefined;
+  }
+
   private groupOf(group: string): Group {
     this.checkOpen();
     const g = this.groups.get(group);

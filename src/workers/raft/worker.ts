@@ -30,6 +30,9 @@ import { PeerTransport } from "./peer/peer-transport.js";
 import type { PeerLimits } from "./peer/limits.js";
 import { PeerChannelHost } from "./peer-proxy-host.js";
 import { RaftPeerLink } from "./raft-transport.js";
+import { RingForwarder } from "./ring-forward.js";
+import type { ClusterEntry } from "./state-machines/entries.js";
+import type { ReadOptions, ReadQuery } from "./api.js";
 
 /** workerData of the Raft worker. */
 export interface RaftWorkerInit {
@@ -67,6 +70,8 @@ let writer: RingWriter | undefined;
 let timer: NodeJS.Timeout | undefined;
 let peerHost: PeerChannelHost | undefined;
 let raftLink: RaftPeerLink | undefined;
+let peerTransport: PeerTransport | undefined;
+let forwarder: RingForwarder | undefined;
 
 async function outcome<T>(f: () => T | Promise<T>): Promise<Outcome<T>> {
   try {
@@ -98,6 +103,8 @@ async function startup(): Promise<GroupManager> {
   if (init.founders && !m.has("cluster")) await m.bootstrap(init.founders);
   await m.start();
   learnMembers(m);
+  // a ring group's calls from a master that does not host it (one founder's request deadline plus a commit)
+  if (peerTransport) forwarder = new RingForwarder(m, peerTransport, (limits.raft.requestDeadlineTicks ?? 100) * limits.tickMs + 2000);
   timer = setInterval(() => m.tick(), limits.tickMs);
   manager = m;
   return m;
@@ -113,6 +120,7 @@ function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
   const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
   const link = new RaftPeerLink(transport, init.nodeId, known);
   peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids));
+  peerTransport = transport;
   raftLink = link;
   return link;
 }
@@ -128,12 +136,22 @@ function stopTimer(): void {
   timer = undefined;
 }
 
+/** A proposal to `group`: here when this master hosts it, else forwarded to one that does (ring-forward.ts). */
+function proposeAnywhere(m: GroupManager, group: string, entry: ClusterEntry): Promise<ProposeResult> {
+  return forwarder?.forwards(group) ? forwarder.propose(group, entry) : m.propose(group, entry);
+}
+
+/** A read of `group`, forwarded like proposeAnywhere (a forwarded read is always linearizable). */
+function readAnywhere(m: GroupManager, group: string, query: ReadQuery, opts?: ReadOptions) {
+  return forwarder?.forwards(group) ? forwarder.read(group, query) : m.read(group, query, opts);
+}
+
 const started = startup();
 started.catch((e: unknown) => log.critical(`raft worker failed to start: ${(e as Error)?.message ?? String(e)}`));
 
 const api: RaftWorkerApi = {
   ready: () => outcome(async () => (await started).status()),
-  propose: (group, entry) => outcome(async () => (await started).propose(group, entry)),
+  propose: (group, entry) => outcome(async () => proposeAnywhere(await started, group, entry)),
   proposeMany: (group, entries) =>
     outcome(async () => {
       const m = await started;
@@ -141,10 +159,10 @@ const api: RaftWorkerApi = {
         throw new BrineError("RAFT_REJECTED", `proposeMany takes at most ${PROPOSE_MANY_MAX} entries`);
       }
       // receipts without the entry echo: the caller holds the entries, and copying them back is per-entry cost
-      return Promise.all(entries.map((e) => outcome(async () => receipt(await m.propose(group, e)))));
+      return Promise.all(entries.map((e) => outcome(async () => receipt(await proposeAnywhere(m, group, e)))));
     }),
   changeMembership: (group, change) => outcome(async () => (await started).changeMembership(group, change)),
-  read: (group, query, opts) => outcome(async () => (await started).read(group, query, opts)),
+  read: (group, query, opts) => outcome(async () => readAnywhere(await started, group, query, opts)),
   status: () => outcome(async () => (await started).status()),
   bootstrap: (founders) =>
     outcome(async () => {
@@ -171,6 +189,7 @@ const api: RaftWorkerApi = {
         // the sockets first: libzmq must not outlive the thread, and no Raft message should go out mid-close
         await peerHost?.close();
         raftLink?.close();
+        forwarder?.close();
         await (manager ?? (await started)).close();
       } finally {
         writer?.release();

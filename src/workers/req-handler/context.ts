@@ -33,6 +33,7 @@ import type { WheelContext } from "../../lib/wheel/types.js";
 import { getLogger } from "../../shared/log.js";
 import { localPresent } from "./presence.js";
 import { MetricsBoard } from "../../shared/metrics/board.js";
+import { RingReader, type GateVerdict } from "../../shared/sab-ring/reader.js";
 import { MasterPubSigner } from "../../lib/pki/master-sign.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
@@ -46,6 +47,8 @@ export interface SharedBuffers {
   jids: SharedArrayBuffer;
   /** the metrics board (src/shared/metrics/board.ts); absent: this thread counts into a board nobody reads */
   metrics?: SharedArrayBuffer;
+  /** clustered: this master's node id and the shared ring buffer the Raft worker publishes (its gates) */
+  cluster?: { nodeId: string; ring: SharedArrayBuffer };
 }
 
 /** What one request produced besides its reply: events for the bus, publishes for the PUB socket. */
@@ -102,6 +105,12 @@ export class MasterContext {
   readonly jids: JidGenerator;
   /** this master's counters, shared by every thread (src/shared/metrics/board.ts) */
   readonly metrics: MetricsBoard;
+  /**
+   * Clustered: Salt's owns_for gate over the shared ring (src/shared/sab-ring/reader.ts) for `dataType`'s key,
+   * counting not_a_member / other_ring_member in the shared drop_stats. Placement does not act on it yet:
+   * every master still stores every job (the verdict is counted, the write happens).
+   */
+  readonly gate: ((dataType: string, key: string) => GateVerdict) | undefined;
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
   /** `pub_sig` of accepted sign-ins, with `master_sign_pubkey` (pki/master-sign.ts) */
@@ -132,6 +141,11 @@ export class MasterContext {
     this.clearRequestBytesMax = readOption(cfg, "brine_clear_request_bytes_max");
     this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
     this.metrics = new MetricsBoard(shared.metrics);
+    if (shared.cluster) {
+      const ring = new RingReader(shared.cluster.ring);
+      const self = shared.cluster.nodeId;
+      this.gate = (dataType, key) => ring.gate(dataType, key, self);
+    }
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
     this.keys = new KeyStore(minionPkiDir(cfg));
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);

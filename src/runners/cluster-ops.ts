@@ -1,0 +1,127 @@
+/**
+ * The pure half of the ring-operating runners (cluster.ts does the I/O): their arguments as Salt's runners
+ * take them, the checks made before anything is proposed, the committed result every proposing runner
+ * returns, and the coded errors an operator reads when a change cannot be made.
+ *
+ * Result of every proposing runner (beyond Salt, whose runners fire an event and return "fan-out initiated"):
+ *   {status: "committed", group, index, term, applied: "applied", data: <the new route, registry record or
+ *    ring policy, as applied>}
+ * A change that committed but that the state machines refused (e.g. re-founding an active ring with other
+ * founders, a limit) is an error naming the index it committed at, never a silent "committed".
+ */
+import { BrineError, isBrineError } from "../shared/errors.js";
+import { clusterLimits } from "../shared/cluster-limits.js";
+import { validateNamedRingId, validateNodeList } from "../shared/cluster-names.js";
+import type { ProposeResult } from "../workers/raft/api.js";
+import type { RingConfigValue, RingMembers } from "../workers/raft/state-machines/entries.js";
+import type { MembershipSnapshot } from "../workers/raft/state-machines/membership.js";
+import type { RingRegistrySnapshot } from "../workers/raft/state-machines/ring-registry.js";
+
+export interface Committed<T> {
+  status: "committed";
+  group: string;
+  index: number;
+  term: number;
+  applied: ProposeResult["applied"];
+  data: T;
+}
+
+/** Salt's "None" as a CLI argument or a YAML null: the argument was not given. */
+export function isUnset(v: unknown): boolean {
+  return v === undefined || v === null || v === "" || v === "None" || v === "none" || v === "null";
+}
+
+/**
+ * ring_create's voters, named by node id: a list, or the CLI's "m1,m2,m3" (commas and/or spaces). Sorted,
+ * de-duplicated-or-refused as the registry stores them; empty is refused, as Salt raises ValueError.
+ */
+export function parseVoters(v: unknown): string[] {
+  let list: unknown = v;
+  if (typeof v === "string") list = v.split(/[\s,]+/).filter((x) => x !== "");
+  if (isUnset(v) || (Array.isArray(list) && list.length === 0)) throw new BrineError("CLUSTER_BAD_ARGUMENT", "voters is empty: name the ring's voters by node id");
+  if (!Array.isArray(list)) throw new BrineError("CLUSTER_BAD_ARGUMENT", "voters is a list of node ids");
+  return validateNodeList(list.map((x) => (typeof x === "number" ? String(x) : x)), "voters", clusterLimits.votersMax);
+}
+
+/** A ring name a runner may create, destroy or set ("cluster" is reserved); empty is refused, as in Salt. */
+export function parseRingName(v: unknown): string {
+  if (isUnset(v)) throw new BrineError("CLUSTER_BAD_ARGUMENT", "name is empty: name the ring");
+  return validateNamedRingId(v);
+}
+
+/**
+ * What ring_create may propose, checked against the cluster's applied state: every voter a member of the
+ * cluster (a master outside it could never run the ring's group), and no active ring of that name with other
+ * founders (the registry would refuse it; destroy it first).
+ */
+export function checkRingCreate(name: string, voters: readonly string[], membership: MembershipSnapshot, registry: RingRegistrySnapshot): void {
+  const members = new Set([...membership.voters, ...membership.learners]);
+  const outside = voters.filter((v) => !members.has(v));
+  if (outside.length > 0) {
+    throw new BrineError("CLUSTER_BAD_ARGUMENT", `${outside.join(", ")} ${outside.length === 1 ? "is not a master" : "are not masters"} of this cluster (members: ${[...members].sort().join(", ")})`);
+  }
+  const r = registry.rings[name];
+  if (r?.status === "active" && r.founding_voters.join("\n") !== [...voters].sort().join("\n")) {
+    throw new BrineError("CLUSTER_RING_CONFLICT", `ring ${name} is active with voters ${r.founding_voters.join(", ")}; destroy it before re-creating it with others`);
+  }
+}
+
+/** ring_set's partial update: members "self" | "voters" and/or replicas 1..replicasMax; at least one of them. */
+export function parseRingSet(members: unknown, replicas: unknown): RingConfigValue {
+  const out: { members?: RingMembers; replicas?: number } = {};
+  if (!isUnset(members)) {
+    if (members !== "self" && members !== "voters") throw new BrineError("CLUSTER_BAD_ARGUMENT", `members is "self" or "voters", not ${JSON.stringify(members)}`);
+    out.members = members;
+  }
+  if (!isUnset(replicas)) {
+    const n = typeof replicas === "string" && /^\d+$/.test(replicas) ? Number(replicas) : replicas;
+    if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1 || n > clusterLimits.replicasMax) {
+      throw new BrineError("CLUSTER_BAD_ARGUMENT", `replicas is an integer from 1 to ${clusterLimits.replicasMax}, not ${JSON.stringify(replicas)}`);
+    }
+    out.replicas = n;
+  }
+  if (out.members === undefined && out.replicas === undefined) throw new BrineError("CLUSTER_BAD_ARGUMENT", "ring_set needs members and/or replicas");
+  return out;
+}
+
+/** The committed result, or CLUSTER_NOT_COMMITTED when the state machines refused the committed entry. */
+export function committed<T>(r: ProposeResult, data: T): Committed<T> {
+  if (r.applied === "refused") {
+    const why = r.refusal ? `${r.refusal.code}: ${r.refusal.message}` : "refused";
+    throw new BrineError("CLUSTER_NOT_COMMITTED", `group ${r.group} committed the entry at index ${r.index} (term ${r.term}) but refused it: ${why}`);
+  }
+  return { status: "committed", group: r.group, index: r.index, term: r.term, applied: r.applied, data };
+}
+
+/** What this master knows of a group when a proposal to it failed, for the error text. */
+export interface GroupHint {
+  /** the leader this master knows, null if none, undefined if it does not host the group */
+  leaderId?: string | null;
+  voters?: readonly string[];
+}
+
+/**
+ * A failed proposal as the error an operator can act on: no leader (no quorum reachable), timeout (the
+ * outcome is unknown: check before retrying), not hosted anywhere reachable. Other errors pass unchanged.
+ */
+export function proposalError(e: unknown, group: string, hint: GroupHint = {}): unknown {
+  if (!isBrineError(e)) return e;
+  const voters = hint.voters && hint.voters.length > 0 ? ` (voters: ${hint.voters.join(", ")})` : "";
+  const leader = hint.leaderId ? `; the leader this master last knew is ${hint.leaderId}` : hint.leaderId === null ? "; this master knows no leader" : "";
+  switch (e.code) {
+    case "RAFT_NO_LEADER":
+      return withMessage(e, `no quorum: group ${group} has no leader reachable from this master within the deadline${voters}${leader}; nothing was changed (${e.message})`);
+    case "RAFT_UNKNOWN":
+      return withMessage(e, `timeout: no answer from group ${group} in time${voters}${leader}; the change may or may not have committed, check with cluster.rings / cluster.routes / cluster.ring_info before retrying (${e.message})`);
+    case "RAFT_NOT_VOTER":
+      return withMessage(e, `not the leader: this master cannot lead group ${group}${leader} (${e.message})`);
+    default:
+      return e;
+  }
+}
+
+function withMessage(e: BrineError, message: string): BrineError {
+  const out = new BrineError(e.code);
+  out.message = message;
+  return out;
+}

@@ -1,0 +1,124 @@
+/**
+ * Rings as objects an operator manages, on three real master processes (127.0.0.111-113 behind HAProxy on
+ * 127.0.0.110), every change through `salt-run` and answered with its commit:
+ * - ring_create on the master outside the ring; the ring's own Raft group runs on its two voters only;
+ * - ring_set from the master outside the ring (forwarded to a voter, committed in the ring's log), a partial
+ *   update from a voter; ring_info / members / routes of the named ring on members and non-members;
+ * - route_set to the ring; a return that reaches the master outside the ring moves not_a_member in that
+ *   master's cluster.routes;
+ * - errors: unknown voter, unknown ring, no quorum (a voter cut off);
+ * - ring_destroy, then ring_create again: the ring's group resumes from its files (its policy is back).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { testKeys } from "../helpers/minions.js";
+import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+
+const LB = "127.0.0.110";
+const HOSTS = ["127.0.0.111", "127.0.0.112", "127.0.0.113"];
+
+test("ring runners: create, set from anywhere, route, drop_stats, errors, destroy and re-create", { timeout: 300_000 }, async (t) => {
+  const why = await skipReason(LB, HOSTS);
+  if (why) {
+    t.skip(why);
+    return;
+  }
+  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-rings" });
+  let minion: TestMinion | undefined;
+  const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);
+  const fails = async (i: number, fn: string, args: string[], re: RegExp) => {
+    const r = await h.saltRun(i, [`cluster.${fn}`, ...args, "--out", "json"], 90_000);
+    assert.notEqual(r.code, 0, `cluster.${fn} ${args.join(" ")} must fail: ${r.stdout}`);
+    assert.match(r.stdout + r.stderr, re);
+  };
+  try {
+    await h.waitLeader([0, 1, 2], 3);
+
+    // --- create on m3, which is not one of the ring's voters
+    const created = await run(2, "ring_create", "jobs", "m1,m2");
+    assert.equal(created.status, "committed");
+    assert.equal(created.group, "cluster");
+    assert.ok(created.index > 0 && created.term > 0);
+    assert.deepEqual(created.data, { ring_id: "jobs", founding_voters: ["m1", "m2"], status: "active" });
+    for (const i of [0, 1, 2]) {
+      const rings = await run(i, "rings");
+      assert.deepEqual(rings.rings.jobs, { founding_voters: ["m1", "m2"], status: "active" });
+      assert.deepEqual(rings.active_rings, ["jobs"]);
+    }
+    for (const i of [0, 1]) {
+      await until(`m${i + 1} to host ring jobs`, async () => ((await run(i, "ring_info", "jobs")).epoch >= 0 ? true : undefined), 20_000);
+    }
+
+    // --- policy from m3 (forwarded to a voter), then a partial update from m2
+    const set = await run(2, "ring_set", "jobs", "replicas=2");
+    assert.equal(set.status, "committed");
+    assert.equal(set.group, "jobs", "committed in the ring's own log");
+    assert.deepEqual(set.data, { ring_id: "jobs", members: "self", replicas: 2, version: set.index });
+    const set2 = await run(1, "ring_set", "jobs", "members=voters");
+    assert.deepEqual(set2.data, { ring_id: "jobs", members: "voters", replicas: 2, version: set2.index }, "replicas kept");
+
+    for (const i of [0, 1]) {
+      const info = await until(`m${i + 1}'s ring jobs to shard over both voters`, async () => {
+        const r = await run(i, "ring_info", "jobs");
+        return r.node_count === 2 ? r : undefined;
+      }, 20_000);
+      assert.deepEqual([info.is_clustered, info.nodes, info.replicas, info.hosted, info.members], [true, ["m1", "m2"], 2, true, "voters"]);
+      assert.ok(info.epoch >= 1);
+    }
+    const outside = await run(2, "ring_info", "jobs");
+    assert.deepEqual([outside.is_clustered, outside.nodes, outside.hosted, outside.epoch, outside.replicas], [true, ["m1", "m2"], false, -1, 2]);
+    const ringMembers = await run(2, "members", "jobs");
+    assert.deepEqual(ringMembers.voters, ["m1", "m2"]);
+    assert.equal(ringMembers.node_id, "m3");
+    const ringLeader = (await run(0, "members", "jobs")).leader_id;
+    assert.ok(["m1", "m2"].includes(ringLeader), `the ring's leader is one of its voters: ${ringLeader}`);
+
+    // --- route jobs to the ring; a return landing on m3 (outside the ring) is counted not_a_member there
+    const routed = await run(2, "route_set", "jobs", "jobs");
+    assert.deepEqual([routed.status, routed.group, routed.data], ["committed", "cluster", { data_type: "jobs", ring_id: "jobs" }]);
+    const [key] = await testKeys(1);
+    minion = minionThrough(HOSTS[2]!, "ring-m", key!); // straight to m3, not through the balancer
+    await minion.start();
+    const ping = await h.salt(2, ["ring-m", "test.ping", "--out", "json", "-t", "20"]);
+    assert.equal(parseReturns(ping.stdout)["ring-m"], true, ping.stdout);
+    const drops = await until("m3 to count the return it got outside the ring", async () => {
+      const r = await run(2, "routes", "jobs");
+      return r.drop_stats.jobs?.not_a_member >= 1 ? r : undefined;
+    }, 15_000);
+    assert.deepEqual(drops.routes, { jobs: "jobs" });
+    assert.equal(drops.ring, "jobs");
+    assert.deepEqual((await run(0, "routes")).drop_stats, {}, "m1 got no return: nothing counted there");
+
+    // --- errors an operator can act on
+    await fails(2, "ring_create", ["other", "m1,m9"], /m9 is not a master of this cluster/);
+    await fails(2, "ring_create", ["jobs", "m1,m3"], /active with voters m1, m2/);
+    await fails(0, "ring_set", ["nope", "replicas=2"], /nope is not registered \(active rings: jobs\)/);
+    await fails(0, "ring_set", ["jobs"], /needs members and\/or replicas/);
+
+    // --- destroy, then re-create: the ring's group comes back from its files with its policy
+    const destroyed = await run(0, "ring_destroy", "jobs");
+    assert.deepEqual([destroyed.status, destroyed.data], ["committed", { ring_id: "jobs", founding_voters: ["m1", "m2"], status: "destroyed" }]);
+    assert.deepEqual((await run(2, "rings")).active_rings, []);
+    await fails(2, "ring_set", ["jobs", "replicas=1"], /jobs was destroyed/);
+    const info0 = await until("m1 to stop publishing ring jobs", async () => {
+      const r = await run(0, "ring_info", "jobs");
+      return r.status === "destroyed" ? r : undefined;
+    }, 15_000);
+    assert.equal(info0.is_clustered, false);
+    await run(1, "ring_create", "jobs", "m2,m1");
+    const back = await until("m2 to host ring jobs again", async () => {
+      const r = await run(1, "ring_info", "jobs");
+      return r.epoch >= 0 && r.node_count === 2 ? r : undefined;
+    }, 20_000);
+    assert.deepEqual([back.members, back.replicas], ["voters", 2], "the re-created ring resumed its policy from disk");
+
+    // --- no quorum: with m1 cut off, ring jobs (m1, m2) cannot commit; the error says so
+    h.partition(0);
+    await fails(2, "ring_set", ["jobs", "replicas=1"], /no quorum|no founder answered/);
+    h.heal();
+  } finally {
+    await minion?.stop();
+    await h.stop(process.env.BRINE_KEEP_CLUSTER === "1");
+  }
+});

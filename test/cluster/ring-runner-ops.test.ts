@@ -1,0 +1,124 @@
+/**
+ * The pure half of the ring-operating runners: arguments as `salt-run` passes them, the checks made before
+ * anything is proposed, the committed result (a refused entry is an error, not "committed"), the operator's
+ * error texts, and the shapes of routes(ring) and ring_info(ring).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { BrineError, isBrineError } from "../../src/shared/errors.js";
+import { checkRingCreate, committed, parseRingName, parseRingSet, parseVoters, proposalError } from "../../src/runners/cluster-ops.js";
+import { clusterRingInfo, clusterRoutes, ringInfoFromState } from "../../src/runners/cluster-shapes.js";
+import { ringTargets, routeTargets } from "../../src/workers/raft/ring-sync.js";
+import { ClusterGroupState } from "../../src/workers/raft/state-machines/groups.js";
+import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
+import { RingReader } from "../../src/shared/sab-ring/reader.js";
+import { RingWriter } from "../../src/shared/sab-ring/writer.js";
+
+const code = (c: BrineError["code"]) => (e: Error) => isBrineError(e, c);
+
+test("ring_create's voters: a list or the CLI's comma list, node ids, sorted; empty refused as Salt refuses it", () => {
+  assert.deepEqual(parseVoters("m3,m1, m2"), ["m1", "m2", "m3"]);
+  assert.deepEqual(parseVoters(["m2", "m1"]), ["m1", "m2"]);
+  for (const empty of [undefined, null, "", "None", []]) assert.throws(() => parseVoters(empty), code("CLUSTER_BAD_ARGUMENT"));
+  assert.throws(() => parseVoters("m1,m1"), code("CLUSTER_BAD_NODE_ID"));
+  assert.throws(() => parseVoters(["0.0.0.0"]), /wildcard/);
+  assert.throws(() => parseRingName("cluster"), /reserved/);
+  assert.throws(() => parseRingName(""), code("CLUSTER_BAD_ARGUMENT"));
+  assert.equal(parseRingName("jobs"), "jobs");
+});
+
+test("ring_create is checked before proposing: voters must be masters of the cluster; an active ring keeps its founders", () => {
+  const membership = { voters: ["m1", "m2", "m3"], learners: ["m4"], version: 7 };
+  const registry = { rings: { jobs: { founding_voters: ["m1", "m2"], status: "active" as const }, old: { founding_voters: ["m3"], status: "destroyed" as const } }, version: 9 };
+  checkRingCreate("jobs", ["m1", "m2"], membership, registry); // the same again: fine (idempotent)
+  checkRingCreate("old", ["m1", "m4"], membership, registry); // a destroyed id may be re-created with others
+  assert.throws(() => checkRingCreate("x", ["m1", "m9"], membership, registry), /m9 is not a master of this cluster \(members: m1, m2, m3, m4\)/);
+  assert.throws(() => checkRingCreate("jobs", ["m1", "m3"], membership, registry), (e: Error) => isBrineError(e, "CLUSTER_RING_CONFLICT") && /active with voters m1, m2/.test(e.message));
+});
+
+test("ring_set: partial updates, validated; nothing to set is an error", () => {
+  assert.deepEqual(parseRingSet("voters", null), { members: "voters" });
+  assert.deepEqual(parseRingSet("None", "3"), { replicas: 3 });
+  assert.deepEqual(parseRingSet("self", 2), { members: "self", replicas: 2 });
+  assert.throws(() => parseRingSet(null, undefined), /needs members and\/or replicas/);
+  assert.throws(() => parseRingSet("all", null), /"self" or "voters"/);
+  for (const bad of [0, -1, 1.5, "two", 100_000]) assert.throws(() => parseRingSet(null, bad), code("CLUSTER_BAD_ARGUMENT"));
+});
+
+test("the committed result, and a committed-but-refused entry as an error naming its index", () => {
+  const ok = committed({ group: "jobs", index: 12, term: 3, applied: "applied", value: { kind: "RING_CONFIG", value: { replicas: 2 } } }, { ring_id: "jobs", replicas: 2 });
+  assert.deepEqual(ok, { status: "committed", group: "jobs", index: 12, term: 3, applied: "applied", data: { ring_id: "jobs", replicas: 2 } });
+  assert.throws(
+    () => committed({ group: "cluster", index: 40, term: 5, applied: "refused", refusal: { code: "CLUSTER_TOO_MANY", message: "64 routed data types" }, value: { kind: "ROUTE", value: { data_type: "x", ring_id: null } } }, {}),
+    (e: Error) => isBrineError(e, "CLUSTER_NOT_COMMITTED") && /index 40 \(term 5\) but refused it: CLUSTER_TOO_MANY/.test(e.message),
+  );
+});
+
+test("failed proposals read as no quorum, timeout or not the leader, with what this master knows", () => {
+  const noLeader = proposalError(new BrineError("RAFT_NO_LEADER", "no leader took the request within 100 ticks"), "cluster", { leaderId: null, voters: ["m1", "m2", "m3"] }) as BrineError;
+  assert.equal(noLeader.code, "RAFT_NO_LEADER");
+  assert.match(noLeader.message, /^no quorum: group cluster has no leader reachable from this master .*\(voters: m1, m2, m3\); this master knows no leader; nothing was changed/);
+  const timeout = proposalError(new BrineError("RAFT_UNKNOWN", "propose: no answer"), "jobs", { leaderId: "m2" }) as BrineError;
+  assert.match(timeout.message, /^timeout: .*the leader this master last knew is m2; the change may or may not have committed/);
+  const notLeader = proposalError(new BrineError("RAFT_NOT_VOTER"), "jobs", { leaderId: "m1" }) as BrineError;
+  assert.match(notLeader.message, /^not the leader: .*last knew is m1/);
+  const other = new BrineError("CLUSTER_BAD_ENTRY", "x");
+  assert.equal(proposalError(other, "cluster"), other);
+});
+
+function published(): { reader: RingReader; g: ClusterGroupState } {
+  const g = new ClusterGroupState();
+  g.apply({ kind: "CONFIG", value: { voters: ["m1", "m2", "m3"], learners: [] } }, 1);
+  g.apply({ kind: "RING_REGISTRY", value: { ring_id: "jobs", founding_voters: ["m1", "m2"] } }, 2);
+  g.apply({ kind: "ROUTE", value: { data_type: "jobs", ring_id: "jobs" } }, 3);
+  g.apply({ kind: "ROUTE", value: { data_type: "mine", ring_id: null } }, 4);
+  g.apply({ kind: "ROUTE", value: { data_type: "grains", ring_id: "jobs" } }, 5);
+  const w = RingWriter.attach(createRingBuffer());
+  w.sync(ringTargets(g, new Map(), "m3"));
+  w.publishRoutes(routeTargets(g));
+  return { reader: new RingReader(w.buffer), g };
+}
+
+test("routes(ring): only the data types routed to the ring, and their live drop counters", () => {
+  const { reader, g } = published();
+  reader.gate("jobs", "20261125000000000001", "m3"); // m3 is outside ring jobs
+  reader.gate("jobs", "20261125000000000002", "m3");
+  const all = clusterRoutes({ nodeId: "m3", routing: g.routing.snapshot(), reader });
+  assert.deepEqual(all.routes, { grains: "jobs", jobs: "jobs", mine: null });
+  const jobs = clusterRoutes({ nodeId: "m3", routing: g.routing.snapshot(), reader, ring: "jobs" });
+  assert.deepEqual(jobs, {
+    node_id: "m3",
+    routes: { grains: "jobs", jobs: "jobs" },
+    routing_version: 5,
+    drop_stats: { jobs: { ring_id: "jobs", not_a_member: 2, other_ring_member: 0 } },
+    ring: "jobs",
+  });
+  assert.deepEqual(clusterRoutes({ nodeId: "m3", routing: g.routing.snapshot(), reader, ring: "other" }).routes, {});
+});
+
+test("ring_info(ring) on a master outside the ring: the nodes its hosts publish under 'voters', none under 'self'", () => {
+  const { reader } = published();
+  const base = clusterRingInfo({ reader, ring: "jobs" });
+  assert.equal(base.is_clustered, false, "m3 has no table for ring jobs");
+  const membership = { voters: ["m1", "m2"], learners: [], version: -1 };
+  const voters = ringInfoFromState({ base, hosted: false, founders: ["m2", "m1"], membership, policy: { members: "voters", replicas: 2, version: 8 } });
+  assert.deepEqual(voters, {
+    is_clustered: true,
+    node_count: 2,
+    nodes: ["m1", "m2"],
+    vnodes: 2048,
+    slots: 4096,
+    ring: "jobs",
+    epoch: -1,
+    checksum: null,
+    replicas: 2,
+    status: "active",
+    hosted: false,
+    founding_voters: ["m1", "m2"],
+    voters: ["m1", "m2"],
+    members: "voters",
+    config_version: 8,
+  });
+  const self = ringInfoFromState({ base, hosted: false, founders: ["m1", "m2"], membership, policy: { members: "self", replicas: 1, version: -1 } });
+  assert.deepEqual([self.is_clustered, self.nodes, self.members], [false, [], "self"]);
+});
