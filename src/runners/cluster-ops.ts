@@ -125,3 +125,109 @@ function withMessage(e: BrineError, message: string): BrineError {
   out.message = message;
   return out;
 }
+
+/** One jid held by other masters than the ring says. */
+export interface PlacementViolation {
+  jid: string;
+  /** the masters that should hold it: the first `replicas` of its preference order (policy "voters"), or every voter (policy "self") */
+  expected: string[];
+  holders: string[];
+  /** expected but not holding it */
+  missing: string[];
+  /** holding it but not expected */
+  extra: string[];
+}
+
+/** cluster.placement_check(ring): Salt has no such runner; the shape is issue 16's. */
+export interface PlacementReport {
+  ring: string;
+  replicas: number;
+  members: RingMembers;
+  data_type: "jobs";
+  /** where `jobs` is routed now (null: broadcast) */
+  route: string | null;
+  /** distinct jids seen on all masters that answered */
+  checked: number;
+  /** no violation, and every master answered in full */
+  ok: boolean;
+  violations: PlacementViolation[];
+  /** jid -> node ids holding it */
+  jids: Record<string, string[]>;
+  /** masters that could not be asked, with why */
+  unreachable: Record<string, string>;
+  /** masters whose job cache held more than `limit` jids (they sent only their newest) */
+  truncated: string[];
+  /** with truncated answers: the oldest jid compared (every master's answer covers the jids from here on) */
+  horizon?: string;
+  note?: string;
+}
+
+/** What brine's placement does today, said in every report until job data is placed on its owners. */
+export const PLACEMENT_NOTE =
+  "brine does not place job data yet: every master stores every job it publishes or receives a return for, and the state-sync mirror copies jobs to every master, so masters that are not a jid's owners show up as extra holders";
+
+/**
+ * Compares where each jid is held (`held`: node id -> its jids, or why it could not be asked) with where the
+ * ring says it belongs (`expected(jid)`). Pure.
+ */
+export function placementReport(input: {
+  ring: string;
+  replicas: number;
+  members: RingMembers;
+  route: string | null;
+  expected: (jid: string) => string[];
+  held: Record<string, { jids: string[]; truncated: boolean } | { error: string }>;
+}): PlacementReport {
+  const holders = new Map<string, string[]>();
+  const unreachable: Record<string, string> = {};
+  const truncated: string[] = [];
+  // a truncated answer holds a master's newest jids only: compare just the jids every answer covers
+  let horizon: string | undefined;
+  for (const a of Object.values(input.held)) {
+    if ("error" in a || !a.truncated || a.jids.length === 0) continue;
+    const oldest = a.jids.reduce((x, y) => (y < x ? y : x));
+    if (horizon === undefined || oldest > horizon) horizon = oldest;
+  }
+  for (const node of Object.keys(input.held).sort()) {
+    const a = input.held[node]!;
+    if ("error" in a) {
+      unreachable[node] = a.error;
+      continue;
+    }
+    if (a.truncated) truncated.push(node);
+    for (const jid of a.jids) {
+      if (horizon !== undefined && jid < horizon) continue;
+      let h = holders.get(jid);
+      if (!h) holders.set(jid, (h = []));
+      h.push(node);
+    }
+  }
+  const jids: Record<string, string[]> = {};
+  const violations: PlacementViolation[] = [];
+  for (const jid of [...holders.keys()].sort()) {
+    const h = holders.get(jid)!;
+    jids[jid] = h;
+    const expected = [...input.expected(jid)].sort();
+    const missing = expected.filter((n) => !h.includes(n) && !(n in unreachable));
+    const extra = h.filter((n) => !expected.includes(n));
+    if (missing.length > 0 || extra.length > 0) violations.push({ jid, expected, holders: h, missing, extra });
+  }
+  const report: PlacementReport = {
+    ring: input.ring,
+    replicas: input.replicas,
+    members: input.members,
+    data_type: "jobs",
+    route: input.route,
+    checked: holders.size,
+    ok: violations.length === 0 && Object.keys(unreachable).length === 0 && truncated.length === 0,
+    violations,
+    jids,
+    unreachable,
+    truncated,
+    ...(horizon !== undefined ? { horizon } : {}),
+  };
+  const notes = [PLACEMENT_NOTE];
+  if (input.route !== input.ring) notes.unshift(`jobs are routed to ${input.route === null ? "no ring (broadcast)" : `ring ${input.route}`}, not to ${input.ring}`);
+  report.note = notes.join("; ");
+  return report;
+}

@@ -18,7 +18,7 @@ import type { RingConfigSnapshot } from "../workers/raft/state-machines/ring-con
 import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
 import { validateRingRef } from "../shared/cluster-names.js";
-import { checkRingCreate, committed, isUnset, parseRingName, parseRingSet, parseVoters, proposalError, type GroupHint } from "./cluster-ops.js";
+import { checkRingCreate, committed, isUnset, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, type GroupHint } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ProposeResult, ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes, ringInfoFromState } from "./cluster-shapes.js";
@@ -203,6 +203,30 @@ export const clusterRunners: Record<string, RunnerFn> = {
   },
 
   /** ring_info([ring]): the ring as the shared buffer holds it now ("cluster" unless a ring name is given). */
+  /**
+   * placement_check(ring, limit=10000): asks every master which jobs it holds (its newest `limit` jids) and
+   * compares with the owners ring `ring` gives each jid (the first `replicas` of its preference order under
+   * policy "voters", every voter under "self"). Run it on a voter of the ring when its policy is "voters"
+   * (only they hold its slot table).
+   */
+  "cluster.placement_check": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const ring = parseRingName(argOf(arg, kwarg, 0, "ring", null));
+    const limit = Number(argOf(arg, kwarg, 1, "limit", 10_000));
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new BrineError("CLUSTER_BAD_ARGUMENT", `limit is a positive integer, not ${String(limit)}`);
+    const [registry, routing] = await Promise.all([readCluster<RingRegistrySnapshot>(c, "registry"), readCluster<RoutingSnapshot>(c, "routing")]);
+    const rec = activeRing(registry, ring);
+    const [membership, policy] = await Promise.all([readRing<MembershipSnapshot>(c, ring, "membership"), readRing<RingConfigSnapshot>(c, ring, "ring_config")]);
+    const voters = [...membership.voters].sort();
+    if (policy.members === "voters" && c.ring.view(ring) === null) {
+      throw new BrineError("CLUSTER_BAD_ARGUMENT", `ring ${ring} shards over its voters: run placement_check on one of them (${rec.founding_voters.join(", ")}), which hold its slot table`);
+    }
+    const expected = policy.members === "voters" ? (jid: string) => c.ring.replicas(jid, policy.replicas, ring) : () => voters;
+    const held = await c.raft.jobsHeld(limit);
+    return placementReport({ ring, replicas: policy.replicas, members: policy.members, route: routing.routes.jobs ?? null, expected, held });
+  },
+
   "cluster.ring_info": async (ctx: RunnerContext, arg, kwarg) => {
     const c = ctx.cluster;
     if (!c) return { ...RING_INFO_NOT_CLUSTERED, nodes: [] };

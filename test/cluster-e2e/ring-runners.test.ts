@@ -31,6 +31,7 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     const r = await h.saltRun(i, [`cluster.${fn}`, ...args, "--out", "json"], 90_000);
     assert.notEqual(r.code, 0, `cluster.${fn} ${args.join(" ")} must fail: ${r.stdout}`);
     assert.match(r.stdout + r.stderr, re);
+    if (process.env.BRINE_RING_DOC === "1") t.diagnostic(`m${i + 1} cluster.${fn} ${args.join(" ")} -> ${r.code}: ${(r.stdout + r.stderr).trim()}`);
   };
   try {
     await h.waitLeader([0, 1, 2], 3);
@@ -90,6 +91,27 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     assert.equal(drops.ring, "jobs");
     assert.deepEqual((await run(0, "routes")).drop_stats, {}, "m1 got no return: nothing counted there");
 
+    // --- placement_check, honestly: jobs are still stored on every master, so m3 is an extra holder
+    const placement = await until("the ping job to reach m1's job cache through the mirror", async () => {
+      const r = await run(0, "placement_check", "jobs");
+      const jid = Object.keys(r.jids).find((j) => r.jids[j].includes("m3") && r.jids[j].includes("m1"));
+      return jid ? { r, jid } : undefined;
+    }, 20_000);
+    assert.deepEqual([placement.r.ring, placement.r.replicas, placement.r.members, placement.r.route], ["jobs", 2, "voters", "jobs"]);
+    assert.equal(placement.r.ok, false);
+    assert.ok(placement.r.checked >= 1);
+    const v = placement.r.violations.find((x: { jid: string }) => x.jid === placement.jid);
+    assert.deepEqual([v.expected, v.extra], [["m1", "m2"], ["m3"]], JSON.stringify(v));
+    assert.deepEqual(placement.r.unreachable, {});
+    assert.match(placement.r.note, /does not place job data yet/);
+    await fails(2, "placement_check", ["jobs"], /run placement_check on one of them \(m1, m2\)/);
+    if (process.env.BRINE_RING_DOC === "1") {
+      for (const [i, fn, args] of [[2, "rings", []], [2, "routes", ["jobs"]], [0, "ring_info", ["jobs"]], [2, "ring_info", ["jobs"]], [2, "members", ["jobs"]], [0, "placement_check", ["jobs", "limit=3"]]] as [number, string, string[]][]) {
+        t.diagnostic(`m${i + 1} cluster.${fn} ${args.join(" ")}: ${JSON.stringify(await run(i, fn, ...args))}`);
+      }
+      t.diagnostic(`created ${JSON.stringify(created)} set ${JSON.stringify(set)} routed ${JSON.stringify(routed)}`);
+    }
+
     // --- errors an operator can act on
     await fails(2, "ring_create", ["other", "m1,m9"], /m9 is not a master of this cluster/);
     await fails(2, "ring_create", ["jobs", "m1,m3"], /active with voters m1, m2/);
@@ -98,6 +120,7 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
 
     // --- destroy, then re-create: the ring's group comes back from its files with its policy
     const destroyed = await run(0, "ring_destroy", "jobs");
+    if (process.env.BRINE_RING_DOC === "1") t.diagnostic(`destroyed ${JSON.stringify(destroyed)}`);
     assert.deepEqual([destroyed.status, destroyed.data], ["committed", { ring_id: "jobs", founding_voters: ["m1", "m2"], status: "destroyed" }]);
     assert.deepEqual((await run(2, "rings")).active_rings, []);
     await fails(2, "ring_set", ["jobs", "replicas=1"], /jobs was destroyed/);

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BrineError, isBrineError } from "../../src/shared/errors.js";
-import { checkRingCreate, committed, parseRingName, parseRingSet, parseVoters, proposalError } from "../../src/runners/cluster-ops.js";
+import { checkRingCreate, committed, parseRingName, parseRingSet, parseVoters, placementReport, proposalError } from "../../src/runners/cluster-ops.js";
 import { clusterRingInfo, clusterRoutes, ringInfoFromState } from "../../src/runners/cluster-shapes.js";
 import { ringTargets, routeTargets } from "../../src/workers/raft/ring-sync.js";
 import { ClusterGroupState } from "../../src/workers/raft/state-machines/groups.js";
@@ -121,4 +121,47 @@ test("ring_info(ring) on a master outside the ring: the nodes its hosts publish 
   });
   const self = ringInfoFromState({ base, hosted: false, founders: ["m1", "m2"], membership, policy: { members: "self", replicas: 1, version: -1 } });
   assert.deepEqual([self.is_clustered, self.nodes, self.members], [false, [], "self"]);
+});
+
+test("placement_check: each jid against its owners; extra holders and missing owners are violations; unreachable masters make it not ok", () => {
+  const owners: Record<string, string[]> = { j1: ["m1", "m2"], j2: ["m2", "m1"], j3: ["m1", "m2"] };
+  const r = placementReport({
+    ring: "jobs",
+    replicas: 2,
+    members: "voters",
+    route: "jobs",
+    expected: (jid) => owners[jid]!,
+    held: { m1: { jids: ["j1", "j2", "j3"], truncated: false }, m2: { jids: ["j1", "j2"], truncated: false }, m3: { jids: ["j2"], truncated: false } },
+  });
+  assert.equal(r.checked, 3);
+  assert.equal(r.ok, false);
+  assert.deepEqual(r.jids, { j1: ["m1", "m2"], j2: ["m1", "m2", "m3"], j3: ["m1"] });
+  assert.deepEqual(r.violations, [
+    { jid: "j2", expected: ["m1", "m2"], holders: ["m1", "m2", "m3"], missing: [], extra: ["m3"] },
+    { jid: "j3", expected: ["m1", "m2"], holders: ["m1"], missing: ["m2"], extra: [] },
+  ]);
+  assert.match(r.note!, /does not place job data yet/);
+  assert.doesNotMatch(r.note!, /routed to/);
+
+  const clean = placementReport({ ring: "jobs", replicas: 1, members: "self", route: null, expected: () => ["m1"], held: { m1: { jids: ["j1"], truncated: false } } });
+  assert.deepEqual([clean.ok, clean.violations, clean.unreachable], [true, [], {}]);
+  assert.match(clean.note!, /^jobs are routed to no ring \(broadcast\), not to jobs/);
+
+  const partial = placementReport({ ring: "jobs", replicas: 1, members: "self", route: "jobs", expected: () => ["m1", "m2"], held: { m1: { jids: ["j1"], truncated: true }, m2: { error: "CLUSTER_PEER_TIMEOUT" } } });
+  assert.equal(partial.ok, false, "a master that did not answer leaves the check open");
+  assert.deepEqual(partial.violations, [], "an unreachable owner is not reported missing");
+  assert.deepEqual([partial.unreachable, partial.truncated], [{ m2: "CLUSTER_PEER_TIMEOUT" }, ["m1"]]);
+
+  // m1 sent only its newest two jids: older jids m2 holds are not compared (m1 may hold them too)
+  const windowed = placementReport({
+    ring: "jobs",
+    replicas: 2,
+    members: "self",
+    route: "jobs",
+    expected: () => ["m1", "m2"],
+    held: { m1: { jids: ["j3", "j4"], truncated: true }, m2: { jids: ["j1", "j2", "j3", "j4"], truncated: false } },
+  });
+  assert.equal(windowed.horizon, "j3");
+  assert.deepEqual(Object.keys(windowed.jids), ["j3", "j4"]);
+  assert.deepEqual(windowed.violations, []);
 });

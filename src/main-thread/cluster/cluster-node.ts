@@ -61,6 +61,7 @@ export class ClusterNode {
       nodeId,
       ringBuffer,
       dir: raftLmdbDir(cfg),
+      jobStore: { cachedir: cfg.cachedir, brine_lmdb_dir: cfg.brine_lmdb_dir, brine_lmdb_map_bytes: cfg.brine_lmdb_map_bytes },
       ...(peers.length === 0 ? { founders: [nodeId] } : {}),
       ...(limits ? { limits } : {}),
       ...(opts.peer ? { peer: opts.peer } : {}),

@@ -11,6 +11,7 @@ import type { ConfChangeKind, Role } from "./core/types.js";
 import type { MessagePort } from "node:worker_threads";
 import type { GroupKind } from "./backend.js";
 import type { LatencyHistogram, LatencySummary } from "../../shared/metrics/latency-window.js";
+import type { HeldJobsAnswer } from "./held-jobs.js";
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
 
@@ -127,6 +128,12 @@ export interface RaftWorkerApi {
   bootstrap(founders: string[]): Promise<Outcome<boolean>>;
   /** hosts an empty cluster group that a leader will fill (joining an existing cluster); false if one existed */
   join(): Promise<Outcome<boolean>>;
+  /**
+   * The jids each master of the cluster holds in its job cache (this one and every other member of group
+   * "cluster", asked over the peer channel; held-jobs.ts), newest `max` each; a master that could not be
+   * asked has {error}. Single master or no peer channel: only this one.
+   */
+  jobsHeld(max: number): Promise<Outcome<Record<string, HeldJobsAnswer>>>;
   /** serves this API on another port as well (a runner thread's end of a MessageChannel) */
   connect(port: MessagePort): void;
   /** stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */

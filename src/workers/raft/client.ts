@@ -17,6 +17,7 @@ import type { ClusterEntry } from "./state-machines/entries.js";
 import { PROPOSE_MANY_MAX, type MembershipChange, type NodeStatus, type Outcome, type ProposeResult, type RaftWorkerApi, type ReadOptions, type ReadQuery, type ReadResult } from "./api.js";
 import { nodeEndpoint } from "./comlink-node.js";
 import { clientCallTimeoutMs } from "./limits.js";
+import type { HeldJobsAnswer } from "./held-jobs.js";
 
 /** How often calls in flight are checked against their deadline, ms (one timer per client, not per call). */
 const DEADLINE_SWEEP_MS = 500;
@@ -145,6 +146,9 @@ export class RaftClient {
   }
   status(): Promise<NodeStatus> {
     return this.call("status", () => this.api.status());
+  }
+  jobsHeld(max: number): Promise<Record<string, HeldJobsAnswer>> {
+    return this.call("jobsHeld", () => this.api.jobsHeld(max));
   }
   bootstrap(founders: string[]): Promise<boolean> {
     return this.call("bootstrap", () => this.api.bootstrap(founders));

@@ -31,6 +31,9 @@ import type { PeerLimits } from "./peer/limits.js";
 import { PeerChannelHost } from "./peer-proxy-host.js";
 import { RaftPeerLink } from "./raft-transport.js";
 import { RingForwarder } from "./ring-forward.js";
+import { HeldJobsService } from "./held-jobs.js";
+import type { StoreConfig } from "../../lib/store/lmdb-env.js";
+import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
 import type { ReadOptions, ReadQuery } from "./api.js";
 
@@ -46,6 +49,8 @@ export interface RaftWorkerInit {
    */
   founders?: string[];
   limits?: Partial<WorkerLimits>;
+  /** the master's job cache (cluster.placement_check asks every master which jobs it holds) */
+  jobStore?: StoreConfig;
   /** multi-master: the peer channel this worker owns, and the port its main-thread proxy talks on */
   peer?: RaftWorkerPeerInit;
   log: { level: string; file: string | null; fileLevel: string | null };
@@ -72,6 +77,7 @@ let peerHost: PeerChannelHost | undefined;
 let raftLink: RaftPeerLink | undefined;
 let peerTransport: PeerTransport | undefined;
 let forwarder: RingForwarder | undefined;
+let heldJobs: HeldJobsService | undefined;
 
 async function outcome<T>(f: () => T | Promise<T>): Promise<Outcome<T>> {
   try {
@@ -105,6 +111,7 @@ async function startup(): Promise<GroupManager> {
   learnMembers(m);
   // a ring group's calls from a master that does not host it (one founder's request deadline plus a commit)
   if (peerTransport) forwarder = new RingForwarder(m, peerTransport, (limits.raft.requestDeadlineTicks ?? 100) * limits.tickMs + 2000);
+  if (init.jobStore) heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, HELD_JOBS_TIMEOUT_MS);
   timer = setInterval(() => m.tick(), limits.tickMs);
   manager = m;
   return m;
@@ -146,6 +153,29 @@ function readAnywhere(m: GroupManager, group: string, query: ReadQuery, opts?: R
   return forwarder?.forwards(group) ? forwarder.read(group, query) : m.read(group, query, opts);
 }
 
+/** A peer channel with no peers (a single master answers jobsHeld for itself alone). */
+const NO_CHANNEL = {
+  on: () => () => undefined,
+  request: () => Promise.reject(new BrineError("CLUSTER_PEER_UNKNOWN", "no peer channel")),
+};
+/** how long one master may take to list its jids, ms */
+const HELD_JOBS_TIMEOUT_MS = 20_000;
+
+/** This master's jids and every other cluster member's (voters and learners of group "cluster"). */
+async function jobsHeldEverywhere(m: GroupManager, max: number) {
+  if (!heldJobs) throw new BrineError("RAFT_API_MISUSE", "the raft worker was started without the job cache");
+  const g = m.status().groups.find((x) => x.group === CLUSTER_RING);
+  const peers = g ? [...g.voters, ...g.learners].filter((id) => id !== m.self) : [];
+  const others = await heldJobs.ask(peers, max);
+  let self;
+  try {
+    self = heldJobs.local(max);
+  } catch (e) {
+    self = { error: (e as Error).message };
+  }
+  return { [m.self]: self, ...others };
+}
+
 const started = startup();
 started.catch((e: unknown) => log.critical(`raft worker failed to start: ${(e as Error)?.message ?? String(e)}`));
 
@@ -179,6 +209,7 @@ const api: RaftWorkerApi = {
       if (joined) await m.start();
       return joined;
     }),
+  jobsHeld: (max) => outcome(async () => jobsHeldEverywhere(await started, max)),
   connect(port: MessagePort) {
     Comlink.expose(api, nodeEndpoint(port));
   },
@@ -190,6 +221,7 @@ const api: RaftWorkerApi = {
         await peerHost?.close();
         raftLink?.close();
         forwarder?.close();
+        heldJobs?.close();
         await (manager ?? (await started)).close();
       } finally {
         writer?.release();
