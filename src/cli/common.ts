@@ -70,3 +70,24 @@ export function targetTypeOf(prog: string, o: Record<string, unknown>, flags: [s
 export function listTarget(raw: string): string[] {
   return raw.includes(",") ? raw.replaceAll(" ", "").split(",") : raw.split(/\s+/).filter(Boolean);
 }
+
+/**
+ * A daemon's SIGTERM/SIGINT: log once, run `stop` (the first signal only), then `release` (the pidfile) and
+ * exit 0, whether or not `stop` failed.
+ */
+export function stopOnSignals(log: { warning(m: string): void }, stop: () => Promise<void>, release: () => void): void {
+  let stopping = false;
+  const onSignal = async (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.warning(`received ${sig}, shutting down`);
+    try {
+      await stop();
+    } finally {
+      release();
+      process.exit(0);
+    }
+  };
+  process.on("SIGTERM", () => void onSignal("SIGTERM"));
+  process.on("SIGINT", () => void onSignal("SIGINT"));
+}

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { embeddedDefaultConfigText } from "../shared/config/load.js";
 import { configureLogging, getLogger } from "../shared/log.js";
 import { MasterServer } from "../main.js";
-import { DEFAULT_CONFIG_DIR, configWarnings, loadConfigOrExit } from "./common.js";
+import { DEFAULT_CONFIG_DIR, configWarnings, loadConfigOrExit, stopOnSignals } from "./common.js";
 
 const program = new Command("salt-master")
   .description("brine: a Salt master (ZeroMQ transport) for unmodified salt-minions")
@@ -87,17 +87,4 @@ try {
 }
 process.stdout.write(`brine salt-master ${cfg.id} ready (publish ${cfg.interface}:${cfg.publish_port}, requests ${cfg.interface}:${cfg.ret_port}, config ${configDir})\n`);
 
-let stopping = false;
-const stop = async (sig: string) => {
-  if (stopping) return;
-  stopping = true;
-  log.warning(`received ${sig}, shutting down`);
-  try {
-    await server.stop();
-  } finally {
-    pidfile.release();
-    process.exit(0);
-  }
-};
-process.on("SIGTERM", () => void stop("SIGTERM"));
-process.on("SIGINT", () => void stop("SIGINT"));
+stopOnSignals(log, () => server.stop(), () => pidfile.release());

@@ -310,6 +310,17 @@ export const MasterConfigSchema = Type.Object(
     order_masters: bool(false, "this master is a master of masters: it takes _syndic_return, publishes when none of its own minions match, and its syndics get the user's auth_list"),
     syndic_wait: int(5, 0, 86_400, "a master of masters' CLI waits at least this long for minions below syndics to report", { unit: "seconds" }),
     master_id: optStr("this master's name in its publishes (Salt's master_id): a syndic routes each return back to the master named here"),
+    // --- salt-syndic (src/syndic/): read from the lower master's configuration ---
+    syndic_master: Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1 })], { default: "masterofmasters", description: "salt-syndic: the master(s) of masters it signs in to (host or host:port; a list: several)" }),
+    syndic_master_port: Type.Optional(Type.Integer({ minimum: 1, maximum: PORT_MAX, description: "salt-syndic: request port of the master of masters when syndic_master names none", docDefault: "4506" })),
+    syndic_failover: oneOf(["random", "ordered"], "random", "salt-syndic with several masters of masters: which one takes a return that names no master (random, or the first connected in list order)"),
+    syndic_mode: oneOf(["sync", "cluster"], "sync", "salt-syndic: sync forwards returns and the lower master's other events; cluster forwards returns only and none of jobs whose master_id is this syndic's"),
+    syndic_event_forward_timeout: num(0.5, 0.01, 3600, "salt-syndic: how often gathered returns and events are sent up", { unit: "seconds" }),
+    syndic_jid_forward_cache_hwm: int(100, 1, 10_000_000, "salt-syndic: how many jids whose job load was already sent up are remembered (the load goes up once per jid)"),
+    syndic_finger: str("", "salt-syndic: pem_finger of the master of masters' key, checked at sign-in (empty: not checked)"),
+    syndic_pidfile: str("/var/run/salt-syndic.pid", "salt-syndic's pidfile (root_dir applies)"),
+    syndic_log_file: str("/var/log/salt/syndic", "salt-syndic's log file (root_dir applies)"),
+    brine_syndic_queue_max: int(100_000, 100, 100_000_000, "salt-syndic: most minion returns waiting in the durable forward queue; past it the oldest are dropped, logged with their count"),
     // --- runners ---
     extension_modules: optStr("where synced custom modules go (root_dir applies)", { docDefault: "<cachedir>/extmods" }),
     extmod_whitelist: Type.Record(Type.String(), Type.Array(Type.String()), { default: {}, description: "module kind -> the only custom modules saltutil.sync_* copies" }),
