@@ -50,6 +50,12 @@ const program = new Command("salt")
   .option("--return_config <name>", "the returners' alternative configuration name")
   .option("--return_kwargs <yaml>", "options for the returners, a YAML mapping")
   .option("--metadata <yaml>", "metadata for the job, stored with it")
+  .option("--module-executors <yaml>", "the executors the minions run the function with, a YAML list (e.g. [sudo, direct_call])")
+  .option("--executor-opts <yaml>", "options for those executors, a YAML mapping")
+  .option("-d, --doc", "print the documentation of the functions from the minions (sys.doc): salt -d, salt '*' -d MODULE[.FUNCTION]; also --documentation")
+  .addOption(new Option("--documentation").hideHelp())
+  .option("--config-dump", "print the master configuration as brine reads it, in YAML")
+  .option("--no-parse <names>", "comma-separated keyword arguments whose values are passed as text, not YAML-parsed")
   .option("--summary", "print a summary of the returns at the end (as cli_summary)")
   .option("--output-diff", "highstate: show only states that failed or changed")
   .option("--preview-target", "print the minions the target matches; publish nothing")
@@ -77,7 +83,24 @@ if (o.versionsReport) {
   process.stdout.write(versionsReport() + "\n");
   await exitWith(0);
 }
-const [tgtRaw, funRaw, words] = program.processedArgs as [string | undefined, string | undefined, string[]];
+let [tgtRaw, funRaw, words] = program.processedArgs as [string | undefined, string | undefined, string[]];
+if (o.configDump) {
+  const { render } = await import("../lib/output/outputters.js");
+  process.stdout.write(render("yaml", loadConfigOrExit(o.configDir), { color: false }) + "\n");
+  await exitWith(0);
+}
+// -d: Salt's --doc, the words become TARGET sys.doc [MODULE] (target * when none is given)
+if (o.doc || o.documentation) {
+  const a = [tgtRaw, funRaw, ...(words ?? [])].filter((w): w is string => w !== undefined);
+  if (!a.length) a.push("*");
+  if (a.length < 2) a.splice(1, 0, "sys.doc");
+  if (a[1] !== "sys.doc") a.splice(1, 0, "sys.doc");
+  if (a.length > 3) {
+    process.stderr.write("salt: error: You can only get documentation for one method at one time.\n");
+    await exitWith(2);
+  }
+  [tgtRaw, funRaw, ...words] = a;
+}
 if (tgtRaw === undefined || (funRaw === undefined && !o.previewTarget)) {
   process.stdout.write(program.helpInformation());
   process.stderr.write(tgtRaw === undefined ? "\nCannot execute command without defining a target.\n\n" : "\nIncomplete options passed.\n\n");
@@ -104,8 +127,8 @@ const gatherS = o.gatherJobTimeout !== undefined ? Number(o.gatherJobTimeout) : 
 const tgt: string | string[] = tgtType === "list" ? listTarget(tgtRaw!) : tgtRaw!;
 
 /** Salt's compound command parsing: fun1,fun2 with one argument list each, split by --args-separator. */
-function parseFunArgs(fun: string, args: string[], sep: string): { fun: string | string[]; arg: unknown[] } | { error: string } {
-  if (!fun.includes(",")) return { fun, arg: conditionInput(args) };
+function parseFunArgs(fun: string, args: string[], sep: string, noParse: string[]): { fun: string | string[]; arg: unknown[] } | { error: string } {
+  if (!fun.includes(",")) return { fun, arg: conditionInput(args, noParse) };
   const funs = fun.split(",");
   const lists: string[][] = [[]];
   if (args.filter((a) => a === sep).length === funs.length - 1) {
@@ -126,10 +149,10 @@ function parseFunArgs(fun: string, args: string[], sep: string): { fun: string |
     if (funs.length > lists.length) return { error: "Cannot execute compound command without defining all arguments." };
     if (funs.length < lists.length) return { error: "Cannot execute compound command with more arguments than commands." };
   }
-  return { fun: funs, arg: lists.map((l) => conditionInput(l)) };
+  return { fun: funs, arg: lists.map((l) => conditionInput(l, noParse)) };
 }
 
-const parsed = parseFunArgs(funRaw ?? "", words ?? [], o.argsSeparator);
+const parsed = parseFunArgs(funRaw ?? "", words ?? [], o.argsSeparator, typeof o.parse === "string" ? o.parse.split(",").filter(Boolean) : []);
 if ("error" in parsed) {
   process.stderr.write(parsed.error + "\n");
   await exitWith(42);
@@ -208,6 +231,25 @@ function printSummary(rets: Map<string, { ret: unknown; retcode: number }>): voi
   }
   lines.push("-------------------------------------------");
   process.stdout.write(lines.join("\n") + "\n");
+}
+
+/** Salt's _print_docs: each function's docstring once (the first minion's that has one), sorted by name. */
+function printDocs(rets: Map<string, { ret: unknown }>): number {
+  if (rets.size === 0) {
+    process.stderr.write("No minions found to gather docs from\n");
+    return 2;
+  }
+  const docs = new Map<string, unknown>();
+  for (const { ret } of rets.values()) {
+    if (typeof ret === "string" && (ret.startsWith("Minion did not return") || ret === "VALUE_TRIMMED")) continue;
+    if (!ret || typeof ret !== "object" || Array.isArray(ret)) continue;
+    for (const [fn, doc] of Object.entries(ret as Record<string, unknown>)) if (!docs.has(fn) && doc) docs.set(fn, doc);
+  }
+  for (const fn of [...docs.keys()].sort()) {
+    if (display.output) display.show({ [fn]: docs.get(fn) }, "nested");
+    else process.stdout.write(`${fn}:\n${String(docs.get(fn))}\n\n`);
+  }
+  return 0;
 }
 
 /** Batch mode (and --static), as salt/cli/batch.py runs it; returns the exit code. */
@@ -321,6 +363,8 @@ async function main(): Promise<number> {
   const kwargs: Record<string, unknown> = { show_timeout: !o.hideTimeout, show_jid: Boolean(o.showJid), delimiter: o.delimiter };
   if (o.return_config) kwargs.ret_config = o.return_config;
   if (o.return_kwargs) kwargs.ret_kwargs = yamlifyArg(o.return_kwargs);
+  if (o.moduleExecutors) kwargs.module_executors = yamlifyArg(o.moduleExecutors);
+  if (o.executorOpts) kwargs.executor_opts = yamlifyArg(o.executorOpts);
   if (o.metadata) kwargs.metadata = yamlifyArg(o.metadata);
   Object.assign(kwargs, creds);
   let pubTgt: string | string[] = tgt;
@@ -352,9 +396,11 @@ async function main(): Promise<number> {
   const belowSyndics = new Set<string>();
   let answered = 0;
   const seen = new Map<string, { ret: unknown; retcode: number }>();
+  const isDoc = funs === "sys.doc";
   const show = (id: string, ret: unknown, out: string | undefined, retcode: number) => {
     seen.set(id, { ret, retcode });
-    display.show({ [id]: ret }, out, { _retcode: retcode });
+    // sys.doc: the docs of every minion are merged and printed once at the end (Salt's _print_docs)
+    if (!isDoc) display.show({ [id]: ret }, out, { _retcode: retcode });
     if (retcode !== 0) failed = true;
   };
   const events: AsyncGenerator<JobReturn> = client.cmdIter(
@@ -404,6 +450,7 @@ async function main(): Promise<number> {
     const present = await notConnected();
     for (const id of missing) show(id, missingText(id, jid, present, belowSyndics.has(id)), "no_return", 1);
   }
+  if (isDoc) return printDocs(seen);
   if ((o.summary || cfg.cli_summary) && display.output === undefined) printSummary(seen);
   if (failed) {
     process.stderr.write("ERROR: Minions returned with non-zero exit code\n");

@@ -12,3 +12,8 @@ test("key=value words become one trailing map, __kwarg__ first, then the keys in
   assert.deepEqual(out.slice(0, 2), [1, "two"]);
   assert.deepEqual(Object.keys(out[2] as object), ["__kwarg__", "k", "n"]);
 });
+
+test("--no-parse: the named keyword arguments keep their text; the others are YAML-parsed", () => {
+  const out = conditionInput(["n=5", "v=007", "l=[1]"], ["v", "l"]);
+  assert.deepEqual(out, [{ __kwarg__: true, n: 5, v: "007", l: "[1]" }]);
+});

@@ -91,13 +91,15 @@ describe("the salt and salt-cp command lines", { timeout: 300_000 }, () => {
 
   test("--return, --return_config, --return_kwargs and --metadata reach the minion in the publish as Salt sends them", async () => {
     const seen = waitForEvent(minions[0]!, "publish", (x) => x.load.fun === "test.echo");
-    const r = await salt("cb1", "test.echo", "hi", "--return", "syslog", "--return_config", "alt", "--return_kwargs", "{facility: LOG_USER}", "--metadata", "{ticket: 7}", "-t", "5");
+    const r = await salt("cb1", "test.echo", "hi", "--return", "syslog", "--return_config", "alt", "--return_kwargs", "{facility: LOG_USER}", "--metadata", "{ticket: 7}", "--module-executors", "[direct_call]", "--executor-opts", "{a: 1}", "-t", "5");
     assert.equal(r.code, 0, r.stderr);
     const { load } = await seen;
     assert.equal(load.ret, "syslog");
     assert.equal(load.ret_config, "alt");
     assert.deepEqual(load.ret_kwargs, { facility: "LOG_USER" });
     assert.deepEqual(load.metadata, { ticket: 7 });
+    assert.deepEqual(load.module_executors, ["direct_call"]);
+    assert.deepEqual(load.executor_opts, { a: 1 });
   });
 
   test("--out-file writes the output to a file, emptied first; --out-file-append adds to it", async () => {
@@ -110,9 +112,29 @@ describe("the salt and salt-cp command lines", { timeout: 300_000 }, () => {
     assert.equal(readFileSync(f, "utf8"), "cb1:\n    True\ncb2:\n    True\n");
   });
 
+  test("a state function's return goes to the highstate outputter; --state-output terse, --force-color and --out-indent apply", async () => {
+    const r = await salt("cb1", "state.sls", "web", "-t", "5");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^cb1:\n----------\n          ID: web\n    Function: test\.succeed_with_changes\n      Result: True\n/);
+    assert.match(r.stdout, /\nSummary for cb1\n------------\nSucceeded: 1 \(changed=1\)\nFailed:    0\n------------\nTotal states run:     1\nTotal run time:   0\.500 ms\n$/);
+    const t = await salt("cb1", "state.sls", "web,fail1", "--state-output", "terse", "-t", "5");
+    assert.equal(t.code, 1);
+    assert.match(t.stdout, /^cb1:\n  Name: web - Function: test\.succeed_with_changes - Result: Changed - Started: \S+ - Duration: 0\.5 ms\n  Name: fail1 - Function: test\.fail_with_changes - Result: Failed - Started: \S+ - Duration: 0\.5 ms\n/);
+    const c = await salt("cb1", "test.ping", "--force-color", "-t", "5");
+    assert.equal(c.stdout, "\x1b[0;36mcb1\x1b[0;0m:\n    \x1b[0;1;33mTrue\x1b[0;0m\n");
+    const n = await salt("-L", "cb1,cb2", "test.arg", "a", "--out", "json", "--out-indent", "-1", "-t", "5");
+    assert.deepEqual(n.stdout.trim().split("\n").map((l) => Object.keys(JSON.parse(l))[0]).sort(), ["cb1", "cb2"]);
+  });
+
   test("--summary counts the returns as Salt's does", async () => {
     const r = await salt("-L", "cb1,cb2", "test.ping", "--summary", "-t", "5");
     assert.match(r.stdout, /\n\n\n-------------------------------------------\nSummary\n-------------------------------------------\n# of minions targeted: 2\n# of minions returned: 2\n# of minions that did not return: 0\n# of minions with errors: 0\n-------------------------------------------\n$/);
+  });
+
+  test("--config-dump prints the configuration brine reads, in YAML", async () => {
+    const r = await salt("--config-dump");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`\\nret_port: ${tm.retPort}\\n`));
   });
 
   test("--version says brine's version and the Salt version it speaks", async () => {

@@ -2,7 +2,7 @@
  * brine's `salt` and `salt-cp` with a real 3007 salt-minion: the texts equal what the Python CLI printed for
  * the same commands on a Python master with a real minion (test/fixtures/cli-output/python-cli/, captured with
  * the real-salt harness; minion id, jids, start times and durations normalised): a state function's return
- * through the highstate outputter (full and terse), a batch run, yaml and raw outputs of test.arg; and salt-cp
+ * through the highstate outputter (full and terse), a batch run, yaml and raw outputs of test.arg, -d (sys.doc); and salt-cp
  * plain and --chunked writing files (content, mode, empty directory) through the minion's own cp module.
  * Skips when Salt's source is absent.
  */
@@ -54,6 +54,7 @@ describe("brine's salt and salt-cp with a real salt-minion, against the Python C
     ["batch-ping", ["-b", "1", "a1", "test.retcode", "0"], 0],
     ["test-arg-yaml", ["a1", "test.arg", "1", "two", "k=v", "--out", "yaml"], 0],
     ["test-arg-raw", ["a1", "test.arg", "1", "two", "k=v", "--out", "raw"], 0],
+    ["doc-test-ping", ["a1", "-d", "test.ping"], 0],
   ];
   for (const [name, args, code] of cases) {
     test(`salt ${args.join(" ")} prints what the Python CLI printed (${name})`, async () => {

@@ -268,7 +268,9 @@ export class FunctionRunner {
     const ctx = { retcode: 0 };
     try {
       const ret = await this.call(fun, arg, ctx);
-      return { ret, retcode: ctx.retcode, success: ctx.retcode === 0 };
+      // a real minion names the function's outputter (its module's __outputter__): state runs print as highstate
+      const out = fun.startsWith("state.") ? "highstate" : undefined;
+      return { ret, retcode: ctx.retcode, success: ctx.retcode === 0, ...(out ? { out } : {}) };
     } catch (e) {
       if (e instanceof FunctionError) return { ret: e.message, retcode: 1, success: false, out: "nested" };
       if (this.opts.signal?.()?.aborted) throw e;

@@ -31,14 +31,15 @@ export function yamlifyArg(s: string): unknown {
   }
 }
 
-export function conditionInput(words: string[]): unknown[] {
+/** `noParse`: keyword arguments whose values stay text (Salt's --no-parse). */
+export function conditionInput(words: string[], noParse: readonly string[] = []): unknown[] {
   const args: unknown[] = [];
   const kwargs: Record<string, unknown> = {};
   let haveKw = false;
   for (const w of words) {
     const m = KWARG_RE.exec(w);
     if (m && !w.startsWith("=")) {
-      kwargs[m[1]!] = yamlifyArg(m[2]!);
+      kwargs[m[1]!] = noParse.includes(m[1]!) ? m[2]! : yamlifyArg(m[2]!);
       haveKw = true;
     } else args.push(yamlifyArg(w));
   }
