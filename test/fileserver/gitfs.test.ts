@@ -134,6 +134,20 @@ describe("gitfs", () => {
     assert.ok(await g.find("webapp/init.sls", "prod"));
   });
 
+  test("fallback serves any environment a remote has no ref for; all_saltenvs serves one branch for every environment", async () => {
+    const cfg = config([a.url, { [b.url]: [{ root: "salt" }, { fallback: "master" }] }], { fileserver_backend: ["gitfs"] });
+    await updateRole(cfg, "gitfs");
+    const g = new FileserverHandlers(new RootsBackend(cfg), new GitfsBackend(cfg), ["gitfs"]);
+    assert.deepEqual(g.fileEnvs(), ["base", "dev", "v1"], "fallback adds no environment to the list");
+    assert.deepEqual(await g.fileList({ saltenv: "dev" }), ["devonly.txt", "files/link.txt", "files/run.sh", "one.txt", "shared.txt", "sub/two.txt", "top.sls", "webapp/init.sls"]);
+    assert.deepEqual(await g.fileList({ saltenv: "anything" }), ["one.txt", "sub/two.txt"]);
+    assert.equal(String((await g.serveFile({ path: "one.txt", saltenv: "anything", loc: 0 })).data), "one from b\n");
+    const all = config([{ [a.url]: [{ all_saltenvs: "dev" }] }], { fileserver_backend: ["gitfs"] });
+    await updateRole(all, "gitfs");
+    const h = new FileserverHandlers(new RootsBackend(all), new GitfsBackend(all), ["gitfs"]);
+    for (const env of ["base", "v1", "whatever"]) assert.equal(String((await h.serveFile({ path: "webapp/init.sls", saltenv: env, loc: 0 })).data), "dev: 1\n", env);
+  });
+
   test("fileserver runners: update, envs, file_list with backend=, clear_cache, lock and clear_lock", async () => {
     const cfg = config([a.url]);
     const ctx = { cfg };

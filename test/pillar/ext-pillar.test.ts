@@ -209,3 +209,14 @@ test("salt-run git_pillar.update answers per remote: True for new commits, None 
   assert.deepEqual(await update({ repo: r.url }), { [`master ${r.url}`]: true });
   await assert.rejects(update({ branch: "nosuch" }), /Specified git branch\/repo not found in ext_pillar config/);
 });
+
+test("git_pillar: a remote whose branch does not exist checks out its fallback", async () => {
+  const { LocalRepo } = await import("../fileserver/gitfs-helpers.js");
+  const { updateRole } = await import("../../src/lib/fileserver/git-cache.js");
+  const r = new LocalRepo("brine-gpf-");
+  r.commit("master", { "top.sls": "nosuch:\n  '*':\n    - fb\n", "fb.sls": "from_fallback: true\n" });
+  const root = tempRoot("brine-gpf-c-");
+  const cfg = { ...masterDefaults(), cachedir: path.join(root, "cache"), pillar_roots: { base: [path.join(root, "p")] }, ext_pillar: [{ git: [{ [`nosuch ${r.url}`]: [{ fallback: "master" }] }] }] } as MasterConfig;
+  await updateRole(cfg, "git_pillar");
+  assert.deepEqual(await new PillarCompiler(cfg).compile({ id: "m", grains: {} }), { from_fallback: true });
+});

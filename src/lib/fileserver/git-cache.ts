@@ -54,6 +54,8 @@ export interface RemoteState {
   hash: string;
   /** gitfs: environment → source */
   envs: Record<string, EnvSource>;
+  /** gitfs: the source of any other environment (all_saltenvs, else fallback), when configured */
+  any?: EnvSource;
   /** git_pillar: the branch (or `__env__`), env, base */
   branch?: string;
   env?: string;
@@ -300,9 +302,10 @@ export function gitfsEnvs(r: GitRemote, refs: Ref[]): string[] {
   return sortCodePoints([...set].filter((e) => envExposed(r, e)));
 }
 
-/** Salt's ref(tgt_env): the branch/tag name an environment stands for, or null. */
+/** Salt's ref(tgt_env): the branch/tag name an environment stands for (all_saltenvs for every one), or null. */
 export function refOf(r: GitRemote, env: string): string | null {
   const per = r.saltenv[env]?.ref;
+  if (r.allSaltenvs !== undefined) return r.allSaltenvs;
   if (env === "base") return r.base;
   if (r.disableSaltenvMapping) return per ?? null;
   return per ?? env;
@@ -379,16 +382,22 @@ async function updateRemote(r: GitRemote, base: string): Promise<RemoteState> {
   const byName = new Map(refs.map((x) => [x.name, x.commit]));
   const st: RemoteState = { id: r.id, hash: path.basename(r.hashDir), envs: {}, fetched: Date.now() };
   const want: Array<[string, string, string, string]> = []; // env, commit, root, mountpoint
+  const ANY = "\0any";
   if (r.role === "gitfs") {
+    const fallback = r.fallback === undefined ? null : await commitOf(r, r.fallback, byName);
     for (const env of gitfsEnvs(r, refs)) {
       const ref = refOf(r, env);
-      const commit = ref === null ? null : await commitOf(r, ref, byName);
+      // Salt's get_tree: the environment's own ref by ref_types, else the fallback (never when no ref maps)
+      const commit = ref === null ? null : ((await commitOf(r, ref, byName)) ?? fallback);
       if (!commit) continue;
       want.push([env, commit, r.saltenv[env]?.root ?? r.root, r.saltenv[env]?.mountpoint ?? r.mountpoint]);
     }
+    const any = r.allSaltenvs !== undefined ? await commitOf(r, r.allSaltenvs, byName) : fallback;
+    if (any) want.push([ANY, any, r.root, r.mountpoint]);
   } else {
     Object.assign(st, { branch: r.branch, env: r.env, base: r.base });
     const names = r.branch === "__env__" ? refs.filter((x) => x.name.startsWith("refs/remotes/origin/")).map((x) => x.name.slice(20)).filter((n) => n !== "HEAD") : [r.branch!];
+    for (const extra of [r.fallback, r.allSaltenvs]) if (extra !== undefined && !names.includes(extra)) names.push(extra);
     if (names.length > envBranchesMax) log.error(`git_pillar remote '${r.id}' has ${names.length} branches; only the first ${envBranchesMax} (envBranchesMax) are checked out`);
     for (const name of names.slice(0, envBranchesMax)) {
       const commit = byName.get(`refs/remotes/origin/${name}`) ?? byName.get(`refs/tags/${name}`);
@@ -411,7 +420,8 @@ async function updateRemote(r: GitRemote, base: string): Promise<RemoteState> {
         tree = null;
       }
     }
-    st.envs[env] = { commit, tree, mountpoint };
+    if (env === ANY) st.any = { commit, tree, mountpoint };
+    else st.envs[env] = { commit, tree, mountpoint };
   }
   return st;
 }
@@ -426,7 +436,7 @@ function collectGarbage(base: string, state: RoleState, now: number): void {
     return;
   }
   const used = new Set<string>();
-  for (const r of state.remotes) for (const e of Object.values(r.envs)) if (e.tree) used.add(e.tree);
+  for (const r of state.remotes) for (const e of [...Object.values(r.envs), ...(r.any ? [r.any] : [])]) if (e.tree) used.add(e.tree);
   for (const n of names) {
     const tree = n.endsWith(".json") ? n.slice(0, -5) : n.startsWith(".tmp-") ? null : n;
     if (tree !== null && used.has(tree)) continue;
@@ -493,7 +503,7 @@ async function doUpdate(cfg: MasterConfig, role: GitRole, o: UpdateSelection): P
       const st = await updateRemote(r, base);
       fresh.set(r.id, st);
       res.updated.push(r.id);
-      if (JSON.stringify(st.envs) !== JSON.stringify(before?.envs)) {
+      if (JSON.stringify([st.envs, st.any]) !== JSON.stringify([before?.envs, before?.any])) {
         res.changed = true;
         res.changedIds.push(r.id);
       }

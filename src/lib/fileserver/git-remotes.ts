@@ -6,10 +6,10 @@
  *
  * Implemented parameters: gitfs `base`, `root`, `mountpoint`, `ref_types` (branch, tag), `refspecs`,
  * `ssl_verify`, `saltenv_whitelist`, `saltenv_blacklist`, `disable_saltenv_mapping`, `update_interval`,
- * `name`, `saltenv` (per-saltenv `ref`, `root`, `mountpoint`; also the global `gitfs_saltenv`);
- * git_pillar `base`, `env`, `root`, `ssl_verify`, `refspecs`, `name` and the global `git_pillar_branch`.
- * Not implemented (logged as such when set, then ignored): `fallback`, `all_saltenvs`, git_pillar
- * `mountpoint`, environments named by a commit id (ref type `sha`). The authentication parameters (`user`,
+ * `name`, `saltenv` (per-saltenv `ref`, `root`, `mountpoint`; also the global `gitfs_saltenv`), `fallback`,
+ * `all_saltenvs`; git_pillar `base`, `env`, `root`, `ssl_verify`, `refspecs`, `name`, `fallback`,
+ * `all_saltenvs` and the global `git_pillar_branch`. Not implemented (logged as such when set, then
+ * ignored): git_pillar `mountpoint`, environments named by a commit id (ref type `sha`). The authentication parameters (`user`,
  * `password`, `pubkey`, `privkey`, `passphrase`, `insecure_auth`) belong to Salt's pygit2 provider only;
  * brine's git CLI takes credentials from the URL, the master user's SSH keys or a git credential helper,
  * so they are a configuration error here as they are for Salt's GitPython provider.
@@ -40,6 +40,10 @@ export interface GitRemote {
   branch?: string;
   /** git_pillar: the pillar environment of this remote (per-remote `env`) */
   env?: string;
+  /** the branch or tag served when an environment's own is missing (`fallback`) */
+  fallback?: string;
+  /** the branch or tag served for every environment (`all_saltenvs`) */
+  allSaltenvs?: string;
   base: string;
   root: string;
   mountpoint: string;
@@ -68,7 +72,6 @@ export const GITFS_ONLY = ["all_saltenvs", "name", "saltenv"];
 export const PILLAR_OVERRIDES = ["base", "env", "root", "ssl_verify", "refspecs", "fallback"];
 export const PILLAR_ONLY = ["name", "mountpoint", "all_saltenvs"];
 const AUTH_PARAMS = ["user", "password", "pubkey", "privkey", "passphrase", "insecure_auth"];
-const NOT_IMPLEMENTED = new Set(["fallback", "all_saltenvs"]);
 const DEFAULT_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"];
 
 /** Salt's salt.utils.verify.url (after remote_to_url turns `user@host:path` into ssh://). */
@@ -154,7 +157,6 @@ export function parseRemotes(cfg: MasterConfig, role: GitRole, list: unknown): P
   for (const k of ["user", "password", "pubkey", "privkey", "passphrase"]) {
     if (c[`${role}_${k}`]) errors.push(`${role} authentication was configured (${role}_${k}), but brine's git provider (the git command line) does not support it: put credentials in the URL, use the master user's SSH key or a git credential helper`);
   }
-  for (const k of ["fallback"]) if (c[`${role}_${k}`]) warnings.push(`${role}_${k} is not implemented by brine; ignored`);
   const items = Array.isArray(list) ? list : [];
   for (const item of items) {
     let id: string;
@@ -193,7 +195,7 @@ export function parseRemotes(cfg: MasterConfig, role: GitRole, list: unknown): P
     for (const p of Object.keys(conf)) {
       if (AUTH_PARAMS.includes(p)) errors.push(`${role} authentication parameter '${p}' (from remote '${id}') is only supported by Salt's pygit2 provider; brine's git provider takes credentials from the URL, the master user's SSH key or a git credential helper`);
       else if (!overrides.includes(p) && !only.includes(p)) errors.push(`Invalid ${role} configuration parameter '${p}' in remote '${id}'. Valid parameters are: ${[...overrides, ...only].join(", ")}.`);
-      else if (NOT_IMPLEMENTED.has(p) || (role === "git_pillar" && p === "mountpoint")) warnings.push(`${role} parameter '${p}' of remote '${id}' is not implemented by brine; ignored`);
+      else if (role === "git_pillar" && p === "mountpoint") warnings.push(`${role} parameter '${p}' of remote '${id}' is not implemented by brine; ignored`);
     }
     if (role === "git_pillar" && branch !== "__env__" && "base" in conf) {
       errors.push(`Invalid per-remote configuration for ${role} remote '${id}'. base can only be specified if __env__ is specified as the branch name.`);
@@ -214,6 +216,8 @@ export function parseRemotes(cfg: MasterConfig, role: GitRole, list: unknown): P
       branch,
       env: role === "git_pillar" && v("env", "") ? String(v("env", "")) : undefined,
       base: String(v("base", "master")),
+      fallback: v("fallback", "") ? String(v("fallback", "")) : undefined,
+      allSaltenvs: conf.all_saltenvs !== undefined && conf.all_saltenvs !== "" ? String(conf.all_saltenvs) : undefined,
       root: stripRoot(v("root", "")),
       mountpoint: stripMount(v("mountpoint", "")),
       refTypes,

@@ -9,7 +9,7 @@
  * The state file is looked at (one stat) at most once per second (git-cache.ts `stateRecheckMs`); a new one is read and the
  * environments rebuilt, so an update is served without a restart. Trees are immutable (named by their git
  * tree id), so lists built from their manifests and hashes of their files stay valid for as long as they
- * are used.
+ * are used. A remote with `fallback` (or `all_saltenvs`) also serves environments it has no ref for.
  *
  * Shapes as Salt's gitfs: `_file_find`'s `stat` is `[mode]` (the git blob mode), there are no empty
  * directories, dir_list includes each mountpoint itself (not its parents), symlinks are listed as files and
@@ -18,7 +18,8 @@
 import { realpathSync, statSync, type BigIntStats } from "node:fs";
 import path from "node:path";
 import type { MasterConfig } from "../../shared/config/defaults.js";
-import { readManifest, roleDir, roleRemotes, StateReader, treeDir, type Manifest } from "./git-cache.js";
+import { readManifest, refOf, roleDir, roleRemotes, StateReader, treeDir, type EnvSource, type Manifest, type RemoteState } from "./git-cache.js";
+import { envExposed, type GitRemote } from "./git-remotes.js";
 import type { EnvLists } from "./list-cache.js";
 import { envName, isInside, parseRequestPath } from "./paths.js";
 import { backendNames, type Found } from "./roots.js";
@@ -39,13 +40,18 @@ export class GitfsBackend {
   private readonly base: string;
   private readonly state: StateReader;
   private generation = -1;
-  private sources = new Map<string, Source[]>();
+  /** the configured remotes with their state, in configuration order */
+  private remotes: Array<{ conf: GitRemote; st: RemoteState }> = [];
+  private listed = new Set<string>();
+  private readonly sourceCache = new Map<string, Source[] | null>();
+  private readonly conf: GitRemote[];
   private readonly manifests = new Map<string, Manifest>();
   private readonly lists = new Map<string, { key: string; lists: EnvLists }>();
 
   constructor(cfg: MasterConfig, now: () => number = Date.now) {
     const backends = backendNames(cfg);
-    this.enabled = (backends.includes("gitfs") || backends.includes("git")) && (roleRemotes(cfg, "gitfs", false)?.length ?? 0) > 0;
+    this.conf = roleRemotes(cfg, "gitfs", false) ?? [];
+    this.enabled = (backends.includes("gitfs") || backends.includes("git")) && this.conf.length > 0;
     this.base = roleDir(cfg, "gitfs");
     this.state = new StateReader(this.base, now);
   }
@@ -55,22 +61,43 @@ export class GitfsBackend {
     const state = this.state.get();
     if (this.state.generation === this.generation) return;
     this.generation = this.state.generation;
-    const sources = new Map<string, Source[]>();
-    for (const r of state?.remotes ?? []) {
-      for (const [env, s] of Object.entries(r.envs)) {
-        let l = sources.get(env);
-        if (!l) sources.set(env, (l = []));
-        if (s.tree) l.push({ tree: s.tree, dir: treeDir(this.base, s.tree), mountpoint: s.mountpoint });
-      }
-    }
-    this.sources = sources;
+    const byId = new Map((state?.remotes ?? []).map((r) => [r.id, r]));
+    this.remotes = this.conf.flatMap((conf) => (byId.has(conf.id) ? [{ conf, st: byId.get(conf.id)! }] : []));
+    this.listed = new Set(this.remotes.flatMap((r) => Object.keys(r.st.envs)));
+    this.sourceCache.clear();
     this.lists.clear();
   }
 
   envs(): string[] {
     if (!this.enabled) return [];
     this.refresh();
-    return sortCodePoints(this.sources.keys());
+    return sortCodePoints(this.listed);
+  }
+
+  /**
+   * The trees serving an environment, in remote order (Salt's GitFS.find_file / _file_lists over get_tree):
+   * a remote's own tree for it, else its all_saltenvs or fallback tree when the environment maps to a ref
+   * there and is exposed; null for an environment no remote serves.
+   */
+  private sourcesFor(env: string): Source[] | null {
+    if (this.sourceCache.has(env)) return this.sourceCache.get(env)!;
+    const out: Source[] = [];
+    let known = this.listed.has(env);
+    const add = (e: EnvSource) => e.tree && out.push({ tree: e.tree, dir: treeDir(this.base, e.tree), mountpoint: e.mountpoint });
+    for (const { conf, st } of this.remotes) {
+      const own = st.envs[env];
+      if (own) {
+        add(own);
+        continue;
+      }
+      if (!st.any || !envExposed(conf, env) || refOf(conf, env) === null) continue;
+      known = true;
+      add(st.any);
+    }
+    const ret = known ? out : null;
+    this.sourceCache.set(env, ret);
+    while (this.sourceCache.size > 256) this.sourceCache.delete(this.sourceCache.keys().next().value!);
+    return ret;
   }
 
   private manifest(tree: string): Manifest | null {
@@ -90,7 +117,7 @@ export class GitfsBackend {
     const saltenv = req.saltenv ?? envName(saltenvArg);
     if (saltenv === null) return null;
     this.refresh();
-    for (const s of this.sources.get(saltenv) ?? []) {
+    for (const s of this.sourcesFor(saltenv) ?? []) {
       if (s.mountpoint && !req.rel.startsWith(`${s.mountpoint}/`)) continue;
       const repoPath = s.mountpoint ? req.rel.slice(s.mountpoint.length + 1) : req.rel;
       if (!repoPath) continue;
@@ -117,7 +144,7 @@ export class GitfsBackend {
     const saltenv = envName(saltenvArg);
     if (saltenv === null) return null;
     this.refresh();
-    const sources = this.sources.get(saltenv);
+    const sources = this.sourcesFor(saltenv);
     if (!sources) return null;
     const key = sources.map((s) => `${s.tree}@${s.mountpoint}`).join(",");
     const hit = this.lists.get(saltenv);

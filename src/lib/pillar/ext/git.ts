@@ -14,7 +14,9 @@
  * Each remote's branch is a pillar tree with its own top file, compiled as Salt compiles it (a Pillar of its
  * own with `pillar_roots: {env: [this tree, the other trees of the same env (git_pillar_includes)]}`, no
  * external pillars), and the results merged in order with `pillar_source_merging_strategy` /
- * `pillar_merge_lists`. With a pillarenv, only the trees of that environment count.
+ * `pillar_merge_lists`. With a pillarenv, only the trees of that environment count. A branch that does not
+ * exist falls back to the remote's `fallback`; `all_saltenvs` is the branch an `__env__` remote serves for
+ * every environment.
  *
  * The trees come from the git cache (src/lib/fileserver/git-cache.ts), fetched by the main thread every
  * `git_pillar_update_interval` and at start; a compile never runs git (Salt's master also only checks out
@@ -64,17 +66,22 @@ async function gitPillar(ctx: ExtPillarContext, args: unknown[]): Promise<ExtPil
       log.warning(`git_pillar remote '${r.id}' has not been fetched yet; it adds nothing until the next update`);
       continue;
     }
+    // Salt's get_checkout_target: the branch, or for __env__ all_saltenvs, else the minion's environment
     let target = r.branch!;
     if (r.branch === "__env__") {
       const t = ctx.pillarenv || saltenv || "base";
-      target = t === "base" ? r.base : t;
+      target = r.allSaltenvs ?? (t === "base" ? r.base : t);
     }
-    const src = st.envs[target];
+    // checkout: the target's branch or tag, else the fallback's
+    const src = st.envs[target]?.tree ? st.envs[target] : r.fallback !== undefined ? st.envs[r.fallback] : undefined;
     if (!src?.tree) {
       log.error(`Failed to checkout ${target} from git_pillar remote '${r.id}': remote ref does not exist`);
       continue;
     }
-    const env = r.env ? r.env : r.branch === r.base || target === r.base ? "base" : target;
+    let env: string;
+    if (r.branch === "__env__" && r.allSaltenvs !== undefined) env = ctx.pillarenv || saltenv || "base";
+    else if (r.env) env = r.env;
+    else env = r.branch === r.base || target === r.base ? "base" : target;
     dirs.push([treeDir(base, src.tree), env]);
   }
   const merge = mergeWith(cfg);
