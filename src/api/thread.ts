@@ -3,8 +3,8 @@
  * configured host and port, the bus feed, and the link that carries clear requests to the master's
  * request lanes. It holds no key and no credentials of its own.
  */
-import { parentPort, workerData } from "node:worker_threads";
-import { configureLogging, getLogger } from "../shared/log.js";
+import { parentPort } from "node:worker_threads";
+import { getLogger } from "../shared/log.js";
 import { buildApp } from "./app.js";
 import { BusFeed } from "./bus-feed.js";
 import { MasterLink } from "./master-link.js";
@@ -12,9 +12,9 @@ import type { ApiInit, ApiToMain, MainToApi } from "./messages.js";
 import { Netapi } from "./netapi.js";
 import { readApiOptions } from "./options.js";
 import { readOption } from "../shared/config/options.js";
+import { threadInit } from "../shared/thread-kit.js";
 
-const init = workerData as ApiInit;
-configureLogging(init.log);
+const init = threadInit<ApiInit>();
 const log = getLogger("brine.api");
 const port = parentPort!;
 const post = (m: ApiToMain) => port.postMessage(m);

@@ -17,10 +17,10 @@
  * stored here. After a run, `__schedule_return` is fired as Salt's master schedule fires it (unless
  * `return_job: False`).
  */
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { configureLogging, getLogger } from "../shared/log.js";
+import { getLogger } from "../shared/log.js";
 import { LocalClient } from "../lib/client/local-client.js";
 import { decodeWire, isMap } from "../shared/protocol/msgpack.js";
 import { eventOfFrame, type BusEvent } from "../shared/event-frame.js";
@@ -39,9 +39,9 @@ import { BoundedQueue } from "./queue.js";
 import { expandSlsRef } from "./sls-files.js";
 import { parseJob, Schedule, type ScheduleJob } from "./schedule.js";
 import { ownerOf, type OwnerSources } from "./owner.js";
+import { threadInit } from "../shared/thread-kit.js";
 
-const init = workerData as AutomationInit;
-configureLogging(init.log);
+const init = threadInit<AutomationInit>();
 const log = getLogger("brine.reactor");
 const slog = getLogger("brine.schedule");
 const cfg = init.cfg;

@@ -8,12 +8,13 @@
  * replies still due to the dead thread are dropped, never handed to its successor, whose request ids
  * start again at 1.
  */
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { BrineError } from "../shared/errors.js";
-import { getLogger, loggingConfig } from "../shared/log.js";
+import { getLogger } from "../shared/log.js";
 import type { ApiInit, ApiTag, ApiToMain, MainToApi } from "../api/messages.js";
 import { apiConfigured, apiThreadConfig, readApiOptions } from "../api/options.js";
+import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.api");
 
@@ -64,8 +65,9 @@ export class ApiHost {
 
   /** One API thread, resolved once it listens; a thread that exits later is restarted (restartsMax in restartWindowMs). */
   private async spawn(): Promise<void> {
-    const init: ApiInit = { cfg: apiThreadConfig(this.cfg), log: loggingConfig() };
-    const w = new Worker(new URL("../api/thread.js", import.meta.url), { workerData: init });
+    const init: ApiInit = { cfg: apiThreadConfig(this.cfg), log: threadLogSettings() };
+    // policy: restarted after an exit (restartsMax in restartWindowMs); an error is logged by the kit
+    const w = spawnThread({ name: "api", url: new URL("../api/thread.js", import.meta.url), workerData: init });
     const gen = ++this.generation;
     this.worker = w;
     let listening = false;
@@ -84,7 +86,6 @@ export class ApiHost {
       });
       w.once("error", (e) => {
         clearTimeout(t);
-        log.error(`HTTP API thread failed: ${e.stack ?? e.message}`);
         reject(new BrineError("API_START", e.message));
       });
       w.once("exit", (code) => {

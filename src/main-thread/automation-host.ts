@@ -9,14 +9,15 @@
  * names is never copied or posted, so returns pay nothing for the reactor. A selected frame is copied once and
  * transferred.
  */
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
-import { getLogger, loggingConfig } from "../shared/log.js";
+import { getLogger } from "../shared/log.js";
 import { BrineError } from "../shared/errors.js";
 import { fnmatchToRegExp } from "../lib/targeting/index.js";
 import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } from "../automation/messages.js";
 import { automationWanted, readAutomationOptions } from "../automation/options.js";
 import { parseJob } from "../automation/schedule.js";
+import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.automation");
 
@@ -69,14 +70,13 @@ export class AutomationHost {
     if (!automationWanted(opts)) return undefined;
     // every schedule entry checked here, so a bad one stops the start (the thread parses them again)
     for (const [name, raw] of Object.entries(opts.schedule)) parseJob(name, raw);
-    const lc = loggingConfig();
-    const init: AutomationInit = { cfg, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
+    const init: AutomationInit = { cfg, log: threadLogSettings() };
     const cluster = deps.cluster?.();
     if (cluster) init.cluster = cluster;
-    const w = new Worker(new URL("../automation/thread.js", import.meta.url), { workerData: init, name: "brine-automation" });
+    const w = spawnThread({ name: "automation", url: new URL("../automation/thread.js", import.meta.url), workerData: init });
     const host = new AutomationHost(w);
     w.on("message", (m: FromAutomation) => host.onMessage(m, deps));
-    w.on("error", (e) => log.error(`automation thread failed: ${e.message}`));
+    // policy: an error is logged (by the kit); on exit the reactor and schedule stop and requests to them fail
     w.on("exit", (code) => {
       host.exited = true;
       if (!host.stopped) log.error(`automation thread exited (${code}); reactor and schedule stopped`);

@@ -13,9 +13,9 @@
 import net from "node:net";
 import { chmodSync, rmSync } from "node:fs";
 import path from "node:path";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
-import { getLogger, loggingConfig } from "../shared/log.js";
+import { getLogger } from "../shared/log.js";
 import type { EventBusServer } from "./bus-server.js";
 import { FrameReader, frame, frameEncoded } from "../shared/length-framing.js";
 import { encodeWithEncodedEntry, isMap } from "../shared/protocol/msgpack.js";
@@ -25,6 +25,7 @@ import type { RunnerClusterLink } from "./cluster/cluster-node.js";
 import type { MetricsBoard } from "../shared/metrics/board.js";
 
 import { CONTROL_SOCKET } from "../shared/socket-names.js";
+import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.control");
 
@@ -173,13 +174,12 @@ export class ControlServer {
       if (call.jid) this.runnerEvents?.fireLocal(`salt/run/${call.jid}/ret`, { fun: `runner.${call.fun}`, jid: call.jid, user: call.user, return: message, success: false });
       return undefined;
     }
-    const lc = loggingConfig();
     const init: RunnerInit = {
       cfg: this.cfg,
       fun: call.fun,
       arg: call.arg,
       kwarg: call.kwarg,
-      log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null },
+      log: threadLogSettings(),
     };
     const link = this.clusterLink();
     if (link) init.cluster = link;
@@ -188,7 +188,7 @@ export class ControlServer {
     const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
     if (jid) init.job = { jid, user: call.user };
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
-    const w = new Worker(new URL("../runners/runner-thread.js", import.meta.url), { workerData: init, transferList: link ? [link.raftPort] : [] });
+    const w = spawnThread({ name: `runner ${call.fun}`, url: new URL("../runners/runner-thread.js", import.meta.url), workerData: init, transferList: link ? [link.raftPort] : [] });
     this.running++;
     this.threads.add(w);
     w.once("exit", () => this.threads.delete(w));
@@ -227,6 +227,7 @@ export class ControlServer {
       } else failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
       void w.terminate();
     });
+    // policy: the call's client gets the error (the kit has logged it); the thread is gone
     w.on("error", (e) => {
       if (!done) failed(`runner ${call.fun} failed: ${e.message}`);
     });

@@ -6,10 +6,10 @@
 import path from "node:path";
 import { Publisher } from "zeromq";
 import type { MasterConfig } from "../shared/config/defaults.js";
-import { loggingConfig } from "../shared/log.js";
 import { minionFacingKeyFiles } from "../shared/shared-fs.js";
 import { PublisherClient } from "./publisher-client.js";
 import { SendQueue } from "./send-queue.js";
+import { threadLogSettings } from "../shared/thread-kit.js";
 
 export class PublishPort {
   private readonly pub: Publisher;
@@ -28,7 +28,7 @@ export class PublishPort {
         signPubMessages: cfg.sign_pub_messages,
         signingAlgorithm: cfg.publish_signing_algorithm,
         clustered: Boolean(cfg.cluster_id),
-        log: (({ level, file, fileLevel }) => ({ level, file: file ?? null, fileLevel: fileLevel ?? null }))(loggingConfig()),
+        log: threadLogSettings(),
       },
       (frames) => frames.forEach((f) => this.out.push([f])),
     );

@@ -1,17 +1,23 @@
 /** Main-thread handle on the publisher thread: loads in, frames out, in order. */
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { PublisherInit, PublisherReply, PublisherRequest } from "../workers/publisher/messages.js";
+import { spawnThread } from "../shared/thread-kit.js";
 
 export class PublisherClient {
   private readonly worker: Worker;
   private seq = 0;
 
   constructor(init: PublisherInit, onFrames: (frames: Buffer[]) => void) {
-    this.worker = new Worker(new URL("../workers/publisher/worker.js", import.meta.url), { workerData: init });
-    this.worker.on("message", (r: PublisherReply) => onFrames(r.frames.map((f) => Buffer.from(f.buffer, f.byteOffset, f.byteLength))));
-    this.worker.on("error", (e) => {
-      throw e;
+    // policy: an error ends the process (rethrown here): a master that cannot publish must not keep serving
+    this.worker = spawnThread({
+      name: "publisher",
+      url: new URL("../workers/publisher/worker.js", import.meta.url),
+      workerData: init,
+      onError: (e) => {
+        throw e;
+      },
     });
+    this.worker.on("message", (r: PublisherReply) => onFrames(r.frames.map((f) => Buffer.from(f.buffer, f.byteOffset, f.byteLength))));
   }
 
   publish(loads: Record<string, unknown>[]): void {

@@ -12,13 +12,14 @@ import { BroadcastChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { readOption } from "../shared/config/options.js";
-import { getLogger, loggingConfig } from "../shared/log.js";
+import { getLogger } from "../shared/log.js";
 import type { SharedBuffers } from "../workers/req-handler/context.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
 import type { BatchResult, CleanupResult, Lane, LateReplies, PresenceResult } from "../workers/req-handler/task.js";
 import { lateReplyMaxMs } from "../workers/req-handler/limits.js";
 import { MetricsBoard } from "../shared/metrics/board.js";
 import type { BatchOutput } from "./batch-result.js";
+import { threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.pool");
 
@@ -228,8 +229,7 @@ export class RequestLanes<T> {
   constructor(cfg: MasterConfig, shared: SharedBuffers, sink: BatchSink<T>) {
     const threads = laneThreads(Number(cfg.worker_threads) || os.availableParallelism());
     const filename = fileURLToPath(new URL("../workers/req-handler/worker.js", import.meta.url));
-    const lc = loggingConfig();
-    const workerData = { cfg, shared, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null } };
+    const workerData = { cfg, shared, log: threadLogSettings() };
     // per lane, the channel its workers post late replies on (worker.ts; a name unique in this process)
     const channelName = (name: Lane) => `brine-late-${process.pid}-${++lanesMade}-${name}`;
     const channels = { clear: new BroadcastChannel(channelName("clear")), req: new BroadcastChannel(channelName("req")) };

@@ -6,12 +6,13 @@
  * Bounded: what waits in the thread unconfirmed is at most MIRROR_BACKLOG_BYTES_MAX; beyond it, one-way
  * pushes are dropped (counted, logged with a budget) and requests rejected, never buffered elsewhere.
  */
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
-import { getLogger, loggingConfig } from "../shared/log.js";
+import { getLogger } from "../shared/log.js";
 import type { SyncCursor } from "../workers/state-sync/sync-store.js";
 import type { JobMirrorInit, MirrorMessage, MirrorReply } from "../workers/state-sync/worker.js";
 import { LogBudget } from "../shared/log-budget.js";
+import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.cluster.forward");
 /** one line per 10 s for this flood, then a count of what was held back */
@@ -32,9 +33,9 @@ export class MirrorThread {
   dropped = 0;
 
   constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer) {
-    const lc = loggingConfig();
-    const init: JobMirrorInit = { cfg, log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null }, ...(nonces ? { nonces } : {}) };
-    this.worker = new Worker(new URL("../workers/state-sync/worker.js", import.meta.url), { workerData: init });
+    const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}) };
+    // policy: logged (by the kit); in-flight work fails back to its callers
+    this.worker = spawnThread({ name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, onError: () => this.failInFlight() });
     this.worker.on("message", (m: MirrorReply) => {
       const f = this.inFlight.get(m.done);
       if (!f) return;
@@ -43,12 +44,12 @@ export class MirrorThread {
       if (this.inFlight.size === 0) for (const r of this.idleWaiters.splice(0)) r();
       f.done?.(m);
     });
-    this.worker.on("error", (e) => {
-      log.error(`mirror thread failed: ${e.message}`);
-      for (const [seq, f] of this.inFlight) f.done?.({ done: seq, error: "the mirror thread failed" });
-      this.inFlight.clear();
-      for (const r of this.idleWaiters.splice(0)) r();
-    });
+  }
+
+  private failInFlight(): void {
+    for (const [seq, f] of this.inFlight) f.done?.({ done: seq, error: "the mirror thread failed" });
+    this.inFlight.clear();
+    for (const r of this.idleWaiters.splice(0)) r();
   }
 
   private post(body: Body, bytes: number, done?: (r: MirrorReply) => void): boolean {

@@ -2,8 +2,7 @@
  * A runner thread: runs one runner call inside the master process (so it can see shared state such as
  * the ring SharedArrayBuffer) and streams prints and the return value to the control server.
  */
-import { parentPort, workerData } from "node:worker_threads";
-import { configureLogging } from "../shared/log.js";
+import { parentPort } from "node:worker_threads";
 import { openStore } from "../lib/store/lmdb-env.js";
 import { minionPkiDir } from "../shared/shared-fs.js";
 import { JobCache } from "../lib/store/job-cache.js";
@@ -22,9 +21,9 @@ import { RaftClient } from "../workers/raft/client.js";
 import { isClustered } from "../shared/shared-fs.js";
 import { SyncOutbox } from "../shared/sync-outbox.js";
 import { clusterNodeIdOf } from "../shared/node-ids.js";
+import { threadInit } from "../shared/thread-kit.js";
 
-const init = workerData as RunnerInit;
-configureLogging(init.log);
+const init = threadInit<RunnerInit>();
 const post = (m: RunnerMessage) => parentPort!.postMessage(m);
 
 const queue: BusEvent[] = [];

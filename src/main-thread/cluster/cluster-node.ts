@@ -14,10 +14,10 @@
  * worker then starts without a cluster group, and that handshake calls `raft.bootstrap(self + peer ids)`:
  * the genesis is a pure function of the sorted founders, so every founder builds the same one.
  */
-import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import { MessageChannel, type Worker, type MessagePort } from "node:worker_threads";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { BrineError } from "../../shared/errors.js";
-import { getLogger, loggingConfig } from "../../shared/log.js";
+import { getLogger } from "../../shared/log.js";
 import { createRingBuffer } from "../../shared/sab-ring/layout.js";
 import { RaftClient } from "../../workers/raft/client.js";
 import { raftLmdbDir } from "../../workers/raft/lmdb-backend.js";
@@ -25,6 +25,7 @@ import { clusterNodeIdOf } from "../../shared/node-ids.js";
 import type { RaftWorkerInit, RaftWorkerPeerInit } from "../../workers/raft/worker.js";
 import type { NodeStatus } from "../../workers/raft/api.js";
 import type { WorkerLimits } from "../../workers/raft/limits.js";
+import { spawnThread, threadLogSettings } from "../../shared/thread-kit.js";
 
 const log = getLogger("brine.cluster");
 
@@ -56,7 +57,6 @@ export class ClusterNode {
     const nodeId = clusterNodeIdOf(cfg);
     const ringBuffer = createRingBuffer();
     const peers = Array.isArray(cfg.cluster_peers) ? cfg.cluster_peers : [];
-    const lc = loggingConfig();
     const init: RaftWorkerInit = {
       nodeId,
       ringBuffer,
@@ -65,18 +65,21 @@ export class ClusterNode {
       ...(peers.length === 0 ? { founders: [nodeId] } : {}),
       ...(limits ? { limits } : {}),
       ...(opts.peer ? { peer: opts.peer } : {}),
-      log: { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null },
+      log: threadLogSettings(),
     };
-    const worker = new Worker(new URL("../../workers/raft/worker.js", import.meta.url), {
+    let node: ClusterNode | undefined;
+    // policy: logged; the ring stays at its last published state (no restart: it could fork the group)
+    const worker = spawnThread({
+      name: "raft",
+      url: new URL("../../workers/raft/worker.js", import.meta.url),
       workerData: init,
       ...(opts.peer ? { transferList: [opts.peer.port] } : {}),
+      onExit: (code) => {
+        if (!node?.stopped) log.critical(`raft worker exited (code ${code}); cluster state is frozen at its last published ring`);
+      },
     });
     const raft = new RaftClient(worker);
-    const node = new ClusterNode(nodeId, ringBuffer, worker, raft);
-    worker.on("error", (e) => log.critical(`raft worker crashed: ${e.message}`));
-    worker.on("exit", (code) => {
-      if (!node.stopped) log.critical(`raft worker exited (code ${code}); cluster state is frozen at its last published ring`);
-    });
+    node = new ClusterNode(nodeId, ringBuffer, worker, raft);
     let status: NodeStatus;
     try {
       status = await raft.ready();

@@ -6,7 +6,7 @@
  * The serial restarts at 1 whenever the shared AES key's generation changes (never reuse a key
  * while resetting its serial).
  */
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Crypticle } from "../../shared/protocol/crypticle.js";
@@ -14,12 +14,12 @@ import { encodeWire } from "../../shared/protocol/msgpack.js";
 import { privateKey, rsaSign, isSigAlgo, DEFAULT_SIG_ALGO } from "../../shared/protocol/rsa.js";
 import { SharedSecrets } from "../../shared/secrets.js";
 import type { PublisherInit, PublisherRequest, PublisherReply } from "./messages.js";
-import { configureLogging, getLogger } from "../../shared/log.js";
+import { getLogger } from "../../shared/log.js";
+import { threadInit } from "../../shared/thread-kit.js";
 
 const log = getLogger("brine.publisher");
 
-const init = workerData as PublisherInit;
-if (init.log) configureLogging(init.log);
+const init = threadInit<PublisherInit>();
 const secrets = new SharedSecrets(init.secrets);
 const priv = privateKey(readFileSync(path.join(init.pkiDir, `${init.keyName ?? "master"}.pem`), "utf8"));
 const sigAlgo = isSigAlgo(init.signingAlgorithm) ? init.signingAlgorithm : DEFAULT_SIG_ALGO;

@@ -16,9 +16,9 @@
  * keeps serving minions, with the last published ring, and logs it loudly.
  */
 import * as Comlink from "comlink";
-import { parentPort, workerData, type MessagePort } from "node:worker_threads";
+import { parentPort, type MessagePort } from "node:worker_threads";
 import { BrineError, isBrineError } from "../../shared/errors.js";
-import { configureLogging, getLogger } from "../../shared/log.js";
+import { getLogger } from "../../shared/log.js";
 import { RingWriter } from "../../shared/sab-ring/writer.js";
 import { PROPOSE_MANY_MAX, type Outcome, type ProposeReceipt, type ProposeResult, type RaftWorkerApi } from "./api.js";
 import { nodeEndpoint } from "./comlink-node.js";
@@ -36,6 +36,7 @@ import type { StoreConfig } from "../../lib/store/lmdb-env.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
 import type { ReadOptions, ReadQuery } from "./api.js";
+import { threadInit } from "../../shared/thread-kit.js";
 
 /** workerData of the Raft worker. */
 export interface RaftWorkerInit {
@@ -65,8 +66,7 @@ export interface RaftWorkerPeerInit {
   port: MessagePort;
 }
 
-const init = workerData as RaftWorkerInit;
-configureLogging(init.log);
+const init = threadInit<RaftWorkerInit>();
 const log = getLogger("brine.raft");
 const limits: WorkerLimits = { ...DEFAULT_WORKER_LIMITS, ...init.limits, raft: { ...DEFAULT_WORKER_LIMITS.raft, ...init.limits?.raft } };
 

@@ -10,14 +10,15 @@
  * It runs beside the request workers (the main thread does no decoding); lmdb-js shares the environment
  * within the process, so writes join the same group commits.
  */
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import type { MasterConfig } from "../../shared/config/defaults.js";
-import { configureLogging, getLogger } from "../../shared/log.js";
+import { getLogger } from "../../shared/log.js";
 import { openStore } from "../../lib/store/lmdb-env.js";
 import { NonceSet } from "../../shared/nonce-set.js";
 import { clusterNodeIdOf } from "../../shared/node-ids.js";
 import { PresenceBoard, type PresenceReport } from "../../lib/store/presence-board.js";
 import { SyncStore, type SyncCursor } from "./sync-store.js";
+import { threadInit } from "../../shared/thread-kit.js";
 
 export interface JobMirrorInit {
   cfg: MasterConfig;
@@ -74,8 +75,7 @@ export interface MirrorReply {
   error?: string;
 }
 
-const init = workerData as JobMirrorInit;
-configureLogging(init.log);
+const init = threadInit<JobMirrorInit>();
 const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);

@@ -1,0 +1,56 @@
+/**
+ * The one way brine starts a thread and a thread starts up (issue 14's worker kit).
+ *
+ * - `spawnThread` (on the thread's host, the main thread): names the thread, hands it its init data, logs an
+ *   uncaught error with the thread's name, and calls the host's policy for errors and unexpected exits. The
+ *   policies differ per thread on purpose; docs/ARCHITECTURE.md ("When a thread fails") lists them.
+ * - `threadInit` (first line of a thread's entry): reads its init data and sets up logging from the `log`
+ *   settings the host passed, so every thread logs in the master's format to the master's files.
+ *
+ * The request workers are Piscina's: it spawns and replaces them, and their entry sets up logging from
+ * Piscina's own workerData (src/workers/req-handler/worker.ts).
+ */
+import { Worker, workerData, type Transferable } from "node:worker_threads";
+import { configureLogging, getLogger, loggingConfig, type LogConfig } from "./log.js";
+
+const log = getLogger("brine.threads");
+
+export interface ThreadSpec {
+  /** shown in logs and in the thread's name (`brine-<name>`) */
+  name: string;
+  /** the compiled entry, `new URL("…/thread.js", import.meta.url)` */
+  url: URL;
+  workerData: unknown;
+  transferList?: readonly Transferable[];
+  /** the host's policy for an uncaught error in the thread (after the kit logged it) */
+  onError?: (e: Error) => void;
+  /** the host's policy for an exit; `expected` is what the host said through `stopping()` */
+  onExit?: (code: number) => void;
+}
+
+export function spawnThread(spec: ThreadSpec): Worker {
+  const w = new Worker(spec.url, {
+    workerData: spec.workerData,
+    name: `brine-${spec.name}`,
+    ...(spec.transferList ? { transferList: spec.transferList as Transferable[] } : {}),
+  });
+  w.on("error", (e) => {
+    log.error(`${spec.name} thread failed: ${e.stack ?? e.message}`);
+    spec.onError?.(e);
+  });
+  if (spec.onExit) w.on("exit", spec.onExit);
+  return w;
+}
+
+/** A thread's init data, with logging set up from its `log` settings (absent: the defaults). */
+export function threadInit<T extends { log?: LogConfig | null }>(): T {
+  const init = workerData as T;
+  if (init?.log) configureLogging(init.log);
+  return init;
+}
+
+/** The master's logging settings as a thread's init data carries them (structured-clone safe). */
+export function threadLogSettings(): { level: string; file: string | null; fileLevel: string | null } {
+  const lc = loggingConfig();
+  return { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null };
+}
