@@ -1,6 +1,6 @@
 /**
  * The request worker's side of cache sync: what this thread's writes to the minion data cache, the mine, the
- * session keys and the eauth tokens (made, revoked) were, collected as records and handed to the main thread
+ * session keys, the protocol v3 marks and the eauth tokens (made, revoked) were, collected as records and handed to the main thread
  * with each batch's result (BatchResult.sync), already encoded, so the main thread only sends bytes to the
  * peers (sync-service.ts). Only with `cluster_id`.
  */
@@ -57,12 +57,13 @@ function encodeSplit(records: SyncRecord[], out: Uint8Array[]): void {
   encodeSplit(records.slice(half), out);
 }
 
-/** Clustered: an outbox collecting this worker context's data cache, mine, session key and token writes. */
+/** Clustered: an outbox collecting this worker context's data cache, mine, session key, v3 mark and token writes. */
 export function installSyncOutbox(ctx: MasterContext): SyncOutbox | undefined {
   if (!isClustered(ctx.cfg)) return undefined;
   const outbox = new SyncOutbox();
   ctx.minionCache.track(clusterNodeIdOf(ctx.cfg), (r) => outbox.push(r));
   ctx.sessions.track((c) => outbox.push({ k: "sess", ...c }));
+  ctx.v3Marks.track((id, t) => outbox.push({ k: "v3", id, t }));
   ctx.auth().tokens.track((r) => outbox.push(r));
   return outbox;
 }

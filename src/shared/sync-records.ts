@@ -15,6 +15,11 @@
  * So do the request nonces a peer remembers (`nonce`): a master that was away learns which frames its peers
  * accepted meanwhile, and refuses them replayed to it.
  *
+ * Protocol v3 marks (`v3`, src/lib/store/v3-marks.ts) travel live and in bulk syncs: a minion that signed in with
+ * v3 on one master is known as such on every master, so a v2 request forged in its name is refused everywhere.
+ * A mark is only ever added while the minion's key lives (each master drops its own with the key), so a record
+ * is kept when no mark is held; its time only lets a bulk sync send the marks made since.
+ *
  * eauth tokens (`tok`, src/lib/auth/tokens.ts) travel live and in bulk syncs: a token's data when it is made, and a
  * tombstone (`v: null`) when it is revoked, kept until the token's own expiry. A token is made once (32 random
  * bytes) and revoked after, so the order is simply: a tombstone wins over the token's data whatever their times,
@@ -82,6 +87,14 @@ export interface NonceRecord {
   b: Uint8Array;
 }
 
+/** a minion that signed in with protocol v3 (a v2 request in its name is refused) */
+export interface V3MarkRecord {
+  k: "v3";
+  id: string;
+  /** when the mark was made (ms since the epoch, origin's clock) */
+  t: number;
+}
+
 /** an eauth token: its data when made, null once revoked (a tombstone, kept until `x`) */
 export interface TokenRecord {
   k: "tok";
@@ -93,7 +106,7 @@ export interface TokenRecord {
   v: TokenData | null;
 }
 
-export type SyncRecord = DataRecord | MineRecord | SessionRecord | JobRecord | RetRecord | NonceRecord | TokenRecord;
+export type SyncRecord = DataRecord | MineRecord | SessionRecord | JobRecord | RetRecord | NonceRecord | TokenRecord | V3MarkRecord;
 
 /** packed nonces one record holds at most, bytes */
 export const NONCE_RECORD_BYTES_MAX = 1024 * 1024;
@@ -152,6 +165,8 @@ export function checkRecord(x: unknown, nowMs: number): SyncRecord | string {
     case "sess":
       if (typeof x.key !== "string" || !SESSION_KEY_RE.test(x.key)) return "bad session key";
       return { k: "sess", id: x.id, t: x.t, key: x.key };
+    case "v3":
+      return { k: "v3", id: x.id, t: x.t };
     default:
       return "unknown kind";
   }

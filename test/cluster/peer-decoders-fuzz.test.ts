@@ -44,7 +44,7 @@ const tokenData = fc.record(
 );
 const recordish = fc.record(
   {
-    k: fc.constantFrom("data", "mine", "sess", "job", "ret", "nonce", "tok", "x"),
+    k: fc.constantFrom("data", "mine", "sess", "job", "ret", "nonce", "tok", "v3", "x"),
     b: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.anything()),
     id: minionId,
     jid,
@@ -120,7 +120,7 @@ test("cache-sync records and pull requests: any shape is refused with a reason o
   fc.assert(
     fc.property(fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.anything().map((x) => { try { return cbor.encode(x) as Uint8Array; } catch { return new Uint8Array(); } })), (b) => {
       const r = decodePull(b);
-      if (typeof r !== "string") assert.ok(["data", "mine", "sess", "tok", "job", "ret", "nonce"].includes(r.cursor.bank) && r.since >= 0 && (r.jobsSince === undefined || r.jobsSince >= 0));
+      if (typeof r !== "string") assert.ok(["data", "mine", "sess", "v3", "tok", "job", "ret", "nonce"].includes(r.cursor.bank) && r.since >= 0 && (r.jobsSince === undefined || r.jobsSince >= 0));
       return true;
     }),
     { numRuns: RUNS },
@@ -137,7 +137,7 @@ test("pull replies from a peer: any bytes are refused with a reason or stored as
       fc.asyncProperty(
         fc.oneof(
           fc.uint8Array({ maxLength: 128 }),
-          fc.record({ b: fc.array(recordish, { maxLength: 4 }).map((r) => cbor.encode(r) as Uint8Array), n: fc.anything(), next: fc.oneof(fc.constant(null), fc.record({ bank: fc.constantFrom("data", "tok", "job", "ret", "nonce", "zz"), after: fc.anything() }, { requiredKeys: ["bank"] }), fc.anything()), error: fc.anything() }, { requiredKeys: [] }).map((x) => cbor.encode(x) as Uint8Array),
+          fc.record({ b: fc.array(recordish, { maxLength: 4 }).map((r) => cbor.encode(r) as Uint8Array), n: fc.anything(), next: fc.oneof(fc.constant(null), fc.record({ bank: fc.constantFrom("data", "v3", "tok", "job", "ret", "nonce", "zz"), after: fc.anything() }, { requiredKeys: ["bank"] }), fc.anything()), error: fc.anything() }, { requiredKeys: [] }).map((x) => cbor.encode(x) as Uint8Array),
         ),
         async (reply) => {
           const r = await sync.applyChunk("peer", reply);
@@ -148,8 +148,8 @@ test("pull replies from a peer: any bytes are refused with a reason or stored as
     );
     // a peer's pull request with any cursor position: answered (records or an error), never thrown on
     fc.assert(
-      fc.property(fc.constantFrom("data", "mine", "sess", "tok", "job", "ret", "nonce"), fc.oneof(fc.string(), fc.stringMatching(/^\d{1,3}:\d{1,5}$/)), fc.option(fc.nat()), (bank, after, jobsSince) => {
-        const out = sync.serve(encodePull({ cursor: { bank, after }, since: 0, nonces: true, tokens: true, ...(jobsSince !== null ? { jobsSince } : {}) }));
+      fc.property(fc.constantFrom("data", "mine", "sess", "v3", "tok", "job", "ret", "nonce"), fc.oneof(fc.string(), fc.stringMatching(/^\d{1,3}:\d{1,5}$/)), fc.option(fc.nat()), (bank, after, jobsSince) => {
+        const out = sync.serve(encodePull({ cursor: { bank, after }, since: 0, nonces: true, tokens: true, v3: true, ...(jobsSince !== null ? { jobsSince } : {}) }));
         return out instanceof Uint8Array;
       }),
       { numRuns: RUNS },

@@ -141,7 +141,7 @@ describe("require_minion_sign_messages and brine_min_envelope_version", { timeou
 });
 
 test("a v3 mark goes with the minion's key (keyless purge), so a new v2 minion may take a deleted id", async () => {
-  const { V3Marks } = await import("../../src/workers/req-handler/v3-marks.js");
+  const { V3Marks } = await import("../../src/lib/store/v3-marks.js");
   const { mkdtempSync, rmSync } = await import("node:fs");
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-v3marks-"));
   try {

@@ -183,7 +183,7 @@ export class CacheSyncService {
     while (cursor && !this.closed) {
       if (!this.channel.isUp(peer)) return; // pulled again when it comes back
       try {
-        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}), nonces: true, tokens: true }), PULL_REQUEST_TIMEOUT_MS);
+        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}), nonces: true, tokens: true, v3: true }), PULL_REQUEST_TIMEOUT_MS);
         cursor = await this.mirror.applyChunk(peer, reply);
         chunks++;
         this.counters.pullChunks++;
@@ -202,7 +202,7 @@ export class CacheSyncService {
       this.lastPull.set(peer, startedAt);
       if (floor !== undefined && this.stallFloor.get(peer) === floor) this.stallFloor.delete(peer);
       const jobs = jobsSince === undefined ? "" : `; jobs since ${new Date(jobsSince).toISOString()}`;
-      log.info(`cache sync: pulled ${peer}'s minion data, mine, session keys, eauth tokens and replay nonces (${chunks} chunk(s)${since ? `, written since ${new Date(since).toISOString()}` : ""}${jobs})`);
+      log.info(`cache sync: pulled ${peer}'s minion data, mine, session keys, v3 marks, eauth tokens and replay nonces (${chunks} chunk(s)${since ? `, written since ${new Date(since).toISOString()}` : ""}${jobs})`);
     }
   }
 

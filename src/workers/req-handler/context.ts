@@ -11,7 +11,7 @@ import { JidGenerator } from "../../shared/protocol/jid.js";
 import { privateKey, publicKey } from "../../shared/protocol/rsa.js";
 import { AcceptedKeyCache, KeyStore } from "../../lib/pki/key-store.js";
 import { SessionKeys } from "../../lib/store/sessions.js";
-import { V3Marks } from "./v3-marks.js";
+import { V3Marks } from "../../lib/store/v3-marks.js";
 import { AuthCipherCache } from "./auth-cipher-cache.js";
 import { SharedSecrets } from "../../shared/secrets.js";
 import { NonceSet } from "../../shared/nonce-set.js";

@@ -1,6 +1,6 @@
 /**
  * The storing side of cache sync, run in the mirror thread (job-mirror-worker.ts): applies peers' records to
- * this master's minion data cache, mine, session key files and eauth tokens, and reads this master's copy back
+ * this master's minion data cache, mine, session key files, protocol v3 marks and eauth tokens, and reads this master's copy back
  * in bounded chunks for a peer's bulk sync. Every decision about a record is in records.ts / session-merge.ts;
  * the job cache's banks (a pull that asks for them with `jobsSince`) are read and stored by job-records.ts.
  */
@@ -15,6 +15,7 @@ import { NonceAppender, readNonceChunk } from "../../shared/nonce-journal.js";
 import type { NonceSet } from "../../shared/nonce-set.js";
 import { lmdbDir } from "../../lib/store/lmdb-env.js";
 import { TokenStore } from "../../lib/auth/tokens.js";
+import { V3Marks } from "../../lib/store/v3-marks.js";
 import { decodeRecords, encodeRecords, syncCbor, type SyncRecord, type TokenRecord } from "../../shared/sync-records.js";
 import { LogBudget } from "../../shared/log-budget.js";
 
@@ -25,11 +26,11 @@ const refusedLog = new LogBudget(1, 10_000, (line) => log.warning(line), "cache-
 /**
  * Where a bulk sync is: the bank it reads and the last key it sent from it (a minion id; a jid in `job`, a
  * `<jid>/<id>` in `ret`, a key of `auth/tokens` in `tok`, `<generation>:<offset>` in a nonce journal file).
- * Banks go data → mine → sess, then tok when the pull asks for eauth tokens, then job → ret when it asks for
+ * Banks go data → mine → sess, then v3 when the pull asks for protocol v3 marks, then tok when it asks for eauth tokens, then job → ret when it asks for
  * the job cache, then nonce when it asks for the replay nonces.
  */
 export interface SyncCursor {
-  bank: "data" | "mine" | "sess" | "tok" | "job" | "ret" | "nonce";
+  bank: "data" | "mine" | "sess" | "v3" | "tok" | "job" | "ret" | "nonce";
   after?: string;
 }
 
@@ -43,6 +44,8 @@ export interface DumpRequest {
   nonces?: boolean;
   /** eauth tokens too (a master that knows them asks; an older one, which would refuse the bank, does not) */
   tokens?: boolean;
+  /** protocol v3 marks too (asked as tokens are) */
+  v3?: boolean;
 }
 
 export interface DumpChunk {
@@ -61,11 +64,11 @@ export const SYNC_CHUNK_BYTES_MAX = 2 * 1024 * 1024;
 /** how long the sorted listing of the sessions directory is reused across the chunks of a bulk sync, ms */
 const SESSION_LISTING_TTL_MS = 10_000;
 
-const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "tok", "job", "ret", "nonce"];
+const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "v3", "tok", "job", "ret", "nonce"];
 
 /** the banks a pull reads, in order */
 function banksFor(req: DumpRequest): SyncCursor["bank"][] {
-  return BANKS.filter((b) => ((b === "job" || b === "ret") ? req.jobsSince !== undefined : b === "nonce" ? req.nonces === true : b === "tok" ? req.tokens === true : true));
+  return BANKS.filter((b) => ((b === "job" || b === "ret") ? req.jobsSince !== undefined : b === "nonce" ? req.nonces === true : b === "tok" ? req.tokens === true : b === "v3" ? req.v3 === true : true));
 }
 
 /** packed nonces one bulk-sync chunk carries at most, bytes */
@@ -82,6 +85,7 @@ export class SyncStore {
   /** this master's replay nonces (their journal directory, the set, an appender), to serve and to add to */
   private readonly nonces: { dir: string; set: NonceSet; appender: NonceAppender } | undefined;
   readonly tokens: TokenStore;
+  readonly v3Marks: V3Marks;
   private readonly sessionsDir: string;
   private readonly lifetimeMs: number;
   private listing: { at: number; ids: string[] } | undefined;
@@ -100,6 +104,7 @@ export class SyncStore {
     this.cache = new MinionCache(store, now);
     this.jobRecords = new JobRecords(store, cfg);
     this.tokens = new TokenStore(store, now);
+    this.v3Marks = new V3Marks(cfg.cachedir, now);
     this.sessionsDir = path.join(cfg.cachedir, "sessions");
     this.lifetimeMs = cfg.publish_session * 1000;
   }
@@ -135,6 +140,14 @@ export class SyncStore {
       return true;
     }
     if (r.k === "tok") return this.tokens.applyPeer(r);
+    if (r.k === "v3") {
+      try {
+        return this.v3Marks.applyPeer(r.id);
+      } catch (e) {
+        log.error(`storing a peer's v3 mark for ${r.id} failed: ${(e as Error).message}`);
+        return false;
+      }
+    }
     return this.cache.applyPeer(r);
   }
 
@@ -149,6 +162,10 @@ export class SyncStore {
       if (bank === "sess") {
         const r = listSessionKeys(this.sessionsDir, this.sessionListing(after === undefined), after, SYNC_CHUNK_IDS_MAX, req.since, this.lifetimeMs, this.now());
         records.push(...r.keys.map((k) => ({ k: "sess" as const, ...k })));
+        next = r.next;
+      } else if (bank === "v3") {
+        const r = this.v3Marks.list(after, SYNC_CHUNK_IDS_MAX, req.since, after === undefined);
+        records.push(...r.marks.map((m) => ({ k: "v3" as const, ...m })));
         next = r.next;
       } else if (bank === "tok") {
         const r = this.tokens.dump(after, SYNC_CHUNK_IDS_MAX, req.since);
@@ -238,7 +255,7 @@ export function encodePull(req: DumpRequest): Uint8Array {
 }
 
 export function decodePull(bytes: Uint8Array): DumpRequest | string {
-  let x: { cursor?: unknown; since?: unknown; jobsSince?: unknown; nonces?: unknown; tokens?: unknown };
+  let x: { cursor?: unknown; since?: unknown; jobsSince?: unknown; nonces?: unknown; tokens?: unknown; v3?: unknown };
   try {
     x = syncCbor.decode(bytes) as typeof x;
   } catch {
@@ -252,5 +269,6 @@ export function decodePull(bytes: Uint8Array): DumpRequest | string {
   if (js !== undefined && (typeof js !== "number" || !Number.isFinite(js) || js < 0)) return "bad jobsSince";
   if (x.nonces !== undefined && typeof x.nonces !== "boolean") return "bad nonces flag";
   if (x.tokens !== undefined && typeof x.tokens !== "boolean") return "bad tokens flag";
-  return { cursor, since: x.since, ...(js !== undefined ? { jobsSince: js } : {}), ...(x.nonces === true ? { nonces: true } : {}), ...(x.tokens === true ? { tokens: true } : {}) };
+  if (x.v3 !== undefined && typeof x.v3 !== "boolean") return "bad v3 flag";
+  return { cursor, since: x.since, ...(js !== undefined ? { jobsSince: js } : {}), ...(x.nonces === true ? { nonces: true } : {}), ...(x.tokens === true ? { tokens: true } : {}), ...(x.v3 === true ? { v3: true } : {}) };
 }
