@@ -323,3 +323,21 @@ test("salt.wait_for_event: done when events matching the tag glob named every id
   const t = (await callHigh(high({ wait: { salt: ["wait_for_event", { name: "x" }, { id_list: ["m1"] }] } }), stateRuntime(fakeIO({}), { test: true, failhard: false }))) as Running;
   assert.equal(t["salt_|-wait_|-x_|-wait_for_event"]!.comment, "Orchestration would wait for event 'x'");
 });
+
+test("retry: the state is called again after interval until its result is `until` or the attempts are spent; test mode only says so", async () => {
+  let n = 0;
+  const flaky: Fn = (c) => ({ name: c.kwargs.name, changes: {}, result: ++n >= 3, comment: `try ${n}` });
+  const slept: number[] = [];
+  const rt = { ...table({ "t.flaky": flaky, "t.bad": bad }), sleep: async (ms: number) => void slept.push(ms) };
+  const r = (await callHigh(high({ up: { t: ["flaky", { retry: { attempts: 5, interval: 2 } }] }, never: { t: ["bad", { retry: { attempts: 2, interval: 1 } }] } }), rt)) as Running;
+  const up = r["t_|-up_|-up_|-flaky"]!;
+  assert.equal(up.result, true);
+  assert.equal(up.comment, 'Attempt 1: Returned a result of "False", with the following comment: "try 1"\nAttempt 2: Returned a result of "False", with the following comment: "try 2"\ntry 3');
+  assert.ok((up.duration as number) >= 4000);
+  const never = r["t_|-never_|-never_|-bad"]!;
+  assert.equal(never.result, false);
+  assert.equal(never.comment, 'Attempt 1: Returned a result of "False", with the following comment: "bad"\nbad');
+  assert.deepEqual(slept, [2000, 2000, 1000]);
+  const t = (await callHigh(high({ up: { t: ["bad", { retry: true }] } }), table({ "t.bad": bad }, { test: true }))) as Running;
+  assert.equal(t["t_|-up_|-up_|-bad"]!.comment, "bad  The state would be retried every 30 seconds (with a splay of up to 0 seconds) a maximum of 2 times or until a result of True is returned");
+});

@@ -12,7 +12,8 @@
  * requisite failed", "The following requisites were not found", "State was not run because ..."). `watch` on
  * a state without `mod_watch` is a `require` (every `salt.*` state); `failhard` (the chunk's, else the run's)
  * stops the run at the first failure outside test mode; `parallel: True` starts the function and goes on,
- * its result joined when a requisite or the end of the run needs it.
+ * its result joined when a requisite or the end of the run needs it; `retry` calls a state again until its
+ * result is `until` (sleep injected).
  *
  * Not here (refused with a compile error naming them, never ignored): `listen`/`listen_in`, `use`/`use_in`.
  */
@@ -63,6 +64,8 @@ export interface StateRuntime {
   run(full: string, call: StateCall): Promise<StateResult>;
   /** milliseconds since the epoch, sub-millisecond precision allowed */
   now(): number;
+  /** waits between `retry` attempts (default: a timer) */
+  sleep?(ms: number): Promise<void>;
   test: boolean;
   /** the run's `failhard` (a chunk's own `failhard` wins) */
   failhard: boolean;
@@ -83,7 +86,7 @@ export const INTERNAL_KEYWORDS: ReadonlySet<string> = new Set([...REQUISITES, ..
 /** Requisites brine's compiler refuses (Salt has them; brine does not run them yet). */
 const UNSUPPORTED_REQUISITES = ["listen", "listen_in", "use", "use_in"];
 /** Run-time keys brine refuses in orchestration rather than ignore. */
-const UNSUPPORTED_RUNTIME = ["onlyif", "unless", "creates", "check_cmd", "retry"];
+const UNSUPPORTED_RUNTIME = ["onlyif", "unless", "creates", "check_cmd"];
 
 export function isMap(v: unknown): v is Data {
   return v !== null && typeof v === "object" && !Array.isArray(v) && !Buffer.isBuffer(v) && !(v instanceof Uint8Array);
@@ -568,6 +571,7 @@ export class ChunkRunner {
     } else {
       for (const a of found.required) if (!(a in low)) errors.push(`Missing parameter ${a} for state ${full}`);
       for (const k of UNSUPPORTED_RUNTIME) if (k in low) errors.push(`The '${k}' argument of state ${full} is not supported by brine's orchestrate`);
+      if ("retry" in low && low.parallel) errors.push(`The 'retry' argument of state ${full} is not supported with 'parallel' by brine's orchestrate`);
     }
     this.watchAsRequire(low);
     if (Array.isArray(low.require)) {
@@ -838,7 +842,7 @@ export class ChunkRunner {
   }
 
   /** Salt's State.call: verify the chunk, run its function, stamp the result. */
-  private async call(low: Low, running: Running): Promise<StateResult> {
+  private async call(low: Low, running: Running, attempt = 1): Promise<StateResult> {
     const start = this.rt.now();
     const errors = this.verifyData(low);
     if (errors.length) return { result: false, name: low.name, changes: {}, comment: errors.map((e) => `${e}\n`).join(""), __run_num__: this.runNum++ };
@@ -877,8 +881,37 @@ export class ChunkRunner {
     ret.start_time = localClock(start);
     ret.duration = ms3(this.rt.now() - start);
     ret.__id__ = low.__id__;
+    if ("retry" in low && !low.parallel) return this.retry(low, running, ret, attempt);
     return ret;
   }
+
+  /** Salt's `retry`: the state called again (after interval + splay) until its result is `until` or attempts run out. */
+  private async retry(low: Low, running: Running, ret: StateResult, attempt: number): Promise<StateResult> {
+    const r = retryData(low.retry);
+    low.retry = r;
+    const py = (v: unknown) => (v === true ? "True" : v === false ? "False" : v === null || v === undefined ? "None" : String(v));
+    if (this.rt.test) {
+      ret.comment = [ret.comment ? str(ret.comment) : "", `The state would be retried every ${r.interval} seconds (with a splay of up to ${r.splay} seconds) a maximum of ${r.attempts} times or until a result of ${py(r.until)} is returned`].join("  ");
+      return ret;
+    }
+    if (r.until === ret.result || r.attempts <= attempt) return ret;
+    const interval = r.interval + (r.splay ? Math.floor(Math.random() * (r.splay + 1)) : 0);
+    await (this.rt.sleep ? this.rt.sleep(interval * 1000) : new Promise<void>((res) => setTimeout(res, interval * 1000)));
+    const next = await this.call(low, running, attempt + 1);
+    next.comment = [`Attempt ${attempt}: Returned a result of "${py(ret.result)}", with the following comment: "${str(ret.comment)}"`, next.comment ? str(next.comment) : ""].join("\n");
+    next.duration = ms3(Number(next.duration ?? 0) + Number(ret.duration ?? 0) + interval * 1000);
+    if (attempt === 1) next.start_time = ret.start_time;
+    return next;
+  }
+}
+
+/** Salt's verify_retry_data: until (bool), attempts, interval, splay (ints) with Salt's defaults; `retry: True` the defaults, `False` no attempts. */
+function retryData(v: unknown): { until: boolean; attempts: number; interval: number; splay: number } {
+  const defaults = { until: true, attempts: 2, splay: 0, interval: 30 };
+  if (v === false) return { ...defaults, attempts: 0 };
+  if (!isMap(v)) return defaults;
+  const int = (x: unknown, d: number) => (typeof x === "number" && Number.isInteger(x) ? x : typeof x === "boolean" ? Number(x) : d);
+  return { until: typeof v.until === "boolean" ? v.until : defaults.until, attempts: int(v.attempts, defaults.attempts), interval: int(v.interval, defaults.interval), splay: int(v.splay, defaults.splay) };
 }
 
 function isEmpty(v: unknown): boolean {
