@@ -12,7 +12,8 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
 import { configureLogging } from "../../src/shared/log.js";
-import { readState, roleDir, updateRole } from "../../src/lib/fileserver/git-cache.js";
+import { lockFile, machineId, readState, roleDir, updateRole } from "../../src/lib/fileserver/git-cache.js";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { git } from "../../src/lib/fileserver/git-cli.js";
 import { createServer } from "node:net";
 import { parseRemotes, validRemoteUrl } from "../../src/lib/fileserver/git-remotes.js";
@@ -132,6 +133,19 @@ describe("gitfs", () => {
     const g = new GitfsBackend(cfg2);
     assert.deepEqual(g.envs(), ["base", "prod"]);
     assert.ok(await g.find("webapp/init.sls", "prod"));
+  });
+
+  test("an update lock of a process that is gone is taken over on this machine, honoured when another machine (a master sharing the cachedir) holds it", async () => {
+    const cfg = config([a.url], { fileserver_backend: ["gitfs"] });
+    const [remote] = parseRemotes(cfg, "gitfs", [a.url]).remotes;
+    const f = lockFile(remote!);
+    mkdirSync(path.dirname(f), { recursive: true });
+    const deadPid = 2 ** 22 + 12345; // above pid_max's default: never a running process
+    writeFileSync(f, `${deadPid}\nsome-other-machine\n`);
+    assert.deepEqual((await updateRole(cfg, "gitfs")).locked, [a.url]);
+    writeFileSync(f, `${deadPid}\n${machineId()}\n`);
+    assert.deepEqual((await updateRole(cfg, "gitfs")).updated, [a.url]);
+    assert.ok(!existsSync(f), "released after the update");
   });
 
   test("fallback serves any environment a remote has no ref for; all_saltenvs serves one branch for every environment", async () => {

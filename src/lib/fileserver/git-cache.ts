@@ -166,25 +166,33 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** Take a remote's lock; false when a live process (this one included) holds it. A dead holder's lock is taken over. */
+/**
+ * Take a remote's lock; false when a live process (this one included) holds it, or another machine (a master
+ * sharing this cachedir: the lock names its machine id, as Salt's does). A lock of this machine whose process
+ * is gone is taken over.
+ */
 export function takeLock(r: GitRemote): boolean {
   const f = lockFile(r);
   mkdirSync(path.dirname(f), { recursive: true });
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(f, "wx");
-      writeSync(fd, `${process.pid}\nbrine\n`);
+      writeSync(fd, `${process.pid}\n${machineId()}\n`);
       closeSync(fd);
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }
     let pid = 0;
+    let mach = "";
     try {
-      pid = Number.parseInt(readFileSync(f, "utf8").split("\n")[0] ?? "", 10) || 0;
+      const lines = readFileSync(f, "utf8").split("\n");
+      pid = Number.parseInt(lines[0] ?? "", 10) || 0;
+      mach = (lines[1] ?? "").trim();
     } catch {
       pid = 0;
     }
+    if (mach && mach !== "brine" && mach !== machineId()) return false;
     if (pid && pidAlive(pid)) return false;
     log.warning(`Removing stale update lock for ${r.role} remote '${r.id}' (process ${pid || "unknown"} is not running)`);
     rmSync(f, { force: true });
@@ -196,8 +204,13 @@ export function releaseLock(r: GitRemote): void {
   rmSync(lockFile(r), { force: true });
 }
 
-/** The machine id Salt names in its lock messages (/etc/machine-id, as salt.utils.platform reads it). */
+/** The machine id Salt names in its locks and lock messages (/etc/machine-id, as salt.utils.platform reads it). */
+let machine: string | undefined;
 export function machineId(): string {
+  return (machine ??= readMachineId());
+}
+
+function readMachineId(): string {
   for (const f of ["/etc/machine-id", "/var/lib/dbus/machine-id"]) {
     try {
       const id = readFileSync(f, "utf8").trim();
