@@ -9,9 +9,9 @@
 import os from "node:os";
 import path from "node:path";
 import { runSwarm } from "../tools/swarm/swarm.js";
-import { TestMinion } from "../tools/minion/test-minion.js";
-import { keyPool } from "../tools/minion/keys.js";
-import { RawClient } from "../tools/minion/raw-client.js";
+import { TestMinion } from "../src/lib/minion/test-minion.js";
+import { keyPool } from "../src/lib/minion/keys.js";
+import { RawClient } from "../src/lib/minion/raw-client.js";
 import { startBrineMaster } from "./swarm.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 

@@ -10,10 +10,10 @@
  */
 import { Crypticle } from "../src/shared/protocol/crypticle.js";
 import { decodeWire } from "../src/shared/protocol/msgpack.js";
-import { keyPool } from "../tools/minion/keys.js";
-import { RawClient } from "../tools/minion/raw-client.js";
-import { buildAuthRequest, handleAuthReply, newNonce, newSignInState, type SignInConfig } from "../tools/minion/sign-in.js";
-import { packSalt, sealSalt } from "../tools/minion/wire.js";
+import { keyPool } from "../src/lib/minion/keys.js";
+import { RawClient } from "../src/lib/minion/raw-client.js";
+import { buildAuthRequest, handleAuthReply, newNonce, newSignInState, type SignInConfig } from "../src/lib/minion/sign-in.js";
+import { packSalt, sealSalt } from "../src/lib/minion/wire.js";
 import { startBrineMaster } from "./swarm.js";
 import { cpuSecondsOf } from "../tools/swarm/proc-stats.js";
 import type { BenchOptions, BenchRow } from "./types.js";

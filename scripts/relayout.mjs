@@ -75,6 +75,9 @@ const FILES = {
   "src/lib/fileserver/index": "src/workers/req-handler/fileserver-subsystem",
   "src/pillar/index": "src/workers/req-handler/pillar-subsystem",
   "src/lib/pillar/index": "src/workers/req-handler/pillar-subsystem",
+  // pure decisions the main thread uses too (its start-up warnings) live with the other ACL code
+  "src/workers/req-handler/peer-acl": "src/lib/auth/peer-acl",
+  "src/workers/req-handler/shown": "src/shared/shown",
 };
 const FOLDERS = {
   "src/master/": "src/workers/req-handler/",
@@ -83,7 +86,9 @@ const FOLDERS = {
   "src/cluster/state-machines/": "src/workers/raft/state-machines/",
   "src/raft/sim/": "tools/raft-sim/",
   "src/raft/": "src/workers/raft/core/",
-  "src/minion/": "tools/minion/",
+  // the minion side of Salt's protocol is a library: brine's salt-syndic signs in upstream as a minion with it
+  "src/minion/": "src/lib/minion/",
+  "tools/minion/": "src/lib/minion/",
   "src/swarm/": "tools/swarm/",
   "src/config/": "src/shared/config/",
   "src/protocol/": "src/shared/protocol/",
@@ -120,7 +125,7 @@ const exists = existsSync;
 // 1. move
 const moved = new Map(); // new path -> old path
 for (const f of all) {
-  if (!/\.(ts|mts|md)$/.test(f) || !f.startsWith("src/")) continue;
+  if (!/\.(ts|mts|md)$/.test(f) || !(f.startsWith("src/") || f.startsWith("tools/"))) continue;
   const to = newHome(f);
   if (!to || to === f) continue;
   if (existsSync(to)) throw new Error(`cannot move ${f}: ${to} exists`);

@@ -16,8 +16,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { TestMinion, type TestMinionOptions } from "./minion/test-minion.js";
-import type { MinionKeys } from "./minion/keys.js";
+import { TestMinion, type TestMinionOptions } from "../src/lib/minion/test-minion.js";
+import type { MinionKeys } from "../src/lib/minion/keys.js";
 
 export const CLI_DIR = new URL("../src/cli/", import.meta.url);
 export const PUB_PORT = 4505;

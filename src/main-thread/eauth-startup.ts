@@ -12,7 +12,7 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import type { Logger } from "../shared/log.js";
 import { ensureRootKey, rootKeyPath } from "../lib/pki/root-key.js";
 import { prefixOnlyEntries } from "../lib/auth/acl.js";
-import { prefixOnlyPeerKeys } from "../workers/req-handler/peer-acl.js";
+import { prefixOnlyPeerKeys } from "../lib/auth/peer-acl.js";
 import { makeEauthBackends, warnAboutDangerousBackends } from "../lib/auth/backends/index.js";
 import { authOptions } from "../lib/auth/options.js";
 

@@ -29,9 +29,9 @@ import { EventClient } from "../lib/client/event-client.js";
 import { LocalClient } from "../lib/client/local-client.js";
 import { validId, validJid } from "../shared/protocol/ids.js";
 import type { BusEvent } from "../shared/event-frame.js";
-import { MinionKeys } from "../../tools/minion/keys.js";
-import { TestMinion } from "../../tools/minion/test-minion.js";
-import type { PublishLoad } from "../../tools/minion/functions.js";
+import { MinionKeys } from "../lib/minion/keys.js";
+import { TestMinion } from "../lib/minion/test-minion.js";
+import type { PublishLoad } from "../lib/minion/functions.js";
 import { ForwardQueue, type QueuedReturn } from "./forward-queue.js";
 import type { SyndicOptions, UpstreamAddress } from "./options.js";
 

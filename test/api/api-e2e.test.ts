@@ -6,7 +6,7 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import type { TestMaster } from "../helpers/master.js";
 import { API_SECRET, startApiMaster } from "../helpers/api.js";

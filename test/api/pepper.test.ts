@@ -9,7 +9,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
 import { API_SECRET, startApiMaster } from "../helpers/api.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";

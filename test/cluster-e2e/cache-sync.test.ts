@@ -11,8 +11,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
-import { syntheticGrains } from "../../tools/minion/grains.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
+import { syntheticGrains } from "../../src/lib/minion/grains.js";
 import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
 

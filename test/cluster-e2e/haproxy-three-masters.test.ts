@@ -10,7 +10,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, minionThrough, parseReturns, PUB_PORT, skipReason, until } from "../../tools/local-cluster.js";
 

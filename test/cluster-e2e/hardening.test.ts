@@ -15,10 +15,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
-import { RawClient } from "../../tools/minion/raw-client.js";
-import { newNonce } from "../../tools/minion/sign-in.js";
-import { packSalt, sealSalt } from "../../tools/minion/wire.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
+import { newNonce } from "../../src/lib/minion/sign-in.js";
+import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { testKeys } from "../helpers/minions.js";

@@ -14,7 +14,7 @@ import { startTestMaster, freePort, type TestMaster } from "../helpers/master.js
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 import { CLUSTER_RING } from "../../src/shared/sab-ring/layout.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { until } from "../../tools/local-cluster.js";
 
 const HOSTS = ["127.0.0.51", "127.0.0.52", "127.0.0.53"];

@@ -8,8 +8,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
-import type { PublishLoad } from "../../tools/minion/functions.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
+import type { PublishLoad } from "../../src/lib/minion/functions.js";
 import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
 

@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { RawClient } from "../../tools/minion/raw-client.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import { ClusterHarness, RET_PORT, skipReason, until } from "../../tools/local-cluster.js";
 

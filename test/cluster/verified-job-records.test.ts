@@ -29,7 +29,7 @@ import { lmdbDir } from "../../src/lib/store/lmdb-env.js";
 import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
 import { NonceAppender, NonceJournal } from "../../src/shared/nonce-journal.js";
 import { NONCE_WINDOW_MS } from "../../src/workers/req-handler/replay-window.js";
-import { newNonce } from "../../tools/minion/sign-in.js";
+import { newNonce } from "../../src/lib/minion/sign-in.js";
 
 function tmpStore(): { dir: string; store: Store; cfg: ReturnType<typeof masterDefaults> } {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-vjr-"));

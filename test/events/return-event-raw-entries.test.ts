@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { packEvent, packEventFromSpans, eventOfFrame } from "../../src/shared/event-frame.js";
 import { decodeWire, newMapEntrySpans, wireLimits } from "../../src/shared/protocol/msgpack.js";
-import { packSalt } from "../../tools/minion/wire.js";
+import { packSalt } from "../../src/lib/minion/wire.js";
 
 const DROP = new Set(["nonce", "tok"]);
 const now = new Date(Date.UTC(2026, 10, 21, 15, 54, 4, 342));

@@ -5,7 +5,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
 import { IgnoreRules } from "../../src/lib/fileserver/ignore.js";
 import { configureLogging } from "../../src/shared/log.js";

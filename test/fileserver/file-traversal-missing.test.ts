@@ -8,7 +8,7 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
 import { ask, minion, startFsMaster, tempRoot, writeTree } from "./helpers.js";
 

@@ -6,8 +6,8 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, utimesSync } fro
 import os from "node:os";
 import path from "node:path";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
-import { keyPool, type MinionKeys } from "../../tools/minion/keys.js";
-import { TestMinion } from "../../tools/minion/test-minion.js";
+import { keyPool, type MinionKeys } from "../../src/lib/minion/keys.js";
+import { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { WireValue } from "../../src/shared/protocol/msgpack.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { repoRoot } from "../helpers/paths.js";

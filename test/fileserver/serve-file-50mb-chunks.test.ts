@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, openSync, utimesSync, writeSync } from "node:fs";
 import path from "node:path";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
 import { ask, fetchFile, minion, startFsMaster, tempRoot, writeTree } from "./helpers.js";
 

@@ -16,7 +16,7 @@ import type { BusEvent } from "../../src/shared/event-frame.js";
 import { packEvent } from "../../src/shared/event-frame.js";
 import { encodeWire } from "../../src/shared/protocol/msgpack.js";
 import type { EventBusServer } from "../../src/main-thread/bus-server.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 
 /** A bus frame whose body is exactly `body` (Salt's framing: {"head": {}, "body": <bin>}). */
 function rawFrame(body: Buffer): Buffer {

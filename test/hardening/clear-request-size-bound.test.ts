@@ -8,12 +8,12 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RawClient } from "../../tools/minion/raw-client.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { decodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
 import { clearFrameBytesMax } from "../../src/shared/protocol/limits.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { testKeys } from "../helpers/minions.js";
-import type { MinionKeys } from "../../tools/minion/keys.js";
+import type { MinionKeys } from "../../src/lib/minion/keys.js";
 
 describe("clear request size bound", { timeout: 120_000 }, () => {
   let tm: TestMaster;

@@ -14,7 +14,7 @@ import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { JobCache } from "../../src/lib/store/job-cache.js";
 import { controlCall } from "../../src/lib/client/control-client.js";
 import { formatResult } from "../../src/lib/output/outputters.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 
 const JOBS = 100_000;
 const jidOf = (i: number) => `2026112512${String(i).padStart(10, "0")}`;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { RawClient } from "../../tools/minion/raw-client.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import { checkMinionPublicKey } from "../../src/lib/pki/minion-key-check.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";

@@ -13,9 +13,9 @@ import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { CLI_DIR, runCli, writeConfigDir } from "../helpers/cli.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
-import { RawClient } from "../../tools/minion/raw-client.js";
-import type { MinionKeys } from "../../tools/minion/keys.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
+import type { MinionKeys } from "../../src/lib/minion/keys.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 
 const HOOK = new URL("../helpers/fault-hook.js", import.meta.url).pathname;
 const AES_CMDS = ["_return", "_pillar", "_minion_event", "_master_opts", "_mine", "_mine_get", "_mine_delete", "_mine_flush", "_file_envs", "_file_find", "_file_hash", "_file_hash_and_stat", "_serve_file", "_file_list", "_dir_list", "_file_list_emptydirs", "_symlink_list", "_master_tops"];

@@ -1,8 +1,8 @@
 /** Test minions wired for speed against an in-process test master, and event waits. */
 import os from "node:os";
 import path from "node:path";
-import { keyPool, type MinionKeys } from "../../tools/minion/keys.js";
-import { TestMinion, type TestMinionOptions } from "../../tools/minion/test-minion.js";
+import { keyPool, type MinionKeys } from "../../src/lib/minion/keys.js";
+import { TestMinion, type TestMinionOptions } from "../../src/lib/minion/test-minion.js";
 import type { TestMaster } from "./master.js";
 
 /** Shared across test files: RSA keys are slow to make, so the pool is generated once per machine. */

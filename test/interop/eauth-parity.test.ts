@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RawClient } from "../../tools/minion/raw-client.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
 import { HARNESS, realSaltSkipReason } from "../helpers/real-salt.js";
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { isBrineError } from "../../src/shared/errors.js";
-import type { MinionKeys } from "../../tools/minion/keys.js";
+import type { MinionKeys } from "../../src/lib/minion/keys.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import type { BusEvent } from "../../src/shared/event-frame.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import type { BusEvent } from "../../src/shared/event-frame.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { PublishClient } from "../../tools/swarm/publish-client.js";
 import { pemFinger } from "../../src/shared/protocol/pem.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";

@@ -5,7 +5,7 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { classify, QUEUE_FULL_REPLY, STALE_REPLY } from "../../src/main-thread/req-pool.js";
 import { decodeWire, encodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
-import { RawClient } from "../../tools/minion/raw-client.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { startTestMaster } from "../helpers/master.js";
 import { scrapeMetrics } from "../helpers/metrics.js";
 import { testKeys } from "../helpers/minions.js";

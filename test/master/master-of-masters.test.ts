@@ -14,8 +14,8 @@ import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
-import type { PublishLoad } from "../../tools/minion/functions.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
+import type { PublishLoad } from "../../src/lib/minion/functions.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 

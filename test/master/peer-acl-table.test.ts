@@ -1,11 +1,11 @@
 /**
- * The `peer:` and `peer_run:` decisions (src/workers/req-handler/peer-acl.ts), row by row in Salt's order: the option,
+ * The `peer:` and `peer_run:` decisions (src/lib/auth/peer-acl.ts), row by row in Salt's order: the option,
  * the load's keys, the publish.* loop guard, the id regexes, compound jobs, pillar-glob targets, then the
  * function rights; and where brine is stricter (whole-name regexes).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { peerPublishDecision, peerRunDecision, peerRights, exactTargetType, prefixOnlyPeerKeys, type PeerPublishFacts } from "../../src/workers/req-handler/peer-acl.js";
+import { peerPublishDecision, peerRunDecision, peerRights, exactTargetType, prefixOnlyPeerKeys, type PeerPublishFacts } from "../../src/lib/auth/peer-acl.js";
 
 const LOAD = { fun: "test.ping", arg: [], tgt: "web2", tgt_type: "glob", ret: "", id: "web1", tok: "t" };
 const PEER = { "web.*": ["test.*"], "db1": ["cmd.run"], "ops": [{ "db*": ["disk.usage", { "cmd.run": { args: ["uptime"] } }] }] };

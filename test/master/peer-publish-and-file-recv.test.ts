@@ -13,8 +13,8 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import path from "node:path";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import type { BusEvent } from "../../src/shared/event-frame.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
-import type { MinionKeys } from "../../tools/minion/keys.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
+import type { MinionKeys } from "../../src/lib/minion/keys.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";

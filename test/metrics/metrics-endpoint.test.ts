@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { isBrineError } from "../../src/shared/errors.js";
 import { readMetricsOptions } from "../../src/main-thread/metrics-options.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { PublishClient } from "../../tools/swarm/publish-client.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys, waitForEvent } from "../helpers/minions.js";

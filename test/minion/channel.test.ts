@@ -9,9 +9,9 @@ import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticl
 import { decodeWire, encodeWire, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import { privateKey, publicKey, rsaSign } from "../../src/shared/protocol/rsa.js";
 import { isBrineError } from "../../src/shared/errors.js";
-import { MinionKeys } from "../../tools/minion/keys.js";
-import { ReqChannel, type ChannelCrypto } from "../../tools/minion/req-channel.js";
-import { PubDecoder } from "../../tools/minion/pub-channel.js";
+import { MinionKeys } from "../../src/lib/minion/keys.js";
+import { ReqChannel, type ChannelCrypto } from "../../src/lib/minion/req-channel.js";
+import { PubDecoder } from "../../src/lib/minion/pub-channel.js";
 import type { ReqTransport, RequestOptions } from "../../src/lib/zmq-req-client.js";
 import { CoarseTimer } from "../../src/shared/coarse-timer.js";
 import { chosen, readFixture, symmetricKeys } from "../helpers/fixtures.js";

@@ -11,10 +11,10 @@ import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { decodeWire, encodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import { oaepDecrypt, oaepEncrypt, privateKey, publicKey, rsaSign } from "../../src/shared/protocol/rsa.js";
 import { x931Recover, x931Sign } from "../../src/shared/protocol/x931.js";
-import { MinionKeys } from "../../tools/minion/keys.js";
-import { buildAuthRequest, handleAuthReply, newSignInState, type SignInConfig } from "../../tools/minion/sign-in.js";
-import { openAesReply, openPrivateReply, packageAes, type ChannelCrypto } from "../../tools/minion/req-channel.js";
-import { packSalt } from "../../tools/minion/wire.js";
+import { MinionKeys } from "../../src/lib/minion/keys.js";
+import { buildAuthRequest, handleAuthReply, newSignInState, type SignInConfig } from "../../src/lib/minion/sign-in.js";
+import { openAesReply, openPrivateReply, packageAes, type ChannelCrypto } from "../../src/lib/minion/req-channel.js";
+import { packSalt } from "../../src/lib/minion/wire.js";
 import { isBrineError } from "../../src/shared/errors.js";
 import { GENERATIONS, chosen, fromView, readFixture, symmetricKeys, type Gen } from "../helpers/fixtures.js";
 

@@ -7,10 +7,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { x931Recover } from "../../src/shared/protocol/x931.js";
-import { ensureKeyPool, keyPool, loadKeySlot, slotPaths } from "../../tools/minion/keys.js";
+import { ensureKeyPool, keyPool, loadKeySlot, slotPaths } from "../../src/lib/minion/keys.js";
 import { CoarseTimer } from "../../src/shared/coarse-timer.js";
-import { FunctionRunner, returnLoad, saltStamp, splitArgs, type PublishLoad } from "../../tools/minion/functions.js";
-import { packSalt } from "../../tools/minion/wire.js";
+import { FunctionRunner, returnLoad, saltStamp, splitArgs, type PublishLoad } from "../../src/lib/minion/functions.js";
+import { packSalt } from "../../src/lib/minion/wire.js";
 import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { chosen } from "../helpers/fixtures.js";
 

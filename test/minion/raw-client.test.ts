@@ -9,9 +9,9 @@ import os from "node:os";
 import path from "node:path";
 import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
 import { decodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
-import { keyPool, type MinionKeys } from "../../tools/minion/keys.js";
-import { RawClient } from "../../tools/minion/raw-client.js";
-import { TestMinion } from "../../tools/minion/test-minion.js";
+import { keyPool, type MinionKeys } from "../../src/lib/minion/keys.js";
+import { RawClient } from "../../src/lib/minion/raw-client.js";
+import { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { isBrineError } from "../../src/shared/errors.js";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
 

@@ -6,7 +6,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { PublishClient } from "../../tools/swarm/publish-client.js";
 import type { TestMaster } from "../helpers/master.js";
 import { copyTree, fixture, minion, pillarOf, startFsMaster, tempRoot, writeTree } from "../fileserver/helpers.js";

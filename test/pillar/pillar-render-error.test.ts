@@ -11,7 +11,7 @@ import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
 import { configureLogging } from "../../src/shared/log.js";
 import { PillarCompiler } from "../../src/lib/pillar/compile.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { TestMaster } from "../helpers/master.js";
 import { minion, pillarOf, startFsMaster, tempRoot, writeTree } from "../fileserver/helpers.js";
 

@@ -1,6 +1,6 @@
 /**
  * Orchestration end to end through a running master and brine's test minions (whose `state.sls` is a stand-in
- * highstate return: tools/minion/functions.ts): an orchestration SLS (Jinja + YAML, the master's pillar and a
+ * highstate return: src/lib/minion/functions.ts): an orchestration SLS (Jinja + YAML, the master's pillar and a
  * `pillar=` override in context) applies a state on the db group, then, by `require`, on the web group; it runs
  * a runner and a wheel function (each a job of its own); `failhard` stops a failing run; `test=True` publishes
  * `test: True` and calls no runner or wheel function. Through `salt-run`: the output names the orchestration's
@@ -13,7 +13,7 @@ import path from "node:path";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import { controlCall } from "../../src/lib/client/control-client.js";
 import type { BusEvent } from "../../src/shared/event-frame.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { controlCall } from "../../src/lib/client/control-client.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { repoRoot } from "../helpers/paths.js";

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import path from "node:path";
 import { isBrineError } from "../../src/shared/errors.js";
-import { ensureKeyPool, loadKeySlot } from "../../tools/minion/keys.js";
+import { ensureKeyPool, loadKeySlot } from "../../src/lib/minion/keys.js";
 import { checkFdLimit, fdLimits } from "../../tools/swarm/fd-limit.js";
 import { formatReport, type SwarmReport } from "../../tools/swarm/report.js";
 import { runSwarm, type SwarmOptions } from "../../tools/swarm/swarm.js";

@@ -14,7 +14,7 @@ import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { CLI_DIR, runCli, writeConfigDir } from "../helpers/cli.js";
-import type { TestMinion } from "../../tools/minion/test-minion.js";
+import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { Syndic } from "../../src/syndic/syndic.js";
 import { syndicOptions } from "../../src/syndic/options.js";
 import { EventClient } from "../../src/lib/client/event-client.js";

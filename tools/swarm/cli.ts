@@ -10,7 +10,7 @@
 import { writeFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { isBrineError } from "../../src/shared/errors.js";
-import { DEFAULT_KEY_POOL_DIR } from "../minion/keys.js";
+import { DEFAULT_KEY_POOL_DIR } from "../../src/lib/minion/keys.js";
 import { formatReport } from "./report.js";
 import { runSwarm, SCENARIOS, type Scenario } from "./swarm.js";
 

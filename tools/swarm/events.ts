@@ -3,7 +3,7 @@
  * events (every 100 ms or 500 events) so thousands of minions cost a few IPC messages per second.
  * Times are epoch milliseconds from `nowMs()`, comparable across the processes of one host.
  */
-import type { Protocol } from "../minion/sign-in.js";
+import type { Protocol } from "../../src/lib/minion/sign-in.js";
 
 /** What every minion of a worker is configured with. */
 export interface MinionSettings {

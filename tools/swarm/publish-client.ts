@@ -11,7 +11,7 @@ import { BrineError } from "../../src/shared/errors.js";
 import { decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import type { CoarseTimer } from "../../src/shared/coarse-timer.js";
 import { ZmqReqTransport } from "../../src/lib/zmq-req-client.js";
-import { packSalt } from "../minion/wire.js";
+import { packSalt } from "../../src/lib/minion/wire.js";
 import { publishLoad, type PublishFields } from "../../src/lib/client/publish-load.js";
 
 /** What a job publish carries (the CLI's fields). */

@@ -10,7 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as zmq from "zeromq";
 import { percentile, sortedNums, type Collector, type JobTrack } from "./collector.js";
-import type { KeyPoolInfo } from "../minion/keys.js";
+import type { KeyPoolInfo } from "../../src/lib/minion/keys.js";
 import type { MasterUsage } from "./proc-stats.js";
 import type { WorkerUsage } from "./events.js";
 import { minionId } from "./events.js";

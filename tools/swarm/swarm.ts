@@ -15,9 +15,9 @@
  * listed in the report, never hidden.
  */
 import { nowMs } from "../../src/shared/coarse-timer.js";
-import { syntheticGrains } from "../minion/grains.js";
-import { DEFAULT_KEY_POOL_DIR, ensureKeyPool, type KeyPoolInfo } from "../minion/keys.js";
-import type { Protocol } from "../minion/sign-in.js";
+import { syntheticGrains } from "../../src/lib/minion/grains.js";
+import { DEFAULT_KEY_POOL_DIR, ensureKeyPool, type KeyPoolInfo } from "../../src/lib/minion/keys.js";
+import type { Protocol } from "../../src/lib/minion/sign-in.js";
 import { minionMatches } from "../../src/lib/targeting/index.js";
 import { BrineError } from "../../src/shared/errors.js";
 import { checkFdLimit } from "./fd-limit.js";

@@ -8,11 +8,11 @@ import { readdirSync } from "node:fs";
 import type * as zmq from "zeromq";
 import { BrineError, isBrineError } from "../../src/shared/errors.js";
 import { nowMs, sharedTimer } from "../../src/shared/coarse-timer.js";
-import type { CmdRunStandIn } from "../minion/functions.js";
-import { defaultCmdRun } from "../minion/functions.js";
-import { syntheticGrains } from "../minion/grains.js";
-import { loadKeySlot } from "../minion/keys.js";
-import { TestMinion } from "../minion/test-minion.js";
+import type { CmdRunStandIn } from "../../src/lib/minion/functions.js";
+import { defaultCmdRun } from "../../src/lib/minion/functions.js";
+import { syntheticGrains } from "../../src/lib/minion/grains.js";
+import { loadKeySlot } from "../../src/lib/minion/keys.js";
+import { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { createContext } from "../../src/lib/zmq-req-client.js";
 import { minionId, sourceIpOf, type FromWorker, type SwarmEvent, type ToWorker, type WorkerInit, type WorkerUsage } from "./events.js";
 

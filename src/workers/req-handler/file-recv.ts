@@ -28,7 +28,7 @@ import type { WireValue } from "../../shared/protocol/msgpack.js";
 import { confinePushPath } from "./push-path.js";
 import type { MasterContext } from "./context.js";
 import type { AesResult } from "./aes-funcs.js";
-import { shown } from "./shown.js";
+import { shown } from "../../shared/shown.js";
 
 const log = getLogger("brine.file_recv");
 const refusals = new LogBudget(20, 60_000, (l) => log.warning(l), "refused file pushes");

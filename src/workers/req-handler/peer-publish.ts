@@ -28,11 +28,11 @@ import { takeLinearRefusals, withLinearPatterns } from "../../lib/targeting/pcre
 import { splitPublishArgs } from "../../lib/auth/acl.js";
 import { audit } from "./clear-funcs.js";
 import { handlePublish } from "./publish.js";
-import { exactTargetType, peerPublishDecision, peerRunDecision } from "./peer-acl.js";
+import { exactTargetType, peerPublishDecision, peerRunDecision } from "../../lib/auth/peer-acl.js";
 import { RunnerResultWaiter } from "../../shared/runner-results.js";
 import type { Effects, MasterContext } from "./context.js";
 import type { AesResult } from "./aes-funcs.js";
-import { shown } from "./shown.js";
+import { shown } from "../../shared/shown.js";
 
 const log = getLogger("brine.peer");
 

@@ -3,8 +3,8 @@
  * `arg`, and the matcher named by `tgt_type` (glob when absent) must accept the minion's id, grains and
  * pillar. The matchers themselves are brine's targeting module.
  */
-import { minionMatches } from "../../src/lib/targeting/index.js";
-import type { WireValue } from "../../src/shared/protocol/msgpack.js";
+import { minionMatches } from "../targeting/index.js";
+import type { WireValue } from "../../shared/protocol/msgpack.js";
 
 export interface TargetSelf {
   id: string;

@@ -8,12 +8,12 @@
  * MINION_REQ_TIMEOUT; since a late reply could then be read as the next one's, call `drain()` after it.
  */
 import * as zmq from "zeromq";
-import { BrineError } from "../../src/shared/errors.js";
-import { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { decodeWire, type WireValue } from "../../src/shared/protocol/msgpack.js";
+import { BrineError } from "../../shared/errors.js";
+import { Crypticle } from "../../shared/protocol/crypticle.js";
+import { decodeWire, type WireValue } from "../../shared/protocol/msgpack.js";
 import type { MinionKeys } from "./keys.js";
 import { envelopeVersion, newNonce, type Protocol } from "./sign-in.js";
-import { defaultContext, tcpAddress, type Endpoint } from "../../src/lib/zmq-req-client.js";
+import { defaultContext, tcpAddress, type Endpoint } from "../zmq-req-client.js";
 import { packSalt, sealSalt } from "./wire.js";
 
 export interface RawClientOptions extends Endpoint {

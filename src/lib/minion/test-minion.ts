@@ -20,11 +20,11 @@
 import { EventEmitter } from "node:events";
 import type { KeyObject } from "node:crypto";
 import type * as zmq from "zeromq";
-import { BrineError, isBrineError } from "../../src/shared/errors.js";
-import { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
-import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, publicKey, type EncAlgo, type SigAlgo } from "../../src/shared/protocol/rsa.js";
-import { nowMs, sharedTimer, type CoarseTimer } from "../../src/shared/coarse-timer.js";
+import { BrineError, isBrineError } from "../../shared/errors.js";
+import { Crypticle } from "../../shared/protocol/crypticle.js";
+import { decodeWire, isMap, type WireValue } from "../../shared/protocol/msgpack.js";
+import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, publicKey, type EncAlgo, type SigAlgo } from "../../shared/protocol/rsa.js";
+import { nowMs, sharedTimer, type CoarseTimer } from "../../shared/coarse-timer.js";
 import { FunctionRunner, saltStamp, returnLoad, type CmdRunStandIn, type PublishLoad } from "./functions.js";
 import { syntheticGrains } from "./grains.js";
 import { MinionKeys, type KeyPair } from "./keys.js";
@@ -32,7 +32,7 @@ import { PubDecoder, PubSocket, type PubDrop } from "./pub-channel.js";
 import { ReqChannel, type ChannelCrypto } from "./req-channel.js";
 import { buildAuthRequest, handleAuthReply, newSignInState, type Creds, type Protocol, type SignInConfig, type SignInState } from "./sign-in.js";
 import { isForMe } from "./target.js";
-import { ZmqReqTransport, type RequestOptions } from "../../src/lib/zmq-req-client.js";
+import { ZmqReqTransport, type RequestOptions } from "../zmq-req-client.js";
 import { packSalt } from "./wire.js";
 
 export interface TestMinionOptions {

@@ -19,13 +19,13 @@
  * outer `key` and whose `nonce` must be ours. A reply without `key` triggers one re-auth and resend.
  */
 import type { KeyObject } from "node:crypto";
-import { BrineError, isBrineError } from "../../src/shared/errors.js";
-import { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { asBytes, decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
-import { DEFAULT_SIG_ALGO, DEFAULT_ENC_ALGO, oaepDecrypt, rsaVerify, type EncAlgo, type SigAlgo } from "../../src/shared/protocol/rsa.js";
+import { BrineError, isBrineError } from "../../shared/errors.js";
+import { Crypticle } from "../../shared/protocol/crypticle.js";
+import { asBytes, decodeWire, isMap, type WireValue } from "../../shared/protocol/msgpack.js";
+import { DEFAULT_SIG_ALGO, DEFAULT_ENC_ALGO, oaepDecrypt, rsaVerify, type EncAlgo, type SigAlgo } from "../../shared/protocol/rsa.js";
 import type { MinionKeys } from "./keys.js";
 import { envelopeVersion, newNonce, type Protocol } from "./sign-in.js";
-import type { ReqTransport, RequestOptions } from "../../src/lib/zmq-req-client.js";
+import type { ReqTransport, RequestOptions } from "../zmq-req-client.js";
 import { packSalt, sealSalt } from "./wire.js";
 
 /** What the channel needs from its minion. */

@@ -15,12 +15,12 @@
  */
 import * as zmq from "zeromq";
 import type { KeyObject } from "node:crypto";
-import { isBrineError } from "../../src/shared/errors.js";
-import type { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { asBytes, decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
-import { isSigAlgo, rsaVerify, DEFAULT_SIG_ALGO } from "../../src/shared/protocol/rsa.js";
-import { sharedTimer, type CoarseTimer } from "../../src/shared/coarse-timer.js";
-import { defaultContext, tcpAddress, type Endpoint } from "../../src/lib/zmq-req-client.js";
+import { isBrineError } from "../../shared/errors.js";
+import type { Crypticle } from "../../shared/protocol/crypticle.js";
+import { asBytes, decodeWire, isMap, type WireValue } from "../../shared/protocol/msgpack.js";
+import { isSigAlgo, rsaVerify, DEFAULT_SIG_ALGO } from "../../shared/protocol/rsa.js";
+import { sharedTimer, type CoarseTimer } from "../../shared/coarse-timer.js";
+import { defaultContext, tcpAddress, type Endpoint } from "../zmq-req-client.js";
 
 export interface PubCrypto {
   /** the master AES key's Crypticle (holds the serial); undefined before sign-in */

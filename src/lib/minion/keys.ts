@@ -15,10 +15,10 @@ import { generateKeyPair as genKeyPair, createPrivateKey, createPublicKey, type 
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { BrineError } from "../../src/shared/errors.js";
-import { cleanKey } from "../../src/shared/protocol/pem.js";
-import { publicKey } from "../../src/shared/protocol/rsa.js";
-import { x931Sign, x931Verify } from "../../src/shared/protocol/x931.js";
+import { BrineError } from "../../shared/errors.js";
+import { cleanKey } from "../../shared/protocol/pem.js";
+import { publicKey } from "../../shared/protocol/rsa.js";
+import { x931Sign, x931Verify } from "../../shared/protocol/x931.js";
 
 const SALT = Buffer.from("salt");
 

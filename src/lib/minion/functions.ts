@@ -12,8 +12,8 @@ import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync, appendFileSy
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import YAML from "yaml";
-import type { WireValue } from "../../src/shared/protocol/msgpack.js";
-import { sharedTimer, type CoarseTimer } from "../../src/shared/coarse-timer.js";
+import type { WireValue } from "../../shared/protocol/msgpack.js";
+import { sharedTimer, type CoarseTimer } from "../../shared/coarse-timer.js";
 
 export interface CmdRunResult {
   stdout: string;

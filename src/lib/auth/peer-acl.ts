@@ -21,8 +21,8 @@
  * `webhook`, an entry `test.ping` also allowed `test.ping_all`); a compound job needs every one of its
  * functions allowed (Salt: any one).
  */
-import { fullMatch, publishAllowed, type AuthList } from "../../lib/auth/acl.js";
-import { shown } from "./shown.js";
+import { fullMatch, publishAllowed, type AuthList } from "./acl.js";
+import { shown } from "../../shared/shown.js";
 
 export type PeerVerdict = { ok: true; fun: string | string[]; arg: unknown[] } | { ok: false; reason: string };
 

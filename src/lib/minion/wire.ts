@@ -5,7 +5,7 @@
  * writes bytes as bin, which Salt masters accept too; this packer makes the minion's frames byte-identical
  * to a real minion's, so the captured requests can be compared byte for byte.
  */
-import { PICKLE_PREFIX, type Crypticle } from "../../src/shared/protocol/crypticle.js";
+import { PICKLE_PREFIX, type Crypticle } from "../../shared/protocol/crypticle.js";
 
 class Out {
   buf = Buffer.allocUnsafe(256);

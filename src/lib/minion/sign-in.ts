@@ -16,12 +16,12 @@
  * 6. `master_finger`, if set, must match; `session` is decrypted (required for the v3 protocol).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { BrineError } from "../../src/shared/errors.js";
-import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
-import { asBytes, decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
-import { cleanKey, pemFinger } from "../../src/shared/protocol/pem.js";
-import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, oaepDecrypt, oaepEncrypt, publicKey, rsaVerify, type EncAlgo, type SigAlgo } from "../../src/shared/protocol/rsa.js";
-import { x931Recover } from "../../src/shared/protocol/x931.js";
+import { BrineError } from "../../shared/errors.js";
+import { generateKeyString } from "../../shared/protocol/crypticle.js";
+import { asBytes, decodeWire, isMap, type WireValue } from "../../shared/protocol/msgpack.js";
+import { cleanKey, pemFinger } from "../../shared/protocol/pem.js";
+import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, oaepDecrypt, oaepEncrypt, publicKey, rsaVerify, type EncAlgo, type SigAlgo } from "../../shared/protocol/rsa.js";
+import { x931Recover } from "../../shared/protocol/x931.js";
 import type { MinionKeys } from "./keys.js";
 
 /** v3 = 3006.12+/3007.4+ (session key, envelope id); v2 = older minions (global AES key). */
