@@ -36,6 +36,8 @@ add("json-pretty", "json", {"m1": {"z": 1, "a": [1, {"y": 2, "b": None}]}}, {"ou
 add("json-unicode", "json", {"m1": {"text": "h\u00e9llo \u2603 \"q\" \\ tab\t", "k\u00e9y": [True, False, None]}})
 add("yaml-default", "yaml", {"m1": {"foo": {"bar": "baz", "dictionary": {"abc": 123, "def": 456}, "list": ["Hello", "World"], "none": None, "t": True, "f": False, "float": 1.5, "nested_list": [[1, 2], {"k": "v"}, [], {}], "empty": "", "num_text": "123", "yes_text": "yes", "colon": "a: b"}}})
 add("yaml-multiline", "yaml", {"m1": {"out": "line one\nline two", "lead": " space", "star": "*x", "date": "2024-01-01", "tilde": "~", "nul": None, "num": -3, "neg": "-3"}})
+add("yaml-folding", "yaml", {"m1": {"plain_long": "word " * 30 + "end", "quoted_long": "it's " * 25 + "end", "multi_long": ("x" * 50 + " ") * 3 + "\nsecond line of it", "tab": "a\tb", "tab_long": "col\t" * 30, "yn": ["y", "n", "Y", "N", "yes", "off"], "uni": "h\u00e9llo \u2603", "dash": "- item", "colon": "key: value", "hash": "a #comment", "lead": "#x", "num_like": ["1.5", "0x1F", "1e3", "1_000", "12:30"], "date": "2024-01-02", "float_exp": 1e-07, "big_float": 1.5e+20, "neg": -2.5, "list_of_maps": [{"b": 1, "a": [1, 2]}, {"c": {"d": None}}], "nested_lists": [[["deep"]]], "empty_str_key": {"": "v"}, "ws": "  padded  ", "nl_end": "ends with newline\n"}})
+add("yaml-indent-4", "yaml", {"m1": {"a": [1, {"b": 2, "c": [3]}], "d": {"e": "f"}}}, {"output_indent": 4})
 add("yaml-scalar", "yaml", {"m1": True})
 add("raw-mixed", "raw", nest)
 add("raw-quotes", "raw", {"m1": ["it's", "say \"hi\"", "both ' and \"", "back\\slash", "\u00e9"]})

@@ -7,7 +7,7 @@
 import { getColors, stripEsc, type Colors } from "./color.js";
 import { nested } from "./nested.js";
 import type { OutOpts } from "./opts.js";
-import { pformat, pyStr, reprFloat, splitLines } from "./pyrepr.js";
+import { isIntNumber, pformat, pyStr, reprFloat, splitLines } from "./pyrepr.js";
 
 type Rec = Record<string, unknown>;
 
@@ -43,12 +43,12 @@ function durationOf(v: unknown): number | undefined {
 
 /** Python's str() of a float (75.0, 12.5). */
 function pyFloat(x: number): string {
-  return Number.isInteger(x) && Math.abs(x) < 1e16 ? `${x}.0` : reprFloat(x);
+  return reprFloat(x);
 }
 
 /** Python's format of a number as `{x}` would print it. */
 function num(v: unknown): string {
-  return typeof v === "number" && !Number.isInteger(v) ? reprFloat(v) : str(v);
+  return typeof v === "number" && !isIntNumber(v) ? reprFloat(v) : str(v);
 }
 
 function pyRound(x: number, nd: number): number {

@@ -1,7 +1,7 @@
 /** Salt's nested outputter (salt/output/nested.py): the default layout of execution-function returns. */
 import { getColors, stripEsc, type Colors } from "./color.js";
 import type { OutOpts } from "./opts.js";
-import { pyRepr, reprFloat, splitLines } from "./pyrepr.js";
+import { isIntNumber, pyRepr, reprFloat, splitLines } from "./pyrepr.js";
 
 function isMap(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array);
@@ -40,7 +40,7 @@ class NestDisplay {
     if (ret === null || ret === undefined || ret === true || ret === false) {
       out.push(this.u(indent, this.c.LIGHT_YELLOW!, ret === true ? "True" : ret === false ? "False" : "None", prefix));
     } else if (typeof ret === "number" || typeof ret === "bigint") {
-      out.push(this.u(indent, this.c.LIGHT_YELLOW!, typeof ret === "number" && !Number.isInteger(ret) ? reprFloat(ret) : String(ret), prefix));
+      out.push(this.u(indent, this.c.LIGHT_YELLOW!, typeof ret === "number" && !isIntNumber(ret) ? reprFloat(ret) : String(ret), prefix));
     } else if (typeof ret === "string") {
       let first = true;
       for (let line of splitLines(ret)) {

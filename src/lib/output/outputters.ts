@@ -9,8 +9,9 @@ import { getColors, stripEsc } from "./color.js";
 import { highstate } from "./highstate.js";
 import { nested, sortKeys } from "./nested.js";
 import type { OutOpts } from "./opts.js";
-import { pformat, pyRepr, pyStr, reprFloat, splitLines } from "./pyrepr.js";
+import { isIntNumber, pformat, pyRepr, pyStr, reprFloat, splitLines } from "./pyrepr.js";
 import { table } from "./table.js";
+import { pyYamlDump } from "./pyyaml.js";
 
 export type { OutOpts } from "./opts.js";
 
@@ -46,7 +47,7 @@ export function pyJson(v: unknown, indent: number | null, sortKeys_ = false): st
     if (typeof x === "number") {
       if (Number.isNaN(x)) return "NaN";
       if (!Number.isFinite(x)) return x > 0 ? "Infinity" : "-Infinity";
-      return Number.isInteger(x) ? String(x) : reprFloat(x);
+      return isIntNumber(x) ? String(x) : reprFloat(x);
     }
     if (typeof x === "string") return JSON.stringify(x);
     if (x instanceof Uint8Array) return JSON.stringify(pyRepr(x));
@@ -76,18 +77,13 @@ function jsonOut(data: unknown, opts: OutOpts): string {
   return pyJson(data, ind < 0 ? null : ind);
 }
 
-/**
- * PyYAML's safe_dump in block style (keys sorted, lists not indented under their key, multi-line text
- * single-quoted). Known differences: where a long line is folded, and y/n/Y/N keys or values, which are
- * quoted here (YAML 1.1 booleans to the yaml library) and not by PyYAML.
- */
+/** PyYAML's safe_dump as Salt's yaml outputter calls it (pyyaml.ts); a negative --out-indent gives flow style. */
 function yamlOut(data: unknown, opts: OutOpts): string {
   const ind = typeof opts.output_indent === "number" ? opts.output_indent : undefined;
-  const v = plain(data);
   if (ind !== undefined && ind < 0) {
-    return stringify(v, { version: "1.1", collectionStyle: "flow", sortMapEntries: true, lineWidth: 0, singleQuote: true }).trimEnd() + "\n";
+    return stringify(plain(data), { version: "1.1", collectionStyle: "flow", sortMapEntries: true, lineWidth: 0, singleQuote: true }).trimEnd() + "\n";
   }
-  return stringify(v, { version: "1.1", sortMapEntries: true, indentSeq: false, indent: ind && ind >= 2 ? ind : 2, lineWidth: 80, minContentWidth: 0, blockQuote: false, singleQuote: true, nullStr: "null" });
+  return pyYamlDump(data, ind ?? 2);
 }
 
 function txtOut(data: unknown): string {

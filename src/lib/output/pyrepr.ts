@@ -49,11 +49,19 @@ export function reprBytes(b: Uint8Array): string {
   return out + q;
 }
 
+/**
+ * Whether a decoded number was an integer on the wire: the decoder gives integers beyond 2^53 as bigints, so
+ * an integral number past that can only have been a float.
+ */
+export function isIntNumber(v: number): boolean {
+  return Number.isInteger(v) && Math.abs(v) <= Number.MAX_SAFE_INTEGER;
+}
+
 /** repr() of a float, from JS's shortest round-trip digits laid out by Python's rules. */
 export function reprFloat(v: number): string {
   if (Number.isNaN(v)) return "nan";
   if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
-  if (Number.isInteger(v) && Math.abs(v) < 1e16) return String(v);
+  if (Number.isInteger(v) && Math.abs(v) < 1e16) return `${v}.0`;
   const [mant, expText] = Math.abs(v).toExponential().split("e") as [string, string];
   const exp = Number(expText);
   const digits = mant.replace(".", "");
@@ -79,7 +87,7 @@ export function pyRepr(v: unknown): string {
   if (v === true) return "True";
   if (v === false) return "False";
   if (typeof v === "bigint") return v.toString();
-  if (typeof v === "number") return Number.isInteger(v) ? String(v) : reprFloat(v);
+  if (typeof v === "number") return isIntNumber(v) ? String(v) : reprFloat(v);
   if (typeof v === "string") return reprStr(v);
   if (v instanceof Uint8Array) return reprBytes(v);
   if (Array.isArray(v)) return "[" + v.map(pyRepr).join(", ") + "]";
