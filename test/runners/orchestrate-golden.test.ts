@@ -68,6 +68,8 @@ describe("orchestrate answers as the Python master does for the same SLS", { tim
     ["failing", ["orch.failing"], {}],
     ["test", ["orch.deploy"], { test: true }],
     ["nope", ["orch.nope"], {}],
+    ["requisites", ["orch.requisites"], {}],
+    ["requisites-test", ["orch.requisites"], { test: true }],
   ];
   for (const [name, arg, kwarg] of cases) {
     test(`state.orchestrate ${arg.join(" ")} ${JSON.stringify(kwarg)} (${name}.json)`, async () => {
