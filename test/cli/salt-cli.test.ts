@@ -126,6 +126,13 @@ describe("the salt and salt-cp command lines", { timeout: 300_000 }, () => {
     assert.deepEqual(n.stdout.trim().split("\n").map((l) => Object.keys(JSON.parse(l))[0]).sort(), ["cb1", "cb2"]);
   });
 
+  test("an unknown --out is reported as Salt logs it and the return printed with nested", async () => {
+    const r = await salt("cb1", "test.ping", "--out", "nosuch", "-t", "5");
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, "cb1:\n    True\n");
+    assert.match(r.stderr, /\[ERROR {3}\] Invalid outputter nosuch specified, fall back to nested/);
+  });
+
   test("--summary counts the returns as Salt's does", async () => {
     const r = await salt("-L", "cb1,cb2", "test.ping", "--summary", "-t", "5");
     assert.match(r.stdout, /\n\n\n-------------------------------------------\nSummary\n-------------------------------------------\n# of minions targeted: 2\n# of minions returned: 2\n# of minions that did not return: 0\n# of minions with errors: 0\n-------------------------------------------\n$/);

@@ -44,6 +44,8 @@ function parseIndent(v: unknown): number | undefined {
 export function makeDisplay(o: Record<string, unknown>, cfg: MasterConfig, cli: { fun?: string | string[]; static?: boolean; arg?: unknown[] } = {}): Display {
   // commander names each option after its last long flag: output, outputIndent, outputFile, state_output, ...
   const output = typeof o.output === "string" ? o.output : undefined;
+  // Salt logs this (at error level, on the console) and prints with nested
+  if (output && !(OUTPUTTERS as readonly string[]).includes(output)) process.stderr.write(`[ERROR   ] Invalid outputter ${output} specified, fall back to nested\n`);
   const force = Boolean(o.forceColor || o.forceColour);
   const noColor = o.color === false || o.colour === false;
   const color = force ? true : noColor ? false : Boolean(process.stdout.isTTY);
