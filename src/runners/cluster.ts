@@ -17,6 +17,7 @@ import type { RoutingSnapshot } from "../workers/raft/state-machines/routing.js"
 import type { RingConfigSnapshot } from "../workers/raft/state-machines/ring-config.js";
 import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
+import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedOwnership, shedUnowned, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
 import { validateRingRef } from "../shared/cluster-names.js";
 import { checkRingCreate, committed, isUnset, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, type GroupHint } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
@@ -105,6 +106,35 @@ async function members(c: RunnerCluster, unhealthyAfterMs: number, ring: string)
 async function proposeRoute(c: RunnerCluster, data_type: string, ring_id: string | null): Promise<unknown> {
   const r = await propose(c, CLUSTER_RING, { kind: "ROUTE", value: { data_type, ring_id } });
   return committed(r, { data_type, ring_id });
+}
+
+/** shed_unowned's arguments in Salt's order and names. */
+function shedArgs(arg: unknown[], kwarg: Record<string, unknown>): ShedArgs {
+  const ring = parseRingName(argOf(arg, kwarg, 0, "ring", null));
+  const banksArg = argOf(arg, kwarg, 1, "banks", null);
+  const banks = isUnset(banksArg) ? [...SHED_BANKS] : typeof banksArg === "string" ? banksArg.split(/[\s,]+/).filter((b) => b !== "") : banksArg;
+  if (!Array.isArray(banks) || !banks.every((b) => typeof b === "string") || banks.length === 0) throw new BrineError("CLUSTER_BAD_ARGUMENT", "banks is a list of bank names");
+  const template = argOf(arg, kwarg, 2, "subbank_template", SHED_SUBBANK_TEMPLATE);
+  const driver = argOf(arg, kwarg, 3, "driver", null);
+  const dry = argOf(arg, kwarg, 4, "dry_run", false);
+  return {
+    ring,
+    banks: banks as string[],
+    subbankTemplate: isUnset(template) ? null : String(template),
+    driver: isUnset(driver) ? null : String(driver),
+    dryRun: dry === true || (typeof dry === "string" && /^(true|yes|1)$/i.test(dry)),
+  };
+}
+
+/** The shed on this master, decided from the ring's linearizable state and the shared ring's owners. */
+async function shedHere(ctx: RunnerContext, c: RunnerCluster, a: ShedArgs): Promise<ShedResult> {
+  if (!ctx.store) throw new BrineError("CLUSTER_BAD_ARGUMENT", "this runner has no job cache store");
+  const registry = await readCluster<RingRegistrySnapshot>(c, "registry");
+  const record = registry.rings[a.ring];
+  const hosted = record?.status === "active" && record.founding_voters.includes(c.nodeId);
+  const policy = hosted ? await readRing<RingConfigSnapshot>(c, a.ring, "ring_config") : { members: "self" as const, replicas: 1 };
+  const ownership = shedOwnership({ ring: a.ring, self: c.nodeId, record, members: policy.members, owners: (key) => c.ring.replicas(key, policy.replicas, a.ring), tableReady: (c.ring.view(a.ring)?.nodes.length ?? 0) > 0 });
+  return shedUnowned(ctx.store, a, ownership);
 }
 
 /** ring_info of a named ring: the shared buffer's view where this master hosts it, its group's state otherwise. */
@@ -226,6 +256,38 @@ export const clusterRunners: Record<string, RunnerFn> = {
     const held = await c.raft.jobsHeld(limit);
     return placementReport({ ring, replicas: policy.replicas, members: policy.members, route: routing.routes.jobs ?? null, expected, held });
   },
+
+  /**
+   * shed_unowned(ring, banks=<the 4 jobs banks>, subbank_template="jobs/returns/{key}", driver=None,
+   * dry_run=False): drops from this master's job cache what ring `ring` says it does not own (its policy and
+   * replicas, unlike Salt), writes cachedir/cluster-shed-status.json (source "runner"), returns Salt's shape.
+   */
+  "cluster.shed_unowned": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const a = shedArgs(arg, kwarg);
+    const r = await shedHere(ctx, c, a);
+    writeShedStatus(ctx.cfg.cachedir, r, "runner", c.nodeId);
+    return r;
+  },
+
+  /**
+   * shed_unowned_all(same arguments): sheds here and on every other master of the cluster (each writes its
+   * own status file); beyond Salt's {fan_out, local}, the answer is every master's result by node id (a
+   * master outside the ring: status "skipped"; one that could not be asked: status "error").
+   */
+  "cluster.shed_unowned_all": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const a = shedArgs(arg, kwarg);
+    const [local, peers] = await Promise.all([shedHere(ctx, c, a), c.raft.shedPeers(a)]);
+    writeShedStatus(ctx.cfg.cachedir, local, "runner", c.nodeId);
+    const all: Record<string, ShedResult> = { ...peers, [c.nodeId]: local };
+    return Object.fromEntries(Object.keys(all).sort().map((id) => [id, all[id]!]));
+  },
+
+  /** shed_status(): this master's cachedir/cluster-shed-status.json, or {status: "missing", path}. */
+  "cluster.shed_status": async (ctx: RunnerContext) => readShedStatus(ctx.cfg.cachedir),
 
   "cluster.ring_info": async (ctx: RunnerContext, arg, kwarg) => {
     const c = ctx.cluster;

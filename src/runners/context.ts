@@ -3,6 +3,7 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import type { BusEvent } from "../shared/event-frame.js";
 import type { LocalClient } from "../lib/client/local-client.js";
 import type { JobCache } from "../lib/store/job-cache.js";
+import type { Store } from "../lib/store/lmdb-env.js";
 import type { MinionCache } from "../lib/store/minion-cache.js";
 import type { KeyStore } from "../lib/pki/key-store.js";
 import type { RingReader } from "../shared/sab-ring/reader.js";
@@ -24,6 +25,8 @@ export interface RunnerCluster {
 export interface RunnerContext {
   cfg: MasterConfig;
   jobs: JobCache;
+  /** the job cache's LMDB store itself (cluster.shed_unowned removes keys bank by bank); absent in some tests */
+  store?: Store;
   minions: MinionCache;
   keys: KeyStore;
   client: LocalClient;

@@ -66,6 +66,7 @@ if (!fn) {
   const ctx: RunnerContext = {
     cfg: init.cfg,
     jobs: new JobCache(store),
+    store,
     minions: new MinionCache(store),
     keys: new KeyStore(minionPkiDir(init.cfg)),
     client: new LocalClient(init.cfg),

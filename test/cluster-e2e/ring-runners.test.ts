@@ -24,7 +24,9 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     t.skip(why);
     return;
   }
-  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-rings" });
+  // each master its own cachedir (its own shed status file); runner calls kept out of the job cache, so the
+  // jobs a shed sees do not change between its dry run and its real run
+  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-rings", privateCachedir: true, extra: { runner_returns: false } });
   let minion: TestMinion | undefined;
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);
   const fails = async (i: number, fn: string, args: string[], re: RegExp) => {
@@ -140,6 +142,27 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     h.partition(0);
     await fails(2, "ring_set", ["jobs", "replicas=1"], /no quorum|no founder answered/);
     h.heal();
+
+    // --- shed, with replicas 1 (each voter owns its share): a dry run on every master, then the real one
+    await until("ring jobs to commit again after the heal", async () => ((await h.saltRun(1, ["cluster.ring_set", "jobs", "replicas=1", "--out", "json"], 60_000)).code === 0 ? true : undefined), 60_000);
+    await until("m1 to see replicas 1", async () => ((await run(0, "ring_info", "jobs")).replicas === 1 ? true : undefined), 15_000);
+    await until("m2 to see replicas 1", async () => ((await run(1, "ring_info", "jobs")).replicas === 1 ? true : undefined), 15_000);
+    assert.deepEqual(await run(1, "shed_status"), { status: "missing", path: `${h.root}/m2/cache/cluster-shed-status.json` });
+    const dry = await run(0, "shed_unowned_all", "jobs", "dry_run=True");
+    assert.deepEqual(Object.keys(dry), ["m1", "m2", "m3"]);
+    assert.deepEqual([dry.m3.status, dry.m3.reason], ["skipped", "m3 is not a voter of ring jobs"]);
+    for (const id of ["m1", "m2"]) assert.deepEqual([dry[id].status, dry[id].ring, dry[id].dry_run], ["ok", "jobs", true], JSON.stringify(dry));
+    assert.ok(dry.m1.dropped + dry.m2.dropped >= 1, `one of the voters holds a jid it does not own: ${JSON.stringify(dry)}`);
+    const shed = await run(0, "shed_unowned_all", "jobs");
+    for (const id of ["m1", "m2"]) {
+      const { dry_run: _d, ...counted } = dry[id];
+      const { dry_run: _r, ...done } = shed[id];
+      assert.deepEqual(done, counted, `${id}: the real run drops what the dry run counted`);
+    }
+    const status2 = await run(1, "shed_status");
+    assert.deepEqual([status2.source, status2.node_id, status2.dropped, status2.dry_run], ["peer_request", "m2", shed.m2.dropped, false]);
+    assert.equal((await run(0, "shed_status")).source, "runner");
+    if (process.env.BRINE_RING_DOC === "1") t.diagnostic(`shed_unowned_all dry ${JSON.stringify(dry)} status m2 ${JSON.stringify(status2)}`);
   } finally {
     await minion?.stop();
     await h.stop(process.env.BRINE_KEEP_CLUSTER === "1");

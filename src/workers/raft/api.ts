@@ -12,6 +12,7 @@ import type { MessagePort } from "node:worker_threads";
 import type { GroupKind } from "./backend.js";
 import type { LatencyHistogram, LatencySummary } from "../../shared/metrics/latency-window.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
+import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
 
@@ -134,6 +135,8 @@ export interface RaftWorkerApi {
    * asked has {error}. Single master or no peer channel: only this one.
    */
   jobsHeld(max: number): Promise<Outcome<Record<string, HeldJobsAnswer>>>;
+  /** runs cluster.shed_unowned on every other master of the cluster (raft/shed); node id -> its result */
+  shedPeers(args: ShedArgs): Promise<Outcome<Record<string, ShedResult>>>;
   /** serves this API on another port as well (a runner thread's end of a MessageChannel) */
   connect(port: MessagePort): void;
   /** stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */

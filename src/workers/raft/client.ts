@@ -18,6 +18,7 @@ import { PROPOSE_MANY_MAX, type MembershipChange, type NodeStatus, type Outcome,
 import { nodeEndpoint } from "./comlink-node.js";
 import { clientCallTimeoutMs } from "./limits.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
+import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 
 /** How often calls in flight are checked against their deadline, ms (one timer per client, not per call). */
 const DEADLINE_SWEEP_MS = 500;
@@ -149,6 +150,9 @@ export class RaftClient {
   }
   jobsHeld(max: number): Promise<Record<string, HeldJobsAnswer>> {
     return this.call("jobsHeld", () => this.api.jobsHeld(max));
+  }
+  shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
+    return this.call("shedPeers", () => this.api.shedPeers(args));
   }
   bootstrap(founders: string[]): Promise<boolean> {
     return this.call("bootstrap", () => this.api.bootstrap(founders));

@@ -1,5 +1,8 @@
 /**
- * Which jobs each master holds, asked over the peer channel (`raft/jobs-held`), for cluster.placement_check:
+ * The job cache of every master, as the ring runners need it over the peer channel:
+ * - `raft/shed`: run a shed here (cluster.shed_unowned_all; src/lib/store/shed.ts), write this master's
+ *   shed status file (source "peer_request") and answer the result;
+ * - `raft/jobs-held`: which jobs each master holds, for cluster.placement_check:
  * the runner asks its Raft worker (the thread that owns the peer channel), which asks every other member of
  * the cluster group and answers with each one's jids (or why it could not).
  *
@@ -10,11 +13,13 @@
 import { Encoder } from "cbor-x";
 import { BrineError } from "../../shared/errors.js";
 import { JobCache } from "../../lib/store/job-cache.js";
-import { openStore, type StoreConfig } from "../../lib/store/lmdb-env.js";
+import { openStore, type Store, type StoreConfig } from "../../lib/store/lmdb-env.js";
+import { shedUnowned, writeShedStatus, type ShedArgs, type ShedOwnership, type ShedResult } from "../../lib/store/shed.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
 
 export const JOBS_HELD_CHANNEL = "raft/jobs-held";
+export const SHED_CHANNEL = "raft/shed";
 /** jids one answer carries at most (~25 bytes each: well inside one peer frame) */
 export const HELD_JIDS_MAX = 200_000;
 
@@ -35,25 +40,54 @@ export function newest(all: string[], max: number): HeldJobs {
 }
 
 export class HeldJobsService {
-  private jobs: JobCache | undefined;
-  private readonly off: () => void;
+  private store: Store | undefined;
+  private readonly offs: (() => void)[];
 
+  /** `ownership(ring)`: what this master may shed of `ring` (from its applied cluster and ring state) */
   constructor(
-    private readonly store: StoreConfig,
+    private readonly storeConfig: StoreConfig,
     private readonly channel: RingCallChannel,
     private readonly timeoutMs: number,
+    private readonly self: string,
+    private readonly ownership: (ring: string) => ShedOwnership,
   ) {
-    this.off = channel.on(JOBS_HELD_CHANNEL, (m) => this.serve(m));
+    this.offs = [channel.on(JOBS_HELD_CHANNEL, (m) => this.serve(m)), channel.on(SHED_CHANNEL, (m) => this.serveShed(m))];
   }
 
   close(): void {
-    this.off();
+    for (const off of this.offs) off();
+  }
+
+  private open(): Store {
+    return (this.store ??= openStore(this.storeConfig));
   }
 
   /** This master's jids, newest `max`. */
   local(max: number): HeldJobs {
-    this.jobs ??= new JobCache(openStore(this.store));
-    return newest(this.jobs.listJids(), Math.min(max, HELD_JIDS_MAX));
+    return newest(new JobCache(this.open()).listJids(), Math.min(max, HELD_JIDS_MAX));
+  }
+
+  /** Runs the shed on every listed peer (each writes its own status file); a peer that failed: status "error". */
+  async shedOn(peers: readonly string[], a: ShedArgs): Promise<Record<string, ShedResult>> {
+    const payload = Uint8Array.from(cbor.encode(a));
+    const answers = await Promise.all(
+      peers.map(async (p): Promise<[string, ShedResult]> => {
+        try {
+          return [p, cbor.decode(await this.channel.request(p, SHED_CHANNEL, payload, this.timeoutMs)) as ShedResult];
+        } catch (e) {
+          return [p, { status: "error", ring: a.ring, dropped: 0, kept: 0, subbanks_dropped: 0, dry_run: a.dryRun, error: (e as Error).message }];
+        }
+      }),
+    );
+    return Object.fromEntries(answers);
+  }
+
+  private async serveShed(m: PeerMessage): Promise<Uint8Array> {
+    if (!m.request) throw new BrineError("CLUSTER_PEER_CHANNEL", `${SHED_CHANNEL} takes requests only`);
+    const a = checkShedArgs(cbor.decode(m.payload));
+    const r = await shedUnowned(this.open(), a, this.ownership(a.ring));
+    writeShedStatus(this.storeConfig.cachedir, r, "peer_request", this.self);
+    return Uint8Array.from(cbor.encode(r));
   }
 
   /** Every listed peer's jids, asked in parallel. */
@@ -84,4 +118,14 @@ export class HeldJobsService {
     }
     return Uint8Array.from(cbor.encode(this.local(max)));
   }
+}
+
+/** A peer's shed arguments, checked (the bank names are checked again by shedUnowned). */
+export function checkShedArgs(raw: unknown): ShedArgs {
+  const o = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
+  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  if (typeof o.ring !== "string" || !Array.isArray(o.banks) || o.banks.length > 16 || !o.banks.every((b) => typeof b === "string") || typeof o.dryRun !== "boolean") {
+    throw new BrineError("CLUSTER_BAD_ENTRY", "shed arguments are {ring, banks, subbankTemplate, driver, dryRun}");
+  }
+  return { ring: o.ring, banks: o.banks as string[], subbankTemplate: str(o.subbankTemplate), driver: str(o.driver), dryRun: o.dryRun };
 }

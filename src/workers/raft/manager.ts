@@ -269,6 +269,15 @@ export class GroupManager {
     return r?.status === "active" ? [...r.founding_voters] : undefined;
   }
 
+  /** Ring `ringId` as this master has applied it: its registry record, and its policy when hosted here. */
+  ringState(ringId: string): { record?: { founding_voters: string[]; status: string }; members?: "self" | "voters"; replicas?: number } {
+    const cluster = this.groups.get(CLUSTER_RING);
+    const record = cluster ? (cluster.state as ClusterGroupState).registry.get(ringId) : undefined;
+    const ring = this.groups.get(ringId)?.state;
+    const policy = ring instanceof RingGroupState ? { members: ring.ringConfig.members, replicas: ring.ringConfig.replicas } : {};
+    return { ...(record ? { record } : {}), ...policy };
+  }
+
   private groupOf(group: string): Group {
     this.checkOpen();
     const g = this.groups.get(group);

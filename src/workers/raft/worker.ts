@@ -32,6 +32,8 @@ import { PeerChannelHost } from "./peer-proxy-host.js";
 import { RaftPeerLink } from "./raft-transport.js";
 import { RingForwarder } from "./ring-forward.js";
 import { HeldJobsService } from "./held-jobs.js";
+import { RingReader } from "../../shared/sab-ring/reader.js";
+import { shedOwnership, type ShedArgs } from "../../lib/store/shed.js";
 import type { StoreConfig } from "../../lib/store/lmdb-env.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
@@ -111,7 +113,14 @@ async function startup(): Promise<GroupManager> {
   learnMembers(m);
   // a ring group's calls from a master that does not host it (one founder's request deadline plus a commit)
   if (peerTransport) forwarder = new RingForwarder(m, peerTransport, (limits.raft.requestDeadlineTicks ?? 100) * limits.tickMs + 2000);
-  if (init.jobStore) heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, HELD_JOBS_TIMEOUT_MS);
+  if (init.jobStore) {
+    const reader = new RingReader(init.ringBuffer);
+    const ownership = (ring: string) => {
+      const st = m.ringState(ring);
+      return shedOwnership({ ring, self: init.nodeId, record: st.record, members: st.members ?? "self", owners: (key) => reader.replicas(key, st.replicas ?? 1, ring), tableReady: (reader.view(ring)?.nodes.length ?? 0) > 0 });
+    };
+    heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, HELD_JOBS_TIMEOUT_MS, init.nodeId, ownership);
+  }
   timer = setInterval(() => m.tick(), limits.tickMs);
   manager = m;
   return m;
@@ -161,11 +170,21 @@ const NO_CHANNEL = {
 /** how long one master may take to list its jids, ms */
 const HELD_JOBS_TIMEOUT_MS = 20_000;
 
-/** This master's jids and every other cluster member's (voters and learners of group "cluster"). */
-async function jobsHeldEverywhere(m: GroupManager, max: number) {
-  if (!heldJobs) throw new BrineError("RAFT_API_MISUSE", "the raft worker was started without the job cache");
+/** Every other member of group "cluster" (voters and learners). */
+function otherMembers(m: GroupManager): string[] {
   const g = m.status().groups.find((x) => x.group === CLUSTER_RING);
-  const peers = g ? [...g.voters, ...g.learners].filter((id) => id !== m.self) : [];
+  return g ? [...g.voters, ...g.learners].filter((id) => id !== m.self) : [];
+}
+
+function jobCachePeers(): HeldJobsService {
+  if (!heldJobs) throw new BrineError("RAFT_API_MISUSE", "the raft worker was started without the job cache");
+  return heldJobs;
+}
+
+/** This master's jids and every other cluster member's. */
+async function jobsHeldEverywhere(m: GroupManager, max: number) {
+  const heldJobs = jobCachePeers();
+  const peers = otherMembers(m);
   const others = await heldJobs.ask(peers, max);
   let self;
   try {
@@ -210,6 +229,11 @@ const api: RaftWorkerApi = {
       return joined;
     }),
   jobsHeld: (max) => outcome(async () => jobsHeldEverywhere(await started, max)),
+  shedPeers: (args: ShedArgs) =>
+    outcome(async () => {
+      const m = await started;
+      return jobCachePeers().shedOn(otherMembers(m), args);
+    }),
   connect(port: MessagePort) {
     Comlink.expose(api, nodeEndpoint(port));
   },
