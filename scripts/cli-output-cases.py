@@ -63,6 +63,11 @@ add("highstate-no-profile", "highstate", hs, {"state_output_profile": False})
 add("highstate-pct", "highstate", hs, {"state_output_pct": True})
 add("highstate-tabular", "highstate", hs, {"state_output": "terse", "state_tabular": True})
 add("highstate-diff", "highstate", hs, {"state_output_diff": True})
+mm = {"web1": {}}
+for i, (nm, res) in enumerate([("true", True), ("false", False), ("/bin/true", True), ("/bin/false", False)]):
+    mm["web1"]["cmd_|-mix_|-%s_|-run" % nm] = {"name": nm, "changes": {"retcode": 0 if res else 1}, "result": res, "comment": "Command run", "__sls__": "mix", "__run_num__": i, "start_time": "10:00:0%d.000000" % i, "duration": 8.5 + i, "__id__": "mix"}
+add("highstate-compress-ids", "highstate", mm, {"state_compress_ids": True})
+add("highstate-compress-ids-terse", "highstate", mm, {"state_compress_ids": True, "state_output": "terse_id"})
 add("highstate-all-ok", "highstate", hs_ok)
 add("highstate-compile-error", "highstate", {"web1": ["Rendering SLS 'base:broken' failed: mapping values are not allowed here", "second error"]})
 add("highstate-string", "highstate", {"web1": "No Top file or master_tops data matches found."})

@@ -97,7 +97,8 @@ function compressIds(data: unknown): unknown {
           continue;
         }
         cur.__run_num__ = Math.min(Number(info.__run_num__), Number(cur.__run_num__));
-        cur.duration = pyRound(Number(info.duration) + Number(cur.duration), 3);
+        // a float Salt computes here (19.0): kept as its Python text so it prints as Python prints it
+        cur.duration = reprFloat(pyRound(Number(durationOf(info.duration) ?? 0) + Number(durationOf(cur.duration) ?? 0), 3));
         cur.start_time = [String(info.start_time), String(cur.start_time)].sort()[0];
         if (truthy(cur.changes) && truthy(info.changes)) {
           const ch = cur.changes as Rec;
