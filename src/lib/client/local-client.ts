@@ -6,7 +6,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { validId } from "../../shared/protocol/ids.js";
-import { Request } from "zeromq";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { decodeWire, encodeWire, isMap } from "../../shared/protocol/msgpack.js";
 import { publishLoad, type PublishFields } from "./publish-load.js";
@@ -31,6 +30,12 @@ export interface PubReply {
 
 /** `syndic`: a minion a syndic reported below it (a master of masters cannot tell whether it is connected) */
 export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true; syndic?: string };
+
+/**
+ * The zeromq binding, loaded on the first request: a runner thread gets a LocalClient whether its runner
+ * publishes or not, and loading the native binding costs 25-80 ms of every runner call on this project's box.
+ */
+const zmq = (): Promise<typeof import("zeromq")> => import("zeromq");
 
 /** Request attempts for a publish, as Salt's CLI makes (each waits `timeout`). */
 export const publishTries = 3;
@@ -61,6 +66,7 @@ export class LocalClient {
 
   /** One clear request to the master's request port (mk_token, get_token, ...), its decoded reply. */
   async clearRequest(load: Record<string, unknown>, timeoutS = this.cfg.timeout): Promise<unknown> {
+    const { Request } = await zmq();
     const sock = new Request({ receiveTimeout: timeoutS * 1000, sendTimeout: timeoutS * 1000, linger: 0 });
     try {
       sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
@@ -118,6 +124,7 @@ export class LocalClient {
     const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
     let lastErr: Error | undefined;
     for (let i = 0; i < publishTries; i++) {
+      const { Request } = await zmq();
       const sock = new Request({ receiveTimeout: timeoutMs, sendTimeout: timeoutMs, linger: 0 });
       try {
         sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
