@@ -171,8 +171,6 @@ test("a state module brine does not run, a missing argument and a thrown error a
   assert.match(String(r["test_|-boom_|-boom_|-show_notification"]!.comment), /^An exception occurred in this state: .*Missing required argument text\./s);
   const missing = (await callHigh(high({ x: { salt: ["state", { sls: "a" }] } }), rt)) as Running;
   assert.equal(missing["salt_|-x_|-x_|-state"]!.comment, "Missing parameter tgt for state salt.state\n");
-  const refused = (await callHigh(high({ l: { test: ["nop", { listen: [{ test: "x" }] }] }, x: { test: ["nop"] } }), rt)) as string[];
-  assert.deepEqual(refused, ["The 'listen' requisite in state 'l' in SLS 'orch' is not supported by brine's orchestrate"]);
 });
 
 test("malformed high data is answered with Salt's compile errors, and nothing runs", async () => {

@@ -70,6 +70,8 @@ describe("orchestrate answers as the Python master does for the same SLS", { tim
     ["nope", ["orch.nope"], {}],
     ["requisites", ["orch.requisites"], {}],
     ["requisites-test", ["orch.requisites"], { test: true }],
+    ["listen", ["orch.listen"], {}],
+    ["listen-test", ["orch.listen"], { test: true }],
   ];
   for (const [name, arg, kwarg] of cases) {
     test(`state.orchestrate ${arg.join(" ")} ${JSON.stringify(kwarg)} (${name}.json)`, async () => {

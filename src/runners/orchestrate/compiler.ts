@@ -15,7 +15,7 @@
  * its result joined when a requisite or the end of the run needs it; `retry` calls a state again until its
  * result is `until` (sleep injected).
  *
- * Not here (refused with a compile error naming them, never ignored): `listen`/`listen_in`, `use`/`use_in`.
+ * `use`/`use_in` copy arguments between states at compile time; `listen`/`listen_in` call mod_watch after the run.
  */
 import { fnmatch } from "../../lib/targeting/fnmatch.js";
 
@@ -84,7 +84,16 @@ const RUNTIME_KEYS = [
 ];
 export const INTERNAL_KEYWORDS: ReadonlySet<string> = new Set([...REQUISITES, ...REQUISITES_IN, ...RUNTIME_KEYS]);
 /** Requisites brine's compiler refuses (Salt has them; brine does not run them yet). */
-const UNSUPPORTED_REQUISITES = ["listen", "listen_in", "use", "use_in"];
+const UNSUPPORTED_REQUISITES: string[] = [];
+/** Salt's req_in_all: the keys `use`/`use_in` never copy. */
+const REQ_IN_ALL = new Set(["require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq", "prereq_in", "require", "watch", "onfail", "onfail_stop", "onchanges"]);
+
+/** Salt's state_args: the one-key argument names of a state. */
+function stateArgs(id: string, state: string, high: High): Set<string> {
+  const body = high[id];
+  const run = isMap(body) ? body[state] : undefined;
+  return new Set((Array.isArray(run) ? run : []).filter((a): a is Data => isMap(a) && Object.keys(a).length === 1).map(firstKey));
+}
 /** Run-time keys brine refuses in orchestration rather than ignore. */
 const UNSUPPORTED_RUNTIME = ["onlyif", "unless", "creates", "check_cmd"];
 
@@ -292,7 +301,7 @@ export function requisiteIn(high: High, disabled: readonly string[] = []): strin
       for (const arg of run) {
         if (!isMap(arg) || Object.keys(arg).length < 1) continue;
         const key = firstKey(arg);
-        if (!["require_in", "watch_in", "onfail_in", "onchanges_in", "prereq", "prereq_in"].includes(key) || disabled.includes(key)) continue;
+        if (!["require_in", "watch_in", "onfail_in", "onchanges_in", "prereq", "prereq_in", "use", "use_in"].includes(key) || disabled.includes(key)) continue;
         const rkey = key.split("_")[0]!;
         const items = arg[key];
         const sls = str(body.__sls__);
@@ -303,7 +312,7 @@ export function requisiteIn(high: High, disabled: readonly string[] = []): strin
               errors.push(`Invalid requisite in ${rkey}: ${st} for ${str(name)}, in SLS '${sls}'. Requisites must not contain dots, did you mean '${st.slice(0, st.indexOf("."))}'?`);
               st = st.split(".")[0]!;
             }
-            if (key === "prereq" || key === "prereq_in") continue; // Salt only expands the list form of these
+            if (key === "prereq" || key === "prereq_in" || key === "use" || key === "use_in") continue; // only their list form is expanded
             addReq(str(name), st, rkey, state, id, body);
           }
         }
@@ -336,6 +345,21 @@ export function requisiteIn(high: High, disabled: readonly string[] = []): strin
             if (key === "prereq_in") ensure(id, state).push({ prerequired: [{ [tstate]: name }] });
             if (key === "prereq") {
               for (const [extId, reqState] of findName(name, tstate, high, true)) ensure(extId, reqState).push({ prerequired: [{ [state]: id }] });
+              continue;
+            }
+            if (key === "use" || key === "use_in") {
+              // use: the named state's arguments added to this one; use_in: this state's added to the named one
+              for (const [extId, reqState] of findName(name, tstate, high, true)) {
+                if (!extId) continue;
+                const [from, fromState, to, toState] = key === "use" ? [extId, reqState, id, state] : [id, state, extId, reqState];
+                const ignore = new Set([...REQ_IN_ALL, ...stateArgs(to, toState, high)]);
+                const target = ensure(to, toState);
+                for (const a of ((high[from] as Body)[fromState] as unknown[]) ?? []) {
+                  if (!isMap(a) || Object.keys(a).length !== 1) continue;
+                  const k = firstKey(a);
+                  if (!ignore.has(k) && k !== "name" && k !== "names") target.push(a);
+                }
+              }
               continue;
             }
             addReq(name, tstate, rkey, state, id, body);
@@ -502,8 +526,69 @@ export class ChunkRunner {
 
   constructor(
     private readonly rt: StateRuntime,
-    private readonly chunks: Low[],
+    private chunks: Low[],
   ) {}
+
+  /**
+   * Salt's call_listen: after the run, each state that `listen`s to a state that changed (or is named by a
+   * changed state's `listen_in`) has its mod_watch called, as `listener_<id>`; a listen naming no state is a
+   * `Listen_Error` result.
+   */
+  async callListen(running: Running): Promise<Running> {
+    const chunks = this.chunks;
+    const crefs = chunks.map((c) => ({ ref: [c.state, c.__id__, c.name] as unknown[], chunk: c }));
+    const listeners: { key: unknown[]; val: unknown[] }[] = [];
+    for (const c of chunks) {
+      if (Array.isArray(c.listen)) listeners.push({ key: [c.state, c.__id__, c.name], val: c.listen });
+      if (Array.isArray(c.listen_in)) for (const l of c.listen_in) if (isMap(l)) for (const [k, v] of Object.entries(l)) listeners.push({ key: [k, v, "lookup"], val: [{ [c.state]: c.__id__ }] });
+    }
+    const matches = (ref: unknown[], st: unknown, v: unknown) => st === ref[0] && ref.includes(v);
+    const errors: Running = {};
+    const listenError = (st: unknown, v: unknown) => {
+      errors[genTag({ state: "Listen_Error", __id__: `listen_${str(v)}`, name: `listen_${str(st)}`, fun: "Listen_Error" })] = { comment: `Referenced state ${str(st)}: ${str(v)} does not exist`, name: `listen_${str(st)}:${str(v)}`, result: false, changes: {} };
+    };
+    const watchers: Low[] = [];
+    for (const { key, val } of listeners) {
+      for (let to of val) {
+        if (!isMap(to)) {
+          const hit = [...chunks].reverse().find((c) => c.__id__ === to || c.name === to);
+          if (!hit) continue;
+          to = { [hit.state]: hit.__id__ };
+        }
+        for (const [lkey, lval] of Object.entries(to as Data)) {
+          const targets = crefs.filter((c) => matches(c.ref, lkey, lval));
+          if (!targets.length) {
+            listenError(lkey, lval);
+            continue;
+          }
+          for (const t of targets) {
+            const r = running[genTag(t.chunk)];
+            if (!r || isEmpty(r.changes)) continue;
+            const listening = crefs.filter((c) => matches(c.ref, key[0], key[1]));
+            if (!listening.length) {
+              listenError(key[0], key[1]);
+              continue;
+            }
+            for (const l of listening) {
+              const low: Low = { ...l.chunk, sfun: l.chunk.fun, fun: "mod_watch", __id__: `listener_${l.chunk.__id__}` };
+              for (const req of REQUISITES) delete low[req];
+              watchers.push(low);
+            }
+          }
+        }
+      }
+    }
+    if (watchers.length) {
+      this.chunks = watchers;
+      try {
+        Object.assign(running, await this.callChunks());
+      } finally {
+        this.chunks = chunks;
+      }
+    }
+    for (const e of Object.values(errors)) e.__run_num__ = this.runNum++;
+    return Object.assign(running, errors);
+  }
 
   private failhard(low: Low, running: Running): boolean {
     if (this.rt.test) return false;
@@ -940,7 +1025,8 @@ export async function callHigh(input: High, rt: StateRuntime, orchestrationJid?:
   if (errors.length) return errors;
   const chunks = compileHighData(high, orchestrationJid);
   try {
-    return await new ChunkRunner(rt, chunks).callChunks();
+    const runner = new ChunkRunner(rt, chunks);
+    return await runner.callListen(await runner.callChunks());
   } catch (e) {
     if (e instanceof RequisiteError) return [e.message];
     throw e;
