@@ -104,3 +104,23 @@ test("drop counters incremented from 4 threads at once add up exactly", { timeou
   assert.equal(sum("returns:not_a_member"), total * keys.length);
   assert.equal(sum("events:broadcast"), total * keys.length);
 });
+
+test("owns_for with replicas: each of a key's first R nodes owns it, the others count other_ring_member", () => {
+  const w = RingWriter.attach(createRingBuffer());
+  w.publishRing("jobs", assignSlots(["m1", "m2", "m3"]), 1, 2);
+  w.publishRoutes({ jobs: "jobs" });
+  const r = new RingReader(w.buffer);
+  const keys = minionKeys(600);
+  let owners = 0;
+  for (const k of keys) {
+    const want = r.replicas(k, 2, "jobs");
+    assert.equal(want.length, 2);
+    for (const n of ["m1", "m2", "m3"]) {
+      const v = r.gate("jobs", k, n);
+      assert.equal(v, want.includes(n) ? "owner" : "other_ring_member", `${k} on ${n}`);
+      if (v === "owner") owners++;
+    }
+  }
+  assert.equal(owners, keys.length * 2, "exactly two owners per key");
+  assert.deepEqual(r.dropStats(), { jobs: { ring_id: "jobs", not_a_member: 0, other_ring_member: keys.length } });
+});

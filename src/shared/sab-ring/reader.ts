@@ -11,9 +11,10 @@
  * - owns() on an empty or absent ring is true (an unclustered master owns everything); on a one-node ring it
  *   is "is it that node"; otherwise "is it the owner";
  * - replicas() lists distinct nodes, owner first, capped at the ring size.
- * The ownsFor gate follows Salt's owns_for, with one deliberate difference: a master that is not a member of
+ * The ownsFor gate follows Salt's owns_for, with two deliberate differences: a master that is not a member of
  * the routed ring counts `not_a_member` even when the ring exists and is non-empty (Salt counted that case as
- * `other_ring_member`, which hid a misrouted load balancer behind the "expected sharding" counter).
+ * `other_ring_member`, which hid a misrouted load balancer behind the "expected sharding" counter); and with
+ * the ring's `replicas` R > 1 each of the key's first R nodes owns it (Salt's gate ignored replicas).
  */
 import { BrineError } from "../errors.js";
 import { preferenceOrder } from "./assign.js";
@@ -274,7 +275,9 @@ export class RingReader {
       if (d !== null) {
         if (d.nodes.length === 0 || !d.nodeIndex.has(self)) return "not_a_member";
         const o = Atomics.load(this.u8, d.slotsByte + slot);
-        if (Atomics.load(this.i32, d.seqIndex) === d.seq) return d.nodes[o] === self ? "owner" : "other_ring_member";
+        // with replicas R, the key's first R nodes (owner first, then rendezvous order) all own it
+        const owns = d.nodes[o] === self || (d.replicas > 1 && o !== NO_OWNER && preferenceOrder(d.nodes, d.hashes, o, slot).slice(0, d.replicas).includes(d.nodeIndex.get(self)!));
+        if (Atomics.load(this.i32, d.seqIndex) === d.seq) return owns ? "owner" : "other_ring_member";
       }
       this.retries++;
     }
