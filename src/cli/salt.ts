@@ -282,17 +282,18 @@ async function batchMode(creds: Record<string, unknown>, batch: string | undefin
   }
   const down = targeted.filter((m) => !up.includes(m));
   const bnum = batchSize(size, up.length);
-  if (bnum === undefined || bnum < 1) {
-    // Salt prints this and then fails on the missing size; brine stops here
-    if (!quiet) process.stdout.write(invalidBatchText(size) + "\n");
-    return 2;
-  }
+  if (bnum === undefined && !quiet) process.stdout.write(invalidBatchText(size) + "\n");
   if (up.length === 0) {
     if (quiet) {
       process.stderr.write("ERROR: No return received\n");
       return 2;
     }
     return 0;
+  }
+  // Salt fails on a missing or zero size here (a traceback, or a loop that never ends); brine stops
+  if (bnum === undefined || bnum < 1) {
+    if (bnum !== undefined && !quiet) process.stdout.write(invalidBatchText(size) + "\n");
+    return 2;
   }
   // Salt takes them in the order of a Python set (arbitrary); brine in id order
   const plan = new BatchPlan([...up].sort(), bnum, Number(o.batchWait ?? 0) * 1000, Boolean(o.failhard), quiet);
@@ -439,7 +440,11 @@ async function main(): Promise<number> {
   if (failure) {
     // Salt's master says "could not resolve minions"; its CLI tells the operator nothing was sent.
     const noMatch = failure.startsWith("No minions") || failure.startsWith("Master could not resolve minions");
-    process.stderr.write(noMatch ? `${NO_MATCH}\n` : `ERROR: ${failure}\n`);
+    if (noMatch) {
+      // Salt's LocalClient prints this; its CLI then has no return to show
+      process.stdout.write(`${NO_MATCH}\n`);
+      process.stderr.write("ERROR: No return received\n");
+    } else process.stderr.write(`ERROR: ${failure}\n`);
     return 2;
   }
   if (cfg.order_masters && jid && answered === 0 && missing.length === 0) {

@@ -77,6 +77,16 @@ describe("the salt and salt-cp command lines", { timeout: 300_000 }, () => {
     assert.equal(r.stdout, "- cb1\n- cb2\n- cb3\n- cbdown\n");
   });
 
+  test("no match: batch mode and --static say so as the Python CLI does (batch exits 0, --static 2)", async () => {
+    const b = await salt("-b", "1", "nomatch*", "test.ping", "-t", "2");
+    assert.equal(b.code, 0);
+    assert.equal(b.stdout, "No minions matched the target. No command was sent, no jid was assigned.\nNo minions matched the target.\n");
+    const s = await salt("--static", "nomatch*", "test.ping", "-t", "2");
+    assert.equal(s.code, 2);
+    assert.equal(s.stdout, "No minions matched the target. No command was sent, no jid was assigned.\n");
+    assert.equal(s.stderr, "ERROR: No return received\n");
+  });
+
   test("--static prints all returns together once they are in", async () => {
     const r = await salt("--static", "-L", "cb1,cb2", "test.ping", "--out", "json", "-t", "5");
     assert.equal(r.code, 0, r.stderr);
