@@ -261,6 +261,10 @@ test("salt.state: success, changes, failing minions, allow_fail, missing minions
   assert.equal(tr["salt_|-ping_|-test.ping_|-function"]!.comment, "Function test.ping would be executed on target m1");
   const none = (await callHigh(high({ nobody: { salt: ["state", { tgt: "zz" }, { sls: "web" }] } }), stateRuntime(fakeIO({}), { test: false, failhard: false }))) as Running;
   assert.equal(none["salt_|-nobody_|-nobody_|-state"]!.comment, "No minions returned");
+  const seenPub: unknown[] = [];
+  const pubIO: OrchestrateIO = { ...fakeIO({}), cmd: async (req) => (seenPub.push([req.ret, req.pubKwargs, req.timeoutS, req.tgtType]), { m1: { ret: stateRet(true), jid: "5" } }) };
+  await callHigh(high({ r: { salt: ["state", { tgt: "G@role:web" }, { tgt_type: "compound" }, { sls: "web" }, { ret: "mongo" }, { ret_config: "alt" }, { ret_kwargs: { db: "x" } }, { timeout: 90 }] } }), stateRuntime(pubIO, { test: false, failhard: false }));
+  assert.deepEqual(seenPub, [["mongo", { ret_config: "alt", ret_kwargs: { db: "x" } }, 90, "compound"]]);
   const batchCalls: unknown[] = [];
   const batchIO: OrchestrateIO = { ...fakeIO({}), cmd: async (req) => (batchCalls.push([req.batch, req.failhard]), { m1: { out: "highstate", ret: stateRet(true) } }) };
   const batch = (await callHigh(high({ b: { salt: ["state", { tgt: "m*" }, { sls: "web" }, { batch: "10%" }, { failhard: true }] } }), stateRuntime(batchIO, { test: false, failhard: false }))) as Running;
