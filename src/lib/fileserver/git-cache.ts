@@ -200,6 +200,15 @@ export function takeLock(r: GitRemote): boolean {
   return false;
 }
 
+function heldHere(f: string): boolean {
+  try {
+    const [pid, mach] = readFileSync(f, "utf8").split("\n");
+    return Number(pid) === process.pid && (mach ?? "").trim() === machineId();
+  } catch {
+    return false;
+  }
+}
+
 export function releaseLock(r: GitRemote): void {
   rmSync(lockFile(r), { force: true });
 }
@@ -231,8 +240,9 @@ export function lockRemotes(cfg: MasterConfig, role: GitRole, pattern: unknown, 
     const f = lockFile(r);
     try {
       if (set) {
-        if (!takeLock(r)) {
-          errors.push(`Update lock for ${role} remote '${r.id}' is already set`);
+        // held by this master already (an earlier lock): set, as Salt answers when it re-takes its own lock
+        if (!takeLock(r) && !heldHere(f)) {
+          errors.push(`Update lock for ${role} remote '${r.id}' is held by another process`);
           continue;
         }
         done.push(`Set update lock for ${role} remote '${r.id}' on machine_id '${machineId()}'`);
