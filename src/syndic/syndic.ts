@@ -205,6 +205,7 @@ export class Syndic {
         onPublish: (load) => this.forwardDown(u, load),
       });
       m.on("problem", ({ where, error }) => log.debug(`${u.addr.name}: ${where}: ${error.message}`));
+      m.on("drop", ({ reason, detail }) => log.debug(`${u.addr.name}: a publish was dropped (${reason}${detail ? `: ${detail}` : ""})`));
       try {
         await m.start();
       } catch (e) {
@@ -229,6 +230,7 @@ export class Syndic {
     if (this.opts.masterId !== undefined && load.master_id === this.opts.masterId) return; // one of ours, come back
     if (!validJid(load.jid)) return;
     this.remember(this.jobOrigin, load.jid, u.addr.name);
+    log.debug(`forwarding job ${load.jid} (${String(load.fun)}) from ${u.addr.name} to the lower master`);
     const kwargs: Record<string, unknown> = { auth_list: Array.isArray(load.auth_list) ? load.auth_list : [] };
     if (load.master_id !== undefined) kwargs.master_id = load.master_id;
     if (load.user !== undefined) kwargs.user = load.user;
