@@ -7,6 +7,7 @@
  * --preview-target, the output options (src/lib/output/display.ts) and the outputter each return names (state
  * functions: highstate), eauth, --version and --versions-report.
  */
+import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { conditionInput, yamlifyArg } from "../lib/client/args.js";
 import { isRegisteredSyndic, LocalClient, type JobReturn, type PubOptions, type PubReply } from "../lib/client/local-client.js";
@@ -66,6 +67,7 @@ const program = new Command("salt")
   .option("-T, --make-token", "with -a: trade the credentials for a token, kept in token_file (~/.salt_token) for later commands")
   .option("--username <name>", "the eauth username (else asked)")
   .option("--password <password>", "the eauth password (else asked, without echo)")
+  .option("--args-stdin", "read more options and arguments from stdin, one per line, after those on the command line")
   .option("--version", "print brine's version and the Salt version it speaks")
   .option("-V, --versions-report", "print the versions of brine, Node.js, its libraries and the system")
   .argument("[target]")
@@ -73,6 +75,12 @@ const program = new Command("salt")
   .argument("[arguments...]")
   .allowExcessArguments(true);
 addOutputOptions(program);
+// Salt's --args-stdin: each line of stdin is one more word of the command line, after the given ones
+if (process.argv.includes("--args-stdin")) {
+  const lines = readFileSync(0, "utf8").split("\n").map((l) => l.replace(/\r$/, ""));
+  if (lines[lines.length - 1] === "") lines.pop();
+  process.argv.push(...lines);
+}
 program.parse();
 const o = program.opts();
 if (o.version) {

@@ -112,6 +112,12 @@ describe("the salt and salt-cp command lines", { timeout: 300_000 }, () => {
     assert.deepEqual(load.executor_opts, { a: 1 });
   });
 
+  test("--args-stdin: stdin's lines are more arguments and options, after the command line's", async () => {
+    const r = await runCli("salt", ["-c", conf, "--args-stdin", "cb1", "test.arg"], { input: "a b\nk=v\n--out\njson\n" });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { cb1: { args: ["a b"], kwargs: { k: "v" } } });
+  });
+
   test("--out-file writes the output to a file, emptied first; --out-file-append adds to it", async () => {
     const f = path.join(tmp, "out.txt");
     writeFileSync(f, "old\n");
