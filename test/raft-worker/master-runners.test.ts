@@ -106,3 +106,27 @@ test("a wildcard address is refused as the node id at startup, with the fix in t
     }
   }
 });
+
+test("a single clustered master operates a ring through salt-run: create, set, placement_check and shed with itself alone", { timeout: 180_000 }, async () => {
+  const m = await startTestMaster({ cluster_id: "c1", id: NODE_ID });
+  try {
+    const created = await saltRun(m, "cluster.ring_create", "jobs", NODE_ID);
+    assert.deepEqual([created.status, created.group, created.data], ["committed", "cluster", { ring_id: "jobs", founding_voters: [NODE_ID], status: "active" }]);
+    const set = await saltRun(m, "cluster.ring_set", "jobs", "members=voters", "replicas=1");
+    assert.deepEqual(set.data, { ring_id: "jobs", members: "voters", replicas: 1, version: set.index });
+    await saltRun(m, "cluster.route_set", "jobs", "jobs");
+    const raft = m.server.clusterNode!.raft;
+    assert.deepEqual(Object.keys(await raft.jobsHeld(10)), [NODE_ID], "no peers: only this master is asked");
+    const check = await saltRun(m, "cluster.placement_check", "jobs");
+    assert.deepEqual([check.ring, check.replicas, check.members, check.route, check.unreachable], ["jobs", 1, "voters", "jobs", {}]);
+    assert.equal(check.ok, true, JSON.stringify(check));
+    const shed = (await saltRun(m, "cluster.shed_unowned_all", "jobs", "dry_run=True")) as Record<string, { status: string; dropped: number }>;
+    assert.deepEqual(Object.keys(shed), [NODE_ID]);
+    assert.deepEqual([shed[NODE_ID]!.status, shed[NODE_ID]!.dropped], ["ok", 0], "a lone voter owns every key");
+    assert.equal((await saltRun(m, "cluster.shed_status")).source, "runner");
+    const destroyed = await saltRun(m, "cluster.ring_destroy", "jobs");
+    assert.equal((destroyed.data as { status: string }).status, "destroyed");
+  } finally {
+    await m.stop();
+  }
+});
