@@ -43,6 +43,10 @@ const TRY_NEXT: ReadonlySet<string> = new Set([
   "RAFT_STOPPED",
 ]);
 
+/** how long founders that do not host the ring yet are waited for, and how often they are asked again, ms */
+const CATCH_UP_WAIT_MS = 3000;
+const CATCH_UP_POLL_MS = 100;
+
 const log = getLogger("brine.raft.ring-forward");
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
@@ -109,19 +113,28 @@ export class RingForwarder {
   private async call<T>(c: RingCall): Promise<T> {
     const founders = this.manager.ringFounders(c.group);
     if (founders === undefined) throw new BrineError("CLUSTER_NO_SUCH_RING", `${JSON.stringify(c.group)} is not an active ring`);
-    const tried: string[] = [];
     const payload = Uint8Array.from(cbor.encode(c));
-    for (const peer of founders) {
-      if (peer === this.manager.self) continue;
-      try {
-        return cbor.decode(await this.channel.request(peer, RING_CALL_CHANNEL, payload, this.timeoutMs)) as T;
-      } catch (e) {
-        const err = unwrap(e);
-        if (!isBrineError(err) || !TRY_NEXT.has(err.code)) throw err;
-        tried.push(`${peer} (${err.code})`);
+    const until = Date.now() + CATCH_UP_WAIT_MS;
+    for (;;) {
+      const tried: string[] = [];
+      let lagging = 0;
+      for (const peer of founders) {
+        if (peer === this.manager.self) continue;
+        try {
+          return cbor.decode(await this.channel.request(peer, RING_CALL_CHANNEL, payload, this.timeoutMs)) as T;
+        } catch (e) {
+          const err = unwrap(e);
+          if (!isBrineError(err) || !TRY_NEXT.has(err.code)) throw err;
+          if (err.code === "RAFT_UNKNOWN_GROUP") lagging++;
+          tried.push(`${peer} (${err.code})`);
+        }
       }
+      // founders that have not applied the ring's registry entry yet (it just committed) catch up in a tick or two
+      if (lagging === 0 || Date.now() >= until) {
+        throw new BrineError("CLUSTER_RING_UNREACHABLE", `ring ${c.group}: no founder answered: ${tried.join(", ") || "none but this master"}`);
+      }
+      await new Promise((r) => setTimeout(r, CATCH_UP_POLL_MS));
     }
-    throw new BrineError("CLUSTER_RING_UNREACHABLE", `ring ${c.group}: no founder answered: ${tried.join(", ") || "none but this master"}`);
   }
 
   private async serve(m: PeerMessage): Promise<Uint8Array> {
