@@ -146,3 +146,51 @@ describe("salt-syndic, the command line, with syndic_mode: cluster", { timeout: 
     }
   });
 });
+
+describe("salt-syndic with two masters of masters (syndic_master as a list, syndic_failover: ordered)", { timeout: 240_000 }, () => {
+  test("a job's returns go back to the master that sent it; the lower master's own jobs go to the first, and to the second while the first is down", async () => {
+    const a = await startTestMaster({ auto_accept: true, order_masters: true, syndic_wait: 1, worker_threads: 2 });
+    const b = await startTestMaster({ auto_accept: true, order_masters: true, syndic_wait: 1, worker_threads: 2 });
+    const { low, minions } = await lowerWithMinions(a, { syndic_master: [`127.0.0.1:${a.retPort}`, `127.0.0.1:${b.retPort}`], syndic_failover: "ordered" });
+    // each master of masters has its own key; the syndic pins one, so give both the same key pair first
+    const lowConf = writeConfigDir(low);
+    let syndic: Syndic | undefined;
+    const aConf = writeConfigDir(a);
+    let bm = b;
+    try {
+      for (const f of ["master.pem", "master.pub"]) writeFileSync(path.join(bm.pkiDir, f), readFileSync(path.join(a.pkiDir, f)));
+      bm = await bm.restart();
+      const bConf = writeConfigDir(bm);
+      syndic = newSyndic(low);
+      await syndic.start();
+      await until("the syndic signed in to both", () => syndic!.connected().length === 2);
+      const onB = await runCli("salt", ["-c", bConf, "*", "test.ping", "--out", "json", "-t", "10", "--show-jid"]);
+      assert.match(onB.stdout, /"l1": true/, onB.stdout + onB.stderr);
+      const jidB = /jid: (\d+)/.exec(onB.stdout)![1]!;
+      const onA = await runCli("salt-run", ["-c", aConf, "jobs.lookup_jid", jidB, "--out", "json"]);
+      assert.deepEqual(JSON.parse(onA.stdout), {}, "B's job did not go to A");
+
+      const lowJob = async (word: string) => {
+        const r = await runCli("salt", ["-c", lowConf, "l2", "test.echo", word, "--out", "json", "--show-jid"]);
+        return /jid: (\d+)/.exec(r.stdout)![1]!;
+      };
+      const inList = async (conf: string, jid: string) => {
+        const r = await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", jid, "--out", "json"]);
+        return Object.keys(JSON.parse(r.stdout || "{}")).includes("l2");
+      };
+      const first = await lowJob("to-the-first");
+      await until("the lower master's job reached A", () => inList(aConf, first));
+      assert.equal(await inList(bConf, first), false);
+
+      await a.stop(true);
+      const second = await lowJob("while-a-is-down");
+      await until("it reached B instead", () => inList(bConf, second), 60_000);
+    } finally {
+      await syndic?.stop();
+      await Promise.all(minions.map((m) => m.stop()));
+      await low.stop();
+      await bm.stop();
+      await a.stop().catch(() => undefined);
+    }
+  });
+});
