@@ -40,3 +40,18 @@ for case in cases:
     with open(os.path.join(here, case["name"] + ".txt"), "w") as fh:
         fh.write("" if text is None else text)
     print(case["name"])
+
+# Python's pprint.pformat (the highstate outputter's "failed to record the order" text, txt of non-mappings)
+import pprint  # noqa: E402
+
+PFORMAT_VALUES = [
+    {"master_master": {"salt_|-ping_|-ping_|-function": {"__id__": "ping", "__run_num__": 1, "changes": {"out": "highstate", "ret": {"db1": True}}, "comment": "Function ran successfully. Function test.ping ran on db1.", "name": "test.ping", "result": True}}},
+    ["short", "x" * 100, "words " * 30, {"k": "line one\nline two " * 10}],
+    "a long top level string " * 8,
+    [1, 2.5, None, True, "it's", {"nested": [[1, 2], {"deep": "v" * 90}]}],
+    list(range(40)),
+]
+if not only:
+    with open(os.path.join(here, "pformat.json"), "w") as fh:
+        json.dump([{"value": v, "text": pprint.pformat(v)} for v in PFORMAT_VALUES], fh, indent=1)
+    print("pformat.json")

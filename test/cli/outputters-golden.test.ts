@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { render } from "../../src/lib/output/outputters.js";
+import { pformat } from "../../src/lib/output/pyrepr.js";
 import type { OutOpts } from "../../src/lib/output/opts.js";
 import { repoRoot } from "../helpers/paths.js";
 
@@ -31,3 +32,8 @@ for (const c of cases) {
     assert.equal(render(c.out, structuredClone(c.data), outOpts(c)), want);
   });
 }
+
+const pformatCases = JSON.parse(readFileSync(path.join(dir, "pformat.json"), "utf8")) as { value: unknown; text: string }[];
+test("pprint.pformat layouts (sorted dicts, one element per line, long strings cut at whitespace) match Python's", () => {
+  for (const c of pformatCases) assert.equal(pformat(c.value), c.text);
+});

@@ -108,35 +108,87 @@ export function splitLines(s: string): string[] {
 }
 
 /**
- * pprint.pformat(v) (width 80, dicts sorted by key): a value whose repr fits on its line is printed
- * whole; otherwise a list or dict gets one element per line, indented under its opening bracket.
- * (Long strings are not split into adjacent literals as pprint does.)
+ * pprint.pformat(v) as Python 3.11 lays it out (width 80, dicts sorted by key): a value whose repr fits is
+ * printed whole; otherwise a list or dict gets one element per line under its opening bracket, and a long
+ * string is cut at whitespace into adjacent literals (in parentheses at the top level).
  */
 export function pformat(v: unknown, width = 80): string {
-  return fmt(v, 0, 0);
-  function sortedEntries(m: Record<string, unknown>): [string, unknown][] {
-    return Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  }
-  function flat(x: unknown): string {
+  const sortedEntries = (m: Record<string, unknown>): [string, unknown][] => Object.entries(m).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const flat = (x: unknown): string => {
     if (Array.isArray(x)) return "[" + x.map(flat).join(", ") + "]";
     if (isMap(x)) return "{" + sortedEntries(x).map(([k, y]) => `${reprStr(k)}: ${flat(y)}`).join(", ") + "}";
     return pyRepr(x);
-  }
-  function fmt(x: unknown, indent: number, allowance: number): string {
-    const r = flat(x);
-    if (r.length <= width - indent - allowance) return r;
-    if (Array.isArray(x) && x.length) {
-      const parts = x.map((y, i) => fmt(y, indent + 1, i === x.length - 1 ? allowance + 1 : 1));
-      return "[" + parts.join(",\n" + " ".repeat(indent + 1)) + "]";
+  };
+  let out = "";
+  const fmt = (x: unknown, indent: number, allowance: number, level: number): void => {
+    const rep = flat(x);
+    if (rep.length <= width - indent - allowance) {
+      out += rep;
+      return;
     }
+    level += 1;
     if (isMap(x) && Object.keys(x).length) {
-      const es = sortedEntries(x);
-      const parts = es.map(([k, y], i) => {
-        const kr = reprStr(k) + ": ";
-        return kr + fmt(y, indent + 1 + kr.length, i === es.length - 1 ? allowance + 1 : 1);
+      out += "{";
+      const items = sortedEntries(x);
+      const ind = indent + 1;
+      items.forEach(([k, y], i) => {
+        const last = i === items.length - 1;
+        const kr = reprStr(k);
+        out += kr + ": ";
+        fmt(y, ind + kr.length + 2, last ? allowance + 1 : 1, level);
+        if (!last) out += ",\n" + " ".repeat(ind);
       });
-      return "{" + parts.join(",\n" + " ".repeat(indent + 1)) + "}";
-    }
-    return r;
+      out += "}";
+    } else if (Array.isArray(x) && x.length) {
+      out += "[";
+      const ind = indent + 1;
+      x.forEach((y, i) => {
+        const last = i === x.length - 1;
+        if (i) out += ",\n" + " ".repeat(ind);
+        fmt(y, ind, last ? allowance + 1 : 1, level);
+      });
+      out += "]";
+    } else if (typeof x === "string" && x.length) {
+      out += pformatStr(x, indent, allowance, level, width);
+    } else out += rep;
+  };
+  fmt(v, 0, 0, 0);
+  return out;
+}
+
+/** pprint's _pprint_str: a long string cut at whitespace into literals that fit. */
+function pformatStr(s: string, indent0: number, allowance0: number, level: number, width: number): string {
+  let indent = indent0;
+  let allowance = allowance0;
+  if (level === 1) {
+    indent += 1;
+    allowance += 1;
   }
+  const lines = s.match(/[^\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]*(?:\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]|$)/g)!.filter((l) => l !== "");
+  const chunks: string[] = [];
+  let maxWidth1 = width - indent;
+  const maxWidth = width - indent;
+  let rep = "";
+  lines.forEach((line, i) => {
+    rep = reprStr(line);
+    if (i === lines.length - 1) maxWidth1 -= allowance;
+    if (rep.length <= maxWidth1) chunks.push(rep);
+    else {
+      const parts = line.match(/\S*\s*/g)!.filter((p, j, all) => !(p === "" && j === all.length - 1));
+      let maxWidth2 = maxWidth;
+      let current = "";
+      parts.forEach((part, j) => {
+        const candidate = current + part;
+        if (j === parts.length - 1 && i === lines.length - 1) maxWidth2 -= allowance;
+        if (reprStr(candidate).length > maxWidth2) {
+          if (current) chunks.push(reprStr(current));
+          current = part;
+        } else current = candidate;
+      });
+      if (current) chunks.push(reprStr(current));
+    }
+  });
+  if (chunks.length === 1) return rep;
+  const body = chunks.join("\n" + " ".repeat(indent));
+  return level === 1 ? "(" + body + ")" : body;
 }
