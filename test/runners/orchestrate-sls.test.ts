@@ -42,7 +42,7 @@ test("include, extend, exclude and order: included states first, extended argume
 });
 
 test("a missing SLS, a missing include and a render error are Salt's messages", async () => {
-  const t = tree({ "orch/bad.sls": "include:\n  - nothere\nx:\n  test.nop: []\n", "orch/broken.sls": "{{ pillar['missing']['deeper'] }}\n" });
+  const t = tree({ "orch/bad.sls": "include:\n  - nothere\nx:\n  test.nop: []\n", "orch/broken.sls": "{{ pillar['missing']['deeper'] }}\n", "orch/runs.sls": "{% set up = salt['saltutil.runner']('manage.up') %}\n" });
   try {
     const st = new StateTree(t.cfg);
     const ctx = { context: { pillar: {}, grains: {}, salt: {}, opts: {} } };
@@ -51,6 +51,9 @@ test("a missing SLS, a missing include and a render error are Salt's messages", 
     const broken = (await st.render("base", ["orch.broken"], ctx)).errors;
     assert.equal(broken.length, 1);
     assert.match(broken[0]!, /^Rendering SLS 'base:orch.broken' failed: /);
+    const { makeSaltFuncs } = await import("../../src/lib/render/salt-funcs.js");
+    const runs = (await st.render("base", ["orch.runs"], { context: { salt: makeSaltFuncs({ renders: "an orchestration SLS", id: "m", grains: {}, pillar: {}, opts: {} }) } })).errors;
+    assert.match(runs[0]!, /salt function 'saltutil.runner' is not available when brine renders an orchestration SLS/);
   } finally {
     t.done();
   }

@@ -11,6 +11,8 @@ import { fnmatch } from "../targeting/fnmatch.js";
 import { minionMatches } from "../targeting/index.js";
 
 export interface SaltFuncContext {
+  /** what is being rendered, for the refusal of a function brine does not offer (default "pillar") */
+  renders?: string;
   id: string;
   grains: Record<string, unknown>;
   pillar: Record<string, unknown>;
@@ -114,7 +116,7 @@ export function makeSaltFuncs(ctx: SaltFuncContext): Record<string, unknown> {
     get(target, key) {
       if (typeof key === "string" && !Object.prototype.hasOwnProperty.call(target, key) && /^\w+\.\w+$/.test(key)) {
         return () => {
-          throw new FilterError(`salt function '${key}' is not available when brine renders pillar (see docs/DEPENDENCIES-fileserver.md)`);
+          throw new FilterError(`salt function '${key}' is not available when brine renders ${ctx.renders ?? "pillar"} (see docs/DEPENDENCIES-fileserver.md)`);
         };
       }
       return Reflect.get(target, key);

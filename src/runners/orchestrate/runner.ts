@@ -188,7 +188,7 @@ async function renderContext(ctx: RunnerContext, o: RunOptions): Promise<{ conte
   const pillar = await new PillarCompiler(ctx.cfg).compile({ id: ctx.cfg.id, grains, saltenv: o.saltenv, pillarenv: o.pillarenv, ...(o.pillar ? { pillarOverride: o.pillar } : {}) });
   if (Array.isArray(pillar._errors) && pillar._errors.length) return { errors: ["Pillar failed to render with the following messages:", ...pillar._errors.map(String)] };
   const opts = ctx.cfg as unknown as Data;
-  return { context: { salt: makeSaltFuncs({ id: ctx.cfg.id, grains, pillar, opts }), pillar, grains, opts } };
+  return { context: { salt: makeSaltFuncs({ renders: "an orchestration SLS", id: ctx.cfg.id, grains, pillar, opts }), pillar, grains, opts } };
 }
 
 function runtime(ctx: RunnerContext, test: boolean) {
