@@ -46,7 +46,7 @@ test("did-you-mean finds close names only", () => {
 });
 
 /** files whose `cfg` is not the master's configuration (the logger's, a test minion's, a Raft node's) */
-const OTHER_CFG = [path.join("src", "shared", "log.ts"), path.join("src", "workers", "raft", "core") + path.sep];
+const OTHER_CFG = [path.join("src", "shared", "log.ts"), path.join("src", "workers", "raft", "core") + path.sep, path.join("src", "lib", "minion") + path.sep];
 
 /** `cfg.<name>`, `cfg?.<name>`, `cfg["<name>"]`, `(cfg as ...).<name>` and readOption(cfg, "<name>") in files that handle a configuration */
 function optionsReadIn(dir: string, out = new Map<string, string>()): Map<string, string> {
