@@ -10,7 +10,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFi
 import { spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
-import { startTestMaster, type TestMaster } from "../helpers/master.js";
+import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
 import { HARNESS, realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 import { generateRsaPem } from "../../src/lib/pki/master-keys.js";
@@ -65,5 +65,60 @@ describe("real salt-minions verifying brine's signed master key", { skip, timeou
     assert.match(text, /Received signed public-key from master \S+ but signature verification failed/);
     assert.doesNotMatch(text, /Minion is ready to receive requests/);
     assert.ok(!existsSync(path.join(runDir, "minions", "wrong7", "pki", "minion", "minion_master.pub")), "the master key is not pinned");
+  });
+});
+
+for (const [ref, mid] of [["3007.x", "fo7"], ["v3006.8", "fo6"]] as const) describe(`signed failover: a real ${ref} minion with master_type: failover between two brine masters sharing the key`, { skip, timeout: 600_000 }, () => {
+  let a: TestMaster;
+  let b: TestMaster;
+  const runDir = mkdtempSync(path.join(os.tmpdir(), `rs-${mid}-`));
+
+  after(async () => {
+    stopRealMinions(runDir);
+    await a?.stop().catch(() => undefined);
+    await b?.stop();
+  });
+
+  test("the minion moves to the second master when the first dies, runs a job there, and comes back when the first returns", async () => {
+    const ret = await freePort();
+    const pub = await freePort();
+    const common = { auto_accept: true, worker_threads: 2, master_sign_pubkey: true, ret_port: ret, publish_port: pub };
+    a = await startTestMaster({ ...common, id: `${mid}_a`, interface: "127.0.0.2" });
+    // the second master: same master key and signing pair (Salt's multi-master tutorial), its own everything else
+    const rootB = mkdtempSync(path.join(os.tmpdir(), "brine-fo-b-"));
+    const pkiB = path.join(rootB, "pki", "master");
+    mkdirSync(pkiB, { recursive: true });
+    for (const f of ["master.pem", "master.pub", "master_sign.pem", "master_sign.pub"]) copyFileSync(path.join(a.pkiDir, f), path.join(pkiB, f));
+    b = await startTestMaster({ ...common, id: `${mid}_b`, interface: "127.0.0.3" }, rootB);
+    const confA = writeConfigDir(a);
+    const confB = writeConfigDir(b);
+
+    placeSignPub(runDir, mid, readFileSync(path.join(a.pkiDir, "master_sign.pub"), "utf8"));
+    // minion.d overrides the harness's own settings (a key written twice in one file is an error for Salt)
+    const dropIn = path.join(runDir, "minions", mid, "conf", "minion.d");
+    mkdirSync(dropIn, { recursive: true });
+    writeFileSync(path.join(dropIn, "failover.conf"), "master_type: failover\nmaster_alive_interval: 2\nmaster_failback: True\nmaster_failback_interval: 5\nretry_dns: 0\nverify_master_pubkey_sign: True\nauth_tries: 1\nauth_timeout: 3\n");
+    await new Promise<void>((resolve, reject) => {
+      const p = spawn(path.join(HARNESS, "start-minion.sh"), ["--dir", runDir, mid, "[127.0.0.2, 127.0.0.3]", String(ret), String(pub)], { env: { ...process.env, SALT_REF: ref, SALT_WAIT: "90" } });
+      let out = "";
+      p.stdout.on("data", (d) => (out += d));
+      p.stderr.on("data", (d) => (out += d));
+      p.on("close", (code) => (code === 0 ? resolve() : reject(new Error(out))));
+    });
+    const ping = (conf: string) => runCli("salt", ["-c", conf, mid, "test.ping", "--out", "json", "-t", "8"]);
+    const answered = new RegExp(`"${mid}": true`);
+    assert.match((await ping(confA)).stdout, answered, "first on the first master");
+
+    await a.stop(true);
+    let moved = false;
+    for (let i = 0; i < 12 && !moved; i++) moved = answered.test((await ping(confB)).stdout);
+    assert.ok(moved, "the minion failed over to the second master and answered a job there");
+    const log = readFileSync(path.join(runDir, "minions", mid, "log", "minion"), "utf8");
+    assert.match(log, /Received signed and verified master pubkey|Minion is ready to receive requests/);
+
+    a = await a.restart();
+    let back = false;
+    for (let i = 0; i < 12 && !back; i++) back = answered.test((await ping(confA)).stdout);
+    assert.ok(back, "the minion failed back to the first master");
   });
 });
