@@ -6,9 +6,10 @@
 import os from "node:os";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { clusterPresent, peerAddresses, presenceMode } from "../workers/req-handler/presence.js";
+import { SALT_VERSION_SPOKEN } from "../lib/client/version.js";
 
-/** The Salt version brine answers as (the protocol generation it speaks); manage.versions compares minions to it. */
-export const MASTER_SALT_VERSION = "3007.8";
+/** The Salt version this master reports for itself (manage.versions), the one it speaks (src/lib/client/version.ts). */
+export const MASTER_SALT_VERSION = SALT_VERSION_SPOKEN;
 
 async function ping(ctx: RunnerContext, timeoutS: number): Promise<{ up: string[]; down: string[] }> {
   const up = new Set<string>();
