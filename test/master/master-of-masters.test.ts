@@ -127,6 +127,24 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
     assert.equal(j.Result.b1!.return, "b1 ran cmd.run");
   });
 
+  test("a syndic's forwarded events: the job's minions become syndic/<id>/salt/job/<jid>/new, the rest pass the tag filter as before", async () => {
+    const bus = new EventClient(m.sockDir);
+    await bus.connect();
+    const tags: string[] = [];
+    const off = bus.on((e) => tags.push(e.tag));
+    const jid = "20261125120000777777";
+    try {
+      assert.equal(await forwardNew(syn, jid, ["b9"]), null);
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      off();
+      bus.close();
+    }
+    assert.ok(tags.includes(`syndic/syn1/salt/job/${jid}/new`), tags.join(", "));
+    assert.ok(tags.includes("syndic/syn1/salt/minion/b1/start") && tags.includes("salt/minion/b1/start"));
+    assert.ok(!tags.includes(`salt/job/${jid}/new`), "a job's new event is never fired from a syndic's batch");
+  });
+
   test("a syndic cannot return in another syndic's name, nor for a minion of this master", async () => {
     const pub = seen.find((l) => l.fun === "test.ping")!;
     assert.equal(await syndicReturn(syn, [{ ...batch("other", pub, ["x1"]) }, batch("syn1", pub, ["syn1"])]), null);

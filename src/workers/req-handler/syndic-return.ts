@@ -17,7 +17,8 @@
  *   `syndic/<syndic id>/salt/job/<jid>/new` `{jid, minions, syndic}` (the pretagged copy Salt 3006 let
  *   through and 3007 filters with the blacklisted `salt/job/*\/new`), which the CLI waits on (`syndic_wait`).
  *   A syndic's `salt/syndic/<id>/start` registers it as a syndic at once (the CLI never waits for a syndic).
- *   The event itself still goes through `_minion_event`'s tag filter unchanged: this wraps that handler.
+ *   The batch's other events go through `_minion_event` unchanged (this wraps that handler); the
+ *   `salt/job/<jid>/new` ones, taken here, are left out of it (its tag filter would refuse and log each).
  *
  * Stricter than Salt, on purpose (docs/security.md, "A minion"): without `order_masters` a `_syndic_return`
  * is refused (a master with no syndics has nothing to take from one); a batch must name the syndic that
@@ -156,6 +157,9 @@ addSubsystem(() => {
     // CLI does not wait for it as a minion from its first job on
     if (validId(load.id) && load.tag === `salt/syndic/${load.id}/start`) registerSyndic(ctx, load.id);
     if (typeof load.pretag !== "string") return minionEvent(ctx, load, fx, raw);
-    return noteSyndicMinions(ctx, load, fx).then(() => minionEvent(ctx, load, fx, raw));
+    if (!load.pretag.startsWith("syndic/") || !Array.isArray(load.events)) return minionEvent(ctx, load, fx, raw);
+    // the lower master's salt/job/<jid>/new were taken above; the tag filter would refuse (and log) each one
+    const rest = load.events.filter((ev) => !(isMap(ev) && typeof ev.tag === "string" && JOB_NEW.test(ev.tag)));
+    return noteSyndicMinions(ctx, load, fx).then(() => (rest.length ? minionEvent(ctx, { ...load, events: rest }, fx) : done(null)));
   });
 });
