@@ -1,6 +1,6 @@
 /**
  * brine as the master of masters over Salt's own syndic: brine MoM (order_masters: True) <- Python
- * salt-syndic (3007.x) on a Python lower master <- a real 3007 salt-minion. `salt '*'` on brine gets the real
+ * salt-syndic on a Python lower master <- a real salt-minion, for 3007.x (v3 requests) and 3006.8 (v2). `salt '*'` on brine gets the real
  * minion's return through the syndic, the return is in brine's job cache, and a job published on the lower
  * master comes up too. Skips with a message when Salt's source is absent.
  */
@@ -14,7 +14,7 @@ import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js
 import { HARNESS, realSaltEnv, realSaltSkipReason, realSaltSource, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 
-const skip = realSaltSkipReason(["3007.x"]);
+const skip = realSaltSkipReason(["3007.x", "v3006.8"]);
 
 function harness(script: string, args: string[], env: Record<string, string> = {}): string {
   const r = spawnSync(path.join(HARNESS, script), args, { env: { ...process.env, ...env }, encoding: "utf8", timeout: 180_000 });
@@ -30,7 +30,7 @@ async function waitForLog(file: string, re: RegExp, ms: number): Promise<boolean
   return false;
 }
 
-describe("brine master of masters over a Python salt-syndic and master, with a real minion", { skip, timeout: 600_000 }, () => {
+for (const ref of ["3007.x", "v3006.8"]) describe(`brine master of masters over a Python ${ref} salt-syndic and master, with a real minion`, { skip, timeout: 600_000 }, () => {
   let mom: TestMaster;
   let conf: string;
   let syndic: ChildProcess | undefined;
@@ -45,17 +45,17 @@ describe("brine master of masters over a Python salt-syndic and master, with a r
     lowPub = await freePort();
     lowRet = await freePort();
     harness("start-master.sh", ["--dir", runDir, String(lowPub), String(lowRet)], {
-      SALT_REF: "3007.x",
+      SALT_REF: ref,
       SALT_MASTER_EXTRA: `syndic_master: 127.0.0.1\nsyndic_master_port: ${mom.retPort}\nsyndic_log_file: ${runDir}/master/log/syndic\nsyndic_pidfile: ${runDir}/master/run/salt-syndic.pid\nsyndic_event_forward_timeout: 0.5`,
     });
-    await startRealMinion(runDir, "low1", lowRet, lowPub, "3007.x");
+    await startRealMinion(runDir, "low1", lowRet, lowPub, ref);
     // the syndic's own identity (id, pki_dir) comes from a minion file beside the lower master's (salt/config syndic_config)
     mkdirSync(path.join(runDir, "master", "pki", "syndic"), { recursive: true });
     writeFileSync(
       path.join(lowerConf, "minion"),
       [`id: syn1`, `user: ${os.userInfo().username}`, `pki_dir: ${runDir}/master/pki/syndic`, `publish_port: ${mom.publishPort}`, `acceptance_wait_time: 1`, `random_reauth_delay: 0`, `log_level_logfile: debug`, `enable_legacy_startup_events: False`].join("\n") + "\n",
     );
-    const src = realSaltSource("3007.x");
+    const src = realSaltSource(ref);
     syndic = spawn("/usr/bin/python3", [path.join(src, "scripts", "salt-syndic"), "-c", lowerConf, "-l", "quiet"], { env: realSaltEnv(src), detached: true, stdio: "ignore" });
     assert.ok(await waitForLog(path.join(runDir, "master", "log", "syndic"), /Syndic successfully connected/, 60_000), "the Python syndic signed in to brine");
   });
@@ -86,7 +86,7 @@ describe("brine master of masters over a Python salt-syndic and master, with a r
   });
 
   test("a job published on the lower master comes up to brine with its load", async () => {
-    const r = harness("salt.sh", ["--dir", runDir, "low1", "test.echo", "from-below", "--out", "json", "--show-jid"]);
+    const r = harness("salt.sh", ["--dir", runDir, "low1", "test.echo", "from-below", "--out", "json", "--show-jid"], { SALT_REF: ref });
     const jid = /jid: (\d+)/.exec(r)?.[1];
     assert.ok(jid, r);
     let job: { Function?: string; Result?: Record<string, { return: unknown }> } = {};
