@@ -64,6 +64,8 @@ export class MasterServer {
   private bus: EventBusServer;
   private control: ControlServer | undefined;
   private maintenance: Maintenance | undefined;
+  /** gitfs / git_pillar updates, run from the maintenance timer */
+  private gitSchedule: GitUpdateSchedule | undefined;
   /** the reactor and the master schedule, with `reactor:` or `schedule:` in the config (src/automation/) */
   private automation: AutomationHost | undefined;
   private stopping = false;
@@ -221,6 +223,7 @@ export class MasterServer {
     });
     const gitRoles = GitUpdateSchedule.roles(c);
     const gitSchedule = gitRoles.length ? new GitUpdateSchedule(c) : undefined;
+    this.gitSchedule = gitSchedule;
     this.maintenance = new Maintenance(c.cachedir, c.id, c.loop_interval, c.rotate_aes_key, {
       rotate: () => this.rotateAesKey(),
       cleanup: async () => {
@@ -248,6 +251,7 @@ export class MasterServer {
     this.stopping = true;
     log.info("master shutting down");
     this.maintenance?.stop();
+    await this.gitSchedule?.stop();
     await this.automation?.stop();
     await this.metrics?.stop();
     await this.api?.stop();

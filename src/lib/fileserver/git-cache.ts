@@ -579,6 +579,9 @@ export async function clearRoleCache(cfg: MasterConfig, role: GitRole): Promise<
 export class GitUpdateSchedule {
   private readonly last = new Map<string, number>();
   private running = false;
+  /** the update in progress, awaited by stop() */
+  private current: Promise<void> | undefined;
+  private stopped = false;
 
   constructor(private readonly cfg: MasterConfig) {}
 
@@ -592,9 +595,9 @@ export class GitUpdateSchedule {
   }
 
   tick(now: number, roles: GitRole[]): void {
-    if (this.running || !roles.length) return;
+    if (this.stopped || this.running || !roles.length) return;
     this.running = true;
-    void (async () => {
+    this.current = (async () => {
       for (const role of roles) {
         const global = Number((this.cfg as unknown as Record<string, unknown>)[`${role}_update_interval`]) || 60;
         const due = (r: GitRemote) => {
@@ -611,5 +614,14 @@ export class GitUpdateSchedule {
         }
       }
     })().finally(() => (this.running = false));
+  }
+
+  /**
+   * Starts no more updates and waits for the one running, so a stopping master leaves no git process writing
+   * in its cachedir (each git command is bounded by its own timeout).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.current;
   }
 }
