@@ -138,9 +138,11 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     }, 20_000);
     assert.deepEqual([back.members, back.replicas], ["voters", 2], "the re-created ring resumed its policy from disk");
 
-    // --- no quorum: with m1 cut off, ring jobs (m1, m2) cannot commit; the error says so
+    // --- no quorum: with m1 cut off, ring jobs (m1, m2) cannot commit; the error says so. When the founder m3
+    // forwards to has not yet seen the cut (its leader was m1), the proposal times out instead: then the answer
+    // must say the outcome is unknown (a fresh-clone CI run at load 6 got that one)
     h.partition(0);
-    await fails(2, "ring_set", ["jobs", "replicas=1"], /no quorum|no founder answered/);
+    await fails(2, "ring_set", ["jobs", "replicas=1"], /no quorum|no founder answered|may or may not have committed/);
     h.heal();
 
     // --- shed, with replicas 1 (each voter owns its share): a dry run on every master, then the real one
