@@ -54,7 +54,7 @@ describe("one slow request does not hold its batch", { timeout: 120_000 }, () =>
 
   test("worker_threads is honoured, Salt's 5 by default", () => {
     assert.equal(masterDefaults().worker_threads, 5);
-    assert.deepEqual((tm.server as unknown as { lanes: RequestLanes<unknown> }).lanes.threads, { auth: 1, req: 1 });
+    assert.deepEqual((tm.server as unknown as { lanes: RequestLanes<unknown> }).lanes.threads, { clear: 1, req: 1 });
   });
 
   test("a _return waiting on a locked job cache; the _master_opts beside it in the batch are answered at once", async () => {
