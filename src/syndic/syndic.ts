@@ -246,7 +246,9 @@ export class Syndic {
         kwargs,
         timeoutS: 10,
       });
-      if (r.error) log.warning(`Unable to forward pub data of ${load.jid} to the lower master: ${JSON.stringify(r.error)}`);
+      // no minion of the lower master matched: normal when the job is for another syndic's minions
+      if (r.error && !(r.jid === null && Array.isArray(r.minions) && r.minions.length === 0)) log.warning(`Unable to forward pub data of ${load.jid} to the lower master: ${JSON.stringify(r.error)}`);
+      else if (r.error) log.debug(`job ${load.jid}: no minion of the lower master matches ${JSON.stringify(load.tgt)}`);
     } catch (e) {
       log.warning(`Unable to forward pub data of ${load.jid}: ${(e as Error).message}`);
     }

@@ -8,7 +8,8 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import { parse, stringify } from "yaml";
 import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
@@ -191,6 +192,27 @@ describe("salt-syndic with two masters of masters (syndic_master as a list, synd
       await low.stop();
       await bm.stop();
       await a.stop().catch(() => undefined);
+    }
+  });
+});
+
+describe("a job for another syndic's minions", { timeout: 120_000 }, () => {
+  test("is not an error for a syndic whose lower master has no matching minion (nothing logged at warning)", async () => {
+    const mom = await startTestMaster({ auto_accept: true, order_masters: true, syndic_wait: 1, worker_threads: 2 });
+    const logFile = path.join(mkdtempSync(path.join(os.tmpdir(), "brine-synlog-")), "log");
+    const low = await startTestMaster({ id: "lower2", auto_accept: true, worker_threads: 2, syndic_master: `127.0.0.1:${mom.retPort}` } as never, undefined, { logFile });
+    const syndic = newSyndic(low);
+    try {
+      await syndic.start();
+      await until("the syndic signed in", () => syndic.connected().length === 1);
+      const r = await runCli("salt", ["-c", writeConfigDir(mom), "elsewhere*", "test.ping", "--out", "json", "-t", "2"]);
+      assert.match(r.stderr, /No minions answered/, r.stdout + r.stderr);
+      await new Promise((res) => setTimeout(res, 500));
+      assert.doesNotMatch(readFileSync(logFile, "utf8"), /Unable to forward pub data/);
+    } finally {
+      await syndic.stop();
+      await low.stop();
+      await mom.stop();
     }
   });
 });
