@@ -13,8 +13,8 @@ import type { PublishLoad } from "../../src/lib/minion/functions.js";
 import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
 
-const LB = "127.0.0.50";
-const HOSTS = ["127.0.0.51", "127.0.0.52", "127.0.0.53"];
+const LB = "127.0.0.130";
+const HOSTS = ["127.0.0.131", "127.0.0.132", "127.0.0.133"];
 /** brine_presence_heard_s for this cluster: short, so a stopped minion ages out quickly */
 const HEARD_S = 6;
 

@@ -22,8 +22,8 @@ import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
 
-const LB = "127.0.0.110";
-const HOSTS = ["127.0.0.111", "127.0.0.112", "127.0.0.113"];
+const LB = "127.0.0.120";
+const HOSTS = ["127.0.0.121", "127.0.0.122", "127.0.0.123"];
 /** longer than the peers' heartbeat timeout (DEFAULT_PEER_LIMITS.heartbeatTimeoutMs, 5 s) */
 const PAUSE_MS = 8_000;
 
