@@ -85,6 +85,7 @@ try {
   pidfile.release();
   process.exit(1);
 }
-process.stdout.write(`brine salt-master ${cfg.id} ready (publish ${cfg.interface}:${cfg.publish_port}, requests ${cfg.interface}:${cfg.ret_port}, config ${configDir})\n`);
-
+// before "ready": whoever waits for that line may signal at once, and until a listener is registered a
+// SIGTERM has its default action (the process dies without stopping or releasing the pidfile)
 stopOnSignals(log, () => server.stop(), () => pidfile.release());
+process.stdout.write(`brine salt-master ${cfg.id} ready (publish ${cfg.interface}:${cfg.publish_port}, requests ${cfg.interface}:${cfg.ret_port}, config ${configDir})\n`);

@@ -56,6 +56,7 @@ try {
   pidfile.release();
   process.exit(1);
 }
+// before the "running" line (see salt-master.ts: a SIGTERM before a listener kills the process)
+stopOnSignals(log, () => syndic.stop(), () => pidfile.release());
 process.stdout.write(`brine salt-syndic ${opts.id} running: masters of masters ${opts.upstreams.map((u) => `${u.host}:${u.port}`).join(", ")}, lower master ${cfg.interface}:${cfg.ret_port} (config ${o.configDir})\n`);
 
-stopOnSignals(log, () => syndic.stop(), () => pidfile.release());
