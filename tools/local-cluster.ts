@@ -18,6 +18,8 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { TestMinion, type TestMinionOptions } from "../src/lib/minion/test-minion.js";
 import type { MinionKeys } from "../src/lib/minion/keys.js";
+import { RawClient } from "../src/lib/minion/raw-client.js";
+import { decodeWire } from "../src/shared/protocol/msgpack.js";
 
 export const CLI_DIR = new URL("../src/cli/", import.meta.url);
 export const PUB_PORT = 4505;
@@ -427,4 +429,15 @@ export function minionThrough(host: string, id: string, keys: MinionKeys, retPor
     returnTimeoutMaxMs: 3000,
     ...extra,
   });
+}
+
+/** What the master at `host` answers one request frame: "accepted" (a reply sealed for the minion), or the refusal. */
+export async function frameAnswer(host: string, bytes: Buffer, retPort = RET_PORT): Promise<string> {
+  const raw = new RawClient({ host, port: retPort, timeoutMs: 10_000 });
+  try {
+    const r = decodeWire(await raw.request(bytes));
+    return Buffer.isBuffer(r) ? "accepted" : JSON.stringify(r);
+  } finally {
+    raw.close();
+  }
 }

@@ -16,13 +16,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
-import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
 import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, frameAnswer as answer, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.70";
 const HOSTS = ["127.0.0.71", "127.0.0.72", "127.0.0.73"];
@@ -39,16 +37,6 @@ function frame(m: TestMinion, protocol: "v3" | "v2", nonce: string): Buffer {
   return packSalt({ enc: "aes", load: sealSalt(new Crypticle(creds.session!), inner), version: 3, id: m.id, enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" });
 }
 
-/** What master `host` answers a frame: "accepted" (a reply sealed for the minion), or the refusal. */
-async function answer(host: string, bytes: Buffer): Promise<string> {
-  const raw = new RawClient({ host, port: RET_PORT, timeoutMs: 10_000 });
-  try {
-    const r = decodeWire(await raw.request(bytes));
-    return Buffer.isBuffer(r) ? "accepted" : JSON.stringify(r);
-  } finally {
-    raw.close();
-  }
-}
 
 test("cluster hardening: no forged return stored, no captured frame replayed, a paused master catches up", { timeout: 240_000 }, async (t) => {
   const why = await skipReason(LB, HOSTS);

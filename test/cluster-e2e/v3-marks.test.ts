@@ -14,13 +14,11 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
-import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
 import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, frameAnswer as answer, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.120";
 const HOSTS = ["127.0.0.121", "127.0.0.122", "127.0.0.123"];
@@ -32,16 +30,6 @@ function v2Frame(aes: string, id: string): Buffer {
   return packSalt({ enc: "aes", load: sealSalt(new Crypticle(aes), { cmd: "_minion_event", id, tag: "v3m/forged", data: {}, nonce: newNonce() }), version: 2 });
 }
 
-/** What master `host` answers a frame: "accepted" (a reply sealed for the minion), or the refusal. */
-async function answer(host: string, bytes: Buffer): Promise<string> {
-  const raw = new RawClient({ host, port: RET_PORT, timeoutMs: 10_000 });
-  try {
-    const r = decodeWire(await raw.request(bytes));
-    return Buffer.isBuffer(r) ? "accepted" : JSON.stringify(r);
-  } finally {
-    raw.close();
-  }
-}
 
 test("a v2 request forged in a v3 minion's name is refused by every master of an isolated cluster, and by one that was away", { timeout: 240_000 }, async (t) => {
   const why = await skipReason(LB, HOSTS);

@@ -13,22 +13,11 @@ import path from "node:path";
 import { encodeWire } from "../../src/shared/protocol/msgpack.js";
 import { repoRoot } from "../helpers/paths.js";
 import { runnerHarness } from "./helpers.js";
+import type { MigrateResult } from "../../src/lib/store/local-cache-import.js";
 
 const FIXTURES = path.join(repoRoot, "test", "fixtures", "salt-local-cache");
 const MIGRATE = "cluster.migrate_jobs_to_cache";
 
-interface Result {
-  status: string;
-  scanned: number;
-  migrated: number;
-  skipped: number;
-  returns_migrated: number;
-  returns_skipped: number;
-  skipped_reasons: Record<string, number>;
-  dry_run: boolean;
-  jobs_root: string;
-  reason?: string;
-}
 
 /** What the fixture tree holds, counted independently of the migrator: job directories and return files. */
 function census(root: string): { jobs: number; returns: number; jids: string[] } {
@@ -72,11 +61,11 @@ test("a Python master's sha256 job cache migrates: the dry run writes nothing, l
     assert.ok(want.jobs >= 10 && want.returns >= 10, `fixture: ${JSON.stringify(want)}`);
     const before = snapshot(root);
 
-    const dry = (await h.run(MIGRATE, [], { dry_run: true })) as Result;
+    const dry = (await h.run(MIGRATE, [], { dry_run: true })) as MigrateResult;
     assert.deepEqual(dry, { status: "ok", scanned: want.jobs, migrated: want.jobs, skipped: 0, returns_migrated: want.returns, returns_skipped: 0, skipped_reasons: {}, dry_run: true, jobs_root: root });
     assert.deepEqual(await h.run("jobs.list_jobs"), {}, "a dry run writes nothing");
 
-    const real = (await h.run(MIGRATE)) as Result;
+    const real = (await h.run(MIGRATE)) as MigrateResult;
     assert.deepEqual(real, { ...dry, dry_run: false });
     assert.deepEqual(snapshot(root), before, "the source tree is left as it was");
 
@@ -97,7 +86,7 @@ test("a Python master's sha256 job cache migrates: the dry run writes nothing, l
     const state = loads.find(([, l]) => l.fun === "state.single")![0];
     assert.equal(h.ctx.jobs.returnsFor(state).a1?.out, "highstate", "out.p");
 
-    const again = (await h.run(MIGRATE, [false])) as Result;
+    const again = (await h.run(MIGRATE, [false])) as MigrateResult;
     assert.deepEqual(again, { ...real, migrated: 0, skipped: want.jobs, returns_migrated: 0, skipped_reasons: { "already in the job cache": want.jobs } });
   } finally {
     await h.close();
@@ -110,7 +99,7 @@ test("a tree written with hash_type md5 (2 + 30 characters) migrates from jobs_r
     const root = path.join(FIXTURES, "md5", "jobs");
     const want = census(root);
     const before = snapshot(root);
-    const r = (await h.run(MIGRATE, [], { jobs_root: root })) as Result;
+    const r = (await h.run(MIGRATE, [], { jobs_root: root })) as MigrateResult;
     assert.deepEqual({ ...r, skipped_reasons: undefined }, { status: "ok", scanned: want.jobs, migrated: want.jobs, skipped: 0, returns_migrated: want.returns, returns_skipped: 0, skipped_reasons: undefined, dry_run: false, jobs_root: root });
     assert.deepEqual(snapshot(root), before);
     const listed = (await h.run("jobs.list_jobs")) as Record<string, Record<string, unknown>>;
@@ -166,7 +155,7 @@ test("malformed entries are skipped and counted with their reason, never fatal; 
     });
     mkdirSync(path.join(ok, "r3"));
 
-    const r = (await h.run(MIGRATE, [], { jobs_root: root })) as Result;
+    const r = (await h.run(MIGRATE, [], { jobs_root: root })) as MigrateResult;
     assert.equal(r.status, "ok");
     assert.equal(r.scanned, good.jobs + 10);
     assert.equal(r.migrated, good.jobs + 1);
@@ -190,7 +179,7 @@ test("malformed entries are skipped and counted with their reason, never fatal; 
     assert.equal(h.ctx.jobs.endtime("20260101000000000007"), "2026, Jan 01 00:00:01.000000");
     for (const n of [1, 2, 3, 4, 5, 6]) assert.equal(h.ctx.jobs.hasLoad(`2026010100000000000${n}`), false);
 
-    const none = (await h.run(MIGRATE, [], { jobs_root: path.join(h.root, "nowhere") })) as Result;
+    const none = (await h.run(MIGRATE, [], { jobs_root: path.join(h.root, "nowhere") })) as MigrateResult;
     assert.equal(none.status, "skipped");
     assert.match(none.reason ?? "", /ENOENT/);
     assert.equal(none.scanned, 0);
@@ -217,7 +206,7 @@ test("a tree larger than the writes in flight (MIGRATE_JOBS_IN_FLIGHT): 500 jobs
         writeFileSync(path.join(d, id, "return.p"), encodeWire({ return: i, retcode: 0, success: true }));
       }
     }
-    const r = (await h.run(MIGRATE, [], { jobs_root: root })) as Result;
+    const r = (await h.run(MIGRATE, [], { jobs_root: root })) as MigrateResult;
     assert.deepEqual([r.scanned, r.migrated, r.skipped, r.returns_migrated], [500, 500, 0, 1500]);
     assert.deepEqual(await h.run("jobs.lookup_jid", [jids[321]!]), { a: 321, b: 321, c: 321 });
     assert.equal(Object.keys((await h.run("jobs.list_jobs")) as object).length, 500);
