@@ -18,7 +18,7 @@ import { packEvent } from "./shared/event-frame.js";
 import { EventBusServer } from "./main-thread/bus-server.js";
 import { loadOrCreateKeyPair } from "./lib/pki/master-keys.js";
 import { checkJobCache } from "./main-thread/lmdb-check.js";
-import { KeyStore } from "./lib/pki/key-store.js";
+import { prepareKeyStore } from "./lib/pki/key-store.js";
 import { SharedSecrets } from "./shared/secrets.js";
 import { NonceSet } from "./shared/nonce-set.js";
 import { JidGenerator, sharedJidClock } from "./shared/protocol/jid.js";
@@ -41,7 +41,7 @@ import { ClusterService } from "./main-thread/cluster/cluster-service.js";
 import { ApiHost, isApiTag } from "./main-thread/api-host.js";
 import { AutomationHost } from "./main-thread/automation-host.js";
 import type { ApiTag } from "./api/messages.js";
-import { ensureClusterKeys, isClustered, minionPkiDir, resolveLocalState } from "./shared/shared-fs.js";
+import { ensureClusterKeys, isClustered, resolveLocalState } from "./shared/shared-fs.js";
 import { MetricsHost } from "./main-thread/metrics-exporter.js";
 import { prepareMasterSign } from "./lib/pki/master-sign.js";
 
@@ -96,7 +96,8 @@ export class MasterServer {
       resolveLocalState(c);
       ensureClusterKeys(c);
     }
-    new KeyStore(minionPkiDir(c)).ensureDirs();
+    const keyNote = prepareKeyStore(c);
+    if (keyNote) log.warning(keyNote);
     // a damaged job cache stops the start here, with one message, before any thread maps it (lmdb-check.ts)
     const moved = checkJobCache(c);
     if (moved) process.stderr.write(`WARNING: ${moved}\n`);

@@ -6,13 +6,12 @@ import { Command } from "commander";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { KeyStore, type KeyState } from "../lib/pki/key-store.js";
+import { keyStoreFor, type KeyState } from "../lib/pki/key-store.js";
 import { KEY_EVENT_TAG, applyKeyAct, fileFinger, keyEventData, localKeyFiles, matchKeys, minionKeyFinger, writeDropFile, type KeyAct } from "../lib/pki/key-actions.js";
 import { controlCall } from "../lib/client/control-client.js";
 import { CONTROL_SOCKET } from "../shared/socket-names.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../lib/output/outputters.js";
 import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
-import { minionPkiDir } from "../shared/shared-fs.js";
 
 const program = new Command("salt-key")
   .description("Manage Salt minion keys")
@@ -40,7 +39,7 @@ const o = program.opts();
 setupCliLogging(o.logLevel);
 const cfg = loadConfigOrExit(o.configDir);
 // clustered: the minion keys every master shares, in cluster_pki_dir
-const store = new KeyStore(minionPkiDir(cfg));
+const store = keyStoreFor(cfg);
 const TITLES: Record<KeyState, string> = { accepted: "Accepted Keys", denied: "Denied Keys", pending: "Unaccepted Keys", rejected: "Rejected Keys" };
 const ORDER: KeyState[] = ["accepted", "denied", "pending", "rejected"];
 const OUTKEYS: Record<KeyState, string> = { accepted: "minions", denied: "minions_denied", pending: "minions_pre", rejected: "minions_rejected" };

@@ -23,6 +23,7 @@ export const RUNNER_MODULES: readonly { prefixes: readonly string[]; load: () =>
   { prefixes: ["survey"], load: async () => (await import("./survey.js")).surveyRunners },
   { prefixes: ["saltutil"], load: async () => (await import("./custom.js")).saltutilRunners },
   { prefixes: ["brine"], load: async () => (await import("./brine.js")).brineRunners },
+  { prefixes: ["pki"], load: async () => (await import("./pki.js")).pkiRunners },
 ];
 
 /** Runners registered in code at run time; consulted before the modules. */

@@ -4,10 +4,9 @@
  */
 import { parentPort } from "node:worker_threads";
 import { openStore } from "../lib/store/lmdb-env.js";
-import { minionPkiDir } from "../shared/shared-fs.js";
 import { JobCache } from "../lib/store/job-cache.js";
 import { MinionCache } from "../lib/store/minion-cache.js";
-import { KeyStore } from "../lib/pki/key-store.js";
+import { keyStoreFor } from "../lib/pki/key-store.js";
 import { LocalClient } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
@@ -68,7 +67,7 @@ if (!fn) {
     jobs: new JobCache(store),
     store,
     minions: new MinionCache(store),
-    keys: new KeyStore(minionPkiDir(init.cfg)),
+    keys: keyStoreFor(init.cfg),
     client: new LocalClient(init.cfg),
     print: (text) => post({ type: "print", text }),
     events,

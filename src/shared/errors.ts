@@ -120,6 +120,8 @@ export const ERR = {
   CLUSTER_RING_UNREACHABLE: "no master hosting the ring answered",
   CLUSTER_BAD_ARGUMENT: "invalid cluster runner argument",
   CLUSTER_NOT_COMMITTED: "the change did not commit",
+  // --- minion key store (keys.cache_driver), pki runners, cluster health ---
+  KEYS_STORE_NETWORK_FS: "the indexed key store cannot live on a network filesystem",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

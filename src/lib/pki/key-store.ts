@@ -1,13 +1,19 @@
 /**
- * Minion keys in pki_dir, laid out as Salt's: `minions/` (accepted), `minions_pre/` (pending),
- * `minions_rejected/`, `minions_denied/`, `minions_autosign/` (one-shot autosign stubs). The directory
- * is the source of truth, shared with `salt-key` whether or not the master runs; every id reaching a
- * path here has passed validId first.
+ * Minion keys, by `keys.cache_driver` (Salt's option):
+ * - `localfs_key` (default): files in pki_dir, laid out as Salt's: `minions/` (accepted), `minions_pre/`
+ *   (pending), `minions_rejected/`, `minions_denied/`. The directories are the source of truth, shared with
+ *   `salt-key` (and another master's, or a human's `mv`) whether or not the master runs; listings are
+ *   remembered per directory while its mtime says it is unchanged (`listCached`), a cache that never lies.
+ * - `mmap_key`: the indexed store (key-db.ts) is the source of truth; the directories are not used.
+ * `minions_autosign/` (one-shot autosign stubs) stays a directory with either driver. Every id reaching a
+ * path or a store key here has passed validId first.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { validId } from "../../shared/protocol/ids.js";
 import { BrineError } from "../../shared/errors.js";
+import { KeyDb, keyDbDir, pubDigest } from "./key-db.js";
+import { minionPkiDir, onNetworkFs, type SharedFsConfig } from "../../shared/shared-fs.js";
 
 export type KeyState = "accepted" | "pending" | "rejected" | "denied";
 export const KEY_DIRS: Record<KeyState, string> = {
@@ -21,11 +27,70 @@ export const AUTOSIGN_DIR = "minions_autosign";
 /** A directory listing is trusted from cache only when the directory changed longer ago than this (ms). */
 export const racyMs = 1000;
 
+/** Salt's `keys.cache_driver` values brine has. */
+export const KEY_CACHE_DRIVERS = ["localfs_key", "mmap_key"] as const;
+export type KeyCacheDriver = (typeof KEY_CACHE_DRIVERS)[number];
+
+/** One KeyDb per store directory and thread: lmdb-js shares the environment, each handle keeps its own views. */
+const keyDbs = new Map<string, KeyDb>();
+function keyDbFor(pkiDir: string): KeyDb {
+  const dir = keyDbDir(pkiDir);
+  let db = keyDbs.get(dir);
+  if (!db) keyDbs.set(dir, (db = new KeyDb(dir)));
+  return db;
+}
+
+/** Closes this thread's handles on the indexed stores (tests, a CLI about to exit). */
+export async function closeKeyDbs(): Promise<void> {
+  const dbs = [...keyDbs.values()];
+  keyDbs.clear();
+  await Promise.all(dbs.map((d) => d.close()));
+}
+
+/** The configured driver (`keys.cache_driver`); the schema has already refused any other value. */
+export function keyCacheDriver(cfg: { "keys.cache_driver"?: unknown }): KeyCacheDriver {
+  return cfg["keys.cache_driver"] === "mmap_key" ? "mmap_key" : "localfs_key";
+}
+
+/** The minion keys of a master's configuration: its minion pki dir, with its driver. */
+export function keyStoreFor(cfg: KeyStoreConfig): KeyStore {
+  return new KeyStore(minionPkiDir(cfg), keyCacheDriver(cfg));
+}
+
+type KeyStoreConfig = Pick<SharedFsConfig, "pki_dir" | "cluster_pki_dir" | "cluster_id"> & { "keys.cache_driver"?: unknown };
+
+/**
+ * At the master's start: makes the key directories, refuses `mmap_key` on a network filesystem (LMDB's lock
+ * and mmap are not safe there), and returns a warning when the indexed store is empty while the key
+ * directories still hold keys (the driver was switched before `salt-run pki.migrate_to_mmap`: every minion
+ * would be asked to sign in again as a new one).
+ */
+export function prepareKeyStore(cfg: KeyStoreConfig, networkFs: (dir: string) => boolean = onNetworkFs): string | undefined {
+  const dir = minionPkiDir(cfg);
+  const driver = keyCacheDriver(cfg);
+  if (driver === "mmap_key" && networkFs(dir)) throw new BrineError("KEYS_STORE_NETWORK_FS", `${dir} (keys.cache_driver: mmap_key needs a local disk; use localfs_key)`);
+  const store = new KeyStore(dir, driver);
+  store.ensureDirs();
+  if (driver !== "mmap_key" || store.generation() !== 0) return undefined;
+  const files = new KeyStore(dir, "localfs_key");
+  const waiting = (Object.keys(KEY_DIRS) as KeyState[]).reduce((n, s) => n + files.list(s).length, 0);
+  return waiting ? `keys.cache_driver is mmap_key but its store in ${keyDbDir(dir)} is empty while ${dir} holds ${waiting} key files: run "salt-run pki.migrate_to_mmap" (until then every minion signs in as a new one)` : undefined;
+}
+
 export class KeyStore {
-  constructor(readonly pkiDir: string) {}
+  /** the indexed store, with `mmap_key` */
+  private readonly db: KeyDb | undefined;
+
+  constructor(
+    readonly pkiDir: string,
+    readonly driver: KeyCacheDriver = "localfs_key",
+  ) {
+    this.db = driver === "mmap_key" ? keyDbFor(pkiDir) : undefined;
+  }
 
   ensureDirs(): void {
-    for (const d of [...Object.values(KEY_DIRS), AUTOSIGN_DIR]) mkdirSync(path.join(this.pkiDir, d), { recursive: true, mode: 0o700 });
+    const dirs = this.db ? [AUTOSIGN_DIR] : [...Object.values(KEY_DIRS), AUTOSIGN_DIR];
+    for (const d of dirs) mkdirSync(path.join(this.pkiDir, d), { recursive: true, mode: 0o700 });
   }
 
   file(state: KeyState, id: string): string {
@@ -34,10 +99,13 @@ export class KeyStore {
   }
 
   exists(state: KeyState, id: string): boolean {
+    if (this.db) return this.db.has(state, checkedId(id));
     return existsSync(this.file(state, id));
   }
 
+  /** Salt's quirk: a directory where a key file should be (never, in the indexed store). */
   isDirectory(state: KeyState, id: string): boolean {
+    if (this.db) return false;
     try {
       return statSync(this.file(state, id)).isDirectory();
     } catch {
@@ -46,6 +114,7 @@ export class KeyStore {
   }
 
   read(state: KeyState, id: string): string | undefined {
+    if (this.db) return this.db.get(state, checkedId(id))?.pub;
     try {
       return readFileSync(this.file(state, id), "utf8");
     } catch {
@@ -53,19 +122,30 @@ export class KeyStore {
     }
   }
 
+  /** sha256 of a key's text (hex), or undefined when there is none. */
+  digest(state: KeyState, id: string): string | undefined {
+    if (this.db) return this.db.get(state, checkedId(id))?.sha256;
+    const pub = this.read(state, id);
+    return pub === undefined ? undefined : pubDigest(pub);
+  }
+
   write(state: KeyState, id: string, pub: string): void {
+    if (this.db) return this.db.put(state, checkedId(id), pub);
     const f = this.file(state, id);
     mkdirSync(path.dirname(f), { recursive: true, mode: 0o700 });
     writeFileSync(f, pub, { mode: 0o644 });
   }
 
+  /** Moves a key between states; throws ENOENT (as a rename does) when it is not in `from`. */
   move(from: KeyState, to: KeyState, id: string): void {
+    if (this.db) return this.db.move(from, to, checkedId(id));
     const dst = this.file(to, id);
     mkdirSync(path.dirname(dst), { recursive: true, mode: 0o700 });
     renameSync(this.file(from, id), dst);
   }
 
   remove(state: KeyState, id: string): boolean {
+    if (this.db) return this.db.remove(state, checkedId(id));
     const f = this.file(state, id);
     if (!existsSync(f)) return false;
     rmSync(f, { force: true });
@@ -74,6 +154,7 @@ export class KeyStore {
 
   /** Ids in one state, sorted; dotfiles and invalid names are ignored (Salt skips dotfiles). */
   list(state: KeyState): string[] {
+    if (this.db) return this.db.ids(state).slice();
     const dir = path.join(this.pkiDir, KEY_DIRS[state]);
     let names: string[];
     try {
@@ -91,6 +172,7 @@ export class KeyStore {
    * changes within one tick of the filesystem's clock (a stat cannot tell them apart) are never missed.
    */
   listCached(state: KeyState, nowMs = Date.now()): readonly string[] {
+    if (this.db) return this.db.ids(state);
     const dir = path.join(this.pkiDir, KEY_DIRS[state]);
     let mtimeMs: number;
     try {
@@ -108,15 +190,30 @@ export class KeyStore {
 
   private readonly listings = new Map<KeyState, { mtimeMs: number; readAtMs: number; names: readonly string[] }>();
 
+  /** The indexed store's generation (changes since it was made), or undefined with `localfs_key`. */
+  generation(): number | undefined {
+    return this.db?.generation();
+  }
+
   /** States an id has a key in (normally zero or one). */
   statesOf(id: string): KeyState[] {
     return (Object.keys(KEY_DIRS) as KeyState[]).filter((s) => this.exists(s, id));
+  }
+
+  /** The indexed store itself, with `mmap_key` (the migration writes into it). */
+  indexed(): KeyDb | undefined {
+    return this.db;
   }
 
   autosignStub(id: string): string {
     if (!validId(id)) throw new BrineError("BAD_ID", JSON.stringify(id));
     return path.join(this.pkiDir, AUTOSIGN_DIR, id);
   }
+}
+
+function checkedId(id: string): string {
+  if (!validId(id)) throw new BrineError("BAD_ID", JSON.stringify(id));
+  return id;
 }
 
 /**

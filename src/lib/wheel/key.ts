@@ -20,7 +20,7 @@
 import { readFileSync } from "node:fs";
 import { getHashes } from "node:crypto";
 import path from "node:path";
-import { KEY_DIRS, KeyStore, type KeyState } from "../pki/key-store.js";
+import { KEY_DIRS, keyStoreFor, type KeyStore, type KeyState } from "../pki/key-store.js";
 import {
   KEY_EVENT_TAG,
   applyKeyAct,
@@ -57,7 +57,7 @@ const STATE_OF_DIR = new Map<string, KeyState>(SALT_ORDER.map((s) => [KEY_DIRS[s
 type Listing = Record<string, string[]>;
 
 function storeOf(ctx: WheelContext): KeyStore {
-  return new KeyStore(minionPkiDir(ctx.cfg));
+  return keyStoreFor(ctx.cfg);
 }
 
 /** Salt's `match`: a glob, globs joined by commas, or a list of globs. */

@@ -282,6 +282,7 @@ export const MasterConfigSchema = Type.Object(
     brine_min_envelope_version: int(0, 0, 3, "requests in an envelope below this version are refused (3: no v2 minion)"),
     mine_max_size: int(16, 1, 4096, "most mine data one minion keeps", { unit: "MiB" }),
     max_pending_keys: int(10_000, 1, 10_000_000, "most keys waiting in minions_pre"),
+    "keys.cache_driver": oneOf(["localfs_key", "mmap_key"], "localfs_key", "where minion keys live: files in pki_dir's minions* directories, or brine's indexed store (an LMDB environment in <pki dir>/brine-keys, authoritative; fill it with `salt-run pki.migrate_to_mmap`; refused on a network filesystem)"),
     // --- peer publish and file pushes from minions (workers/req-handler/peer-publish.ts, file-recv.ts) ---
     peer: Type.Record(Type.String(), Type.Array(Type.Unknown()), { default: {}, description: "minion id regex -> the functions (regexes, or {compound target: [functions]}) those minions may publish to others (publish.publish); empty: none" }),
     peer_run: Type.Record(Type.String(), Type.Array(Type.String()), { default: {}, description: "minion id regex -> the runner functions (regexes) those minions may run (publish.runner); empty: none" }),

@@ -9,7 +9,7 @@ import type { MasterConfig } from "../../shared/config/defaults.js";
 import { Crypticle } from "../../shared/protocol/crypticle.js";
 import { JidGenerator } from "../../shared/protocol/jid.js";
 import { privateKey, publicKey } from "../../shared/protocol/rsa.js";
-import { AcceptedKeyCache, KeyStore } from "../../lib/pki/key-store.js";
+import { AcceptedKeyCache, keyStoreFor, type KeyStore } from "../../lib/pki/key-store.js";
 import { SessionKeys } from "../../lib/store/sessions.js";
 import { V3Marks } from "../../lib/store/v3-marks.js";
 import { AuthCipherCache } from "./auth-cipher-cache.js";
@@ -22,7 +22,7 @@ import { cleanKey } from "../../shared/protocol/pem.js";
 import { packEvent, packEventFromSpans } from "../../shared/event-frame.js";
 import { newMapEntrySpans, type MapEntrySpans } from "../../shared/protocol/msgpack.js";
 import { checkMinions } from "../../lib/targeting/index.js";
-import { minionFacingKeyFiles, minionPkiDir } from "../../shared/shared-fs.js";
+import { minionFacingKeyFiles } from "../../shared/shared-fs.js";
 import { Authenticator } from "../../lib/auth/authenticate.js";
 import type { EauthBackend } from "../../lib/auth/backend.js";
 import { makeEauthBackends } from "../../lib/auth/backends/index.js";
@@ -147,7 +147,7 @@ export class MasterContext {
       this.gate = (dataType, key) => ring.gate(dataType, key, self);
     }
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
-    this.keys = new KeyStore(minionPkiDir(cfg));
+    this.keys = keyStoreFor(cfg);
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
     this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now);
     this.v3Marks = new V3Marks(cfg.cachedir, now);
