@@ -190,9 +190,13 @@ async function notConnected(): Promise<Set<string> | undefined> {
   }
 }
 
-/** The text Salt shows for a minion that did not return. */
-function missingText(id: string, jid: string | undefined, present: Set<string> | undefined, belowSyndic: boolean): string {
-  return present && present.size > 0 && !present.has(id) && !belowSyndic
+/**
+ * The text Salt shows for a minion that did not return. A minion below a syndic is "[Not connected]" only when
+ * its lower master said so (`below: "not-connected"`); this master's own presence says nothing of it.
+ */
+function missingText(id: string, jid: string | undefined, present: Set<string> | undefined, below: "no" | "unknown" | "not-connected"): string {
+  const notConnected = below === "no" ? present !== undefined && present.size > 0 && !present.has(id) : below === "not-connected";
+  return notConnected
     ? "Minion did not return. [Not connected]"
     : `Minion did not return. [No response]\nThe minions may not have all finished running and any remaining minions will return upon completion. To look up the return data for this job later, run the following command:\n\nsalt-run jobs.lookup_jid ${jid}`;
 }
@@ -401,8 +405,8 @@ async function main(): Promise<number> {
   let jid: string | undefined;
   let failure: string | undefined;
   const missing: string[] = [];
-  /** minions a syndic reported: this master cannot tell whether they are connected below it */
-  const belowSyndics = new Set<string>();
+  /** minions a syndic reported: this master cannot tell by itself whether they are connected below it */
+  const belowSyndics = new Map<string, "unknown" | "not-connected">();
   let answered = 0;
   const seen = new Map<string, { ret: unknown; retcode: number }>();
   const isDoc = funs === "sys.doc";
@@ -433,7 +437,7 @@ async function main(): Promise<number> {
       // a syndic is not a minion that failed to answer (Salt's syndic_dir check)
       if (cfg.order_masters && isRegisteredSyndic(cfg, r.id)) continue;
       missing.push(r.id);
-      if (r.syndic !== undefined) belowSyndics.add(r.id);
+      if (r.syndic !== undefined) belowSyndics.set(r.id, r.notConnected ? "not-connected" : "unknown");
       continue;
     }
     answered++;
@@ -460,8 +464,9 @@ async function main(): Promise<number> {
     return 2;
   }
   if (missing.length && (!o.hideTimeout || o.verbose)) {
-    const present = await notConnected();
-    for (const id of missing) show(id, missingText(id, jid, present, belowSyndics.has(id)), "no_return", 1);
+    // this master's presence is asked only when one of its own minions is missing
+    const present = missing.some((id) => !belowSyndics.has(id)) ? await notConnected() : undefined;
+    for (const id of missing) show(id, missingText(id, jid, present, belowSyndics.get(id) ?? "no"), "no_return", 1);
   }
   if (isDoc) return printDocs(seen);
   if ((o.summary || cfg.cli_summary) && display.output === undefined) printSummary(seen);

@@ -37,3 +37,8 @@ export function runCli(name: "salt" | "salt-cp" | "salt-key" | "salt-run" | "sal
     p.stdin.end(opts.input ?? "");
   });
 }
+
+/** `salt --out json` prints one document per minion: all of them as one map. */
+export function jsonDocs(stdout: string): Record<string, unknown> {
+  return Object.assign({}, ...stdout.trim().split(/\n(?=\{)/).filter(Boolean).map((b) => JSON.parse(b) as Record<string, unknown>));
+}

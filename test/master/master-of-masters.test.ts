@@ -3,7 +3,8 @@
  * protocol (a test minion that takes every publish, reports the lower master's `salt/job/<jid>/new` in a
  * `syndic/<id>` event batch and answers in `_syndic_return` batches, as salt/minion.py's SyndicManager does):
  * `salt '*'` on the top prints the returns of the minions below, waits syndic_wait, reports the one that did
- * not answer "[No response]" (not "[Not connected]": it is not this master's minion); the returns are in the
+ * not answer "[No response]" (not "[Not connected]": it is not this master's minion), or "[Not connected]" when its
+ * lower master says it is not connected there (`not_connected`, a brine lower master's); the returns are in the
  * job cache (jobs.lookup_jid, jobs.list_job); a resent batch stores and fires nothing twice; a job published
  * below comes up with its load; what a syndic may not do is skipped; without order_masters nothing is taken.
  */
@@ -13,7 +14,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
-import { runCli, writeConfigDir } from "../helpers/cli.js";
+import { jsonDocs, runCli, writeConfigDir } from "../helpers/cli.js";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { PublishLoad } from "../../src/lib/minion/functions.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
@@ -32,9 +33,13 @@ function syndicReturn(s: TestMinion, batches: Record<string, unknown>[]) {
   return s.channel.send({ cmd: "_syndic_return", id: s.id, tok: s.keys.tok, load: batches }, s.requestOptions);
 }
 
+/** What the stand-in's lower master says is not connected below it (a brine lower master's `not_connected`; a Python one says nothing). */
+let notConnectedBelow: string[] | undefined;
+
 function forwardNew(s: TestMinion, jid: string, minions: string[]) {
+  const data = { jid, minions, fun: "test.ping", ...(notConnectedBelow ? { not_connected: notConnectedBelow } : {}) };
   return s.channel.send(
-    { cmd: "_minion_event", id: s.id, tok: s.keys.tok, pretag: `syndic/${s.id}`, events: [{ tag: `salt/job/${jid}/new`, data: { jid, minions, fun: "test.ping" } }, { tag: "salt/minion/b1/start", data: { id: "b1" } }] },
+    { cmd: "_minion_event", id: s.id, tok: s.keys.tok, pretag: `syndic/${s.id}`, events: [{ tag: `salt/job/${jid}/new`, data }, { tag: "salt/minion/b1/start", data: { id: "b1" } }] },
     s.requestOptions,
   );
 }
@@ -82,6 +87,18 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
     assert.equal(extra.to, 3, "and the CLI's timeout");
     assert.equal(extra.master_id, "mom");
     assert.ok(existsSync(path.join(m.cachedir, "syndics", "syn1")), "the syndic is registered");
+  });
+
+  test("a minion its lower master names not connected is reported [Not connected]; the others as before", async () => {
+    notConnectedBelow = ["b3", "elsewhere"];
+    try {
+      const r = await runCli("salt", ["-c", conf, "*", "test.ping", "--out", "json", "-t", "3", "--gather-job-timeout", "1"]);
+      const out = jsonDocs(r.stdout);
+      assert.deepEqual(out, { b1: true, b2: true, b3: "Minion did not return. [Not connected]" }, r.stdout + r.stderr);
+      assert.equal(r.code, 1);
+    } finally {
+      notConnectedBelow = undefined;
+    }
   });
 
   test("the returns from below are in the job cache: jobs.lookup_jid and jobs.list_job", async () => {

@@ -1,7 +1,7 @@
 /**
  * brine all the way: brine master of masters <- brine salt-syndic <- brine lower master <- test minions.
- * `salt '*'` on the top reaches the minions below and prints their returns; the returns are in the top's job
- * cache; while the top is down the syndic keeps the lower master's returns in its durable queue, also across a
+ * `salt '*'` on the top reaches the minions below and prints their returns, and "[Not connected]" for one its
+ * lower master does not see connected; the returns are in the top's job cache; while the top is down the syndic keeps the lower master's returns in its durable queue, also across a
  * restart of the syndic itself, and delivers each once when the top is back; with `syndic_mode: cluster` no
  * event but returns goes up; the salt-syndic command line signs in and relays a job.
  */
@@ -14,7 +14,7 @@ import { parse, stringify } from "yaml";
 import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
-import { CLI_DIR, runCli, writeConfigDir } from "../helpers/cli.js";
+import { CLI_DIR, jsonDocs, runCli, writeConfigDir } from "../helpers/cli.js";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { Syndic } from "../../src/syndic/syndic.js";
 import { syndicOptions } from "../../src/syndic/options.js";
@@ -28,7 +28,9 @@ async function until(what: string, pred: () => boolean | Promise<boolean>, ms = 
 async function lowerWithMinions(mom: TestMaster, extra: Record<string, unknown> = {}): Promise<{ low: TestMaster; minions: TestMinion[] }> {
   const low = await startTestMaster({ id: "lower1", auto_accept: true, worker_threads: 2, syndic_master: `127.0.0.1:${mom.retPort}`, syndic_event_forward_timeout: 0.2, ...extra } as never);
   const keys = await testKeys(3);
-  const minions = [fastMinion(low, "l1", keys[1]!), fastMinion(low, "l2", keys[2]!)];
+  // each from an address of its own, which its ipv4 grain names: the lower master tells who is connected
+  const minion = (id: string, ip: string, k: number) => fastMinion(low, id, keys[k]!, { sourceIp: ip, grains: { id, ipv4: [ip] } });
+  const minions = [minion("l1", "127.0.0.61", 1), minion("l2", "127.0.0.62", 2)];
   await Promise.all(minions.map((m) => m.start()));
   return { low, minions };
 }
@@ -75,6 +77,22 @@ describe("brine master of masters <- brine syndic <- brine master <- test minion
     // the lower master ran the job under the top's jid, for the top's user
     const lowLook = await runCli("salt-run", ["-c", lowConf, "jobs.lookup_jid", jid, "--out", "json"]);
     assert.deepEqual(JSON.parse(lowLook.stdout), { l1: true, l2: true });
+  });
+
+  test("a minion below the syndic that is not connected is reported [Not connected] on the top, as its lower master sees it", async () => {
+    const l2 = minions.find((m) => m.id === "l2")!;
+    await l2.stop();
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const r = await runCli("salt", ["-c", momConf, "*", "test.ping", "--out", "json", "-t", "2", "--gather-job-timeout", "1"]);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      const out = jsonDocs(r.stdout);
+      assert.equal(out.l1, true);
+      assert.equal(out.l2, "Minion did not return. [Not connected]");
+      assert.equal(out.lower1, undefined, "the syndic is not a minion");
+    } finally {
+      await l2.start();
+    }
   });
 
   test("returns made while the top is down wait in the durable queue, across a syndic restart, and arrive once", async () => {

@@ -54,7 +54,11 @@ export async function* jobReturns(
         const fj = await pub({ tgt: act.minions, tgtType: "list", fun: "saltutil.find_job", arg: [reply.jid], timeoutS: opts.gatherJobTimeoutMs / 1000 }).catch(() => undefined);
         if (fj?.jid) w.watchFindJob(fj.jid);
       } else if (act?.type === "done") {
-        for (const m of act.missing) yield w.viaSyndic.has(m) ? { id: m, missing: true, syndic: w.viaSyndic.get(m)! } : { id: m, missing: true };
+        for (const m of act.missing) {
+          const syndic = w.viaSyndic.get(m);
+          if (syndic === undefined) yield { id: m, missing: true };
+          else yield w.notConnectedBelow(m) ? { id: m, missing: true, syndic, notConnected: true } : { id: m, missing: true, syndic };
+        }
         break;
       }
       if (!queue.length) {

@@ -28,8 +28,11 @@ export interface PubReply {
   error?: unknown;
 }
 
-/** `syndic`: a minion a syndic reported below it (a master of masters cannot tell whether it is connected) */
-export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true; syndic?: string };
+/**
+ * `syndic`: a minion a syndic reported below it (a master of masters cannot tell by itself whether it is
+ * connected); `notConnected`: its lower master said it is not connected there.
+ */
+export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true; syndic?: string; notConnected?: true };
 
 /**
  * The zeromq binding, loaded on the first request: a runner thread gets a LocalClient whether its runner

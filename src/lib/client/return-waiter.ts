@@ -8,7 +8,9 @@
  * On a master of masters (`syndicWaitMs` given, Salt's order_masters + syndic_wait): the minions below
  * syndics are learned from `syndic/<syndic>/salt/job/<jid>/new` events and from their returns; the wait
  * lasts at least `syndicWaitMs` even when every minion known so far returned, and after find_job the
- * wait grows by it, as Salt's get_iter_returns does.
+ * wait grows by it, as Salt's get_iter_returns does. A syndic's report may name minions its lower master does
+ * not see connected (`not_connected`, a brine lower master's): `notConnectedBelow` says which of the missing
+ * ones no syndic reported connected.
  */
 
 export type WaiterAction = { type: "find_job"; minions: string[] } | { type: "done"; missing: string[] };
@@ -30,6 +32,9 @@ export class ReturnWaiter {
   private readonly gatherUntil: number;
   /** minions learned from a syndic's report: minion → syndic */
   readonly viaSyndic = new Map<string, string>();
+  /** minions a syndic reported not connected below it, and those another syndic reported without saying so */
+  private readonly reportedNotConnected = new Set<string>();
+  private readonly reportedConnected = new Set<string>();
 
   constructor(
     readonly jid: string,
@@ -56,6 +61,11 @@ export class ReturnWaiter {
     return [...this.expected].filter((m) => !this.found.has(m)).sort();
   }
 
+  /** A minion below a syndic that no syndic reported connected (one reported it not connected). */
+  notConnectedBelow(id: string): boolean {
+    return this.reportedNotConnected.has(id) && !this.reportedConnected.has(id);
+  }
+
   /** A find_job publish was made with this jid: its returns are progress reports. */
   watchFindJob(jid: string): void {
     this.findJids.add(jid);
@@ -69,10 +79,12 @@ export class ReturnWaiter {
     if (parts[0] === "syndic" && this.syndicWaitMs !== undefined) {
       // syndic/<syndic>/salt/job/<jid>/new: the minions matched below that syndic
       if (parts.length === 6 && parts[2] === "salt" && parts[3] === "job" && parts[4] === this.jid && parts[5] === "new" && Array.isArray(data.minions)) {
+        const notConnected = new Set(Array.isArray(data.not_connected) ? data.not_connected : []);
         for (const m of data.minions) {
           if (typeof m !== "string") continue;
           this.expect(m, now);
           if (!this.viaSyndic.has(m)) this.viaSyndic.set(m, parts[1]!);
+          (notConnected.has(m) ? this.reportedNotConnected : this.reportedConnected).add(m);
         }
       }
       return undefined;

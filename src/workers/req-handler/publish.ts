@@ -8,6 +8,10 @@
  * encrypts and signs, in order). Refusals are Salt's top-level `{"error": {...}}` and one audit line.
  * A minion's peer publish (peer-publish.ts) comes through here too, with the master's CLI key, as Salt's
  * LocalClient sends it; its load and publish then carry the asking minion's `id`.
+ * A job a syndic forwards from a master of masters (its kwargs carry `auth_list`, as both Salt's syndic and
+ * brine's send it) gets `not_connected` in its `salt/job/<jid>/new` (beyond Salt's event): the matched minions
+ * this master does not see connected, which the syndic carries up so the master of masters' CLI can say
+ * "[Not connected]" for them instead of "[No response]".
  */
 import { getLogger } from "../../shared/log.js";
 import { credentialKind } from "../../lib/auth/authenticate.js";
@@ -18,6 +22,7 @@ import { validJid } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
 import { checkMinions } from "../../lib/targeting/index.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
+import { clusterPresent } from "./presence.js";
 
 const log = getLogger("brine.publish");
 
@@ -43,6 +48,25 @@ function blacklisted(list: string[] | undefined, value: string): boolean {
 
 function isStrList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === "string");
+}
+
+/** How long one computation of the connected set serves the forwarded jobs of a request thread, ms. */
+export const presenceReuseMs = 1000;
+const presenceMemo = new WeakMap<MasterContext, { at: number; present: Set<string> }>();
+
+/**
+ * The matched minions this master does not see connected (presence.ts, as "[Not connected]" decides), for a
+ * job a syndic forwarded; undefined when it cannot tell (nobody connected: Salt's CLI says "[No response]" then).
+ */
+function notConnectedOf(ctx: MasterContext, minions: string[]): string[] | undefined {
+  const now = ctx.now();
+  let memo = presenceMemo.get(ctx);
+  if (!memo || now - memo.at > presenceReuseMs || now < memo.at) {
+    const present = clusterPresent(ctx.cfg, ctx.store, ctx.acceptedIds(), (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, now);
+    presenceMemo.set(ctx, (memo = { at: now, present: new Set(present) }));
+  }
+  if (memo.present.size === 0) return undefined;
+  return minions.filter((m) => !memo.present.has(m));
 }
 
 /** A job a minion publishes to its peers (peer-publish.ts): its id goes into the saved load and the publish, as Salt's `id`. */
@@ -120,7 +144,9 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   ctx.fire(fx, jid, { minions });
   // a peer job's `new` names the publishing minion (beyond Salt's event): clustered, the peers store the job's load
   // from this event, and pub_ret on any master answers only that minion
-  ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing, ...(peer ? { id: peer.id } : {}) });
+  // a job a syndic forwarded: which of its minions are not connected here (see the header)
+  const notConnected = Array.isArray(kwargs.auth_list) && minions.length > 0 ? notConnectedOf(ctx, minions) : undefined;
+  ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing, ...(peer ? { id: peer.id } : {}), ...(notConnected?.length ? { not_connected: notConnected } : {}) });
   markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "", ...(peer ? { id: peer.id } : {}) };
   await ctx.jobs.saveLoad(jid, saved, minions);

@@ -15,7 +15,9 @@
  *   `salt/job/<jid>/new` (Salt's _handle_minion_event → store_minions): the minions matched below are added
  *   to the job's expected minions and announced on this master's bus as
  *   `syndic/<syndic id>/salt/job/<jid>/new` `{jid, minions, syndic}` (the pretagged copy Salt 3006 let
- *   through and 3007 filters with the blacklisted `salt/job/*\/new`), which the CLI waits on (`syndic_wait`).
+ *   through and 3007 filters with the blacklisted `salt/job/*\/new`), which the CLI waits on (`syndic_wait`);
+ *   the `not_connected` a brine lower master adds to its event (publish.ts) goes along, so the CLI reports
+ *   those minions "[Not connected]" (a Python lower master sends none: "[No response]", as Salt's MoM says).
  *   A syndic's `salt/syndic/<id>/start` registers it as a syndic at once (the CLI never waits for a syndic).
  *   The batch's other events go through `_minion_event` unchanged (this wraps that handler); the
  *   `salt/job/<jid>/new` ones, taken here, are left out of it (its tag filter would refuse and log each).
@@ -140,7 +142,10 @@ async function noteSyndicMinions(ctx: MasterContext, load: Record<string, WireVa
     if (minions.length === 0) continue;
     registerSyndic(ctx, sid);
     if (ctx.jobs.getLoad(jid)) await ctx.jobs.addMinions(jid, minions);
-    ctx.fire(fx, `syndic/${sid}/salt/job/${jid}/new`, { jid, minions, syndic: sid });
+    // a brine lower master names the matched minions it does not see connected (publish.ts); only those it matched
+    const matched = new Set(minions);
+    const notConnected = Array.isArray(data.not_connected) ? data.not_connected.filter((x): x is string => typeof x === "string" && matched.has(x)) : [];
+    ctx.fire(fx, `syndic/${sid}/salt/job/${jid}/new`, { jid, minions, syndic: sid, ...(notConnected.length ? { not_connected: notConnected } : {}) });
   }
 }
 
