@@ -27,6 +27,8 @@ import { ensureRootKey } from "./lib/pki/root-key.js";
 import { prepareAuthorization } from "./main-thread/eauth-startup.js";
 import { minionPolicy } from "./workers/req-handler/minion-policy.js";
 import { Maintenance, nonceWindowMs } from "./main-thread/maintenance.js";
+import { ReadinessFile } from "./main-thread/readiness.js";
+import { CLUSTER_RING } from "./shared/sab-ring/layout.js";
 import { requestTsWindowS } from "./workers/req-handler/replay-window.js";
 import { NonceJournal } from "./shared/nonce-journal.js";
 import { lmdbDir } from "./lib/store/lmdb-env.js";
@@ -64,6 +66,8 @@ export class MasterServer {
   private bus: EventBusServer;
   private control: ControlServer | undefined;
   private maintenance: Maintenance | undefined;
+  /** `cachedir/health/ready` while this master is ready (src/main-thread/readiness.ts) */
+  private readiness: ReadinessFile | undefined;
   /** gitfs / git_pillar updates, run from the maintenance timer */
   private gitSchedule: GitUpdateSchedule | undefined;
   /** the reactor and the master schedule, with `reactor:` or `schedule:` in the config (src/automation/) */
@@ -243,6 +247,12 @@ export class MasterServer {
       ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer } : {}),
     });
     void this.requestPort.run();
+    this.readiness = new ReadinessFile(c.cachedir, async () => {
+      const node = this.cluster?.node;
+      const group = node && (await node.raft.status()).groups.find((g) => g.group === CLUSTER_RING);
+      return { clustered: Boolean(node), serving: !this.stopping, ...(node ? { nodeId: node.nodeId } : {}), ...(group ? { group } : {}) };
+    });
+    await this.readiness.start();
     log.info(`brine master ${c.id} listening: publish ${c.interface}:${c.publish_port}, requests ${c.interface}:${c.ret_port}`);
   }
 
@@ -251,6 +261,7 @@ export class MasterServer {
     if (this.stopping) return;
     this.stopping = true;
     log.info("master shutting down");
+    this.readiness?.stop();
     this.maintenance?.stop();
     await this.gitSchedule?.stop();
     await this.automation?.stop();

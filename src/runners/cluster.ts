@@ -27,6 +27,7 @@ import { argOf, type RunnerCluster, type RunnerContext, type RunnerFn } from "./
 import { readHealth, unhealthyVoters } from "../shared/peer-health.js";
 import path from "node:path";
 import { migrateLocalCache } from "../lib/store/local-cache-import.js";
+import { healthReport } from "./cluster-health.js";
 
 /** A voter whose peer-channel session is down this long is listed in `unhealthy_voters`, ms. */
 export const UNHEALTHY_AFTER_MS_DEFAULT = optionDefault("brine_cluster_unhealthy_after_ms") as number;
@@ -149,6 +150,9 @@ async function ringInfo(c: RunnerCluster, ring: string): Promise<unknown> {
 }
 
 export const clusterRunners: Record<string, RunnerFn> = {
+  /** health(): leader, term, commit index, each member's lag and link, learners, last state-sync (cluster-health.ts) */
+  "cluster.health": async (ctx: RunnerContext) => (await healthReport(ctx)) ?? NOT_CLUSTERED,
+
   /** members([ring]): the cluster group's membership (Salt's), or a named ring group's with its leader. */
   "cluster.members": async (ctx: RunnerContext, arg, kwarg) => {
     if (!ctx.cluster) return NOT_CLUSTERED;

@@ -1,0 +1,93 @@
+/**
+ * `salt-run cluster.health` and the readiness file on three real master processes (127.0.0.151-153 behind
+ * HAProxy on 127.0.0.150), each with its own cachedir:
+ * - every master writes `cachedir/health/ready` once it is a caught-up voter; cluster.health on each names the
+ *   same leader and term, every member a voter with its link up, and the leader gives every member's lag;
+ * - the state-sync status file, when present, is reported as written, a damaged one named as such;
+ * - a master cut off from the others loses its readiness file (no leader) while the majority keeps theirs;
+ *   healed, it is ready again; a stopped master leaves no file and the leader reports its link down.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { ClusterHarness, skipReason, until } from "../../tools/local-cluster.js";
+
+const LB = "127.0.0.150";
+const HOSTS = ["127.0.0.151", "127.0.0.152", "127.0.0.153"];
+
+test("cluster.health and the readiness file follow leadership, links and a partition", { timeout: 300_000 }, async (t) => {
+  const why = await skipReason(LB, HOSTS);
+  if (why) {
+    t.skip(why);
+    return;
+  }
+  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-health", privateCachedir: true, extra: { runner_returns: false } });
+  const cachedir = (i: number) => path.join(h.root, h.masters[i]!.id, "cache");
+  const readyFile = (i: number) => path.join(cachedir(i), "health", "ready");
+  const health = (i: number) => h.clusterRunner(i, "health");
+  try {
+    const leader = await h.waitLeader([0, 1, 2], 3);
+    await until("every master's readiness file", async () => ([0, 1, 2].every((i) => existsSync(readyFile(i))) ? true : undefined), 20_000);
+
+    const views = await Promise.all([0, 1, 2].map(health));
+    for (const [i, v] of views.entries()) {
+      assert.equal(v.node_id, `m${i + 1}`);
+      assert.equal(v.ready, true, JSON.stringify(v));
+      assert.equal(v.leader, leader);
+      assert.equal(v.term, views[0].term);
+      assert.ok(v.commit_index > 0);
+      assert.deepEqual(v.learners, []);
+      assert.deepEqual(Object.keys(v.members).sort(), ["m1", "m2", "m3"]);
+      for (const [id, m] of Object.entries<any>(v.members)) {
+        assert.equal(m.role, "voter");
+        assert.equal(m.leader, id === leader);
+        assert.equal(m.link, id === v.node_id ? "self" : "up", `${v.node_id} sees ${id}`);
+      }
+      assert.equal(v.state_sync, null, "no state-sync status file yet");
+    }
+    const li = Number(leader.slice(1)) - 1;
+    const onLeader = views[li];
+    assert.equal(onLeader.lag_known_for, "every member");
+    for (const m of Object.values<any>(onLeader.members)) assert.equal(typeof m.lag, "number");
+
+    // the state-sync thread's status file, as it writes it; then a damaged one
+    const other = (li + 1) % 3;
+    const status = { keys: { [leader]: { at: 1764093600000, items: 4, bytes: 3000, deleted: 1, errors: 0 } } };
+    mkdirSync(path.join(cachedir(other), "brine-state-sync"), { recursive: true });
+    writeFileSync(path.join(cachedir(other), "brine-state-sync", "status.json"), JSON.stringify(status));
+    assert.deepEqual((await health(other)).state_sync, status);
+    writeFileSync(path.join(cachedir(other), "brine-state-sync", "status.json"), "{not json");
+    assert.match((await health(other)).state_sync.error, /status\.json: not JSON/);
+
+    // cut a follower off (Raft and forwarding dropped; the peer sessions stay up): it loses its leader and its
+    // readiness, the majority side keeps both
+    const cut = (li + 2) % 3;
+    const cutId = h.masters[cut]!.id;
+    h.partition(cut);
+    await until(`${cutId} to lose its readiness file`, async () => (existsSync(readyFile(cut)) ? undefined : true), 30_000);
+    const isolated = await health(cut);
+    assert.equal(isolated.ready, false);
+    assert.match(isolated.ready_reason, /without a leader|not a member|behind/);
+    const majority = await health(li);
+    assert.equal(majority.ready, true, "the majority side stays ready");
+    assert.ok(existsSync(readyFile(li)));
+
+    h.heal();
+    await until(`${cutId} to be ready again`, async () => (existsSync(readyFile(cut)) ? true : undefined), 60_000);
+
+    // a stopped master leaves no readiness file, and the leader reports its link down
+    const otherId = h.masters[other]!.id;
+    h.kill(other, "SIGTERM");
+    await h.waitExit(other);
+    assert.equal(existsSync(readyFile(other)), false, "a stopped master leaves no readiness file");
+    const after = await until(`${leader} to see ${otherId}'s link down`, async () => {
+      const v = await health(li);
+      return v.members[otherId].link === "down" ? v : undefined;
+    }, 30_000);
+    assert.equal(after.ready, true, "two of three voters: the leader stays ready");
+    assert.equal(typeof after.members[otherId].lag, "number");
+  } finally {
+    await h.stop();
+  }
+});
