@@ -299,7 +299,8 @@ export class MasterServer {
 
   private runnerClusterLink(): RunnerClusterLink | undefined {
     const link = this.cluster?.node.runnerLink();
-    return link && { ...link, health: this.cluster!.health.sab };
+    const stateSyncPort = this.cluster?.stateSyncPort();
+    return link && { ...link, health: this.cluster!.health.sab, ...(stateSyncPort ? { stateSyncPort } : {}) };
   }
 
   /**

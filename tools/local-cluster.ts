@@ -122,6 +122,8 @@ export interface HarnessOptions {
   logLevel?: string;
   /** each master its own `cachedir` (nothing shared but `cluster_pki_dir`): the cluster carries the rest */
   privateCachedir?: boolean;
+  /** options of one master, over the others (an isolated filesystem: its own cluster_pki_dir, file_roots …) */
+  perMaster?: (m: MasterProc, dir: string) => Record<string, unknown>;
 }
 
 export interface CliResult {
@@ -223,6 +225,7 @@ export class ClusterHarness {
       brine_cluster_chaos_file: m.chaosFile,
       brine_cluster_unhealthy_after_ms: 1000,
       ...this.opts.extra,
+      ...this.opts.perMaster?.(m, dir),
     };
   }
 

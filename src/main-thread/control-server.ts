@@ -188,7 +188,7 @@ export class ControlServer {
     const job = { fun: `runner.${call.fun}`, fun_args: [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])], jid, user: call.user };
     if (jid) init.job = { jid, user: call.user };
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
-    const w = spawnThread({ name: `runner ${call.fun}`, url: new URL("../runners/runner-thread.js", import.meta.url), workerData: init, transferList: link ? [link.raftPort] : [] });
+    const w = spawnThread({ name: `runner ${call.fun}`, url: new URL("../runners/runner-thread.js", import.meta.url), workerData: init, transferList: link ? [link.raftPort, ...(link.stateSyncPort ? [link.stateSyncPort] : [])] : [] });
     this.running++;
     this.threads.add(w);
     w.once("exit", () => this.threads.delete(w));

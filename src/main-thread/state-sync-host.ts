@@ -6,7 +6,7 @@
  * Bounded: what waits in the thread unconfirmed is at most MIRROR_BACKLOG_BYTES_MAX; beyond it, one-way
  * pushes are dropped (counted, logged with a budget) and requests rejected, never buffered elsewhere.
  */
-import type { Worker } from "node:worker_threads";
+import type { MessagePort, Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import type { SyncCursor } from "../workers/state-sync/sync-store.js";
@@ -32,10 +32,11 @@ export class MirrorThread {
   private backlogBytes = 0;
   dropped = 0;
 
-  constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer) {
-    const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}) };
-    // policy: logged (by the kit); in-flight work fails back to its callers
-    this.worker = spawnThread({ name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, onError: () => this.failInFlight() });
+  /** `stateSync`: the state-sync channels' port (src/main-thread/cluster/state-sync-link.ts holds the other end) */
+  constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer, stateSync?: MessagePort) {
+    const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}), ...(stateSync ? { stateSync } : {}) };
+    // policy: logged (by the kit); in-flight work fails back to its callers (state-sync calls: the link's port closes)
+    this.worker = spawnThread({ name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, ...(stateSync ? { transferList: [stateSync] } : {}), onError: () => this.failInFlight() });
     this.worker.on("message", (m: MirrorReply) => {
       const f = this.inFlight.get(m.done);
       if (!f) return;

@@ -7,6 +7,7 @@ import type { Store } from "../lib/store/lmdb-env.js";
 import type { MinionCache } from "../lib/store/minion-cache.js";
 import type { KeyStore } from "../lib/pki/key-store.js";
 import type { RingReader } from "../shared/sab-ring/reader.js";
+import type { MessagePort } from "node:worker_threads";
 import type { RaftClient } from "../workers/raft/client.js";
 import { checkMinions } from "../lib/targeting/check-minions.js";
 
@@ -20,6 +21,8 @@ export interface RunnerCluster {
   raft: RaftClient;
   /** peer liveness from the peer channel (src/shared/peer-health.ts), when it runs */
   health?: SharedArrayBuffer;
+  /** the state-sync thread's runner port (engine.ts RunnerAsk), when the peer channel runs */
+  stateSync?: MessagePort;
 }
 
 export interface RunnerContext {

@@ -82,6 +82,7 @@ if (!fn) {
   if (init.cluster) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;
+    if (init.cluster.stateSyncPort) ctx.cluster.stateSync = init.cluster.stateSyncPort;
   }
   const flush = trackSync(ctx);
   // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it

@@ -122,6 +122,9 @@ export const ERR = {
   CLUSTER_NOT_COMMITTED: "the change did not commit",
   // --- minion key store (keys.cache_driver), pki runners, cluster health ---
   KEYS_STORE_NETWORK_FS: "the indexed key store cannot live on a network filesystem",
+  // --- state-sync (keys, roots, banks between masters) ---
+  STATE_SYNC_BAD_ARGUMENT: "invalid state-sync runner argument",
+  STATE_SYNC_UNAVAILABLE: "the state-sync thread did not answer",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

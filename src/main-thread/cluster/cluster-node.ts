@@ -37,6 +37,8 @@ export interface RunnerClusterLink {
   raftPort: MessagePort;
   /** peer liveness as the peer channel sees it (src/shared/peer-health.ts), when the peer channel runs */
   health?: SharedArrayBuffer;
+  /** connected to the state-sync thread (engine.ts RunnerAsk), when the peer channel runs; transfer it too */
+  stateSyncPort?: MessagePort;
 }
 
 export class ClusterNode {

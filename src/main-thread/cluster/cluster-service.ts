@@ -19,7 +19,7 @@
  * same set). Polled every CHAOS_POLL_MS; absent or empty means no partition.
  */
 import { readFileSync } from "node:fs";
-import { MessageChannel } from "node:worker_threads";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
@@ -37,6 +37,8 @@ import type { PeerLimits } from "../../workers/raft/peer/limits.js";
 import { PeerChannelProxy } from "./peer-proxy.js";
 import { readOrCreateClusterAes, writeClusterAes } from "../../shared/shared-fs.js";
 import { isWildcardAddress } from "../../shared/cluster-names.js";
+import { StateSyncLink } from "./state-sync-link.js";
+import type { PeerReport } from "../../workers/state-sync/engine.js";
 
 const log = getLogger("brine.cluster");
 
@@ -96,6 +98,7 @@ export class ClusterService {
   private forwarder: ClusterForwarder | undefined;
   private mirror: MirrorThread | undefined;
   private sync: CacheSyncService | undefined;
+  private stateSync: StateSyncLink | undefined;
   private chaosTimer: NodeJS.Timeout | undefined;
   private founded = false;
   private founding = false;
@@ -154,7 +157,9 @@ export class ClusterService {
     const t = this.transport;
     this.aesKey = readOrCreateClusterAes(this.cfg);
     this.hooks.setAesKey(this.aesKey);
-    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab);
+    const ss = new MessageChannel();
+    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab, ss.port2);
+    this.stateSync = new StateSyncLink(ss.port1, this.view, () => this.transport.status().flatMap((s) => (s.id === undefined ? [] : [s.id])));
     this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
       events: (f) => this.hooks.busPublish(f),
       publishes: (l) => this.hooks.publish(l),
@@ -171,11 +176,15 @@ export class ClusterService {
       this.health.set(id, true);
       this.sendAes([id]);
       void this.sendHello(id);
-      if (!this.view.cut.has(id)) this.sync?.pull(id);
+      if (!this.view.cut.has(id)) {
+        this.sync?.pull(id);
+        this.stateSync?.peerUp(id);
+      } else this.stateSync?.peersChanged();
     });
     t.events.on("peerDown", (id, reason) => {
       log.warning(`cluster peer ${id} is down (${reason})`);
       this.health.set(id, false);
+      this.stateSync?.peersChanged();
     });
     // (the worker's Raft link hears of the same sessions itself, and knows the members it restored)
     const status = await this.node.raft.status();
@@ -339,6 +348,20 @@ export class ClusterService {
     return this.forwarder?.counters;
   }
 
+  /**
+   * Pulls state-sync channels (`keys`, `denied_keys`, `file_roots`, `pillar_roots`, `bank:<name>`) from `peer` and
+   * resolves with what was installed, deleted and refused (the join awaits this before promotion).
+   */
+  syncFrom(peer: string, channels: string[]): Promise<PeerReport> {
+    if (!this.stateSync) return Promise.reject(new Error("the cluster service is not running"));
+    return this.stateSync.syncFrom(peer, channels);
+  }
+
+  /** A port on which a runner thread asks the state-sync thread (cluster.sync_roots, cluster.collect_from_peers). */
+  stateSyncPort(): MessagePort | undefined {
+    return this.stopped ? undefined : this.stateSync?.runnerPort();
+  }
+
   /** Waits until forwarded job events are in the local job cache (tests). */
   async mirrorFlushed(): Promise<void> {
     await this.mirror?.flushed();
@@ -419,6 +442,8 @@ export class ClusterService {
     this.transport.cut([...next]);
     // what was written on either side meanwhile never crossed: pull it, as after a reconnect
     for (const p of healed) if (this.transport.isUp(p)) this.sync?.pull(p);
+    this.stateSync?.peersChanged();
+    for (const p of healed) if (this.transport.isUp(p)) this.stateSync?.peerUp(p);
   }
 
   // ------------------------------------------------------------------ stop
@@ -429,6 +454,7 @@ export class ClusterService {
     if (this.chaosTimer) clearInterval(this.chaosTimer);
     this.forwarder?.close();
     this.sync?.close();
+    this.stateSync?.close();
     await this.transport.close().catch(() => undefined);
     await this.mirror?.stop().catch(() => undefined);
     await this.node.stop();

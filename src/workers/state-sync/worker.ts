@@ -7,10 +7,13 @@
  * - what peers share about minions (src/workers/state-sync/: data cache, mine, session keys, their presence
  *   reports), and this master's copy read back in chunks for a peer's bulk sync (the job cache too).
  *
+ * - the state-sync channels (engine.ts): keys, denied keys, file_roots, pillar_roots and job-cache banks pulled
+ *   from peers by manifest, and served to them.
+ *
  * It runs beside the request workers (the main thread does no decoding); lmdb-js shares the environment
  * within the process, so writes join the same group commits.
  */
-import { parentPort } from "node:worker_threads";
+import { parentPort, type MessagePort } from "node:worker_threads";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { openStore } from "../../lib/store/lmdb-env.js";
@@ -19,12 +22,15 @@ import { clusterNodeIdOf } from "../../shared/node-ids.js";
 import { PresenceBoard, type PresenceReport } from "../../lib/store/presence-board.js";
 import { SyncStore, type SyncCursor } from "./sync-store.js";
 import { threadInit } from "../../shared/thread-kit.js";
+import { StateSyncEngine } from "./engine.js";
 
 export interface JobMirrorInit {
   cfg: MasterConfig;
   /** this master's replay nonce set (src/shared/nonce-set.ts): served to and filled by bulk syncs */
   nonces?: SharedArrayBuffer;
   log: { level: string; file: string | null; fileLevel: string | null };
+  /** the state-sync channels' port to the main thread (engine.ts; state-sync-link.ts relays it to the peers) */
+  stateSync?: MessagePort;
 }
 
 /** main → mirror: forwarded job event frames the origin verified; mirror → main: {done: n} after they are durable */
@@ -80,6 +86,7 @@ const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);
 const presence = new PresenceBoard(store);
+if (init.stateSync) new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync);
 
 async function handle(m: MirrorMessage): Promise<MirrorReply> {
   if ("frames" in m) {

@@ -1,0 +1,144 @@
+/**
+ * The main thread's relay for the state-sync channels (src/workers/state-sync/engine.ts decides and does every
+ * transfer; this only moves bytes between its port and the peer channel, channel STATE_SYNC_CHANNEL):
+ *
+ * - the thread's peer requests (`req`) and one-way notes (`send`) go to the peer named; the answer or the error
+ *   goes back (`res`/`err`);
+ * - a peer's message on the channel goes to the thread (`in`), and a request's answer back to the peer;
+ * - which peers are up and known (`peers`), and each peer coming up (`up`), as the peer channel says;
+ * - calls: `syncFrom(peer, channels)` for the join (a promise of what the transfer did), and a port per runner
+ *   thread (`runnerPort`) on which `cluster.sync_roots` / `cluster.collect_from_peers` ask the thread directly.
+ */
+import { MessageChannel, type MessagePort } from "node:worker_threads";
+import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
+import type { EngineCall, FromEngine, PeerReport, ToEngine } from "../../workers/state-sync/engine.js";
+
+const log = getLogger("brine.cluster.state-sync");
+const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "state-sync notes");
+
+export const STATE_SYNC_CHANNEL = "cl/state-sync";
+
+/** What the link needs of the peer channel (ClusterService's filtered view). */
+export interface StateSyncChannel {
+  send(peerId: string, channel: string, payload: Uint8Array): void;
+  request(peerId: string, channel: string, payload: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  upPeers(): string[];
+  on(channel: string, handler: PeerHandler): () => void;
+}
+
+export class StateSyncLink {
+  private nextId = 1;
+  private readonly answers = new Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>();
+  private readonly calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private readonly off: () => void;
+  private closed = false;
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly channel: StateSyncChannel,
+    /** every peer this master knows of (configured or learned), up or not */
+    private readonly knownPeers: () => string[],
+  ) {
+    port.on("message", (m: FromEngine) => this.onEngine(m));
+    port.on("close", () => this.shut("the state-sync thread ended"));
+    this.off = channel.on(STATE_SYNC_CHANNEL, (m) => {
+      if (!m.request) {
+        this.post({ k: "in", id: 0, from: m.from, p: m.payload, req: false });
+        return undefined;
+      }
+      const id = this.nextId++;
+      return new Promise<Uint8Array>((resolve, reject) => {
+        this.answers.set(id, { resolve, reject });
+        this.post({ k: "in", id, from: m.from, p: m.payload, req: true });
+      });
+    });
+    this.peersChanged();
+  }
+
+  /** Call when a peer's session changes (and at start). */
+  peersChanged(): void {
+    this.post({ k: "peers", up: this.channel.upPeers(), known: this.knownPeers() });
+  }
+
+  /** A peer's session came up (or a partition from it healed): the thread pulls its keys. */
+  peerUp(peer: string): void {
+    this.peersChanged();
+    this.post({ k: "up", peer });
+  }
+
+  /** Pulls `channels` (state-sync channel names) from `peer`; resolves with what the transfer did. */
+  syncFrom(peer: string, channels: string[]): Promise<PeerReport> {
+    return this.call({ op: "syncFrom", peer, channels }) as Promise<PeerReport>;
+  }
+
+  /** A port for a runner thread: `{id, call}` → `{id, v}` or `{id, e}` (engine.ts, RunnerAsk). */
+  runnerPort(): MessagePort {
+    const { port1, port2 } = new MessageChannel();
+    this.port.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
+    return port1;
+  }
+
+  private call(call: EngineCall): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error("the state-sync thread is not running"));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.calls.set(id, { resolve, reject });
+      this.post({ k: "call", id, call });
+    });
+  }
+
+  private post(m: ToEngine): void {
+    if (!this.closed) this.port.postMessage(m);
+  }
+
+  private onEngine(m: FromEngine): void {
+    switch (m.k) {
+      case "req":
+        this.channel.request(m.to, STATE_SYNC_CHANNEL, m.p, m.ms).then(
+          (p) => this.post({ k: "res", id: m.id, p }),
+          (e: Error) => this.post({ k: "err", id: m.id, e: e.message }),
+        );
+        return;
+      case "send":
+        try {
+          this.channel.send(m.to, STATE_SYNC_CHANNEL, m.p);
+        } catch (e) {
+          dropLog.line(`state-sync note to ${m.to} dropped: ${(e as Error).message}`);
+        }
+        return;
+      case "ans":
+      case "ansErr": {
+        const a = this.answers.get(m.id);
+        this.answers.delete(m.id);
+        if (m.k === "ans") a?.resolve(m.p);
+        else a?.reject(new Error(m.e));
+        return;
+      }
+      case "ret":
+      case "fail": {
+        const c = this.calls.get(m.id);
+        this.calls.delete(m.id);
+        if (m.k === "ret") c?.resolve(m.v);
+        else c?.reject(new Error(m.e));
+        return;
+      }
+    }
+  }
+
+  private shut(why: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const a of this.answers.values()) a.reject(new Error(why));
+    for (const c of this.calls.values()) c.reject(new Error(why));
+    this.answers.clear();
+    this.calls.clear();
+  }
+
+  close(): void {
+    this.off();
+    this.shut("the master is stopping");
+    this.port.close();
+  }
+}

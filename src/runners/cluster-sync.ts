@@ -1,0 +1,102 @@
+/**
+ * `cluster.sync_roots` and `cluster.collect_from_peers` (Salt's signatures, salt-cluster.md §9), answered by the
+ * state-sync thread over the port the runner thread is given (src/workers/state-sync/engine.ts): unlike Salt's
+ * fire-and-forget they return when every peer has answered, with what each did, keyed by the peer's node id:
+ * `{items, bytes, deleted, errors, ms}` (a peer that is not connected or did not answer is listed with its
+ * error). `async=True` gives Salt's fire-and-forget answer (the transfers run on; their outcome goes to the
+ * master's log and `cachedir/brine-state-sync/status.json`).
+ *
+ * - sync_roots(roots="both"): every peer pulls this master's `file_roots` and/or `pillar_roots` ("file",
+ *   "pillar", "both"; also "file_roots", "pillar_roots"): the files named here replace the peers' where they
+ *   differ, files removed here are removed there; files only a peer has stay.
+ * - collect_from_peers(channels=(), banks=(jobs/loads, jobs/minions, jobs/endtimes, jobs/nocache)): this master
+ *   pulls the named channels (`keys`, `denied_keys`, as Salt allows) and job-cache banks (`jobs/returns` too)
+ *   from every peer; bank records this master lacks are added, none is overwritten or removed.
+ */
+import type { MessagePort } from "node:worker_threads";
+import { BrineError } from "../shared/errors.js";
+import { BANKS, KEY_CHANNELS } from "../workers/state-sync/manifest.js";
+import { PULL_TIMEOUT_MS, type EngineCall } from "../workers/state-sync/engine.js";
+import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
+import { NOT_CLUSTERED } from "./cluster.js";
+
+/** Salt's default banks for collect_from_peers. */
+export const COLLECT_BANKS_DEFAULT = ["jobs/loads", "jobs/minions", "jobs/endtimes", "jobs/nocache"];
+/** What a runner waits for the state-sync thread beyond a peer's own pull timeout, ms. */
+const CALL_MARGIN_MS = 30_000;
+
+let nextId = 1;
+
+function ask(port: MessagePort, call: EngineCall): Promise<unknown> {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      port.off("message", on);
+      reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(PULL_TIMEOUT_MS + CALL_MARGIN_MS) / 1000} s`));
+    }, PULL_TIMEOUT_MS + CALL_MARGIN_MS);
+    const on = (m: { id?: number; v?: unknown; e?: string }) => {
+      if (m?.id !== id) return;
+      clearTimeout(t);
+      port.off("message", on);
+      if (m.e !== undefined) reject(new BrineError("STATE_SYNC_UNAVAILABLE", m.e));
+      else resolve(m.v);
+    };
+    port.on("message", on);
+    port.postMessage({ id, call });
+  });
+}
+
+/** A list argument as salt-run gives it: a list, a comma-separated string, or nothing. */
+function listArg(v: unknown, name: string): string[] {
+  if (v === undefined || v === null || v === "") return [];
+  if (typeof v === "string") return v.split(",").map((x) => x.trim()).filter(Boolean);
+  if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v as string[];
+  throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `${name} must be a list of names or a comma-separated string, got ${JSON.stringify(v)}`);
+}
+
+function isTrue(v: unknown): boolean {
+  return v === true || v === "True" || v === "true";
+}
+
+function portOf(ctx: RunnerContext): MessagePort | undefined {
+  return ctx.cluster?.stateSync;
+}
+
+const ROOTS: Record<string, string[]> = {
+  both: ["file_roots", "pillar_roots"],
+  file: ["file_roots"],
+  file_roots: ["file_roots"],
+  pillar: ["pillar_roots"],
+  pillar_roots: ["pillar_roots"],
+};
+
+export const stateSyncRunners: Record<string, RunnerFn> = {
+  "cluster.sync_roots": async (ctx: RunnerContext, arg, kwarg) => {
+    const roots = argOf(arg, kwarg, 0, "roots", "both");
+    const channels = typeof roots === "string" ? ROOTS[roots] : undefined;
+    if (!channels) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `roots must be "both", "file" or "pillar" (or "file_roots", "pillar_roots"), got ${JSON.stringify(roots)}`);
+    if (!ctx.cfg.cluster_id) return NOT_CLUSTERED;
+    const port = portOf(ctx);
+    if (!port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
+    const async = isTrue(kwarg.async);
+    const r = await ask(port, { op: "sync_roots", channels, async });
+    if (async) return { status: "fan-out initiated", channels, cluster_id: ctx.cfg.cluster_id, note: `peers ${((r as { peers?: string[] }).peers ?? []).join(", ") || "(none)"} pull in the background; outcome in each master's log and cachedir/brine-state-sync/status.json` };
+    return r;
+  },
+
+  "cluster.collect_from_peers": async (ctx: RunnerContext, arg, kwarg) => {
+    const channels = listArg(argOf(arg, kwarg, 0, "channels", []), "channels");
+    const banks = listArg(argOf(arg, kwarg, 1, "banks", COLLECT_BANKS_DEFAULT), "banks");
+    for (const c of channels) if (!(KEY_CHANNELS as readonly string[]).includes(c)) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `channels may only name ${KEY_CHANNELS.join(" and ")} (as Salt's), got ${JSON.stringify(c)}`);
+    for (const b of banks) if (!(BANKS as readonly string[]).includes(b)) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `unknown bank ${JSON.stringify(b)}; banks: ${BANKS.join(", ")}`);
+    const all = [...channels, ...banks.map((b) => `bank:${b}`)];
+    if (all.length === 0) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", "name at least one channel or bank");
+    if (!ctx.cfg.cluster_id) return NOT_CLUSTERED;
+    const port = portOf(ctx);
+    if (!port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
+    const async = isTrue(kwarg.async);
+    const r = await ask(port, { op: "collect", channels: all, async });
+    if (async) return { status: "fan-out initiated", tag: "cluster/runner/collect_from_peers", data: { channels: all } };
+    return r;
+  },
+};

@@ -1,0 +1,618 @@
+/**
+ * State-sync transfers (issue 15), in the state-sync thread: keys, denied keys, file_roots, pillar_roots and the
+ * job-cache banks between masters, over the peer channel the main thread relays (this thread has no socket:
+ * every peer request goes out as `{k: "req"}` on its port to the main thread, and a peer's request comes in as
+ * `{k: "in"}`; src/main-thread/cluster/state-sync-link.ts).
+ *
+ * A transfer from a peer, per channel: the peer's manifest in pages (PAGE_ITEMS), each page diffed against this
+ * master's (manifest.ts), tombstoned items removed, then only what differs fetched: small items batched (at most
+ * CHUNK_BYTES a request), large ones in CHUNK_BYTES ranges, WINDOW requests in flight, each range's sha256
+ * checked (fetched again up to RANGE_ATTEMPTS times), the whole item's sha256 checked before it is renamed into
+ * place (sources.ts). Memory is WINDOW × CHUNK_BYTES plus one manifest page, whatever the channel's size. One log
+ * line per transfer that changed something: `state-sync <channel> from <peer>: installed N items (B bytes),
+ * deleted D`; every refused path is logged (within a LogBudget).
+ *
+ * Who starts transfers:
+ * - keys and denied keys converge by themselves: every KEYS_TICK_MS the key directories are rescanned when a
+ *   watcher saw a change (and fully every KEYS_RESCAN_MS), and a changed digest is announced to every peer
+ *   (`changed`, also every ANNOUNCE_MS unchanged); a peer whose last transfer from us saw another digest pulls.
+ *   A peer coming up is pulled from. With a shared key directory (the probe: the serving master writes a fresh
+ *   random token beside the keys, the puller reads it from its own directory) nothing is transferred.
+ * - `cluster.sync_roots` asks every peer to pull the roots from this master (`pull`), `cluster.collect_from_peers`
+ *   pulls from every peer; both answer per peer when each is done. The join awaits `syncFrom`.
+ * - Every finished transfer updates `cachedir/brine-state-sync/status.json` (replaced atomically) for
+ *   `cluster.health`: `{channel: {peer: {at, items, bytes, deleted, errors}}}`.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, watch, writeFileSync, type FSWatcher } from "node:fs";
+import path from "node:path";
+import type { MessagePort } from "node:worker_threads";
+import { cbor } from "../../shared/cbor.js";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { minionPkiDir } from "../../shared/shared-fs.js";
+import type { Store } from "../../lib/store/lmdb-env.js";
+import { KEY_CHANNELS, checkItemPath, diffPage, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
+import { BankSource, DirSource, KEY_DIRS, dirLayout, type Source } from "./sources.js";
+
+const log = getLogger("brine.cluster.state-sync");
+const refusals = new LogBudget(20, 10_000, (line) => log.warning(line), "state-sync refusals");
+
+/** Entries in one manifest page, count. */
+export const PAGE_ITEMS = 1000;
+/** Bytes in one fetch request's reply (a range of a large item, or a batch of small ones), bytes. */
+export const CHUNK_BYTES = 512 * 1024;
+/** Small items in one fetch request, count. */
+export const BATCH_ITEMS_MAX = 256;
+/** Fetch requests in flight per transfer, count. */
+export const WINDOW = 4;
+/** A range whose hash does not match is fetched again this many times in all, count. */
+export const RANGE_ATTEMPTS = 3;
+/** One manifest page or fetch request, ms. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** A peer's whole pull of our roots (sync_roots waits this long for each peer), ms. */
+export const PULL_TIMEOUT_MS = 10 * 60_000;
+/** The key channels' coarse timer, ms. */
+export const KEYS_TICK_MS = 2_000;
+/** A full rescan of the key directories even if no watcher fired, ms. */
+export const KEYS_RESCAN_MS = 30_000;
+/** The key channels' digest is announced to every peer at least this often, ms. */
+export const ANNOUNCE_MS = 15_000;
+/** Error texts kept per peer report, count. */
+const REPORT_ERRORS_MAX = 20;
+
+export const STATUS_DIR = "brine-state-sync";
+export const STATUS_FILE = "status.json";
+const PROBE_PREFIX = ".brine-statesync-probe-";
+
+/** What one transfer (or several channels of it) from one peer did. */
+export interface PeerReport {
+  items: number;
+  bytes: number;
+  deleted: number;
+  errors: string[];
+  ms: number;
+  /** channels skipped because both masters see the same key directory */
+  shared?: string[];
+}
+
+export type EngineCall = { op: "syncFrom"; peer: string; channels: string[] } | { op: "sync_roots" | "collect"; channels: string[]; async?: boolean };
+
+/** main → state-sync (the link's port) */
+export type ToEngine =
+  | { k: "peers"; up: string[]; known: string[] }
+  | { k: "up"; peer: string }
+  | { k: "in"; id: number; from: string; p: Uint8Array; req: boolean }
+  | { k: "res"; id: number; p: Uint8Array }
+  | { k: "err"; id: number; e: string }
+  | { k: "call"; id: number; call: EngineCall }
+  | { k: "port"; port: MessagePort };
+
+/** state-sync → main */
+export type FromEngine =
+  | { k: "req"; id: number; to: string; p: Uint8Array; ms: number }
+  | { k: "send"; to: string; p: Uint8Array }
+  | { k: "ans"; id: number; p: Uint8Array }
+  | { k: "ansErr"; id: number; e: string }
+  | { k: "ret"; id: number; v: unknown }
+  | { k: "fail"; id: number; e: string };
+
+/** runner ↔ state-sync (a port the runner thread gets): `{id, call}` → `{id, v}` or `{id, e}` */
+export interface RunnerAsk {
+  id: number;
+  call: EngineCall;
+}
+
+type PeerMsg =
+  | { op: "manifest"; ch: string; after?: string; n: number }
+  | { op: "get"; ch: string; items: { p: string; h: string; off: number; len: number }[] }
+  | { op: "pull"; channels: string[] }
+  | { op: "changed"; ch: string; digest: string };
+
+interface Piece {
+  p: string;
+  off: number;
+  data?: Uint8Array;
+  ph?: string;
+  error?: string;
+}
+
+function emptyReport(): PeerReport {
+  return { items: 0, bytes: 0, deleted: 0, errors: [], ms: 0 };
+}
+
+function sha256(b: Uint8Array): string {
+  return createHash("sha256").update(b).digest("hex");
+}
+
+function addError(r: PeerReport, e: string): void {
+  if (r.errors.length < REPORT_ERRORS_MAX) r.errors.push(e);
+  else if (r.errors.length === REPORT_ERRORS_MAX) r.errors.push("(more errors not listed)");
+}
+
+/** Channel names from a caller: each parsed, or an error naming the bad one. */
+export function parseChannels(names: readonly unknown[]): Channel[] {
+  return names.map((n) => {
+    const ch = parseChannel(n);
+    if (!ch) throw new Error(`unknown state-sync channel ${JSON.stringify(n)}`);
+    return ch;
+  });
+}
+
+export class StateSyncEngine {
+  private readonly sources = new Map<Channel, Source>();
+  private up = new Set<string>();
+  private known: string[] = [];
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>();
+  /** per `peer\0channel`: the transfer running or queued (transfers of one pair never overlap) */
+  private readonly chains = new Map<string, Promise<unknown>>();
+  /** per `peer\0channel`: an automatic pull is queued and not started */
+  private readonly queued = new Set<string>();
+  /** per `peer\0channel`: the digest the peer announced when we last pulled because of it */
+  private readonly pulledDigest = new Map<string, string>();
+  /** key channels: the digest last announced, when, which need a rescan */
+  private readonly announced = new Map<Channel, { digest: string; at: number }>();
+  private readonly dirty = new Set<Channel>(KEY_CHANNELS);
+  private lastFullScan = 0;
+  private readonly watchers: FSWatcher[] = [];
+  private readonly timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private readonly status: Record<string, Record<string, { at: string; items: number; bytes: number; deleted: number; errors: number }>>;
+  private readonly stateDir: string;
+  private closed = false;
+
+  constructor(
+    private readonly cfg: MasterConfig,
+    private readonly nodeId: string,
+    private readonly store: Store,
+    private readonly port: MessagePort,
+    opts: { autoKeys?: boolean; now?: () => number } = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.stateDir = path.join(cfg.cachedir, STATUS_DIR);
+    this.status = this.readStatus();
+    port.on("message", (m: ToEngine) => this.onMain(m));
+    if (opts.autoKeys !== false) {
+      for (const dir of Object.values(KEY_DIRS)) {
+        try {
+          const w = watch(path.join(minionPkiDir(cfg), dir), () => this.markKeysDirty(dir));
+          w.on("error", () => undefined);
+          this.watchers.push(w);
+        } catch {
+          // no such directory yet: the full rescan covers it
+        }
+      }
+      this.timer = setInterval(() => void this.tick(), KEYS_TICK_MS);
+      this.timer.unref();
+    }
+  }
+
+  private readonly now: () => number;
+
+  private markKeysDirty(dir: string): void {
+    this.dirty.add(dir === "minions_denied" ? "denied_keys" : "keys");
+  }
+
+  source(ch: Channel): Source {
+    let s = this.sources.get(ch);
+    if (!s) {
+      if (ch.startsWith("bank:")) {
+        const bank = ch.slice(5);
+        const db = { "jobs/loads": this.store.loads, "jobs/minions": this.store.minions, "jobs/endtimes": this.store.endtimes, "jobs/nocache": this.store.nocache, "jobs/returns": this.store.returns }[bank]!;
+        s = new BankSource(ch, db as never);
+      } else {
+        const l = dirLayout(this.cfg, ch);
+        s = new DirSource(ch, l.roots, l.target, path.join(this.stateDir, this.nodeId), this.now);
+      }
+      this.sources.set(ch, s);
+    }
+    return s;
+  }
+
+  // ------------------------------------------------------------------ the main thread's port
+
+  private onMain(m: ToEngine): void {
+    switch (m.k) {
+      case "peers":
+        this.up = new Set(m.up);
+        this.known = m.known.filter((p) => p !== this.nodeId);
+        return;
+      case "up":
+        this.up.add(m.peer);
+        for (const ch of KEY_CHANNELS) this.schedule(m.peer, ch);
+        return;
+      case "in":
+        this.onPeer(m.from, m.p).then(
+          (p) => m.req && this.post({ k: "ans", id: m.id, p: p ?? new Uint8Array(0) }),
+          (e: Error) => m.req && this.post({ k: "ansErr", id: m.id, e: e.message }),
+        );
+        return;
+      case "res":
+      case "err": {
+        const w = this.waiting.get(m.id);
+        this.waiting.delete(m.id);
+        if (m.k === "res") w?.resolve(m.p);
+        else w?.reject(new Error(m.e));
+        return;
+      }
+      case "call":
+        this.call(m.call).then(
+          (v) => this.post({ k: "ret", id: m.id, v }),
+          (e: Error) => this.post({ k: "fail", id: m.id, e: e.message }),
+        );
+        return;
+      case "port":
+        m.port.on("message", (a: RunnerAsk) => {
+          this.call(a.call).then(
+            (v) => m.port.postMessage({ id: a.id, v }),
+            (e: Error) => m.port.postMessage({ id: a.id, e: e.message }),
+          );
+        });
+        return;
+    }
+  }
+
+  private post(m: FromEngine): void {
+    if (!this.closed) this.port.postMessage(m);
+  }
+
+  private ask(peer: string, msg: PeerMsg, ms = REQUEST_TIMEOUT_MS): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise<Uint8Array>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.post({ k: "req", id, to: peer, p: cbor.encode(msg) as Uint8Array, ms });
+    }).then((b) => cbor.decode(b) as unknown);
+  }
+
+  // ------------------------------------------------------------------ calls (runners, the join)
+
+  async call(c: EngineCall): Promise<unknown> {
+    const channels = parseChannels(c.channels);
+    if (c.op === "syncFrom") return this.syncFrom(c.peer, channels);
+    const run = c.op === "sync_roots" ? (p: string) => this.askPull(p, channels) : (p: string) => this.syncFrom(p, channels);
+    const peers = [...new Set(this.known)].sort();
+    const all = Promise.all(peers.map(async (p): Promise<[string, PeerReport]> => {
+      const t0 = this.now();
+      if (!this.up.has(p)) return [p, { ...emptyReport(), errors: ["not connected"] }];
+      try {
+        return [p, await run(p)];
+      } catch (e) {
+        return [p, { ...emptyReport(), errors: [`did not answer: ${(e as Error).message}`], ms: this.now() - t0 }];
+      }
+    })).then((rs) => Object.fromEntries(rs));
+    if (c.async) {
+      void all.then((r) => log.info(`state-sync ${c.op} (${channels.join(", ")}) finished: ${JSON.stringify(r)}`));
+      return { peers };
+    }
+    return all;
+  }
+
+  /** Asks `peer` to pull `channels` from this master; its report of what it did. */
+  private async askPull(peer: string, channels: Channel[]): Promise<PeerReport> {
+    const r = (await this.ask(peer, { op: "pull", channels }, PULL_TIMEOUT_MS)) as Partial<PeerReport>;
+    const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : 0);
+    const out: PeerReport = { items: num(r?.items), bytes: num(r?.bytes), deleted: num(r?.deleted), errors: Array.isArray(r?.errors) ? r.errors.filter((x): x is string => typeof x === "string").slice(0, REPORT_ERRORS_MAX + 1) : [], ms: num(r?.ms) };
+    if (Array.isArray(r?.shared) && r.shared.length) out.shared = r.shared.filter((x): x is string => typeof x === "string");
+    return out;
+  }
+
+  /** Pulls `channels` from `peer`, one after the other; the sum of what each did. */
+  async syncFrom(peer: string, channels: readonly Channel[]): Promise<PeerReport> {
+    const total = emptyReport();
+    const t0 = this.now();
+    for (const ch of channels) {
+      const r = await this.exclusive(peer, ch, () => this.pullChannel(peer, ch));
+      total.items += r.items;
+      total.bytes += r.bytes;
+      total.deleted += r.deleted;
+      for (const e of r.errors) addError(total, `${ch}: ${e}`);
+      if (r.shared) (total.shared ??= []).push(ch);
+    }
+    total.ms = this.now() - t0;
+    return total;
+  }
+
+  private exclusive<T>(peer: string, ch: Channel, f: () => Promise<T>): Promise<T> {
+    const key = `${peer}\0${ch}`;
+    const prev = this.chains.get(key) ?? Promise.resolve();
+    const run = prev.then(f, f);
+    const tail = run.catch(() => undefined);
+    this.chains.set(key, tail);
+    void tail.then(() => {
+      if (this.chains.get(key) === tail) this.chains.delete(key);
+    });
+    return run;
+  }
+
+  /** An automatic pull of a key channel (a peer came up, or announced a digest we have not pulled). */
+  private schedule(peer: string, ch: Channel, digest?: string): void {
+    const key = `${peer}\0${ch}`;
+    if (this.queued.has(key) || this.closed) return;
+    this.queued.add(key);
+    void this.exclusive(peer, ch, async () => {
+      this.queued.delete(key);
+      if (!this.up.has(peer)) return;
+      const r = await this.pullChannel(peer, ch);
+      if (digest !== undefined && r.errors.length === 0) this.pulledDigest.set(key, digest);
+    }).catch((e: Error) => log.warning(`state-sync ${ch} from ${peer} failed: ${e.message}`));
+  }
+
+  // ------------------------------------------------------------------ one channel from one peer
+
+  private async pullChannel(peer: string, ch: Channel): Promise<PeerReport> {
+    const r = emptyReport();
+    const t0 = this.now();
+    const src = this.source(ch);
+    try {
+      await src.scan();
+      let after: string | undefined;
+      for (;;) {
+        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: PAGE_ITEMS })) as { entries?: unknown; more?: unknown; probe?: unknown };
+        if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
+        if (after === undefined && typeof page.probe === "string" && this.sharedWith(peer, page.probe)) {
+          r.shared = [ch];
+          break;
+        }
+        const good: ManifestEntry[] = [];
+        for (const e of page.entries as unknown[]) {
+          const p = (e as { p?: unknown })?.p;
+          const why = !validEntry(e) ? "malformed entry" : (() => {
+            const c = checkItemPath(ch, p);
+            return "error" in c ? c.error : undefined;
+          })();
+          if (why) {
+            refusals.line(`state-sync ${ch} from ${peer}: refused ${JSON.stringify(typeof p === "string" ? p.slice(0, 300) : p)}: ${why}`);
+            addError(r, `refused ${JSON.stringify(typeof p === "string" ? p.slice(0, 300) : p)}: ${why}`);
+            continue;
+          }
+          good.push(e as ManifestEntry);
+        }
+        const d = diffPage(policyOf(ch), good, (p) => src.entry(p));
+        for (const e of d.delete) {
+          try {
+            await src.remove(e);
+            r.deleted++;
+          } catch (err) {
+            addError(r, `${e.p}: ${(err as Error).message}`);
+          }
+        }
+        for (const e of d.adopt) src.adopt(e);
+        await this.fetchAll(peer, ch, src, d.fetch, r);
+        const last = (page.entries as { p?: unknown }[]).at(-1)?.p;
+        if (page.more !== true || typeof last !== "string") break;
+        after = last;
+      }
+    } catch (e) {
+      addError(r, (e as Error).message);
+    } finally {
+      src.save();
+    }
+    r.ms = this.now() - t0;
+    if (r.items || r.deleted || r.errors.length) {
+      const errs = r.errors.length ? `; ${r.errors.length} error(s), first: ${r.errors[0]}` : "";
+      (r.errors.length ? log.warning : log.info).call(log, `state-sync ${ch} from ${peer}: installed ${r.items} items (${r.bytes} bytes), deleted ${r.deleted}${errs}`);
+    }
+    if (!r.shared) this.recordStatus(ch, peer, r);
+    return r;
+  }
+
+  /** Fetches and installs `items`: small ones batched, large ones by ranges; WINDOW requests in flight. */
+  private async fetchAll(peer: string, ch: Channel, src: Source, items: ManifestEntry[], r: PeerReport): Promise<void> {
+    const small = items.filter((e) => e.s <= CHUNK_BYTES);
+    const large = items.filter((e) => e.s > CHUNK_BYTES);
+    const batches: ManifestEntry[][] = [];
+    let cur: ManifestEntry[] = [];
+    let bytes = 0;
+    for (const e of small) {
+      if (cur.length && (cur.length >= BATCH_ITEMS_MAX || bytes + e.s > CHUNK_BYTES)) {
+        batches.push(cur);
+        cur = [];
+        bytes = 0;
+      }
+      cur.push(e);
+      bytes += e.s;
+    }
+    if (cur.length) batches.push(cur);
+    const retry: ManifestEntry[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < batches.length) {
+        const batch = batches[next++]!;
+        let pieces: Piece[];
+        try {
+          const rep = (await this.ask(peer, { op: "get", ch, items: batch.map((e) => ({ p: e.p, h: e.h, off: 0, len: e.s })) })) as { pieces?: unknown };
+          if (!rep || !Array.isArray(rep.pieces)) throw new Error("malformed fetch reply");
+          pieces = rep.pieces as Piece[];
+        } catch (e) {
+          for (const x of batch) addError(r, `${x.p}: ${(e as Error).message}`);
+          continue;
+        }
+        const byPath = new Map(pieces.filter((x) => x && typeof x.p === "string").map((x) => [x.p, x]));
+        for (const e of batch) {
+          const piece = byPath.get(e.p);
+          if (!piece || piece.error !== undefined || !(piece.data instanceof Uint8Array)) {
+            addError(r, `${e.p}: ${piece?.error ?? "missing from the reply"}`);
+            continue;
+          }
+          if (piece.data.byteLength !== e.s || sha256(piece.data) !== e.h) {
+            retry.push(e); // fetched again alone, by ranges
+            continue;
+          }
+          const data = piece.data;
+          await this.installOne(ch, src, e, async (off, len) => data.subarray(off, off + len), r);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(WINDOW, batches.length) }, worker));
+    for (const e of [...retry, ...large]) await this.installOne(ch, src, e, (off, len) => this.fetchRange(peer, ch, e, off, len), r);
+  }
+
+  private async installOne(ch: Channel, src: Source, e: ManifestEntry, fetch: (off: number, len: number) => Promise<Uint8Array>, r: PeerReport): Promise<void> {
+    try {
+      r.bytes += await src.install(e, fetch, CHUNK_BYTES, WINDOW);
+      r.items++;
+    } catch (err) {
+      addError(r, `${e.p}: ${(err as Error).message}`);
+      log.debug(`state-sync ${ch}: ${e.p} not installed: ${(err as Error).message}`);
+    }
+  }
+
+  /** One range of a large item, its hash checked; fetched again up to RANGE_ATTEMPTS times in all. */
+  private async fetchRange(peer: string, ch: Channel, e: ManifestEntry, off: number, len: number): Promise<Uint8Array> {
+    for (let attempt = 1; ; attempt++) {
+      const rep = (await this.ask(peer, { op: "get", ch, items: [{ p: e.p, h: e.h, off, len }] })) as { pieces?: Piece[] };
+      const piece = Array.isArray(rep?.pieces) ? rep.pieces[0] : undefined;
+      if (!piece || piece.error !== undefined) throw new Error(piece?.error ?? "malformed fetch reply");
+      if (piece.data instanceof Uint8Array && piece.data.byteLength === len && piece.ph === sha256(piece.data)) return piece.data;
+      log.warning(`state-sync ${ch} from ${peer}: ${e.p} bytes ${off}+${len} arrived damaged (attempt ${attempt} of ${RANGE_ATTEMPTS})`);
+      if (attempt >= RANGE_ATTEMPTS) throw new Error(`bytes ${off}+${len} arrived damaged ${RANGE_ATTEMPTS} times`);
+    }
+  }
+
+  // ------------------------------------------------------------------ serving peers
+
+  private async onPeer(from: string, payload: Uint8Array): Promise<Uint8Array | undefined> {
+    const m = cbor.decode(payload) as PeerMsg;
+    if (!m || typeof m !== "object") throw new Error("malformed state-sync request");
+    if (m.op === "changed") {
+      const ch = parseChannel(m.ch);
+      if (!ch || typeof m.digest !== "string") return undefined;
+      if (this.pulledDigest.get(`${from}\0${ch}`) !== m.digest && this.localDigest(ch) !== m.digest) this.schedule(from, ch, m.digest);
+      return undefined;
+    }
+    if (m.op === "pull") {
+      if (!Array.isArray(m.channels)) throw new Error("malformed pull request");
+      return cbor.encode(await this.syncFrom(from, parseChannels(m.channels))) as Uint8Array;
+    }
+    const ch = parseChannel(m.ch);
+    if (!ch) throw new Error(`unknown state-sync channel ${JSON.stringify(m.ch)}`);
+    const src = this.source(ch);
+    if (m.op === "manifest") {
+      if (m.after === undefined) await src.scan();
+      const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, PAGE_ITEMS) : PAGE_ITEMS;
+      const pg = await src.page(typeof m.after === "string" ? m.after : undefined, n);
+      const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe() : undefined;
+      return cbor.encode({ entries: pg.entries, more: pg.more, ...(probe ? { probe } : {}) }) as Uint8Array;
+    }
+    if (m.op === "get") {
+      if (!Array.isArray(m.items) || m.items.length > BATCH_ITEMS_MAX) throw new Error("malformed fetch request");
+      const pieces: Piece[] = [];
+      let total = 0;
+      for (const it of m.items) {
+        const p = typeof it?.p === "string" ? it.p : "";
+        const off = Number.isInteger(it?.off) && it.off >= 0 ? it.off : 0;
+        const len = Number.isInteger(it?.len) && it.len >= 0 ? Math.min(it.len, CHUNK_BYTES) : CHUNK_BYTES;
+        const c = checkItemPath(ch, p);
+        if ("error" in c) {
+          pieces.push({ p, off, error: `refused path: ${c.error}` });
+          continue;
+        }
+        if (total + len > CHUNK_BYTES) {
+          pieces.push({ p, off, error: "more than one reply carries; ask again" });
+          continue;
+        }
+        try {
+          const data = await src.read(p, typeof it.h === "string" ? it.h : "", off, len);
+          total += data.byteLength;
+          pieces.push({ p, off, data, ph: sha256(data) });
+        } catch (e) {
+          pieces.push({ p, off, error: (e as Error).message });
+        }
+      }
+      return cbor.encode({ pieces }) as Uint8Array;
+    }
+    throw new Error(`unknown state-sync operation ${JSON.stringify((m as { op?: unknown }).op)}`);
+  }
+
+  private localDigest(ch: Channel): string | undefined {
+    return this.sources.get(ch)?.digest();
+  }
+
+  /** A fresh token beside this master's keys: a peer that reads the same token in its own directory shares it. */
+  private writeProbe(): string {
+    const token = randomBytes(16).toString("hex");
+    const file = path.join(minionPkiDir(this.cfg), `${PROBE_PREFIX}${this.nodeId}`);
+    try {
+      const tmp = `${file}.${token.slice(0, 8)}.tmp`;
+      writeFileSync(tmp, token, { mode: 0o600 });
+      renameSync(tmp, file);
+      return token;
+    } catch {
+      return ""; // cannot write: treated as not shared (every key still travels, harmlessly identical)
+    }
+  }
+
+  private sharedWith(peer: string, token: string): boolean {
+    if (!token) return false;
+    try {
+      const shared = readFileSync(path.join(minionPkiDir(this.cfg), `${PROBE_PREFIX}${peer}`), "utf8") === token;
+      if (shared) log.debug(`state-sync: keys are not pulled from ${peer}: both masters see the same key directory`);
+      return shared;
+    } catch {
+      return false;
+    }
+  }
+
+  // ------------------------------------------------------------------ the key channels' timer
+
+  private async tick(): Promise<void> {
+    if (this.ticking || this.closed) return;
+    this.ticking = true;
+    try {
+      const now = this.now();
+      const full = now - this.lastFullScan >= KEYS_RESCAN_MS;
+      if (full) this.lastFullScan = now;
+      for (const ch of KEY_CHANNELS) {
+        const src = this.source(ch);
+        if (full || this.dirty.has(ch)) {
+          this.dirty.delete(ch);
+          await src.scan();
+        }
+        const digest = src.digest();
+        const last = this.announced.get(ch);
+        if (last && last.digest === digest && now - last.at < ANNOUNCE_MS) continue;
+        this.announced.set(ch, { digest, at: now });
+        const note = cbor.encode({ op: "changed", ch, digest } satisfies PeerMsg) as Uint8Array;
+        for (const p of this.up) this.post({ k: "send", to: p, p: note });
+      }
+    } catch (e) {
+      log.warning(`state-sync: scanning the key directories failed: ${(e as Error).message}`);
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  // ------------------------------------------------------------------ status
+
+  private readStatus(): StateSyncEngine["status"] {
+    try {
+      const v = JSON.parse(readFileSync(path.join(this.stateDir, STATUS_FILE), "utf8")) as unknown;
+      return v && typeof v === "object" && !Array.isArray(v) ? (v as StateSyncEngine["status"]) : {};
+    } catch {
+      return {};
+    }
+  }
+
+  private recordStatus(ch: Channel, peer: string, r: PeerReport): void {
+    (this.status[ch] ??= {})[peer] = { at: new Date(this.now()).toISOString(), items: r.items, bytes: r.bytes, deleted: r.deleted, errors: r.errors.length };
+    try {
+      mkdirSync(this.stateDir, { recursive: true, mode: 0o700 });
+      const file = path.join(this.stateDir, STATUS_FILE);
+      const tmp = `${file}.${randomBytes(4).toString("hex")}.tmp`;
+      writeFileSync(tmp, JSON.stringify(this.status, null, 1));
+      renameSync(tmp, file);
+    } catch (e) {
+      log.warning(`state-sync: writing ${STATUS_FILE} failed: ${(e as Error).message}`);
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const w of this.watchers) w.close();
+    for (const w of this.waiting.values()) w.reject(new Error("the state-sync thread is stopping"));
+    this.waiting.clear();
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * State-sync manifests, sans I/O (issue 15): what a channel holds, item by item, and what a receiver must do to
+ * match a peer. The state-sync thread (engine.ts) does the I/O around these decisions.
+ *
+ * - An **item** is a relative path inside a channel (`accepted/<id>` in `keys`, `<saltenv>/<path>` in
+ *   `file_roots`, a key in `bank:<name>`) with its size, sha256, mode and stamp (ms), or a **tombstone** (`d`):
+ *   the item was there and was removed at stamp `t`. Tombstones are how deletes travel (Salt's state-sync only
+ *   ever adds).
+ * - **Paths** are checked before anything touches a disk (`checkItemPath`): relative, `/`-separated, no empty,
+ *   `.` or `..` segment, no NUL, at most ITEM_PATH_BYTES_MAX bytes and NAME_BYTES_MAX per segment, and the shape
+ *   the channel expects. (Symlinks on the receiving side are the engine's to refuse: that needs the disk.)
+ * - **Diff** (`diffPage`): what to fetch, delete and adopt (a tombstone recorded without a delete) given the
+ *   local entries and one page of the peer's manifest. Three policies: `newer` (keys: last writer wins by stamp,
+ *   ties broken by hash, so every master converges on the same item), `mirror` (roots pushed by sync_roots or
+ *   pulled at join: the source's content wins for every path it names), `add` (job-cache banks: only what is
+ *   missing here).
+ */
+
+/** One item of a manifest, as it travels (CBOR) and as each master keeps it. */
+export interface ManifestEntry {
+  /** path inside the channel */
+  p: string;
+  /** size, bytes (0 for a tombstone) */
+  s: number;
+  /** sha256 of the content, lowercase hex ("" for a tombstone) */
+  h: string;
+  /** permission bits (0 for a tombstone and bank items) */
+  m: number;
+  /** when the item (or its removal) was last changed, ms since the epoch, on the master where it changed */
+  t: number;
+  /** a tombstone: removed at `t` */
+  d?: 1;
+}
+
+export type DiffPolicy = "newer" | "mirror" | "add";
+
+export interface Diff {
+  /** live entries of the peer to fetch and install here */
+  fetch: ManifestEntry[];
+  /** the peer's tombstones whose item is live here: delete it, then record the tombstone */
+  delete: ManifestEntry[];
+  /** the peer's tombstones for items absent here: record them (so a third master learns the delete from us) */
+  adopt: ManifestEntry[];
+}
+
+/** Longest item path, bytes (UTF-8): Linux's PATH_MAX. */
+export const ITEM_PATH_BYTES_MAX = 4096;
+/** Longest segment of an item path, bytes (UTF-8): Linux's NAME_MAX. */
+export const NAME_BYTES_MAX = 255;
+/** Tombstones older than this are forgotten (a master away longer resyncs without the deletes), ms: 7 days. */
+export const TOMBSTONE_KEEP_MS = 7 * 24 * 3600_000;
+/** Largest single item a channel carries, bytes: a bigger file is refused by the collector and logged. */
+export const ITEM_BYTES_MAX = 1024 * 1024 * 1024;
+
+/** Salt's state-sync channel names (keys and denied keys, the two roots, the job-cache banks). */
+export const KEY_CHANNELS = ["keys", "denied_keys"] as const;
+export const ROOT_CHANNELS = ["file_roots", "pillar_roots"] as const;
+/** The job-cache banks a `bank:<name>` channel may name (Salt's default four and the returns). */
+export const BANKS = ["jobs/loads", "jobs/minions", "jobs/endtimes", "jobs/nocache", "jobs/returns"] as const;
+export type Bank = (typeof BANKS)[number];
+/** Key states each key channel carries, as the first segment of an item path (the pki sub-directory in keyDirs). */
+export const KEY_STATES: Record<(typeof KEY_CHANNELS)[number], readonly string[]> = { keys: ["accepted", "pending", "rejected"], denied_keys: ["denied"] };
+/** Directories of a root never carried (Salt's collect_root_tree skips the same). */
+export const SKIPPED_DIRS = new Set([".git", ".hg", ".svn", "__pycache__", ".tox"]);
+/** Prefix of the engine's partial files; an item path segment may not start with it. */
+export const PART_PREFIX = ".brine-part-";
+
+export type Channel = (typeof KEY_CHANNELS)[number] | (typeof ROOT_CHANNELS)[number] | `bank:${Bank}`;
+
+/** A channel name as a caller spells it; undefined when it is not one. */
+export function parseChannel(name: unknown): Channel | undefined {
+  if (typeof name !== "string") return undefined;
+  if ((KEY_CHANNELS as readonly string[]).includes(name) || (ROOT_CHANNELS as readonly string[]).includes(name)) return name as Channel;
+  if (name.startsWith("bank:") && (BANKS as readonly string[]).includes(name.slice(5))) return name as Channel;
+  return undefined;
+}
+
+/** How a receiver merges a channel (see the header). */
+export function policyOf(ch: Channel): DiffPolicy {
+  if (ch === "keys" || ch === "denied_keys") return "newer";
+  if (ch === "file_roots" || ch === "pillar_roots") return "mirror";
+  return "add";
+}
+
+function utf8Bytes(s: string): number {
+  let n = 0;
+  for (const c of s) {
+    const cp = c.codePointAt(0)!;
+    n += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  }
+  return n;
+}
+
+/**
+ * Whether `p` is a path this channel may carry: its segments, or why not. Keys: `<state>/<id>` with a state the
+ * channel carries and Salt's valid_id (no `\`, not hidden); roots: `<saltenv>/<path…>` with no skipped directory
+ * and no partial-file name; banks: any key without NUL within the bounds (bank keys are not paths).
+ */
+export function checkItemPath(ch: Channel, p: unknown): { parts: string[] } | { error: string } {
+  if (typeof p !== "string" || p.length === 0) return { error: "empty or not a string" };
+  if (p.includes("\0")) return { error: "contains NUL" };
+  if (utf8Bytes(p) > ITEM_PATH_BYTES_MAX) return { error: `longer than ${ITEM_PATH_BYTES_MAX} bytes` };
+  if (ch.startsWith("bank:")) return { parts: [p] };
+  if (p.startsWith("/")) return { error: "absolute" };
+  const parts = p.split("/");
+  for (const s of parts) {
+    if (s === "") return { error: "empty segment" };
+    if (s === "." || s === "..") return { error: `'${s}' segment` };
+    if (utf8Bytes(s) > NAME_BYTES_MAX) return { error: `a segment longer than ${NAME_BYTES_MAX} bytes` };
+  }
+  if (ch === "keys" || ch === "denied_keys") {
+    if (parts.length !== 2) return { error: "not <state>/<id>" };
+    if (!KEY_STATES[ch].includes(parts[0]!)) return { error: `state '${parts[0]}' is not carried by ${ch}` };
+    const id = parts[1]!;
+    if (id.includes("\\") || id.startsWith(".")) return { error: "not a valid minion id" };
+    return { parts };
+  }
+  if (parts.length < 2) return { error: "not <saltenv>/<path>" };
+  for (const s of parts) {
+    if (SKIPPED_DIRS.has(s)) return { error: `'${s}' is never carried` };
+    if (s.startsWith(PART_PREFIX)) return { error: "a partial-file name" };
+  }
+  return { parts };
+}
+
+/** Whether an entry as received is well formed (types and bounds); the path is checked by checkItemPath. */
+export function validEntry(e: unknown): e is ManifestEntry {
+  if (e === null || typeof e !== "object") return false;
+  const x = e as Record<string, unknown>;
+  if (typeof x.p !== "string" || typeof x.t !== "number" || !Number.isFinite(x.t) || x.t < 0) return false;
+  if (x.d === 1) return true;
+  return (
+    typeof x.s === "number" && Number.isInteger(x.s) && x.s >= 0 && x.s <= ITEM_BYTES_MAX &&
+    typeof x.h === "string" && /^[0-9a-f]{64}$/.test(x.h) &&
+    typeof x.m === "number" && Number.isInteger(x.m) && x.m >= 0 && x.m <= 0o7777
+  );
+}
+
+/** A tombstone for `p`, removed at `t`. */
+export function tombstone(p: string, t: number): ManifestEntry {
+  return { p, s: 0, h: "", m: 0, t, d: 1 };
+}
+
+/** Whether `a` beats `b` under last-writer-wins: newer stamp, then (equal stamps) the larger hash; a tombstone's hash is "". */
+function wins(a: ManifestEntry, b: ManifestEntry): boolean {
+  if (a.t !== b.t) return a.t > b.t;
+  if (a.d && !b.d) return true; // removed at the same ms: the removal wins
+  if (!a.d && b.d) return false;
+  return a.h > b.h;
+}
+
+function sameContent(a: ManifestEntry, b: ManifestEntry): boolean {
+  return !a.d && !b.d && a.h === b.h && a.s === b.s;
+}
+
+/**
+ * What to do with one page of the peer's manifest (`remote`, entries as received, already checked), given this
+ * master's entry for each path (`local`).
+ */
+export function diffPage(policy: DiffPolicy, remote: readonly ManifestEntry[], local: (p: string) => ManifestEntry | undefined): Diff {
+  const out: Diff = { fetch: [], delete: [], adopt: [] };
+  for (const r of remote) {
+    const l = local(r.p);
+    if (policy === "add") {
+      if (!r.d && (!l || l.d)) out.fetch.push(r);
+      continue;
+    }
+    if (policy === "mirror") {
+      if (r.d) {
+        if (l && !l.d) out.delete.push(r);
+        else if (!l) out.adopt.push(r);
+      } else if (!l || l.d || !sameContent(l, r) || l.m !== r.m) out.fetch.push(r);
+      continue;
+    }
+    // newer
+    if (!l) {
+      (r.d ? out.adopt : out.fetch).push(r);
+      continue;
+    }
+    if (!wins(r, l)) continue;
+    if (r.d) (l.d ? out.adopt : out.delete).push(r);
+    else if (sameContent(l, r) && l.m === r.m) out.adopt.push(r); // same bytes: take the stamp only
+    else out.fetch.push(r);
+  }
+  return out;
+}
+
+/**
+ * Merges a fresh scan into the previous manifest: an item still there keeps its entry (the caller reuses the
+ * hash and stamp when the file did not change); an item gone becomes a tombstone stamped `now`; tombstones
+ * older than TOMBSTONE_KEEP_MS are dropped. `scanned` holds the live entries found now.
+ */
+export function mergeScan(previous: ReadonlyMap<string, ManifestEntry>, scanned: ReadonlyMap<string, ManifestEntry>, now: number): Map<string, ManifestEntry> {
+  const out = new Map<string, ManifestEntry>();
+  for (const [p, e] of scanned) out.set(p, e);
+  for (const [p, e] of previous) {
+    if (out.has(p)) continue;
+    if (e.d) {
+      if (now - e.t <= TOMBSTONE_KEEP_MS) out.set(p, e);
+    } else out.set(p, tombstone(p, Math.max(now, e.t + 1)));
+  }
+  return out;
+}
+
+/** A page of a manifest: the entries after `after` in path order (code-unit order), at most `n`. */
+export function page(sortedPaths: readonly string[], after: string | undefined, n: number): { paths: string[]; more: boolean } {
+  let lo = 0;
+  let hi = sortedPaths.length;
+  if (after !== undefined) {
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (sortedPaths[mid]! <= after) lo = mid + 1;
+      else hi = mid;
+    }
+  }
+  const paths = sortedPaths.slice(lo, lo + n);
+  return { paths, more: lo + n < sortedPaths.length };
+}
+
+/** Code-unit order (what `page` and the digest assume). */
+export function byPath(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Splits a file of `size` bytes into ranges of at most `chunk` bytes, from `from` (a resumed transfer). */
+export function chunkRanges(size: number, chunk: number, from = 0): { off: number; len: number }[] {
+  const out: { off: number; len: number }[] = [];
+  for (let off = from; off < size; off += chunk) out.push({ off, len: Math.min(chunk, size - off) });
+  return out;
+}

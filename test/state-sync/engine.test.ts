@@ -1,0 +1,274 @@
+/**
+ * The state-sync thread's transfers (src/workers/state-sync/engine.ts) against a scripted peer: the engine's
+ * port is driven as the main thread drives it, and each of its peer requests is answered by the test, so a peer
+ * can send what a real one never would (a traversal path, damaged ranges) and a transfer can be cut midway.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash, generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
+import { cbor } from "../../src/shared/cbor.js";
+import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
+import { CHUNK_BYTES, StateSyncEngine, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type ToEngine } from "../../src/workers/state-sync/engine.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
+import type { ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+
+const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
+
+interface Rig {
+  root: string;
+  cfg: MasterConfig;
+  store: Store;
+  engine: StateSyncEngine;
+  main: MessagePort;
+  requests: { op: string; [k: string]: unknown }[];
+  syncFrom(peer: string, channels: string[]): Promise<PeerReport>;
+  close(): Promise<void>;
+}
+
+/** An engine whose peer "p1" answers with `answer` (throw: the peer's error). */
+function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown): Rig {
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-"));
+  const cfg = {
+    id: "m1",
+    cachedir: path.join(root, "cache"),
+    pki_dir: path.join(root, "pki"),
+    cluster_pki_dir: path.join(root, "pki"),
+    cluster_id: "c",
+    brine_lmdb_map_bytes: 64 * 1024 * 1024,
+    file_roots: { base: [path.join(root, "srv", "salt")] },
+    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
+  } as unknown as MasterConfig;
+  mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
+  const store = openStore(cfg);
+  const { port1, port2 } = new MessageChannel();
+  const engine = new StateSyncEngine(cfg, "m1", store, port2, { autoKeys: false });
+  const requests: Rig["requests"] = [];
+  const calls = new Map<number, (v: unknown) => void>();
+  port1.on("message", (m: FromEngine) => {
+    if (m.k === "req") {
+      const msg = cbor.decode(m.p) as { op: string };
+      requests.push(msg);
+      Promise.resolve()
+        .then(() => answer(msg))
+        .then(
+          (v) => port1.postMessage({ k: "res", id: m.id, p: cbor.encode(v) as Uint8Array } satisfies ToEngine),
+          (e: Error) => port1.postMessage({ k: "err", id: m.id, e: e.message } satisfies ToEngine),
+        );
+    } else if (m.k === "ret" || m.k === "fail") calls.get(m.id)?.(m.k === "ret" ? m.v : new Error(m.e));
+  });
+  port1.postMessage({ k: "peers", up: ["p1"], known: ["p1"] } satisfies ToEngine);
+  let id = 0;
+  return {
+    root,
+    cfg,
+    store,
+    engine,
+    main: port1,
+    requests,
+    syncFrom: (peer, channels) =>
+      new Promise((resolve, reject) => {
+        const n = ++id;
+        calls.set(n, (v) => (v instanceof Error ? reject(v) : resolve(v as PeerReport)));
+        port1.postMessage({ k: "call", id: n, call: { op: "syncFrom", peer, channels } } satisfies ToEngine);
+      }),
+    close: async () => {
+      engine.close();
+      port1.close();
+      await store.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A peer serving `files` (item path → content) on one channel, with an optional hook on each fetch. */
+function servePeer(files: Record<string, Buffer>, onGet?: (p: string, off: number, len: number, data: Buffer) => Buffer | undefined) {
+  const entries: ManifestEntry[] = Object.entries(files).map(([p, b]) => ({ p, s: b.length, h: sha(b), m: 0o644, t: 1000 }));
+  return (m: { op: string; [k: string]: unknown }) => {
+    if (m.op === "manifest") return { entries, more: false };
+    if (m.op === "get") {
+      const items = m.items as { p: string; off: number; len: number }[];
+      return {
+        pieces: items.map((it) => {
+          const whole = files[it.p]!;
+          let data = whole.subarray(it.off, it.off + it.len);
+          const swapped = onGet?.(it.p, it.off, it.len, data);
+          if (swapped) data = swapped;
+          return { p: it.p, off: it.off, data, ph: sha(whole.subarray(it.off, it.off + it.len)) };
+        }),
+      };
+    }
+    throw new Error(`unexpected ${m.op}`);
+  };
+}
+
+test("a peer's manifest naming paths outside the roots is refused item by item and logged in the report; the good items are installed", async () => {
+  const good = Buffer.from("top: ok\n");
+  const evil = Buffer.from("pwned\n");
+  const entries = [
+    { p: "base/top.sls", s: good.length, h: sha(good), m: 0o644, t: 1 },
+    { p: "base/../../../outside.txt", s: evil.length, h: sha(evil), m: 0o644, t: 1 },
+    { p: "/etc/evil", s: evil.length, h: sha(evil), m: 0o644, t: 1 },
+    { p: "base/a\0b", s: evil.length, h: sha(evil), m: 0o644, t: 1 },
+    { p: "base/x", s: -5, h: "nothex", m: 0o644, t: 1 },
+  ];
+  const r = rig((m) => {
+    if (m.op === "manifest") return { entries, more: false };
+    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: it.p === "base/top.sls" ? good : evil, ph: sha(it.p === "base/top.sls" ? good : evil) })) };
+  });
+  try {
+    const rep = await r.syncFrom("p1", ["file_roots"]);
+    assert.equal(rep.items, 1);
+    assert.equal(rep.errors.length, 4, JSON.stringify(rep.errors));
+    assert.match(rep.errors.join("\n"), /'\.\.' segment/);
+    assert.match(rep.errors.join("\n"), /absolute/);
+    assert.match(rep.errors.join("\n"), /NUL/);
+    assert.match(rep.errors.join("\n"), /malformed entry/);
+    assert.equal(readFileSync(path.join(r.root, "srv", "salt", "top.sls"), "utf8"), "top: ok\n");
+    assert.ok(!existsSync(path.join(r.root, "outside.txt")) && !existsSync(path.join(path.dirname(r.root), "outside.txt")));
+    const fetched = r.requests.filter((q) => q.op === "get").flatMap((q) => (q.items as { p: string }[]).map((i) => i.p));
+    assert.deepEqual(fetched, ["base/top.sls"], "nothing refused is even fetched");
+    const status = JSON.parse(readFileSync(path.join(r.cfg.cachedir, STATUS_DIR, STATUS_FILE), "utf8"));
+    assert.equal(status.file_roots.p1.items, 1);
+    assert.equal(status.file_roots.p1.errors, 4);
+  } finally {
+    await r.close();
+  }
+});
+
+test("an item whose directory here is a symlink leading out of the root is not installed through it", async () => {
+  const body = Buffer.from("x: 1\n");
+  const r = rig(servePeer({ "base/linked/x.sls": body }));
+  const outside = path.join(r.root, "outside");
+  mkdirSync(outside);
+  symlinkSync(outside, path.join(r.root, "srv", "salt", "linked"));
+  try {
+    const rep = await r.syncFrom("p1", ["file_roots"]);
+    assert.equal(rep.items, 0);
+    assert.match(rep.errors.join("\n"), /symlink/);
+    assert.deepEqual(readdirSync(outside), []);
+  } finally {
+    await r.close();
+  }
+});
+
+test("a range that arrives damaged is fetched again, and the file is installed only with the manifest's hash", async () => {
+  const big = Buffer.alloc(CHUNK_BYTES * 2 + 123, 7);
+  let damaged = 0;
+  const r = rig(servePeer({ "base/big.bin": big }, (_p, off, _len, data) => {
+    if (off === CHUNK_BYTES && damaged++ === 0) return Buffer.alloc(data.length, 9);
+    return undefined;
+  }));
+  try {
+    const rep = await r.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual(rep.errors, []);
+    assert.equal(rep.items, 1);
+    assert.equal(damaged, 2, "the damaged range was asked for again");
+    assert.equal(sha(readFileSync(path.join(r.root, "srv", "salt", "big.bin"))), sha(big));
+  } finally {
+    await r.close();
+  }
+});
+
+test("a file whose bytes never match the manifest's hash is not installed, and no partial file is left", async () => {
+  const big = Buffer.alloc(CHUNK_BYTES + 10, 1);
+  const r = rig((m) => {
+    if (m.op === "manifest") return { entries: [{ p: "base/big.bin", s: big.length, h: sha(Buffer.from("something else")), m: 0o644, t: 1 }], more: false };
+    const it = (m.items as { p: string; off: number; len: number }[])[0]!;
+    const data = big.subarray(it.off, it.off + it.len);
+    return { pieces: [{ p: it.p, off: it.off, data, ph: sha(data) }] };
+  });
+  try {
+    const rep = await r.syncFrom("p1", ["file_roots"]);
+    assert.equal(rep.items, 0);
+    assert.match(rep.errors.join("\n"), /does not match the manifest/);
+    assert.deepEqual(readdirSync(path.join(r.root, "srv", "salt")), []);
+  } finally {
+    await r.close();
+  }
+});
+
+test("a transfer cut off midway resumes from its partial file: only the missing ranges are fetched", async () => {
+  const big = Buffer.alloc(CHUNK_BYTES * 6, 0);
+  for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
+  let cut = true;
+  const r = rig(servePeer({ "base/big.bin": big }, (_p, off) => {
+    if (cut && off >= CHUNK_BYTES * 3) throw new Error("peer went away");
+    return undefined;
+  }));
+  try {
+    const first = await r.syncFrom("p1", ["file_roots"]);
+    assert.equal(first.items, 0);
+    assert.match(first.errors.join("\n"), /peer went away/);
+    cut = false;
+    r.requests.length = 0;
+    const second = await r.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual(second.errors, []);
+    assert.equal(second.items, 1);
+    const offsets = r.requests.filter((q) => q.op === "get").map((q) => (q.items as { off: number }[])[0]!.off);
+    assert.deepEqual(offsets, [CHUNK_BYTES * 3, CHUNK_BYTES * 4, CHUNK_BYTES * 5]);
+    assert.equal(second.bytes, CHUNK_BYTES * 3);
+    assert.equal(sha(readFileSync(path.join(r.root, "srv", "salt", "big.bin"))), sha(big));
+  } finally {
+    await r.close();
+  }
+});
+
+test("a key a peer tombstoned after ours is removed here, and a key file that is not an RSA public key is never installed", async () => {
+  const { publicKey } = generateKeyPairSync("rsa", { modulusLength: 1024, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } });
+  const pem = Buffer.from(publicKey);
+  const junk = Buffer.from("not a key\n");
+  const r = rig((m) => {
+    if (m.op === "manifest") {
+      return {
+        entries: [
+          { p: "pending/old", s: 0, h: "", m: 0, t: Date.now() + 60_000, d: 1 },
+          { p: "accepted/new", s: pem.length, h: sha(pem), m: 0o644, t: 5 },
+          { p: "accepted/junk", s: junk.length, h: sha(junk), m: 0o644, t: 5 },
+        ],
+        more: false,
+      };
+    }
+    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: it.p === "accepted/new" ? pem : junk, ph: sha(it.p === "accepted/new" ? pem : junk) })) };
+  });
+  const pki = path.join(r.root, "pki");
+  mkdirSync(path.join(pki, "minions_pre"), { recursive: true });
+  writeFileSync(path.join(pki, "minions_pre", "old"), pem);
+  try {
+    const rep = await r.syncFrom("p1", ["keys"]);
+    assert.equal(rep.deleted, 1);
+    assert.equal(rep.items, 1);
+    assert.match(rep.errors.join("\n"), /accepted\/junk: not an RSA public key/);
+    assert.ok(!existsSync(path.join(pki, "minions_pre", "old")));
+    assert.equal(readFileSync(path.join(pki, "minions", "new"), "utf8"), publicKey);
+    assert.ok(!existsSync(path.join(pki, "minions", "junk")));
+  } finally {
+    await r.close();
+  }
+});
+
+test("keys are not pulled from a peer that sees the same key directory (the probe it wrote is readable here): nothing is installed or removed", async () => {
+  const { publicKey } = generateKeyPairSync("rsa", { modulusLength: 1024, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } });
+  const pem = Buffer.from(publicKey);
+  let pki = "";
+  const r = rig((m) => {
+    if (m.op !== "manifest") throw new Error("nothing should be fetched");
+    // the peer writes its probe into the directory it serves keys from: here, the same one
+    writeFileSync(path.join(pki, ".brine-statesync-probe-p1"), "token-1");
+    return { entries: [{ p: "pending/k", s: 0, h: "", m: 0, t: Date.now() + 60_000, d: 1 }, { p: "accepted/other", s: pem.length, h: sha(pem), m: 0o644, t: 5 }], more: false, probe: "token-1" };
+  });
+  pki = path.join(r.root, "pki");
+  mkdirSync(path.join(pki, "minions_pre"), { recursive: true });
+  writeFileSync(path.join(pki, "minions_pre", "k"), pem);
+  try {
+    const rep = await r.syncFrom("p1", ["keys"]);
+    assert.deepEqual(rep.shared, ["keys"]);
+    assert.equal(rep.items + rep.deleted, 0);
+    assert.ok(existsSync(path.join(pki, "minions_pre", "k")));
+  } finally {
+    await r.close();
+  }
+});

@@ -1,0 +1,142 @@
+/** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, pages. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { TOMBSTONE_KEEP_MS, checkItemPath, chunkRanges, diffPage, mergeScan, page, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+
+const H1 = "1".repeat(64);
+const H2 = "2".repeat(64);
+const live = (p: string, h: string, t: number, m = 0o644): ManifestEntry => ({ p, s: 10, h, m, t });
+
+test("item paths a peer may send are confined: traversal, absolute, NUL, over-long and misshapen paths are refused with a reason", () => {
+  const rows: [Channel, unknown, string | null][] = [
+    ["file_roots", "base/top.sls", null],
+    ["file_roots", "base/a/b/c.txt", null],
+    ["file_roots", "base/../../etc/passwd", "'..' segment"],
+    ["file_roots", "base/./x", "'.' segment"],
+    ["file_roots", "/etc/passwd", "absolute"],
+    ["file_roots", "base//x", "empty segment"],
+    ["file_roots", "base/x/", "empty segment"],
+    ["file_roots", "base/a\0b", "contains NUL"],
+    ["file_roots", `base/${"a".repeat(256)}`, "a segment longer than 255 bytes"],
+    ["file_roots", `base/${"é".repeat(128)}`, "a segment longer than 255 bytes"],
+    ["file_roots", `base/${"a/".repeat(2100)}x`, "longer than 4096 bytes"],
+    ["file_roots", "top.sls", "not <saltenv>/<path>"],
+    ["file_roots", "base/.git/config", "'.git' is never carried"],
+    ["file_roots", "base/.brine-part-abc", "a partial-file name"],
+    ["file_roots", "", "empty or not a string"],
+    ["file_roots", 42, "empty or not a string"],
+    ["keys", "accepted/minion1", null],
+    ["keys", "pending/minion1", null],
+    ["keys", "rejected/minion1", null],
+    ["keys", "denied/minion1", "state 'denied' is not carried by keys"],
+    ["denied_keys", "denied/minion1", null],
+    ["keys", "accepted/a/b", "not <state>/<id>"],
+    ["keys", "accepted/..", "'..' segment"],
+    ["keys", "accepted/.hidden", "not a valid minion id"],
+    ["keys", "accepted/a\\b", "not a valid minion id"],
+    ["keys", "../minions/x", "'..' segment"],
+    ["bank:jobs/loads", "20261125181500123456", null],
+    ["bank:jobs/returns", "20261125181500123456/minion1", null],
+    ["bank:jobs/loads", "a\0b", "contains NUL"],
+  ];
+  for (const [ch, p, why] of rows) {
+    const r = checkItemPath(ch, p);
+    if (why === null) assert.ok("parts" in r, `${ch} ${JSON.stringify(p)} should pass: ${JSON.stringify(r)}`);
+    else assert.deepEqual(r, { error: why }, `${ch} ${JSON.stringify(p)}`);
+  }
+});
+
+test("channel names are Salt's, and each channel merges by its own policy", () => {
+  assert.equal(parseChannel("keys"), "keys");
+  assert.equal(parseChannel("denied_keys"), "denied_keys");
+  assert.equal(parseChannel("bank:jobs/loads"), "bank:jobs/loads");
+  assert.equal(parseChannel("bank:minions/data"), undefined);
+  assert.equal(parseChannel("roots"), undefined);
+  assert.equal(policyOf("keys"), "newer");
+  assert.equal(policyOf("file_roots"), "mirror");
+  assert.equal(policyOf("bank:jobs/nocache"), "add");
+});
+
+test("entries from a peer are checked for types and bounds", () => {
+  assert.ok(validEntry(live("base/x", H1, 5)));
+  assert.ok(validEntry(tombstone("base/x", 5)));
+  assert.ok(!validEntry({ p: "base/x", s: -1, h: H1, m: 0o644, t: 1 }));
+  assert.ok(!validEntry({ p: "base/x", s: 1, h: "xyz", m: 0o644, t: 1 }));
+  assert.ok(!validEntry({ p: "base/x", s: 1, h: H1, m: 0o644, t: Number.NaN }));
+  assert.ok(!validEntry({ p: "base/x", s: 1, h: H1, m: 0o17777, t: 1 }));
+  assert.ok(!validEntry(null));
+});
+
+test("keys merge by last writer: newer items are fetched, newer tombstones delete, older news change nothing, equal stamps break by hash", () => {
+  const local = new Map<string, ManifestEntry>([
+    ["accepted/a", live("accepted/a", H1, 100)],
+    ["accepted/b", live("accepted/b", H1, 100)],
+    ["pending/c", live("pending/c", H1, 100)],
+    ["accepted/d", tombstone("accepted/d", 200)],
+    ["accepted/e", live("accepted/e", H1, 100)],
+    ["accepted/f", live("accepted/f", H1, 100)],
+  ]);
+  const remote = [
+    live("accepted/a", H2, 150), // newer content: fetch
+    live("accepted/b", H2, 50), // older: nothing
+    tombstone("pending/c", 150), // deleted after ours: delete
+    live("accepted/d", H1, 150), // re-created before our delete: nothing
+    live("accepted/e", H2, 100), // same stamp, larger hash: fetch (both sides pick H2)
+    live("accepted/f", H1, 300), // same content, newer stamp: adopt the stamp only
+    live("accepted/g", H1, 10), // new here: fetch
+    tombstone("accepted/h", 10), // never seen here: adopt the tombstone
+  ];
+  const d = diffPage("newer", remote, (p) => local.get(p));
+  assert.deepEqual(d.fetch.map((e) => e.p), ["accepted/a", "accepted/e", "accepted/g"]);
+  assert.deepEqual(d.delete.map((e) => e.p), ["pending/c"]);
+  assert.deepEqual(d.adopt.map((e) => e.p), ["accepted/f", "accepted/h"]);
+  // and the other way round, the side with H2 at the same stamp keeps it
+  const back = diffPage("newer", [live("accepted/e", H1, 100)], () => live("accepted/e", H2, 100));
+  assert.deepEqual(back, { fetch: [], delete: [], adopt: [] });
+});
+
+test("roots pushed by sync_roots mirror the source for every path it names, whatever the stamps; paths it does not name stay", () => {
+  const local = new Map<string, ManifestEntry>([
+    ["base/a", live("base/a", H1, 999)],
+    ["base/b", live("base/b", H1, 999)],
+    ["base/c", live("base/c", H1, 999, 0o644)],
+    ["base/only-here", live("base/only-here", H1, 1)],
+  ]);
+  const d = diffPage("mirror", [live("base/a", H2, 1), tombstone("base/b", 1), live("base/c", H1, 1, 0o755), live("base/new", H1, 1), tombstone("base/gone", 1)], (p) => local.get(p));
+  assert.deepEqual(d.fetch.map((e) => e.p), ["base/a", "base/c", "base/new"]);
+  assert.deepEqual(d.delete.map((e) => e.p), ["base/b"]);
+  assert.deepEqual(d.adopt.map((e) => e.p), ["base/gone"]);
+});
+
+test("banks only add what is missing: nothing is overwritten or deleted", () => {
+  const local = new Map<string, ManifestEntry>([["j1", live("j1", H1, 0)]]);
+  const d = diffPage("add", [live("j1", H2, 0), live("j2", H1, 0), tombstone("j3", 5)], (p) => local.get(p));
+  assert.deepEqual(d, { fetch: [live("j2", H1, 0)], delete: [], adopt: [] });
+});
+
+test("a rescan turns vanished items into tombstones stamped now, keeps recent tombstones and forgets old ones", () => {
+  const now = 10 * TOMBSTONE_KEEP_MS;
+  const prev = new Map<string, ManifestEntry>([
+    ["accepted/a", live("accepted/a", H1, 100)],
+    ["accepted/b", live("accepted/b", H1, 100)],
+    ["accepted/c", tombstone("accepted/c", now - 1000)],
+    ["accepted/d", tombstone("accepted/d", now - TOMBSTONE_KEEP_MS - 1)],
+  ]);
+  const scanned = new Map<string, ManifestEntry>([["accepted/a", live("accepted/a", H1, 100)], ["accepted/e", live("accepted/e", H2, now)]]);
+  const m = mergeScan(prev, scanned, now);
+  assert.deepEqual([...m.keys()].sort(), ["accepted/a", "accepted/b", "accepted/c", "accepted/e"]);
+  assert.deepEqual(m.get("accepted/b"), tombstone("accepted/b", now));
+  assert.deepEqual(m.get("accepted/c"), tombstone("accepted/c", now - 1000));
+});
+
+test("manifest pages continue after the last path of the previous page, and chunk ranges cover a file from where a transfer resumes", () => {
+  const paths = ["a", "b", "c", "d", "e"];
+  assert.deepEqual(page(paths, undefined, 2), { paths: ["a", "b"], more: true });
+  assert.deepEqual(page(paths, "b", 2), { paths: ["c", "d"], more: true });
+  assert.deepEqual(page(paths, "d", 2), { paths: ["e"], more: false });
+  assert.deepEqual(page(paths, "bb", 10), { paths: ["c", "d", "e"], more: false });
+  assert.deepEqual(page([], undefined, 10), { paths: [], more: false });
+  assert.deepEqual(chunkRanges(10, 4), [{ off: 0, len: 4 }, { off: 4, len: 4 }, { off: 8, len: 2 }]);
+  assert.deepEqual(chunkRanges(10, 4, 8), [{ off: 8, len: 2 }]);
+  assert.deepEqual(chunkRanges(0, 4), []);
+});
