@@ -164,7 +164,9 @@ export class Netapi {
     return async (o) => {
       const t = this.local.resolveTarget(o.tgt, o.tgtType ?? "glob");
       if ("error" in t) throw new ApiError(400, t.error);
-      const load = { cmd: "publish", tgt: t.tgt, fun: o.fun, arg: o.arg ?? [], tgt_type: t.tgtType, ret: o.ret ?? "", jid: o.jid ?? "", kwargs, user: this.cfg.user };
+      const load: Record<string, unknown> = { cmd: "publish", tgt: t.tgt, fun: o.fun, arg: o.arg ?? [], tgt_type: t.tgtType, ret: o.ret ?? "", jid: o.jid ?? "", kwargs, user: this.cfg.user };
+      // a master of masters passes the timeout down to its syndics (Salt's LocalClient.pub: `to`)
+      if (this.opts.syndicWaitS !== undefined) load.to = o.timeoutS ?? this.opts.timeoutS;
       if (listening) await this.feed.ready();
       const reply = await this.master.request(load, source);
       // Salt's LocalClient: "" is a failed eauth; an error with a name raises that exception
@@ -186,20 +188,29 @@ export class Netapi {
     return r;
   }
 
-  /** LocalClient.run_job: `{jid, minions}`, or `{}` when nothing matched. */
+  /** LocalClient.run_job: `{jid, minions}`, or `{}` when nothing matched (a master of masters publishes anyway: its syndics' minions may match). */
   private async localAsync(low: Record<string, unknown>, source: string | undefined): Promise<unknown> {
     const r = await this.publisher(low, source, false)(this.pubOptions(low));
-    if (!r.jid || !r.minions || r.minions.length === 0) return {};
+    if (!r.jid || !r.minions || (r.minions.length === 0 && this.opts.syndicWaitS === undefined)) return {};
     return { jid: r.jid, minions: r.minions };
   }
 
-  /** LocalClient.cmd: each minion's `return`; a targeted minion that never returned is `false`. */
+  /**
+   * LocalClient.cmd: each minion's `return`; a targeted minion that never returned is `false`. On a master of
+   * masters (order_masters) the wait lasts at least `syndic_wait` and takes the returns of the minions below
+   * the syndics; as salt-api on a Python master of masters answers (checked against it): a silent minion below
+   * a syndic is left out (Salt's cmd lists only the minions the top itself matched), and the top's own matched
+   * keys that never return, its syndics among them, are `false`.
+   */
   private async runLocal(low: Record<string, unknown>, source: string | undefined): Promise<unknown> {
     const o = { ...this.pubOptions(low), timeoutS: timeoutOf(low, this.opts.timeoutS) };
     const out: Record<string, unknown> = {};
     const full = low.full_return === true;
-    for await (const r of jobReturns((fn) => this.feed.subscribe(fn), this.publisher(low, source, true), o, { timeoutMs: o.timeoutS * 1000, gatherJobTimeoutMs: this.opts.gatherJobTimeoutS * 1000 })) {
-      out[r.id] = "missing" in r ? false : full ? r.data : (r.data.return ?? {});
+    const syndicWaitMs = this.opts.syndicWaitS === undefined ? undefined : this.opts.syndicWaitS * 1000;
+    for await (const r of jobReturns((fn) => this.feed.subscribe(fn), this.publisher(low, source, true), o, { timeoutMs: o.timeoutS * 1000, gatherJobTimeoutMs: this.opts.gatherJobTimeoutS * 1000, syndicWaitMs })) {
+      if ("missing" in r) {
+        if (r.syndic === undefined) out[r.id] = false;
+      } else out[r.id] = full ? r.data : (r.data.return ?? {});
     }
     return out;
   }

@@ -53,6 +53,8 @@ export interface ApiOptions {
   /** the default wait of the `local` client, seconds (the master's `timeout`) */
   timeoutS: number;
   gatherJobTimeoutS: number;
+  /** a master of masters (order_masters): the `local` client waits at least this long for minions below syndics, seconds (syndic_wait) */
+  syndicWaitS?: number;
 }
 
 /** Whether the master should start its API thread. */
@@ -125,6 +127,7 @@ export function readApiOptions(cfg: MasterConfig): ApiOptions {
     restTimeoutS: restTimeout,
     timeoutS: readOption(cfg, "timeout"),
     gatherJobTimeoutS: readOption(cfg, "gather_job_timeout"),
+    syndicWaitS: readOption(cfg, "order_masters") ? readOption(cfg, "syndic_wait") : undefined,
   };
 }
 
@@ -134,7 +137,7 @@ export function readApiOptions(cfg: MasterConfig): ApiOptions {
  * master's other parts (`sharedsecret`, `auth.ldap.bindpw`, cluster settings …) and the real `cachedir`
  * (where the root key lives) never reach it.
  */
-export const API_THREAD_OPTIONS = ["id", "user", "conf_file", "sock_dir", "timeout", "gather_job_timeout", "nodegroups", "external_auth", "netapi_enable_clients", "rest_timeout", "rest_cherrypy", "brine_api", "brine_clear_request_bytes_max"] as const;
+export const API_THREAD_OPTIONS = ["id", "user", "conf_file", "sock_dir", "timeout", "gather_job_timeout", "order_masters", "syndic_wait", "nodegroups", "external_auth", "netapi_enable_clients", "rest_timeout", "rest_cherrypy", "brine_api", "brine_clear_request_bytes_max"] as const;
 
 export function apiThreadConfig(cfg: MasterConfig): MasterConfig {
   const c = cfg as unknown as Record<string, unknown>;
