@@ -6,15 +6,17 @@
  *
  * 1. a key accepted with salt-key on one master appears accepted on all, and leaves pending everywhere; deleted
  *    on another, it disappears on all, each within 30 s, with no runner called;
+ *    (a key rejected on one is rejected on all, too);
  * 2. files added, edited and removed in master 1's file_roots reach the others with `cluster.sync_roots`, whose
- *    result names each peer with what it installed and deleted;
+ *    result names each peer with what it installed and deleted; a symlink in the way on one peer is refused
+ *    there (and named in that peer's result), nothing written through it;
  * 3. a master killed in the middle of a large file's transfer resumes it from its partial file after a restart,
  *    and every master ends with the same roots.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ClusterHarness, skipReason, sleep, until } from "../../tools/local-cluster.js";
@@ -102,6 +104,14 @@ test("keys converge by themselves and roots by sync_roots across three masters t
     await until("the deleted key gone from every master", async () => ([0, 1, 2].every((i) => !existsSync(keyFile(i, "minions", "ss-minion"))) ? true : undefined), CONVERGE_MS, 200);
     assert.ok(Date.now() - t0 < CONVERGE_MS);
 
+    // a pending key (a minion that signed in at m3) rejected on m3 is rejected everywhere
+    mkdirSync(path.join(dirOf(2), "cpki", "minions_pre"), { recursive: true });
+    writeFileSync(keyFile(2, "minions_pre", "ss-other"), pair().pub);
+    await until("the pending key on every master", async () => ([0, 1].every((i) => existsSync(keyFile(i, "minions_pre", "ss-other"))) ? true : undefined), CONVERGE_MS, 200);
+    const rejected = await h.saltKey(2, ["-r", "ss-other", "-y"]);
+    assert.equal(rejected.code, 0, rejected.stderr);
+    await until("the rejected key on every master", async () => ([0, 1, 2].every((i) => existsSync(keyFile(i, "minions_rejected", "ss-other")) && !existsSync(keyFile(i, "minions_pre", "ss-other"))) ? true : undefined), CONVERGE_MS, 200);
+
     // 2. roots: added, then edited and removed on m1, carried by sync_roots; the result names each peer
     mkdirSync(path.join(srv(0), "web"), { recursive: true });
     writeFileSync(path.join(srv(0), "top.sls"), "base:\n  '*':\n    - web\n");
@@ -126,6 +136,20 @@ test("keys converge by themselves and roots by sync_roots across three masters t
     }
     assert.equal(readFileSync(path.join(srv(2), "web", "init.sls"), "utf8"), "nginx:\n  pkg.latest\n");
     assert.ok(!existsSync(path.join(srv(1), "web", "old.sls")));
+    // m3 has a symlink where m1 has a directory: nothing is written through it, and the result says so
+    const outside = path.join(root, "outside");
+    mkdirSync(outside);
+    symlinkSync(outside, path.join(srv(2), "linked"));
+    mkdirSync(path.join(srv(0), "linked"));
+    writeFileSync(path.join(srv(0), "linked", "x.sls"), "x: 1\n");
+    const third = await h.clusterRunner(0, "sync_roots", ["roots=file"]);
+    assert.equal(third.m2.items, 1);
+    assert.deepEqual(third.m2.errors, []);
+    assert.equal(third.m3.items, 0);
+    assert.match(third.m3.errors.join("\n"), /linked is a symlink \(refused/);
+    assert.deepEqual(readdirSync(outside), []);
+    rmSync(path.join(srv(2), "linked"));
+    rmSync(path.join(srv(0), "linked"), { recursive: true });
     const status = JSON.parse(readFileSync(path.join(dirOf(1), "cache", "brine-state-sync", "status.json"), "utf8"));
     assert.equal(status.file_roots.m1.items, 1);
 
@@ -144,6 +168,7 @@ test("keys converge by themselves and roots by sync_roots across three masters t
     assert.ok(partial < big.length, "killed before the end");
     const cut = await running;
     assert.ok(cut.m2.errors.length > 0, `the killed master is listed with its error: ${JSON.stringify(cut.m2)}`);
+    assert.deepEqual(cut.m2.failed, ["file_roots"]);
     await h.startMaster(1);
     const resumed = await until("sync_roots to reach the restarted m2", async () => {
       const r = await h.clusterRunner(0, "sync_roots", ["roots=file"]);

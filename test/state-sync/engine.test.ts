@@ -15,6 +15,7 @@ import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { CHUNK_BYTES, StateSyncEngine, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type ToEngine } from "../../src/workers/state-sync/engine.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import type { ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
 
@@ -26,11 +27,13 @@ interface Rig {
   main: MessagePort;
   requests: { op: string; [k: string]: unknown }[];
   syncFrom(peer: string, channels: string[]): Promise<PeerReport>;
+  /** a request from peer "p1" to the engine; its answer, decoded */
+  serve(msg: unknown): Promise<any>;
   close(): Promise<void>;
 }
 
 /** An engine whose peer "p1" answers with `answer` (throw: the peer's error). */
-function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown): Rig {
+function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown, extra: Record<string, unknown> = {}): Rig {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-"));
   const cfg = {
     id: "m1",
@@ -41,6 +44,7 @@ function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown): Rig 
     brine_lmdb_map_bytes: 64 * 1024 * 1024,
     file_roots: { base: [path.join(root, "srv", "salt")] },
     pillar_roots: { base: [path.join(root, "srv", "pillar")] },
+    ...extra,
   } as unknown as MasterConfig;
   mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
   const store = openStore(cfg);
@@ -59,6 +63,7 @@ function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown): Rig 
           (e: Error) => port1.postMessage({ k: "err", id: m.id, e: e.message } satisfies ToEngine),
         );
     } else if (m.k === "ret" || m.k === "fail") calls.get(m.id)?.(m.k === "ret" ? m.v : new Error(m.e));
+    else if (m.k === "ans" || m.k === "ansErr") calls.get(m.id)?.(m.k === "ans" ? cbor.decode(m.p) : new Error(m.e));
   });
   port1.postMessage({ k: "peers", up: ["p1"], known: ["p1"] } satisfies ToEngine);
   let id = 0;
@@ -75,8 +80,15 @@ function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown): Rig 
         calls.set(n, (v) => (v instanceof Error ? reject(v) : resolve(v as PeerReport)));
         port1.postMessage({ k: "call", id: n, call: { op: "syncFrom", peer, channels } } satisfies ToEngine);
       }),
+    serve: (msg) =>
+      new Promise((resolve, reject) => {
+        const n = ++id;
+        calls.set(n, (v) => (v instanceof Error ? reject(v) : resolve(v)));
+        port1.postMessage({ k: "in", id: n, from: "p1", p: cbor.encode(msg) as Uint8Array, req: true } satisfies ToEngine);
+      }),
     close: async () => {
       engine.close();
+      await closeKeyDbs();
       port1.close();
       await store.close();
       rmSync(root, { recursive: true, force: true });
@@ -122,6 +134,7 @@ test("a peer's manifest naming paths outside the roots is refused item by item a
   try {
     const rep = await r.syncFrom("p1", ["file_roots"]);
     assert.equal(rep.items, 1);
+    assert.equal(rep.failed, undefined, "refused items do not fail the transfer");
     assert.equal(rep.errors.length, 4, JSON.stringify(rep.errors));
     assert.match(rep.errors.join("\n"), /'\.\.' segment/);
     assert.match(rep.errors.join("\n"), /absolute/);
@@ -203,6 +216,7 @@ test("a transfer cut off midway resumes from its partial file: only the missing 
     const first = await r.syncFrom("p1", ["file_roots"]);
     assert.equal(first.items, 0);
     assert.match(first.errors.join("\n"), /peer went away/);
+    assert.deepEqual(first.failed, ["file_roots"], "a transfer the peer broke off is reported failed");
     cut = false;
     r.requests.length = 0;
     const second = await r.syncFrom("p1", ["file_roots"]);
@@ -268,6 +282,35 @@ test("keys are not pulled from a peer that sees the same key directory (the prob
     assert.deepEqual(rep.shared, ["keys"]);
     assert.equal(rep.items + rep.deleted, 0);
     assert.ok(existsSync(path.join(pki, "minions_pre", "k")));
+  } finally {
+    await r.close();
+  }
+});
+
+test("with keys.cache_driver mmap_key, keys are served from and installed into the indexed key store, not the directories", async () => {
+  const pub = () => generateKeyPairSync("rsa", { modulusLength: 1024, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } }).publicKey;
+  const theirs = Buffer.from(generateKeyPairSync("rsa", { modulusLength: 1024, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } }).publicKey);
+  const r = rig((m) => {
+    if (m.op === "manifest") return { entries: [{ p: "pending/old", s: 0, h: "", m: 0, t: Date.now() + 60_000, d: 1 }, { p: "accepted/theirs", s: theirs.length, h: sha(theirs), m: 0o644, t: 5 }], more: false };
+    return { pieces: [{ p: "accepted/theirs", off: 0, data: theirs, ph: sha(theirs) }] };
+  }, { "keys.cache_driver": "mmap_key" });
+  const keys = keyStoreFor(r.cfg);
+  keys.write("pending", "old", pub());
+  keys.write("accepted", "ours", pub());
+  try {
+    const rep = await r.syncFrom("p1", ["keys"]);
+    assert.deepEqual(rep.errors, []);
+    assert.equal(rep.items, 1);
+    assert.equal(rep.deleted, 1);
+    assert.equal(keys.read("accepted", "theirs"), theirs.toString());
+    assert.equal(keys.exists("pending", "old"), false);
+    assert.ok(!existsSync(path.join(r.root, "pki", "minions", "theirs")), "no key file written");
+    const served = await r.serve({ op: "manifest", ch: "keys", n: 100 });
+    const live = (served.entries as ManifestEntry[]).filter((e) => !e.d).map((e) => e.p);
+    assert.deepEqual(live, ["accepted/ours", "accepted/theirs"]);
+    const ours = (served.entries as ManifestEntry[]).find((e) => e.p === "accepted/ours")!;
+    const got = await r.serve({ op: "get", ch: "keys", items: [{ p: "accepted/ours", h: ours.h, off: 0, len: ours.s }] });
+    assert.equal(Buffer.from(got.pieces[0].data).toString(), keys.read("accepted", "ours"));
   } finally {
     await r.close();
   }

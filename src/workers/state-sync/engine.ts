@@ -34,7 +34,8 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { KEY_CHANNELS, checkItemPath, diffPage, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
-import { BankSource, DirSource, KEY_DIRS, dirLayout, type Source } from "./sources.js";
+import { BankSource, DirSource, IndexedKeySource, dirLayout, type Source } from "./sources.js";
+import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
 
 const log = getLogger("brine.cluster.state-sync");
 const refusals = new LogBudget(20, 10_000, (line) => log.warning(line), "state-sync refusals");
@@ -75,6 +76,8 @@ export interface PeerReport {
   ms: number;
   /** channels skipped because both masters see the same key directory */
   shared?: string[];
+  /** channels whose transfer stopped before the end (the peer's manifest or a request failed); items may have been refused without this */
+  failed?: string[];
 }
 
 export type EngineCall = { op: "syncFrom"; peer: string; channels: string[] } | { op: "sync_roots" | "collect"; channels: string[]; async?: boolean };
@@ -117,6 +120,9 @@ interface Piece {
   ph?: string;
   error?: string;
 }
+
+/** The peer could not be asked (as opposed to an item it sent being refused here). */
+class TransferError extends Error {}
 
 function emptyReport(): PeerReport {
   return { items: 0, bytes: 0, deleted: 0, errors: [], ms: 0 };
@@ -175,7 +181,8 @@ export class StateSyncEngine {
     this.status = this.readStatus();
     port.on("message", (m: ToEngine) => this.onMain(m));
     if (opts.autoKeys !== false) {
-      for (const dir of Object.values(KEY_DIRS)) {
+      // with the indexed key store the directories are not used: its generation is read every tick instead
+      if (keyCacheDriver(cfg) === "localfs_key") for (const dir of Object.values(KEY_DIRS)) {
         try {
           const w = watch(path.join(minionPkiDir(cfg), dir), () => this.markKeysDirty(dir));
           w.on("error", () => undefined);
@@ -202,6 +209,8 @@ export class StateSyncEngine {
         const bank = ch.slice(5);
         const db = { "jobs/loads": this.store.loads, "jobs/minions": this.store.minions, "jobs/endtimes": this.store.endtimes, "jobs/nocache": this.store.nocache, "jobs/returns": this.store.returns }[bank]!;
         s = new BankSource(ch, db as never);
+      } else if ((ch === "keys" || ch === "denied_keys") && keyCacheDriver(this.cfg) === "mmap_key") {
+        s = new IndexedKeySource(ch, keyStoreFor(this.cfg), path.join(this.stateDir, this.nodeId), this.now);
       } else {
         const l = dirLayout(this.cfg, ch);
         s = new DirSource(ch, l.roots, l.target, path.join(this.stateDir, this.nodeId), this.now);
@@ -275,11 +284,11 @@ export class StateSyncEngine {
     const peers = [...new Set(this.known)].sort();
     const all = Promise.all(peers.map(async (p): Promise<[string, PeerReport]> => {
       const t0 = this.now();
-      if (!this.up.has(p)) return [p, { ...emptyReport(), errors: ["not connected"] }];
+      if (!this.up.has(p)) return [p, { ...emptyReport(), errors: ["not connected"], failed: channels }];
       try {
         return [p, await run(p)];
       } catch (e) {
-        return [p, { ...emptyReport(), errors: [`did not answer: ${(e as Error).message}`], ms: this.now() - t0 }];
+        return [p, { ...emptyReport(), errors: [`did not answer: ${(e as Error).message}`], ms: this.now() - t0, failed: channels }];
       }
     })).then((rs) => Object.fromEntries(rs));
     if (c.async) {
@@ -295,6 +304,7 @@ export class StateSyncEngine {
     const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : 0);
     const out: PeerReport = { items: num(r?.items), bytes: num(r?.bytes), deleted: num(r?.deleted), errors: Array.isArray(r?.errors) ? r.errors.filter((x): x is string => typeof x === "string").slice(0, REPORT_ERRORS_MAX + 1) : [], ms: num(r?.ms) };
     if (Array.isArray(r?.shared) && r.shared.length) out.shared = r.shared.filter((x): x is string => typeof x === "string");
+    if (Array.isArray(r?.failed) && r.failed.length) out.failed = r.failed.filter((x): x is string => typeof x === "string");
     return out;
   }
 
@@ -309,6 +319,7 @@ export class StateSyncEngine {
       total.deleted += r.deleted;
       for (const e of r.errors) addError(total, `${ch}: ${e}`);
       if (r.shared) (total.shared ??= []).push(ch);
+      if (r.failed) (total.failed ??= []).push(ch);
     }
     total.ms = this.now() - t0;
     return total;
@@ -386,6 +397,7 @@ export class StateSyncEngine {
       }
     } catch (e) {
       addError(r, (e as Error).message);
+      r.failed = [ch];
     } finally {
       src.save();
     }
@@ -427,6 +439,7 @@ export class StateSyncEngine {
           pieces = rep.pieces as Piece[];
         } catch (e) {
           for (const x of batch) addError(r, `${x.p}: ${(e as Error).message}`);
+          r.failed = [ch];
           continue;
         }
         const byPath = new Map(pieces.filter((x) => x && typeof x.p === "string").map((x) => [x.p, x]));
@@ -455,6 +468,7 @@ export class StateSyncEngine {
       r.items++;
     } catch (err) {
       addError(r, `${e.p}: ${(err as Error).message}`);
+      if (err instanceof TransferError) r.failed = [ch];
       log.debug(`state-sync ${ch}: ${e.p} not installed: ${(err as Error).message}`);
     }
   }
@@ -462,7 +476,12 @@ export class StateSyncEngine {
   /** One range of a large item, its hash checked; fetched again up to RANGE_ATTEMPTS times in all. */
   private async fetchRange(peer: string, ch: Channel, e: ManifestEntry, off: number, len: number): Promise<Uint8Array> {
     for (let attempt = 1; ; attempt++) {
-      const rep = (await this.ask(peer, { op: "get", ch, items: [{ p: e.p, h: e.h, off, len }] })) as { pieces?: Piece[] };
+      let rep: { pieces?: Piece[] };
+      try {
+        rep = (await this.ask(peer, { op: "get", ch, items: [{ p: e.p, h: e.h, off, len }] })) as typeof rep;
+      } catch (err) {
+        throw new TransferError((err as Error).message);
+      }
       const piece = Array.isArray(rep?.pieces) ? rep.pieces[0] : undefined;
       if (!piece || piece.error !== undefined) throw new Error(piece?.error ?? "malformed fetch reply");
       if (piece.data instanceof Uint8Array && piece.data.byteLength === len && piece.ph === sha256(piece.data)) return piece.data;
@@ -566,7 +585,7 @@ export class StateSyncEngine {
       if (full) this.lastFullScan = now;
       for (const ch of KEY_CHANNELS) {
         const src = this.source(ch);
-        if (full || this.dirty.has(ch)) {
+        if (full || this.dirty.has(ch) || src.cheapScan) {
           this.dirty.delete(ch);
           await src.scan();
         }

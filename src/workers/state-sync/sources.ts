@@ -25,12 +25,11 @@ import { getLogger } from "../../shared/log.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
+import { KEY_DIRS, type KeyState, type KeyStore } from "../../lib/pki/key-store.js";
 import { ITEM_BYTES_MAX, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, mergeScan, page as pageOf, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
 
 const log = getLogger("brine.cluster.state-sync");
 
-/** The key directory of each key state an item path names. */
-export const KEY_DIRS: Record<string, string> = { accepted: "minions", pending: "minions_pre", rejected: "minions_rejected", denied: "minions_denied" };
 /** A key file larger than this is not a key, bytes. */
 const KEY_BYTES_MAX = 64 * 1024;
 
@@ -40,6 +39,8 @@ export interface Source {
   readonly ch: Channel;
   /** refresh the manifest from the disk (directory channels); cheap when nothing changed */
   scan(): Promise<void>;
+  /** a scan is cheap enough for every tick of the key channels' timer */
+  readonly cheapScan?: boolean;
   entry(p: string): ManifestEntry | undefined;
   /** entries after `after`, at most `n`, in this source's own order */
   page(after: string | undefined, n: number): Promise<{ entries: ManifestEntry[]; more: boolean }>;
@@ -94,10 +95,12 @@ async function checkDir(dir: string, create: boolean): Promise<void> {
  * root) and lists the roots to scan: `[prefix, dir]` pairs, the prefix being the item path of the directory.
  */
 export class DirSource implements Source {
-  private kept = new Map<string, Kept>();
+  protected kept = new Map<string, Kept>();
   private sorted: string[] | undefined;
   private dirty = false;
   private scanning: Promise<void> | undefined;
+  /** a scan costs next to nothing when nothing changed (the engine's timer may scan every tick) */
+  readonly cheapScan: boolean = false;
   private readonly file: string;
 
   constructor(
@@ -106,7 +109,7 @@ export class DirSource implements Source {
     /** the receiving directory for an item path's first segments, and the rest below it */
     private readonly target: (parts: string[]) => { root: string; rest: string[] } | { error: string },
     stateDir: string,
-    private readonly now: () => number = Date.now,
+    protected readonly now: () => number = Date.now,
   ) {
     this.file = path.join(stateDir, `manifest-${ch}.cbor`);
     try {
@@ -125,10 +128,15 @@ export class DirSource implements Source {
     return this.scanning;
   }
 
-  private async doScan(): Promise<void> {
+  protected async doScan(): Promise<void> {
     const found = new Map<string, ManifestEntry>();
     const sigs = new Map<string, string>();
     for (const r of this.roots()) await this.walk(r.dir, r.prefix, r.depth, found, sigs);
+    this.mergeFound(found, sigs);
+  }
+
+  /** A scan's live entries (and their local signatures) into the manifest: vanished items become tombstones. */
+  protected mergeFound(found: Map<string, ManifestEntry>, sigs: Map<string, string>): void {
     const prev = new Map<string, ManifestEntry>([...this.kept].map(([p, k]) => [p, k.e]));
     const merged = mergeScan(prev, found, this.now());
     let changed = merged.size !== this.kept.size;
@@ -349,7 +357,7 @@ export class DirSource implements Source {
     this.touched();
   }
 
-  private touched(): void {
+  protected touched(): void {
     this.sorted = undefined;
     this.dirty = true;
   }
@@ -374,6 +382,91 @@ export class DirSource implements Source {
       if (!e.d) h.update(`${p}\0${e.h}\0${e.m}\n`);
     }
     return h.digest("hex");
+  }
+}
+
+/**
+ * A key channel over the indexed key store (`keys.cache_driver: mmap_key`, src/lib/pki/key-store.ts), which is
+ * then the source of truth instead of the directories: items and checks as DirSource's, the store's own sha256
+ * as the signature, a scan skipped while the store's generation is unchanged (so the engine's timer scans it
+ * every tick), and a changed or new key stamped when the scan sees it.
+ */
+export class IndexedKeySource extends DirSource {
+  override readonly cheapScan = true;
+  private generation: number | undefined;
+
+  constructor(
+    ch: Channel,
+    private readonly keys: KeyStore,
+    stateDir: string,
+    now: () => number = Date.now,
+  ) {
+    super(ch, () => [], () => ({ error: "not a directory channel" }), stateDir, now);
+  }
+
+  private states(): KeyState[] {
+    return this.ch === "denied_keys" ? ["denied"] : ["accepted", "pending", "rejected"];
+  }
+
+  protected override async doScan(): Promise<void> {
+    const gen = this.keys.generation();
+    if (gen !== undefined && gen === this.generation) return;
+    this.generation = gen;
+    const found = new Map<string, ManifestEntry>();
+    const sigs = new Map<string, string>();
+    const now = this.now();
+    for (const state of this.states()) {
+      for (const id of this.keys.list(state)) {
+        const p = `${state}/${id}`;
+        if ("error" in checkItemPath(this.ch, p)) continue;
+        const sha = this.keys.digest(state, id);
+        if (sha === undefined) continue;
+        const old = this.kept.get(p);
+        if (old && !old.e.d && old.sig === sha) found.set(p, old.e);
+        else {
+          const pub = this.keys.read(state, id) ?? "";
+          found.set(p, { p, s: Buffer.byteLength(pub), h: sha, m: 0o644, t: now });
+        }
+        sigs.set(p, sha);
+      }
+    }
+    this.mergeFound(found, sigs);
+  }
+
+  private parts(p: string): [KeyState, string] {
+    const c = checkItemPath(this.ch, p);
+    if ("error" in c) throw new Error(`refused path ${JSON.stringify(p)}: ${c.error}`);
+    return [c.parts[0] as KeyState, c.parts[1]!];
+  }
+
+  override async read(p: string, h: string, off: number, len: number): Promise<Uint8Array> {
+    const [state, id] = this.parts(p);
+    const pub = this.keys.read(state, id);
+    if (pub === undefined) throw new Error(`${p} is not here`);
+    const b = Buffer.from(pub, "utf8");
+    if (sha256(b) !== h) throw new Error(`${p} changed here since that manifest`);
+    return b.subarray(off, off + len);
+  }
+
+  override async install(e: ManifestEntry, fetch: FetchRange, chunk: number): Promise<number> {
+    const [state, id] = this.parts(e.p);
+    if (e.s > KEY_BYTES_MAX) throw new Error("not an RSA public key (not installed)");
+    const parts: Uint8Array[] = [];
+    for (const r of chunkRanges(e.s, chunk)) parts.push(await fetch(r.off, r.len));
+    const all = Buffer.concat(parts);
+    if (sha256(all) !== e.h) throw new Error("sha256 does not match the manifest's (not installed)");
+    const pub = all.toString("utf8");
+    if (!isRsaPublicKeyPem(pub)) throw new Error("not an RSA public key (not installed)");
+    this.keys.write(state, id, pub);
+    this.kept.set(e.p, { e: { p: e.p, s: e.s, h: e.h, m: e.m, t: e.t }, sig: e.h });
+    this.touched();
+    return all.byteLength;
+  }
+
+  override async remove(e: ManifestEntry): Promise<void> {
+    const [state, id] = this.parts(e.p);
+    this.keys.remove(state, id);
+    this.adopt(e);
   }
 }
 
@@ -444,8 +537,8 @@ export function dirLayout(cfg: MasterConfig, ch: Channel): { roots: () => { pref
     const pki = minionPkiDir(cfg);
     const states = ch === "keys" ? ["accepted", "pending", "rejected"] : ["denied"];
     return {
-      roots: () => states.map((s) => ({ prefix: s, dir: path.join(pki, KEY_DIRS[s]!), depth: 1 })),
-      target: (parts) => ({ root: path.join(pki, KEY_DIRS[parts[0]!]!), rest: parts.slice(1) }),
+      roots: () => states.map((s) => ({ prefix: s, dir: path.join(pki, KEY_DIRS[s as KeyState]), depth: 1 })),
+      target: (parts) => ({ root: path.join(pki, KEY_DIRS[parts[0] as KeyState]), rest: parts.slice(1) }),
     };
   }
   const map = () => ((ch === "file_roots" ? cfg.file_roots : cfg.pillar_roots) ?? {}) as Record<string, unknown>;
