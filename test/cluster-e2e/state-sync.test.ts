@@ -10,6 +10,7 @@
  * 2. files added, edited and removed in master 1's file_roots reach the others with `cluster.sync_roots`, whose
  *    result names each peer with what it installed and deleted; a symlink in the way on one peer is refused
  *    there (and named in that peer's result), nothing written through it;
+ *    `cluster.collect_from_peers` brings each peer's own runner jobs into master 1's job cache, once;
  * 3. a master killed in the middle of a large file's transfer resumes it from its partial file after a restart,
  *    and every master ends with the same roots.
  */
@@ -111,6 +112,17 @@ test("keys converge by themselves and roots by sync_roots across three masters t
     const rejected = await h.saltKey(2, ["-r", "ss-other", "-y"]);
     assert.equal(rejected.code, 0, rejected.stderr);
     await until("the rejected key on every master", async () => ([0, 1, 2].every((i) => existsSync(keyFile(i, "minions_rejected", "ss-other")) && !existsSync(keyFile(i, "minions_pre", "ss-other"))) ? true : undefined), CONVERGE_MS, 200);
+
+    // collect_from_peers: the runner jobs each master stored for itself (cluster.members above; runner jobs are
+    // not forwarded) are added to m1's job cache, once
+    const collected = await h.clusterRunner(0, "collect_from_peers", ["channels=keys"]);
+    assert.deepEqual(Object.keys(collected).sort(), ["m2", "m3"]);
+    for (const p of ["m2", "m3"]) {
+      assert.deepEqual(collected[p].errors, [], JSON.stringify(collected));
+      assert.ok(collected[p].items >= 2, `m1 got ${p}'s own runner jobs (load and end time): ${JSON.stringify(collected[p])}`);
+    }
+    const again = await h.clusterRunner(0, "collect_from_peers");
+    for (const p of ["m2", "m3"]) assert.equal(again[p].items, 0, `nothing new the second time: ${JSON.stringify(again)}`);
 
     // 2. roots: added, then edited and removed on m1, carried by sync_roots; the result names each peer
     mkdirSync(path.join(srv(0), "web"), { recursive: true });

@@ -315,3 +315,31 @@ test("with keys.cache_driver mmap_key, keys are served from and installed into t
     await r.close();
   }
 });
+
+test("a job-cache bank is collected record by record: what is missing here is added, what is here is never overwritten, and this master's bank is served in pages", async () => {
+  const loads: Record<string, unknown> = {
+    "20261125000000000001": { fun: "test.ping", jid: "20261125000000000001", tgt: "*" },
+    "20261125000000000002": { fun: "cmd.run", jid: "20261125000000000002", arg: ["uptime"] },
+  };
+  const enc = (v: unknown) => Buffer.from(cbor.encode(v) as Uint8Array);
+  const r = rig((m) => {
+    if (m.op === "manifest") return { entries: Object.entries(loads).map(([p, v]) => ({ p, s: enc(v).length, h: sha(enc(v)), m: 0, t: 0 })), more: false };
+    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: enc(loads[it.p]), ph: sha(enc(loads[it.p])) })) };
+  });
+  try {
+    await r.store.loads.put("20261125000000000001", { fun: "local.version", jid: "20261125000000000001" });
+    const rep = await r.syncFrom("p1", ["bank:jobs/loads"]);
+    assert.deepEqual(rep.errors, []);
+    assert.equal(rep.items, 1);
+    assert.deepEqual(r.store.loads.get("20261125000000000002"), loads["20261125000000000002"]);
+    assert.deepEqual(r.store.loads.get("20261125000000000001"), { fun: "local.version", jid: "20261125000000000001" }, "kept");
+    const p1 = await r.serve({ op: "manifest", ch: "bank:jobs/loads", n: 1 });
+    assert.deepEqual(p1.entries.map((e: ManifestEntry) => e.p), ["20261125000000000001"]);
+    assert.equal(p1.more, true);
+    const p2 = await r.serve({ op: "manifest", ch: "bank:jobs/loads", after: "20261125000000000001", n: 1 });
+    assert.deepEqual(p2.entries.map((e: ManifestEntry) => e.p), ["20261125000000000002"]);
+    assert.equal(p2.more, false);
+  } finally {
+    await r.close();
+  }
+});
