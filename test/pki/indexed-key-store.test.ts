@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { KeyDb, keyDbDir, pubDigest } from "../../src/lib/pki/key-db.js";
 import { SortedIds } from "../../src/lib/pki/sorted-ids.js";
-import { KeyStore, closeKeyDbs, keyCacheDriver, prepareKeyStore } from "../../src/lib/pki/key-store.js";
+import { AcceptedKeyCache, KeyStore, closeKeyDbs, keyCacheDriver, prepareKeyStore } from "../../src/lib/pki/key-store.js";
 import { isBrineError } from "../../src/shared/errors.js";
 
 const PUB = (n: string) => `-----BEGIN PUBLIC KEY-----\n${n}\n-----END PUBLIC KEY-----\n`;
@@ -157,6 +157,37 @@ test("keys.cache_driver: mmap_key is refused on a network filesystem and warns w
     new KeyStore(dir, "mmap_key").write("accepted", "old", PUB("old"));
     assert.equal(prepareKeyStore(cfg, () => false), undefined, "a store with keys: nothing to say");
     assert.equal(prepareKeyStore({ ...cfg, "keys.cache_driver": "localfs_key" }, () => true), undefined, "files may live anywhere");
+    await closeKeyDbs();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the accepted-key cache drops a key the indexed store no longer holds at the next request, with no time passing", async () => {
+  const dir = tmp();
+  try {
+    const ks = new KeyStore(dir, "mmap_key");
+    ks.write("accepted", "m", PUB("m"));
+    const cache = new AcceptedKeyCache(ks, 1000, 16, () => 5000);
+    assert.equal(cache.get("m"), PUB("m"));
+    const other = new KeyDb(keyDbDir(dir)); // another process's handle
+    other.remove("accepted", "m");
+    await nextTurn();
+    assert.equal(cache.get("m"), undefined, "deleted: gone although the 1 s window has not passed");
+    other.put("accepted", "m", PUB("new"));
+    await nextTurn();
+    assert.equal(cache.get("m"), PUB("new"), "replaced: the new key at once");
+    const files = new KeyStore(path.join(dir, "f"));
+    files.ensureDirs();
+    files.write("accepted", "m", PUB("m"));
+    let now = 0;
+    const fileCache = new AcceptedKeyCache(files, 1000, 16, () => now);
+    assert.equal(fileCache.get("m"), PUB("m"));
+    files.remove("accepted", "m");
+    assert.equal(fileCache.get("m"), PUB("m"), "files: kept for the window");
+    now = 1000;
+    assert.equal(fileCache.get("m"), undefined, "files: re-read after it");
+    await other.close();
     await closeKeyDbs();
   } finally {
     rmSync(dir, { recursive: true, force: true });

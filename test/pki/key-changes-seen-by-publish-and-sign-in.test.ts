@@ -6,6 +6,8 @@
  *   is never stale.
  * - mmap_key: a minion's key waits in the indexed store, `salt-key -a` (another process) accepts it there, the
  *   next publish targets it and the minion signs in; `salt-key -d` removes it; no key directory is used.
+ * - migration: keys a localfs_key master accepted, copied by `salt-run pki.migrate_to_mmap`, are the keys of
+ *   the same master restarted with mmap_key (its minion signs in as accepted, a publish targets it).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -88,5 +90,33 @@ test("mmap_key: sign-in, salt-key -a and -d go through the indexed store and the
   } finally {
     await closeKeyDbs();
     await tm.stop();
+  }
+});
+
+test("migration: a localfs_key master's keys, migrated with salt-run pki.migrate_to_mmap, serve its minions after a restart on mmap_key", { timeout: 120_000 }, async () => {
+  const [keys] = await testKeys(1);
+  const tm = await startTestMaster({ auto_accept: true });
+  let after: Awaited<ReturnType<typeof startTestMaster>> | undefined;
+  try {
+    const m = fastMinion(tm, "ks-mig", keys!);
+    await m.start();
+    await m.stop();
+    const r = await runCli("salt-run", ["-c", writeConfigDir(tm), "pki.migrate_to_mmap"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /PKI keys migrated to mmap_key backend successfully\.\n\s+Accepted: 1\n/);
+    await tm.stop(true);
+    after = await startTestMaster({ auto_accept: false, "keys.cache_driver": "mmap_key", ret_port: tm.retPort, publish_port: tm.publishPort }, tm.root);
+    assert.deepEqual((await new LocalClient(after.cfg).pub({ tgt: "ks-*", fun: "test.ping" })).minions, ["ks-mig"]);
+    const back = fastMinion(after, "ks-mig", keys!, { authDeadlineMs: 2000 });
+    try {
+      await back.start();
+      assert.ok(back.running, "accepted from the store: no pending key, no new sign-in to approve");
+    } finally {
+      await back.stop();
+    }
+  } finally {
+    await closeKeyDbs();
+    if (after) await after.stop();
+    else await tm.stop();
   }
 });

@@ -1,8 +1,8 @@
 /**
  * `salt-run pki.migrate_to_mmap` and `pki.status`: every accepted, pending, rejected and denied key file goes
  * into the indexed store with Salt's report text; entries that are not keys are counted and skipped; a second
- * run changes nothing; a dry run writes nothing; a master switched to `keys.cache_driver: mmap_key` then
- * serves the migrated keys.
+ * run changes nothing; a dry run writes nothing. (A master restarted on the migrated store:
+ * test/pki/key-changes-seen-by-publish-and-sign-in.test.ts.)
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";

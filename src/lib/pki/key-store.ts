@@ -220,10 +220,11 @@ function checkedId(id: string): string {
  * A per-thread cache of accepted public keys for the hot request path (the v3 `tok` check needs the
  * minion's key on every request). Entries live `ttlMs`; a key deleted by salt-key stops working within
  * that time (Salt reads the file every time; a 1 s window costs nothing and saves a syscall per request).
- * Absent keys are never cached.
+ * With the indexed store an entry lives exactly as long as the store's generation is unchanged, so a key
+ * deleted or replaced anywhere stops working at the next request. Absent keys are never cached.
  */
 export class AcceptedKeyCache {
-  private readonly entries = new Map<string, { pem: string | undefined; at: number }>();
+  private readonly entries = new Map<string, { pem: string | undefined; at: number; gen: number | undefined }>();
   constructor(
     private readonly store: KeyStore,
     private readonly ttlMs: number,
@@ -233,15 +234,16 @@ export class AcceptedKeyCache {
 
   get(id: string): string | undefined {
     const t = this.now();
+    const gen = this.store.generation();
     const e = this.entries.get(id);
-    if (e && t - e.at < this.ttlMs) return e.pem;
+    if (e && (gen === undefined ? t - e.at < this.ttlMs : e.gen === gen)) return e.pem;
     const pem = this.store.read("accepted", id);
     this.entries.delete(id);
     // Only keys that exist are cached: a minion whose key was just (re)accepted by another thread
     // (the clear lane) must be recognised by its very next request, which real minions send at once.
     if (pem === undefined) return undefined;
     if (this.entries.size >= this.entriesMax) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(id, { pem, at: t });
+    this.entries.set(id, { pem, at: t, gen });
     return pem;
   }
 
