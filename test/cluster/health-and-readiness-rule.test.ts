@@ -5,6 +5,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { readStateSyncStatus } from "../../src/runners/cluster-health.js";
 import { checkStateSyncStatus, clusterHealth, readiness, readyLagEntriesMax, type HealthGroupFacts } from "../../src/shared/cluster-health.js";
 
 const group = (over: Partial<HealthGroupFacts> = {}): HealthGroupFacts => ({
@@ -86,5 +90,23 @@ test("state-sync status files: the writer's shape is taken, anything else is nam
   for (const [v, re] of bad) {
     const r = checkStateSyncStatus(v);
     assert.ok("error" in r && re.test(r.error), JSON.stringify(v));
+  }
+});
+
+test("the state-sync status file: absent is null, damaged is named, the writer's content is taken", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-health-"));
+  try {
+    assert.equal(readStateSyncStatus(dir), undefined);
+    mkdirSync(path.join(dir, "brine-state-sync"));
+    const file = path.join(dir, "brine-state-sync", "status.json");
+    writeFileSync(file, "{not json");
+    assert.match((readStateSyncStatus(dir) as { error: string }).error, /status\.json: not JSON/);
+    writeFileSync(file, JSON.stringify({ keys: [] }));
+    assert.match((readStateSyncStatus(dir) as { error: string }).error, /channel keys: not a mapping of peers/);
+    const good = { keys: { m2: { at: 1, items: 1, bytes: 450, deleted: 0, errors: 0 } } };
+    writeFileSync(file, JSON.stringify(good));
+    assert.deepEqual(readStateSyncStatus(dir), { status: good });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
