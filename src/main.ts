@@ -107,7 +107,7 @@ export class MasterServer {
     if (moved) process.stderr.write(`WARNING: ${moved}\n`);
     const keys = loadOrCreateKeyPair(c.pki_dir, "master", c.keysize);
     if (keys.created) log.info(`Generated master key pair in ${c.pki_dir}`);
-    const signing = prepareMasterSign(c);
+    const signing = prepareMasterSign(c, (l) => log.warning(l));
     if (signing) log.info(signing);
     ensureRootKey(c.cachedir, c.user);
     prepareAuthorization(c, log);

@@ -1,9 +1,11 @@
 /**
  * salt-key: manage minion keys in the pki directory (works with the master stopped or running; a
  * running master is told so it fires `salt/key`). Deleting a key writes the AES rotation drop file.
+ * `--gen-signature` (with `--pub`, `--priv`, `--signature-path`, `--auto-create`, `--keysize`) writes the
+ * signature of the master's public key that `master_use_pubkey_signature` sends (src/lib/pki/gen-signature.ts).
  */
 import { Command } from "commander";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { keyStoreFor, type KeyState } from "../lib/pki/key-store.js";
@@ -11,6 +13,11 @@ import { KEY_EVENT_TAG, applyKeyAct, fileFinger, keyEventData, localKeyFiles, ma
 import { controlCall } from "../lib/client/control-client.js";
 import { CONTROL_SOCKET } from "../shared/socket-names.js";
 import { formatResult, OUTPUTTERS, type OutName } from "../lib/output/outputters.js";
+import { loadOrCreateKeyPair } from "../lib/pki/master-keys.js";
+import { planGenSignature } from "../lib/pki/gen-signature.js";
+import { signPublicKeyText } from "../lib/pki/master-sign.js";
+import { cleanKey } from "../shared/protocol/pem.js";
+import { privateKey } from "../shared/protocol/rsa.js";
 import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
 
 const program = new Command("salt-key")
@@ -32,6 +39,12 @@ const program = new Command("salt-key")
   .option("--include-denied", "accept/reject also acts on denied keys")
   .option("--include-all", "accept/reject also acts on rejected and denied keys")
   .option("-y, --yes", "answer yes to every question")
+  .option("--gen-signature", "write the signature of the master's public key (master_pubkey_signature) that master_use_pubkey_signature sends")
+  .option("--priv <file>", "--gen-signature: the private key to sign with (default: pki_dir/master_sign.pem)")
+  .option("--pub <file>", "--gen-signature: the public key to sign (default: pki_dir/master.pub)")
+  .option("--signature-path <dir>", "--gen-signature: the directory to write the signature file in (default: pki_dir)")
+  .option("--auto-create", "--gen-signature: make the signing key pair (master_sign_key_name) when there is none")
+  .option("--keysize <bits>", "--auto-create: the size of the new signing key (default: the master's keysize)")
   .option("--out <outputter>", `output format: ${OUTPUTTERS.join(", ")}`)
   .option("-l-level, --log-level <level>", "console log level", "warning");
 program.parse();
@@ -140,7 +153,60 @@ function printKeys(glob: string): void {
   }
 }
 
+const isFile = (p: string) => statSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
+const isDir = (p: string) => statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+
+/** Salt's answer as salt-key shows it: `{return: <answer>}` through the key outputter, or `--out`. */
+function showAnswer(answer: string | boolean): void {
+  if (o.out) process.stdout.write(formatResult(o.out as OutName, { return: answer }) + "\n");
+  else process.stdout.write(`return:\n    ${answer === true ? "True" : answer === false ? "False" : answer}\n`);
+}
+
+/** --gen-signature (see src/lib/pki/gen-signature.ts for what Salt does and where brine differs). */
+function genSignature(): number {
+  const keysize = o.keysize === undefined ? cfg.keysize : Number(o.keysize);
+  if (!Number.isInteger(keysize) || keysize < 2048 || keysize > 16384) {
+    process.stderr.write(`Error: --keysize must be a number of bits from 2048 to 16384 (got ${String(o.keysize)})\n`);
+    return 2;
+  }
+  const plan = planGenSignature(
+    {
+      pkiDir: cfg.pki_dir,
+      pub: o.pub,
+      priv: o.priv,
+      signaturePath: o.signaturePath,
+      autoCreate: Boolean(o.autoCreate),
+      signKeyName: cfg.master_sign_key_name ?? "master_sign",
+      signatureName: cfg.master_pubkey_signature ?? "master_pubkey_signature",
+    },
+    { isFile, isDir },
+  );
+  if (plan.type === "error") {
+    process.stderr.write(`Error: ${plan.message}\n`);
+    return 1;
+  }
+  if (plan.type === "answer") {
+    showAnswer(plan.answer);
+    return 0;
+  }
+  try {
+    if (plan.createPair) loadOrCreateKeyPair(plan.createPair.dir, plan.createPair.name, keysize);
+    if (plan.signatureExists) {
+      showAnswer(false);
+      return 0;
+    }
+    const text = signPublicKeyText(privateKey(readFileSync(plan.priv, "utf8")), cleanKey(readFileSync(plan.pub, "utf8")), "PKCS1v15-SHA1");
+    writeFileSync(plan.signatureFile, text, { mode: 0o644, flag: "wx" });
+  } catch (e) {
+    process.stderr.write(`Error: ${(e as Error).message}\n`);
+    return 1;
+  }
+  showAnswer(true);
+  return 0;
+}
+
 async function main(): Promise<number> {
+  if (o.genSignature) return genSignature();
   if (o.accept || o.acceptAll) return act("accept", o.accept ?? "*");
   if (o.reject || o.rejectAll) return act("reject", o.reject ?? "*");
   if (o.delete || o.deleteAll) return act("delete", o.delete ?? "*");

@@ -2,16 +2,18 @@
  * Real salt-minions with `verify_master_pubkey_sign: True` against brine with `master_sign_pubkey: True`
  * (3007.x and 3006.8): each holds the master's master_sign.pub and signs in, then runs a job; a minion holding
  * another signing key refuses brine as it refuses a Python master ("signature verification failed") and never
- * becomes ready. Skips with a message when Salt's source is absent.
+ * becomes ready. `salt-key --gen-signature`: the file is byte-for-byte what Python's salt-key writes (over a
+ * master.pub without a trailing newline, where Salt's signing bug #68930 does not show), and real minions accept
+ * a brine master sending it with master_use_pubkey_signature. Skips with a message when Salt's source is absent.
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
-import { HARNESS, realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
+import { HARNESS, realSaltEnv, realSaltSkipReason, realSaltSource, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 import { generateRsaPem } from "../../src/lib/pki/master-keys.js";
 
@@ -120,5 +122,68 @@ for (const [ref, mid] of [["3007.x", "fo7"], ["v3006.8", "fo6"]] as const) descr
     let back = false;
     for (let i = 0; i < 12 && !back; i++) back = answered.test((await ping(confA)).stdout);
     assert.ok(back, "the minion failed back to the first master");
+  });
+});
+
+/** Python's salt-key (from Salt's source) on a pki directory of its own: a minimal master config for it. */
+function pythonSaltKey(ref: string, pki: string, args: string[]): string {
+  const conf = path.join(path.dirname(pki), "pyconf");
+  mkdirSync(conf, { recursive: true });
+  const root = path.dirname(pki);
+  writeFileSync(
+    path.join(conf, "master"),
+    [`root_dir: /`, `user: ${os.userInfo().username}`, `pki_dir: ${pki}`, `cachedir: ${root}/cache`, `sock_dir: ${root}/sock`, `log_file: ${root}/key.log`, `key_logfile: ${root}/key.log`].join("\n") + "\n",
+  );
+  const src = realSaltSource(ref);
+  const r = spawnSync("/usr/bin/python3", [path.join(src, "scripts", "salt-key"), "-c", conf, ...args], { env: realSaltEnv(src), encoding: "utf8", timeout: 120_000 });
+  return r.stdout;
+}
+
+describe("salt-key --gen-signature against Python's, and real minions accepting its signature", { skip, timeout: 600_000 }, () => {
+  test("over a master.pub without a trailing newline, brine's signature file is byte-for-byte Python's (3007.x and 3006.8)", async () => {
+    const keys = generateRsaPem(2048);
+    const sign = generateRsaPem(2048);
+    for (const ref of ["3007.x", "v3006.8"]) {
+      const dirs = ["py", "br"].map((w) => {
+        const pki = path.join(mkdtempSync(path.join(os.tmpdir(), `gs-${w}-`)), "pki");
+        mkdirSync(pki, { recursive: true });
+        writeFileSync(path.join(pki, "master.pem"), keys.privatePem, { mode: 0o400 });
+        writeFileSync(path.join(pki, "master.pub"), keys.publicPem.trimEnd());
+        writeFileSync(path.join(pki, "master_sign.pem"), sign.privatePem, { mode: 0o400 });
+        writeFileSync(path.join(pki, "master_sign.pub"), sign.publicPem);
+        return pki;
+      });
+      assert.match(pythonSaltKey(ref, dirs[0]!, ["--gen-signature"]), /True/);
+      const conf = path.join(path.dirname(dirs[1]!), "conf");
+      mkdirSync(conf);
+      writeFileSync(path.join(conf, "master"), `pki_dir: ${dirs[1]}\ncachedir: ${path.dirname(dirs[1]!)}/cache\nsock_dir: ${path.dirname(dirs[1]!)}/sock\n`);
+      const ours = await runCli("salt-key", ["-c", conf, "--gen-signature"]);
+      assert.equal(ours.stdout, "return:\n    True\n", ours.stderr);
+      const py = readFileSync(path.join(dirs[0]!, "master_pubkey_signature"));
+      assert.ok(py.equals(readFileSync(path.join(dirs[1]!, "master_pubkey_signature"))), `${ref}: the same bytes`);
+    }
+  });
+
+  test("real 3007 and 3006.8 minions with verify_master_pubkey_sign accept brine with master_use_pubkey_signature and brine's salt-key signature", async () => {
+    const first = await startTestMaster({ auto_accept: true, worker_threads: 2 });
+    const conf = writeConfigDir(first);
+    await first.stop(true);
+    const made = await runCli("salt-key", ["-c", conf, "--gen-signature", "--auto-create"]);
+    assert.equal(made.stdout, "return:\n    True\n", made.stderr);
+    const m = await startTestMaster({ auto_accept: true, worker_threads: 2, master_sign_pubkey: true, master_use_pubkey_signature: true }, first.root);
+    const runDir = mkdtempSync(path.join(os.tmpdir(), "rs-gs-"));
+    try {
+      const signPub = readFileSync(path.join(m.pkiDir, "master_sign.pub"), "utf8");
+      placeSignPub(runDir, "gs7", signPub);
+      placeSignPub(runDir, "gs6", signPub);
+      await Promise.all([startRealMinion(runDir, "gs7", m.retPort, m.publishPort, "3007.x", VERIFY), startRealMinion(runDir, "gs6", m.retPort, m.publishPort, "v3006.8", VERIFY)]);
+      const r = await runCli("salt", ["-c", writeConfigDir(m), "*", "test.ping", "--out", "json", "-t", "20"]);
+      assert.match(r.stdout, /"gs7": true/, r.stdout + r.stderr);
+      assert.match(r.stdout, /"gs6": true/, r.stdout + r.stderr);
+      assert.match(readFileSync(path.join(runDir, "minions", "gs7", "log", "minion"), "utf8"), /Received signed and verified master pubkey/);
+    } finally {
+      stopRealMinions(runDir);
+      await m.stop();
+    }
   });
 });

@@ -17,7 +17,7 @@ import path from "node:path";
 import type { KeyObject } from "node:crypto";
 import { BrineError } from "../../shared/errors.js";
 import { cleanKey } from "../../shared/protocol/pem.js";
-import { privateKey, rsaSign, type SigAlgo } from "../../shared/protocol/rsa.js";
+import { privateKey, publicKey, rsaSign, rsaVerify, type SigAlgo } from "../../shared/protocol/rsa.js";
 import { loadOrCreateKeyPair } from "./master-keys.js";
 
 export interface MasterSignOptions {
@@ -42,20 +42,43 @@ function signKeyName(cfg: MasterSignOptions): string {
 /**
  * At start, on the main thread, before any request thread reads them: generates the signing pair when it is
  * missing, or checks the pre-made signature file exists. Returns a line for the log, or undefined when
- * signing is off.
+ * signing is off. `warn` hears of a pre-made signature that `pki_dir/<master_sign_key_name>.pub`, when there
+ * is one, does not verify over the `pub_key` the replies carry: every minion with verify_master_pubkey_sign
+ * would refuse this master.
  */
-export function prepareMasterSign(cfg: MasterSignOptions): string | undefined {
+export function prepareMasterSign(cfg: MasterSignOptions, warn: (line: string) => void = () => undefined): string | undefined {
   if (!cfg.master_sign_pubkey) return undefined;
   if (cfg.master_use_pubkey_signature) {
     const file = signaturePath(cfg);
     if (!existsSync(file)) {
       throw new BrineError("MASTER_SIGN", `master_use_pubkey_signature is set but ${file} does not exist; make it with 'salt-key --gen-signature' (or set master_pubkey_signature to its name)`);
     }
+    const problem = preMadeSignatureProblem(cfg, file);
+    if (problem) warn(problem);
     return `Read master.pub's signature from ${file}`;
   }
   const name = signKeyName(cfg);
   const pair = loadOrCreateKeyPair(cfg.pki_dir, name, cfg.keysize);
   return pair.created ? `Generated the signing key pair ${name}.pem/.pub in ${cfg.pki_dir}` : `Signing master.pub with ${path.join(cfg.pki_dir, `${name}.pem`)}`;
+}
+
+/** Why minions would refuse the pre-made signature in `file`, when the signing pair's public half is here to tell. */
+function preMadeSignatureProblem(cfg: MasterSignOptions, file: string): string | undefined {
+  const signPub = path.join(cfg.pki_dir, `${signKeyName(cfg)}.pub`);
+  const masterPub = path.join(cfg.pki_dir, "master.pub");
+  if (!existsSync(signPub) || !existsSync(masterPub)) return undefined;
+  try {
+    const key = publicKey(readFileSync(signPub, "utf8"));
+    const sig = Buffer.from(cleanKey(readFileSync(file, "utf8")), "base64");
+    const raw = readFileSync(masterPub, "utf8");
+    if (rsaVerify(key, Buffer.from(cleanKey(raw), "utf8"), sig, "PKCS1v15-SHA1")) return undefined;
+    if (rsaVerify(key, Buffer.from(raw, "utf8"), sig, "PKCS1v15-SHA1")) {
+      return `${file} signs master.pub with its trailing newline (Salt 3007's salt-key --gen-signature, saltstack/salt#68930): minions with verify_master_pubkey_sign will refuse this master ("signature verification failed"); move it aside and make it again with brine's salt-key --gen-signature`;
+    }
+    return `${file} is not a signature of master.pub by ${signPub}: minions with verify_master_pubkey_sign and that ${path.basename(signPub)} will refuse this master`;
+  } catch (e) {
+    return `${file} could not be checked against ${signPub}: ${(e as Error).message}`;
+  }
 }
 
 /** Makes the `pub_sig` of accepted sign-in replies; one per request thread. */
