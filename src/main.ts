@@ -53,6 +53,8 @@ const log = getLogger("brine.master");
 export const nonceSlots = 1 << 21;
 /** How long a stopping master waits for in-flight requests. */
 export const shutdownDrainMs = 10_000;
+/** at start, how long the master waits for its request workers to load before it serves without the slow ones, ms */
+const lanesReadyMsMax = 60_000;
 
 /** a request from the ROUTER, or one from the HTTP API thread (src/main-thread/api-host.ts) */
 type RequestTag = RouterTag | ApiTag;
@@ -246,6 +248,9 @@ export class MasterServer {
       connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
       ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer } : {}),
     });
+    // a worker still loading opens LMDB then (each named database in a write transaction of its own): the first
+    // request would wait for it, and for any other process holding the environment's write lock
+    await this.lanes.ready(Date.now() + lanesReadyMsMax);
     void this.requestPort.run();
     this.readiness = new ReadinessFile(c.cachedir, async () => {
       const node = this.cluster?.node;

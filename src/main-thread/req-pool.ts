@@ -15,7 +15,7 @@ import { readOption } from "../shared/config/options.js";
 import { getLogger } from "../shared/log.js";
 import type { SharedBuffers } from "../workers/req-handler/context.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
-import type { BatchResult, CleanupResult, Lane, LateReplies, PresenceResult } from "../workers/req-handler/task.js";
+import type { BatchResult, CleanupResult, Lane, LateReplies, PresenceResult, ReadyResult } from "../workers/req-handler/task.js";
 import { lateReplyMaxMs } from "../workers/req-handler/limits.js";
 import { MetricsBoard } from "../shared/metrics/board.js";
 import type { BatchOutput } from "./batch-result.js";
@@ -287,6 +287,29 @@ export class RequestLanes<T> {
   async cleanup(nowMs: number): Promise<number> {
     const r = (await this.lanes.req.pool.run({ kind: "cleanup", nowMs })) as CleanupResult;
     return r.removed;
+  }
+
+  /**
+   * Resolves once every worker of both lanes has loaded (built its context: keys parsed, LMDB databases
+   * opened), so a master says it serves only when its threads do. Piscina marks its first workers ready before
+   * their modules run; a `ready` task is answered only after. Concurrent tasks go to the least busy worker, so
+   * one round usually reaches each; a worker not heard from is asked again, up to the deadline (then a warning:
+   * the lane serves with the workers it has, the others join when loaded). A worker that fails to load rejects.
+   */
+  async ready(deadlineMs: number): Promise<void> {
+    await Promise.all(
+      (Object.keys(this.lanes) as Lane[]).map(async (name) => {
+        const seen = new Set<number>();
+        while (seen.size < this.threads[name]) {
+          if (Date.now() > deadlineMs) {
+            log.warning(`${name} lane: ${seen.size} of ${this.threads[name]} workers loaded at start; serving with them`);
+            return;
+          }
+          const asks = Array.from({ length: this.threads[name] - seen.size }, () => this.lanes[name].pool.run({ kind: "ready" }) as Promise<ReadyResult>);
+          for (const r of await Promise.all(asks)) seen.add(r.thread);
+        }
+      }),
+    );
   }
 
   /** Accepted minions with an established publish connection (a request worker reads the data cache). */

@@ -6,7 +6,6 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { MinionKeys } from "../../src/lib/minion/keys.js";
@@ -18,21 +17,9 @@ import { masterDefaults } from "../../src/shared/config/defaults.js";
 import type { RequestLanes } from "../../src/main-thread/req-pool.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
+import { holdWriteLock } from "../helpers/lmdb-lock.js";
 
 const LOCK_MS = 3000;
-
-/** A child process that holds the LMDB environment's write lock for `ms`; resolves once it holds it. */
-function holdWriteLock(dir: string, ms: number): Promise<ChildProcess> {
-  const code = `import { open } from "lmdb";
-const root = open({ path: ${JSON.stringify(dir)}, maxDbs: 32 });
-root.transactionSync(() => { process.stdout.write("locked\\n"); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${ms}); });
-root.close();`;
-  const child = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] });
-  return new Promise((resolve, reject) => {
-    child.stdout!.on("data", (d) => String(d).includes("locked") && resolve(child));
-    child.on("exit", (c) => reject(new Error(`lock holder exited ${c}`)));
-  });
-}
 
 describe("one slow request does not hold its batch", { timeout: 120_000 }, () => {
   let tm: TestMaster;

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Database } from "lmdb";
-import { LMDB_CBOR, type Store } from "../store/lmdb-env.js";
+import type { Store } from "../store/lmdb-env.js";
 import { tokenRecordEffect, type TokenRecord } from "../../shared/sync-records.js";
 
 export interface TokenData {
@@ -52,7 +52,7 @@ export class TokenStore {
 
   constructor(store: Store, private readonly nowMs: () => number = Date.now) {
     this.store = store;
-    this.db = store.root.openDB<TokenData, string>({ name: "auth/tokens", encoding: LMDB_CBOR });
+    this.db = store.tokens as Database<TokenData, string>;
   }
 
   /** Report every token made or revoked here (clustered: the peers get them) and keep tombstones. */

@@ -38,6 +38,12 @@ export interface Store {
   minionData: Database<{ grains?: unknown; pillar?: unknown }, string>;
   /** minions/<id>/mine: id → {fun: data} */
   mine: Database<Record<string, unknown>, string>;
+  /** minions/stamps: `d/<id>` / `m/<id>` → [time ms, origin master] of the last data / mine write (minion-cache.ts) */
+  stamps: Database<[number, string], string>;
+  /** minions/presence: `<master>/<part>` → a master's connected set (presence-board.ts) */
+  presence: Database<unknown, string>;
+  /** auth/tokens: eauth tokens and their tombstones (src/lib/auth/tokens.ts) */
+  tokens: Database<unknown, string>;
   close(): Promise<void>;
 }
 
@@ -62,6 +68,11 @@ export function openStore(cfg: StoreConfig): Store {
     nocache: db("jobs/nocache"),
     minionData: db("minions/data"),
     mine: db("minions/mine"),
+    // opened here with the rest, never at first use: lmdb-js opens a named database in a write transaction of
+    // its own, which waits (blocking the thread) while another process holds the environment's write lock
+    stamps: db("minions/stamps"),
+    presence: db("minions/presence"),
+    tokens: db("auth/tokens"),
     close: () => root.close(),
   };
 }

@@ -8,7 +8,7 @@
  * stamp (a tombstone) so an older copy arriving later cannot bring the data back.
  */
 import type { Database } from "lmdb";
-import { LMDB_CBOR as CBOR, type Store } from "./lmdb-env.js";
+import type { Store } from "./lmdb-env.js";
 import { newerStamp, type DataRecord, type MineRecord, type Stamp } from "../../shared/sync-records.js";
 
 export interface MinionData {
@@ -31,7 +31,7 @@ export class MinionCache {
     private readonly now: () => number = Date.now,
   ) {
     this.store = s;
-    this.stamps = s.root.openDB<[number, string], string>({ name: "minions/stamps", encoding: CBOR });
+    this.stamps = s.stamps;
   }
 
   /** Stamp every write with `origin` and report it (clustered: the peers get it). */

@@ -10,7 +10,7 @@
  */
 import type { Database } from "lmdb";
 import { validId } from "../../shared/protocol/ids.js";
-import { LMDB_CBOR as CBOR, type Store } from "./lmdb-env.js";
+import type { Store } from "./lmdb-env.js";
 import { syncCbor } from "../../shared/sync-records.js";
 
 /** ids in one presence message, count */
@@ -32,7 +32,7 @@ interface StoredPart {
 }
 
 function openBoard(store: Store): Database<StoredPart, string> {
-  return store.root.openDB<StoredPart, string>({ name: "minions/presence", encoding: CBOR });
+  return store.presence as Database<StoredPart, string>;
 }
 
 /** The parts of a master's connected set, as messages (encoded where the set is known: the main thread). */

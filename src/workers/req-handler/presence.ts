@@ -135,8 +135,7 @@ export function heardIds(store: Store, sinceMs: number): Set<string> {
     const slash = k.indexOf("/");
     if (slash > 0) out.add(k.slice(slash + 1));
   }
-  const stamps = store.root.openDB<[number, string], string>({ name: "minions/stamps", encoding: "cbor" as unknown as "msgpack" });
-  for (const { key, value } of stamps.getRange({})) {
+  for (const { key, value } of store.stamps.getRange({})) {
     if (Array.isArray(value) && typeof value[0] === "number" && value[0] >= sinceMs) out.add(key.slice(2));
   }
   return out;

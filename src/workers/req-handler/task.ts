@@ -32,8 +32,16 @@ export interface LateReplies extends Omit<BatchResult, "replies" | "late"> {
   replies: { index: number; reply: Uint8Array }[];
 }
 
-/** Background maintenance that needs the store: job cache cleanup, or who is connected (presence). */
-export type MaintenanceTask = { kind: "cleanup"; nowMs: number } | { kind: "presence" };
+/**
+ * Background maintenance that needs the store: job cache cleanup, or who is connected (presence); `ready`
+ * answers once the worker that runs it has loaded (its MasterContext built: keys parsed, LMDB opened).
+ */
+export type MaintenanceTask = { kind: "cleanup"; nowMs: number } | { kind: "presence" } | { kind: "ready" };
+
+/** The answer to a `ready` task: which worker thread ran it. */
+export interface ReadyResult {
+  thread: number;
+}
 
 export interface PresenceResult {
   present: string[];

@@ -5,14 +5,14 @@
  * are only produced after their writes are durable.
  */
 import { workerData } from "piscina";
-import { BroadcastChannel } from "node:worker_threads";
+import { BroadcastChannel, threadId } from "node:worker_threads";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
 import { handleRequest, lastAnsweredAtOnce, lastCmdSlot } from "./request.js";
 import { installSubsystems } from "./subsystems.js";
-import type { BatchResult, BatchTask, CleanupResult, LateReplies, MaintenanceTask, PresenceResult } from "./task.js";
+import type { BatchResult, BatchTask, CleanupResult, LateReplies, MaintenanceTask, PresenceResult, ReadyResult } from "./task.js";
 import { batchHoldMsMax } from "./limits.js";
 import { localPresent } from "./presence.js";
 import { installSyncOutbox } from "../../shared/sync-outbox.js";
@@ -45,7 +45,9 @@ const clustered = isClustered(ctx.cfg);
 const lateChannel = new BroadcastChannel(init.lateChannel);
 lateChannel.unref();
 
-export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult> {
+export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult | ReadyResult> {
+  // this module's top level (the context, the subsystems) has run: the thread serves
+  if (task.kind === "ready") return { thread: threadId };
   if (task.kind === "presence") {
     return { present: localPresent(ctx.cfg, ctx.store, ctx.acceptedIds(), (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined) };
   }
