@@ -14,7 +14,9 @@ export interface MasterJob {
   user: string;
 }
 
-export async function storeMasterJob(jobs: JobCache, masterId: string, job: MasterJob, ret: { return: unknown; success: boolean }): Promise<void> {
+/** `packed`: the return's msgpack encoding when the caller has it (stored as those bytes: job-cache.ts). */
+export async function storeMasterJob(jobs: JobCache, masterId: string, job: MasterJob, ret: { return: unknown; success: boolean; packed?: Uint8Array }): Promise<void> {
   await jobs.saveLoad(job.jid, { fun: job.fun, fun_args: job.fun_args, jid: job.jid, user: job.user, tgt: masterId, tgt_type: "list" }, [masterId]);
-  await jobs.saveReturn(job.jid, masterId, { return: ret.return, success: ret.success, fun: job.fun, fun_args: job.fun_args }, true);
+  const stored = ret.packed ? { return: undefined, return_msgpack: ret.packed } : { return: ret.return };
+  await jobs.saveReturn(job.jid, masterId, { ...stored, success: ret.success, fun: job.fun, fun_args: job.fun_args }, true);
 }

@@ -86,10 +86,10 @@ if (!fn) {
   }
   const flush = trackSync(ctx);
   // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it
-  const record = async (ret: unknown, success: boolean) => {
+  const record = async (ret: unknown, success: boolean, packed?: Uint8Array) => {
     if (!init.job || init.cfg.runner_returns === false) return;
     const fun_args = [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])];
-    await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success }).catch(() => undefined);
+    await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success, ...(packed ? { packed } : {}) }).catch(() => undefined);
   };
   const failed = async (e: unknown) => {
     const message = e instanceof Error ? e.message : String(e);
@@ -110,7 +110,8 @@ if (!fn) {
       }
       // Salt's RunnerClient: a return with `data` (orchestrate) succeeded when its state run did
       const success = ret !== null && typeof ret === "object" && !Array.isArray(ret) && "data" in ret ? checkResult((ret as { data: unknown }).data) : true;
-      await record(ret, success);
+      // stored as the bytes just made for the caller, not encoded a second time
+      await record(ret, success, packed);
       // a Buffer may be a view into a shared pool: copy into its own ArrayBuffer when it is one, then transfer
       const own = packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength ? packed : new Uint8Array(packed);
       parentPort!.postMessage({ type: "return", packed: own, success } satisfies RunnerMessage, [own.buffer as ArrayBuffer]);

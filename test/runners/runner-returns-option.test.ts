@@ -19,3 +19,20 @@ for (const runnerReturns of [true, false]) {
     }
   });
 }
+
+test("a runner's stored return reads back as its caller got it (stored as the caller's msgpack bytes)", async () => {
+  const tm = await startTestMaster();
+  try {
+    const kwarg = { nested: { list: [1, 2.5, "three", null, true], big: 2 ** 40 }, text: "é\n" };
+    const called = await controlCall(tm.sockDir, { op: "run", fun: "test.arg", arg: ["a", 7], kwarg });
+    assert.equal(called.type, "return");
+    const listed = await controlCall(tm.sockDir, { op: "run", fun: "jobs.list_jobs", arg: [], kwarg: { search_function: "runner.test.arg" } });
+    const jids = Object.keys((listed as { ret: Record<string, unknown> }).ret);
+    assert.equal(jids.length, 1);
+    const looked = await controlCall(tm.sockDir, { op: "run", fun: "jobs.lookup_jid", arg: [jids[0]!], kwarg: {} });
+    assert.deepEqual((looked as { ret: Record<string, unknown> }).ret, { [tm.cfg.id]: (called as { ret: unknown }).ret });
+    assert.deepEqual((called as { ret: unknown }).ret, { args: ["a", 7], kwargs: kwarg });
+  } finally {
+    await tm.stop();
+  }
+});

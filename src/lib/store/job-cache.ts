@@ -5,9 +5,16 @@
  */
 import { jidToMs, jidToTime } from "../../shared/protocol/jid.js";
 import { durable, type Store } from "./lmdb-env.js";
+import { decodeWire, type DecodeLimits } from "../../shared/protocol/msgpack.js";
 
 export interface ReturnRecord {
   return: unknown;
+  /**
+   * The return already msgpack-encoded (a runner's result, encoded once in its thread for its caller): stored as
+   * those bytes instead of `return`, so a 100,000-job `jobs.list_jobs` answer is not encoded a second time (CBOR)
+   * for its own job record; `returnsFor` decodes it, so readers see `return` either way.
+   */
+  return_msgpack?: Uint8Array;
   retcode?: unknown;
   success?: unknown;
   out?: unknown;
@@ -22,6 +29,20 @@ export const cleanupRecordsPerPassMax = 10_000;
 const RETURN_FIELDS = ["retcode", "success", "out", "fun", "fun_args"] as const;
 /** lmdb-js takes put options as an object in the third argument, though its typings name only a version. */
 const NO_OVERWRITE = { noOverwrite: true } as unknown as number;
+/** our own encoding of our own value: no bound but the stored record's size */
+const OWN_RETURN_LIMITS: DecodeLimits = { bytesMax: Number.MAX_SAFE_INTEGER, depthMax: 1000, elementsMax: Number.MAX_SAFE_INTEGER };
+
+/** A stored return as readers see it: `return_msgpack` decoded into `return` (an undecodable one reads as its error). */
+function unpacked(value: Record<string, unknown>): Record<string, unknown> {
+  const packed = value.return_msgpack;
+  if (!(packed instanceof Uint8Array)) return value;
+  const { return_msgpack: _bytes, ...rest } = value;
+  try {
+    return { ...rest, return: decodeWire(packed, OWN_RETURN_LIMITS) };
+  } catch (e) {
+    return { ...rest, return: `the stored return could not be decoded: ${(e as Error).message}` };
+  }
+}
 
 export class JobCache {
   constructor(private readonly s: Store) {}
@@ -101,7 +122,7 @@ export class JobCache {
    * waiting for the disk (a bulk import flushes once at its end: `flush`).
    */
   addReturn(jid: string, id: string, rec: ReturnRecord): Promise<boolean> {
-    const value: Record<string, unknown> = { return: rec.return };
+    const value: Record<string, unknown> = rec.return_msgpack instanceof Uint8Array ? { return_msgpack: rec.return_msgpack } : { return: rec.return };
     for (const k of RETURN_FIELDS) if (rec[k] !== undefined) value[k] = rec[k];
     // MDB_NOOVERWRITE: LMDB itself refuses the write inside the commit when the key exists (atomic across
     // threads), and lmdb-js resolves false; cheaper than a conditional block (ifNoExists) around a put.
@@ -118,7 +139,7 @@ export class JobCache {
     const out: Record<string, Record<string, unknown>> = {};
     const prefix = `${jid}/`;
     for (const { key, value } of this.s.returns.getRange({ start: prefix, end: `${jid}0` })) {
-      out[key.slice(prefix.length)] = value;
+      out[key.slice(prefix.length)] = unpacked(value);
     }
     return out;
   }
