@@ -343,3 +343,23 @@ test("a job-cache bank is collected record by record: what is missing here is ad
     await r.close();
   }
 });
+
+test("a root that vanished (unmounted, wiped) is not served as every file deleted; files removed from a root that is there are", async () => {
+  const r = rig(() => {
+    throw new Error("no peer traffic expected");
+  });
+  const dir = path.join(r.root, "srv", "salt");
+  writeFileSync(path.join(dir, "a.sls"), "a: 1\n");
+  writeFileSync(path.join(dir, "b.sls"), "b: 1\n");
+  const state = async () => Object.fromEntries(((await r.serve({ op: "manifest", ch: "file_roots", n: 100 })).entries as ManifestEntry[]).map((e) => [e.p, e.d ? "removed" : "live"]));
+  try {
+    assert.deepEqual(await state(), { "base/a.sls": "live", "base/b.sls": "live" });
+    rmSync(dir, { recursive: true });
+    assert.deepEqual(await state(), { "base/a.sls": "live", "base/b.sls": "live" });
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, "a.sls"), "a: 1\n");
+    assert.deepEqual(await state(), { "base/a.sls": "live", "base/b.sls": "removed" });
+  } finally {
+    await r.close();
+  }
+});

@@ -131,9 +131,27 @@ export class DirSource implements Source {
   protected async doScan(): Promise<void> {
     const found = new Map<string, ManifestEntry>();
     const sigs = new Map<string, string>();
-    for (const r of this.roots()) await this.walk(r.dir, r.prefix, r.depth, found, sigs);
+    for (const r of this.roots()) {
+      if (await this.walk(r.dir, r.prefix, r.depth, found, sigs)) {
+        this.missing.delete(r.dir);
+        continue;
+      }
+      // an unreadable or vanished root (unmounted, wiped) is not "every item deleted": its items stay as they were
+      let kept = 0;
+      for (const [p, k] of this.kept) {
+        if (k.e.d || found.has(p) || !p.startsWith(`${r.prefix}/`)) continue;
+        found.set(p, k.e);
+        if (k.sig !== undefined) sigs.set(p, k.sig);
+        kept++;
+      }
+      if (kept > 0 && !this.missing.has(r.dir)) log.warning(`state-sync ${this.ch}: ${r.dir} cannot be read; its ${kept} item(s) are kept as they were, not taken as removed`);
+      if (kept > 0) this.missing.add(r.dir);
+    }
     this.mergeFound(found, sigs);
   }
+
+  /** roots found unreadable by the last scans (logged once until they are back) */
+  private readonly missing = new Set<string>();
 
   /** A scan's live entries (and their local signatures) into the manifest: vanished items become tombstones. */
   protected mergeFound(found: Map<string, ManifestEntry>, sigs: Map<string, string>): void {
@@ -156,13 +174,13 @@ export class DirSource implements Source {
   }
 
   /** Walks `dir` (item prefix `prefix`); `depth` > 0 limits how deep (keys: 1, the files of one directory). */
-  private async walk(dir: string, prefix: string, depth: number, found: Map<string, ManifestEntry>, sigs: Map<string, string>): Promise<void> {
+  private async walk(dir: string, prefix: string, depth: number, found: Map<string, ManifestEntry>, sigs: Map<string, string>): Promise<boolean> {
     let names: string[];
     try {
       names = await readdir(dir);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") log.warning(`state-sync ${this.ch}: cannot read ${dir}: ${(e as Error).message}`);
-      return;
+      return false;
     }
     names.sort(byPath);
     for (const name of names) {
@@ -198,6 +216,7 @@ export class DirSource implements Source {
       }
       sigs.set(p, sig);
     }
+    return true;
   }
 
   entry(p: string): ManifestEntry | undefined {
