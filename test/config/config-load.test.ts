@@ -112,6 +112,13 @@ test("a Salt master option brine does not implement is warned about by name, unl
   withConfig({ master: "master_job_cache: redis\n" }, (_dir, load) => {
     assert.match(load().warnings.join("\n"), /brine does not implement master_job_cache; it is ignored/);
   });
+  // Salt 3009's mmap_key sizing: brine's indexed store has no slots to size
+  withConfig({ master: "keys.cache_driver: mmap_key\nmmap_key_size: 2000000\n" }, (_dir, load) => {
+    const { cfg, warnings } = load();
+    assert.equal(cfg["keys.cache_driver"], "mmap_key");
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.match(warnings[0]!, /^brine does not implement mmap_key_size \(slots of Salt's mmap_key index\); it is ignored/);
+  });
 });
 
 test("master.d/*.conf files are read in name order after master, and override it", () => {

@@ -191,10 +191,22 @@ export function closestOption(name: string): string | undefined {
 }
 
 /**
+ * Salt 3009's sizing of its mmap_key files (salt/cache/mmap_key.py), newer than the option list above:
+ * brine's `keys.cache_driver: mmap_key` is an LMDB environment with no slots to size.
+ */
+const MMAP_KEY_SIZING: Record<string, string> = {
+  mmap_key_size: "slots of Salt's mmap_key index",
+  mmap_key_slot_size: "bytes per slot of Salt's mmap_key index",
+  mmap_key_id_size: "longest minion id of Salt's mmap_key index",
+  mmap_key_max_segment_bytes: "size of Salt's mmap_key heap segments",
+};
+
+/**
  * What is wrong with an option brine does not declare, as a warning, or undefined when nothing is: a Salt
  * option set to Salt's own default.
  */
 export function undeclaredOptionWarning(name: string, value: unknown, file: string): string | undefined {
+  if (Object.hasOwn(MMAP_KEY_SIZING, name)) return `brine does not implement ${name} (${MMAP_KEY_SIZING[name]}); it is ignored (set in ${file})`;
   if (SALT_OPTIONS.has(name) || SALT_OTHERS.has(name)) {
     if (Object.hasOwn(SALT_MASTER_LITERAL_DEFAULTS, name) && isDeepStrictEqual(SALT_MASTER_LITERAL_DEFAULTS[name], value)) return undefined;
     return `brine does not implement ${name}; it is ignored (set in ${file})`;
