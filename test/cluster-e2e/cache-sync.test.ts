@@ -7,10 +7,13 @@
  *   a grain-targeted job published on master 1 reaches it;
  * - mine data it sends to master 3 is what `mine.get` answers to a minion attached to master 1;
  * - a master stopped while another minion signs in pulls that minion's data from its peers when it comes back;
- * - `salt-run cache.clear_all` on one master clears the minion's data and mine on the others (tombstones).
+ * - `salt-run cache.clear_all` on one master clears the minion's data and mine on the others (tombstones);
+ * - the key state-sync sees that the pki dir is shared and copies nothing.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { syntheticGrains } from "../../src/lib/minion/grains.js";
 import { testKeys } from "../helpers/minions.js";
@@ -95,6 +98,16 @@ test("minion data cache and mine are shared through the cluster (no shared cache
           const m = JSON.parse((await h.saltRun(i, ["cache.mine", "cs-far", "--out", "json"])).stdout);
           return JSON.stringify(g) === '{"cs-far":{}}' && JSON.stringify(m) === '{"cs-far":{}}' ? true : undefined;
         }, 15_000, 500);
+      }
+    });
+
+    await t.test("the masters share cluster_pki_dir: the key state-sync notices it (its probes are there) and copies no key", async () => {
+      const pki = path.join(h.shared, "pki");
+      await until("every master's state-sync probe in the shared pki dir", async () => (h.masters.every((m) => readdirSync(pki).some((f) => f.startsWith(`.brine-statesync-probe-${m.id}.`))) ? true : undefined), 30_000, 500);
+      for (const m of h.masters) {
+        assert.doesNotMatch(readFileSync(m.logFile, "utf8"), /state-sync (keys|denied_keys) from/, `${m.id} transferred keys`);
+        const status = path.join(h.root, m.id, "cache", "brine-state-sync", "status.json");
+        if (existsSync(status)) assert.equal(JSON.parse(readFileSync(status, "utf8")).keys, undefined, `${m.id} recorded a keys transfer`);
       }
     });
   } finally {

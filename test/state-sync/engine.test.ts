@@ -12,7 +12,7 @@ import path from "node:path";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../src/shared/cbor.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
-import { CHUNK_BYTES, StateSyncEngine, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type ToEngine } from "../../src/workers/state-sync/engine.js";
+import { CHUNK_BYTES, StateSyncEngine, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type ToEngine } from "../../src/workers/state-sync/engine.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import type { ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
@@ -271,7 +271,7 @@ test("keys are not pulled from a peer that sees the same key directory (the prob
   const r = rig((m) => {
     if (m.op !== "manifest") throw new Error("nothing should be fetched");
     // the peer writes its probe into the directory it serves keys from: here, the same one
-    writeFileSync(path.join(pki, ".brine-statesync-probe-p1"), "token-1");
+    writeFileSync(path.join(pki, probeName("p1", "m1", "keys")), "token-1");
     return { entries: [{ p: "pending/k", s: 0, h: "", m: 0, t: Date.now() + 60_000, d: 1 }, { p: "accepted/other", s: pem.length, h: sha(pem), m: 0o644, t: 5 }], more: false, probe: "token-1" };
   });
   pki = path.join(r.root, "pki");

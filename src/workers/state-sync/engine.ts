@@ -32,6 +32,7 @@ import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
+import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { KEY_CHANNELS, checkItemPath, diffPage, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
 import { BankSource, DirSource, IndexedKeySource, dirLayout, type Source } from "./sources.js";
@@ -66,6 +67,11 @@ const REPORT_ERRORS_MAX = 20;
 export const STATUS_DIR = "brine-state-sync";
 export const STATUS_FILE = "status.json";
 const PROBE_PREFIX = ".brine-statesync-probe-";
+
+/** The probe file a server writes for one puller and key channel (node ids are file-name safe: validated ids). */
+export function probeName(server: string, puller: string, ch: Channel): string {
+  return `${PROBE_PREFIX}${server}.${puller}.${ch}`;
+}
 
 /** What one transfer (or several channels of it) from one peer did. */
 export interface PeerReport {
@@ -362,7 +368,7 @@ export class StateSyncEngine {
       for (;;) {
         const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: PAGE_ITEMS })) as { entries?: unknown; more?: unknown; probe?: unknown };
         if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
-        if (after === undefined && typeof page.probe === "string" && this.sharedWith(peer, page.probe)) {
+        if (after === undefined && typeof page.probe === "string" && this.sharedWith(peer, ch, page.probe)) {
           r.shared = [ch];
           break;
         }
@@ -512,7 +518,7 @@ export class StateSyncEngine {
       if (m.after === undefined) await src.scan();
       const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, PAGE_ITEMS) : PAGE_ITEMS;
       const pg = await src.page(typeof m.after === "string" ? m.after : undefined, n);
-      const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe() : undefined;
+      const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
       return cbor.encode({ entries: pg.entries, more: pg.more, ...(probe ? { probe } : {}) }) as Uint8Array;
     }
     if (m.op === "get") {
@@ -549,10 +555,15 @@ export class StateSyncEngine {
     return this.sources.get(ch)?.digest();
   }
 
-  /** A fresh token beside this master's keys: a peer that reads the same token in its own directory shares it. */
-  private writeProbe(): string {
+  /**
+   * A fresh token beside this master's keys, in a file of its own per (puller, channel) (two pulls at once must not
+   * overwrite each other's token; one pair's pulls never overlap): a puller that reads the same token in its own
+   * directory shares it.
+   */
+  private writeProbe(puller: string, ch: Channel): string {
+    if (!validId(puller)) return ""; // not a file name: no probe (keys travel, harmlessly identical if shared)
     const token = randomBytes(16).toString("hex");
-    const file = path.join(minionPkiDir(this.cfg), `${PROBE_PREFIX}${this.nodeId}`);
+    const file = path.join(minionPkiDir(this.cfg), probeName(this.nodeId, puller, ch));
     try {
       const tmp = `${file}.${token.slice(0, 8)}.tmp`;
       writeFileSync(tmp, token, { mode: 0o600 });
@@ -563,10 +574,10 @@ export class StateSyncEngine {
     }
   }
 
-  private sharedWith(peer: string, token: string): boolean {
-    if (!token) return false;
+  private sharedWith(peer: string, ch: Channel, token: string): boolean {
+    if (!token || !validId(peer)) return false;
     try {
-      const shared = readFileSync(path.join(minionPkiDir(this.cfg), `${PROBE_PREFIX}${peer}`), "utf8") === token;
+      const shared = readFileSync(path.join(minionPkiDir(this.cfg), probeName(peer, this.nodeId, ch)), "utf8") === token;
       if (shared) log.debug(`state-sync: keys are not pulled from ${peer}: both masters see the same key directory`);
       return shared;
     } catch {
