@@ -1,6 +1,6 @@
 /**
  * What the main thread does with a finished batch of requests, in the one order that keeps Salt's
- * clients and brine's peers right. Every lane result and every late reply goes through here.
+ * clients and brine's peers right. Every lane result and every part of one (BatchPart) goes through here.
  *
  * 1. events to the local bus: a CLI that publishes subscribes first, so it must see the returns before
  *    any reply could let it conclude (and a `salt/job/<jid>/new` before its returns);
@@ -18,10 +18,10 @@ import type { BatchResult } from "../workers/req-handler/task.js";
 import type { LaneOutput } from "./req-pool.js";
 
 /**
- * One lane result (or one set of late replies) as the request pool hands it to the main thread: a worker's
+ * One lane result (or one part of a batch's replies) as the request pool hands it to the main thread: a worker's
  * BatchResult with each reply paired with the tag of the request it answers.
  */
-export type BatchOutput<T> = Omit<BatchResult, "replies" | "late"> & { replies: LaneOutput<T>[] };
+export type BatchOutput<T> = Omit<BatchResult, "replies" | "streamed"> & { replies: LaneOutput<T>[] };
 
 /** Where each kind of output goes; `peers` and `sync` are absent on an unclustered master. */
 export interface BatchSinks<T> {

@@ -3,8 +3,8 @@
  * cannot starve `_auth` and an auth storm cannot starve returns. Frames are classified by a fixed byte
  * pattern (a clear envelope starts `enc: "clear"`), not by decoding, batched per lane on the next turn
  * of the event loop, and bounded: beyond `queueLenMax` frames waiting in a lane, a frame gets an
- * immediate "retry later" reply instead of waiting. A batch's slow frames are answered after the batch's
- * result, on the lane's BroadcastChannel (worker.ts, batchHoldMsMax), so one slow request holds no others.
+ * immediate "retry later" reply instead of waiting. A reply that is ready before the rest of its batch comes
+ * in a part on the lane's BroadcastChannel (worker.ts, batch-replies.ts), so one slow request holds no others.
  */
 import os from "node:os";
 import { fileURLToPath } from "node:url";
@@ -15,7 +15,8 @@ import { readOption } from "../shared/config/options.js";
 import { getLogger } from "../shared/log.js";
 import type { SharedBuffers } from "../workers/req-handler/context.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
-import type { BatchResult, CleanupResult, Lane, LateReplies, PresenceResult, ReadyResult } from "../workers/req-handler/task.js";
+import type { BatchPart, BatchResult, CleanupResult, Lane, PresenceResult, ReadyResult } from "../workers/req-handler/task.js";
+import { OpenBatches } from "./open-batches.js";
 import { lateReplyMaxMs } from "../workers/req-handler/limits.js";
 import { MetricsBoard } from "../shared/metrics/board.js";
 import type { BatchOutput } from "./batch-result.js";
@@ -60,7 +61,7 @@ export interface LaneOutput<T> {
   reply: Buffer;
 }
 
-/** Receives every lane result and every set of late replies (the main thread applies it: batch-result.ts). */
+/** Receives every lane result and every part of one (the main thread applies it: batch-result.ts). */
 export type BatchSink<T> = (out: BatchOutput<T>) => void;
 
 export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "../workers/req-handler/replies.js";
@@ -71,12 +72,8 @@ class LaneQueue<T> {
   private scheduled = false;
   inFlight = 0;
   private batchSeq = 0;
-  /** frames whose replies come after their batch's result, by `<batch>:<index>` */
-  private readonly late = new Map<string, { tag: T; at: number }>();
-  /** late replies that arrived before their batch's result (two channels: no order between them) */
-  private readonly early = new Map<number, LateReplies[]>();
-  /** batches sent whose result has not come back */
-  private readonly running = new Set<number>();
+  /** batches with replies still owed, and which request each reply answers (open-batches.ts) */
+  private readonly open = new OpenBatches<T>();
   private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -85,9 +82,9 @@ class LaneQueue<T> {
     private readonly queueLenMax: number,
     private readonly staleMs: number,
     private readonly sink: BatchSink<T>,
-    private readonly lateChannel: BroadcastChannel,
+    private readonly partChannel: BroadcastChannel,
   ) {
-    lateChannel.onmessage = (m: unknown) => this.onLate((m as { data: LateReplies }).data);
+    partChannel.onmessage = (m: unknown) => this.onPart((m as { data: BatchPart }).data);
   }
 
   get waiting(): number {
@@ -124,90 +121,70 @@ class LaneQueue<T> {
       const batch = this.buf.splice(0, batchFramesMax);
       const batchNo = ++this.batchSeq;
       this.inFlight += batch.length;
-      let answered = batch.length;
-      this.running.add(batchNo);
+      this.open.add(batchNo, batch.map((p) => p.tag));
       this.pool
         .run({ kind: "batch", batch: batchNo, frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch) })
         .then((r: BatchResult) => {
-          this.running.delete(batchNo);
-          const late = r.late ? new Set(r.late) : undefined;
-          const out: LaneOutput<T>[] = [];
-          batch.forEach((p, i) => {
-            if (late?.has(i)) this.late.set(`${batchNo}:${i}`, { tag: p.tag, at: Date.now() });
-            else out.push({ tag: p.tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) });
-          });
-          answered = out.length;
-          this.sink({ replies: out, events: r.events, publishes: r.publishes, sync: r.sync, runs: r.runs, verified: r.verified, nonces: r.nonces });
-          if (late) {
-            this.sweepSoon();
-            const early = this.early.get(batchNo);
-            this.early.delete(batchNo);
-            for (const m of early ?? []) this.onLate(m);
+          if (r.streamed) {
+            // its replies go (or went) in parts, on the lane's channel
+            if (this.open.release(batchNo, Date.now())) this.sweepSoon();
+            return;
           }
+          const tags = this.open.complete(batchNo);
+          const out = tags.map((tag, i) => ({ tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) }));
+          this.settle(out.length);
+          this.sink({ replies: out, events: r.events, publishes: r.publishes, sync: r.sync, runs: r.runs, verified: r.verified, nonces: r.nonces });
         })
         .catch((e: Error) => {
-          // A worker died or the pool was destroyed: every frame of the batch still gets a reply.
-          this.running.delete(batchNo);
-          this.early.delete(batchNo);
+          // A worker died or the pool was destroyed: every frame of the batch not answered yet still gets a reply.
           log.error(`${this.name} lane batch failed: ${e.message}`);
-          this.sink({ replies: batch.map((p) => ({ tag: p.tag, reply: encodeWire("Some exception handling minion payload") })), events: [], publishes: [] });
-        })
-        .finally(() => {
-          this.settle(answered);
+          const tags = this.open.fail(batchNo);
+          this.settle(tags.length);
+          this.sink({ replies: tags.map((tag) => ({ tag, reply: encodeWire("Some exception handling minion payload") })), events: [], publishes: [] });
         });
     }
   }
 
-  /** Replies of a batch that came after its result (worker.ts), with the effects fired since. */
-  private onLate(m: LateReplies): void {
+  /** Replies of a batch that went before the whole batch was ready (worker.ts), with the effects fired since its last part. */
+  private onPart(m: BatchPart): void {
+    const tags = this.open.answer(
+      m.batch,
+      m.replies.map((r) => r.index),
+    );
+    // (a frame no longer owed was answered with an error already; the effects still go out)
     const out: LaneOutput<T>[] = [];
-    for (const { index, reply } of m.replies) {
-      const key = `${m.batch}:${index}`;
-      const entry = this.late.get(key);
-      if (!entry) continue;
-      this.late.delete(key);
-      out.push({ tag: entry.tag, reply: Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) });
-    }
-    if (out.length === 0 && this.running.has(m.batch)) {
-      // its batch's result has not arrived yet: hold it until it does
-      const held = this.early.get(m.batch);
-      if (held) held.push(m);
-      else this.early.set(m.batch, [m]);
-      return;
-    }
-    // (none known and the batch done: answered by the sweep already; the effects still go out)
+    tags.forEach((tag, i) => {
+      if (tag === undefined) return;
+      const reply = m.replies[i]!.reply;
+      out.push({ tag, reply: Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) });
+    });
     this.settle(out.length);
     this.sink({ replies: out, events: m.events, publishes: m.publishes, sync: m.sync, runs: m.runs, verified: m.verified, nonces: m.nonces });
   }
 
-  /** Late replies never heard of (their worker died) get an error reply after lateReplyMaxMs. */
+  /** Replies never heard of (their worker died after their batch's task ended) get an error after lateReplyMaxMs. */
   private sweepSoon(): void {
     if (this.sweepTimer) return;
     this.sweepTimer = setTimeout(() => {
       this.sweepTimer = undefined;
-      this.answerLate(encodeWire("Some exception handling minion payload"), Date.now() - lateReplyMaxMs);
-      if (this.late.size) this.sweepSoon();
+      this.answerOwed(encodeWire("Some exception handling minion payload"), Date.now() - lateReplyMaxMs);
+      if (this.open.released) this.sweepSoon();
     }, 60_000);
     this.sweepTimer.unref();
   }
 
-  /** Answer every late frame that arrived before `before` with `reply` (all of them at shutdown). */
-  answerLate(reply: Buffer, before = Infinity): void {
-    const out: LaneOutput<T>[] = [];
-    for (const [key, e] of this.late) {
-      if (e.at > before) continue;
-      this.late.delete(key);
-      out.push({ tag: e.tag, reply });
-    }
-    if (!out.length) return;
-    log.warning(`${this.name} lane: ${out.length} late repl${out.length === 1 ? "y" : "ies"} answered without their request's result`);
-    this.settle(out.length);
-    this.sink({ replies: out, events: [], publishes: [] });
+  /** Answer with `reply` every frame still owed by a batch whose task ended at or before `before` (all of them at shutdown). */
+  answerOwed(reply: Buffer, before = Infinity): void {
+    const tags = this.open.expire(before);
+    if (!tags.length) return;
+    log.warning(`${this.name} lane: ${tags.length} repl${tags.length === 1 ? "y" : "ies"} answered without their request's result`);
+    this.settle(tags.length);
+    this.sink({ replies: tags.map((tag) => ({ tag, reply })), events: [], publishes: [] });
   }
 
   close(): void {
     clearTimeout(this.sweepTimer);
-    this.lateChannel.close();
+    this.partChannel.close();
   }
 }
 
@@ -230,15 +207,15 @@ export class RequestLanes<T> {
     const threads = laneThreads(Number(cfg.worker_threads) || os.availableParallelism());
     const filename = fileURLToPath(new URL("../workers/req-handler/worker.js", import.meta.url));
     const workerData = { cfg, shared, log: threadLogSettings() };
-    // per lane, the channel its workers post late replies on (worker.ts; a name unique in this process)
-    const channelName = (name: Lane) => `brine-late-${process.pid}-${++lanesMade}-${name}`;
+    // per lane, the channel its workers post parts of batches on (worker.ts; a name unique in this process)
+    const channelName = (name: Lane) => `brine-parts-${process.pid}-${++lanesMade}-${name}`;
     const channels = { clear: new BroadcastChannel(channelName("clear")), req: new BroadcastChannel(channelName("req")) };
     channels.clear.unref();
     channels.req.unref();
     const mk = (name: Lane) => {
       const pool = new Piscina({
         filename,
-        workerData: { ...workerData, lateChannel: channels[name].name },
+        workerData: { ...workerData, partChannel: channels[name].name },
         minThreads: threads[name],
         maxThreads: threads[name],
         concurrentTasksPerWorker,
@@ -327,7 +304,7 @@ export class RequestLanes<T> {
   }
 
   async destroy(): Promise<void> {
-    for (const lane of [this.lanes.clear, this.lanes.req]) lane.answerLate(SHUTDOWN_REPLY);
+    for (const lane of [this.lanes.clear, this.lanes.req]) lane.answerOwed(SHUTDOWN_REPLY);
     await Promise.all([this.lanes.clear.pool.destroy(), this.lanes.req.pool.destroy()]);
     for (const lane of [this.lanes.clear, this.lanes.req]) lane.close();
   }

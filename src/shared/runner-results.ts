@@ -3,7 +3,7 @@
  * worker asks for the runner as a clear `runner` request does (Effects.runs, with `awaited` set), the main
  * thread starts its runner thread, and posts the result on this master's BroadcastChannel, where the waiting
  * worker picks it up by jid. Salt runs the runner inside the request worker; brine keeps runners in their own
- * threads, so the worker only waits (a late reply, worker.ts) and no lane thread runs runner code.
+ * threads, so the worker only waits (its reply goes in a part, worker.ts) and no lane thread runs runner code.
  */
 import { BroadcastChannel } from "node:worker_threads";
 import path from "node:path";

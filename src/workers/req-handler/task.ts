@@ -18,16 +18,17 @@ export interface BatchTask {
   staleMs: number;
   /** per frame, where it came from when the main thread knows (audit lines, per-source login throttling) */
   sources?: (string | null)[];
-  /** this batch's number in its lane: late replies (LateReplies) name it */
+  /** this batch's number in its lane: its parts (BatchPart) name it */
   batch: number;
 }
 
 /**
- * Replies to frames of a batch that were not ready `batchHoldMsMax` after the batch started (BatchResult.late),
- * posted by the worker on its lane's BroadcastChannel as they become ready, with the effects fired since the
- * batch's result went (events before their replies, as for a batch).
+ * Replies of a batch that went before the whole batch was ready (worker.ts, batch-replies.ts), posted by the
+ * worker on its lane's BroadcastChannel at the turn they became ready, with the effects fired since the last
+ * part (events before their replies, as for a batch). One worker posts a batch's parts in order on one
+ * channel; the batch's result then carries no reply (`streamed`).
  */
-export interface LateReplies extends Omit<BatchResult, "replies" | "late"> {
+export interface BatchPart extends Omit<BatchResult, "replies" | "streamed"> {
   batch: number;
   replies: { index: number; reply: Uint8Array }[];
 }
@@ -61,8 +62,8 @@ export interface BatchResult {
   verified?: number[];
   /** clustered: the packed nonces of the requests the batch dispatched (nonce-set.ts packNonces), for the peers */
   nonces?: Uint8Array;
-  /** indices of frames whose replies come later, in LateReplies (their `replies` entries are empty) */
-  late?: number[];
+  /** the replies went (or go) in parts (BatchPart): this result carries no reply and no effect */
+  streamed?: true;
 }
 
 export interface CleanupResult {

@@ -2,7 +2,9 @@
  * A request worker (Piscina). Owns: a MasterContext (cached KeyObjects, session keys, LMDB handles).
  * Receives batches of raw request bodies, answers each with exactly one reply body. All frames of a
  * batch run concurrently so their job-cache writes share LMDB transactions (group commit); replies
- * are only produced after their writes are durable.
+ * are only produced after their writes are durable. Each reply leaves at the first turn after it is ready
+ * (batch-replies.ts): with the batch's result when the whole batch is ready then, else in a BatchPart on the
+ * lane's BroadcastChannel, so a slow frame holds none of the others.
  */
 import { workerData } from "piscina";
 import { BroadcastChannel, threadId } from "node:worker_threads";
@@ -12,7 +14,8 @@ import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
 import { handleRequest, lastAnsweredAtOnce, lastCmdSlot } from "./request.js";
 import { installSubsystems } from "./subsystems.js";
-import type { BatchResult, BatchTask, CleanupResult, LateReplies, MaintenanceTask, PresenceResult, ReadyResult } from "./task.js";
+import type { BatchPart, BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult, ReadyResult } from "./task.js";
+import { BatchReplies } from "./batch-replies.js";
 import { batchHoldMsMax } from "./limits.js";
 import { localPresent } from "./presence.js";
 import { installSyncOutbox } from "../../shared/sync-outbox.js";
@@ -27,8 +30,8 @@ interface WorkerInit {
   cfg: MasterConfig;
   shared: SharedBuffers;
   log: { level: string; file: string | null; fileLevel: string | null };
-  /** the lane's BroadcastChannel name, for replies that come after their batch's result (LateReplies) */
-  lateChannel: string;
+  /** the lane's BroadcastChannel name, for the replies that go before their batch's result (BatchPart) */
+  partChannel: string;
 }
 
 const init = workerData as WorkerInit;
@@ -41,9 +44,9 @@ const syncOutbox = installSyncOutbox(ctx);
 /** the replay nonce journal (src/shared/nonce-journal.ts): this thread appends what its batches accepted */
 const nonceAppender = new NonceAppender(lmdbDir(ctx.cfg), ctx.nonces);
 const clustered = isClustered(ctx.cfg);
-/** this lane's channel for late replies; posting only (unref: it never keeps the thread alive) */
-const lateChannel = new BroadcastChannel(init.lateChannel);
-lateChannel.unref();
+/** this lane's channel for replies that go in parts; posting only (unref: it never keeps the thread alive) */
+const partChannel = new BroadcastChannel(init.partChannel);
+partChannel.unref();
 
 export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult | ReadyResult> {
   // this module's top level (the context, the subsystems) has run: the thread serves
@@ -67,19 +70,33 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   let stale = 0;
   const n = task.frames.length;
   const replies: Uint8Array[] = new Array(n);
-  let settled = 0;
-  /** set once the batch's result went with some replies missing: each arrives on its own (LateReplies) */
-  let onLate: ((index: number, reply: Uint8Array) => void) | undefined;
-  let allDone!: () => void;
-  const done = new Promise<void>((r) => (allDone = r));
+  // when each reply leaves: batch-replies.ts decides, this shell schedules, posts and resolves
+  const br = new BatchReplies(n);
+  let finish!: (r: BatchResult) => void;
+  const result = new Promise<BatchResult>((r) => (finish = r));
+  let hold: NodeJS.Timeout | undefined;
+  const flush = () => {
+    const f = br.flush();
+    if (f.kind === "result") {
+      clearTimeout(hold);
+      finish({ replies, ...takeEffects(fx) });
+      return;
+    }
+    const part: BatchPart = { batch: task.batch, replies: f.indices.map((index) => ({ index, reply: replies[index]! })), ...takeEffects(fx) };
+    for (const i of f.indices) replies[i] = SENT;
+    partChannel.postMessage(part);
+    if (f.release) {
+      clearTimeout(hold);
+      finish(STREAMED);
+    }
+  };
   // per frame: its metrics command slot and start; one clock read per frame, a second for one that waits
   const cmds = new Uint8Array(n);
   const starts = new Float64Array(n);
   let mark = performance.now();
   const settle = (i: number, reply: Uint8Array) => {
     replies[i] = reply;
-    if (onLate) onLate(i, reply);
-    else if (++settled === n) allDone();
+    if (br.settle(i)) setImmediate(flush);
   };
   for (let i = 0; i < n; i++) {
     if (task.staleMs > 0 && now - task.arrivals[i]! > task.staleMs) {
@@ -104,45 +121,31 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   }
   if (stale) ctx.metrics.laneRefused(0, 1, stale); // clear lane (the only one with staleMs), reason stale
   if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
-  if (settled < n) {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, batchHoldMsMax)))]);
-    clearTimeout(timer);
-  }
-  if (settled === n) return { replies, ...takeEffects(fx) };
-  // one slow request does not hold the batch: the others' replies go now, the slow ones when ready
-  const late: number[] = [];
-  for (let i = 0; i < n; i++) {
-    if (replies[i] === undefined) {
-      late.push(i);
-      replies[i] = NO_REPLY_YET;
-    }
-  }
-  let ready: { index: number; reply: Uint8Array }[] = [];
-  onLate = (index, reply) => {
-    ready.push({ index, reply });
-    if (ready.length === 1) {
-      setImmediate(() => {
-        const out: LateReplies = { batch: task.batch, replies: ready, ...takeEffects(fx) };
-        ready = [];
-        lateChannel.postMessage(out);
-      });
-    }
-  };
-  return { replies, late, ...takeEffects(fx) };
+  // a frame that waits long (a runner call) gives its task slot back; its reply still goes in a part. The
+  // effects fired so far go now, on the parts' channel (the order of parts is the order of effects): an
+  // awaited runner call waits for its `runs` to reach the main thread.
+  hold = setTimeout(() => {
+    if (!br.hold()) return;
+    partChannel.postMessage({ batch: task.batch, replies: [], ...takeEffects(fx) } satisfies BatchPart);
+    finish(STREAMED);
+  }, batchHoldMsMax);
+  return result;
 }
 
-const NO_REPLY_YET = new Uint8Array(0);
+/** The result of a batch whose replies went in parts (BatchResult.streamed). */
+const STREAMED: BatchResult = { replies: [], events: [], publishes: [], streamed: true };
+/** a reply that went in a part (the array is not kept holding its bytes) */
+const SENT = new Uint8Array(0);
 
 /**
  * The effects fired so far, moved out of `fx` (frames still running keep adding to it). The dispatched
  * requests' nonces go to the journal here: on disk before any reply they cover leaves, and to the peers.
  */
-function takeEffects(fx: Effects): Omit<BatchResult, "replies" | "late"> {
+function takeEffects(fx: Effects): Omit<BatchResult, "replies" | "streamed"> {
   const sync = syncOutbox?.drain();
   const nonces = fx.nonces.length ? packNonces(fx.nonces) : undefined;
   if (nonces) nonceAppender.append(nonces);
-  const out: Omit<BatchResult, "replies" | "late"> = {
+  const out: Omit<BatchResult, "replies" | "streamed"> = {
     events: fx.events,
     publishes: fx.publishes,
     ...(sync ? { sync } : {}),

@@ -1,0 +1,78 @@
+/**
+ * When the replies of one batch leave its request worker: a pure core (no I/O, no clock, no timers); the
+ * worker (worker.ts) tells it what happened and does what it answers.
+ *
+ * A reply leaves at the first turn of the worker's event loop after it is ready, never waiting for the
+ * slow frames of its batch (a pillar render, a file read, a return behind a busy disk, a runner call):
+ * - every frame ready at the first turn that has any ready (the ordinary batch of returns, all done by one
+ *   group commit): the batch's result carries them all, one message, as before (`result`);
+ * - otherwise the ready ones go now as a part (`part`, a BatchPart on the lane's BroadcastChannel, with the
+ *   effects fired so far), and every later turn that has new ready ones sends another part.
+ * Separately, the batch gives back its worker's task slot (Piscina's `concurrentTasksPerWorker`) when its
+ * last reply went or `batchHoldMsMax` after it started (`hold`), whichever comes first: a frame that waits
+ * minutes (a runner call) holds no slot; its reply still goes in a part.
+ */
+
+/** What to do at a flush (the turn after one or more frames became ready). */
+export type BatchFlush =
+  /** every reply is ready and none went yet: they all go in the batch's result */
+  | { kind: "result" }
+  /** these frames' replies go now, in one part; `release`: the last reply went, the task may end */
+  | { kind: "part"; indices: number[]; release: boolean };
+
+export class BatchReplies {
+  private settled = 0;
+  private ready: number[] = [];
+  private flushDue = false;
+  /** a part went (or the hold passed): every later reply goes in a part, the result carries none */
+  private streaming = false;
+  private released = false;
+  private done = false;
+
+  constructor(readonly frames: number) {}
+
+  /** Frame `index` has its reply. True when a flush must be scheduled (none is pending yet). */
+  settle(index: number): boolean {
+    if (this.done) throw new Error(`batch reply ${index} settled after the batch ended`);
+    this.settled++;
+    this.ready.push(index);
+    if (this.flushDue) return false;
+    this.flushDue = true;
+    return true;
+  }
+
+  /** The scheduled flush runs: what to send. */
+  flush(): BatchFlush {
+    this.flushDue = false;
+    if (!this.streaming && this.settled === this.frames) {
+      this.done = true;
+      this.released = true;
+      this.ready = [];
+      return { kind: "result" };
+    }
+    this.streaming = true;
+    const indices = this.ready;
+    this.ready = [];
+    const last = this.settled === this.frames;
+    if (last) this.done = true;
+    const release = last && !this.released;
+    if (release) this.released = true;
+    return { kind: "part", indices, release };
+  }
+
+  /**
+   * `batchHoldMsMax` passed since the batch started. True when the task must end now (its slot goes back;
+   * the frames still running answer in parts).
+   */
+  hold(): boolean {
+    if (this.released) return false;
+    this.released = true;
+    this.streaming = true;
+    return true;
+  }
+
+  /** Every reply went (in the result or in parts). */
+  get finished(): boolean {
+    return this.done;
+  }
+}
