@@ -10,6 +10,7 @@ import { BrineError } from "../shared/errors.js";
 import { decodeWire, encodeWire, type WireValue } from "../shared/protocol/msgpack.js";
 import { msgpackDepthMax } from "../shared/protocol/limits.js";
 import type { ApiToMain, MainToApi } from "./messages.js";
+import { PortCalls } from "../shared/port-calls.js";
 
 /** How long one clear request may wait for the master's reply (Salt's ReqChannel: 60 s, 3 tries). */
 export const masterReplyMs = 60_000;
@@ -25,8 +26,8 @@ export interface ClearRequester {
 }
 
 export class MasterLink implements ClearRequester {
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (v: WireValue) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  /** requests waiting for the master's reply bytes (deadlines on the coarse timer: no Node timer per request) */
+  private readonly calls = new PortCalls<Uint8Array>(masterReplyMs, () => new BrineError("API_MASTER", `no reply within ${masterReplyMs} ms`));
 
   /** `requestBytesMax`: the master's brine_clear_request_bytes_max, the largest clear request it takes */
   constructor(
@@ -34,53 +35,37 @@ export class MasterLink implements ClearRequester {
     private readonly requestBytesMax: number,
   ) {
     port.on("message", (m: MainToApi) => {
-      if (m.t !== "rep") return;
-      const p = this.pending.get(m.id);
-      if (!p) return;
-      this.pending.delete(m.id);
-      clearTimeout(p.timer);
-      try {
-        p.resolve(decodeWire(m.body));
-      } catch (e) {
-        p.reject(new BrineError("API_MASTER", `undecodable reply: ${(e as Error).message}`));
-      }
+      if (m.k === "res") this.calls.resolve(m.id, m.body);
     });
   }
 
   get inFlight(): number {
-    return this.pending.size;
+    return this.calls.inFlight;
   }
 
   /** One clear request; `source` (the HTTP client's address) reaches the master's audit line and login throttle. */
-  request(load: Record<string, unknown>, source?: string): Promise<WireValue> {
-    if (this.pending.size >= masterInFlightMax) return Promise.reject(new BrineError("API_MASTER", "too many requests in flight"));
+  async request(load: Record<string, unknown>, source?: string): Promise<WireValue> {
+    if (this.calls.inFlight >= masterInFlightMax) return Promise.reject(new BrineError("API_MASTER", "too many requests in flight"));
     // what the master's decoder would refuse as "bad load" is refused here with a clear answer instead
     if (depthOf(load) > msgpackDepthMax - 2) return Promise.reject(new BrineError("API_BAD_REQUEST", `arguments nested deeper than the master takes (${msgpackDepthMax - 2} levels)`));
-    const id = this.nextId++;
     const body = new Uint8Array(encodeWire({ enc: "clear", load }));
     if (body.byteLength > this.requestBytesMax) {
       return Promise.reject(new BrineError("API_REQUEST_TOO_LARGE", `${body.byteLength} bytes; the master takes clear requests up to ${this.requestBytesMax} bytes (brine_clear_request_bytes_max)`));
     }
-    return new Promise<WireValue>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new BrineError("API_MASTER", `no reply within ${masterReplyMs} ms`));
-      }, masterReplyMs);
-      this.pending.set(id, { resolve, reject, timer });
-      this.port.postMessage({ t: "req", id, body, ...(source ? { source } : {}) } satisfies ApiToMain, [body.buffer]);
-    });
+    const reply = await this.calls.call((id) => this.port.postMessage({ k: "req", id, body, ...(source ? { source } : {}) } satisfies ApiToMain, [body.buffer]));
+    try {
+      return decodeWire(reply);
+    } catch (e) {
+      throw new BrineError("API_MASTER", `undecodable reply: ${(e as Error).message}`);
+    }
   }
 
   fire(tag: string, data: unknown): void {
-    this.port.postMessage({ t: "fire", tag, data } satisfies ApiToMain);
+    this.port.postMessage({ k: "fire", tag, data } satisfies ApiToMain);
   }
 
   close(): void {
-    for (const [id, p] of this.pending) {
-      clearTimeout(p.timer);
-      p.reject(new BrineError("API_MASTER", "the API is stopping"));
-      this.pending.delete(id);
-    }
+    this.calls.rejectAll(new BrineError("API_MASTER", "the API is stopping"));
   }
 }
 

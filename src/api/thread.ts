@@ -33,17 +33,17 @@ async function main(): Promise<void> {
     log.warning(`HTTP API serves plain HTTP on ${opts.host}: passwords and tokens cross the network in clear; set ssl_crt and ssl_key, or host: 127.0.0.1`);
   }
   port.on("message", (m: MainToApi) => {
-    if (m.t !== "stop") return;
+    if (m.k !== "stop") return;
     link.close();
     bus.close();
     // open /events streams never end on their own: close every connection, then the listener
     app.server.closeAllConnections?.();
     void app.close().finally(() => process.exit(0));
   });
-  post({ t: "listening", port: bound });
+  post({ k: "listening", port: bound });
 }
 
 main().catch((e: Error) => {
   log.error(`HTTP API failed to start: ${e.message}`);
-  post({ t: "failed", message: e.message });
+  post({ k: "failed", message: e.message });
 });

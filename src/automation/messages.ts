@@ -1,4 +1,9 @@
-/** Messages between the main thread (src/main-thread/automation-host.ts) and the automation thread (thread.ts). */
+/**
+ * Messages between the main thread (src/main-thread/automation-host.ts) and the automation thread (thread.ts), in
+ * the style of src/shared/port-calls.ts: told apart by `k`; a control request is a call (`req` with an id, answered
+ * by `res` or `err` with that id).
+ */
+import type { PortError } from "../shared/port-calls.js";
 import type { MasterConfig } from "../shared/config/defaults.js";
 
 export interface AutomationInit {
@@ -18,14 +23,15 @@ export type AutomationRequest =
 
 export type ToAutomation =
   /** a bus frame whose tag the main thread's filter let through (bytes, transferred) */
-  | { t: "ev"; frame: Uint8Array }
-  | { t: "req"; id: number; req: AutomationRequest }
-  | { t: "stop" };
+  | { k: "ev"; frame: Uint8Array }
+  | { k: "req"; id: number; req: AutomationRequest }
+  | { k: "stop" };
 
 export type FromAutomation =
   /** the tag globs the main thread lets through (reactor map and, with a schedule, runner returns) */
-  | { t: "globs"; globs: string[] }
+  | { k: "globs"; globs: string[] }
   /** fire an event on this master's bus (`__schedule_return`) */
-  | { t: "fire"; tag: string; data: unknown }
-  | { t: "rep"; id: number; ok: boolean; ret: unknown }
-  | { t: "stopped" };
+  | { k: "fire"; tag: string; data: unknown }
+  | { k: "res"; id: number; ret: unknown }
+  | ({ k: "err"; id: number } & PortError)
+  | { k: "stopped" };

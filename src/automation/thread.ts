@@ -40,6 +40,7 @@ import { expandSlsRef } from "./sls-files.js";
 import { parseJob, Schedule, type ScheduleJob } from "./schedule.js";
 import { ownerOf, type OwnerSources } from "./owner.js";
 import { threadInit } from "../shared/thread-kit.js";
+import { portError } from "../shared/port-calls.js";
 
 const init = threadInit<AutomationInit>();
 const log = getLogger("brine.reactor");
@@ -88,7 +89,7 @@ function loadMap(): void {
 }
 
 function publishGlobs(): void {
-  post({ t: "globs", globs: [...map.globs(), ...(hasSchedule ? ["salt/run/*/ret"] : [])] });
+  post({ k: "globs", globs: [...map.globs(), ...(hasSchedule ? ["salt/run/*/ret"] : [])] });
 }
 
 /** Template lookups by absolute path (the reactor file itself, its includes and imports). */
@@ -239,7 +240,7 @@ function scheduleReturnEvent(job: ScheduleJob, ret: Record<string, unknown>): vo
   if (job.returnJob === false) return;
   const fun_args = [...job.args, ...(Object.keys(job.kwargs).length ? [job.kwargs] : [])];
   post({
-    t: "fire",
+    k: "fire",
     tag: "__schedule_return",
     data: { cmd: "_return", id: cfg.id, fun: job.kind === "wheel" ? `wheel.${job.fun}` : job.fun, fun_args, schedule: job.name, jid: job.returnJob === "nocache" ? "nocache" : "req", pid: process.pid, return: ret.return, success: ret.success === true, retcode: ret.success === true ? 0 : 1, brine_jid: ret.jid },
   });
@@ -351,7 +352,7 @@ function handle(req: AutomationRequest): unknown {
 }
 
 parentPort!.on("message", (m: ToAutomation) => {
-  if (m.t === "ev") {
+  if (m.k === "ev") {
     let ev: BusEvent | undefined;
     try {
       ev = eventOfFrame(decodeWire(Buffer.from(m.frame.buffer, m.frame.byteOffset, m.frame.byteLength), { bytesMax: 2 ** 30, depthMax: 200, elementsMax: 5e7 }));
@@ -359,13 +360,13 @@ parentPort!.on("message", (m: ToAutomation) => {
       log.warning(`undecodable bus frame: ${(e as Error).message}`);
     }
     if (ev) onEvent(ev);
-  } else if (m.t === "req") {
+  } else if (m.k === "req") {
     try {
-      post({ t: "rep", id: m.id, ok: true, ret: handle(m.req) });
+      post({ k: "res", id: m.id, ret: handle(m.req) });
     } catch (e) {
-      post({ t: "rep", id: m.id, ok: false, ret: (e as Error).message });
+      post({ k: "err", id: m.id, ...portError(e, "THREAD_CALL") });
     }
-  } else if (m.t === "stop") {
+  } else if (m.k === "stop") {
     // no new work; the thread ends once no request is in flight (a zeromq socket must not die open)
     stopping = true;
     if (timer) clearTimeout(timer);
@@ -373,7 +374,7 @@ parentPort!.on("message", (m: ToAutomation) => {
     if (left) log.warning(`master stopping: ${left} queued event(s) will not react`);
     const check = () => {
       if (queue.running > 0 || firesInFlight > 0) return void setTimeout(check, 20);
-      post({ t: "stopped" });
+      post({ k: "stopped" });
       void (store?.close() ?? Promise.resolve()).finally(() => process.exit(0));
     };
     check();

@@ -74,12 +74,12 @@ export class ApiHost {
     const ready = new Promise<void>((resolve, reject) => {
       const t = setTimeout(() => reject(new BrineError("API_START", `no answer within ${apiStartMs} ms`)), apiStartMs);
       w.on("message", (m: ApiToMain) => {
-        if (m.t === "listening") {
+        if (m.k === "listening") {
           clearTimeout(t);
           listening = true;
           this.port = m.port;
           resolve();
-        } else if (m.t === "failed") {
+        } else if (m.k === "failed") {
           clearTimeout(t);
           reject(new BrineError("API_START", m.message));
         } else this.onMessage(m, gen);
@@ -121,12 +121,12 @@ export class ApiHost {
   }
 
   private onMessage(m: ApiToMain, gen: number): void {
-    if (m.t === "req") {
+    if (m.k === "req") {
       const body = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
       const tag: ApiTag = { api: m.id, gen };
       // the HTTP client's address goes with the request: the request worker's audit line and login throttle use it
       if (!this.deps.submit(body, tag, typeof m.source === "string" ? m.source.slice(0, 64) : undefined)) this.reply(tag, this.deps.refusedReply());
-    } else if (m.t === "fire") {
+    } else if (m.k === "fire") {
       this.deps.fire(m.tag, m.data);
     }
   }
@@ -136,7 +136,7 @@ export class ApiHost {
     if (this.stopped || !this.worker || tag.gen !== this.generation) return;
     const copy = new Uint8Array(body.byteLength);
     copy.set(body);
-    const msg: MainToApi = { t: "rep", id: tag.api, body: copy };
+    const msg: MainToApi = { k: "res", id: tag.api, body: copy };
     this.worker.postMessage(msg, [copy.buffer]);
   }
 
@@ -146,7 +146,7 @@ export class ApiHost {
     const w = this.worker;
     if (!w) return;
     const exited = new Promise<void>((r) => w.once("exit", () => r()));
-    w.postMessage({ t: "stop" } satisfies MainToApi);
+    w.postMessage({ k: "stop" } satisfies MainToApi);
     const t = setTimeout(() => void w.terminate(), apiStopMs);
     await exited;
     clearTimeout(t);

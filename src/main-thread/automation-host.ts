@@ -18,6 +18,7 @@ import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } 
 import { automationWanted, readAutomationOptions } from "../automation/options.js";
 import { parseJob } from "../automation/schedule.js";
 import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
+import { PortCalls, revivePortError } from "../shared/port-calls.js";
 
 const log = getLogger("brine.automation");
 
@@ -54,8 +55,8 @@ export interface AutomationDeps {
 export class AutomationHost {
   private globs: RegExp[] = [];
   private unsubscribe: (() => void) | undefined;
-  private seq = 0;
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  /** control requests waiting for the thread's answer */
+  private readonly calls = new PortCalls<unknown>(requestTimeoutMs, () => new BrineError("THREAD_NO_ANSWER", `automation, within ${requestTimeoutMs} ms`));
   private stopped = false;
   private exited = false;
 
@@ -81,14 +82,13 @@ export class AutomationHost {
       host.exited = true;
       if (!host.stopped) log.error(`automation thread exited (${code}); reactor and schedule stopped`);
       host.unsubscribe?.();
-      for (const p of host.pending.values()) p.reject(new Error("the automation thread is not running"));
-      host.pending.clear();
+      host.calls.rejectAll(new BrineError("THREAD_GONE", "automation"));
     });
     host.unsubscribe = deps.subscribe((frame) => host.offer(frame));
     const ready = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), startWaitMs);
       const on = (m: FromAutomation) => {
-        if (m.t !== "globs") return;
+        if (m.k !== "globs") return;
         clearTimeout(timer);
         w.off("message", on);
         resolve(true);
@@ -110,29 +110,26 @@ export class AutomationHost {
     for (const re of this.globs) {
       if (re.test(tag)) {
         const copy = new Uint8Array(frame);
-        this.worker.postMessage({ t: "ev", frame: copy } satisfies ToAutomation, [copy.buffer]);
+        this.worker.postMessage({ k: "ev", frame: copy } satisfies ToAutomation, [copy.buffer]);
         return;
       }
     }
   }
 
   private onMessage(m: FromAutomation, deps: AutomationDeps): void {
-    switch (m.t) {
+    switch (m.k) {
       case "globs":
         this.globs = m.globs.map((g) => fnmatchToRegExp(g));
         break;
       case "fire":
         deps.fire(m.tag, m.data);
         break;
-      case "rep": {
-        const p = this.pending.get(m.id);
-        if (!p) break;
-        this.pending.delete(m.id);
-        clearTimeout(p.timer);
-        if (m.ok) p.resolve(m.ret);
-        else p.reject(new Error(String(m.ret)));
+      case "res":
+        this.calls.resolve(m.id, m.ret);
         break;
-      }
+      case "err":
+        this.calls.reject(m.id, revivePortError(m, "THREAD_CALL"));
+        break;
       case "stopped":
         break;
     }
@@ -140,15 +137,8 @@ export class AutomationHost {
 
   /** A reactor.* / schedule.* request from the control socket. */
   request(req: AutomationRequest): Promise<unknown> {
-    const id = ++this.seq;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new Error("the automation thread did not answer"));
-      }, requestTimeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
-      this.worker.postMessage({ t: "req", id, req } satisfies ToAutomation);
-    });
+    if (this.exited) return Promise.reject(new BrineError("THREAD_GONE", "automation"));
+    return this.calls.call((id) => this.worker.postMessage({ k: "req", id, req } satisfies ToAutomation));
   }
 
   /** Stops taking events, lets requests in flight finish (at most `stopWaitMs`), then ends the thread. */
@@ -158,7 +148,7 @@ export class AutomationHost {
     this.unsubscribe?.();
     if (this.exited) return;
     const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
-    this.worker.postMessage({ t: "stop" } satisfies ToAutomation);
+    this.worker.postMessage({ k: "stop" } satisfies ToAutomation);
     const t = setTimeout(() => void this.worker.terminate(), stopWaitMs);
     await exited;
     clearTimeout(t);

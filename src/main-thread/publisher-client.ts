@@ -5,7 +5,6 @@ import { spawnThread } from "../shared/thread-kit.js";
 
 export class PublisherClient {
   private readonly worker: Worker;
-  private seq = 0;
 
   constructor(init: PublisherInit, onFrames: (frames: Buffer[]) => void) {
     // policy: an error ends the process (rethrown here): a master that cannot publish must not keep serving
@@ -22,7 +21,7 @@ export class PublisherClient {
 
   publish(loads: Record<string, unknown>[]): void {
     if (loads.length === 0) return;
-    const req: PublisherRequest = { seq: ++this.seq, loads };
+    const req: PublisherRequest = { k: "pub", loads };
     this.worker.postMessage(req);
   }
 

@@ -125,6 +125,10 @@ export const ERR = {
   // --- state-sync (keys, roots, banks between masters) ---
   STATE_SYNC_BAD_ARGUMENT: "invalid state-sync runner argument",
   STATE_SYNC_UNAVAILABLE: "the state-sync thread did not answer",
+  // --- threads: calls between them (src/shared/port-calls.ts) ---
+  THREAD_GONE: "the thread is not running",
+  THREAD_NO_ANSWER: "the thread did not answer",
+  THREAD_CALL: "the call failed in the other thread",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -1,4 +1,7 @@
-/** Messages between the main thread and the publisher thread. */
+/**
+ * Messages between the main thread and the publisher thread, in the style of src/shared/port-calls.ts (told apart
+ * by `k`): a stream each way, in order (loads in, sealed frames out), no calls.
+ */
 export interface PublisherInit {
   secrets: SharedArrayBuffer;
   pkiDir: string;
@@ -12,12 +15,14 @@ export interface PublisherInit {
   log?: { level: string; file: string | null; fileLevel: string | null };
 }
 
+/** main → publisher: loads to seal and sign, in the order they must reach the PUB socket */
 export interface PublisherRequest {
-  seq: number;
+  k: "pub";
   loads: Record<string, unknown>[];
 }
 
+/** publisher → main: the frames of one PublisherRequest, in its order */
 export interface PublisherReply {
-  seq: number;
+  k: "frames";
   frames: Uint8Array[];
 }

@@ -49,6 +49,6 @@ parentPort!.on("message", (req: PublisherRequest) => {
       log.error(`publish of ${String(load.fun)} (jid ${String(load.jid)}) could not be sealed and was dropped: ${(e as Error).message}`);
     }
   }
-  const reply: PublisherReply = { seq: req.seq, frames };
+  const reply: PublisherReply = { k: "frames", frames };
   parentPort!.postMessage(reply);
 });
