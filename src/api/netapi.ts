@@ -15,7 +15,10 @@ import type { ClearRequester } from "./master-link.js";
 import type { EventFeed } from "./bus-feed.js";
 import { NETAPI_CLIENTS, type ApiOptions } from "./options.js";
 
-/** An HTTP error with rest_cherrypy's status for it. */
+/**
+ * An HTTP error with rest_cherrypy's status for it. Not a BrineError: it carries the HTTP status salt-api
+ * answers (401, 400, 503, ...) and Salt's text, which clients read; the protocol type of the API's contract.
+ */
 export class ApiError extends Error {
   constructor(
     readonly status: number,

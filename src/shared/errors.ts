@@ -3,6 +3,13 @@
  * a BrineError with a code from here, so logs, replies and tests can match on the code, not the text.
  *
  * Add codes in the section of your area; keep messages short and operator-facing.
+ *
+ * The Error classes that are not BrineErrors are kept on purpose, each saying why in its header: Salt's own
+ * exception types whose name or text is on the wire (SaltInvocationError, CommandExecutionError, PyTypeError,
+ * PyValueError, UndefinedError, TemplateRaise, PyError, FunctionError, TopError, RequisiteError, RenderError,
+ * YamlError, FilterError), the HTTP API's status-carrying ApiError (rest_cherrypy's contract), and unwinders
+ * private to one module that never leave it (Skip, CompoundError, InvalidTarget, ExpansionError,
+ * BudgetExceeded). Anything else a user can see is a BrineError.
  */
 
 export const ERR = {
@@ -129,6 +136,9 @@ export const ERR = {
   THREAD_GONE: "the thread is not running",
   THREAD_NO_ANSWER: "the thread did not answer",
   THREAD_CALL: "the call failed in the other thread",
+  // --- pillar and fileserver subprocesses (folded from GitError and CommandLimitError) ---
+  GIT_FAILED: "a git command failed",
+  PILLAR_CMD_LIMIT: "an ext_pillar command passed its limit",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

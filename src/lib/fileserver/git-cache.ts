@@ -26,8 +26,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, utimesSync, writeFileSync, openSync, closeSync, writeSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../../shared/log.js";
+import { isBrineError } from "../../shared/errors.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
-import { git, gitFetchTimeoutMs, GitError } from "./git-cli.js";
+import { git, gitFetchTimeoutMs } from "./git-cli.js";
 import { envExposed, gitPillarRemoteLists, parseRemotes, type GitRemote, type GitRole } from "./git-remotes.js";
 import { sortCodePoints } from "./sorting.js";
 import { fnmatch } from "../targeting/fnmatch.js";
@@ -397,7 +398,7 @@ export function readManifest(base: string, tree: string): Manifest | null {
   return readJson<Manifest>(`${treeDir(base, tree)}.json`);
 }
 
-/** Fetch one remote and work out its state; throws GitError when git fails. */
+/** Fetch one remote and work out its state; throws a BrineError GIT_FAILED when git fails. */
 async function updateRemote(r: GitRemote, base: string): Promise<RemoteState> {
   await ensureClone(r);
   await fetch(r);
@@ -531,7 +532,7 @@ async function doUpdate(cfg: MasterConfig, role: GitRole, o: UpdateSelection): P
         res.changedIds.push(r.id);
       }
     } catch (e) {
-      const msg = e instanceof GitError ? e.message : (e as Error).stack ?? String(e);
+      const msg = isBrineError(e, "GIT_FAILED") ? e.message : (e as Error).stack ?? String(e);
       log.error(`Exception caught while fetching ${role} remote '${r.id}': ${msg}`);
       res.failed.push(r.id);
     } finally {

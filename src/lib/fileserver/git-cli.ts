@@ -6,6 +6,7 @@
  * runner) runs git; request workers never do.
  */
 import { spawn } from "node:child_process";
+import { BrineError } from "../../shared/errors.js";
 
 /** Longest a fetch or clone may run. */
 export const gitFetchTimeoutMs = 10 * 60_000;
@@ -19,15 +20,6 @@ function sshBatch(): Record<string, string> {
   return process.env.GIT_SSH_COMMAND || process.env.GIT_SSH ? {} : { GIT_SSH_COMMAND: "ssh -o BatchMode=yes" };
 }
 
-export class GitError extends Error {
-  constructor(
-    message: string,
-    readonly code: number | null,
-    readonly stderr: string,
-  ) {
-    super(message);
-  }
-}
 
 export interface GitRun {
   gitDir?: string;
@@ -50,7 +42,7 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
-/** Run git; resolves with stdout, rejects with a GitError (non-zero exit, timeout, too much output). */
+/** Run git; resolves with stdout, rejects with a BrineError GIT_FAILED (non-zero exit, timeout, too much output). */
 export function git(args: string[], o: GitRun = {}): Promise<Buffer> {
   const full: string[] = [];
   for (const c of o.config ?? []) full.push("-c", c);
@@ -87,13 +79,13 @@ export function git(args: string[], o: GitRun = {}): Promise<Buffer> {
     });
     child.on("error", (e) => {
       clearTimeout(timer);
-      reject(new GitError(`git ${args[0]}: ${e.message}`, null, ""));
+      reject(new BrineError("GIT_FAILED", `git ${args[0]}: ${e.message}`));
     });
     child.on("close", (code) => {
       clearTimeout(timer);
       const stderr = Buffer.concat(err).toString("utf8").trim();
-      if (failed) reject(new GitError(`git ${args[0]}: ${failed}`, code, stderr));
-      else if (code !== 0) reject(new GitError(`git ${args[0]} exited ${code}: ${stderr.split("\n").slice(-3).join(" ")}`, code, stderr));
+      if (failed) reject(new BrineError("GIT_FAILED", `git ${args[0]}: ${failed}`));
+      else if (code !== 0) reject(new BrineError("GIT_FAILED", `git ${args[0]} exited ${code}: ${stderr.split("\n").slice(-3).join(" ")}`));
       else resolve(Buffer.concat(out));
     });
   });

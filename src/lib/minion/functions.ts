@@ -125,6 +125,7 @@ export function splitArgs(arg: readonly WireValue[]): { args: unknown[]; kwargs:
   return { args, kwargs };
 }
 
+/** A failed call of the in-repo minion, answered with Salt's minion text as its return (not a BrineError: the text is Salt's). */
 class FunctionError extends Error {}
 
 /**

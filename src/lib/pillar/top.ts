@@ -20,6 +20,7 @@ export interface TopTarget {
 /** env → target → what the target lists, in order */
 export type MergedTop = Map<string, Map<string, TopTarget>>;
 
+/** A pillar top file Salt cannot use; its text is Salt's, carried in pillar `_errors` (not a BrineError). */
 export class TopError extends Error {}
 
 /** Salt's merge_tops + sort_top_targets. `ignored` collects ignore_missing SLS per environment. */

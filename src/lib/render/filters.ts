@@ -15,7 +15,7 @@ const log = getLogger("brine.render");
 
 export type Fn = (...args: any[]) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** Raised by filters/tests for bad input; becomes a render error with the template line. */
+/** Raised by filters/tests for bad input; becomes a render error with the template line (Salt's SaltRenderError text, not a BrineError). */
 export class FilterError extends Error {}
 
 function truthy(v: unknown): boolean {

@@ -14,6 +14,7 @@ import { pyStr } from "./pyrepr.js";
 const nj = nunjucksDefault as any;
 const runtime = nj.runtime;
 
+/** Jinja's StrictUndefined and `raise` errors: their names select Salt's wording of the render error (jinja.ts), not BrineErrors. */
 export class UndefinedError extends Error {
   override name = "UndefinedError";
 }

@@ -11,6 +11,7 @@ import { pyFormat } from "./pyformat.js";
 
 type Method = (self: never, ...args: unknown[]) => unknown;
 
+/** A Python exception a method raises ("KeyError: 'x'"): its text is Python's, shown in Salt's render error; not a BrineError. */
 class PyError extends Error {}
 
 function idx(len: number, i: unknown): number {

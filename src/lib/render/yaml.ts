@@ -8,7 +8,7 @@
  * - floats need a dot (`1e3` is a string, `1.0e+3` a float), plus .inf/.nan;
  * - timestamps stay strings (Salt maps them to plain scalars); `<<` merge keys work;
  * - a repeated key is an error ("found conflicting ID"), as in Salt.
- * Errors are YamlError with the 1-based line of the problem.
+ * Errors are YamlError with the 1-based line of the problem (not a BrineError: the line goes into Salt's render error text).
  */
 import { Document, isMap, isScalar, LineCounter, parseDocument, type ScalarTag, type Tags } from "yaml";
 

@@ -67,6 +67,7 @@ export interface MigrateOptions {
   onSkip?: (where: string, reason: string) => void;
 }
 
+/** Unwinds the reading of one job directory to its skip report; never leaves this module (not a BrineError). */
 class Skip extends Error {}
 
 /** A job directory read from the tree, ready to store. */

@@ -44,7 +44,7 @@ export interface CheckMinionsResult {
   missing: string[];
 }
 
-/** An invalid target found while evaluating; the whole check then selects nothing, as in Salt. */
+/** An invalid target found while evaluating; the whole check then selects nothing, as in Salt. Never leaves this module (not a BrineError). */
 class InvalidTarget extends Error {}
 
 type CachedKind = "grains" | "pillar";

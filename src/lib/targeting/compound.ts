@@ -52,6 +52,7 @@ type Token = { op: Operator } | { term: CompoundTerm };
 /** Salt's TARGET_REX: `.` there excludes only `\n`, and `$` allows one final `\n`. */
 const TARGET_WORD = /^(?:([GPIJLNSER])((?<=[GPIJ])[^\n])?@)?([^\n]+)\n?$/;
 
+/** Unwinds a failed parse; never leaves this module (the caller sees null, as Salt selects nothing): not a BrineError. */
 class CompoundError extends Error {}
 
 function parseWord(word: string): { engine: string | undefined; delimiter: string | undefined; pattern: string } {

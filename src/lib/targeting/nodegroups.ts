@@ -34,7 +34,7 @@ function shorthand(words: readonly string[]): string[] | null {
   return [`${regexy ? "E@" : "L@"}${words.join(",")}`];
 }
 
-/** Unwinds a failed expansion; the reason is for debugging only, callers just see null. */
+/** Unwinds a failed expansion; the reason is for debugging only, callers just see null (never leaves this module: not a BrineError). */
 class ExpansionError extends Error {}
 
 function definitionWords(def: unknown): string[] | null {

@@ -42,7 +42,7 @@ class Budget {
   }
 }
 
-/** Thrown inside this module only, to unwind once the budget is spent. */
+/** Thrown inside this module only, to unwind once the budget is spent (not a BrineError: never seen outside). */
 class BudgetExceeded extends Error {}
 
 /** What `traverse` returns when the path does not resolve (Salt uses a fresh `{}`). */

@@ -1,6 +1,7 @@
 /**
  * Salt's exception classes a wheel call can end in, by the names Salt prints: the failure text is
- * "Exception occurred in wheel <fun>: <Class>: <message>", so the class name is part of the reply.
+ * "Exception occurred in wheel <fun>: <Class>: <message>", so the class name is part of the reply. Not
+ * BrineErrors for that reason: Salt's exception types, on the wire by name (errors.ts says which classes stay).
  */
 export class SaltInvocationError extends Error {
   override readonly name = "SaltInvocationError";

@@ -514,6 +514,7 @@ export function localClock(ms: number): string {
 /** Milliseconds with microsecond precision, as Salt reports `duration`. */
 const ms3 = (x: number) => Math.round(Math.max(0, x) * 1000) / 1000;
 
+/** A requisite Salt cannot resolve; its text is Salt's, returned as the orchestration's error (not a BrineError). */
 class RequisiteError extends Error {}
 
 /** One run of ordered chunks (Salt's State.call_chunks and friends; one instance per run). */

@@ -22,6 +22,7 @@
 import { spawn } from "node:child_process";
 import os from "node:os";
 import { getLogger } from "../../../shared/log.js";
+import { BrineError, isBrineError } from "../../../shared/errors.js";
 import { loadYaml } from "../../render/yaml.js";
 import { registerExtPillar, type ExtPillarContext, type ExtPillarResult } from "../ext-pillar.js";
 
@@ -87,7 +88,6 @@ async function slot<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export class CommandLimitError extends Error {}
 
 export interface CommandOutput {
   /** stdout, or stdout and stderr in arrival order when `mergeStderr` */
@@ -113,10 +113,10 @@ export function runCommand(argv: string[], timeoutMs: number, mergeStderr: boole
             child.kill("SIGKILL");
           }
         };
-        const timer = setTimeout(() => kill(new CommandLimitError(`the command did not finish within ${timeoutMs / 1000} s (brine_ext_pillar_cmd_timeout); killed`)), timeoutMs);
+        const timer = setTimeout(() => kill(new BrineError("PILLAR_CMD_LIMIT", `the command did not finish within ${timeoutMs / 1000} s (brine_ext_pillar_cmd_timeout); killed`)), timeoutMs);
         const take = (b: Buffer) => {
           bytes += b.length;
-          if (bytes > cmdOutputBytesMax) return kill(new CommandLimitError(`the command wrote more than ${cmdOutputBytesMax} bytes (cmdOutputBytesMax); killed`));
+          if (bytes > cmdOutputBytesMax) return kill(new BrineError("PILLAR_CMD_LIMIT", `the command wrote more than ${cmdOutputBytesMax} bytes (cmdOutputBytesMax); killed`));
           chunks.push(b);
         };
         child.stdout.on("data", take);
@@ -159,7 +159,7 @@ async function cmdJson(ctx: ExtPillarContext, args: unknown[], kwargs: Record<st
   try {
     out = await runCommand(argv, timeoutOf(ctx), true);
   } catch (e) {
-    if (e instanceof CommandLimitError) throw new Error(`cmd_json ${shown}: ${e.message}`);
+    if (isBrineError(e, "PILLAR_CMD_LIMIT")) throw Object.assign(e, { message: `cmd_json ${shown}: ${e.message}` });
     log.critical(`JSON data from ${shown} failed to parse (${(e as Error).message})`);
     return {};
   }
@@ -181,7 +181,7 @@ async function cmdYaml(ctx: ExtPillarContext, args: unknown[], kwargs: Record<st
   try {
     out = await runCommand(["/bin/sh", "-c", command], timeoutOf(ctx), false);
   } catch (e) {
-    if (e instanceof CommandLimitError) throw new Error(`cmd_yaml ${command}: ${e.message}`);
+    if (isBrineError(e, "PILLAR_CMD_LIMIT")) throw Object.assign(e, { message: `cmd_yaml ${command}: ${e.message}` });
     log.critical(`YAML data from '${command}' failed to parse. Command output:\n${(e as Error).message}`);
     return {};
   }
