@@ -10,7 +10,7 @@
  * requests with the root key and user `Reactor`; so the request workers authorize, audit and record them as
  * any other. A render error is logged and that event reacts with nothing; the thread goes on.
  *
- * Schedule: one timer for every job (armed for the earliest next fire, at most `scheduleWakeMaxMs` away), fires
+ * Schedule: one timer for every job (armed for the earliest next fire, at most `scheduleWakeMsMax` away), fires
  * as schedule.ts decides; clustered, the owner of `schedule/<name>` among live masters runs each fire. A runner
  * job is a clear `runner` request (root key, the master's user): its runner thread fires `salt/run/<jid>/new`
  * and `/ret` and stores the job in the job cache like every runner call; a wheel job is a clear `wheel` request,
@@ -50,7 +50,7 @@ const opts = readAutomationOptions(cfg);
 const post = (m: FromAutomation) => parentPort!.postMessage(m);
 
 /** The schedule timer never sleeps longer than this (clock changes, map refresh), ms. */
-export const scheduleWakeMaxMs = 60_000;
+export const scheduleWakeMsMax = 60_000;
 /** The user reactions' runner and wheel calls run as; their events are not reacted to (Salt's event_user). */
 export const REACTOR_USER = "Reactor";
 /** Dropped events logged one by one; after that every 1000th. */
@@ -325,7 +325,7 @@ function arm(): void {
   let at = schedule.nextWake();
   if (typeof opts.reactor.map === "string") at = Math.min(at ?? Infinity, mapLoadedAt + opts.reactor.refreshIntervalS * 1000);
   if (at === null || at === Infinity) return;
-  timer = setTimeout(tick, Math.max(0, Math.min(at - now, scheduleWakeMaxMs)));
+  timer = setTimeout(tick, Math.max(0, Math.min(at - now, scheduleWakeMsMax)));
 }
 
 // --- control requests ----------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ export const maintenanceTickMs = 1000;
 /** How long a request nonce is remembered (between one and two of these; why this long: replay-window.ts). */
 export const nonceWindowMs = NONCE_WINDOW_MS;
 /** Clustered: a drop file naming another master is left for it this long, then removed as stale. */
-export const foreignDropFileMaxAgeMs = 60_000;
+export const foreignDropFileAgeMsMax = 60_000;
 
 export interface MaintenanceHooks {
   rotate(): void;
@@ -71,7 +71,7 @@ export class Maintenance {
         } catch {
           // gone meanwhile
         }
-        if (age < foreignDropFileMaxAgeMs) return this.periodic(now);
+        if (age < foreignDropFileAgeMsMax) return this.periodic(now);
       }
       rmSync(dfn, { force: true });
       // 3007 writes the master id into the drop file; an empty one (3006 style) is for any master

@@ -8,7 +8,7 @@
  * (`complete`) or says they went in parts (`release`: the task ended, possibly before some of its parts);
  * a part answers the frames it names (`answer`). A failed task answers what is left with an error (`fail`);
  * a released batch whose parts stop coming (its worker died after the task ended) is answered with an error
- * after `lateReplyMaxMs` (`expire`).
+ * after `replyOwedMsMax` (`expire`).
  */
 
 interface Open<T> {

@@ -17,7 +17,7 @@ import type { SharedBuffers } from "../workers/req-handler/context.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
 import type { BatchPart, BatchResult, CleanupResult, Lane, PresenceResult, ReadyResult } from "../workers/req-handler/task.js";
 import { OpenBatches } from "./open-batches.js";
-import { lateReplyMaxMs } from "../workers/req-handler/limits.js";
+import { replyOwedMsMax } from "../workers/req-handler/limits.js";
 import { MetricsBoard } from "../shared/metrics/board.js";
 import type { BatchOutput } from "./batch-result.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
@@ -162,12 +162,12 @@ class LaneQueue<T> {
     this.sink({ replies: out, events: m.events, publishes: m.publishes, sync: m.sync, runs: m.runs, verified: m.verified, nonces: m.nonces });
   }
 
-  /** Replies never heard of (their worker died after their batch's task ended) get an error after lateReplyMaxMs. */
+  /** Replies never heard of (their worker died after their batch's task ended) get an error after replyOwedMsMax. */
   private sweepSoon(): void {
     if (this.sweepTimer) return;
     this.sweepTimer = setTimeout(() => {
       this.sweepTimer = undefined;
-      this.answerOwed(encodeWire("Some exception handling minion payload"), Date.now() - lateReplyMaxMs);
+      this.answerOwed(encodeWire("Some exception handling minion payload"), Date.now() - replyOwedMsMax);
       if (this.open.released) this.sweepSoon();
     }, 60_000);
     this.sweepTimer.unref();

@@ -25,7 +25,7 @@ import {
   CMD_LABELS,
   FUN_COMPOUND,
   FUN_FIXED,
-  FUN_NAME_BYTES_MAX,
+  funNameBytesMax,
   FUN_NAME_RE,
   FUN_OTHER,
   FUN_SLOTS_DYNAMIC,
@@ -68,7 +68,7 @@ const C_LANE_REFUSED = C_EVT + TAG_PREFIXES.length; // + lane * refusals + reaso
 const C_GAUGE = C_LANE_REFUSED + LANES.length * LANE_REFUSALS.length;
 const COUNTERS = C_GAUGE + GAUGES;
 
-const FUN_ENTRY_WORDS = 2 + FUN_NAME_BYTES_MAX / 4;
+const FUN_ENTRY_WORDS = 2 + funNameBytesMax / 4;
 const FUN_TABLE_WORD = HEADER_WORDS + COUNTERS * 2;
 const TOTAL_WORDS = FUN_TABLE_WORD + FUN_SLOTS_DYNAMIC * FUN_ENTRY_WORDS;
 const FUN_EMPTY = 0;

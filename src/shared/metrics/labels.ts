@@ -119,7 +119,7 @@ export function returnSucceeded(load: Record<string, unknown>): boolean {
 /** Function names a publish may add to the fun table, count (then `other`). */
 export const FUN_SLOTS_DYNAMIC = 64;
 /** Longest function name the table keeps, bytes (ASCII: module.function). */
-export const FUN_NAME_BYTES_MAX = 64;
+export const funNameBytesMax = 64;
 export const FUN_OTHER = 0;
 export const FUN_COMPOUND = 1;
 export const FUN_FIXED = ["other", "compound"] as const;

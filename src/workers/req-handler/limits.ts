@@ -7,4 +7,4 @@
  */
 export const batchHoldMsMax = 100;
 /** A reply still owed by a batch whose task ended, not heard of after this long, is answered with an error (its worker died), ms. */
-export const lateReplyMaxMs = 10 * 60_000;
+export const replyOwedMsMax = 10 * 60_000;

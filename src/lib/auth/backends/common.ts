@@ -16,9 +16,9 @@ import type { EauthCredentials } from "../backend.js";
 import type { Logger } from "../../../shared/log.js";
 
 /** longest username accepted, characters (LDAP, PAM and htpasswd names are far shorter in practice) */
-export const USERNAME_CHARS_MAX = 256;
+export const usernameCharsMax = 256;
 /** longest password accepted, UTF-8 bytes: passlib's MAX_PASSWORD_SIZE, which Salt's file eauth inherits */
-export const PASSWORD_BYTES_MAX = 4096;
+export const passwordBytesMax = 4096;
 
 export interface CheckedCredentials {
   username: string;
@@ -28,7 +28,7 @@ export interface CheckedCredentials {
 export interface CredentialRules {
   /** the backend accepts an empty or absent password (only `auto`) */
   emptyPasswordOk?: boolean;
-  /** a tighter bound than PASSWORD_BYTES_MAX (pam: what the helper reads in one line) */
+  /** a tighter bound than passwordBytesMax (pam: what the helper reads in one line) */
   passwordBytesMax?: number;
   /** characters refused in the password besides NUL (pam: line ends, which would end the helper's read) */
   passwordForbidden?: RegExp;
@@ -58,7 +58,7 @@ export function checkCredentials(backend: string, creds: EauthCredentials, log: 
   const password = creds.password ?? "";
   if (typeof password !== "string") return refuse("password is not a string");
   if (password.length === 0 && !rules.emptyPasswordOk) return refuse("empty password");
-  const max = rules.passwordBytesMax ?? PASSWORD_BYTES_MAX;
+  const max = rules.passwordBytesMax ?? passwordBytesMax;
   if (Buffer.byteLength(password, "utf8") > max) return refuse(`password longer than ${max} bytes`);
   if (password.includes("\u0000")) return refuse("password holds a NUL byte");
   if (rules.passwordForbidden && rules.passwordForbidden.test(password)) return refuse("password holds characters this backend cannot pass on");
@@ -73,7 +73,7 @@ export function checkUsername(backend: string, username: unknown, log: Logger, r
   };
   if (typeof username !== "string") return refuse("username is not a string");
   if (username.length === 0) return refuse("empty username");
-  if (username.length > USERNAME_CHARS_MAX) return refuse(`username longer than ${USERNAME_CHARS_MAX} characters`);
+  if (username.length > usernameCharsMax) return refuse(`username longer than ${usernameCharsMax} characters`);
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(username)) return refuse("username holds control characters");
   if (rules.usernamePattern && !rules.usernamePattern.test(username)) return refuse("username has a form this backend cannot pass on safely");

@@ -24,7 +24,7 @@ import { safeEqual } from "./common.js";
 
 const ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /** most SHA-crypt rounds accepted in a stored hash: a larger count would hold a request worker for minutes */
-export const SHA_CRYPT_ROUNDS_MAX = 10_000_000;
+export const shaCryptRoundsMax = 10_000_000;
 
 function to64(v: number, n: number): string {
   let out = "";
@@ -132,8 +132,8 @@ export function htpasswdScheme(stored: string): HashCheck {
   if (sha) {
     const scheme = sha[1] === "5" ? "sha256-crypt" : "sha512-crypt";
     const rounds = sha[2] === undefined ? undefined : Number(sha[2]);
-    if (rounds !== undefined && rounds > SHA_CRYPT_ROUNDS_MAX) {
-      return { scheme, supported: false, why: `rounds=${rounds} exceeds ${SHA_CRYPT_ROUNDS_MAX}` };
+    if (rounds !== undefined && rounds > shaCryptRoundsMax) {
+      return { scheme, supported: false, why: `rounds=${rounds} exceeds ${shaCryptRoundsMax}` };
     }
     return { scheme, supported: true, verify: async (pw) => safeEqual(shaCrypt(pw, sha[1] as "5" | "6", sha[3], rounds), stored) };
   }

@@ -28,7 +28,7 @@ import { checkCredentials, externalAuth, OptionReader, safeEqual } from "./commo
 import { htpasswdScheme, type HashCheck } from "./crypt.js";
 
 /** the largest user file read, bytes: a user list, not a database */
-export const USER_FILE_BYTES_MAX = 64 * 1024 * 1024;
+export const userFileBytesMax = 64 * 1024 * 1024;
 
 export const FILE_TYPES = FILE_EAUTH_FILETYPES;
 export const HASH_TYPES = FILE_EAUTH_HASHTYPES;
@@ -115,7 +115,7 @@ export class FileEauthBackend implements EauthBackend {
     }
     const key = `${st.ino}:${st.size}:${st.mtimeMs}`;
     if (this.loaded?.key === key) return this.loaded;
-    if (st.size > USER_FILE_BYTES_MAX) throw new BrineError("EAUTH_BACKEND", `file: ${this.opts.filename} is larger than ${USER_FILE_BYTES_MAX} bytes`);
+    if (st.size > userFileBytesMax) throw new BrineError("EAUTH_BACKEND", `file: ${this.opts.filename} is larger than ${userFileBytesMax} bytes`);
     if (!this.loading) {
       this.loading = this.read(key).finally(() => (this.loading = undefined));
     }

@@ -51,7 +51,7 @@ import type { EauthBackend, EauthCredentials } from "../backend.js";
 import { checkCredentials, checkUsername, OptionReader, shown } from "./common.js";
 
 /** most entries a search may return (a group list, not the directory) */
-export const LDAP_SEARCH_ENTRIES_MAX = 1000;
+export const ldapSearchEntriesMax = 1000;
 
 export interface LdapEauthOptions {
   url: string;
@@ -242,7 +242,7 @@ export class LdapEauthBackend implements EauthBackend {
   private async search(client: Client, base: string, scope: "base" | "one" | "sub", filter: string, attributes: string[]): Promise<Entry[]> {
     try {
       const f = filter.startsWith("(") ? filter : `(${filter})`;
-      const r = await client.search(base, { scope, filter: f, attributes, sizeLimit: LDAP_SEARCH_ENTRIES_MAX, timeLimit: Math.ceil(this.opts.timeoutMs / 1000) });
+      const r = await client.search(base, { scope, filter: f, attributes, sizeLimit: ldapSearchEntriesMax, timeLimit: Math.ceil(this.opts.timeoutMs / 1000) });
       return r.searchEntries;
     } catch (e) {
       if (e instanceof NoSuchObjectError) return [];

@@ -14,12 +14,12 @@
  * default is looked up in /usr/bin, /usr/local/bin, /bin at start, and its absence stops the start naming
  * the option) and `auth.pam.timeout` (seconds per check, default 10: a failed check in Debian's `login`
  * service waits 3 s in pam_faildelay). A check that times out or whose helper cannot run is thrown as
- * BrineError("EAUTH_BACKEND"), as is a check beyond PAM_CHECKS_RUNNING_MAX helpers at once and
- * PAM_CHECKS_WAITING_MAX waiting (per request worker): a flood of logins must not fork without bound.
+ * BrineError("EAUTH_BACKEND"), as is a check beyond pamChecksRunningMax helpers at once and
+ * pamChecksWaitingMax waiting (per request worker): a flood of logins must not fork without bound.
  *
  * What reaches the helper is checked first: the username cannot start with "-" (it would be read as an
  * option) and holds only letters, digits and `_ . @ \ $ -`; the password holds no line break (the helper
- * reads one line per prompt, a second line would answer a second prompt) and at most PAM_PASSWORD_BYTES_MAX
+ * reads one line per prompt, a second line would answer a second prompt) and at most pamPasswordBytesMax
  * bytes (libpam_misc reads a response into PAM_MAX_RESP_SIZE = 512 bytes).
  *
  * pam_unix checks other users' passwords only when the master runs as root (otherwise its unix_chkpwd
@@ -34,15 +34,15 @@ import type { EauthBackend, EauthCredentials } from "../backend.js";
 import { checkCredentials, checkUsername, Gate, OptionReader, shown, type CredentialRules } from "./common.js";
 
 /** helper processes one backend (one request worker) runs at once, and how many more checks may wait */
-export const PAM_CHECKS_RUNNING_MAX = 8;
-export const PAM_CHECKS_WAITING_MAX = 64;
+export const pamChecksRunningMax = 8;
+export const pamChecksWaitingMax = 64;
 /** PAM_MAX_RESP_SIZE (512) less its terminating NUL */
-export const PAM_PASSWORD_BYTES_MAX = 511;
+export const pamPasswordBytesMax = 511;
 const HELPER_CANDIDATES = ["/usr/bin/pamtester", "/usr/local/bin/pamtester", "/bin/pamtester"];
 const ID_CANDIDATES = ["/usr/bin/id", "/bin/id"];
 
 const RULES: CredentialRules = {
-  passwordBytesMax: PAM_PASSWORD_BYTES_MAX,
+  passwordBytesMax: pamPasswordBytesMax,
   passwordForbidden: /[\r\n]/,
   usernamePattern: /^[A-Za-z0-9_.@\\][A-Za-z0-9_.@\\$-]*$/,
 };
@@ -51,7 +51,7 @@ export interface PamEauthOptions {
   service: string;
   helper: string;
   timeoutMs: number;
-  /** bounds of the helper processes at once (defaults PAM_CHECKS_RUNNING_MAX, PAM_CHECKS_WAITING_MAX) */
+  /** bounds of the helper processes at once (defaults pamChecksRunningMax, pamChecksWaitingMax) */
   runningMax?: number;
   waitingMax?: number;
 }
@@ -103,7 +103,7 @@ export class PamEauthBackend implements EauthBackend {
   private readonly gate: Gate;
 
   constructor(readonly opts: PamEauthOptions, private readonly log: Logger = getLogger("brine.auth.pam")) {
-    this.gate = new Gate("pam", opts.runningMax ?? PAM_CHECKS_RUNNING_MAX, opts.waitingMax ?? PAM_CHECKS_WAITING_MAX);
+    this.gate = new Gate("pam", opts.runningMax ?? pamChecksRunningMax, opts.waitingMax ?? pamChecksWaitingMax);
   }
 
   async authenticate(creds: EauthCredentials): Promise<boolean> {
