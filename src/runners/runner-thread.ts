@@ -13,7 +13,7 @@ import { encodeWire } from "../shared/protocol/msgpack.js";
 import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
-import { checkResult } from "./orchestrate/compiler.js";
+import { checkResult } from "./orchestrate/chunk-runner.js";
 import { storeMasterJob } from "./job-record.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { RaftClient } from "../workers/raft/client.js";

@@ -1,12 +1,13 @@
 /**
- * The orchestration compiler on its own (src/runners/orchestrate/compiler.ts, sans-I/O): high data in, the
+ * The orchestration compiler on its own (src/runners/orchestrate/compiler.ts and chunk-runner.ts, sans-I/O): high data in, the
  * state functions injected as a table, Salt's highstate return out. Each scenario is a behaviour of Salt's
  * State.call_high (salt/state.py, 3007) for master-side states: order, requisites and their `_in` forms,
  * failhard, test mode, parallel, and the failures it reports instead of running.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { callHigh, callSingle, checkResult, compileHighData, genTag, orderChunks, padFuncs, type Data, type Low, type Running, type StateCall, type StateResult, type StateRuntime } from "../../src/runners/orchestrate/compiler.js";
+import { compileHighData, genTag, orderChunks, padFuncs, type Data, type Low, type Running, type StateCall, type StateResult, type StateRuntime } from "../../src/runners/orchestrate/compiler.js";
+import { callHigh, callSingle, checkResult } from "../../src/runners/orchestrate/chunk-runner.js";
 import { stateRuntime, type OrchestrateIO } from "../../src/runners/orchestrate/states.js";
 
 type Fn = (c: StateCall) => StateResult | Promise<StateResult>;

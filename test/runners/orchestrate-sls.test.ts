@@ -10,7 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../../src/shared/config/defaults.js";
 import { StateTree } from "../../src/runners/orchestrate/sls.js";
-import { callHigh, type Running } from "../../src/runners/orchestrate/compiler.js";
+import { type Running } from "../../src/runners/orchestrate/compiler.js";
+import { callHigh } from "../../src/runners/orchestrate/chunk-runner.js";
 import { stateRuntime, type OrchestrateIO } from "../../src/runners/orchestrate/states.js";
 import { writeFiles } from "./helpers.js";
 

@@ -5,7 +5,7 @@
  *
  * - the SLS mods from `file_roots[saltenv]` (sls.ts), with the master's pillar (compiled for the master's id,
  *   `pillarenv`, `pillar=` overrides merged) and a few grains of the master host in the render context;
- * - compiled and run by compiler.ts with the state modules of states.ts, whose minion jobs go out through the
+ * - compiled by compiler.ts and run by chunk-runner.ts with the state modules of states.ts, whose minion jobs go out through the
  *   runner's LocalClient (publish over the request port with the root key, returns from the event bus), and
  *   whose runner and wheel calls are clear `runner`/`wheel` requests with the root key as the calling user, so
  *   each is a job of its own (jid, `salt/run/<jid>/new|ret`, job cache), as Salt's RunnerClient runs them.
@@ -23,7 +23,8 @@ import { isMap as isWireMap } from "../../shared/protocol/msgpack.js";
 import { PillarCompiler } from "../../lib/pillar/compile.js";
 import { makeSaltFuncs } from "../../lib/render/salt-funcs.js";
 import { argOf, type RunnerContext, type RunnerFn } from "../context.js";
-import { callHigh, callSingle, checkResult, isMap, padFuncs, verifyHigh, type Data, type Low, type Running } from "./compiler.js";
+import { isMap, padFuncs, verifyHigh, type Data, type Low, type Running } from "./compiler.js";
+import { callHigh, callSingle, checkResult } from "./chunk-runner.js";
 import { StateTree } from "./sls.js";
 import { stateRuntime, type CmdRequest, type MinionAnswer, type OrchestrateIO } from "./states.js";
 

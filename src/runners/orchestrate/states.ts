@@ -12,10 +12,11 @@
  *   `configurable_test_state`, `show_notification`, and `test.mod_watch` (what `watch` calls).
  *
  * `batch` runs as Salt's cmd_batch (src/lib/client/batch.ts). What brine cannot do is a failed state naming it,
- * never a silent success: `subset`, `ssh`, `fail_function`; any other state module is "not found" with a reason (compiler.ts).
+ * never a silent success: `subset`, `ssh`, `fail_function`; any other state module is "not found" with a reason (chunk-runner.ts).
  */
 import { fnmatch } from "../../lib/targeting/fnmatch.js";
-import { checkResult, genTag, isMap, type Data, type StateCall, type StateResult, type StateRuntime } from "./compiler.js";
+import { genTag, isMap, type Data, type StateCall, type StateResult, type StateRuntime } from "./compiler.js";
+import { checkResult } from "./chunk-runner.js";
 
 /** A minion's answer as Salt's cmd_iter gives it: `{ret, out?, retcode?, jid?}`, or `{failed: true}` when it did not return. */
 export type MinionAnswer = Data;
@@ -422,7 +423,7 @@ const KNOWN_UNSUPPORTED: Record<string, string> = {
   "test.check_pillar": "brine's orchestrate does not implement test.check_pillar yet",
 };
 
-/** The runtime compiler.ts runs: these state modules over `io`. */
+/** The runtime chunk-runner.ts runs: these state modules over `io`. */
 export function stateRuntime(io: OrchestrateIO, opts: { test: boolean; failhard: boolean; disabledRequisites?: string[]; now?: () => number }): StateRuntime {
   return {
     test: opts.test,
