@@ -147,15 +147,12 @@ class LaneQueue<T> {
 
   /** Replies of a batch that went before the whole batch was ready (worker.ts), with the effects fired since its last part. */
   private onPart(m: BatchPart): void {
-    const tags = this.open.answer(
-      m.batch,
-      m.replies.map((r) => r.index),
-    );
+    const tags = this.open.answer(m.batch, m.indices);
     // (a frame no longer owed was answered with an error already; the effects still go out)
     const out: LaneOutput<T>[] = [];
     tags.forEach((tag, i) => {
       if (tag === undefined) return;
-      const reply = m.replies[i]!.reply;
+      const reply = m.replies[i]!;
       out.push({ tag, reply: Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) });
     });
     this.settle(out.length);

@@ -30,7 +30,9 @@ export interface BatchTask {
  */
 export interface BatchPart extends Omit<BatchResult, "replies" | "streamed"> {
   batch: number;
-  replies: { index: number; reply: Uint8Array }[];
+  /** the frames answered, by index in the batch, and their replies, in the same order (two flat arrays clone cheaper than pairs) */
+  indices: number[];
+  replies: Uint8Array[];
 }
 
 /**

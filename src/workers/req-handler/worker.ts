@@ -82,7 +82,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       finish({ replies, ...takeEffects(fx) });
       return;
     }
-    const part: BatchPart = { batch: task.batch, replies: f.indices.map((index) => ({ index, reply: replies[index]! })), ...takeEffects(fx) };
+    const part: BatchPart = { batch: task.batch, indices: f.indices, replies: f.indices.map((i) => replies[i]!), ...takeEffects(fx) };
     for (const i of f.indices) replies[i] = SENT;
     partChannel.postMessage(part);
     if (f.release) {
@@ -126,7 +126,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   // awaited runner call waits for its `runs` to reach the main thread.
   hold = setTimeout(() => {
     if (!br.hold()) return;
-    partChannel.postMessage({ batch: task.batch, replies: [], ...takeEffects(fx) } satisfies BatchPart);
+    partChannel.postMessage({ batch: task.batch, indices: [], replies: [], ...takeEffects(fx) } satisfies BatchPart);
     finish(STREAMED);
   }, batchHoldMsMax);
   return result;
