@@ -5,6 +5,8 @@
  * `brine-keys/`), whichever driver this master runs now: migrate, then switch the driver and restart.
  */
 import { getLogger } from "../shared/log.js";
+import { BrineError } from "../shared/errors.js";
+import { onNetworkFs } from "../shared/shared-fs.js";
 import { pyTruthy } from "../lib/wheel/salt-errors.js";
 import { KeyStore } from "../lib/pki/key-store.js";
 import { migrateReport, migrateToIndexed, skipsLoggedMax } from "../lib/pki/key-migrate.js";
@@ -14,6 +16,8 @@ const log = getLogger("brine.runner.pki");
 
 function migrate(ctx: RunnerContext, dryRun: boolean): string {
   const dir = ctx.keys.pkiDir;
+  // the store the master would refuse to start on is not made either
+  if (!dryRun && onNetworkFs(dir)) throw new BrineError("KEYS_STORE_NETWORK_FS", `${dir} (the indexed key store needs a local disk; keys stay in their files)`);
   const db = dryRun ? undefined : new KeyStore(dir, "mmap_key").indexed();
   let logged = 0;
   const counts = migrateToIndexed(dir, db, dryRun, {

@@ -11,6 +11,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { open } from "lmdb";
 import { KeyDb, keyDbDir, pubDigest } from "../../src/lib/pki/key-db.js";
 import { SortedIds } from "../../src/lib/pki/sorted-ids.js";
 import { AcceptedKeyCache, KeyStore, closeKeyDbs, keyCacheDriver, prepareKeyStore } from "../../src/lib/pki/key-store.js";
@@ -106,6 +107,10 @@ test("a reader further behind than the change log reloads the state and still li
     await nextTurn();
     const want = Array.from({ length: 30 }, (_, i) => `n${String(i).padStart(2, "0")}`);
     assert.deepEqual(reader.ids("accepted"), want);
+    const raw = open({ path: keyDbDir(dir), maxDbs: 4, readOnly: true });
+    const logged = [...raw.openDB<string, number>({ name: "changes", encoding: "cbor" as unknown as "msgpack" }).getKeys({})];
+    assert.deepEqual(logged, [25, 26, 27, 28, 29, 30, 31, 32], "the change log keeps the last `kept` changes");
+    await raw.close();
     // a small step after that is applied from the log
     writer.remove("accepted", "n00");
     await nextTurn();

@@ -186,11 +186,12 @@ export class KeyDb {
     let gen = this.generation();
     for (const k of keys) this.changes.putSync(++gen, k);
     this.meta.putSync("gen", gen);
-    let n = 0;
+    // the oldest records past the bound, collected before any is removed (no cursor walks a changing tree)
+    const stale: number[] = [];
     for (const old of this.changes.getKeys({ limit: changesTrimPerWrite + keys.length })) {
-      if (old > gen - this.limits.kept || n >= changesTrimPerWrite + keys.length) break;
-      this.changes.removeSync(old);
-      n++;
+      if (old > gen - this.limits.kept) break;
+      stale.push(old);
     }
+    for (const old of stale) this.changes.removeSync(old);
   }
 }
