@@ -28,6 +28,7 @@ import { FileKeyring, checkSelfEntry, isKeyFileId, loadSelfIdentity, publishSelf
 import type { PeerLimits } from "../workers/raft/peer/limits.js";
 import type { PeerTransportOptions } from "../workers/raft/peer/peer-transport.js";
 import { isWildcardAddress, validateNodeId } from "./cluster-names.js";
+import { normalizeFingerprint } from "./cluster-fingerprint.js";
 
 /** Salt's default `cluster_pool_port` (declared in src/shared/config/schema.ts). */
 export const DEFAULT_CLUSTER_POOL_PORT = optionDefault("cluster_pool_port") as number;
@@ -46,6 +47,31 @@ export interface ClusterConfigInput {
   cluster_pki_dir: unknown;
   cluster_pool_port?: unknown;
   cluster_port?: unknown;
+  cluster_isolated_filesystem?: unknown;
+  cluster_secret?: unknown;
+  cluster_pub_fingerprint?: unknown;
+  cluster_join_timeout?: unknown;
+  cluster_min_voters?: unknown;
+  brine_cluster_allow_empty_secret?: unknown;
+  brine_cluster_found?: unknown;
+  hash_type?: unknown;
+}
+
+/**
+ * Isolated-filesystem mode (`cluster_isolated_filesystem`): each master has its own `cluster_pki_dir`, and a new
+ * master joins with the secret (src/workers/raft/peer/join.ts) instead of finding keys in a shared directory.
+ */
+export interface IsolatedSettings {
+  /** `cluster_secret` ("" only with brine_cluster_allow_empty_secret) */
+  secret: string;
+  /** `cluster_pub_fingerprint`, as given (checked to be a fingerprint), or null */
+  fingerprint: string | null;
+  /** the hash the fingerprint is made with (`hash_type`, as `salt-key -F` prints it) */
+  hashType: string;
+  /** `cluster_join_timeout`, ms */
+  joinTimeoutMs: number;
+  /** `brine_cluster_found`: found now when no peer answers with a cluster, whatever the ids */
+  found: boolean;
 }
 
 export interface PeerAddress {
@@ -65,6 +91,10 @@ export interface ClusterSettings {
   clusterPkiDir: string;
   /** `cluster_pki_dir/peers`: one `<id>.pub` per master */
   peerKeyDir: string;
+  /** set in isolated-filesystem mode */
+  isolated?: IsolatedSettings;
+  /** `cluster_min_voters` (reported, never enforced: see docs/CONFIG.md) */
+  minVoters: number;
 }
 
 function configError(detail: string): BrineError {
@@ -165,6 +195,7 @@ export function parseClusterConfig(cfg: ClusterConfigInput, log: Logger = getLog
     if (prevId !== undefined) throw new BrineError("CLUSTER_BAD_NODE_ID", `cluster_peers[${i}] and cluster_peers[${prevId}] both have id ${JSON.stringify(p.id)}`);
     seenId.set(p.id, i);
   });
+  const isolated = parseIsolated(cfg, log);
   return {
     clusterId,
     nodeId,
@@ -173,6 +204,43 @@ export function parseClusterConfig(cfg: ClusterConfigInput, log: Logger = getLog
     pkiDir: cfg.pki_dir,
     clusterPkiDir,
     peerKeyDir: path.join(clusterPkiDir, "peers"),
+    ...(isolated ? { isolated } : {}),
+    minVoters: typeof cfg.cluster_min_voters === "number" ? cfg.cluster_min_voters : (optionDefault("cluster_min_voters") as number),
+  };
+}
+
+/**
+ * The isolated-filesystem options, or undefined in shared-filesystem mode. An empty `cluster_secret` is refused
+ * unless `brine_cluster_allow_empty_secret` says otherwise (then logged as a warning at every start); a
+ * `cluster_pub_fingerprint` that is not a fingerprint is refused.
+ */
+function parseIsolated(cfg: ClusterConfigInput, log: Logger): IsolatedSettings | undefined {
+  const secretSet = typeof cfg.cluster_secret === "string" && cfg.cluster_secret !== "";
+  if (cfg.cluster_isolated_filesystem !== true) {
+    if (secretSet || cfg.cluster_pub_fingerprint) log.warning("cluster_secret and cluster_pub_fingerprint are read only with cluster_isolated_filesystem: True; this master shares cluster_pki_dir and ignores them");
+    return undefined;
+  }
+  const secret = typeof cfg.cluster_secret === "string" ? cfg.cluster_secret : "";
+  if (secret === "") {
+    if (cfg.brine_cluster_allow_empty_secret !== true) {
+      throw configError("cluster_isolated_filesystem needs a cluster_secret (the same on every master; a joining master proves it knows it); set brine_cluster_allow_empty_secret: True to run without one");
+    }
+    log.warning("cluster_secret is empty (brine_cluster_allow_empty_secret): any master that reaches the peer port and trusts the cluster key may join this cluster");
+  }
+  let fingerprint: string | null = null;
+  if (typeof cfg.cluster_pub_fingerprint === "string" && cfg.cluster_pub_fingerprint.trim() !== "") {
+    normalizeFingerprint(cfg.cluster_pub_fingerprint);
+    fingerprint = cfg.cluster_pub_fingerprint.trim();
+  }
+  const found = cfg.brine_cluster_found === true;
+  if (found) log.warning("brine_cluster_found: this master founds a new cluster (makes cluster.pem) if no configured peer answers with one");
+  const timeoutS = typeof cfg.cluster_join_timeout === "number" ? cfg.cluster_join_timeout : (optionDefault("cluster_join_timeout") as number);
+  return {
+    secret,
+    fingerprint,
+    hashType: typeof cfg.hash_type === "string" ? cfg.hash_type : "sha256",
+    joinTimeoutMs: timeoutS * 1000,
+    found,
   };
 }
 

@@ -139,6 +139,10 @@ export const ERR = {
   // --- pillar and fileserver subprocesses (folded from GitError and CommandLimitError) ---
   GIT_FAILED: "a git command failed",
   PILLAR_CMD_LIMIT: "an ext_pillar command passed its limit",
+  // --- cluster join (isolated filesystem) ---
+  CLUSTER_JOIN_REFUSED: "the join was refused",
+  CLUSTER_JOIN_TIMEOUT: "the master could not join the cluster in time",
+  CLUSTER_JOIN_FRAME: "malformed join frame",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -309,6 +309,13 @@ export const MasterConfigSchema = Type.Object(
     brine_presence_heard_s: num(60, 0.001, 86_400, "`heard`: how long a minion counts as present after it was heard from", { unit: "seconds" }),
     brine_cluster_unhealthy_after_ms: int(5000, 1, 3_600_000, "a voter whose peer-channel session is down this long is listed in unhealthy_voters", { unit: "ms" }),
     brine_cluster_chaos_file: optStr("tests: node ids listed in this file are cut off"),
+    cluster_isolated_filesystem: bool(false, "each master keeps its own cluster_pki_dir (and cachedir, roots): a new master joins with cluster_secret, pinned by cluster_pub_fingerprint or a cluster.pub it is given"),
+    cluster_secret: strOrNull("the shared secret a joining master proves it knows (never sent: a keyed challenge/response); required in isolated mode unless brine_cluster_allow_empty_secret"),
+    cluster_pub_fingerprint: strOrNull("the cluster public key a joiner trusts: `salt-key -F`'s cluster.pub line (hash_type, hex pairs with colons) or the same hex without colons"),
+    cluster_join_timeout: int(300, 1, 86_400, "a master that can neither join nor found a cluster exits with a message after this long", { unit: "seconds" }),
+    cluster_min_voters: int(3, 1, 64, "Salt's floor of voters for automatic voter replacement; brine has no automatic replacement and only reports a cluster with fewer voters (a warning at promotion)"),
+    brine_cluster_allow_empty_secret: bool(false, "isolated mode: start with an empty cluster_secret (any master that can reach the peer port and knows the fingerprint may join); logged as a warning at every start"),
+    brine_cluster_found: bool(false, "isolated mode: found a new cluster now (make cluster.pem) when no configured peer answers with one, whatever the node ids; logged at start"),
     // --- master of masters (src/workers/req-handler/syndic-return.ts) ---
     order_masters: bool(false, "this master is a master of masters: it takes _syndic_return, publishes when none of its own minions match, and its syndics get the user's auth_list"),
     syndic_wait: int(5, 0, 86_400, "a master of masters' CLI waits at least this long for minions below syndics to report", { unit: "seconds" }),

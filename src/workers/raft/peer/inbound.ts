@@ -15,6 +15,7 @@ import type { Logger } from "../../../shared/log.js";
 import type { CoarseTimer, TimerHandle } from "../../../shared/coarse-timer.js";
 import { BODY, DATA_OVERHEAD_BYTES, FRAME, encodeBody, encodeClear, joinBodies, type Body } from "./framing.js";
 import { HandshakeError, ResponderHandshake, type HandshakeContext } from "./handshake.js";
+import { JOIN_FRAME } from "./join.js";
 import type { PeerLimits } from "./limits.js";
 import type { LogBudget } from "../../../shared/log-budget.js";
 import { Fifo } from "./out-queue.js";
@@ -37,7 +38,15 @@ export interface ListenerHost {
   openData(session: Session, frame: Buffer, from: string): Body[];
   /** counts, logs and reports a refused peer */
   refused(info: RefusedInfo): void;
+  /**
+   * The join exchange of an isolated-filesystem cluster (join.ts): a JOIN frame from connection `conn`, answered
+   * with the frame to send back (none: nothing). Absent: JOIN frames are counted and dropped.
+   */
+  joinFrame?(conn: string, frame: Uint8Array): Promise<Uint8Array | undefined>;
 }
+
+/** join exchanges in progress at once on one listener, count (each holds an ephemeral key and waits on a commit) */
+const JOINS_IN_FLIGHT_MAX = 16;
 
 interface InboundConn {
   rid: Buffer;
@@ -112,6 +121,10 @@ export class PeerListener {
       this.onHello(rid, key, frame);
       return;
     }
+    if (type === JOIN_FRAME) {
+      this.onJoinFrame(rid, key, frame);
+      return;
+    }
     if (!conn) {
       this.h.counters.unauthenticatedFrames++;
       return;
@@ -126,6 +139,26 @@ export class PeerListener {
     }
     const session = conn.session;
     for (const body of this.h.openData(session, frame, `from ${conn.peerId}`)) this.dispatch(conn, session, body);
+  }
+
+  private joinsInFlight = 0;
+
+  /** A join frame: handed to the join responder (never holds a session; answered in the clear). */
+  private onJoinFrame(rid: Buffer, key: string, frame: Buffer): void {
+    const handler = this.h.joinFrame;
+    if (!handler || this.joinsInFlight >= JOINS_IN_FLIGHT_MAX) {
+      this.h.counters.unauthenticatedFrames++;
+      return;
+    }
+    this.joinsInFlight++;
+    const conn: InboundConn = { rid, key, hs: undefined, session: undefined, peerId: undefined, deadline: undefined, running: 0, queuedReplies: 0 };
+    handler
+      .call(this.h, key, frame)
+      .then((reply) => {
+        if (reply) this.writeRouter({ conn, clear: reply });
+      })
+      .catch((e: unknown) => this.h.log.error(`peer channel: join frame failed: ${(e as Error).message}`))
+      .finally(() => this.joinsInFlight--);
   }
 
   private onHello(rid: Buffer, key: string, frame: Buffer): void {

@@ -117,6 +117,7 @@ export class PeerTransport {
   private started = false;
   private closed = false;
   private boundPort = 0;
+  private joinHandler: ((conn: string, frame: Uint8Array) => Promise<Uint8Array | undefined>) | undefined;
 
   constructor(private readonly opts: PeerTransportOptions) {
     if (opts.keys.self.id !== opts.selfId) {
@@ -139,6 +140,7 @@ export class PeerTransport {
       isClosed: () => this.closed,
       openData: (session, frame, from) => this.openData(session, frame, from),
       refused: (info) => this.refused(info),
+      joinFrame: (conn, frame) => (this.joinHandler ? this.joinHandler(conn, frame) : Promise.resolve(undefined)),
     });
     for (const ep of opts.peers) this.addLink(ep);
   }
@@ -183,6 +185,11 @@ export class PeerTransport {
     this.listener.attach(router);
     for (const link of this.links) this.dial(link);
     this.log.info(`peer channel ${this.opts.selfId} listening on ${host}:${this.boundPort}, ${this.links.length} peer(s)`);
+  }
+
+  /** Answers the JOIN frames of an isolated-filesystem cluster (join-host.ts); without one they are dropped. */
+  onJoinFrame(handler: (conn: string, frame: Uint8Array) => Promise<Uint8Array | undefined>): void {
+    this.joinHandler = handler;
   }
 
   /** Adds a peer at runtime (the join flow); dialled at once when the transport runs. */
