@@ -100,7 +100,8 @@ export class MasterServer {
     if (isClustered(c)) {
       // shared-filesystem mode: LMDB on local disk, one per master; cluster keys shared (src/shared/shared-fs.ts)
       resolveLocalState(c);
-      ensureClusterKeys(c);
+      // isolated filesystem: the cluster key comes from the join (or the founding), in ClusterService.start
+      if (!c.cluster_isolated_filesystem) ensureClusterKeys(c);
     }
     const keyNote = prepareKeyStore(c);
     if (keyNote) log.warning(keyNote);
@@ -175,6 +176,7 @@ export class MasterServer {
     this.nonceJournal = new NonceJournal(lmdbDir(c), this.nonces, nonceWindowMs);
     this.nonceJournal.load();
     await this.startCluster();
+    if (this.cluster && c.cluster_isolated_filesystem) ensureClusterKeys(c); // checks the pair the join installed
     if (!this.cluster) this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
     const shared = {

@@ -230,6 +230,32 @@ export const clusterRunners: Record<string, RunnerFn> = {
     return proposeRoute(c, data_type, ring === null || ring === "" || ring === "None" ? null : String(ring));
   },
 
+  /**
+   * remove_member(id): beyond Salt (where every master must restart): takes node `id` out of the cluster group
+   * (a Raft configuration change, committed on the leader: run it there; elsewhere the error names the leader),
+   * then every master with a session forgets its peer key (its handshakes are refused until it is admitted
+   * again with cluster_secret). Returns the committed change and which masters forgot the key.
+   */
+  "cluster.remove_member": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const id = String(argOf(arg, kwarg, 0, "id", ""));
+    if (id === "" || id === c.nodeId) throw new BrineError("CLUSTER_BAD_ARGUMENT", id === "" ? "remove_member needs id=<node id>" : "a master cannot remove itself; run remove_member on another member");
+    const membership = await readCluster<MembershipSnapshot>(c, "membership");
+    if (!membership.voters.includes(id) && !membership.learners.includes(id)) {
+      throw new BrineError("CLUSTER_BAD_ARGUMENT", `${id} is not a member (voters: ${membership.voters.join(", ")}; learners: ${membership.learners.join(", ") || "none"})`);
+    }
+    let r: ProposeResult;
+    try {
+      r = await c.raft.changeMembership(CLUSTER_RING, { kind: "removeNode", node_id: id });
+    } catch (e) {
+      throw proposalError(e, CLUSTER_RING, await groupHint(c, CLUSTER_RING));
+    }
+    const forgot = await c.raft.forgetMember(id);
+    log.warning(`cluster.remove_member: ${id} removed at index ${r.index}; its key forgotten here and on ${forgot.ok.join(", ") || "no other master"}${forgot.failed.length ? ` (not reached: ${forgot.failed.join(", ")})` : ""}`);
+    return committed(r, { removed: id, keys_forgotten_on: [c.nodeId, ...forgot.ok].sort(), not_reached: forgot.failed });
+  },
+
   "cluster.route_clear": async (ctx: RunnerContext, arg, kwarg) => {
     const c = ctx.cluster;
     if (!c) return NOT_CLUSTERED;

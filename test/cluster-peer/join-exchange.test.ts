@@ -144,6 +144,12 @@ test("a responder that shows the right cluster key but cannot sign with it is re
   refused(() => j.onChallenge(r.onDiscover(j.discover)), "forged");
 });
 
+test("a joiner with no pin trusts no cluster: it refuses and names cluster_pub_fingerprint", () => {
+  const j = joiner({ pin: undefined });
+  const e = refused(() => j.onChallenge(responder().onDiscover(j.discover)), "fingerprint");
+  assert.match(e.message, /set cluster_pub_fingerprint/);
+});
+
 test("another cluster_id is refused by the responder at DISCOVER", () => {
   const j = joiner({ clusterId: "another" });
   const e = refused(() => responder().onDiscover(j.discover), "cluster");

@@ -18,7 +18,9 @@
  * partition would drop them (here by FilteredChannel, chaos-filter.ts; Raft in the worker, which gets the
  * same set). Polled every CHAOS_POLL_MS; absent or empty means no partition.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { BrineError } from "../../shared/errors.js";
+import { FOUND_WAIT_MS, decideFounding, type PeerAnswer } from "./founding.js";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
@@ -35,7 +37,7 @@ import { MirrorThread } from "../state-sync-host.js";
 import { createHealthBuffer, HealthWriter } from "../../shared/peer-health.js";
 import type { PeerLimits } from "../../workers/raft/peer/limits.js";
 import { PeerChannelProxy } from "./peer-proxy.js";
-import { readOrCreateClusterAes, writeClusterAes } from "../../shared/shared-fs.js";
+import { ensureClusterKeys, minionFacingKeyFiles, readOrCreateClusterAes, writeClusterAes } from "../../shared/shared-fs.js";
 import { isWildcardAddress } from "../../shared/cluster-names.js";
 import { StateSyncLink } from "./state-sync-link.js";
 import type { PeerReport } from "../../workers/state-sync/engine.js";
@@ -49,6 +51,10 @@ export const JOIN_CHANNEL = "cl/join";
 const JOIN_REQUEST_TIMEOUT_MS = 10_000;
 /** between join attempts, ms */
 const JOIN_RETRY_MS = 500;
+/** one isolated-filesystem join exchange through one peer, ms */
+const JOIN_ATTEMPT_TIMEOUT_MS = 3_000;
+/** a master still looking for its cluster says why this often, ms */
+const JOIN_WHY_LOG_MS = 10_000;
 /** longest an introduced peer waits for our configured peers to prove their ids before it is dialled, ms */
 const INTRODUCTION_WAIT_MS = 10_000;
 
@@ -76,6 +82,12 @@ export interface ClusterHooks {
   nonces?(packed: Uint8Array): void;
   /** this master's replay nonce set, for bulk syncs (served to peers, filled from them) */
   nonceSab?: SharedArrayBuffer;
+  /**
+   * Called when this master, having joined as a learner, is about to ask for promotion to voter; `via` is the
+   * member it joined through. The state-sync of keys and roots (issue 15) waits here; the promotion is asked
+   * for when it resolves, retried after a rejection. Absent: promoted as soon as the learner has the log.
+   */
+  beforePromotion?(via: string): Promise<void>;
 }
 
 export interface ClusterServiceOptions {
@@ -155,6 +167,12 @@ export class ClusterService {
 
   private async wire(): Promise<void> {
     const t = this.transport;
+    let isolatedJoin: string | undefined;
+    if (this.settings.isolated) {
+      // the listener answers other masters' join attempts while this one looks for its cluster
+      await t.start();
+      isolatedJoin = await this.admitOrFound();
+    }
     this.aesKey = readOrCreateClusterAes(this.cfg);
     this.hooks.setAesKey(this.aesKey);
     const ss = new MessageChannel();
@@ -171,7 +189,7 @@ export class ClusterService {
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
     this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
     this.view.on(JOIN_CHANNEL, (m) => this.onJoin(m.from, m.payload));
-    t.events.on("peerUp", (id) => {
+    const onUp = (id: string): void => {
       log.info(`cluster peer ${id} is up`);
       this.health.set(id, true);
       this.sendAes([id]);
@@ -180,7 +198,8 @@ export class ClusterService {
         this.sync?.pull(id);
         this.stateSync?.peerUp(id);
       } else this.stateSync?.peersChanged();
-    });
+    };
+    t.events.on("peerUp", onUp);
     t.events.on("peerDown", (id, reason) => {
       log.warning(`cluster peer ${id} is down (${reason})`);
       this.health.set(id, false);
@@ -189,7 +208,25 @@ export class ClusterService {
     // (the worker's Raft link hears of the same sessions itself, and knows the members it restored)
     const status = await this.node.raft.status();
     this.founded = status.groups.some((g) => g.group === CLUSTER_RING);
-    await t.start();
+    if (this.settings.isolated) {
+      for (const id of t.upPeers()) onUp(id); // sessions that came up while this master was joining
+      if (!this.founded) {
+        // a fresh founder's group, or a join (admitted now, or a restart whose Raft state was wiped)
+        this.founding = true;
+        if (isolatedJoin === "") {
+          await this.node.raft.bootstrap([this.nodeId]);
+          this.founded = true;
+          this.founding = false;
+          log.info(`founded cluster ${this.settings.clusterId} (isolated filesystem) with ${this.nodeId}`);
+        } else {
+          void this.join(isolatedJoin ? [isolatedJoin] : [])
+            .catch((e: Error) => log.error(`joining the cluster group failed: ${e.message}`))
+            .finally(() => (this.founding = false));
+        }
+      }
+    } else {
+      await t.start();
+    }
     if (typeof this.cfg.brine_cluster_chaos_file === "string" && this.cfg.brine_cluster_chaos_file) {
       const file = this.cfg.brine_cluster_chaos_file;
       this.chaosTimer = setInterval(() => this.pollChaos(file), CHAOS_POLL_MS);
@@ -207,7 +244,7 @@ export class ClusterService {
    *   snapshot has arrived, as a voter (a master founded alone can be joined this way later).
    */
   private async maybeFound(): Promise<void> {
-    if (this.founded || this.founding || this.stopped) return;
+    if (this.founded || this.founding || this.stopped || this.settings.isolated) return;
     const ids = this.transport.status().map((s) => s.id);
     if (ids.some((id) => id === undefined)) return;
     const peers = [...new Set(ids as string[])];
@@ -237,7 +274,7 @@ export class ClusterService {
     log.info(`joining cluster ${this.settings.clusterId} through ${targets.join(", ")}`);
     const ask = async (kind: "addLearner" | "addVoter"): Promise<void> => {
       for (let attempt = 0; !this.stopped; attempt++) {
-        for (const t of [...new Set([...targets, ...this.leaderHints])]) {
+        for (const t of [...new Set([...targets, ...this.leaderHints, ...(targets.length ? [] : this.transport.upPeers())])]) {
           if (!this.transport.isUp(t)) continue;
           try {
             const r = cbor.decode(await this.transport.request(t, JOIN_CHANNEL, cbor.encode({ kind }) as Uint8Array, JOIN_REQUEST_TIMEOUT_MS)) as { ok?: boolean; leader?: string | null; error?: string };
@@ -258,9 +295,72 @@ export class ClusterService {
       if (g && (g.learners.includes(this.nodeId) || g.voters.includes(this.nodeId))) break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    if (this.hooks.beforePromotion) {
+      for (;;) {
+        try {
+          await this.hooks.beforePromotion(targets[0] ?? this.transport.upPeers()[0] ?? "");
+          break;
+        } catch (e) {
+          log.warning(`not asking for promotion yet: ${(e as Error).message}`);
+          if (this.stopped) return;
+          await new Promise((r) => setTimeout(r, JOIN_RETRY_MS * 10));
+        }
+      }
+    }
     await ask("addVoter");
     this.founded = true;
     log.info(`joined cluster ${this.settings.clusterId} as a voter`);
+  }
+
+  /**
+   * Isolated-filesystem start: with cluster.pem already here (a restart), nothing to do. Otherwise try to join
+   * through every `cluster_peers` entry (join-host.ts) until one admits this master (returns its node id), or
+   * decideFounding (founding.ts) says to found (makes cluster.pem and the AES key; returns ""). Logs why it
+   * waits every JOIN_WHY_LOG_MS; throws CLUSTER_JOIN_TIMEOUT after `cluster_join_timeout`.
+   */
+  private async admitOrFound(): Promise<string | undefined> {
+    const iso = this.settings.isolated!;
+    if (existsSync(minionFacingKeyFiles(this.cfg).pem)) return undefined;
+    const started = Date.now();
+    const answers: PeerAnswer[] = this.settings.peers.map((p) => ({ address: `${p.host}:${p.port}`, ...(p.id ? { configuredId: p.id } : {}), answer: "none" }));
+    let lastWhy = 0;
+    const told = new Set<string>();
+    log.info(`cluster ${this.settings.clusterId}: no cluster key here; looking for the cluster through ${answers.map((a) => a.address).join(", ") || "no peer"}`);
+    while (!this.stopped) {
+      for (const [i, p] of this.settings.peers.entries()) {
+        const r = await this.node.raft.joinAttempt(p.host, p.port, JOIN_ATTEMPT_TIMEOUT_MS);
+        const a = answers[i]!;
+        if (r.kind === "admitted") {
+          log.info(`joined cluster ${this.settings.clusterId} through ${r.via} (${a.address}); members: ${r.members.join(", ")}`);
+          return r.via;
+        }
+        a.answer = r.kind;
+        if (r.kind === "no-cluster" && r.id) a.answeredId = r.id;
+        if (r.kind === "refused") {
+          a.refusal = `${r.reason}: ${r.detail}`;
+          const line = `cluster join through ${a.address} refused (${r.reason}, ${r.by === "us" ? "by this master" : "by the peer"}): ${r.detail}`;
+          if (!told.has(line)) log.error(line);
+          told.add(line);
+        }
+      }
+      const d = decideFounding({ selfId: this.nodeId, explicit: iso.found, peers: answers, sinceStartMs: Date.now() - started, foundWaitMs: FOUND_WAIT_MS });
+      if (d.act === "found") {
+        ensureClusterKeys(this.cfg);
+        readOrCreateClusterAes(this.cfg);
+        log.info(`founding cluster ${this.settings.clusterId}: ${d.why}; salt-key -F prints its cluster.pub fingerprint for cluster_pub_fingerprint`);
+        return "";
+      }
+      const now = Date.now();
+      if (now - started >= iso.joinTimeoutMs) {
+        throw new BrineError("CLUSTER_JOIN_TIMEOUT", `no cluster admitted this master within cluster_join_timeout (${iso.joinTimeoutMs / 1000} s): ${d.why}`);
+      }
+      if (now - lastWhy >= JOIN_WHY_LOG_MS) {
+        log.warning(`not in cluster ${this.settings.clusterId} yet: ${d.why}`);
+        lastWhy = now;
+      }
+      await new Promise((r) => setTimeout(r, JOIN_RETRY_MS * 2));
+    }
+    throw new BrineError("CLUSTER_JOIN_TIMEOUT", "stopped while joining");
   }
 
   /** A peer's hello: it tells us its listen address (we may have no link to it: it joined) and its cluster. */

@@ -13,6 +13,7 @@ import type { GroupKind } from "./backend.js";
 import type { LatencyHistogram, LatencySummary } from "../../shared/metrics/latency-window.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
+import type { JoinAttempt } from "./join-host.js";
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
 
@@ -135,6 +136,13 @@ export interface RaftWorkerApi {
    * asked has {error}. Single master or no peer channel: only this one.
    */
   jobsHeld(max: number): Promise<Outcome<Record<string, HeldJobsAnswer>>>;
+  /**
+   * One isolated-filesystem join exchange through the peer at host:port (join-host.ts): admitted (the keys,
+   * cluster.pem and the AES key are installed), no cluster there, refused (by which side, why), or unreachable.
+   */
+  joinAttempt(host: string, port: number, timeoutMs: number): Promise<Outcome<JoinAttempt>>;
+  /** forgets a removed member's peer key here and on every member with a session (raft/peer-forget) */
+  forgetMember(id: string): Promise<Outcome<{ ok: string[]; failed: string[] }>>;
   /** runs cluster.shed_unowned on every other master of the cluster (raft/shed); node id -> its result */
   shedPeers(args: ShedArgs): Promise<Outcome<Record<string, ShedResult>>>;
   /** serves this API on another port as well (a runner thread's end of a MessageChannel) */

@@ -19,6 +19,7 @@ import { nodeEndpoint } from "./comlink-node.js";
 import { clientCallTimeoutMs } from "./limits.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
+import type { JoinAttempt } from "./join-host.js";
 
 /** How often calls in flight are checked against their deadline, ms (one timer per client, not per call). */
 const DEADLINE_SWEEP_MS = 500;
@@ -150,6 +151,12 @@ export class RaftClient {
   }
   jobsHeld(max: number): Promise<Record<string, HeldJobsAnswer>> {
     return this.call("jobsHeld", () => this.api.jobsHeld(max));
+  }
+  joinAttempt(host: string, port: number, timeoutMs: number): Promise<JoinAttempt> {
+    return this.call("joinAttempt", () => this.api.joinAttempt(host, port, timeoutMs));
+  }
+  forgetMember(id: string): Promise<{ ok: string[]; failed: string[] }> {
+    return this.call("forgetMember", () => this.api.forgetMember(id));
   }
   shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
     return this.call("shedPeers", () => this.api.shedPeers(args));

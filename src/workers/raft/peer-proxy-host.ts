@@ -111,7 +111,8 @@ export class PeerChannelHost {
         );
         return;
       case "add":
-        t.addPeer(msg.ep);
+        // the join may have added it in this thread already (join-host.ts): one link per peer
+        if (msg.ep.id === undefined || !t.status().some((st) => st.id === msg.ep.id)) t.addPeer(msg.ep);
         this.pushState();
         return;
       case "cut":

@@ -39,6 +39,7 @@ import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
 import type { ReadOptions, ReadQuery } from "./api.js";
 import { threadInit } from "../../shared/thread-kit.js";
+import { JoinHost } from "./join-host.js";
 
 /** workerData of the Raft worker. */
 export interface RaftWorkerInit {
@@ -80,6 +81,7 @@ let raftLink: RaftPeerLink | undefined;
 let peerTransport: PeerTransport | undefined;
 let forwarder: RingForwarder | undefined;
 let heldJobs: HeldJobsService | undefined;
+let joinHost: JoinHost | undefined;
 
 async function outcome<T>(f: () => T | Promise<T>): Promise<Outcome<T>> {
   try {
@@ -133,6 +135,7 @@ async function startup(): Promise<GroupManager> {
 function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
   const keys = loadClusterKeys(p.settings, { requirePeerKeys: false, publishSelf: true });
   const transport = new PeerTransport(peerTransportOptions(p.settings, keys, p.limits));
+  joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport });
   const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
   const link = new RaftPeerLink(transport, init.nodeId, known);
   peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids));
@@ -229,6 +232,18 @@ const api: RaftWorkerApi = {
       return joined;
     }),
   jobsHeld: (max) => outcome(async () => jobsHeldEverywhere(await started, max)),
+  joinAttempt: (host, port, timeoutMs) =>
+    outcome(async () => {
+      await started;
+      if (!joinHost) throw new BrineError("CLUSTER_CONFIG", "no peer channel");
+      return joinHost.attempt(host, port, timeoutMs);
+    }),
+  forgetMember: (id) =>
+    outcome(async () => {
+      await started;
+      if (!joinHost) throw new BrineError("CLUSTER_CONFIG", "no peer channel");
+      return joinHost.forget(id);
+    }),
   shedPeers: (args: ShedArgs) =>
     outcome(async () => {
       const m = await started;

@@ -284,7 +284,8 @@ export interface JoinerContext {
   privateKey: KeyObject;
   publicKey: KeyObject;
   secret: string;
-  pin: ClusterPin;
+  /** absent: the joiner trusts no cluster key (it refuses every cluster, and says which option to set) */
+  pin?: ClusterPin;
   now(): number;
   random(n: number): Uint8Array;
 }
@@ -349,6 +350,9 @@ export class JoinerExchange {
       if (from === this.ctx.selfId) throw new JoinError("duplicate-id", `the responder claims this master's own id ${JSON.stringify(from)}`);
       const pub = textField(c, "pub", PEM_BYTES_MAX);
       const clusterPub = textField(c, "cluster_pub", PEM_BYTES_MAX);
+      if (!this.ctx.pin) {
+        throw new JoinError("fingerprint", `${from} answered with a cluster, and this master cannot tell its key from an impostor's: set cluster_pub_fingerprint to the cluster.pub line of \`salt-key -F\` on a master of the cluster (its key is ${pemFinger(clusterPub)})`);
+      }
       if (!pinMatches(this.ctx.pin, clusterPub)) {
         const want = "fingerprint" in this.ctx.pin ? `cluster_pub_fingerprint ${this.ctx.pin.fingerprint}` : "the cluster.pub in cluster_pki_dir";
         const got = "fingerprint" in this.ctx.pin ? pemFinger(clusterPub, this.ctx.pin.hashType) : pemFinger(clusterPub);

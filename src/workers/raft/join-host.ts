@@ -1,0 +1,350 @@
+/**
+ * The I/O shell of the isolated-filesystem join (the exchange itself is join.ts, sans-I/O), in the Raft worker,
+ * which owns the peer channel's port, the peer keyring and the files in `cluster_pki_dir/peers/`:
+ *
+ * - responder: JOIN frames arriving on the peer port (inbound.ts) go to a ResponderExchange per connection
+ *   (at most JOINS_PENDING_MAX, each forgotten after JOIN_EXCHANGE_TTL_MS). An admitted joiner's key is written
+ *   here (`peers/<id>.pub`) and sent to every member with a session (`raft/peer-key`, which each member records
+ *   the same way and dials the joiner), then ADMIT goes back. A refusal is one log line here and a REFUSE frame
+ *   that the joiner logs;
+ * - joiner: `attempt(host, port)` runs one exchange over its own DEALER socket; only after ADMIT verified does it
+ *   write anything: the members' keys, cluster.pem / cluster.pub and the publish AES key.
+ * Member removal (`raft/peer-forget`): every member deletes the key file and forgets the key, so the removed
+ * master's handshakes are refused until it is admitted again.
+ */
+import { randomBytes, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import * as zmq from "zeromq";
+import { cbor } from "../../shared/cbor.js";
+import { BrineError } from "../../shared/errors.js";
+import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import type { ClusterSettings } from "../../shared/cluster-config.js";
+import type { FileKeyring, PeerIdentity } from "../../shared/cluster-keys.js";
+import { isKeyFileId, parsePeerPublicKey } from "../../shared/cluster-keys.js";
+import { CLUSTER_AES_FILE, replaceAtomically } from "../../shared/shared-fs.js";
+import { pemFinger } from "../../shared/protocol/pem.js";
+import { JoinError, JoinReplayGuard, JoinerExchange, ResponderExchange, decodeJoinFrame, noClusterFrame, peekRefusal, refuseFrame, type ClusterPin, type Admitted } from "./peer/join.js";
+import type { PeerTransport } from "./peer/peer-transport.js";
+
+const log = getLogger("brine.cluster.join");
+/** refusal lines the responder logs per window (a refused joiner retries every second or so), count */
+const REFUSAL_LINES_PER_WINDOW = 10;
+/** ms */
+const REFUSAL_LOG_WINDOW_MS = 60_000;
+
+export const PEER_KEY_CHANNEL = "raft/peer-key";
+export const PEER_FORGET_CHANNEL = "raft/peer-forget";
+/** responder exchanges held at once, count */
+const JOINS_PENDING_MAX = 32;
+/** a responder exchange not finished within this is forgotten, ms */
+const JOIN_EXCHANGE_TTL_MS = 30_000;
+/** how long the admitting master waits for each member to record a joiner's key, ms */
+const PEER_KEY_TIMEOUT_MS = 5_000;
+
+/** What one join attempt through one address gave. */
+export type JoinAttempt =
+  | { kind: "admitted"; via: string; members: string[] }
+  | { kind: "no-cluster"; id: string | null }
+  | { kind: "refused"; reason: string; detail: string; by: "us" | "them" }
+  | { kind: "unreachable"; detail: string };
+
+export interface JoinHostOptions {
+  settings: ClusterSettings;
+  self: PeerIdentity;
+  keyring: FileKeyring;
+  transport: PeerTransport;
+}
+
+function pemOf(k: KeyObject): string {
+  return k.export({ type: "spki", format: "pem" }) as string;
+}
+
+export class JoinHost {
+  private readonly pending = new Map<string, { ex: ResponderExchange; at: number }>();
+  private readonly replay = new JoinReplayGuard();
+  private readonly refusals = new LogBudget(REFUSAL_LINES_PER_WINDOW, REFUSAL_LOG_WINDOW_MS, (l) => log.warning(l));
+
+  constructor(private readonly o: JoinHostOptions) {
+    o.transport.onJoinFrame((conn, frame) => this.onFrame(conn, frame));
+    o.transport.on(PEER_KEY_CHANNEL, (m) => this.onPeerKey(m.from, m.payload));
+    o.transport.on(PEER_FORGET_CHANNEL, (m) => this.onForget(m.from, m.payload));
+  }
+
+  private get s(): ClusterSettings {
+    return this.o.settings;
+  }
+
+  private file(name: string): string {
+    return path.join(this.s.clusterPkiDir, name);
+  }
+
+  // ------------------------------------------------------------------ responder
+
+  private clusterKey(): { privateKey: KeyObject; pubPem: string } | undefined {
+    const pem = this.file("cluster.pem");
+    if (!existsSync(pem)) return undefined;
+    const privateKey = createPrivateKey(readFileSync(pem));
+    return { privateKey, pubPem: readFileSync(this.file("cluster.pub"), "utf8") };
+  }
+
+  private async onFrame(conn: string, frame: Uint8Array): Promise<Uint8Array | undefined> {
+    const now = Date.now();
+    for (const [k, p] of this.pending) if (now - p.at > JOIN_EXCHANGE_TTL_MS) (p.ex.abort(), this.pending.delete(k));
+    let t: string;
+    try {
+      t = decodeJoinFrame(frame).t;
+    } catch (e) {
+      const held = this.pending.get(conn);
+      this.pending.delete(conn);
+      held?.ex.abort();
+      if (e instanceof JoinError && e.remote) {
+        this.refusals.line(`cluster join: ${held?.ex.joinerId ?? "a joining master"} refused this cluster (${e.reason}): ${e.detail}`);
+        return undefined;
+      }
+      log.warning(`cluster join: dropped a malformed join frame: ${(e as Error).message}`);
+      return undefined;
+    }
+    if (!this.s.isolated) return refuseFrame(new JoinError("state", `${this.s.nodeId} is not in isolated-filesystem mode (cluster_isolated_filesystem); it takes new masters through a shared cluster_pki_dir`));
+    if (t === "discover") return this.onDiscover(conn, frame);
+    if (t === "proof") return this.onProof(conn, frame);
+    return refuseFrame(new JoinError("state", `unexpected ${t}`));
+  }
+
+  private onDiscover(conn: string, frame: Uint8Array): Uint8Array {
+    if (this.pending.size >= JOINS_PENDING_MAX) return refuseFrame(new JoinError("busy", `${JOINS_PENDING_MAX} joins in progress`));
+    const iso = this.s.isolated!;
+    let clusterKey: { privateKey: KeyObject; pubPem: string } | undefined;
+    try {
+      clusterKey = this.clusterKey();
+    } catch (e) {
+      log.error(`cluster join: the cluster key in ${this.s.clusterPkiDir} is not readable: ${(e as Error).message}`);
+    }
+    const ex = new ResponderExchange(
+      {
+        clusterId: this.s.clusterId,
+        selfId: this.s.nodeId,
+        privateKey: this.o.self.privateKey,
+        publicKey: this.o.self.publicKey,
+        secret: iso.secret,
+        ...(clusterKey ? { clusterKey } : {}),
+        knownKey: (id) => this.o.keyring.get(id),
+        now: Date.now,
+        random: (n) => randomBytes(n),
+      },
+      this.replay,
+    );
+    try {
+      const out = ex.onDiscover(frame);
+      this.pending.set(conn, { ex, at: Date.now() });
+      return out;
+    } catch (e) {
+      const err = e instanceof JoinError ? e : new JoinError("bad-frame", (e as Error).message);
+      if (err.reason === "no-cluster") {
+        log.info(`cluster join: ${ex.joinerId ?? "a master"} asked to join; this master has no cluster yet`);
+        return noClusterFrame(this.s.nodeId);
+      }
+      this.refusals.line(`cluster join: refused ${ex.joinerId ?? "a master"} (${err.reason}): ${err.detail}`);
+      return refuseFrame(err);
+    }
+  }
+
+  private async onProof(conn: string, frame: Uint8Array): Promise<Uint8Array> {
+    const held = this.pending.get(conn);
+    this.pending.delete(conn);
+    if (!held) return refuseFrame(new JoinError("state", "PROOF without a DISCOVER on this connection"));
+    let who: Admitted;
+    try {
+      who = held.ex.onProof(frame);
+    } catch (e) {
+      const err = e instanceof JoinError ? e : new JoinError("bad-frame", (e as Error).message);
+      this.refusals.line(`cluster join: refused ${held.ex.joinerId ?? "a master"} (${err.reason}): ${err.detail}`);
+      return refuseFrame(err);
+    }
+    try {
+      this.record(who.id, who.pub, who.host, who.port);
+      const told = await this.tellMembers(PEER_KEY_CHANNEL, { id: who.id, pub: who.pub, host: who.host, port: who.port });
+      const members: Record<string, string> = { [this.s.nodeId]: pemOf(this.o.self.publicKey) };
+      for (const id of this.o.keyring.peerIds()) {
+        const k = this.o.keyring.loaded(id);
+        if (k && id !== who.id) members[id] = pemOf(k);
+      }
+      const addresses: Record<string, { host: string; port: number }> = {};
+      for (const st of this.o.transport.status()) {
+        if (st.id === undefined || st.id === who.id) continue;
+        const a = splitAddress(st.address);
+        if (a) addresses[st.id] = a;
+      }
+      const out = held.ex.admitted({ clusterPem: readFileSync(this.file("cluster.pem"), "utf8"), aes: readFileSync(this.file(CLUSTER_AES_FILE), "utf8").trim(), members, addresses });
+      log.info(`cluster join: admitted ${who.id} (${who.host}:${who.port}, key ${pemFinger(who.pub)}); its key reached ${told.ok.join(", ") || "no other member"}${told.failed.length ? `, not ${told.failed.join(", ")}` : ""}`);
+      return out;
+    } catch (e) {
+      held.ex.abort();
+      log.error(`cluster join: admitting ${who.id} failed: ${(e as Error).message}`);
+      return refuseFrame(new JoinError("state", `the responder could not admit: ${(e as Error).message}`));
+    }
+  }
+
+  /** Writes a member's key and dials it (the joiner's, or one a member sent). Refuses another key for a known id. */
+  private record(id: string, pub: string, host?: string, port?: number): void {
+    if (!isKeyFileId(id) || id === this.s.nodeId) throw new BrineError("CLUSTER_BAD_NODE_ID", `${JSON.stringify(id)} cannot be a peer's id here`);
+    const key = parsePeerPublicKey(pub, `key of ${id}`);
+    const known = this.o.keyring.get(id);
+    if (known && !known.export({ type: "spki", format: "der" }).equals(key.export({ type: "spki", format: "der" }))) {
+      throw new BrineError("CLUSTER_PEER_REFUSED", `${id} is known with another key`);
+    }
+    if (!known) {
+      mkdirSync(this.s.peerKeyDir, { recursive: true, mode: 0o755 });
+      replaceAtomically(path.join(this.s.peerKeyDir, `${id}.pub`), pemOf(key), 0o644);
+      this.o.keyring.set(id, pemOf(key));
+    }
+    if (host !== undefined && port !== undefined) this.dial(id, host, port);
+  }
+
+  private dial(id: string, host: string, port: number): void {
+    const known = this.o.transport.status().some((st) => st.id === id || st.address === `${host}:${port}`);
+    if (!known && !this.s.peers.some((p) => p.host === host && p.port === port)) this.o.transport.addPeer({ id, host, port });
+  }
+
+  private async tellMembers(channel: string, msg: object): Promise<{ ok: string[]; failed: string[] }> {
+    const payload = cbor.encode(msg) as Uint8Array;
+    const peers = this.o.transport.upPeers();
+    const results = await Promise.allSettled(peers.map((p) => this.o.transport.request(p, channel, payload, PEER_KEY_TIMEOUT_MS)));
+    const ok: string[] = [];
+    const failed: string[] = [];
+    results.forEach((r, i) => (r.status === "fulfilled" ? ok : failed).push(peers[i]!));
+    return { ok, failed };
+  }
+
+  private onPeerKey(from: string, payload: Uint8Array): Uint8Array {
+    const m = cbor.decode(payload) as { id?: unknown; pub?: unknown; host?: unknown; port?: unknown };
+    if (typeof m.id !== "string" || typeof m.pub !== "string") throw new BrineError("CLUSTER_BAD_ARGUMENT", "peer key message without id or key");
+    try {
+      this.record(m.id, m.pub, typeof m.host === "string" ? m.host : undefined, typeof m.port === "number" ? m.port : undefined);
+    } catch (e) {
+      log.warning(`cluster join: ${from} sent the key of ${m.id}, not recorded: ${(e as Error).message}`);
+      throw e;
+    }
+    log.info(`cluster join: ${from} admitted ${m.id}; its key is recorded here`);
+    return new Uint8Array(0);
+  }
+
+  // ------------------------------------------------------------------ removal
+
+  /** Forgets a member's key here and on every member with a session. */
+  async forget(id: string): Promise<{ ok: string[]; failed: string[] }> {
+    this.forgetHere(id);
+    return this.tellMembers(PEER_FORGET_CHANNEL, { id });
+  }
+
+  private forgetHere(id: string): void {
+    if (!isKeyFileId(id) || id === this.s.nodeId) return;
+    rmSync(path.join(this.s.peerKeyDir, `${id}.pub`), { force: true });
+    this.o.keyring.delete(id);
+    log.warning(`cluster: member ${id} removed; its key is forgotten and its handshakes are refused until it is admitted again`);
+  }
+
+  private onForget(from: string, payload: Uint8Array): Uint8Array {
+    const m = cbor.decode(payload) as { id?: unknown };
+    if (typeof m.id !== "string") throw new BrineError("CLUSTER_BAD_ARGUMENT", "forget message without id");
+    log.info(`cluster: ${from} removed member ${m.id}`);
+    this.forgetHere(m.id);
+    return new Uint8Array(0);
+  }
+
+  // ------------------------------------------------------------------ joiner
+
+  /** One join exchange through `host:port`. Writes nothing unless admitted. */
+  async attempt(host: string, port: number, timeoutMs: number): Promise<JoinAttempt> {
+    const iso = this.s.isolated;
+    if (!iso) throw new BrineError("CLUSTER_CONFIG", "joining with a secret needs cluster_isolated_filesystem");
+    const pin = this.pin();
+    const ex = new JoinerExchange({
+      clusterId: this.s.clusterId,
+      selfId: this.s.nodeId,
+      listen: this.s.listen,
+      privateKey: this.o.self.privateKey,
+      publicKey: this.o.self.publicKey,
+      secret: iso.secret,
+      ...(pin ? { pin } : {}),
+      now: Date.now,
+      random: (n) => randomBytes(n),
+    });
+    const sock = new zmq.Dealer({ linger: 0, receiveTimeout: timeoutMs, sendTimeout: timeoutMs, connectTimeout: timeoutMs });
+    const h = host.includes(":") ? `[${host}]` : host;
+    try {
+      sock.connect(`tcp://${h}:${port}`);
+      const exchange = async (f: Uint8Array): Promise<Uint8Array> => {
+        await sock.send(f);
+        const [reply] = await sock.receive();
+        return reply!;
+      };
+      let challenge: Uint8Array;
+      try {
+        challenge = await exchange(ex.discover);
+      } catch (e) {
+        return { kind: "unreachable", detail: (e as Error).message };
+      }
+      const refusal = peekRefusal(challenge);
+      if (refusal?.reason === "no-cluster") return { kind: "no-cluster", id: refusal.id ?? null };
+      let proof: Uint8Array;
+      try {
+        proof = ex.onChallenge(challenge);
+      } catch (e) {
+        const err = e instanceof JoinError ? e : new JoinError("bad-frame", (e as Error).message);
+        if (!err.remote) await sock.send(refuseFrame(err)).catch(() => undefined);
+        return { kind: "refused", reason: err.reason, detail: err.detail, by: err.remote ? "them" : "us" };
+      }
+      let admit: Uint8Array;
+      try {
+        admit = await exchange(proof);
+      } catch (e) {
+        return { kind: "unreachable", detail: `no answer to the proof: ${(e as Error).message}` };
+      }
+      try {
+        const a = ex.onAdmit(admit);
+        this.install(a.clusterPem, a.clusterPub, a.aes, a.members, a.addresses);
+        return { kind: "admitted", via: a.via, members: Object.keys(a.members).sort() };
+      } catch (e) {
+        const err = e instanceof JoinError ? e : new JoinError("bad-frame", (e as Error).message);
+        return { kind: "refused", reason: err.reason, detail: err.detail, by: err.remote ? "them" : "us" };
+      }
+    } finally {
+      ex.abort();
+      sock.close();
+    }
+  }
+
+  /** The fingerprint, else a cluster.pub put in cluster_pki_dir by hand, else none (no cluster is trusted). */
+  private pin(): ClusterPin | undefined {
+    const iso = this.s.isolated!;
+    if (iso.fingerprint) return { fingerprint: iso.fingerprint, hashType: iso.hashType };
+    const pub = this.file("cluster.pub");
+    if (existsSync(pub)) return { clusterPub: readFileSync(pub, "utf8") };
+    return undefined;
+  }
+
+  private install(clusterPem: string, clusterPub: string, aes: string, members: Record<string, string>, addresses: Record<string, { host: string; port: number }>): void {
+    for (const [id, pub] of Object.entries(members)) {
+      try {
+        const a = addresses[id];
+        this.record(id, pub, a?.host, a?.port);
+      } catch (e) {
+        log.warning(`cluster join: the key of member ${id} was not recorded: ${(e as Error).message}`);
+      }
+    }
+    mkdirSync(this.s.clusterPkiDir, { recursive: true, mode: 0o700 });
+    // the derived public half must match what the challenge was signed with (checked in join.ts)
+    createPublicKey(createPrivateKey(clusterPem));
+    replaceAtomically(this.file("cluster.pub"), clusterPub, 0o644);
+    replaceAtomically(this.file(CLUSTER_AES_FILE), aes, 0o600);
+    replaceAtomically(this.file("cluster.pem"), clusterPem, 0o400);
+  }
+}
+
+function splitAddress(a: string): { host: string; port: number } | undefined {
+  const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(a);
+  if (!m) return undefined;
+  return { host: m[1]!, port: Number(m[2]) };
+}

@@ -1,0 +1,101 @@
+/**
+ * Isolated-filesystem join (cluster_isolated_filesystem): every master has its own directories. m1 starts alone
+ * and founds; m2 and m3 join it from empty directories with the secret and the fingerprint `salt-key -F` prints;
+ * a 4th master that lists only m2 joins, becomes a voter everywhere, and every member holds its key. A master
+ * with a wrong secret, and one with a wrong fingerprint, are refused: they exit their start with
+ * CLUSTER_JOIN_TIMEOUT after cluster_join_timeout, with the reason, and nothing is written on either side.
+ * `salt-key -F` prints the cluster.pub line that is pinned; `salt-run cluster.remove_member id=iso4` takes the 4th
+ * out of Raft and every member forgets its key.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startTestMaster, freePort, type TestMaster } from "../helpers/master.js";
+import { CLUSTER_RING } from "../../src/shared/sab-ring/layout.js";
+import { pemFinger } from "../../src/shared/protocol/pem.js";
+import { until } from "../../tools/local-cluster.js";
+import { runCli, writeConfigDir } from "../helpers/cli.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
+
+const HOSTS = ["127.0.0.181", "127.0.0.182", "127.0.0.183", "127.0.0.184", "127.0.0.185", "127.0.0.186"];
+
+test("a 4th master joins a running 3-master isolated cluster from empty directories and is removed with remove_member; a wrong secret or fingerprint is refused with nothing written", { timeout: 180_000 }, async () => {
+  const top = mkdtempSync(path.join(os.tmpdir(), "brine-isojoin-"));
+  const ports = await Promise.all(HOSTS.map((h) => freePort(h)));
+  const masters: TestMaster[] = [];
+  const addr = (i: number) => `${HOSTS[i]}:${ports[i]}`;
+  const base = (i: number, over: Partial<MasterConfig> = {}): Partial<MasterConfig> => ({
+    id: `iso${i + 1}`,
+    interface: HOSTS[i]!,
+    cluster_id: "iso",
+    cluster_isolated_filesystem: true,
+    cluster_secret: "correct horse",
+    cluster_pool_port: ports[i]!,
+    ...over,
+  });
+  const members = async (m: TestMaster) => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING);
+  const root = (i: number) => path.join(top, `m${i + 1}`);
+  try {
+    masters.push(await startTestMaster(base(0), root(0)));
+    assert.deepEqual((await members(masters[0]!))?.voters, ["iso1"], "alone, with no peers, it founds");
+    const clusterPub = readFileSync(path.join(masters[0]!.pkiDir, "cluster.pub"), "utf8");
+    const fp = pemFinger(clusterPub, "sha256");
+
+    masters.push(await startTestMaster(base(1, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp }), root(1)));
+    masters.push(await startTestMaster(base(2, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp.replace(/:/g, "").toUpperCase() }), root(2)));
+    await until("three voters everywhere", async () => {
+      const v = await Promise.all(masters.map(members));
+      return v.every((g) => JSON.stringify(g?.voters) === JSON.stringify(["iso1", "iso2", "iso3"])) ? true : undefined;
+    }, 60_000, 200);
+    for (const m of masters.slice(1)) assert.equal(readFileSync(path.join(m.pkiDir, "cluster.pub"), "utf8"), clusterPub, "the joiner holds the cluster's key, not one of its own");
+
+    // the 4th lists only iso2
+    masters.push(await startTestMaster(base(3, { cluster_peers: [addr(1)], cluster_pub_fingerprint: fp }), root(3)));
+    await until("iso4 a voter everywhere with one leader", async () => {
+      const v = await Promise.all(masters.map(members));
+      const leader = v[0]?.leaderId;
+      return leader && v.every((g) => JSON.stringify(g?.voters) === JSON.stringify(["iso1", "iso2", "iso3", "iso4"]) && g?.leaderId === leader) ? true : undefined;
+    }, 60_000, 200);
+    for (const m of masters.slice(0, 3)) assert.ok(existsSync(path.join(m.pkiDir, "peers", "iso4.pub")), `${m.cfg.id} holds iso4's key`);
+    assert.equal(readFileSync(path.join(masters[3]!.pkiDir, ".aes"), "utf8"), readFileSync(path.join(masters[0]!.pkiDir, ".aes"), "utf8"), "one publish AES key");
+
+    // salt-key -F on a member prints the cluster.pub line an operator pins
+    const keys = await runCli("salt-key", ["-c", writeConfigDir(masters[1]!), "-F"]);
+    assert.equal(keys.code, 0, keys.stderr);
+    assert.ok(keys.stdout.split("\n").includes(`cluster.pub:  ${fp}`), keys.stdout);
+
+    // remove_member on the leader: out of Raft, and every master forgets iso4's key
+    const leaderId = (await members(masters[0]!))!.leaderId!;
+    const leader = masters.find((m) => m.cfg.id === leaderId)!;
+    const removed = await runCli("salt-run", ["-c", writeConfigDir(leader), "cluster.remove_member", "id=iso4", "--out", "json"]);
+    assert.equal(removed.code, 0, removed.stderr + removed.stdout);
+    const out = JSON.parse(removed.stdout) as { status: string; data: { removed: string; keys_forgotten_on: string[] } };
+    assert.equal(out.status, "committed");
+    assert.equal(out.data.removed, "iso4");
+    await until("iso4 out of every remaining member's group", async () => {
+      const v = await Promise.all(masters.slice(0, 3).map(members));
+      return v.every((g) => JSON.stringify(g?.voters) === JSON.stringify(["iso1", "iso2", "iso3"]) && !g?.learners.includes("iso4")) ? true : undefined;
+    }, 30_000, 200);
+    for (const m of masters.slice(0, 3)) assert.ok(!existsSync(path.join(m.pkiDir, "peers", "iso4.pub")), `${m.cfg.id} forgot iso4's key`);
+    await masters.pop()!.stop();
+
+    // wrong secret, then wrong fingerprint: start fails after cluster_join_timeout, naming why; nothing written
+    const refusedStart = async (i: number, over: Partial<MasterConfig>, why: RegExp) => {
+      await assert.rejects(startTestMaster(base(i, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp, cluster_join_timeout: 5, ...over }), root(i)), (e: Error & { code?: string }) => {
+        assert.equal(e.code, "CLUSTER_JOIN_TIMEOUT", e.message);
+        assert.match(e.message, why);
+        return true;
+      });
+      assert.ok(!existsSync(path.join(root(i), "pki", "master", "cluster.pem")), "no cluster key written on the refused master");
+      assert.ok(!existsSync(path.join(root(i), "pki", "master", "peers", "iso1.pub")), "no member key written on the refused master");
+      for (const m of masters) assert.ok(!existsSync(path.join(m.pkiDir, "peers", `iso${i + 1}.pub`)), `${m.cfg.id} wrote no key for the refused master`);
+    };
+    await refusedStart(4, { cluster_secret: "wrong horse" }, /refused this master: .*secret/);
+    await refusedStart(5, { cluster_pub_fingerprint: pemFinger(clusterPub, "md5") }, /fingerprint/);
+  } finally {
+    await Promise.all(masters.map((m) => m.stop().catch(() => undefined)));
+    rmSync(top, { recursive: true, force: true });
+  }
+});
