@@ -233,8 +233,8 @@ export const clusterRunners: Record<string, RunnerFn> = {
   /**
    * remove_member(id): beyond Salt (where every master must restart): takes node `id` out of the cluster group
    * (a Raft configuration change, committed on the leader: run it there; elsewhere the error names the leader),
-   * then every master with a session forgets its peer key (its handshakes are refused until it is admitted
-   * again with cluster_secret). Returns the committed change and which masters forgot the key.
+   * then a tombstone of its peer key is committed, so every master forgets the key when it applies it (its
+   * handshakes are refused until it is admitted again with cluster_secret). Returns the committed change.
    */
   "cluster.remove_member": async (ctx: RunnerContext, arg, kwarg) => {
     const c = ctx.cluster;
@@ -251,9 +251,10 @@ export const clusterRunners: Record<string, RunnerFn> = {
     } catch (e) {
       throw proposalError(e, CLUSTER_RING, await groupHint(c, CLUSTER_RING));
     }
-    const forgot = await c.raft.forgetMember(id);
-    log.warning(`cluster.remove_member: ${id} removed at index ${r.index}; its key forgotten here and on ${forgot.ok.join(", ") || "no other master"}${forgot.failed.length ? ` (not reached: ${forgot.failed.join(", ")})` : ""}`);
-    return committed(r, { removed: id, keys_forgotten_on: [c.nodeId, ...forgot.ok].sort(), not_reached: forgot.failed });
+    // then its key, as a tombstone in the log: every master forgets it when it applies the entry (join-host.ts)
+    const k = await propose(c, CLUSTER_RING, { kind: "PEER_KEY", value: { id, pub: null } });
+    log.warning(`cluster.remove_member: ${id} removed at index ${r.index}; its key forgotten at index ${k.index}`);
+    return committed(r, { removed: id, key_forgotten_at: k.index });
   },
 
   "cluster.route_clear": async (ctx: RunnerContext, arg, kwarg) => {

@@ -179,16 +179,23 @@ export function parseClusterConfig(cfg: ClusterConfigInput, log: Logger = getLog
   const raw = cfg.cluster_peers ?? [];
   if (!Array.isArray(raw)) throw configError(`cluster_peers must be a list of "host" or "host:port" entries, got ${JSON.stringify(raw)}`);
   if (raw.length > CLUSTER_PEERS_MAX) throw configError(`cluster_peers lists ${raw.length} masters; at most ${CLUSTER_PEERS_MAX}`);
-  const peers = raw.map((e, i) => parsePeerEntry(e, port, `cluster_peers[${i}]`));
+  const listed = raw.map((e, i) => parsePeerEntry(e, port, `cluster_peers[${i}]`));
   const seenAddr = new Map<string, number>();
   const seenId = new Map<string, number>();
   const selfAddr = isWildcardAddress(iface) ? undefined : peerKey({ host: iface, port });
-  peers.forEach((p, i) => {
+  const peers: PeerAddress[] = [];
+  listed.forEach((p, i) => {
     const k = peerKey(p);
     const prev = seenAddr.get(k);
     if (prev !== undefined) throw new BrineError("CLUSTER_BAD_NODE_ID", `cluster_peers[${i}] (${p.host}:${p.port}) repeats cluster_peers[${prev}]: each master once`);
     seenAddr.set(k, i);
-    if (k === selfAddr) throw new BrineError("CLUSTER_BAD_NODE_ID", `cluster_peers[${i}] (${p.host}:${p.port}) is this master's own interface:cluster_pool_port`);
+    if (k === selfAddr) {
+      // the same list on every master names this one too: ignored (Salt's masters skip themselves as well)
+      if (p.id !== undefined && p.id !== nodeId) throw new BrineError("CLUSTER_BAD_NODE_ID", `cluster_peers[${i}] names id ${JSON.stringify(p.id)} at this master's own interface:cluster_pool_port (${p.host}:${p.port}), whose id is ${JSON.stringify(nodeId)}`);
+      log.info(`cluster_peers[${i}] (${p.host}:${p.port}) is this master; ignored`);
+      return;
+    }
+    peers.push(p);
     if (p.id === undefined) return;
     if (p.id === nodeId) throw new BrineError("CLUSTER_BAD_NODE_ID", `cluster_peers[${i}] has this master's own id ${JSON.stringify(nodeId)}: node ids must be unique`);
     const prevId = seenId.get(p.id);

@@ -82,7 +82,16 @@ test("duplicate node ids are refused: a peer listed twice, two entries with one 
   refuses({ cluster_peers: ["M2.example", "m2.example"] }, "CLUSTER_BAD_NODE_ID", /repeats/);
   refuses({ cluster_peers: [{ id: "m2", host: "a" }, { id: "m2", host: "b" }] }, "CLUSTER_BAD_NODE_ID", /both have id "m2"/);
   refuses({ cluster_peers: [{ id: "m1", host: "10.0.0.9" }] }, "CLUSTER_BAD_NODE_ID", /own id "m1"/);
-  refuses({ interface: "10.0.0.1", cluster_peers: ["10.0.0.1"] }, "CLUSTER_BAD_NODE_ID", /own interface:cluster_pool_port/);
+  refuses({ interface: "10.0.0.1", cluster_peers: [{ id: "m9", host: "10.0.0.1" }] }, "CLUSTER_BAD_NODE_ID", /names id "m9" at this master's own interface/);
+});
+
+test("this master in its own cluster_peers (the same list on every master) is ignored", () => {
+  const logs = new LogCapture();
+  const s = parseClusterConfig(base({ interface: "10.0.0.1", cluster_peers: ["10.0.0.1", "10.0.0.2"] }), logs);
+  assert.deepEqual(s.peers.map((p) => p.host), ["10.0.0.2"]);
+  assert.ok(logs.lines.some((l) => /cluster_peers\[0\] \(10\.0\.0\.1:4520\) is this master; ignored/.test(l.msg)), JSON.stringify(logs.lines));
+  const t = parseClusterConfig(base({ interface: "10.0.0.1", cluster_peers: [{ id: "m1", host: "10.0.0.1" }, "10.0.0.3"] }), new LogCapture());
+  assert.deepEqual(t.peers.map((p) => p.host), ["10.0.0.3"]);
 });
 
 test("missing cluster_id, bad ports and malformed peers are refused with CLUSTER_CONFIG", () => {
@@ -201,4 +210,29 @@ test("the file keyring picks up a key that appears later, and never reads outsid
   writeFileSync(path.join(d.cpki, "outside.pub"), keyPair("m9").publicKey.export({ type: "spki", format: "pem" }));
   assert.equal(ring.get("../outside"), undefined);
   assert.equal(ring.get(".hidden"), undefined);
+});
+
+test("isolated filesystem: an empty cluster_secret is refused unless brine_cluster_allow_empty_secret, which is warned about", () => {
+  refuses({ cluster_isolated_filesystem: true }, "CLUSTER_CONFIG", /needs a cluster_secret.*brine_cluster_allow_empty_secret/);
+  refuses({ cluster_isolated_filesystem: true, cluster_secret: "" }, "CLUSTER_CONFIG", /needs a cluster_secret/);
+  const logs = new LogCapture();
+  const s = parseClusterConfig(base({ cluster_isolated_filesystem: true, brine_cluster_allow_empty_secret: true }), logs);
+  assert.equal(s.isolated?.secret, "");
+  assert.ok(logs.warnings().some((w) => /cluster_secret is empty/.test(w)), JSON.stringify(logs.lines));
+});
+
+test("isolated filesystem: the options as read (fingerprint checked, join timeout in ms, explicit founding warned about)", () => {
+  const fp = "AB:".repeat(31) + "AB";
+  const logs = new LogCapture();
+  const s = parseClusterConfig(base({ cluster_isolated_filesystem: true, cluster_secret: "s", cluster_pub_fingerprint: fp, cluster_join_timeout: 7, brine_cluster_found: true, hash_type: "sha512" }), logs);
+  assert.deepEqual(s.isolated, { secret: "s", fingerprint: fp, hashType: "sha512", joinTimeoutMs: 7000, found: true });
+  assert.ok(logs.warnings().some((w) => /brine_cluster_found/.test(w)));
+  refuses({ cluster_isolated_filesystem: true, cluster_secret: "s", cluster_pub_fingerprint: "not-a-fingerprint" }, "CLUSTER_CONFIG", /cluster_pub_fingerprint .* is not a fingerprint/);
+  assert.equal(parseClusterConfig(base({ cluster_secret: "s" }), new LogCapture()).isolated, undefined, "shared filesystem: no join by secret");
+});
+
+test("a secret or a fingerprint without cluster_isolated_filesystem is warned about as ignored", () => {
+  const logs = new LogCapture();
+  parseClusterConfig(base({ cluster_secret: "s" }), logs);
+  assert.ok(logs.warnings().some((w) => /read only with cluster_isolated_filesystem/.test(w)));
 });

@@ -219,7 +219,8 @@ export class ClusterService {
           this.founding = false;
           log.info(`founded cluster ${this.settings.clusterId} (isolated filesystem) with ${this.nodeId}`);
         } else {
-          void this.join(isolatedJoin ? [isolatedJoin] : [])
+          // no isolatedJoin: cluster.pem was here already, so this master was a member whose Raft state is gone
+          void this.join(isolatedJoin ? [isolatedJoin] : [], !isolatedJoin)
             .catch((e: Error) => log.error(`joining the cluster group failed: ${e.message}`))
             .finally(() => (this.founding = false));
         }
@@ -269,10 +270,14 @@ export class ClusterService {
   }
 
   /** Joins an existing cluster through its leader (one of `targets`, retried until it works or we stop). */
-  private async join(targets: string[]): Promise<void> {
-    await this.node.raft.join();
-    log.info(`joining cluster ${this.settings.clusterId} through ${targets.join(", ")}`);
-    const ask = async (kind: "addLearner" | "addVoter"): Promise<void> => {
+  /**
+   * `rejoin`: this master was a member and lost its Raft state (a wiped cachedir): the leader first takes it out
+   * of the group ("leave"), and only then is its empty group hosted and added again as a new learner, so the
+   * leader's old view of it (commits beyond its empty log) never reaches it.
+   */
+  private async join(targets: string[], rejoin = false): Promise<void> {
+    log.info(`joining cluster ${this.settings.clusterId} through ${targets.join(", ") || "the members it reaches"}`);
+    const ask = async (kind: "addLearner" | "addVoter" | "leave"): Promise<void> => {
       for (let attempt = 0; !this.stopped; attempt++) {
         for (const t of [...new Set([...targets, ...this.leaderHints, ...(targets.length ? [] : this.transport.upPeers())])]) {
           if (!this.transport.isUp(t)) continue;
@@ -288,6 +293,8 @@ export class ClusterService {
         await new Promise((r) => setTimeout(r, JOIN_RETRY_MS));
       }
     };
+    if (rejoin) await ask("leave");
+    await this.node.raft.join();
     await ask("addLearner");
     // the leader's snapshot (or log) has reached us when our own group lists us
     while (!this.stopped) {
@@ -414,15 +421,25 @@ export class ClusterService {
   /** A peer asks to be added to the cluster group (it joins): only the leader makes the change. */
   private async onJoin(from: string, payload: Uint8Array): Promise<Uint8Array> {
     const req = cbor.decode(payload) as { kind?: unknown };
-    const kind = req.kind === "addVoter" ? "addVoter" : "addLearner";
+    const kind = req.kind === "addVoter" ? "addVoter" : req.kind === "leave" ? "leave" : "addLearner";
     const g = (await this.node.raft.status()).groups.find((x) => x.group === CLUSTER_RING);
     if (!g || g.role !== "leader") return cbor.encode({ ok: false, leader: g?.leaderId ?? null, error: "not the leader" }) as Uint8Array;
-    if ((kind === "addVoter" && g.voters.includes(from)) || (kind === "addLearner" && (g.learners.includes(from) || g.voters.includes(from)))) {
-      return cbor.encode({ ok: true }) as Uint8Array;
-    }
+    const member = g.learners.includes(from) || g.voters.includes(from);
+    if ((kind === "addVoter" && g.voters.includes(from)) || (kind === "addLearner" && member) || (kind === "leave" && !member)) return cbor.encode({ ok: true }) as Uint8Array;
     try {
+      if (kind === "leave") {
+        // a member that lost its log (a wiped cachedir) comes back as a new learner: the leader's view of it (its
+        // match index) would otherwise tell its empty log of commits beyond its end
+        const r = await this.node.raft.changeMembership(CLUSTER_RING, { kind: "removeNode", node_id: from });
+        log.warning(`cluster: ${from} comes back without its log; removed at index ${r.index}, to be added again as a learner`);
+        return cbor.encode({ ok: true, index: r.index }) as Uint8Array;
+      }
       const r = await this.node.raft.changeMembership(CLUSTER_RING, { kind, node_id: from });
       log.info(`cluster: ${from} added (${kind}) at index ${r.index}`);
+      if (kind === "addVoter") {
+        const voters = g.voters.length + 1;
+        if (voters < this.settings.minVoters) log.warning(`cluster has ${voters} voter(s), fewer than cluster_min_voters (${this.settings.minVoters}); brine does not demote or replace voters by itself, this is only a report`);
+      }
       return cbor.encode({ ok: true, index: r.index }) as Uint8Array;
     } catch (e) {
       return cbor.encode({ ok: false, leader: g.leaderId, error: (e as Error).message }) as Uint8Array;

@@ -141,8 +141,6 @@ export interface RaftWorkerApi {
    * cluster.pem and the AES key are installed), no cluster there, refused (by which side, why), or unreachable.
    */
   joinAttempt(host: string, port: number, timeoutMs: number): Promise<Outcome<JoinAttempt>>;
-  /** forgets a removed member's peer key here and on every member with a session (raft/peer-forget) */
-  forgetMember(id: string): Promise<Outcome<{ ok: string[]; failed: string[] }>>;
   /** runs cluster.shed_unowned on every other master of the cluster (raft/shed); node id -> its result */
   shedPeers(args: ShedArgs): Promise<Outcome<Record<string, ShedResult>>>;
   /** serves this API on another port as well (a runner thread's end of a MessageChannel) */

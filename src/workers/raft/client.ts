@@ -155,9 +155,6 @@ export class RaftClient {
   joinAttempt(host: string, port: number, timeoutMs: number): Promise<JoinAttempt> {
     return this.call("joinAttempt", () => this.api.joinAttempt(host, port, timeoutMs));
   }
-  forgetMember(id: string): Promise<{ ok: string[]; failed: string[] }> {
-    return this.call("forgetMember", () => this.api.forgetMember(id));
-  }
   shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
     return this.call("shedPeers", () => this.api.shedPeers(args));
   }

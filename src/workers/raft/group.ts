@@ -49,7 +49,7 @@ export function decodeConfContext(ctx: Uint8Array | undefined): string {
 
 /** Which kinds each group takes through propose(). CONFIG is never proposed directly: see changeMembership. */
 const PROPOSABLE: Record<GroupMeta["kind"], ReadonlySet<ClusterEntry["kind"]>> = {
-  cluster: new Set(["RING_REGISTRY", "ROUTE"]),
+  cluster: new Set(["RING_REGISTRY", "ROUTE", "PEER_KEY"]),
   ring: new Set(["RING_CONFIG"]),
 };
 const READABLE: Record<GroupMeta["kind"], ReadonlySet<ReadQuery>> = {

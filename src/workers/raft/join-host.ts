@@ -4,19 +4,19 @@
  *
  * - responder: JOIN frames arriving on the peer port (inbound.ts) go to a ResponderExchange per connection
  *   (at most JOINS_PENDING_MAX, each forgotten after JOIN_EXCHANGE_TTL_MS). An admitted joiner's key is written
- *   here (`peers/<id>.pub`) and sent to every member with a session (`raft/peer-key`, which each member records
- *   the same way and dials the joiner), then ADMIT goes back. A refusal is one log line here and a REFUSE frame
- *   that the joiner logs;
+ *   here, then committed to the cluster log (a PEER_KEY entry: state-machines/peer-keys.ts), and only then does
+ *   ADMIT go back. A refusal is one log line here (LogBudget) and a REFUSE frame that the joiner logs;
+ * - every member: `reconcile` mirrors the log's peer keys into `peers/<id>.pub` and the keyring, and dials a new
+ *   member at the address it gave; a tombstone (`cluster.remove_member`) deletes the file and forgets the key, so
+ *   the removed master's handshakes are refused until it is admitted again. A member that was down learns both
+ *   when it catches up with the log;
  * - joiner: `attempt(host, port)` runs one exchange over its own DEALER socket; only after ADMIT verified does it
  *   write anything: the members' keys, cluster.pem / cluster.pub and the publish AES key.
- * Member removal (`raft/peer-forget`): every member deletes the key file and forgets the key, so the removed
- * master's handshakes are refused until it is admitted again.
  */
 import { randomBytes, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import * as zmq from "zeromq";
-import { cbor } from "../../shared/cbor.js";
 import { BrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
@@ -27,6 +27,8 @@ import { CLUSTER_AES_FILE, replaceAtomically } from "../../shared/shared-fs.js";
 import { pemFinger } from "../../shared/protocol/pem.js";
 import { JoinError, JoinReplayGuard, JoinerExchange, ResponderExchange, decodeJoinFrame, noClusterFrame, peekRefusal, refuseFrame, type ClusterPin, type Admitted } from "./peer/join.js";
 import type { PeerTransport } from "./peer/peer-transport.js";
+import type { ClusterEntry, PeerKeyValue } from "./state-machines/entries.js";
+import type { ProposeResult } from "./api.js";
 
 const log = getLogger("brine.cluster.join");
 /** refusal lines the responder logs per window (a refused joiner retries every second or so), count */
@@ -34,14 +36,10 @@ const REFUSAL_LINES_PER_WINDOW = 10;
 /** ms */
 const REFUSAL_LOG_WINDOW_MS = 60_000;
 
-export const PEER_KEY_CHANNEL = "raft/peer-key";
-export const PEER_FORGET_CHANNEL = "raft/peer-forget";
 /** responder exchanges held at once, count */
 const JOINS_PENDING_MAX = 32;
 /** a responder exchange not finished within this is forgotten, ms */
 const JOIN_EXCHANGE_TTL_MS = 30_000;
-/** how long the admitting master waits for each member to record a joiner's key, ms */
-const PEER_KEY_TIMEOUT_MS = 5_000;
 
 /** What one join attempt through one address gave. */
 export type JoinAttempt =
@@ -55,6 +53,8 @@ export interface JoinHostOptions {
   self: PeerIdentity;
   keyring: FileKeyring;
   transport: PeerTransport;
+  /** commits an entry to the cluster group (on the leader, through it when this master is a follower) */
+  propose(entry: ClusterEntry): Promise<ProposeResult>;
 }
 
 function pemOf(k: KeyObject): string {
@@ -68,8 +68,6 @@ export class JoinHost {
 
   constructor(private readonly o: JoinHostOptions) {
     o.transport.onJoinFrame((conn, frame) => this.onFrame(conn, frame));
-    o.transport.on(PEER_KEY_CHANNEL, (m) => this.onPeerKey(m.from, m.payload));
-    o.transport.on(PEER_FORGET_CHANNEL, (m) => this.onForget(m.from, m.payload));
   }
 
   private get s(): ClusterSettings {
@@ -164,7 +162,8 @@ export class JoinHost {
     }
     try {
       this.record(who.id, who.pub, who.host, who.port);
-      const told = await this.tellMembers(PEER_KEY_CHANNEL, { id: who.id, pub: who.pub, host: who.host, port: who.port });
+      const r = await this.o.propose({ kind: "PEER_KEY", value: { id: who.id, pub: who.pub, host: who.host, port: who.port } });
+      if (r.applied === "refused") throw new BrineError("CLUSTER_NOT_COMMITTED", `the cluster log refused ${who.id}'s key: ${r.refusal?.message ?? "refused"}`);
       const members: Record<string, string> = { [this.s.nodeId]: pemOf(this.o.self.publicKey) };
       for (const id of this.o.keyring.peerIds()) {
         const k = this.o.keyring.loaded(id);
@@ -177,27 +176,32 @@ export class JoinHost {
         if (a) addresses[st.id] = a;
       }
       const out = held.ex.admitted({ clusterPem: readFileSync(this.file("cluster.pem"), "utf8"), aes: readFileSync(this.file(CLUSTER_AES_FILE), "utf8").trim(), members, addresses });
-      log.info(`cluster join: admitted ${who.id} (${who.host}:${who.port}, key ${pemFinger(who.pub)}); its key reached ${told.ok.join(", ") || "no other member"}${told.failed.length ? `, not ${told.failed.join(", ")}` : ""}`);
+      log.info(`cluster join: admitted ${who.id} (${who.host}:${who.port}, key ${pemFinger(who.pub)}); its key is in the cluster log at index ${r.index}`);
       return out;
     } catch (e) {
       held.ex.abort();
+      // a key written here but not committed is taken back (a later log entry would not know it)
+      if (!this.logged.has(who.id)) this.forgetHere(who.id, "its admission did not commit");
       log.error(`cluster join: admitting ${who.id} failed: ${(e as Error).message}`);
       return refuseFrame(new JoinError("state", `the responder could not admit: ${(e as Error).message}`));
     }
   }
 
-  /** Writes a member's key and dials it (the joiner's, or one a member sent). Refuses another key for a known id. */
-  private record(id: string, pub: string, host?: string, port?: number): void {
+  /**
+   * Writes a member's key and dials it (the joiner's, one in ADMIT, one from the log). Refuses another key for a
+   * known id unless `replace` (the cluster log is authoritative: a master removed and admitted again).
+   */
+  private record(id: string, pub: string, host?: string, port?: number, replace = false): void {
     if (!isKeyFileId(id) || id === this.s.nodeId) throw new BrineError("CLUSTER_BAD_NODE_ID", `${JSON.stringify(id)} cannot be a peer's id here`);
     const key = parsePeerPublicKey(pub, `key of ${id}`);
     const known = this.o.keyring.get(id);
-    if (known && !known.export({ type: "spki", format: "der" }).equals(key.export({ type: "spki", format: "der" }))) {
-      throw new BrineError("CLUSTER_PEER_REFUSED", `${id} is known with another key`);
-    }
-    if (!known) {
+    const same = known?.export({ type: "spki", format: "der" }).equals(key.export({ type: "spki", format: "der" }));
+    if (known && !same && !replace) throw new BrineError("CLUSTER_PEER_REFUSED", `${id} is known with another key`);
+    if (!same) {
       mkdirSync(this.s.peerKeyDir, { recursive: true, mode: 0o755 });
       replaceAtomically(path.join(this.s.peerKeyDir, `${id}.pub`), pemOf(key), 0o644);
       this.o.keyring.set(id, pemOf(key));
+      if (known) log.warning(`cluster: ${id}'s key replaced by the one the cluster log holds (it was admitted again)`);
     }
     if (host !== undefined && port !== undefined) this.dial(id, host, port);
   }
@@ -207,50 +211,32 @@ export class JoinHost {
     if (!known && !this.s.peers.some((p) => p.host === host && p.port === port)) this.o.transport.addPeer({ id, host, port });
   }
 
-  private async tellMembers(channel: string, msg: object): Promise<{ ok: string[]; failed: string[] }> {
-    const payload = cbor.encode(msg) as Uint8Array;
-    const peers = this.o.transport.upPeers();
-    const results = await Promise.allSettled(peers.map((p) => this.o.transport.request(p, channel, payload, PEER_KEY_TIMEOUT_MS)));
-    const ok: string[] = [];
-    const failed: string[] = [];
-    results.forEach((r, i) => (r.status === "fulfilled" ? ok : failed).push(peers[i]!));
-    return { ok, failed };
-  }
+  /** ids whose key the cluster log holds (not tombstoned), as last reconciled */
+  private readonly logged = new Set<string>();
 
-  private onPeerKey(from: string, payload: Uint8Array): Uint8Array {
-    const m = cbor.decode(payload) as { id?: unknown; pub?: unknown; host?: unknown; port?: unknown };
-    if (typeof m.id !== "string" || typeof m.pub !== "string") throw new BrineError("CLUSTER_BAD_ARGUMENT", "peer key message without id or key");
-    try {
-      this.record(m.id, m.pub, typeof m.host === "string" ? m.host : undefined, typeof m.port === "number" ? m.port : undefined);
-    } catch (e) {
-      log.warning(`cluster join: ${from} sent the key of ${m.id}, not recorded: ${(e as Error).message}`);
-      throw e;
+  /** Mirrors the cluster log's peer keys (manager.onPeerKeys): records each key, forgets each tombstone. */
+  reconcile(keys: readonly PeerKeyValue[]): void {
+    for (const k of keys) {
+      if (k.id === this.s.nodeId) continue;
+      try {
+        if (k.pub === null) {
+          this.logged.delete(k.id);
+          if (this.o.keyring.loaded(k.id) || existsSync(path.join(this.s.peerKeyDir, `${k.id}.pub`))) this.forgetHere(k.id, "cluster.remove_member");
+        } else {
+          this.logged.add(k.id);
+          this.record(k.id, k.pub, k.host, k.port, true);
+        }
+      } catch (e) {
+        log.error(`cluster: the log's key of ${k.id} could not be recorded: ${(e as Error).message}`);
+      }
     }
-    log.info(`cluster join: ${from} admitted ${m.id}; its key is recorded here`);
-    return new Uint8Array(0);
   }
 
-  // ------------------------------------------------------------------ removal
-
-  /** Forgets a member's key here and on every member with a session. */
-  async forget(id: string): Promise<{ ok: string[]; failed: string[] }> {
-    this.forgetHere(id);
-    return this.tellMembers(PEER_FORGET_CHANNEL, { id });
-  }
-
-  private forgetHere(id: string): void {
+  private forgetHere(id: string, why: string): void {
     if (!isKeyFileId(id) || id === this.s.nodeId) return;
     rmSync(path.join(this.s.peerKeyDir, `${id}.pub`), { force: true });
     this.o.keyring.delete(id);
-    log.warning(`cluster: member ${id} removed; its key is forgotten and its handshakes are refused until it is admitted again`);
-  }
-
-  private onForget(from: string, payload: Uint8Array): Uint8Array {
-    const m = cbor.decode(payload) as { id?: unknown };
-    if (typeof m.id !== "string") throw new BrineError("CLUSTER_BAD_ARGUMENT", "forget message without id");
-    log.info(`cluster: ${from} removed member ${m.id}`);
-    this.forgetHere(m.id);
-    return new Uint8Array(0);
+    log.warning(`cluster: ${id}'s key is forgotten (${why}); its handshakes are refused until it is admitted again`);
   }
 
   // ------------------------------------------------------------------ joiner

@@ -35,7 +35,7 @@
  */
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
-import type { ClusterEntry } from "./state-machines/entries.js";
+import type { ClusterEntry, PeerKeyValue } from "./state-machines/entries.js";
 import { ClusterGroupState, RingGroupState } from "./state-machines/groups.js";
 import { hostedRings, ringTargets, routeTargets } from "./ring-sync.js";
 import { validateNodeList } from "../../shared/cluster-names.js";
@@ -120,6 +120,26 @@ export class GroupManager {
   private ringGroupsDirty = true;
   /** called once when the node can no longer make progress safely (storage failure, core invariant) */
   onFatal: ((e: BrineError) => void) | undefined;
+  /**
+   * Called with the cluster log's peer keys (PEER_KEY entries, tombstones included) whenever they changed, and
+   * once by notifyPeerKeys() after start: the Raft worker mirrors them into the keyring (join-host.ts).
+   */
+  onPeerKeys: ((keys: PeerKeyValue[]) => void) | undefined;
+  private peerKeysVersion = -2;
+
+  /** Hands onPeerKeys the cluster group's peer keys if they changed since the last call. */
+  notifyPeerKeys(): void {
+    const g = this.groups.get(CLUSTER_RING);
+    if (!g || !this.onPeerKeys || !(g.state instanceof ClusterGroupState)) return;
+    const v = g.state.peerKeys.version;
+    if (v === this.peerKeysVersion) return;
+    this.peerKeysVersion = v;
+    try {
+      this.onPeerKeys(g.state.peerKeys.all());
+    } catch (e) {
+      log.error(`recording the cluster's peer keys failed: ${(e as Error).message}`);
+    }
+  }
 
   constructor(opts: ManagerOptions) {
     this.self = opts.self;
@@ -400,6 +420,7 @@ export class GroupManager {
       }
     }
     if (changed) this.publishRing();
+    if (changed) this.notifyPeerKeys();
     // 5. results, 6. advance
     for (const { g, rd } of staged) {
       g.deliver(rd.results);

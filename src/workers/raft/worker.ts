@@ -113,6 +113,12 @@ async function startup(): Promise<GroupManager> {
   if (init.founders && !m.has("cluster")) await m.bootstrap(init.founders);
   await m.start();
   learnMembers(m);
+  // the cluster log's peer keys into peers/ and the keyring, now and whenever they change (join-host.ts)
+  if (joinHost) {
+    const host = joinHost;
+    m.onPeerKeys = (keys) => host.reconcile(keys);
+    m.notifyPeerKeys();
+  }
   // a ring group's calls from a master that does not host it (one founder's request deadline plus a commit)
   if (peerTransport) forwarder = new RingForwarder(m, peerTransport, (limits.raft.requestDeadlineTicks ?? 100) * limits.tickMs + 2000);
   if (init.jobStore) {
@@ -135,7 +141,7 @@ async function startup(): Promise<GroupManager> {
 function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
   const keys = loadClusterKeys(p.settings, { requirePeerKeys: false, publishSelf: true });
   const transport = new PeerTransport(peerTransportOptions(p.settings, keys, p.limits));
-  joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport });
+  joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport, propose: async (e) => proposeAnywhere(await started, CLUSTER_RING, e) });
   const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
   const link = new RaftPeerLink(transport, init.nodeId, known);
   peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids));
@@ -238,12 +244,7 @@ const api: RaftWorkerApi = {
       if (!joinHost) throw new BrineError("CLUSTER_CONFIG", "no peer channel");
       return joinHost.attempt(host, port, timeoutMs);
     }),
-  forgetMember: (id) =>
-    outcome(async () => {
-      await started;
-      if (!joinHost) throw new BrineError("CLUSTER_CONFIG", "no peer channel");
-      return joinHost.forget(id);
-    }),
+
   shedPeers: (args: ShedArgs) =>
     outcome(async () => {
       const m = await started;

@@ -6,6 +6,8 @@
  *   RING_CONFIG    3  {members?: "self" | "voters", replicas?: int >= 1}   ring groups; partial updates
  *   RING_REGISTRY  4  {ring_id, founding_voters?: [id], status?: "active" | "destroyed"}   cluster group
  *   ROUTE          5  {data_type, ring_id: string | null}                  cluster group; null = broadcast
+ *   PEER_KEY      64  {id, pub: PEM | null, host?, port?}                   cluster group (brine's own kind): a member's
+ *                     peer-channel key (isolated filesystem: the join records it), null = forgotten (remove_member)
  *
  * Both directions validate: encodeEntry refuses what a proposer must not propose, decodeEntry refuses what a
  * peer must not make us apply. Node-id lists come back sorted and de-duplicated-or-refused, so every master
@@ -15,10 +17,10 @@
 import { cbor as codec } from "../../../shared/cbor.js";
 import { BrineError } from "../../../shared/errors.js";
 import { clusterLimits } from "../../../shared/cluster-limits.js";
-import { validateDataType, validateNamedRingId, validateNodeList, validateRingRef } from "../../../shared/cluster-names.js";
+import { validateDataType, validateNamedRingId, validateNodeId, validateNodeList, validateRingRef } from "../../../shared/cluster-names.js";
 
 /** Salt's LogEntryType numbers for the kinds brine's cluster state machines apply. */
-export const ENTRY_KIND = Object.freeze({ CONFIG: 1, RING_CONFIG: 3, RING_REGISTRY: 4, ROUTE: 5 });
+export const ENTRY_KIND = Object.freeze({ CONFIG: 1, RING_CONFIG: 3, RING_REGISTRY: 4, ROUTE: 5, PEER_KEY: 64 });
 export type EntryKind = keyof typeof ENTRY_KIND;
 
 export type RingMembers = "self" | "voters";
@@ -45,7 +47,17 @@ export interface RouteValue {
   readonly ring_id: string | null;
 }
 
+export interface PeerKeyValue {
+  readonly id: string;
+  /** the member's public key (PEM, SPKI), or null: forgotten */
+  readonly pub: string | null;
+  /** where its peer channel listens, when known */
+  readonly host?: string;
+  readonly port?: number;
+}
+
 export type ClusterEntry =
+  | { readonly kind: "PEER_KEY"; readonly value: PeerKeyValue }
   | { readonly kind: "CONFIG"; readonly value: ConfigValue }
   | { readonly kind: "RING_CONFIG"; readonly value: RingConfigValue }
   | { readonly kind: "RING_REGISTRY"; readonly value: RingRegistryValue }
@@ -116,6 +128,24 @@ function validateRoute(raw: unknown): RouteValue {
   return { data_type, ring_id: ring === undefined || ring === null ? null : validateRingRef(ring) };
 }
 
+/** a PEM public key in a PEER_KEY entry, bytes */
+const PEER_PEM_BYTES_MAX = 8192;
+
+export function validatePeerKey(raw: unknown): PeerKeyValue {
+  const o = plainObject(raw, "PEER_KEY");
+  const id = validateNodeId(own(o, "id"), "PEER_KEY id");
+  if (/[/\\]/.test(id) || id.startsWith(".")) throw new BrineError("CLUSTER_BAD_NODE_ID", `PEER_KEY id ${JSON.stringify(id)} cannot name a key file`);
+  const pub = own(o, "pub") ?? null;
+  if (pub !== null && (typeof pub !== "string" || pub.length > PEER_PEM_BYTES_MAX || !/^-----BEGIN (RSA )?PUBLIC KEY-----/.test(pub.trim()))) {
+    throw new BrineError("CLUSTER_BAD_ENTRY", "PEER_KEY pub must be a public key PEM or null");
+  }
+  const host = own(o, "host");
+  const port = own(o, "port");
+  if (host !== undefined && (typeof host !== "string" || host.length === 0 || host.length > 255 || /[\s/\\@]/.test(host))) throw new BrineError("CLUSTER_BAD_ENTRY", "PEER_KEY host is not a host");
+  if (port !== undefined && (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535)) throw new BrineError("CLUSTER_BAD_ENTRY", "PEER_KEY port is not a port");
+  return { id, pub: pub as string | null, ...(typeof host === "string" ? { host } : {}), ...(typeof port === "number" ? { port } : {}) };
+}
+
 /** Checks an entry of known kind and returns its canonical form (sorted id lists, defaults filled). */
 export function validateEntry(entry: { kind: EntryKind; value: unknown }): ClusterEntry {
   switch (entry.kind) {
@@ -127,6 +157,8 @@ export function validateEntry(entry: { kind: EntryKind; value: unknown }): Clust
       return { kind: "RING_REGISTRY", value: validateRegistry(entry.value) };
     case "ROUTE":
       return { kind: "ROUTE", value: validateRoute(entry.value) };
+    case "PEER_KEY":
+      return { kind: "PEER_KEY", value: validatePeerKey(entry.value) };
     default:
       throw new BrineError("CLUSTER_BAD_ENTRY", `unknown kind ${JSON.stringify((entry as { kind: unknown }).kind)}`);
   }

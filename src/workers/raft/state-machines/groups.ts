@@ -23,6 +23,7 @@ import { RingConfigStateMachine } from "./ring-config.js";
 import { RingRegistryStateMachine } from "./ring-registry.js";
 import { RingTableState } from "./ring-table.js";
 import { RoutingStateMachine } from "./routing.js";
+import { PeerKeysStateMachine } from "./peer-keys.js";
 import { snapshotField, snapshotObject, snapshotVersion } from "./snapshot-check.js";
 
 const CLUSTER_ENVELOPE = "brine.cluster-group.v1";
@@ -86,6 +87,7 @@ export class ClusterGroupState extends GroupState {
   readonly membership = new MembershipStateMachine();
   readonly registry = new RingRegistryStateMachine();
   readonly routing = new RoutingStateMachine();
+  readonly peerKeys = new PeerKeysStateMachine();
   /** ring "cluster": always the voters, replicas 1 */
   readonly ringTable = new RingTableState("voters");
 
@@ -100,6 +102,8 @@ export class ClusterGroupState extends GroupState {
         return this.registry.apply(e.value, index);
       case "ROUTE":
         return this.routing.apply(e.value, index);
+      case "PEER_KEY":
+        return this.peerKeys.apply(e.value, index);
       case "RING_CONFIG":
         return refused(new BrineError("CLUSTER_WRONG_GROUP", "RING_CONFIG belongs to a ring's own group"));
     }
@@ -111,6 +115,7 @@ export class ClusterGroupState extends GroupState {
       ring_registry_sm: this.registry.snapshot(),
       routing_sm: this.routing.snapshot(),
       ring_table: this.ringTable.snapshot(),
+      peer_keys_sm: this.peerKeys.snapshot(),
     });
   }
 
@@ -122,10 +127,13 @@ export class ClusterGroupState extends GroupState {
     new RingRegistryStateMachine().restore(parts[1]);
     new RoutingStateMachine().restore(parts[2]);
     new RingTableState("voters").restore(parts[3]);
+    const peerKeys = snapshotField(machines, "peer_keys_sm");
+    new PeerKeysStateMachine().restore(peerKeys);
     this.membership.restore(parts[0]);
     this.registry.restore(parts[1]);
     this.routing.restore(parts[2]);
     this.ringTable.restore(parts[3]);
+    this.peerKeys.restore(peerKeys);
     this.applied = applied;
   }
 }
@@ -158,6 +166,7 @@ export class RingGroupState extends GroupState {
         break;
       case "RING_REGISTRY":
       case "ROUTE":
+      case "PEER_KEY":
         return refused(new BrineError("CLUSTER_WRONG_GROUP", `${e.kind} belongs to the "${CLUSTER_RING}" group`));
     }
     if (r.outcome === "applied") this.resync();
