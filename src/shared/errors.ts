@@ -143,6 +143,7 @@ export const ERR = {
   CLUSTER_JOIN_REFUSED: "the join was refused",
   CLUSTER_JOIN_TIMEOUT: "the master could not join the cluster in time",
   CLUSTER_JOIN_FRAME: "malformed join frame",
+  CLUSTER_JOIN_SYNC: "the joining master's state-sync did not finish",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

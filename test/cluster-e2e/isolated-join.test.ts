@@ -4,12 +4,12 @@
  * a 4th master that lists only m2 joins, becomes a voter everywhere, and every member holds its key. A master
  * with a wrong secret, and one with a wrong fingerprint, are refused: they exit their start with
  * CLUSTER_JOIN_TIMEOUT after cluster_join_timeout, with the reason, and nothing is written on either side.
- * `salt-key -F` prints the cluster.pub line that is pinned; `salt-run cluster.remove_member id=iso4` takes the 4th
+ * The 4th pulls the roots of the member that admitted it before its promotion. `salt-key -F` prints the cluster.pub line that is pinned; `salt-run cluster.remove_member id=iso4` takes the 4th
  * out of Raft and every member forgets its key. A member restarted with its cachedir wiped rejoins within 60 s.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startTestMaster, freePort, type TestMaster } from "../helpers/master.js";
@@ -51,6 +51,8 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
     }, 60_000, 200);
     for (const m of masters.slice(1)) assert.equal(readFileSync(path.join(m.pkiDir, "cluster.pub"), "utf8"), clusterPub, "the joiner holds the cluster's key, not one of its own");
 
+    // something in iso2's roots that only the join's state-sync can bring (roots travel at join or with sync_roots)
+    writeFileSync(path.join(root(1), "srv", "salt", "joined.sls"), "joined:\n  test.succeed_without_changes\n");
     // the 4th lists only iso2
     masters.push(await startTestMaster(base(3, { cluster_peers: [addr(1)], cluster_pub_fingerprint: fp }), root(3)));
     await until("iso4 a voter everywhere with one leader", async () => {
@@ -58,6 +60,7 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
       const leader = v[0]?.leaderId;
       return leader && v.every((g) => JSON.stringify(g?.voters) === JSON.stringify(["iso1", "iso2", "iso3", "iso4"]) && g?.leaderId === leader) ? true : undefined;
     }, 60_000, 200);
+    assert.equal(readFileSync(path.join(root(3), "srv", "salt", "joined.sls"), "utf8"), "joined:\n  test.succeed_without_changes\n", "iso4 pulled the roots before its promotion");
     await until("every member holds iso4's key (from the cluster log)", async () => (masters.slice(0, 3).every((m) => existsSync(path.join(m.pkiDir, "peers", "iso4.pub"))) ? true : undefined), 10_000, 100);
     assert.equal(readFileSync(path.join(masters[3]!.pkiDir, ".aes"), "utf8"), readFileSync(path.join(masters[0]!.pkiDir, ".aes"), "utf8"), "one publish AES key");
 

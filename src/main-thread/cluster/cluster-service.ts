@@ -85,7 +85,9 @@ export interface ClusterHooks {
   /**
    * Called when this master, having joined as a learner, is about to ask for promotion to voter; `via` is the
    * member it joined through. The state-sync of keys and roots (issue 15) waits here; the promotion is asked
-   * for when it resolves, retried after a rejection. Absent: promoted as soon as the learner has the log.
+   * for when it resolves, retried after a rejection. Absent: in isolated-filesystem mode the keys, denied keys and
+   * roots are pulled from `via` through the state-sync thread (pullBeforePromotion); otherwise promoted as soon as
+   * the learner has the log.
    */
   beforePromotion?(via: string): Promise<void>;
 }
@@ -302,10 +304,11 @@ export class ClusterService {
       if (g && (g.learners.includes(this.nodeId) || g.voters.includes(this.nodeId))) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    if (this.hooks.beforePromotion) {
+    const ready = this.hooks.beforePromotion?.bind(this.hooks) ?? (this.settings.isolated ? (via: string) => this.pullBeforePromotion(via) : undefined);
+    if (ready) {
       for (;;) {
         try {
-          await this.hooks.beforePromotion(targets[0] ?? this.transport.upPeers()[0] ?? "");
+          await ready(targets[0] ?? this.transport.upPeers()[0] ?? "");
           break;
         } catch (e) {
           log.warning(`not asking for promotion yet: ${(e as Error).message}`);
@@ -368,6 +371,17 @@ export class ClusterService {
       await new Promise((r) => setTimeout(r, JOIN_RETRY_MS * 2));
     }
     throw new BrineError("CLUSTER_JOIN_TIMEOUT", "stopped while joining");
+  }
+
+  /**
+   * Isolated filesystem, before promotion: the minion keys, denied keys and both roots from `via` (the member that
+   * admitted this master), through the state-sync thread. Throws (and the promotion waits) if a channel failed.
+   */
+  private async pullBeforePromotion(via: string): Promise<void> {
+    const channels = ["keys", "denied_keys", "file_roots", "pillar_roots"];
+    const r = await this.syncFrom(via, channels);
+    if (r.failed?.length || r.errors.length) throw new BrineError("CLUSTER_JOIN_SYNC", `state-sync from ${via} did not finish (${[...(r.failed ?? []), ...r.errors].join("; ")})`);
+    log.info(`state-sync from ${via} before promotion: ${r.items} item(s), ${r.bytes} bytes, ${r.deleted} deleted in ${r.ms} ms`);
   }
 
   /** A peer's hello: it tells us its listen address (we may have no link to it: it joined) and its cluster. */
