@@ -191,11 +191,13 @@ async function notConnected(): Promise<Set<string> | undefined> {
 }
 
 /**
- * The text Salt shows for a minion that did not return. A minion below a syndic is "[Not connected]" only when
- * its lower master said so (`below: "not-connected"`); this master's own presence says nothing of it.
+ * The text Salt shows for a minion that did not return: "[Not connected]" when its master did not see it
+ * connected when it published the job (`whenPublished`), or, for this master's own minions, when this master
+ * does not see it connected now (Salt's check); else "[No response]". This master's presence says nothing of a
+ * minion below a syndic (`belowSyndic`).
  */
-function missingText(id: string, jid: string | undefined, present: Set<string> | undefined, below: "no" | "unknown" | "not-connected"): string {
-  const notConnected = below === "no" ? present !== undefined && present.size > 0 && !present.has(id) : below === "not-connected";
+function missingText(id: string, jid: string | undefined, present: Set<string> | undefined, belowSyndic: boolean, whenPublished: boolean): string {
+  const notConnected = whenPublished || (!belowSyndic && present !== undefined && present.size > 0 && !present.has(id));
   return notConnected
     ? "Minion did not return. [Not connected]"
     : `Minion did not return. [No response]\nThe minions may not have all finished running and any remaining minions will return upon completion. To look up the return data for this job later, run the following command:\n\nsalt-run jobs.lookup_jid ${jid}`;
@@ -406,7 +408,9 @@ async function main(): Promise<number> {
   let failure: string | undefined;
   const missing: string[] = [];
   /** minions a syndic reported: this master cannot tell by itself whether they are connected below it */
-  const belowSyndics = new Map<string, "unknown" | "not-connected">();
+  const belowSyndics = new Set<string>();
+  /** minions their master did not see connected when it published the job */
+  const notConnectedWhenPublished = new Set<string>();
   let answered = 0;
   const seen = new Map<string, { ret: unknown; retcode: number }>();
   const isDoc = funs === "sys.doc";
@@ -437,7 +441,8 @@ async function main(): Promise<number> {
       // a syndic is not a minion that failed to answer (Salt's syndic_dir check)
       if (cfg.order_masters && isRegisteredSyndic(cfg, r.id)) continue;
       missing.push(r.id);
-      if (r.syndic !== undefined) belowSyndics.set(r.id, r.notConnected ? "not-connected" : "unknown");
+      if (r.syndic !== undefined) belowSyndics.add(r.id);
+      if (r.notConnected) notConnectedWhenPublished.add(r.id);
       continue;
     }
     answered++;
@@ -464,9 +469,9 @@ async function main(): Promise<number> {
     return 2;
   }
   if (missing.length && (!o.hideTimeout || o.verbose)) {
-    // this master's presence is asked only when one of its own minions is missing
-    const present = missing.some((id) => !belowSyndics.has(id)) ? await notConnected() : undefined;
-    for (const id of missing) show(id, missingText(id, jid, present, belowSyndics.get(id) ?? "no"), "no_return", 1);
+    // this master's presence is asked only when one of its own minions is missing and not known to be disconnected
+    const present = missing.some((id) => !belowSyndics.has(id) && !notConnectedWhenPublished.has(id)) ? await notConnected() : undefined;
+    for (const id of missing) show(id, missingText(id, jid, present, belowSyndics.has(id), notConnectedWhenPublished.has(id)), "no_return", 1);
   }
   if (isDoc) return printDocs(seen);
   if ((o.summary || cfg.cli_summary) && display.output === undefined) printSummary(seen);

@@ -1,7 +1,8 @@
 /**
  * The master of masters' wait (ReturnWaiter with syndic_wait): minions below syndics are learned from the
  * syndics' `syndic/<syndic>/salt/job/<jid>/new` reports, the wait lasts at least syndic_wait, and a minion a
- * lower master named in `not_connected` is reported not connected only when no syndic reported it connected.
+ * lower master named in `not_connected` is reported not connected only when no syndic reported it connected;
+ * on any master, a minion its own `salt/job/<jid>/new` names in `not_connected` (not connected when published).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -41,3 +42,17 @@ for (const c of cases) {
     assert.ok(r.doneAt >= 2000, `the wait lasted syndic_wait at least (${r.doneAt} ms)`);
   });
 }
+
+test("a master's own job: a minion its salt/job/<jid>/new names not connected is so reported when it stays silent", () => {
+  const w = new ReturnWaiter(JID, ["a", "b", "c"], 1000, 1000, 0);
+  w.onEvent(`salt/job/${JID}/new`, { jid: JID, minions: ["a", "b", "c"], not_connected: ["b"] }, 0);
+  w.onEvent(`salt/job/${JID}/ret/a`, { id: "a", jid: JID, return: true }, 0);
+  let done: string[] | undefined;
+  for (let t = 0; t < 60_000 && !done; t += 100) {
+    const act = w.tick(t);
+    if (act?.type === "done") done = act.missing;
+  }
+  assert.deepEqual(done, ["b", "c"]);
+  assert.equal(w.wasNotConnected("b"), true);
+  assert.equal(w.wasNotConnected("c"), false, "a minion connected when published is not");
+});

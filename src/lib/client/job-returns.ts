@@ -56,7 +56,7 @@ export async function* jobReturns(
       } else if (act?.type === "done") {
         for (const m of act.missing) {
           const syndic = w.viaSyndic.get(m);
-          if (syndic === undefined) yield { id: m, missing: true };
+          if (syndic === undefined) yield w.wasNotConnected(m) ? { id: m, missing: true, notConnected: true } : { id: m, missing: true };
           else yield w.notConnectedBelow(m) ? { id: m, missing: true, syndic, notConnected: true } : { id: m, missing: true, syndic };
         }
         break;

@@ -30,7 +30,8 @@ export interface PubReply {
 
 /**
  * `syndic`: a minion a syndic reported below it (a master of masters cannot tell by itself whether it is
- * connected); `notConnected`: its lower master said it is not connected there.
+ * connected); `notConnected`: its master (this one, or the lower master) did not see it connected when it
+ * published the job.
  */
 export type JobReturn = { id: string; data: Record<string, unknown> } | { id: string; missing: true; syndic?: string; notConnected?: true };
 

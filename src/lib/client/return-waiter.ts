@@ -10,7 +10,8 @@
  * lasts at least `syndicWaitMs` even when every minion known so far returned, and after find_job the
  * wait grows by it, as Salt's get_iter_returns does. A syndic's report may name minions its lower master does
  * not see connected (`not_connected`, a brine lower master's): `notConnectedBelow` says which of the missing
- * ones no syndic reported connected.
+ * ones no syndic reported connected; the master's own `salt/job/<jid>/new` names the minions it did not see
+ * connected when it published (`wasNotConnected`).
  */
 
 export type WaiterAction = { type: "find_job"; minions: string[] } | { type: "done"; missing: string[] };
@@ -35,6 +36,8 @@ export class ReturnWaiter {
   /** minions a syndic reported not connected below it, and those another syndic reported without saying so */
   private readonly reportedNotConnected = new Set<string>();
   private readonly reportedConnected = new Set<string>();
+  /** this master's own minions it did not see connected when it published (its `salt/job/<jid>/new`) */
+  private readonly notConnectedAtPublish = new Set<string>();
 
   constructor(
     readonly jid: string,
@@ -66,6 +69,11 @@ export class ReturnWaiter {
     return this.reportedNotConnected.has(id) && !this.reportedConnected.has(id);
   }
 
+  /** A minion of this master it did not see connected when it published the job (it never got it). */
+  wasNotConnected(id: string): boolean {
+    return this.notConnectedAtPublish.has(id);
+  }
+
   /** A find_job publish was made with this jid: its returns are progress reports. */
   watchFindJob(jid: string): void {
     this.findJids.add(jid);
@@ -94,6 +102,7 @@ export class ReturnWaiter {
     if (jid === this.jid) {
       if (parts.length === 4 && parts[3] === "new" && Array.isArray(data.minions)) {
         for (const m of data.minions) if (typeof m === "string") this.expect(m, now);
+        if (Array.isArray(data.not_connected)) for (const m of data.not_connected) if (typeof m === "string") this.notConnectedAtPublish.add(m);
       }
       if (parts[3] === "ret" && parts.length >= 5 && "return" in data) {
         const id = parts.slice(4).join("/");

@@ -8,10 +8,11 @@
  * encrypts and signs, in order). Refusals are Salt's top-level `{"error": {...}}` and one audit line.
  * A minion's peer publish (peer-publish.ts) comes through here too, with the master's CLI key, as Salt's
  * LocalClient sends it; its load and publish then carry the asking minion's `id`.
- * A job a syndic forwards from a master of masters (its kwargs carry `auth_list`, as both Salt's syndic and
- * brine's send it) gets `not_connected` in its `salt/job/<jid>/new` (beyond Salt's event): the matched minions
- * this master does not see connected, which the syndic carries up so the master of masters' CLI can say
- * "[Not connected]" for them instead of "[No response]".
+ * A job's `salt/job/<jid>/new` names the matched minions this master does not see connected when it publishes
+ * (`not_connected`, beyond Salt's event; at most `notConnectedMinionsMax` matched): a minion not connected then
+ * never gets the job, even if it connects before the wait ends (a failover minion moving here), so brine's CLI
+ * reports it "[Not connected]" rather than "[No response]"; a syndic carries the event up, so a master of
+ * masters' CLI can say the same of a minion below it.
  */
 import { getLogger } from "../../shared/log.js";
 import { credentialKind } from "../../lib/auth/authenticate.js";
@@ -50,13 +51,15 @@ function isStrList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === "string");
 }
 
-/** How long one computation of the connected set serves the forwarded jobs of a request thread, ms. */
+/** How long one computation of the connected set serves the publishes of a request thread, ms. */
 export const presenceReuseMs = 1000;
+/** Most matched minions a publish looks up the presence of (a larger job gets no `not_connected`), count. */
+export const notConnectedMinionsMax = 10_000;
 const presenceMemo = new WeakMap<MasterContext, { at: number; present: Set<string> }>();
 
 /**
- * The matched minions this master does not see connected (presence.ts, as "[Not connected]" decides), for a
- * job a syndic forwarded; undefined when it cannot tell (nobody connected: Salt's CLI says "[No response]" then).
+ * The matched minions this master does not see connected (presence.ts, as "[Not connected]" decides); undefined
+ * when it cannot tell (nobody connected: Salt's CLI says "[No response]" then).
  */
 function notConnectedOf(ctx: MasterContext, minions: string[]): string[] | undefined {
   const now = ctx.now();
@@ -144,8 +147,8 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   ctx.fire(fx, jid, { minions });
   // a peer job's `new` names the publishing minion (beyond Salt's event): clustered, the peers store the job's load
   // from this event, and pub_ret on any master answers only that minion
-  // a job a syndic forwarded: which of its minions are not connected here (see the header)
-  const notConnected = Array.isArray(kwargs.auth_list) && minions.length > 0 ? notConnectedOf(ctx, minions) : undefined;
+  // which of its minions are not connected here now, and so will never get it (see the header)
+  const notConnected = minions.length > 0 && minions.length <= notConnectedMinionsMax ? notConnectedOf(ctx, minions) : undefined;
   ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing, ...(peer ? { id: peer.id } : {}), ...(notConnected?.length ? { not_connected: notConnected } : {}) });
   markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "", ...(peer ? { id: peer.id } : {}) };

@@ -65,7 +65,8 @@ export class JobRecords {
         if (n) {
           const jid = n[1]!;
           if (!validJid(jid) || this.jobs.getLoad(jid)) continue;
-          const { minions, missing: _m, _stamp, ...load } = data as Record<string, unknown>;
+          // not_connected: the origin's presence when it published (publish.ts), not part of the job's load
+          const { minions, missing: _m, not_connected: _nc, _stamp, ...load } = data as Record<string, unknown>;
           const ids = Array.isArray(minions) ? minions.filter((x): x is string => typeof x === "string") : undefined;
           writes.push(this.jobs.saveLoad(jid, { ...load, jid, ret: (load as { ret?: unknown }).ret ?? "" }, ids));
         }
