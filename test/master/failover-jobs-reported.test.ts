@@ -16,12 +16,13 @@ import { fastMinion, testKeys } from "../helpers/minions.js";
 import { jsonDocs, runCli, writeConfigDir } from "../helpers/cli.js";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { MinionKeys } from "../../src/lib/minion/keys.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
 
 const MOVER = { id: "fo-mover", ip: "127.0.0.83" };
-/** When the jobs are published on the master the minion moves to, ms after the other master died (or the move began). */
-const PUBLISH_AT_MS = [0, 500, 1000, 1500, 4500, 5500, 6500];
-/** When the minion arrives there (as a failover minion does after master_alive_interval); a CLI needs ~1-2 s to publish. */
-const ARRIVES_AT_MS = 3500;
+/** Jobs published on the master the minion moves to: before it arrives (seen published), as it arrives, after. */
+const BEFORE = 3;
+const DURING = 2;
+const AFTER = 2;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -41,31 +42,41 @@ describe("jobs published while a failover minion moves between two masters", { t
     return mn;
   };
 
-  /** The jobs of PUBLISH_AT_MS on `to` (targeting the mover and `steady`), the mover arriving at ARRIVES_AT_MS. */
+  /**
+   * Jobs on `to` targeting the mover and `steady`: BEFORE published (their salt/job/<jid>/new seen) before the
+   * mover arrives, DURING started as it arrives, AFTER started once it signed in.
+   */
   async function jobsDuringMove(to: TestMaster, steady: string, arrive: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
     const conf = writeConfigDir(to);
-    const t0 = Date.now();
-    const runs = PUBLISH_AT_MS.map(async (at) => {
-      await sleep(at);
-      const r = await runCli("salt", ["-c", conf, "-L", `${MOVER.id},${steady}`, "test.ping", "--out", "json", "-t", "2", "--gather-job-timeout", "1", "--show-jid"]);
-      const jid = /jid: (\d+)/.exec(r.stdout)?.[1];
-      return { at, jid, ...jsonDocs(r.stdout.replace(/^jid: \d+\n/, "")), stderr: r.stderr };
-    });
-    await sleep(ARRIVES_AT_MS - (Date.now() - t0));
-    await arrive();
-    const arrived = new Date();
-    const results = await Promise.all(runs);
-    return results.map((r) => ({ ...r, arrived: arrived.toISOString() }));
+    const bus = new EventClient(to.sockDir);
+    await bus.connect();
+    let published = 0;
+    bus.on((e) => /^salt\/job\/\d+\/new$/.test(e.tag) && published++);
+    const job = async (when: string) => {
+      const r = await runCli("salt", ["-c", conf, "-L", `${MOVER.id},${steady}`, "test.ping", "--out", "json", "-t", "4", "--gather-job-timeout", "2"]);
+      return { when, ...jsonDocs(r.stdout), stderr: r.stderr };
+    };
+    try {
+      const runs = Array.from({ length: BEFORE }, () => job("before"));
+      for (const end = Date.now() + 60_000; published < BEFORE && Date.now() < end; ) await sleep(50);
+      assert.equal(published, BEFORE, "the first jobs were published before the minion arrived");
+      runs.push(...Array.from({ length: DURING }, () => job("during")));
+      await arrive();
+      runs.push(...Array.from({ length: AFTER }, () => job("after")));
+      return await Promise.all(runs);
+    } finally {
+      bus.close();
+    }
   }
 
   function check(results: Record<string, unknown>[], steady: string): void {
-    const outcomes = results.map((r) => r[MOVER.id]);
+    const outcomes = results.map((r) => `${String(r.when)}: ${String(r[MOVER.id])}`);
     for (const r of results) {
       assert.equal(r[steady], true, `the minion that stays answers every job: ${JSON.stringify(r)}`);
       assert.ok(r[MOVER.id] === true || r[MOVER.id] === "Minion did not return. [Not connected]", `the moving minion answered or is reported not connected, never lost: ${JSON.stringify(r)}`);
     }
-    assert.ok(outcomes.includes("Minion did not return. [Not connected]"), `a job published before it arrived is reported: ${JSON.stringify(outcomes)}`);
-    assert.ok(outcomes.includes(true), `a job published after it arrived is answered: ${JSON.stringify(outcomes)}`);
+    for (const r of results.filter((x) => x.when === "before")) assert.equal(r[MOVER.id], "Minion did not return. [Not connected]", `a job published before it arrived is reported: ${outcomes.join("; ")}`);
+    for (const r of results.filter((x) => x.when === "after")) assert.equal(r[MOVER.id], true, `a job published after it arrived is answered: ${outcomes.join("; ")}`);
   }
 
   test("to the second master when the first dies, and back when the first returns", async () => {
