@@ -2,14 +2,16 @@
  * Isolated-filesystem join (cluster_isolated_filesystem): every master has its own directories. m1 starts alone
  * and founds; m2 and m3 join it from empty directories with the secret and the fingerprint `salt-key -F` prints;
  * a 4th master that lists only m2 joins, becomes a voter everywhere, and every member holds its key. A master
- * with a wrong secret, and one with a wrong fingerprint, are refused: they exit their start with
- * CLUSTER_JOIN_TIMEOUT after cluster_join_timeout, with the reason, and nothing is written on either side.
+ * with a wrong secret (in-process) and a salt-master process with a wrong fingerprint are refused: the start fails
+ * with CLUSTER_JOIN_TIMEOUT after cluster_join_timeout, the process exits non-zero, each naming the reason, and
+ * nothing is written on either side.
  * The 4th pulls the roots of the member that admitted it before its promotion. `salt-key -F` prints the cluster.pub line that is pinned; `salt-run cluster.remove_member id=iso4` takes the 4th
  * out of Raft and every member forgets its key. A member restarted with its cachedir wiped rejoins within 60 s.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { stringify } from "yaml";
 import os from "node:os";
 import path from "node:path";
 import { startTestMaster, freePort, type TestMaster } from "../helpers/master.js";
@@ -108,7 +110,33 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
       for (const m of masters) assert.ok(!existsSync(path.join(m.pkiDir, "peers", `iso${i + 1}.pub`)), `${m.cfg.id} wrote no key for the refused master`);
     };
     await refusedStart(4, { cluster_secret: "wrong horse" }, /refused this master: .*secret/);
-    await refusedStart(5, { cluster_pub_fingerprint: pemFinger(clusterPub, "md5") }, /fingerprint/);
+    // the wrong fingerprint as a real salt-master process: it exits non-zero with the reason
+    const dir6 = root(5);
+    const etc = path.join(dir6, "etc", "salt");
+    mkdirSync(etc, { recursive: true });
+    const { conf_file: _c, root_dir: _r, ...tmpl } = masters[0]!.cfg;
+    writeFileSync(
+      path.join(etc, "master"),
+      stringify({
+        ...tmpl,
+        ...base(5, { cluster_peers: [addr(0)], cluster_pub_fingerprint: pemFinger(clusterPub, "md5"), cluster_join_timeout: 4 }),
+        pki_dir: path.join(dir6, "pki", "master"),
+        cachedir: path.join(dir6, "cache"),
+        sock_dir: path.join(dir6, "sock"),
+        log_file: path.join(dir6, "log", "master"),
+        pidfile: path.join(dir6, "salt-master.pid"),
+        file_roots: { base: [path.join(dir6, "srv", "salt")] },
+        pillar_roots: { base: [path.join(dir6, "srv", "pillar")] },
+        ret_port: await freePort(HOSTS[5]),
+        publish_port: await freePort(HOSTS[5]),
+      }),
+    );
+    const proc = await runCli("salt-master", ["-c", etc, "-l", "info"], { timeoutMs: 60_000 });
+    const said = proc.stdout + proc.stderr;
+    assert.ok(proc.code !== 0 && proc.code !== null, `exit code ${proc.code}: ${said}`);
+    assert.match(said, /cluster_join_timeout \(4 s\).*fingerprint/s);
+    assert.ok(!existsSync(path.join(dir6, "pki", "master", "cluster.pem")), "no cluster key written by the refused process");
+    for (const m of masters) assert.ok(!existsSync(path.join(m.pkiDir, "peers", "iso6.pub")), `${m.cfg.id} wrote no key for it`);
   } finally {
     await Promise.all(masters.map((m) => m.stop().catch(() => undefined)));
     rmSync(top, { recursive: true, force: true });
