@@ -4,7 +4,8 @@
  * gets, for `seconds`, from this process over ZeroMQ:
  * - returns: `returners` v3 minions, each with one `_return` in flight at a time, as a Salt minion sends
  *   them (its request client waits for each reply); each round trip is timed;
- * - pillar renders: `pillarMinions` minions asking `_pillar` in a loop (a Jinja SLS of `pillarKeys` keys);
+ * - pillar renders: `pillarMinions` minions asking `_pillar` in a loop (a Jinja SLS of `pillarKeys` keys, and
+ *   a `cmd_json` ext_pillar that takes `extPillarMs`: an external lookup the request thread waits on, not CPU);
  * - file chunks: `fileMinions` minions reading a 4 MiB file by `_serve_file`, chunk after chunk;
  * - sign-ins: `signers` clients sending `_auth` for an accepted minion in a loop (RSA on the clear lane);
  * the last three paced (a pause after each answer), so that the returns are most of the requests.
@@ -32,6 +33,8 @@ const fileMinions = 2;
 const signers = 1;
 /** keys of the pillar SLS each `_pillar` renders (a Jinja loop) */
 const pillarKeys = 300;
+/** how long the pillar's cmd_json ext_pillar takes (a `sleep` before it prints), ms */
+const extPillarMs = 50;
 /** pause after each pillar render, file chunk and sign-in of one client, ms (the returns are not paced) */
 const pillarPauseMs = 50;
 const chunkPauseMs = 10;
@@ -64,7 +67,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   writeFileSync(path.join(srv, "salt", "big.bin"), randomBytes(fileBytes));
   const all = returners + pillarMinions + fileMinions + 1;
   const { keys } = await keyPool(all);
-  const master = await startBrineMaster({ worker_threads: 2, file_roots: { base: [path.join(srv, "salt")] }, pillar_roots: { base: [path.join(srv, "pillar")] } });
+  const master = await startBrineMaster({ worker_threads: 2, file_roots: { base: [path.join(srv, "salt")] }, pillar_roots: { base: [path.join(srv, "pillar")] }, ext_pillar: [{ cmd_json: `sleep ${extPillarMs / 1000}; echo '{"ext": true}'` }] });
   const clients: RawClient[] = [];
   let stop = false;
   try {
@@ -167,7 +170,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       { figure: "mixed load: _return round trip p99", value: quantile(lat, 0.99), unit: "ms", better: "lower" },
       { figure: "mixed load: _return round trip max", value: lat[lat.length - 1] ?? Number.NaN, unit: "ms", better: "lower" },
       { figure: "mixed load: returns", value: n.returns / wall, unit: "returns/s" },
-      { figure: "mixed load: pillar renders", value: n.pillars / wall, unit: "renders/s", note: `${pillarKeys} keys each` },
+      { figure: "mixed load: pillar renders", value: n.pillars / wall, unit: "renders/s", note: `${pillarKeys} keys and a ${extPillarMs} ms cmd_json each` },
       { figure: "mixed load: file chunks", value: n.chunks / wall, unit: "chunks/s", note: "256 KiB each" },
       { figure: "mixed load: sign-ins", value: n.signIns / wall, unit: "auth/s" },
       { figure: "mixed load: master CPU per request (all threads)", value: cpuUs / requests, unit: "µs", better: "lower", note: `${(cpuUs / 1e6 / wall).toFixed(2)} CPU-s per s` },

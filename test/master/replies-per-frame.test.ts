@@ -1,6 +1,6 @@
 /**
- * Replies go out per frame (issue 14): a request worker sends each reply at the first turn after it is
- * ready, never waiting for the slow frames of its batch (src/workers/req-handler/batch-replies.ts), and the
+ * Replies go out per frame (issue 14): a request worker sends each reply as soon as the callback that made
+ * it ready is done, never waiting for the slow frames of its batch (src/workers/req-handler/batch-replies.ts), and the
  * main thread answers each request exactly once, from the batch's result, a part, or an error when the
  * worker is gone (src/main-thread/open-batches.ts). Both are pure: these tests drive them turn by turn.
  */

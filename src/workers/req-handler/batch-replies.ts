@@ -2,18 +2,19 @@
  * When the replies of one batch leave its request worker: a pure core (no I/O, no clock, no timers); the
  * worker (worker.ts) tells it what happened and does what it answers.
  *
- * A reply leaves at the first turn of the worker's event loop after it is ready, never waiting for the
- * slow frames of its batch (a pillar render, a file read, a return behind a busy disk, a runner call):
- * - every frame ready at the first turn that has any ready (the ordinary batch of returns, all done by one
- *   group commit): the batch's result carries them all, one message, as before (`result`);
+ * A reply leaves as soon as the callback that made it ready is done (its microtasks drained: a flush), never
+ * waiting for the slow frames of its batch (a pillar render, a file read, a return behind a busy disk, a
+ * runner call):
+ * - every frame ready at the first flush (the ordinary batch of returns, all made durable by one group
+ *   commit): the batch's result carries them all, one message, as before (`result`);
  * - otherwise the ready ones go now as a part (`part`, a BatchPart on the lane's BroadcastChannel, with the
- *   effects fired so far), and every later turn that has new ready ones sends another part.
+ *   effects fired so far), and every later flush sends another part.
  * Separately, the batch gives back its worker's task slot (Piscina's `concurrentTasksPerWorker`) when its
  * last reply went or `batchHoldMsMax` after it started (`hold`), whichever comes first: a frame that waits
  * minutes (a runner call) holds no slot; its reply still goes in a part.
  */
 
-/** What to do at a flush (the turn after one or more frames became ready). */
+/** What to do at a flush (once the callback in which one or more frames became ready is done). */
 export type BatchFlush =
   /** every reply is ready and none went yet: they all go in the batch's result */
   | { kind: "result" }

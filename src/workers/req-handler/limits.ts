@@ -2,7 +2,7 @@
 
 /**
  * Longest a batch holds one of its worker's task slots (Piscina's concurrentTasksPerWorker), ms. Replies do
- * not wait for it (each leaves at the first turn it is ready: batch-replies.ts); past it the task ends and
+ * not wait for it (each leaves as soon as it is ready: batch-replies.ts); past it the task ends and
  * the frames still running (a runner call can take minutes) answer in parts (BatchPart) without a slot.
  */
 export const batchHoldMsMax = 100;

@@ -24,7 +24,7 @@ export interface BatchTask {
 
 /**
  * Replies of a batch that went before the whole batch was ready (worker.ts, batch-replies.ts), posted by the
- * worker on its lane's BroadcastChannel at the turn they became ready, with the effects fired since the last
+ * worker on its lane's BroadcastChannel as soon as they became ready, with the effects fired since the last
  * part (events before their replies, as for a batch). One worker posts a batch's parts in order on one
  * channel; the batch's result then carries no reply (`streamed`).
  */

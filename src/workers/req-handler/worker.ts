@@ -2,7 +2,7 @@
  * A request worker (Piscina). Owns: a MasterContext (cached KeyObjects, session keys, LMDB handles).
  * Receives batches of raw request bodies, answers each with exactly one reply body. All frames of a
  * batch run concurrently so their job-cache writes share LMDB transactions (group commit); replies
- * are only produced after their writes are durable. Each reply leaves at the first turn after it is ready
+ * are only produced after their writes are durable. Each reply leaves as soon as the callback that made it ready is done
  * (batch-replies.ts): with the batch's result when the whole batch is ready then, else in a BatchPart on the
  * lane's BroadcastChannel, so a slow frame holds none of the others.
  */
@@ -96,7 +96,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   let mark = performance.now();
   const settle = (i: number, reply: Uint8Array) => {
     replies[i] = reply;
-    if (br.settle(i)) setImmediate(flush);
+    // after the microtasks of this callback (a group commit settles its frames in one drain), before other I/O
+    if (br.settle(i)) process.nextTick(flush);
   };
   for (let i = 0; i < n; i++) {
     if (task.staleMs > 0 && now - task.arrivals[i]! > task.staleMs) {
