@@ -8,6 +8,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { repoRoot } from "../helpers/paths.js";
 import { Encoder } from "cbor-x";
 import {
   JoinError,
@@ -218,4 +221,10 @@ test("cluster_pub_fingerprint takes salt-key -F's text, bare hex in any case, or
   assert.throws(() => normalizeFingerprint("ab:cd"), /not a fingerprint/);
   const pin: ClusterPin = { fingerprint: FP, hashType: "sha256" };
   assert.ok("fingerprint" in pin);
+});
+
+test("the cluster.pub line of salt-key -F is what Python's salt-key prints, and cluster_pub_fingerprint takes it as printed", () => {
+  const golden = JSON.parse(readFileSync(path.join(repoRoot, "test", "fixtures", "cluster-join", "salt-key-F-cluster-pub.json"), "utf8")) as { cluster_pub: string; line: string };
+  assert.equal(`cluster.pub:  ${pemFinger(golden.cluster_pub, "sha256")}`, golden.line);
+  assert.ok(fingerprintMatches(golden.cluster_pub, golden.line.slice("cluster.pub:".length), "sha256"));
 });
