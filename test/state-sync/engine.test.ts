@@ -363,3 +363,18 @@ test("a root that vanished (unmounted, wiped) is not served as every file delete
     await r.close();
   }
 });
+
+test("many items with the same bytes in one directory, fetched by concurrent requests, are each installed (their partial files do not collide)", async () => {
+  const same = Buffer.alloc(200 * 1024, 5);
+  const files: Record<string, Buffer> = {};
+  for (let i = 0; i < 12; i++) files[`base/same/f${i}.sls`] = same;
+  const r = rig(servePeer(files));
+  try {
+    const rep = await r.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual(rep.errors, []);
+    assert.equal(rep.items, 12);
+    assert.deepEqual(readdirSync(path.join(r.root, "srv", "salt", "same")).sort(), Object.keys(files).map((p) => p.slice("base/same/".length)).sort());
+  } finally {
+    await r.close();
+  }
+});

@@ -114,7 +114,7 @@ export interface RunnerAsk {
 }
 
 type PeerMsg =
-  | { op: "manifest"; ch: string; after?: string; n: number }
+  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string }
   | { op: "get"; ch: string; items: { p: string; h: string; off: number; len: number }[] }
   | { op: "pull"; channels: string[] }
   | { op: "changed"; ch: string; digest: string };
@@ -366,12 +366,15 @@ export class StateSyncEngine {
       await src.scan();
       let after: string | undefined;
       for (;;) {
-        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: PAGE_ITEMS })) as { entries?: unknown; more?: unknown; probe?: unknown };
+        // the first page is skipped by a peer whose live content has our digest (nothing to fetch or delete)
+        const digest = after === undefined ? src.digest() : "";
+        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: PAGE_ITEMS, ...(digest ? { digest } : {}) })) as { entries?: unknown; more?: unknown; probe?: unknown; same?: unknown };
         if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
         if (after === undefined && typeof page.probe === "string" && this.sharedWith(peer, ch, page.probe)) {
           r.shared = [ch];
           break;
         }
+        if (page.same === true && digest) break;
         const good: ManifestEntry[] = [];
         for (const e of page.entries as unknown[]) {
           const p = (e as { p?: unknown })?.p;
@@ -519,6 +522,8 @@ export class StateSyncEngine {
       const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, PAGE_ITEMS) : PAGE_ITEMS;
       const pg = await src.page(typeof m.after === "string" ? m.after : undefined, n);
       const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
+      // the same live content on both sides (a digest is "" for banks, never equal): no page needed
+      if (m.after === undefined && typeof m.digest === "string" && m.digest !== "" && m.digest === src.digest()) return cbor.encode({ same: true, entries: [], more: false, ...(probe ? { probe } : {}) }) as Uint8Array;
       return cbor.encode({ entries: pg.entries, more: pg.more, ...(probe ? { probe } : {}) }) as Uint8Array;
     }
     if (m.op === "get") {

@@ -16,7 +16,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { chmod, lstat, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import { chmod, lstat, mkdir, open, readFile, readdir, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Database } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
@@ -68,7 +68,11 @@ function sigOf(st: { size: number; mtimeMs: number; ino: number }): string {
   return `${st.size}:${st.mtimeMs}:${st.ino}`;
 }
 
-export async function sha256File(file: string): Promise<string> {
+/** Files up to this size are hashed from one read, bytes; larger ones streamed (memory stays flat). */
+const HASH_READ_WHOLE_MAX = 1024 * 1024;
+
+export async function sha256File(file: string, size = Infinity): Promise<string> {
+  if (size <= HASH_READ_WHOLE_MAX) return createHash("sha256").update(await readFile(file)).digest("hex");
   const h = createHash("sha256");
   for await (const c of createReadStream(file)) h.update(c as Buffer);
   return h.digest("hex");
@@ -79,14 +83,20 @@ function sha256(b: Uint8Array): string {
 }
 
 /** One lstat-checked directory step: refuses a symlink or a non-directory; creates it when `create`. */
-async function checkDir(dir: string, create: boolean): Promise<void> {
+async function checkDir(dir: string, create: boolean, again = true): Promise<void> {
   try {
     const st = await lstat(dir);
     if (st.isSymbolicLink()) throw new Error(`${dir} is a symlink (refused: it could lead out of the root)`);
     if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT" || !create) throw e;
-    await mkdir(dir, { mode: 0o755 });
+    try {
+      await mkdir(dir, { mode: 0o755 });
+    } catch (m) {
+      // made meanwhile (another install into the same new directory): check what is there now
+      if ((m as NodeJS.ErrnoException).code !== "EEXIST" || !again) throw m;
+      await checkDir(dir, false, false);
+    }
   }
 }
 
@@ -150,6 +160,8 @@ export class DirSource implements Source {
     this.mergeFound(found, sigs);
   }
 
+  /** receiving roots this source has made sure exist */
+  private readonly made = new Set<string>();
   /** roots found unreadable by the last scans (logged once until they are back) */
   private readonly missing = new Set<string>();
 
@@ -209,7 +221,7 @@ export class DirSource implements Source {
         found.set(p, old.e);
       } else {
         try {
-          found.set(p, { p, s: st.size, h: await sha256File(full), m: st.mode & 0o777, t: Math.max(Math.floor(st.mtimeMs), Math.floor(st.ctimeMs)) });
+          found.set(p, { p, s: st.size, h: await sha256File(full, st.size), m: st.mode & 0o777, t: Math.max(Math.floor(st.mtimeMs), Math.floor(st.ctimeMs)) });
         } catch {
           continue;
         }
@@ -239,7 +251,10 @@ export class DirSource implements Source {
     if ("error" in c) throw new Error(`refused path ${JSON.stringify(p)}: ${c.error}`);
     const t = this.target(c.parts);
     if ("error" in t) throw new Error(t.error);
-    if (create) await mkdir(t.root, { recursive: true, mode: 0o755 });
+    if (create && !this.made.has(t.root)) {
+      await mkdir(t.root, { recursive: true, mode: 0o755 });
+      this.made.add(t.root);
+    }
     await checkDir(t.root, false);
     let dir = t.root;
     for (const seg of t.rest.slice(0, -1)) {
@@ -292,9 +307,28 @@ export class DirSource implements Source {
     throw new Error(`${p} is not here`);
   }
 
+  /** installs in progress, by item path: two pulls (from two peers) of one item never write the same partial file */
+  private readonly installing = new Map<string, Promise<number>>();
+
   async install(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number> {
+    for (let running = this.installing.get(e.p); running; running = this.installing.get(e.p)) {
+      await running.catch(() => undefined);
+      const now = this.kept.get(e.p)?.e;
+      if (now && !now.d && now.h === e.h && now.m === e.m) return 0; // the other pull installed it
+    }
+    const run = this.installFile(e, fetch, chunk, window);
+    this.installing.set(e.p, run);
+    try {
+      return await run;
+    } finally {
+      this.installing.delete(e.p);
+    }
+  }
+
+  private async installFile(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number> {
     const file = await this.locate(e.p, true);
-    const part = path.join(path.dirname(file), `${PART_PREFIX}${e.h.slice(0, 32)}`);
+    // named by the target and the content: items with the same bytes in one directory get partial files of their own
+    const part = path.join(path.dirname(file), `${PART_PREFIX}${createHash("sha256").update(`${path.basename(file)}\0${e.h}`).digest("hex").slice(0, 32)}`);
     const hash = createHash("sha256");
     let from = 0;
     try {
@@ -346,11 +380,11 @@ export class DirSource implements Source {
     }
     await chmod(part, e.m & 0o777);
     try {
-      if ((await lstat(file)).isDirectory()) throw new Error("a directory is in the way");
+      await rename(part, file); // onto a directory: EISDIR, nothing replaced
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      await unlink(part).catch(() => undefined);
+      throw (err as NodeJS.ErrnoException).code === "EISDIR" ? new Error("a directory is in the way") : err;
     }
-    await rename(part, file);
     const st = await stat(file);
     this.kept.set(e.p, { e: { p: e.p, s: e.s, h: e.h, m: e.m, t: e.t }, sig: sigOf(st) });
     this.touched();
