@@ -4,7 +4,7 @@
  * a 4th master that lists only m2 joins, becomes a voter everywhere, and every member holds its key. A master
  * with a wrong secret (in-process) and a salt-master process with a wrong fingerprint are refused: the start fails
  * with CLUSTER_JOIN_TIMEOUT after cluster_join_timeout, the process exits non-zero, each naming the reason, and
- * nothing is written on either side.
+ * nothing is written on either side; a replayed DISCOVER is refused by the member it reaches.
  * The 4th pulls the roots of the member that admitted it before its promotion. `salt-key -F` prints the cluster.pub line that is pinned; `salt-run cluster.remove_member id=iso4` takes the 4th
  * out of Raft and every member forgets its key. A member restarted with its cachedir wiped rejoins within 60 s.
  */
@@ -12,6 +12,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { stringify } from "yaml";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import * as zmq from "zeromq";
+import { JoinerExchange, peekRefusal } from "../../src/workers/raft/peer/join.js";
 import os from "node:os";
 import path from "node:path";
 import { startTestMaster, freePort, type TestMaster } from "../helpers/master.js";
@@ -23,7 +26,7 @@ import type { MasterConfig } from "../../src/shared/config/defaults.js";
 
 const HOSTS = ["127.0.0.181", "127.0.0.182", "127.0.0.183", "127.0.0.184", "127.0.0.185", "127.0.0.186"];
 
-test("a 4th master joins a running 3-master isolated cluster from empty directories and is removed with remove_member; a wrong secret or fingerprint is refused with nothing written", { timeout: 180_000 }, async () => {
+test("a 4th master joins a running 3-master isolated cluster from empty directories and is removed with remove_member; a wrong secret, a wrong fingerprint or a replayed join is refused with nothing written", { timeout: 180_000 }, async () => {
   const top = mkdtempSync(path.join(os.tmpdir(), "brine-isojoin-"));
   const ports = await Promise.all(HOSTS.map((h) => freePort(h)));
   const masters: TestMaster[] = [];
@@ -137,6 +140,24 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
     assert.match(said, /cluster_join_timeout \(4 s\).*fingerprint/s);
     assert.ok(!existsSync(path.join(dir6, "pki", "master", "cluster.pem")), "no cluster key written by the refused process");
     for (const m of masters) assert.ok(!existsSync(path.join(m.pkiDir, "peers", "iso6.pub")), `${m.cfg.id} wrote no key for it`);
+
+    // a replayed DISCOVER is refused on sight by the member, and nothing is written for it
+    const k = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const ex = new JoinerExchange({ clusterId: "iso", selfId: "replayer", listen: { host: HOSTS[5]!, port: ports[5]! }, privateKey: k.privateKey, publicKey: k.publicKey, secret: "correct horse", pin: { fingerprint: fp, hashType: "sha256" }, now: Date.now, random: (n) => randomBytes(n) });
+    const exchange = async (frame: Uint8Array): Promise<Uint8Array> => {
+      const d = new zmq.Dealer({ receiveTimeout: 20_000, linger: 0 });
+      try {
+        d.connect(`tcp://${addr(0)}`);
+        await d.send(frame);
+        const [reply] = await d.receive();
+        return reply!;
+      } finally {
+        d.close();
+      }
+    };
+    assert.equal(peekRefusal(await exchange(ex.discover)), undefined, "the first DISCOVER is answered with a challenge");
+    assert.equal(peekRefusal(await exchange(ex.discover))?.reason, "replay");
+    for (const m of masters) assert.ok(!existsSync(path.join(m.pkiDir, "peers", "replayer.pub")), `${m.cfg.id} wrote nothing for the replayed join`);
   } finally {
     await Promise.all(masters.map((m) => m.stop().catch(() => undefined)));
     rmSync(top, { recursive: true, force: true });
