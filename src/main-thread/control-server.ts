@@ -20,7 +20,7 @@ import type { EventBusServer } from "./bus-server.js";
 import { FrameReader, frame, frameEncoded } from "../shared/length-framing.js";
 import { encodeWithEncodedEntry, isMap } from "../shared/protocol/msgpack.js";
 import { packEventEncoded, stamp } from "../shared/event-frame.js";
-import type { RunnerInit, RunnerMessage, RunnerSync } from "../runners/messages.js";
+import type { MainToRunner, RunnerInit, RunnerMessage, RunnerSync } from "../runners/messages.js";
 import type { RunnerClusterLink } from "./cluster/cluster-node.js";
 import type { MetricsBoard } from "../shared/metrics/board.js";
 
@@ -192,7 +192,7 @@ export class ControlServer {
     this.running++;
     this.threads.add(w);
     w.once("exit", () => this.threads.delete(w));
-    const unsubscribe = this.bus.subscribe((f) => w.postMessage({ type: "event", frame: f }));
+    const unsubscribe = this.bus.subscribe((f) => w.postMessage({ k: "ev", frame: f } satisfies MainToRunner));
     let done = false;
     const finish = () => {
       if (done) return;
@@ -206,10 +206,10 @@ export class ControlServer {
       finish();
     };
     w.on("message", (m: unknown) => {
-      const kind = isMap(m) ? m.type : undefined;
+      const kind = isMap(m) ? m.k : undefined;
       if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
       if (done) return;
-      if (kind === "print") return onMessage(m as RunnerMessage);
+      if (kind === "print") return onMessage({ type: "print", text: String((m as { text?: unknown }).text) });
       // an orchestration's progress (Salt's fire_args): only its own salt/run/<jid>/args tag, never any other event
       if (kind === "fire") {
         const f = m as { tag?: unknown; data?: unknown };

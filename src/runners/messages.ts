@@ -1,4 +1,9 @@
-/** Messages between the control server (main thread) and a runner thread. */
+/**
+ * Messages between the control server (main thread) and a runner thread, in the style of src/shared/port-calls.ts
+ * (told apart by `k`; streams, no calls): RunnerToMain and MainToRunner cross the thread's port. RunnerMessage is
+ * what the control server hands on to the call's client (the control socket's reply stream to salt-run, told apart
+ * by `type` on that wire); the control server makes one from each RunnerToMain.
+ */
 import type { MasterConfig } from "../shared/config/defaults.js";
 import type { RunnerClusterLink } from "../main-thread/cluster/cluster-node.js";
 
@@ -24,16 +29,19 @@ export interface RunnerInit {
  * return whose `data` holds a failed state run (Salt's RunnerClient: check_result of `return["data"]`). `fire` asks
  * the master to fire an event; only `salt/run/<the runner's jid>/args` is fired (orchestration's progress).
  */
-export type RunnerMessage = { type: "print"; text: string } | { type: "fire"; tag: string; data: unknown } | { type: "return"; packed: Uint8Array; success?: boolean } | { type: "error"; message: string } | RunnerSync;
+export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "error"; message: string } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {
-  type: "sync";
+  k: "sync";
   batches: Uint8Array[];
 }
 
-/** main → runner: every bus event while the runner runs */
-export interface RunnerEvent {
-  type: "event";
+/** main → runner: every bus event while the runner runs (a bus frame, as the automation thread gets them) */
+export interface MainToRunner {
+  k: "ev";
   frame: Uint8Array;
 }
+
+/** What the call's client gets (control socket stream; an awaited runner's result relay): a print, the return's bytes, or an error. */
+export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string };

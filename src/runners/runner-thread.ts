@@ -10,7 +10,7 @@ import { keyStoreFor } from "../lib/pki/key-store.js";
 import { LocalClient } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
-import type { RunnerEvent, RunnerInit, RunnerMessage } from "./messages.js";
+import type { MainToRunner, RunnerInit, RunnerToMain } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
 import { checkResult } from "./orchestrate/chunk-runner.js";
@@ -23,12 +23,12 @@ import { clusterNodeIdOf } from "../shared/node-ids.js";
 import { threadInit } from "../shared/thread-kit.js";
 
 const init = threadInit<RunnerInit>();
-const post = (m: RunnerMessage) => parentPort!.postMessage(m);
+const post = (m: RunnerToMain) => parentPort!.postMessage(m);
 
 const queue: BusEvent[] = [];
 let wake: (() => void) | undefined;
-parentPort!.on("message", (m: RunnerEvent) => {
-  if (m.type !== "event") return;
+parentPort!.on("message", (m: MainToRunner) => {
+  if (m.k !== "ev") return;
   // an event this thread cannot read is skipped, never the end of the runner (state.event reads every tag)
   const ev = busEventOf(m.frame);
   if (ev) {
@@ -52,14 +52,14 @@ function trackSync(ctx: RunnerContext): (() => void) | undefined {
   ctx.minions.track(clusterNodeIdOf(init.cfg), (r) => outbox.push(r));
   return () => {
     const batches = outbox.drain();
-    if (batches) post({ type: "sync", batches });
+    if (batches) post({ k: "sync", batches });
   };
 }
 
 // a runner brine does not have may be a synced custom runner (custom.ts)
 const fn = (await findRunner(init.fun)) ?? (await import("./custom.js")).customRunner(init.cfg, init.fun);
 if (!fn) {
-  post({ type: "error", message: `'${init.fun}' is not available.` });
+  post({ k: "error", message: `'${init.fun}' is not available.` });
 } else {
   const store = openStore(init.cfg);
   const ctx: RunnerContext = {
@@ -69,7 +69,7 @@ if (!fn) {
     minions: new MinionCache(store),
     keys: keyStoreFor(init.cfg),
     client: new LocalClient(init.cfg),
-    print: (text) => post({ type: "print", text }),
+    print: (text) => post({ k: "print", text }),
     events,
   };
   if (init.metrics) ctx.metrics = init.metrics;
@@ -77,7 +77,7 @@ if (!fn) {
     const jid = init.job.jid;
     ctx.jid = jid;
     ctx.user = init.job.user;
-    ctx.fireArgs = (data) => post({ type: "fire", tag: `salt/run/${jid}/args`, data });
+    ctx.fireArgs = (data) => post({ k: "fire", tag: `salt/run/${jid}/args`, data });
   }
   if (init.cluster) {
     ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
@@ -94,7 +94,7 @@ if (!fn) {
   const failed = async (e: unknown) => {
     const message = e instanceof Error ? e.message : String(e);
     await record(message, false);
-    post({ type: "error", message });
+    post({ k: "error", message });
   };
   Promise.resolve()
     .then(() => fn(ctx, init.arg, init.kwarg))
@@ -105,7 +105,7 @@ if (!fn) {
         packed = encodeWire(ret);
       } catch (e) {
         // a value msgpack has no form for: the caller gets an error, not silence, and the master serves on
-        post({ type: "error", message: `the runner's result could not be encoded: ${(e as Error).message}` });
+        post({ k: "error", message: `the runner's result could not be encoded: ${(e as Error).message}` });
         return;
       }
       // Salt's RunnerClient: a return with `data` (orchestrate) succeeded when its state run did
@@ -114,6 +114,6 @@ if (!fn) {
       await record(ret, success, packed);
       // a Buffer may be a view into a shared pool: copy into its own ArrayBuffer when it is one, then transfer
       const own = packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength ? packed : new Uint8Array(packed);
-      parentPort!.postMessage({ type: "return", packed: own, success } satisfies RunnerMessage, [own.buffer as ArrayBuffer]);
+      parentPort!.postMessage({ k: "return", packed: own, success } satisfies RunnerToMain, [own.buffer as ArrayBuffer]);
     }, failed);
 }

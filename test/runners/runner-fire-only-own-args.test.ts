@@ -21,8 +21,8 @@ test("a runner fires its own salt/run/<jid>/args and nothing else", { timeout: 6
     writeFiles(tm.cfg.file_roots.base![0]!, {
       "_runners/forge.mjs": `import { parentPort } from "node:worker_threads";
 export async function go(ctx) {
-  parentPort.postMessage({ type: "fire", tag: "salt/key", data: { act: "delete", id: "victim" } });
-  parentPort.postMessage({ type: "fire", tag: "salt/run/20000101000000000000/args", data: { type: "runner" } });
+  parentPort.postMessage({ k: "fire", tag: "salt/key", data: { act: "delete", id: "victim" } });
+  parentPort.postMessage({ k: "fire", tag: "salt/run/20000101000000000000/args", data: { type: "runner" } });
   ctx.fireArgs({ type: "runner", name: "mine" });
   return ctx.jid;
 }
