@@ -36,6 +36,8 @@ const REFUSAL_LINES_PER_WINDOW = 10;
 /** ms */
 const REFUSAL_LOG_WINDOW_MS = 60_000;
 
+/** how long the joiner waits for ADMIT after its proof (the member commits the key first), ms */
+const ADMIT_WAIT_MS = 15_000;
 /** responder exchanges held at once, count */
 const JOINS_PENDING_MAX = 32;
 /** a responder exchange not finished within this is forgotten, ms */
@@ -284,6 +286,8 @@ export class JoinHost {
       }
       let admit: Uint8Array;
       try {
+        // the member commits this master's key to the cluster log before it answers: allow for a commit
+        sock.receiveTimeout = Math.max(timeoutMs, ADMIT_WAIT_MS);
         admit = await exchange(proof);
       } catch (e) {
         return { kind: "unreachable", detail: `no answer to the proof: ${(e as Error).message}` };
