@@ -64,7 +64,8 @@ const cluster: OwnerSources | undefined = init.cluster
   : undefined;
 let store: Store | undefined;
 let jobCache: JobCache | undefined;
-const jobs = () => (jobCache ??= new JobCache((store = openStore(cfg))));
+// with jobs routed to a ring, the wheel jobs stored here are handed off to their owners too (job-cache.ts)
+const jobs = () => (jobCache ??= new JobCache((store = openStore(cfg)), cluster ? () => cluster.ring.route("jobs") !== null : undefined));
 
 const expandSls = (ref: string) => expandSlsRef(ref, (cfg.file_roots as Record<string, string[]> | undefined)?.base ?? []);
 

@@ -32,9 +32,12 @@ export class MirrorThread {
   private backlogBytes = 0;
   dropped = 0;
 
-  /** `stateSync`: the state-sync channels' port (src/main-thread/cluster/state-sync-link.ts holds the other end) */
-  constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer, stateSync?: MessagePort) {
-    const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}), ...(stateSync ? { stateSync } : {}) };
+  /**
+   * `stateSync`: the state-sync channels' port (src/main-thread/cluster/state-sync-link.ts holds the other end);
+   * `ring`: the shared ring buffer (with `jobs` routed to a ring, peers' job records are not stored here)
+   */
+  constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer, stateSync?: MessagePort, ring?: SharedArrayBuffer) {
+    const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}), ...(stateSync ? { stateSync } : {}), ...(ring ? { ring } : {}) };
     // policy: logged (by the kit); in-flight work fails back to its callers (state-sync calls: the link's port closes)
     this.worker = spawnThread({ name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, ...(stateSync ? { transferList: [stateSync] } : {}), onError: () => this.failInFlight() });
     this.worker.on("message", (m: MirrorReply) => {

@@ -157,14 +157,16 @@ export interface PlacementReport {
   unreachable: Record<string, string>;
   /** masters whose job cache held more than `limit` jids (they sent only their newest) */
   truncated: string[];
+  /** node id -> job records in its hand-off outbox, not yet on every owner (absent: the master did not say) */
+  handoff_pending: Record<string, number>;
   /** with truncated answers: the oldest jid compared (every master's answer covers the jids from here on) */
   horizon?: string;
   note?: string;
 }
 
-/** What brine's placement does today, said in every report until job data is placed on its owners. */
+/** What a report's holders mean while records wait in a master's hand-off outbox. */
 export const PLACEMENT_NOTE =
-  "brine does not place job data yet: every master stores every job it publishes or receives a return for, and the state-sync mirror copies jobs to every master, so masters that are not a jid's owners show up as extra holders";
+  "with jobs routed to the ring, each job is stored on its owners; the master a job or return landed on keeps its copy until every owner has it (handoff_pending counts what waits), so right after traffic it shows up as an extra holder";
 
 /**
  * Compares where each jid is held (`held`: node id -> its jids, or why it could not be asked) with where the
@@ -176,8 +178,10 @@ export function placementReport(input: {
   members: RingMembers;
   route: string | null;
   expected: (jid: string) => string[];
-  held: Record<string, { jids: string[]; truncated: boolean } | { error: string }>;
+  held: Record<string, { jids: string[]; truncated: boolean; pending?: number } | { error: string }>;
 }): PlacementReport {
+  const pending: Record<string, number> = {};
+  for (const [node, a] of Object.entries(input.held)) if (!("error" in a) && a.pending !== undefined) pending[node] = a.pending;
   const holders = new Map<string, string[]>();
   const unreachable: Record<string, string> = {};
   const truncated: string[] = [];
@@ -224,10 +228,11 @@ export function placementReport(input: {
     jids,
     unreachable,
     truncated,
+    handoff_pending: pending,
     ...(horizon !== undefined ? { horizon } : {}),
   };
-  const notes = [PLACEMENT_NOTE];
-  if (input.route !== input.ring) notes.unshift(`jobs are routed to ${input.route === null ? "no ring (broadcast)" : `ring ${input.route}`}, not to ${input.ring}`);
+  const notes = input.route === input.ring ? [PLACEMENT_NOTE] : [];
+  if (input.route !== input.ring) notes.unshift(`jobs are routed to ${input.route === null ? "no ring (broadcast)" : `ring ${input.route}`}, not to ${input.ring}: masters keep what they store (broadcast) or place it on that ring`);
   report.note = notes.join("; ");
   return report;
 }

@@ -15,6 +15,7 @@ import type { RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
 import { checkResult } from "./orchestrate/chunk-runner.js";
 import { storeMasterJob } from "./job-record.js";
+import { jobsFor } from "./cluster-jobs.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { RaftClient } from "../workers/raft/client.js";
 import { isClustered } from "../shared/shared-fs.js";
@@ -62,9 +63,11 @@ if (!fn) {
   post({ k: "error", message: `'${init.fun}' is not available.` });
 } else {
   const store = openStore(init.cfg);
+  const ring = init.cluster ? new RingReader(init.cluster.ringBuffer) : undefined;
   const ctx: RunnerContext = {
     cfg: init.cfg,
-    jobs: new JobCache(store),
+    // with jobs routed to a ring, what this runner stores (its own job, migrate_jobs_to_cache) is handed off too
+    jobs: new JobCache(store, ring ? () => ring.route("jobs") !== null : undefined),
     store,
     minions: new MinionCache(store),
     keys: keyStoreFor(init.cfg),
@@ -80,7 +83,7 @@ if (!fn) {
     ctx.fireArgs = (data) => post({ k: "fire", tag: `salt/run/${jid}/args`, data });
   }
   if (init.cluster) {
-    ctx.cluster = { nodeId: init.cluster.nodeId, ring: new RingReader(init.cluster.ringBuffer), raft: new RaftClient(init.cluster.raftPort) };
+    ctx.cluster = { nodeId: init.cluster.nodeId, ring: ring!, raft: new RaftClient(init.cluster.raftPort) };
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;
     if (init.cluster.stateSyncPort) ctx.cluster.stateSync = init.cluster.stateSyncPort;
   }
@@ -97,7 +100,8 @@ if (!fn) {
     post({ k: "error", message });
   };
   Promise.resolve()
-    .then(() => fn(ctx, init.arg, init.kwarg))
+    // a jobs.* read sees the job wherever the ring placed it (cluster-jobs.ts); the job record stays local
+    .then(async () => fn({ ...ctx, jobs: await jobsFor(ctx, init.fun, init.arg, init.kwarg) }, init.arg, init.kwarg))
     .finally(() => flush?.())
     .then(async (ret) => {
       let packed: Buffer;

@@ -144,6 +144,10 @@ export const ERR = {
   CLUSTER_JOIN_TIMEOUT: "the master could not join the cluster in time",
   CLUSTER_JOIN_FRAME: "malformed join frame",
   CLUSTER_JOIN_SYNC: "the joining master's state-sync did not finish",
+  // --- job placement ---
+  PLACEMENT_NO_TABLE: "the ring's slot table is not known on this master",
+  PLACEMENT_NOT_OWNER: "this master is not an owner of the job",
+  PLACEMENT_BAD_MESSAGE: "malformed job placement message",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

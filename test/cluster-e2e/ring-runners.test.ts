@@ -5,7 +5,8 @@
  * - ring_set from the master outside the ring (forwarded to a voter, committed in the ring's log), a partial
  *   update from a voter; ring_info / members / routes of the named ring on members and non-members;
  * - route_set to the ring; a return that reaches the master outside the ring moves not_a_member in that
- *   master's cluster.routes;
+ *   master's cluster.routes, and is handed off to the ring's owners (placement_check: exactly m1 and m2), where
+ *   lookup_jid on m3 finds it;
  * - errors: unknown voter, unknown ring, no quorum (a voter cut off);
  * - ring_destroy, then ring_create again: the ring's group resumes from its files (its policy is back).
  */
@@ -93,19 +94,20 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     assert.equal(drops.ring, "jobs");
     assert.deepEqual((await run(0, "routes")).drop_stats, {}, "m1 got no return: nothing counted there");
 
-    // --- placement_check, honestly: jobs are still stored on every master, so m3 is an extra holder
-    const placement = await until("the ping job to reach m1's job cache through the mirror", async () => {
+    // --- placement: the ping's job and return landed on m3 (outside the ring); m3 hands them to their owners
+    // (m1 and m2: replicas 2 over two voters) and drops its own copy once both have them
+    const placement = await until("the ping job to be placed on m1 and m2 only", async () => {
       const r = await run(0, "placement_check", "jobs");
-      const jid = Object.keys(r.jids).find((j) => r.jids[j].includes("m3") && r.jids[j].includes("m1"));
-      return jid ? { r, jid } : undefined;
-    }, 20_000);
+      const jid = Object.keys(r.jids).find((j) => r.jids[j].join(",") === "m1,m2");
+      return jid && r.ok && Object.values(r.handoff_pending).every((n) => n === 0) ? { r, jid } : undefined;
+    }, 30_000);
     assert.deepEqual([placement.r.ring, placement.r.replicas, placement.r.members, placement.r.route], ["jobs", 2, "voters", "jobs"]);
-    assert.equal(placement.r.ok, false);
     assert.ok(placement.r.checked >= 1);
-    const v = placement.r.violations.find((x: { jid: string }) => x.jid === placement.jid);
-    assert.deepEqual([v.expected, v.extra], [["m1", "m2"], ["m3"]], JSON.stringify(v));
-    assert.deepEqual(placement.r.unreachable, {});
-    assert.match(placement.r.note, /does not place job data yet/);
+    assert.deepEqual([placement.r.violations, placement.r.unreachable, placement.r.handoff_pending], [[], {}, { m1: 0, m2: 0, m3: 0 }]);
+    assert.match(placement.r.note, /stored on its owners/);
+    // m3 no longer holds the job, and still finds it (cluster-wide read)
+    const looked = await h.saltRun(2, ["jobs.lookup_jid", placement.jid, "--out", "json"]);
+    assert.deepEqual(JSON.parse(looked.stdout), { "ring-m": true }, looked.stdout + looked.stderr);
     await fails(2, "placement_check", ["jobs"], /run placement_check on one of them \(m1, m2\)/);
     if (process.env.BRINE_RING_DOC === "1") {
       for (const [i, fn, args] of [[2, "rings", []], [2, "routes", ["jobs"]], [0, "ring_info", ["jobs"]], [2, "ring_info", ["jobs"]], [2, "members", ["jobs"]], [0, "placement_check", ["jobs", "limit=3"]]] as [number, string, string[]][]) {

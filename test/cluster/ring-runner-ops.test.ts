@@ -131,7 +131,7 @@ test("placement_check: each jid against its owners; extra holders and missing ow
     members: "voters",
     route: "jobs",
     expected: (jid) => owners[jid]!,
-    held: { m1: { jids: ["j1", "j2", "j3"], truncated: false }, m2: { jids: ["j1", "j2"], truncated: false }, m3: { jids: ["j2"], truncated: false } },
+    held: { m1: { jids: ["j1", "j2", "j3"], truncated: false, pending: 0 }, m2: { jids: ["j1", "j2"], truncated: false, pending: 0 }, m3: { jids: ["j2"], truncated: false, pending: 1 } },
   });
   assert.equal(r.checked, 3);
   assert.equal(r.ok, false);
@@ -140,8 +140,9 @@ test("placement_check: each jid against its owners; extra holders and missing ow
     { jid: "j2", expected: ["m1", "m2"], holders: ["m1", "m2", "m3"], missing: [], extra: ["m3"] },
     { jid: "j3", expected: ["m1", "m2"], holders: ["m1"], missing: ["m2"], extra: [] },
   ]);
-  assert.match(r.note!, /does not place job data yet/);
-  assert.doesNotMatch(r.note!, /routed to/);
+  assert.deepEqual(r.handoff_pending, { m1: 0, m2: 0, m3: 1 }, "what each master still has to hand off");
+  assert.match(r.note!, /keeps its copy until every owner has it/);
+  assert.doesNotMatch(r.note!, /not to jobs/);
 
   const clean = placementReport({ ring: "jobs", replicas: 1, members: "self", route: null, expected: () => ["m1"], held: { m1: { jids: ["j1"], truncated: false } } });
   assert.deepEqual([clean.ok, clean.violations, clean.unreachable], [true, [], {}]);

@@ -3,6 +3,7 @@
  * per (jid, minion) — a second return for the same pair is refused, as local_cache refuses it when the
  * directory exists — end times, nocache markers, and age-based cleanup by `keep_jobs_seconds`.
  */
+import { randomInt } from "node:crypto";
 import { jidToMs, jidToTime } from "../../shared/protocol/jid.js";
 import { durable, type Store } from "./lmdb-env.js";
 import { decodeWire, type DecodeLimits } from "../../shared/protocol/msgpack.js";
@@ -44,17 +45,43 @@ function unpacked(value: Record<string, unknown>): Record<string, unknown> {
   }
 }
 
+/** A fresh outbox stamp: a write rewrites its record's stamp, so a hand-off settles only what it sent (job-handoff.ts). */
+export function handoffStamp(): number {
+  return randomInt(1, 2 ** 31);
+}
+
 export class JobCache {
-  constructor(private readonly s: Store) {}
+  /**
+   * `placed(jid)`: true when jobs are routed to a ring (the caller's gate), so every record written here also
+   * goes into the hand-off outbox (`jobs/handoff`) for the jid's owners; absent (the mirror, a hand-off's
+   * receiver, a single master): no outbox. The outbox stamp is written before the record, so a record that is
+   * committed always has its stamp committed too.
+   */
+  constructor(
+    private readonly s: Store,
+    private readonly placed?: (jid: string) => boolean,
+  ) {}
+
+  /** Whether `jid`'s records are placed on a ring's owners (so this master may not hold all of its returns). */
+  placing(jid: string): boolean {
+    return this.placed?.(jid) === true;
+  }
+
+  /** Queues `key` (`<jid>` or `<jid>/<id>`) for the hand-off when jobs are placed. */
+  private outbox(jid: string, key: string = jid): void {
+    if (this.placed?.(jid)) void this.s.handoff.put(key, handoffStamp());
+  }
 
   async saveLoad(jid: string, load: Record<string, unknown>, minions?: string[]): Promise<void> {
     const { key: _key, ...rest } = load;
+    this.outbox(jid);
     const puts: Promise<boolean>[] = [this.s.loads.put(jid, rest)];
     if (minions) puts.push(this.s.minions.put(jid, [...minions].sort()));
     await Promise.all(puts);
   }
 
   async markNocache(jid: string): Promise<void> {
+    this.outbox(jid);
     await this.s.nocache.put(jid, true);
   }
 
@@ -75,6 +102,7 @@ export class JobCache {
 
   /** Stores a job's end time as given (Salt's endtime text; a migrated job keeps the one Salt wrote). */
   async setEndtime(jid: string, text: string): Promise<void> {
+    this.outbox(jid);
     await this.s.endtimes.put(jid, text);
   }
 
@@ -96,7 +124,9 @@ export class JobCache {
     const have = new Set<string>(this.s.minions.get(jid) ?? []);
     const before = have.size;
     for (const id of ids) have.add(id);
-    if (have.size !== before) await this.s.minions.put(jid, [...have].sort());
+    if (have.size === before) return;
+    this.outbox(jid);
+    await this.s.minions.put(jid, [...have].sort());
   }
 
   /** Whether a return for (jid, id) is stored (a syndic's resent batch skips it quietly). */
@@ -112,7 +142,9 @@ export class JobCache {
     const stored = durable(this.addReturn(jid, id, rec));
     if (!storeEndtime) return stored;
     return stored.then(async (ok) => {
-      if (ok) await durable(this.s.endtimes.put(jid, jidToTime(jid)));
+      if (!ok) return ok;
+      this.outbox(jid);
+      await durable(this.s.endtimes.put(jid, jidToTime(jid)));
       return ok;
     });
   }
@@ -124,6 +156,7 @@ export class JobCache {
   addReturn(jid: string, id: string, rec: ReturnRecord): Promise<boolean> {
     const value: Record<string, unknown> = rec.return_msgpack instanceof Uint8Array ? { return_msgpack: rec.return_msgpack } : { return: rec.return };
     for (const k of RETURN_FIELDS) if (rec[k] !== undefined) value[k] = rec[k];
+    this.outbox(jid, `${jid}/${id}`);
     // MDB_NOOVERWRITE: LMDB itself refuses the write inside the commit when the key exists (atomic across
     // threads), and lmdb-js resolves false; cheaper than a conditional block (ifNoExists) around a put.
     return this.s.returns.put(`${jid}/${id}`, value, NO_OVERWRITE);
@@ -173,6 +206,13 @@ export class JobCache {
     for (const jid of this.s.loads.getKeys()) {
       if (removed >= cleanupRecordsPerPassMax || !old(jid)) break;
       dels.push(this.s.loads.remove(jid), this.s.minions.remove(jid), this.s.endtimes.remove(jid), this.s.nocache.remove(jid));
+      removed++;
+    }
+    for (const key of this.s.handoff.getKeys()) {
+      if (removed >= cleanupRecordsPerPassMax) break;
+      const slash = key.indexOf("/");
+      if (!old(slash < 0 ? key : key.slice(0, slash))) break;
+      dels.push(this.s.handoff.remove(key));
       removed++;
     }
     for (const key of this.s.returns.getKeys()) {

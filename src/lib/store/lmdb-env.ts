@@ -34,6 +34,12 @@ export interface Store {
   endtimes: Database<string, string>;
   /** jobs/nocache: jid → true */
   nocache: Database<boolean, string>;
+  /**
+   * jobs/handoff: the placement outbox (jobs routed to a ring, job-handoff.ts): `<jid>` (the job's load, minions,
+   * end time, nocache) or `<jid>/<id>` (a return) → a random stamp, rewritten before each write of that record,
+   * removed once every owner of the jid has the record durably
+   */
+  handoff: Database<number, string>;
   /** minions/<id>/data: id → {grains, pillar} */
   minionData: Database<{ grains?: unknown; pillar?: unknown }, string>;
   /** minions/<id>/mine: id → {fun: data} */
@@ -66,6 +72,7 @@ export function openStore(cfg: StoreConfig): Store {
     returns: db("jobs/returns"),
     endtimes: db("jobs/endtimes"),
     nocache: db("jobs/nocache"),
+    handoff: db("jobs/handoff"),
     minionData: db("minions/data"),
     mine: db("minions/mine"),
     // opened here with the rest, never at first use: lmdb-js opens a named database in a write transaction of

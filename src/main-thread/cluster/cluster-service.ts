@@ -178,7 +178,7 @@ export class ClusterService {
     this.aesKey = readOrCreateClusterAes(this.cfg);
     this.hooks.setAesKey(this.aesKey);
     const ss = new MessageChannel();
-    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab, ss.port2);
+    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab, ss.port2, this.node.ringBuffer);
     this.stateSync = new StateSyncLink(ss.port1, this.view, () => this.transport.status().flatMap((s) => (s.id === undefined ? [] : [s.id])));
     this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
       events: (f) => this.hooks.busPublish(f),

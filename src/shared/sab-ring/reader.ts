@@ -237,6 +237,12 @@ export class RingReader {
     return v === "broadcast" || v === "owner";
   }
 
+  /** The ring `dataType` is routed to now, null for broadcast (no route, or a route to None). */
+  route(dataType: string): string | null {
+    const r = this.routesNow().byType.get(dataType);
+    return r !== undefined && r.state === ROUTE_TO_RING ? r.ring : null;
+  }
+
   /** The live routing table in the buffer: data type -> ring, null for broadcast. */
   routes(): Record<string, string | null> {
     const out: Record<string, string | null> = {};

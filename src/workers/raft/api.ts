@@ -12,6 +12,7 @@ import type { MessagePort } from "node:worker_threads";
 import type { GroupKind } from "./backend.js";
 import type { LatencyHistogram, LatencySummary } from "../../shared/metrics/latency-window.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
+import type { ClusterJob, ClusterJobList } from "./job-placement.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 import type { JoinAttempt } from "./join-host.js";
 
@@ -141,6 +142,13 @@ export interface RaftWorkerApi {
    * cluster.pem and the AES key are installed), no cluster there, refused (by which side, why), or unreachable.
    */
   joinAttempt(host: string, port: number, timeoutMs: number): Promise<Outcome<JoinAttempt>>;
+  /**
+   * One job as the cluster holds it: this master's copy merged with every other member's (peer channel
+   * `raft/placement`, job-placement.ts), with the masters that could not be asked. For the jobs.* runners.
+   */
+  jobRead(jid: string): Promise<Outcome<ClusterJob>>;
+  /** Every member's jobs (load, expected minions, end time), merged by jid. */
+  jobList(): Promise<Outcome<ClusterJobList>>;
   /** runs cluster.shed_unowned on every other master of the cluster (raft/shed); node id -> its result */
   shedPeers(args: ShedArgs): Promise<Outcome<Record<string, ShedResult>>>;
   /** serves this API on another port as well (a runner thread's end of a MessageChannel) */

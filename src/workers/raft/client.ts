@@ -18,6 +18,7 @@ import { PROPOSE_MANY_MAX, type MembershipChange, type NodeStatus, type Outcome,
 import { nodeEndpoint } from "./comlink-node.js";
 import { clientCallTimeoutMs } from "./limits.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
+import type { ClusterJob, ClusterJobList } from "./job-placement.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 import type { JoinAttempt } from "./join-host.js";
 
@@ -154,6 +155,12 @@ export class RaftClient {
   }
   joinAttempt(host: string, port: number, timeoutMs: number): Promise<JoinAttempt> {
     return this.call("joinAttempt", () => this.api.joinAttempt(host, port, timeoutMs));
+  }
+  jobRead(jid: string): Promise<ClusterJob> {
+    return this.call("jobRead", () => this.api.jobRead(jid));
+  }
+  jobList(): Promise<ClusterJobList> {
+    return this.call("jobList", () => this.api.jobList());
   }
   shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
     return this.call("shedPeers", () => this.api.shedPeers(args));

@@ -29,6 +29,8 @@ export interface HeldJobs {
   jids: string[];
   /** the cache holds more than `max` jids: only the newest were sent */
   truncated: boolean;
+  /** job records in this master's hand-off outbox, waiting for their owners (job-placement.ts) */
+  pending?: number;
 }
 
 /** One master's answer, or why it could not be had. */
@@ -58,13 +60,15 @@ export class HeldJobsService {
     for (const off of this.offs) off();
   }
 
-  private open(): Store {
+  /** The job cache's store, opened on first use (job-placement.ts shares it). */
+  open(): Store {
     return (this.store ??= openStore(this.storeConfig));
   }
 
   /** This master's jids, newest `max`. */
   local(max: number): HeldJobs {
-    return newest(new JobCache(this.open()).listJids(), Math.min(max, HELD_JIDS_MAX));
+    const s = this.open();
+    return { ...newest(new JobCache(s).listJids(), Math.min(max, HELD_JIDS_MAX)), pending: s.handoff.getCount() };
   }
 
   /** Runs the shed on every listed peer (each writes its own status file); a peer that failed: status "error". */
@@ -98,7 +102,7 @@ export class HeldJobsService {
         try {
           const r = cbor.decode(await this.channel.request(p, JOBS_HELD_CHANNEL, payload, this.timeoutMs)) as HeldJobs;
           if (!Array.isArray(r?.jids) || !r.jids.every((j) => typeof j === "string")) return [p, { error: "malformed answer" }];
-          return [p, { jids: r.jids, truncated: r.truncated === true }];
+          return [p, { jids: r.jids, truncated: r.truncated === true, ...(Number.isSafeInteger(r.pending) ? { pending: r.pending } : {}) }];
         } catch (e) {
           return [p, { error: (e as Error).message }];
         }

@@ -32,6 +32,8 @@ import { PeerChannelHost } from "./peer-proxy-host.js";
 import { RaftPeerLink } from "./raft-transport.js";
 import { RingForwarder } from "./ring-forward.js";
 import { HeldJobsService } from "./held-jobs.js";
+import { JobPlacement } from "./job-placement.js";
+import type { PlacementTable } from "../../shared/placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
 import { shedOwnership, type ShedArgs } from "../../lib/store/shed.js";
 import type { StoreConfig } from "../../lib/store/lmdb-env.js";
@@ -82,6 +84,7 @@ let peerTransport: PeerTransport | undefined;
 let forwarder: RingForwarder | undefined;
 let heldJobs: HeldJobsService | undefined;
 let joinHost: JoinHost | undefined;
+let placement: JobPlacement | undefined;
 
 async function outcome<T>(f: () => T | Promise<T>): Promise<Outcome<T>> {
   try {
@@ -127,9 +130,22 @@ async function startup(): Promise<GroupManager> {
       const st = m.ringState(ring);
       return shedOwnership({ ring, self: init.nodeId, record: st.record, members: st.members ?? "self", owners: (key) => reader.replicas(key, st.replicas ?? 1, ring), tableReady: (reader.view(ring)?.nodes.length ?? 0) > 0 });
     };
-    heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, HELD_JOBS_TIMEOUT_MS, init.nodeId, ownership);
+    const held = (heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, HELD_JOBS_TIMEOUT_MS, init.nodeId, ownership));
+    placement = new JobPlacement({
+      store: () => held.open(),
+      channel: peerTransport ?? NO_CHANNEL,
+      self: init.nodeId,
+      timeoutMs: PLACEMENT_TIMEOUT_MS,
+      route: () => reader.routes().jobs ?? null,
+      localTable: (ring) => placementTable(m, reader, ring),
+      hosts: (ring) => [...(m.ringState(ring).record?.founding_voters ?? [])],
+      peers: () => otherMembers(m),
+    });
   }
-  timer = setInterval(() => m.tick(), limits.tickMs);
+  timer = setInterval(() => {
+    m.tick();
+    placement?.tick();
+  }, limits.tickMs);
   manager = m;
   return m;
 }
@@ -176,6 +192,23 @@ const NO_CHANNEL = {
   on: () => () => undefined,
   request: () => Promise.reject(new BrineError("CLUSTER_PEER_UNKNOWN", "no peer channel")),
 };
+/** how long a master may take to store a hand-off, answer a job read or a table question, ms */
+const PLACEMENT_TIMEOUT_MS = 10_000;
+
+/**
+ * This master's table of `ring` for job placement, when it hosts the ring: under policy "voters" the slot
+ * table it publishes in the shared ring, under "self" the ring's voters (each owns every jid).
+ */
+function placementTable(m: GroupManager, reader: RingReader, ring: string): PlacementTable | undefined {
+  const st = m.ringState(ring);
+  if (st.record?.status !== "active" || !st.record.founding_voters.includes(m.self) || st.members === undefined) return undefined;
+  const voters = [...st.record.founding_voters].sort();
+  if (st.members === "self") return { ring, members: "self", replicas: st.replicas ?? 1, voters, nodes: [], owners: new Uint8Array(0), epoch: reader.epoch(ring) };
+  const v = reader.view(ring);
+  if (!v || v.nodes.length === 0) return undefined;
+  return { ring, members: "voters", replicas: st.replicas ?? v.replicas, voters: v.nodes, nodes: v.nodes, owners: v.owners, epoch: v.epoch };
+}
+
 /** how long one master may take to list its jids, ms */
 const HELD_JOBS_TIMEOUT_MS = 20_000;
 
@@ -183,6 +216,11 @@ const HELD_JOBS_TIMEOUT_MS = 20_000;
 function otherMembers(m: GroupManager): string[] {
   const g = m.status().groups.find((x) => x.group === CLUSTER_RING);
   return g ? [...g.voters, ...g.learners].filter((id) => id !== m.self) : [];
+}
+
+function jobPlacement(): JobPlacement {
+  if (!placement) throw new BrineError("RAFT_API_MISUSE", "the raft worker was started without the job cache");
+  return placement;
 }
 
 function jobCachePeers(): HeldJobsService {
@@ -244,7 +282,16 @@ const api: RaftWorkerApi = {
       if (!joinHost) throw new BrineError("CLUSTER_CONFIG", "no peer channel");
       return joinHost.attempt(host, port, timeoutMs);
     }),
-
+  jobRead: (jid: string) =>
+    outcome(async () => {
+      await started;
+      return jobPlacement().clusterCopy(jid);
+    }),
+  jobList: () =>
+    outcome(async () => {
+      await started;
+      return jobPlacement().clusterList();
+    }),
   shedPeers: (args: ShedArgs) =>
     outcome(async () => {
       const m = await started;
@@ -262,6 +309,7 @@ const api: RaftWorkerApi = {
         raftLink?.close();
         forwarder?.close();
         heldJobs?.close();
+        placement?.close();
         await (manager ?? (await started)).close();
       } finally {
         writer?.release();

@@ -147,7 +147,8 @@ function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: st
     }
   }
   if (!ctx.cfg.job_cache || ctx.jobs.isNocache(jid)) return RETURN_DONE;
-  // counted in the shared drop_stats (cluster.routes); the return is stored here all the same until placement lands
+  // counted in the shared drop_stats (cluster.routes); the return is stored here all the same, and handed off to
+  // the jid's owners when jobs are routed to a ring (the job cache's outbox)
   ctx.gate?.("jobs", jid);
   return ctx.jobs.saveReturn(jid, id, load as never, ctx.cfg.job_cache_store_endtime).then((stored) => {
     if (!stored) log.info(`An extra return was detected from minion ${id}, please verify the minion, this could be a replay attack`);

@@ -107,8 +107,9 @@ export class MasterContext {
   readonly metrics: MetricsBoard;
   /**
    * Clustered: Salt's owns_for gate over the shared ring (src/shared/sab-ring/reader.ts) for `dataType`'s key,
-   * counting not_a_member / other_ring_member in the shared drop_stats. Placement does not act on it yet:
-   * every master still stores every job (the verdict is counted, the write happens).
+   * counting not_a_member / other_ring_member in the shared drop_stats. The write happens whatever the
+   * verdict: with `jobs` routed to a ring, the job cache also queues each record for the jid's owners (the
+   * hand-off outbox, src/workers/raft/job-placement.ts), which drops this copy once they have it.
    */
   readonly gate: ((dataType: string, key: string) => GateVerdict) | undefined;
   readonly masterPriv: KeyObject;
@@ -141,10 +142,12 @@ export class MasterContext {
     this.clearRequestBytesMax = readOption(cfg, "brine_clear_request_bytes_max");
     this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
     this.metrics = new MetricsBoard(shared.metrics);
+    let placed: ((jid: string) => boolean) | undefined;
     if (shared.cluster) {
       const ring = new RingReader(shared.cluster.ring);
       const self = shared.cluster.nodeId;
       this.gate = (dataType, key) => ring.gate(dataType, key, self);
+      placed = () => ring.route("jobs") !== null;
     }
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
     this.keys = keyStoreFor(cfg);
@@ -154,7 +157,7 @@ export class MasterContext {
     this.secrets = new SharedSecrets(shared.secrets);
     this.nonces = new NonceSet(shared.nonces);
     this.store = openStore(cfg);
-    this.jobs = new JobCache(this.store);
+    this.jobs = new JobCache(this.store, placed);
     this.minionCache = new MinionCache(this.store);
     const keyFiles = minionFacingKeyFiles(cfg);
     const pem = readFileSync(keyFiles.pem, "utf8");

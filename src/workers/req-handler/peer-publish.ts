@@ -43,6 +43,13 @@ export const peerRunnerWaitSMax = 600;
 const returnPollMs = 200;
 
 const refusals = new LogBudget(20, 60_000, (l) => log.warning(l), "peer publish refusals");
+/** one line per minute: returns read here while jobs are placed on a ring may be incomplete */
+const placedReads = new LogBudget(1, 60_000, (l) => log.warning(l), "peer publish returns under placement");
+
+/** Says (within a budget) that this master reads only its own copy of a placed job's returns. */
+function warnIfPlaced(ctx: MasterContext, jid: string, what: string): void {
+  if (ctx.jobs.placing(jid)) placedReads.line(`${what} for job ${jid} reads the returns on this master only: jobs are placed on a ring, so returns held by the job's owners elsewhere are not included`);
+}
 
 const send = (ret: unknown): AesResult => ({ ret, mode: "send" });
 /** Salt's refusal of every peer request: an empty dict, no reason. */
@@ -129,6 +136,7 @@ export function doPubRet(ctx: MasterContext, load: Record<string, WireValue>): A
   if (!validId(id) || !validJid(jid) || !("tok" in load)) return refuse(id, "pub_ret", "a valid id, jid and tok are required");
   const job = ctx.jobs.getLoad(jid);
   if (!job || job.id !== id) return refuse(id, "pub_ret", `job ${jid} was not published by this minion`);
+  warnIfPlaced(ctx, jid, "pub_ret");
   return send(cacheReturns(ctx, jid));
 }
 
@@ -158,6 +166,7 @@ export async function doMinionPublish(ctx: MasterContext, load: Record<string, W
   const full = load.form === "full";
   if (r.jid === null) return send(full ? { __jid__: null } : {});
   const jid = r.jid;
+  warnIfPlaced(ctx, jid, "minion_publish");
   const deadline = Date.now() + timeoutS * 1000;
   let returns = ctx.jobs.returnsFor(jid);
   while (Date.now() < deadline && r.minions.some((m) => !(m in returns))) {

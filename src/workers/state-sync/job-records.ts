@@ -34,6 +34,11 @@ export interface JobRecordsConfig {
 
 export class JobRecords {
   readonly jobs: JobCache;
+  /**
+   * True while `jobs` is routed to a ring: then peers' job records are not stored here at all (neither
+   * forwarded nor pulled): the hand-off places each job on its owners (src/workers/raft/job-placement.ts).
+   */
+  placed: () => boolean = () => false;
 
   constructor(
     private readonly s: Store,
@@ -44,6 +49,7 @@ export class JobRecords {
 
   /** Stores forwarded job event frames the origin verified (never call it with any other frame). */
   async storeEvents(frames: readonly Uint8Array[]): Promise<void> {
+    if (this.placed()) return;
     const writes: Promise<unknown>[] = [];
     for (const f of frames) {
       let events;
@@ -82,6 +88,7 @@ export class JobRecords {
 
   /** Stores a bulk-sync record; true when it was new here. */
   async apply(r: JobRecord | RetRecord): Promise<boolean> {
+    if (this.placed()) return false;
     if (r.k === "ret") return this.storeReturn(r.jid, r.id, r.v as unknown as ReturnRecord);
     if (this.s.loads.get(r.jid) !== undefined) return false;
     await this.jobs.saveLoad(r.jid, r.v, r.m);

@@ -23,11 +23,14 @@ import { PresenceBoard, type PresenceReport } from "../../lib/store/presence-boa
 import { SyncStore, type SyncCursor } from "./sync-store.js";
 import { threadInit } from "../../shared/thread-kit.js";
 import { StateSyncEngine } from "./engine.js";
+import { RingReader } from "../../shared/sab-ring/reader.js";
 
 export interface JobMirrorInit {
   cfg: MasterConfig;
   /** this master's replay nonce set (src/shared/nonce-set.ts): served to and filled by bulk syncs */
   nonces?: SharedArrayBuffer;
+  /** the shared ring buffer: while `jobs` is routed to a ring, peers' job records are not stored (job-records.ts) */
+  ring?: SharedArrayBuffer;
   log: { level: string; file: string | null; fileLevel: string | null };
   /** the state-sync channels' port to the main thread (engine.ts; state-sync-link.ts relays it to the peers) */
   stateSync?: MessagePort;
@@ -87,6 +90,10 @@ const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);
 const presence = new PresenceBoard(store);
 if (init.stateSync) new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync);
+if (init.ring) {
+  const ring = new RingReader(init.ring);
+  sync.jobRecords.placed = () => ring.route("jobs") !== null;
+}
 
 async function handle(m: MirrorMessage): Promise<MirrorReply> {
   if ("frames" in m) {

@@ -1,0 +1,94 @@
+/**
+ * Cluster-wide reads for the jobs.* runners: with `jobs` routed to a ring, a job lives on its owners (and, until
+ * they have it, on the master that took it), not on every master. Before such a runner runs, its runner thread
+ * asks the Raft worker for the job as every master holds it (peer channel `raft/placement`,
+ * src/workers/raft/job-placement.ts) and hands the runner a ClusterJobView over the merged copy instead of
+ * this master's job cache: the runners themselves (jobs.ts) are unchanged. Masters that could not be asked
+ * (one owner down) are logged; the answer is what the others hold.
+ *
+ * Covered: lookup_jid, print_job, list_job, exit_success (one jid), list_jobs (every master's jobs). Not
+ * covered (they read this master's cache only, and say so in the log): last_run, active.
+ */
+import { getLogger } from "../shared/log.js";
+import { JobCache } from "../lib/store/job-cache.js";
+import type { Store } from "../lib/store/lmdb-env.js";
+import type { JobCopy, ListedJob } from "../shared/placement.js";
+import { argOf, type RunnerContext } from "./context.js";
+
+const log = getLogger("brine.runner.jobs");
+
+/** jobs.* runners that read one jid (their first argument, or `jid=`). */
+const ONE_JID = new Set(["jobs.lookup_jid", "jobs.print_job", "jobs.list_job", "jobs.exit_success"]);
+/** jobs.* runners that read this master's cache only even while jobs are placed on a ring. */
+const LOCAL_ONLY = new Set(["jobs.last_run", "jobs.active"]);
+
+/** A job cache whose reads answer from a merged cluster-wide copy (writes still go to this master's store). */
+export class ClusterJobView extends JobCache {
+  constructor(
+    store: Store,
+    private readonly jobs: ReadonlyMap<string, JobCopy>,
+  ) {
+    super(store);
+  }
+
+  override getLoad(jid: string): Record<string, unknown> | undefined {
+    const j = this.jobs.get(jid);
+    if (!j?.load) return undefined;
+    return { ...j.load, Minions: [...(j.minions ?? [])].sort() };
+  }
+  override hasLoad(jid: string): boolean {
+    return this.jobs.get(jid)?.load !== undefined;
+  }
+  override expectedMinions(jid: string): string[] {
+    return [...(this.jobs.get(jid)?.minions ?? [])];
+  }
+  override returnsFor(jid: string): Record<string, Record<string, unknown>> {
+    return { ...(this.jobs.get(jid)?.returns ?? {}) };
+  }
+  override hasReturn(jid: string, id: string): boolean {
+    return id in (this.jobs.get(jid)?.returns ?? {});
+  }
+  override endtime(jid: string): string | undefined {
+    return this.jobs.get(jid)?.endtime;
+  }
+  override isNocache(jid: string): boolean {
+    return this.jobs.get(jid)?.nocache === true;
+  }
+  override *loads(): IterableIterator<[string, Record<string, unknown>]> {
+    for (const [jid, j] of [...this.jobs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) if (j.load) yield [jid, j.load];
+  }
+  override listJids(): string[] {
+    return [...this.loads()].map(([jid]) => jid);
+  }
+}
+
+function unreachableNote(fun: string, unreachable: Record<string, string>): void {
+  const down = Object.entries(unreachable);
+  if (down.length > 0) log.warning(`${fun}: ${down.length} master(s) could not be asked, answering from the others: ${down.map(([n, why]) => `${n} (${why})`).join(", ")}`);
+}
+
+/**
+ * The job cache `fun` should read: this master's own unless clustered with `jobs` routed to a ring and `fun` a
+ * cluster-wide read, then a ClusterJobView of what every master holds.
+ */
+export async function jobsFor(ctx: RunnerContext, fun: string, arg: unknown[], kwarg: Record<string, unknown>): Promise<JobCache> {
+  const c = ctx.cluster;
+  if (!c || !ctx.store || !fun.startsWith("jobs.") || c.ring.route("jobs") === null) return ctx.jobs;
+  if (LOCAL_ONLY.has(fun)) {
+    log.warning(`${fun} reads this master's job cache only: jobs are placed on ring ${c.ring.route("jobs")}, so jobs held only by other masters are not seen`);
+    return ctx.jobs;
+  }
+  if (ONE_JID.has(fun)) {
+    const jid = String(argOf(arg, kwarg, 0, "jid", ""));
+    const r = await c.raft.jobRead(jid);
+    unreachableNote(fun, r.unreachable);
+    return new ClusterJobView(ctx.store, new Map([[jid, r.job]]));
+  }
+  if (fun === "jobs.list_jobs") {
+    const r = await c.raft.jobList();
+    unreachableNote(fun, r.unreachable);
+    if (r.truncated.length > 0) log.warning(`${fun}: the job lists of ${r.truncated.join(", ")} were cut to their newest jobs`);
+    return new ClusterJobView(ctx.store, new Map(r.jobs.map(([jid, load, minions, endtime]: ListedJob) => [jid, { load, ...(minions ? { minions } : {}), ...(endtime !== null ? { endtime } : {}), returns: {} }])));
+  }
+  return ctx.jobs;
+}

@@ -1,0 +1,181 @@
+/**
+ * Job placement's decisions, sans I/O (the hand-off shell is src/workers/raft/job-handoff.ts):
+ *
+ * - **Owners.** When `jobs` is routed to a ring, a jid's owners are, under the ring's policy `voters`, the
+ *   first `replicas` nodes of the jid's preference order in the ring's slot table (the same order the shared
+ *   ring's RingReader.replicas gives, computed here from a table fetched from a host of the ring when this
+ *   master does not host it); under `self`, every voter of the ring.
+ * - **A hand-off round.** The outbox (`jobs/handoff`) holds one key per record written on this master while
+ *   jobs were placed: `<jid>` (load, minions, end time, nocache) or `<jid>/<id>` (a return), each with a
+ *   stamp. planRound groups a batch of outbox keys by jid and by owner to send to (never to self);
+ *   settleRound says, once the owners answered, which keys are settled: every owner other than self
+ *   acknowledged the jid (durably stored). A settled key leaves the outbox if its stamp did not change
+ *   meanwhile, and its record leaves this master when this master is not one of the jid's owners.
+ *   A jid whose owners are unknown (no table yet) stays for the next round.
+ */
+import { preferenceOrder } from "./sab-ring/assign.js";
+import { hashString, nodeHash } from "./sab-ring/hash.js";
+import { NO_OWNER, ringSlots } from "./sab-ring/layout.js";
+
+/** What a master knows of a ring to place keys on it. */
+export interface PlacementTable {
+  ring: string;
+  members: "self" | "voters";
+  replicas: number;
+  /** the ring's voters (owners of every key under `self`) */
+  voters: readonly string[];
+  /** the slot table under `voters`: sorted node ids and, per slot, the owner's index (ringSlots bytes) */
+  nodes: readonly string[];
+  owners: Uint8Array;
+  /** the ring's epoch at the host the table came from (diagnostics) */
+  epoch: number;
+}
+
+/** A table is usable when it can name owners: `self` with voters, `voters` with a full slot table. */
+export function tableUsable(t: PlacementTable): boolean {
+  if (t.members === "self") return t.voters.length > 0;
+  return t.nodes.length > 0 && t.owners.length === ringSlots && t.replicas >= 1;
+}
+
+/** The owners of `jid` under table `t` (sorted), [] when the table cannot say. */
+export function ownersOf(t: PlacementTable, jid: string): string[] {
+  if (!tableUsable(t)) return [];
+  if (t.members === "self") return [...t.voters].sort();
+  const slot = hashString(jid) & (ringSlots - 1);
+  const o = t.owners[slot]!;
+  if (o === NO_OWNER || o >= t.nodes.length) return [];
+  const want = Math.min(t.replicas, t.nodes.length);
+  return preferenceOrder(t.nodes, t.nodes.map(nodeHash), o, slot)
+    .slice(0, want)
+    .map((i) => t.nodes[i]!)
+    .sort();
+}
+
+/** The jid of an outbox key (`<jid>` or `<jid>/<id>`). */
+export function outboxJid(key: string): string {
+  const slash = key.indexOf("/");
+  return slash < 0 ? key : key.slice(0, slash);
+}
+
+export interface RoundPlan {
+  /** jid -> its owners and the outbox keys of this round (with the stamps read) */
+  jobs: Map<string, { owners: string[]; keys: [string, number][] }>;
+  /** peer -> the jids to send it */
+  byPeer: Map<string, string[]>;
+  /** jids whose owners could not be named this round (left in the outbox) */
+  unplaced: string[];
+}
+
+/** Groups outbox entries by jid and by the owners (other than `self`) they go to. */
+export function planRound(entries: readonly [string, number][], owners: (jid: string) => string[], self: string): RoundPlan {
+  const jobs = new Map<string, { owners: string[]; keys: [string, number][] }>();
+  const unplaced: string[] = [];
+  const unknown = new Set<string>();
+  for (const [key, stamp] of entries) {
+    const jid = outboxJid(key);
+    if (unknown.has(jid)) continue;
+    let j = jobs.get(jid);
+    if (!j) {
+      const o = owners(jid);
+      if (o.length === 0) {
+        unknown.add(jid);
+        unplaced.push(jid);
+        continue;
+      }
+      jobs.set(jid, (j = { owners: o, keys: [] }));
+    }
+    j.keys.push([key, stamp]);
+  }
+  const byPeer = new Map<string, string[]>();
+  for (const [jid, j] of jobs) {
+    for (const o of j.owners) {
+      if (o === self) continue;
+      let l = byPeer.get(o);
+      if (!l) byPeer.set(o, (l = []));
+      l.push(jid);
+    }
+  }
+  return { jobs, byPeer, unplaced };
+}
+
+export interface Settlement {
+  /** outbox keys to remove (if their stamp is unchanged), with the stamp read */
+  settled: [string, number][];
+  /** of those, the keys whose record this master drops (it is not among the jid's owners) */
+  drop: Set<string>;
+  /** jids some owner did not acknowledge (kept for the next round) */
+  pending: string[];
+}
+
+/** Which keys of a round are settled, given the jids each peer acknowledged (absent: the peer failed). */
+export function settleRound(plan: RoundPlan, acked: ReadonlyMap<string, ReadonlySet<string>>, self: string): Settlement {
+  const settled: [string, number][] = [];
+  const drop = new Set<string>();
+  const pending: string[] = [];
+  for (const [jid, j] of plan.jobs) {
+    const all = j.owners.every((o) => o === self || acked.get(o)?.has(jid) === true);
+    if (!all) {
+      pending.push(jid);
+      continue;
+    }
+    const keep = j.owners.includes(self);
+    for (const k of j.keys) {
+      settled.push(k);
+      if (!keep) drop.add(k[0]);
+    }
+  }
+  return { settled, drop, pending };
+}
+
+/** One master's copy of one job (the `read` answer of the placement channel). */
+export interface JobCopy {
+  load?: Record<string, unknown>;
+  minions?: string[];
+  endtime?: string;
+  nocache?: boolean;
+  /** minion id -> its stored return record */
+  returns: Record<string, Record<string, unknown>>;
+}
+
+/**
+ * One job as the cluster holds it, from every master's copy that answered: the first load found, the union of
+ * expected minions, the end time, nocache if any copy says so, every return (a return is written once per
+ * (jid, minion) and never changes, so copies agree).
+ */
+export function mergeCopies(copies: readonly JobCopy[]): JobCopy {
+  const out: JobCopy = { returns: {} };
+  const minions = new Set<string>();
+  let anyMinions = false;
+  for (const c of copies) {
+    if (c.load && !out.load) out.load = c.load;
+    if (c.minions) {
+      anyMinions = true;
+      for (const m of c.minions) minions.add(m);
+    }
+    if (c.endtime !== undefined && (out.endtime === undefined || c.endtime > out.endtime)) out.endtime = c.endtime;
+    if (c.nocache) out.nocache = true;
+    for (const [id, r] of Object.entries(c.returns)) if (!(id in out.returns)) out.returns[id] = r;
+  }
+  if (anyMinions) out.minions = [...minions].sort();
+  return out;
+}
+
+/** One job of a master's `list` answer: [jid, load, expected minions, end time]. */
+export type ListedJob = [string, Record<string, unknown>, string[] | null, string | null];
+
+/** Every master's list merged: jid order, one entry per jid (copies merged as mergeCopies does). */
+export function mergeLists(lists: readonly (readonly ListedJob[])[]): ListedJob[] {
+  const by = new Map<string, ListedJob>();
+  for (const l of lists) {
+    for (const [jid, load, minions, endtime] of l) {
+      const have = by.get(jid);
+      if (!have) {
+        by.set(jid, [jid, load, minions ? [...minions] : null, endtime]);
+        continue;
+      }
+      if (minions) have[2] = [...new Set([...(have[2] ?? []), ...minions])].sort();
+      if (endtime !== null && (have[3] === null || endtime > have[3])) have[3] = endtime;
+    }
+  }
+  return [...by.values()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}

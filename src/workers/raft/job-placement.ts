@@ -1,0 +1,474 @@
+/**
+ * Job placement's shell, in the Raft worker (the thread that owns the peer channel and knows the rings): the
+ * decisions are src/shared/placement.ts's. Peer channel `raft/placement`, requests only:
+ *
+ * - **Hand-off** (`store`): when `jobs` is routed to a ring, every job record this master writes (request
+ *   workers, runner threads: src/lib/store/job-cache.ts) is also put in the outbox `jobs/handoff`, before the
+ *   record itself, in the same durable commit as the write a minion's reply waits for. Every
+ *   HANDOFF_INTERVAL_MS (on the worker's one timer) a round takes up to HANDOFF_ROUND_KEYS_MAX outbox keys,
+ *   names each jid's owners, sends each owner its records, and settles what every owner acknowledged: the
+ *   outbox key goes (if its stamp did not change meanwhile), and so does this master's copy of the record when
+ *   it is not an owner. An owner acknowledges only what it has on disk (it refuses jids it does not own by its
+ *   own table). Nothing is dropped before that, so a return acknowledged to a minion survives any one master's
+ *   death: it is on the master that took it until the owners have it. A failed send is retried next round.
+ * - **Tables** (`table`): a master outside the ring has no slot table of it (only its hosts publish it in the
+ *   shared ring); it asks one of the ring's founders and keeps the answer TABLE_TTL_MS (dropped at once when an
+ *   owner refuses a jid as not its own).
+ * - **Reads** (`read`, `list`): the jobs.* runners ask, through their Raft worker port, every master of the
+ *   cluster for its copy of a jid (or its list of jobs) and merge them, so a job is found wherever it lives and
+ *   while one of its owners is down.
+ */
+import { BrineError, ERR } from "../../shared/errors.js";
+import { cbor } from "../../shared/cbor.js";
+import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { validId, validJid } from "../../shared/protocol/ids.js";
+import { ringSlots } from "../../shared/sab-ring/layout.js";
+import {
+  mergeCopies,
+  mergeLists,
+  ownersOf,
+  planRound,
+  settleRound,
+  tableUsable,
+  type JobCopy,
+  type ListedJob,
+  type PlacementTable,
+} from "../../shared/placement.js";
+import type { Store } from "../../lib/store/lmdb-env.js";
+import type { PeerMessage } from "./peer/peer-types.js";
+import type { RingCallChannel } from "./ring-forward.js";
+
+export const PLACEMENT_CHANNEL = "raft/placement";
+/** how often a hand-off round may start (the worker's tick calls `tick`), ms */
+export const HANDOFF_INTERVAL_MS = 100;
+/** outbox keys one round takes at most, count */
+export const HANDOFF_ROUND_KEYS_MAX = 2_000;
+/** one hand-off request's records at most (the peer channel's frame is 8 MiB), bytes */
+export const HANDOFF_REQUEST_BYTES_MAX = 4 * 1024 * 1024;
+/** how long a table fetched from a host of the ring is used, ms */
+export const TABLE_TTL_MS = 10_000;
+/** one master's `list` answer at most (its newest jobs first fill it), bytes */
+export const LIST_ANSWER_BYTES_MAX = 6 * 1024 * 1024;
+
+const log = getLogger("brine.cluster.placement");
+const roundLog = new LogBudget(1, 10_000, (line) => log.warning(line), "job hand-off");
+const NO_OVERWRITE = { noOverwrite: true } as unknown as number;
+
+/** One jid's records on their way to an owner. */
+interface HandedJob {
+  jid: string;
+  load?: Record<string, unknown>;
+  minions?: string[];
+  endtime?: string;
+  nocache?: boolean;
+  /** [minion id, return record] */
+  rets?: [string, Record<string, unknown>][];
+}
+
+export interface PlacementDeps {
+  /** the job cache (opened lazily by the caller, shared with HeldJobsService) */
+  store: () => Store;
+  channel: RingCallChannel;
+  self: string;
+  timeoutMs: number;
+  /** the ring `jobs` is routed to now, null for broadcast */
+  route: () => string | null;
+  /** this master's own table of `ring` when it hosts it */
+  localTable: (ring: string) => PlacementTable | undefined;
+  /** masters that may answer a table question (the ring's founders) */
+  hosts: (ring: string) => string[];
+  /** every other master of the cluster (reads ask them all) */
+  peers: () => string[];
+  now?: () => number;
+}
+
+/** A master's copy of a jid, or why it could not be had. */
+export type CopyAnswer = JobCopy | { error: string };
+
+export interface ClusterJob {
+  job: JobCopy;
+  /** masters that could not be asked, with why */
+  unreachable: Record<string, string>;
+}
+
+export interface ClusterJobList {
+  jobs: ListedJob[];
+  unreachable: Record<string, string>;
+  /** masters whose list was cut at LIST_ANSWER_BYTES_MAX (their newest jobs were sent) */
+  truncated: string[];
+}
+
+export class JobPlacement {
+  private readonly now: () => number;
+  private busy = false;
+  private last = 0;
+  private remote: { table: PlacementTable; at: number } | undefined;
+  /** outbox keys found without a record last round (key -> stamp): gone for good if the same next round */
+  private absent = new Map<string, number>();
+  private readonly off: () => void;
+  /** rounds that moved something, records handed off, copies dropped (diagnostics, tests) */
+  readonly counters = { rounds: 0, handed: 0, dropped: 0, failures: 0 };
+
+  constructor(private readonly d: PlacementDeps) {
+    this.now = d.now ?? Date.now;
+    this.off = d.channel.on(PLACEMENT_CHANNEL, (m) => this.serve(m));
+  }
+
+  close(): void {
+    this.off();
+  }
+
+  /** Outbox entries waiting on this master. */
+  pending(): number {
+    return this.d.store().handoff.getCount();
+  }
+
+  /** Called on every tick of the worker's timer: starts a round when one is due and none runs. */
+  tick(): void {
+    if (this.busy || this.now() - this.last < HANDOFF_INTERVAL_MS) return;
+    this.last = this.now();
+    this.busy = true;
+    this.round()
+      .catch((e: unknown) => {
+        this.counters.failures++;
+        roundLog.line(`a job hand-off round failed: ${(e as Error)?.message ?? String(e)}`);
+      })
+      .finally(() => (this.busy = false));
+  }
+
+  /** One hand-off round (see the header). Resolves when it settled what it could. */
+  async round(): Promise<void> {
+    const ring = this.d.route();
+    if (ring === null) return;
+    const s = this.d.store();
+    const entries: [string, number][] = [];
+    for (const { key, value } of s.handoff.getRange({ limit: HANDOFF_ROUND_KEYS_MAX })) entries.push([key, value]);
+    if (entries.length === 0) return;
+    const table = await this.table(ring);
+    if (!table) {
+      roundLog.line(`${entries.length} job records wait to be handed off: no table of ring ${ring} on ${this.d.self} and none of its hosts answered`);
+      return;
+    }
+    const plan = planRound(entries, (jid) => ownersOf(table, jid), this.d.self);
+    const orphans: [string, number][] = [];
+    const absentNow = new Map<string, number>();
+    const records = new Map<string, HandedJob>();
+    for (const [jid, j] of plan.jobs) {
+      const h: HandedJob = { jid };
+      j.keys = j.keys.filter(([key, stamp]) => {
+        const found = key === jid ? this.jobRecord(s, jid, h) : this.returnRecord(s, jid, key, h);
+        if (found) return true;
+        // the record's write may not have committed yet (its stamp did): only the same stamp twice is an orphan
+        if (this.absent.get(key) === stamp) orphans.push([key, stamp]);
+        else absentNow.set(key, stamp);
+        return false;
+      });
+      records.set(jid, h);
+    }
+    this.absent = absentNow;
+    const acked = new Map<string, Set<string>>();
+    await Promise.all(
+      [...plan.byPeer].map(async ([peer, jids]) => {
+        const ok = new Set<string>();
+        const jobs = jids.filter((jid) => plan.jobs.get(jid)!.keys.length > 0).map((jid) => records.get(jid)!);
+        for (const batch of batches(jobs)) {
+          try {
+            const a = cbor.decode(await this.d.channel.request(peer, PLACEMENT_CHANNEL, cbor.encode({ op: "store", ring, jobs: batch }) as Uint8Array, this.d.timeoutMs)) as { ok?: unknown; refused?: unknown };
+            if (Array.isArray(a?.ok)) for (const jid of a.ok) if (typeof jid === "string") ok.add(jid);
+            if (Array.isArray(a?.refused) && a.refused.length > 0) {
+              this.remote = undefined;
+              roundLog.line(`${peer} refused ${a.refused.length} jobs of ring ${ring} as not its own (tables differ; asked again next round)`);
+            }
+          } catch (e) {
+            this.counters.failures++;
+            // the owner has no table of the ring (it is not a host, or not yet): ask for a table again
+            if ((e as Error).message.includes(ERR.PLACEMENT_NO_TABLE)) this.remote = undefined;
+            roundLog.line(`handing ${batch.length} jobs to ${peer} failed, retried next round: ${(e as Error).message}`);
+            break;
+          }
+        }
+        acked.set(peer, ok);
+      }),
+    );
+    const st = settleRound(plan, acked, this.d.self);
+    if (st.settled.length === 0 && orphans.length === 0) return;
+    let dropped = 0;
+    await s.root.transaction(() => {
+      for (const [key, stamp] of orphans) if (s.handoff.get(key) === stamp) s.handoff.removeSync(key);
+      for (const [key, stamp] of st.settled) {
+        // a write since the round read it rewrote the stamp: that record goes again next round
+        if (s.handoff.get(key) !== stamp) continue;
+        s.handoff.removeSync(key);
+        if (!st.drop.has(key)) continue;
+        dropped++;
+        if (key.includes("/")) s.returns.removeSync(key);
+        else for (const db of [s.loads, s.minions, s.endtimes, s.nocache] as const) db.removeSync(key);
+      }
+    });
+    this.counters.rounds++;
+    this.counters.handed += st.settled.length;
+    this.counters.dropped += dropped;
+  }
+
+  private jobRecord(s: Store, jid: string, h: HandedJob): boolean {
+    const load = s.loads.get(jid);
+    const minions = s.minions.get(jid);
+    const endtime = s.endtimes.get(jid);
+    const nocache = s.nocache.get(jid) === true;
+    if (load) h.load = load;
+    if (Array.isArray(minions)) h.minions = minions;
+    if (typeof endtime === "string") h.endtime = endtime;
+    if (nocache) h.nocache = true;
+    return load !== undefined || minions !== undefined || endtime !== undefined || nocache;
+  }
+
+  private returnRecord(s: Store, jid: string, key: string, h: HandedJob): boolean {
+    const rec = s.returns.get(key);
+    if (!rec) return false;
+    (h.rets ??= []).push([key.slice(jid.length + 1), rec]);
+    return true;
+  }
+
+  /** The table to place `ring`'s jobs with: this master's own, else one fetched from a host. */
+  async table(ring: string): Promise<PlacementTable | undefined> {
+    const own = this.d.localTable(ring);
+    if (own && tableUsable(own)) return own;
+    if (this.remote && this.remote.table.ring === ring && this.now() - this.remote.at < TABLE_TTL_MS) return this.remote.table;
+    this.remote = undefined;
+    for (const host of this.d.hosts(ring)) {
+      if (host === this.d.self) continue;
+      try {
+        const t = checkTable(cbor.decode(await this.d.channel.request(host, PLACEMENT_CHANNEL, cbor.encode({ op: "table", ring }) as Uint8Array, this.d.timeoutMs)), ring);
+        if (tableUsable(t)) {
+          this.remote = { table: t, at: this.now() };
+          return t;
+        }
+      } catch (e) {
+        log.debug(`ring ${ring}'s table from ${host}: ${(e as Error).message}`);
+      }
+    }
+    return undefined;
+  }
+
+  // --- reads ---------------------------------------------------------------------------------------------
+
+  /** This master's copy of `jid`. */
+  localCopy(jid: string): JobCopy {
+    const s = this.d.store();
+    const out: JobCopy = { returns: {} };
+    const load = s.loads.get(jid);
+    const minions = s.minions.get(jid);
+    const endtime = s.endtimes.get(jid);
+    if (load) out.load = load;
+    if (Array.isArray(minions)) out.minions = minions;
+    if (typeof endtime === "string") out.endtime = endtime;
+    if (s.nocache.get(jid) === true) out.nocache = true;
+    const prefix = `${jid}/`;
+    for (const { key, value } of s.returns.getRange({ start: prefix, end: `${jid}0` })) out.returns[key.slice(prefix.length)] = value;
+    return out;
+  }
+
+  /** This master's jobs, newest first until LIST_ANSWER_BYTES_MAX, answered oldest first. */
+  localList(): { jobs: ListedJob[]; truncated: boolean } {
+    const s = this.d.store();
+    const jobs: ListedJob[] = [];
+    let bytes = 0;
+    let truncated = false;
+    for (const { key, value } of s.loads.getRange({ reverse: true })) {
+      if (!value) continue;
+      const m = s.minions.get(key);
+      const e = s.endtimes.get(key);
+      const job: ListedJob = [key, value, Array.isArray(m) ? m : null, typeof e === "string" ? e : null];
+      bytes += (cbor.encode(job) as Uint8Array).byteLength;
+      if (bytes > LIST_ANSWER_BYTES_MAX) {
+        truncated = true;
+        break;
+      }
+      jobs.push(job);
+    }
+    return { jobs: jobs.reverse(), truncated };
+  }
+
+  /** `jid` as the cluster holds it: this master's copy merged with every other master's. */
+  async clusterCopy(jid: string): Promise<ClusterJob> {
+    if (!validJid(jid)) return { job: { returns: {} }, unreachable: {} };
+    const unreachable: Record<string, string> = {};
+    const copies = await Promise.all(
+      this.d.peers().map(async (p): Promise<JobCopy | undefined> => {
+        try {
+          return checkCopy(cbor.decode(await this.d.channel.request(p, PLACEMENT_CHANNEL, cbor.encode({ op: "read", jid }) as Uint8Array, this.d.timeoutMs)));
+        } catch (e) {
+          unreachable[p] = (e as Error).message;
+          return undefined;
+        }
+      }),
+    );
+    return { job: mergeCopies([this.localCopy(jid), ...copies.filter((c): c is JobCopy => c !== undefined)]), unreachable };
+  }
+
+  /** Every master's jobs, merged. */
+  async clusterList(): Promise<ClusterJobList> {
+    const unreachable: Record<string, string> = {};
+    const truncated: string[] = [];
+    const own = this.localList();
+    if (own.truncated) truncated.push(this.d.self);
+    const lists = await Promise.all(
+      this.d.peers().map(async (p): Promise<ListedJob[]> => {
+        try {
+          const a = checkList(cbor.decode(await this.d.channel.request(p, PLACEMENT_CHANNEL, cbor.encode({ op: "list" }) as Uint8Array, this.d.timeoutMs)));
+          if (a.truncated) truncated.push(p);
+          return a.jobs;
+        } catch (e) {
+          unreachable[p] = (e as Error).message;
+          return [];
+        }
+      }),
+    );
+    return { jobs: mergeLists([own.jobs, ...lists]), unreachable, truncated: truncated.sort() };
+  }
+
+  // --- serving peers -------------------------------------------------------------------------------------
+
+  private async serve(m: PeerMessage): Promise<Uint8Array> {
+    if (!m.request) throw new BrineError("CLUSTER_PEER_CHANNEL", `${PLACEMENT_CHANNEL} takes requests only`);
+    let q: Record<string, unknown>;
+    try {
+      q = cbor.decode(m.payload) as Record<string, unknown>;
+    } catch {
+      throw new BrineError("PLACEMENT_BAD_MESSAGE", "not CBOR");
+    }
+    if (typeof q !== "object" || q === null) throw new BrineError("PLACEMENT_BAD_MESSAGE", "not a map");
+    switch (q.op) {
+      case "store":
+        return cbor.encode(await this.serveStore(m.from, q)) as Uint8Array;
+      case "read":
+        if (!validJid(q.jid)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "read names no jid");
+        return cbor.encode(this.localCopy(q.jid)) as Uint8Array;
+      case "list":
+        return cbor.encode(this.localList()) as Uint8Array;
+      case "table": {
+        const t = typeof q.ring === "string" ? this.d.localTable(q.ring) : undefined;
+        if (!t || !tableUsable(t)) throw new BrineError("PLACEMENT_NO_TABLE", `${this.d.self} has no table of ring ${String(q.ring)}`);
+        return cbor.encode(t) as Uint8Array;
+      }
+      default:
+        throw new BrineError("PLACEMENT_BAD_MESSAGE", `unknown op ${String(q.op)}`);
+    }
+  }
+
+  /** Stores the jobs a peer hands off that this master owns; answers once they are on disk. */
+  private async serveStore(from: string, q: Record<string, unknown>): Promise<{ ok: string[]; refused: string[] }> {
+    const ring = this.d.route();
+    if (ring === null || q.ring !== ring) throw new BrineError("PLACEMENT_NO_TABLE", `jobs are routed to ${ring ?? "no ring"} on ${this.d.self}, not ${String(q.ring)}`);
+    const t = this.d.localTable(ring);
+    if (!t || !tableUsable(t)) throw new BrineError("PLACEMENT_NO_TABLE", `${this.d.self} has no table of ring ${ring} yet`);
+    if (!Array.isArray(q.jobs)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "store carries no jobs");
+    const s = this.d.store();
+    const ok: string[] = [];
+    const refused: string[] = [];
+    const writes: Promise<unknown>[] = [];
+    for (const raw of q.jobs) {
+      const h = checkHanded(raw);
+      if (!h) {
+        roundLog.line(`${from} handed off a malformed job record: ignored`);
+        continue;
+      }
+      if (!ownersOf(t, h.jid).includes(this.d.self)) {
+        refused.push(h.jid);
+        continue;
+      }
+      if (h.load && !s.loads.doesExist(h.jid)) writes.push(s.loads.put(h.jid, h.load));
+      if (h.minions) {
+        const have = new Set<string>(s.minions.get(h.jid) ?? []);
+        const before = have.size;
+        for (const id of h.minions) have.add(id);
+        if (have.size !== before || before === 0) writes.push(s.minions.put(h.jid, [...have].sort()));
+      }
+      if (h.endtime !== undefined) writes.push(s.endtimes.put(h.jid, h.endtime));
+      if (h.nocache) writes.push(s.nocache.put(h.jid, true));
+      const nocache = h.nocache === true || s.nocache.get(h.jid) === true;
+      // a nocache job keeps no returns (as locally): acknowledged all the same, the sender may drop its copy
+      if (!nocache) for (const [id, rec] of h.rets ?? []) writes.push(s.returns.put(`${h.jid}/${id}`, rec, NO_OVERWRITE));
+      ok.push(h.jid);
+    }
+    await Promise.all(writes);
+    await s.root.flushed;
+    return { ok, refused };
+  }
+}
+
+/** Splits jobs into requests of at most HANDOFF_REQUEST_BYTES_MAX (a single larger job goes alone). */
+function batches(jobs: HandedJob[]): HandedJob[][] {
+  const out: HandedJob[][] = [];
+  let cur: HandedJob[] = [];
+  let bytes = 0;
+  for (const j of jobs) {
+    const b = (cbor.encode(j) as Uint8Array).byteLength;
+    if (cur.length > 0 && bytes + b > HANDOFF_REQUEST_BYTES_MAX) {
+      out.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(j);
+    bytes += b;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
+
+function checkHanded(raw: unknown): HandedJob | undefined {
+  if (!isMap(raw) || !validJid(raw.jid)) return undefined;
+  const h: HandedJob = { jid: raw.jid };
+  if (raw.load !== undefined) {
+    if (!isMap(raw.load)) return undefined;
+    h.load = raw.load;
+  }
+  if (raw.minions !== undefined) {
+    if (!isStrings(raw.minions) || !raw.minions.every(validId)) return undefined;
+    h.minions = raw.minions;
+  }
+  if (raw.endtime !== undefined) {
+    if (typeof raw.endtime !== "string" || raw.endtime.length > 64) return undefined;
+    h.endtime = raw.endtime;
+  }
+  if (raw.nocache === true) h.nocache = true;
+  if (raw.rets !== undefined) {
+    if (!Array.isArray(raw.rets)) return undefined;
+    for (const r of raw.rets) if (!Array.isArray(r) || r.length !== 2 || !validId(r[0]) || !isMap(r[1]) || !("return" in r[1])) return undefined;
+    h.rets = raw.rets as [string, Record<string, unknown>][];
+  }
+  return h;
+}
+
+function checkTable(raw: unknown, ring: string): PlacementTable {
+  if (!isMap(raw) || raw.ring !== ring || (raw.members !== "self" && raw.members !== "voters") || !Number.isSafeInteger(raw.replicas) || !isStrings(raw.voters) || !isStrings(raw.nodes) || !(raw.owners instanceof Uint8Array) || !Number.isSafeInteger(raw.epoch)) {
+    throw new BrineError("PLACEMENT_BAD_MESSAGE", "malformed table");
+  }
+  if (raw.members === "voters" && raw.owners.length !== ringSlots) throw new BrineError("PLACEMENT_BAD_MESSAGE", "table of the wrong size");
+  return { ring, members: raw.members, replicas: raw.replicas as number, voters: raw.voters, nodes: raw.nodes, owners: raw.owners, epoch: raw.epoch as number };
+}
+
+function checkCopy(raw: unknown): JobCopy {
+  if (!isMap(raw) || !isMap(raw.returns)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "malformed job copy");
+  const c: JobCopy = { returns: {} };
+  for (const [id, r] of Object.entries(raw.returns)) if (validId(id) && isMap(r)) c.returns[id] = r;
+  if (isMap(raw.load)) c.load = raw.load;
+  if (isStrings(raw.minions)) c.minions = raw.minions;
+  if (typeof raw.endtime === "string") c.endtime = raw.endtime;
+  if (raw.nocache === true) c.nocache = true;
+  return c;
+}
+
+function checkList(raw: unknown): { jobs: ListedJob[]; truncated: boolean } {
+  if (!isMap(raw) || !Array.isArray(raw.jobs)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "malformed job list");
+  const jobs: ListedJob[] = [];
+  for (const j of raw.jobs) {
+    if (!Array.isArray(j) || j.length !== 4 || !validJid(j[0]) || !isMap(j[1])) continue;
+    jobs.push([j[0], j[1], isStrings(j[2]) ? j[2] : null, typeof j[3] === "string" ? j[3] : null]);
+  }
+  return { jobs, truncated: raw.truncated === true };
+}

@@ -1,0 +1,121 @@
+/**
+ * Job placement's pure decisions (src/shared/placement.ts): a jid's owners from a ring table (the same order
+ * the shared ring's RingReader.replicas gives), a hand-off round grouped by jid and owner, which keys a round
+ * settles and which copies the master drops, and the merge of every master's copy for cluster-wide reads.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { assignSlots } from "../../src/shared/sab-ring/assign.js";
+import { RingWriter } from "../../src/shared/sab-ring/writer.js";
+import { RingReader } from "../../src/shared/sab-ring/reader.js";
+import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
+import { mergeCopies, mergeLists, outboxJid, ownersOf, planRound, settleRound, tableUsable, type PlacementTable } from "../../src/shared/placement.js";
+
+const NODES = ["m1", "m2", "m3"];
+
+function votersTable(replicas: number): PlacementTable {
+  const a = assignSlots(NODES);
+  return { ring: "jobs", members: "voters", replicas, voters: a.nodes, nodes: a.nodes, owners: a.owners, epoch: 1 };
+}
+
+test("a jid's owners from a fetched table are the shared ring's first R replicas (what the gate and placement_check use)", () => {
+  const sab = createRingBuffer();
+  const w = RingWriter.attach(sab);
+  const a = assignSlots(NODES);
+  w.sync(new Map([["jobs", { assignment: a, epoch: 1, replicas: 2 }]]));
+  const r = new RingReader(sab);
+  const t = votersTable(2);
+  for (let i = 0; i < 500; i++) {
+    const jid = `2026112500000000${String(i).padStart(4, "0")}`;
+    const owners = ownersOf(t, jid);
+    assert.equal(owners.length, 2);
+    assert.deepEqual(owners, [...r.replicas(jid, 2, "jobs")].sort(), jid);
+  }
+  w.release();
+});
+
+test("owners: policy self gives every voter; replicas above the node count is capped; a table without slots names nobody", () => {
+  const self: PlacementTable = { ring: "jobs", members: "self", replicas: 1, voters: ["m2", "m1"], nodes: [], owners: new Uint8Array(0), epoch: 0 };
+  assert.deepEqual(ownersOf(self, "20261125000000000001"), ["m1", "m2"]);
+  assert.equal(ownersOf(votersTable(5), "20261125000000000001").length, 3);
+  const empty: PlacementTable = { ...votersTable(2), nodes: [], owners: new Uint8Array(0) };
+  assert.equal(tableUsable(empty), false);
+  assert.deepEqual(ownersOf(empty, "20261125000000000001"), []);
+});
+
+test("a round groups outbox keys by jid and sends each jid to its owners other than this master", () => {
+  const owners: Record<string, string[]> = { j1: ["m1", "m2"], j2: ["m2", "m3"], j3: [] };
+  const plan = planRound(
+    [
+      ["j1", 11],
+      ["j1/a", 12],
+      ["j2/b", 13],
+      ["j3/c", 14],
+    ],
+    (jid) => owners[jid]!,
+    "m1",
+  );
+  assert.deepEqual([...plan.byPeer].sort(), [
+    ["m2", ["j1", "j2"]],
+    ["m3", ["j2"]],
+  ]);
+  assert.deepEqual(plan.jobs.get("j1")!.keys, [
+    ["j1", 11],
+    ["j1/a", 12],
+  ]);
+  assert.deepEqual(plan.unplaced, ["j3"], "no owners known: left for the next round");
+  assert.equal(outboxJid("j1/a"), "j1");
+  assert.equal(outboxJid("j1"), "j1");
+});
+
+test("settling: a jid is settled only when every other owner acknowledged it; a non-owner drops its copy, an owner keeps it", () => {
+  const owners: Record<string, string[]> = { j1: ["m1", "m2"], j2: ["m2", "m3"], j3: ["m2", "m3"] };
+  const plan = planRound(
+    [
+      ["j1/a", 1],
+      ["j2", 2],
+      ["j2/b", 3],
+      ["j3/c", 4],
+    ],
+    (jid) => owners[jid]!,
+    "m1",
+  );
+  const st = settleRound(
+    plan,
+    new Map([
+      ["m2", new Set(["j1", "j2", "j3"])],
+      ["m3", new Set(["j2"])],
+    ]),
+    "m1",
+  );
+  assert.deepEqual(st.settled, [
+    ["j1/a", 1],
+    ["j2", 2],
+    ["j2/b", 3],
+  ]);
+  assert.deepEqual([...st.drop].sort(), ["j2", "j2/b"], "m1 owns j1: it keeps its copy");
+  assert.deepEqual(st.pending, ["j3"], "m3 did not acknowledge j3: nothing of it is settled or dropped");
+  const failed = settleRound(plan, new Map(), "m1");
+  assert.deepEqual([failed.settled, failed.pending], [[], ["j1", "j2", "j3"]]);
+});
+
+test("reads merge every master's copy: the load, the union of minions, every return, nocache from any copy", () => {
+  const m = mergeCopies([
+    { returns: { a: { return: 1 } }, minions: ["a"] },
+    { load: { fun: "test.ping" }, minions: ["b", "a"], endtime: "2026, Nov 25 10:00:00.000000", returns: { b: { return: 2 } } },
+    { nocache: true, returns: { a: { return: 1 } } },
+  ]);
+  assert.deepEqual(m, { load: { fun: "test.ping" }, minions: ["a", "b"], endtime: "2026, Nov 25 10:00:00.000000", nocache: true, returns: { a: { return: 1 }, b: { return: 2 } } });
+  assert.deepEqual(mergeCopies([]), { returns: {} });
+  const l = mergeLists([
+    [["j2", { fun: "x" }, ["a"], null]],
+    [
+      ["j1", { fun: "y" }, null, "t1"],
+      ["j2", { fun: "x" }, ["b"], "t2"],
+    ],
+  ]);
+  assert.deepEqual(l, [
+    ["j1", { fun: "y" }, null, "t1"],
+    ["j2", { fun: "x" }, ["a", "b"], "t2"],
+  ]);
+});
