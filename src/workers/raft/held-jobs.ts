@@ -7,7 +7,8 @@
  * the cluster group and answers with each one's jids (or why it could not).
  *
  * The answering worker reads its master's job cache (the LMDB store every request worker and runner opens;
- * lmdb-js shares one environment between threads), opened on the first question and read only. Answers are
+ * lmdb-js shares one environment between threads), opened on the first question (job-placement.ts, which
+ * writes to it, shares the same handle). Answers are
  * bounded: at most `max` jids (newest kept), with `truncated` set when the cache holds more.
  */
 import { Encoder } from "cbor-x";
