@@ -113,7 +113,7 @@ test("jobs live on their two ring owners: 1,000 jobs placed, read from every mas
     assert.equal(perMaster.m5 ?? 0, 0, "m5 is outside the ring: it keeps nothing");
 
     // every return arrives (the minions answer within seconds; the hand-off follows)
-    const sample = jids.filter((_, i) => i % 50 === 0);
+    const sample = jids.filter((_, i) => i % 250 === 0);
     for (const i of [0, 1, 2, 3, 4]) {
       const listed = await runner(i, "jobs.list_jobs", []);
       for (const jid of jids) assert.ok(listed[jid], `m${i + 1}'s list_jobs lists ${jid}`);
@@ -142,7 +142,7 @@ test("jobs live on their two ring owners: 1,000 jobs placed, read from every mas
     for (const i of [0, 2, 3, 4]) {
       const listed = await runner(i, "jobs.list_jobs", []);
       for (const jid of [...jids, ...after]) assert.ok(listed[jid], `with m2 down, m${i + 1}'s list_jobs lists ${jid}`);
-      for (const jid of [...sample, ...after.slice(0, 3)]) {
+      for (const jid of [...sample, ...after.slice(0, 2)]) {
         const ret = await until(`m${i + 1} to find the four returns of ${jid} with m2 down`, async () => {
           const r = await runner(i, "jobs.lookup_jid", [jid]);
           return Object.keys(r).length === MINIONS.length ? r : undefined;

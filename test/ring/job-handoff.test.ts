@@ -64,6 +64,7 @@ function cluster(dir: string) {
         localTable: () => (id === "m3" ? undefined : TABLE),
         hosts: () => ["m1", "m2"],
         peers: () => ["m1", "m2", "m3"].filter((x) => x !== id),
+        up: (peer) => !down.has(peer),
       }),
     );
   }

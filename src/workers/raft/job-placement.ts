@@ -80,6 +80,8 @@ export interface PlacementDeps {
   hosts: (ring: string) => string[];
   /** every other master of the cluster (reads ask them all) */
   peers: () => string[];
+  /** whether the peer channel has a session with `peer` now: one without is not asked (no wait for a dead master) */
+  up: (peer: string) => boolean;
   now?: () => number;
 }
 
@@ -171,6 +173,11 @@ export class JobPlacement {
     await Promise.all(
       [...plan.byPeer].map(async ([peer, jids]) => {
         const ok = new Set<string>();
+        if (!this.d.up(peer)) {
+          roundLog.line(`jobs for ${peer} wait on ${this.d.self}: ${peer} is down`);
+          acked.set(peer, ok);
+          return;
+        }
         const jobs = jids.filter((jid) => plan.jobs.get(jid)!.keys.length > 0).map((jid) => records.get(jid)!);
         for (const batch of batches(jobs)) {
           try {
@@ -237,7 +244,7 @@ export class JobPlacement {
     if (this.remote && this.remote.table.ring === ring && this.now() - this.remote.at < TABLE_TTL_MS) return this.remote.table;
     this.remote = undefined;
     for (const host of this.d.hosts(ring)) {
-      if (host === this.d.self) continue;
+      if (host === this.d.self || !this.d.up(host)) continue;
       try {
         const t = checkTable(cbor.decode(await this.d.channel.request(host, PLACEMENT_CHANNEL, cbor.encode({ op: "table", ring }) as Uint8Array, this.d.timeoutMs)), ring);
         if (tableUsable(t)) {
@@ -296,6 +303,10 @@ export class JobPlacement {
     const unreachable: Record<string, string> = {};
     const copies = await Promise.all(
       this.d.peers().map(async (p): Promise<JobCopy | undefined> => {
+        if (!this.d.up(p)) {
+          unreachable[p] = "down (no peer session)";
+          return undefined;
+        }
         try {
           return checkCopy(cbor.decode(await this.d.channel.request(p, PLACEMENT_CHANNEL, cbor.encode({ op: "read", jid }) as Uint8Array, this.d.timeoutMs)));
         } catch (e) {
@@ -315,6 +326,10 @@ export class JobPlacement {
     if (own.truncated) truncated.push(this.d.self);
     const lists = await Promise.all(
       this.d.peers().map(async (p): Promise<ListedJob[]> => {
+        if (!this.d.up(p)) {
+          unreachable[p] = "down (no peer session)";
+          return [];
+        }
         try {
           const a = checkList(cbor.decode(await this.d.channel.request(p, PLACEMENT_CHANNEL, cbor.encode({ op: "list" }) as Uint8Array, this.d.timeoutMs)));
           if (a.truncated) truncated.push(p);

@@ -37,7 +37,7 @@ import { BrineError, isBrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import type { ClusterEntry, PeerKeyValue } from "./state-machines/entries.js";
 import { ClusterGroupState, RingGroupState } from "./state-machines/groups.js";
-import { hostedRings, ringTargets, routeTargets } from "./ring-sync.js";
+import { hostedRings, ringTargets, ringVoterChange, routeTargets } from "./ring-sync.js";
 import { validateNodeList } from "../../shared/cluster-names.js";
 import { clusterLimits } from "../../shared/cluster-limits.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
@@ -323,6 +323,35 @@ export class GroupManager {
     const p = g.read(query);
     this.kick();
     return p;
+  }
+
+  /**
+   * Ring membership follows the cluster's voters (ring-sync.ts, ringVoterChange): for every ring whose group
+   * this node leads, proposes the next change (one per ring per call; the worker calls this on its timer).
+   * Resolves with the changes made; a change that fails is logged and tried again on a later call.
+   */
+  async followRingVoters(): Promise<{ ring: string; change: MembershipChange }[]> {
+    const cluster = this.groups.get(CLUSTER_RING);
+    if (!cluster || this.closed || this.fatal) return [];
+    const clusterVoters = cluster.status().voters;
+    const made: { ring: string; change: MembershipChange }[] = [];
+    for (const [id, g] of this.groups) {
+      if (id === CLUSTER_RING || !(g.state instanceof RingGroupState)) continue;
+      const st = g.status();
+      if (st.role !== "leader" || st.learners.length > 0) continue;
+      const record = (cluster.state as ClusterGroupState).registry.get(id);
+      if (record?.status !== "active") continue;
+      const change = ringVoterChange(record.founding_voters, clusterVoters, st.voters, this.self);
+      if (!change) continue;
+      log.info(`ring ${id} follows the cluster's voters: ${change.kind} ${change.node_id} (cluster voters ${clusterVoters.join(", ")}; ring voters ${st.voters.join(", ")})`);
+      try {
+        await this.changeMembership(id, change);
+        made.push({ ring: id, change });
+      } catch (e) {
+        log.warning(`ring ${id}: ${change.kind} ${change.node_id} failed, tried again later: ${(e as Error).message}`);
+      }
+    }
+    return made;
   }
 
   status(): NodeStatus {

@@ -5,6 +5,9 @@
  * when nothing changed costs a comparison.
  *
  *   ring "cluster":  the cluster group's voters (learners are not owners: they do not hold the state yet);
+ *   ring voters:     a ring's group follows the cluster's voters (ringVoterChange): a ring voter that is no longer
+ *                    a voter of the cluster leaves the ring's group, a founder that is a cluster voter again
+ *                    comes back; one change at a time, made by the ring's leader (GroupManager.followRingVoters)
  *   named ring X:    published only on masters that host it (X active in the registry and this master among
  *                    its founders, as in Salt: non-founders never host a ring);
  *                    its nodes are X's voters when X's policy is "voters" (its founders until X's first
@@ -13,6 +16,7 @@
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { RingTarget } from "../../shared/sab-ring/writer.js";
 import type { ClusterGroupState, RingGroupState } from "./state-machines/groups.js";
+import type { MembershipChange } from "./api.js";
 
 /** The voters a named ring tracks: its group's voters once a CONFIG applied, its founders before that. */
 export function namedRingVoters(
@@ -56,4 +60,23 @@ export function ringNodes(
 /** The routing table to publish. */
 export function routeTargets(cluster: ClusterGroupState): Map<string, string | null> {
   return new Map(Object.entries(cluster.routing.routes()));
+}
+
+/**
+ * The next membership change that makes a ring's voters follow the cluster's: first a ring voter that is not a
+ * cluster voter (a master removed from the cluster) is removed, never the last one; then a founder that is a
+ * cluster voter but not a ring voter (a removed master that joined again) is added. Undefined when they agree,
+ * or when this node does not know the cluster's voters (none applied yet). `self` (the ring's leader, which
+ * decides) is never removed.
+ */
+export function ringVoterChange(founders: readonly string[], clusterVoters: readonly string[], ringVoters: readonly string[], self: string): MembershipChange | undefined {
+  if (clusterVoters.length === 0) return undefined;
+  const cluster = new Set(clusterVoters);
+  const ring = new Set(ringVoters);
+  // the deciding leader never removes itself: once it stops (a removed master is stopped), another voter leads
+  const gone = [...ringVoters].sort().find((v) => !cluster.has(v) && v !== self);
+  if (gone !== undefined && ring.size > 1) return { kind: "removeNode", node_id: gone };
+  const back = [...founders].sort().find((f) => cluster.has(f) && !ring.has(f));
+  if (back !== undefined) return { kind: "addVoter", node_id: back };
+  return undefined;
 }

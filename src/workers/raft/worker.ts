@@ -140,11 +140,21 @@ async function startup(): Promise<GroupManager> {
       localTable: (ring) => placementTable(m, reader, ring),
       hosts: (ring) => [...(m.ringState(ring).record?.founding_voters ?? [])],
       peers: () => otherMembers(m),
+      up: (peer) => peerTransport?.isUp(peer) ?? false,
     });
   }
+  let ticks = 0;
+  let following = false;
   timer = setInterval(() => {
     m.tick();
     placement?.tick();
+    // about once a second: a ring's voters follow the cluster's (GroupManager.followRingVoters), one call at a time
+    if (++ticks % Math.max(1, Math.round(FOLLOW_VOTERS_MS / limits.tickMs)) === 0 && !following) {
+      following = true;
+      m.followRingVoters()
+        .catch((e: unknown) => log.warning(`ring voters did not follow the cluster's: ${(e as Error)?.message ?? String(e)}`))
+        .finally(() => (following = false));
+    }
   }, limits.tickMs);
   manager = m;
   return m;
@@ -192,6 +202,8 @@ const NO_CHANNEL = {
   on: () => () => undefined,
   request: () => Promise.reject(new BrineError("CLUSTER_PEER_UNKNOWN", "no peer channel")),
 };
+/** how often ring leaders check that their ring's voters follow the cluster's, ms */
+const FOLLOW_VOTERS_MS = 1000;
 /** how long a master may take to store a hand-off, answer a job read or a table question, ms */
 const PLACEMENT_TIMEOUT_MS = 10_000;
 
