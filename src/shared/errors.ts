@@ -146,7 +146,6 @@ export const ERR = {
   CLUSTER_JOIN_SYNC: "the joining master's state-sync did not finish",
   // --- job placement ---
   PLACEMENT_NO_TABLE: "the ring's slot table is not known on this master",
-  PLACEMENT_NOT_OWNER: "this master is not an owner of the job",
   PLACEMENT_BAD_MESSAGE: "malformed job placement message",
 } as const;
 

@@ -134,15 +134,22 @@ test("jobs live on their two ring owners: 1,000 jobs placed, read from every mas
     // --- kill one owner: reads still answer everything
     h.kill(1, "SIGKILL");
     await h.waitExit(1);
+    // a minion whose publish connection went through m2 reconnects through the balancer first (else it never
+    // sees the next jobs: nothing to do with placement)
+    await until("the four minions to answer through m1 with m2 down", async () => {
+      const got = new Set<string>();
+      for await (const r of clients[0]!.cmdIter({ tgt: "place-*", fun: "test.ping", timeoutS: 10 })) if (!("missing" in r)) got.add(r.id);
+      return got.size === MINIONS.length ? true : undefined;
+    }, 90_000, 1000);
     const after: string[] = [];
-    for (let n = 0; n < 10; n++) {
+    for (let n = 0; n < 4; n++) {
       const r = await clients[[0, 2, 3, 4][n % 4]!]!.pub({ tgt: "place-*", fun: "test.echo", arg: [`after-${n}`], timeoutS: 30 });
       after.push(r.jid as string);
     }
     for (const i of [0, 2, 3, 4]) {
       const listed = await runner(i, "jobs.list_jobs", []);
       for (const jid of [...jids, ...after]) assert.ok(listed[jid], `with m2 down, m${i + 1}'s list_jobs lists ${jid}`);
-      for (const jid of [...sample, ...after.slice(0, 2)]) {
+      for (const jid of [...sample.slice(0, 2), ...after.slice(0, 2)]) {
         const ret = await until(`m${i + 1} to find the four returns of ${jid} with m2 down`, async () => {
           const r = await runner(i, "jobs.lookup_jid", [jid]);
           return Object.keys(r).length === MINIONS.length ? r : undefined;

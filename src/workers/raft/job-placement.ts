@@ -109,8 +109,6 @@ export class JobPlacement {
   /** outbox keys found without a record last round (key -> stamp): gone for good if the same next round */
   private absent = new Map<string, number>();
   private readonly off: () => void;
-  /** rounds that moved something, records handed off, copies dropped (diagnostics, tests) */
-  readonly counters = { rounds: 0, handed: 0, dropped: 0, failures: 0 };
 
   constructor(private readonly d: PlacementDeps) {
     this.now = d.now ?? Date.now;
@@ -121,11 +119,6 @@ export class JobPlacement {
     this.off();
   }
 
-  /** Outbox entries waiting on this master. */
-  pending(): number {
-    return this.d.store().handoff.getCount();
-  }
-
   /** Called on every tick of the worker's timer: starts a round when one is due and none runs. */
   tick(): void {
     if (this.busy || this.now() - this.last < HANDOFF_INTERVAL_MS) return;
@@ -133,7 +126,6 @@ export class JobPlacement {
     this.busy = true;
     this.round()
       .catch((e: unknown) => {
-        this.counters.failures++;
         roundLog.line(`a job hand-off round failed: ${(e as Error)?.message ?? String(e)}`);
       })
       .finally(() => (this.busy = false));
@@ -188,7 +180,6 @@ export class JobPlacement {
               roundLog.line(`${peer} refused ${a.refused.length} jobs of ring ${ring} as not its own (tables differ; asked again next round)`);
             }
           } catch (e) {
-            this.counters.failures++;
             // the owner has no table of the ring (it is not a host, or not yet): ask for a table again
             if ((e as Error).message.includes(ERR.PLACEMENT_NO_TABLE)) this.remote = undefined;
             roundLog.line(`handing ${batch.length} jobs to ${peer} failed, retried next round: ${(e as Error).message}`);
@@ -200,7 +191,6 @@ export class JobPlacement {
     );
     const st = settleRound(plan, acked, this.d.self);
     if (st.settled.length === 0 && orphans.length === 0) return;
-    let dropped = 0;
     await s.root.transaction(() => {
       for (const [key, stamp] of orphans) if (s.handoff.get(key) === stamp) s.handoff.removeSync(key);
       for (const [key, stamp] of st.settled) {
@@ -208,14 +198,10 @@ export class JobPlacement {
         if (s.handoff.get(key) !== stamp) continue;
         s.handoff.removeSync(key);
         if (!st.drop.has(key)) continue;
-        dropped++;
         if (key.includes("/")) s.returns.removeSync(key);
         else for (const db of [s.loads, s.minions, s.endtimes, s.nocache] as const) db.removeSync(key);
       }
     });
-    this.counters.rounds++;
-    this.counters.handed += st.settled.length;
-    this.counters.dropped += dropped;
   }
 
   private jobRecord(s: Store, jid: string, h: HandedJob): boolean {
