@@ -20,6 +20,7 @@ import { assignSlots } from "../../src/shared/sab-ring/assign.js";
 import { BrineError } from "../../src/shared/errors.js";
 import { ownersOf, type PlacementTable } from "../../src/shared/placement.js";
 import { JobPlacement } from "../../src/workers/raft/job-placement.js";
+import { encodeWire } from "../../src/shared/protocol/msgpack.js";
 import type { PeerMessage } from "../../src/workers/raft/peer/peer-types.js";
 
 const a = assignSlots(["m1", "m2"]);
@@ -119,13 +120,25 @@ test("a job written outside the ring reaches both owners, then leaves the master
     assert.deepEqual(Object.keys(c.plain("m2").returnsFor(JID)).sort(), ["a", "b"]);
     assert.deepEqual(c.plain("m3").returnsFor(JID), {});
 
+    // a runner job's return is stored as msgpack bytes (job-cache.ts): handed off as stored, read back decoded
+    const RJID = "20261125120000000002";
+    await m3.saveLoad(RJID, { jid: RJID, fun: "runner.test.arg" }, ["m3"]);
+    assert.equal(await m3.saveReturn(RJID, "m3", { return: undefined, return_msgpack: encodeWire({ ran: [1, "two"] }), success: true }, false), true);
+    await c.svc.get("m3")!.round();
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "the runner job was accepted by both owners");
+    assert.deepEqual(c.plain("m1").returnsFor(RJID), { m3: { return: { ran: [1, "two"] }, success: true } });
+    assert.deepEqual((await c.svc.get("m3")!.clusterCopy(RJID)).job.returns, { m3: { return: { ran: [1, "two"] }, success: true } });
+
     // reads on the master outside the ring find it all
     const read = await c.svc.get("m3")!.clusterCopy(JID);
     assert.deepEqual([Object.keys(read.job.returns).sort(), read.job.minions, read.job.load?.fun, read.unreachable], [["a", "b"], ["a", "b"], "test.ping", {}]);
     const list = await c.svc.get("m3")!.clusterList();
     assert.deepEqual(
       list.jobs.map((j) => [j[0], j[2]]),
-      [[JID, ["a", "b"]]],
+      [
+        [JID, ["a", "b"]],
+        [RJID, ["m3"]],
+      ],
     );
   } finally {
     for (const s of c.svc.values()) s.close();

@@ -36,6 +36,7 @@ import {
   type PlacementTable,
 } from "../../shared/placement.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
+import { JobCache } from "../../lib/store/job-cache.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
 
@@ -257,8 +258,8 @@ export class JobPlacement {
     if (Array.isArray(minions)) out.minions = minions;
     if (typeof endtime === "string") out.endtime = endtime;
     if (s.nocache.get(jid) === true) out.nocache = true;
-    const prefix = `${jid}/`;
-    for (const { key, value } of s.returns.getRange({ start: prefix, end: `${jid}0` })) out.returns[key.slice(prefix.length)] = value;
+    // as readers see them (a runner job's return stored as msgpack bytes comes decoded)
+    out.returns = new JobCache(s).returnsFor(jid);
     return out;
   }
 
@@ -439,7 +440,8 @@ function checkHanded(raw: unknown): HandedJob | undefined {
   if (raw.nocache === true) h.nocache = true;
   if (raw.rets !== undefined) {
     if (!Array.isArray(raw.rets)) return undefined;
-    for (const r of raw.rets) if (!Array.isArray(r) || r.length !== 2 || !validId(r[0]) || !isMap(r[1]) || !("return" in r[1])) return undefined;
+    // a stored return holds `return`, or `return_msgpack` (a runner job's, job-cache.ts): handed on as stored
+    for (const r of raw.rets) if (!Array.isArray(r) || r.length !== 2 || !validId(r[0]) || !isMap(r[1]) || !("return" in r[1] || r[1].return_msgpack instanceof Uint8Array)) return undefined;
     h.rets = raw.rets as [string, Record<string, unknown>][];
   }
   return h;
