@@ -6,7 +6,7 @@
  *   update from a voter; ring_info / members / routes of the named ring on members and non-members;
  * - route_set to the ring; a return that reaches the master outside the ring moves not_a_member in that
  *   master's cluster.routes, and is handed off to the ring's owners (placement_check: exactly m1 and m2), where
- *   lookup_jid on m3 finds it;
+ *   lookup_jid on m3 finds it; route_clear and collect_from_peers on m3 give m3 its copy back;
  * - errors: unknown voter, unknown ring, no quorum (a voter cut off);
  * - ring_destroy, then ring_create again: the ring's group resumes from its files (its policy is back).
  */
@@ -109,6 +109,17 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     const looked = await h.saltRun(2, ["jobs.lookup_jid", placement.jid, "--out", "json"]);
     assert.deepEqual(JSON.parse(looked.stdout), { "ring-m": true }, looked.stdout + looked.stderr);
     await fails(2, "placement_check", ["jobs"], /run placement_check on one of them \(m1, m2\)/);
+
+    // --- back to broadcast: route_clear, then collect_from_peers on m3 makes it whole again (job and return)
+    await run(2, "route_clear", "jobs");
+    await until("m3 to see jobs broadcast", async () => ((await run(2, "routes")).routes.jobs !== "jobs" ? true : undefined), 15_000);
+    const collected = await h.saltRun(2, ["cluster.collect_from_peers", "banks=jobs/loads,jobs/minions,jobs/endtimes,jobs/nocache,jobs/returns", "--out", "json"], 120_000);
+    assert.equal(collected.code, 0, collected.stdout + collected.stderr);
+    const whole = await run(0, "placement_check", "jobs");
+    assert.deepEqual(whole.jids[placement.jid], ["m1", "m2", "m3"], `m3 holds the job again: ${JSON.stringify(whole.jids)}`);
+    const own = await h.saltRun(2, ["jobs.lookup_jid", placement.jid, "--out", "json"]);
+    assert.deepEqual(JSON.parse(own.stdout), { "ring-m": true }, "read from m3's own cache (broadcast: no cluster-wide read)");
+    await run(2, "route_set", "jobs", "jobs");
     if (process.env.BRINE_RING_DOC === "1") {
       for (const [i, fn, args] of [[2, "rings", []], [2, "routes", ["jobs"]], [0, "ring_info", ["jobs"]], [2, "ring_info", ["jobs"]], [2, "members", ["jobs"]], [0, "placement_check", ["jobs", "limit=3"]]] as [number, string, string[]][]) {
         t.diagnostic(`m${i + 1} cluster.${fn} ${args.join(" ")}: ${JSON.stringify(await run(i, fn, ...args))}`);
