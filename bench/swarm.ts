@@ -29,6 +29,10 @@ export interface BenchMaster {
   retPort: number;
   publishPort: number;
   rootKeyFile: string;
+  /** the config directory (`-c`), the bus socket's directory and the pki directory */
+  configDir: string;
+  sockDir: string;
+  pkiDir: string;
   stop(): Promise<void>;
 }
 
@@ -73,6 +77,9 @@ export async function startBrineMaster(extraConfig: Record<string, unknown> = {}
         retPort,
         publishPort,
         rootKeyFile: path.join(cachedir, key),
+        configDir: etc,
+        sockDir: path.join(root, "run"),
+        pkiDir: path.join(root, "pki", "master"),
         stop: async () => {
           if (child.exitCode === null) {
             child.kill("SIGTERM");

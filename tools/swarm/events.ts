@@ -12,6 +12,8 @@ export interface MinionSettings {
   publishPort?: number;
   protocol: Protocol;
   keyDir: string;
+  /** minion i signs in with key slot i % keySlots (several ids share a key, as Salt allows; 0 or unset: slot i) */
+  keySlots?: number;
   idPrefix: string;
   idWidth: number;
   acceptanceWaitMs: number;

@@ -89,7 +89,7 @@ export class SwarmWorker {
       const id = minionId(s, i);
       const sourceIp = sourceIpOf(s, i);
       const version = s.protocol === "v3" ? "3007.8" : "3006.8";
-      const keys = loadKeySlot(s.keyDir, i);
+      const keys = loadKeySlot(s.keyDir, s.keySlots ? i % s.keySlots : i);
       void keys.privateKey; // parse now, not during the storm
       const m = new TestMinion({
         id,
