@@ -10,7 +10,8 @@
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
@@ -39,19 +40,20 @@ let notConnectedBelow: string[] | undefined;
 function forwardNew(s: TestMinion, jid: string, minions: string[]) {
   const data = { jid, minions, fun: "test.ping", ...(notConnectedBelow ? { not_connected: notConnectedBelow } : {}) };
   return s.channel.send(
-    { cmd: "_minion_event", id: s.id, tok: s.keys.tok, pretag: `syndic/${s.id}`, events: [{ tag: `salt/job/${jid}/new`, data }, { tag: "salt/minion/b1/start", data: { id: "b1" } }] },
+    { cmd: "_minion_event", id: s.id, tok: s.keys.tok, pretag: `syndic/${s.id}`, events: [{ tag: `salt/job/${jid}/new`, data }, { tag: "salt/minion/b1/start", data: { id: "b1" } }, { tag: "salt/auth", data: { id: "b1", act: "accept" } }] },
     s.requestOptions,
   );
 }
 
 describe("brine as a master of masters with a syndic speaking Salt's protocol", { timeout: 180_000 }, () => {
+  const logFile = path.join(mkdtempSync(path.join(os.tmpdir(), "brine-mom-log-")), "master");
   let m: TestMaster;
   let conf: string;
   let syn: TestMinion;
   const seen: PublishLoad[] = [];
 
   before(async () => {
-    m = await startTestMaster({ auto_accept: true, order_masters: true, syndic_wait: 2, worker_threads: 2, master_id: "mom" });
+    m = await startTestMaster({ auto_accept: true, order_masters: true, syndic_wait: 2, worker_threads: 2, master_id: "mom" }, undefined, { logFile });
     conf = writeConfigDir(m);
     const [k] = await testKeys(1);
     syn = fastMinion(m, "syn1", k!, {
@@ -160,6 +162,8 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
     assert.ok(tags.includes(`syndic/syn1/salt/job/${jid}/new`), tags.join(", "));
     assert.ok(tags.includes("syndic/syn1/salt/minion/b1/start") && tags.includes("salt/minion/b1/start"));
     assert.ok(!tags.includes(`salt/job/${jid}/new`), "a job's new event is never fired from a syndic's batch");
+    assert.ok(!tags.some((t) => t.endsWith("salt/auth")), "the lower master's salt/auth is not fired here");
+    assert.doesNotMatch(readFileSync(logFile, "utf8"), /Filtering blacklisted event tag salt\/auth from syn1/, "nor warned about: the syndic sends it up routinely");
   });
 
   test("a syndic cannot return in another syndic's name, nor for a minion of this master", async () => {

@@ -64,7 +64,7 @@ export const refusedEventLogWindowMs = 60_000;
 const minionRefusals = new LogBudget(refusedEventLogsPerWindow, refusedEventLogWindowMs, (l) => log.warning(l), "refusals of what minions sent");
 
 /** Why a minion may not fire `tag`, or undefined when it may. */
-function tagRefusal(tag: unknown, id: string): string | undefined {
+export function tagRefusal(tag: unknown, id: string): string | undefined {
   if (typeof tag !== "string" || tag.length === 0) return "not a tag";
   if (tag.length > minionTagBytesMax) return `longer than ${minionTagBytesMax}`;
   if (TAG_CONTROL.test(tag)) return "control characters";

@@ -20,7 +20,10 @@
  *   those minions "[Not connected]" (a Python lower master sends none: "[No response]", as Salt's MoM says).
  *   A syndic's `salt/syndic/<id>/start` registers it as a syndic at once (the CLI never waits for a syndic).
  *   The batch's other events go through `_minion_event` unchanged (this wraps that handler); the
- *   `salt/job/<jid>/new` ones, taken here, are left out of it (its tag filter would refuse and log each).
+ *   `salt/job/<jid>/new` ones, taken here, and those whose tags are reserved for this master (the lower
+ *   master's `salt/auth`, `salt/key`, …, which Salt 3007 filters too) are left out of it (its tag filter would
+ *   refuse and log each: a warning per sign-in below a syndic), counted in one debug line, for a registered
+ *   syndic only.
  *
  * Stricter than Salt, on purpose (docs/security.md, "A minion"): without `order_masters` a `_syndic_return`
  * is refused (a master with no syndics has nothing to take from one); a batch must name the syndic that
@@ -35,7 +38,7 @@ import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { validId, validJid } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
-import { AES_FUNCS, registerAesFunc, type AesResult } from "./aes-funcs.js";
+import { AES_FUNCS, registerAesFunc, tagRefusal, type AesResult } from "./aes-funcs.js";
 import { addSubsystem } from "./subsystems.js";
 import type { Effects, MasterContext } from "./context.js";
 
@@ -163,8 +166,19 @@ addSubsystem(() => {
     if (validId(load.id) && load.tag === `salt/syndic/${load.id}/start`) registerSyndic(ctx, load.id);
     if (typeof load.pretag !== "string") return minionEvent(ctx, load, fx, raw);
     if (!load.pretag.startsWith("syndic/") || !Array.isArray(load.events)) return minionEvent(ctx, load, fx, raw);
-    // the lower master's salt/job/<jid>/new were taken above; the tag filter would refuse (and log) each one
-    const rest = load.events.filter((ev) => !(isMap(ev) && typeof ev.tag === "string" && JOB_NEW.test(ev.tag)));
+    // the lower master's salt/job/<jid>/new were taken above; the tag filter would refuse (and log) each one,
+    // as it would the lower master's own events a syndic in sync mode sends up routinely (salt/auth, salt/key …):
+    // those are left out here and counted in one debug line
+    let reserved = 0;
+    const syndic = validId(load.id) && ctx.hasSyndicFile(load.id);
+    const rest = load.events.filter((ev) => {
+      if (!isMap(ev) || typeof ev.tag !== "string") return true;
+      if (JOB_NEW.test(ev.tag)) return false;
+      if (!syndic || tagRefusal(ev.tag, load.id as string) !== "reserved for the master") return true;
+      reserved++;
+      return false;
+    });
+    if (reserved) log.debug(`${reserved} event(s) of ${String(load.id).slice(0, 64)}'s lower master are reserved for this master (salt/auth, salt/key, …); not fired`);
     return noteSyndicMinions(ctx, load, fx).then(() => (rest.length ? minionEvent(ctx, { ...load, events: rest }, fx) : done(null)));
   });
 });
