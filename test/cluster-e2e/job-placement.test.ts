@@ -1,6 +1,6 @@
 /**
- * Jobs stored only on their ring owners, on five real master processes (127.0.0.177-181 behind HAProxy on
- * 127.0.0.176): ring `jobs` on m1, m2, m3 with `members: voters` and `replicas: 2`, `jobs` routed to it.
+ * Jobs stored only on their ring owners, on five real master processes (127.0.0.221-225 behind HAProxy on
+ * 127.0.0.220): ring `jobs` on m1, m2, m3 with `members: voters` and `replicas: 2`, `jobs` routed to it.
  * - 1,000 jobs published on each master in turn (the test's LocalClient per master) to four in-repo minions
  *   attached through the balancer: placement_check (on a voter) finds every jid on exactly its two owners,
  *   with every master's hand-off outbox empty;
@@ -21,8 +21,8 @@ import { LocalClient } from "../../src/lib/client/local-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
 import { controlCall } from "../../src/lib/client/control-client.js";
 
-const LB = "127.0.0.176";
-const HOSTS = ["127.0.0.177", "127.0.0.178", "127.0.0.179", "127.0.0.180", "127.0.0.181"];
+const LB = "127.0.0.220";
+const HOSTS = ["127.0.0.221", "127.0.0.222", "127.0.0.223", "127.0.0.224", "127.0.0.225"];
 const JOBS = 1000;
 const MINIONS = ["place-a", "place-b", "place-c", "place-d"];
 /** jobs published at once (each a clear publish request to one master) */
