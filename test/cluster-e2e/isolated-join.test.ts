@@ -42,14 +42,16 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
   });
   const members = async (m: TestMaster) => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING);
   const root = (i: number) => path.join(top, `m${i + 1}`);
+  // every master's log in one file, left behind with the directory if the process dies
+  const logFile = path.join(top, "masters.log");
   try {
-    masters.push(await startTestMaster(base(0), root(0)));
+    masters.push(await startTestMaster(base(0), root(0), { logFile }));
     assert.deepEqual((await members(masters[0]!))?.voters, ["iso1"], "alone, with no peers, it founds");
     const clusterPub = readFileSync(path.join(masters[0]!.pkiDir, "cluster.pub"), "utf8");
     const fp = pemFinger(clusterPub, "sha256");
 
-    masters.push(await startTestMaster(base(1, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp }), root(1)));
-    masters.push(await startTestMaster(base(2, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp.replace(/:/g, "").toUpperCase() }), root(2)));
+    masters.push(await startTestMaster(base(1, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp }), root(1), { logFile }));
+    masters.push(await startTestMaster(base(2, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp.replace(/:/g, "").toUpperCase() }), root(2), { logFile }));
     await until("three voters everywhere", async () => {
       const v = await Promise.all(masters.map(members));
       return v.every((g) => JSON.stringify(g?.voters) === JSON.stringify(["iso1", "iso2", "iso3"])) ? true : undefined;
@@ -59,7 +61,7 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
     // something in iso2's roots that only the join's state-sync can bring (roots travel at join or with sync_roots)
     writeFileSync(path.join(root(1), "srv", "salt", "joined.sls"), "joined:\n  test.succeed_without_changes\n");
     // the 4th lists only iso2
-    masters.push(await startTestMaster(base(3, { cluster_peers: [addr(1)], cluster_pub_fingerprint: fp }), root(3)));
+    masters.push(await startTestMaster(base(3, { cluster_peers: [addr(1)], cluster_pub_fingerprint: fp }), root(3), { logFile }));
     await until("iso4 a voter everywhere with one leader", async () => {
       const v = await Promise.all(masters.map(members));
       const leader = v[0]?.leaderId;
@@ -94,7 +96,7 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
     const iso3 = masters[2]!;
     await iso3.stop(true);
     rmSync(iso3.cachedir, { recursive: true, force: true });
-    masters[2] = await startTestMaster(base(2, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp }), root(2));
+    masters[2] = await startTestMaster(base(2, { cluster_peers: [addr(0)], cluster_pub_fingerprint: fp }), root(2), { logFile });
     await until("iso3 whole again: a voter with the cluster's log", async () => {
       const v = await Promise.all(masters.map(members));
       const leader = v[0]!;
@@ -117,11 +119,10 @@ test("a 4th master joins a running 3-master isolated cluster from empty director
     const dir6 = root(5);
     const etc = path.join(dir6, "etc", "salt");
     mkdirSync(etc, { recursive: true });
-    const { conf_file: _c, root_dir: _r, ...tmpl } = masters[0]!.cfg;
     writeFileSync(
       path.join(etc, "master"),
       stringify({
-        ...tmpl,
+        worker_threads: 1,
         ...base(5, { cluster_peers: [addr(0)], cluster_pub_fingerprint: pemFinger(clusterPub, "md5"), cluster_join_timeout: 4 }),
         pki_dir: path.join(dir6, "pki", "master"),
         cachedir: path.join(dir6, "cache"),

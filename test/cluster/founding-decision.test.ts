@@ -1,7 +1,8 @@
 /**
  * Deterministic founding in isolated-filesystem mode (src/main-thread/cluster/founding.ts): only the lowest node
  * id founds, only after the wait, only when every peer's id is known and none has a cluster; the operator's
- * explicit request founds unless a cluster answered; a cluster that refused this master is never forked.
+ * explicit request founds unless a cluster answered; a cluster that refused this master is never forked; a master
+ * that was a member (it holds other members' keys) never founds by itself.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -21,6 +22,9 @@ const table: Array<{ name: string; input: FoundingInput; act: "found" | "wait"; 
   { name: "a silent peer with a configured lower id: wait", input: base([{ address: "a:1", configuredId: "m0", answer: "none" }]), act: "wait", why: /m0 has the lowest/ },
   { name: "a peer with a cluster refused us: never found", input: base([{ address: "b:1", answer: "refused", refusal: "secret" }, noCluster("c:1", "m3")]), act: "wait", why: /a cluster exists but refused this master: b:1 \(secret\)/ },
   { name: "explicit founding with silent peers: found", input: base([{ address: "b:1", answer: "unreachable" }], { explicit: true, sinceStartMs: 0 }), act: "found", why: /brine_cluster_found/ },
+  { name: "a former member (it holds other members' keys) never founds, even as the lowest id", input: base([noCluster("b:1", "m2")], { formerMemberKeys: 2 }), act: "wait", why: /was a member .* never founds by itself/ },
+  { name: "a former member with no peers does not found either", input: base([], { formerMemberKeys: 1 }), act: "wait", why: /rejoins through a member/ },
+  { name: "explicit founding overrides a former membership", input: base([], { formerMemberKeys: 1, explicit: true }), act: "found", why: /brine_cluster_found/ },
   { name: "explicit founding never forks a cluster that answered", input: base([{ address: "b:1", answer: "refused", refusal: "fingerprint" }], { explicit: true }), act: "wait", why: /fingerprint/ },
 ];
 

@@ -64,7 +64,8 @@ export class ClusterNode {
       ringBuffer,
       dir: raftLmdbDir(cfg),
       jobStore: { cachedir: cfg.cachedir, brine_lmdb_dir: cfg.brine_lmdb_dir, brine_lmdb_map_bytes: cfg.brine_lmdb_map_bytes },
-      ...(peers.length === 0 ? { founders: [nodeId] } : {}),
+      // isolated filesystem: founding waits for the cluster key (ClusterService.admitOrFound decides)
+      ...(peers.length === 0 && cfg.cluster_isolated_filesystem !== true ? { founders: [nodeId] } : {}),
       ...(limits ? { limits } : {}),
       ...(opts.peer ? { peer: opts.peer } : {}),
       log: threadLogSettings(),

@@ -18,7 +18,7 @@
  * partition would drop them (here by FilteredChannel, chaos-filter.ts; Raft in the worker, which gets the
  * same set). Polled every CHAOS_POLL_MS; absent or empty means no partition.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { BrineError } from "../../shared/errors.js";
 import { FOUND_WAIT_MS, decideFounding, type PeerAnswer } from "./founding.js";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
@@ -221,8 +221,8 @@ export class ClusterService {
           this.founding = false;
           log.info(`founded cluster ${this.settings.clusterId} (isolated filesystem) with ${this.nodeId}`);
         } else {
-          // no isolatedJoin: cluster.pem was here already, so this master was a member whose Raft state is gone
-          void this.join(isolatedJoin ? [isolatedJoin] : [], !isolatedJoin)
+          // "leave" first: the leader may still count this master as a member (a wiped Raft state)
+          void this.join(isolatedJoin ? [isolatedJoin] : [], true)
             .catch((e: Error) => log.error(`joining the cluster group failed: ${e.message}`))
             .finally(() => (this.founding = false));
         }
@@ -323,19 +323,33 @@ export class ClusterService {
   }
 
   /**
-   * Isolated-filesystem start: with cluster.pem already here (a restart), nothing to do. Otherwise try to join
-   * through every `cluster_peers` entry (join-host.ts) until one admits this master (returns its node id), or
-   * decideFounding (founding.ts) says to found (makes cluster.pem and the AES key; returns ""). Logs why it
-   * waits every JOIN_WHY_LOG_MS; throws CLUSTER_JOIN_TIMEOUT after `cluster_join_timeout`.
+   * Isolated-filesystem start: with the cluster's Raft group already here (a restart), nothing to do. Otherwise
+   * try to join through every `cluster_peers` entry (join-host.ts) until one admits this master (returns its node
+   * id), or decideFounding (founding.ts) says to found (makes cluster.pem and the AES key unless they are here
+   * already, e.g. provisioned by hand; returns ""). A master that holds other members' keys in `peers/` was in a
+   * cluster (its Raft state was wiped): it never founds by itself. Logs why it waits every JOIN_WHY_LOG_MS;
+   * throws CLUSTER_JOIN_TIMEOUT after `cluster_join_timeout`.
    */
   private async admitOrFound(): Promise<string | undefined> {
     const iso = this.settings.isolated!;
-    if (existsSync(minionFacingKeyFiles(this.cfg).pem)) return undefined;
+    if ((await this.node.raft.status()).groups.some((g) => g.group === CLUSTER_RING)) {
+      // a member restarting; its cluster key must be here (a joiner never makes one of its own)
+      if (!existsSync(minionFacingKeyFiles(this.cfg).pem)) {
+        throw new BrineError("CLUSTER_KEY", `this master is in cluster ${this.settings.clusterId}'s Raft group but ${minionFacingKeyFiles(this.cfg).pem} is gone: run salt-run cluster.remove_member id=${this.nodeId} on another member and start this one from an empty cluster_pki_dir and cachedir`);
+      }
+      return undefined;
+    }
+    let former: string[] = [];
+    try {
+      former = readdirSync(this.settings.peerKeyDir).filter((n) => n.endsWith(".pub") && n !== `${this.nodeId}.pub`);
+    } catch {
+      former = [];
+    }
     const started = Date.now();
     const answers: PeerAnswer[] = this.settings.peers.map((p) => ({ address: `${p.host}:${p.port}`, ...(p.id ? { configuredId: p.id } : {}), answer: "none" }));
     let lastWhy = 0;
     const told = new Set<string>();
-    log.info(`cluster ${this.settings.clusterId}: no cluster key here; looking for the cluster through ${answers.map((a) => a.address).join(", ") || "no peer"}`);
+    log.info(`cluster ${this.settings.clusterId}: not in its Raft group; looking for the cluster through ${answers.map((a) => a.address).join(", ") || "no peer"}`);
     while (!this.stopped) {
       for (const [i, p] of this.settings.peers.entries()) {
         const r = await this.node.raft.joinAttempt(p.host, p.port, JOIN_ATTEMPT_TIMEOUT_MS);
@@ -353,7 +367,7 @@ export class ClusterService {
           told.add(line);
         }
       }
-      const d = decideFounding({ selfId: this.nodeId, explicit: iso.found, peers: answers, sinceStartMs: Date.now() - started, foundWaitMs: FOUND_WAIT_MS });
+      const d = decideFounding({ selfId: this.nodeId, explicit: iso.found, formerMemberKeys: former.length, peers: answers, sinceStartMs: Date.now() - started, foundWaitMs: FOUND_WAIT_MS });
       if (d.act === "found") {
         ensureClusterKeys(this.cfg);
         readOrCreateClusterAes(this.cfg);

@@ -6,6 +6,7 @@
  * - a peer that answered with a cluster (it refused us: a wrong secret or fingerprint, a known id) means a cluster
  *   exists: never found, whatever else holds;
  * - `brine_cluster_found` (the operator's explicit request): found;
+ * - a master that holds other members' keys was in a cluster and lost its Raft state: it never founds by itself;
  * - no peers configured: found (a one-master cluster others join later);
  * - otherwise found only after `foundWaitMs` since start, when every peer's node id is known (configured as
  *   {id, host, port}, or said in its "no cluster here" answer) and this master's is the lowest (string order),
@@ -29,6 +30,8 @@ export interface PeerAnswer {
 export interface FoundingInput {
   selfId: string;
   explicit: boolean;
+  /** other members' keys this master holds in `peers/` (it was in a cluster and lost its Raft state), count */
+  formerMemberKeys?: number;
   peers: readonly PeerAnswer[];
   sinceStartMs: number;
   foundWaitMs: number;
@@ -45,6 +48,9 @@ export function decideFounding(i: FoundingInput): FoundingDecision {
     return { act: "wait", why: `a cluster exists but refused this master: ${refused.map((p) => `${p.address} (${p.refusal ?? "refused"})`).join("; ")}` };
   }
   if (i.explicit) return { act: "found", why: "brine_cluster_found is set" };
+  if (i.formerMemberKeys) {
+    return { act: "wait", why: `this master was a member (it holds ${i.formerMemberKeys} member key(s)) and lost its Raft state: it rejoins through a member and never founds by itself (brine_cluster_found overrides)` };
+  }
   if (i.peers.length === 0) return { act: "found", why: "no cluster_peers: a one-master cluster" };
   if (i.sinceStartMs < i.foundWaitMs) return { act: "wait", why: `waiting ${Math.ceil((i.foundWaitMs - i.sinceStartMs) / 1000)} s for the peers to answer` };
   const unknown = i.peers.filter((p) => (p.answeredId ?? p.configuredId) === undefined);

@@ -57,6 +57,8 @@ export interface JoinHostOptions {
   transport: PeerTransport;
   /** commits an entry to the cluster group (on the leader, through it when this master is a follower) */
   propose(entry: ClusterEntry): Promise<ProposeResult>;
+  /** whether this master hosts the cluster group (without it, it answers "no cluster here", cluster.pem or not) */
+  hasCluster(): boolean;
 }
 
 function pemOf(k: KeyObject): string {
@@ -117,7 +119,7 @@ export class JoinHost {
     const iso = this.s.isolated!;
     let clusterKey: { privateKey: KeyObject; pubPem: string } | undefined;
     try {
-      clusterKey = this.clusterKey();
+      clusterKey = this.o.hasCluster() ? this.clusterKey() : undefined;
     } catch (e) {
       log.error(`cluster join: the cluster key in ${this.s.clusterPkiDir} is not readable: ${(e as Error).message}`);
     }

@@ -167,7 +167,7 @@ async function startup(): Promise<GroupManager> {
 function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
   const keys = loadClusterKeys(p.settings, { requirePeerKeys: false, publishSelf: true });
   const transport = new PeerTransport(peerTransportOptions(p.settings, keys, p.limits));
-  joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport, propose: async (e) => proposeAnywhere(await started, CLUSTER_RING, e) });
+  joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport, propose: async (e) => proposeAnywhere(await started, CLUSTER_RING, e), hasCluster: () => manager?.has(CLUSTER_RING) ?? false });
   const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
   const link = new RaftPeerLink(transport, init.nodeId, known);
   peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids));
