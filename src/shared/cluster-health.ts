@@ -63,6 +63,8 @@ export interface StateSyncEntry {
   bytes: number;
   deleted: number;
   errors: number | unknown[];
+  /** the pull found the channel's directory shared with that peer (nothing to carry) */
+  shared?: boolean;
 }
 
 export type StateSyncStatus = Record<string, Record<string, StateSyncEntry>>;

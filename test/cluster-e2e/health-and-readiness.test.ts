@@ -78,6 +78,8 @@ test("cluster.health and the readiness file follow leadership, links and a parti
       for (const [peer, e] of Object.entries<any>(peers)) {
         assert.ok(["m1", "m2", "m3"].includes(peer) && peer !== synced.node_id, `${channel}: ${peer}`);
         for (const k of ["items", "bytes", "deleted"]) assert.equal(typeof e[k], "number", `${channel}/${peer}.${k}`);
+        // the masters share cluster_pki_dir: a key channel's pull found it shared and says so
+        if (channel === "keys" || channel === "denied_keys") assert.equal(e.shared, true, `${channel}/${peer}: ${JSON.stringify(e)}`);
       }
     }
 

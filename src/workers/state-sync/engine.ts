@@ -171,7 +171,7 @@ export class StateSyncEngine {
   private readonly watchers: FSWatcher[] = [];
   private readonly timer: NodeJS.Timeout | undefined;
   private ticking = false;
-  private readonly status: Record<string, Record<string, { at: string; items: number; bytes: number; deleted: number; errors: number }>>;
+  private readonly status: Record<string, Record<string, { at: string; items: number; bytes: number; deleted: number; errors: number; shared?: boolean }>>;
   private readonly stateDir: string;
   private closed = false;
 
@@ -415,7 +415,8 @@ export class StateSyncEngine {
       const errs = r.errors.length ? `; ${r.errors.length} error(s), first: ${r.errors[0]}` : "";
       (r.errors.length ? log.warning : log.info).call(log, `state-sync ${ch} from ${peer}: installed ${r.items} items (${r.bytes} bytes), deleted ${r.deleted}${errs}`);
     }
-    if (!r.shared) this.recordStatus(ch, peer, r);
+    // a channel found shared is reported too (cluster.health shows the pull happened and why nothing moved)
+    this.recordStatus(ch, peer, r);
     return r;
   }
 
@@ -631,7 +632,7 @@ export class StateSyncEngine {
   }
 
   private recordStatus(ch: Channel, peer: string, r: PeerReport): void {
-    (this.status[ch] ??= {})[peer] = { at: new Date(this.now()).toISOString(), items: r.items, bytes: r.bytes, deleted: r.deleted, errors: r.errors.length };
+    (this.status[ch] ??= {})[peer] = { at: new Date(this.now()).toISOString(), items: r.items, bytes: r.bytes, deleted: r.deleted, errors: r.errors.length, ...(r.shared ? { shared: true } : {}) };
     try {
       mkdirSync(this.stateDir, { recursive: true, mode: 0o700 });
       const file = path.join(this.stateDir, STATUS_FILE);
