@@ -101,7 +101,10 @@ if (!fn) {
   };
   Promise.resolve()
     // a jobs.* read sees the job wherever the ring placed it (cluster-jobs.ts); the job record stays local
-    .then(async () => fn({ ...ctx, jobs: await jobsFor(ctx, init.fun, init.arg, init.kwarg) }, init.arg, init.kwarg))
+    .then(async () => {
+      const jobs = await jobsFor(ctx, init.fun, init.arg, init.kwarg);
+      return fn(jobs === ctx.jobs ? ctx : { ...ctx, jobs }, init.arg, init.kwarg);
+    })
     .finally(() => flush?.())
     .then(async (ret) => {
       let packed: Buffer;
