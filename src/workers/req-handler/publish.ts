@@ -9,7 +9,8 @@
  * A minion's peer publish (peer-publish.ts) comes through here too, with the master's CLI key, as Salt's
  * LocalClient sends it; its load and publish then carry the asking minion's `id`.
  * A job's `salt/job/<jid>/new` names the matched minions this master does not see connected when it publishes
- * (`not_connected`, beyond Salt's event; at most `notConnectedMinionsMax` matched): a minion not connected then
+ * (`not_connected`, beyond Salt's event; with `brine_presence: connections`, at most `notConnectedMinionsMax`
+ * matched): a minion not connected then
  * never gets the job, even if it connects before the wait ends (a failover minion moving here), so brine's CLI
  * reports it "[Not connected]" rather than "[No response]"; a syndic carries the event up, so a master of
  * masters' CLI can say the same of a minion below it.
@@ -23,7 +24,7 @@ import { validJid } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
 import { checkMinions } from "../../lib/targeting/index.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
-import { clusterPresent } from "./presence.js";
+import { clusterPresent, peerAddresses, presenceMode } from "./presence.js";
 
 const log = getLogger("brine.publish");
 
@@ -51,25 +52,20 @@ function isStrList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === "string");
 }
 
-/** How long one computation of the connected set serves the publishes of a request thread, ms. */
-export const presenceReuseMs = 1000;
 /** Most matched minions a publish looks up the presence of (a larger job gets no `not_connected`), count. */
 export const notConnectedMinionsMax = 10_000;
-const presenceMemo = new WeakMap<MasterContext, { at: number; present: Set<string> }>();
 
 /**
- * The matched minions this master does not see connected (presence.ts, as "[Not connected]" decides); undefined
- * when it cannot tell (nobody connected: Salt's CLI says "[No response]" then).
+ * The matched minions this master does not see connected now (presence.ts), with `brine_presence: connections`
+ * (Salt's way); undefined when it cannot tell: nobody is connected to the publish port (Salt's CLI says
+ * "[No response]" then), or `heard` (behind a balancer a minion counts as present for a window after it was
+ * last heard from, so it says nothing of this moment). Costs one read of /proc/net/tcp{,6} and the cached
+ * grains of each matched minion.
  */
 function notConnectedOf(ctx: MasterContext, minions: string[]): string[] | undefined {
-  const now = ctx.now();
-  let memo = presenceMemo.get(ctx);
-  if (!memo || now - memo.at > presenceReuseMs || now < memo.at) {
-    const present = clusterPresent(ctx.cfg, ctx.store, ctx.acceptedIds(), (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, now);
-    presenceMemo.set(ctx, (memo = { at: now, present: new Set(present) }));
-  }
-  if (memo.present.size === 0) return undefined;
-  return minions.filter((m) => !memo.present.has(m));
+  if (presenceMode(ctx.cfg) !== "connections" || peerAddresses(ctx.cfg.publish_port).size === 0) return undefined;
+  const present = new Set(clusterPresent(ctx.cfg, ctx.store, minions, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, ctx.now()));
+  return minions.filter((m) => !present.has(m));
 }
 
 /** A job a minion publishes to its peers (peer-publish.ts): its id goes into the saved load and the publish, as Salt's `id`. */
