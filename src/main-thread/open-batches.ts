@@ -5,7 +5,8 @@
  * result, from a part, or, when its worker is gone, an error.
  *
  * A batch is open from its dispatch until every frame is answered. Its result either carries every reply
- * (`complete`) or says they went in parts (`release`: the task ended, possibly before some of its parts);
+ * (`complete`), or says they went in parts (`release`: the task ended, possibly before some of its parts), or
+ * carries the last replies after a number of parts (`final`: applied once that many parts were, `partsSeen`);
  * a part answers the frames it names (`answer`). A failed task answers what is left with an error (`fail`);
  * a released batch whose parts stop coming (its worker died after the task ended) is answered with an error
  * after `replyOwedMsMax` (`expire`).
@@ -15,6 +16,8 @@ interface Open<T> {
   /** the tag of each frame (a request's tag is never undefined), undefined once answered */
   tags: (T | undefined)[];
   left: number;
+  /** parts applied so far */
+  parts: number;
   /** when its task ended with replies still owed (ms), undefined while it runs */
   releasedAt?: number;
 }
@@ -24,7 +27,7 @@ export class OpenBatches<T> {
 
   /** A batch goes to its worker: one tag per frame, in frame order. */
   add(batch: number, tags: T[]): void {
-    this.open.set(batch, { tags, left: tags.length });
+    this.open.set(batch, { tags, left: tags.length, parts: 0 });
   }
 
   /** Its result carries every reply: the tags in frame order (empty if the batch is unknown or answered). */
@@ -40,9 +43,10 @@ export class OpenBatches<T> {
    * A part answers `indices`: for each, its tag, or undefined when it is not owed (answered already, or its
    * batch closed by an error: its request had its one reply).
    */
-  answer(batch: number, indices: number[]): (T | undefined)[] {
+  answer(batch: number, indices: number[], part = true): (T | undefined)[] {
     const b = this.open.get(batch);
     if (!b) return indices.map(() => undefined);
+    if (part) b.parts++;
     const out = indices.map((index) => {
       const tag = b.tags[index];
       if (tag === undefined) return undefined;
@@ -52,6 +56,11 @@ export class OpenBatches<T> {
     });
     if (b.left === 0) this.open.delete(batch);
     return out;
+  }
+
+  /** Parts applied for `batch` (Infinity once it is closed: a final result waits for nothing then). */
+  partsSeen(batch: number): number {
+    return this.open.get(batch)?.parts ?? Infinity;
   }
 
   /** Its task ended, replies going in parts; true when some are still owed (the caller sweeps later). */

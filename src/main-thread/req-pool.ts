@@ -74,6 +74,8 @@ class LaneQueue<T> {
   private batchSeq = 0;
   /** batches with replies still owed, and which request each reply answers (open-batches.ts) */
   private readonly open = new OpenBatches<T>();
+  /** final results (BatchResult.after) that came before some of their batch's parts, by batch */
+  private readonly finals = new Map<number, BatchResult>();
   private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -130,6 +132,16 @@ class LaneQueue<T> {
             if (this.open.release(batchNo, Date.now())) this.sweepSoon();
             return;
           }
+          if (r.after) {
+            // the batch's last replies, after its parts: applied once they all were (two channels, no order between them)
+            if (this.open.partsSeen(batchNo) >= r.after.parts) this.applyFinal(batchNo, r);
+            else {
+              this.finals.set(batchNo, r);
+              // its task ended: should a part never come, the sweep answers what the batch still owes
+              if (this.open.release(batchNo, Date.now())) this.sweepSoon();
+            }
+            return;
+          }
           const tags = this.open.complete(batchNo);
           const out = tags.map((tag, i) => ({ tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) }));
           this.settle(out.length);
@@ -147,16 +159,31 @@ class LaneQueue<T> {
 
   /** Replies of a batch that went before the whole batch was ready (worker.ts), with the effects fired since its last part. */
   private onPart(m: BatchPart): void {
-    const tags = this.open.answer(m.batch, m.indices);
+    this.apply(m.batch, m.indices, m.replies, m, true);
+    const final = this.finals.get(m.batch);
+    if (final && this.open.partsSeen(m.batch) >= final.after!.parts) {
+      this.finals.delete(m.batch);
+      this.applyFinal(m.batch, final);
+    }
+  }
+
+  /** A result with the batch's last replies (BatchResult.after), once the parts before it were applied. */
+  private applyFinal(batch: number, r: BatchResult): void {
+    this.apply(batch, r.after!.indices, r.replies, r, false);
+  }
+
+  /** Replies to frames `indices` of `batch` (a part, or a final result) and the effects that came with them. */
+  private apply(batch: number, indices: number[], replies: Uint8Array[], fx: Omit<BatchResult, "replies" | "streamed" | "after">, part: boolean): void {
+    const tags = this.open.answer(batch, indices, part);
     // (a frame no longer owed was answered with an error already; the effects still go out)
     const out: LaneOutput<T>[] = [];
     tags.forEach((tag, i) => {
       if (tag === undefined) return;
-      const reply = m.replies[i]!;
+      const reply = replies[i]!;
       out.push({ tag, reply: Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) });
     });
     this.settle(out.length);
-    this.sink({ replies: out, events: m.events, publishes: m.publishes, sync: m.sync, runs: m.runs, verified: m.verified, nonces: m.nonces });
+    this.sink({ replies: out, events: fx.events, publishes: fx.publishes, sync: fx.sync, runs: fx.runs, verified: fx.verified, nonces: fx.nonces });
   }
 
   /** Replies never heard of (their worker died after their batch's task ended) get an error after replyOwedMsMax. */

@@ -23,24 +23,25 @@ test("a ready reply leaves in a part at the next flush while a slow frame of its
   const b = new BatchReplies(4);
   b.settle(1);
   b.settle(3);
-  assert.deepEqual(b.flush(), { kind: "part", indices: [1, 3], release: false });
+  assert.deepEqual(b.flush(), { kind: "part", indices: [1, 3] });
   assert.equal(b.settle(0), true);
-  assert.deepEqual(b.flush(), { kind: "part", indices: [0], release: false });
+  assert.deepEqual(b.flush(), { kind: "part", indices: [0] });
   assert.equal(b.finished, false);
-  // the slow one: the last part ends the task, and even a lone last frame goes as a part, never a result
+  // the slow one: its reply rides in the batch's result, after the parts (the task ends with it)
   assert.equal(b.settle(2), true);
-  assert.deepEqual(b.flush(), { kind: "part", indices: [2], release: true });
+  assert.deepEqual(b.flush(), { kind: "final", indices: [2] });
   assert.equal(b.finished, true);
+  assert.equal(b.hold(), false, "the task ended with its result");
 });
 
 test("past the hold the task ends before its slow frame; that frame's reply still goes, in a part", () => {
   const b = new BatchReplies(2);
   b.settle(0);
-  assert.deepEqual(b.flush(), { kind: "part", indices: [0], release: false });
+  assert.deepEqual(b.flush(), { kind: "part", indices: [0] });
   assert.equal(b.hold(), true, "the task gives its slot back");
   assert.equal(b.hold(), false, "only once");
   b.settle(1);
-  assert.deepEqual(b.flush(), { kind: "part", indices: [1], release: false }, "already released: the part does not end the task again");
+  assert.deepEqual(b.flush(), { kind: "part", indices: [1] }, "the task has ended: the last reply goes in a part, not a result");
   assert.equal(b.finished, true);
 });
 
@@ -49,14 +50,14 @@ test("a batch with no frame ready by the hold sends every reply in parts, even i
   assert.equal(b.hold(), true);
   b.settle(0);
   b.settle(1);
-  assert.deepEqual(b.flush(), { kind: "part", indices: [0, 1], release: false });
+  assert.deepEqual(b.flush(), { kind: "part", indices: [0, 1] });
 });
 
 test("the hold passing between a frame's readiness and its flush still leaves that reply to the flush", () => {
   const b = new BatchReplies(1);
   assert.equal(b.settle(0), true);
   assert.equal(b.hold(), true);
-  assert.deepEqual(b.flush(), { kind: "part", indices: [0], release: false });
+  assert.deepEqual(b.flush(), { kind: "part", indices: [0] });
 });
 
 test("a frame settling after the batch ended is a bug, thrown, not a second reply", () => {
@@ -114,6 +115,18 @@ test("replies owed by a released batch expire after the limit; a running batch i
   assert.equal(o.released, 1);
   assert.deepEqual(o.expire(Infinity), ["new"], "at shutdown every released batch");
   assert.deepEqual(o.fail(3), ["running"]);
+});
+
+test("a final result waits for the parts sent before it, counted per batch; a closed batch waits for nothing", () => {
+  const o = new OpenBatches<string>();
+  o.add(4, ["a", "b", "c"]);
+  assert.equal(o.partsSeen(4), 0);
+  assert.deepEqual(o.answer(4, [0]), ["a"]);
+  assert.deepEqual(o.answer(4, []), [], "a part with effects only still counts");
+  assert.equal(o.partsSeen(4), 2);
+  assert.deepEqual(o.answer(4, [2, 1], false), ["c", "b"], "the final result's replies are not a part");
+  assert.equal(o.partsSeen(4), Infinity, "closed");
+  assert.equal(o.partsSeen(99), Infinity, "never opened");
 });
 
 test("a full result for a batch that already sent parts is refused as a bug", () => {

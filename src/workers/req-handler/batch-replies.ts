@@ -8,7 +8,10 @@
  * - every frame ready at the first flush (the ordinary batch of returns, all made durable by one group
  *   commit): the batch's result carries them all, one message, as before (`result`);
  * - otherwise the ready ones go now as a part (`part`, a BatchPart on the lane's BroadcastChannel, with the
- *   effects fired so far), and every later flush sends another part.
+ *   effects fired so far), and every later flush sends another part, except the last one while the task
+ *   still runs: those replies ride in the batch's result (`final`), which the main thread applies after the
+ *   parts it counts. A batch of returns whose writes two group commits made durable (lmdb-js starts
+ *   committing before the batch's loop has queued them all) is then two messages, as a batch that waits whole.
  * Separately, the batch gives back its worker's task slot (Piscina's `concurrentTasksPerWorker`) when its
  * last reply went or `batchHoldMsMax` after it started (`hold`), whichever comes first: a frame that waits
  * minutes (a runner call) holds no slot; its reply still goes in a part.
@@ -18,8 +21,10 @@
 export type BatchFlush =
   /** every reply is ready and none went yet: they all go in the batch's result */
   | { kind: "result" }
-  /** these frames' replies go now, in one part; `release`: the last reply went, the task may end */
-  | { kind: "part"; indices: number[]; release: boolean };
+  /** these frames' replies go now, in one part */
+  | { kind: "part"; indices: number[] }
+  /** the last replies, with the batch's result (after the parts sent before it); the task ends */
+  | { kind: "final"; indices: number[] };
 
 export class BatchReplies {
   private settled = 0;
@@ -54,11 +59,11 @@ export class BatchReplies {
     this.streaming = true;
     const indices = this.ready;
     this.ready = [];
-    const last = this.settled === this.frames;
-    if (last) this.done = true;
-    const release = last && !this.released;
-    if (release) this.released = true;
-    return { kind: "part", indices, release };
+    if (this.settled !== this.frames) return { kind: "part", indices };
+    this.done = true;
+    if (this.released) return { kind: "part", indices };
+    this.released = true;
+    return { kind: "final", indices };
   }
 
   /**

@@ -28,7 +28,7 @@ export interface BatchTask {
  * part (events before their replies, as for a batch). One worker posts a batch's parts in order on one
  * channel; the batch's result then carries no reply (`streamed`).
  */
-export interface BatchPart extends Omit<BatchResult, "replies" | "streamed"> {
+export interface BatchPart extends Omit<BatchResult, "replies" | "streamed" | "after"> {
   batch: number;
   /** the frames answered, by index in the batch, and their replies, in the same order (two flat arrays clone cheaper than pairs) */
   indices: number[];
@@ -66,6 +66,11 @@ export interface BatchResult {
   nonces?: Uint8Array;
   /** the replies went (or go) in parts (BatchPart): this result carries no reply and no effect */
   streamed?: true;
+  /**
+   * the batch's last replies after `parts` parts: `replies` holds the replies of the frames `indices` only, and
+   * the main thread applies this result after those parts (they come on another channel)
+   */
+  after?: { parts: number; indices: number[] };
 }
 
 export interface CleanupResult {

@@ -75,6 +75,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   let finish!: (r: BatchResult) => void;
   const result = new Promise<BatchResult>((r) => (finish = r));
   let hold: NodeJS.Timeout | undefined;
+  /** parts posted so far (a final result names the count: the main thread applies it after them) */
+  let parts = 0;
   const flush = () => {
     const f = br.flush();
     if (f.kind === "result") {
@@ -82,13 +84,15 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       finish({ replies, ...takeEffects(fx) });
       return;
     }
-    const part: BatchPart = { batch: task.batch, indices: f.indices, replies: f.indices.map((i) => replies[i]!), ...takeEffects(fx) };
+    const out = f.indices.map((i) => replies[i]!);
     for (const i of f.indices) replies[i] = SENT;
-    partChannel.postMessage(part);
-    if (f.release) {
+    if (f.kind === "final") {
       clearTimeout(hold);
-      finish(STREAMED);
+      finish({ replies: out, after: { parts, indices: f.indices }, ...takeEffects(fx) });
+      return;
     }
+    parts++;
+    partChannel.postMessage({ batch: task.batch, indices: f.indices, replies: out, ...takeEffects(fx) } satisfies BatchPart);
   };
   // per frame: its metrics command slot and start; one clock read per frame, a second for one that waits
   const cmds = new Uint8Array(n);
@@ -127,6 +131,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   // awaited runner call waits for its `runs` to reach the main thread.
   hold = setTimeout(() => {
     if (!br.hold()) return;
+    parts++;
     partChannel.postMessage({ batch: task.batch, indices: [], replies: [], ...takeEffects(fx) } satisfies BatchPart);
     finish(STREAMED);
   }, batchHoldMsMax);
@@ -142,11 +147,11 @@ const SENT = new Uint8Array(0);
  * The effects fired so far, moved out of `fx` (frames still running keep adding to it). The dispatched
  * requests' nonces go to the journal here: on disk before any reply they cover leaves, and to the peers.
  */
-function takeEffects(fx: Effects): Omit<BatchResult, "replies" | "streamed"> {
+function takeEffects(fx: Effects): Omit<BatchResult, "replies" | "streamed" | "after"> {
   const sync = syncOutbox?.drain();
   const nonces = fx.nonces.length ? packNonces(fx.nonces) : undefined;
   if (nonces) nonceAppender.append(nonces);
-  const out: Omit<BatchResult, "replies" | "streamed"> = {
+  const out: Omit<BatchResult, "replies" | "streamed" | "after"> = {
     events: fx.events,
     publishes: fx.publishes,
     ...(sync ? { sync } : {}),
