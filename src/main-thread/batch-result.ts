@@ -21,7 +21,7 @@ import type { LaneOutput } from "./req-pool.js";
  * One lane result (or one part of a batch's replies) as the request pool hands it to the main thread: a worker's
  * BatchResult with each reply paired with the tag of the request it answers.
  */
-export type BatchOutput<T> = Omit<BatchResult, "replies" | "streamed" | "after"> & { replies: LaneOutput<T>[] };
+export type BatchOutput<T> = Omit<BatchResult, "replies" | "streamed" | "seq" | "indices"> & { replies: LaneOutput<T>[] };
 
 /** Where each kind of output goes; `peers` and `sync` are absent on an unclustered master. */
 export interface BatchSinks<T> {

@@ -5,9 +5,10 @@
  * result, from a part, or, when its worker is gone, an error.
  *
  * A batch is open from its dispatch until every frame is answered. Its result either carries every reply
- * (`complete`), or says they went in parts (`release`: the task ended, possibly before some of its parts), or
- * carries the last replies after a number of parts (`final`: applied once that many parts were, `partsSeen`);
- * a part answers the frames it names (`answer`). A failed task answers what is left with an error (`fail`);
+ * (`complete`), or is one of the batch's numbered messages with its parts: those are applied in their
+ * number's order (`inOrder`: a part and a result come on two channels, with no order between them, and a
+ * reply must never go before the effects of an earlier message), each answering the frames it names
+ * (`answer`); a result that ends the task before the last reply says so (`release`). A failed task answers what is left with an error (`fail`);
  * a released batch whose parts stop coming (its worker died after the task ended) is answered with an error
  * after `replyOwedMsMax` (`expire`).
  */
@@ -16,8 +17,9 @@ interface Open<T> {
   /** the tag of each frame (a request's tag is never undefined), undefined once answered */
   tags: (T | undefined)[];
   left: number;
-  /** parts applied so far */
-  parts: number;
+  /** the number of the next message to apply, and those that came early */
+  next: number;
+  early?: Map<number, unknown>;
   /** when its task ended with replies still owed (ms), undefined while it runs */
   releasedAt?: number;
 }
@@ -27,7 +29,7 @@ export class OpenBatches<T> {
 
   /** A batch goes to its worker: one tag per frame, in frame order. */
   add(batch: number, tags: T[]): void {
-    this.open.set(batch, { tags, left: tags.length, parts: 0 });
+    this.open.set(batch, { tags, left: tags.length, next: 0 });
   }
 
   /** Its result carries every reply: the tags in frame order (empty if the batch is unknown or answered). */
@@ -43,10 +45,9 @@ export class OpenBatches<T> {
    * A part answers `indices`: for each, its tag, or undefined when it is not owed (answered already, or its
    * batch closed by an error: its request had its one reply).
    */
-  answer(batch: number, indices: number[], part = true): (T | undefined)[] {
+  answer(batch: number, indices: number[]): (T | undefined)[] {
     const b = this.open.get(batch);
     if (!b) return indices.map(() => undefined);
-    if (part) b.parts++;
     const out = indices.map((index) => {
       const tag = b.tags[index];
       if (tag === undefined) return undefined;
@@ -58,9 +59,25 @@ export class OpenBatches<T> {
     return out;
   }
 
-  /** Parts applied for `batch` (Infinity once it is closed: a final result waits for nothing then). */
-  partsSeen(batch: number): number {
-    return this.open.get(batch)?.parts ?? Infinity;
+  /**
+   * Message `seq` of `batch` came: the messages that can be applied now, in order (none while an earlier one is
+   * missing; it and every one held behind it when it comes). A closed batch's message is applied at once (its
+   * frames were answered with an error; its effects still go).
+   */
+  inOrder<M>(batch: number, seq: number, msg: M): M[] {
+    const b = this.open.get(batch);
+    if (!b) return [msg];
+    if (seq !== b.next) {
+      (b.early ??= new Map()).set(seq, msg);
+      return [];
+    }
+    const out: M[] = [msg];
+    b.next++;
+    while (b.early?.has(b.next)) {
+      out.push(b.early.get(b.next) as M);
+      b.early.delete(b.next++);
+    }
+    return out;
   }
 
   /** Its task ended, replies going in parts; true when some are still owed (the caller sweeps later). */

@@ -67,6 +67,13 @@ export type BatchSink<T> = (out: BatchOutput<T>) => void;
 export { QUEUE_FULL_REPLY, SHUTDOWN_REPLY, STALE_REPLY } from "../workers/req-handler/replies.js";
 import { SHUTDOWN_REPLY } from "../workers/req-handler/replies.js";
 
+/** One of a batch's messages once it goes in parts (a BatchPart, or a result with `seq`), as the lane applies it. */
+interface Message {
+  indices: number[];
+  replies: Uint8Array[];
+  fx: Omit<BatchResult, "replies" | "streamed" | "seq" | "indices">;
+}
+
 class LaneQueue<T> {
   private buf: Pending<T>[] = [];
   private scheduled = false;
@@ -74,8 +81,6 @@ class LaneQueue<T> {
   private batchSeq = 0;
   /** batches with replies still owed, and which request each reply answers (open-batches.ts) */
   private readonly open = new OpenBatches<T>();
-  /** final results (BatchResult.after) that came before some of their batch's parts, by batch */
-  private readonly finals = new Map<number, BatchResult>();
   private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -127,19 +132,10 @@ class LaneQueue<T> {
       this.pool
         .run({ kind: "batch", batch: batchNo, frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch) })
         .then((r: BatchResult) => {
-          if (r.streamed) {
-            // its replies go (or went) in parts, on the lane's channel
-            if (this.open.release(batchNo, Date.now())) this.sweepSoon();
-            return;
-          }
-          if (r.after) {
-            // the batch's last replies, after its parts: applied once they all were (two channels, no order between them)
-            if (this.open.partsSeen(batchNo) >= r.after.parts) this.applyFinal(batchNo, r);
-            else {
-              this.finals.set(batchNo, r);
-              // its task ended: should a part never come, the sweep answers what the batch still owes
-              if (this.open.release(batchNo, Date.now())) this.sweepSoon();
-            }
+          if (r.seq !== undefined) {
+            // one of the batch's messages in parts: applied in order with them (two channels, no order between them)
+            if (r.streamed && this.open.release(batchNo, Date.now())) this.sweepSoon();
+            this.inOrder(batchNo, r.seq, { indices: r.indices ?? [], replies: r.replies, fx: r });
             return;
           }
           const tags = this.open.complete(batchNo);
@@ -157,24 +153,19 @@ class LaneQueue<T> {
     }
   }
 
-  /** Replies of a batch that went before the whole batch was ready (worker.ts), with the effects fired since its last part. */
+  /** Replies of a batch that went before the whole batch was ready (worker.ts), with the effects fired since its last message. */
   private onPart(m: BatchPart): void {
-    this.apply(m.batch, m.indices, m.replies, m, true);
-    const final = this.finals.get(m.batch);
-    if (final && this.open.partsSeen(m.batch) >= final.after!.parts) {
-      this.finals.delete(m.batch);
-      this.applyFinal(m.batch, final);
-    }
+    this.inOrder(m.batch, m.seq, { indices: m.indices, replies: m.replies, fx: m });
   }
 
-  /** A result with the batch's last replies (BatchResult.after), once the parts before it were applied. */
-  private applyFinal(batch: number, r: BatchResult): void {
-    this.apply(batch, r.after!.indices, r.replies, r, false);
+  /** Applies message `seq` of `batch` and every one held behind it, in their order (open-batches.ts). */
+  private inOrder(batch: number, seq: number, msg: Message): void {
+    for (const x of this.open.inOrder(batch, seq, msg)) this.apply(batch, x);
   }
 
-  /** Replies to frames `indices` of `batch` (a part, or a final result) and the effects that came with them. */
-  private apply(batch: number, indices: number[], replies: Uint8Array[], fx: Omit<BatchResult, "replies" | "streamed" | "after">, part: boolean): void {
-    const tags = this.open.answer(batch, indices, part);
+  /** Replies to the frames a message names, and the effects that came with them. */
+  private apply(batch: number, { indices, replies, fx }: Message): void {
+    const tags = this.open.answer(batch, indices);
     // (a frame no longer owed was answered with an error already; the effects still go out)
     const out: LaneOutput<T>[] = [];
     tags.forEach((tag, i) => {

@@ -117,16 +117,20 @@ test("replies owed by a released batch expire after the limit; a running batch i
   assert.deepEqual(o.fail(3), ["running"]);
 });
 
-test("a final result waits for the parts sent before it, counted per batch; a closed batch waits for nothing", () => {
+test("a batch's parts and results apply in their numbered order, whichever channel brought them first", () => {
   const o = new OpenBatches<string>();
   o.add(4, ["a", "b", "c"]);
-  assert.equal(o.partsSeen(4), 0);
-  assert.deepEqual(o.answer(4, [0]), ["a"]);
-  assert.deepEqual(o.answer(4, []), [], "a part with effects only still counts");
-  assert.equal(o.partsSeen(4), 2);
-  assert.deepEqual(o.answer(4, [2, 1], false), ["c", "b"], "the final result's replies are not a part");
-  assert.equal(o.partsSeen(4), Infinity, "closed");
-  assert.equal(o.partsSeen(99), Infinity, "never opened");
+  assert.deepEqual(o.inOrder(4, 1, "part 1"), [], "held: message 0 has not come");
+  assert.deepEqual(o.inOrder(4, 2, "final 2"), [], "held too");
+  assert.deepEqual(o.inOrder(4, 0, "hold result 0"), ["hold result 0", "part 1", "final 2"], "0 releases what waited behind it");
+  assert.deepEqual(o.inOrder(4, 3, "part 3"), ["part 3"]);
+});
+
+test("a message of a closed batch (answered with an error) is applied at once: its effects still go", () => {
+  const o = new OpenBatches<string>();
+  o.add(6, ["a"]);
+  o.fail(6);
+  assert.deepEqual(o.inOrder(6, 5, "late part"), ["late part"]);
 });
 
 test("a full result for a batch that already sent parts is refused as a bug", () => {

@@ -9,9 +9,10 @@
  *   commit): the batch's result carries them all, one message, as before (`result`);
  * - otherwise the ready ones go now as a part (`part`, a BatchPart on the lane's BroadcastChannel, with the
  *   effects fired so far), and every later flush sends another part, except the last one while the task
- *   still runs: those replies ride in the batch's result (`final`), which the main thread applies after the
- *   parts it counts. A batch of returns whose writes two group commits made durable (lmdb-js starts
- *   committing before the batch's loop has queued them all) is then two messages, as a batch that waits whole.
+ *   still runs: those replies ride in the batch's result (`final`). The parts and results of a batch are
+ *   numbered, and the main thread applies them in that order. A batch of returns whose writes two group
+ *   commits made durable (lmdb-js starts committing before the batch's loop has queued them all) is then two
+ *   messages, as when a batch waited whole; one past the hold too (its result carries the effects so far).
  * Separately, the batch gives back its worker's task slot (Piscina's `concurrentTasksPerWorker`) when its
  * last reply went or `batchHoldMsMax` after it started (`hold`), whichever comes first: a frame that waits
  * minutes (a runner call) holds no slot; its reply still goes in a part.
@@ -23,7 +24,7 @@ export type BatchFlush =
   | { kind: "result" }
   /** these frames' replies go now, in one part */
   | { kind: "part"; indices: number[] }
-  /** the last replies, with the batch's result (after the parts sent before it); the task ends */
+  /** the last replies, with the batch's result (numbered after the parts sent before it); the task ends */
   | { kind: "final"; indices: number[] };
 
 export class BatchReplies {

@@ -28,8 +28,10 @@ export interface BatchTask {
  * part (events before their replies, as for a batch). One worker posts a batch's parts in order on one
  * channel; the batch's result then carries no reply (`streamed`).
  */
-export interface BatchPart extends Omit<BatchResult, "replies" | "streamed" | "after"> {
+export interface BatchPart extends Omit<BatchResult, "replies" | "streamed" | "seq" | "indices"> {
   batch: number;
+  /** this message's place among the batch's parts and results (applied in that order) */
+  seq: number;
   /** the frames answered, by index in the batch, and their replies, in the same order (two flat arrays clone cheaper than pairs) */
   indices: number[];
   replies: Uint8Array[];
@@ -64,13 +66,14 @@ export interface BatchResult {
   verified?: number[];
   /** clustered: the packed nonces of the requests the batch dispatched (nonce-set.ts packNonces), for the peers */
   nonces?: Uint8Array;
-  /** the replies went (or go) in parts (BatchPart): this result carries no reply and no effect */
-  streamed?: true;
   /**
-   * the batch's last replies after `parts` parts: `replies` holds the replies of the frames `indices` only, and
-   * the main thread applies this result after those parts (they come on another channel)
+   * Set when the batch went in parts (BatchPart): this result is one of its messages, applied by the main thread
+   * in `seq` order with the parts (they come on another channel); `replies` then answers the frames `indices`.
    */
-  after?: { parts: number; indices: number[] };
+  seq?: number;
+  indices?: number[];
+  /** the task ended before the batch's last reply (batchHoldMsMax): the rest come in parts */
+  streamed?: true;
 }
 
 export interface CleanupResult {

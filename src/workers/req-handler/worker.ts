@@ -75,8 +75,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   let finish!: (r: BatchResult) => void;
   const result = new Promise<BatchResult>((r) => (finish = r));
   let hold: NodeJS.Timeout | undefined;
-  /** parts posted so far (a final result names the count: the main thread applies it after them) */
-  let parts = 0;
+  /** the next message's number once the batch goes in parts (parts and results: the main thread applies them in this order) */
+  let seq = 0;
   const flush = () => {
     const f = br.flush();
     if (f.kind === "result") {
@@ -88,11 +88,10 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     for (const i of f.indices) replies[i] = SENT;
     if (f.kind === "final") {
       clearTimeout(hold);
-      finish({ replies: out, after: { parts, indices: f.indices }, ...takeEffects(fx) });
+      finish({ replies: out, seq: seq++, indices: f.indices, ...takeEffects(fx) });
       return;
     }
-    parts++;
-    partChannel.postMessage({ batch: task.batch, indices: f.indices, replies: out, ...takeEffects(fx) } satisfies BatchPart);
+    partChannel.postMessage({ batch: task.batch, seq: seq++, indices: f.indices, replies: out, ...takeEffects(fx) } satisfies BatchPart);
   };
   // per frame: its metrics command slot and start; one clock read per frame, a second for one that waits
   const cmds = new Uint8Array(n);
@@ -131,15 +130,12 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   // awaited runner call waits for its `runs` to reach the main thread.
   hold = setTimeout(() => {
     if (!br.hold()) return;
-    parts++;
-    partChannel.postMessage({ batch: task.batch, indices: [], replies: [], ...takeEffects(fx) } satisfies BatchPart);
-    finish(STREAMED);
+    // the effects so far go with it (an awaited runner call waits for its `runs`), in order with the parts
+    finish({ replies: [], seq: seq++, indices: [], streamed: true, ...takeEffects(fx) });
   }, batchHoldMsMax);
   return result;
 }
 
-/** The result of a batch whose replies went in parts (BatchResult.streamed). */
-const STREAMED: BatchResult = { replies: [], events: [], publishes: [], streamed: true };
 /** a reply that went in a part (the array is not kept holding its bytes) */
 const SENT = new Uint8Array(0);
 
@@ -147,11 +143,11 @@ const SENT = new Uint8Array(0);
  * The effects fired so far, moved out of `fx` (frames still running keep adding to it). The dispatched
  * requests' nonces go to the journal here: on disk before any reply they cover leaves, and to the peers.
  */
-function takeEffects(fx: Effects): Omit<BatchResult, "replies" | "streamed" | "after"> {
+function takeEffects(fx: Effects): Omit<BatchResult, "replies" | "streamed" | "seq" | "indices"> {
   const sync = syncOutbox?.drain();
   const nonces = fx.nonces.length ? packNonces(fx.nonces) : undefined;
   if (nonces) nonceAppender.append(nonces);
-  const out: Omit<BatchResult, "replies" | "streamed" | "after"> = {
+  const out: Omit<BatchResult, "replies" | "streamed" | "seq" | "indices"> = {
     events: fx.events,
     publishes: fx.publishes,
     ...(sync ? { sync } : {}),
