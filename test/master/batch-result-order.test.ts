@@ -48,7 +48,7 @@ test("an unclustered master applies the same order without peers or cache-sync, 
   assert.deepEqual(calls, ["bus:e1,e2", "publisher:j1", "reply:a=r1", "reply:b=r2", "runner:run1"]);
 });
 
-test("a batch of replies only (late replies, a failed task) still reaches the bus and the publisher first, with nothing to send", () => {
+test("a batch of replies only (a part, a failed task) still reaches the bus and the publisher first, with nothing to send", () => {
   const { calls, sinks } = recorder(true);
   applyBatchResult({ replies: [{ tag: "x", reply: Buffer.from("late") }], events: [], publishes: [] }, sinks);
   assert.deepEqual(calls, ["bus:", "publisher:", "peers:0/0/-/0", "reply:x=late"]);
