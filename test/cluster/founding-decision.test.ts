@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decideFounding, type FoundingInput, type PeerAnswer } from "../../src/main-thread/cluster/founding.js";
+import { decideFounding, syncHoldsPromotion, type FoundingInput, type PeerAnswer } from "../../src/main-thread/cluster/founding.js";
 
 const base = (peers: PeerAnswer[], over: Partial<FoundingInput> = {}): FoundingInput => ({ selfId: "m1", explicit: false, peers, sinceStartMs: 5_000, foundWaitMs: 3_000, ...over });
 const noCluster = (address: string, id: string): PeerAnswer => ({ address, answer: "no-cluster", answeredId: id });
@@ -35,3 +35,15 @@ for (const c of table) {
     assert.match(d.why, c.why);
   });
 }
+
+test("a joiner's state-sync holds its promotion only while a channel did not finish, never for items refused here", () => {
+  const rows: [string, Parameters<typeof syncHoldsPromotion>[0], boolean][] = [
+    ["everything pulled", { errors: [] }, false],
+    ["a channel stopped before its end", { failed: ["file_roots"], errors: [] }, true],
+    ["a channel stopped, items refused too", { failed: ["keys"], errors: ["minions/x: not a key"] }, true],
+    // a saltenv this master does not serve, a non-key at the source: a retry would refuse them again
+    ["only items refused here", { errors: ["file_roots/dev/top.sls: saltenv dev is not served here"] }, false],
+    ["an empty failed list", { failed: [], errors: ["bad path"] }, false],
+  ];
+  for (const [name, report, holds] of rows) assert.equal(syncHoldsPromotion(report) !== undefined, holds, name);
+});

@@ -20,7 +20,7 @@
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { BrineError } from "../../shared/errors.js";
-import { FOUND_WAIT_MS, decideFounding, type PeerAnswer } from "./founding.js";
+import { FOUND_WAIT_MS, decideFounding, syncHoldsPromotion, type PeerAnswer } from "./founding.js";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
@@ -394,7 +394,9 @@ export class ClusterService {
   private async pullBeforePromotion(via: string): Promise<void> {
     const channels = ["keys", "denied_keys", "file_roots", "pillar_roots"];
     const r = await this.syncFrom(via, channels);
-    if (r.failed?.length || r.errors.length) throw new BrineError("CLUSTER_JOIN_SYNC", `state-sync from ${via} did not finish (${[...(r.failed ?? []), ...r.errors].join("; ")})`);
+    const hold = syncHoldsPromotion(r);
+    if (hold) throw new BrineError("CLUSTER_JOIN_SYNC", `state-sync from ${via} did not finish (${[hold, ...r.errors].join("; ")})`);
+    if (r.errors.length) log.warning(`state-sync from ${via} before promotion refused ${r.errors.length} item(s) (first: ${r.errors[0]}); promoted anyway, a retry would refuse them again`);
     log.info(`state-sync from ${via} before promotion: ${r.items} item(s), ${r.bytes} bytes, ${r.deleted} deleted in ${r.ms} ms`);
   }
 

@@ -65,3 +65,20 @@ export function decideFounding(i: FoundingInput): FoundingDecision {
   if (lowest !== i.selfId) return { act: "wait", why: `no cluster found yet; ${lowest} has the lowest node id and founds it, this master joins then` };
   return { act: "found", why: `no peer has a cluster and ${i.selfId} has the lowest node id of ${[i.selfId, ...ids].sort().join(", ")}` };
 }
+
+/** What a joiner's state-sync before promotion reported (the state-sync thread's PeerReport, as far as this rule reads it). */
+export interface PromotionSyncReport {
+  /** channels whose transfer stopped before its end (the peer went away, a timeout) */
+  failed?: string[];
+  /** items refused here (a bad path, a saltenv this master does not serve, a non-key at the source) */
+  errors: string[];
+}
+
+/**
+ * Whether a joiner's state-sync holds its promotion: only a channel that did not finish does (it is retried). Items
+ * refused here are the source's or the configuration's to fix and a retry would refuse them again, so they are
+ * logged and the promotion goes on; holding on them would keep the master a learner for ever.
+ */
+export function syncHoldsPromotion(r: PromotionSyncReport): string | undefined {
+  return r.failed?.length ? `channels ${r.failed.join(", ")} did not finish` : undefined;
+}
