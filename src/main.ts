@@ -21,7 +21,7 @@ import { checkJobCache } from "./main-thread/lmdb-check.js";
 import { prepareKeyStore } from "./lib/pki/key-store.js";
 import { SharedSecrets } from "./shared/secrets.js";
 import { NonceSet } from "./shared/nonce-set.js";
-import { JidGenerator, sharedJidClock } from "./shared/protocol/jid.js";
+import { JidGenerator, setJidSlot, sharedJidClock } from "./shared/protocol/jid.js";
 import { QUEUE_FULL_REPLY, RequestLanes, SHUTDOWN_REPLY } from "./main-thread/req-pool.js";
 import { ensureRootKey } from "./lib/pki/root-key.js";
 import { prepareAuthorization } from "./main-thread/eauth-startup.js";
@@ -257,6 +257,8 @@ export class MasterServer {
     this.readiness = new ReadinessFile(c.cachedir, async () => {
       const node = this.cluster?.node;
       const group = node && (await node.raft.status()).groups.find((g) => g.group === CLUSTER_RING);
+      // the same once-a-second look at the cluster group gives this master its jid slot (jid.ts: masters' jids disjoint)
+      if (node && group) setJidSlot(this.jidClock, node.nodeId, [...group.voters, ...group.learners]);
       return { clustered: Boolean(node), serving: !this.stopping, ...(node ? { nodeId: node.nodeId } : {}), ...(group ? { group } : {}) };
     });
     await this.readiness.start();
