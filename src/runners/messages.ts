@@ -38,9 +38,13 @@ export interface RunnerSync {
 }
 
 /** main → runner: every bus event while the runner runs (a bus frame, as the automation thread gets them) */
-export interface MainToRunner {
-  k: "ev";
-  frame: Uint8Array;
+/** A bus event for the runner; or, to a spare thread (started before its call), the call itself, first. */
+export type MainToRunner = { k: "ev"; frame: Uint8Array } | { k: "init"; init: RunnerInit };
+
+/** A spare runner thread's workerData: it loads its modules, then waits for its call (`{k: "init"}`). */
+export interface SpareRunnerData {
+  spare: true;
+  log: RunnerInit["log"];
 }
 
 /** What the call's client gets (control socket stream; an awaited runner's result relay): a print, the return's bytes, or an error. */

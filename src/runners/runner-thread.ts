@@ -2,7 +2,7 @@
  * A runner thread: runs one runner call inside the master process (so it can see shared state such as
  * the ring SharedArrayBuffer) and streams prints and the return value to the control server.
  */
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import { openStore } from "../lib/store/lmdb-env.js";
 import { JobCache } from "../lib/store/job-cache.js";
 import { MinionCache } from "../lib/store/minion-cache.js";
@@ -10,7 +10,7 @@ import { keyStoreFor } from "../lib/pki/key-store.js";
 import { LocalClient } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
-import type { MainToRunner, RunnerInit, RunnerToMain } from "./messages.js";
+import type { MainToRunner, RunnerInit, RunnerToMain, SpareRunnerData } from "./messages.js";
 import type { RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
 import { checkResult } from "./orchestrate/chunk-runner.js";
@@ -23,7 +23,24 @@ import { SyncOutbox } from "../shared/sync-outbox.js";
 import { clusterNodeIdOf } from "../shared/node-ids.js";
 import { threadInit } from "../shared/thread-kit.js";
 
-const init = threadInit<RunnerInit>();
+/**
+ * The call: in workerData, or, for a spare thread the control server started ahead of its call (so the modules
+ * above are loaded before anyone waits), the first message. Events come after it, to the listener below.
+ */
+async function callOf(): Promise<RunnerInit> {
+  if (!(workerData && typeof workerData === "object" && "spare" in workerData)) return threadInit<RunnerInit>();
+  threadInit<SpareRunnerData>();
+  return new Promise((resolve) => {
+    const first = (m: MainToRunner) => {
+      if (m.k !== "init") return;
+      parentPort!.off("message", first);
+      resolve(m.init);
+    };
+    parentPort!.on("message", first);
+  });
+}
+
+const init = await callOf();
 const post = (m: RunnerToMain) => parentPort!.postMessage(m);
 
 const queue: BusEvent[] = [];
