@@ -41,6 +41,9 @@ export interface RunnerClusterLink {
   stateSyncPort?: MessagePort;
 }
 
+/** how long a Raft worker that failed its start gets to close its sockets before it is ended, ms */
+const raftCloseWaitMsMax = 5_000;
+
 export class ClusterNode {
   private stopped = false;
 
@@ -87,6 +90,8 @@ export class ClusterNode {
     try {
       status = await raft.ready();
     } catch (e) {
+      // its sockets closed first where it still answers: a thread ended with a zeromq socket open aborts the process
+      await Promise.race([raft.close().catch(() => undefined), new Promise((r) => setTimeout(r, raftCloseWaitMsMax).unref())]);
       await worker.terminate();
       throw e instanceof BrineError ? e : new BrineError("RAFT_STOPPED", (e as Error).message);
     }

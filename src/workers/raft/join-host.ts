@@ -67,6 +67,8 @@ function pemOf(k: KeyObject): string {
 
 export class JoinHost {
   private readonly pending = new Map<string, { ex: ResponderExchange; at: number }>();
+  /** the DEALERs of join attempts in flight: closed by close(), since a thread ended with a zeromq socket open aborts the process */
+  private readonly dialing = new Set<zmq.Dealer>();
   private readonly replay = new JoinReplayGuard();
   private readonly refusals = new LogBudget(REFUSAL_LINES_PER_WINDOW, REFUSAL_LOG_WINDOW_MS, (l) => log.warning(l));
 
@@ -262,6 +264,7 @@ export class JoinHost {
       random: (n) => randomBytes(n),
     });
     const sock = new zmq.Dealer({ linger: 0, receiveTimeout: timeoutMs, sendTimeout: timeoutMs, connectTimeout: timeoutMs });
+    this.dialing.add(sock);
     const h = host.includes(":") ? `[${host}]` : host;
     try {
       sock.connect(`tcp://${h}:${port}`);
@@ -304,8 +307,15 @@ export class JoinHost {
       }
     } finally {
       ex.abort();
-      sock.close();
+      this.dialing.delete(sock);
+      if (!sock.closed) sock.close();
     }
+  }
+
+  /** Closes the sockets of join attempts in flight (each attempt then ends as unreachable). */
+  close(): void {
+    for (const sock of this.dialing) if (!sock.closed) sock.close();
+    this.dialing.clear();
   }
 
   /** The fingerprint, else a cluster.pub put in cluster_pki_dir by hand, else none (no cluster is trusted). */

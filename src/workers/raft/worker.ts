@@ -317,6 +317,7 @@ const api: RaftWorkerApi = {
       stopTimer();
       try {
         // the sockets first: libzmq must not outlive the thread, and no Raft message should go out mid-close
+        joinHost?.close();
         await peerHost?.close();
         raftLink?.close();
         forwarder?.close();
