@@ -10,12 +10,9 @@ import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { MinionKeys } from "../../src/lib/minion/keys.js";
 import { RawClient } from "../../src/lib/minion/raw-client.js";
-import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { decodeWire } from "../../src/shared/protocol/msgpack.js";
-import { newNonce } from "../../src/lib/minion/sign-in.js";
-import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
-import { fastMinion, testKeys } from "../helpers/minions.js";
+import { fastMinion, testKeys, v3RequestFrame } from "../helpers/minions.js";
 
 describe("a ready reply does not wait for the slower frames of its batch", { timeout: 120_000 }, () => {
   let tm: TestMaster;
@@ -36,11 +33,7 @@ describe("a ready reply does not wait for the slower frames of its batch", { tim
   });
 
   test("eight _master_opts replies leave before the _pillar sent ahead of them in the same batch", async () => {
-    const c = new Crypticle(m.creds!.session!);
-    const frame = (load: Record<string, unknown>) => {
-      const inner = { ...load, id: "perframe", nonce: newNonce(), ts: Math.floor(Date.now() / 1000), tok: k[0]!.tok };
-      return packSalt({ enc: "aes", load: sealSalt(c, inner), version: 3, id: "perframe", enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" });
-    };
+    const frame = (load: Record<string, unknown>) => v3RequestFrame(m, k[0]!, load);
     const pillar = frame({ cmd: "_pillar", grains: { id: "perframe" }, saltenv: null, pillarenv: null, pillar_override: {}, extra_minion_data: {}, ver: "2" });
     const opts = Array.from({ length: 8 }, () => frame({ cmd: "_master_opts" }));
     // one DEALER, sent back to back: the request port batches them on one turn

@@ -10,13 +10,10 @@ import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { MinionKeys } from "../../src/lib/minion/keys.js";
 import { RawClient } from "../../src/lib/minion/raw-client.js";
-import { Crypticle } from "../../src/shared/protocol/crypticle.js";
-import { newNonce } from "../../src/lib/minion/sign-in.js";
-import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import type { RequestLanes } from "../../src/main-thread/req-pool.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
-import { fastMinion, testKeys } from "../helpers/minions.js";
+import { fastMinion, testKeys, v3RequestFrame } from "../helpers/minions.js";
 import { holdWriteLock } from "../helpers/lmdb-lock.js";
 
 const LOCK_MS = 3000;
@@ -45,11 +42,7 @@ describe("one slow request does not hold its batch", { timeout: 120_000 }, () =>
   });
 
   test("a _return waiting on a locked job cache; the _master_opts beside it in the batch are answered at once", async () => {
-    const c = new Crypticle(m.creds!.session!);
-    const frame = (load: Record<string, unknown>) => {
-      const inner = { ...load, id: "slowbatch", nonce: newNonce(), ts: Math.floor(Date.now() / 1000), tok: k[0]!.tok };
-      return packSalt({ enc: "aes", load: sealSalt(c, inner), version: 3, id: "slowbatch", enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" });
-    };
+    const frame = (load: Record<string, unknown>) => v3RequestFrame(m, k[0]!, load);
     const ret = frame({ cmd: "_return", jid: "20260101000000000099", fun: "test.ping", fun_args: [], return: true, retcode: 0, success: true });
     const opts = Array.from({ length: 8 }, () => frame({ cmd: "_master_opts" }));
     const holder = await holdWriteLock(path.join(tm.cachedir, "brine-lmdb"), LOCK_MS);

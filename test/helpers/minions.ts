@@ -4,6 +4,9 @@ import path from "node:path";
 import { keyPool, type MinionKeys } from "../../src/lib/minion/keys.js";
 import { TestMinion, type TestMinionOptions } from "../../src/lib/minion/test-minion.js";
 import type { TestMaster } from "./master.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
+import { newNonce } from "../../src/lib/minion/sign-in.js";
+import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 
 /** Shared across test files: RSA keys are slow to make, so the pool is generated once per machine. */
 export const TEST_KEY_DIR = path.join(os.tmpdir(), "brine-test-minion-keys");
@@ -45,4 +48,13 @@ export function waitForEvent<T = any>(m: TestMinion, name: Ev, pred: (x: any) =>
     }, ms);
     m.on(name, on);
   });
+}
+
+/**
+ * A v3 AES request frame of a signed-in minion, built by hand (what a raw client sends back to back so that the
+ * request port batches several on one turn): `load` plus the id, a fresh nonce, the time and the minion's tok.
+ */
+export function v3RequestFrame(m: TestMinion, keys: MinionKeys, load: Record<string, unknown>): Buffer {
+  const inner = { ...load, id: m.id, nonce: newNonce(), ts: Math.floor(Date.now() / 1000), tok: keys.tok };
+  return packSalt({ enc: "aes", load: sealSalt(new Crypticle(m.creds!.session!), inner), version: 3, id: m.id, enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" });
 }
