@@ -181,3 +181,12 @@ test("an include loop is refused instead of recursing forever", () => {
 test("a bad value in an included file names that file", () => {
   withConfig({ master: "include: extra.conf\n", "extra.conf": "publish_port: many\n" }, (dir, load) => refusedNaming(load, "publish_port", path.join(dir, "extra.conf")));
 });
+
+test("root_dir is put in front of pki_dir and cachedir but not of cluster_pki_dir, as Salt 3007's master_config does", () => {
+  withConfig({ master: "root_dir: /srv/brine-root\npki_dir: /pki/master\ncachedir: /cache\ncluster_id: c1\ncluster_peers: []\ncluster_pki_dir: /shared/cluster-pki\n" }, (_dir, load) => {
+    const { cfg } = load();
+    assert.equal(cfg.pki_dir, "/srv/brine-root/pki/master");
+    assert.equal(cfg.cachedir, "/srv/brine-root/cache");
+    assert.equal(cfg.cluster_pki_dir, "/shared/cluster-pki");
+  });
+});

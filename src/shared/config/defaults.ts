@@ -21,5 +21,5 @@ export function masterDefaults(): MasterConfig {
   return out as MasterConfig;
 }
 
-/** Options whose values are paths that `root_dir` prefixes (Salt's prepend_root_dir list). */
-export const ROOT_DIR_PATHS = ["pki_dir", "cachedir", "sock_dir", "log_file", "autosign_file", "autoreject_file", "autosign_grains_dir", "cluster_pki_dir"] as const;
+/** Options whose values are paths that `root_dir` prefixes (Salt's prepend_root_dir list in master_config; not cluster_pki_dir, which Salt 3007 leaves as written). */
+export const ROOT_DIR_PATHS = ["pki_dir", "cachedir", "sock_dir", "log_file", "autosign_file", "autoreject_file", "autosign_grains_dir"] as const;

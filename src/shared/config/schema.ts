@@ -112,7 +112,7 @@ export const MasterConfigSchema = Type.Object(
   {
     // --- files and identity ---
     id: str("", "this master's id; empty: `<hostname>_master`"),
-    root_dir: str("/", "prefix of every path option below (Salt's prepend_root_dir)"),
+    root_dir: str("/", "prefix of pki_dir, cachedir, sock_dir, log_file, pidfile, extension_modules and the autosign paths (Salt's prepend_root_dir; not cluster_pki_dir, as in Salt 3007)"),
     conf_file: str("/etc/salt/master", "the main configuration file (set by the loader)"),
     default_include: str("master.d/*.conf", "glob of files read after the main file, relative to its directory; silent when nothing matches"),
     include: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: "more files or globs to read (relative to the including file's directory); a pattern that matches nothing is warned about" })),
