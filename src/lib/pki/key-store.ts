@@ -10,7 +10,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { validId } from "../../shared/protocol/ids.js";
+import { compareIds, validId } from "../../shared/protocol/ids.js";
 import { BrineError } from "../../shared/errors.js";
 import { KeyDb, keyDbDir, pubDigest } from "./key-db.js";
 import { minionPkiDir, onNetworkFs, type SharedFsConfig } from "../../shared/shared-fs.js";
@@ -162,7 +162,7 @@ export class KeyStore {
     } catch {
       return [];
     }
-    return names.filter((n) => !n.startsWith(".") && validId(n)).sort();
+    return names.filter((n) => !n.startsWith(".") && validId(n)).sort(compareIds);
   }
 
   /**

@@ -1,9 +1,12 @@
 /**
  * A sorted set of ids kept as one array (what targeting reads: `acceptedIds`), changed one id at a time by
  * binary search and splice, so a reader that learns of a few key changes applies them in microseconds instead
- * of re-sorting 100k ids. Pure: no I/O, no clock. Order is JavaScript's default string order (UTF-16 code
- * units), the order `KeyStore.list` has always returned.
+ * of re-sorting 100k ids. Pure: no I/O, no clock. Order is Salt's: ids compared with case ignored (its
+ * `sorted_ignorecase`, used for the accepted list targeting reads and for every `salt-key` listing), so a
+ * publish's `minions` and `salt-key -L` list `alpha, Beta, gamma` as Salt's do; ids equal but for case keep a
+ * fixed order (code units) where Salt's follow the directory's.
  */
+import { compareIds, sortIds } from "../../shared/protocol/ids.js";
 
 /** Index of `id` in sorted `ids`, or of where it would go. */
 function lowerBound(ids: readonly string[], id: string): number {
@@ -11,7 +14,7 @@ function lowerBound(ids: readonly string[], id: string): number {
   let hi = ids.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (ids[mid]! < id) lo = mid + 1;
+    if (compareIds(ids[mid]!, id) < 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -32,7 +35,7 @@ export class SortedIds {
 
   /** Replaces every id (duplicates dropped). */
   reset(ids: Iterable<string>): void {
-    this.list = [...new Set(ids)].sort();
+    this.list = sortIds(new Set(ids));
   }
 
   /**

@@ -8,6 +8,7 @@
  *
  * Nothing here throws: an invalid target, an unknown type or a failing data lookup gives no minions.
  */
+import { compareIds } from "../../shared/protocol/ids.js";
 import { evaluateCompoundSet, parseCompound, type CompoundNode, type CompoundTerm } from "./compound.js";
 import { fnmatchToRegExp } from "./fnmatch.js";
 import { ipcidrMatch, parseIpTarget } from "./ipcidr.js";
@@ -65,7 +66,7 @@ class MasterView {
     this.#ctx = ctx;
     this.greedy = ctx.greedy !== false;
     // the contract says sorted and without dotfiles; enforce it cheaply rather than trust it
-    this.ids = [...new Set(ctx.acceptedIds)].filter((id) => typeof id === "string" && !id.startsWith(".")).sort();
+    this.ids = [...new Set(ctx.acceptedIds)].filter((id) => typeof id === "string" && !id.startsWith(".")).sort(compareIds);
     this.#index = new Set(this.ids);
     this.#data = new Array<MinionData | undefined | typeof NOT_LOADED>(this.ids.length).fill(NOT_LOADED);
   }
