@@ -91,7 +91,9 @@ const peerPub = fc.record(
     tgt: mostly(fc.constantFrom("fz", "*", "other", "(a+)+$", "G@os:x or fz", "nosuch"), anyValue),
     tgt_type: mostly(fc.constantFrom("glob", "pcre", "list", "compound", "pillar", "nodegroup", "grain"), anyValue),
     ret: mostly(fc.constant(""), anyValue),
-    tmo: fc.oneof(fc.constantFrom(0, "0", "x"), anyValue),
+    // a minion_publish waits for its returns up to its tmo (at most 300 s) and nothing returns here: only tmo
+    // values that wait no whole second (a random positive integer once held this file to its 5-minute timeout)
+    tmo: fc.oneof(fc.constantFrom(0, "0", "x", -5, "-3", 0.4), anyValue.filter((v) => typeof v !== "number" && !(typeof v === "string" && /^\s*-?\d+\s*$/.test(v)))),
     jid: fc.oneof(fc.constantFrom("20261125120000000000", "../../etc/passwd"), anyValue),
     form: fc.constantFrom("clean", "full"),
   },
