@@ -275,7 +275,9 @@ export function loadClusterKeys(s: ClusterSettings, opts: LoadKeysOptions = {}):
   const keyring = new FileKeyring(s.peerKeyDir, s.nodeId).load();
   checkSelfEntry(keyring, self);
   if (opts.publishSelf) publishSelfKey(keyring, self);
-  for (const p of s.peers) {
+  // isolated filesystem: a peer named by id has its key sent by the join exchange or the cluster log (PEER_KEY), not
+  // copied here beforehand, so a static first start of peers named {id, host} may not wait for one
+  for (const p of s.isolated ? [] : s.peers) {
     if (p.id !== undefined && !keyring.loaded(p.id)) {
       throw new BrineError("CLUSTER_KEY", `no key for peer ${JSON.stringify(p.id)}: copy its master.pub to ${path.join(s.peerKeyDir, `${p.id}.pub`)}`);
     }

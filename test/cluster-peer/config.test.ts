@@ -189,6 +189,14 @@ test("peers configured but no peer key on disk, or a named peer without its key,
   keyRefusal(() => loadClusterKeys(settings(d, { cluster_peers: [{ id: "m7", host: "127.0.0.7" }] })), "CLUSTER_KEY", /no key for peer "m7"/);
 });
 
+test("isolated filesystem: a peer named by id whose key is not on disk yet does not stop the start (the join or the cluster log brings it)", () => {
+  const d = dirs();
+  const iso = settings(d, { cluster_peers: [{ id: "m7", host: "127.0.0.7" }], cluster_isolated_filesystem: true, cluster_secret: "s" });
+  assert.ok(iso.isolated);
+  const k = loadClusterKeys(iso, { requirePeerKeys: false });
+  assert.deepEqual(k.keyring.peerIds(), ["m2"], "m7 has no key yet");
+});
+
 test("peers/<own id>.pub holding another key is refused as a duplicate node id; a missing one can be published", () => {
   const d = dirs();
   writeFileSync(path.join(d.peers, "m1.pub"), keyPair("someone-else").publicKey.export({ type: "spki", format: "pem" }));
