@@ -3,7 +3,8 @@
  * (bench/cluster.ts): N brine masters as their own processes (salt-master CLI, so a
  * test can SIGKILL one), each on its own loopback address with the standard ports 4505/4506 (the publish port a
  * master announces is then the balancer's too) and the peer channel on 4520, a shared `cluster_pki_dir` and
- * `cachedir` (Salt's shared-filesystem topology), and a real HAProxy in front (tcp mode, roundrobin, the
+ * `cachedir` (Salt's shared-filesystem topology; or with `isolated`, Salt's isolated-filesystem one: nothing shared,
+ * a master that starts later joins with the secret and the pinned fingerprint), and a real HAProxy in front (tcp mode, roundrobin, the
  * frontends and timeouts of Salt's master-cluster tutorial) started from its own config file in a temporary
  * directory, never the system service.
  *
@@ -124,6 +125,14 @@ export interface HarnessOptions {
   privateCachedir?: boolean;
   /** options of one master, over the others (an isolated filesystem: its own cluster_pki_dir, file_roots …) */
   perMaster?: (m: MasterProc, dir: string) => Record<string, unknown>;
+  /**
+   * Salt's isolated-filesystem topology: every master its own `cluster_pki_dir`, `cachedir`, `file_roots` and
+   * `pillar_roots` (under its directory), `cluster_isolated_filesystem: True` with this `cluster_secret`, and its
+   * peers named as `{id, host}` (so the lowest id founds on a first start); nothing is shared.
+   */
+  isolated?: { secret: string };
+  /** start() starts the first `startWith` masters (default all); the others later with startMaster() */
+  startWith?: number;
 }
 
 export interface CliResult {
@@ -190,9 +199,10 @@ export class ClusterHarness {
   static async start(opts: HarnessOptions): Promise<ClusterHarness> {
     const h = new ClusterHarness(opts);
     try {
-      for (const m of h.masters) h.writeConfig(m);
-      await Promise.all(h.masters.map((m) => h.startMaster(m.index)));
-      await h.startHaproxy();
+      const first = h.masters.slice(0, opts.startWith ?? h.masters.length);
+      for (const m of first) h.writeConfig(m);
+      await Promise.all(first.map((m) => h.startMaster(m.index)));
+      await h.startHaproxy(first.length);
     } catch (e) {
       await h.stop();
       throw e;
@@ -200,8 +210,28 @@ export class ClusterHarness {
     return h;
   }
 
+  /** options set on one master after the start (configure()), over every other source */
+  private readonly overrides = new Map<number, Record<string, unknown>>();
+
+  /** The directory of master i (its config, pki, and in isolated mode its cachedir and roots). */
+  dirOf(i: number): string {
+    return path.join(this.root, this.masters[i]!.id);
+  }
+
   masterConfig(m: MasterProc): Record<string, unknown> {
     const dir = path.join(this.root, m.id);
+    const iso = this.opts.isolated;
+    const own = iso
+      ? {
+          cluster_isolated_filesystem: true,
+          cluster_secret: iso.secret,
+          cluster_peers: this.masters.filter((x) => x !== m).map((x) => ({ id: x.id, host: x.host })),
+          cluster_pki_dir: path.join(dir, "cluster-pki"),
+          cachedir: path.join(dir, "cache"),
+          file_roots: { base: [path.join(dir, "srv", "salt")] },
+          pillar_roots: { base: [path.join(dir, "srv", "pillar")] },
+        }
+      : {};
     return {
       id: m.id,
       interface: m.host,
@@ -224,20 +254,29 @@ export class ClusterHarness {
       loop_interval: 60,
       brine_cluster_chaos_file: m.chaosFile,
       brine_cluster_unhealthy_after_ms: 1000,
+      ...own,
       ...this.opts.extra,
       ...this.opts.perMaster?.(m, dir),
+      ...this.overrides.get(m.index),
     };
   }
 
   private writeConfig(m: MasterProc): void {
     mkdirSync(m.confDir, { recursive: true });
-    mkdirSync(path.join(this.shared, "srv", "salt"), { recursive: true });
+    if (!this.opts.isolated) mkdirSync(path.join(this.shared, "srv", "salt"), { recursive: true });
     writeFileSync(path.join(m.confDir, "master"), stringify(this.masterConfig(m)));
+  }
+
+  /** Sets options of master i (over every other source) and rewrites its config; they apply at its next start. */
+  configure(i: number, over: Record<string, unknown>): void {
+    this.overrides.set(i, { ...this.overrides.get(i), ...over });
+    this.writeConfig(this.masters[i]!);
   }
 
   /** Starts (or restarts) master i and waits for its "ready" line. */
   async startMaster(i: number): Promise<void> {
     const m = this.masters[i]!;
+    if (!existsSync(path.join(m.confDir, "master"))) this.writeConfig(m);
     const script = new URL("salt-master.js", CLI_DIR).pathname;
     const p = spawn(process.execPath, [script, "-c", m.confDir, "-l", this.opts.logLevel ?? "warning"], { stdio: ["ignore", "pipe", "pipe"] });
     m.proc = p;
@@ -281,7 +320,8 @@ export class ClusterHarness {
     });
   }
 
-  private async startHaproxy(): Promise<void> {
+  /** Starts HAProxy with every master as a server, and waits until the first `up` masters are UP in it. */
+  private async startHaproxy(up: number): Promise<void> {
     const bin = haproxyBinary();
     if (!bin) throw new Error("haproxy is not installed");
     const cfgFile = path.join(this.root, "haproxy.cfg");
@@ -296,10 +336,16 @@ export class ClusterHarness {
       if (p.exitCode !== null) throw new Error(`haproxy exited: ${this.haproxyLog}`);
       return (await canConnect(this.opts.lbHost, RET_PORT)) ? true : undefined;
     }, 10_000, 50);
-    await until("haproxy to see every master up", async () => {
-      const st = await this.haproxyServers();
-      return st.length === this.opts.hosts.length * 2 && st.every((s) => s.status === "UP") ? true : undefined;
-    }, 15_000);
+    await this.waitUp(this.masters.slice(0, up).map((m) => m.index));
+  }
+
+  /** Waits until HAProxy's health checks see masters `which` UP in both backends. */
+  async waitUp(which: number[], ms = 15_000): Promise<void> {
+    const ids = new Set(which.map((i) => this.masters[i]!.id));
+    await until(`haproxy to see ${[...ids].join(", ")} up`, async () => {
+      const st = (await this.haproxyServers()).filter((s) => ids.has(s.server));
+      return st.length === ids.size * 2 && st.every((s) => s.status === "UP") ? true : undefined;
+    }, ms);
   }
 
   /** HAProxy's view of each backend server (`show stat`): backend, server, status, current sessions. */

@@ -107,6 +107,34 @@ describe("execution functions", () => {
     assert.deepEqual((await r.run(job("saltutil.find_job", ["20260101000000000007"]))).return, {});
   });
 
+  test("state.apply runs the test.* states of the SLS the master serves, and says so when an SLS is missing, templated or uses another module", async () => {
+    const files: Record<string, string> = {
+      "web.sls": "short:\n  test.succeed_without_changes\nlong:\n  test.succeed_with_changes:\n    - name: named\n",
+      "app/init.sls": "listed:\n  test:\n    - fail_without_changes\n    - comment: nope\n",
+      "pkgs.sls": "vim:\n  pkg.installed\n",
+      "tpl.sls": "{% set x = 1 %}\nx:\n  test.nop\n",
+    };
+    const fetched: string[] = [];
+    const r = new FunctionRunner(self, { timer: new CoarseTimer(5), masterFile: async (p, env) => (fetched.push(`${env}:${p}`), files[p] === undefined ? undefined : Buffer.from(files[p]!)) });
+    const web = await r.run(job("state.apply", ["web"]));
+    assert.equal(web.retcode, 0);
+    const ret = web.return as Record<string, { result: boolean; name: string; changes: object; __run_num__: number; __sls__: string }>;
+    assert.deepEqual(Object.keys(ret), ["test_|-short_|-short_|-succeed_without_changes", "test_|-long_|-named_|-succeed_with_changes"]);
+    assert.equal(ret["test_|-long_|-named_|-succeed_with_changes"]!.__run_num__, 1);
+    assert.deepEqual(ret["test_|-short_|-short_|-succeed_without_changes"]!.changes, {});
+    const app = await r.run(job("state.apply", ["app", { __kwarg__: true, saltenv: "dev" }]));
+    assert.equal(app.retcode, 2, "a failed state gives Salt's EX_STATE_FAILURE");
+    assert.deepEqual(fetched.slice(-2), ["dev:app.sls", "dev:app/init.sls"], "a.b is a/b.sls, else a/b/init.sls");
+    assert.equal((app.return as Record<string, { comment: string }>)["test_|-listed_|-listed_|-fail_without_changes"]!.comment, "nope");
+    const pkgs = await r.run(job("state.apply", ["pkgs"]));
+    assert.equal(pkgs.retcode, 2);
+    assert.match((pkgs.return as Record<string, { comment: string }>)["pkg_|-vim_|-vim_|-installed"]!.comment, /State 'pkg\.installed' was not found in SLS 'pkgs'.*test\.\* states only/);
+    assert.deepEqual(await r.run(job("state.apply", ["nowhere"])), { return: ["No matching sls found for 'nowhere' in env 'base'"], retcode: 1, success: false, out: "highstate" });
+    assert.match(((await r.run(job("state.apply", ["tpl"]))).return as string[])[0]!, /plain YAML only/);
+    assert.match(String((await r.run(job("state.apply"))).return), /without mods .* not implemented/);
+    assert.equal((await new FunctionRunner(self).run(job("state.apply", ["web"]))).return, "'state.apply' is not available.", "without a master to read from");
+  });
+
   test("_return load has a real minion's fields in its order", () => {
     for (const gen of ["v3-3007", "v2-3006"] as const) {
       const cap = chosen(gen, "return-request").decoded!;

@@ -128,28 +128,115 @@ export function splitArgs(arg: readonly WireValue[]): { args: unknown[]; kwargs:
 /** A failed call of the in-repo minion, answered with Salt's minion text as its return (not a BrineError: the text is Salt's). */
 class FunctionError extends Error {}
 
+const PRETEND = { testing: { old: "Unchanged", new: "Something pretended to change" } };
+
 /**
  * A stand-in for `state.sls`/`state.highstate` (the test minion has no state system): one state per SLS name, in
  * Salt's highstate return shape, changed and successful, failed when the name starts with `fail`; `test=True`
  * gives result None. Enough for an orchestration's `salt.state` to judge the run as it judges a real one.
+ * (`state.apply <mods>` is not a stand-in: it reads the SLS from the master, applyFromMaster.)
  */
 function standInStateRun(mods: string[], test: boolean): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
   mods.forEach((mod, i) => {
     const fail = mod.startsWith("fail");
     const fun = fail ? "fail_with_changes" : "succeed_with_changes";
-    out[`test_|-${mod}_|-${mod}_|-${fun}`] = {
-      name: mod,
-      changes: { testing: { old: "Unchanged", new: "Something pretended to change" } },
+    const [key, entry] = stateEntry("test", mod, mod, mod, fun, i, {
+      changes: PRETEND,
       result: test ? null : !fail,
       comment: test ? "If we weren't testing, this would be successful with changes" : fail ? "Failure!" : "Success!",
-      __sls__: mod,
-      __run_num__: i,
-      start_time: new Date().toISOString().slice(11, 23) + "000",
-      duration: 0.5,
-      __id__: mod,
-    };
+    });
+    out[key] = entry;
   });
+  return out;
+}
+
+/** One state's return in Salt's highstate shape (`<module>_|-<id>_|-<name>_|-<function>`). */
+function stateEntry(mod: string, sls: string, id: string, name: string, fun: string, runNum: number, r: { changes: Record<string, unknown>; result: boolean | null; comment: string }): [string, Record<string, unknown>] {
+  return [
+    `${mod}_|-${id}_|-${name}_|-${fun}`,
+    { name, changes: r.changes, result: r.result, comment: r.comment, __sls__: sls, __run_num__: runNum, start_time: new Date().toISOString().slice(11, 23) + "000", duration: 0.5, __id__: id },
+  ];
+}
+
+/** What `state.apply` reads from the master the minion is connected to: a file of its fileserver (undefined: none). */
+export type MasterFile = (filePath: string, saltenv: string) => Promise<Buffer | undefined>;
+
+/** salt/states/test.py's functions, as far as a state run of the test minion needs them. */
+function testState(fun: string, comment: string | undefined, test: boolean): { changes: Record<string, unknown>; result: boolean | null; comment: string } | undefined {
+  switch (fun) {
+    case "nop":
+    case "succeed_without_changes":
+      return { changes: {}, result: true, comment: comment ?? "Success!" };
+    case "succeed_with_changes":
+      return test ? { changes: PRETEND, result: null, comment: "If we weren't testing, this would be successful with changes" } : { changes: PRETEND, result: true, comment: comment ?? "Success!" };
+    case "fail_without_changes":
+      return { changes: {}, result: false, comment: test ? "If we weren't testing, this would be a failure!" : (comment ?? "Failure!") };
+    case "fail_with_changes":
+      return test ? { changes: PRETEND, result: null, comment: "If we weren't testing, this would be failed with changes" } : { changes: PRETEND, result: false, comment: comment ?? "Failure!" };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * `state.apply <mods>` run from the master's files: each SLS (`a.b` is `a/b.sls`, else `a/b/init.sls`) is fetched
+ * from the master's fileserver, parsed as plain YAML (no template renderer: a file with Jinja is refused), and its
+ * `test.*` states run (salt/states/test.py); any other state module fails as one that is not available. A missing
+ * SLS gives Salt's error list ("No matching sls found for … in env …", retcode 1).
+ */
+async function applyFromMaster(mods: string[], saltenv: string, test: boolean, fetch: MasterFile, ctx: { retcode: number }): Promise<unknown> {
+  const out: Record<string, Record<string, unknown>> = {};
+  const errors: string[] = [];
+  let runNum = 0;
+  for (const sls of mods) {
+    const base = sls.replace(/\./g, "/");
+    const text = (await fetch(`${base}.sls`, saltenv)) ?? (await fetch(`${base}/init.sls`, saltenv));
+    if (text === undefined) {
+      errors.push(`No matching sls found for '${sls}' in env '${saltenv}'`);
+      continue;
+    }
+    const src = text.toString("utf8");
+    if (/\{[{%#]/.test(src)) {
+      errors.push(`Rendering SLS '${saltenv}:${sls}' failed: the in-repo test minion renders plain YAML only (no Jinja)`);
+      continue;
+    }
+    let high: unknown;
+    try {
+      high = YAML.parse(src);
+    } catch (e) {
+      errors.push(`Rendering SLS '${saltenv}:${sls}' failed: ${(e as Error).message}`);
+      continue;
+    }
+    if (high === null || high === undefined) continue;
+    if (typeof high !== "object" || Array.isArray(high)) {
+      errors.push(`SLS '${sls}' does not render to a dictionary`);
+      continue;
+    }
+    for (const [id, body] of Object.entries(high as Record<string, unknown>)) {
+      // `id: mod.fun` is the short form of `id: {mod.fun: []}` (salt/state.py pad_funcs)
+      const decls = typeof body === "string" ? { [body]: [] } : body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+      if (!decls) {
+        errors.push(`ID ${id} in SLS ${sls} is not a dictionary`);
+        continue;
+      }
+      for (const [decl, argsRaw] of Object.entries(decls)) {
+        const args = Array.isArray(argsRaw) ? argsRaw : [];
+        // `test.nop: [...]`, or `test: [nop, ...]` (the function as the first string of the list)
+        const [mod, fun = String(args.find((a) => typeof a === "string") ?? "")] = decl.split(".");
+        const kw: Record<string, unknown> = Object.assign({}, ...args.filter((a) => a !== null && typeof a === "object" && !Array.isArray(a)));
+        const name = kw.name !== undefined ? String(kw.name) : id;
+        const r = mod === "test" ? testState(fun, kw.comment === undefined ? undefined : String(kw.comment), test) : undefined;
+        const [key, entry] = stateEntry(mod!, sls, id, name, fun, runNum++, r ?? { changes: {}, result: false, comment: `State '${mod}.${fun}' was not found in SLS '${sls}' (the in-repo test minion runs test.* states only)` });
+        out[key] = entry;
+      }
+    }
+  }
+  if (errors.length) {
+    ctx.retcode = 1;
+    return errors;
+  }
+  if (Object.values(out).some((x) => x.result === false)) ctx.retcode = 2;
   return out;
 }
 
@@ -165,7 +252,7 @@ export class FunctionRunner {
 
   constructor(
     private readonly self: MinionSelf,
-    private readonly opts: { cmdRun?: CmdRunStandIn; timer?: CoarseTimer; signal?: () => AbortSignal | undefined } = {},
+    private readonly opts: { cmdRun?: CmdRunStandIn; timer?: CoarseTimer; signal?: () => AbortSignal | undefined; masterFile?: MasterFile } = {},
   ) {
     this.nextPid = 10_000 + Math.floor(Math.random() * 20_000);
   }
@@ -187,6 +274,7 @@ export class FunctionRunner {
     "sys.list_functions",
     "state.sls",
     "state.highstate",
+    "state.apply",
     "cp.recv",
     "cp.recv_chunked",
   ] as const;
@@ -254,6 +342,12 @@ export class FunctionRunner {
         const r = standInStateRun(mods, kwargs.test === true);
         if (Object.values(r).some((x) => x.result === false)) ctx.retcode = 2;
         return r;
+      }
+      case "state.apply": {
+        if (!this.opts.masterFile) throw new FunctionError("'state.apply' is not available.");
+        const mods = String(args[0] ?? kwargs.mods ?? "").split(",").map((m) => m.trim()).filter(Boolean);
+        if (!mods.length) throw new FunctionError("state.apply without mods (a highstate) is not implemented by the in-repo test minion: name the SLS");
+        return applyFromMaster(mods, String(kwargs.saltenv ?? "base"), kwargs.test === true, this.opts.masterFile, ctx);
       }
       case "cp.recv":
         return cpRecv(args[0], String(args[1] ?? kwargs.dest ?? ""));

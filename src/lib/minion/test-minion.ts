@@ -191,7 +191,7 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
         },
         version,
       },
-      { cmdRun: opts.cmdRun, timer: this.timer, signal: () => this.abort.signal },
+      { cmdRun: opts.cmdRun, timer: this.timer, signal: () => this.abort.signal, masterFile: (p, env) => this.masterFile(p, env) },
     );
   }
 
@@ -422,6 +422,24 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
       ver: "2",
       cmd: "_pillar",
     };
+  }
+
+  /**
+   * A file of the master's fileserver as Salt's fileclient fetches it (`_serve_file` from offset 0, chunk after
+   * chunk, until an empty one); undefined when the master has no such file (an empty `dest`).
+   */
+  async masterFile(filePath: string, saltenv: string): Promise<Buffer | undefined> {
+    const parts: Buffer[] = [];
+    for (let loc = 0; ; ) {
+      const r = await this.channel.send({ cmd: "_serve_file", path: filePath, loc, saltenv }, this.requestOptions);
+      if (!isMap(r)) throw new BrineError("MINION_BAD_REPLY", `_serve_file ${filePath}: the master answered ${typeof r}`);
+      if (loc === 0 && !r.dest) return undefined;
+      const d = r.data;
+      const chunk = d instanceof Uint8Array ? Buffer.from(d) : Buffer.from(typeof d === "string" ? d : "", "utf8");
+      if (!chunk.length) return Buffer.concat(parts);
+      parts.push(chunk);
+      loc += chunk.length;
+    }
   }
 
   /** Python's time.asctime() in local time: "Sat Nov 21 15:54:02 2026". */
