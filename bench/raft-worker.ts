@@ -1,8 +1,10 @@
 /**
  * Raft worker figures (reference-points.md B7: commit p50 <= 2 ms, >= 10k entries/s/node batched): commit
- * throughput and latency of a one-voter cluster group through the real worker thread, its comlink API and
- * LMDB with group commit (one fsync per pump iteration, whatever it carries). Also the raw durable LMDB commit
- * of this disk, the floor under every commit latency. `npm run bench` prints these rows;
+ * throughput and latency of a one-voter cluster group through the real worker thread, its messages (api.ts)
+ * and LMDB with group commit (one fsync per pump iteration, whatever it carries). Also the raw durable LMDB
+ * commit of this disk, the floor under every commit latency, and the caller's hop to the worker (issue 17:
+ * ≤ 0.2 ms): a commit timed by the caller against the worker's own timing of the same commits, and the round
+ * trip of calls that do no Raft work (`status`, a stale read of the routing table). `npm run bench` prints these rows;
  * `node dist/bench/raft-worker.js` prints them alone.
  *
  * The machine's load average is in the notes: on a shared 2-core box the figures move with it.
@@ -87,7 +89,12 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // warm-up: JIT, LMDB map growth
     await closedLoop(4_000, 256, 1, one);
 
-    const seq = await closedLoop(opts.full ? 2_000 : 400, 1, 1, one);
+    // one at a time, 256 of them: the worker's latency window (its last 256) then holds exactly these
+    const seq = await closedLoop(256, 1, 1, one);
+    const inWorker = (await raft.status()).groups[0]!.commitLatency;
+    const hops = opts.full ? 5_000 : 2_000;
+    const statusRt = await closedLoop(hops, 1, 1, async () => void (await raft.status()));
+    const staleRt = await closedLoop(hops, 1, 1, async () => void (await raft.read("cluster", "routing", { stale: true })));
     const single = await closedLoop(total, 512, 1, one);
     const BATCH = 256;
     const before = await raft.status();
@@ -108,6 +115,29 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         target: 2,
         better: "lower",
         note: `p99 ${round(pct(seq.lat, 0.99))} ms; ${note}`,
+      },
+      {
+        figure: "  of which: inside the worker, p50",
+        value: round(inWorker?.p50Ms ?? NaN, 3),
+        unit: "ms",
+        better: "lower",
+        note: `the worker's own timing of the same ${inWorker?.samples ?? 0} commits (proposal taken → durable, applied, answered); the caller's hop is the rest: ${round(pct(seq.lat, 0.5) - (inWorker?.p50Ms ?? NaN), 3)} ms`,
+      },
+      {
+        figure: "caller's hop: a status call's round trip, p50",
+        value: round(pct(statusRt.lat, 0.5), 3),
+        unit: "ms",
+        target: 0.2,
+        better: "lower",
+        note: `${hops} calls one at a time, no Raft work; p99 ${round(pct(statusRt.lat, 0.99), 3)} ms`,
+      },
+      {
+        figure: "caller's hop: a stale read's round trip, p50",
+        value: round(pct(staleRt.lat, 0.5), 3),
+        unit: "ms",
+        target: 0.2,
+        better: "lower",
+        note: `${hops} reads of the routing table one at a time (committed state, no ReadIndex round); p99 ${round(pct(staleRt.lat, 0.99), 3)} ms`,
       },
       {
         figure: "raft worker entries/s, 512 propose() calls in flight",

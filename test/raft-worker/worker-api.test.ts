@@ -1,7 +1,8 @@
 /**
- * The Raft worker thread through its comlink API, as the main thread (ClusterNode) and runner threads
- * (MessagePorts from runnerLink) use it: coded errors survive the thread boundary, batches, ports that close,
- * and a master with peers that starts without a cluster group until the founding call.
+ * The Raft worker thread through its messages (api.ts, the one port-call style), as the main thread
+ * (ClusterNode) and runner threads (MessagePorts from runnerLink) use it: coded errors survive the thread
+ * boundary, batches, ports that close, a call the worker does not know, and a master with peers that starts
+ * without a cluster group until the founding call.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,6 +14,7 @@ import { ClusterNode } from "../../src/main-thread/cluster/cluster-node.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { BrineError } from "../../src/shared/errors.js";
 import { RaftClient } from "../../src/workers/raft/client.js";
+import type { FromRaft } from "../../src/workers/raft/api.js";
 import { configureLogging } from "../../src/shared/log.js";
 
 function config(dir: string, over: Partial<MasterConfig> = {}): MasterConfig {
@@ -79,6 +81,34 @@ test("a runner's port: live reads in parallel with the main thread; calls fail w
   await assert.rejects(runner.status(), { code: "RAFT_STOPPED" });
   assert.equal(node.runnerLink(), undefined, "no links after stop");
   rmSync(dir, { recursive: true, force: true });
+});
+
+test("a call the worker does not know is answered with a coded error, and the port keeps serving", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-raft-bad-"));
+  const node = await ClusterNode.start(config(dir));
+  const port = node.runnerLink()!.raftPort;
+  try {
+    const answers: FromRaft[] = [];
+    const next = () => new Promise<FromRaft>((resolve) => port.once("message", resolve));
+    for (const bad of [{ k: "nope", id: 7 }, { k: "propose", id: 8, group: "cluster", entries: "not a list" }]) {
+      port.postMessage(bad);
+      answers.push(await next());
+    }
+    assert.deepEqual(
+      answers.map((a) => (a.k === "err" ? [a.id, a.code] : [a.id, a.k])),
+      [
+        [7, "RAFT_API_MISUSE"],
+        [8, "RAFT_REJECTED"],
+      ],
+    );
+    port.postMessage({ k: "status", id: 9 });
+    const ok = await next();
+    assert.equal(ok.k === "res" && ok.id === 9 && (ok.v as { nodeId: string }).nodeId, "node-w");
+  } finally {
+    port.close();
+    await node.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("with cluster_peers: no cluster group until founded; founding is a pure function of the founders", { timeout: 60_000 }, async () => {

@@ -1,11 +1,11 @@
 /**
- * The Raft worker's API, as the main thread and runner threads call it over comlink (one MessagePort each).
- *
- * Every method resolves to an Outcome instead of throwing: comlink serializes a thrown Error as message and
- * stack only, so a BrineError's code would be lost on the way. RaftClient (client.ts) turns a failed Outcome
- * back into a BrineError with the same code, so callers match on codes as everywhere else.
+ * The Raft worker's messages, as the main thread and runner threads call it (one port each), in the one RPC
+ * style between brine's threads (src/shared/port-calls.ts, docs/ARCHITECTURE.md "One RPC style"): a call is
+ * `{k, id, ...}`, answered by `{k: "res", id, v}` or `{k: "err", id, code, text}`, so a BrineError keeps its
+ * code across the thread boundary. RaftClient (client.ts) is the calling side; worker.ts serves it.
  */
 import type { ErrCode } from "../../shared/errors.js";
+import type { PortError } from "../../shared/port-calls.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
 import type { ConfChangeKind, Role } from "./core/types.js";
 import type { MessagePort } from "node:worker_threads";
@@ -16,10 +16,8 @@ import type { ClusterJob, ClusterJobList } from "./job-placement.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 import type { JoinAttempt } from "./join-host.js";
 
-export type Outcome<T> = { ok: true; value: T } | { ok: false; code: ErrCode; message: string };
-
-/** entries in one proposeMany call, count (bounds one structured-clone message) */
-export const PROPOSE_MANY_MAX = 10_000;
+/** entries in one `propose` call, count (bounds one structured-clone message) */
+export const proposeEntriesMax = 10_000;
 
 /** A membership change of one group, by stable node id (one at a time: thesis §4.1). */
 export interface MembershipChange {
@@ -114,45 +112,71 @@ export interface NodeStatus {
   entriesWritten: number;
 }
 
-/** The object the worker exposes. */
-export interface RaftWorkerApi {
-  /** resolves once the worker has restored every group from disk and published the ring */
-  ready(): Promise<Outcome<NodeStatus>>;
-  propose(group: string, entry: ClusterEntry): Promise<Outcome<ProposeResult>>;
+/**
+ * What a caller posts to the Raft worker (its parentPort, or a port handed over with `connect`). Every call
+ * has an `id` and is answered by a `FromRaft` with the same id; `connect` is one-way.
+ */
+export type ToRaft =
+  /** answered once the worker has restored every group from disk and published the ring: NodeStatus */
+  | { k: "ready"; id: number }
   /**
-   * Proposes each entry as its own log entry, in one call (one message each way instead of one per entry);
-   * at most PROPOSE_MANY_MAX entries. The outer Outcome fails only for the call itself (e.g. too many).
+   * Each entry becomes its own log entry, in one message (one each way instead of one per entry); at most
+   * proposeEntriesMax entries. Answered with EntryOutcome[] in order; the call itself fails only as a whole
+   * (too many, unknown group before any entry, worker stopping).
    */
-  proposeMany(group: string, entries: ClusterEntry[]): Promise<Outcome<Outcome<ProposeReceipt>[]>>;
-  changeMembership(group: string, change: MembershipChange): Promise<Outcome<ProposeResult>>;
-  read(group: string, query: ReadQuery, opts?: ReadOptions): Promise<Outcome<ReadResult>>;
-  status(): Promise<Outcome<NodeStatus>>;
-  /** founds the cluster group with these voters if this node has none yet; false if it already had one */
-  bootstrap(founders: string[]): Promise<Outcome<boolean>>;
-  /** hosts an empty cluster group that a leader will fill (joining an existing cluster); false if one existed */
-  join(): Promise<Outcome<boolean>>;
+  | { k: "propose"; id: number; group: string; entries: ClusterEntry[] }
+  /** a membership change: ProposeResult */
+  | { k: "member"; id: number; group: string; change: MembershipChange }
+  | { k: "read"; id: number; group: string; query: ReadQuery; opts: ReadOptions }
+  | { k: "status"; id: number }
+  /** founds the cluster group with these voters if this node has none yet: false if it already had one */
+  | { k: "bootstrap"; id: number; founders: string[] }
+  /** hosts an empty cluster group that a leader will fill (joining an existing cluster): false if one existed */
+  | { k: "join"; id: number }
   /**
    * The jids each master of the cluster holds in its job cache (this one and every other member of group
    * "cluster", asked over the peer channel; held-jobs.ts), newest `max` each; a master that could not be
-   * asked has {error}. Single master or no peer channel: only this one.
+   * asked has {error}. Single master or no peer channel: only this one. Record<nodeId, HeldJobsAnswer>.
    */
-  jobsHeld(max: number): Promise<Outcome<Record<string, HeldJobsAnswer>>>;
+  | { k: "jobsHeld"; id: number; max: number }
   /**
    * One isolated-filesystem join exchange through the peer at host:port (join-host.ts): admitted (the keys,
    * cluster.pem and the AES key are installed), no cluster there, refused (by which side, why), or unreachable.
    */
-  joinAttempt(host: string, port: number, timeoutMs: number): Promise<Outcome<JoinAttempt>>;
+  | { k: "joinAttempt"; id: number; host: string; port: number; timeoutMs: number }
   /**
    * One job as the cluster holds it: this master's copy merged with every other member's (peer channel
    * `raft/placement`, job-placement.ts), with the masters that could not be asked. For the jobs.* runners.
    */
-  jobRead(jid: string): Promise<Outcome<ClusterJob>>;
-  /** Every member's jobs (load, expected minions, end time), merged by jid. */
-  jobList(): Promise<Outcome<ClusterJobList>>;
-  /** runs cluster.shed_unowned on every other master of the cluster (raft/shed); node id -> its result */
-  shedPeers(args: ShedArgs): Promise<Outcome<Record<string, ShedResult>>>;
-  /** serves this API on another port as well (a runner thread's end of a MessageChannel) */
-  connect(port: MessagePort): void;
+  | { k: "jobRead"; id: number; jid: string }
+  /** every member's jobs (load, expected minions, end time), merged by jid: ClusterJobList */
+  | { k: "jobList"; id: number }
+  /** runs cluster.shed_unowned on every other master of the cluster (raft/shed): node id -> its ShedResult */
+  | { k: "shedPeers"; id: number; args: ShedArgs }
+  /** serve this protocol on `port` too (a runner thread's end of a MessageChannel; transferred) */
+  | { k: "connect"; port: MessagePort }
   /** stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */
-  close(): Promise<Outcome<void>>;
+  | { k: "close"; id: number };
+
+/** The worker's answer to a call: its value, or the error with its catalogue code and exact text. */
+export type FromRaft = { k: "res"; id: number; v: unknown } | ({ k: "err"; id: number } & PortError);
+
+/** One entry of a `propose` call: committed (its receipt) or refused. */
+export type EntryOutcome = { ok: true; r: ProposeReceipt } | ({ ok: false } & PortError);
+
+/** The answer each call kind resolves to (what RaftClient returns). */
+export interface RaftAnswers {
+  ready: NodeStatus;
+  propose: EntryOutcome[];
+  member: ProposeResult;
+  read: ReadResult;
+  status: NodeStatus;
+  bootstrap: boolean;
+  join: boolean;
+  jobsHeld: Record<string, HeldJobsAnswer>;
+  joinAttempt: JoinAttempt;
+  jobRead: ClusterJob;
+  jobList: ClusterJobList;
+  shedPeers: Record<string, ShedResult>;
+  close: void;
 }

@@ -1,29 +1,25 @@
 /**
- * The caller's side of the Raft worker API (main thread or a runner thread): a comlink proxy over one
- * endpoint, with what comlink lacks made explicit:
- * - a failed Outcome becomes a BrineError with its code again;
+ * The caller's side of the Raft worker's messages (api.ts; main thread or a runner thread), over one endpoint
+ * (the Worker itself, or a MessagePort whose other end the worker serves):
+ * - a refused call rejects with a BrineError with the worker's code and text (src/shared/port-calls.ts);
  * - a call never hangs: it fails with RAFT_STOPPED when the endpoint closes (the worker exited, or the port's
  *   other side went away) and with RAFT_UNKNOWN after clientCallTimeoutMs (the outcome of a proposal is then
- *   unknown, as the code says);
+ *   unknown, as the code says), on this thread's one coarse timer for calls;
  * - proposals made in the same turn are coalesced: every propose() queued before the next microtask checkpoint
- *   goes to the worker in one proposeMany message (each entry still gets its own log entry and its own
- *   result). A round trip through comlink costs tens of microseconds of both threads' time; per proposal it
- *   would cap a busy caller far below what the worker's group commit can take.
+ *   goes to the worker in one `propose` message (each entry still gets its own log entry and its own result).
+ *   A round trip costs tens of microseconds of both threads' time; per proposal it would cap a busy caller
+ *   far below what the worker's group commit can take.
  */
-import * as Comlink from "comlink";
 import type { MessagePort, Worker } from "node:worker_threads";
 import { BrineError } from "../../shared/errors.js";
+import { PortCalls, revivePortError } from "../../shared/port-calls.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
-import { PROPOSE_MANY_MAX, type MembershipChange, type NodeStatus, type Outcome, type ProposeResult, type RaftWorkerApi, type ReadOptions, type ReadQuery, type ReadResult } from "./api.js";
-import { nodeEndpoint } from "./comlink-node.js";
+import { proposeEntriesMax, type EntryOutcome, type FromRaft, type MembershipChange, type NodeStatus, type ProposeResult, type RaftAnswers, type ReadOptions, type ReadQuery, type ReadResult, type ToRaft } from "./api.js";
 import { clientCallTimeoutMs } from "./limits.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
 import type { ClusterJob, ClusterJobList } from "./job-placement.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 import type { JoinAttempt } from "./join-host.js";
-
-/** How often calls in flight are checked against their deadline, ms (one timer per client, not per call). */
-const DEADLINE_SWEEP_MS = 500;
 
 interface Queued {
   entry: ClusterEntry;
@@ -31,19 +27,12 @@ interface Queued {
   reject(e: BrineError): void;
 }
 
-interface InFlight {
-  what: string;
-  deadline: number;
-  reject(e: BrineError): void;
-}
+/** A call as posted, without its id (the client adds it). */
+type Call = ToRaft extends infer T ? (T extends { id: number } ? Omit<T, "id"> : never) : never;
 
 export class RaftClient {
-  private readonly api: Comlink.Remote<RaftWorkerApi>;
-  private readonly pending = new Map<number, InFlight>();
-  private nextCall = 1;
-  private sweeper: NodeJS.Timeout | undefined;
+  private readonly calls: PortCalls<unknown>;
   private closed: BrineError | undefined;
-  private readonly endpoint: MessagePort | Worker;
   /** proposals waiting for this turn's flush, by group */
   private queued = new Map<string, Queued[]>();
 
@@ -52,64 +41,34 @@ export class RaftClient {
    * or "exit" (worker) event fails every call in flight.
    */
   constructor(
-    endpoint: MessagePort | Worker,
+    private readonly endpoint: MessagePort | Worker,
     private readonly timeoutMs = clientCallTimeoutMs(),
   ) {
-    this.endpoint = endpoint;
-    this.api = Comlink.wrap<RaftWorkerApi>(nodeEndpoint(endpoint));
+    this.calls = new PortCalls<unknown>(timeoutMs, () => new BrineError("RAFT_UNKNOWN", `no answer from the raft worker within ${this.timeoutMs} ms`));
+    endpoint.on("message", this.onMessage);
     const gone = () => this.shut(new BrineError("RAFT_STOPPED", "the raft worker is gone"));
     endpoint.once("close", gone);
     endpoint.once("exit", gone);
   }
 
+  private readonly onMessage = (m: FromRaft): void => {
+    if (m.k === "res") this.calls.resolve(m.id, m.v);
+    else if (m.k === "err") this.calls.reject(m.id, revivePortError(m, "RAFT_API_MISUSE"));
+  };
+
   private shut(e: BrineError): void {
     if (this.closed) return;
     this.closed = e;
-    for (const c of this.pending.values()) c.reject(e);
-    this.pending.clear();
-    this.stopSweeper();
+    this.calls.rejectAll(e);
   }
 
-  private stopSweeper(): void {
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
-  }
-
-  /** Fails calls past their deadline; runs only while calls are in flight, and never keeps a thread alive. */
-  private sweep(): void {
-    const now = Date.now();
-    for (const [id, c] of this.pending) {
-      if (c.deadline > now) break; // insertion order is deadline order
-      this.pending.delete(id);
-      c.reject(new BrineError("RAFT_UNKNOWN", `${c.what}: no answer from the raft worker within ${this.timeoutMs} ms`));
-    }
-    if (this.pending.size === 0) this.stopSweeper();
-  }
-
-  private call<T>(what: string, invoke: () => Promise<Outcome<T>>): Promise<T> {
+  private call<K extends keyof RaftAnswers>(msg: Extract<Call, { k: K }>): Promise<RaftAnswers[K]> {
     if (this.closed) return Promise.reject(this.closed);
-    return new Promise<T>((resolve, reject) => {
-      const id = this.nextCall++;
-      this.pending.set(id, { what, deadline: Date.now() + this.timeoutMs, reject });
-      if (!this.sweeper) {
-        this.sweeper = setInterval(() => this.sweep(), DEADLINE_SWEEP_MS);
-        this.sweeper.unref();
-      }
-      invoke().then(
-        (o) => {
-          if (!this.pending.delete(id)) return; // already failed (deadline, close)
-          if (o.ok) resolve(o.value);
-          else reject(toError(o));
-        },
-        (e: Error) => {
-          if (this.pending.delete(id)) reject(new BrineError("RAFT_STOPPED", `${what}: ${e.message}`));
-        },
-      );
-    });
+    return this.calls.call((id) => this.endpoint.postMessage({ ...msg, id } as ToRaft)) as Promise<RaftAnswers[K]>;
   }
 
   ready(): Promise<NodeStatus> {
-    return this.call("ready", () => this.api.ready());
+    return this.call({ k: "ready" });
   }
   propose(group: string, entry: ClusterEntry): Promise<ProposeResult> {
     if (this.closed) return Promise.reject(this.closed);
@@ -121,77 +80,75 @@ export class RaftClient {
     });
   }
 
-  /** Sends this turn's proposals, one proposeMany per group (and per PROPOSE_MANY_MAX entries). */
+  /** Sends this turn's proposals, one `propose` message per group (and per proposeEntriesMax entries). */
   private flushProposals(): void {
     const queued = this.queued;
     this.queued = new Map();
     for (const [group, all] of queued) {
-      for (let at = 0; at < all.length; at += PROPOSE_MANY_MAX) {
-        const part = all.slice(at, at + PROPOSE_MANY_MAX);
+      for (let at = 0; at < all.length; at += proposeEntriesMax) {
+        const part = all.slice(at, at + proposeEntriesMax);
         const entries = part.map((q) => q.entry);
-        this.call("propose", () => this.api.proposeMany(group, entries)).then(
-          (outcomes) => outcomes.forEach((o, k) => (o.ok ? part[k]!.resolve({ ...o.value, value: entries[k]! }) : part[k]!.reject(toError(o)))),
+        this.call({ k: "propose", group, entries }).then(
+          (outcomes) => outcomes.forEach((o, k) => (o.ok ? part[k]!.resolve({ ...o.r, value: entries[k]! }) : part[k]!.reject(entryError(o)))),
           (e: BrineError) => part.forEach((q) => q.reject(e)),
         );
       }
     }
   }
-  /** Each entry committed (ProposeResult) or refused (BrineError), in order; see RaftWorkerApi.proposeMany. */
+  /** Each entry committed (ProposeResult) or refused (BrineError), in order; see ToRaft `propose`. */
   async proposeMany(group: string, entries: ClusterEntry[]): Promise<(ProposeResult | BrineError)[]> {
-    const outcomes = await this.call("proposeMany", () => this.api.proposeMany(group, entries));
-    return outcomes.map((o, k) => (o.ok ? { ...o.value, value: entries[k]! } : toError(o)));
+    const outcomes = await this.call({ k: "propose", group, entries });
+    return outcomes.map((o, k) => (o.ok ? { ...o.r, value: entries[k]! } : entryError(o)));
   }
   changeMembership(group: string, change: MembershipChange): Promise<ProposeResult> {
-    return this.call("changeMembership", () => this.api.changeMembership(group, change));
+    return this.call({ k: "member", group, change });
   }
   read(group: string, query: ReadQuery, opts: ReadOptions = {}): Promise<ReadResult> {
-    return this.call("read", () => this.api.read(group, query, opts));
+    return this.call({ k: "read", group, query, opts });
   }
   status(): Promise<NodeStatus> {
-    return this.call("status", () => this.api.status());
+    return this.call({ k: "status" });
   }
   jobsHeld(max: number): Promise<Record<string, HeldJobsAnswer>> {
-    return this.call("jobsHeld", () => this.api.jobsHeld(max));
+    return this.call({ k: "jobsHeld", max });
   }
   joinAttempt(host: string, port: number, timeoutMs: number): Promise<JoinAttempt> {
-    return this.call("joinAttempt", () => this.api.joinAttempt(host, port, timeoutMs));
+    return this.call({ k: "joinAttempt", host, port, timeoutMs });
   }
   jobRead(jid: string): Promise<ClusterJob> {
-    return this.call("jobRead", () => this.api.jobRead(jid));
+    return this.call({ k: "jobRead", jid });
   }
   jobList(): Promise<ClusterJobList> {
-    return this.call("jobList", () => this.api.jobList());
+    return this.call({ k: "jobList" });
   }
   shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
-    return this.call("shedPeers", () => this.api.shedPeers(args));
+    return this.call({ k: "shedPeers", args });
   }
   bootstrap(founders: string[]): Promise<boolean> {
-    return this.call("bootstrap", () => this.api.bootstrap(founders));
+    return this.call({ k: "bootstrap", founders });
   }
   join(): Promise<boolean> {
-    return this.call("join", () => this.api.join());
+    return this.call({ k: "join" });
   }
   close(): Promise<void> {
-    return this.call("close", () => this.api.close());
+    return this.call({ k: "close" });
   }
 
-  /** Serves the API on `port` too (fire and forget: messages posted to the other end queue until then). */
+  /** The worker serves its messages on `port` too (one-way: messages posted to the other end queue until then). */
   connect(port: MessagePort): void {
     if (this.closed) throw this.closed;
-    void this.api.connect(Comlink.transfer(port, [port as never]));
+    this.endpoint.postMessage({ k: "connect", port } satisfies ToRaft, [port]);
   }
 
   /** Stops using the endpoint; calls in flight fail with RAFT_STOPPED. Closes it if it is a port. */
   dispose(): void {
     this.shut(new BrineError("RAFT_STOPPED", "client disposed"));
-    this.api[Comlink.releaseProxy]();
+    this.endpoint.off("message", this.onMessage);
     if ("close" in this.endpoint && typeof this.endpoint.close === "function") (this.endpoint as MessagePort).close();
   }
 }
 
-/** A failed Outcome as the BrineError it was in the worker (same code, same message). */
-function toError(o: { code: BrineError["code"]; message: string }): BrineError {
-  const e = new BrineError(o.code);
-  e.message = o.message;
-  return e;
+/** A refused entry as the BrineError it was in the worker (same code, same text). */
+function entryError(o: Extract<EntryOutcome, { ok: false }>): BrineError {
+  return revivePortError(o, "RAFT_API_MISUSE");
 }

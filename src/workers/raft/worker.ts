@@ -1,7 +1,8 @@
 /**
  * The Raft worker thread: the shell around GroupManager. It owns the Raft tick (one shared coarse timer for
  * every group), the LMDB environment (LmdbBackend), and the only RingWriter on the shared ring buffer; it
- * serves the API (api.ts) over comlink on its parentPort and on every port handed to connect().
+ * answers the calls of api.ts (ToRaft → FromRaft, the one port-call style) on its parentPort and on every port
+ * a caller handed over with `connect`.
  *
  * Multi-master (`peer` in workerData), it also owns the peer channel (src/workers/raft/peer/: the ROUTER on
  * cluster_pool_port, the DEALERs, handshakes, sessions): it loads the cluster keys itself from the settings,
@@ -15,13 +16,12 @@
  * A fatal error (the disk refused a commit) fails every caller with its code and ends the thread: the master
  * keeps serving minions, with the last published ring, and logs it loudly.
  */
-import * as Comlink from "comlink";
 import { parentPort, type MessagePort } from "node:worker_threads";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import { RingWriter } from "../../shared/sab-ring/writer.js";
-import { PROPOSE_MANY_MAX, type Outcome, type ProposeReceipt, type ProposeResult, type RaftWorkerApi } from "./api.js";
-import { nodeEndpoint } from "./comlink-node.js";
+import { proposeEntriesMax, type EntryOutcome, type FromRaft, type ProposeReceipt, type ProposeResult, type ToRaft } from "./api.js";
+import { portError, type PortError } from "../../shared/port-calls.js";
 import { LmdbBackend } from "./lmdb-backend.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { GroupManager } from "./manager.js";
@@ -85,16 +85,6 @@ let forwarder: RingForwarder | undefined;
 let heldJobs: HeldJobsService | undefined;
 let joinHost: JoinHost | undefined;
 let placement: JobPlacement | undefined;
-
-async function outcome<T>(f: () => T | Promise<T>): Promise<Outcome<T>> {
-  try {
-    return { ok: true, value: await f() };
-  } catch (e) {
-    if (isBrineError(e)) return { ok: false, code: e.code, message: e.message };
-    log.error(`raft API call failed: ${(e as Error)?.stack ?? String(e)}`);
-    return { ok: false, code: "RAFT_API_MISUSE", message: (e as Error)?.message ?? String(e) };
-  }
-}
 
 function receipt(r: ProposeResult): ProposeReceipt {
   const { value: _echo, ...rest } = r;
@@ -257,63 +247,60 @@ async function jobsHeldEverywhere(m: GroupManager, max: number) {
 const started = startup();
 started.catch((e: unknown) => log.critical(`raft worker failed to start: ${(e as Error)?.message ?? String(e)}`));
 
-const api: RaftWorkerApi = {
-  ready: () => outcome(async () => (await started).status()),
-  propose: (group, entry) => outcome(async () => proposeAnywhere(await started, group, entry)),
-  proposeMany: (group, entries) =>
-    outcome(async () => {
-      const m = await started;
-      if (!Array.isArray(entries) || entries.length > PROPOSE_MANY_MAX) {
-        throw new BrineError("RAFT_REJECTED", `proposeMany takes at most ${PROPOSE_MANY_MAX} entries`);
+/** The answer to one call (ToRaft without `connect`): a value, or a thrown error (coded). */
+async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
+  switch (m.k) {
+    case "ready":
+      return (await started).status();
+    case "propose": {
+      const mgr = await started;
+      if (!Array.isArray(m.entries) || m.entries.length > proposeEntriesMax) {
+        throw new BrineError("RAFT_REJECTED", `a propose call takes at most ${proposeEntriesMax} entries`);
       }
       // receipts without the entry echo: the caller holds the entries, and copying them back is per-entry cost
-      return Promise.all(entries.map((e) => outcome(async () => receipt(await proposeAnywhere(m, group, e)))));
-    }),
-  changeMembership: (group, change) => outcome(async () => (await started).changeMembership(group, change)),
-  read: (group, query, opts) => outcome(async () => readAnywhere(await started, group, query, opts)),
-  status: () => outcome(async () => (await started).status()),
-  bootstrap: (founders) =>
-    outcome(async () => {
-      const m = await started;
-      const founded = await m.bootstrap(founders);
-      if (founded) await m.start();
-      learnMembers(m);
+      return Promise.all(
+        m.entries.map((e) =>
+          proposeAnywhere(mgr, m.group, e).then(
+            (r): EntryOutcome => ({ ok: true, r: receipt(r) }),
+            (err: unknown): EntryOutcome => ({ ok: false, ...callError(err) }),
+          ),
+        ),
+      );
+    }
+    case "member":
+      return (await started).changeMembership(m.group, m.change);
+    case "read":
+      return readAnywhere(await started, m.group, m.query, m.opts);
+    case "status":
+      return (await started).status();
+    case "bootstrap": {
+      const mgr = await started;
+      const founded = await mgr.bootstrap(m.founders);
+      if (founded) await mgr.start();
+      learnMembers(mgr);
       return founded;
-    }),
-  join: () =>
-    outcome(async () => {
-      const m = await started;
-      const joined = await m.join();
-      if (joined) await m.start();
+    }
+    case "join": {
+      const mgr = await started;
+      const joined = await mgr.join();
+      if (joined) await mgr.start();
       return joined;
-    }),
-  jobsHeld: (max) => outcome(async () => jobsHeldEverywhere(await started, max)),
-  joinAttempt: (host, port, timeoutMs) =>
-    outcome(async () => {
+    }
+    case "jobsHeld":
+      return jobsHeldEverywhere(await started, m.max);
+    case "joinAttempt":
       await started;
       if (!joinHost) throw new BrineError("CLUSTER_CONFIG", "no peer channel");
-      return joinHost.attempt(host, port, timeoutMs);
-    }),
-  jobRead: (jid: string) =>
-    outcome(async () => {
+      return joinHost.attempt(m.host, m.port, m.timeoutMs);
+    case "jobRead":
       await started;
-      return jobPlacement().clusterCopy(jid);
-    }),
-  jobList: () =>
-    outcome(async () => {
+      return jobPlacement().clusterCopy(m.jid);
+    case "jobList":
       await started;
       return jobPlacement().clusterList();
-    }),
-  shedPeers: (args: ShedArgs) =>
-    outcome(async () => {
-      const m = await started;
-      return jobCachePeers().shedOn(otherMembers(m), args);
-    }),
-  connect(port: MessagePort) {
-    Comlink.expose(api, nodeEndpoint(port));
-  },
-  close: () =>
-    outcome(async () => {
+    case "shedPeers":
+      return jobCachePeers().shedOn(otherMembers(await started), m.args);
+    case "close":
       stopTimer();
       try {
         // the sockets first: libzmq must not outlive the thread, and no Raft message should go out mid-close
@@ -327,10 +314,30 @@ const api: RaftWorkerApi = {
       } finally {
         writer?.release();
       }
-    }),
-};
+      return undefined;
+    default:
+      throw new BrineError("RAFT_API_MISUSE", `unknown call ${JSON.stringify((m as { k?: unknown }).k)}`);
+  }
+}
 
-Comlink.expose(api, nodeEndpoint(parentPort!));
+/** An error as it goes back to a caller: its code, or RAFT_API_MISUSE (logged with its stack) for an uncoded one. */
+function callError(e: unknown): PortError {
+  if (!isBrineError(e)) log.error(`raft call failed: ${(e as Error)?.stack ?? String(e)}`);
+  return portError(e, "RAFT_API_MISUSE");
+}
+
+/** Serves ToRaft on `port` (the parentPort, and each port a caller handed over with `connect`). */
+function serve(port: MessagePort): void {
+  port.on("message", (m: ToRaft) => {
+    if (m?.k === "connect") return serve(m.port);
+    answer(m).then(
+      (v) => port.postMessage({ k: "res", id: m.id, v } satisfies FromRaft),
+      (e: unknown) => port.postMessage({ k: "err", id: m.id, ...callError(e) } satisfies FromRaft),
+    );
+  });
+}
+
+serve(parentPort!);
 
 process.on("unhandledRejection", (e) => {
   log.critical(`raft worker: unhandled rejection: ${(e as Error)?.stack ?? String(e)}`);
