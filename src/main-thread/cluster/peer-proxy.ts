@@ -3,7 +3,7 @@
  * surface the cluster service, forwarding, cache sync, hello/join and AES use, over one MessagePort.
  *
  * - Sync methods stay sync: isUp, upPeers, status and port answer from the state the host pushes whenever a
- *   link changes (and at most STATE_REFRESH_MS late for queue depths while traffic flows). A peerUp or
+ *   link changes (and at most stateRefreshMs late for queue depths while traffic flows). A peerUp or
  *   peerDown event is emitted after the state that goes with it has been applied.
  * - send() is one-way: it throws at once what can be known here (closed, unknown peer, bad channel,
  *   oversized payload); what only the transport knows (a full queue) is counted there (`sendsRefused`)

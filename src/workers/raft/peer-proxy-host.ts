@@ -8,7 +8,7 @@
  * - a channel the main thread handles has exactly one handler on the transport, registered here; inbound
  *   requests wait for the main thread's answer (bounded by the transport's inboundRequestsMax per peer);
  * - every change of link state is pushed (`state`) before the event that caused it, and the state is
- *   refreshed at most every STATE_REFRESH_MS along with other traffic (queue depths in status()), so the
+ *   refreshed at most every stateRefreshMs along with other traffic (queue depths in status()), so the
  *   proxy's sync isUp/upPeers/status never need a round trip;
  * - nothing here arms a timer per message: request timeouts are the transport's (its coarse timer), and
  *   the batcher flushes once per turn.
@@ -24,10 +24,10 @@ import type { PeerTransport, PeerMessage } from "./peer/peer-transport.js";
 import { NO_PAYLOAD, PortBatcher, dispatchBatch, errorFields, reviveError, type HostState, type PortBatch, type Waiter, type ToHost, type ToProxy } from "./peer-proxy-wire.js";
 
 /** the longest a pushed status (queue depths, bytes) may trail the transport while traffic flows, ms */
-export const STATE_REFRESH_MS = 1000;
+export const stateRefreshMs = 1000;
 /** log lines about refused sends per window, and the window, ms */
-const SEND_REFUSAL_LOGS_PER_WINDOW = 5;
-const SEND_REFUSAL_LOG_WINDOW_MS = 10_000;
+const sendRefusalLogsPerWindow = 5;
+const sendRefusalLogWindowMs = 10_000;
 
 const log = getLogger("brine.cluster.peer");
 
@@ -40,7 +40,7 @@ export class PeerChannelHost {
   private sendsRefused = 0;
   private statePushedAt = 0;
   private closed = false;
-  private readonly budget = new LogBudget(SEND_REFUSAL_LOGS_PER_WINDOW, SEND_REFUSAL_LOG_WINDOW_MS, (l) => log.warning(l));
+  private readonly budget = new LogBudget(sendRefusalLogsPerWindow, sendRefusalLogWindowMs, (l) => log.warning(l));
 
   /** `cut`: the fault injection's set of cut-off peers, applied to Raft by the caller (RaftPeerLink). */
   constructor(
@@ -63,7 +63,7 @@ export class PeerChannelHost {
   }
 
   private push(msg: ToProxy): void {
-    if (Date.now() - this.statePushedAt >= STATE_REFRESH_MS) this.pushState();
+    if (Date.now() - this.statePushedAt >= stateRefreshMs) this.pushState();
     this.out.push(msg);
   }
 

@@ -36,11 +36,11 @@ import { clusterLimits } from "../../shared/cluster-limits.js";
 /** The peer channel name Raft traffic uses. */
 export const RAFT_CHANNEL = "raft";
 /** messages in one inbound payload, count */
-export const RAFT_MESSAGES_PER_PAYLOAD_MAX = 4096;
+export const raftMessagesPerPayloadMax = 4096;
 /** entries in one inbound message, count */
-export const RAFT_ENTRIES_PER_MESSAGE_MAX = 65_536;
+export const raftEntriesPerMessageMax = 65_536;
 /** bytes of one group name */
-const GROUP_BYTES_MAX = 256;
+const groupNameBytesMax = 256;
 
 const log = getLogger("brine.cluster.raft");
 
@@ -125,7 +125,7 @@ export function checkPeerMessage(raw: unknown, fromRaftId: number, selfRaftId: n
     rejectHint: x.rejectHint as number,
   };
   if (x.entries !== undefined && x.entries !== null) {
-    if (!Array.isArray(x.entries) || x.entries.length > RAFT_ENTRIES_PER_MESSAGE_MAX) return "entries is not a list of entries";
+    if (!Array.isArray(x.entries) || x.entries.length > raftEntriesPerMessageMax) return "entries is not a list of entries";
     const entries: Entry[] = [];
     for (const e of x.entries) {
       const ok = checkEntry(e);
@@ -149,7 +149,7 @@ export function checkPeerMessage(raw: unknown, fromRaftId: number, selfRaftId: n
     m.context = x.context;
   }
   if (x.requests !== undefined && x.requests !== null) {
-    if (!Array.isArray(x.requests) || x.requests.length > RAFT_ENTRIES_PER_MESSAGE_MAX || !x.requests.every(isUint)) return "requests is not a list of ids";
+    if (!Array.isArray(x.requests) || x.requests.length > raftEntriesPerMessageMax || !x.requests.every(isUint)) return "requests is not a list of ids";
     m.requests = [...(x.requests as number[])];
   }
   if (x.reason !== undefined && x.reason !== null) {
@@ -167,10 +167,10 @@ export function encodeRaftPayload(group: string, messages: readonly Message[]): 
 /** Decodes a payload into a group and raw (unvalidated) messages; throws on bytes that are not one. */
 export function decodeRaftPayload(bytes: Uint8Array): { group: string; messages: unknown[] } {
   const v = cbor.decode(bytes) as { g?: unknown; m?: unknown };
-  if (v === null || typeof v !== "object" || typeof v.g !== "string" || Buffer.byteLength(v.g) > GROUP_BYTES_MAX || !Array.isArray(v.m)) {
+  if (v === null || typeof v !== "object" || typeof v.g !== "string" || Buffer.byteLength(v.g) > groupNameBytesMax || !Array.isArray(v.m)) {
     throw new Error("not a raft payload");
   }
-  if (v.m.length > RAFT_MESSAGES_PER_PAYLOAD_MAX) throw new Error(`${v.m.length} messages in one payload`);
+  if (v.m.length > raftMessagesPerPayloadMax) throw new Error(`${v.m.length} messages in one payload`);
   return { group: v.g, messages: v.m };
 }
 
@@ -198,9 +198,9 @@ export interface RaftPeerChannel {
 
 const RAFT_SEND = Object.freeze({ now: true });
 /** refused inbound messages logged, count (then only counted) */
-const REFUSAL_LOGS_MAX = 100;
+const refusalLogsMax = 100;
 /** inbound payloads held until the manager is attached, count (more are dropped: Raft resends) */
-const EARLY_PAYLOADS_MAX = 1024;
+const earlyPayloadsMax = 1024;
 
 /**
  * The GroupManager's Transport over the worker's own PeerTransport. Node ids are learned from the founders
@@ -310,7 +310,7 @@ export class RaftPeerLink implements Transport {
   private onInbound(from: string, bytes: Uint8Array): void {
     if (this.cut.has(from)) return; // as a partition would: nothing arrives
     if (!this.sink) {
-      if (this.early.length < EARLY_PAYLOADS_MAX) this.early.push({ from, bytes });
+      if (this.early.length < earlyPayloadsMax) this.early.push({ from, bytes });
       return;
     }
     this.learn(from);
@@ -344,7 +344,7 @@ export class RaftPeerLink implements Transport {
 
   private refuse(from: string, why: string): void {
     this.counters.refused++;
-    if (this.refusalsLogged < REFUSAL_LOGS_MAX) {
+    if (this.refusalsLogged < refusalLogsMax) {
       this.refusalsLogged++;
       log.warning(`refused a raft message from ${from}: ${why}`);
     }

@@ -44,8 +44,8 @@ const TRY_NEXT: ReadonlySet<string> = new Set([
 ]);
 
 /** how long founders that do not host the ring yet are waited for, and how often they are asked again, ms */
-const CATCH_UP_WAIT_MS = 3000;
-const CATCH_UP_POLL_MS = 100;
+const catchUpWaitMs = 3000;
+const catchUpPollMs = 100;
 
 const log = getLogger("brine.raft.ring-forward");
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
@@ -114,7 +114,7 @@ export class RingForwarder {
     const founders = this.manager.ringFounders(c.group);
     if (founders === undefined) throw new BrineError("CLUSTER_NO_SUCH_RING", `${JSON.stringify(c.group)} is not an active ring`);
     const payload = Uint8Array.from(cbor.encode(c));
-    const until = Date.now() + CATCH_UP_WAIT_MS;
+    const until = Date.now() + catchUpWaitMs;
     for (;;) {
       const tried: string[] = [];
       let lagging = 0;
@@ -133,7 +133,7 @@ export class RingForwarder {
       if (lagging === 0 || Date.now() >= until) {
         throw new BrineError("CLUSTER_RING_UNREACHABLE", `ring ${c.group}: no founder answered: ${tried.join(", ") || "none but this master"}`);
       }
-      await new Promise((r) => setTimeout(r, CATCH_UP_POLL_MS));
+      await new Promise((r) => setTimeout(r, catchUpPollMs));
     }
   }
 

@@ -120,12 +120,12 @@ async function startup(): Promise<GroupManager> {
       const st = m.ringState(ring);
       return shedOwnership({ ring, self: init.nodeId, record: st.record, members: st.members ?? "self", owners: (key) => reader.replicas(key, st.replicas ?? 1, ring), tableReady: (reader.view(ring)?.nodes.length ?? 0) > 0 });
     };
-    const held = (heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, HELD_JOBS_TIMEOUT_MS, init.nodeId, ownership));
+    const held = (heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, heldJobsTimeoutMs, init.nodeId, ownership));
     placement = new JobPlacement({
       store: () => held.open(),
       channel: peerTransport ?? NO_CHANNEL,
       self: init.nodeId,
-      timeoutMs: PLACEMENT_TIMEOUT_MS,
+      timeoutMs: placementTimeoutMs,
       route: () => reader.routes().jobs ?? null,
       localTable: (ring) => placementTable(m, reader, ring),
       hosts: (ring) => [...(m.ringState(ring).record?.founding_voters ?? [])],
@@ -139,7 +139,7 @@ async function startup(): Promise<GroupManager> {
     m.tick();
     placement?.tick();
     // about once a second: a ring's voters follow the cluster's (GroupManager.followRingVoters), one call at a time
-    if (++ticks % Math.max(1, Math.round(FOLLOW_VOTERS_MS / limits.tickMs)) === 0 && !following) {
+    if (++ticks % Math.max(1, Math.round(followVotersEveryMs / limits.tickMs)) === 0 && !following) {
       following = true;
       m.followRingVoters()
         .catch((e: unknown) => log.warning(`ring voters did not follow the cluster's: ${(e as Error)?.message ?? String(e)}`))
@@ -193,9 +193,9 @@ const NO_CHANNEL = {
   request: () => Promise.reject(new BrineError("CLUSTER_PEER_UNKNOWN", "no peer channel")),
 };
 /** how often ring leaders check that their ring's voters follow the cluster's, ms */
-const FOLLOW_VOTERS_MS = 1000;
+const followVotersEveryMs = 1000;
 /** how long a master may take to store a hand-off, answer a job read or a table question, ms */
-const PLACEMENT_TIMEOUT_MS = 10_000;
+const placementTimeoutMs = 10_000;
 
 /**
  * This master's table of `ring` for job placement, when it hosts the ring: under policy "voters" the slot
@@ -212,7 +212,7 @@ function placementTable(m: GroupManager, reader: RingReader, ring: string): Plac
 }
 
 /** how long one master may take to list its jids, ms */
-const HELD_JOBS_TIMEOUT_MS = 20_000;
+const heldJobsTimeoutMs = 20_000;
 
 /** Every other member of group "cluster" (voters and learners). */
 function otherMembers(m: GroupManager): string[] {

@@ -34,7 +34,7 @@ export const DATA_OVERHEAD_BYTES = SEALED_HEADER_BYTES + AEAD_TAG_BYTES;
 /** bytes of an X25519 public key and of a handshake nonce */
 export const KEY_BYTES = 32;
 /** UTF-8 bytes of an error code or text in an error response (longer ones are cut, not refused) */
-const ERROR_TEXT_BYTES_MAX = 512;
+const errorTextBytesMax = 512;
 /** Channel names: printable, safe in logs and metrics labels. */
 const CHANNEL_RE = /^[A-Za-z0-9][A-Za-z0-9_.:/-]*$/;
 
@@ -186,7 +186,7 @@ export function encodeBody(b: Body): Uint8Array {
 }
 
 function clip(s: string): string {
-  return s.length > ERROR_TEXT_BYTES_MAX / 4 ? s.slice(0, ERROR_TEXT_BYTES_MAX / 4) : s;
+  return s.length > errorTextBytesMax / 4 ? s.slice(0, errorTextBytesMax / 4) : s;
 }
 
 function reqId(v: unknown): number {
