@@ -26,17 +26,17 @@ const log = getLogger("brine.nonces");
 const journalLog = new LogBudget(1, 10_000, (line) => log.warning(line), "replay nonce journal");
 
 const MAGIC = Buffer.from("BRNONCE1", "latin1");
-export const NONCE_FILE_HEADER_BYTES = 16;
+export const nonceFileHeaderBytes = 16;
 const FILE_RE = /^nonces\.(\d{1,9})$/;
 /** one journal file read back at start, at most (a larger one is read up to this), bytes */
-const FILE_BYTES_MAX = 256 * 1024 * 1024;
+const journalFileBytesMax = 256 * 1024 * 1024;
 
 export function nonceFile(dir: string, generation: number): string {
   return path.join(dir, `nonces.${generation}`);
 }
 
 function header(startMs: number): Buffer {
-  const b = Buffer.alloc(NONCE_FILE_HEADER_BYTES);
+  const b = Buffer.alloc(nonceFileHeaderBytes);
   MAGIC.copy(b, 0);
   b.writeDoubleLE(startMs, 8);
   return b;
@@ -80,8 +80,8 @@ export class NonceJournal {
       } catch (e) {
         log.warning(`replay nonces in ${file} could not be read: ${(e as Error).message}`);
       }
-      const ok = b.byteLength >= NONCE_FILE_HEADER_BYTES && b.subarray(0, 8).equals(MAGIC);
-      const body = b.subarray(NONCE_FILE_HEADER_BYTES, Math.min(b.byteLength, FILE_BYTES_MAX));
+      const ok = b.byteLength >= nonceFileHeaderBytes && b.subarray(0, 8).equals(MAGIC);
+      const body = b.subarray(nonceFileHeaderBytes, Math.min(b.byteLength, journalFileBytesMax));
       files.push({ gen: Number(m[1]), start: ok ? b.readDoubleLE(8) : NaN, file, body: body.subarray(0, body.byteLength - (body.byteLength % NONCE_PACKED_BYTES)) });
     }
     // a generation's nonces are remembered up to two windows from its start; the two newest at most
@@ -179,9 +179,9 @@ export class NonceAppender {
 export function readNonceChunk(dir: string, current: number, after: string | undefined, max: number): { b: Uint8Array | undefined; next: string | undefined } {
   const m = after === undefined ? undefined : /^(\d{1,9}):(\d{1,12})$/.exec(after);
   let gen = m ? Math.max(Number(m[1]), current - 1) : current - 1;
-  let offset = m && Number(m[1]) === gen ? Math.max(Number(m[2]), NONCE_FILE_HEADER_BYTES) : NONCE_FILE_HEADER_BYTES;
+  let offset = m && Number(m[1]) === gen ? Math.max(Number(m[2]), nonceFileHeaderBytes) : nonceFileHeaderBytes;
   const want = max - (max % NONCE_PACKED_BYTES);
-  for (; gen <= current; gen++, offset = NONCE_FILE_HEADER_BYTES) {
+  for (; gen <= current; gen++, offset = nonceFileHeaderBytes) {
     let fd: number;
     try {
       fd = openSync(nonceFile(dir, gen), "r");

@@ -16,18 +16,18 @@ const log = getLogger("brine.cluster.sync");
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "cache-sync outbox");
 
 /** records one worker holds between two batch results before it drops more (a stalled main thread), count */
-export const OUTBOX_RECORDS_MAX = 100_000;
+export const outboxRecordsMax = 100_000;
 /** records per encoded batch (a batch is one peer-channel message), count */
-export const OUTBOX_BATCH_RECORDS = 64;
+export const outboxBatchRecords = 64;
 /** an encoded batch above this is split (the peer channel's frame is 8 MiB), bytes */
-export const OUTBOX_BATCH_BYTES_MAX = 4 * 1024 * 1024;
+export const outboxBatchBytesMax = 4 * 1024 * 1024;
 
 export class SyncOutbox {
   private pending: SyncRecord[] = [];
   dropped = 0;
 
   push(r: SyncRecord): void {
-    if (this.pending.length >= OUTBOX_RECORDS_MAX) {
+    if (this.pending.length >= outboxRecordsMax) {
       this.dropped++;
       dropLog.line(`cache-sync outbox full: ${this.dropped} record(s) not sent to the peers`);
       return;
@@ -41,14 +41,14 @@ export class SyncOutbox {
     const all = this.pending;
     this.pending = [];
     const out: Uint8Array[] = [];
-    for (let i = 0; i < all.length; i += OUTBOX_BATCH_RECORDS) encodeSplit(all.slice(i, i + OUTBOX_BATCH_RECORDS), out);
+    for (let i = 0; i < all.length; i += outboxBatchRecords) encodeSplit(all.slice(i, i + outboxBatchRecords), out);
     return out;
   }
 }
 
 function encodeSplit(records: SyncRecord[], out: Uint8Array[]): void {
   const b = encodeRecords(records);
-  if (b.byteLength <= OUTBOX_BATCH_BYTES_MAX || records.length === 1) {
+  if (b.byteLength <= outboxBatchBytesMax || records.length === 1) {
     out.push(b);
     return;
   }

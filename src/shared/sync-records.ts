@@ -33,7 +33,7 @@ import { validId, validJid } from "./protocol/ids.js";
 
 /** when a record was written (ms since the epoch, origin's clock) and by which master */
 /** The longest token life (the schema's bound of `token_expire`), for checking a peer's token record. */
-const TOKEN_EXPIRE_MAX_S = optionBounds("token_expire").max;
+const tokenExpireSMax = optionBounds("token_expire").max;
 
 export interface Stamp {
   t: number;
@@ -109,17 +109,17 @@ export interface TokenRecord {
 export type SyncRecord = DataRecord | MineRecord | SessionRecord | JobRecord | RetRecord | NonceRecord | TokenRecord | V3MarkRecord;
 
 /** packed nonces one record holds at most, bytes */
-export const NONCE_RECORD_BYTES_MAX = 1024 * 1024;
+export const nonceRecordBytesMax = 1024 * 1024;
 
 /** expected minions one job record may list, count */
-export const JOB_MINIONS_MAX = 1_000_000;
+export const jobMinionsMax = 1_000_000;
 
 /** records one batch may hold (a peer sending more is refused) */
-export const SYNC_RECORDS_PER_BATCH_MAX = 10_000;
+export const syncRecordsPerBatchMax = 10_000;
 /** how far in the future a peer's stamp may be before the record is refused (a broken clock would pin it), ms */
-export const STAMP_FUTURE_MAX_MS = 24 * 3600 * 1000;
+export const stampFutureMsMax = 24 * 3600 * 1000;
 /** longest origin (master id) accepted, characters */
-const ORIGIN_CHARS_MAX = 256;
+const originCharsMax = 256;
 /** a Crypticle key string: base64 of 56 bytes */
 const SESSION_KEY_RE = /^[A-Za-z0-9+/]{75}=$/;
 /** a token as brine's masters make them: 32 random bytes, hex */
@@ -127,12 +127,12 @@ const TOKEN_HEX_RE = /^[0-9a-f]{64}$/;
 /** an eauth backend's name */
 const EAUTH_NAME_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 /** longest user name in a token, characters (a backend is handed at most 4096 bytes) */
-const TOKEN_NAME_CHARS_MAX = 4096;
+const tokenNameCharsMax = 4096;
 /** groups one token may list, count, and the longest name, characters */
-const TOKEN_GROUPS_MAX = 4096;
-const TOKEN_GROUP_CHARS_MAX = 1024;
+const tokenGroupsMax = 4096;
+const tokenGroupCharsMax = 1024;
 /** a token's data encoded (groups and the auth list kept with keep_acl_in_token included), bytes */
-export const TOKEN_DATA_BYTES_MAX = 256 * 1024;
+export const tokenDataBytesMax = 256 * 1024;
 
 export const syncCbor = cbor;
 
@@ -150,15 +150,15 @@ function isPlainMap(v: unknown): v is Record<string, unknown> {
 export function checkRecord(x: unknown, nowMs: number): SyncRecord | string {
   if (!isPlainMap(x)) return "not a map";
   if (x.k === "job" || x.k === "ret") return checkJobRecord(x);
-  if (x.k === "nonce") return x.b instanceof Uint8Array && x.b.byteLength % 8 === 0 && x.b.byteLength <= NONCE_RECORD_BYTES_MAX ? { k: "nonce", b: x.b } : "bad nonces";
+  if (x.k === "nonce") return x.b instanceof Uint8Array && x.b.byteLength % 8 === 0 && x.b.byteLength <= nonceRecordBytesMax ? { k: "nonce", b: x.b } : "bad nonces";
   if (x.k === "tok") return checkTokenRecord(x, nowMs);
   if (!validId(x.id)) return "bad minion id";
   if (typeof x.t !== "number" || !Number.isSafeInteger(x.t) || x.t < 0) return "bad time";
-  if (x.t > nowMs + STAMP_FUTURE_MAX_MS) return "time too far in the future";
+  if (x.t > nowMs + stampFutureMsMax) return "time too far in the future";
   switch (x.k) {
     case "data":
     case "mine":
-      if (typeof x.o !== "string" || x.o.length === 0 || x.o.length > ORIGIN_CHARS_MAX) return "bad origin";
+      if (typeof x.o !== "string" || x.o.length === 0 || x.o.length > originCharsMax) return "bad origin";
       if (x.v !== null && !isPlainMap(x.v)) return "bad value";
       if (x.k === "data" && x.v !== null && ((x.v.grains !== undefined && !isPlainMap(x.v.grains)) || (x.v.pillar !== undefined && !isPlainMap(x.v.pillar)))) return "bad grains or pillar";
       return { k: x.k, id: x.id, t: x.t, o: x.o, v: x.v as Record<string, unknown> | null };
@@ -180,7 +180,7 @@ function checkJobRecord(x: Record<string, unknown>): JobRecord | RetRecord | str
     if (!("return" in x.v)) return "return record without a return";
     return { k: "ret", jid: x.jid, id: x.id, v: x.v };
   }
-  if (x.m !== undefined && (!Array.isArray(x.m) || x.m.length > JOB_MINIONS_MAX || !x.m.every(validId))) return "bad minion list";
+  if (x.m !== undefined && (!Array.isArray(x.m) || x.m.length > jobMinionsMax || !x.m.every(validId))) return "bad minion list";
   return { k: "job", jid: x.jid, v: x.v, ...(x.m !== undefined ? { m: x.m as string[] } : {}) };
 }
 
@@ -188,26 +188,26 @@ function checkTokenRecord(x: Record<string, unknown>, nowMs: number): TokenRecor
   // reasons never quote the token: they are logged
   if (typeof x.token !== "string" || !TOKEN_HEX_RE.test(x.token)) return "bad token";
   if (typeof x.t !== "number" || !Number.isSafeInteger(x.t) || x.t < 0) return "bad time";
-  if (x.t > nowMs + STAMP_FUTURE_MAX_MS) return "time too far in the future";
+  if (x.t > nowMs + stampFutureMsMax) return "time too far in the future";
   const expiry = x.x;
-  if (typeof expiry !== "number" || !Number.isFinite(expiry) || expiry <= 0 || expiry > (nowMs + STAMP_FUTURE_MAX_MS) / 1000 + TOKEN_EXPIRE_MAX_S) return "bad token expiry";
+  if (typeof expiry !== "number" || !Number.isFinite(expiry) || expiry <= 0 || expiry > (nowMs + stampFutureMsMax) / 1000 + tokenExpireSMax) return "bad token expiry";
   if (x.v === null) return { k: "tok", token: x.token, t: x.t, x: expiry, v: null };
   const v = x.v;
   if (!isPlainMap(v)) return "bad token data";
   if (v.token !== x.token) return "token data for another token";
   const { start, expire, name, eauth, groups, auth_list } = v;
   if (typeof start !== "number" || !Number.isFinite(start) || start < 0 || x.t !== Math.floor(start * 1000)) return "bad token start";
-  if (expire !== expiry || expire <= start || expire - start > TOKEN_EXPIRE_MAX_S + 1) return "bad token expire";
-  if (typeof name !== "string" || name.length === 0 || name.length > TOKEN_NAME_CHARS_MAX || name.includes("\0")) return "bad token user";
+  if (expire !== expiry || expire <= start || expire - start > tokenExpireSMax + 1) return "bad token expire";
+  if (typeof name !== "string" || name.length === 0 || name.length > tokenNameCharsMax || name.includes("\0")) return "bad token user";
   if (typeof eauth !== "string" || !EAUTH_NAME_RE.test(eauth)) return "bad token eauth";
-  if (groups !== undefined && !(Array.isArray(groups) && groups.length <= TOKEN_GROUPS_MAX && groups.every((g) => typeof g === "string" && g.length <= TOKEN_GROUP_CHARS_MAX))) return "bad token groups";
+  if (groups !== undefined && !(Array.isArray(groups) && groups.length <= tokenGroupsMax && groups.every((g) => typeof g === "string" && g.length <= tokenGroupCharsMax))) return "bad token groups";
   if (auth_list !== undefined && !Array.isArray(auth_list)) return "bad token auth list";
   // only the fields a master writes are kept
   const data: TokenData = { token: x.token, start, expire, name, eauth };
   if (groups !== undefined) data.groups = groups as string[];
   if (auth_list !== undefined) data.auth_list = auth_list;
   try {
-    if ((syncCbor.encode(data) as Uint8Array).byteLength > TOKEN_DATA_BYTES_MAX) return "token data too large";
+    if ((syncCbor.encode(data) as Uint8Array).byteLength > tokenDataBytesMax) return "token data too large";
   } catch {
     return "token data unencodable";
   }
@@ -241,7 +241,7 @@ export function decodeRecords(bytes: Uint8Array, nowMs: number): { records: Sync
     return { records: [], refused: 1, reason: `undecodable: ${(e as Error).message}` };
   }
   if (!Array.isArray(raw)) return { records: [], refused: 1, reason: "not a list" };
-  if (raw.length > SYNC_RECORDS_PER_BATCH_MAX) return { records: [], refused: raw.length, reason: `${raw.length} records in one batch` };
+  if (raw.length > syncRecordsPerBatchMax) return { records: [], refused: raw.length, reason: `${raw.length} records in one batch` };
   const records: SyncRecord[] = [];
   let refused = 0;
   let reason: string | undefined;

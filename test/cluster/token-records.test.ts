@@ -11,8 +11,8 @@ import path from "node:path";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { TokenStore } from "../../src/lib/auth/tokens.js";
-import { TOKEN_EXPIRE_MAX_S } from "../../src/lib/auth/options.js";
-import { checkRecord, decodeRecords, encodeRecords, tokenRecordEffect, STAMP_FUTURE_MAX_MS, TOKEN_DATA_BYTES_MAX, type HeldToken, type TokenRecord } from "../../src/shared/sync-records.js";
+import { tokenExpireSMax } from "../../src/lib/auth/options.js";
+import { checkRecord, decodeRecords, encodeRecords, tokenRecordEffect, stampFutureMsMax, tokenDataBytesMax, type HeldToken, type TokenRecord } from "../../src/shared/sync-records.js";
 import { SyncStore, encodePull, type SyncCursor } from "../../src/workers/state-sync/sync-store.js";
 
 const NOW = 1_800_000_000_000;
@@ -42,8 +42,8 @@ test("a peer's token record is taken only when every field is what a master writ
     ["data for another token", made({}, { token: "cd".repeat(32) })],
     ["expire not the record's", made({ x: start + 7200 })],
     ["expire before start", made({ x: start - 1 }, { expire: start - 1 })],
-    ["a life over the longest token_expire", made({ x: start + TOKEN_EXPIRE_MAX_S + 100 }, { expire: start + TOKEN_EXPIRE_MAX_S + 100 })],
-    ["start far in the future", made({ t: NOW + STAMP_FUTURE_MAX_MS + 10_000 }, { start: (NOW + STAMP_FUTURE_MAX_MS + 10_000) / 1000, expire: (NOW + STAMP_FUTURE_MAX_MS) / 1000 + 3600 })],
+    ["a life over the longest token_expire", made({ x: start + tokenExpireSMax + 100 }, { expire: start + tokenExpireSMax + 100 })],
+    ["start far in the future", made({ t: NOW + stampFutureMsMax + 10_000 }, { start: (NOW + stampFutureMsMax + 10_000) / 1000, expire: (NOW + stampFutureMsMax) / 1000 + 3600 })],
     ["time not the token's start", made({ t: Math.floor(start * 1000) + 5 })],
     ["NaN start", made({}, { start: Number.NaN })],
     ["empty user", made({}, { name: "" })],
@@ -52,10 +52,10 @@ test("a peer's token record is taken only when every field is what a master writ
     ["eauth with a slash", made({}, { eauth: "../pam" })],
     ["groups not strings", made({}, { groups: [{ $ne: 1 }] })],
     ["auth list not a list", made({}, { auth_list: { ".*": true } })],
-    ["token data too large", made({}, { auth_list: ["x".repeat(TOKEN_DATA_BYTES_MAX)] })],
+    ["token data too large", made({}, { auth_list: ["x".repeat(tokenDataBytesMax)] })],
     ["data a list", made({ v: [] })],
     ["tombstone with NaN expiry", { k: "tok", token: TOKEN, t: NOW, x: Number.NaN, v: null }],
-    ["tombstone expiring past any token", { k: "tok", token: TOKEN, t: NOW, x: NOW / 1000 + TOKEN_EXPIRE_MAX_S + 2 * 86400, v: null }],
+    ["tombstone expiring past any token", { k: "tok", token: TOKEN, t: NOW, x: NOW / 1000 + tokenExpireSMax + 2 * 86400, v: null }],
     ["tombstone with a float time", { k: "tok", token: TOKEN, t: NOW + 0.5, x: NOW / 1000 + 60, v: null }],
   ];
   for (const [what, rec] of bad) {

@@ -12,7 +12,7 @@ import path from "node:path";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { V3Marks } from "../../src/lib/store/v3-marks.js";
-import { checkRecord, decodeRecords, encodeRecords, STAMP_FUTURE_MAX_MS } from "../../src/shared/sync-records.js";
+import { checkRecord, decodeRecords, encodeRecords, stampFutureMsMax } from "../../src/shared/sync-records.js";
 import { SyncStore, decodePull, encodePull, type SyncCursor } from "../../src/workers/state-sync/sync-store.js";
 
 const NOW = 1_800_000_000_000;
@@ -31,7 +31,7 @@ test("a peer's v3 mark record is taken only with a valid minion id and time", ()
     ["dot-dot", { k: "v3", id: "..", t: NOW }],
     ["no time", { k: "v3", id: "web1" }],
     ["float time", { k: "v3", id: "web1", t: NOW + 0.5 }],
-    ["time far in the future", { k: "v3", id: "web1", t: NOW + STAMP_FUTURE_MAX_MS + 1 }],
+    ["time far in the future", { k: "v3", id: "web1", t: NOW + stampFutureMsMax + 1 }],
   ];
   for (const [what, rec] of bad) assert.equal(typeof checkRecord(rec, NOW), "string", what);
   const d = decodeRecords(encodeRecords([{ k: "v3", id: "a", t: NOW }]), NOW);

@@ -10,7 +10,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { EauthBackend, EauthCredentials } from "./backend.js";
 import { fillAuthList, matchingKeyValues, type AuthList } from "./acl.js";
-import { TOKEN_EXPIRE_MAX_S, type AuthOptions } from "./options.js";
+import { tokenExpireSMax, type AuthOptions } from "./options.js";
 import { LoginThrottle } from "./throttle.js";
 import type { TokenData, TokenStore } from "./tokens.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
@@ -248,7 +248,7 @@ export class Authenticator {
     const mayOverride = override === true || (typeof override === "object" && Array.isArray(override[v.backend.name]) && override[v.backend.name]!.includes(v.username));
     if (mayOverride && load.token_expire !== undefined) {
       const asked = Number(load.token_expire);
-      if (!Number.isFinite(asked) || asked <= 0 || asked > TOKEN_EXPIRE_MAX_S) return { username: v.username, reason: `token_expire must be a number of seconds from 0 to ${TOKEN_EXPIRE_MAX_S}` };
+      if (!Number.isFinite(asked) || asked <= 0 || asked > tokenExpireSMax) return { username: v.username, reason: `token_expire must be a number of seconds from 0 to ${tokenExpireSMax}` };
       expire = asked;
     }
     const groups = await this.groupsOf(v.backend, v.creds);

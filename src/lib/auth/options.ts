@@ -29,7 +29,7 @@ export interface AuthOptions {
 }
 
 /** the longest life a token may have, s: the bound of `token_expire` and of a user's own (peers refuse longer) */
-export const TOKEN_EXPIRE_MAX_S = optionBounds("token_expire").max;
+export const tokenExpireSMax = optionBounds("token_expire").max;
 
 function isPlainMap(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
