@@ -6,8 +6,10 @@
  * this master's job cache: the runners themselves (jobs.ts) are unchanged. Masters that could not be asked
  * (one owner down) are logged; the answer is what the others hold.
  *
- * Covered: lookup_jid, print_job, list_job, exit_success (one jid), list_jobs (every master's jobs). Not
- * covered (they read this master's cache only, and say so in the log): last_run, active.
+ * Covered: lookup_jid, print_job, list_job, exit_success (one jid), list_jobs (every master's jobs), last_run
+ * (every master's jobs, then the newest match's whole copy), active (the whole copy of each job a minion says
+ * it is running). The last two learn which jids they need only while they run: they ask the view for them
+ * (wantJobs) before reading, and the view fetches what it lacks.
  */
 import { getLogger } from "../shared/log.js";
 import { JobCache } from "../lib/store/job-cache.js";
@@ -19,16 +21,39 @@ const log = getLogger("brine.runner.jobs");
 
 /** jobs.* runners that read one jid (their first argument, or `jid=`). */
 const ONE_JID = new Set(["jobs.lookup_jid", "jobs.print_job", "jobs.list_job", "jobs.exit_success"]);
-/** jobs.* runners that read this master's cache only even while jobs are placed on a ring. */
-const LOCAL_ONLY = new Set(["jobs.last_run", "jobs.active"]);
+/** jobs.* runners that read every master's job list first. */
+const LISTING = new Set(["jobs.list_jobs", "jobs.last_run"]);
+
+/** How a view fetches a jid's cluster-wide copy it lacks. */
+export type JobFetch = (jid: string) => Promise<JobCopy>;
 
 /** A job cache whose reads answer from a merged cluster-wide copy (writes still go to this master's store). */
 export class ClusterJobView extends JobCache {
+  private readonly jobs: Map<string, JobCopy>;
+  /** jids whose whole copy is here (a list entry holds no returns) */
+  private readonly whole = new Set<string>();
+
   constructor(
     store: Store,
-    private readonly jobs: ReadonlyMap<string, JobCopy>,
+    jobs: ReadonlyMap<string, JobCopy>,
+    private readonly fetch?: JobFetch,
+    complete = false,
   ) {
     super(store);
+    this.jobs = new Map(jobs);
+    if (complete) for (const jid of jobs.keys()) this.whole.add(jid);
+  }
+
+  /** Fetches the whole copies of `jids` this view lacks (a view without a fetcher has what it has). */
+  async want(jids: readonly string[]): Promise<void> {
+    const fetch = this.fetch;
+    if (!fetch) return;
+    const missing = [...new Set(jids)].filter((jid) => !this.whole.has(jid));
+    const copies = await Promise.all(missing.map((jid) => fetch(jid)));
+    missing.forEach((jid, i) => {
+      this.jobs.set(jid, copies[i]!);
+      this.whole.add(jid);
+    });
   }
 
   override getLoad(jid: string): Record<string, unknown> | undefined {
@@ -74,21 +99,25 @@ function unreachableNote(fun: string, unreachable: Record<string, string>): void
 export async function jobsFor(ctx: RunnerContext, fun: string, arg: unknown[], kwarg: Record<string, unknown>): Promise<JobCache> {
   const c = ctx.cluster;
   if (!c || !ctx.store || !fun.startsWith("jobs.") || c.ring.route("jobs") === null) return ctx.jobs;
-  if (LOCAL_ONLY.has(fun)) {
-    log.warning(`${fun} reads this master's job cache only: jobs are placed on ring ${c.ring.route("jobs")}, so jobs held only by other masters are not seen`);
-    return ctx.jobs;
-  }
-  if (ONE_JID.has(fun)) {
-    const jid = String(argOf(arg, kwarg, 0, "jid", ""));
+  const fetch: JobFetch = async (jid) => {
     const r = await c.raft.jobRead(jid);
     unreachableNote(fun, r.unreachable);
-    return new ClusterJobView(ctx.store, new Map([[jid, r.job]]));
+    return r.job;
+  };
+  if (ONE_JID.has(fun)) {
+    const jid = String(argOf(arg, kwarg, 0, "jid", ""));
+    return new ClusterJobView(ctx.store, new Map([[jid, await fetch(jid)]]), undefined, true);
   }
-  if (fun === "jobs.list_jobs") {
+  if (LISTING.has(fun)) {
     const r = await c.raft.jobList();
     unreachableNote(fun, r.unreachable);
-    if (r.truncated.length > 0) log.warning(`${fun}: the job lists of ${r.truncated.join(", ")} were cut to their newest jobs`);
-    return new ClusterJobView(ctx.store, new Map(r.jobs.map(([jid, load, minions, endtime]: ListedJob) => [jid, { load, ...(minions ? { minions } : {}), ...(endtime !== null ? { endtime } : {}), returns: {} }])));
+    return new ClusterJobView(ctx.store, new Map(r.jobs.map(([jid, load, minions, endtime]: ListedJob) => [jid, { load, ...(minions ? { minions } : {}), ...(endtime !== null ? { endtime } : {}), returns: {} }])), fetch);
   }
+  if (fun === "jobs.active") return new ClusterJobView(ctx.store, new Map(), fetch);
   return ctx.jobs;
+}
+
+/** Before reading `jids` whole (their returns): a cluster-wide view fetches what it lacks; a local cache has it all. */
+export async function wantJobs(jobs: JobCache, jids: readonly string[]): Promise<void> {
+  if (jobs instanceof ClusterJobView) await jobs.want(jids);
 }

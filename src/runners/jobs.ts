@@ -2,6 +2,7 @@
 import { jidToTime } from "../shared/protocol/jid.js";
 import { pyTruthy } from "../lib/wheel/salt-errors.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
+import { wantJobs } from "./cluster-jobs.js";
 
 function formatJob(jid: string, load: Record<string, unknown>): Record<string, unknown> {
   return {
@@ -89,7 +90,9 @@ const lastRun: RunnerFn = async (ctx, arg, kwarg) => {
     .filter((jid) => !meta || matchesMetadata(ctx.jobs.getLoad(jid), meta))
     .sort();
   if (!jids.length) return false;
-  return printJob(ctx, jids[jids.length - 1]!);
+  const newest = jids[jids.length - 1]!;
+  await wantJobs(ctx.jobs, [newest]);
+  return printJob(ctx, newest);
 };
 
 /** Salt's search_metadata: every given key is in the job's metadata with an equal value. */
@@ -131,6 +134,7 @@ const active: RunnerFn = async (ctx, arg, kwarg) => {
       (entry.Running as unknown[]).push({ [r.id]: j.pid });
     }
   }
+  await wantJobs(ctx.jobs, Object.keys(out));
   for (const jid of Object.keys(out)) {
     out[jid]!.Returned = Object.keys(ctx.jobs.returnsFor(jid));
   }
