@@ -12,6 +12,8 @@
  *   acknowledged the jid (durably stored). A settled key leaves the outbox if its stamp did not change
  *   meanwhile, and its record leaves this master when this master is not one of the jid's owners.
  *   A jid whose owners are unknown (no table yet) stays for the next round.
+ * - **Rebalancing.** When a ring's table changes (sameOwnership false), each jid whose owners changed
+ *   (ownersMoved) goes back in the outbox of the masters holding it, and the hand-off moves it.
  */
 import { preferenceOrder } from "./sab-ring/assign.js";
 import { hashString, nodeHash } from "./sab-ring/hash.js";
@@ -49,6 +51,27 @@ export function ownersOf(t: PlacementTable, jid: string): string[] {
     .slice(0, want)
     .map((i) => t.nodes[i]!)
     .sort();
+}
+
+/** Whether two tables name the same owners for every key (same policy, replicas, voters and slot table). */
+export function sameOwnership(a: PlacementTable, b: PlacementTable): boolean {
+  if (a.ring !== b.ring || a.members !== b.members || a.replicas !== b.replicas) return false;
+  const same = (x: readonly string[], y: readonly string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  if (a.members === "self") return same([...a.voters].sort(), [...b.voters].sort());
+  if (!same(a.nodes, b.nodes) || a.owners.length !== b.owners.length) return false;
+  for (let i = 0; i < a.owners.length; i++) if (a.owners[i] !== b.owners[i]) return false;
+  return true;
+}
+
+/**
+ * Rebalancing: whether `jid`'s copies must move after the ring's table went from `prev` to `next` (its owners
+ * differ). A jid the new table cannot place (no usable table) does not move yet.
+ */
+export function ownersMoved(prev: PlacementTable, next: PlacementTable, jid: string): boolean {
+  const now = ownersOf(next, jid);
+  if (now.length === 0) return false;
+  const before = ownersOf(prev, jid);
+  return before.length !== now.length || before.some((o, i) => o !== now[i]);
 }
 
 /** The jid of an outbox key (`<jid>` or `<jid>/<id>`). */

@@ -7,7 +7,10 @@
  *   the next round after it is back finishes the hand-off;
  * - an owner that took the return itself keeps its copy and hands it to the other owner;
  * - a master outside the ring learns the table from a host;
- * - cluster-wide reads merge every master's copy, and answer while one master is down.
+ * - cluster-wide reads merge every master's copy, and answer while one master is down;
+ * - a job list larger than one peer-channel message arrives whole, page by page (a small page and frame limit);
+ * - when the ring's table changes (a voter joins, one leaves), each job moves to its new owners and leaves the
+ *   masters that no longer own it.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -28,8 +31,16 @@ const TABLE: PlacementTable = { ring: "jobs", members: "voters", replicas: 2, vo
 
 type Handler = (m: PeerMessage) => Uint8Array | void | Promise<Uint8Array | void>;
 
+interface ClusterOptions {
+  /** each master's own table of ring "jobs" (default: TABLE on m1 and m2, none on m3) */
+  table?: (id: string) => PlacementTable | undefined;
+  listPageBytes?: number;
+  /** the channel refuses a request or an answer larger than this (a peer-channel frame limit), bytes */
+  frameBytes?: number;
+}
+
 /** Three masters' placement services wired through one in-process channel; `down` cuts a master off. */
-function cluster(dir: string) {
+function cluster(dir: string, o: ClusterOptions = {}) {
   const handlers = new Map<string, Map<string, Handler>>();
   const down = new Set<string>();
   const stores = new Map<string, Store>();
@@ -47,11 +58,15 @@ function cluster(dir: string) {
         if (down.has(peer) || down.has(id)) throw new BrineError("CLUSTER_PEER_DOWN", peer);
         const h = handlers.get(peer)?.get(ch);
         if (!h) throw new BrineError("CLUSTER_PEER_UNKNOWN", peer);
+        if (o.frameBytes !== undefined && payload.byteLength > o.frameBytes) throw new BrineError("CLUSTER_PEER_CHANNEL", `request of ${payload.byteLength} bytes`);
+        let answer: Uint8Array;
         try {
-          return (await h({ from: id, channel: ch, payload, request: true })) ?? new Uint8Array(0);
+          answer = (await h({ from: id, channel: ch, payload, request: true })) ?? new Uint8Array(0);
         } catch (e) {
           throw new BrineError("CLUSTER_PEER_REMOTE", (e as Error).message);
         }
+        if (o.frameBytes !== undefined && answer.byteLength > o.frameBytes) throw new BrineError("CLUSTER_PEER_CHANNEL", `answer of ${answer.byteLength} bytes`);
+        return answer;
       },
     };
     svc.set(
@@ -62,10 +77,11 @@ function cluster(dir: string) {
         self: id,
         timeoutMs: 5000,
         route: () => "jobs",
-        localTable: () => (id === "m3" ? undefined : TABLE),
+        localTable: () => (o.table ? o.table(id) : id === "m3" ? undefined : TABLE),
         hosts: () => ["m1", "m2"],
         peers: () => ["m1", "m2", "m3"].filter((x) => x !== id),
         up: (peer) => !down.has(peer),
+        ...(o.listPageBytes !== undefined ? { listPageBytes: o.listPageBytes } : {}),
       }),
     );
   }
@@ -159,6 +175,94 @@ test("an owner that took a return keeps it and hands it to the other owner, and 
     assert.deepEqual(c.plain("m2").returnsFor(JID), { a: { return: 1 } });
     assert.deepEqual(c.plain("m3").returnsFor(JID), {}, "m3 is no owner: nothing was sent there");
 
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a job list larger than one peer-channel message arrives whole, page by page", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
+  // pages of 2 KB under a 4 KB frame: one answer with every job (about 30 KB) could not cross the channel
+  const c = cluster(dir, { listPageBytes: 2048, frameBytes: 4096 });
+  try {
+    const jids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const jid = `202611251200000${String(10000 + i)}`;
+      jids.push(jid);
+      // a plain cache: not queued for hand-off, so each job stays where it was written
+      await c.plain(i % 2 === 0 ? "m1" : "m2").saveLoad(jid, { jid, fun: "test.arg", arg: ["x".repeat(400)], tgt: "*" }, [`minion-${i}`]);
+    }
+    const list = await c.svc.get("m3")!.clusterList();
+    assert.deepEqual(list.unreachable, {});
+    assert.deepEqual(list.jobs.map((j) => j[0]), jids, "every job of m1 and m2, once each, in jid order");
+    assert.deepEqual(list.jobs[7]![2], ["minion-7"]);
+    // one page alone is under the frame limit, and paging walked back to the oldest job
+    const first = c.svc.get("m1")!.localList(undefined, 2048);
+    assert.ok(first.next !== undefined && first.jobs.length > 0 && first.jobs.length < 30, `m1's first page holds part of its 30 jobs: ${first.jobs.length}`);
+    assert.equal(first.jobs[first.jobs.length - 1]![0], jids[58], "the first page holds the newest jobs");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("when the ring's voters change, each job moves to its new owners and leaves the masters that no longer own it", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
+  const over = (nodes: string[], replicas: number, epoch: number): PlacementTable => {
+    const t = assignSlots(nodes);
+    return { ring: "jobs", members: "voters", replicas, voters: t.nodes, nodes: t.nodes, owners: t.owners, epoch };
+  };
+  let table = over(["m1", "m2"], 1, 1);
+  const c = cluster(dir, { table: (id) => (table.nodes.includes(id) ? table : undefined) });
+  const ids = ["m1", "m2", "m3"];
+  const holders = (jid: string) => ids.filter((id) => c.plain(id).getLoad(jid) !== undefined);
+  const returnHolders = (jid: string) => ids.filter((id) => c.plain(id).hasReturn(jid, "a"));
+  /** rounds on every master until every outbox is empty twice in a row (a rescan takes a round per slice) */
+  const settle = async () => {
+    let quiet = 0;
+    for (let n = 0; n < 20 && quiet < 2; n++) {
+      for (const id of ids) await c.svc.get(id)!.round();
+      quiet = ids.every((id) => c.stores.get(id)!.handoff.getCount() === 0) ? quiet + 1 : 0;
+    }
+    assert.equal(quiet, 2, "every outbox emptied");
+  };
+  const placedOn = (t: PlacementTable, jids: string[]) => {
+    for (const jid of jids) {
+      assert.deepEqual(holders(jid), ownersOf(t, jid), `${jid}'s job record is on its owners only`);
+      assert.deepEqual(returnHolders(jid), ownersOf(t, jid), `${jid}'s return is on its owners only`);
+    }
+  };
+  try {
+    const jids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const jid = `202611251300000${String(10000 + i)}`;
+      jids.push(jid);
+      const on = c.jobs(["m1", "m2", "m3"][i % 3]!);
+      await on.saveLoad(jid, { jid, fun: "test.ping", tgt: "*" }, ["a"]);
+      await on.saveReturn(jid, "a", { return: true }, true);
+    }
+    await settle();
+    placedOn(table, jids);
+
+    // m3 joins the ring: the jobs whose owner is now m3 move there, and leave m1/m2
+    const before = table;
+    table = over(["m1", "m2", "m3"], 1, 2);
+    const moving = jids.filter((jid) => ownersOf(before, jid)[0] !== ownersOf(table, jid)[0]);
+    assert.ok(moving.length > 0, "some jobs change owner");
+    await settle();
+    placedOn(table, jids);
+
+    // replicas 2, then m2 leaves the ring (it is still up: it hands its copies on and drops them)
+    table = over(["m1", "m2", "m3"], 2, 3);
+    await settle();
+    placedOn(table, jids);
+    table = over(["m1", "m3"], 2, 4);
+    await settle();
+    placedOn(table, jids);
+    for (const jid of jids) assert.deepEqual(holders(jid), ["m1", "m3"]);
   } finally {
     for (const s of c.svc.values()) s.close();
     for (const s of c.stores.values()) await s.close();

@@ -1,7 +1,8 @@
 /**
  * Job placement's pure decisions (src/shared/placement.ts): a jid's owners from a ring table (the same order
  * the shared ring's RingReader.replicas gives), a hand-off round grouped by jid and owner, which keys a round
- * settles and which copies the master drops, and the merge of every master's copy for cluster-wide reads.
+ * settles and which copies the master drops, the merge of every master's copy for cluster-wide reads, and
+ * which jobs move when the ring's table changes (rebalancing).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -9,7 +10,7 @@ import { assignSlots } from "../../src/shared/sab-ring/assign.js";
 import { RingWriter } from "../../src/shared/sab-ring/writer.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
-import { mergeCopies, mergeLists, outboxJid, ownersOf, planRound, settleRound, tableUsable, type PlacementTable } from "../../src/shared/placement.js";
+import { mergeCopies, mergeLists, outboxJid, ownersMoved, ownersOf, planRound, sameOwnership, settleRound, tableUsable, type PlacementTable } from "../../src/shared/placement.js";
 
 const NODES = ["m1", "m2", "m3"];
 
@@ -118,4 +119,39 @@ test("reads merge every master's copy: the load, the union of minions, every ret
     ["j1", { fun: "y" }, null, "t1"],
     ["j2", { fun: "x" }, ["a", "b"], "t2"],
   ]);
+});
+
+test("rebalancing: a changed table is told from an equal one, and only jids whose owners changed move", () => {
+  const over = (nodes: string[], replicas: number, epoch = 1): PlacementTable => {
+    const a = assignSlots(nodes);
+    return { ring: "jobs", members: "voters", replicas, voters: a.nodes, nodes: a.nodes, owners: a.owners, epoch };
+  };
+  const self = (voters: string[]): PlacementTable => ({ ring: "jobs", members: "self", replicas: 1, voters, nodes: [], owners: new Uint8Array(0), epoch: 0 });
+  const cases: [string, PlacementTable, PlacementTable, boolean][] = [
+    ["same voters and replicas, another epoch", over(NODES, 2, 1), over(NODES, 2, 7), true],
+    ["a voter joined", over(["m1", "m2"], 1), over(NODES, 1), false],
+    ["a voter left", over(NODES, 2), over(["m1", "m3"], 2), false],
+    ["replicas changed", over(NODES, 1), over(NODES, 2), false],
+    ["policy changed", over(NODES, 3), self(NODES), false],
+    ["self, same voters in another order", self(["m2", "m1"]), self(["m1", "m2"]), true],
+    ["self, a voter more", self(["m1", "m2"]), self(NODES), false],
+  ];
+  for (const [what, a, b, same] of cases) assert.equal(sameOwnership(a, b), same, what);
+
+  const jids = Array.from({ length: 400 }, (_, i) => `2026112500000001${String(i).padStart(4, "0")}`);
+  for (const [what, a, b] of cases) {
+    let moved = 0;
+    for (const jid of jids) {
+      const m = ownersMoved(a, b, jid);
+      assert.equal(m, ownersOf(a, jid).join() !== ownersOf(b, jid).join(), `${what}: ${jid}`);
+      if (m) moved++;
+    }
+    if (sameOwnership(a, b)) assert.equal(moved, 0, `${what}: nothing moves`);
+  }
+  // a voter joining moves about a third of the jids with one replica, not all of them
+  const joined = jids.filter((jid) => ownersMoved(over(["m1", "m2"], 1), over(NODES, 1), jid)).length;
+  assert.ok(joined > 60 && joined < 220, `a third move: ${joined}`);
+  // a new table that cannot place a jid moves nothing yet
+  const empty: PlacementTable = { ...over(NODES, 1), nodes: [], owners: new Uint8Array(0) };
+  assert.equal(ownersMoved(over(NODES, 1), empty, jids[0]!), false);
 });

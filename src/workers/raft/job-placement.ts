@@ -27,7 +27,10 @@ import { ringSlots } from "../../shared/sab-ring/layout.js";
 import {
   mergeCopies,
   mergeLists,
+  outboxJid,
+  ownersMoved,
   ownersOf,
+  sameOwnership,
   planRound,
   settleRound,
   tableUsable,
@@ -36,7 +39,7 @@ import {
   type PlacementTable,
 } from "../../shared/placement.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
-import { JobCache } from "../../lib/store/job-cache.js";
+import { JobCache, handoffStamp } from "../../lib/store/job-cache.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
 
@@ -49,8 +52,10 @@ export const HANDOFF_ROUND_KEYS_MAX = 2_000;
 export const HANDOFF_REQUEST_BYTES_MAX = 4 * 1024 * 1024;
 /** how long a table fetched from a host of the ring is used, ms */
 export const TABLE_TTL_MS = 10_000;
-/** one master's `list` answer at most (its newest jobs first fill it), bytes */
-export const LIST_ANSWER_BYTES_MAX = 6 * 1024 * 1024;
+/** one page of a master's `list` answer at most (newest jobs first; the asker pages on), bytes */
+export const LIST_PAGE_BYTES_MAX = 4 * 1024 * 1024;
+/** job-cache keys one round looks at when the ring's table changed (rebalancing), count */
+export const REBALANCE_ROUND_KEYS_MAX = 5_000;
 
 const log = getLogger("brine.cluster.placement");
 const roundLog = new LogBudget(1, 10_000, (line) => log.warning(line), "job hand-off");
@@ -84,6 +89,8 @@ export interface PlacementDeps {
   /** whether the peer channel has a session with `peer` now: one without is not asked (no wait for a dead master) */
   up: (peer: string) => boolean;
   now?: () => number;
+  /** one `list` page at most, bytes (LIST_PAGE_BYTES_MAX; tests make it small) */
+  listPageBytes?: number;
 }
 
 /** A master's copy of a jid, or why it could not be had. */
@@ -97,9 +104,18 @@ export interface ClusterJob {
 
 export interface ClusterJobList {
   jobs: ListedJob[];
+  /** masters that could not be asked (or stopped answering between pages), with why */
   unreachable: Record<string, string>;
-  /** masters whose list was cut at LIST_ANSWER_BYTES_MAX (their newest jobs were sent) */
-  truncated: string[];
+}
+
+/** A rebalancing scan in progress: the job cache's keys, in key order, from `after` on. */
+interface Rescan {
+  prev: PlacementTable;
+  next: PlacementTable;
+  /** which database is being walked: job records (`loads`), then returns */
+  phase: "loads" | "returns";
+  /** the last key looked at, undefined at the start of a phase */
+  after: string | undefined;
 }
 
 export class JobPlacement {
@@ -110,6 +126,9 @@ export class JobPlacement {
   /** outbox keys found without a record last round (key -> stamp): gone for good if the same next round */
   private absent = new Map<string, number>();
   private readonly off: () => void;
+  /** the table of the routed ring this master hosted at its last round (rebalancing compares with it) */
+  private seen: PlacementTable | undefined;
+  private rescan: Rescan | undefined;
 
   constructor(private readonly d: PlacementDeps) {
     this.now = d.now ?? Date.now;
@@ -135,8 +154,12 @@ export class JobPlacement {
   /** One hand-off round (see the header). Resolves when it settled what it could. */
   async round(): Promise<void> {
     const ring = this.d.route();
-    if (ring === null) return;
+    if (ring === null) {
+      this.seen = this.rescan = undefined;
+      return;
+    }
     const s = this.d.store();
+    await this.rebalance(ring, s);
     const entries: [string, number][] = [];
     for (const { key, value } of s.handoff.getRange({ limit: HANDOFF_ROUND_KEYS_MAX })) entries.push([key, value]);
     if (entries.length === 0) return;
@@ -205,6 +228,50 @@ export class JobPlacement {
     });
   }
 
+  /**
+   * Rebalancing: when the table of the routed ring this master hosts changes (a voter joined or left the ring,
+   * replicas changed), every job whose owners changed is put back in the outbox, a slice of the job cache per
+   * round, so the hand-off gives it to its new owners and a master no longer among them drops its copy once
+   * they have it. A master that never hosted the ring holds nothing past its outbox, which follows the
+   * current table anyway; one that hosted it and left (a voter removed from the ring while it runs) goes on
+   * with a host's table, so its copies move to their owners too.
+   */
+  private async rebalance(ring: string, s: Store): Promise<void> {
+    const own = this.d.localTable(ring);
+    const t = own && tableUsable(own) ? own : this.seen?.ring === ring ? await this.table(ring) : undefined;
+    if (!t || !tableUsable(t)) return;
+    const prev = this.seen;
+    this.seen = t;
+    if (prev && prev.ring === ring && !sameOwnership(prev, t)) {
+      // a change during a scan: compare with the table the scan started from (what the copies were placed by)
+      this.rescan = { prev: this.rescan?.prev ?? prev, next: t, phase: "loads", after: undefined };
+      log.info(`ring ${ring}'s owners changed (voters ${prev.nodes.join(",") || prev.voters.join(",")} -> ${t.nodes.join(",") || t.voters.join(",")}, replicas ${prev.replicas} -> ${t.replicas}): jobs whose owners changed go back to the hand-off`);
+    } else if (prev && prev.ring !== ring) this.rescan = undefined;
+    const r = this.rescan;
+    if (!r) return;
+    r.next = t;
+    const db = r.phase === "loads" ? s.loads : s.returns;
+    const keys: string[] = [];
+    for (const key of db.getKeys({ ...(r.after !== undefined ? { start: r.after } : {}), limit: REBALANCE_ROUND_KEYS_MAX + 1 })) {
+      if (key === r.after) continue;
+      keys.push(key as string);
+      if (keys.length >= REBALANCE_ROUND_KEYS_MAX) break;
+    }
+    const moved = keys.filter((key) => ownersMoved(r.prev, r.next, outboxJid(key)));
+    if (moved.length > 0) {
+      await s.root.transaction(() => {
+        for (const key of moved) if (!s.handoff.doesExist(key)) s.handoff.putSync(key, handoffStamp());
+      });
+    }
+    if (keys.length < REBALANCE_ROUND_KEYS_MAX) {
+      if (r.phase === "loads") this.rescan = { ...r, phase: "returns", after: undefined };
+      else {
+        this.rescan = undefined;
+        log.info(`ring ${ring}: the rebalancing scan of this master's job cache is done`);
+      }
+    } else r.after = keys[keys.length - 1];
+  }
+
   private jobRecord(s: Store, jid: string, h: HandedJob): boolean {
     const load = s.loads.get(jid);
     const minions = s.minions.get(jid);
@@ -263,25 +330,45 @@ export class JobPlacement {
     return out;
   }
 
-  /** This master's jobs, newest first until LIST_ANSWER_BYTES_MAX, answered oldest first. */
-  localList(): { jobs: ListedJob[]; truncated: boolean } {
+  /**
+   * One page of this master's jobs: newest first from `before` (exclusive; the newest job when absent) until
+   * `pageBytes`, answered oldest first, with `next` (the cursor of the following page) when jobs are left.
+   * A page holds at least one job, so paging always advances.
+   */
+  localList(before?: string, pageBytes = Infinity): { jobs: ListedJob[]; next?: string } {
     const s = this.d.store();
     const jobs: ListedJob[] = [];
     let bytes = 0;
-    let truncated = false;
-    for (const { key, value } of s.loads.getRange({ reverse: true })) {
-      if (!value) continue;
+    let next: string | undefined;
+    for (const { key, value } of s.loads.getRange({ reverse: true, ...(before !== undefined ? { start: before } : {}) })) {
+      if (!value || key === before) continue;
       const m = s.minions.get(key);
       const e = s.endtimes.get(key);
       const job: ListedJob = [key, value, Array.isArray(m) ? m : null, typeof e === "string" ? e : null];
-      bytes += (cbor.encode(job) as Uint8Array).byteLength;
-      if (bytes > LIST_ANSWER_BYTES_MAX) {
-        truncated = true;
-        break;
+      if (pageBytes !== Infinity) {
+        bytes += (cbor.encode(job) as Uint8Array).byteLength;
+        if (bytes > pageBytes && jobs.length > 0) {
+          next = jobs[jobs.length - 1]![0];
+          break;
+        }
       }
       jobs.push(job);
     }
-    return { jobs: jobs.reverse(), truncated };
+    return { jobs: jobs.reverse(), ...(next !== undefined ? { next } : {}) };
+  }
+
+  /** Every page of `peer`'s job list (each one peer-channel request). */
+  private async peerList(peer: string): Promise<ListedJob[]> {
+    const pages: ListedJob[][] = [];
+    let before: string | undefined;
+    for (;;) {
+      const a = checkList(cbor.decode(await this.d.channel.request(peer, PLACEMENT_CHANNEL, cbor.encode({ op: "list", ...(before !== undefined ? { before } : {}) }) as Uint8Array, this.d.timeoutMs)));
+      pages.push(a.jobs);
+      if (a.next === undefined) break;
+      if (before !== undefined && a.next >= before) throw new BrineError("PLACEMENT_BAD_MESSAGE", `list page cursor did not move back (${a.next} after ${before})`);
+      before = a.next;
+    }
+    return pages.reverse().flat();
   }
 
   /** `jid` as the cluster holds it: this master's copy merged with every other master's. */
@@ -305,12 +392,10 @@ export class JobPlacement {
     return { job: mergeCopies([this.localCopy(jid), ...copies.filter((c): c is JobCopy => c !== undefined)]), unreachable };
   }
 
-  /** Every master's jobs, merged. */
+  /** Every master's jobs, merged (each peer's list asked page by page). */
   async clusterList(): Promise<ClusterJobList> {
     const unreachable: Record<string, string> = {};
-    const truncated: string[] = [];
     const own = this.localList();
-    if (own.truncated) truncated.push(this.d.self);
     const lists = await Promise.all(
       this.d.peers().map(async (p): Promise<ListedJob[]> => {
         if (!this.d.up(p)) {
@@ -318,16 +403,14 @@ export class JobPlacement {
           return [];
         }
         try {
-          const a = checkList(cbor.decode(await this.d.channel.request(p, PLACEMENT_CHANNEL, cbor.encode({ op: "list" }) as Uint8Array, this.d.timeoutMs)));
-          if (a.truncated) truncated.push(p);
-          return a.jobs;
+          return await this.peerList(p);
         } catch (e) {
           unreachable[p] = (e as Error).message;
           return [];
         }
       }),
     );
-    return { jobs: mergeLists([own.jobs, ...lists]), unreachable, truncated: truncated.sort() };
+    return { jobs: mergeLists([own.jobs, ...lists]), unreachable };
   }
 
   // --- serving peers -------------------------------------------------------------------------------------
@@ -348,7 +431,8 @@ export class JobPlacement {
         if (!validJid(q.jid)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "read names no jid");
         return cbor.encode(this.localCopy(q.jid)) as Uint8Array;
       case "list":
-        return cbor.encode(this.localList()) as Uint8Array;
+        if (q.before !== undefined && !validJid(q.before)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "list's cursor is not a jid");
+        return cbor.encode(this.localList(q.before, this.d.listPageBytes ?? LIST_PAGE_BYTES_MAX)) as Uint8Array;
       case "table": {
         const t = typeof q.ring === "string" ? this.d.localTable(q.ring) : undefined;
         if (!t || !tableUsable(t)) throw new BrineError("PLACEMENT_NO_TABLE", `${this.d.self} has no table of ring ${String(q.ring)}`);
@@ -466,12 +550,13 @@ function checkCopy(raw: unknown): JobCopy {
   return c;
 }
 
-function checkList(raw: unknown): { jobs: ListedJob[]; truncated: boolean } {
+function checkList(raw: unknown): { jobs: ListedJob[]; next?: string } {
   if (!isMap(raw) || !Array.isArray(raw.jobs)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "malformed job list");
   const jobs: ListedJob[] = [];
   for (const j of raw.jobs) {
     if (!Array.isArray(j) || j.length !== 4 || !validJid(j[0]) || !isMap(j[1])) continue;
     jobs.push([j[0], j[1], isStrings(j[2]) ? j[2] : null, typeof j[3] === "string" ? j[3] : null]);
   }
-  return { jobs, truncated: raw.truncated === true };
+  if (raw.next !== undefined && !validJid(raw.next)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "list page cursor is not a jid");
+  return { jobs, ...(raw.next !== undefined ? { next: raw.next } : {}) };
 }
