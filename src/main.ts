@@ -34,6 +34,7 @@ import { NonceJournal } from "./shared/nonce-journal.js";
 import { lmdbDir } from "./lib/store/lmdb-env.js";
 import { ControlServer } from "./main-thread/control-server.js";
 import { relayRunnerResult, runnerResultsChannel } from "./shared/runner-results.js";
+import { jobReadsChannel, serveJobReads } from "./shared/cluster-job-reads.js";
 import type { BroadcastChannel } from "node:worker_threads";
 import { RequestPort, type RouterTag } from "./main-thread/request-port.js";
 import { PublishPort } from "./main-thread/publish-port.js";
@@ -93,6 +94,9 @@ export class MasterServer {
     this.bus = new EventBusServer(cfg.sock_dir);
     this.runnerResults = runnerResultsChannel(cfg);
   }
+
+  /** Clustered: the request workers' cluster-wide job reads, relayed to the Raft worker (src/shared/cluster-job-reads.ts). */
+  private jobReads: BroadcastChannel | undefined;
 
   private prepareDirs(): void {
     const c = this.cfg;
@@ -179,6 +183,10 @@ export class MasterServer {
     if (this.cluster && c.cluster_isolated_filesystem) ensureClusterKeys(c); // checks the pair the join installed
     if (!this.cluster) this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
+    if (this.cluster) {
+      const node = this.cluster.node;
+      serveJobReads((this.jobReads = jobReadsChannel(c)), (jid) => node.raft.jobRead(jid));
+    }
     const shared = {
       secrets: this.secrets.sab,
       nonces: this.nonces.sab,
@@ -286,6 +294,7 @@ export class MasterServer {
     await this.stopCluster();
     this.nonceJournal?.close();
     this.runnerResults.close();
+    this.jobReads?.close();
     await this.bus.stop();
   }
 

@@ -8,7 +8,8 @@
  *   `id: <asking minion>` as Salt's does. Answer: `{jid, minions}`. The minion then polls `pub_ret`.
  * - `pub_ret`: the returns stored for a jid, `{minion: {ret, out?}}`, only to the minion that published it
  *   (the saved job load names it; Salt kept a `publish_auth/<jid>` file, CVE-2025-22242: no path is built from
- *   the request here, the jid must be a jid).
+ *   the request here, the jid must be a jid). With `jobs` placed on a ring, the load and the returns are read
+ *   as the cluster holds them (src/shared/cluster-job-reads.ts), as `minion_publish`'s wait does.
  * - `minion_publish` (the older form, which waits on the master): publishes as `minion_pub`, waits for every
  *   targeted minion or the timeout, and answers the returns (`form: full`: each return's whole record with
  *   `ret`, and `__jid__`).
@@ -33,6 +34,8 @@ import { RunnerResultWaiter } from "../../shared/runner-results.js";
 import type { Effects, MasterContext } from "./context.js";
 import type { AesResult } from "./aes-funcs.js";
 import { shown } from "../../shared/shown.js";
+import { ClusterJobReader } from "../../shared/cluster-job-reads.js";
+import type { JobCopy } from "../../shared/placement.js";
 
 const log = getLogger("brine.peer");
 
@@ -43,12 +46,27 @@ export const peerRunnerWaitSMax = 600;
 const returnPollMs = 200;
 
 const refusals = new LogBudget(20, 60_000, (l) => log.warning(l), "peer publish refusals");
-/** one line per minute: returns read here while jobs are placed on a ring may be incomplete */
-const placedReads = new LogBudget(1, 60_000, (l) => log.warning(l), "peer publish returns under placement");
+/** How often `minion_publish` asks the cluster for the returns of a job placed on a ring (every master is asked), ms. */
+const placedPollMs = 1000;
+/** one line per minute: a cluster-wide read failed, this master's copy answered */
+const placedReads = new LogBudget(1, 60_000, (l) => log.warning(l), "peer publish reads under placement");
+const readers = new WeakMap<MasterContext, ClusterJobReader>();
 
-/** Says (within a budget) that this master reads only its own copy of a placed job's returns. */
-function warnIfPlaced(ctx: MasterContext, jid: string, what: string): void {
-  if (ctx.jobs.placing(jid)) placedReads.line(`${what} for job ${jid} reads the returns on this master only: jobs are placed on a ring, so returns held by the job's owners elsewhere are not included`);
+/**
+ * `jid` as the cluster holds it when jobs are placed on a ring (its load and returns may be on other masters,
+ * src/shared/cluster-job-reads.ts); undefined when jobs are not placed, or when the read failed (logged: this
+ * master's copy answers then).
+ */
+async function placedCopy(ctx: MasterContext, jid: string, what: string): Promise<JobCopy | undefined> {
+  if (!ctx.jobs.placing(jid)) return undefined;
+  let r = readers.get(ctx);
+  if (!r) readers.set(ctx, (r = new ClusterJobReader(ctx.cfg)));
+  try {
+    return await r.read(jid);
+  } catch (e) {
+    placedReads.line(`${what} for job ${jid}: the cluster-wide read failed (${(e as Error).message}); answering with the returns on this master only`);
+    return undefined;
+  }
 }
 
 const send = (ret: unknown): AesResult => ({ ret, mode: "send" });
@@ -131,18 +149,19 @@ export async function doMinionPub(ctx: MasterContext, load: Record<string, WireV
 }
 
 /** `pub_ret`: the returns of a job this minion published, `{minion: {ret, out?}}` (Salt's get_cache_returns). */
-export function doPubRet(ctx: MasterContext, load: Record<string, WireValue>): AesResult {
+export async function doPubRet(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
   const { id, jid } = load;
   if (!validId(id) || !validJid(jid) || !("tok" in load)) return refuse(id, "pub_ret", "a valid id, jid and tok are required");
-  const job = ctx.jobs.getLoad(jid);
+  // placed on a ring: the load and the returns may be on the job's owners only
+  const copy = await placedCopy(ctx, jid, "pub_ret");
+  const job = copy?.load ?? ctx.jobs.getLoad(jid);
   if (!job || job.id !== id) return refuse(id, "pub_ret", `job ${jid} was not published by this minion`);
-  warnIfPlaced(ctx, jid, "pub_ret");
-  return send(cacheReturns(ctx, jid));
+  return send(cacheReturns(copy?.returns ?? ctx.jobs.returnsFor(jid)));
 }
 
-function cacheReturns(ctx: MasterContext, jid: string): Record<string, Record<string, unknown>> {
+function cacheReturns(returns: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
-  for (const [m, rec] of Object.entries(ctx.jobs.returnsFor(jid))) {
+  for (const [m, rec] of Object.entries(returns)) {
     out[m] = { ret: rec.return, ...(rec.out !== undefined ? { out: rec.out } : {}) };
   }
   return out;
@@ -166,12 +185,18 @@ export async function doMinionPublish(ctx: MasterContext, load: Record<string, W
   const full = load.form === "full";
   if (r.jid === null) return send(full ? { __jid__: null } : {});
   const jid = r.jid;
-  warnIfPlaced(ctx, jid, "minion_publish");
   const deadline = Date.now() + timeoutS * 1000;
-  let returns = ctx.jobs.returnsFor(jid);
-  while (Date.now() < deadline && r.minions.some((m) => !(m in returns))) {
-    await new Promise((res) => setTimeout(res, returnPollMs));
-    returns = ctx.jobs.returnsFor(jid);
+  // placed on a ring: returns that landed on other masters are handed to the job's owners, so ask the cluster
+  const placed = ctx.jobs.placing(jid);
+  const complete = (returns: Record<string, unknown>) => !r.minions.some((m) => !(m in returns));
+  const look = async () => {
+    const here = ctx.jobs.returnsFor(jid);
+    return placed && !complete(here) ? ((await placedCopy(ctx, jid, "minion_publish"))?.returns ?? here) : here;
+  };
+  let returns = await look();
+  while (Date.now() < deadline && !complete(returns)) {
+    await new Promise((res) => setTimeout(res, placed ? placedPollMs : returnPollMs));
+    returns = await look();
   }
   const out: Record<string, unknown> = {};
   for (const [m, rec] of Object.entries(returns)) {
