@@ -84,6 +84,18 @@ export function parseRingSet(members: unknown, replicas: unknown): RingConfigVal
   return out;
 }
 
+/** The data types brine stores on a ring's owners when routed (`route_set`); the others stay on every master. */
+export const PLACED_DATA_TYPES: readonly string[] = ["jobs"];
+
+/**
+ * What `route_set` says beside its commit when the route governs nothing in brine: a data type other than
+ * PLACED_DATA_TYPES routed to a ring is recorded (as Salt records any route) but its data stays on every master.
+ */
+export function routeWarning(dataType: string, ring: string | null): string | undefined {
+  if (ring === null || PLACED_DATA_TYPES.includes(dataType)) return undefined;
+  return `data type ${JSON.stringify(dataType)} is routed to ring ${ring}, but brine places only ${PLACED_DATA_TYPES.join(", ")} on a ring's owners: ${dataType} stays on every master (broadcast)`;
+}
+
 /** The committed result, or CLUSTER_NOT_COMMITTED when the state machines refused the committed entry. */
 export function committed<T>(r: ProposeResult, data: T): Committed<T> {
   if (r.applied === "refused") {

@@ -19,7 +19,7 @@ import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
 import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedOwnership, shedUnowned, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
 import { validateRingRef } from "../shared/cluster-names.js";
-import { checkRingCreate, committed, isUnset, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, type GroupHint } from "./cluster-ops.js";
+import { checkRingCreate, committed, isUnset, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, routeWarning, type GroupHint } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ProposeResult, ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes, ringInfoFromState } from "./cluster-shapes.js";
@@ -106,7 +106,9 @@ async function members(c: RunnerCluster, unhealthyAfterMs: number, ring: string)
 
 async function proposeRoute(c: RunnerCluster, data_type: string, ring_id: string | null): Promise<unknown> {
   const r = await propose(c, CLUSTER_RING, { kind: "ROUTE", value: { data_type, ring_id } });
-  return committed(r, { data_type, ring_id });
+  const warning = routeWarning(data_type, ring_id);
+  if (warning) log.warning(`cluster.route_set: ${warning}`);
+  return { ...committed(r, { data_type, ring_id }), ...(warning ? { warning } : {}) };
 }
 
 /** shed_unowned's arguments in Salt's order and names. */

@@ -114,7 +114,13 @@ test("a single clustered master operates a ring through salt-run: create, set, p
     assert.deepEqual([created.status, created.group, created.data], ["committed", "cluster", { ring_id: "jobs", founding_voters: [NODE_ID], status: "active" }]);
     const set = await saltRun(m, "cluster.ring_set", "jobs", "members=voters", "replicas=1");
     assert.deepEqual(set.data, { ring_id: "jobs", members: "voters", replicas: 1, version: set.index });
-    await saltRun(m, "cluster.route_set", "jobs", "jobs");
+    const routed = await saltRun(m, "cluster.route_set", "jobs", "jobs");
+    assert.equal(routed.warning, undefined, "jobs are placed: nothing to warn of");
+    // brine places only jobs: a route for mine is recorded, and the answer says its data stays on every master
+    const mine = await saltRun(m, "cluster.route_set", "mine", "jobs");
+    assert.deepEqual(mine.data, { data_type: "mine", ring_id: "jobs" });
+    assert.match(String(mine.warning), /places only jobs .*mine stays on every master/);
+    assert.equal((await saltRun(m, "cluster.route_clear", "mine")).warning, undefined);
     const raft = m.server.clusterNode!.raft;
     assert.deepEqual(Object.keys(await raft.jobsHeld(10)), [NODE_ID], "no peers: only this master is asked");
     const check = await saltRun(m, "cluster.placement_check", "jobs");
