@@ -19,7 +19,7 @@ import { getLogger } from "./log.js";
 import { LogBudget } from "./log-budget.js";
 
 /** How long a request worker waits for a cluster-wide job read (every master asked), ms. */
-export const CLUSTER_JOB_READ_TIMEOUT_MS = 15_000;
+export const clusterJobReadTimeoutMs = 15_000;
 
 type Msg =
   | { k: "read"; from: string; id: number; jid: string }
@@ -62,7 +62,7 @@ export function serveJobReads(ch: BroadcastChannel, read: (jid: string) => Promi
 export class ClusterJobReader {
   private ch: BroadcastChannel | undefined;
   private readonly me = randomBytes(8).toString("hex");
-  private readonly calls = new PortCalls<JobCopy>(CLUSTER_JOB_READ_TIMEOUT_MS, () => new BrineError("THREAD_NO_ANSWER", `no cluster-wide job read within ${CLUSTER_JOB_READ_TIMEOUT_MS / 1000} s`));
+  private readonly calls = new PortCalls<JobCopy>(clusterJobReadTimeoutMs, () => new BrineError("THREAD_NO_ANSWER", `no cluster-wide job read within ${clusterJobReadTimeoutMs / 1000} s`));
 
   constructor(private readonly cfg: MasterConfig) {}
 

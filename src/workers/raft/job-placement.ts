@@ -53,9 +53,9 @@ export const HANDOFF_REQUEST_BYTES_MAX = 4 * 1024 * 1024;
 /** how long a table fetched from a host of the ring is used, ms */
 export const TABLE_TTL_MS = 10_000;
 /** one page of a master's `list` answer at most (newest jobs first; the asker pages on), bytes */
-export const LIST_PAGE_BYTES_MAX = 4 * 1024 * 1024;
+export const listPageBytesMax = 4 * 1024 * 1024;
 /** job-cache keys one round looks at when the ring's table changed (rebalancing), count */
-export const REBALANCE_ROUND_KEYS_MAX = 5_000;
+export const rebalanceRoundKeysMax = 5_000;
 
 const log = getLogger("brine.cluster.placement");
 const roundLog = new LogBudget(1, 10_000, (line) => log.warning(line), "job hand-off");
@@ -89,7 +89,7 @@ export interface PlacementDeps {
   /** whether the peer channel has a session with `peer` now: one without is not asked (no wait for a dead master) */
   up: (peer: string) => boolean;
   now?: () => number;
-  /** one `list` page at most, bytes (LIST_PAGE_BYTES_MAX; tests make it small) */
+  /** one `list` page at most, bytes (listPageBytesMax; tests make it small) */
   listPageBytes?: number;
 }
 
@@ -252,10 +252,10 @@ export class JobPlacement {
     r.next = t;
     const db = r.phase === "loads" ? s.loads : s.returns;
     const keys: string[] = [];
-    for (const key of db.getKeys({ ...(r.after !== undefined ? { start: r.after } : {}), limit: REBALANCE_ROUND_KEYS_MAX + 1 })) {
+    for (const key of db.getKeys({ ...(r.after !== undefined ? { start: r.after } : {}), limit: rebalanceRoundKeysMax + 1 })) {
       if (key === r.after) continue;
       keys.push(key as string);
-      if (keys.length >= REBALANCE_ROUND_KEYS_MAX) break;
+      if (keys.length >= rebalanceRoundKeysMax) break;
     }
     const moved = keys.filter((key) => ownersMoved(r.prev, r.next, outboxJid(key)));
     if (moved.length > 0) {
@@ -263,7 +263,7 @@ export class JobPlacement {
         for (const key of moved) if (!s.handoff.doesExist(key)) s.handoff.putSync(key, handoffStamp());
       });
     }
-    if (keys.length < REBALANCE_ROUND_KEYS_MAX) {
+    if (keys.length < rebalanceRoundKeysMax) {
       if (r.phase === "loads") this.rescan = { ...r, phase: "returns", after: undefined };
       else {
         this.rescan = undefined;
@@ -432,7 +432,7 @@ export class JobPlacement {
         return cbor.encode(this.localCopy(q.jid)) as Uint8Array;
       case "list":
         if (q.before !== undefined && !validJid(q.before)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "list's cursor is not a jid");
-        return cbor.encode(this.localList(q.before, this.d.listPageBytes ?? LIST_PAGE_BYTES_MAX)) as Uint8Array;
+        return cbor.encode(this.localList(q.before, this.d.listPageBytes ?? listPageBytesMax)) as Uint8Array;
       case "table": {
         const t = typeof q.ring === "string" ? this.d.localTable(q.ring) : undefined;
         if (!t || !tableUsable(t)) throw new BrineError("PLACEMENT_NO_TABLE", `${this.d.self} has no table of ring ${String(q.ring)}`);
