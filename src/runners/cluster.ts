@@ -234,7 +234,7 @@ export const clusterRunners: Record<string, RunnerFn> = {
 
   /**
    * remove_member(id): beyond Salt (where every master must restart): takes node `id` out of the cluster group
-   * (a Raft configuration change, committed on the leader: run it there; elsewhere the error names the leader),
+   * (a Raft configuration change: a follower forwards it to the leader),
    * then a tombstone of its peer key is committed, so every master forgets the key when it applies it (its
    * handshakes are refused until it is admitted again with cluster_secret). Returns the committed change.
    */
@@ -257,6 +257,24 @@ export const clusterRunners: Record<string, RunnerFn> = {
     const k = await propose(c, CLUSTER_RING, { kind: "PEER_KEY", value: { id, pub: null } });
     log.warning(`cluster.remove_member: ${id} removed at index ${r.index}; its key forgotten at index ${k.index}`);
     return committed(r, { removed: id, key_forgotten_at: k.index });
+  },
+
+  /**
+   * readmit_member(id): beyond Salt: lets a master taken out with remove_member join again with cluster_secret
+   * (until then the members refuse its joins as "removed", whatever secret it proves). Commits a re-admitted
+   * tombstone of its key (PEER_KEY {pub: null, readmit: true}); its key arrives with its next join. Refused for
+   * a current member (it was not removed).
+   */
+  "cluster.readmit_member": async (ctx: RunnerContext, arg, kwarg) => {
+    const c = ctx.cluster;
+    if (!c) return NOT_CLUSTERED;
+    const id = String(argOf(arg, kwarg, 0, "id", ""));
+    if (id === "" || id === c.nodeId) throw new BrineError("CLUSTER_BAD_ARGUMENT", id === "" ? "readmit_member needs id=<node id>" : "this master is a member");
+    const membership = await readCluster<MembershipSnapshot>(c, "membership");
+    if (membership.voters.includes(id) || membership.learners.includes(id)) throw new BrineError("CLUSTER_BAD_ARGUMENT", `${id} is a member (it was not removed)`);
+    const k = await propose(c, CLUSTER_RING, { kind: "PEER_KEY", value: { id, pub: null, readmit: true } });
+    log.warning(`cluster.readmit_member: ${id} may join again with cluster_secret (committed at index ${k.index})`);
+    return committed(k, { readmitted: id });
   },
 
   "cluster.route_clear": async (ctx: RunnerContext, arg, kwarg) => {

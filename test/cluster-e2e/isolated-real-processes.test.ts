@@ -10,10 +10,14 @@
  * the keys and the roots, and is promoted to voter on every master. A minion that knows only the balancer, sent
  * to m4 by HAProxy, signs in there with the key m4 pulled (never pending), gets its pillar from m4's synced
  * pillar_roots, and `state.apply` published on m4 runs the SLS the minion fetched from m4's synced file_roots.
+ *
+ * Then `cluster.remove_member id=m4` run on a follower (forwarded to the leader) takes m4 out; m4 restarted from
+ * empty directories with the secret is refused as removed, with a log line on both sides, and exits after
+ * cluster_join_timeout; once `cluster.readmit_member id=m4` is committed it joins again and becomes a voter.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
@@ -24,7 +28,7 @@ const HOSTS = ["127.0.0.231", "127.0.0.232", "127.0.0.233", "127.0.0.234"];
 
 const SLS = "joined:\n  test.succeed_without_changes:\n    - comment: served by the synced file_roots\n";
 
-test("a 4th master process joins a running 3-master isolated cluster behind HAProxy from a vanilla directory, and a minion sent to it runs state.apply from the synced roots", { timeout: 300_000 }, async (t) => {
+test("a 4th master process joins a running 3-master isolated cluster behind HAProxy from a vanilla directory, and a minion sent to it runs state.apply from the synced roots; removed on a follower, it is refused as removed until readmit_member", { timeout: 300_000 }, async (t) => {
   const why = await skipReason(LB, HOSTS);
   if (why) {
     t.skip(why);
@@ -101,6 +105,36 @@ test("a 4th master process joins a running 3-master isolated cluster behind HAPr
     // an SLS no master has: the minion's fetch from m4 finds nothing and says so, as Salt does
     const missing = await h.salt(3, ["iso-minion", "state.apply", "nowhere", "--out", "json", "-t", "30"]);
     assert.deepEqual(parseReturns(missing.stdout)["iso-minion"], ["No matching sls found for 'nowhere' in env 'base'"]);
+    await minion.stop();
+    minions.pop();
+
+    // remove_member run on a follower is forwarded to the leader: m4 leaves Raft and every member forgets its key
+    const leader = await h.waitLeader([0, 1, 2, 3], 4);
+    const follower = [0, 1, 2].find((i) => h.masters[i]!.id !== leader)!;
+    const removed = await h.clusterRunner(follower, "remove_member", ["id=m4"]);
+    assert.equal(removed.status, "committed", JSON.stringify(removed));
+    await h.waitLeader([0, 1, 2], 3);
+    await until("m4's key forgotten on every member", async () => ([0, 1, 2].every((i) => !existsSync(path.join(h.dirOf(i), "cluster-pki", "peers", "m4.pub"))) ? true : undefined), 20_000, 300);
+
+    // restarted from scratch with the secret, the removed master is refused (both sides say why) and gives up
+    h.kill(3, "SIGTERM");
+    await h.waitExit(3);
+    rmSync(path.join(m4, "cluster-pki"), { recursive: true, force: true });
+    rmSync(path.join(m4, "cache"), { recursive: true, force: true });
+    h.configure(3, { cluster_join_timeout: 6 });
+    await assert.rejects(h.startMaster(3), (e: Error) => {
+      assert.match(e.message, /exited \(\d+\) while starting: .*m4 was removed from cluster iso-real with cluster\.remove_member.*readmit_member id=m4/s);
+      return true;
+    });
+    assert.match(readFileSync(h.masters[2]!.logFile, "utf8"), /cluster join: refused m4 \(removed\)/, "the member it asked logs the refusal");
+    assert.ok(!existsSync(path.join(m4, "cluster-pki", "cluster.pem")), "nothing handed to the removed master");
+
+    // re-admitted by the runner, it joins again and becomes a voter
+    const readmitted = await h.clusterRunner(1, "readmit_member", ["id=m4"]);
+    assert.equal(readmitted.status, "committed", JSON.stringify(readmitted));
+    h.configure(3, { cluster_join_timeout: 300 });
+    await h.startMaster(3);
+    await h.waitLeader([0, 1, 2, 3], 4, 90_000);
   } finally {
     await Promise.all(minions.map((m) => m.stop().catch(() => undefined)));
     await h.stop(process.env.KEEP_CLUSTER === "1");

@@ -168,6 +168,18 @@ test("a node id the cluster knows with another key is refused; the same key is a
   assert.equal(got.via, "m1");
 });
 
+test("a master the cluster log records as removed is refused even with the right secret, until it is re-admitted", () => {
+  const removed = new Set(["m4"]);
+  const held = responder({ removed: (id) => removed.has(id) });
+  const e = refused(() => held.onDiscover(joiner().discover), "removed");
+  assert.match(e.message, /m4 was removed from cluster .* cluster\.readmit_member id=m4/);
+  assert.equal(held.joinerId, "m4", "the responder's log line names it");
+  removed.delete("m4");
+  const j = joiner();
+  const r = responder({ removed: (id) => removed.has(id) });
+  assert.equal(j.onAdmit(((x) => (r.onProof(j.onChallenge(x)), r.admitted(material)))(r.onDiscover(j.discover))).via, "m1");
+});
+
 test("a replayed DISCOVER is refused; so is one dated outside the window", () => {
   const guard = new JoinReplayGuard();
   const j = joiner();

@@ -51,3 +51,14 @@ test("malformed PEER_KEY entries are refused: a path in the id, a non-key pub, a
   assert.throws(() => encodeEntry({ kind: "PEER_KEY", value: { id: "m1", pub: "hello" } }), /public key PEM/);
   assert.throws(() => encodeEntry({ kind: "PEER_KEY", value: { id: "m1", pub: null, port: 70000 } }), /port/);
 });
+
+test("a re-admitted tombstone (cluster.readmit_member) is carried by the log and by snapshots; readmit only with a null pub", () => {
+  const g = new ClusterGroupState();
+  assert.equal(g.apply(encodeEntry({ kind: "PEER_KEY", value: { id: "m4", pub: null } }), 3).outcome, "applied");
+  assert.equal(g.apply(encodeEntry({ kind: "PEER_KEY", value: { id: "m4", pub: null, readmit: true } }), 4).outcome, "applied");
+  const copy = new ClusterGroupState();
+  copy.restore(g.snapshot());
+  assert.deepEqual(copy.peerKeys.all(), [{ id: "m4", pub: null, readmit: true }]);
+  assert.throws(() => encodeEntry({ kind: "PEER_KEY", value: { id: "m4", pub: pem(), readmit: true } }), /readmit is true, and only with a null pub/);
+  assert.throws(() => encodeEntry({ kind: "PEER_KEY", value: { id: "m4", pub: null, readmit: "yes" } as never }), /readmit/);
+});

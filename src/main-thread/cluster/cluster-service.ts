@@ -335,7 +335,7 @@ export class ClusterService {
     if ((await this.node.raft.status()).groups.some((g) => g.group === CLUSTER_RING)) {
       // a member restarting; its cluster key must be here (a joiner never makes one of its own)
       if (!existsSync(minionFacingKeyFiles(this.cfg).pem)) {
-        throw new BrineError("CLUSTER_KEY", `this master is in cluster ${this.settings.clusterId}'s Raft group but ${minionFacingKeyFiles(this.cfg).pem} is gone: run salt-run cluster.remove_member id=${this.nodeId} on another member and start this one from an empty cluster_pki_dir and cachedir`);
+        throw new BrineError("CLUSTER_KEY", `this master is in cluster ${this.settings.clusterId}'s Raft group but ${minionFacingKeyFiles(this.cfg).pem} is gone: run salt-run cluster.remove_member id=${this.nodeId} then cluster.readmit_member id=${this.nodeId} on another member, and start this one from an empty cluster_pki_dir and cachedir`);
       }
       return undefined;
     }

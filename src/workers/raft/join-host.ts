@@ -8,8 +8,9 @@
  *   ADMIT go back. A refusal is one log line here (LogBudget) and a REFUSE frame that the joiner logs;
  * - every member: `reconcile` mirrors the log's peer keys into `peers/<id>.pub` and the keyring, and dials a new
  *   member at the address it gave; a tombstone (`cluster.remove_member`) deletes the file and forgets the key, so
- *   the removed master's handshakes are refused until it is admitted again. A member that was down learns both
- *   when it catches up with the log;
+ *   the removed master's handshakes are refused, and its joins too ("removed", even with the secret) until
+ *   `cluster.readmit_member` marks the tombstone re-admitted. A member that was down learns all of it when it
+ *   catches up with the log;
  * - joiner: `attempt(host, port)` runs one exchange over its own DEALER socket; only after ADMIT verified does it
  *   write anything: the members' keys, cluster.pem / cluster.pub and the publish AES key.
  */
@@ -134,6 +135,7 @@ export class JoinHost {
         secret: iso.secret,
         ...(clusterKey ? { clusterKey } : {}),
         knownKey: (id) => this.o.keyring.get(id),
+        removed: (id) => this.removed.has(id),
         now: Date.now,
         random: (n) => randomBytes(n),
       },
@@ -219,6 +221,8 @@ export class JoinHost {
 
   /** ids whose key the cluster log holds (not tombstoned), as last reconciled */
   private readonly logged = new Set<string>();
+  /** ids the cluster log records as removed and not re-admitted: their joins are refused ("removed") */
+  private readonly removed = new Set<string>();
 
   /** Mirrors the cluster log's peer keys (manager.onPeerKeys): records each key, forgets each tombstone. */
   reconcile(keys: readonly PeerKeyValue[]): void {
@@ -227,9 +231,12 @@ export class JoinHost {
       try {
         if (k.pub === null) {
           this.logged.delete(k.id);
+          if (k.readmit) this.removed.delete(k.id);
+          else this.removed.add(k.id);
           if (this.o.keyring.loaded(k.id) || existsSync(path.join(this.s.peerKeyDir, `${k.id}.pub`))) this.forgetHere(k.id, "cluster.remove_member");
         } else {
           this.logged.add(k.id);
+          this.removed.delete(k.id);
           this.record(k.id, k.pub, k.host, k.port, true);
         }
       } catch (e) {

@@ -82,9 +82,9 @@ const ZERO_NONCE = new Uint8Array(24);
  * the window), forged (a signature or a seal that does not verify), duplicate-id (the joiner claims the
  * responder's id), no-cluster (the responder has no cluster to join yet), bad-frame, version, state.
  */
-export type JoinRefusal = "secret" | "fingerprint" | "cluster" | "known-id" | "replay" | "forged" | "duplicate-id" | "no-cluster" | "bad-frame" | "version" | "state" | "busy";
+export type JoinRefusal = "secret" | "fingerprint" | "cluster" | "known-id" | "removed" | "replay" | "forged" | "duplicate-id" | "no-cluster" | "bad-frame" | "version" | "state" | "busy";
 
-const REFUSALS: ReadonlySet<string> = new Set<JoinRefusal>(["secret", "fingerprint", "cluster", "known-id", "replay", "forged", "duplicate-id", "no-cluster", "bad-frame", "version", "state", "busy"]);
+const REFUSALS: ReadonlySet<string> = new Set<JoinRefusal>(["secret", "fingerprint", "cluster", "known-id", "removed", "replay", "forged", "duplicate-id", "no-cluster", "bad-frame", "version", "state", "busy"]);
 
 export class JoinError extends BrineError {
   constructor(
@@ -474,6 +474,8 @@ export interface ResponderContext {
   clusterKey?: { privateKey: KeyObject; pubPem: string };
   /** the key this cluster knows for a node id, if any */
   knownKey(id: string): KeyObject | undefined;
+  /** whether the cluster log records `id` as removed (cluster.remove_member) and not re-admitted since */
+  removed?(id: string): boolean;
   now(): number;
   random(n: number): Uint8Array;
 }
@@ -528,6 +530,8 @@ export class ResponderExchange {
   private j2r: Uint8Array | undefined;
   private r2j: Uint8Array | undefined;
   private joiner: { id: string; pub: string; key: KeyObject; host: string; port: number } | undefined;
+  /** the id a DISCOVER signed by the key it carries claims, kept for the log line of a refusal */
+  private signedBy: string | undefined;
 
   constructor(
     private readonly ctx: ResponderContext,
@@ -536,7 +540,7 @@ export class ResponderExchange {
 
   /** the joiner's claimed id once DISCOVER parsed (authenticated only after PROOF) */
   get joinerId(): string | undefined {
-    return this.joiner?.id;
+    return this.joiner?.id ?? this.signedBy;
   }
 
   private fail(e: unknown): never {
@@ -560,8 +564,10 @@ export class ResponderExchange {
       const pub = textField(d, "pub", PEM_BYTES_MAX);
       const key = parseKey(pub, `${from}'s key`);
       if (!verifyWith(key, concatBytes([L_DISCOVER, body]), bytesField(m, "sig", undefined, 1024))) throw new JoinError("forged", `${from}'s DISCOVER is not signed by the key it carries`);
+      this.signedBy = from;
       const known = this.ctx.knownKey(from);
       if (known && !sameBytes(spki(known), spki(key))) throw new JoinError("known-id", `node id ${from} is known to this cluster with another key (remove it with cluster.remove_member first, or give the new master its own id)`);
+      if (this.ctx.removed?.(from)) throw new JoinError("removed", `${from} was removed from cluster ${this.ctx.clusterId} with cluster.remove_member; the secret does not admit it again: run salt-run cluster.readmit_member id=${from} on a member first`);
       const listen = listenOf(d);
       const ts = own(d, "ts");
       this.replay.check(from, bytesField(d, "nonce", 32), typeof ts === "number" ? ts : Number.NaN, this.ctx.now());

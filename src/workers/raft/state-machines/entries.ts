@@ -54,6 +54,11 @@ export interface PeerKeyValue {
   /** where its peer channel listens, when known */
   readonly host?: string;
   readonly port?: number;
+  /**
+   * with pub null only: the member was removed and then re-admitted (cluster.readmit_member), so a join with the
+   * secret admits it again; a tombstone without it refuses its joins
+   */
+  readonly readmit?: true;
 }
 
 export type ClusterEntry =
@@ -143,7 +148,9 @@ export function validatePeerKey(raw: unknown): PeerKeyValue {
   const port = own(o, "port");
   if (host !== undefined && (typeof host !== "string" || host.length === 0 || host.length > 255 || /[\s/\\@]/.test(host))) throw new BrineError("CLUSTER_BAD_ENTRY", "PEER_KEY host is not a host");
   if (port !== undefined && (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535)) throw new BrineError("CLUSTER_BAD_ENTRY", "PEER_KEY port is not a port");
-  return { id, pub: pub as string | null, ...(typeof host === "string" ? { host } : {}), ...(typeof port === "number" ? { port } : {}) };
+  const readmit = own(o, "readmit");
+  if (readmit !== undefined && (readmit !== true || pub !== null)) throw new BrineError("CLUSTER_BAD_ENTRY", "PEER_KEY readmit is true, and only with a null pub");
+  return { id, pub: pub as string | null, ...(typeof host === "string" ? { host } : {}), ...(typeof port === "number" ? { port } : {}), ...(readmit === true ? { readmit: true as const } : {}) };
 }
 
 /** Checks an entry of known kind and returns its canonical form (sorted id lists, defaults filled). */

@@ -1,6 +1,7 @@
 /**
  * The members' peer-channel keys as the cluster log records them (brine's own machine, entry PEER_KEY): node id
- * -> {pub, host?, port?}, or a tombstone (pub null) once `cluster.remove_member` forgot it. In
+ * -> {pub, host?, port?}, or a tombstone (pub null) once `cluster.remove_member` forgot it (a removed master, whose
+ * joins are refused), or a tombstone marked `readmit` once `cluster.readmit_member` let it join again. In
  * isolated-filesystem mode this is how every master, including one that was down, learns that a master was
  * admitted or removed; the Raft worker mirrors it into `cluster_pki_dir/peers/` and its keyring
  * (join-host.ts). Tombstones are kept, so a master that still holds a forgotten key deletes it when it catches
@@ -16,7 +17,7 @@ import { asSnapshotCheck, snapshotField, snapshotObject, snapshotVersion } from 
 const PEER_KEYS_MAX = clusterLimits.votersMax + clusterLimits.learnersMax + 256;
 
 export interface PeerKeysSnapshot {
-  keys: Record<string, { pub: string | null; host?: string; port?: number }>;
+  keys: Record<string, { pub: string | null; host?: string; port?: number; readmit?: true }>;
   version: number;
 }
 
@@ -44,7 +45,7 @@ export class PeerKeysStateMachine {
 
   snapshot(): PeerKeysSnapshot {
     const keys: PeerKeysSnapshot["keys"] = {};
-    for (const v of this.all()) keys[v.id] = { pub: v.pub, ...(v.host !== undefined ? { host: v.host } : {}), ...(v.port !== undefined ? { port: v.port } : {}) };
+    for (const v of this.all()) keys[v.id] = { pub: v.pub, ...(v.host !== undefined ? { host: v.host } : {}), ...(v.port !== undefined ? { port: v.port } : {}), ...(v.readmit ? { readmit: true as const } : {}) };
     return { keys, version: this.appliedVersion };
   }
 
