@@ -267,7 +267,8 @@ export class MasterServer {
       const group = node && (await node.raft.status()).groups.find((g) => g.group === CLUSTER_RING);
       // the same once-a-second look at the cluster group gives this master its jid slot (jid.ts: masters' jids disjoint)
       if (node && group) setJidSlot(this.jidClock, node.nodeId, [...group.voters, ...group.learners]);
-      return { clustered: Boolean(node), serving: !this.stopping, ...(node ? { nodeId: node.nodeId } : {}), ...(group ? { group } : {}) };
+      const joining = this.cluster?.health.board.joining;
+      return { clustered: Boolean(node), serving: !this.stopping, ...(node ? { nodeId: node.nodeId } : {}), ...(group ? { group } : {}), ...(joining ? { joining } : {}) };
     });
     await this.readiness.start();
     log.info(`brine master ${c.id} listening: publish ${c.interface}:${c.publish_port}, requests ${c.interface}:${c.ret_port}`);

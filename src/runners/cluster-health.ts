@@ -54,6 +54,7 @@ export async function healthReport(ctx: RunnerContext): Promise<Record<string, u
     nodeId: c.nodeId,
     ...(group ? { group } : {}),
     ...(board ? { links: board.peers } : {}),
+    ...(board?.joining ? { joining: board.joining } : {}),
     ...(stateSync ? { stateSync } : {}),
     now: Date.now(),
   });

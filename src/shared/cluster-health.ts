@@ -6,8 +6,8 @@
  *
  * Ready means: single master, serving; clustered, serving, a member of group `cluster` (voter, or learner)
  * that knows a leader and has applied its commit index to within `readyLagEntriesMax` entries. A learner
- * is ready on the same terms ("in sync"): the Raft log is what this module can see; whether a state-sync
- * transfer is still running is reported beside it, not judged.
+ * is ready on the same terms ("in sync"), except while its join's state-sync before promotion runs (`joining`):
+ * a learner in the middle of that transfer is never ready.
  */
 
 /** A follower this many committed entries behind in applying them is still caught up (entries in flight). */
@@ -34,6 +34,8 @@ export interface ReadinessFacts {
   nodeId?: string;
   /** group `cluster`, when this master hosts it */
   group?: HealthGroupFacts;
+  /** a joining master not promoted yet: what it waits for (the peer-health board's `joining`) */
+  joining?: string;
 }
 
 export interface Readiness {
@@ -51,6 +53,7 @@ export function readiness(f: ReadinessFacts): Readiness {
   const kind = g.voters.includes(self) ? "voter" : g.learners.includes(self) ? "learner" : undefined;
   if (!kind) return { ready: false, reason: "not a member of the cluster group" };
   if (g.leaderId === null) return { ready: false, reason: `${kind} without a leader` };
+  if (kind === "learner" && f.joining) return { ready: false, reason: `learner not in sync: ${f.joining}` };
   const lag = Math.max(0, g.commit - g.applied);
   if (lag > readyLagEntriesMax) return { ready: false, reason: `${kind} applying: ${lag} committed entries behind` };
   return { ready: true, reason: kind === "voter" ? (g.role === "leader" ? "leader" : "caught-up voter") : "learner in sync" };

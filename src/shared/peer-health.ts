@@ -2,7 +2,8 @@
  * Peer liveness as the peer channel sees it (its events reach the main thread through PeerChannelProxy), shared with runner threads through one small
  * SharedArrayBuffer (written by the main thread only, read by `cluster.members`): which masters have an
  * established session, which are down and since when. A voter counts as unhealthy once its session has been
- * down for `unhealthyAfterMs` (or was never up since this master started and that long has passed).
+ * down for `unhealthyAfterMs` (or was never up since this master started and that long has passed). A joining
+ * master also says here what its promotion waits for (readiness: a learner mid-transfer is not ready).
  *
  * Layout: Int32 [0] seq (seqlock: odd while writing), [1] byte length, then UTF-8 JSON of HealthBoard.
  */
@@ -22,6 +23,8 @@ export interface HealthBoard {
   updatedAt: number;
   startedAt: number;
   peers: Record<string, PeerHealthEntry>;
+  /** while a joining master waits for its promotion: what it waits for (its state-sync before promotion) */
+  joining?: string;
 }
 
 export function createHealthBuffer(): SharedArrayBuffer {
@@ -44,6 +47,15 @@ export class HealthWriter {
     const cur = this.board.peers[id];
     if (cur && cur.up === up) return;
     this.board.peers[id] = { up, since: now };
+    this.board.updatedAt = now;
+    this.flush();
+  }
+
+  /** What this joining master waits for before its promotion; undefined once promoted (or not joining). */
+  setJoining(why: string | undefined, now = Date.now()): void {
+    if (this.board.joining === why) return;
+    if (why === undefined) delete this.board.joining;
+    else this.board.joining = why;
     this.board.updatedAt = now;
     this.flush();
   }

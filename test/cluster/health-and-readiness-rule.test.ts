@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { readStateSyncStatus } from "../../src/runners/cluster-health.js";
 import { checkStateSyncStatus, clusterHealth, readiness, readyLagEntriesMax, type HealthGroupFacts } from "../../src/shared/cluster-health.js";
+import { HealthWriter, createHealthBuffer, readHealth } from "../../src/shared/peer-health.js";
 
 const group = (over: Partial<HealthGroupFacts> = {}): HealthGroupFacts => ({
   role: "follower",
@@ -34,6 +35,8 @@ test("readiness: who is ready, and the reason", () => {
     { name: "voter behind by the bound", facts: { clustered: true, serving: true, nodeId: "m2", group: group({ applied: 100 - readyLagEntriesMax }) }, ready: true, reason: /caught-up/ },
     { name: "voter behind past the bound", facts: { clustered: true, serving: true, nodeId: "m2", group: group({ applied: 99 - readyLagEntriesMax }) }, ready: false, reason: /65 committed entries behind/ },
     { name: "learner in sync", facts: { clustered: true, serving: true, nodeId: "m4", group: group({ learners: ["m4"] }) }, ready: true, reason: /learner in sync/ },
+    { name: "learner in the middle of its state-sync before promotion", facts: { clustered: true, serving: true, nodeId: "m4", group: group({ learners: ["m4"] }), joining: "state-sync from m2 before promotion" }, ready: false, reason: /learner not in sync: state-sync from m2 before promotion/ },
+    { name: "voter, a joining note left over", facts: { clustered: true, serving: true, nodeId: "m4", group: group({ voters: ["m1", "m2", "m3", "m4"] }), joining: "state-sync from m2 before promotion" }, ready: true, reason: /caught-up voter/ },
     { name: "learner behind", facts: { clustered: true, serving: true, nodeId: "m4", group: group({ learners: ["m4"], applied: 0 }) }, ready: false, reason: /learner applying/ },
     { name: "removed member", facts: { clustered: true, serving: true, nodeId: "m9", group: group() }, ready: false, reason: /not a member/ },
     { name: "clustered, stopping", facts: { clustered: true, serving: false, nodeId: "m1", group: group() }, ready: false, reason: /not serving/ },
@@ -75,6 +78,16 @@ test("cluster.health on the leader gives every member's lag and link; on a follo
   assert.equal(members.m1!.lag, null, "a follower does not know the others'");
   assert.match(String(follower.lag_known_for), /run cluster.health on m1/);
   assert.deepEqual(follower.state_sync, { error: "status.json: not JSON" });
+});
+
+test("the health board carries a joining master's wait to the runner threads, and drops it once promoted", () => {
+  const w = new HealthWriter(createHealthBuffer(), 1000);
+  w.set("m2", true, 1001);
+  w.setJoining("state-sync from m2 before promotion", 1002);
+  assert.equal(readHealth(w.sab)?.joining, "state-sync from m2 before promotion");
+  assert.deepEqual(readHealth(w.sab)?.peers, { m2: { up: true, since: 1001 } });
+  w.setJoining(undefined, 1003);
+  assert.equal(readHealth(w.sab)?.joining, undefined);
 });
 
 test("state-sync status files: the writer's shape is taken, anything else is named", () => {

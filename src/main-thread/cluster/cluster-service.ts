@@ -306,6 +306,8 @@ export class ClusterService {
     }
     const ready = this.hooks.beforePromotion?.bind(this.hooks) ?? (this.settings.isolated ? (via: string) => this.pullBeforePromotion(via) : undefined);
     if (ready) {
+      // a learner in the middle of this transfer is not ready (readiness file, cluster.health)
+      this.health.setJoining(`state-sync from ${targets[0] ?? "a member"} before promotion`);
       for (;;) {
         try {
           await ready(targets[0] ?? this.transport.upPeers()[0] ?? "");
@@ -316,6 +318,7 @@ export class ClusterService {
           await new Promise((r) => setTimeout(r, JOIN_RETRY_MS * 10));
         }
       }
+      this.health.setJoining(undefined);
     }
     await ask("addVoter");
     this.founded = true;
