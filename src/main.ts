@@ -256,7 +256,7 @@ export class MasterServer {
       laneDepth: () => this.lanes!.depths(),
       sendQueues: () => [this.requestPort!.out, this.publishPort!.out].map((q) => ({ length: q.length, dropped: q.dropped })),
       connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
-      ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer } : {}),
+      ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer, stateSyncCachedir: c.cachedir } : {}),
     });
     // a worker still loading opens LMDB then (each named database in a write transaction of its own): the first
     // request would wait for it, and for any other process holding the environment's write lock

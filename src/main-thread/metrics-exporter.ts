@@ -25,6 +25,7 @@ import { RingReader } from "../shared/sab-ring/reader.js";
 import { G_LANE_DEPTH, G_SAMPLED_AT_MS, G_SENDQ_DROPPED, G_SENDQ_LENGTH, MetricsBoard } from "../shared/metrics/board.js";
 import { families, labelText, type Family } from "../shared/metrics/families.js";
 import { readMetricsOptions, type MetricsOptions } from "./metrics-options.js";
+import { readStateSyncStatus } from "../shared/state-sync-status.js";
 
 const log = getLogger("brine.metrics");
 
@@ -53,6 +54,8 @@ export interface MainFigures {
   raftStatus?(): Promise<NodeStatus>;
   /** clustered: the shared ring buffer */
   ringBuffer?(): SharedArrayBuffer | undefined;
+  /** clustered: the cachedir holding the state-sync thread's status file (read at each scrape: a few KiB) */
+  stateSyncCachedir?: string;
 }
 
 /** One family as a prom-client metric: get() returns the family's samples from the last scrape. */
@@ -192,7 +195,14 @@ export class MetricsHost {
     const raft = f.raftStatus ? await within(f.raftStatus().catch(() => undefined), scrapeWaitMs) : undefined;
     const sab = f.ringBuffer?.();
     if (sab && !this.ring) this.ring = new RingReader(sab);
-    return families({ board: this.board.read(), ...(connected !== undefined ? { connected } : {}), ...(raft ? { raft } : {}), ...(sab ? { ring: this.ring } : {}) });
+    const ss = f.stateSyncCachedir ? readStateSyncStatus(f.stateSyncCachedir) : undefined;
+    return families({
+      board: this.board.read(),
+      ...(connected !== undefined ? { connected } : {}),
+      ...(raft ? { raft } : {}),
+      ...(sab ? { ring: this.ring } : {}),
+      ...(ss && "status" in ss ? { stateSync: ss.status, now: Date.now() } : {}),
+    });
   }
 
   /** The text Prometheus reads. */

@@ -8,6 +8,7 @@ import { readdirSync } from "node:fs";
 import { MetricsBoard } from "../shared/metrics/board.js";
 import { families, forPerson } from "../shared/metrics/families.js";
 import { localPresent } from "../workers/req-handler/presence.js";
+import { readStateSyncStatus } from "../shared/state-sync-status.js";
 import type { RunnerContext, RunnerFn } from "./context.js";
 
 /** Open file descriptors of the master process (Linux: /proc/self/fd, less the one this read opens). */
@@ -25,7 +26,16 @@ async function stats(ctx: RunnerContext): Promise<Record<string, unknown>> {
   const accepted = ctx.keys.list("accepted");
   const connected = localPresent(ctx.cfg, ctx.minions.store, accepted, (id) => ctx.minions.get(id)?.grains as Record<string, unknown> | undefined).length;
   const raft = ctx.cluster ? await ctx.cluster.raft.status() : undefined;
-  const out = forPerson(families({ board, connected, ...(raft ? { raft } : {}), ...(ctx.cluster ? { ring: ctx.cluster.ring } : {}) }));
+  const ss = ctx.cluster ? readStateSyncStatus(ctx.cfg.cachedir) : undefined;
+  const out = forPerson(
+    families({
+      board,
+      connected,
+      ...(raft ? { raft } : {}),
+      ...(ctx.cluster ? { ring: ctx.cluster.ring } : {}),
+      ...(ss && "status" in ss ? { stateSync: ss.status, now: Date.now() } : {}),
+    }),
+  );
   // the two process figures an operator asks first (prom-client's names on the endpoint)
   const fds = openFds();
   if (fds !== undefined) out.process_open_fds = fds;

@@ -60,6 +60,11 @@ export function readiness(f: ReadinessFacts): Readiness {
 }
 
 /** One peer's last state-sync on one channel, as the state-sync thread writes it. */
+/**
+ * One channel from one peer in the state-sync status file: the last transfer (at: when it ended, or when the
+ * entry was made for a peer announcing content before any transfer from it, with transfers 0), the sums since
+ * the file was started (the metrics' counters), and behind_since (the metrics' lag).
+ */
 export interface StateSyncEntry {
   at: number | string;
   items: number;
@@ -68,6 +73,12 @@ export interface StateSyncEntry {
   errors: number | unknown[];
   /** the pull found the channel's directory shared with that peer (nothing to carry) */
   shared?: boolean;
+  /** sums over the transfers since the file was started (engine.ts StatusEntry) */
+  items_total?: number;
+  bytes_total?: number;
+  transfers?: number;
+  /** when the peer announced key content this master has not pulled yet, ISO 8601 */
+  behind_since?: string;
 }
 
 export type StateSyncStatus = Record<string, Record<string, StateSyncEntry>>;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { readStateSyncStatus } from "../../src/runners/cluster-health.js";
+import { readStateSyncStatus } from "../../src/shared/state-sync-status.js";
 import { checkStateSyncStatus, clusterHealth, readiness, readyLagEntriesMax, type HealthGroupFacts } from "../../src/shared/cluster-health.js";
 import { HealthWriter, createHealthBuffer, readHealth } from "../../src/shared/peer-health.js";
 

@@ -1,10 +1,16 @@
 /**
  * The Raft and ring figures of the metrics: a master with cluster_id serves its groups' term, indices,
  * elections and commit latency histogram (test/raft-worker/commit-latency-status.test.ts checks the status they
- * come from), the ring's owned slots per node and Salt's drop_stats on its endpoint.
+ * come from), the ring's owned slots per node and Salt's drop_stats on its endpoint; and the state-sync figures
+ * from the state-sync thread's status file (test/state-sync/engine.test.ts checks the thread writes it), on the
+ * endpoint and in `salt-run brine.stats`, moving when the file does.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { stateSyncStatusFile } from "../../src/shared/state-sync-status.js";
+import { runCli, writeConfigDir } from "../helpers/cli.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { startTestMaster } from "../helpers/master.js";
 import { scrapeMetrics } from "../helpers/metrics.js";
@@ -27,6 +33,32 @@ test("a master with cluster_id serves the Raft and ring figures", { timeout: 120
     assert.equal(value(`brine_ring_owned_slots{ring="cluster",node="${node}"}`), 4096);
     assert.ok((value('brine_ring_drops_total{data_type="events",reason="not_a_member"}') ?? 0) >= 1);
     assert.ok(text.includes("# TYPE brine_raft_learner_lag_entries gauge"));
+
+    // state-sync: the status file as the state-sync thread writes it (replaced whole), after two transfers from m2
+    const file = stateSyncStatusFile(m.cachedir);
+    const write = (status: unknown) => {
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(`${file}.tmp`, JSON.stringify(status));
+      renameSync(`${file}.tmp`, file);
+    };
+    const entry = (bytesTotal: number, transfers: number, behindMsAgo?: number) => ({
+      at: new Date().toISOString(), items: 1, bytes: 450, deleted: 0, errors: 0, items_total: transfers, bytes_total: bytesTotal, transfers,
+      ...(behindMsAgo !== undefined ? { behind_since: new Date(Date.now() - behindMsAgo).toISOString() } : {}),
+    });
+    write({ keys: { m2: entry(900, 2, 20_000) } });
+    let page = (await scrapeMetrics(m)).values;
+    assert.equal(page.get('brine_state_sync_bytes_total{channel="keys",peer="m2"}'), 900);
+    assert.equal(page.get('brine_state_sync_transfers_total{channel="keys",peer="m2"}'), 2);
+    assert.ok((page.get('brine_state_sync_lag_seconds{channel="keys",peer="m2"}') ?? 0) >= 20);
+    write({ keys: { m2: entry(1350, 3) } });
+    page = (await scrapeMetrics(m)).values;
+    assert.equal(page.get('brine_state_sync_bytes_total{channel="keys",peer="m2"}'), 1350, "the counter moved with a transfer");
+    assert.equal(page.get('brine_state_sync_lag_seconds{channel="keys",peer="m2"}'), 0, "caught up");
+    const r = await runCli("salt-run", ["-c", writeConfigDir(m), "brine.stats", "--out", "json"]);
+    assert.equal(r.code, 0, r.stderr);
+    const stats = JSON.parse(r.stdout) as Record<string, Record<string, number>>;
+    assert.equal(stats.brine_state_sync_bytes_total!['{channel="keys",peer="m2"}'], 1350);
+    assert.equal(stats.brine_state_sync_transfers_total!['{channel="keys",peer="m2"}'], 3);
   } finally {
     await m.stop();
   }

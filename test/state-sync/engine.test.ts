@@ -378,3 +378,42 @@ test("many items with the same bytes in one directory, fetched by concurrent req
     await r.close();
   }
 });
+
+test("the status file sums each peer's transfers, and says since when a peer announced keys that are not here until a pull of them succeeds", async () => {
+  const { publicKey } = generateKeyPairSync("rsa", { modulusLength: 1024, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } });
+  const pem = Buffer.from(publicKey);
+  let release: () => void = () => undefined;
+  let gate: Promise<void> | undefined;
+  const r = rig(async (m) => {
+    if (m.op === "manifest") {
+      await gate;
+      return { entries: [{ p: "accepted/k1", s: pem.length, h: sha(pem), m: 0o644, t: 5 }], more: false };
+    }
+    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: pem, ph: sha(pem) })) };
+  });
+  const statusOf = () => JSON.parse(readFileSync(path.join(r.cfg.cachedir, STATUS_DIR, STATUS_FILE), "utf8")).keys.p1;
+  const until = async (what: string, ok: () => boolean) => {
+    for (let i = 0; i < 100 && !ok(); i++) await new Promise((res) => setTimeout(res, 50));
+    assert.ok(ok(), what);
+  };
+  try {
+    await r.syncFrom("p1", ["keys"]);
+    let st = statusOf();
+    assert.deepEqual([st.items_total, st.bytes_total, st.transfers, st.behind_since], [1, pem.length, 1, undefined]);
+    await r.syncFrom("p1", ["keys"]);
+    st = statusOf();
+    assert.deepEqual([st.items, st.items_total, st.bytes_total, st.transfers], [0, 1, pem.length, 2], "a pull that carried nothing adds a transfer and no bytes");
+    // the peer announces a digest this master does not have: behind from now until the pull it starts succeeds
+    gate = new Promise<void>((res) => (release = res));
+    const before = Date.now();
+    r.main.postMessage({ k: "in", id: 1000, from: "p1", p: cbor.encode({ op: "changed", ch: "keys", digest: "a-digest-not-here" }) as Uint8Array, req: false } satisfies ToEngine);
+    await until("behind_since is written while the pull waits", () => typeof statusOf().behind_since === "string");
+    assert.ok(Date.parse(statusOf().behind_since) >= before - 1000);
+    release();
+    await until("behind_since is cleared once the pull succeeded", () => statusOf().behind_since === undefined);
+    assert.equal(statusOf().transfers, 3);
+  } finally {
+    release();
+    await r.close();
+  }
+});

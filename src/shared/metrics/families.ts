@@ -13,6 +13,7 @@ import type { NodeStatus } from "../../workers/raft/api.js";
 import type { RingReader } from "../sab-ring/reader.js";
 import { ringSlots } from "../sab-ring/layout.js";
 import type { BoardSnapshot } from "./board.js";
+import type { StateSyncStatus } from "../cluster-health.js";
 import { REQUEST_BUCKETS_US } from "./labels.js";
 import { COMMIT_LATENCY_BUCKETS_MS } from "./latency-window.js";
 
@@ -44,7 +45,13 @@ export interface FamilySources {
   raft?: NodeStatus;
   /** the shared ring buffer (cluster_id) */
   ring?: RingReader;
+  /** the state-sync thread's status file (cluster_id), checked; with `now` (epoch ms) for its ages */
+  stateSync?: StateSyncStatus;
+  now?: number;
 }
+
+/** State-sync series (channel × peer) shown at most; the file names cluster peers, this bounds a file that grew. */
+export const STATE_SYNC_SERIES_MAX = 256;
 
 function cumulative(counts: readonly number[]): number[] {
   let run = 0;
@@ -125,7 +132,39 @@ export function families(src: FamilySources): Family[] {
   out.push({ name: "brine_minions_connected", help: "Accepted minions connected to this master (brine_presence; counted at most every 30 s)", type: "gauge", samples: connected });
   if (src.raft) out.push(...raftFamilies(src.raft));
   if (src.ring) out.push(...ringFamilies(src.ring));
+  if (src.stateSync) out.push(...stateSyncFamilies(src.stateSync, src.now ?? Date.now()));
   return out;
+}
+
+/** State-sync per channel and peer, from the status file: bytes and items carried, transfers, lag, last transfer's age. */
+function stateSyncFamilies(st: StateSyncStatus, now: number): Family[] {
+  const bytes: ValueSample[] = [];
+  const items: ValueSample[] = [];
+  const transfers: ValueSample[] = [];
+  const lag: ValueSample[] = [];
+  const age: ValueSample[] = [];
+  const ms = (t: number | string | undefined) => (typeof t === "number" ? t : typeof t === "string" ? Date.parse(t) : NaN);
+  let n = 0;
+  for (const [channel, peers] of Object.entries(st)) {
+    for (const [peer, e] of Object.entries(peers)) {
+      if (n++ >= STATE_SYNC_SERIES_MAX) break;
+      const labels = { channel, peer };
+      bytes.push({ labels, value: e.bytes_total ?? e.bytes });
+      items.push({ labels, value: e.items_total ?? e.items });
+      transfers.push({ labels, value: e.transfers ?? 1 });
+      const behind = ms(e.behind_since);
+      lag.push({ labels, value: Number.isFinite(behind) ? Math.max(0, (now - behind) / 1000) : 0 });
+      const at = ms(e.at);
+      if (Number.isFinite(at) && (e.transfers ?? 1) > 0) age.push({ labels, value: Math.max(0, (now - at) / 1000) });
+    }
+  }
+  return [
+    { name: "brine_state_sync_bytes_total", help: "Bytes of items this master installed from each peer, by channel (keys, denied_keys, file_roots, pillar_roots, job-cache banks)", type: "counter", samples: bytes },
+    { name: "brine_state_sync_items_total", help: "Items this master installed from each peer, by channel", type: "counter", samples: items },
+    { name: "brine_state_sync_transfers_total", help: "Transfers (pulls) from each peer that ended, by channel, including those that found nothing to carry", type: "counter", samples: transfers },
+    { name: "brine_state_sync_lag_seconds", help: "Seconds since a peer announced key content this master has not pulled yet (0: none outstanding)", type: "gauge", samples: lag },
+    { name: "brine_state_sync_last_transfer_age_seconds", help: "Seconds since the last transfer from each peer ended, by channel", type: "gauge", samples: age },
+  ];
 }
 
 /** Raft: per group, from the worker's status (a counter there is counted by the worker since it started). */

@@ -21,7 +21,8 @@
  * - `cluster.sync_roots` asks every peer to pull the roots from this master (`pull`), `cluster.collect_from_peers`
  *   pulls from every peer; both answer per peer when each is done. The join awaits `syncFrom`.
  * - Every finished transfer updates `cachedir/brine-state-sync/status.json` (replaced atomically) for
- *   `cluster.health`: `{channel: {peer: {at, items, bytes, deleted, errors}}}`.
+ *   `cluster.health`, the metrics and `brine.stats`: `{channel: {peer: StatusEntry}}` (the last transfer, the sums,
+ *   and since when a peer's announced key content is not here).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, watch, writeFileSync, type FSWatcher } from "node:fs";
@@ -32,6 +33,7 @@ import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
+import type { StateSyncEntry } from "../../shared/cluster-health.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { KEY_CHANNELS, checkItemPath, diffPage, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
@@ -127,6 +129,9 @@ interface Piece {
   error?: string;
 }
 
+/** One channel from one peer in the status file (src/shared/cluster-health.ts StateSyncEntry), as this thread writes it. */
+type StatusEntry = StateSyncEntry & { at: string; errors: number };
+
 /** The peer could not be asked (as opposed to an item it sent being refused here). */
 class TransferError extends Error {}
 
@@ -171,7 +176,7 @@ export class StateSyncEngine {
   private readonly watchers: FSWatcher[] = [];
   private readonly timer: NodeJS.Timeout | undefined;
   private ticking = false;
-  private readonly status: Record<string, Record<string, { at: string; items: number; bytes: number; deleted: number; errors: number; shared?: boolean }>>;
+  private readonly status: Record<string, Record<string, StatusEntry>>;
   private readonly stateDir: string;
   private closed = false;
 
@@ -353,6 +358,7 @@ export class StateSyncEngine {
       if (!this.up.has(peer)) return;
       const r = await this.pullChannel(peer, ch);
       if (digest !== undefined && r.errors.length === 0) this.pulledDigest.set(key, digest);
+      if (r.errors.length === 0) this.markBehind(ch, peer, false);
     }).catch((e: Error) => log.warning(`state-sync ${ch} from ${peer} failed: ${e.message}`));
   }
 
@@ -508,7 +514,10 @@ export class StateSyncEngine {
     if (m.op === "changed") {
       const ch = parseChannel(m.ch);
       if (!ch || typeof m.digest !== "string") return undefined;
-      if (this.pulledDigest.get(`${from}\0${ch}`) !== m.digest && this.localDigest(ch) !== m.digest) this.schedule(from, ch, m.digest);
+      if (this.pulledDigest.get(`${from}\0${ch}`) !== m.digest && this.localDigest(ch) !== m.digest) {
+        this.markBehind(ch, from, true);
+        this.schedule(from, ch, m.digest);
+      }
       return undefined;
     }
     if (m.op === "pull") {
@@ -632,7 +641,38 @@ export class StateSyncEngine {
   }
 
   private recordStatus(ch: Channel, peer: string, r: PeerReport): void {
-    (this.status[ch] ??= {})[peer] = { at: new Date(this.now()).toISOString(), items: r.items, bytes: r.bytes, deleted: r.deleted, errors: r.errors.length, ...(r.shared ? { shared: true } : {}) };
+    const was = this.status[ch]?.[peer];
+    const sum = (k: "items_total" | "bytes_total" | "transfers", add: number) => (typeof was?.[k] === "number" ? was[k]! : 0) + add;
+    (this.status[ch] ??= {})[peer] = {
+      at: new Date(this.now()).toISOString(),
+      items: r.items,
+      bytes: r.bytes,
+      deleted: r.deleted,
+      errors: r.errors.length,
+      ...(r.shared ? { shared: true } : {}),
+      items_total: sum("items_total", r.items),
+      bytes_total: sum("bytes_total", r.bytes),
+      transfers: sum("transfers", 1),
+      ...(was?.behind_since ? { behind_since: was.behind_since } : {}),
+    };
+    this.writeStatus();
+  }
+
+  /** A peer announced key content not here (behind), or a pull from it succeeded (not behind); written when it changes. */
+  private markBehind(ch: Channel, peer: string, behind: boolean): void {
+    const e = this.status[ch]?.[peer];
+    if (behind) {
+      if (e?.behind_since) return;
+      const at = new Date(this.now()).toISOString();
+      (this.status[ch] ??= {})[peer] = e ? { ...e, behind_since: at } : { at, items: 0, bytes: 0, deleted: 0, errors: 0, items_total: 0, bytes_total: 0, transfers: 0, behind_since: at };
+    } else {
+      if (!e?.behind_since) return;
+      delete e.behind_since;
+    }
+    this.writeStatus();
+  }
+
+  private writeStatus(): void {
     try {
       mkdirSync(this.stateDir, { recursive: true, mode: 0o700 });
       const file = path.join(this.stateDir, STATUS_FILE);
