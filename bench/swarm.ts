@@ -37,7 +37,7 @@ export interface BenchMaster {
 }
 
 /** Start `salt-master -c DIR` (brine) on free loopback ports; resolves when it answers. */
-export async function startBrineMaster(extraConfig: Record<string, unknown> = {}): Promise<BenchMaster> {
+export async function startBrineMaster(extraConfig: Record<string, unknown> = {}, opts: { cpus?: string } = {}): Promise<BenchMaster> {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-bench-master-"));
   const etc = path.join(root, "etc", "salt");
   mkdirSync(etc, { recursive: true });
@@ -65,7 +65,9 @@ export async function startBrineMaster(extraConfig: Record<string, unknown> = {}
   const cli = fileURLToPath(new URL("../src/cli/salt-master.js", import.meta.url));
   // BRINE_BENCH_MASTER_NODE_ARGS: node options for the master process (e.g. "--cpu-prof --cpu-prof-dir=DIR" to profile it)
   const nodeArgs = (process.env.BRINE_BENCH_MASTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, cli, "-c", etc, "-l", "warning"], { stdio: ["ignore", "ignore", "inherit"] });
+  const argv = [...nodeArgs, cli, "-c", etc, "-l", "warning"];
+  // opts.cpus: run it on these CPUs only (taskset execs node, so the pid is the master's)
+  const child: ChildProcess = opts.cpus ? spawn("taskset", ["-c", opts.cpus, process.execPath, ...argv], { stdio: ["ignore", "ignore", "inherit"] }) : spawn(process.execPath, argv, { stdio: ["ignore", "ignore", "inherit"] });
   const cachedir = path.join(root, "cache");
   const deadline = Date.now() + 60_000;
   for (;;) {

@@ -45,7 +45,13 @@ export type ToWorker =
   | { t: "init"; init: WorkerInit }
   | { t: "start"; indices?: number[]; startupDelayMs?: number }
   | { t: "churn"; indices: number[]; minDelayMs: number; maxDelayMs: number }
-  | { t: "shutdown" };
+  | { t: "shutdown" }
+  /** every up minion signs in again (`_auth` only), at most `inFlight` at a time in this worker */
+  | { t: "reauth"; inFlight: number }
+  /** minions hold (true) or send (false) the returns of the jobs they run */
+  | { t: "holdReturns"; on: boolean }
+  /** every minion sends the returns it held, one after the other, at most `inFlight` minions at a time */
+  | { t: "sendHeld"; inFlight: number };
 
 export type SwarmEvent =
   | { k: "auth"; i: number; result: string; ms: number; attempt: number; reason: string; detail?: string; at: number }
@@ -75,7 +81,9 @@ export type FromWorker =
   | { t: "ready"; loaded: number; ms: number; fds: number }
   | { t: "events"; batch: SwarmEvent[] }
   | { t: "error"; code: string; detail: string }
-  | { t: "bye"; usage: WorkerUsage };
+  | { t: "bye"; usage: WorkerUsage }
+  /** a reauth or sendHeld round of this worker finished */
+  | { t: "done"; what: "reauth" | "sendHeld" };
 
 export function minionId(s: Pick<MinionSettings, "idPrefix" | "idWidth">, i: number): string {
   return `${s.idPrefix}${String(i).padStart(s.idWidth, "0")}`;

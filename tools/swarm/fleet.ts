@@ -14,6 +14,8 @@ interface Handle {
   send(m: ToWorker): void;
   indices: number[];
   kill(): void;
+  /** the worker's process id (this process for an in-process slice) */
+  pid: number;
 }
 
 export interface FleetOptions {
@@ -47,6 +49,7 @@ export class Fleet {
   readonly workerErrors: string[] = [];
   readonly initFds: number[] = [];
   private ownerOf: Handle[] = [];
+  private doneWaiters = new Map<Handle, () => void>();
 
   constructor(private readonly opts: FleetOptions) {
     this.collector = new Collector(opts.minions, (i) => minionId(opts.settings, i));
@@ -69,6 +72,9 @@ export class Fleet {
       case "bye":
         this.byeWaiters.get(h)?.(m.usage);
         return;
+      case "done":
+        this.doneWaiters.get(h)?.();
+        return;
     }
   }
 
@@ -76,7 +82,7 @@ export class Fleet {
     // eslint-disable-next-line prefer-const
     let h: Handle;
     const w = new SwarmWorker((m) => queueMicrotask(() => this.onMessage(h, m)));
-    h = { send: (m) => void w.handle(m), indices, kill: () => void w.handle({ t: "shutdown" }) };
+    h = { send: (m) => void w.handle(m), indices, kill: () => void w.handle({ t: "shutdown" }), pid: process.pid };
     return h;
   }
 
@@ -91,6 +97,7 @@ export class Fleet {
       kill: () => {
         if (child.exitCode === null) child.kill("SIGKILL");
       },
+      pid: child.pid!,
     };
     child.on("message", (m: FromWorker) => this.onMessage(h, m));
     child.on("exit", (code, sig) => {
@@ -143,6 +150,42 @@ export class Fleet {
       l.push(i);
     }
     for (const [h, ix] of per) h.send({ t: "churn", indices: ix, minDelayMs, maxDelayMs });
+  }
+
+  /** The process ids of the workers (this process's own for an in-process slice). */
+  pids(): number[] {
+    return [...new Set(this.handles.map((h) => h.pid))];
+  }
+
+  /** Send `m` to every worker and resolve when each has answered "done" (a reauth or sendHeld round). */
+  private round(m: ToWorker): Promise<void> {
+    return Promise.all(
+      this.handles.map(
+        (h) =>
+          new Promise<void>((resolve) => {
+            this.doneWaiters.set(h, () => {
+              this.doneWaiters.delete(h);
+              resolve();
+            });
+            h.send(m);
+          }),
+      ),
+    ).then(() => undefined);
+  }
+
+  /** Every up minion signs in again (`_auth` only), at most `inFlightPerWorker` at a time in each worker. */
+  reauthAll(inFlightPerWorker: number): Promise<void> {
+    return this.round({ t: "reauth", inFlight: inFlightPerWorker });
+  }
+
+  /** Minions hold (true) or send (false) the returns of the jobs they run. */
+  holdReturns(on: boolean): void {
+    for (const h of this.handles) h.send({ t: "holdReturns", on });
+  }
+
+  /** Every minion sends the returns it held, at most `inFlightPerWorker` minions at a time in each worker. */
+  sendHeldReturns(inFlightPerWorker: number): Promise<void> {
+    return this.round({ t: "sendHeld", inFlight: inFlightPerWorker });
   }
 
   /** Stop every minion and every worker; returns each worker's resource usage. */

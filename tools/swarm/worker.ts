@@ -69,6 +69,17 @@ export class SwarmWorker {
           return this.churn(msg.indices, msg.minDelayMs, msg.maxDelayMs);
         case "shutdown":
           return await this.shutdown();
+        case "reauth":
+          await this.eachUp(msg.inFlight, (m) => m.reauth("bench"));
+          this.flush();
+          return this.send({ t: "done", what: "reauth" });
+        case "holdReturns":
+          for (const m of this.minions.values()) m.holdReturns = msg.on;
+          return;
+        case "sendHeld":
+          await this.eachUp(msg.inFlight, (m) => m.sendHeldReturns());
+          this.flush();
+          return this.send({ t: "done", what: "sendHeld" });
       }
     } catch (e) {
       this.send({ t: "error", code: isBrineError(e) ? e.code : "SWARM_WORKER", detail: (e as Error).message });
@@ -155,6 +166,15 @@ export class SwarmWorker {
         this.emit({ k: "startFailed", i, code, detail: (e as Error).message, at: nowMs() });
       },
     );
+  }
+
+  /** Run `f` on every running minion, at most `inFlight` at a time; a failure is reported by the minion's own events. */
+  private async eachUp(inFlight: number, f: (m: TestMinion) => Promise<void>): Promise<void> {
+    const todo = [...this.minions.values()].filter((m) => m.running);
+    const lane = async () => {
+      for (let m = todo.shift(); m; m = todo.shift()) await f(m).catch(() => undefined);
+    };
+    await Promise.all(Array.from({ length: Math.max(1, inFlight) }, lane));
   }
 
   /** Start these minions, each after a random delay in [0, maxDelayMs] (Salt's random_startup_delay). */

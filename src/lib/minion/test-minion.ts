@@ -143,6 +143,12 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
   readonly runner: FunctionRunner;
   readonly stats: MinionStats = { authAttempts: 0, reauths: 0, badLoads: 0, publishes: 0, drops: 0, returns: 0, returnFailures: 0, timeouts: 0 };
   pillar: WireValue = {};
+  /**
+   * Hold the returns of the jobs it runs instead of sending them (a bench measures a publish apart from its
+   * returns); `sendHeldReturns()` sends them later, each as it would have gone.
+   */
+  holdReturns = false;
+  private readonly held: { load: PublishLoad; at: number; outcome: Awaited<ReturnType<FunctionRunner["run"]>> }[] = [];
   private creds_: Creds | undefined;
   private aesC: Crypticle | undefined;
   private sessionC: Crypticle | undefined;
@@ -570,19 +576,41 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
     try {
       const outcome = await this.runner.run(load);
       if (this.isStopped()) return;
-      const lo = this.o.returnTimeoutMinMs ?? 5_000;
-      const hi = Math.max(lo, this.o.returnTimeoutMaxMs ?? 10_000);
-      await this.channel.send(returnLoad(this.id, load, outcome), {
-        timeoutMs: lo + Math.floor(Math.random() * (hi - lo + 1)),
-        tries: this.o.returnTries ?? 3,
-      });
-      this.stats.returns++;
-      this.emit("return", { jid: load.jid, fun: load.fun, ret: outcome.return, retcode: outcome.retcode, publishAt: at, ackAt: nowMs() });
+      if (this.holdReturns) {
+        this.held.push({ load, at, outcome });
+        return;
+      }
+      await this.sendReturn(load, at, outcome);
     } catch (e) {
       if (this.isStopped() && (isBrineError(e, "MINION_STOPPED") || this.abort.signal.aborted)) return;
       this.stats.returnFailures++;
       this.emit("returnFailed", { jid: load.jid, fun: load.fun, error: e as Error });
     }
+  }
+
+  /** Send the returns held while `holdReturns` was on, one after the other; failures are reported as returnFailed. */
+  async sendHeldReturns(): Promise<void> {
+    while (this.held.length > 0 && !this.isStopped()) {
+      const { load, at, outcome } = this.held.shift()!;
+      try {
+        await this.sendReturn(load, at, outcome);
+      } catch (e) {
+        if (this.isStopped()) return;
+        this.stats.returnFailures++;
+        this.emit("returnFailed", { jid: load.jid, fun: load.fun, error: e as Error });
+      }
+    }
+  }
+
+  private async sendReturn(load: PublishLoad, at: number, outcome: Awaited<ReturnType<FunctionRunner["run"]>>): Promise<void> {
+    const lo = this.o.returnTimeoutMinMs ?? 5_000;
+    const hi = Math.max(lo, this.o.returnTimeoutMaxMs ?? 10_000);
+    await this.channel.send(returnLoad(this.id, load, outcome), {
+      timeoutMs: lo + Math.floor(Math.random() * (hi - lo + 1)),
+      tries: this.o.returnTries ?? 3,
+    });
+    this.stats.returns++;
+    this.emit("return", { jid: load.jid, fun: load.fun, ret: outcome.return, retcode: outcome.retcode, publishAt: at, ackAt: nowMs() });
   }
 }
 
