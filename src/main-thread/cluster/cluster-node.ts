@@ -24,7 +24,7 @@ import { raftLmdbDir } from "../../workers/raft/lmdb-backend.js";
 import { clusterNodeIdOf } from "../../shared/node-ids.js";
 import type { RaftWorkerInit, RaftWorkerPeerInit } from "../../workers/raft/worker.js";
 import type { NodeStatus } from "../../workers/raft/api.js";
-import type { WorkerLimits } from "../../workers/raft/limits.js";
+import { electionTicksOf, type WorkerLimits } from "../../workers/raft/limits.js";
 import { spawnThread, threadLogSettings } from "../../shared/thread-kit.js";
 
 const log = getLogger("brine.cluster");
@@ -62,6 +62,9 @@ export class ClusterNode {
     const nodeId = clusterNodeIdOf(cfg);
     const ringBuffer = createRingBuffer();
     const peers = Array.isArray(cfg.cluster_peers) ? cfg.cluster_peers : [];
+    // cluster_election_min/max, unless the caller's limits (tests) set the tick or the election timeout themselves
+    const electionTicksMin = electionTicksOf(cfg);
+    if (electionTicksMin !== undefined && limits?.tickMs === undefined) limits = { ...limits, raft: { electionTicksMin, ...limits?.raft } };
     const init: RaftWorkerInit = {
       nodeId,
       ringBuffer,

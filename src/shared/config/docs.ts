@@ -34,6 +34,8 @@ const NOT_IN_MASTER_OPTS: Record<string, string> = {
   netapi_enable_clients: "salt-api",
   token_file: "Salt (client)",
   cluster_port: "Salt 3008 (deprecated)",
+  cluster_election_min: "Salt 3008",
+  cluster_election_max: "Salt 3008",
   include: "Salt",
   autosign_file: "Salt",
   autoreject_file: "Salt",

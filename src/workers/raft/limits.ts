@@ -3,6 +3,7 @@
  * worker turns one shared timer into ticks for every group, so a tick is the same length for all of them.
  */
 import type { RaftLimits } from "./core/limits.js";
+import { BrineError } from "../../shared/errors.js";
 
 export interface WorkerLimits {
   /**
@@ -50,4 +51,22 @@ export const DEFAULT_WORKER_LIMITS: Readonly<WorkerLimits> = Object.freeze({
  */
 export function clientCallTimeoutMs(l: WorkerLimits = DEFAULT_WORKER_LIMITS): number {
   return (l.raft.requestDeadlineTicks ?? 100) * l.tickMs + 10_000;
+}
+
+/**
+ * The election timeout of `cluster_election_min`/`cluster_election_max` (ms, Salt 3008's names) in ticks of
+ * `tickMs`: a follower campaigns after a random time in [electionTicksMin, 2 × electionTicksMin) ticks, so the
+ * only upper end taken is twice the lower one (Salt's defaults, 750/1500, are); the lower end is rounded to
+ * whole ticks and kept above the one-tick heartbeat. Absent options: undefined (the worker's default).
+ */
+export function electionTicksOf(cfg: { cluster_election_min?: unknown; cluster_election_max?: unknown }, tickMs: number = DEFAULT_WORKER_LIMITS.tickMs): number | undefined {
+  const min = cfg.cluster_election_min;
+  const max = cfg.cluster_election_max;
+  if (min === undefined && max === undefined) return undefined;
+  const lo = typeof min === "number" ? min : typeof max === "number" ? max / 2 : NaN;
+  if (!Number.isFinite(lo) || lo <= 0) throw new BrineError("CONFIG_INVALID", `cluster_election_min: must be a number of ms, got ${JSON.stringify(min)}`);
+  if (max !== undefined && max !== 2 * lo) {
+    throw new BrineError("CONFIG_INVALID", `cluster_election_max: brine draws the election timeout in [min, 2 × min), so it must be ${2 * lo} (2 × cluster_election_min ${lo}), got ${JSON.stringify(max)}`);
+  }
+  return Math.max(2, Math.round(lo / tickMs));
 }
