@@ -9,7 +9,8 @@
  *    127.0.0.31-33, each its own process as deployed (this file in `--raft-master` mode, driven over the IPC
  *    channel; the timing runs inside the leader's process); commit latency of sequential proposals on the
  *    leader (p50, p99), and the leader-failover time: the leader is cut off from its peers (ClusterService.isolate, as a partition or a
- *    crash looks to the others) and the clock runs until both others agree on a new leader.
+ *    crash looks to the others) and the clock runs until both others agree on a new leader; and leader crashes
+ *    (`failover`): the leader's process killed, timed to the first commit in a new term (killRun).
  *    What the commit latency is made of: a commit is the leader's append (its own fsync in parallel) → a
  *    follower's fsync → the acknowledgement back → apply. The same run with the Raft LMDB on tmpfs (fsync
  *    free) gives the part that is not fsync; a linearizable read on the leader (one heartbeat round to a
@@ -20,7 +21,7 @@
  * Skips (with a note row) what cannot run here: no haproxy, ports taken.
  */
 import { fork } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,6 +40,8 @@ import type { LatencySummary } from "../src/shared/metrics/latency-window.js";
 const LB = "127.0.0.1";
 const HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
 const RAFT_HOSTS = ["127.0.0.31", "127.0.0.32", "127.0.0.33"];
+
+const round2 = (x: number): number => Math.round(x * 100) / 100;
 
 function pct(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -158,6 +161,15 @@ interface RaftMember {
   leader(): Promise<string | null>;
   measure(n: number): Promise<Measured>;
   isolate(ids: string[]): Promise<void>;
+  /**
+   * Proposes every `everyMs` until one proposal commits in a term after `term` (a new leader's commit);
+   * resolves with the wall-clock time of that commit (ms since the epoch, sub-ms) and its term.
+   */
+  commitAfter(term: number, everyMs: number): Promise<{ at: number; term: number }>;
+  /** the cluster group's term as this master sees it */
+  term(): Promise<number>;
+  /** SIGKILL (a crash; processes only) */
+  kill(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -180,18 +192,50 @@ function memberOf(m: TestMaster): RaftMember {
     leader: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.leaderId ?? null,
     measure: (n) => timeCommitsAndReads(m.server.clusterNode!.raft, n),
     isolate: async (ids) => m.server.clusterService!.isolate(ids),
+    commitAfter: (term, everyMs) => commitAfter(m.server.clusterNode!.raft, term, everyMs),
+    term: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.term ?? 0,
+    kill: () => Promise.reject(new Error("kill: a master in the bench process cannot be killed alone")),
     stop: () => m.stop(),
   };
 }
 
+/** The wall clock, ms since the epoch with sub-ms precision (comparable between processes on one box). */
+const wallMs = (): number => performance.timeOrigin + performance.now();
+
+/** See RaftMember.commitAfter: proposals on this master (forwarded to whoever leads), one every `everyMs`. */
+async function commitAfter(raft: Proposer, term: number, everyMs: number): Promise<{ at: number; term: number }> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const give = setTimeout(() => finish(new Error("no commit in a new term within 30 s")), 30_000);
+    const finish = (r: { at: number; term: number } | Error) => {
+      if (done) return;
+      done = true;
+      clearInterval(every);
+      clearTimeout(give);
+      if (r instanceof Error) reject(r);
+      else resolve(r);
+    };
+    const one = () =>
+      raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: "failover", ring_id: null } }).then(
+        (r) => {
+          const t = (r as { term: number }).term;
+          if (t > term) finish({ at: wallMs(), term: t });
+        },
+        () => undefined, // no leader yet, forwarded to the dead one, or timed out: the next one is on its way
+      );
+    const every = setInterval(one, everyMs);
+    void one();
+  });
+}
+
 /** Requests to a master process (the `--raft-master` mode of this file) and their answers. */
-type ChildOp = { op: "leader" } | { op: "measure"; n: number } | { op: "isolate"; ids: string[] } | { op: "stop" };
+type ChildOp = { op: "leader" } | { op: "term" } | { op: "measure"; n: number } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "stop" };
 type ChildCall = ChildOp & { seq: number };
 type ChildAnswer = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: string } | { ready: true } | { failed: string };
 
 /** Master i as its own process (this file in `--raft-master` mode), driven over the IPC channel. */
-async function forkMember(id: string, cfg: Partial<MasterConfig>): Promise<RaftMember> {
-  const child = fork(fileURLToPath(import.meta.url), ["--raft-master", JSON.stringify(cfg)], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+async function forkMember(id: string, cfg: Partial<MasterConfig>, root?: string): Promise<RaftMember> {
+  const child = fork(fileURLToPath(import.meta.url), ["--raft-master", JSON.stringify(cfg), ...(root ? [root] : [])], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const waiting = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
   let seq = 0;
   await new Promise<void>((resolve, reject) => {
@@ -217,6 +261,14 @@ async function forkMember(id: string, cfg: Partial<MasterConfig>): Promise<RaftM
     leader: () => call({ op: "leader" }),
     measure: (n) => call({ op: "measure", n }),
     isolate: (ids) => call({ op: "isolate", ids }),
+    commitAfter: (term, everyMs) => call({ op: "commitAfter", term, everyMs }),
+    term: () => call({ op: "term" }),
+    kill: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGKILL");
+      await exited;
+    },
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
@@ -230,11 +282,12 @@ async function forkMember(id: string, cfg: Partial<MasterConfig>): Promise<RaftM
 }
 
 /** `--raft-master CONFIG`: one master in this process, answering the parent's calls (forkMember). */
-async function childMain(cfg: Partial<MasterConfig>): Promise<void> {
+async function childMain(cfg: Partial<MasterConfig>, root?: string): Promise<void> {
   const send = (a: ChildAnswer) => process.send!(a);
   let m: TestMaster;
   try {
-    m = await startTestMaster(cfg);
+    if (root) mkdirSync(root, { recursive: true });
+    m = await startTestMaster(cfg, root);
   } catch (e) {
     send({ failed: (e as Error).message });
     process.exit(1);
@@ -249,6 +302,10 @@ async function childMain(cfg: Partial<MasterConfig>): Promise<void> {
           return me.measure(c.n);
         case "isolate":
           return me.isolate(c.ids);
+        case "term":
+          return me.term();
+        case "commitAfter":
+          return me.commitAfter(c.term, c.everyMs);
         case "stop":
           await me.stop();
           return null;
@@ -266,7 +323,7 @@ async function childMain(cfg: Partial<MasterConfig>): Promise<void> {
   send({ ready: true });
 }
 
-if (process.argv[2] === "--raft-master" && process.send) void childMain(JSON.parse(process.argv[3]!) as Partial<MasterConfig>);
+if (process.argv[2] === "--raft-master" && process.send) void childMain(JSON.parse(process.argv[3]!) as Partial<MasterConfig>, process.argv[4]);
 
 /**
  * raftRun, again (twice at most) when a master could not bind: the ports come from freePort(), and another
@@ -340,6 +397,69 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
   }
 }
 
+/** The leader all of `ms` agree on, if they do. */
+async function agreedLeader(ms: RaftMember[]): Promise<string | undefined> {
+  const ids = await Promise.all(ms.map((m) => m.leader()));
+  return ids.every((x) => x !== null && x === ids[0]) ? ids[0]! : undefined;
+}
+
+async function waitAgreedLeader(ms: RaftMember[], timeoutMs = 30_000): Promise<string> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const l = await agreedLeader(ms);
+    if (l) return l;
+    if (Date.now() > end) throw new Error("no leader");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Leader crashes: three master processes; `n` times the leader is killed (SIGKILL) and the clock runs from
+ * the kill to the first proposal that commits in a later term on a survivor (each survivor proposes every
+ * 10 ms; its proposals wait for, or are forwarded to, whoever leads); the killed master is then started again
+ * from its directories and rejoins before the next round. `election`: the cluster_election_* options.
+ */
+async function killRun(n: number, election: Partial<MasterConfig>): Promise<number[]> {
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-failover-"));
+  const members: RaftMember[] = [];
+  try {
+    const ports = await Promise.all(RAFT_HOSTS.map((h) => freePort(h)));
+    const cfgs = RAFT_HOSTS.map((_, i) => ({ ...masterConfig(i, ports, root), ...election }));
+    const dirs = cfgs.map((_, i) => path.join(root, `m${i}`));
+    members.push(...(await Promise.all(cfgs.map((c, i) => forkMember(c.id!, c, dirs[i])))));
+    const times: number[] = [];
+    for (let k = 0; k < n; k++) {
+      const leader = await waitAgreedLeader(members);
+      await new Promise((r) => setTimeout(r, 500)); // steady heartbeats before the crash
+      const i = members.findIndex((m) => m.id === leader);
+      const term = await members[i]!.term();
+      const others = members.filter((_, j) => j !== i);
+      const t0 = wallMs();
+      await members[i]!.kill();
+      const runs = others.map((o) => o.commitAfter(term, 10));
+      const first = await Promise.any(runs);
+      times.push(first.at - t0);
+      await Promise.allSettled(runs);
+      members[i] = await forkMember(cfgs[i]!.id!, cfgs[i]!, dirs[i]);
+    }
+    return times.sort((a, b) => a - b);
+  } finally {
+    for (const m of members) await m.stop().catch(() => undefined);
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** killRun, again (twice at most) when a master could not bind (see raftRunRetried). */
+async function killRunRetried(n: number, election: Partial<MasterConfig>): Promise<number[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await killRun(n, election);
+    } catch (e) {
+      if (attempt >= 3 || !/EADDRINUSE|already in use/i.test((e as Error).message)) throw e;
+    }
+  }
+}
+
 /** The leader's Raft worker's own timing of the same commits: the caller's two thread hops left out. */
 function inWorkerRow(where: string, l: LatencySummary): BenchRow {
   return {
@@ -354,7 +474,7 @@ function inWorkerRow(where: string, l: LatencySummary): BenchRow {
 /**
  * The Raft rows. `parts` (env BRINE_BENCH_CLUSTER, comma-separated; default all): `processes` (three master
  * processes, the deployed shape, with failovers), `tmpfs` (the same on tmpfs), `inprocess` (three masters in
- * the bench process, the earlier figure), `swarm` (the returns rows).
+ * the bench process, the earlier figure), `failover` (the leader killed, see killRun), `swarm` (the returns rows).
  */
 async function raftRows(proposals: number, failovers: number, parts: Set<string>): Promise<BenchRow[]> {
   const load = () => `load ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`;
@@ -398,12 +518,19 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
     );
   }
   if (fo.length > 0) rows.push({ figure: "leader failover (leader cut off), median", value: pct(fo, 50), unit: "ms", target: 1000, better: "lower", note: `${failovers} failovers, max ${fo.at(-1)} ms; election timeout 500-1000 ms` });
+  if (parts.has("failover")) {
+    // the default (500-1000 ms, cluster_election_min 500) and a shorter one (250-500 ms); Salt 3008: 750-1500, etcd: 1000
+    for (const min of [500, 250]) {
+      const t = await killRunRetried(failovers, { cluster_election_min: min });
+      rows.push({ figure: `leader crash (SIGKILL) to a new leader's commit, median, cluster_election_min ${min}`, value: round2(pct(t, 50)), unit: "ms", target: 500, better: "lower", note: `${t.length} kills of the leader of 3 master processes; min ${round2(t[0]!)}, max ${round2(t.at(-1)!)} ms; election timeout ${min}-${2 * min} ms, heartbeat 50 ms; ${load()}` });
+    }
+  }
   return rows;
 }
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const n = opts.full ? 3000 : 600;
-  const parts = new Set((process.env.BRINE_BENCH_CLUSTER ?? "processes,tmpfs,inprocess,swarm").split(",").map((x) => x.trim()));
+  const parts = new Set((process.env.BRINE_BENCH_CLUSTER ?? "processes,tmpfs,inprocess,failover,swarm").split(",").map((x) => x.trim()));
   const rows: BenchRow[] = [];
   rows.push(...(await raftRows(opts.full ? 2000 : 500, opts.full ? 10 : 5, parts)));
   if (parts.has("swarm")) rows.push(...(await returnsRows(n, opts.full ? 5 : 3)));
