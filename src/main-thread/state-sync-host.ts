@@ -1,16 +1,19 @@
 /**
  * The main thread's handle on the mirror thread (job-mirror-worker.ts), which stores what peers send (their
  * job events, minion data cache, mine and session key records, presence reports) and reads this master's copy
- * back for a peer's bulk sync. The main thread only moves bytes to and from it.
+ * back for a peer's bulk sync. The main thread only moves bytes to and from it, in the one port-call style
+ * (ToMirror calls with an id, answered by FromMirror `res`/`err`; src/shared/port-calls.ts).
  *
- * Bounded: what waits in the thread unconfirmed is at most MIRROR_BACKLOG_BYTES_MAX; beyond it, one-way
+ * Bounded: what waits in the thread unconfirmed is at most mirrorBacklogBytesMax; beyond it, one-way
  * pushes are dropped (counted, logged with a budget) and requests rejected, never buffered elsewhere.
  */
 import type { MessagePort, Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import type { SyncCursor } from "../workers/state-sync/sync-store.js";
-import type { JobMirrorInit, MirrorMessage, MirrorReply } from "../workers/state-sync/worker.js";
+import type { FromMirror, JobMirrorInit, ToMirror } from "../workers/state-sync/worker.js";
+import { BrineError } from "../shared/errors.js";
+import { revivePortError } from "../shared/port-calls.js";
 import { LogBudget } from "../shared/log-budget.js";
 import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 
@@ -19,14 +22,22 @@ const log = getLogger("brine.cluster.forward");
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "mirror backlog");
 
 /** bytes of peers' data the mirror thread may hold unconfirmed before more are dropped */
-export const MIRROR_BACKLOG_BYTES_MAX = 256 * 1024 * 1024;
+export const mirrorBacklogBytesMax = 256 * 1024 * 1024;
 
-type Body = MirrorMessage extends infer M ? (M extends { seq: number } ? Omit<M, "seq"> : never) : never;
+/** A call as posted, without its id. */
+type Call = ToMirror extends infer M ? (M extends { id: number } ? Omit<M, "id"> : never) : never;
+type Answer = Extract<FromMirror, { k: "res" }>["v"];
+
+interface InFlight {
+  bytes: number;
+  resolve?: (v: Answer) => void;
+  reject?: (e: Error) => void;
+}
 
 export class MirrorThread {
   private readonly worker: Worker;
-  private seq = 0;
-  private readonly inFlight = new Map<number, { bytes: number; done?: (r: MirrorReply) => void }>();
+  private nextId = 0;
+  private readonly inFlight = new Map<number, InFlight>();
   /** callers of flushed(), resolved when nothing is in flight */
   private readonly idleWaiters: (() => void)[] = [];
   private backlogBytes = 0;
@@ -40,74 +51,80 @@ export class MirrorThread {
     const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}), ...(stateSync ? { stateSync } : {}), ...(ring ? { ring } : {}) };
     // policy: logged (by the kit); in-flight work fails back to its callers (state-sync calls: the link's port closes)
     this.worker = spawnThread({ name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, ...(stateSync ? { transferList: [stateSync] } : {}), onError: () => this.failInFlight() });
-    this.worker.on("message", (m: MirrorReply) => {
-      const f = this.inFlight.get(m.done);
-      if (!f) return;
-      this.backlogBytes -= f.bytes;
-      this.inFlight.delete(m.done);
-      if (this.inFlight.size === 0) for (const r of this.idleWaiters.splice(0)) r();
-      f.done?.(m);
+    this.worker.on("message", (m: FromMirror) => {
+      const f = this.settle(m.id);
+      if (m.k === "res") f?.resolve?.(m.v);
+      else f?.reject?.(revivePortError(m, "THREAD_CALL"));
     });
   }
 
-  private failInFlight(): void {
-    for (const [seq, f] of this.inFlight) f.done?.({ done: seq, error: "the mirror thread failed" });
-    this.inFlight.clear();
-    for (const r of this.idleWaiters.splice(0)) r();
+  /** Call `id` is answered: its bytes leave the backlog. */
+  private settle(id: number): InFlight | undefined {
+    const f = this.inFlight.get(id);
+    if (!f) return undefined;
+    this.backlogBytes -= f.bytes;
+    this.inFlight.delete(id);
+    if (this.inFlight.size === 0) for (const r of this.idleWaiters.splice(0)) r();
+    return f;
   }
 
-  private post(body: Body, bytes: number, done?: (r: MirrorReply) => void): boolean {
-    if (this.backlogBytes + bytes > MIRROR_BACKLOG_BYTES_MAX) {
+  private failInFlight(): void {
+    const e = new BrineError("THREAD_GONE", "the mirror thread failed");
+    for (const id of [...this.inFlight.keys()]) this.settle(id)?.reject?.(e);
+  }
+
+  /** Posts `call` unless the backlog is full (then false, counted and logged with a budget). */
+  private post(call: Call, bytes: number, f: Omit<InFlight, "bytes"> = {}): boolean {
+    if (this.backlogBytes + bytes > mirrorBacklogBytesMax) {
       this.dropped++;
       dropLog.line(`mirror backlog full: ${this.dropped} batches of peer data not stored`);
       return false;
     }
-    const seq = ++this.seq;
-    this.inFlight.set(seq, { bytes, ...(done ? { done } : {}) });
+    const id = ++this.nextId;
+    this.inFlight.set(id, { bytes, ...f });
     this.backlogBytes += bytes;
-    this.worker.postMessage({ seq, ...body } as MirrorMessage);
+    this.worker.postMessage({ ...call, id } as ToMirror);
     return true;
   }
 
-  private ask(body: Body, bytes: number): Promise<MirrorReply> {
+  private ask(call: Call, bytes: number): Promise<Answer> {
     return new Promise((resolve, reject) => {
-      if (!this.post(body, bytes, resolve)) reject(new Error("mirror backlog full"));
+      if (!this.post(call, bytes, { resolve, reject })) reject(new BrineError("MIRROR_BACKLOG_FULL"));
     });
   }
 
   /** forwarded job event frames, to mirror into the job cache */
   push(frames: Uint8Array[]): void {
-    this.post({ frames }, frames.reduce((n, f) => n + f.byteLength, 0));
+    this.post({ k: "jobs", frames }, frames.reduce((n, f) => n + f.byteLength, 0));
   }
 
   /** a peer's live cache-sync record batches */
   apply(from: string, records: Uint8Array[]): void {
-    this.post({ from, records }, records.reduce((n, f) => n + f.byteLength, 0));
+    this.post({ k: "records", from, records }, records.reduce((n, f) => n + f.byteLength, 0));
   }
 
   /** a peer's presence report part */
   presence(from: string, bytes: Uint8Array): void {
-    this.post({ presence: { from, at: Date.now(), bytes } }, bytes.byteLength);
+    this.post({ k: "presence", report: { from, at: Date.now(), bytes } }, bytes.byteLength);
   }
 
   /** the reply bytes to a peer's bulk-sync pull request */
   async serve(request: Uint8Array): Promise<Uint8Array> {
-    const r = await this.ask({ serve: request }, request.byteLength);
-    if (!r.bytes) throw new Error(r.error ?? "no reply from the mirror thread");
-    return r.bytes;
+    const v = await this.ask({ k: "serve", request }, request.byteLength);
+    if (!(v instanceof Uint8Array)) throw new BrineError("THREAD_CALL", "no reply bytes from the mirror thread");
+    return v;
   }
 
   /** stores a pull reply from `from`; the cursor of the next chunk (null: done) */
   async applyChunk(from: string, chunk: Uint8Array): Promise<SyncCursor | null> {
-    const r = await this.ask({ from, chunk }, chunk.byteLength);
-    if (r.error !== undefined || r.next === undefined) throw new Error(r.error ?? "no cursor from the mirror thread");
-    return r.next;
+    return (await this.ask({ k: "chunk", from, chunk }, chunk.byteLength)) as SyncCursor | null;
   }
 
   /** When the newest job in this master's cache was created (ms; undefined: none, or the thread failed). */
   async newestJobMs(): Promise<number | undefined> {
     try {
-      return (await this.ask({ newestJob: true }, 0)).ms;
+      const v = await this.ask({ k: "newestJob" }, 0);
+      return typeof v === "number" ? v : undefined;
     } catch {
       return undefined;
     }

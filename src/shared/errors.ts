@@ -147,6 +147,9 @@ export const ERR = {
   // --- job placement ---
   PLACEMENT_NO_TABLE: "the ring's slot table is not known on this master",
   PLACEMENT_BAD_MESSAGE: "malformed job placement message",
+  // --- mirror thread (peers' data stored on this master: src/main-thread/state-sync-host.ts) ---
+  MIRROR_BAD_CHUNK: "a peer's bulk-sync chunk was not stored",
+  MIRROR_BACKLOG_FULL: "mirror backlog full",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -24,6 +24,8 @@ import { SyncStore, type SyncCursor } from "./sync-store.js";
 import { threadInit } from "../../shared/thread-kit.js";
 import { StateSyncEngine } from "./engine.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
+import { BrineError, isBrineError } from "../../shared/errors.js";
+import { portError, type PortError } from "../../shared/port-calls.js";
 
 export interface JobMirrorInit {
   cfg: MasterConfig;
@@ -36,53 +38,26 @@ export interface JobMirrorInit {
   stateSync?: MessagePort;
 }
 
-/** main → mirror: forwarded job event frames the origin verified; mirror → main: {done: n} after they are durable */
-export interface JobMirrorBatch {
-  seq: number;
-  frames: Uint8Array[];
-}
+/**
+ * main → mirror, in the one port-call style (src/shared/port-calls.ts): every message is a call with an `id`,
+ * answered once what it carries is stored (or read), so the main thread can bound what waits here by bytes.
+ */
+export type ToMirror =
+  /** forwarded job event frames the origin verified, to store in the job cache */
+  | { k: "jobs"; id: number; frames: Uint8Array[] }
+  /** a peer's cache-sync record batches (live) to store */
+  | { k: "records"; id: number; from: string; records: Uint8Array[] }
+  /** a peer's bulk-sync pull request: answered with the reply bytes */
+  | { k: "serve"; id: number; request: Uint8Array }
+  /** the reply to our pull from `from`: answered with the cursor of the next chunk (null: done) */
+  | { k: "chunk"; id: number; from: string; chunk: Uint8Array }
+  /** a peer's list of the minions it sees connected */
+  | { k: "presence"; id: number; report: PresenceReport }
+  /** when the newest job in this master's cache was created: answered with ms, or null for none */
+  | { k: "newestJob"; id: number };
 
-/** main → mirror: a peer's cache-sync record batches (live, or a bulk-sync chunk) to store */
-export interface SyncApply {
-  seq: number;
-  from: string;
-  records: Uint8Array[];
-}
-
-/** main → mirror: a peer's bulk-sync pull request; answered with the reply bytes (`bytes`) */
-export interface SyncServe {
-  seq: number;
-  serve: Uint8Array;
-}
-
-/** main → mirror: the reply to our pull from `from`; answered with the next cursor (`next`) */
-export interface SyncChunk {
-  seq: number;
-  from: string;
-  chunk: Uint8Array;
-}
-
-/** main → mirror: a peer's list of the minions it sees connected */
-export interface PresenceStore {
-  seq: number;
-  presence: PresenceReport;
-}
-
-/** main → mirror: when the newest job in this master's cache was created; answered with `ms` (absent: none) */
-export interface NewestJob {
-  seq: number;
-  newestJob: true;
-}
-
-export type MirrorMessage = JobMirrorBatch | SyncApply | SyncServe | SyncChunk | PresenceStore | NewestJob;
-
-export interface MirrorReply {
-  done: number;
-  bytes?: Uint8Array;
-  next?: SyncCursor | null;
-  ms?: number;
-  error?: string;
-}
+/** mirror → main: the answer to call `id` (`v` by kind: serve → bytes, chunk → cursor, newestJob → ms; else null). */
+export type FromMirror = { k: "res"; id: number; v: Uint8Array | SyncCursor | number | null } | ({ k: "err"; id: number } & PortError);
 
 const init = threadInit<JobMirrorInit>();
 const log = getLogger("brine.cluster.mirror");
@@ -95,34 +70,37 @@ if (init.ring) {
   sync.jobRecords.placed = () => ring.route("jobs") !== null;
 }
 
-async function handle(m: MirrorMessage): Promise<MirrorReply> {
-  if ("frames" in m) {
-    await sync.jobRecords.storeEvents(m.frames);
-    return { done: m.seq };
+async function handle(m: ToMirror): Promise<Uint8Array | SyncCursor | number | null> {
+  switch (m.k) {
+    case "jobs":
+      await sync.jobRecords.storeEvents(m.frames);
+      return null;
+    case "newestJob":
+      return sync.jobRecords.newestMs() ?? null;
+    case "records":
+      await sync.apply(m.from, m.records);
+      return null;
+    case "serve":
+      return sync.serve(m.request);
+    case "chunk": {
+      const r = await sync.applyChunk(m.from, m.chunk);
+      if ("error" in r) throw new BrineError("MIRROR_BAD_CHUNK", r.error);
+      return r.next;
+    }
+    case "presence":
+      await presence.store(m.report);
+      return null;
+    default:
+      throw new BrineError("THREAD_CALL", `the mirror thread does not know ${JSON.stringify((m as { k?: unknown }).k)}`);
   }
-  if ("newestJob" in m) {
-    const ms = sync.jobRecords.newestMs();
-    return ms === undefined ? { done: m.seq } : { done: m.seq, ms };
-  }
-  if ("records" in m) {
-    await sync.apply(m.from, m.records);
-    return { done: m.seq };
-  }
-  if ("serve" in m) return { done: m.seq, bytes: sync.serve(m.serve) };
-  if ("chunk" in m) {
-    const r = await sync.applyChunk(m.from, m.chunk);
-    return "error" in r ? { done: m.seq, error: r.error } : { done: m.seq, next: r.next };
-  }
-  await presence.store(m.presence);
-  return { done: m.seq };
 }
 
-parentPort!.on("message", (m: MirrorMessage) => {
+parentPort!.on("message", (m: ToMirror) => {
   handle(m).then(
-    (r) => parentPort!.postMessage(r),
-    (e: Error) => {
-      log.error(`the mirror thread failed on a ${"frames" in m ? "job event" : "cache-sync"} message: ${e.message}`);
-      parentPort!.postMessage({ done: m.seq, error: e.message } satisfies MirrorReply);
+    (v) => parentPort!.postMessage({ k: "res", id: m.id, v } satisfies FromMirror),
+    (e: unknown) => {
+      if (!isBrineError(e, "MIRROR_BAD_CHUNK")) log.error(`the mirror thread failed on a ${String(m?.k)} message: ${(e as Error)?.message ?? String(e)}`);
+      parentPort!.postMessage({ k: "err", id: m.id, ...portError(e, "THREAD_CALL") } satisfies FromMirror);
     },
   );
 });
