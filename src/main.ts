@@ -15,7 +15,8 @@ import type { MasterConfig } from "./shared/config/defaults.js";
 import { getLogger } from "./shared/log.js";
 import { generateKeyString } from "./shared/protocol/crypticle.js";
 import { packEvent } from "./shared/event-frame.js";
-import { EventBusServer } from "./main-thread/bus-server.js";
+import { EventBusServer, busLimits } from "./main-thread/bus-server.js";
+import { BUS_DROP_REASONS } from "./shared/metrics/labels.js";
 import { loadOrCreateKeyPair } from "./lib/pki/master-keys.js";
 import { checkJobCache } from "./main-thread/lmdb-check.js";
 import { prepareKeyStore } from "./lib/pki/key-store.js";
@@ -91,7 +92,7 @@ export class MasterServer {
   private readonly runnerResults: BroadcastChannel;
 
   constructor(readonly cfg: MasterConfig) {
-    this.bus = new EventBusServer(cfg.sock_dir);
+    this.bus = new EventBusServer(cfg.sock_dir, busLimits(cfg));
     this.runnerResults = runnerResultsChannel(cfg);
   }
 
@@ -255,6 +256,8 @@ export class MasterServer {
     await this.metrics.start({
       laneDepth: () => this.lanes!.depths(),
       sendQueues: () => [this.requestPort!.out, this.publishPort!.out].map((q) => ({ length: q.length, dropped: q.dropped })),
+      publishFrames: () => this.publishPort!.out.sent,
+      eventBus: () => ({ events: this.bus.events, readers: this.bus.subscribers, dropped: BUS_DROP_REASONS.map((r) => this.bus.dropped[r]) }),
       connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
       ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer, stateSyncCachedir: c.cachedir } : {}),
     });

@@ -5,7 +5,7 @@
  * last one left, so an idle API decodes nothing of a busy master's return flood. A waiter subscribes,
  * then awaits `ready()` before it sends its request, so no return can pass unseen. The main thread only
  * writes the bytes it already writes to every bus client (no per-event message to this thread); a
- * connection the master drops (a reader over `busClientBacklogBytesMax` behind) is re-opened while
+ * connection the master drops (a reader too far behind: src/main-thread/bus-backlog.ts) is re-opened while
  * anyone still listens.
  */
 import { BrineError } from "../shared/errors.js";

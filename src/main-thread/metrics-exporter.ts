@@ -22,7 +22,7 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import type { NodeStatus } from "../workers/raft/api.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
-import { G_LANE_DEPTH, G_SAMPLED_AT_MS, G_SENDQ_DROPPED, G_SENDQ_LENGTH, MetricsBoard } from "../shared/metrics/board.js";
+import { G_BUS_DROPPED, G_BUS_EVENTS, G_BUS_READERS, G_LANE_DEPTH, G_PUB_FRAMES, G_SAMPLED_AT_MS, G_SENDQ_DROPPED, G_SENDQ_LENGTH, MetricsBoard } from "../shared/metrics/board.js";
 import { families, labelText, type Family } from "../shared/metrics/families.js";
 import { readMetricsOptions, type MetricsOptions } from "./metrics-options.js";
 import { readStateSyncStatus } from "../shared/state-sync-status.js";
@@ -48,6 +48,10 @@ export interface MainFigures {
   laneDepth(): readonly number[];
   /** per send queue (labels.ts SEND_QUEUES) */
   sendQueues(): readonly { length: number; dropped: number }[];
+  /** frames sent on the publish port */
+  publishFrames?(): number;
+  /** the event bus: events published, readers now, readers dropped per reason (labels.ts BUS_DROP_REASONS) */
+  eventBus?(): { events: number; readers: number; dropped: readonly number[] };
   /** accepted minions connected to this master (asks a request worker) */
   connected(): Promise<number>;
   /** clustered: the Raft worker's status */
@@ -169,6 +173,13 @@ export class MetricsHost {
       this.board.setGauge(G_SENDQ_LENGTH + i, q.length);
       this.board.setGauge(G_SENDQ_DROPPED + i, q.dropped);
     });
+    if (f.publishFrames) this.board.setGauge(G_PUB_FRAMES, f.publishFrames());
+    const bus = f.eventBus?.();
+    if (bus) {
+      this.board.setGauge(G_BUS_EVENTS, bus.events);
+      this.board.setGauge(G_BUS_READERS, bus.readers);
+      bus.dropped.forEach((n, r) => this.board.setGauge(G_BUS_DROPPED + r, n));
+    }
     this.board.setGauge(G_SAMPLED_AT_MS, Date.now());
   }
 

@@ -14,6 +14,8 @@ export class SendQueue {
   private q: Buffer[][] = [];
   private running = false;
   private idle: (() => void)[] = [];
+  /** messages the socket took since start (the metrics board) */
+  sent = 0;
   /** messages dropped since start: the queue was full, or the socket refused the send (the metrics board) */
   dropped = 0;
 
@@ -38,6 +40,7 @@ export class SendQueue {
       const m = this.q.shift()!;
       try {
         await this.send(m);
+        this.sent++;
       } catch (e) {
         log.debug(`${this.name} send failed: ${(e as Error).message}`);
         this.dropped++;

@@ -46,6 +46,10 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
       "brine_request_lane_refused_total",
       "brine_send_queue_length",
       "brine_send_queue_dropped_total",
+      "brine_publish_frames_total",
+      "brine_event_bus_events_total",
+      "brine_event_bus_readers",
+      "brine_event_bus_readers_dropped_total",
       "brine_minions_connected",
       "process_open_fds",
       "process_resident_memory_bytes",
@@ -78,6 +82,9 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
     assert.equal(v('salt_jobs_completed_total{fun="test.ping",success="true"}'), 1);
     assert.ok(v('salt_events_fired_total{tag_prefix="salt/job"}') >= 3, "new, publish and ret events");
     assert.ok(v('salt_events_fired_total{tag_prefix="salt/auth"}') >= 1);
+    assert.ok(v("brine_publish_frames_total") >= (before.values.get("brine_publish_frames_total") ?? 0) + 1, "the publish left on the publish port");
+    assert.ok(v("brine_event_bus_events_total") >= (before.values.get("brine_event_bus_events_total") ?? 0) + 3, "new, publish and ret events on the bus");
+    assert.equal(v('brine_event_bus_readers_dropped_total{reason="queue_full"}'), 0);
     // the request duration histogram: cumulative buckets ending in +Inf = count
     const count = v('salt_master_requests_duration_seconds_count{cmd="publish"}');
     assert.equal(count, 1);

@@ -130,7 +130,9 @@ export const MasterConfigSchema = Type.Object(
     publish_port: port(4505, "publisher port"),
     ret_port: port(4506, "request server port"),
     worker_threads: int(5, 1, 1024, "request threads in all (Salt's MWorkers), split between the sign-in lane (half, rounded down) and the request lane (the rest), at least one each"),
-    pub_hwm: int(1000, 0, 10_000_000, "publisher high-water mark, messages"),
+    pub_hwm: int(1000, 0, 10_000_000, "publish port's ZeroMQ SNDHWM: publishes queued for one minion before the PUB socket drops further ones to it (libzmq drops them uncounted, as under Salt; 0: no bound)", { unit: "messages" }),
+    pub_server_write_queue_size: int(500, 1, 1_000_000, "event bus: events queued for one reader (master_event_pub.ipc) before it is disconnected as too slow (Salt's option, saltstack/salt#70148)", { unit: "events" }),
+    publish_drain_timeout: num(5, 0.001, 86_400, "event bus: longest an event may wait for one reader before that reader is disconnected as too slow (Salt's option, saltstack/salt#69995)", { unit: "seconds" }),
     zmq_backlog: int(1000, 0, 1_000_000, "listen backlog of the ZeroMQ sockets"),
     // --- keys and sign-in ---
     keysize: Type.Union([Type.Literal(1024), Type.Literal(2048), Type.Literal(3072), Type.Literal(4096)], { default: 2048, description: "size of the RSA keys the master generates, bits" }),

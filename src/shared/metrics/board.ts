@@ -22,6 +22,7 @@
  */
 import {
   AUTH_RESULTS,
+  BUS_DROP_REASONS,
   CMD_LABELS,
   FUN_COMPOUND,
   FUN_FIXED,
@@ -56,7 +57,12 @@ export const G_LANE_DEPTH = 0; // + lane
 export const G_SENDQ_LENGTH = G_LANE_DEPTH + LANES.length; // + queue
 export const G_SENDQ_DROPPED = G_SENDQ_LENGTH + SEND_QUEUES.length; // + queue
 export const G_SAMPLED_AT_MS = G_SENDQ_DROPPED + SEND_QUEUES.length;
-const GAUGES = G_SAMPLED_AT_MS + 1;
+/** frames sent on the publish port, events put on the bus, bus readers now, bus readers dropped (+ reason) */
+export const G_PUB_FRAMES = G_SAMPLED_AT_MS + 1;
+export const G_BUS_EVENTS = G_PUB_FRAMES + 1;
+export const G_BUS_READERS = G_BUS_EVENTS + 1;
+export const G_BUS_DROPPED = G_BUS_READERS + 1; // + reason
+const GAUGES = G_BUS_DROPPED + BUS_DROP_REASONS.length;
 
 // counter indices (each counter is two words)
 const C_REQ = 0;
@@ -106,6 +112,10 @@ export interface BoardSnapshot {
   laneRefused: { lane: string; reason: string; n: number }[];
   laneDepth: { lane: string; n: number }[];
   sendQueues: { queue: string; length: number; dropped: number }[];
+  /** frames sent on the publish port (sampled every second) */
+  publishFrames: number;
+  /** the event bus: events published, readers connected, readers disconnected for not reading (by reason) */
+  bus: { events: number; readers: number; dropped: { reason: string; n: number }[] };
   /** when the main thread last wrote its figures (ms since the epoch; 0: never) */
   sampledAtMs: number;
 }
@@ -296,6 +306,12 @@ export class MetricsBoard {
       laneRefused: LANES.flatMap((lane, l) => LANE_REFUSALS.map((reason, r) => ({ lane, reason, n: this.get(C_LANE_REFUSED + l * LANE_REFUSALS.length + r) }))),
       laneDepth: LANES.map((lane, l) => ({ lane, n: this.get(C_GAUGE + G_LANE_DEPTH + l) })),
       sendQueues: SEND_QUEUES.map((queue, q) => ({ queue, length: this.get(C_GAUGE + G_SENDQ_LENGTH + q), dropped: this.get(C_GAUGE + G_SENDQ_DROPPED + q) })),
+      publishFrames: this.get(C_GAUGE + G_PUB_FRAMES),
+      bus: {
+        events: this.get(C_GAUGE + G_BUS_EVENTS),
+        readers: this.get(C_GAUGE + G_BUS_READERS),
+        dropped: BUS_DROP_REASONS.map((reason, r) => ({ reason, n: this.get(C_GAUGE + G_BUS_DROPPED + r) })),
+      },
       sampledAtMs: this.get(C_GAUGE + G_SAMPLED_AT_MS),
     };
   }

@@ -126,6 +126,30 @@ export function families(src: FamilySources): Family[] {
       type: "counter",
       samples: b.sendQueues.map((q) => ({ labels: { queue: q.queue }, value: q.dropped })),
     },
+    {
+      name: "brine_publish_frames_total",
+      help: "Publishes sent on the publish port, each one frame to every subscribed minion (a minion past pub_hwm misses it uncounted: libzmq does not report those drops)",
+      type: "counter",
+      samples: [{ labels: {}, value: b.publishFrames }],
+    },
+    {
+      name: "brine_event_bus_events_total",
+      help: "Events this master put on its local event bus (master_event_pub.ipc)",
+      type: "counter",
+      samples: [{ labels: {}, value: b.bus.events }],
+    },
+    {
+      name: "brine_event_bus_readers",
+      help: "Readers connected to the local event bus (salt, salt-run, the API's event feed; sampled every second)",
+      type: "gauge",
+      samples: [{ labels: {}, value: b.bus.readers }],
+    },
+    {
+      name: "brine_event_bus_readers_dropped_total",
+      help: "Event bus readers disconnected for not reading: queue_full (pub_server_write_queue_size), drain_timeout (publish_drain_timeout), backlog_bytes (64 MiB unsent)",
+      type: "counter",
+      samples: b.bus.dropped.map((d) => ({ labels: { reason: d.reason }, value: d.n })),
+    },
   ];
   // no sample while the first count is still being made
   const connected = src.connected === undefined ? [] : [{ labels: {}, value: src.connected }];

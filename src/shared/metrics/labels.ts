@@ -108,6 +108,8 @@ export function tagSlotOf(tag: string): number {
 export const LANES = ["clear", "req"] as const;
 export const LANE_REFUSALS = ["queue_full", "stale"] as const;
 export const SEND_QUEUES = ["router", "publish"] as const;
+/** why an event-bus reader was disconnected (src/main-thread/bus-backlog.ts) */
+export const BUS_DROP_REASONS = ["queue_full", "drain_timeout", "backlog_bytes"] as const;
 
 /** A return's success for `salt_jobs_completed_total`: its `success` when it has one, else retcode 0 (or none). */
 export function returnSucceeded(load: Record<string, unknown>): boolean {
