@@ -57,6 +57,8 @@ const line = winston.format.printf((info) => {
 
 let root: winston.Logger | undefined;
 let current: LogConfig = { level: "warning" };
+/** The most verbose level any transport writes: a call above it returns before winston formats a line nobody keeps. */
+let maxLevel: number = SALT_LEVELS.warning;
 
 export function configureLogging(cfg: LogConfig): void {
   current = cfg;
@@ -72,7 +74,9 @@ export function configureLogging(cfg: LogConfig): void {
     }
   }
   root?.close();
-  root = winston.createLogger({ levels: SALT_LEVELS, format: line, transports });
+  maxLevel = Math.max(...transports.map((t) => SALT_LEVELS[t.level as SaltLevel] ?? SALT_LEVELS.all));
+  const most = (Object.keys(SALT_LEVELS) as SaltLevel[]).find((l) => SALT_LEVELS[l] === maxLevel) ?? "all";
+  root = winston.createLogger({ levels: SALT_LEVELS, level: most, format: line, transports });
 }
 
 export function loggingConfig(): LogConfig {
@@ -90,9 +94,13 @@ export interface Logger {
 
 /** A named logger; cheap to create, resolves the root lazily so modules can log before configuration. */
 export function getLogger(name: string): Logger {
-  const at = (level: SaltLevel) => (msg: string) => {
-    if (!root) configureLogging(current);
-    root!.log({ level, message: msg, logger: name });
+  const at = (level: SaltLevel) => {
+    const rank = SALT_LEVELS[level];
+    return (msg: string) => {
+      if (!root) configureLogging(current);
+      if (rank > maxLevel) return;
+      root!.log({ level, message: msg, logger: name });
+    };
   };
   return { critical: at("critical"), error: at("error"), warning: at("warning"), info: at("info"), debug: at("debug"), trace: at("trace") };
 }

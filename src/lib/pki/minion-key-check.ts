@@ -13,13 +13,17 @@ const PEM_BLOCK = /^-----BEGIN (RSA PUBLIC KEY|PUBLIC KEY)-----\n([A-Za-z0-9+/=\
 
 export type KeyCheck = { ok: true; key: KeyObject } | { ok: false; why: string };
 
-export function checkMinionPublicKey(pem: string, policy: Pick<MinionPolicy, "keyBitsMin" | "keyBitsMax" | "keyExponent">): KeyCheck {
+/**
+ * `parse` turns the cleaned PEM into a key: createPublicKey by default (OpenSSL 3 spends ~0.2 ms decoding a PEM);
+ * a caller whose PEM is a key it already holds (a returning minion's accepted key) passes its cached parse.
+ */
+export function checkMinionPublicKey(pem: string, policy: Pick<MinionPolicy, "keyBitsMin" | "keyBitsMax" | "keyExponent">, parse: (clean: string) => KeyObject = (clean) => createPublicKey({ key: clean, format: "pem" })): KeyCheck {
   const clean = cleanKey(pem);
   const m = PEM_BLOCK.exec(clean);
   if (!m) return { ok: false, why: "not one RSA public key PEM block" };
   let key: KeyObject;
   try {
-    key = createPublicKey({ key: clean, format: "pem" });
+    key = parse(clean);
   } catch (e) {
     return { ok: false, why: `unparsable (${(e as Error).message})` };
   }

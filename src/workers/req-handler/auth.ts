@@ -108,24 +108,26 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
     log.warning(`Authentication request from ${id} refused: protocol version ${version} is below brine_min_envelope_version (${policy.minEnvelopeVersion})`);
     return refuse(false);
   }
-  if (rawPub) {
-    // before anything is read or written: an unacceptable key never reaches pki_dir
-    const check = checkMinionPublicKey(rawPub, policy);
-    if (!check.ok) {
-      log.warning(`Authentication request from ${id} refused: its public key is ${check.why}`);
-      return refuse(false);
-    }
-  }
   const pub = cleanKey(rawPub);
-  const fire = (result: unknown, act: string) => {
-    counted.act = act;
-    if (cfg.auth_events) ctx.fire(fx, "salt/auth", { result, act, id, pub: rawPub });
-  };
   const readClean = (s: KeyState) => {
     const v = ctx.keys.read(s, id);
     return v === undefined ? undefined : cleanKey(v);
   };
   const accepted = readClean("accepted");
+  if (rawPub) {
+    // before anything is written: an unacceptable key never reaches pki_dir. A returning minion's key is the
+    // accepted one, whose parse the thread's key cache holds (it encrypts the replies); any other key is parsed
+    // here and not cached (a spray of new keys must not fill the cache)
+    const check = checkMinionPublicKey(rawPub, policy, pub === accepted ? publicKey : undefined);
+    if (!check.ok) {
+      log.warning(`Authentication request from ${id} refused: its public key is ${check.why}`);
+      return refuse(false);
+    }
+  }
+  const fire = (result: unknown, act: string) => {
+    counted.act = act;
+    if (cfg.auth_events) ctx.fire(fx, "salt/auth", { result, act, id, pub: rawPub });
+  };
   const rejectedExists = ctx.keys.exists("rejected", id);
   // The pending key and the autosign/autoreject checks only matter for a key that is neither accepted
   // nor rejected (rows 7-13): a returning minion's sign-in skips those file checks entirely.

@@ -20,6 +20,7 @@
  * through a balancer, wants `connections`).
  */
 import { readFileSync } from "node:fs";
+import { isIPv4 } from "node:net";
 import os from "node:os";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { optionDefault } from "../../shared/config/options.js";
@@ -51,27 +52,55 @@ function hexToIpv6(h: string): string {
     const b = parseInt(words[7]!, 16);
     return `${a >> 8}.${a & 255}.${b >> 8}.${b & 255}`;
   }
-  return full.join(":");
+  // RFC 5952, as grains print an address: the longest run of two or more zero groups (the first of equals) as "::"
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && full[j] === "0") j++;
+    if (j - i > bestLen) [best, bestLen] = [i, j - i];
+    i = j > i ? j : i + 1;
+  }
+  if (best < 0) return full.join(":");
+  return `${full.slice(0, best).join(":")}::${full.slice(best + bestLen).join(":")}`;
 }
 
-/** Remote IPs with an established connection to `port` on this host. */
-export function peerAddresses(port: number, procDir = "/proc/net"): Set<string> {
+export type ProcTable = "tcp" | "tcp6";
+
+/**
+ * The /proc/net tables that can hold connections to a port this master listens on: tcp6 only when it may listen
+ * on IPv6 (`ipv6`, or an interface that is not an IPv4 address). Each read of a table costs the kernel a walk of
+ * its whole connection hash, milliseconds on a host with much memory even when the table is empty.
+ */
+export function procTables(cfg: Pick<MasterConfig, "ipv6" | "interface">): ProcTable[] {
+  return !cfg.ipv6 && isIPv4(String(cfg.interface)) ? ["tcp"] : ["tcp", "tcp6"];
+}
+
+/** Per port: a line of an ESTABLISHED connection to it (`  sl: LOCAL:PORT REMOTE:RPORT 01 …`), the remote address captured. */
+const lineRes = new Map<number, RegExp>();
+function lineRe(port: number): RegExp {
+  let re = lineRes.get(port);
+  if (!re) {
+    const hex = port.toString(16).toUpperCase().padStart(4, "0");
+    re = new RegExp(`^ *\\d+: [0-9A-F]+:${hex} ([0-9A-F]+):[0-9A-F]{4} ${TCP_ESTABLISHED} `, "gm");
+    if (lineRes.size < 64) lineRes.set(port, re);
+  }
+  re.lastIndex = 0;
+  return re;
+}
+
+/** Remote IPs with an established connection to `port` on this host, from the given /proc/net tables. */
+export function peerAddresses(port: number, procDir = "/proc/net", tables: readonly ProcTable[] = ["tcp", "tcp6"]): Set<string> {
   const out = new Set<string>();
-  for (const [file, v6] of [["tcp", false], ["tcp6", true]] as const) {
+  for (const file of tables) {
     let text: string;
     try {
       text = readFileSync(`${procDir}/${file}`, "utf8");
     } catch {
       continue;
     }
-    for (const line of text.split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 4 || f[3] !== TCP_ESTABLISHED) continue;
-      const [lip, lport] = f[1]!.split(":");
-      const [rip] = f[2]!.split(":");
-      if (parseInt(lport!, 16) !== port || !lip || !rip) continue;
-      out.add(v6 ? hexToIpv6(rip) : hexToIpv4(rip));
-    }
+    const re = lineRe(port);
+    for (let m = re.exec(text); m; m = re.exec(text)) out.add(file === "tcp6" ? hexToIpv6(m[1]!) : hexToIpv4(m[1]!));
   }
   return out;
 }
@@ -142,14 +171,15 @@ export function heardIds(store: Store, sinceMs: number): Set<string> {
 }
 
 /** This master's own view: the accepted ids it sees connected, by `presenceMode`. */
-export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
-  const ids = presenceMode(cfg) === "heard" ? heardIds(store, nowMs - heardWindowMs(cfg)) : connectedIds(acceptedIds, grainsOf, peerAddresses(cfg.publish_port));
+export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now(), peers?: Set<string>): string[] {
+  const ids = presenceMode(cfg) === "heard" ? heardIds(store, nowMs - heardWindowMs(cfg)) : connectedIds(acceptedIds, grainsOf, peers ?? peerAddresses(cfg.publish_port, undefined, procTables(cfg)));
   return acceptedIds.filter((id) => ids.has(id));
 }
 
 /** What "[Not connected]" and manage.present use: this master's view, united with its peers' recent reports. */
-export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now()): string[] {
-  const own = localPresent(cfg, store, acceptedIds, grainsOf, nowMs);
+/** `peers`: the connected addresses when the caller has read them already (`connections` mode). */
+export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now(), peers?: Set<string>): string[] {
+  const own = localPresent(cfg, store, acceptedIds, grainsOf, nowMs, peers);
   if (!isClustered(cfg)) return own;
   const all = peersPresent(store, clusterNodeIdOf(cfg), nowMs, PRESENCE_REPORT_MAX_AGE_MS);
   for (const id of own) all.add(id);

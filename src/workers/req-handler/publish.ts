@@ -24,7 +24,7 @@ import { validJid } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
 import { checkMinions } from "../../lib/targeting/index.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
-import { clusterPresent, peerAddresses, presenceMode } from "./presence.js";
+import { clusterPresent, peerAddresses, presenceMode, procTables } from "./presence.js";
 
 const log = getLogger("brine.publish");
 
@@ -59,12 +59,14 @@ export const notConnectedMinionsMax = 10_000;
  * The matched minions this master does not see connected now (presence.ts), with `brine_presence: connections`
  * (Salt's way); undefined when it cannot tell: nobody is connected to the publish port (Salt's CLI says
  * "[No response]" then), or `heard` (behind a balancer a minion counts as present for a window after it was
- * last heard from, so it says nothing of this moment). Costs one read of /proc/net/tcp{,6} and the cached
+ * last heard from, so it says nothing of this moment). Costs one read of /proc/net/tcp (and tcp6 when listening on IPv6) and the cached
  * grains of each matched minion.
  */
 function notConnectedOf(ctx: MasterContext, minions: string[]): string[] | undefined {
-  if (presenceMode(ctx.cfg) !== "connections" || peerAddresses(ctx.cfg.publish_port).size === 0) return undefined;
-  const present = new Set(clusterPresent(ctx.cfg, ctx.store, minions, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, ctx.now()));
+  if (presenceMode(ctx.cfg) !== "connections") return undefined;
+  const peers = peerAddresses(ctx.cfg.publish_port, undefined, procTables(ctx.cfg));
+  if (peers.size === 0) return undefined;
+  const present = new Set(clusterPresent(ctx.cfg, ctx.store, minions, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, ctx.now(), peers));
   return minions.filter((m) => !present.has(m));
 }
 
