@@ -121,7 +121,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         value: round(inWorker?.p50Ms ?? NaN, 3),
         unit: "ms",
         better: "lower",
-        note: `the worker's own timing of the same ${inWorker?.samples ?? 0} commits (proposal taken → durable, applied, answered); the caller's hop is the rest: ${round(pct(seq.lat, 0.5) - (inWorker?.p50Ms ?? NaN), 3)} ms`,
+        note: `the worker's own timing of the same ${inWorker?.samples ?? 0} commits (proposal taken → durable, applied, answered); with the fsync's spread the difference of the two p50s is not the hop: the round trips below are`,
       },
       {
         figure: "caller's hop: a status call's round trip, p50",
