@@ -139,6 +139,18 @@ test("a pin by a shared cluster.pub works like a fingerprint; a different cluste
   refused(() => wrong.onChallenge(responder().onDiscover(wrong.discover)), "fingerprint");
 });
 
+test("a member comparing a peer's cluster key with its own names a second cluster with the same cluster_id as such; the same key passes, a key it cannot sign with is forged", () => {
+  const mine = keyPair("my-cluster");
+  const probe = joiner({ pin: { clusterPub: pem(mine.publicKey), own: true } });
+  const e = refused(() => probe.onChallenge(responder().onDiscover(probe.discover)), "another-cluster");
+  assert.match(e.message, /m1 is in a second cluster named "brine-test" with another key .*two clusters were founded with one cluster_id/);
+  assert.equal(peekRefusal(refuseFrame(e))?.reason, "another-cluster", "the peer hears why");
+  const same = joiner({ pin: { clusterPub, own: true } });
+  assert.ok(same.onChallenge(responder().onDiscover(same.discover)).length > 0);
+  const forger = joiner({ pin: { clusterPub: pem(mine.publicKey), own: true } });
+  refused(() => forger.onChallenge(responder({ clusterKey: { privateKey: keyPair("x").privateKey, pubPem: clusterPub } }).onDiscover(forger.discover)), "forged");
+});
+
 test("a responder that shows the right cluster key but cannot sign with it is refused as forged", () => {
   const other = keyPair("other-cluster");
   // right public key, wrong private key: the csig does not verify

@@ -43,6 +43,10 @@ const ADMIT_WAIT_MS = 15_000;
 const JOINS_PENDING_MAX = 32;
 /** a responder exchange not finished within this is forgotten, ms */
 const JOIN_EXCHANGE_TTL_MS = 30_000;
+/** a peer that refuses this member's handshakes as unknown is probed for a second cluster at most this often, ms */
+const SECOND_CLUSTER_PROBE_EVERY_MS = 60_000;
+/** how long a probe waits for the peer's challenge, ms */
+const SECOND_CLUSTER_PROBE_WAIT_MS = 5_000;
 
 /** What one join attempt through one address gave. */
 export type JoinAttempt =
@@ -73,8 +77,30 @@ export class JoinHost {
   private readonly replay = new JoinReplayGuard();
   private readonly refusals = new LogBudget(REFUSAL_LINES_PER_WINDOW, REFUSAL_LOG_WINDOW_MS, (l) => log.warning(l));
 
+  /** address -> when it was last probed for a second cluster */
+  private readonly probed = new Map<string, number>();
+
   constructor(private readonly o: JoinHostOptions) {
     o.transport.onJoinFrame((conn, frame) => this.onFrame(conn, frame));
+    o.transport.events.on("refused", (info) => {
+      if (info.direction === "remote" && info.reason === "unknown-peer" && info.address) void this.probeSecondCluster(info.address);
+    });
+  }
+
+  /**
+   * A peer that does not know this member's key may be a master of a second cluster founded with the same
+   * cluster_id (two founders that could not see each other): run the join exchange as far as its CHALLENGE, which
+   * shows the peer's cluster key, and if that key is another one, refuse it as "another-cluster" (logged here, and
+   * by the peer when it reads the REFUSE). Never sends a PROOF; at most once a minute per address.
+   */
+  private async probeSecondCluster(address: string): Promise<void> {
+    const now = Date.now();
+    if (!this.s.isolated || !this.o.hasCluster() || now - (this.probed.get(address) ?? 0) < SECOND_CLUSTER_PROBE_EVERY_MS) return;
+    this.probed.set(address, now);
+    const a = splitAddress(address);
+    if (!a) return;
+    const r = await this.exchange(a.host, a.port, SECOND_CLUSTER_PROBE_WAIT_MS, true).catch((e: Error) => ({ kind: "unreachable" as const, detail: e.message }));
+    if (r.kind === "refused" && r.reason === "another-cluster") log.error(`cluster: SECOND CLUSTER at ${address}: ${r.detail}`);
   }
 
   private get s(): ClusterSettings {
@@ -256,9 +282,20 @@ export class JoinHost {
 
   /** One join exchange through `host:port`. Writes nothing unless admitted. */
   async attempt(host: string, port: number, timeoutMs: number): Promise<JoinAttempt> {
+    const r = await this.exchange(host, port, timeoutMs, false);
+    if (r.kind === "same-cluster") throw new BrineError("CLUSTER_JOIN_REFUSED", "a join attempt ended as a probe");
+    return r;
+  }
+
+  /**
+   * The exchange behind attempt(); a `probe` (a member checking whether a peer is in its own cluster) pins this
+   * master's own cluster key and stops before the PROOF ("same-cluster" when the keys match).
+   */
+  private async exchange(host: string, port: number, timeoutMs: number, probe: boolean): Promise<JoinAttempt | { kind: "same-cluster" }> {
     const iso = this.s.isolated;
     if (!iso) throw new BrineError("CLUSTER_CONFIG", "joining with a secret needs cluster_isolated_filesystem");
-    const pin = this.pin();
+    const pin = probe ? this.ownPin() : this.pin();
+    if (probe && !pin) return { kind: "unreachable", detail: "no cluster key of its own to compare" };
     const ex = new JoinerExchange({
       clusterId: this.s.clusterId,
       selfId: this.s.nodeId,
@@ -296,6 +333,7 @@ export class JoinHost {
         if (!err.remote) await sock.send(refuseFrame(err)).catch(() => undefined);
         return { kind: "refused", reason: err.reason, detail: err.detail, by: err.remote ? "them" : "us" };
       }
+      if (probe) return { kind: "same-cluster" };
       let admit: Uint8Array;
       try {
         // the member commits this master's key to the cluster log before it answers: allow for a commit
@@ -325,13 +363,21 @@ export class JoinHost {
     this.dialing.clear();
   }
 
-  /** The fingerprint, else a cluster.pub put in cluster_pki_dir by hand, else none (no cluster is trusted). */
+  /** This master's own cluster key, else the fingerprint, else a cluster.pub put in cluster_pki_dir by hand, else none (no cluster is trusted). */
   private pin(): ClusterPin | undefined {
+    const own = this.ownPin();
+    if (own) return own;
     const iso = this.s.isolated!;
     if (iso.fingerprint) return { fingerprint: iso.fingerprint, hashType: iso.hashType };
     const pub = this.file("cluster.pub");
     if (existsSync(pub)) return { clusterPub: readFileSync(pub, "utf8") };
     return undefined;
+  }
+
+  /** With cluster.pem beside cluster.pub: the key of the cluster this master founded or joined (another key is another cluster). */
+  private ownPin(): ClusterPin | undefined {
+    const pub = this.file("cluster.pub");
+    return existsSync(pub) && existsSync(this.file("cluster.pem")) ? { clusterPub: readFileSync(pub, "utf8"), own: true } : undefined;
   }
 
   private install(clusterPem: string, clusterPub: string, aes: string, members: Record<string, string>, addresses: Record<string, { host: string; port: number }>): void {

@@ -77,14 +77,15 @@ const ZERO_NONCE = new Uint8Array(24);
 
 /**
  * Why a join was refused, as the log and the REFUSE frame name it:
- * secret (wrong cluster_secret), fingerprint (the cluster key does not match the joiner's pin), cluster (another
- * cluster_id), known-id (a node id this cluster knows with another key), replay (a DISCOVER seen before or out of
+ * secret (wrong cluster_secret), fingerprint (the cluster key does not match the joiner's pin), another-cluster
+ * (the responder proves a cluster key of the same cluster_id other than the one this master's own cluster holds:
+ * two clusters were founded with one id), cluster (another cluster_id), known-id (a node id this cluster knows with another key), replay (a DISCOVER seen before or out of
  * the window), forged (a signature or a seal that does not verify), duplicate-id (the joiner claims the
  * responder's id), no-cluster (the responder has no cluster to join yet), bad-frame, version, state.
  */
-export type JoinRefusal = "secret" | "fingerprint" | "cluster" | "known-id" | "removed" | "replay" | "forged" | "duplicate-id" | "no-cluster" | "bad-frame" | "version" | "state" | "busy";
+export type JoinRefusal = "secret" | "fingerprint" | "another-cluster" | "cluster" | "known-id" | "removed" | "replay" | "forged" | "duplicate-id" | "no-cluster" | "bad-frame" | "version" | "state" | "busy";
 
-const REFUSALS: ReadonlySet<string> = new Set<JoinRefusal>(["secret", "fingerprint", "cluster", "known-id", "removed", "replay", "forged", "duplicate-id", "no-cluster", "bad-frame", "version", "state", "busy"]);
+const REFUSALS: ReadonlySet<string> = new Set<JoinRefusal>(["secret", "fingerprint", "another-cluster", "cluster", "known-id", "removed", "replay", "forged", "duplicate-id", "no-cluster", "bad-frame", "version", "state", "busy"]);
 
 export class JoinError extends BrineError {
   constructor(
@@ -265,8 +266,11 @@ function parseKey(pem: string, what: string): KeyObject {
 
 // ------------------------------------------------------------------ pin
 
-/** What the joiner trusts the cluster key by: a fingerprint, or the cluster.pub of a shared cluster_pki_dir. */
-export type ClusterPin = { fingerprint: string; hashType: string } | { clusterPub: string };
+/**
+ * What the joiner trusts the cluster key by: a fingerprint, or the cluster.pub of a shared cluster_pki_dir, or
+ * (`own`) the key of the cluster this master holds cluster.pem of itself (a member probing a peer that refuses it).
+ */
+export type ClusterPin = { fingerprint: string; hashType: string } | { clusterPub: string; own?: boolean };
 
 function pinMatches(pin: ClusterPin, pem: string): boolean {
   if ("fingerprint" in pin) return fingerprintMatches(pem, pin.fingerprint, pin.hashType);
@@ -352,6 +356,10 @@ export class JoinerExchange {
       const clusterPub = textField(c, "cluster_pub", PEM_BYTES_MAX);
       if (!this.ctx.pin) {
         throw new JoinError("fingerprint", `${from} answered with a cluster, and this master cannot tell its key from an impostor's: set cluster_pub_fingerprint to the cluster.pub line of \`salt-key -F\` on a master of the cluster (its key is ${pemFinger(clusterPub)})`);
+      }
+      if ("clusterPub" in this.ctx.pin && this.ctx.pin.own && !pinMatches(this.ctx.pin, clusterPub)) {
+        if (!verifyWith(parseKey(clusterPub, "the cluster key"), concatBytes([L_CLUSTER, transcript(this.discoverBody, body)]), bytesField(m, "csig", undefined, 1024))) throw new JoinError("forged", `${from} does not hold the cluster key it showed`);
+        throw new JoinError("another-cluster", `${from} is in a second cluster named ${JSON.stringify(cluster)} with another key (${pemFinger(clusterPub)}; this master's cluster key is ${pemFinger(this.ctx.pin.clusterPub)}): two clusters were founded with one cluster_id and neither takes the other's masters; keep one, and start the masters of the other from empty directories to join it`);
       }
       if (!pinMatches(this.ctx.pin, clusterPub)) {
         const want = "fingerprint" in this.ctx.pin ? `cluster_pub_fingerprint ${this.ctx.pin.fingerprint}` : "the cluster.pub in cluster_pki_dir";
