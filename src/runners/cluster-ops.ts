@@ -27,6 +27,11 @@ export interface Committed<T> {
 }
 
 /** Salt's "None" as a CLI argument or a YAML null: the argument was not given. */
+/** A runner flag as the CLI gives it: True (YAML), or "true"/"yes"/"1" in any case. */
+export function isTrue(v: unknown): boolean {
+  return v === true || (typeof v === "string" && /^(true|yes|1)$/i.test(v));
+}
+
 export function isUnset(v: unknown): boolean {
   return v === undefined || v === null || v === "" || v === "None" || v === "none" || v === "null";
 }

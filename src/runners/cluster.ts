@@ -19,7 +19,7 @@ import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
 import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedOwnership, shedUnowned, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
 import { validateRingRef } from "../shared/cluster-names.js";
-import { checkRingCreate, committed, isUnset, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, routeWarning, type GroupHint } from "./cluster-ops.js";
+import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, routeWarning, type GroupHint } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ProposeResult, ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes, ringInfoFromState } from "./cluster-shapes.js";
@@ -125,7 +125,7 @@ function shedArgs(arg: unknown[], kwarg: Record<string, unknown>): ShedArgs {
     banks: banks as string[],
     subbankTemplate: isUnset(template) ? null : String(template),
     driver: isUnset(driver) ? null : String(driver),
-    dryRun: dry === true || (typeof dry === "string" && /^(true|yes|1)$/i.test(dry)),
+    dryRun: isTrue(dry),
   };
 }
 
@@ -233,8 +233,9 @@ export const clusterRunners: Record<string, RunnerFn> = {
   },
 
   /**
-   * remove_member(id): beyond Salt (where every master must restart): takes node `id` out of the cluster group
-   * (a Raft configuration change: a follower forwards it to the leader),
+   * remove_member(id, force=False): beyond Salt (where every master must restart): takes node `id` out of the cluster group
+   * (a Raft configuration change: a follower forwards it to the leader; a voter only when at least
+   * `cluster_min_voters` voters remain, Salt's floor for taking voters away, unless force=True),
    * then a tombstone of its peer key is committed, so every master forgets the key when it applies it (its
    * handshakes are refused until it is admitted again with cluster_secret). Returns the committed change.
    */
@@ -246,6 +247,13 @@ export const clusterRunners: Record<string, RunnerFn> = {
     const membership = await readCluster<MembershipSnapshot>(c, "membership");
     if (!membership.voters.includes(id) && !membership.learners.includes(id)) {
       throw new BrineError("CLUSTER_BAD_ARGUMENT", `${id} is not a member (voters: ${membership.voters.join(", ")}; learners: ${membership.learners.join(", ") || "none"})`);
+    }
+    // Salt's floor: a change that takes a voter away is refused when it leaves fewer than cluster_min_voters
+    const minVoters = ctx.cfg.cluster_min_voters;
+    const force = isTrue(argOf(arg, kwarg, 1, "force", false));
+    if (membership.voters.includes(id) && membership.voters.length - 1 < minVoters) {
+      if (!force) throw new BrineError("CLUSTER_BAD_ARGUMENT", `removing voter ${id} leaves ${membership.voters.length - 1} voter(s), fewer than cluster_min_voters (${minVoters}); add a master first, or pass force=True to remove it anyway`);
+      log.warning(`cluster.remove_member: force=True: removing voter ${id} leaves ${membership.voters.length - 1} voter(s), fewer than cluster_min_voters (${minVoters})`);
     }
     let r: ProposeResult;
     try {
@@ -362,7 +370,7 @@ export const clusterRunners: Record<string, RunnerFn> = {
    */
   "cluster.migrate_jobs_to_cache": async (ctx: RunnerContext, arg, kwarg) => {
     const dry = argOf(arg, kwarg, 0, "dry_run", false);
-    const dryRun = dry === true || (typeof dry === "string" && /^(true|yes|1)$/i.test(dry));
+    const dryRun = isTrue(dry);
     const given = argOf(arg, kwarg, 1, "jobs_root", null);
     const root = typeof given === "string" && given !== "" ? path.resolve(given) : path.join(ctx.cfg.cachedir, "jobs");
     let logged = 0;

@@ -93,7 +93,7 @@ export interface ClusterSettings {
   peerKeyDir: string;
   /** set in isolated-filesystem mode */
   isolated?: IsolatedSettings;
-  /** `cluster_min_voters` (reported, never enforced: see docs/CONFIG.md) */
+  /** `cluster_min_voters` (remove_member's floor; a warning at a promotion that leaves fewer) */
   minVoters: number;
 }
 

@@ -35,7 +35,10 @@ test("a master removed from the cluster leaves the rings it was a voter of", { t
     const stay = ["m1", "m2", "m3"].filter((id) => id !== victim);
     h.kill(vi, "SIGTERM");
     await h.waitExit(vi);
-    const removed = await run(li, "remove_member", `id=${victim}`);
+    // two voters left is below cluster_min_voters (3): the floor holds unless forced
+    const refused = await h.saltRun(li, ["cluster.remove_member", `id=${victim}`, "--out", "json"]);
+    assert.match(refused.stdout + refused.stderr, /leaves 2 voter\(s\), fewer than cluster_min_voters \(3\).*force=True/);
+    const removed = await run(li, "remove_member", `id=${victim}`, "force=True");
     assert.equal(removed.status, "committed");
     for (const id of stay) {
       const i = h.masters.findIndex((m) => m.id === id);

@@ -471,7 +471,7 @@ export class ClusterService {
       log.info(`cluster: ${from} added (${kind}) at index ${r.index}`);
       if (kind === "addVoter") {
         const voters = g.voters.length + 1;
-        if (voters < this.settings.minVoters) log.warning(`cluster has ${voters} voter(s), fewer than cluster_min_voters (${this.settings.minVoters}); brine does not demote or replace voters by itself, this is only a report`);
+        if (voters < this.settings.minVoters) log.warning(`cluster has ${voters} voter(s), fewer than cluster_min_voters (${this.settings.minVoters}); brine does not add voters by itself; cluster.remove_member keeps this floor`);
       }
       return cbor.encode({ ok: true, index: r.index }) as Uint8Array;
     } catch (e) {

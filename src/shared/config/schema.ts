@@ -317,7 +317,7 @@ export const MasterConfigSchema = Type.Object(
     cluster_secret: strOrNull("the shared secret a joining master proves it knows (never sent: a keyed challenge/response); required in isolated mode unless brine_cluster_allow_empty_secret"),
     cluster_pub_fingerprint: strOrNull("the cluster public key a joiner trusts: `salt-key -F`'s cluster.pub line (hash_type, hex pairs with colons) or the same hex without colons"),
     cluster_join_timeout: int(300, 1, 86_400, "a master that can neither join nor found a cluster exits with a message after this long", { unit: "seconds" }),
-    cluster_min_voters: int(3, 1, 64, "Salt's floor of voters for automatic voter replacement; brine has no automatic replacement and only reports a cluster with fewer voters (a warning at promotion)"),
+    cluster_min_voters: int(3, 1, 64, "Salt's floor of voters: cluster.remove_member refuses to take a voter away when fewer would remain (force=True overrides, logged); brine has no automatic voter replacement, and warns at a promotion that leaves fewer"),
     brine_cluster_allow_empty_secret: bool(false, "isolated mode: start with an empty cluster_secret (any master that can reach the peer port and knows the fingerprint may join); logged as a warning at every start"),
     brine_cluster_found: bool(false, "isolated mode: found a new cluster now (make cluster.pem) when no configured peer answers with one, whatever the node ids; logged at start"),
     // --- master of masters (src/workers/req-handler/syndic-return.ts) ---
