@@ -21,9 +21,9 @@ export function realSaltSkipReason(refs = ["3007.x", "v3006.8"]): string | undef
  * that port rather than the one in the auth reply (Salt's AsyncPubChannel), so it is passed through. Asynchronous on purpose: the master under test usually
  * runs in this same process and must keep serving the minion's sign-in while we wait.
  */
-export function startRealMinion(dir: string, id: string, retPort: number, publishPort: number, ref = "3007.x", extra = ""): Promise<string> {
+export function startRealMinion(dir: string, id: string, retPort: number, publishPort: number, ref = "3007.x", extra = "", master = "127.0.0.1"): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(path.join(HARNESS, "start-minion.sh"), ["--dir", dir, id, "127.0.0.1", String(retPort), String(publishPort)], {
+    const p = spawn(path.join(HARNESS, "start-minion.sh"), ["--dir", dir, id, master, String(retPort), String(publishPort)], {
       env: { ...process.env, SALT_REF: ref, SALT_WAIT: "90", SALT_MINION_EXTRA: extra },
     });
     let out = "";
