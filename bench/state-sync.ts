@@ -56,13 +56,15 @@ function relay(puller: Side, server: Side, counter: { out: number; back: number 
     server.port.postMessage({ k: "in", id: rid, from: puller.cfg.id, p: m.p, req: true } satisfies ToEngine);
   });
   server.port.on("message", (m: FromEngine) => {
-    if (m.k !== "ans" && m.k !== "ansErr") return;
+    // the server gets no calls but `in`: every answer is to a relayed request
+    if (m.k !== "res" && m.k !== "err") return;
     const id = waiting.get(m.id)!;
     waiting.delete(m.id);
-    if (m.k === "ans") {
-      counter.back += m.p.byteLength;
-      puller.port.postMessage({ k: "res", id, p: m.p } satisfies ToEngine);
-    } else puller.port.postMessage({ k: "err", id, e: m.e } satisfies ToEngine);
+    if (m.k === "res") {
+      const p = m.v as Uint8Array;
+      counter.back += p.byteLength;
+      puller.port.postMessage({ k: "res", id, p } satisfies ToEngine);
+    } else puller.port.postMessage({ k: "err", id, code: m.code, text: m.text } satisfies ToEngine);
   });
   for (const s of [puller, server]) s.port.postMessage({ k: "peers", up: [s === puller ? server.cfg.id : puller.cfg.id], known: [s === puller ? server.cfg.id : puller.cfg.id] } satisfies ToEngine);
 }
@@ -70,10 +72,10 @@ function relay(puller: Side, server: Side, counter: { out: number; back: number 
 function syncFrom(puller: Side, peer: string, channels: string[]): Promise<PeerReport> {
   return new Promise((resolve, reject) => {
     const on = (m: FromEngine) => {
-      if (m.k !== "ret" && m.k !== "fail") return;
+      if (m.k !== "res" && m.k !== "err") return;
       puller.port.off("message", on);
-      if (m.k === "ret") resolve(m.v as PeerReport);
-      else reject(new Error(m.e));
+      if (m.k === "res") resolve(m.v as PeerReport);
+      else reject(new Error(m.text));
     };
     puller.port.on("message", on);
     puller.port.postMessage({ k: "call", id: 1, call: { op: "syncFrom", peer, channels } } satisfies ToEngine);

@@ -16,7 +16,8 @@
 import type { MessagePort } from "node:worker_threads";
 import { BrineError } from "../shared/errors.js";
 import { BANKS, KEY_CHANNELS } from "../workers/state-sync/manifest.js";
-import { PULL_TIMEOUT_MS, type EngineCall } from "../workers/state-sync/engine.js";
+import { PULL_TIMEOUT_MS, type EngineCall, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/engine.js";
+import { revivePortError } from "../shared/port-calls.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { NOT_CLUSTERED } from "./cluster.js";
 
@@ -34,15 +35,15 @@ function ask(port: MessagePort, call: EngineCall): Promise<unknown> {
       port.off("message", on);
       reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(PULL_TIMEOUT_MS + CALL_MARGIN_MS) / 1000} s`));
     }, PULL_TIMEOUT_MS + CALL_MARGIN_MS);
-    const on = (m: { id?: number; v?: unknown; e?: string }) => {
+    const on = (m: RunnerAnswer) => {
       if (m?.id !== id) return;
       clearTimeout(t);
       port.off("message", on);
-      if (m.e !== undefined) reject(new BrineError("STATE_SYNC_UNAVAILABLE", m.e));
+      if (m.k === "err") reject(revivePortError(m, "STATE_SYNC_FAILED"));
       else resolve(m.v);
     };
     port.on("message", on);
-    port.postMessage({ id, call });
+    port.postMessage({ k: "call", id, call } satisfies RunnerAsk);
   });
 }
 

@@ -147,9 +147,10 @@ export const ERR = {
   // --- job placement ---
   PLACEMENT_NO_TABLE: "the ring's slot table is not known on this master",
   PLACEMENT_BAD_MESSAGE: "malformed job placement message",
-  // --- mirror thread (peers' data stored on this master: src/main-thread/state-sync-host.ts) ---
+  // --- the state-sync thread's ports: the mirror (src/main-thread/state-sync-host.ts), the link, runners ---
   MIRROR_BAD_CHUNK: "a peer's bulk-sync chunk was not stored",
   MIRROR_BACKLOG_FULL: "mirror backlog full",
+  STATE_SYNC_FAILED: "the state-sync call failed",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

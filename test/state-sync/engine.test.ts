@@ -12,7 +12,7 @@ import path from "node:path";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../src/shared/cbor.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
-import { CHUNK_BYTES, StateSyncEngine, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type ToEngine } from "../../src/workers/state-sync/engine.js";
+import { CHUNK_BYTES, StateSyncEngine, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/engine.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import type { ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
@@ -60,10 +60,9 @@ function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown, extra
         .then(() => answer(msg))
         .then(
           (v) => port1.postMessage({ k: "res", id: m.id, p: cbor.encode(v) as Uint8Array } satisfies ToEngine),
-          (e: Error) => port1.postMessage({ k: "err", id: m.id, e: e.message } satisfies ToEngine),
+          (e: Error) => port1.postMessage({ k: "err", id: m.id, code: "CLUSTER_PEER_REMOTE", text: e.message } satisfies ToEngine),
         );
-    } else if (m.k === "ret" || m.k === "fail") calls.get(m.id)?.(m.k === "ret" ? m.v : new Error(m.e));
-    else if (m.k === "ans" || m.k === "ansErr") calls.get(m.id)?.(m.k === "ans" ? cbor.decode(m.p) : new Error(m.e));
+    } else if (m.k === "res" || m.k === "err") calls.get(m.id)?.(m.k === "res" ? m.v : new Error(m.text));
   });
   port1.postMessage({ k: "peers", up: ["p1"], known: ["p1"] } satisfies ToEngine);
   let id = 0;
@@ -83,7 +82,7 @@ function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown, extra
     serve: (msg) =>
       new Promise((resolve, reject) => {
         const n = ++id;
-        calls.set(n, (v) => (v instanceof Error ? reject(v) : resolve(v)));
+        calls.set(n, (v) => (v instanceof Error ? reject(v) : resolve(cbor.decode(v as Uint8Array))));
         port1.postMessage({ k: "in", id: n, from: "p1", p: cbor.encode(msg) as Uint8Array, req: true } satisfies ToEngine);
       }),
     close: async () => {
@@ -414,6 +413,26 @@ test("the status file sums each peer's transfers, and says since when a peer ann
     assert.equal(statusOf().transfers, 3);
   } finally {
     release();
+    await r.close();
+  }
+});
+
+test("a runner's port gets the state-sync thread's answers in the port-call style, a failed call with a code and its text", async () => {
+  const r = rig(() => ({}));
+  const { port1, port2 } = new MessageChannel();
+  try {
+    r.main.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
+    const answer = (call: RunnerAsk["call"], id: number) =>
+      new Promise<RunnerAnswer>((resolve) => {
+        port1.once("message", resolve);
+        port1.postMessage({ k: "call", id, call } satisfies RunnerAsk);
+      });
+    const bad = await answer({ op: "collect", channels: ["no-such-channel"] }, 5);
+    assert.deepEqual(bad, { k: "err", id: 5, code: "STATE_SYNC_FAILED", text: 'unknown state-sync channel "no-such-channel"' });
+    const ok = await answer({ op: "collect", channels: ["keys"], async: true }, 6);
+    assert.deepEqual(ok, { k: "res", id: 6, v: { peers: ["p1"] } });
+  } finally {
+    port1.close();
     await r.close();
   }
 });

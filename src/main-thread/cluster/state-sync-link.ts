@@ -3,7 +3,7 @@
  * transfer; this only moves bytes between its port and the peer channel, channel STATE_SYNC_CHANNEL):
  *
  * - the thread's peer requests (`req`) and one-way notes (`send`) go to the peer named; the answer or the error
- *   goes back (`res`/`err`);
+ *   (with its code) goes back (`res`/`err`, the one port-call style of src/shared/port-calls.ts);
  * - a peer's message on the channel goes to the thread (`in`), and a request's answer back to the peer;
  * - which peers are up and known (`peers`), and each peer coming up (`up`), as the peer channel says;
  * - calls: `syncFrom(peer, channels)` for the join (a promise of what the transfer did), and a port per runner
@@ -12,6 +12,8 @@
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
+import { BrineError } from "../../shared/errors.js";
+import { portError, revivePortError } from "../../shared/port-calls.js";
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
 import type { EngineCall, FromEngine, PeerReport, ToEngine } from "../../workers/state-sync/engine.js";
 
@@ -30,7 +32,7 @@ export interface StateSyncChannel {
 
 export class StateSyncLink {
   private nextId = 1;
-  private readonly answers = new Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>();
+  /** this side's calls (a peer's request `in`, `call`) the thread has not answered yet */
   private readonly calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly off: () => void;
   private closed = false;
@@ -50,7 +52,7 @@ export class StateSyncLink {
       }
       const id = this.nextId++;
       return new Promise<Uint8Array>((resolve, reject) => {
-        this.answers.set(id, { resolve, reject });
+        this.calls.set(id, { resolve: (v) => resolve(v instanceof Uint8Array ? v : new Uint8Array(0)), reject });
         this.post({ k: "in", id, from: m.from, p: m.payload, req: true });
       });
     });
@@ -73,7 +75,7 @@ export class StateSyncLink {
     return this.call({ op: "syncFrom", peer, channels }) as Promise<PeerReport>;
   }
 
-  /** A port for a runner thread: `{id, call}` → `{id, v}` or `{id, e}` (engine.ts, RunnerAsk). */
+  /** A port for a runner thread: `{k: "call", id, call}` → `{k: "res", id, v}` or `{k: "err", id, code, text}` (engine.ts, RunnerAsk). */
   runnerPort(): MessagePort {
     const { port1, port2 } = new MessageChannel();
     this.port.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
@@ -81,7 +83,7 @@ export class StateSyncLink {
   }
 
   private call(call: EngineCall): Promise<unknown> {
-    if (this.closed) return Promise.reject(new Error("the state-sync thread is not running"));
+    if (this.closed) return Promise.reject(new BrineError("THREAD_GONE", "the state-sync thread is not running"));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.calls.set(id, { resolve, reject });
@@ -98,7 +100,7 @@ export class StateSyncLink {
       case "req":
         this.channel.request(m.to, STATE_SYNC_CHANNEL, m.p, m.ms).then(
           (p) => this.post({ k: "res", id: m.id, p }),
-          (e: Error) => this.post({ k: "err", id: m.id, e: e.message }),
+          (e: unknown) => this.post({ k: "err", id: m.id, ...portError(e, "CLUSTER_PEER_REMOTE") }),
         );
         return;
       case "send":
@@ -108,20 +110,12 @@ export class StateSyncLink {
           dropLog.line(`state-sync note to ${m.to} dropped: ${(e as Error).message}`);
         }
         return;
-      case "ans":
-      case "ansErr": {
-        const a = this.answers.get(m.id);
-        this.answers.delete(m.id);
-        if (m.k === "ans") a?.resolve(m.p);
-        else a?.reject(new Error(m.e));
-        return;
-      }
-      case "ret":
-      case "fail": {
+      case "res":
+      case "err": {
         const c = this.calls.get(m.id);
         this.calls.delete(m.id);
-        if (m.k === "ret") c?.resolve(m.v);
-        else c?.reject(new Error(m.e));
+        if (m.k === "res") c?.resolve(m.v);
+        else c?.reject(revivePortError(m, "STATE_SYNC_FAILED"));
         return;
       }
     }
@@ -130,9 +124,8 @@ export class StateSyncLink {
   private shut(why: string): void {
     if (this.closed) return;
     this.closed = true;
-    for (const a of this.answers.values()) a.reject(new Error(why));
-    for (const c of this.calls.values()) c.reject(new Error(why));
-    this.answers.clear();
+    const e = new BrineError("THREAD_GONE", why);
+    for (const c of this.calls.values()) c.reject(e);
     this.calls.clear();
   }
 

@@ -29,6 +29,7 @@ import { mkdirSync, readFileSync, renameSync, watch, writeFileSync, type FSWatch
 import path from "node:path";
 import type { MessagePort } from "node:worker_threads";
 import { cbor } from "../../shared/cbor.js";
+import { portError, revivePortError, type PortError } from "../../shared/port-calls.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
@@ -90,30 +91,33 @@ export interface PeerReport {
 
 export type EngineCall = { op: "syncFrom"; peer: string; channels: string[] } | { op: "sync_roots" | "collect"; channels: string[]; async?: boolean };
 
-/** main → state-sync (the link's port) */
+/**
+ * main → state-sync (the link's port), in the one port-call style (src/shared/port-calls.ts): `in` with `req`
+ * and `call` are calls the thread answers with FromEngine `res`/`err`; `res`/`err` here answer the thread's `req`.
+ */
 export type ToEngine =
   | { k: "peers"; up: string[]; known: string[] }
   | { k: "up"; peer: string }
   | { k: "in"; id: number; from: string; p: Uint8Array; req: boolean }
   | { k: "res"; id: number; p: Uint8Array }
-  | { k: "err"; id: number; e: string }
+  | ({ k: "err"; id: number } & PortError)
   | { k: "call"; id: number; call: EngineCall }
   | { k: "port"; port: MessagePort };
 
-/** state-sync → main */
+/** state-sync → main: requests to a peer (`req`, answered by ToEngine `res`/`err`), notes, and answers to `in` (bytes) and `call` */
 export type FromEngine =
   | { k: "req"; id: number; to: string; p: Uint8Array; ms: number }
   | { k: "send"; to: string; p: Uint8Array }
-  | { k: "ans"; id: number; p: Uint8Array }
-  | { k: "ansErr"; id: number; e: string }
-  | { k: "ret"; id: number; v: unknown }
-  | { k: "fail"; id: number; e: string };
+  | { k: "res"; id: number; v: unknown }
+  | ({ k: "err"; id: number } & PortError);
 
-/** runner ↔ state-sync (a port the runner thread gets): `{id, call}` → `{id, v}` or `{id, e}` */
+/** runner → state-sync (a port the runner thread gets); answered by RunnerAnswer */
 export interface RunnerAsk {
+  k: "call";
   id: number;
   call: EngineCall;
 }
+export type RunnerAnswer = { k: "res"; id: number; v: unknown } | ({ k: "err"; id: number } & PortError);
 
 type PeerMsg =
   | { op: "manifest"; ch: string; after?: string; n: number; digest?: string }
@@ -245,8 +249,8 @@ export class StateSyncEngine {
         return;
       case "in":
         this.onPeer(m.from, m.p).then(
-          (p) => m.req && this.post({ k: "ans", id: m.id, p: p ?? new Uint8Array(0) }),
-          (e: Error) => m.req && this.post({ k: "ansErr", id: m.id, e: e.message }),
+          (p) => m.req && this.post({ k: "res", id: m.id, v: p ?? new Uint8Array(0) }),
+          (e: unknown) => m.req && this.post({ k: "err", id: m.id, ...portError(e, "STATE_SYNC_FAILED") }),
         );
         return;
       case "res":
@@ -254,20 +258,20 @@ export class StateSyncEngine {
         const w = this.waiting.get(m.id);
         this.waiting.delete(m.id);
         if (m.k === "res") w?.resolve(m.p);
-        else w?.reject(new Error(m.e));
+        else w?.reject(revivePortError(m, "STATE_SYNC_FAILED"));
         return;
       }
       case "call":
         this.call(m.call).then(
-          (v) => this.post({ k: "ret", id: m.id, v }),
-          (e: Error) => this.post({ k: "fail", id: m.id, e: e.message }),
+          (v) => this.post({ k: "res", id: m.id, v }),
+          (e: unknown) => this.post({ k: "err", id: m.id, ...portError(e, "STATE_SYNC_FAILED") }),
         );
         return;
       case "port":
         m.port.on("message", (a: RunnerAsk) => {
           this.call(a.call).then(
-            (v) => m.port.postMessage({ id: a.id, v }),
-            (e: Error) => m.port.postMessage({ id: a.id, e: e.message }),
+            (v) => m.port.postMessage({ k: "res", id: a.id, v } satisfies RunnerAnswer),
+            (e: unknown) => m.port.postMessage({ k: "err", id: a.id, ...portError(e, "STATE_SYNC_FAILED") } satisfies RunnerAnswer),
           );
         });
         return;
