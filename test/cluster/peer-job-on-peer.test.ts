@@ -70,3 +70,28 @@ test("with jobs placed on a ring, pub_ret answers the returns held on the job's 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a malformed cluster-wide job read is answered with a clear error, and the main thread's relay is not asked", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-peerjob-"));
+  const cfg = { ...masterDefaults(), cachedir: dir, sock_dir: path.join(dir, "sock"), ret_port: 45998 };
+  const main = jobReadsChannel(cfg);
+  const worker = jobReadsChannel(cfg);
+  worker.ref(); // the channels are unref'd: keep the test's event loop alive for the answer
+  let asked = 0;
+  serveJobReads(main, async () => {
+    asked++;
+    return { job: { returns: {} }, unreachable: {} };
+  });
+  try {
+    const answer = new Promise<unknown>((resolve) => {
+      worker.onmessage = (e: unknown) => resolve((e as { data: unknown }).data);
+    });
+    worker.postMessage({ k: "read", from: "w1", id: 7, jid: "../../etc/passwd" });
+    assert.deepEqual(await answer, { k: "err", to: "w1", id: 7, code: "PLACEMENT_BAD_MESSAGE", text: "a job read names no jid" });
+    assert.equal(asked, 0);
+  } finally {
+    main.close();
+    worker.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
