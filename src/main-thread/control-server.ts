@@ -17,8 +17,8 @@ import type { Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import type { EventBusServer } from "./bus-server.js";
-import { FrameReader, frame, frameEncoded } from "../shared/length-framing.js";
-import { encodeWithEncodedEntry, isMap } from "../shared/protocol/msgpack.js";
+import { FrameReader, frame, frameOfPieces } from "../shared/length-framing.js";
+import { encodeWithEncodedEntry, headOfEncodedEntry, isMap } from "../shared/protocol/msgpack.js";
 import { packEventEncoded, stamp } from "../shared/event-frame.js";
 import type { MainToRunner, RunnerInit, RunnerMessage, RunnerSync, SpareRunnerData } from "../runners/messages.js";
 import type { RunnerClusterLink } from "./cluster/cluster-node.js";
@@ -114,15 +114,24 @@ export class ControlServer {
     s.write(f);
   }
 
-  /** Writes one reply whose body is already encoded; one over controlFrameBytesMax is answered with an error. */
-  private sendEncoded(s: net.Socket, body: Buffer): void {
+  /**
+   * Writes the reply `{type: "return", ret}` whose `ret` is already encoded (a runner's bytes), as a head and
+   * those bytes, never joined; one over controlFrameBytesMax is answered with an error.
+   */
+  private sendEncodedReturn(s: net.Socket, ret: Uint8Array): void {
     if (s.destroyed) return;
+    let pieces: [Buffer, Uint8Array];
     try {
-      s.write(frameEncoded(body));
+      pieces = frameOfPieces(headOfEncodedEntry({ type: "return" }, "ret"), ret);
     } catch (e) {
       log.error(`control reply could not be sent: ${(e as Error).message}`);
       this.send(s, { type: "error", message: `the result could not be sent: ${(e as Error).message}` });
+      return;
     }
+    s.cork();
+    s.write(pieces[0]);
+    s.write(pieces[1]);
+    s.uncork();
   }
 
   private handle(s: net.Socket, m: Record<string, unknown>): void {
@@ -156,7 +165,7 @@ export class ControlServer {
     const started = this.startRunner(
       { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: isMap(m.kwarg) ? m.kwarg : {}, user: this.cfg.user },
       // a return's bytes as the runner thread encoded them: copied into the reply, never decoded here
-      (msg) => (msg.type === "return" ? this.sendEncoded(s, encodeWithEncodedEntry({ type: "return" }, "ret", msg.packed)) : reply(msg)),
+      (msg) => (msg.type === "return" ? this.sendEncodedReturn(s, msg.packed) : reply(msg)),
     );
     if (!started) return;
     s.on("close", () => started.abandon());
@@ -190,7 +199,8 @@ export class ControlServer {
     if (jid) init.job = { jid, user: call.user };
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
     const transferList = link ? [link.raftPort, ...(link.stateSyncPort ? [link.stateSyncPort] : [])] : [];
-    // the spare thread started after the last call has its modules loaded (~0.25 s of a call's time): it takes this one
+    // the spare thread started after the last call has its modules loaded (~0.25 s of a call's time): it takes this
+    // one; the next spare starts once this call is over (its caller answered, its record committed), not beside it
     const spare = this.spare;
     this.spare = undefined;
     let w: Worker;
@@ -199,7 +209,6 @@ export class ControlServer {
       w.ref();
       w.postMessage({ k: "init", init } satisfies MainToRunner, transferList);
     } else w = spawnThread({ name: `runner ${call.fun}`, url: RUNNER_THREAD, workerData: init, transferList });
-    setImmediate(() => this.startSpare());
     this.running++;
     this.threads.add(w);
     w.once("exit", () => this.threads.delete(w));
@@ -210,8 +219,20 @@ export class ControlServer {
       done = true;
       this.running--;
       unsubscribe();
+      this.startSpare();
+    };
+    /** the return the caller got, until the job record is committed and `salt/run/<jid>/ret` fired */
+    let answered: { packed: Uint8Array; success: boolean } | undefined;
+    const fireReturned = () => {
+      if (done || !answered) return;
+      // the event carries the same bytes (never decoded or encoded again on this thread)
+      if (jid) this.metricsBoard?.eventFired("salt/run");
+      if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: answered.success, _stamp: stamp() }, "return", answered.packed))]);
+      finish();
     };
     const failed = (message: string) => {
+      // a thread that ends after its caller was answered (its record not confirmed) still ends its job
+      if (answered) return fireReturned();
       onMessage({ type: "error", message });
       if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: message, success: false });
       finish();
@@ -227,15 +248,18 @@ export class ControlServer {
         if (jid && f.tag === `salt/run/${jid}/args`) this.runnerEvents?.fireLocal(f.tag, f.data ?? {});
         return;
       }
-      if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array) {
-        const packed = (m as { packed: Uint8Array }).packed;
-        onMessage({ type: "return", packed });
-        // the event carries the same bytes (never decoded or encoded again on this thread)
-        if (jid) this.metricsBoard?.eventFired("salt/run");
-        const success = (m as { success?: unknown }).success !== false;
-        if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success, _stamp: stamp() }, "return", packed))]);
-        finish();
-      } else failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
+      if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array && !answered) {
+        // the caller is answered now; the event waits for the job record (`recorded`)
+        answered = { packed: (m as { packed: Uint8Array }).packed, success: (m as { success?: unknown }).success !== false };
+        onMessage({ type: "return", packed: answered.packed });
+        return;
+      }
+      if (kind === "recorded" && answered) {
+        fireReturned();
+        void w.terminate();
+        return;
+      }
+      failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
       void w.terminate();
     });
     // policy: the call's client gets the error (the kit has logged it); the thread is gone
@@ -246,8 +270,9 @@ export class ControlServer {
       if (!done) failed(`runner ${call.fun} stopped without a result (exit code ${code})`);
     });
     return {
+      // a caller that leaves once answered leaves the job record to finish
       abandon: () => {
-        if (!done) void w.terminate();
+        if (!done && !answered) void w.terminate();
       },
     };
   }
@@ -261,7 +286,7 @@ export class ControlServer {
     const w = spawnThread({
       name: "runner (spare)",
       url: RUNNER_THREAD,
-      workerData: { spare: true, log: threadLogSettings() } satisfies SpareRunnerData,
+      workerData: { spare: true, log: threadLogSettings(), cfg: this.cfg } satisfies SpareRunnerData,
       onExit: () => {
         if (this.spare === w) this.spare = undefined;
       },

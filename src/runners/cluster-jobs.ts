@@ -13,6 +13,7 @@
  */
 import { getLogger } from "../shared/log.js";
 import { JobCache } from "../lib/store/job-cache.js";
+import { encodeListEntry } from "../lib/store/job-listing.js";
 import type { Store } from "../lib/store/lmdb-env.js";
 import type { JobCopy, ListedJob } from "../shared/placement.js";
 import { argOf, type RunnerContext } from "./context.js";
@@ -81,6 +82,10 @@ export class ClusterJobView extends JobCache {
   }
   override *loads(): IterableIterator<[string, Record<string, unknown>]> {
     for (const [jid, j] of [...this.jobs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) if (j.load) yield [jid, j.load];
+  }
+  /** The entries of the merged copy's jobs, made from their loads (the copy holds no stored entries). */
+  override listing(each: (jid: string, bytes: Uint8Array, start: number) => void): void {
+    for (const [jid, load] of this.loads()) each(jid, encodeListEntry(jid, load), 0);
   }
   override listJids(): string[] {
     return [...this.loads()].map(([jid]) => jid);

@@ -49,6 +49,19 @@ export interface RunnerContext {
   fireArgs?(data: unknown): void;
 }
 
+/**
+ * A runner's return already msgpack-encoded (jobs.list_jobs makes its answer from stored bytes): the runner
+ * thread sends and stores these bytes as they are, where it encodes any other return itself. A caller that runs
+ * a runner function directly (a test) decodes it as salt-run would.
+ */
+export class EncodedReturn {
+  constructor(
+    readonly bytes: Buffer,
+    /** the bytes' ArrayBuffer holds nothing else (not a slice of a shared pool): handed to the main thread as it is */
+    readonly soleOwner = false,
+  ) {}
+}
+
 export type RunnerFn = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Promise<unknown>;
 
 /** Salt's runner calling convention: positional args then kwargs by name. */

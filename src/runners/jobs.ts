@@ -1,31 +1,10 @@
 /** jobs.* runners over the job cache. */
 import { jidToTime } from "../shared/protocol/jid.js";
 import { pyTruthy } from "../lib/wheel/salt-errors.js";
-import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
+import { decodeWire } from "../shared/protocol/msgpack.js";
+import { JobMapWriter, formatJob, withEndtime as listEntryWithEndtime } from "../lib/store/job-listing.js";
+import { argOf, EncodedReturn, type RunnerContext, type RunnerFn } from "./context.js";
 import { wantJobs } from "./cluster-jobs.js";
-
-function formatJob(jid: string, load: Record<string, unknown>): Record<string, unknown> {
-  return {
-    Function: load.fun ?? "unknown-function",
-    Arguments: load.arg ?? [],
-    Target: load.tgt ?? "unknown-target",
-    "Target-type": load.tgt_type ?? "list",
-    User: load.user ?? "root",
-    StartTime: jidToTime(jid),
-  };
-}
-
-const listJobs: RunnerFn = async (ctx, arg, kwarg) => {
-  const searchFunction = argOf(arg, kwarg, 1, "search_function", undefined);
-  const searchTarget = argOf(arg, kwarg, 2, "search_target", undefined);
-  const out: Record<string, unknown> = {};
-  for (const [jid, load] of ctx.jobs.loads()) {
-    if (typeof searchFunction === "string" && !String(load.fun).includes(searchFunction)) continue;
-    if (typeof searchTarget === "string" && !String(load.tgt).includes(searchTarget)) continue;
-    out[jid] = withEndtime(ctx, jid, formatJob(jid, load));
-  }
-  return out;
-};
 
 /** Salt's get_jids / print_job: `EndTime` when job_cache_store_endtime is on and the job has one. */
 function withEndtime(ctx: RunnerContext, jid: string, job: Record<string, unknown>): Record<string, unknown> {
@@ -33,6 +12,51 @@ function withEndtime(ctx: RunnerContext, jid: string, job: Record<string, unknow
   const endtime = ctx.jobs.endtime(jid);
   return endtime ? { ...job, EndTime: endtime } : job;
 }
+
+/** list_jobs' filters as brine reads them today: substrings of the load's function and target. */
+interface ListFilter {
+  fun?: string;
+  tgt?: string;
+}
+
+/**
+ * The jobs list_jobs lists, oldest first, as the msgpack map {jid: entry} made of the stored entries' bytes
+ * (job-listing.ts: nothing decoded, nothing encoded again; EndTime added when kept). Entries the cache had to
+ * make from their loads are stored once the walk is done. `jids`: also collects the listed jids.
+ */
+async function listed(ctx: RunnerContext, filter: ListFilter, jids?: string[]): Promise<Buffer> {
+  const endtimes = ctx.cfg.job_cache_store_endtime === true;
+  const repaired: [string, Buffer][] = [];
+  const map = new JobMapWriter(listedBytesHint);
+  ctx.jobs.listing(
+    (jid, bytes, start) => {
+      if (filter.fun !== undefined || filter.tgt !== undefined) {
+        const e = decodeWire(bytes.subarray(start)) as Record<string, unknown>;
+        if (filter.fun !== undefined && !String(e.Function).includes(filter.fun)) return;
+        if (filter.tgt !== undefined && !String(e.Target).includes(filter.tgt)) return;
+      }
+      const endtime = endtimes ? ctx.jobs.endtime(jid) : undefined;
+      if (endtime) map.add(jid, listEntryWithEndtime(bytes.subarray(start), endtime));
+      else map.add(jid, bytes, start);
+      jids?.push(jid);
+    },
+    (jid, e) => repaired.push([jid, e]),
+  );
+  if (repaired.length) await ctx.jobs.storeEntries(repaired);
+  return map.finish();
+}
+
+/** Where the answer's buffer starts (it doubles as it fills: a 100,000-job answer is ~13 MB). */
+const listedBytesHint = 1024 * 1024;
+
+function listFilter(arg: unknown[], kwarg: Record<string, unknown>): ListFilter {
+  const fun = argOf(arg, kwarg, 1, "search_function", undefined);
+  const tgt = argOf(arg, kwarg, 2, "search_target", undefined);
+  return { ...(typeof fun === "string" ? { fun } : {}), ...(typeof tgt === "string" ? { tgt } : {}) };
+}
+
+/** The answer is made of the stored entries' bytes (job-listing.ts): nothing decoded, nothing encoded again. */
+const listJobs: RunnerFn = async (ctx, arg, kwarg) => new EncodedReturn(await listed(ctx, listFilter(arg, kwarg)), true);
 
 const lookupJid: RunnerFn = async (ctx, arg, kwarg) => {
   const jid = String(argOf(arg, kwarg, 0, "jid", ""));
@@ -84,9 +108,10 @@ const lastRun: RunnerFn = async (ctx, arg, kwarg) => {
   if (metadata !== null && metadata !== undefined && metadata !== "" && (typeof metadata !== "object" || Array.isArray(metadata))) return false;
   const fn = argOf(arg, kwarg, 3, "function", undefined);
   const tgt = argOf(arg, kwarg, 4, "target", undefined);
-  const jobs = (await listJobs(ctx, [], { ...(fn ? { search_function: fn } : {}), ...(tgt ? { search_target: tgt } : {}) })) as Record<string, Record<string, unknown>>;
+  const matching: string[] = [];
+  await listed(ctx, { ...(typeof fn === "string" && fn ? { fun: fn } : {}), ...(typeof tgt === "string" && tgt ? { tgt } : {}) }, matching);
   const meta = metadata && typeof metadata === "object" ? (metadata as Record<string, unknown>) : undefined;
-  const jids = Object.keys(jobs)
+  const jids = matching
     .filter((jid) => !meta || matchesMetadata(ctx.jobs.getLoad(jid), meta))
     .sort();
   if (!jids.length) return false;

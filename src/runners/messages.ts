@@ -25,11 +25,13 @@ export interface RunnerInit {
  * A runner's return crosses to the main thread already msgpack-encoded (`packed`, transferred, not cloned): the
  * main thread puts those bytes in the control reply and the `salt/run/<jid>/ret` event as they are, so a large
  * result (jobs.list_jobs of 100,000 jobs) costs it no structured clone, no encoding and no decoding, and a result
- * msgpack cannot carry is an error in the runner thread, not in the master's main thread. `success` is false for a
+ * msgpack cannot carry is an error in the runner thread, not in the master's main thread. The caller is answered on
+ * `return`; `recorded` follows once the call's job record is committed (job-record.ts), and only then is
+ * `salt/run/<jid>/ret` fired, so a reader woken by that event finds the job. `success` is false for a
  * return whose `data` holds a failed state run (Salt's RunnerClient: check_result of `return["data"]`). `fire` asks
  * the master to fire an event; only `salt/run/<the runner's jid>/args` is fired (orchestration's progress).
  */
-export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "error"; message: string } | RunnerSync;
+export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {
@@ -41,10 +43,15 @@ export interface RunnerSync {
 /** A bus event for the runner; or, to a spare thread (started before its call), the call itself, first. */
 export type MainToRunner = { k: "ev"; frame: Uint8Array } | { k: "init"; init: RunnerInit };
 
-/** A spare runner thread's workerData: it loads its modules, then waits for its call (`{k: "init"}`). */
+/**
+ * A spare runner thread's workerData: it loads its modules, opens the job cache and loads the jobs.* runners (the
+ * calls salt-run makes most), then waits for its call (`{k: "init"}`).
+ */
 export interface SpareRunnerData {
   spare: true;
   log: RunnerInit["log"];
+  /** the master's configuration, so the spare opens its job cache handle before its call comes */
+  cfg: MasterConfig;
 }
 
 /** What the call's client gets (control socket stream; an awaited runner's result relay): a print, the return's bytes, or an error. */

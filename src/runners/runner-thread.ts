@@ -3,7 +3,7 @@
  * the ring SharedArrayBuffer) and streams prints and the return value to the control server.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { openStore } from "../lib/store/lmdb-env.js";
+import { lmdbDir, openStore, type Store } from "../lib/store/lmdb-env.js";
 import { JobCache } from "../lib/store/job-cache.js";
 import { MinionCache } from "../lib/store/minion-cache.js";
 import { keyStoreFor } from "../lib/pki/key-store.js";
@@ -11,7 +11,7 @@ import { LocalClient } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
 import type { MainToRunner, RunnerInit, RunnerToMain, SpareRunnerData } from "./messages.js";
-import type { RunnerContext } from "./context.js";
+import { EncodedReturn, type RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
 import { checkResult } from "./orchestrate/chunk-runner.js";
 import { storeMasterJob } from "./job-record.js";
@@ -29,7 +29,10 @@ import { threadInit } from "../shared/thread-kit.js";
  */
 async function callOf(): Promise<RunnerInit> {
   if (!(workerData && typeof workerData === "object" && "spare" in workerData)) return threadInit<RunnerInit>();
-  threadInit<SpareRunnerData>();
+  const spare = threadInit<SpareRunnerData>();
+  // what every call needs, made while nobody waits: the job cache handle, and the jobs.* runners' module
+  opened = { dir: lmdbDir(spare.cfg), store: openStore(spare.cfg) };
+  await findRunner("jobs.lookup_jid");
   return new Promise((resolve) => {
     const first = (m: MainToRunner) => {
       if (m.k !== "init") return;
@@ -40,6 +43,8 @@ async function callOf(): Promise<RunnerInit> {
   });
 }
 
+/** The store a spare thread opened before its call (used when the call's configuration names the same directory). */
+let opened: { dir: string; store: Store } | undefined;
 const init = await callOf();
 const post = (m: RunnerToMain) => parentPort!.postMessage(m);
 
@@ -79,7 +84,7 @@ const fn = (await findRunner(init.fun)) ?? (await import("./custom.js")).customR
 if (!fn) {
   post({ k: "error", message: `'${init.fun}' is not available.` });
 } else {
-  const store = openStore(init.cfg);
+  const store = opened?.dir === lmdbDir(init.cfg) ? opened.store : openStore(init.cfg);
   const ring = init.cluster ? new RingReader(init.cluster.ringBuffer) : undefined;
   const ctx: RunnerContext = {
     cfg: init.cfg,
@@ -126,7 +131,7 @@ if (!fn) {
     .then(async (ret) => {
       let packed: Buffer;
       try {
-        packed = encodeWire(ret);
+        packed = ret instanceof EncodedReturn ? ret.bytes : encodeWire(ret);
       } catch (e) {
         // a value msgpack has no form for: the caller gets an error, not silence, and the master serves on
         post({ k: "error", message: `the runner's result could not be encoded: ${(e as Error).message}` });
@@ -134,10 +139,14 @@ if (!fn) {
       }
       // Salt's RunnerClient: a return with `data` (orchestrate) succeeded when its state run did
       const success = ret !== null && typeof ret === "object" && !Array.isArray(ret) && "data" in ret ? checkResult((ret as { data: unknown }).data) : true;
-      // stored as the bytes just made for the caller, not encoded a second time
-      await record(ret, success, packed);
+      // stored as the bytes just made for the caller, not encoded a second time: the writes are issued (the bytes
+      // copied into lmdb-js's write buffer) before the bytes go to the main thread, which answers the caller at
+      // once and fires `salt/run/<jid>/ret` only on `recorded`, once the record is committed (job-record.ts)
+      const recorded = record(ret, success, packed);
       // a Buffer may be a view into a shared pool: copy into its own ArrayBuffer when it is one, then transfer
-      const own = packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength ? packed : new Uint8Array(packed);
+      const own = (ret instanceof EncodedReturn && ret.soleOwner) || (packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength) ? packed : new Uint8Array(packed);
       parentPort!.postMessage({ k: "return", packed: own, success } satisfies RunnerToMain, [own.buffer as ArrayBuffer]);
+      await recorded;
+      post({ k: "recorded" });
     }, failed);
 }

@@ -28,6 +28,19 @@ export function frameEncoded(body: Buffer): Buffer {
   return Buffer.concat([head, body]);
 }
 
+/**
+ * The frame of a body sent in two pieces (a head, then a large value's own bytes), as the two buffers to write:
+ * the value is never copied into a joined frame.
+ */
+export function frameOfPieces(head: Uint8Array, value: Uint8Array): [Buffer, Uint8Array] {
+  const bytes = head.length + value.length;
+  if (bytes > controlFrameBytesMax) throw new BrineError("CONTROL_FRAME", `a reply of ${bytes} bytes exceeds controlFrameBytesMax (${controlFrameBytesMax})`);
+  const first = Buffer.allocUnsafe(4 + head.length);
+  first.writeUInt32BE(bytes);
+  first.set(head, 4);
+  return [first, value];
+}
+
 export class FrameReader {
   private chunks: Buffer[] = [];
   private bytes = 0;

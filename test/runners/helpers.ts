@@ -11,7 +11,9 @@ import { KeyStore } from "../../src/lib/pki/key-store.js";
 import { JobCache } from "../../src/lib/store/job-cache.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { MinionCache } from "../../src/lib/store/minion-cache.js";
-import type { RunnerContext } from "../../src/runners/context.js";
+import { EncodedReturn, type RunnerContext } from "../../src/runners/context.js";
+import { decodeWire } from "../../src/shared/protocol/msgpack.js";
+import { controlLimits } from "../../src/shared/length-framing.js";
 import { findRunner } from "../../src/runners/registry.js";
 
 export interface RunnerHarness {
@@ -72,7 +74,9 @@ export function runnerHarness(opts: { accepted?: string[]; cfg?: Partial<MasterC
     run: async (fun, arg = [], kwarg = {}) => {
       const fn = await findRunner(fun);
       if (!fn) throw new Error(`no runner ${fun}`);
-      return fn(ctx, arg, kwarg);
+      const ret = await fn(ctx, arg, kwarg);
+      // a return the runner encoded itself reaches salt-run as those bytes: decoded as salt-run decodes them
+      return ret instanceof EncodedReturn ? decodeWire(ret.bytes, controlLimits) : ret;
     },
     async close() {
       await store.close();

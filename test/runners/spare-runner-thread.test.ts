@@ -1,6 +1,7 @@
 /**
  * After a runner call the control server keeps one runner thread loaded ahead of the next call (its modules take
- * about a quarter of a second to load), hands the next call to it as its first message, and ends it at stop.
+ * about a quarter of a second to load, and it opens the job cache), hands the next call to it as its first message,
+ * and ends it at stop.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,6 +16,8 @@ test("the call after the first runs in the spare thread started before it, with 
     assert.equal(control.spare, undefined, "no spare before any runner call");
     const first = await controlCall(tm.sockDir, { op: "run", fun: "test.arg", arg: ["one"], kwarg: {} });
     assert.deepEqual((first as { ret: unknown }).ret, { args: ["one"], kwargs: {} });
+    // the spare starts once the call is over (its record committed), a moment after its caller was answered
+    for (let t = 0; t < 100 && !control.spare; t++) await new Promise((r) => setTimeout(r, 50));
     const spare = control.spare;
     assert.ok(spare, "a spare is started after a call");
     const second = await controlCall(tm.sockDir, { op: "run", fun: "test.arg", arg: ["two", 2], kwarg: { k: "v" } });

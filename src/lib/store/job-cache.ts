@@ -7,6 +7,7 @@ import { randomInt } from "node:crypto";
 import { jidToMs, jidToTime } from "../../shared/protocol/jid.js";
 import { durable, type Store } from "./lmdb-env.js";
 import { decodeWire, type DecodeLimits } from "../../shared/protocol/msgpack.js";
+import { encodeListEntry } from "./job-listing.js";
 
 export interface ReturnRecord {
   return: unknown;
@@ -23,8 +24,12 @@ export interface ReturnRecord {
   fun_args?: unknown;
 }
 
-/** Cleanup removes at most this many records per pass so it never holds a write txn for long. */
-export const cleanupRecordsPerPassMax = 10_000;
+/**
+ * Cleanup removes at most this many records per pass (one write transaction), so a prune of a million records
+ * never holds LMDB's write lock long enough to stall the returns being stored meanwhile (measured:
+ * bench/job-cache-scale.ts, "keep_jobs pruning").
+ */
+export const cleanupRecordsPerPassMax = 1_000;
 
 /** What a stored return keeps of the minion's load besides `return` (Salt's local_cache keeps these). */
 const RETURN_FIELDS = ["retcode", "success", "out", "fun", "fun_args"] as const;
@@ -43,6 +48,21 @@ function unpacked(value: Record<string, unknown>): Record<string, unknown> {
   } catch (e) {
     return { ...rest, return: `the stored return could not be decoded: ${(e as Error).message}` };
   }
+}
+
+/**
+ * Where the bytes a CBOR byte string holds start (how the `jobs/listed` entries are stored: they run to the end
+ * of the value); -1 for any other value or one that does not hold a map (the entry is then made again from the
+ * job's load).
+ */
+function cborBytesStart(v: Uint8Array): number {
+  const t = v[0];
+  if (t === undefined || t >> 5 !== 2) return -1;
+  const info = t & 0x1f;
+  const [n, at] = info < 24 ? [info, 1] : info === 24 ? [v[1]!, 2] : info === 25 ? [(v[1]! << 8) | v[2]!, 3] : info === 26 ? [((v[1]! << 24) >>> 0) + ((v[2]! << 16) | (v[3]! << 8) | v[4]!), 5] : [-1, 0];
+  // and what it holds starts as an entry does (a map: job-listing.ts), or it is made again
+  const m = v[at];
+  return n > 0 && at + n === v.length && m !== undefined && ((m >= 0x80 && m <= 0x8f) || m === 0xde) ? at : -1;
 }
 
 /** A fresh outbox stamp: a write rewrites its record's stamp, so a hand-off settles only what it sent (job-handoff.ts). */
@@ -75,7 +95,8 @@ export class JobCache {
   async saveLoad(jid: string, load: Record<string, unknown>, minions?: string[]): Promise<void> {
     const { key: _key, ...rest } = load;
     this.outbox(jid);
-    const puts: Promise<boolean>[] = [this.s.loads.put(jid, rest)];
+    // the job's list entry beside its load (same transaction: lmdb-js batches the writes of one turn)
+    const puts: Promise<boolean>[] = [this.s.loads.put(jid, rest), this.s.listed.put(jid, encodeListEntry(jid, rest))];
     if (minions) puts.push(this.s.minions.put(jid, [...minions].sort()));
     await Promise.all(puts);
   }
@@ -191,38 +212,66 @@ export class JobCache {
   }
 
   /**
-   * Delete jobs whose jid time is older than keepSeconds (0 keeps forever). Returns how many
-   * records were removed; called repeatedly by maintenance until it returns 0.
+   * Every job's jobs.list_jobs entry (job-listing.ts), oldest first, handed to `each` as the msgpack bytes stored
+   * beside its load (valid only during the call: copy what you keep): one walk of the loads' keys beside one
+   * range read of the entries, no load decoded, nothing kept per job. A job with a load and no entry (its load
+   * came as a raw bank copy, or from before entries were kept) is listed from its load, and `repair` gets its
+   * entry to store; an entry without a load (its load removed by a shed or a hand-off) is not listed.
+   */
+  listing(each: (jid: string, bytes: Uint8Array, start: number) => void, repair?: (jid: string, entry: Buffer) => void): void {
+    const entries = this.s.listedRaw.getRange()[Symbol.iterator]();
+    let e = entries.next();
+    for (const jid of this.s.loads.getKeys()) {
+      while (!e.done && e.value.key < jid) e = entries.next();
+      const start = !e.done && e.value.key === jid ? cborBytesStart(e.value.value) : -1;
+      if (start >= 0) {
+        each(jid, e.value!.value, start);
+        e = entries.next();
+        continue;
+      }
+      const load = this.s.loads.get(jid);
+      if (!load) continue;
+      const made = encodeListEntry(jid, load);
+      repair?.(jid, made);
+      each(jid, made, 0);
+    }
+  }
+
+  /** Stores list entries `listing` made from loads (not waiting for the disk: they can be made again). */
+  async storeEntries(entries: readonly (readonly [string, Buffer])[]): Promise<void> {
+    await Promise.all(entries.map(([jid, entry]) => this.s.listed.put(jid, entry)));
+  }
+
+  /**
+   * Delete jobs whose jid time is older than keepSeconds (0 keeps forever), at most cleanupRecordsPerPassMax
+   * records in one call (one write transaction: a return being stored waits for at most that, see
+   * bench/job-cache-scale.ts). Returns how many records were removed; called repeatedly (the request worker's
+   * cleanup task) until it returns 0, each call after the last one's transaction committed.
    */
   async cleanup(keepSeconds: number, nowMs: number): Promise<number> {
     if (keepSeconds <= 0) return 0;
     const cutoff = nowMs - keepSeconds * 1000;
-    let removed = 0;
     const dels: Promise<boolean>[] = [];
     const old = (jid: string) => {
       const t = jidToMs(jid);
       return !Number.isNaN(t) && t < cutoff;
     };
+    const full = () => dels.length >= cleanupRecordsPerPassMax;
+    // a job's records are removed before its load, so a job is never listed without the records it had
+    const banks = [this.s.returns, this.s.handoff, this.s.minions, this.s.endtimes, this.s.nocache, this.s.listed] as const;
+    for (const db of banks) {
+      for (const key of (db as typeof this.s.returns).getKeys()) {
+        if (full()) break;
+        const slash = key.indexOf("/");
+        if (!old(slash < 0 ? key : key.slice(0, slash))) break;
+        dels.push(db.remove(key));
+      }
+    }
     for (const jid of this.s.loads.getKeys()) {
-      if (removed >= cleanupRecordsPerPassMax || !old(jid)) break;
-      dels.push(this.s.loads.remove(jid), this.s.minions.remove(jid), this.s.endtimes.remove(jid), this.s.nocache.remove(jid));
-      removed++;
-    }
-    for (const key of this.s.handoff.getKeys()) {
-      if (removed >= cleanupRecordsPerPassMax) break;
-      const slash = key.indexOf("/");
-      if (!old(slash < 0 ? key : key.slice(0, slash))) break;
-      dels.push(this.s.handoff.remove(key));
-      removed++;
-    }
-    for (const key of this.s.returns.getKeys()) {
-      if (removed >= cleanupRecordsPerPassMax) break;
-      const jid = key.slice(0, key.indexOf("/"));
-      if (!old(jid)) break;
-      dels.push(this.s.returns.remove(key));
-      removed++;
+      if (full() || !old(jid)) break;
+      dels.push(this.s.loads.remove(jid));
     }
     await Promise.all(dels);
-    return removed;
+    return dels.length;
   }
 }

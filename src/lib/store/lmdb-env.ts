@@ -26,6 +26,14 @@ export interface Store {
   root: RootDatabase;
   /** jobs/loads: jid → publish load (without `key`) */
   loads: Database<Record<string, unknown>, string>;
+  /**
+   * jobs/listed: jid → the job's jobs.list_jobs entry, msgpack bytes (job-listing.ts) in a CBOR byte string, written with its load; a
+   * job whose load came in without one (a raw bank copy, an older cache) is listed from its load and its entry
+   * written then (JobCache.listing)
+   */
+  listed: Database<Uint8Array, string>;
+  /** jobs/listed read as its stored bytes (the CBOR byte strings themselves: JobCache.listing unwraps them) */
+  listedRaw: Database<Buffer, string>;
   /** jobs/minions: jid → expected minion ids */
   minions: Database<string[], string>;
   /** jobs/returns: `<jid>/<id>` → return record */
@@ -68,6 +76,8 @@ export function openStore(cfg: StoreConfig): Store {
   return {
     root,
     loads: db("jobs/loads"),
+    listed: db("jobs/listed"),
+    listedRaw: root.openDB<Buffer, string>({ name: "jobs/listed", encoding: "binary" }),
     minions: db("jobs/minions"),
     returns: db("jobs/returns"),
     endtimes: db("jobs/endtimes"),

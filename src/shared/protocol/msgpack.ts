@@ -389,15 +389,26 @@ export function encodeWire(value: unknown): Buffer {
  * encoded in its own thread): the value's bytes are copied, never decoded or encoded again.
  */
 export function encodeWithEncodedEntry(map: Record<string, unknown>, key: string, encodedValue: Uint8Array): Buffer {
+  const head = headOfEncodedEntry(map, key);
+  const out = Buffer.allocUnsafe(head.length + encodedValue.length);
+  head.copy(out, 0);
+  out.set(encodedValue, head.length);
+  return out;
+}
+
+/**
+ * What precedes the value in encodeWithEncodedEntry(map, key, value): the map's entries and `key`. Sent before the
+ * value's own bytes, it spares a copy of a large value (the control socket's reply to a 100,000-job list).
+ */
+export function headOfEncodedEntry(map: Record<string, unknown>, key: string): Buffer {
   const head = encodeWire(map);
   const t = head[0]!;
   const [n, at] = t >= 0x80 && t <= 0x8f ? [t & 0x0f, 1] : t === 0xde ? [head.readUInt16BE(1), 3] : [head.readUInt32BE(1), 5];
   const k = encodeWire(key);
-  const out = Buffer.allocUnsafe(mapHeaderBytes(n + 1) + head.length - at + k.length + encodedValue.length);
+  const out = Buffer.allocUnsafe(mapHeaderBytes(n + 1) + head.length - at + k.length);
   let pos = writeMapHeader(out, 0, n + 1);
   pos += head.copy(out, pos, at);
-  pos += k.copy(out, pos);
-  out.set(encodedValue, pos);
+  k.copy(out, pos);
   return out;
 }
 
