@@ -4,6 +4,8 @@
  * skipped and said so), one after the other in one bench run, and the master's CPU per operation from /proc
  * (utime + stime of every thread of brine's process; of every process of Python's master tree):
  *
+ * The minions start 8 at a time per swarm process (a storm paced by the master's answers: 1,000 at once kept
+ * Python's master busy with retries for minutes). Then, per phase:
  * - auth: every minion signs in again (`_auth` only: a returning minion with a pinned master key), 4 in
  *   flight per swarm process so neither master is flooded into retries, twice;
  * - publish: `test.ping` to every minion, the minions holding their returns (so the phase is the publish and
@@ -48,6 +50,7 @@ const phaseTimeoutMs = 300_000;
 const settleMs = 1_000;
 const idleWindowMs = 5_000;
 const authInFlightPerProc = 4;
+const startInFlightPerProc = 8;
 const returnsInFlightPerProc = 32;
 const procs = 2;
 /** measured rounds of sign-ins (every minion once a round) and untimed jobs before the phases */
@@ -281,9 +284,10 @@ async function measure(t: Target, n: number, jobs: number, cpus: { master?: stri
   };
   try {
     await fleet.init();
-    // the start storm: sign-in, SUB connect, _pillar, two events (spread over n × 25 ms)
+    // the minions start (sign-in, SUB connect, _pillar, two events), 8 at a time per swarm process: a storm
+    // paced by the master's answers (an unpaced one of 1,000 left Python's master with 79 started after 8 min)
     let a = snap();
-    fleet.startAll(n * 25);
+    fleet.startPaced(startInFlightPerProc);
     await col.waitFor(() => col.settledCount() >= n, signInTimeoutMs);
     let b = snap();
     const up = col.upIndices();
@@ -378,6 +382,16 @@ async function measure(t: Target, n: number, jobs: number, cpus: { master?: stri
 
 const us = (s: number, n: number) => (n > 0 ? (s / n) * 1e6 : NaN);
 
+/** One master's figures on stderr as soon as they are measured (a later failure or timeout keeps them). */
+function printPartial(f: Figures): void {
+  const r = (x: number) => Math.round(x);
+  console.error(
+    `cpu-per-op ${f.name}: auth ${r(us(f.auth.masterS, f.auth.accepted))} µs (RSA bound ${r(f.auth.rsaBoundS * 1e6)}), return ${r(us(f.returns.masterS, f.returns.returns))} µs, ` +
+      `publish to all ${r(us(f.publishAll.masterS, f.publishAll.publishes))} µs (${r(us(f.publishAll.masterS, f.publishAll.delivered))} per minion), to one ${r(us(f.publishOne.masterS, f.publishOne.publishes))} µs, ` +
+      `start ${r(us(f.start.masterS, f.start.minions))} µs; idle ${(f.idleCpuPerS * 1000).toFixed(1)} ms/s; errors ${JSON.stringify(f.phaseErrors)}; load ${os.loadavg()[0]!.toFixed(1)}`,
+  );
+}
+
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const n = opts.full ? 1000 : 200;
   const jobs = 10;
@@ -396,6 +410,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const brine = await startBrine(masterCpus);
     try {
       results.push(await measure(brine, n, jobs, cpus));
+      printPartial(results.at(-1)!);
     } finally {
       await brine.stop();
     }
@@ -404,6 +419,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       const py = await startPythonMaster(masterCpus);
       try {
         results.push(await measure(py, n, jobs, cpus));
+        printPartial(results.at(-1)!);
       } finally {
         await py.stop();
       }

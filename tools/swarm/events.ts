@@ -43,7 +43,7 @@ export interface WorkerInit {
 
 export type ToWorker =
   | { t: "init"; init: WorkerInit }
-  | { t: "start"; indices?: number[]; startupDelayMs?: number }
+  | { t: "start"; indices?: number[]; startupDelayMs?: number; inFlight?: number }
   | { t: "churn"; indices: number[]; minDelayMs: number; maxDelayMs: number }
   | { t: "shutdown" }
   /** every up minion signs in again (`_auth` only), at most `inFlight` at a time in this worker */

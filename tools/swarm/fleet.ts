@@ -139,6 +139,11 @@ export class Fleet {
     for (const h of this.handles) h.send({ t: "start", startupDelayMs });
   }
 
+  /** Every minion starts, at most `inFlightPerWorker` starting at a time in each worker (a paced storm). */
+  startPaced(inFlightPerWorker: number): void {
+    for (const h of this.handles) h.send({ t: "start", inFlight: inFlightPerWorker });
+  }
+
   /** Stop these minions and start them again after a random delay in [min, max] ms. */
   churn(indices: number[], minDelayMs: number, maxDelayMs: number): void {
     const per = new Map<Handle, number[]>();

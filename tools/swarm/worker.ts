@@ -64,6 +64,7 @@ export class SwarmWorker {
         case "init":
           return this.setup(msg.init);
         case "start":
+          if (msg.inFlight) return void this.startPaced(msg.indices ?? [...this.minions.keys()], msg.inFlight);
           return this.startMany(msg.indices ?? [...this.minions.keys()], msg.startupDelayMs ?? 0);
         case "churn":
           return this.churn(msg.indices, msg.minDelayMs, msg.maxDelayMs);
@@ -173,6 +174,15 @@ export class SwarmWorker {
     const todo = [...this.minions.values()].filter((m) => m.running);
     const lane = async () => {
       for (let m = todo.shift(); m; m = todo.shift()) await f(m).catch(() => undefined);
+    };
+    await Promise.all(Array.from({ length: Math.max(1, inFlight) }, lane));
+  }
+
+  /** Start these minions, at most `inFlight` starting at a time (a storm paced by the master's answers). */
+  private async startPaced(indices: number[], inFlight: number): Promise<void> {
+    const todo = [...indices];
+    const lane = async () => {
+      for (let i = todo.shift(); i !== undefined; i = todo.shift()) await this.startOne(i, false);
     };
     await Promise.all(Array.from({ length: Math.max(1, inFlight) }, lane));
   }
