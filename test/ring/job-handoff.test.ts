@@ -45,10 +45,8 @@ function cluster(dir: string, o: ClusterOptions = {}) {
   const down = new Set<string>();
   const stores = new Map<string, Store>();
   const svc = new Map<string, JobPlacement>();
-  for (const id of ["m1", "m2", "m3"]) {
-    const store = openStore({ cachedir: path.join(dir, id), brine_lmdb_map_bytes: 64 * 1024 * 1024 });
-    stores.set(id, store);
-    handlers.set(id, new Map());
+  const make = (id: string) => {
+    const store = stores.get(id)!;
     const channel = {
       on: (ch: string, h: Handler) => {
         handlers.get(id)!.set(ch, h);
@@ -84,8 +82,18 @@ function cluster(dir: string, o: ClusterOptions = {}) {
         ...(o.listPageBytes !== undefined ? { listPageBytes: o.listPageBytes } : {}),
       }),
     );
+  };
+  for (const id of ["m1", "m2", "m3"]) {
+    stores.set(id, openStore({ cachedir: path.join(dir, id), brine_lmdb_map_bytes: 64 * 1024 * 1024 }));
+    handlers.set(id, new Map());
+    make(id);
   }
-  return { stores, svc, down, jobs: (id: string) => new JobCache(stores.get(id)!, () => true), plain: (id: string) => new JobCache(stores.get(id)!) };
+  /** a master's placement service started again on its store (what it knew in memory is gone) */
+  const restart = (id: string) => {
+    svc.get(id)!.close();
+    make(id);
+  };
+  return { stores, svc, down, restart, jobs: (id: string) => new JobCache(stores.get(id)!, () => true), plain: (id: string) => new JobCache(stores.get(id)!) };
 }
 
 /** A jid whose owners under TABLE are m1 and m2 (with replicas 2 over two voters, every jid). */
@@ -263,6 +271,16 @@ test("when the ring's voters change, each job moves to its new owners and leaves
     await settle();
     placedOn(table, jids);
     for (const jid of jids) assert.deepEqual(holders(jid), ["m1", "m3"]);
+
+    // m3 is down while the ring goes to one replica over m1 and m3: its jobs owned by m3 alone stay there, and
+    // when it starts again (nothing in memory) it rebalances against the table kept in jobs/placed-by
+    c.down.add("m3");
+    table = over(["m1", "m3"], 1, 5);
+    for (let n = 0; n < 3; n++) await c.svc.get("m1")!.round();
+    c.restart("m3");
+    c.down.delete("m3");
+    await settle();
+    placedOn(table, jids);
   } finally {
     for (const s of c.svc.values()) s.close();
     for (const s of c.stores.values()) await s.close();

@@ -48,6 +48,11 @@ export interface Store {
    * removed once every owner of the jid has the record durably
    */
   handoff: Database<number, string>;
+  /**
+   * jobs/placed-by: ring → the table this master's job copies were last placed by (job-placement.ts), so a
+   * master that was down while the ring's owners changed rebalances when it starts again
+   */
+  placedBy: Database<Record<string, unknown>, string>;
   /** minions/<id>/data: id → {grains, pillar} */
   minionData: Database<{ grains?: unknown; pillar?: unknown }, string>;
   /** minions/<id>/mine: id → {fun: data} */
@@ -83,6 +88,7 @@ export function openStore(cfg: StoreConfig): Store {
     endtimes: db("jobs/endtimes"),
     nocache: db("jobs/nocache"),
     handoff: db("jobs/handoff"),
+    placedBy: db("jobs/placed-by"),
     minionData: db("minions/data"),
     mine: db("minions/mine"),
     // opened here with the rest, never at first use: lmdb-js opens a named database in a write transaction of

@@ -129,6 +129,8 @@ export class JobPlacement {
   /** the table of the routed ring this master hosted at its last round (rebalancing compares with it) */
   private seen: PlacementTable | undefined;
   private rescan: Rescan | undefined;
+  /** the table last written to `jobs/placed-by` */
+  private stored: PlacementTable | undefined;
 
   constructor(private readonly d: PlacementDeps) {
     this.now = d.now ?? Date.now;
@@ -237,16 +239,23 @@ export class JobPlacement {
    * with a host's table, so its copies move to their owners too.
    */
   private async rebalance(ring: string, s: Store): Promise<void> {
+    // after a start: the table this master's copies were placed by when it stopped (a change while it was down)
+    const prev = this.seen ?? storedTable(s.placedBy.get(ring), ring);
     const own = this.d.localTable(ring);
-    const t = own && tableUsable(own) ? own : this.seen?.ring === ring ? await this.table(ring) : undefined;
+    const t = own && tableUsable(own) ? own : prev?.ring === ring ? await this.table(ring) : undefined;
     if (!t || !tableUsable(t)) return;
-    const prev = this.seen;
     this.seen = t;
     if (prev && prev.ring === ring && !sameOwnership(prev, t)) {
       // a change during a scan: compare with the table the scan started from (what the copies were placed by)
       this.rescan = { prev: this.rescan?.prev ?? prev, next: t, phase: "loads", after: undefined };
       log.info(`ring ${ring}'s owners changed (voters ${prev.nodes.join(",") || prev.voters.join(",")} -> ${t.nodes.join(",") || t.voters.join(",")}, replicas ${prev.replicas} -> ${t.replicas}): jobs whose owners changed go back to the hand-off`);
     } else if (prev && prev.ring !== ring) this.rescan = undefined;
+    // what the copies are placed by: the scan's starting table until the scan is done (a restart resumes it)
+    const placedBy = this.rescan?.prev ?? t;
+    if (!this.stored || !sameOwnership(placedBy, this.stored)) {
+      await s.placedBy.put(ring, tableRecord(placedBy));
+      this.stored = placedBy;
+    }
     const r = this.rescan;
     if (!r) return;
     r.next = t;
@@ -537,6 +546,23 @@ function checkTable(raw: unknown, ring: string): PlacementTable {
   }
   if (raw.members === "voters" && raw.owners.length !== ringSlots) throw new BrineError("PLACEMENT_BAD_MESSAGE", "table of the wrong size");
   return { ring, members: raw.members, replicas: raw.replicas as number, voters: raw.voters, nodes: raw.nodes, owners: raw.owners, epoch: raw.epoch as number };
+}
+
+/** A table as `jobs/placed-by` keeps it. */
+function tableRecord(t: PlacementTable): Record<string, unknown> {
+  return { ring: t.ring, members: t.members, replicas: t.replicas, voters: [...t.voters], nodes: [...t.nodes], owners: t.owners, epoch: t.epoch };
+}
+
+/** The table `jobs/placed-by` kept for `ring`, undefined when there is none or it does not read as one (logged). */
+function storedTable(raw: unknown, ring: string): PlacementTable | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const t = checkTable(raw, ring);
+    return tableUsable(t) ? t : undefined;
+  } catch (e) {
+    log.warning(`the table ring ${ring}'s jobs were placed by, kept in jobs/placed-by, is unreadable (${(e as Error).message}): no rebalancing against it`);
+    return undefined;
+  }
 }
 
 function checkCopy(raw: unknown): JobCopy {
