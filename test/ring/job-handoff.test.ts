@@ -125,6 +125,8 @@ test("a job written outside the ring reaches both owners, then leaves the master
     await c.svc.get("m3")!.round();
     assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "every owner acknowledged: the outbox is empty");
     assert.equal(c.plain("m3").getLoad(JID), undefined, "m3 is not an owner: its copy is gone");
+    assert.equal(c.stores.get("m3")!.listed.get(JID), undefined, "its list entry too");
+    for (const id of ["m1", "m2"]) assert.ok(c.stores.get(id)!.listed.get(JID), `${id} keeps the list entry with the load`);
     assert.deepEqual(c.plain("m3").returnsFor(JID), {});
     assert.equal(c.plain("m3").endtime(JID), undefined);
     for (const id of ["m1", "m2"]) {

@@ -40,6 +40,7 @@ import {
 } from "../../shared/placement.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { JobCache, handoffStamp } from "../../lib/store/job-cache.js";
+import { encodeListEntry } from "../../lib/store/job-listing.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
 
@@ -225,7 +226,7 @@ export class JobPlacement {
         s.handoff.removeSync(key);
         if (!st.drop.has(key)) continue;
         if (key.includes("/")) s.returns.removeSync(key);
-        else for (const db of [s.loads, s.minions, s.endtimes, s.nocache] as const) db.removeSync(key);
+        else for (const db of [s.loads, s.listed, s.minions, s.endtimes, s.nocache] as const) db.removeSync(key);
       }
     });
   }
@@ -473,7 +474,8 @@ export class JobPlacement {
         refused.push(h.jid);
         continue;
       }
-      if (h.load && !s.loads.doesExist(h.jid)) writes.push(s.loads.put(h.jid, h.load));
+      // the job's list entry with its load, as the job cache writes them (job-listing.ts)
+      if (h.load && !s.loads.doesExist(h.jid)) writes.push(s.loads.put(h.jid, h.load), s.listed.put(h.jid, encodeListEntry(h.jid, h.load)));
       if (h.minions) {
         const have = new Set<string>(s.minions.get(h.jid) ?? []);
         const before = have.size;
