@@ -4,7 +4,7 @@
  * state-sync thread's status file (`cachedir/brine-state-sync/status.json`, when it exists). The `ready` it
  * reports is decided by the same rule as the readiness file (src/main-thread/readiness.ts).
  */
-import { clusterHealth } from "../shared/cluster-health.js";
+import { clusterHealth, type HealthFacts } from "../shared/cluster-health.js";
 import { readStateSyncStatus } from "../shared/state-sync-status.js";
 import { readHealth } from "../shared/peer-health.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
@@ -18,6 +18,11 @@ export async function healthReport(ctx: RunnerContext): Promise<Record<string, u
   const group = status.groups.find((g) => g.group === CLUSTER_RING);
   const board = c.health ? readHealth(c.health) : undefined;
   const stateSync = readStateSyncStatus(ctx.cfg.cachedir);
+  // a follower asks the leader for every member's replication (the leader answers from its own status)
+  let leaderView: HealthFacts["leaderView"];
+  if (group && group.role !== "leader" && group.leaderId) {
+    leaderView = await c.raft.leaderProgress().catch((e: Error) => ({ error: e.message }));
+  }
   return clusterHealth({
     clustered: true,
     serving: true,
@@ -26,6 +31,7 @@ export async function healthReport(ctx: RunnerContext): Promise<Record<string, u
     ...(board ? { links: board.peers } : {}),
     ...(board?.joining ? { joining: board.joining } : {}),
     ...(stateSync ? { stateSync } : {}),
+    ...(leaderView ? { leaderView } : {}),
     now: Date.now(),
   });
 }

@@ -102,12 +102,22 @@ export function checkStateSyncStatus(v: unknown): { status: StateSyncStatus } | 
   return { status: v as StateSyncStatus };
 }
 
+/** The leader's view of every member's replication, as a follower asked it (src/workers/raft/leader-progress.ts). */
+export interface LeaderProgressFacts {
+  leaderId: string;
+  commit: number;
+  lastIndex: number;
+  progress: Record<string, { match: number }>;
+}
+
 export interface HealthFacts extends ReadinessFacts {
   nodeId: string;
   /** peer-channel sessions (src/shared/peer-health.ts), when the channel runs */
   links?: Record<string, { up: boolean; since: number }>;
   /** the state-sync status file: absent, its content checked, or why it could not be read */
   stateSync?: { status: StateSyncStatus } | { error: string };
+  /** on a follower: the leader's view of every member's replication, or why it could not be had */
+  leaderView?: LeaderProgressFacts | { error: string };
   now: number;
 }
 
@@ -132,18 +142,21 @@ export function clusterHealth(f: HealthFacts): Record<string, unknown> {
   const out: Record<string, unknown> = { node_id: f.nodeId, ready: r.ready, ready_reason: r.reason };
   if (!g) return { ...out, leader: null, members: {}, learners: [], state_sync: stateSyncOut(f) };
   const isLeader = g.role === "leader";
+  // a follower reports the others' lag as the leader it asked sees it (their match index against its commit)
+  const lv = !isLeader && f.leaderView && !("error" in f.leaderView) && f.leaderView.leaderId === g.leaderId ? f.leaderView : undefined;
   const members: Record<string, MemberHealth> = {};
   for (const id of [...g.voters, ...g.learners]) {
     const self = id === f.nodeId;
     const link = f.links?.[id];
-    const match = self ? (isLeader ? g.lastIndex : null) : isLeader ? (g.progress?.[id]?.match ?? null) : null;
+    const match = isLeader ? (self ? g.lastIndex : (g.progress?.[id]?.match ?? null)) : lv && !self ? (id === lv.leaderId ? lv.lastIndex : (lv.progress[id]?.match ?? null)) : null;
+    const commit = lv && !self ? lv.commit : g.commit;
     members[id] = {
       role: g.voters.includes(id) ? "voter" : "learner",
       leader: id === g.leaderId,
       link: self ? "self" : link ? (link.up ? "up" : "down") : "unknown",
       link_since: !self && link ? iso(link.since) : null,
       match_index: match,
-      lag: self ? Math.max(0, g.commit - g.applied) : match === null ? null : Math.max(0, g.commit - match),
+      lag: self ? Math.max(0, g.commit - g.applied) : match === null ? null : Math.max(0, commit - match),
     };
   }
   return {
@@ -154,8 +167,7 @@ export function clusterHealth(f: HealthFacts): Record<string, unknown> {
     commit_index: g.commit,
     applied_index: g.applied,
     last_index: g.lastIndex,
-    // a follower knows only its own lag; the leader knows every member's
-    lag_known_for: isLeader ? "every member" : g.leaderId ? `this master only (run cluster.health on ${g.leaderId} for every member's)` : "this master only (no leader)",
+    lag_known_for: isLeader ? "every member" : lv ? `every member (the others' as the leader ${lv.leaderId} reported them)` : g.leaderId ? `this master only (the leader ${g.leaderId} could not be asked${f.leaderView && "error" in f.leaderView ? `: ${f.leaderView.error}` : ""})` : "this master only (no leader)",
     members,
     learners: [...g.learners],
     state_sync: stateSyncOut(f),

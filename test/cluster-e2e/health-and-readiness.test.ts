@@ -2,7 +2,8 @@
  * `salt-run cluster.health` and the readiness file on three real master processes (127.0.0.151-153 behind
  * HAProxy on 127.0.0.150), each with its own cachedir:
  * - every master writes `cachedir/health/ready` once it is a caught-up voter; cluster.health on each names the
- *   same leader and term, every member a voter with its link up, and the leader gives every member's lag;
+ *   same leader and term, every member a voter with its link up, and the leader gives every member's lag (a
+ *   follower too, as the leader reports it);
  * - the three share one indexed key store (`keys.cache_driver: mmap_key` in the shared cluster_pki_dir, three
  *   processes): a minion accepted through m1 is targeted by a publish on m3 and listed by salt-key on m2;
  * - the state-sync thread's status file is reported per channel and peer;
@@ -55,6 +56,12 @@ test("cluster.health and the readiness file follow leadership, links and a parti
     const onLeader = views[li];
     assert.equal(onLeader.lag_known_for, "every member");
     for (const m of Object.values<any>(onLeader.members)) assert.equal(typeof m.lag, "number");
+    // a follower asks the leader (raft/progress) and gives every member's lag too
+    for (const [i, v] of views.entries()) {
+      if (i === li) continue;
+      assert.match(v.lag_known_for, new RegExp(`^every member \\(the others' as the leader ${leader} reported them\\)`), JSON.stringify(v));
+      for (const [id, m] of Object.entries<any>(v.members)) assert.equal(typeof m.lag, "number", `${v.node_id} knows ${id}'s lag`);
+    }
 
     // one indexed key store, three processes: accepted through m1 (auto_accept), targeted from m3, listed on m2
     minion = minionThrough(HOSTS[0]!, "kh-1", keys!);

@@ -48,7 +48,7 @@ test("readiness: who is ready, and the reason", () => {
   }
 });
 
-test("cluster.health on the leader gives every member's lag and link; on a follower only its own lag", () => {
+test("cluster.health on the leader gives every member's lag and link; on a follower only its own lag unless the leader's view is handed in", () => {
   const now = Date.parse("2026-11-25T18:00:00Z");
   const links = { m2: { up: true, since: now - 5000 }, m3: { up: false, since: now - 2000 } };
   const leader = clusterHealth({
@@ -76,8 +76,22 @@ test("cluster.health on the leader gives every member's lag and link; on a follo
   const members = follower.members as Record<string, { lag: number | null }>;
   assert.equal(members.m2!.lag, 10, "its own lag: commit - applied");
   assert.equal(members.m1!.lag, null, "a follower does not know the others'");
-  assert.match(String(follower.lag_known_for), /run cluster.health on m1/);
+  assert.match(String(follower.lag_known_for), /this master only \(the leader m1 could not be asked\)/);
   assert.deepEqual(follower.state_sync, { error: "status.json: not JSON" });
+
+  // with the leader's view (asked over raft/progress): every member's lag as the leader sees it, its own as it applies
+  const leaderView = { leaderId: "m1", commit: 104, lastIndex: 105, progress: { m2: { match: 101 }, m3: { match: 40 } } };
+  const told = clusterHealth({ clustered: true, serving: true, nodeId: "m2", group: group({ applied: 90 }), now, leaderView });
+  assert.deepEqual(
+    Object.fromEntries(Object.entries(told.members as Record<string, { match_index: number | null; lag: number | null }>).map(([id, m]) => [id, [m.match_index, m.lag]])),
+    { m1: [105, 0], m2: [null, 10], m3: [40, 64] },
+  );
+  assert.match(String(told.lag_known_for), /every member \(the others' as the leader m1 reported them\)/);
+  const failed = clusterHealth({ clustered: true, serving: true, nodeId: "m2", group: group(), now, leaderView: { error: "peer m1 is down" } });
+  assert.match(String(failed.lag_known_for), /could not be asked: peer m1 is down/);
+  // a view from a master that is not the leader this follower knows is not used
+  const stale = clusterHealth({ clustered: true, serving: true, nodeId: "m2", group: group(), now, leaderView: { ...leaderView, leaderId: "m3" } });
+  assert.equal((stale.members as Record<string, { lag: number | null }>).m3!.lag, null);
 });
 
 test("the health board carries a joining master's wait to the runner threads, and drops it once promoted", () => {

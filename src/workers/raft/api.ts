@@ -4,6 +4,7 @@
  * `{k, id, ...}`, answered by `{k: "res", id, v}` or `{k: "err", id, code, text}`, so a BrineError keeps its
  * code across the thread boundary. RaftClient (client.ts) is the calling side; worker.ts serves it.
  */
+import type { LeaderView } from "./leader-progress.js";
 import type { ErrCode } from "../../shared/errors.js";
 import type { PortError } from "../../shared/port-calls.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
@@ -153,6 +154,8 @@ export type ToRaft =
   | { k: "jobList"; id: number }
   /** runs cluster.shed_unowned on every other master of the cluster (raft/shed): node id -> its ShedResult */
   | { k: "shedPeers"; id: number; args: ShedArgs }
+  /** the cluster group's leader's view of every member's replication (here, or asked over raft/progress): LeaderView */
+  | { k: "leaderProgress"; id: number }
   /** serve this protocol on `port` too (a runner thread's end of a MessageChannel; transferred) */
   | { k: "connect"; port: MessagePort }
   /** stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */
@@ -178,5 +181,6 @@ export interface RaftAnswers {
   jobRead: ClusterJob;
   jobList: ClusterJobList;
   shedPeers: Record<string, ShedResult>;
+  leaderProgress: LeaderView;
   close: void;
 }

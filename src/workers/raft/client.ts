@@ -10,6 +10,7 @@
  *   A round trip costs tens of microseconds of both threads' time; per proposal it would cap a busy caller
  *   far below what the worker's group commit can take.
  */
+import type { LeaderView } from "./leader-progress.js";
 import type { MessagePort, Worker } from "node:worker_threads";
 import { BrineError } from "../../shared/errors.js";
 import { PortCalls, revivePortError } from "../../shared/port-calls.js";
@@ -123,6 +124,9 @@ export class RaftClient {
   }
   shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
     return this.call({ k: "shedPeers", args });
+  }
+  leaderProgress(): Promise<LeaderView> {
+    return this.call({ k: "leaderProgress" });
   }
   bootstrap(founders: string[]): Promise<boolean> {
     return this.call({ k: "bootstrap", founders });

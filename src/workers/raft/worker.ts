@@ -32,6 +32,7 @@ import { PeerChannelHost } from "./peer-proxy-host.js";
 import { RaftPeerLink } from "./raft-transport.js";
 import { RingForwarder } from "./ring-forward.js";
 import { HeldJobsService } from "./held-jobs.js";
+import { LeaderProgressService } from "./leader-progress.js";
 import { JobPlacement } from "./job-placement.js";
 import type { PlacementTable } from "../../shared/placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
@@ -83,6 +84,7 @@ let raftLink: RaftPeerLink | undefined;
 let peerTransport: PeerTransport | undefined;
 let forwarder: RingForwarder | undefined;
 let heldJobs: HeldJobsService | undefined;
+let leaderProgress: LeaderProgressService | undefined;
 let joinHost: JoinHost | undefined;
 let placement: JobPlacement | undefined;
 
@@ -114,6 +116,7 @@ async function startup(): Promise<GroupManager> {
   }
   // a ring group's calls from a master that does not host it (one founder's request deadline plus a commit)
   if (peerTransport) forwarder = new RingForwarder(m, peerTransport, (limits.raft.requestDeadlineTicks ?? 100) * limits.tickMs + 2000);
+  leaderProgress = new LeaderProgressService(peerTransport ?? NO_CHANNEL, () => m.status(), heldJobsTimeoutMs);
   if (init.jobStore) {
     const reader = new RingReader(init.ringBuffer);
     const ownership = (ring: string) => {
@@ -300,6 +303,9 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
       return jobPlacement().clusterList();
     case "shedPeers":
       return jobCachePeers().shedOn(otherMembers(await started), m.args);
+    case "leaderProgress":
+      await started;
+      return leaderProgress!.view();
     case "close":
       stopTimer();
       try {
@@ -309,6 +315,7 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
         raftLink?.close();
         forwarder?.close();
         heldJobs?.close();
+        leaderProgress?.close();
         placement?.close();
         await (manager ?? (await started)).close();
       } finally {
