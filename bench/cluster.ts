@@ -33,6 +33,7 @@ import { CLUSTER_RING } from "../src/shared/sab-ring/layout.js";
 import { startTestMaster, freePort, type TestMaster } from "../test/helpers/master.js";
 import { startBrineMaster } from "./swarm.js";
 import { rawLmdbCommitMs } from "./raft-worker.js";
+import { floor as commitFloor } from "./commit-floor.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import type { NodeStatus } from "../src/workers/raft/api.js";
 import type { LatencySummary } from "../src/shared/metrics/latency-window.js";
@@ -490,7 +491,12 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       { figure: "raft commit over the peer channel (3 master processes), p99", value: pct(disk.commits, 99), unit: "ms", better: "lower" },
       { figure: "  of which: linearizable read on the leader, p50", value: pct(disk.reads, 50), unit: "ms", better: "lower", note: "one heartbeat round to a quorum, no write: the peer channel's round trip and the pumps" },
     );
-    if (disk.inWorker) rows.push(inWorkerRow("", disk.inWorker));
+    if (disk.inWorker) {
+      rows.push(inWorkerRow("", disk.inWorker));
+      // issue 17's goal, in one run: the floor (bench/commit-floor.ts, no brine code) measured right after
+      const f = pct(await commitFloor(os.tmpdir(), proposals), 50);
+      rows.push({ figure: "  inside the leader's Raft worker / the box's commit floor, p50", value: Math.round((disk.inWorker.p50Ms / f) * 100) / 100, unit: "×", target: 1.5, better: "lower", note: `floor ${f.toFixed(3)} ms (3 processes, ZeroMQ + fsync'd LMDB, no brine code), measured right after; ${load()}` });
+    }
   }
   const tmp = path.join(TMPFS, `brine-raftbench-${process.pid}`);
   if (parts.has("tmpfs") && existsSync(TMPFS)) {

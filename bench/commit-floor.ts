@@ -41,7 +41,7 @@ async function startFollower(port: number, dir: string): Promise<ChildProcess> {
 }
 
 /** Commit latencies (ms, sorted) of `n` entries one at a time, with every LMDB directory under `base`. */
-async function floor(base: string, n: number): Promise<number[]> {
+export async function floor(base: string, n: number): Promise<number[]> {
   const root = mkdtempSync(path.join(base, "brine-commit-floor-"));
   const followers: ChildProcess[] = [];
   const socks: zmq.Dealer[] = [];
