@@ -32,18 +32,15 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startBrineMaster } from "./swarm.js";
+import { poolKeySlots, poolMinionSettings, startBrineMaster } from "./swarm.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { Fleet } from "../tools/swarm/fleet.js";
-import type { MinionSettings } from "../tools/swarm/events.js";
 import type { JobTrack } from "../tools/swarm/collector.js";
 import { PublishClient, readRootKey } from "../tools/swarm/publish-client.js";
 import { cpuSecondsOf, sampleTree } from "../tools/swarm/proc-stats.js";
 import { DEFAULT_KEY_POOL_DIR, ensureKeyPool } from "../src/lib/minion/keys.js";
 import { freePort } from "../tools/free-port.js";
 
-/** Keys the minions share (minion i uses slot i % keySlots), as bench/syndic.ts: RSA generation is slow. */
-const keySlots = 100;
 const signInTimeoutMs = 600_000;
 const phaseTimeoutMs = 300_000;
 /** how long after a phase's last acknowledgement its trailing work (events, fsync) is still counted, ms */
@@ -166,30 +163,6 @@ function pythonAvailable(): string | undefined {
   return r.status === 0 ? undefined : "the real-salt harness's check.sh failed";
 }
 
-function settings(t: Target, n: number): MinionSettings {
-  return {
-    master: "127.0.0.1",
-    retPort: t.retPort,
-    protocol: "v3",
-    keyDir: DEFAULT_KEY_POOL_DIR,
-    keySlots,
-    idPrefix: "cpo-",
-    idWidth: Math.max(5, String(n - 1).length),
-    acceptanceWaitMs: 1000,
-    acceptanceWaitMaxMs: 0,
-    authDeadlineMs: signInTimeoutMs,
-    authTimeoutMs: 5_000,
-    authTries: 7,
-    requestTimeoutMs: 60_000,
-    requestTries: 3,
-    randomReauthDelayMs: 0,
-    reconDefaultMs: 1_000,
-    reconMaxMs: 10_000,
-    pubMonitor: false,
-    sourceIps: 0,
-  };
-}
-
 /** CPU seconds of the brine master's main thread (tid = pid). */
 function mainThreadS(pid: number): number {
   return cpuSecondsOf(`/proc/${pid}/task/${pid}/stat`) ?? 0;
@@ -238,7 +211,7 @@ function boundOnMasterCpus(cpus: { master?: string; swarm?: string }, rounds: nu
 }
 
 async function measure(t: Target, n: number, jobs: number, cpus: { master?: string; swarm?: string }): Promise<Figures> {
-  const fleet = new Fleet({ settings: settings(t, n), minions: n, procs });
+  const fleet = new Fleet({ settings: poolMinionSettings(t.retPort, "cpo-", n, signInTimeoutMs), minions: n, procs });
   const col = fleet.collector;
   const swarmPids = () => [...new Set([process.pid, ...fleet.pids()])];
   const snap = () => ({
@@ -395,7 +368,7 @@ function printPartial(f: Figures): void {
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const n = opts.full ? 1000 : 200;
   const jobs = 10;
-  await ensureKeyPool(keySlots, { dir: DEFAULT_KEY_POOL_DIR });
+  await ensureKeyPool(poolKeySlots, { dir: DEFAULT_KEY_POOL_DIR });
   const pinning = canPin();
   const masterCpus = pinning ? (process.env.BRINE_BENCH_MASTER_CPUS ?? "0") : undefined;
   const swarmCpus = pinning ? (process.env.BRINE_BENCH_SWARM_CPUS ?? "1") : undefined;

@@ -14,6 +14,40 @@ import { runSwarm } from "../tools/swarm/swarm.js";
 import type { SwarmReport } from "../tools/swarm/report.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { freePort } from "../tools/free-port.js";
+import type { MinionSettings } from "../tools/swarm/events.js";
+import { DEFAULT_KEY_POOL_DIR } from "../src/lib/minion/keys.js";
+
+/**
+ * Keys in the pool the benches' fleets share (minion i uses slot i % poolKeySlots): RSA-2048 generation costs
+ * 0.1-0.7 s a key, so a fresh 2,000-key pool on a loaded 2-core box takes most of an hour; several ids on one key
+ * are accepted as Salt accepts them, and cost the master the same per sign-in.
+ */
+export const poolKeySlots = 100;
+
+/** v3 minions on the pooled keys for a bench's Fleet: Salt's timeouts, 1 s acceptance wait, sign-ins may take `signInTimeoutMs`. */
+export function poolMinionSettings(retPort: number, idPrefix: string, count: number, signInTimeoutMs: number): MinionSettings {
+  return {
+    master: "127.0.0.1",
+    retPort,
+    protocol: "v3",
+    keyDir: DEFAULT_KEY_POOL_DIR,
+    keySlots: poolKeySlots,
+    idPrefix,
+    idWidth: Math.max(5, String(count - 1).length),
+    acceptanceWaitMs: 1000,
+    acceptanceWaitMaxMs: 0,
+    authDeadlineMs: signInTimeoutMs,
+    authTimeoutMs: 5_000,
+    authTries: 7,
+    requestTimeoutMs: 60_000,
+    requestTries: 3,
+    randomReauthDelayMs: 0,
+    reconDefaultMs: 1_000,
+    reconMaxMs: 10_000,
+    pubMonitor: false,
+    sourceIps: 0,
+  };
+}
 
 
 function canConnect(port: number): Promise<boolean> {

@@ -5,58 +5,27 @@
  * publishing master's bus, the time from the publish to the last return, and the publishing master's CPU
  * (all its threads, from /proc) over that window, per return. N = 2,000 (`--full`: 5,000). Every process runs
  * on this box, so the figures include the swarm's and the other side's load. The minions share 100 keys (see
- * keySlots).
+ * poolKeySlots in swarm.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startBrineMaster, type BenchMaster } from "./swarm.js";
+import { poolKeySlots, poolMinionSettings, startBrineMaster, type BenchMaster } from "./swarm.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { Fleet } from "../tools/swarm/fleet.js";
-import type { MinionSettings } from "../tools/swarm/events.js";
 import { PublishClient, readRootKey } from "../tools/swarm/publish-client.js";
 import { sampleTree } from "../tools/swarm/proc-stats.js";
 import { DEFAULT_KEY_POOL_DIR, ensureKeyPool } from "../src/lib/minion/keys.js";
 import { EventClient } from "../src/lib/client/event-client.js";
 
-/**
- * Keys in the pool the minions share (minion i uses slot i % keySlots): RSA-2048 generation costs 0.1-0.7 s a
- * key, so a fresh 2,000-key pool on a loaded 2-core box takes most of an hour; several ids on one key are
- * accepted as Salt accepts them, and cost the master the same per sign-in.
- */
-const keySlots = 100;
 /** How long the sign-ins and the job may take, ms. */
 const signInTimeoutMs = 600_000;
 const jobTimeoutMs = 120_000;
 
-function settings(m: BenchMaster, idPrefix: string, count: number): MinionSettings {
-  return {
-    master: "127.0.0.1",
-    retPort: m.retPort,
-    protocol: "v3",
-    keyDir: DEFAULT_KEY_POOL_DIR,
-    keySlots,
-    idPrefix,
-    idWidth: Math.max(5, String(count - 1).length),
-    acceptanceWaitMs: 1000,
-    acceptanceWaitMaxMs: 0,
-    authDeadlineMs: signInTimeoutMs,
-    authTimeoutMs: 5_000,
-    authTries: 7,
-    requestTimeoutMs: 60_000,
-    requestTries: 3,
-    randomReauthDelayMs: 0,
-    reconDefaultMs: 1_000,
-    reconMaxMs: 10_000,
-    pubMonitor: false,
-    sourceIps: 0,
-  };
-}
-
 async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: number): Promise<Fleet> {
-  const fleet = new Fleet({ settings: settings(m, idPrefix, count), minions: count, procs });
+  const fleet = new Fleet({ settings: poolMinionSettings(m.retPort, idPrefix, count, signInTimeoutMs), minions: count, procs });
   await fleet.init();
   fleet.startAll();
   await fleet.collector.waitFor(() => fleet.collector.settledCount() >= count, signInTimeoutMs);
@@ -137,7 +106,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const n = opts.full ? 5000 : 2000;
   const half = n / 2;
   const procs = Math.max(1, Math.min(4, Math.ceil(half / 1000)));
-  await ensureKeyPool(keySlots, { dir: DEFAULT_KEY_POOL_DIR });
+  await ensureKeyPool(poolKeySlots, { dir: DEFAULT_KEY_POOL_DIR });
   const out: BenchRow[] = [];
   const load = () => os.loadavg()[0]!.toFixed(1);
 
