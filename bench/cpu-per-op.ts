@@ -409,6 +409,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     publish: us(f.publishAll.masterS, f.publishAll.publishes),
     perTarget: us(f.publishAll.masterS, f.publishAll.delivered),
     publishOne: us(f.publishOne.masterS, f.publishOne.publishes),
+    // what one more targeted minion adds to a publish: (to all − to one) per further minion
+    marginal: us(f.publishAll.masterS / f.publishAll.publishes - f.publishOne.masterS / f.publishOne.publishes, f.publishAll.delivered / f.publishAll.publishes - 1),
     ret: us(f.returns.masterS, f.returns.returns),
     start: us(f.start.masterS, f.start.minions),
   });
@@ -420,7 +422,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   rows.push({ figure: "cpu/op: brine master CPU per auth (re-sign-in)", value: b.auth, unit: "µs", target: bound * 1.25e6, better: "lower", note: `RSA bound ${Math.round(bound * 1e6)} µs on the master's CPU (goal 1.25×, ratio ${(b.auth / (bound * 1e6)).toFixed(2)}); ${br.auth.accepted} accepted of ${br.auth.attempts} attempts; ${vs(b.auth, p?.auth)}` });
   rows.push({ figure: "cpu/op: brine master CPU per durable return", value: b.ret, unit: "µs", target: p ? p.ret / 10 : undefined, better: "lower", note: `${br.returns.returns} returns; goal ≤ 1/10 of Python's; ${vs(b.ret, p?.ret)}` });
   rows.push({ figure: "cpu/op: brine master CPU per publish to all", value: b.publish, unit: "µs", better: "lower", note: `${br.publishAll.delivered} deliveries; ${vs(b.publish, p?.publish)}` });
-  rows.push({ figure: "cpu/op: brine master CPU per targeted minion", value: b.perTarget, unit: "µs", better: "lower", note: vs(b.perTarget, p?.perTarget) });
+  rows.push({ figure: "cpu/op: brine master CPU per targeted minion", value: b.perTarget, unit: "µs", better: "lower", note: `the publish to all over its minions; ${vs(b.perTarget, p?.perTarget)}` });
+  rows.push({ figure: "cpu/op: brine master CPU per further targeted minion", value: b.marginal, unit: "µs", better: "lower", note: `(to all − to one) per further minion; ${vs(b.marginal, p?.marginal)}` });
   rows.push({ figure: "cpu/op: brine master CPU per publish to one minion", value: b.publishOne, unit: "µs", better: "lower", note: vs(b.publishOne, p?.publishOne) });
   rows.push({ figure: "cpu/op: brine master CPU per minion start (auth, SUB, _pillar, 2 events)", value: b.start, unit: "µs", better: "lower", note: vs(b.start, p?.start) });
   rows.push({ figure: "cpu/op: brine master idle CPU (subtracted)", value: br.idleCpuPerS * 1000, unit: "ms/s", note: `${py ? `Python ${(py.idleCpuPerS * 1000).toFixed(1)} ms/s; ` : ""}main thread ${(100 * (br.mainThreadShare ?? 0)).toFixed(0)} % of brine's phase CPU; ${swarmUs(br)}${py ? `; Python run: ${swarmUs(py)}` : ""}` });
