@@ -1,15 +1,18 @@
 /**
  * Jobs move when a ring's table changes, on three real master processes (127.0.0.241-243 behind HAProxy on
  * 127.0.0.240): ring `jobs` on m1, m2, m3 with `members: voters` and `replicas: 2`, `jobs` routed to it, 60
- * jobs to two in-repo minions, each placed on its two owners. `replicas=1` sheds the second copies, and
- * `replicas=2` again gives each job its second owner (placement_check ok after each). Then one master (neither the cluster's leader
- * nor the ring's) is stopped and removed from the cluster: the ring follows the cluster's voters, its slot
- * table is over the two left, every jid's owners are those two, and the jobs whose copies were on the removed
- * master reach the one owner that lacked them: placement_check is ok again, each jid on both masters left,
- * and lookup_jid on each finds every return. While at `replicas: 1`, a minion's peer jobs (publish.publish:
- * minion_pub, then pub_ret polled on m1, where the publishing minion is attached) get every return of the
- * minion attached to m2, though m1 owns only about a third of the jids (and drops its copy of the others
- * once their owner has it); so do the older minion_publish requests, which wait on m1.
+ * jobs to two in-repo minions, each placed on its two owners.
+ * - `replicas=1` sheds the second copies, and `replicas=2` again gives each job its second owner
+ *   (placement_check ok after each).
+ * - While at `replicas: 1`, a minion's peer jobs (publish.publish: minion_pub, then pub_ret polled on m1, where
+ *   the publishing minion is attached) get every return of the minion attached to m2, though m1 owns only
+ *   about a third of the jids (and drops its copy of the others once their owner has it); so do the older
+ *   minion_publish requests, which wait on m1.
+ * - Then one master (neither the cluster's leader nor the ring's) is stopped and removed from the cluster: the
+ *   ring follows the cluster's voters, its slot table is over the two left, every jid's owners are those two,
+ *   and the jobs whose copies were on the removed master reach the one owner that lacked them: placement_check
+ *   is ok again, each jid on both masters left, lookup_jid on each finds every return and list_jobs lists
+ *   every job.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -146,6 +149,8 @@ test("jobs move when replicas change and when a voter leaves the ring (placement
         const ret = await runner(i, "jobs.lookup_jid", [jid]);
         assert.deepEqual(Object.keys(ret).sort(), MINIONS, `${id} finds ${jid}'s returns`);
       }
+      const listed = await runner(i, "jobs.list_jobs", []);
+      for (const jid of jids) assert.equal(listed[jid]?.Function, "test.echo", `${id}'s list_jobs lists ${jid}`);
     }
   } finally {
     await Promise.all(minions.map((m) => m.stop()));
