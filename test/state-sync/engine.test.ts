@@ -14,7 +14,7 @@ import { cbor } from "../../src/shared/cbor.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { CHUNK_BYTES, StateSyncEngine, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/engine.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
-import type { ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { entryFromWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
@@ -95,13 +95,18 @@ function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown, extra
   };
 }
 
+/** The items of a fetch request as ranges: a whole item (its path alone) is all of it from 0. */
+function fetchItems(m: Record<string, unknown>): { p: string; off: number; len: number }[] {
+  return (m.items as unknown[]).map((it) => (typeof it === "string" ? { p: it, off: 0, len: Number.MAX_SAFE_INTEGER } : (it as { p: string; off: number; len: number })));
+}
+
 /** A peer serving `files` (item path → content) on one channel, with an optional hook on each fetch. */
 function servePeer(files: Record<string, Buffer>, onGet?: (p: string, off: number, len: number, data: Buffer) => Buffer | undefined) {
   const entries: ManifestEntry[] = Object.entries(files).map(([p, b]) => ({ p, s: b.length, h: sha(b), m: 0o644, t: 1000 }));
   return (m: { op: string; [k: string]: unknown }) => {
     if (m.op === "manifest") return { entries, more: false };
     if (m.op === "get") {
-      const items = m.items as { p: string; off: number; len: number }[];
+      const items = fetchItems(m);
       return {
         pieces: items.map((it) => {
           const whole = files[it.p]!;
@@ -128,7 +133,7 @@ test("a peer's manifest naming paths outside the roots is refused item by item a
   ];
   const r = rig((m) => {
     if (m.op === "manifest") return { entries, more: false };
-    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: it.p === "base/top.sls" ? good : evil, ph: sha(it.p === "base/top.sls" ? good : evil) })) };
+    return { pieces: fetchItems(m).map((it) => ({ p: it.p, off: 0, data: it.p === "base/top.sls" ? good : evil, ph: sha(it.p === "base/top.sls" ? good : evil) })) };
   });
   try {
     const rep = await r.syncFrom("p1", ["file_roots"]);
@@ -141,7 +146,7 @@ test("a peer's manifest naming paths outside the roots is refused item by item a
     assert.match(rep.errors.join("\n"), /malformed entry/);
     assert.equal(readFileSync(path.join(r.root, "srv", "salt", "top.sls"), "utf8"), "top: ok\n");
     assert.ok(!existsSync(path.join(r.root, "outside.txt")) && !existsSync(path.join(path.dirname(r.root), "outside.txt")));
-    const fetched = r.requests.filter((q) => q.op === "get").flatMap((q) => (q.items as { p: string }[]).map((i) => i.p));
+    const fetched = r.requests.filter((q) => q.op === "get").flatMap((q) => fetchItems(q).map((i) => i.p));
     assert.deepEqual(fetched, ["base/top.sls"], "nothing refused is even fetched");
     const status = JSON.parse(readFileSync(path.join(r.cfg.cachedir, STATUS_DIR, STATUS_FILE), "utf8"));
     assert.equal(status.file_roots.p1.items, 1);
@@ -189,7 +194,7 @@ test("a file whose bytes never match the manifest's hash is not installed, and n
   const big = Buffer.alloc(CHUNK_BYTES + 10, 1);
   const r = rig((m) => {
     if (m.op === "manifest") return { entries: [{ p: "base/big.bin", s: big.length, h: sha(Buffer.from("something else")), m: 0o644, t: 1 }], more: false };
-    const it = (m.items as { p: string; off: number; len: number }[])[0]!;
+    const it = fetchItems(m)[0]!;
     const data = big.subarray(it.off, it.off + it.len);
     return { pieces: [{ p: it.p, off: it.off, data, ph: sha(data) }] };
   });
@@ -221,7 +226,7 @@ test("a transfer cut off midway resumes from its partial file: only the missing 
     const second = await r.syncFrom("p1", ["file_roots"]);
     assert.deepEqual(second.errors, []);
     assert.equal(second.items, 1);
-    const offsets = r.requests.filter((q) => q.op === "get").map((q) => (q.items as { off: number }[])[0]!.off);
+    const offsets = r.requests.filter((q) => q.op === "get").map((q) => fetchItems(q)[0]!.off);
     assert.deepEqual(offsets, [CHUNK_BYTES * 3, CHUNK_BYTES * 4, CHUNK_BYTES * 5]);
     assert.equal(second.bytes, CHUNK_BYTES * 3);
     assert.equal(sha(readFileSync(path.join(r.root, "srv", "salt", "big.bin"))), sha(big));
@@ -245,7 +250,7 @@ test("a key a peer tombstoned after ours is removed here, and a key file that is
         more: false,
       };
     }
-    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: it.p === "accepted/new" ? pem : junk, ph: sha(it.p === "accepted/new" ? pem : junk) })) };
+    return { pieces: fetchItems(m).map((it) => ({ p: it.p, off: 0, data: it.p === "accepted/new" ? pem : junk, ph: sha(it.p === "accepted/new" ? pem : junk) })) };
   });
   const pki = path.join(r.root, "pki");
   mkdirSync(path.join(pki, "minions_pre"), { recursive: true });
@@ -305,11 +310,35 @@ test("with keys.cache_driver mmap_key, keys are served from and installed into t
     assert.equal(keys.exists("pending", "old"), false);
     assert.ok(!existsSync(path.join(r.root, "pki", "minions", "theirs")), "no key file written");
     const served = await r.serve({ op: "manifest", ch: "keys", n: 100 });
-    const live = (served.entries as ManifestEntry[]).filter((e) => !e.d).map((e) => e.p);
+    const entries = (served.entries as unknown[]).map(entryFromWire) as ManifestEntry[];
+    const live = entries.filter((e) => !e.d).map((e) => e.p);
     assert.deepEqual(live, ["accepted/ours", "accepted/theirs"]);
-    const ours = (served.entries as ManifestEntry[]).find((e) => e.p === "accepted/ours")!;
+    const ours = entries.find((e) => e.p === "accepted/ours")!;
     const got = await r.serve({ op: "get", ch: "keys", items: [{ p: "accepted/ours", h: ours.h, off: 0, len: ours.s }] });
     assert.equal(Buffer.from(got.pieces[0].data).toString(), keys.read("accepted", "ours"));
+  } finally {
+    await r.close();
+  }
+});
+
+test("small items are fetched whole by path alone, answered in order without path, offsets or a hash per piece (the puller checks the manifest's hash), and a whole item that does not fit what is left of a reply is refused, not cut", async () => {
+  const r = rig(() => ({}));
+  const dir = path.join(r.root, "srv", "salt");
+  writeFileSync(path.join(dir, "a.sls"), "a: 1\n");
+  writeFileSync(path.join(dir, "big.sls"), Buffer.alloc(CHUNK_BYTES, 7));
+  try {
+    const served = await r.serve({ op: "manifest", ch: "file_roots", n: 100 });
+    const e = (p: string) => ((served.entries as unknown[]).map(entryFromWire) as ManifestEntry[]).find((x) => x.p === p)!;
+    assert.ok(served.entries[0].h instanceof Uint8Array && served.entries[0].h.byteLength === 32, "a page carries each hash as its 32 bytes");
+    const got = await r.serve({ op: "get", ch: "file_roots", items: ["base/a.sls", "base/big.sls"] });
+    assert.deepEqual(Object.keys(got.pieces[0]), ["data"], "a whole piece: its bytes only, in the request's order");
+    assert.equal(Buffer.from(got.pieces[0].data).toString(), "a: 1\n");
+    assert.match(got.pieces[1].error, /more than one reply carries/, "what is left of the reply cannot hold it");
+    assert.equal(got.pieces[1].data, undefined);
+    const alone = await r.serve({ op: "get", ch: "file_roots", items: ["base/big.sls"] });
+    assert.equal(alone.pieces[0].data.byteLength, CHUNK_BYTES, "alone it fits exactly");
+    const ranged = await r.serve({ op: "get", ch: "file_roots", items: [{ p: "base/big.sls", h: e("base/big.sls").h, off: 10, len: 20 }] });
+    assert.deepEqual([ranged.pieces[0].off, ranged.pieces[0].data.byteLength, ranged.pieces[0].ph], [10, 20, sha(Buffer.alloc(20, 7))], "a range keeps its offset and hash");
   } finally {
     await r.close();
   }
@@ -323,7 +352,7 @@ test("a job-cache bank is collected record by record: what is missing here is ad
   const enc = (v: unknown) => Buffer.from(cbor.encode(v) as Uint8Array);
   const r = rig((m) => {
     if (m.op === "manifest") return { entries: Object.entries(loads).map(([p, v]) => ({ p, s: enc(v).length, h: sha(enc(v)), m: 0, t: 0 })), more: false };
-    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: enc(loads[it.p]), ph: sha(enc(loads[it.p])) })) };
+    return { pieces: fetchItems(m).map((it) => ({ p: it.p, off: 0, data: enc(loads[it.p]), ph: sha(enc(loads[it.p])) })) };
   });
   try {
     await r.store.loads.put("20261125000000000001", { fun: "local.version", jid: "20261125000000000001" });
@@ -388,7 +417,7 @@ test("the status file sums each peer's transfers, and says since when a peer ann
       await gate;
       return { entries: [{ p: "accepted/k1", s: pem.length, h: sha(pem), m: 0o644, t: 5 }], more: false };
     }
-    return { pieces: (m.items as { p: string }[]).map((it) => ({ p: it.p, off: 0, data: pem, ph: sha(pem) })) };
+    return { pieces: fetchItems(m).map((it) => ({ p: it.p, off: 0, data: pem, ph: sha(pem) })) };
   });
   const statusOf = () => JSON.parse(readFileSync(path.join(r.cfg.cachedir, STATUS_DIR, STATUS_FILE), "utf8")).keys.p1;
   const until = async (what: string, ok: () => boolean) => {

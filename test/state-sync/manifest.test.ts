@@ -1,7 +1,8 @@
 /** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, pages. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { TOMBSTONE_KEEP_MS, checkItemPath, chunkRanges, diffPage, mergeScan, page, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { TOMBSTONE_KEEP_MS, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, mergeScan, page, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { cbor } from "../../src/shared/cbor.js";
 
 const H1 = "1".repeat(64);
 const H2 = "2".repeat(64);
@@ -139,4 +140,18 @@ test("manifest pages continue after the last path of the previous page, and chun
   assert.deepEqual(chunkRanges(10, 4), [{ off: 0, len: 4 }, { off: 4, len: 4 }, { off: 8, len: 2 }]);
   assert.deepEqual(chunkRanges(10, 4, 8), [{ off: 8, len: 2 }]);
   assert.deepEqual(chunkRanges(0, 4), []);
+});
+
+test("a manifest entry crosses the wire with its hash as 32 bytes and a tombstone as path, stamp and mark; the hex form of an older peer is still taken", () => {
+  const live = { p: "base/top.sls", s: 12, h: "ab".repeat(32), m: 0o644, t: 1000 };
+  const dead = { p: "base/old.sls", s: 0, h: "", m: 0, t: 2000, d: 1 as const };
+  const w = entryToWire(live);
+  assert.ok(w.h instanceof Uint8Array && w.h.byteLength === 32);
+  assert.deepEqual(entryFromWire(w), live);
+  assert.deepEqual(entryToWire(dead), { p: "base/old.sls", t: 2000, d: 1 });
+  assert.deepEqual(entryFromWire(entryToWire(dead)), dead);
+  assert.deepEqual(entryFromWire(live), live, "hex from an older peer, unchanged");
+  assert.ok(validEntry(entryFromWire(cbor.decode(cbor.encode(w)))), "valid after CBOR both ways");
+  assert.equal(validEntry(entryFromWire({ ...w, h: new Uint8Array(31) })), false, "a hash of another length is refused");
+  assert.ok(cbor.encode(w).byteLength < cbor.encode(live).byteLength - 30);
 });

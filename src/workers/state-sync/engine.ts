@@ -5,10 +5,11 @@
  * `{k: "in"}`; src/main-thread/cluster/state-sync-link.ts).
  *
  * A transfer from a peer, per channel: the peer's manifest in pages (PAGE_ITEMS), each page diffed against this
- * master's (manifest.ts), tombstoned items removed, then only what differs fetched: small items batched (at most
- * CHUNK_BYTES a request), large ones in CHUNK_BYTES ranges, WINDOW requests in flight, each range's sha256
- * checked (fetched again up to RANGE_ATTEMPTS times), the whole item's sha256 checked before it is renamed into
- * place (sources.ts). Memory is WINDOW × CHUNK_BYTES plus one manifest page, whatever the channel's size. One log
+ * master's (manifest.ts; on the wire each hash as its 32 bytes), tombstoned items removed, then only what differs
+ * fetched: small items whole and batched (at most CHUNK_BYTES a request; asked by path alone and answered in order
+ * with their bytes alone, checked against the manifest's size and sha256, a mismatch fetched again by ranges),
+ * large ones in CHUNK_BYTES ranges, WINDOW requests in flight, each range's sha256 checked (fetched again up to
+ * RANGE_ATTEMPTS times), the whole item's sha256 checked before it is renamed into place (sources.ts). Memory is WINDOW × CHUNK_BYTES plus one manifest page, whatever the channel's size. One log
  * line per transfer that changed something: `state-sync <channel> from <peer>: installed N items (B bytes),
  * deleted D`; every refused path is logged (within a LogBudget).
  *
@@ -37,7 +38,7 @@ import { minionPkiDir } from "../../shared/shared-fs.js";
 import type { StateSyncEntry } from "../../shared/cluster-health.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
-import { KEY_CHANNELS, checkItemPath, diffPage, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
+import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
 import { BankSource, DirSource, IndexedKeySource, dirLayout, type Source } from "./sources.js";
 import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
 
@@ -121,13 +122,22 @@ export type RunnerAnswer = { k: "res"; id: number; v: unknown } | ({ k: "err"; i
 
 type PeerMsg =
   | { op: "manifest"; ch: string; after?: string; n: number; digest?: string }
-  | { op: "get"; ch: string; items: { p: string; h: string; off: number; len: number }[] }
+  /**
+   * items by range (`{p, h, off, len}`: the source serves them only while the item still has hash `h`, and the
+   * reply's piece carries the range's sha256 `ph`), or whole (the path alone: the puller checks the bytes against
+   * the manifest's size and sha256 and fetches a mismatch again by ranges, so the piece carries neither path,
+   * offsets nor a hash of its own; this is what keeps a small item's framing small). The reply's pieces are in the
+   * request's order.
+   */
+  | { op: "get"; ch: string; items: ({ p: string; h: string; off: number; len: number } | string)[] }
   | { op: "pull"; channels: string[] }
   | { op: "changed"; ch: string; digest: string };
 
 interface Piece {
-  p: string;
-  off: number;
+  /** absent for a whole item (the reply's pieces are in the request's order) */
+  p?: string;
+  /** absent for a whole item */
+  off?: number;
   data?: Uint8Array;
   ph?: string;
   error?: string;
@@ -386,7 +396,8 @@ export class StateSyncEngine {
         }
         if (page.same === true && digest) break;
         const good: ManifestEntry[] = [];
-        for (const e of page.entries as unknown[]) {
+        for (const raw of page.entries as unknown[]) {
+          const e = entryFromWire(raw);
           const p = (e as { p?: unknown })?.p;
           const why = !validEntry(e) ? "malformed entry" : (() => {
             const c = checkItemPath(ch, p);
@@ -454,7 +465,7 @@ export class StateSyncEngine {
         const batch = batches[next++]!;
         let pieces: Piece[];
         try {
-          const rep = (await this.ask(peer, { op: "get", ch, items: batch.map((e) => ({ p: e.p, h: e.h, off: 0, len: e.s })) })) as { pieces?: unknown };
+          const rep = (await this.ask(peer, { op: "get", ch, items: batch.map((e) => e.p) })) as { pieces?: unknown };
           if (!rep || !Array.isArray(rep.pieces)) throw new Error("malformed fetch reply");
           pieces = rep.pieces as Piece[];
         } catch (e) {
@@ -462,9 +473,10 @@ export class StateSyncEngine {
           r.failed = [ch];
           continue;
         }
-        const byPath = new Map(pieces.filter((x) => x && typeof x.p === "string").map((x) => [x.p, x]));
-        for (const e of batch) {
-          const piece = byPath.get(e.p);
+        for (const [i, e] of batch.entries()) {
+          // the reply's pieces are in the request's order (a whole piece names no path; one that does must be this one)
+          const at = pieces[i];
+          const piece = at && (at.p === undefined || at.p === e.p) ? at : undefined;
           if (!piece || piece.error !== undefined || !(piece.data instanceof Uint8Array)) {
             addError(r, `${e.p}: ${piece?.error ?? "missing from the reply"}`);
             continue;
@@ -538,31 +550,40 @@ export class StateSyncEngine {
       const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
       // the same live content on both sides (a digest is "" for banks, never equal): no page needed
       if (m.after === undefined && typeof m.digest === "string" && m.digest !== "" && m.digest === src.digest()) return cbor.encode({ same: true, entries: [], more: false, ...(probe ? { probe } : {}) }) as Uint8Array;
-      return cbor.encode({ entries: pg.entries, more: pg.more, ...(probe ? { probe } : {}) }) as Uint8Array;
+      return cbor.encode({ entries: pg.entries.map(entryToWire), more: pg.more, ...(probe ? { probe } : {}) }) as Uint8Array;
     }
     if (m.op === "get") {
       if (!Array.isArray(m.items) || m.items.length > BATCH_ITEMS_MAX) throw new Error("malformed fetch request");
       const pieces: Piece[] = [];
       let total = 0;
-      for (const it of m.items) {
+      for (const item of m.items as unknown[]) {
+        const whole = typeof item === "string";
+        const it = (whole ? { p: item } : item) as Record<string, unknown>;
         const p = typeof it?.p === "string" ? it.p : "";
-        const off = Number.isInteger(it?.off) && it.off >= 0 ? it.off : 0;
-        const len = Number.isInteger(it?.len) && it.len >= 0 ? Math.min(it.len, CHUNK_BYTES) : CHUNK_BYTES;
+        const off = !whole && Number.isInteger(it?.off) && (it.off as number) >= 0 ? (it.off as number) : 0;
+        // a whole item is read one byte past what is left of this reply, to tell one that does not fit
+        const len = !whole && Number.isInteger(it?.len) && (it.len as number) >= 0 ? Math.min(it.len as number, CHUNK_BYTES) : CHUNK_BYTES - total + 1;
+        const at = whole ? {} : { off };
         const c = checkItemPath(ch, p);
         if ("error" in c) {
-          pieces.push({ p, off, error: `refused path: ${c.error}` });
+          pieces.push({ p, ...at, error: `refused path: ${c.error}` });
           continue;
         }
-        if (total + len > CHUNK_BYTES) {
-          pieces.push({ p, off, error: "more than one reply carries; ask again" });
+        if (whole ? len <= 1 : total + len > CHUNK_BYTES) {
+          pieces.push({ p, ...at, error: "more than one reply carries; ask again" });
           continue;
         }
         try {
-          const data = await src.read(p, typeof it.h === "string" ? it.h : "", off, len);
+          const data = await src.read(p, whole ? undefined : typeof it.h === "string" ? it.h : "", off, len);
+          if (whole && data.byteLength >= len) {
+            // a whole item does not fit what is left of this reply: the puller fetches it by ranges
+            pieces.push({ p, error: "more than one reply carries; ask again" });
+            continue;
+          }
           total += data.byteLength;
-          pieces.push({ p, off, data, ph: sha256(data) });
+          pieces.push(whole ? { data } : { p, off, data, ph: sha256(data) });
         } catch (e) {
-          pieces.push({ p, off, error: (e as Error).message });
+          pieces.push({ p, ...at, error: (e as Error).message });
         }
       }
       return cbor.encode({ pieces }) as Uint8Array;

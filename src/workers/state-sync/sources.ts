@@ -44,8 +44,8 @@ export interface Source {
   entry(p: string): ManifestEntry | undefined;
   /** entries after `after`, at most `n`, in this source's own order */
   page(after: string | undefined, n: number): Promise<{ entries: ManifestEntry[]; more: boolean }>;
-  /** bytes of item `p` at [off, off+len) (a peer's fetch); throws when `p` is not here or changed from `h` */
-  read(p: string, h: string, off: number, len: number): Promise<Uint8Array>;
+  /** bytes of item `p` at [off, off+len) (a peer's fetch); throws when `p` is not here or changed from `h` (none: a whole item, checked by the puller) */
+  read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array>;
   /** install `e` fetched by ranges (resuming a partial file); resolves to the bytes fetched */
   install(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number>;
   /** remove the item `e` tombstones, then record the tombstone */
@@ -264,10 +264,10 @@ export class DirSource implements Source {
     return path.join(dir, t.rest[t.rest.length - 1]!);
   }
 
-  async read(p: string, h: string, off: number, len: number): Promise<Uint8Array> {
+  async read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array> {
     const k = this.kept.get(p);
     if (!k || k.e.d) throw new Error(`${p} is not here`);
-    if (k.e.h !== h) throw new Error(`${p} changed here since that manifest`);
+    if (h !== undefined && k.e.h !== h) throw new Error(`${p} changed here since that manifest`);
     const file = await this.locateServed(p);
     const fh = await open(file, "r");
     try {
@@ -492,12 +492,12 @@ export class IndexedKeySource extends DirSource {
     return [c.parts[0] as KeyState, c.parts[1]!];
   }
 
-  override async read(p: string, h: string, off: number, len: number): Promise<Uint8Array> {
+  override async read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array> {
     const [state, id] = this.parts(p);
     const pub = this.keys.read(state, id);
     if (pub === undefined) throw new Error(`${p} is not here`);
     const b = Buffer.from(pub, "utf8");
-    if (sha256(b) !== h) throw new Error(`${p} changed here since that manifest`);
+    if (h !== undefined && sha256(b) !== h) throw new Error(`${p} changed here since that manifest`);
     return b.subarray(off, off + len);
   }
 
@@ -558,10 +558,10 @@ export class BankSource implements Source {
     return { entries, more };
   }
 
-  async read(p: string, h: string, off: number, len: number): Promise<Uint8Array> {
+  async read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array> {
     const b = this.bytesOf(p);
     if (!b) throw new Error(`${p} is not here`);
-    if (sha256(b) !== h) throw new Error(`${p} changed here since that manifest`);
+    if (h !== undefined && sha256(b) !== h) throw new Error(`${p} changed here since that manifest`);
     return b.subarray(off, off + len);
   }
 
