@@ -14,7 +14,7 @@ import { cbor } from "../../src/shared/cbor.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { CHUNK_BYTES, StateSyncEngine, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/engine.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
-import { entryFromWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
@@ -327,9 +327,12 @@ test("small items are fetched whole by path alone, answered in order without pat
   writeFileSync(path.join(dir, "a.sls"), "a: 1\n");
   writeFileSync(path.join(dir, "big.sls"), Buffer.alloc(CHUNK_BYTES, 7));
   try {
-    const served = await r.serve({ op: "manifest", ch: "file_roots", n: 100 });
+    const served = await r.serve({ op: "manifest", ch: "file_roots", n: 100, w: 2 });
     const e = (p: string) => ((served.entries as unknown[]).map(entryFromWire) as ManifestEntry[]).find((x) => x.p === p)!;
     assert.ok(served.entries[0].h instanceof Uint8Array && served.entries[0].h.byteLength === 32, "a page carries each hash as its 32 bytes");
+    assert.equal(served.w, 2, "and says it is in the compact form");
+    const older = await r.serve({ op: "manifest", ch: "file_roots", n: 100 });
+    assert.ok(typeof older.entries[0].h === "string" && older.w === undefined, "a master of an earlier version, which does not ask for it, gets hex");
     const got = await r.serve({ op: "get", ch: "file_roots", items: ["base/a.sls", "base/big.sls"] });
     assert.deepEqual(Object.keys(got.pieces[0]), ["data"], "a whole piece: its bytes only, in the request's order");
     assert.equal(Buffer.from(got.pieces[0].data).toString(), "a: 1\n");
@@ -341,6 +344,27 @@ test("small items are fetched whole by path alone, answered in order without pat
     assert.deepEqual([ranged.pieces[0].off, ranged.pieces[0].data.byteLength, ranged.pieces[0].ph], [10, 20, sha(Buffer.alloc(20, 7))], "a range keeps its offset and hash");
   } finally {
     await r.close();
+  }
+});
+
+test("a peer that answers pages in the compact form is asked for small items by path; one of an earlier version (no w in its pages) by range", async () => {
+  const body = Buffer.from("x: 1\n");
+  const older = servePeer({ "base/x.sls": body });
+  const r = rig(older);
+  try {
+    assert.equal((await r.syncFrom("p1", ["file_roots"])).items, 1);
+    const get = r.requests.find((q) => q.op === "get")!;
+    assert.deepEqual(get.items, [{ p: "base/x.sls", h: sha(body), off: 0, len: body.length }], "ranges for an earlier version");
+  } finally {
+    await r.close();
+  }
+  const compact = rig((m) => (m.op === "manifest" ? { entries: [entryToWire({ p: "base/x.sls", s: body.length, h: sha(body), m: 0o644, t: 1000 })], more: false, w: 2 } : older(m)));
+  try {
+    assert.equal((await compact.syncFrom("p1", ["file_roots"])).items, 1);
+    assert.deepEqual(compact.requests.find((q) => q.op === "manifest")!.w, 2, "the puller asks for the compact form");
+    assert.deepEqual(compact.requests.find((q) => q.op === "get")!.items, ["base/x.sls"], "a path alone for a peer that speaks it");
+  } finally {
+    await compact.close();
   }
 });
 

@@ -65,6 +65,8 @@ export const KEYS_TICK_MS = 2_000;
 export const KEYS_RESCAN_MS = 30_000;
 /** The key channels' digest is announced to every peer at least this often, ms. */
 export const ANNOUNCE_MS = 15_000;
+/** The wire form this engine speaks: 2 = hashes as bytes in pages, whole small items by path (1: hex, ranges only). */
+export const WIRE_FORM = 2;
 /** Error texts kept per peer report, count. */
 const REPORT_ERRORS_MAX = 20;
 
@@ -121,7 +123,8 @@ export interface RunnerAsk {
 export type RunnerAnswer = { k: "res"; id: number; v: unknown } | ({ k: "err"; id: number } & PortError);
 
 type PeerMsg =
-  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string }
+  /** `w: 2`: the asker reads the compact forms (entryToWire pages, whole items by path); a page in them says `w: 2` */
+  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number }
   /**
    * items by range (`{p, h, off, len}`: the source serves them only while the item still has hash `h`, and the
    * reply's piece carries the range's sha256 `ph`), or whole (the path alone: the puller checks the bytes against
@@ -388,7 +391,7 @@ export class StateSyncEngine {
       for (;;) {
         // the first page is skipped by a peer whose live content has our digest (nothing to fetch or delete)
         const digest = after === undefined ? src.digest() : "";
-        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: PAGE_ITEMS, ...(digest ? { digest } : {}) })) as { entries?: unknown; more?: unknown; probe?: unknown; same?: unknown };
+        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: PAGE_ITEMS, ...(digest ? { digest } : {}), w: WIRE_FORM })) as { entries?: unknown; more?: unknown; probe?: unknown; same?: unknown; w?: unknown };
         if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
         if (after === undefined && typeof page.probe === "string" && this.sharedWith(peer, ch, page.probe)) {
           r.shared = [ch];
@@ -420,7 +423,8 @@ export class StateSyncEngine {
           }
         }
         for (const e of d.adopt) src.adopt(e);
-        await this.fetchAll(peer, ch, src, d.fetch, r);
+        // a peer of an earlier version answers without `w`: its fetches take ranges only
+        await this.fetchAll(peer, ch, src, d.fetch, r, page.w === WIRE_FORM);
         const last = (page.entries as { p?: unknown }[]).at(-1)?.p;
         if (page.more !== true || typeof last !== "string") break;
         after = last;
@@ -442,7 +446,7 @@ export class StateSyncEngine {
   }
 
   /** Fetches and installs `items`: small ones batched, large ones by ranges; WINDOW requests in flight. */
-  private async fetchAll(peer: string, ch: Channel, src: Source, items: ManifestEntry[], r: PeerReport): Promise<void> {
+  private async fetchAll(peer: string, ch: Channel, src: Source, items: ManifestEntry[], r: PeerReport, compact: boolean): Promise<void> {
     const small = items.filter((e) => e.s <= CHUNK_BYTES);
     const large = items.filter((e) => e.s > CHUNK_BYTES);
     const batches: ManifestEntry[][] = [];
@@ -465,7 +469,7 @@ export class StateSyncEngine {
         const batch = batches[next++]!;
         let pieces: Piece[];
         try {
-          const rep = (await this.ask(peer, { op: "get", ch, items: batch.map((e) => e.p) })) as { pieces?: unknown };
+          const rep = (await this.ask(peer, { op: "get", ch, items: batch.map((e) => (compact ? e.p : { p: e.p, h: e.h, off: 0, len: e.s })) })) as { pieces?: unknown };
           if (!rep || !Array.isArray(rep.pieces)) throw new Error("malformed fetch reply");
           pieces = rep.pieces as Piece[];
         } catch (e) {
@@ -550,7 +554,9 @@ export class StateSyncEngine {
       const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
       // the same live content on both sides (a digest is "" for banks, never equal): no page needed
       if (m.after === undefined && typeof m.digest === "string" && m.digest !== "" && m.digest === src.digest()) return cbor.encode({ same: true, entries: [], more: false, ...(probe ? { probe } : {}) }) as Uint8Array;
-      return cbor.encode({ entries: pg.entries.map(entryToWire), more: pg.more, ...(probe ? { probe } : {}) }) as Uint8Array;
+      // the compact forms only for an asker that reads them (a master of an earlier version during a rolling upgrade does not)
+      const compact = m.w === WIRE_FORM;
+      return cbor.encode({ entries: compact ? pg.entries.map(entryToWire) : pg.entries, more: pg.more, ...(probe ? { probe } : {}), ...(compact ? { w: WIRE_FORM } : {}) }) as Uint8Array;
     }
     if (m.op === "get") {
       if (!Array.isArray(m.items) || m.items.length > BATCH_ITEMS_MAX) throw new Error("malformed fetch request");
