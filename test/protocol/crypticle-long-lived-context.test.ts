@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
-import { Crypticle, generateKeyString, PICKLE_PREFIX } from "../../src/shared/protocol/crypticle.js";
+import { cipherContextHolders, cipherContextHoldersMax, Crypticle, generateKeyString, PICKLE_PREFIX } from "../../src/shared/protocol/crypticle.js";
 import { isBrineError } from "../../src/shared/errors.js";
 import { decodeWire, wireLimits } from "../../src/shared/protocol/msgpack.js";
 
@@ -97,4 +97,26 @@ test("a framed dumps is the msgpack bin of the sealed bytes, across the bin 8/16
     assert.deepEqual(b.loads(inner, { nonce }), obj);
     assert.equal(framed[0], size < 150 ? 0xc4 : size < 65_000 ? 0xc5 : 0xc6, `size ${size}: header`);
   }
+});
+
+test("a thread keeps cipher contexts for a bounded number of crypticles; one whose contexts were dropped still encrypts and decrypts as a fresh context does", () => {
+  const first = generateKeyString();
+  const c = new Crypticle(first);
+  // c holds contexts mid-chain: its next messages must not depend on them
+  for (let i = 0; i < 3; i++) assert.deepEqual(oneShotDecrypt(first, c.encrypt(Buffer.from(`before ${i}`))), Buffer.from(`before ${i}`));
+  assert.deepEqual(c.decrypt(oneShotEncrypt(first, Buffer.from("in"))), Buffer.from("in"));
+  const others: Crypticle[] = [];
+  for (let i = 0; i < cipherContextHoldersMax + 10; i++) {
+    const k = generateKeyString();
+    const o = new Crypticle(k);
+    assert.deepEqual(o.decrypt(o.encrypt(Buffer.from("x"))), Buffer.from("x"));
+    others.push(o);
+  }
+  assert.equal(cipherContextHolders(), cipherContextHoldersMax, "the bound holds after more crypticles than it");
+  for (let i = 0; i < 3; i++) {
+    const plain = randomBytes(40 + i * 17);
+    assert.deepEqual(oneShotDecrypt(first, c.encrypt(plain)), plain, "encryption after the contexts were dropped");
+    assert.deepEqual(c.decrypt(oneShotEncrypt(first, plain)), plain, "decryption after the contexts were dropped");
+  }
+  assert.equal(cipherContextHolders(), cipherContextHoldersMax);
 });

@@ -118,6 +118,32 @@ export interface LoadsOptions {
   spans?: MapEntrySpans;
 }
 
+/**
+ * How many Crypticles of a thread may hold their long-lived OpenSSL contexts at once (count). A context pair
+ * costs about 3.7 KB of native and V8 memory; a master keeps a session Crypticle per minion in every request
+ * worker, so contexts for all of them cost ~4 KB × minions × workers (about 18 KB per connected minion with
+ * 5 workers: issue 17). The oldest holder beyond this bound drops its contexts (first in, first out; a hit
+ * stays a field read) and makes new ones on its next message: one context set-up, ~7 µs, for a minion not
+ * heard from in the last this-many others.
+ */
+export const cipherContextHoldersMax = 512;
+const contextHolders = new Set<Crypticle>();
+
+/** Crypticles of this thread that hold cipher contexts now (tests). */
+export function cipherContextHolders(): number {
+  return contextHolders.size;
+}
+
+function holdContexts(c: Crypticle): void {
+  if (contextHolders.has(c)) return;
+  contextHolders.add(c);
+  if (contextHolders.size > cipherContextHoldersMax) {
+    const oldest = contextHolders.values().next().value!;
+    contextHolders.delete(oldest);
+    oldest.dropContexts();
+  }
+}
+
 export class Crypticle {
   readonly keyString: string;
   private readonly aesKey: Buffer;
@@ -135,6 +161,12 @@ export class Crypticle {
     this.hmacKey = raw.subarray(AES_KEY_BYTES);
   }
 
+  /** Let go of the OpenSSL contexts (the next message makes new ones; see cipherContextHoldersMax). */
+  dropContexts(): void {
+    this.encStream = undefined;
+    this.decStream = undefined;
+  }
+
   encrypt(plain: Buffer): Buffer {
     const padded = Buffer.allocUnsafe(plain.length + padBytes(plain.length));
     plain.copy(padded);
@@ -149,7 +181,10 @@ export class Crypticle {
   private seal(padded: Buffer, plainBytes: number, framed = false): Buffer {
     padded.fill(padded.length - plainBytes, plainBytes);
     const iv = freshIv();
-    this.encStream ??= new CbcStream(this.aesKey, false);
+    if (!this.encStream) {
+      this.encStream = new CbcStream(this.aesKey, false);
+      holdContexts(this);
+    }
     const ct = this.encStream.run(padded, iv);
     const sealedBytes = IV_BYTES + ct.length + MAC_BYTES;
     const at = framed ? binHeaderBytes(sealedBytes) : 0;
@@ -169,7 +204,10 @@ export class Crypticle {
     const body = data.subarray(0, data.length - MAC_BYTES);
     const want = createHmac("sha256", this.hmacKey).update(body).digest();
     if (!macEqual(data, body.length, want)) throw new BrineError("CRYPTICLE_AUTH");
-    this.decStream ??= new CbcStream(this.aesKey, true);
+    if (!this.decStream) {
+      this.decStream = new CbcStream(this.aesKey, true);
+      holdContexts(this);
+    }
     const plain = this.decStream.run(body.subarray(IV_BYTES), body.subarray(0, IV_BYTES));
     // Salt strips as many bytes as the last byte says, with no further check; so do we.
     const pad = plain[plain.length - 1]!;
