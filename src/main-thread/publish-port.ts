@@ -9,6 +9,7 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import { minionFacingKeyFiles } from "../shared/shared-fs.js";
 import { PublisherClient } from "./publisher-client.js";
 import { SendQueue } from "./send-queue.js";
+import { setBatchSizes } from "./zmq-memory.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
 
 export class PublishPort {
@@ -18,6 +19,7 @@ export class PublishPort {
 
   constructor(cfg: MasterConfig, secrets: SharedArrayBuffer) {
     this.pub = new Publisher({ sendHighWaterMark: cfg.pub_hwm, backlog: cfg.zmq_backlog, linger: 0, tcpKeepalive: 1, tcpKeepaliveIdle: 300, ipv6: cfg.ipv6 });
+    setBatchSizes(this.pub, cfg.brine_zmq_batch_bytes);
     this.out = new SendQueue((m) => this.pub.send(m), "publish");
     const key = minionFacingKeyFiles(cfg).pem;
     this.publisher = new PublisherClient(

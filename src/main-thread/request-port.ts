@@ -8,6 +8,7 @@ import { Router } from "zeromq";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import { SendQueue } from "./send-queue.js";
+import { setBatchSizes } from "./zmq-memory.js";
 import { QUEUE_FULL_REPLY, SHUTDOWN_REPLY } from "./req-pool.js";
 
 const log = getLogger("brine.master");
@@ -27,6 +28,7 @@ export class RequestPort {
     private readonly stopping: () => boolean,
   ) {
     this.router = new Router({ backlog: cfg.zmq_backlog, linger: 0, ipv6: cfg.ipv6, mandatory: false });
+    setBatchSizes(this.router, cfg.brine_zmq_batch_bytes);
     this.out = new SendQueue((m) => this.router.send(m), "router");
   }
 

@@ -134,6 +134,7 @@ export const MasterConfigSchema = Type.Object(
     pub_server_write_queue_size: int(500, 1, 1_000_000, "event bus: events queued for one reader (master_event_pub.ipc) before it is disconnected as too slow (Salt's option, saltstack/salt#70148)", { unit: "events" }),
     publish_drain_timeout: num(5, 0.001, 86_400, "event bus: longest an event may wait for one reader before that reader is disconnected as too slow (Salt's option, saltstack/salt#69995)", { unit: "seconds" }),
     zmq_backlog: int(1000, 0, 1_000_000, "listen backlog of the ZeroMQ sockets"),
+    brine_zmq_batch_bytes: int(1024, 256, 65_536, "libzmq's encoder and decoder buffer per connection of the request and publish ports (ZMQ_IN/OUT_BATCH_SIZE; libzmq's own default is 8,192): the largest share of libzmq's memory per connected minion; larger messages bypass it", { unit: "bytes" }),
     // --- keys and sign-in ---
     keysize: Type.Union([Type.Literal(1024), Type.Literal(2048), Type.Literal(3072), Type.Literal(4096)], { default: 2048, description: "size of the RSA keys the master generates, bits" }),
     auth_events: bool(true, "fire salt/auth events on sign-ins"),
