@@ -24,7 +24,7 @@ import { EventClient } from "../src/lib/client/event-client.js";
 const signInTimeoutMs = 600_000;
 const jobTimeoutMs = 120_000;
 
-async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: number): Promise<Fleet> {
+export async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: number): Promise<Fleet> {
   const fleet = new Fleet({ settings: poolMinionSettings(m.retPort, idPrefix, count, signInTimeoutMs), minions: count, procs });
   await fleet.init();
   fleet.startAll();
@@ -34,7 +34,7 @@ async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: n
   return fleet;
 }
 
-interface PingResult {
+export interface PingResult {
   returns: number;
   expected: number;
   lastReturnMs: number;
@@ -42,7 +42,7 @@ interface PingResult {
 }
 
 /** One test.ping to `tgt` on `m`, its returns counted on m's bus; m's CPU from the publish to the last return. */
-async function ping(m: BenchMaster, expected: number, isMinion: (id: string) => boolean): Promise<PingResult> {
+export async function ping(m: BenchMaster, expected: number, isMinion: (id: string) => boolean): Promise<PingResult> {
   const bus = new EventClient(m.sockDir);
   await bus.connect();
   const seen = new Set<string>();

@@ -48,6 +48,7 @@ import type { ApiTag } from "./api/messages.js";
 import { ensureClusterKeys, isClustered, resolveLocalState } from "./shared/shared-fs.js";
 import { MetricsHost } from "./main-thread/metrics-exporter.js";
 import { prepareMasterSign } from "./lib/pki/master-sign.js";
+import { answerHeapProbes } from "./shared/heap-probe.js";
 
 const log = getLogger("brine.master");
 
@@ -173,6 +174,7 @@ export class MasterServer {
   private async startParts(): Promise<void> {
     const c = this.cfg;
     minionPolicy(c); // its options are checked before anything starts (CONFIG_INVALID names the option)
+    answerHeapProbes("main");
     this.metrics = new MetricsHost(c); // so is brine_metrics
     this.prepareDirs();
     requestTsWindowS(c); // a bad brine_request_ts_window_s stops the start here

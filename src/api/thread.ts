@@ -14,7 +14,7 @@ import { readApiOptions } from "./options.js";
 import { readOption } from "../shared/config/options.js";
 import { threadInit } from "../shared/thread-kit.js";
 
-const init = threadInit<ApiInit>();
+const init = threadInit<ApiInit>("api");
 const log = getLogger("brine.api");
 const port = parentPort!;
 const post = (m: ApiToMain) => port.postMessage(m);

@@ -42,7 +42,7 @@ import { ownerOf, type OwnerSources } from "./owner.js";
 import { threadInit } from "../shared/thread-kit.js";
 import { portError } from "../shared/port-calls.js";
 
-const init = threadInit<AutomationInit>();
+const init = threadInit<AutomationInit>("automation");
 const log = getLogger("brine.reactor");
 const slog = getLogger("brine.schedule");
 const cfg = init.cfg;

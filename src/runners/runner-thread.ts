@@ -28,8 +28,8 @@ import { threadInit } from "../shared/thread-kit.js";
  * above are loaded before anyone waits), the first message. Events come after it, to the listener below.
  */
 async function callOf(): Promise<RunnerInit> {
-  if (!(workerData && typeof workerData === "object" && "spare" in workerData)) return threadInit<RunnerInit>();
-  const spare = threadInit<SpareRunnerData>();
+  if (!(workerData && typeof workerData === "object" && "spare" in workerData)) return threadInit<RunnerInit>("runner");
+  const spare = threadInit<SpareRunnerData>("runner");
   // what every call needs, made while nobody waits: the job cache handle, and the jobs.* runners' module
   opened = { dir: lmdbDir(spare.cfg), store: openStore(spare.cfg) };
   await findRunner("jobs.lookup_jid");

@@ -12,6 +12,7 @@
  */
 import { Worker, workerData, type Transferable } from "node:worker_threads";
 import { configureLogging, getLogger, loggingConfig, type LogConfig } from "./log.js";
+import { answerHeapProbes } from "./heap-probe.js";
 
 const log = getLogger("brine.threads");
 
@@ -42,10 +43,14 @@ export function spawnThread(spec: ThreadSpec): Worker {
   return w;
 }
 
-/** A thread's init data, with logging set up from its `log` settings (absent: the defaults). */
-export function threadInit<T extends { log?: LogConfig | null }>(): T {
+/**
+ * A thread's init data, with logging set up from its `log` settings (absent: the defaults); with `name`, the
+ * thread also answers heap probes under that name (src/shared/heap-probe.ts, `salt-run brine.memory`).
+ */
+export function threadInit<T extends { log?: LogConfig | null }>(name?: string): T {
   const init = workerData as T;
   if (init?.log) configureLogging(init.log);
+  if (name) answerHeapProbes(name);
   return init;
 }
 

@@ -19,7 +19,7 @@ import { threadInit } from "../../shared/thread-kit.js";
 
 const log = getLogger("brine.publisher");
 
-const init = threadInit<PublisherInit>();
+const init = threadInit<PublisherInit>("publisher");
 const secrets = new SharedSecrets(init.secrets);
 const priv = privateKey(readFileSync(path.join(init.pkiDir, `${init.keyName ?? "master"}.pem`), "utf8"));
 const sigAlgo = isSigAlgo(init.signingAlgorithm) ? init.signingAlgorithm : DEFAULT_SIG_ALGO;

@@ -72,7 +72,7 @@ export interface RaftWorkerPeerInit {
   port: MessagePort;
 }
 
-const init = threadInit<RaftWorkerInit>();
+const init = threadInit<RaftWorkerInit>("raft");
 const log = getLogger("brine.raft");
 const limits: WorkerLimits = { ...DEFAULT_WORKER_LIMITS, ...init.limits, raft: { ...DEFAULT_WORKER_LIMITS.raft, ...init.limits?.raft } };
 

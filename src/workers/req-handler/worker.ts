@@ -25,6 +25,7 @@ import { packNonces } from "../../shared/nonce-set.js";
 import { lmdbDir } from "../../lib/store/lmdb-env.js";
 import { purgeKeylessMinions } from "./keyless-purge.js";
 import { pruneSaltJobFiles, saltJobFilesOn } from "../../lib/store/salt-job-files.js";
+import { answerHeapProbes } from "../../shared/heap-probe.js";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -37,6 +38,7 @@ interface WorkerInit {
 const init = workerData as WorkerInit;
 const log = getLogger("brine.worker");
 configureLogging(init.log);
+answerHeapProbes("request");
 const ctx = new MasterContext(init.cfg, init.shared);
 await installSubsystems(ctx);
 /** clustered: this thread's data cache, mine and session key writes, for the peers (BatchResult.sync) */

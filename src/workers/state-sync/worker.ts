@@ -59,7 +59,7 @@ export type ToMirror =
 /** mirror → main: the answer to call `id` (`v` by kind: serve → bytes, chunk → cursor, newestJob → ms; else null). */
 export type FromMirror = { k: "res"; id: number; v: Uint8Array | SyncCursor | number | null } | ({ k: "err"; id: number } & PortError);
 
-const init = threadInit<JobMirrorInit>();
+const init = threadInit<JobMirrorInit>("state-sync");
 const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);

@@ -1,0 +1,196 @@
+/**
+ * Memory per connected minion (issue 17): a brine master process with N brine-swarm minions signed in and
+ * connected (1,000; `--full`: 1,000 and 5,000), its resident memory per minion and where it is, by owner.
+ *
+ * - The master is warmed first (100 minions sign in, get their pillar and leave), so thread start-up, JIT code
+ *   and the request workers' first allocations are not counted per minion; per minion = (RSS with N connected
+ *   − RSS warmed, with none connected) / N, read with `salt-run brine.memory` (src/runners/brine.ts).
+ * - By owner: each thread's V8 heap (v8.getHeapStatistics in every thread, committed and used), each LMDB
+ *   environment's resident pages, the brk heap (glibc's main arena: the main thread's native allocations)
+ *   and the other anonymous mappings (glibc's per-thread arenas: libzmq's I/O thread, OpenSSL in the request
+ *   workers; V8's heaps are anonymous too and are subtracted).
+ * - The master runs with node's --expose-gc and every thread collects its garbage before each reading, so the
+ *   V8 figures are live objects, not the collector's timing.
+ * - libzmq's share is measured by subtraction: a bare ZeroMQ ROUTER + PUB in a process of its own
+ *   (zmq-floor-server.ts), N DEALER + SUB peers connected, one request answered and three publishes received
+ *   per peer, with libzmq's default batch buffers and with the master's `brine_zmq_batch_bytes`.
+ * - `BRINE_BENCH_FLEET_SIZES=1000,5000` chooses the sizes; `BRINE_BENCH_DEBUG=1` prints the raw readings.
+ * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas).
+ *
+ * The minions share 100 pool keys (swarm.ts's poolKeySlots): the master does the same work per id either way.
+ */
+import { fork } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import * as zmq from "zeromq";
+import { poolKeySlots, startBrineMaster, type BenchMaster } from "./swarm.js";
+import { fleetOn, ping } from "./syndic.js";
+import type { BenchOptions, BenchRow } from "./types.js";
+import { controlCall } from "../src/lib/client/control-client.js";
+import { DEFAULT_KEY_POOL_DIR, ensureKeyPool } from "../src/lib/minion/keys.js";
+import { masterDefaults } from "../src/shared/config/defaults.js";
+import { freePort } from "../tools/free-port.js";
+import { summarizeSmaps } from "../src/shared/smaps.js";
+
+interface Memory {
+  fds: number;
+  rss_kb: number;
+  rss_anon_kb: number;
+  resident_kb: Record<string, number>;
+  heaps: { thread: string; used_kb: number; total_kb: number; malloced_kb: number; external_kb: number }[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One reading: `brine.memory gc=True` (every thread collects its garbage and reports its heap), then, once the
+ * runner thread of that call is gone (the control server keeps one spare loaded, in every reading alike), the
+ * process's RSS and smaps read from here. Runner threads live per call, not per minion: left out of the heaps.
+ */
+async function memoryOf(m: BenchMaster): Promise<Memory> {
+  const r = await controlCall(m.sockDir, { op: "run", fun: "brine.memory", arg: [], kwarg: { gc: true } });
+  if (r.type !== "return") throw new Error(`brine.memory: ${JSON.stringify(r).slice(0, 300)}`);
+  const heaps = (r.ret as Memory).heaps.filter((h) => h.thread !== "runner");
+  await sleep(3000);
+  const status = readFileSync(`/proc/${m.pid}/status`, "utf8");
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
+  return { fds: readdirSync(`/proc/${m.pid}/fd`).length, rss_kb: kb("VmRSS"), rss_anon_kb: kb("RssAnon"), resident_kb: summarizeSmaps(readFileSync(`/proc/${m.pid}/smaps`, "utf8")).residentKb, heaps };
+}
+
+/** Sum of a heap figure over the threads, grouped by thread name. */
+function heapsBy(m: Memory, f: "used_kb" | "total_kb" | "external_kb"): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const h of m.heaps) out.set(h.thread, (out.get(h.thread) ?? 0) + h[f]);
+  return out;
+}
+
+const sum = (xs: Iterable<number>) => [...xs].reduce((a, b) => a + b, 0);
+const kbPer = (a: number, b: number, n: number) => Math.round(((b - a) / n) * 10) / 10;
+
+/** libzmq's RSS per connected ROUTER+PUB peer pair, KB, in a bare process (no brine code). */
+export async function libzmqFloorKb(n: number, batchBytes: number): Promise<number> {
+  const retPort = await freePort();
+  const pubPort = await freePort();
+  const entry = fileURLToPath(new URL("./zmq-floor-server.js", import.meta.url));
+  const srv = fork(entry, [String(retPort), String(pubPort), String(batchBytes)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const next = (t: string) =>
+    new Promise<Record<string, number>>((res, rej) => {
+      const f = (msg: { t: string }) => {
+        if (msg.t === t) (srv.off("message", f), res(msg as unknown as Record<string, number>));
+      };
+      srv.on("message", f);
+      srv.once("exit", (c) => rej(new Error(`the libzmq floor process exited (${c})`)));
+    });
+  const ctx = new zmq.Context({ maxSockets: 2 * n + 64 });
+  const dealers: zmq.Dealer[] = [];
+  const subs: zmq.Subscriber[] = [];
+  try {
+    await next("ready");
+    await sleep(1000);
+    srv.send({ t: "rss" });
+    const before = (await next("rss")).rssKb!;
+    for (let i = 0; i < n; i++) {
+      const d = new zmq.Dealer({ context: ctx, linger: 0 });
+      d.connect(`tcp://127.0.0.1:${retPort}`);
+      const s = new zmq.Subscriber({ context: ctx, linger: 0 });
+      s.connect(`tcp://127.0.0.1:${pubPort}`);
+      s.subscribe("");
+      dealers.push(d);
+      subs.push(s);
+    }
+    await sleep(3000);
+    for (const d of dealers) await d.send(Buffer.alloc(600)); // a sign-in's size
+    for (const d of dealers) await d.receive();
+    for (let k = 0; k < 3; k++) {
+      srv.send({ t: "publish" });
+      await next("published");
+    }
+    for (const s of subs) for (let k = 0; k < 3; k++) await s.receive();
+    await sleep(1000);
+    srv.send({ t: "rss" });
+    const after = (await next("rss")).rssKb!;
+    return kbPer(before, after, n);
+  } finally {
+    for (const s of [...dealers, ...subs]) s.close();
+    srv.kill("SIGKILL");
+  }
+}
+
+async function masterAt(n: number, batchBytes: number): Promise<BenchRow[]> {
+  await ensureKeyPool(poolKeySlots, { dir: DEFAULT_KEY_POOL_DIR });
+  const arenas = process.env.BRINE_BENCH_MALLOC_ARENA_MAX;
+  const saved = process.env.MALLOC_ARENA_MAX;
+  if (arenas) process.env.MALLOC_ARENA_MAX = arenas;
+  // --expose-gc: brine.memory gc=True collects every thread's garbage before it reads the heaps
+  const savedArgs = process.env.BRINE_BENCH_MASTER_NODE_ARGS;
+  process.env.BRINE_BENCH_MASTER_NODE_ARGS = `${savedArgs ?? ""} --expose-gc`;
+  const m = await startBrineMaster({ id: "bench-fleet-memory", brine_zmq_batch_bytes: batchBytes }).finally(() => {
+    if (savedArgs === undefined) delete process.env.BRINE_BENCH_MASTER_NODE_ARGS;
+    else process.env.BRINE_BENCH_MASTER_NODE_ARGS = savedArgs;
+  });
+  if (arenas) saved === undefined ? delete process.env.MALLOC_ARENA_MAX : (process.env.MALLOC_ARENA_MAX = saved);
+  const procs = Math.max(2, Math.ceil(n / 1500));
+  try {
+    const warm = await fleetOn(m, "warm-", 100, 1);
+    await sleep(2000);
+    await warm.shutdown();
+    await sleep(5000);
+    const idle = await memoryOf(m);
+    const t0 = performance.now();
+    const fleet = await fleetOn(m, "mem-", n, procs);
+    const signInS = (performance.now() - t0) / 1000;
+    try {
+      await sleep(5000);
+      const up = await memoryOf(m);
+      const r = await ping(m, n, (id) => id.startsWith("mem-"));
+      await sleep(2000);
+      const pinged = await memoryOf(m);
+      const load = os.loadavg()[0]!.toFixed(1);
+      const note = `${n} minions, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}`;
+      const rows: BenchRow[] = [
+        { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
+        { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },
+      ];
+      if (process.env.BRINE_BENCH_DEBUG) console.log(JSON.stringify({ idle, up, pinged }));
+      const idleHeaps = heapsBy(idle, "total_kb");
+      const upHeaps = heapsBy(up, "total_kb");
+      const idleUsed = heapsBy(idle, "used_kb");
+      const upUsed = heapsBy(up, "used_kb");
+      for (const t of [...new Set([...idleHeaps.keys(), ...upHeaps.keys()])].sort()) {
+        rows.push({ figure: `${n} connected: V8 heap per minion, ${t} thread(s)`, value: kbPer(idleHeaps.get(t) ?? 0, upHeaps.get(t) ?? 0, n), unit: "KB", better: "lower", note: `committed; used ${kbPer(idleUsed.get(t) ?? 0, upUsed.get(t) ?? 0, n)} KB per minion` });
+      }
+      const ext = kbPer(sum(heapsBy(idle, "external_kb").values()), sum(heapsBy(up, "external_kb").values()), n);
+      rows.push({ figure: `${n} connected: Buffers/ArrayBuffers per minion, all threads`, value: ext, unit: "KB", better: "lower", note: "external memory V8 reports (in the anonymous mappings or the brk heap)" });
+      for (const cat of [...new Set([...Object.keys(idle.resident_kb), ...Object.keys(up.resident_kb)])].sort()) {
+        const v = kbPer(idle.resident_kb[cat] ?? 0, up.resident_kb[cat] ?? 0, n);
+        if (cat.startsWith("lmdb ")) rows.push({ figure: `${n} connected: LMDB pages resident per minion (${cat.split("/").pop()})`, value: v, unit: "KB", better: "lower" });
+        else if (cat === "brk heap" || cat === "anonymous") rows.push({ figure: `${n} connected: ${cat} resident per minion`, value: v, unit: "KB", better: "lower", note: cat === "anonymous" ? "V8 heaps + glibc per-thread arenas (libzmq's I/O thread, OpenSSL)" : "glibc's main arena (main-thread native allocations)" });
+      }
+      const v8Total = kbPer(sum(idleHeaps.values()), sum(upHeaps.values()), n);
+      const anonAll = kbPer((idle.resident_kb["anonymous"] ?? 0) + (idle.resident_kb["brk heap"] ?? 0), (up.resident_kb["anonymous"] ?? 0) + (up.resident_kb["brk heap"] ?? 0), n);
+      rows.push({ figure: `${n} connected: native memory per minion outside V8 heaps`, value: Math.round((anonAll - v8Total) * 10) / 10, unit: "KB", better: "lower", note: "anonymous + brk growth − V8 committed growth: libzmq, Buffers, OpenSSL, malloc slack" });
+      return rows;
+    } finally {
+      await fleet.shutdown();
+    }
+  } finally {
+    await m.stop();
+  }
+}
+
+export async function run(opts: BenchOptions): Promise<BenchRow[]> {
+  const batch = masterDefaults().brine_zmq_batch_bytes;
+  const sizes = process.env.BRINE_BENCH_FLEET_SIZES ? process.env.BRINE_BENCH_FLEET_SIZES.split(",").map(Number) : opts.full ? [1000, 5000] : [1000];
+  const out: BenchRow[] = [];
+  for (const n of sizes) {
+    const libDefault = await libzmqFloorKb(n, 0);
+    const libBrine = await libzmqFloorKb(n, batch);
+    out.push(
+      { figure: `${n} peers: libzmq floor per connected ROUTER+PUB pair, default batch (8 KiB)`, value: libDefault, unit: "KB", better: "lower", note: "bare zeromq.js process, no brine code" },
+      { figure: `${n} peers: libzmq floor per connected ROUTER+PUB pair, batch ${batch} B`, value: libBrine, unit: "KB", better: "lower", note: "brine_zmq_batch_bytes" },
+    );
+    out.push(...(await masterAt(n, batch)));
+  }
+  return out;
+}
