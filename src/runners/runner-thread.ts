@@ -43,6 +43,9 @@ async function callOf(): Promise<RunnerInit> {
   });
 }
 
+/** A result up to this size goes to the caller before its job record's writes are issued (a copy of it), bytes. */
+const answerFirstBytesMax = 1024 * 1024;
+
 /** The store a spare thread opened before its call (used when the call's configuration names the same directory). */
 let opened: { dir: string; store: Store } | undefined;
 const init = await callOf();
@@ -139,14 +142,16 @@ if (!fn) {
       }
       // Salt's RunnerClient: a return with `data` (orchestrate) succeeded when its state run did
       const success = ret !== null && typeof ret === "object" && !Array.isArray(ret) && "data" in ret ? checkResult((ret as { data: unknown }).data) : true;
-      // stored as the bytes just made for the caller, not encoded a second time: the writes are issued (the bytes
-      // copied into lmdb-js's write buffer) before the bytes go to the main thread, which answers the caller at
-      // once and fires `salt/run/<jid>/ret` only on `recorded`, once the record is committed (job-record.ts)
-      const recorded = record(ret, success, packed);
+      // stored as the bytes just made for the caller, not encoded a second time; the main thread answers the
+      // caller at once and fires `salt/run/<jid>/ret` only on `recorded`, once the record is committed
+      // (job-record.ts). A small result goes first, as a copy (issuing the record's writes took ~2-4 ms of a call
+      // that reads nothing); a large one's bytes are copied into lmdb-js's write buffer first, then transferred.
+      const small = packed.length <= answerFirstBytesMax;
+      const recorded = small ? undefined : record(ret, success, packed);
       // a Buffer may be a view into a shared pool: copy into its own ArrayBuffer when it is one, then transfer
-      const own = (ret instanceof EncodedReturn && ret.soleOwner) || (packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength) ? packed : new Uint8Array(packed);
+      const own = small || !((ret instanceof EncodedReturn && ret.soleOwner) || (packed.byteOffset === 0 && packed.byteLength === packed.buffer.byteLength)) ? new Uint8Array(packed) : packed;
       parentPort!.postMessage({ k: "return", packed: own, success } satisfies RunnerToMain, [own.buffer as ArrayBuffer]);
-      await recorded;
+      await (recorded ?? record(ret, success, packed));
       post({ k: "recorded" });
     }, failed);
 }
