@@ -118,8 +118,10 @@ describe("peer publish and file pushes", { timeout: 240_000 }, () => {
 
   test("publish.runner runs the runner in a runner thread and answers its return; others get {}", async () => {
     assert.deepEqual(await a1.peerRunner("test.arg", ["1", "word", "k=v"]), { args: [1, "word"], kwargs: { k: "v" } });
-    const run = events.find((e) => /^salt\/run\/\d{20}\/ret$/.test(e.tag) && e.data.fun === "runner.test.arg");
-    assert.ok(run, "salt/run/<jid>/ret of the peer runner");
+    // the caller is answered once the runner's result is encoded; salt/run/<jid>/ret follows when its job record is committed
+    const isRet = (e: { tag: string; data: Record<string, unknown> }) => /^salt\/run\/\d{20}\/ret$/.test(e.tag) && e.data.fun === "runner.test.arg";
+    for (const until = Date.now() + 10_000; !events.some(isRet) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(events.some(isRet), "salt/run/<jid>/ret of the peer runner");
     assert.deepEqual(await a2.peerRunner("test.arg", ["1"]), {});
     assert.deepEqual(await a1.peerRunner("manage.up"), {});
     // an allowed name that is no runner: {} as Salt's
