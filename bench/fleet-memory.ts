@@ -15,6 +15,7 @@
  *   (zmq-floor-server.ts), N DEALER + SUB peers connected, one request answered and three publishes received
  *   per peer, with libzmq's default batch buffers and with the master's `brine_zmq_batch_bytes`.
  * - `BRINE_BENCH_FLEET_SIZES=1000,5000` chooses the sizes; `BRINE_BENCH_DEBUG=1` prints the raw readings.
+ * - `BRINE_BENCH_ZMQ_BATCH_BYTES=N` runs the master (and the second libzmq floor) with another `brine_zmq_batch_bytes`.
  * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas).
  *
  * The minions share 100 pool keys (swarm.ts's poolKeySlots): the master does the same work per id either way.
@@ -106,7 +107,13 @@ export async function libzmqFloorKb(n: number, batchBytes: number): Promise<numb
       srv.send({ t: "publish" });
       await next("published");
     }
-    for (const s of subs) for (let k = 0; k < 3; k++) await s.receive();
+    // a SUB whose subscription the PUB had not yet taken misses a publish: wait for what comes, bounded
+    await Promise.all(
+      subs.map(async (s) => {
+        s.receiveTimeout = 5000;
+        for (let k = 0; k < 3; k++) await s.receive().catch(() => undefined);
+      }),
+    );
     await sleep(1000);
     srv.send({ t: "rss" });
     const after = (await next("rss")).rssKb!;
@@ -180,7 +187,7 @@ async function masterAt(n: number, batchBytes: number): Promise<BenchRow[]> {
 }
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
-  const batch = masterDefaults().brine_zmq_batch_bytes;
+  const batch = Number(process.env.BRINE_BENCH_ZMQ_BATCH_BYTES ?? masterDefaults().brine_zmq_batch_bytes);
   const sizes = process.env.BRINE_BENCH_FLEET_SIZES ? process.env.BRINE_BENCH_FLEET_SIZES.split(",").map(Number) : opts.full ? [1000, 5000] : [1000];
   const out: BenchRow[] = [];
   for (const n of sizes) {
