@@ -42,6 +42,9 @@ interface Memory {
   heaps: { thread: string; used_kb: number; total_kb: number; malloced_kb: number; external_kb: number }[];
 }
 
+/** Most peer pairs the libzmq floor connects from this process (count; 4 fds a pair, see run()). */
+const floorPeersMax = 3000;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -191,11 +194,14 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const sizes = process.env.BRINE_BENCH_FLEET_SIZES ? process.env.BRINE_BENCH_FLEET_SIZES.split(",").map(Number) : opts.full ? [1000, 5000] : [1000];
   const out: BenchRow[] = [];
   for (const n of sizes) {
-    const libDefault = await libzmqFloorKb(n, 0);
-    const libBrine = await libzmqFloorKb(n, batch);
+    // the peers live in this process: each ZeroMQ socket also holds a mailbox fd, so 2 fds per socket and 4
+    // per peer pair; past ~4,900 pairs the box's RLIMIT_NOFILE (20,000) is reached. The floor is per connection.
+    const peers = Math.min(n, floorPeersMax);
+    const libDefault = await libzmqFloorKb(peers, 0);
+    const libBrine = await libzmqFloorKb(peers, batch);
     out.push(
-      { figure: `${n} peers: libzmq floor per connected ROUTER+PUB pair, default batch (8 KiB)`, value: libDefault, unit: "KB", better: "lower", note: "bare zeromq.js process, no brine code" },
-      { figure: `${n} peers: libzmq floor per connected ROUTER+PUB pair, batch ${batch} B`, value: libBrine, unit: "KB", better: "lower", note: "brine_zmq_batch_bytes" },
+      { figure: `${peers} peers: libzmq floor per connected ROUTER+PUB pair, default batch (8 KiB)`, value: libDefault, unit: "KB", better: "lower", note: "bare zeromq.js process, no brine code" },
+      { figure: `${peers} peers: libzmq floor per connected ROUTER+PUB pair, batch ${batch} B`, value: libBrine, unit: "KB", better: "lower", note: "brine_zmq_batch_bytes" },
     );
     out.push(...(await masterAt(n, batch)));
   }
