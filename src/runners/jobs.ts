@@ -5,6 +5,7 @@ import { decodeWire } from "../shared/protocol/msgpack.js";
 import { JobMapWriter, formatJob, withEndtime as listEntryWithEndtime } from "../lib/store/job-listing.js";
 import { argOf, EncodedReturn, type RunnerContext, type RunnerFn } from "./context.js";
 import { wantJobs } from "./cluster-jobs.js";
+import { entryMatches, filterOf, filters, listJobsFilter, type ListJobsFilter } from "./list-jobs-filter.js";
 
 /** Salt's get_jids / print_job: `EndTime` when job_cache_store_endtime is on and the job has one. */
 function withEndtime(ctx: RunnerContext, jid: string, job: Record<string, unknown>): Record<string, unknown> {
@@ -13,28 +14,19 @@ function withEndtime(ctx: RunnerContext, jid: string, job: Record<string, unknow
   return endtime ? { ...job, EndTime: endtime } : job;
 }
 
-/** list_jobs' filters as brine reads them today: substrings of the load's function and target. */
-interface ListFilter {
-  fun?: string;
-  tgt?: string;
-}
-
 /**
  * The jobs list_jobs lists, oldest first, as the msgpack map {jid: entry} made of the stored entries' bytes
  * (job-listing.ts: nothing decoded, nothing encoded again; EndTime added when kept). Entries the cache had to
  * make from their loads are stored once the walk is done. `jids`: also collects the listed jids.
  */
-async function listed(ctx: RunnerContext, filter: ListFilter, jids?: string[]): Promise<Buffer> {
+async function listed(ctx: RunnerContext, filter: ListJobsFilter, jids?: string[]): Promise<Buffer> {
   const endtimes = ctx.cfg.job_cache_store_endtime === true;
+  const filtering = filters(filter);
   const repaired: [string, Buffer][] = [];
   const map = new JobMapWriter(listedBytesHint);
   ctx.jobs.listing(
     (jid, bytes, start) => {
-      if (filter.fun !== undefined || filter.tgt !== undefined) {
-        const e = decodeWire(bytes.subarray(start)) as Record<string, unknown>;
-        if (filter.fun !== undefined && !String(e.Function).includes(filter.fun)) return;
-        if (filter.tgt !== undefined && !String(e.Target).includes(filter.tgt)) return;
-      }
+      if (filtering && !entryMatches(filter, decodeWire(bytes.subarray(start)) as Record<string, unknown>)) return;
       const endtime = endtimes ? ctx.jobs.endtime(jid) : undefined;
       if (endtime) map.add(jid, listEntryWithEndtime(bytes.subarray(start), endtime));
       else map.add(jid, bytes, start);
@@ -49,14 +41,17 @@ async function listed(ctx: RunnerContext, filter: ListFilter, jids?: string[]): 
 /** Where the answer's buffer starts (it doubles as it fills: a 100,000-job answer is ~13 MB). */
 const listedBytesHint = 1024 * 1024;
 
-function listFilter(arg: unknown[], kwarg: Record<string, unknown>): ListFilter {
-  const fun = argOf(arg, kwarg, 1, "search_function", undefined);
-  const tgt = argOf(arg, kwarg, 2, "search_target", undefined);
-  return { ...(typeof fun === "string" ? { fun } : {}), ...(typeof tgt === "string" ? { tgt } : {}) };
-}
-
-/** The answer is made of the stored entries' bytes (job-listing.ts): nothing decoded, nothing encoded again. */
-const listJobs: RunnerFn = async (ctx, arg, kwarg) => new EncodedReturn(await listed(ctx, listFilter(arg, kwarg)), true);
+/**
+ * The answer is made of the stored entries' bytes (job-listing.ts): nothing decoded, nothing encoded again.
+ * With `outputter`, Salt's {outputter, data} (salt-run prints data with it).
+ */
+const listJobs: RunnerFn = async (ctx, arg, kwarg) => {
+  const filter = listJobsFilter(arg, kwarg);
+  if (pyTruthy(argOf(arg, kwarg, 7, "display_progress", false))) ctx.print("Querying returner local_cache for jobs.");
+  const bytes = await listed(ctx, filter);
+  const outputter = argOf(arg, kwarg, 1, "outputter", undefined);
+  return pyTruthy(outputter) ? { outputter, data: decodeWire(bytes) } : new EncodedReturn(bytes, true);
+};
 
 const lookupJid: RunnerFn = async (ctx, arg, kwarg) => {
   const jid = String(argOf(arg, kwarg, 0, "jid", ""));
@@ -100,33 +95,21 @@ async function printJob(ctx: RunnerContext, jid: string): Promise<Record<string,
 
 /**
  * last_run(ext_source, outputter, metadata, function, target): print_job of the newest cached job (jids sort
- * by time), among those whose function / target contain `function` / `target`; False when there is none, or
- * when `metadata` is given and is not a dictionary (Salt's answer).
+ * by time) among those list_jobs lists with search_metadata=metadata, search_function=function and
+ * search_target=target (as Salt's last_run calls it: globs, a metadata pair that matches); False when there
+ * is none, or when `metadata` is given and is not a dictionary (Salt's answer).
  */
 const lastRun: RunnerFn = async (ctx, arg, kwarg) => {
   const metadata = argOf(arg, kwarg, 2, "metadata", null);
-  if (metadata !== null && metadata !== undefined && metadata !== "" && (typeof metadata !== "object" || Array.isArray(metadata))) return false;
-  const fn = argOf(arg, kwarg, 3, "function", undefined);
-  const tgt = argOf(arg, kwarg, 4, "target", undefined);
+  if (pyTruthy(metadata) && (typeof metadata !== "object" || Array.isArray(metadata))) return false;
   const matching: string[] = [];
-  await listed(ctx, { ...(typeof fn === "string" && fn ? { fun: fn } : {}), ...(typeof tgt === "string" && tgt ? { tgt } : {}) }, matching);
-  const meta = metadata && typeof metadata === "object" ? (metadata as Record<string, unknown>) : undefined;
-  const jids = matching
-    .filter((jid) => !meta || matchesMetadata(ctx.jobs.getLoad(jid), meta))
-    .sort();
+  await listed(ctx, filterOf(metadata, argOf(arg, kwarg, 3, "function", undefined), argOf(arg, kwarg, 4, "target", undefined)), matching);
+  const jids = matching.sort();
   if (!jids.length) return false;
   const newest = jids[jids.length - 1]!;
   await wantJobs(ctx.jobs, [newest]);
   return printJob(ctx, newest);
 };
-
-/** Salt's search_metadata: every given key is in the job's metadata with an equal value. */
-function matchesMetadata(load: Record<string, unknown> | undefined, want: Record<string, unknown>): boolean {
-  const kw = load?.kwargs as Record<string, unknown> | undefined;
-  const have = (load?.metadata ?? kw?.metadata) as Record<string, unknown> | undefined;
-  if (!have || typeof have !== "object") return false;
-  return Object.entries(want).every(([k, v]) => JSON.stringify(have[k]) === JSON.stringify(v));
-}
 
 /**
  * exit_success(jid): per minion, whether it returned a truthy `return` (Salt's test is Python truthiness);

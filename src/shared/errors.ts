@@ -151,6 +151,8 @@ export const ERR = {
   MIRROR_BAD_CHUNK: "a peer's bulk-sync chunk was not stored",
   MIRROR_BACKLOG_FULL: "mirror backlog full",
   STATE_SYNC_FAILED: "the state-sync call failed",
+  // --- runners' arguments (jobs.*) ---
+  RUNNER_BAD_ARGUMENT: "invalid runner argument",
 } as const;
 
 export type ErrCode = keyof typeof ERR;
