@@ -15,7 +15,8 @@ import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { generateKeyPairSync } from "node:crypto";
 import { openStore, type Store } from "../src/lib/store/lmdb-env.js";
 import type { MasterConfig } from "../src/shared/config/defaults.js";
-import { StateSyncEngine, type FromEngine, type PeerReport, type ToEngine } from "../src/workers/state-sync/engine.js";
+import { StateSyncEngine } from "../src/workers/state-sync/engine.js";
+import type { FromEngine, PeerReport, ToEngine } from "../src/workers/state-sync/messages.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 interface Side {

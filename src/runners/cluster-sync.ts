@@ -16,7 +16,7 @@
 import type { MessagePort } from "node:worker_threads";
 import { BrineError } from "../shared/errors.js";
 import { BANKS, KEY_CHANNELS } from "../workers/state-sync/manifest.js";
-import { PULL_TIMEOUT_MS, type EngineCall, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/engine.js";
+import { pullTimeoutMs, type EngineCall, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/messages.js";
 import { revivePortError } from "../shared/port-calls.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { NOT_CLUSTERED } from "./cluster.js";
@@ -33,8 +33,8 @@ function ask(port: MessagePort, call: EngineCall): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
       port.off("message", on);
-      reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(PULL_TIMEOUT_MS + CALL_MARGIN_MS) / 1000} s`));
-    }, PULL_TIMEOUT_MS + CALL_MARGIN_MS);
+      reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(pullTimeoutMs + CALL_MARGIN_MS) / 1000} s`));
+    }, pullTimeoutMs + CALL_MARGIN_MS);
     const on = (m: RunnerAnswer) => {
       if (m?.id !== id) return;
       clearTimeout(t);

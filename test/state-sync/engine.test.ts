@@ -12,7 +12,8 @@ import path from "node:path";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../src/shared/cbor.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
-import { CHUNK_BYTES, StateSyncEngine, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/engine.js";
+import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
+import { chunkBytesMax, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/messages.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import { entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
@@ -173,10 +174,10 @@ test("an item whose directory here is a symlink leading out of the root is not i
 });
 
 test("a range that arrives damaged is fetched again, and the file is installed only with the manifest's hash", async () => {
-  const big = Buffer.alloc(CHUNK_BYTES * 2 + 123, 7);
+  const big = Buffer.alloc(chunkBytesMax * 2 + 123, 7);
   let damaged = 0;
   const r = rig(servePeer({ "base/big.bin": big }, (_p, off, _len, data) => {
-    if (off === CHUNK_BYTES && damaged++ === 0) return Buffer.alloc(data.length, 9);
+    if (off === chunkBytesMax && damaged++ === 0) return Buffer.alloc(data.length, 9);
     return undefined;
   }));
   try {
@@ -191,7 +192,7 @@ test("a range that arrives damaged is fetched again, and the file is installed o
 });
 
 test("a file whose bytes never match the manifest's hash is not installed, and no partial file is left", async () => {
-  const big = Buffer.alloc(CHUNK_BYTES + 10, 1);
+  const big = Buffer.alloc(chunkBytesMax + 10, 1);
   const r = rig((m) => {
     if (m.op === "manifest") return { entries: [{ p: "base/big.bin", s: big.length, h: sha(Buffer.from("something else")), m: 0o644, t: 1 }], more: false };
     const it = fetchItems(m)[0]!;
@@ -209,11 +210,11 @@ test("a file whose bytes never match the manifest's hash is not installed, and n
 });
 
 test("a transfer cut off midway resumes from its partial file: only the missing ranges are fetched", async () => {
-  const big = Buffer.alloc(CHUNK_BYTES * 6, 0);
+  const big = Buffer.alloc(chunkBytesMax * 6, 0);
   for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
   let cut = true;
   const r = rig(servePeer({ "base/big.bin": big }, (_p, off) => {
-    if (cut && off >= CHUNK_BYTES * 3) throw new Error("peer went away");
+    if (cut && off >= chunkBytesMax * 3) throw new Error("peer went away");
     return undefined;
   }));
   try {
@@ -227,8 +228,8 @@ test("a transfer cut off midway resumes from its partial file: only the missing 
     assert.deepEqual(second.errors, []);
     assert.equal(second.items, 1);
     const offsets = r.requests.filter((q) => q.op === "get").map((q) => fetchItems(q)[0]!.off);
-    assert.deepEqual(offsets, [CHUNK_BYTES * 3, CHUNK_BYTES * 4, CHUNK_BYTES * 5]);
-    assert.equal(second.bytes, CHUNK_BYTES * 3);
+    assert.deepEqual(offsets, [chunkBytesMax * 3, chunkBytesMax * 4, chunkBytesMax * 5]);
+    assert.equal(second.bytes, chunkBytesMax * 3);
     assert.equal(sha(readFileSync(path.join(r.root, "srv", "salt", "big.bin"))), sha(big));
   } finally {
     await r.close();
@@ -325,7 +326,7 @@ test("small items are fetched whole by path alone, answered in order without pat
   const r = rig(() => ({}));
   const dir = path.join(r.root, "srv", "salt");
   writeFileSync(path.join(dir, "a.sls"), "a: 1\n");
-  writeFileSync(path.join(dir, "big.sls"), Buffer.alloc(CHUNK_BYTES, 7));
+  writeFileSync(path.join(dir, "big.sls"), Buffer.alloc(chunkBytesMax, 7));
   try {
     const served = await r.serve({ op: "manifest", ch: "file_roots", n: 100, w: 2 });
     const e = (p: string) => ((served.entries as unknown[]).map(entryFromWire) as ManifestEntry[]).find((x) => x.p === p)!;
@@ -339,7 +340,7 @@ test("small items are fetched whole by path alone, answered in order without pat
     assert.match(got.pieces[1].error, /more than one reply carries/, "what is left of the reply cannot hold it");
     assert.equal(got.pieces[1].data, undefined);
     const alone = await r.serve({ op: "get", ch: "file_roots", items: ["base/big.sls"] });
-    assert.equal(alone.pieces[0].data.byteLength, CHUNK_BYTES, "alone it fits exactly");
+    assert.equal(alone.pieces[0].data.byteLength, chunkBytesMax, "alone it fits exactly");
     const ranged = await r.serve({ op: "get", ch: "file_roots", items: [{ p: "base/big.sls", h: e("base/big.sls").h, off: 10, len: 20 }] });
     assert.deepEqual([ranged.pieces[0].off, ranged.pieces[0].data.byteLength, ranged.pieces[0].ph], [10, 20, sha(Buffer.alloc(20, 7))], "a range keeps its offset and hash");
   } finally {

@@ -40,7 +40,7 @@ import { PeerChannelProxy } from "./peer-proxy.js";
 import { ensureClusterKeys, minionFacingKeyFiles, readOrCreateClusterAes, writeClusterAes } from "../../shared/shared-fs.js";
 import { isWildcardAddress } from "../../shared/cluster-names.js";
 import { StateSyncLink } from "./state-sync-link.js";
-import type { PeerReport } from "../../workers/state-sync/engine.js";
+import type { PeerReport } from "../../workers/state-sync/messages.js";
 
 const log = getLogger("brine.cluster");
 

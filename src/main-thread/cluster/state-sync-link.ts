@@ -15,7 +15,7 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { BrineError } from "../../shared/errors.js";
 import { portError, revivePortError } from "../../shared/port-calls.js";
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
-import type { EngineCall, FromEngine, PeerReport, ToEngine } from "../../workers/state-sync/engine.js";
+import type { EngineCall, FromEngine, PeerReport, ToEngine } from "../../workers/state-sync/messages.js";
 
 const log = getLogger("brine.cluster.state-sync");
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "state-sync notes");

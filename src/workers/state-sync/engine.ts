@@ -4,19 +4,19 @@
  * every peer request goes out as `{k: "req"}` on its port to the main thread, and a peer's request comes in as
  * `{k: "in"}`; src/main-thread/cluster/state-sync-link.ts).
  *
- * A transfer from a peer, per channel: the peer's manifest in pages (PAGE_ITEMS), each page diffed against this
+ * A transfer from a peer, per channel: the peer's manifest in pages (pageItemsMax), each page diffed against this
  * master's (manifest.ts; on the wire each hash as its 32 bytes), tombstoned items removed, then only what differs
- * fetched: small items whole and batched (at most CHUNK_BYTES a request; asked by path alone and answered in order
+ * fetched: small items whole and batched (at most chunkBytesMax a request; asked by path alone and answered in order
  * with their bytes alone, checked against the manifest's size and sha256, a mismatch fetched again by ranges),
- * large ones in CHUNK_BYTES ranges, WINDOW requests in flight, each range's sha256 checked (fetched again up to
- * RANGE_ATTEMPTS times), the whole item's sha256 checked before it is renamed into place (sources.ts). Memory is WINDOW × CHUNK_BYTES plus one manifest page, whatever the channel's size. One log
+ * large ones in chunkBytesMax ranges, requestsInFlightMax requests in flight, each range's sha256 checked (fetched again up to
+ * rangeAttemptsMax times), the whole item's sha256 checked before it is renamed into place (sources.ts). In flight: requestsInFlightMax × chunkBytesMax plus one manifest page (a directory channel's own manifest is held whole, about 150 B an item). One log
  * line per transfer that changed something: `state-sync <channel> from <peer>: installed N items (B bytes),
  * deleted D`; every refused path is logged (within a LogBudget).
  *
  * Who starts transfers:
- * - keys and denied keys converge by themselves: every KEYS_TICK_MS the key directories are rescanned when a
- *   watcher saw a change (and fully every KEYS_RESCAN_MS), and a changed digest is announced to every peer
- *   (`changed`, also every ANNOUNCE_MS unchanged); a peer whose last transfer from us saw another digest pulls.
+ * - keys and denied keys converge by themselves: every keysTickMs the key directories are rescanned when a
+ *   watcher saw a change (and fully every keysRescanMs), and a changed digest is announced to every peer
+ *   (`changed`, also every announceMs unchanged); a peer whose last transfer from us saw another digest pulls.
  *   A peer coming up is pulled from. With a shared key directory (the probe: the serving master writes a fresh
  *   random token beside the keys, the puller reads it from its own directory) nothing is transferred.
  * - `cluster.sync_roots` asks every peer to pull the roots from this master (`pull`), `cluster.collect_from_peers`
@@ -38,6 +38,7 @@ import { minionPkiDir } from "../../shared/shared-fs.js";
 import type { StateSyncEntry } from "../../shared/cluster-health.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
+import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, STATUS_FILE, requestsInFlightMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
 import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
 import { BankSource, DirSource, IndexedKeySource, dirLayout, type Source } from "./sources.js";
 import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
@@ -45,106 +46,8 @@ import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.j
 const log = getLogger("brine.cluster.state-sync");
 const refusals = new LogBudget(20, 10_000, (line) => log.warning(line), "state-sync refusals");
 
-/** Entries in one manifest page, count. */
-export const PAGE_ITEMS = 1000;
-/** Bytes in one fetch request's reply (a range of a large item, or a batch of small ones), bytes. */
-export const CHUNK_BYTES = 512 * 1024;
-/** Small items in one fetch request, count. */
-export const BATCH_ITEMS_MAX = 256;
-/** Fetch requests in flight per transfer, count. */
-export const WINDOW = 4;
-/** A range whose hash does not match is fetched again this many times in all, count. */
-export const RANGE_ATTEMPTS = 3;
-/** One manifest page or fetch request, ms. */
-export const REQUEST_TIMEOUT_MS = 30_000;
-/** A peer's whole pull of our roots (sync_roots waits this long for each peer), ms. */
-export const PULL_TIMEOUT_MS = 10 * 60_000;
-/** The key channels' coarse timer, ms. */
-export const KEYS_TICK_MS = 2_000;
-/** A full rescan of the key directories even if no watcher fired, ms. */
-export const KEYS_RESCAN_MS = 30_000;
-/** The key channels' digest is announced to every peer at least this often, ms. */
-export const ANNOUNCE_MS = 15_000;
-/** The wire form this engine speaks: 2 = hashes as bytes in pages, whole small items by path (1: hex, ranges only). */
-export const WIRE_FORM = 2;
 /** Error texts kept per peer report, count. */
-const REPORT_ERRORS_MAX = 20;
-
-export const STATUS_DIR = "brine-state-sync";
-export const STATUS_FILE = "status.json";
-const PROBE_PREFIX = ".brine-statesync-probe-";
-
-/** The probe file a server writes for one puller and key channel (node ids are file-name safe: validated ids). */
-export function probeName(server: string, puller: string, ch: Channel): string {
-  return `${PROBE_PREFIX}${server}.${puller}.${ch}`;
-}
-
-/** What one transfer (or several channels of it) from one peer did. */
-export interface PeerReport {
-  items: number;
-  bytes: number;
-  deleted: number;
-  errors: string[];
-  ms: number;
-  /** channels skipped because both masters see the same key directory */
-  shared?: string[];
-  /** channels whose transfer stopped before the end (the peer's manifest or a request failed); items may have been refused without this */
-  failed?: string[];
-}
-
-export type EngineCall = { op: "syncFrom"; peer: string; channels: string[] } | { op: "sync_roots" | "collect"; channels: string[]; async?: boolean };
-
-/**
- * main → state-sync (the link's port), in the one port-call style (src/shared/port-calls.ts): `in` with `req`
- * and `call` are calls the thread answers with FromEngine `res`/`err`; `res`/`err` here answer the thread's `req`.
- */
-export type ToEngine =
-  | { k: "peers"; up: string[]; known: string[] }
-  | { k: "up"; peer: string }
-  | { k: "in"; id: number; from: string; p: Uint8Array; req: boolean }
-  | { k: "res"; id: number; p: Uint8Array }
-  | ({ k: "err"; id: number } & PortError)
-  | { k: "call"; id: number; call: EngineCall }
-  | { k: "port"; port: MessagePort };
-
-/** state-sync → main: requests to a peer (`req`, answered by ToEngine `res`/`err`), notes, and answers to `in` (bytes) and `call` */
-export type FromEngine =
-  | { k: "req"; id: number; to: string; p: Uint8Array; ms: number }
-  | { k: "send"; to: string; p: Uint8Array }
-  | { k: "res"; id: number; v: unknown }
-  | ({ k: "err"; id: number } & PortError);
-
-/** runner → state-sync (a port the runner thread gets); answered by RunnerAnswer */
-export interface RunnerAsk {
-  k: "call";
-  id: number;
-  call: EngineCall;
-}
-export type RunnerAnswer = { k: "res"; id: number; v: unknown } | ({ k: "err"; id: number } & PortError);
-
-type PeerMsg =
-  /** `w: 2`: the asker reads the compact forms (entryToWire pages, whole items by path); a page in them says `w: 2` */
-  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number }
-  /**
-   * items by range (`{p, h, off, len}`: the source serves them only while the item still has hash `h`, and the
-   * reply's piece carries the range's sha256 `ph`), or whole (the path alone: the puller checks the bytes against
-   * the manifest's size and sha256 and fetches a mismatch again by ranges, so the piece carries neither path,
-   * offsets nor a hash of its own; this is what keeps a small item's framing small). The reply's pieces are in the
-   * request's order.
-   */
-  | { op: "get"; ch: string; items: ({ p: string; h: string; off: number; len: number } | string)[] }
-  | { op: "pull"; channels: string[] }
-  | { op: "changed"; ch: string; digest: string };
-
-interface Piece {
-  /** absent for a whole item (the reply's pieces are in the request's order) */
-  p?: string;
-  /** absent for a whole item */
-  off?: number;
-  data?: Uint8Array;
-  ph?: string;
-  error?: string;
-}
+const reportErrorsMax = 20;
 
 /** One channel from one peer in the status file (src/shared/cluster-health.ts StateSyncEntry), as this thread writes it. */
 type StatusEntry = StateSyncEntry & { at: string; errors: number };
@@ -161,8 +64,8 @@ function sha256(b: Uint8Array): string {
 }
 
 function addError(r: PeerReport, e: string): void {
-  if (r.errors.length < REPORT_ERRORS_MAX) r.errors.push(e);
-  else if (r.errors.length === REPORT_ERRORS_MAX) r.errors.push("(more errors not listed)");
+  if (r.errors.length < reportErrorsMax) r.errors.push(e);
+  else if (r.errors.length === reportErrorsMax) r.errors.push("(more errors not listed)");
 }
 
 /** Channel names from a caller: each parsed, or an error naming the bad one. */
@@ -219,7 +122,7 @@ export class StateSyncEngine {
           // no such directory yet: the full rescan covers it
         }
       }
-      this.timer = setInterval(() => void this.tick(), KEYS_TICK_MS);
+      this.timer = setInterval(() => void this.tick(), keysTickMs);
       this.timer.unref();
     }
   }
@@ -295,7 +198,7 @@ export class StateSyncEngine {
     if (!this.closed) this.port.postMessage(m);
   }
 
-  private ask(peer: string, msg: PeerMsg, ms = REQUEST_TIMEOUT_MS): Promise<unknown> {
+  private ask(peer: string, msg: PeerMsg, ms = requestTimeoutMs): Promise<unknown> {
     const id = this.nextId++;
     return new Promise<Uint8Array>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
@@ -328,9 +231,9 @@ export class StateSyncEngine {
 
   /** Asks `peer` to pull `channels` from this master; its report of what it did. */
   private async askPull(peer: string, channels: Channel[]): Promise<PeerReport> {
-    const r = (await this.ask(peer, { op: "pull", channels }, PULL_TIMEOUT_MS)) as Partial<PeerReport>;
+    const r = (await this.ask(peer, { op: "pull", channels }, pullTimeoutMs)) as Partial<PeerReport>;
     const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : 0);
-    const out: PeerReport = { items: num(r?.items), bytes: num(r?.bytes), deleted: num(r?.deleted), errors: Array.isArray(r?.errors) ? r.errors.filter((x): x is string => typeof x === "string").slice(0, REPORT_ERRORS_MAX + 1) : [], ms: num(r?.ms) };
+    const out: PeerReport = { items: num(r?.items), bytes: num(r?.bytes), deleted: num(r?.deleted), errors: Array.isArray(r?.errors) ? r.errors.filter((x): x is string => typeof x === "string").slice(0, reportErrorsMax + 1) : [], ms: num(r?.ms) };
     if (Array.isArray(r?.shared) && r.shared.length) out.shared = r.shared.filter((x): x is string => typeof x === "string");
     if (Array.isArray(r?.failed) && r.failed.length) out.failed = r.failed.filter((x): x is string => typeof x === "string");
     return out;
@@ -391,7 +294,7 @@ export class StateSyncEngine {
       for (;;) {
         // the first page is skipped by a peer whose live content has our digest (nothing to fetch or delete)
         const digest = after === undefined ? src.digest() : "";
-        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: PAGE_ITEMS, ...(digest ? { digest } : {}), w: WIRE_FORM })) as { entries?: unknown; more?: unknown; probe?: unknown; same?: unknown; w?: unknown };
+        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: pageItemsMax, ...(digest ? { digest } : {}), w: wireForm })) as { entries?: unknown; more?: unknown; probe?: unknown; same?: unknown; w?: unknown };
         if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
         if (after === undefined && typeof page.probe === "string" && this.sharedWith(peer, ch, page.probe)) {
           r.shared = [ch];
@@ -424,7 +327,7 @@ export class StateSyncEngine {
         }
         for (const e of d.adopt) src.adopt(e);
         // a peer of an earlier version answers without `w`: its fetches take ranges only
-        await this.fetchAll(peer, ch, src, d.fetch, r, page.w === WIRE_FORM);
+        await this.fetchAll(peer, ch, src, d.fetch, r, page.w === wireForm);
         const last = (page.entries as { p?: unknown }[]).at(-1)?.p;
         if (page.more !== true || typeof last !== "string") break;
         after = last;
@@ -445,15 +348,15 @@ export class StateSyncEngine {
     return r;
   }
 
-  /** Fetches and installs `items`: small ones batched, large ones by ranges; WINDOW requests in flight. */
+  /** Fetches and installs `items`: small ones batched, large ones by ranges; requestsInFlightMax requests in flight. */
   private async fetchAll(peer: string, ch: Channel, src: Source, items: ManifestEntry[], r: PeerReport, compact: boolean): Promise<void> {
-    const small = items.filter((e) => e.s <= CHUNK_BYTES);
-    const large = items.filter((e) => e.s > CHUNK_BYTES);
+    const small = items.filter((e) => e.s <= chunkBytesMax);
+    const large = items.filter((e) => e.s > chunkBytesMax);
     const batches: ManifestEntry[][] = [];
     let cur: ManifestEntry[] = [];
     let bytes = 0;
     for (const e of small) {
-      if (cur.length && (cur.length >= BATCH_ITEMS_MAX || bytes + e.s > CHUNK_BYTES)) {
+      if (cur.length && (cur.length >= batchItemsMax || bytes + e.s > chunkBytesMax)) {
         batches.push(cur);
         cur = [];
         bytes = 0;
@@ -494,13 +397,13 @@ export class StateSyncEngine {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(WINDOW, batches.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(requestsInFlightMax, batches.length) }, worker));
     for (const e of [...retry, ...large]) await this.installOne(ch, src, e, (off, len) => this.fetchRange(peer, ch, e, off, len), r);
   }
 
   private async installOne(ch: Channel, src: Source, e: ManifestEntry, fetch: (off: number, len: number) => Promise<Uint8Array>, r: PeerReport): Promise<void> {
     try {
-      r.bytes += await src.install(e, fetch, CHUNK_BYTES, WINDOW);
+      r.bytes += await src.install(e, fetch, chunkBytesMax, requestsInFlightMax);
       r.items++;
     } catch (err) {
       addError(r, `${e.p}: ${(err as Error).message}`);
@@ -509,7 +412,7 @@ export class StateSyncEngine {
     }
   }
 
-  /** One range of a large item, its hash checked; fetched again up to RANGE_ATTEMPTS times in all. */
+  /** One range of a large item, its hash checked; fetched again up to rangeAttemptsMax times in all. */
   private async fetchRange(peer: string, ch: Channel, e: ManifestEntry, off: number, len: number): Promise<Uint8Array> {
     for (let attempt = 1; ; attempt++) {
       let rep: { pieces?: Piece[] };
@@ -521,8 +424,8 @@ export class StateSyncEngine {
       const piece = Array.isArray(rep?.pieces) ? rep.pieces[0] : undefined;
       if (!piece || piece.error !== undefined) throw new Error(piece?.error ?? "malformed fetch reply");
       if (piece.data instanceof Uint8Array && piece.data.byteLength === len && piece.ph === sha256(piece.data)) return piece.data;
-      log.warning(`state-sync ${ch} from ${peer}: ${e.p} bytes ${off}+${len} arrived damaged (attempt ${attempt} of ${RANGE_ATTEMPTS})`);
-      if (attempt >= RANGE_ATTEMPTS) throw new Error(`bytes ${off}+${len} arrived damaged ${RANGE_ATTEMPTS} times`);
+      log.warning(`state-sync ${ch} from ${peer}: ${e.p} bytes ${off}+${len} arrived damaged (attempt ${attempt} of ${rangeAttemptsMax})`);
+      if (attempt >= rangeAttemptsMax) throw new Error(`bytes ${off}+${len} arrived damaged ${rangeAttemptsMax} times`);
     }
   }
 
@@ -549,17 +452,17 @@ export class StateSyncEngine {
     const src = this.source(ch);
     if (m.op === "manifest") {
       if (m.after === undefined) await src.scan();
-      const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, PAGE_ITEMS) : PAGE_ITEMS;
+      const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, pageItemsMax) : pageItemsMax;
       const pg = await src.page(typeof m.after === "string" ? m.after : undefined, n);
       const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
       // the same live content on both sides (a digest is "" for banks, never equal): no page needed
       if (m.after === undefined && typeof m.digest === "string" && m.digest !== "" && m.digest === src.digest()) return cbor.encode({ same: true, entries: [], more: false, ...(probe ? { probe } : {}) }) as Uint8Array;
       // the compact forms only for an asker that reads them (a master of an earlier version during a rolling upgrade does not)
-      const compact = m.w === WIRE_FORM;
-      return cbor.encode({ entries: compact ? pg.entries.map(entryToWire) : pg.entries, more: pg.more, ...(probe ? { probe } : {}), ...(compact ? { w: WIRE_FORM } : {}) }) as Uint8Array;
+      const compact = m.w === wireForm;
+      return cbor.encode({ entries: compact ? pg.entries.map(entryToWire) : pg.entries, more: pg.more, ...(probe ? { probe } : {}), ...(compact ? { w: wireForm } : {}) }) as Uint8Array;
     }
     if (m.op === "get") {
-      if (!Array.isArray(m.items) || m.items.length > BATCH_ITEMS_MAX) throw new Error("malformed fetch request");
+      if (!Array.isArray(m.items) || m.items.length > batchItemsMax) throw new Error("malformed fetch request");
       const pieces: Piece[] = [];
       let total = 0;
       for (const item of m.items as unknown[]) {
@@ -568,14 +471,14 @@ export class StateSyncEngine {
         const p = typeof it?.p === "string" ? it.p : "";
         const off = !whole && Number.isInteger(it?.off) && (it.off as number) >= 0 ? (it.off as number) : 0;
         // a whole item is read one byte past what is left of this reply, to tell one that does not fit
-        const len = !whole && Number.isInteger(it?.len) && (it.len as number) >= 0 ? Math.min(it.len as number, CHUNK_BYTES) : CHUNK_BYTES - total + 1;
+        const len = !whole && Number.isInteger(it?.len) && (it.len as number) >= 0 ? Math.min(it.len as number, chunkBytesMax) : chunkBytesMax - total + 1;
         const at = whole ? {} : { off };
         const c = checkItemPath(ch, p);
         if ("error" in c) {
           pieces.push({ p, ...at, error: `refused path: ${c.error}` });
           continue;
         }
-        if (whole ? len <= 1 : total + len > CHUNK_BYTES) {
+        if (whole ? len <= 1 : total + len > chunkBytesMax) {
           pieces.push({ p, ...at, error: "more than one reply carries; ask again" });
           continue;
         }
@@ -638,7 +541,7 @@ export class StateSyncEngine {
     this.ticking = true;
     try {
       const now = this.now();
-      const full = now - this.lastFullScan >= KEYS_RESCAN_MS;
+      const full = now - this.lastFullScan >= keysRescanMs;
       if (full) this.lastFullScan = now;
       for (const ch of KEY_CHANNELS) {
         const src = this.source(ch);
@@ -648,7 +551,7 @@ export class StateSyncEngine {
         }
         const digest = src.digest();
         const last = this.announced.get(ch);
-        if (last && last.digest === digest && now - last.at < ANNOUNCE_MS) continue;
+        if (last && last.digest === digest && now - last.at < announceMs) continue;
         this.announced.set(ch, { digest, at: now });
         const note = cbor.encode({ op: "changed", ch, digest } satisfies PeerMsg) as Uint8Array;
         for (const p of this.up) this.post({ k: "send", to: p, p: note });

@@ -1,0 +1,108 @@
+/**
+ * The state-sync thread's messages and limits (issue 15): its port to the main thread (ToEngine / FromEngine, the
+ * one port-call style of src/shared/port-calls.ts), a runner's port (RunnerAsk / RunnerAnswer), the messages
+ * between two masters' engines over the peer channel (PeerMsg, Piece), and the transfer limits engine.ts keeps.
+ * Types and constants only: the main thread and the runner thread import this, never engine.ts.
+ */
+import type { MessagePort } from "node:worker_threads";
+import type { PortError } from "../../shared/port-calls.js";
+import type { Channel } from "./manifest.js";
+
+/** Entries in one manifest page, count. */
+export const pageItemsMax = 1000;
+/** Bytes in one fetch request's reply (a range of a large item, or a batch of small ones), bytes. */
+export const chunkBytesMax = 512 * 1024;
+/** Small items in one fetch request, count. */
+export const batchItemsMax = 256;
+/** Fetch requests in flight per transfer, count. */
+export const requestsInFlightMax = 4;
+/** A range whose hash does not match is fetched again this many times in all, count. */
+export const rangeAttemptsMax = 3;
+/** One manifest page or fetch request, ms. */
+export const requestTimeoutMs = 30_000;
+/** A peer's whole pull of our roots (sync_roots waits this long for each peer), ms. */
+export const pullTimeoutMs = 10 * 60_000;
+/** The key channels' coarse timer, ms. */
+export const keysTickMs = 2_000;
+/** A full rescan of the key directories even if no watcher fired, ms. */
+export const keysRescanMs = 30_000;
+/** The key channels' digest is announced to every peer at least this often, ms. */
+export const announceMs = 15_000;
+/** The wire form this engine speaks: 2 = hashes as bytes in pages, whole small items by path (1: hex, ranges only). */
+export const wireForm = 2;
+
+export const STATUS_DIR = "brine-state-sync";
+export const STATUS_FILE = "status.json";
+const PROBE_PREFIX = ".brine-statesync-probe-";
+
+/** The probe file a server writes for one puller and key channel (node ids are file-name safe: validated ids). */
+export function probeName(server: string, puller: string, ch: Channel): string {
+  return `${PROBE_PREFIX}${server}.${puller}.${ch}`;
+}
+
+/** What one transfer (or several channels of it) from one peer did. */
+export interface PeerReport {
+  items: number;
+  bytes: number;
+  deleted: number;
+  errors: string[];
+  ms: number;
+  /** channels skipped because both masters see the same key directory */
+  shared?: string[];
+  /** channels whose transfer stopped before the end (the peer's manifest or a request failed); items may have been refused without this */
+  failed?: string[];
+}
+
+export type EngineCall = { op: "syncFrom"; peer: string; channels: string[] } | { op: "sync_roots" | "collect"; channels: string[]; async?: boolean };
+
+/**
+ * main → state-sync (the link's port), in the one port-call style (src/shared/port-calls.ts): `in` with `req`
+ * and `call` are calls the thread answers with FromEngine `res`/`err`; `res`/`err` here answer the thread's `req`.
+ */
+export type ToEngine =
+  | { k: "peers"; up: string[]; known: string[] }
+  | { k: "up"; peer: string }
+  | { k: "in"; id: number; from: string; p: Uint8Array; req: boolean }
+  | { k: "res"; id: number; p: Uint8Array }
+  | ({ k: "err"; id: number } & PortError)
+  | { k: "call"; id: number; call: EngineCall }
+  | { k: "port"; port: MessagePort };
+
+/** state-sync → main: requests to a peer (`req`, answered by ToEngine `res`/`err`), notes, and answers to `in` (bytes) and `call` */
+export type FromEngine =
+  | { k: "req"; id: number; to: string; p: Uint8Array; ms: number }
+  | { k: "send"; to: string; p: Uint8Array }
+  | { k: "res"; id: number; v: unknown }
+  | ({ k: "err"; id: number } & PortError);
+
+/** runner → state-sync (a port the runner thread gets); answered by RunnerAnswer */
+export interface RunnerAsk {
+  k: "call";
+  id: number;
+  call: EngineCall;
+}
+export type RunnerAnswer = { k: "res"; id: number; v: unknown } | ({ k: "err"; id: number } & PortError);
+
+export type PeerMsg =
+  /** `w: 2`: the asker reads the compact forms (entryToWire pages, whole items by path); a page in them says `w: 2` */
+  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number }
+  /**
+   * items by range (`{p, h, off, len}`: the source serves them only while the item still has hash `h`, and the
+   * reply's piece carries the range's sha256 `ph`), or whole (the path alone: the puller checks the bytes against
+   * the manifest's size and sha256 and fetches a mismatch again by ranges, so the piece carries neither path,
+   * offsets nor a hash of its own; this is what keeps a small item's framing small). The reply's pieces are in the
+   * request's order.
+   */
+  | { op: "get"; ch: string; items: ({ p: string; h: string; off: number; len: number } | string)[] }
+  | { op: "pull"; channels: string[] }
+  | { op: "changed"; ch: string; digest: string };
+
+export interface Piece {
+  /** absent for a whole item (the reply's pieces are in the request's order) */
+  p?: string;
+  /** absent for a whole item */
+  off?: number;
+  data?: Uint8Array;
+  ph?: string;
+  error?: string;
+}
