@@ -1,7 +1,7 @@
 /**
  * What one event-bus subscriber still owes (sans-I/O: the caller gives byte counts and the time). Salt's
  * event publisher (salt/transport/tcp.py PubServer, after saltstack/salt#69995 and #70148) keeps, per
- * subscriber, a queue of writes not yet flushed, at most `pub_server_write_queue_size` (500) of them, and
+ * subscriber, a queue of writes not yet flushed, at most `pub_server_write_queue_size` (10,000 by default) of them, and
  * waits at most `publish_drain_timeout` (5 s) for each; a subscriber past either bound is disconnected. Before
  * those fixes (3007.x as released) the publisher awaited each subscriber's write in turn, so one subscriber that
  * stopped reading stalled the bus for all, and a burst held one pending task per subscriber per event (20,000

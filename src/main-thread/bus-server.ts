@@ -15,6 +15,7 @@ import path from "node:path";
 import { getLogger } from "../shared/log.js";
 import { LogBudget } from "../shared/log-budget.js";
 import { EVENT_SOCKET } from "../shared/socket-names.js";
+import { optionDefault } from "../shared/config/options.js";
 import { BUS_DROP_REASONS, SubscriberBacklog, type BusBacklogLimits, type BusDropReason } from "./bus-backlog.js";
 
 const log = getLogger("brine.eventbus");
@@ -45,7 +46,7 @@ export class EventBusServer {
 
   constructor(
     sockDir: string,
-    private readonly limits: BusBacklogLimits = busLimits({ pub_server_write_queue_size: 500, publish_drain_timeout: 5 }),
+    private readonly limits: BusBacklogLimits = busLimits({ pub_server_write_queue_size: optionDefault("pub_server_write_queue_size") as number, publish_drain_timeout: optionDefault("publish_drain_timeout") as number }),
     private readonly now: () => number = Date.now,
   ) {
     this.path = path.join(sockDir, EVENT_SOCKET);

@@ -131,7 +131,7 @@ export const MasterConfigSchema = Type.Object(
     ret_port: port(4506, "request server port"),
     worker_threads: int(5, 1, 1024, "request threads in all (Salt's MWorkers), split between the sign-in lane (half, rounded down) and the request lane (the rest), at least one each"),
     pub_hwm: int(1000, 0, 10_000_000, "publish port's ZeroMQ SNDHWM: publishes queued for one minion before the PUB socket drops further ones to it (libzmq drops them uncounted, as under Salt; 0: no bound)", { unit: "messages" }),
-    pub_server_write_queue_size: int(500, 1, 1_000_000, "event bus: events queued for one reader (master_event_pub.ipc) before it is disconnected as too slow (Salt's option, saltstack/salt#70148)", { unit: "events" }),
+    pub_server_write_queue_size: int(10_000, 1, 1_000_000, "event bus: events queued for one reader (master_event_pub.ipc) before it is disconnected as too slow (Salt's option from saltstack/salt#70148, default 500 there; no released 3006/3007 bounds it, and brine's salt CLI reads returns from the bus, so 500 could cut a CLI off in a return flood)", { unit: "events" }),
     publish_drain_timeout: num(5, 0.001, 86_400, "event bus: longest an event may wait for one reader before that reader is disconnected as too slow (Salt's option, saltstack/salt#69995)", { unit: "seconds" }),
     zmq_backlog: int(1000, 0, 1_000_000, "listen backlog of the ZeroMQ sockets"),
     brine_zmq_batch_bytes: int(1024, 256, 65_536, "libzmq's encoder and decoder buffer per connection of the request and publish ports (ZMQ_IN/OUT_BATCH_SIZE; libzmq's own default is 8,192): the largest share of libzmq's memory per connected minion; larger messages bypass it", { unit: "bytes" }),
