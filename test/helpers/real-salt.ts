@@ -12,7 +12,8 @@ export const HARNESS = path.join(sharedDir, "real-salt");
 export function realSaltSkipReason(refs = ["3007.x", "v3006.8"]): string | undefined {
   if (!process.env.SALT_GIT_DIR) return "SALT_GIT_DIR is not set: real salt-minion tests skipped (see ../shared/real-salt/README.md)";
   const r = spawnSync(path.join(HARNESS, "check.sh"), refs, { encoding: "utf8" });
-  if (r.status !== 0) return `real-salt harness not usable here: ${(r.stdout + r.stderr).trim().slice(0, 200)}`;
+  // a harness that could not even be started (no ../shared/real-salt beside the clone) has no output: say why
+  if (r.status !== 0) return `real-salt harness not usable here: ${(r.error ? r.error.message : `${r.stdout ?? ""}${r.stderr ?? ""}`).trim().slice(0, 200)}`;
   return undefined;
 }
 
