@@ -15,7 +15,7 @@ import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { NonceSet, packNonces } from "../src/shared/nonce-set.js";
 import { NonceAppender, NonceJournal } from "../src/shared/nonce-journal.js";
-import { NONCE_WINDOW_MS, staleTs } from "../src/workers/req-handler/replay-window.js";
+import { replayWindowMs, staleTs } from "../src/workers/req-handler/replay-window.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 const TARGET_US = 3;
@@ -30,7 +30,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   try {
     const set = new NonceSet(1 << 21);
-    const journal = new NonceJournal(dir, set, NONCE_WINDOW_MS);
+    const journal = new NonceJournal(dir, set, replayWindowMs);
     journal.load();
     const appender = new NonceAppender(dir, set);
     const all = nonces(total);
@@ -64,7 +64,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const peerDir = path.join(dir, "peer");
     const { mkdirSync } = await import("node:fs");
     mkdirSync(peerDir);
-    const peerJournal = new NonceJournal(peerDir, peerSet, NONCE_WINDOW_MS);
+    const peerJournal = new NonceJournal(peerDir, peerSet, replayWindowMs);
     peerJournal.load();
     const batches: Uint8Array[] = [];
     for (let b = 0; b < half; b += 64) batches.push(packNonces(all.slice(b, b + 64)));

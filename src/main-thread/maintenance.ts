@@ -7,14 +7,14 @@
 import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../shared/log.js";
-import { NONCE_WINDOW_MS } from "../workers/req-handler/replay-window.js";
+import { replayWindowMs } from "../workers/req-handler/replay-window.js";
 
 const log = getLogger("brine.maintenance");
 
 /** The timer's period: the drop file is noticed within this. */
 export const maintenanceTickMs = 1000;
 /** How long a request nonce is remembered (between one and two of these; why this long: replay-window.ts). */
-export const nonceWindowMs = NONCE_WINDOW_MS;
+export const nonceWindowMs = replayWindowMs;
 /** Clustered: a drop file naming another master is left for it this long, then removed as stale. */
 export const foreignDropFileAgeMsMax = 60_000;
 

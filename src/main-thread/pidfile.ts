@@ -23,7 +23,7 @@ const log = getLogger("brine.pidfile");
 
 export const PIDFILE_DEFAULT = optionDefault("pidfile") as string; // declared in src/shared/config/schema.ts
 /** attempts to take a stale pidfile over while other masters race for it */
-const TAKEOVER_ATTEMPTS = 5;
+const takeoverAttempts = 5;
 
 /** The pidfile path: `override` (the CLI's --pid-file) or `pidfile` (a non-empty string; root_dir applies). */
 export function pidfilePath(cfg: MasterConfig, override?: string): string {
@@ -79,7 +79,7 @@ export function acquirePidfile(file: string, pid = process.pid): PidfileHold {
     log.warning(`pidfile ${file}: cannot create its directory (${(e as Error).message}); running without a pidfile`);
     return { path: null, release: () => {} };
   }
-  for (let attempt = 0; attempt < TAKEOVER_ATTEMPTS; attempt++) {
+  for (let attempt = 0; attempt < takeoverAttempts; attempt++) {
     let fd: number;
     try {
       fd = openSync(file, "wx", 0o644);

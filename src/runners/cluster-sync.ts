@@ -24,7 +24,7 @@ import { NOT_CLUSTERED } from "./cluster.js";
 /** Salt's default banks for collect_from_peers. */
 export const COLLECT_BANKS_DEFAULT = ["jobs/loads", "jobs/minions", "jobs/endtimes", "jobs/nocache"];
 /** What a runner waits for the state-sync thread beyond a peer's own pull timeout, ms. */
-const CALL_MARGIN_MS = 30_000;
+const callMarginMs = 30_000;
 
 let nextId = 1;
 
@@ -33,8 +33,8 @@ function ask(port: MessagePort, call: EngineCall): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
       port.off("message", on);
-      reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(pullTimeoutMs + CALL_MARGIN_MS) / 1000} s`));
-    }, pullTimeoutMs + CALL_MARGIN_MS);
+      reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(pullTimeoutMs + callMarginMs) / 1000} s`));
+    }, pullTimeoutMs + callMarginMs);
     const on = (m: RunnerAnswer) => {
       if (m?.id !== id) return;
       clearTimeout(t);

@@ -41,7 +41,7 @@ export const NOT_CLUSTERED = Object.freeze({ status: "skipped", reason: "cluster
 export const RING_INFO_NOT_CLUSTERED = Object.freeze({ is_clustered: false, node_count: 0, nodes: [] as string[], vnodes: 0 });
 
 /** Skipped job directories logged one by one per migrate_jobs_to_cache call; the rest are only counted. */
-const MIGRATE_SKIPS_LOGGED_MAX = 20;
+const migrateSkipsLoggedMax = 20;
 
 /** Codes after which a read falls back to this node's applied state. */
 const NO_QUORUM = new Set(["RAFT_NO_LEADER", "RAFT_UNKNOWN"]);
@@ -377,7 +377,7 @@ export const clusterRunners: Record<string, RunnerFn> = {
     const res = await migrateLocalCache(ctx.jobs, root, {
       dryRun,
       onSkip: (where, reason) => {
-        if (logged++ < MIGRATE_SKIPS_LOGGED_MAX) log.warning(`migrate_jobs_to_cache: skipped ${where}: ${reason}`);
+        if (logged++ < migrateSkipsLoggedMax) log.warning(`migrate_jobs_to_cache: skipped ${where}: ${reason}`);
       },
     });
     log.info(`migrate_jobs_to_cache${dryRun ? " (dry run)" : ""} of ${root}: ${res.scanned} scanned, ${res.migrated} migrated, ${res.skipped} skipped, ${res.returns_migrated} returns migrated`);

@@ -33,9 +33,9 @@ import { normalizeFingerprint } from "./cluster-fingerprint.js";
 /** Salt's default `cluster_pool_port` (declared in src/shared/config/schema.ts). */
 export const DEFAULT_CLUSTER_POOL_PORT = optionDefault("cluster_pool_port") as number;
 /** UTF-8 bytes of `cluster_id` (it travels in every handshake) */
-const CLUSTER_ID_BYTES_MAX = 128;
+const clusterIdBytesMax = 128;
 /** peers one master may list, count (every pair of masters holds two connections) */
-export const CLUSTER_PEERS_MAX = 64;
+export const clusterPeersMax = 64;
 
 /** The options read here, as the config loader leaves them (untrusted shapes: YAML can hold anything). */
 export interface ClusterConfigInput {
@@ -163,8 +163,8 @@ function peerKey(p: PeerAddress): string {
 export function parseClusterConfig(cfg: ClusterConfigInput, log: Logger = getLogger("brine.cluster")): ClusterSettings {
   if (typeof cfg.cluster_id !== "string" || cfg.cluster_id.trim() === "") throw configError("cluster_id must be set to the cluster's name");
   const clusterId = cfg.cluster_id;
-  if (new TextEncoder().encode(clusterId).length > CLUSTER_ID_BYTES_MAX || /[\u0000-\u001f\u007f]/.test(clusterId)) {
-    throw configError(`cluster_id must be printable and at most ${CLUSTER_ID_BYTES_MAX} bytes`);
+  if (new TextEncoder().encode(clusterId).length > clusterIdBytesMax || /[\u0000-\u001f\u007f]/.test(clusterId)) {
+    throw configError(`cluster_id must be printable and at most ${clusterIdBytesMax} bytes`);
   }
   const nodeId = clusterNodeIdOf({ id: String(cfg.id ?? "") });
   if (!isKeyFileId(nodeId)) {
@@ -178,7 +178,7 @@ export function parseClusterConfig(cfg: ClusterConfigInput, log: Logger = getLog
 
   const raw = cfg.cluster_peers ?? [];
   if (!Array.isArray(raw)) throw configError(`cluster_peers must be a list of "host" or "host:port" entries, got ${JSON.stringify(raw)}`);
-  if (raw.length > CLUSTER_PEERS_MAX) throw configError(`cluster_peers lists ${raw.length} masters; at most ${CLUSTER_PEERS_MAX}`);
+  if (raw.length > clusterPeersMax) throw configError(`cluster_peers lists ${raw.length} masters; at most ${clusterPeersMax}`);
   const listed = raw.map((e, i) => parsePeerEntry(e, port, `cluster_peers[${i}]`));
   const seenAddr = new Map<string, number>();
   const seenId = new Map<string, number>();

@@ -22,9 +22,9 @@ import { BrineError } from "./errors.js";
 import { validateNodeId } from "./cluster-names.js";
 
 /** Smallest RSA modulus accepted for a peer identity, bits. */
-export const RSA_BITS_MIN = 2048;
+export const rsaBitsMin = 2048;
 /** Lookups of ids with no key file remembered at once (forged ids must not grow memory), count. */
-const MISSES_REMEMBERED_MAX = 1024;
+const missesRememberedMax = 1024;
 
 /** This master's identity on the channel. */
 export interface PeerIdentity {
@@ -65,7 +65,7 @@ function checkKeyType(key: KeyObject, what: string): void {
   if (type === "ed25519") return;
   if (type !== "rsa") throw new BrineError("CLUSTER_KEY", `${what} is a ${String(type)} key; RSA or Ed25519 expected`);
   const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-  if (bits < RSA_BITS_MIN) throw new BrineError("CLUSTER_KEY", `${what} is RSA-${bits}; at least ${RSA_BITS_MIN} bits are required`);
+  if (bits < rsaBitsMin) throw new BrineError("CLUSTER_KEY", `${what} is RSA-${bits}; at least ${rsaBitsMin} bits are required`);
 }
 
 /** Sign `data` with this master's key: RSA-PSS/SHA-256 (salt = digest length) or pure Ed25519. */
@@ -148,7 +148,7 @@ export interface FileKeyringOptions {
  * The keys in `cluster_pki_dir/peers/`, loaded at start-up (a bad file is a start-up error), with lazy
  * pick-up of a file that appears later (a master that joined through a shared `cluster_pki_dir`). A lookup
  * that misses is not retried against the disk for `missRecheckMs`, so a stream of HELLOs naming unknown ids
- * costs one `stat` per id per interval, and at most MISSES_REMEMBERED_MAX misses are remembered.
+ * costs one `stat` per id per interval, and at most missesRememberedMax misses are remembered.
  */
 export class FileKeyring implements PeerKeyring {
   private readonly keys = new Map<string, KeyObject>();
@@ -203,7 +203,7 @@ export class FileKeyring implements PeerKeyring {
         // a half-written or bad file: treated as absent until the next recheck
       }
     }
-    if (this.misses.size >= MISSES_REMEMBERED_MAX) this.misses.clear();
+    if (this.misses.size >= missesRememberedMax) this.misses.clear();
     this.misses.set(id, now);
     return undefined;
   }

@@ -18,7 +18,7 @@ const HIGH_MASK = 0x1f_ffff;
  * valid node ids whose Raft id is remembered, count: a cluster has a handful of masters, and every Raft
  * payload a peer sends is checked against its sender's id (a hash and a validation per payload otherwise)
  */
-const RAFT_ID_CACHE_ENTRIES_MAX = 1024;
+const raftIdCacheEntriesMax = 1024;
 const raftIds = new Map<string, NodeId>();
 
 /** The Raft node id of string node id `nodeId`: the first 53 bits of its SHA-256, never 0. */
@@ -29,7 +29,7 @@ export function raftIdOf(nodeId: string): NodeId {
   const h = createHash("sha256").update(nodeId, "utf8").digest();
   const raw = (h.readUIntBE(0, 3) & HIGH_MASK) * TWO_TO_32 + h.readUInt32BE(3);
   const id = raw === 0 ? 1 : raw;
-  if (raftIds.size >= RAFT_ID_CACHE_ENTRIES_MAX) raftIds.clear(); // only ids that validated get here
+  if (raftIds.size >= raftIdCacheEntriesMax) raftIds.clear(); // only ids that validated get here
   raftIds.set(nodeId, id);
   return id;
 }

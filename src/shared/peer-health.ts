@@ -10,8 +10,8 @@
 
 const HEADER_BYTES = 8;
 /** bytes of the JSON board; 64 peers with 128-byte ids fit several times over */
-export const HEALTH_BOARD_BYTES = 64 * 1024;
-const READ_RETRIES_MAX = 10_000;
+export const healthBoardBytes = 64 * 1024;
+const readRetriesMax = 10_000;
 
 export interface PeerHealthEntry {
   up: boolean;
@@ -28,7 +28,7 @@ export interface HealthBoard {
 }
 
 export function createHealthBuffer(): SharedArrayBuffer {
-  return new SharedArrayBuffer(HEADER_BYTES + HEALTH_BOARD_BYTES);
+  return new SharedArrayBuffer(HEADER_BYTES + healthBoardBytes);
 }
 
 export class HealthWriter {
@@ -73,7 +73,7 @@ export class HealthWriter {
 export function readHealth(sab: SharedArrayBuffer): HealthBoard | undefined {
   const words = new Int32Array(sab, 0, 2);
   const bytes = new Uint8Array(sab, HEADER_BYTES);
-  for (let i = 0; i < READ_RETRIES_MAX; i++) {
+  for (let i = 0; i < readRetriesMax; i++) {
     const s1 = Atomics.load(words, 0);
     if (s1 & 1) continue;
     const len = Atomics.load(words, 1);

@@ -9,7 +9,7 @@
  */
 import { BrineError } from "./errors.js";
 
-const KEY_BYTES_MAX = 128;
+const keyBytesMax = 128;
 const HEADER_WORDS = 3;
 const readRetriesMax = 10_000;
 
@@ -21,15 +21,15 @@ export class SharedSecrets {
   private cachedKey = "";
 
   constructor(sab?: SharedArrayBuffer) {
-    this.sab = sab ?? new SharedArrayBuffer(HEADER_WORDS * 4 + KEY_BYTES_MAX);
+    this.sab = sab ?? new SharedArrayBuffer(HEADER_WORDS * 4 + keyBytesMax);
     this.words = new Int32Array(this.sab, 0, HEADER_WORDS);
-    this.bytes = new Uint8Array(this.sab, HEADER_WORDS * 4, KEY_BYTES_MAX);
+    this.bytes = new Uint8Array(this.sab, HEADER_WORDS * 4, keyBytesMax);
   }
 
   /** Main thread only. */
   setAesKey(key: string): number {
     const b = Buffer.from(key, "latin1");
-    if (b.length > KEY_BYTES_MAX) throw new BrineError("CRYPTICLE_FORMAT", "key string too long");
+    if (b.length > keyBytesMax) throw new BrineError("CRYPTICLE_FORMAT", "key string too long");
     Atomics.add(this.words, 0, 1);
     this.bytes.fill(0);
     this.bytes.set(b);

@@ -16,7 +16,7 @@ import { checkRecord, decodeRecords, encodeRecords } from "../../src/shared/sync
 import { decodePull, encodePull, SyncStore } from "../../src/workers/state-sync/sync-store.js";
 import { NonceSet } from "../../src/shared/nonce-set.js";
 import { NonceJournal } from "../../src/shared/nonce-journal.js";
-import { NONCE_WINDOW_MS } from "../../src/workers/req-handler/replay-window.js";
+import { replayWindowMs } from "../../src/workers/req-handler/replay-window.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { openStore } from "../../src/lib/store/lmdb-env.js";
 import { packEvent } from "../../src/shared/event-frame.js";
@@ -174,7 +174,7 @@ test("packed nonces and nonce journal files: any bytes are read as far as they a
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 20 }), fc.uint8Array({ maxLength: 80 })), { maxLength: 3 }), (files) => {
         for (const [g, body] of files) writeFileSync(path.join(dir, `nonces.${g}`), body);
-        const j = new NonceJournal(dir, new NonceSet(1024), NONCE_WINDOW_MS, () => NOW);
+        const j = new NonceJournal(dir, new NonceSet(1024), replayWindowMs, () => NOW);
         const n = j.load();
         j.close();
         return n >= 0;

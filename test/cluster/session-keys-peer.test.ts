@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
-import { applyPeerSessionKey, SESSION_REFRESH_MIN_MS, SessionKeys } from "../../src/lib/store/sessions.js";
+import { applyPeerSessionKey, sessionRefreshMsMin, SessionKeys } from "../../src/lib/store/sessions.js";
 import { isBrineError } from "../../src/shared/errors.js";
 
 test("a request sealed with a peer's newer key or the thread's own key is opened, and answered with the key it came with", () => {
@@ -19,7 +19,7 @@ test("a request sealed with a peer's newer key or the thread's own key is opened
     assert.deepEqual(created, [own.key], "the key this thread created is reported for the peers");
     const peerKey = generateKeyString();
     assert.equal(applyPeerSessionKey(path.join(dir, "sessions"), "web1", { key: peerKey, t: now + 5 }, 86400_000, now), true);
-    now += SESSION_REFRESH_MIN_MS; // still inside the thread's 1 s cache
+    now += sessionRefreshMsMin; // still inside the thread's 1 s cache
     const nonce = "0123456789abcdef0123456789abcdef";
     const c = keys.get("web1").crypticle;
     const viaPeer = new Crypticle(peerKey);

@@ -28,7 +28,7 @@ import type { WireValue } from "../../src/shared/protocol/msgpack.js";
 import { lmdbDir } from "../../src/lib/store/lmdb-env.js";
 import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
 import { NonceAppender, NonceJournal } from "../../src/shared/nonce-journal.js";
-import { NONCE_WINDOW_MS } from "../../src/workers/req-handler/replay-window.js";
+import { replayWindowMs } from "../../src/workers/req-handler/replay-window.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
 
 function tmpStore(): { dir: string; store: Store; cfg: ReturnType<typeof masterDefaults> } {
@@ -138,7 +138,7 @@ test("a bulk sync that asks for the replay nonces carries what the peer's journa
   try {
     const [srcSet, dstSet] = [new NonceSet(1 << 16), new NonceSet(1 << 16)];
     for (const [s, set] of [[src, srcSet], [dst, dstSet]] as const) {
-      const j = new NonceJournal(lmdbDir(s.cfg), set, NONCE_WINDOW_MS);
+      const j = new NonceJournal(lmdbDir(s.cfg), set, replayWindowMs);
       j.load();
       journals.push(j);
     }

@@ -14,7 +14,7 @@ import { startTestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
 import { NonceAppender, NonceJournal, nonceFile } from "../../src/shared/nonce-journal.js";
-import { NONCE_WINDOW_MS, REQUEST_TS_WINDOW_S_DEFAULT, requestTsWindowS, staleTs } from "../../src/workers/req-handler/replay-window.js";
+import { replayWindowMs, REQUEST_TS_WINDOW_S_DEFAULT, requestTsWindowS, staleTs } from "../../src/workers/req-handler/replay-window.js";
 import { isBrineError } from "../../src/shared/errors.js";
 
 test("a frame a master accepted is refused after the master restarts; frames outside the time window are refused; fresh ones are served", { timeout: 120_000 }, async () => {
@@ -57,7 +57,7 @@ test("the nonce journal: a worker's and a peer's nonces survive a restart, and o
     const [a, b, c] = [newNonce(), newNonce(), newNonce()];
     let now = 1_000_000;
     const set1 = new NonceSet(1024);
-    const j1 = new NonceJournal(dir, set1, NONCE_WINDOW_MS, () => now);
+    const j1 = new NonceJournal(dir, set1, replayWindowMs, () => now);
     assert.equal(j1.load(), 0);
     assert.equal(set1.checkAndInsert(a), true);
     new NonceAppender(dir, set1).append(packNonces([a]));
@@ -67,7 +67,7 @@ test("the nonce journal: a worker's and a peer's nonces survive a restart, and o
     appendFileSync(nonceFile(dir, set1.generation()), Buffer.from([1, 2, 3])); // a torn last write
 
     const set2 = new NonceSet(1024);
-    const j2 = new NonceJournal(dir, set2, NONCE_WINDOW_MS, () => now);
+    const j2 = new NonceJournal(dir, set2, replayWindowMs, () => now);
     assert.equal(j2.load(), 2);
     assert.equal(set2.checkAndInsert(a), false, "the worker's nonce, after the restart");
     assert.equal(set2.checkAndInsert(b), false, "the peer's nonce, after the restart");
@@ -75,18 +75,18 @@ test("the nonce journal: a worker's and a peer's nonces survive a restart, and o
     new NonceAppender(dir, set2).append(packNonces([c]));
     // rotations: the file of the generation the set forgot is deleted
     const gen = set2.generation();
-    now += NONCE_WINDOW_MS;
+    now += replayWindowMs;
     j2.rotate();
-    now += NONCE_WINDOW_MS;
+    now += replayWindowMs;
     j2.rotate();
     assert.deepEqual(readdirSync(dir).sort(), [`nonces.${gen + 1}`, `nonces.${gen + 2}`]);
     j2.close();
     writeFileSync(path.join(dir, "nonces.1"), "not a journal"); // no magic: ignored, removed
 
     // three windows after a, b and c were written: gone
-    now += NONCE_WINDOW_MS;
+    now += replayWindowMs;
     const set3 = new NonceSet(1024);
-    const j3 = new NonceJournal(dir, set3, NONCE_WINDOW_MS, () => now);
+    const j3 = new NonceJournal(dir, set3, replayWindowMs, () => now);
     assert.equal(j3.load(), 0);
     assert.equal(set3.checkAndInsert(c), true);
     assert.deepEqual(readdirSync(dir), [`nonces.${gen + 3}`]);

@@ -1,7 +1,7 @@
 /** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, pages. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { TOMBSTONE_KEEP_MS, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, mergeScan, page, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { tombstoneKeepMs, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, mergeScan, page, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { cbor } from "../../src/shared/cbor.js";
 
 const H1 = "1".repeat(64);
@@ -116,12 +116,12 @@ test("banks only add what is missing: nothing is overwritten or deleted", () => 
 });
 
 test("a rescan turns vanished items into tombstones stamped now, keeps recent tombstones and forgets old ones", () => {
-  const now = 10 * TOMBSTONE_KEEP_MS;
+  const now = 10 * tombstoneKeepMs;
   const prev = new Map<string, ManifestEntry>([
     ["accepted/a", live("accepted/a", H1, 100)],
     ["accepted/b", live("accepted/b", H1, 100)],
     ["accepted/c", tombstone("accepted/c", now - 1000)],
-    ["accepted/d", tombstone("accepted/d", now - TOMBSTONE_KEEP_MS - 1)],
+    ["accepted/d", tombstone("accepted/d", now - tombstoneKeepMs - 1)],
   ]);
   const scanned = new Map<string, ManifestEntry>([["accepted/a", live("accepted/a", H1, 100)], ["accepted/e", live("accepted/e", H2, now)]]);
   const m = mergeScan(prev, scanned, now);

@@ -16,7 +16,7 @@
  *
  * Nothing in the tree is trusted: a directory whose name is not the hash of its jid, without `.load.p`
  * (Salt's own reading skips those too), with a file that is not msgpack of the right shape, or over
- * MIGRATE_FILE_BYTES_MAX, is skipped and counted with its reason; one bad return skips only itself. A job whose
+ * migrateFileBytesMax, is skipped and counted with its reason; one bad return skips only itself. A job whose
  * load brine already holds is not written again (so a second run migrates nothing new), but returns brine lacks
  * are added to it. The tree is read with directory streams, one job at a time (synchronous reads: a runner
  * thread has nothing else to serve, and thousands of small files cost less so), with at most
@@ -31,11 +31,11 @@ import { validId, validJid } from "../../shared/protocol/ids.js";
 import type { JobCache, ReturnRecord } from "./job-cache.js";
 
 /** A file of the tree bigger than this is not read (the job or return is skipped), bytes. */
-export const MIGRATE_FILE_BYTES_MAX = 64 * 1024 * 1024;
+export const migrateFileBytesMax = 64 * 1024 * 1024;
 /** Jobs whose writes may await their commit at once (each holds its decoded load and returns meanwhile). */
 export const MIGRATE_JOBS_IN_FLIGHT = 64;
 /** Expected minions one job may list. */
-const MINIONS_MAX = 1_000_000;
+const minionsMax = 1_000_000;
 
 /** hash_type by the length of its hex digest (Salt accepts any hashlib name; these are the ones it documents). */
 const HASH_BY_HEX_LENGTH: Record<number, string> = { 32: "md5", 40: "sha1", 56: "sha224", 64: "sha256", 96: "sha384", 128: "sha512" };
@@ -193,7 +193,7 @@ function readJob(dir: string, top: string, tail: string, skipReturn: (where: str
       if (!Array.isArray(list) || !list.every(validId)) throw new Skip(`${n === ".minions.p" ? n : ".minions.<syndic>.p"} is not a list of minion ids`);
       minions ??= new Set();
       for (const id of list) minions.add(id);
-      if (minions.size > MINIONS_MAX) throw new Skip("too many expected minions");
+      if (minions.size > minionsMax) throw new Skip("too many expected minions");
     } else if (n === "endtime") {
       endtime = readSmall(path.join(dir, n))?.toString("utf8").replace(/\n+$/, "");
     } else if (n === "nocache") {
@@ -237,7 +237,7 @@ function readSmall(file: string): Buffer | undefined {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw new Skip(`${path.basename(file)} unreadable: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
-  if (size > MIGRATE_FILE_BYTES_MAX) throw new Skip(`${path.basename(file)} over ${MIGRATE_FILE_BYTES_MAX} bytes`);
+  if (size > migrateFileBytesMax) throw new Skip(`${path.basename(file)} over ${migrateFileBytesMax} bytes`);
   try {
     return readFileSync(file);
   } catch (e) {
@@ -247,7 +247,7 @@ function readSmall(file: string): Buffer | undefined {
 
 function decode(b: Buffer, name: string): unknown {
   try {
-    return decodeWire(b, { ...wireLimits, bytesMax: MIGRATE_FILE_BYTES_MAX });
+    return decodeWire(b, { ...wireLimits, bytesMax: migrateFileBytesMax });
   } catch {
     throw new Skip(`${name} is not msgpack`);
   }

@@ -16,7 +16,7 @@ import { syncCbor } from "../../shared/sync-records.js";
 /** ids in one presence message, count */
 export const PRESENCE_IDS_PER_PART = 20_000;
 /** parts of one master's report, count (PRESENCE_IDS_PER_PART × this bounds a report) */
-export const PRESENCE_PARTS_MAX = 64;
+export const presencePartsMax = 64;
 
 /** What the main thread hands the mirror thread: a peer's message, undecoded. */
 export interface PresenceReport {
@@ -37,7 +37,7 @@ function openBoard(store: Store): Database<StoredPart, string> {
 
 /** The parts of a master's connected set, as messages (encoded where the set is known: the main thread). */
 export function encodePresence(ids: readonly string[]): Uint8Array[] {
-  const n = Math.max(1, Math.min(PRESENCE_PARTS_MAX, Math.ceil(ids.length / PRESENCE_IDS_PER_PART)));
+  const n = Math.max(1, Math.min(presencePartsMax, Math.ceil(ids.length / PRESENCE_IDS_PER_PART)));
   const out: Uint8Array[] = [];
   for (let i = 0; i < n; i++) out.push(syncCbor.encode({ i, n, ids: ids.slice(i * PRESENCE_IDS_PER_PART, (i + 1) * PRESENCE_IDS_PER_PART) }) as Uint8Array);
   return out;
@@ -60,12 +60,12 @@ export class PresenceBoard {
     }
     if (m === null || typeof m !== "object") return false;
     const { i, n, ids } = m;
-    if (!Number.isSafeInteger(i) || !Number.isSafeInteger(n) || (n as number) < 1 || (n as number) > PRESENCE_PARTS_MAX || (i as number) < 0 || (i as number) >= (n as number)) return false;
+    if (!Number.isSafeInteger(i) || !Number.isSafeInteger(n) || (n as number) < 1 || (n as number) > presencePartsMax || (i as number) < 0 || (i as number) >= (n as number)) return false;
     if (!Array.isArray(ids) || ids.length > PRESENCE_IDS_PER_PART) return false;
     const good = ids.filter(validId);
     await this.db.transaction(() => {
       this.db.putSync(`${r.from}/${i}`, { at: r.at, ids: good });
-      for (let j = n as number; j < PRESENCE_PARTS_MAX; j++) this.db.removeSync(`${r.from}/${j}`);
+      for (let j = n as number; j < presencePartsMax; j++) this.db.removeSync(`${r.from}/${j}`);
     });
     return true;
   }

@@ -5,7 +5,7 @@
  * The key a minion uses is the one its last auth reply carried, and no master can know which reply that was
  * when two masters created keys for it at the same moment (a re-sent `_auth` that the balancer sent
  * elsewhere). So no live key is ever thrown away: each master keeps, per minion, the current key (what its
- * auth replies hand out) and the other live keys it has heard of (at most SESSION_ALTS_MAX, newest first),
+ * auth replies hand out) and the other live keys it has heard of (at most sessionAltsMax, newest first),
  * and accepts a request encrypted with any of them. A key lives `publish_session` from its creation on every
  * master (its creation time travels with it), so a minion holding the key that lost is treated exactly as a
  * single master would treat it: it keeps working until its key expires, then signs in again.
@@ -30,7 +30,7 @@ export interface SessionKeySet {
 }
 
 /** other live keys kept per minion besides the current one */
-export const SESSION_ALTS_MAX = 3;
+export const sessionAltsMax = 3;
 
 const KEY_LINE = /^([A-Za-z0-9+/]{75}=) (\d{1,16})$/;
 
@@ -77,7 +77,7 @@ export function mergeSessionKeys(local: SessionKeySet | undefined, incoming: Hel
     if (!had || k.t > had.t) byKey.set(k.key, k);
   }
   const sorted = [...byKey.values()].sort((a, b) => (newer(a, b) ? -1 : 1));
-  const next: SessionKeySet = { current: sorted[0]!, alts: sorted.slice(1, 1 + SESSION_ALTS_MAX) };
+  const next: SessionKeySet = { current: sorted[0]!, alts: sorted.slice(1, 1 + sessionAltsMax) };
   if (local && next.current.key === local.current.key && next.current.t === local.current.t && next.alts.length === local.alts.length && next.alts.every((a, i) => a.key === local.alts[i]!.key && a.t === local.alts[i]!.t)) return undefined;
   return next;
 }

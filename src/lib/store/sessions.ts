@@ -67,13 +67,13 @@ export function writeSessionKeyFile(file: string, mode: "create" | "replace", cr
 }
 
 /** how often a thread re-reads a minion's key file after a request its cached keys could not open, ms */
-export const SESSION_REFRESH_MIN_MS = 100;
+export const sessionRefreshMsMin = 100;
 /** requests per minion answered with another key than the current one, remembered until answered, count */
-const OTHER_KEY_REPLIES_MAX = 64;
+const otherKeyRepliesMax = 64;
 
 /**
  * A minion's session key as a thread holds it. A request the current key cannot open is tried with the
- * minion's other live keys, read from the file again (at most every SESSION_REFRESH_MIN_MS, so a key a peer
+ * minion's other live keys, read from the file again (at most every sessionRefreshMsMin, so a key a peer
  * sent a moment ago is found before the 1 s cache would show it); the reply to that request is sealed with the
  * key that opened it, found by the request's nonce (unique per request), so concurrent requests never mix keys.
  */
@@ -101,7 +101,7 @@ export class SessionCrypticle extends Crypticle {
         }
         const nonce = isMap(v) && typeof v.nonce === "string" ? v.nonce : undefined;
         if (nonce !== undefined) {
-          if (this.byNonce.size >= OTHER_KEY_REPLIES_MAX) this.byNonce.delete(this.byNonce.keys().next().value!);
+          if (this.byNonce.size >= otherKeyRepliesMax) this.byNonce.delete(this.byNonce.keys().next().value!);
           this.byNonce.set(nonce, c);
         }
         return v;
@@ -210,10 +210,10 @@ export class SessionKeys {
     return keys.map((k) => ({ ...k, crypticle: new Crypticle(k.key) }));
   }
 
-  /** The minion's live keys other than the entry's current one, re-read from the file at most every SESSION_REFRESH_MIN_MS. */
+  /** The minion's live keys other than the entry's current one, re-read from the file at most every sessionRefreshMsMin. */
   private otherKeys(id: string, e: Entry): Crypticle[] {
     const t = this.now();
-    if (t - e.others.at >= SESSION_REFRESH_MIN_MS) {
+    if (t - e.others.at >= sessionRefreshMsMin) {
       const set = readSet(path.join(this.dir, id));
       if (set) e.others = { at: t, keys: this.othersOf(set, e.key, t) };
     }

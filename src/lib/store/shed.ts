@@ -25,7 +25,7 @@ export const SHED_SUBBANK_TEMPLATE = "jobs/returns/{key}";
 /** Salt's status file, under cachedir. */
 export const SHED_STATUS_FILE = "cluster-shed-status.json";
 /** removals in flight before they are awaited */
-const REMOVALS_IN_FLIGHT_MAX = 10_000;
+const removalsInFlightMax = 10_000;
 
 export interface ShedResult {
   status: "ok" | "skipped" | "error";
@@ -93,7 +93,7 @@ export async function shedUnowned(store: Store, a: ShedArgs, ownership: ShedOwne
   const remove = async (db: Database<unknown, string>, key: string) => {
     if (a.dryRun) return;
     pending.push(db.remove(key));
-    if (pending.length >= REMOVALS_IN_FLIGHT_MAX) {
+    if (pending.length >= removalsInFlightMax) {
       await Promise.all(pending);
       pending = [];
     }

@@ -21,7 +21,7 @@ export const v3UnmarkedTtlMs = 1000;
 /** Ids remembered per thread, each way; past it the memory starts over (the files are the truth). */
 export const v3MarksCachedMax = 200_000;
 /** How long the sorted listing of the marks is reused across the chunks of one bulk sync, ms. */
-const LISTING_TTL_MS = 10_000;
+const listingTtlMs = 10_000;
 
 export class V3Marks {
   readonly dir: string;
@@ -57,11 +57,11 @@ export class V3Marks {
   /**
    * Marks for a peer's bulk sync, in id order after `after`: at most `max` ids looked at, those made at or after
    * `sinceMs` kept (with when they were made). `next`: the id to resume after; undefined when done. The sorted
-   * listing is reused for LISTING_TTL_MS across the chunks of one sync (`fresh` at its first chunk).
+   * listing is reused for listingTtlMs across the chunks of one sync (`fresh` at its first chunk).
    */
   list(after: string | undefined, max: number, sinceMs: number, fresh: boolean): { marks: { id: string; t: number }[]; next: string | undefined } {
     const t0 = this.now();
-    if (fresh || !this.listing || t0 - this.listing.at > LISTING_TTL_MS) {
+    if (fresh || !this.listing || t0 - this.listing.at > listingTtlMs) {
       let names: string[] = [];
       try {
         names = readdirSync(this.dir).filter(validId).sort();

@@ -16,11 +16,11 @@
  * Fault injection (tests, the demo): when `brine_cluster_chaos_file` names a file, the node ids listed in it
  * (one per line) are cut off: Raft, forwarded events and publishes to and from them are dropped, as a network
  * partition would drop them (here by FilteredChannel, chaos-filter.ts; Raft in the worker, which gets the
- * same set). Polled every CHAOS_POLL_MS; absent or empty means no partition.
+ * same set). Polled every chaosPollMs; absent or empty means no partition.
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { BrineError } from "../../shared/errors.js";
-import { FOUND_WAIT_MS, decideFounding, syncHoldsPromotion, type PeerAnswer } from "./founding.js";
+import { foundWaitMs, decideFounding, syncHoldsPromotion, type PeerAnswer } from "./founding.js";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
@@ -48,15 +48,15 @@ export const AES_CHANNEL = "cl/aes";
 export const HELLO_CHANNEL = "cl/hello";
 export const JOIN_CHANNEL = "cl/join";
 /** one hello or join request, ms */
-const JOIN_REQUEST_TIMEOUT_MS = 10_000;
+const joinRequestTimeoutMs = 10_000;
 /** between join attempts, ms */
-const JOIN_RETRY_MS = 500;
+const joinRetryMs = 500;
 /** one isolated-filesystem join exchange through one peer, ms */
-const JOIN_ATTEMPT_TIMEOUT_MS = 3_000;
+const joinAttemptTimeoutMs = 3_000;
 /** a master still looking for its cluster says why this often, ms */
-const JOIN_WHY_LOG_MS = 10_000;
+const joinWhyLogMs = 10_000;
 /** longest an introduced peer waits for our configured peers to prove their ids before it is dialled, ms */
-const INTRODUCTION_WAIT_MS = 10_000;
+const introductionWaitMs = 10_000;
 
 /** What a master tells a peer when a session comes up (and answers to one). */
 interface Hello {
@@ -66,7 +66,7 @@ interface Hello {
   host: string;
   port: number;
 }
-export const CHAOS_POLL_MS = 200;
+export const chaosPollMs = 200;
 
 /** What the service needs of the master. */
 export interface ClusterHooks {
@@ -232,7 +232,7 @@ export class ClusterService {
     }
     if (typeof this.cfg.brine_cluster_chaos_file === "string" && this.cfg.brine_cluster_chaos_file) {
       const file = this.cfg.brine_cluster_chaos_file;
-      this.chaosTimer = setInterval(() => this.pollChaos(file), CHAOS_POLL_MS);
+      this.chaosTimer = setInterval(() => this.pollChaos(file), chaosPollMs);
       this.chaosTimer.unref();
     }
     void this.maybeFound();
@@ -284,7 +284,7 @@ export class ClusterService {
         for (const t of [...new Set([...targets, ...this.leaderHints, ...(targets.length ? [] : this.transport.upPeers())])]) {
           if (!this.transport.isUp(t)) continue;
           try {
-            const r = cbor.decode(await this.transport.request(t, JOIN_CHANNEL, cbor.encode({ kind }) as Uint8Array, JOIN_REQUEST_TIMEOUT_MS)) as { ok?: boolean; leader?: string | null; error?: string };
+            const r = cbor.decode(await this.transport.request(t, JOIN_CHANNEL, cbor.encode({ kind }) as Uint8Array, joinRequestTimeoutMs)) as { ok?: boolean; leader?: string | null; error?: string };
             if (r.ok) return;
             if (r.leader) this.leaderHints.add(r.leader);
             if (r.error && attempt % 10 === 0) log.warning(`join (${kind}) through ${t}: ${r.error}`);
@@ -292,7 +292,7 @@ export class ClusterService {
             if (attempt % 10 === 0) log.warning(`join (${kind}) through ${t}: ${(e as Error).message}`);
           }
         }
-        await new Promise((r) => setTimeout(r, JOIN_RETRY_MS));
+        await new Promise((r) => setTimeout(r, joinRetryMs));
       }
     };
     if (rejoin) await ask("leave");
@@ -315,7 +315,7 @@ export class ClusterService {
         } catch (e) {
           log.warning(`not asking for promotion yet: ${(e as Error).message}`);
           if (this.stopped) return;
-          await new Promise((r) => setTimeout(r, JOIN_RETRY_MS * 10));
+          await new Promise((r) => setTimeout(r, joinRetryMs * 10));
         }
       }
       this.health.setJoining(undefined);
@@ -330,7 +330,7 @@ export class ClusterService {
    * try to join through every `cluster_peers` entry (join-host.ts) until one admits this master (returns its node
    * id), or decideFounding (founding.ts) says to found (makes cluster.pem and the AES key unless they are here
    * already, e.g. provisioned by hand; returns ""). A master that holds other members' keys in `peers/` was in a
-   * cluster (its Raft state was wiped): it never founds by itself. Logs why it waits every JOIN_WHY_LOG_MS;
+   * cluster (its Raft state was wiped): it never founds by itself. Logs why it waits every joinWhyLogMs;
    * throws CLUSTER_JOIN_TIMEOUT after `cluster_join_timeout`.
    */
   private async admitOrFound(): Promise<string | undefined> {
@@ -355,7 +355,7 @@ export class ClusterService {
     log.info(`cluster ${this.settings.clusterId}: not in its Raft group; looking for the cluster through ${answers.map((a) => a.address).join(", ") || "no peer"}`);
     while (!this.stopped) {
       for (const [i, p] of this.settings.peers.entries()) {
-        const r = await this.node.raft.joinAttempt(p.host, p.port, JOIN_ATTEMPT_TIMEOUT_MS);
+        const r = await this.node.raft.joinAttempt(p.host, p.port, joinAttemptTimeoutMs);
         const a = answers[i]!;
         if (r.kind === "admitted") {
           log.info(`joined cluster ${this.settings.clusterId} through ${r.via} (${a.address}); members: ${r.members.join(", ")}`);
@@ -370,7 +370,7 @@ export class ClusterService {
           told.add(line);
         }
       }
-      const d = decideFounding({ selfId: this.nodeId, explicit: iso.found, formerMemberKeys: former.length, peers: answers, sinceStartMs: Date.now() - started, foundWaitMs: FOUND_WAIT_MS });
+      const d = decideFounding({ selfId: this.nodeId, explicit: iso.found, formerMemberKeys: former.length, peers: answers, sinceStartMs: Date.now() - started, foundWaitMs: foundWaitMs });
       if (d.act === "found") {
         ensureClusterKeys(this.cfg);
         readOrCreateClusterAes(this.cfg);
@@ -381,11 +381,11 @@ export class ClusterService {
       if (now - started >= iso.joinTimeoutMs) {
         throw new BrineError("CLUSTER_JOIN_TIMEOUT", `no cluster admitted this master within cluster_join_timeout (${iso.joinTimeoutMs / 1000} s): ${d.why}`);
       }
-      if (now - lastWhy >= JOIN_WHY_LOG_MS) {
+      if (now - lastWhy >= joinWhyLogMs) {
         log.warning(`not in cluster ${this.settings.clusterId} yet: ${d.why}`);
         lastWhy = now;
       }
-      await new Promise((r) => setTimeout(r, JOIN_RETRY_MS * 2));
+      await new Promise((r) => setTimeout(r, joinRetryMs * 2));
     }
     throw new BrineError("CLUSTER_JOIN_TIMEOUT", "stopped while joining");
   }
@@ -414,7 +414,7 @@ export class ClusterService {
    * A peer that introduced itself and that we have no link to (it joined, listing us) is dialled. While one of
    * our configured peers has not proven its id yet, that may be the same master under another name (a host
    * name in our config, an address in its hello): the introduction waits until every configured id is known,
-   * or INTRODUCTION_WAIT_MS at most.
+   * or introductionWaitMs at most.
    */
   private introduce(from: string, host: string, port: number, waited = 0): void {
     if (this.stopped || this.added.has(from)) return;
@@ -422,7 +422,7 @@ export class ClusterService {
     if (links.some((s) => s.id === from)) return;
     const sameAddr = (p: { host: string; port: number }) => p.host.toLowerCase() === host.toLowerCase() && p.port === port;
     if (this.settings.peers.some(sameAddr)) return; // our own dial to it will learn its id
-    if (links.some((s) => s.id === undefined) && waited < INTRODUCTION_WAIT_MS) {
+    if (links.some((s) => s.id === undefined) && waited < introductionWaitMs) {
       setTimeout(() => this.introduce(from, host, port, waited + 500), 500).unref();
       return;
     }
@@ -442,7 +442,7 @@ export class ClusterService {
 
   private async sendHello(peer: string): Promise<void> {
     try {
-      const reply = await this.transport.request(peer, HELLO_CHANNEL, cbor.encode(await this.helloInfo()) as Uint8Array, JOIN_REQUEST_TIMEOUT_MS);
+      const reply = await this.transport.request(peer, HELLO_CHANNEL, cbor.encode(await this.helloInfo()) as Uint8Array, joinRequestTimeoutMs);
       const h = cbor.decode(reply) as Hello;
       this.hellos.set(peer, { founded: Boolean(h.founded), voters: Array.isArray(h.voters) ? h.voters.filter((x): x is string => typeof x === "string") : [], leader: typeof h.leader === "string" ? h.leader : null, host: "", port: 0 });
       void this.maybeFound();

@@ -33,9 +33,9 @@ import { LogBudget } from "../../shared/log-budget.js";
 export const EVENT_CHANNEL = "cl/ev";
 export const PUBLISH_CHANNEL = "cl/pub";
 /** frames one forwarded event batch holds at most, count (a receiver refuses more) */
-export const FORWARD_FRAMES_MAX = 100_000;
+export const forwardFramesMax = 100_000;
 /** packed request nonces one forwarded batch holds at most, bytes (a worker batch dispatches at most 64) */
-export const FORWARD_NONCE_BYTES_MAX = 1024 * 1024;
+export const forwardNonceBytesMax = 1024 * 1024;
 
 const log = getLogger("brine.cluster.forward");
 /** one line per 10 s for this flood, then a count of what was held back */
@@ -100,7 +100,7 @@ export function isJobEventFrame(frame: Uint8Array): boolean {
 /** The frames of an event batch and the indices of its verified job records, or why the batch is refused. */
 export function checkEventBody(env: { f?: unknown; v?: unknown; n?: unknown }): { frames: Uint8Array[]; verified: number[]; nonces?: Uint8Array } | string {
   const f = env.f;
-  if (!Array.isArray(f) || f.length > FORWARD_FRAMES_MAX || !f.every((x) => x instanceof Uint8Array)) return "bad frames";
+  if (!Array.isArray(f) || f.length > forwardFramesMax || !f.every((x) => x instanceof Uint8Array)) return "bad frames";
   const v = env.v ?? [];
   if (!Array.isArray(v) || v.length > f.length) return "bad verified list";
   let prev = -1;
@@ -109,7 +109,7 @@ export function checkEventBody(env: { f?: unknown; v?: unknown; n?: unknown }): 
     prev = i as number;
   }
   const n = env.n;
-  if (n !== undefined && (!(n instanceof Uint8Array) || n.byteLength % NONCE_PACKED_BYTES !== 0 || n.byteLength > FORWARD_NONCE_BYTES_MAX)) return "bad nonces";
+  if (n !== undefined && (!(n instanceof Uint8Array) || n.byteLength % NONCE_PACKED_BYTES !== 0 || n.byteLength > forwardNonceBytesMax)) return "bad nonces";
   return { frames: f as Uint8Array[], verified: v as number[], ...(n !== undefined ? { nonces: n } : {}) };
 }
 

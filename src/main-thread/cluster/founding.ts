@@ -40,7 +40,7 @@ export interface FoundingInput {
 export type FoundingDecision = { act: "found"; why: string } | { act: "wait"; why: string };
 
 /** how long a first start waits for peers to answer before the lowest id founds, ms */
-export const FOUND_WAIT_MS = 3_000;
+export const foundWaitMs = 3_000;
 
 export function decideFounding(i: FoundingInput): FoundingDecision {
   const refused = i.peers.filter((p) => p.answer === "refused");

@@ -9,9 +9,9 @@
  *   sent on. A session key reaches the peers in the same turn as the auth reply that carries it is written.
  * - **Bulk** (`cl/sync-pull`, request/response): when a session to a peer comes up (a master started, came
  *   back, or a partition healed), this master pulls the peer's copy in chunks (sync-store.ts: at most
- *   SYNC_CHUNK_IDS_MAX minions, about SYNC_CHUNK_BYTES_MAX), one chunk in flight per peer, so a master that
+ *   syncChunkIdsMax minions, about syncChunkBytesMax), one chunk in flight per peer, so a master that
  *   missed writes while it was away gets them. After a completed pull, the next one from that peer asks only
- *   for what was written since (less PULL_SINCE_SLACK_MS for clock differences). The same pull carries the
+ *   for what was written since (less pullSinceSlackMs for clock differences). The same pull carries the
  *   peer's job cache from the time this master last heard from it (less the same slack; before anything was
  *   heard from it since this master started: from this master's own newest job), since what was forwarded to a
  *   master that was stopped, paused or cut off never reached it. A master that was itself paused (SIGSTOP, a
@@ -19,11 +19,11 @@
  *   heard nothing from anyone since the stall began, until the next completed pull from each. Every pull also
  *   carries the request nonces the peer remembers (src/shared/nonce-journal.ts): a frame a peer accepted while
  *   this master was away is refused when replayed here.
- * - **Presence** (`cl/presence`, one-way): every PRESENCE_SHARE_MS the minions this master sees connected go to
+ * - **Presence** (`cl/presence`, one-way): every presenceShareMs the minions this master sees connected go to
  *   every peer (presence-board.ts), so "[Not connected]" and manage.present answer for the whole cluster.
  */
 import { getLogger } from "../../shared/log.js";
-import { PRESENCE_SHARE_MS } from "../../workers/req-handler/presence.js";
+import { presenceShareMs } from "../../workers/req-handler/presence.js";
 import type { MirrorThread } from "../state-sync-host.js";
 import { encodePresence } from "../../lib/store/presence-board.js";
 import { encodePull, type SyncCursor } from "../../workers/state-sync/sync-store.js";
@@ -37,17 +37,17 @@ export const SYNC_CHANNEL = "cl/sync";
 export const SYNC_PULL_CHANNEL = "cl/sync-pull";
 export const PRESENCE_CHANNEL = "cl/presence";
 /** one pull request, ms */
-export const PULL_REQUEST_TIMEOUT_MS = 30_000;
+export const pullRequestTimeoutMs = 30_000;
 /** a later pull from the same peer re-reads this much before the last completed one (clock differences), ms */
-export const PULL_SINCE_SLACK_MS = 5 * 60_000;
+export const pullSinceSlackMs = 5 * 60_000;
 /** wait before retrying a pull that failed while the peer is still up, ms */
-const PULL_RETRY_MS = 2_000;
+const pullRetryMs = 2_000;
 /** pulls tried in a row after failures before giving up until the next session or heal, count */
-const PULL_ATTEMPTS_MAX = 5;
+const pullAttemptsMax = 5;
 /** the stall detector's tick, ms */
-const STALL_TICK_MS = 1_000;
+const stallTickMs = 1_000;
 /** a gap between two ticks longer than this is a stall (this master was paused or frozen), ms */
-export const STALL_GAP_MS = 3_000;
+export const stallGapMs = 3_000;
 
 /** What the service needs of the peer channel (ClusterService's filtered view has it). */
 export interface SyncChannel {
@@ -101,7 +101,7 @@ export class CacheSyncService {
     private readonly jobCache = true,
   ) {
     this.newestAtStart = jobCache ? mirror.newestJobMs() : Promise.resolve(undefined);
-    this.stallTimer = setInterval(() => this.checkStall(), STALL_TICK_MS);
+    this.stallTimer = setInterval(() => this.checkStall(), stallTickMs);
     this.stallTimer.unref();
     this.offs.push(channel.on(SYNC_CHANNEL, (m) => this.onRecords(m.from, m.payload)));
     this.offs.push(channel.on(SYNC_PULL_CHANNEL, (m) => this.mirror.serve(m.payload)));
@@ -112,7 +112,7 @@ export class CacheSyncService {
       }),
     );
     if (presentIds) {
-      this.timer = setInterval(() => void this.sharePresence(), PRESENCE_SHARE_MS);
+      this.timer = setInterval(() => void this.sharePresence(), presenceShareMs);
       this.timer.unref();
     }
   }
@@ -138,9 +138,9 @@ export class CacheSyncService {
     this.lastHeard.set(peer, Date.now());
   }
 
-  /** Called every STALL_TICK_MS: a late tick means this master did not run meanwhile (see the header). */
+  /** Called every stallTickMs: a late tick means this master did not run meanwhile (see the header). */
   checkStall(now = Date.now()): void {
-    if (now - this.tick > STALL_GAP_MS) {
+    if (now - this.tick > stallGapMs) {
       log.warning(`this master did not run for ${now - this.tick} ms (paused or frozen): the next pull from each peer reads its job cache from before that`);
       for (const [p, t] of this.lastHeard) {
         this.lastHeard.set(p, Math.min(t, this.tick));
@@ -167,14 +167,14 @@ export class CacheSyncService {
     this.pulling.set(peer, state);
     void this.runPull(peer, state).finally(() => {
       this.pulling.delete(peer);
-      if (state.again && !this.closed && state.failures < PULL_ATTEMPTS_MAX) this.pull(peer, state.failures);
+      if (state.again && !this.closed && state.failures < pullAttemptsMax) this.pull(peer, state.failures);
     });
   }
 
   private async runPull(peer: string, state: PullState): Promise<void> {
     const startedAt = Date.now();
     const last = this.lastPull.get(peer);
-    const since = last === undefined ? 0 : Math.max(0, last - PULL_SINCE_SLACK_MS);
+    const since = last === undefined ? 0 : Math.max(0, last - pullSinceSlackMs);
     const floor = this.stallFloor.get(peer);
     const jobsSince = await this.jobsSince(peer);
     let cursor: SyncCursor | null = { bank: "data" };
@@ -183,16 +183,16 @@ export class CacheSyncService {
     while (cursor && !this.closed) {
       if (!this.channel.isUp(peer)) return; // pulled again when it comes back
       try {
-        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}), nonces: true, tokens: true, v3: true }), PULL_REQUEST_TIMEOUT_MS);
+        const reply = await this.channel.request(peer, SYNC_PULL_CHANNEL, encodePull({ cursor, since, ...(jobsSince !== undefined ? { jobsSince } : {}), nonces: true, tokens: true, v3: true }), pullRequestTimeoutMs);
         cursor = await this.mirror.applyChunk(peer, reply);
         chunks++;
         this.counters.pullChunks++;
       } catch (e) {
         this.counters.pullFailures++;
         state.failures++;
-        const retry = state.failures < PULL_ATTEMPTS_MAX;
+        const retry = state.failures < pullAttemptsMax;
         log.warning(`cache sync pull from ${peer} failed after ${chunks} chunk(s): ${(e as Error).message}${retry ? "; retrying" : "; giving up until its next session"}`);
-        await new Promise((r) => setTimeout(r, PULL_RETRY_MS).unref());
+        await new Promise((r) => setTimeout(r, pullRetryMs).unref());
         state.again = true;
         return;
       }
@@ -209,7 +209,7 @@ export class CacheSyncService {
   /**
    * From when to pull `peer`'s job cache: everything it forwarded since we last heard from it may be lost (a
    * peer forwards only while the session is up, and what sat in a dead session's queues is gone), less
-   * PULL_SINCE_SLACK_MS for clock differences (jids carry the origin's clock). Nothing heard from it since this
+   * pullSinceSlackMs for clock differences (jids carry the origin's clock). Nothing heard from it since this
    * master started: from our own newest job, as it was at start (0 for an empty cache). Undefined: no job cache.
    */
   private async jobsSince(peer: string): Promise<number | undefined> {
@@ -217,7 +217,7 @@ export class CacheSyncService {
     const heard = this.lastHeard.get(peer);
     const floor = this.stallFloor.get(peer);
     const from = heard !== undefined ? Math.min(heard, floor ?? Infinity) : ((await this.newestAtStart) ?? 0);
-    return Math.max(0, from - PULL_SINCE_SLACK_MS);
+    return Math.max(0, from - pullSinceSlackMs);
   }
 
   private async sharePresence(): Promise<void> {

@@ -41,7 +41,7 @@ interface Layer {
 }
 
 /** nesting of `include` within included files before it is taken for a loop */
-const INCLUDE_DEPTH_MAX = 16;
+const includeDepthMax = 16;
 
 function isPlainMap(v: unknown): v is Map {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -147,7 +147,7 @@ function readIncludes(patterns: string[], option: string, from: string, verbose:
     const files = globFiles(p).sort();
     if (files.length === 0 && verbose) warn(`${option}: '${p}' matches no files (in ${from})`);
     for (const f of files) {
-      if (depth >= INCLUDE_DEPTH_MAX) throw new BrineError("CONFIG_INVALID", `include: more than ${INCLUDE_DEPTH_MAX} levels of include at ${f} (an include loop?)`);
+      if (depth >= includeDepthMax) throw new BrineError("CONFIG_INVALID", `include: more than ${includeDepthMax} levels of include at ${f} (an include loop?)`);
       const layer = layerOf(f, readYamlMap(f));
       const nested = patternsOf(layer.values.include, "include", f);
       if (nested.length) shallowOver(layer, readIncludes(nested, "include", f, verbose, warn, depth + 1));

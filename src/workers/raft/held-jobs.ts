@@ -22,7 +22,7 @@ import type { RingCallChannel } from "./ring-forward.js";
 export const JOBS_HELD_CHANNEL = "raft/jobs-held";
 export const SHED_CHANNEL = "raft/shed";
 /** jids one answer carries at most (~25 bytes each: well inside one peer frame) */
-export const HELD_JIDS_MAX = 200_000;
+export const heldJidsMax = 200_000;
 
 const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
@@ -69,7 +69,7 @@ export class HeldJobsService {
   /** This master's jids, newest `max`. */
   local(max: number): HeldJobs {
     const s = this.open();
-    return { ...newest(new JobCache(s).listJids(), Math.min(max, HELD_JIDS_MAX)), pending: s.handoff.getCount() };
+    return { ...newest(new JobCache(s).listJids(), Math.min(max, heldJidsMax)), pending: s.handoff.getCount() };
   }
 
   /** Runs the shed on every listed peer (each writes its own status file); a peer that failed: status "error". */
@@ -97,7 +97,7 @@ export class HeldJobsService {
 
   /** Every listed peer's jids, asked in parallel. */
   async ask(peers: readonly string[], max: number): Promise<Record<string, HeldJobsAnswer>> {
-    const payload = Uint8Array.from(cbor.encode({ max: Math.min(max, HELD_JIDS_MAX) }));
+    const payload = Uint8Array.from(cbor.encode({ max: Math.min(max, heldJidsMax) }));
     const answers = await Promise.all(
       peers.map(async (p): Promise<[string, HeldJobsAnswer]> => {
         try {
@@ -114,10 +114,10 @@ export class HeldJobsService {
 
   private serve(m: PeerMessage): Uint8Array {
     if (!m.request) throw new BrineError("CLUSTER_PEER_CHANNEL", `${JOBS_HELD_CHANNEL} takes requests only`);
-    let max = HELD_JIDS_MAX;
+    let max = heldJidsMax;
     try {
       const q = cbor.decode(m.payload) as { max?: unknown };
-      if (Number.isSafeInteger(q?.max) && (q.max as number) > 0) max = Math.min(q.max as number, HELD_JIDS_MAX);
+      if (Number.isSafeInteger(q?.max) && (q.max as number) > 0) max = Math.min(q.max as number, heldJidsMax);
     } catch {
       throw new BrineError("CLUSTER_BAD_ENTRY", "jobs-held question is not CBOR");
     }

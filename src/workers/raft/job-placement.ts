@@ -5,14 +5,14 @@
  * - **Hand-off** (`store`): when `jobs` is routed to a ring, every job record this master writes (request
  *   workers, runner threads: src/lib/store/job-cache.ts) is also put in the outbox `jobs/handoff`, before the
  *   record itself, in the same durable commit as the write a minion's reply waits for. Every
- *   HANDOFF_INTERVAL_MS (on the worker's one timer) a round takes up to HANDOFF_ROUND_KEYS_MAX outbox keys,
+ *   handoffIntervalMs (on the worker's one timer) a round takes up to handoffRoundKeysMax outbox keys,
  *   names each jid's owners, sends each owner its records, and settles what every owner acknowledged: the
  *   outbox key goes (if its stamp did not change meanwhile), and so does this master's copy of the record when
  *   it is not an owner. An owner acknowledges only what it has on disk (it refuses jids it does not own by its
  *   own table). Nothing is dropped before that, so a return acknowledged to a minion survives any one master's
  *   death: it is on the master that took it until the owners have it. A failed send is retried next round.
  * - **Tables** (`table`): a master outside the ring has no slot table of it (only its hosts publish it in the
- *   shared ring); it asks one of the ring's founders and keeps the answer TABLE_TTL_MS (dropped at once when an
+ *   shared ring); it asks one of the ring's founders and keeps the answer tableTtlMs (dropped at once when an
  *   owner refuses a jid as not its own).
  * - **Reads** (`read`, `list`): the jobs.* runners ask, through their Raft worker port, every master of the
  *   cluster for its copy of a jid (or its list of jobs) and merge them, so a job is found wherever it lives and
@@ -46,13 +46,13 @@ import type { RingCallChannel } from "./ring-forward.js";
 
 export const PLACEMENT_CHANNEL = "raft/placement";
 /** how often a hand-off round may start (the worker's tick calls `tick`), ms */
-export const HANDOFF_INTERVAL_MS = 100;
+export const handoffIntervalMs = 100;
 /** outbox keys one round takes at most, count */
-export const HANDOFF_ROUND_KEYS_MAX = 2_000;
+export const handoffRoundKeysMax = 2_000;
 /** one hand-off request's records at most (the peer channel's frame is 8 MiB), bytes */
-export const HANDOFF_REQUEST_BYTES_MAX = 4 * 1024 * 1024;
+export const handoffRequestBytesMax = 4 * 1024 * 1024;
 /** how long a table fetched from a host of the ring is used, ms */
-export const TABLE_TTL_MS = 10_000;
+export const tableTtlMs = 10_000;
 /** one page of a master's `list` answer at most (newest jobs first; the asker pages on), bytes */
 export const listPageBytesMax = 4 * 1024 * 1024;
 /** job-cache keys one round looks at when the ring's table changed (rebalancing), count */
@@ -144,7 +144,7 @@ export class JobPlacement {
 
   /** Called on every tick of the worker's timer: starts a round when one is due and none runs. */
   tick(): void {
-    if (this.busy || this.now() - this.last < HANDOFF_INTERVAL_MS) return;
+    if (this.busy || this.now() - this.last < handoffIntervalMs) return;
     this.last = this.now();
     this.busy = true;
     this.round()
@@ -164,7 +164,7 @@ export class JobPlacement {
     const s = this.d.store();
     await this.rebalance(ring, s);
     const entries: [string, number][] = [];
-    for (const { key, value } of s.handoff.getRange({ limit: HANDOFF_ROUND_KEYS_MAX })) entries.push([key, value]);
+    for (const { key, value } of s.handoff.getRange({ limit: handoffRoundKeysMax })) entries.push([key, value]);
     if (entries.length === 0) return;
     const table = await this.table(ring);
     if (!table) {
@@ -305,7 +305,7 @@ export class JobPlacement {
   async table(ring: string): Promise<PlacementTable | undefined> {
     const own = this.d.localTable(ring);
     if (own && tableUsable(own)) return own;
-    if (this.remote && this.remote.table.ring === ring && this.now() - this.remote.at < TABLE_TTL_MS) return this.remote.table;
+    if (this.remote && this.remote.table.ring === ring && this.now() - this.remote.at < tableTtlMs) return this.remote.table;
     this.remote = undefined;
     for (const host of this.d.hosts(ring)) {
       if (host === this.d.self || !this.d.up(host)) continue;
@@ -495,14 +495,14 @@ export class JobPlacement {
   }
 }
 
-/** Splits jobs into requests of at most HANDOFF_REQUEST_BYTES_MAX (a single larger job goes alone). */
+/** Splits jobs into requests of at most handoffRequestBytesMax (a single larger job goes alone). */
 function batches(jobs: HandedJob[]): HandedJob[][] {
   const out: HandedJob[][] = [];
   let cur: HandedJob[] = [];
   let bytes = 0;
   for (const j of jobs) {
     const b = (cbor.encode(j) as Uint8Array).byteLength;
-    if (cur.length > 0 && bytes + b > HANDOFF_REQUEST_BYTES_MAX) {
+    if (cur.length > 0 && bytes + b > handoffRequestBytesMax) {
       out.push(cur);
       cur = [];
       bytes = 0;

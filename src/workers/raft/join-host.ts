@@ -3,7 +3,7 @@
  * which owns the peer channel's port, the peer keyring and the files in `cluster_pki_dir/peers/`:
  *
  * - responder: JOIN frames arriving on the peer port (inbound.ts) go to a ResponderExchange per connection
- *   (at most JOINS_PENDING_MAX, each forgotten after JOIN_EXCHANGE_TTL_MS). An admitted joiner's key is written
+ *   (at most joinsPendingMax, each forgotten after joinExchangeTtlMs). An admitted joiner's key is written
  *   here, then committed to the cluster log (a PEER_KEY entry: state-machines/peer-keys.ts), and only then does
  *   ADMIT go back. A refusal is one log line here (LogBudget) and a REFUSE frame that the joiner logs;
  * - every member: `reconcile` mirrors the log's peer keys into `peers/<id>.pub` and the keyring, and dials a new
@@ -35,18 +35,18 @@ const log = getLogger("brine.cluster.join");
 /** refusal lines the responder logs per window (a refused joiner retries every second or so), count */
 const REFUSAL_LINES_PER_WINDOW = 10;
 /** ms */
-const REFUSAL_LOG_WINDOW_MS = 60_000;
+const refusalLogWindowMs = 60_000;
 
 /** how long the joiner waits for ADMIT after its proof (the member commits the key first), ms */
-const ADMIT_WAIT_MS = 15_000;
+const admitWaitMs = 15_000;
 /** responder exchanges held at once, count */
-const JOINS_PENDING_MAX = 32;
+const joinsPendingMax = 32;
 /** a responder exchange not finished within this is forgotten, ms */
-const JOIN_EXCHANGE_TTL_MS = 30_000;
+const joinExchangeTtlMs = 30_000;
 /** a peer that refuses this member's handshakes as unknown is probed for a second cluster at most this often, ms */
-const SECOND_CLUSTER_PROBE_EVERY_MS = 60_000;
+const secondClusterProbeEveryMs = 60_000;
 /** how long a probe waits for the peer's challenge, ms */
-const SECOND_CLUSTER_PROBE_WAIT_MS = 5_000;
+const secondClusterProbeWaitMs = 5_000;
 
 /** What one join attempt through one address gave. */
 export type JoinAttempt =
@@ -75,7 +75,7 @@ export class JoinHost {
   /** the DEALERs of join attempts in flight: closed by close(), since a thread ended with a zeromq socket open aborts the process */
   private readonly dialing = new Set<zmq.Dealer>();
   private readonly replay = new JoinReplayGuard();
-  private readonly refusals = new LogBudget(REFUSAL_LINES_PER_WINDOW, REFUSAL_LOG_WINDOW_MS, (l) => log.warning(l));
+  private readonly refusals = new LogBudget(REFUSAL_LINES_PER_WINDOW, refusalLogWindowMs, (l) => log.warning(l));
 
   /** address -> when it was last probed for a second cluster */
   private readonly probed = new Map<string, number>();
@@ -95,11 +95,11 @@ export class JoinHost {
    */
   private async probeSecondCluster(address: string): Promise<void> {
     const now = Date.now();
-    if (!this.s.isolated || !this.o.hasCluster() || now - (this.probed.get(address) ?? 0) < SECOND_CLUSTER_PROBE_EVERY_MS) return;
+    if (!this.s.isolated || !this.o.hasCluster() || now - (this.probed.get(address) ?? 0) < secondClusterProbeEveryMs) return;
     this.probed.set(address, now);
     const a = splitAddress(address);
     if (!a) return;
-    const r = await this.exchange(a.host, a.port, SECOND_CLUSTER_PROBE_WAIT_MS, true).catch((e: Error) => ({ kind: "unreachable" as const, detail: e.message }));
+    const r = await this.exchange(a.host, a.port, secondClusterProbeWaitMs, true).catch((e: Error) => ({ kind: "unreachable" as const, detail: e.message }));
     if (r.kind === "refused" && r.reason === "another-cluster") log.error(`cluster: SECOND CLUSTER at ${address}: ${r.detail}`);
   }
 
@@ -122,7 +122,7 @@ export class JoinHost {
 
   private async onFrame(conn: string, frame: Uint8Array): Promise<Uint8Array | undefined> {
     const now = Date.now();
-    for (const [k, p] of this.pending) if (now - p.at > JOIN_EXCHANGE_TTL_MS) (p.ex.abort(), this.pending.delete(k));
+    for (const [k, p] of this.pending) if (now - p.at > joinExchangeTtlMs) (p.ex.abort(), this.pending.delete(k));
     let t: string;
     try {
       t = decodeJoinFrame(frame).t;
@@ -144,7 +144,7 @@ export class JoinHost {
   }
 
   private onDiscover(conn: string, frame: Uint8Array): Uint8Array {
-    if (this.pending.size >= JOINS_PENDING_MAX) return refuseFrame(new JoinError("busy", `${JOINS_PENDING_MAX} joins in progress`));
+    if (this.pending.size >= joinsPendingMax) return refuseFrame(new JoinError("busy", `${joinsPendingMax} joins in progress`));
     const iso = this.s.isolated!;
     let clusterKey: { privateKey: KeyObject; pubPem: string } | undefined;
     try {
@@ -337,7 +337,7 @@ export class JoinHost {
       let admit: Uint8Array;
       try {
         // the member commits this master's key to the cluster log before it answers: allow for a commit
-        sock.receiveTimeout = Math.max(timeoutMs, ADMIT_WAIT_MS);
+        sock.receiveTimeout = Math.max(timeoutMs, admitWaitMs);
         admit = await exchange(proof);
       } catch (e) {
         return { kind: "unreachable", detail: `no answer to the proof: ${(e as Error).message}` };

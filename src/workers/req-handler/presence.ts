@@ -137,11 +137,11 @@ export type PresenceMode = "connections" | "heard";
 /** how long a minion counts as present after it was last heard from (`heard` mode), seconds */
 export const PRESENCE_HEARD_DEFAULT_S = optionDefault("brine_presence_heard_s") as number;
 /** how often a clustered master tells its peers which minions it sees, ms */
-export const PRESENCE_SHARE_MS = 5_000;
+export const presenceShareMs = 5_000;
 /** a peer's report older than this no longer counts (three missed shares: the peer is gone or cut off), ms */
-export const PRESENCE_REPORT_MAX_AGE_MS = 3 * PRESENCE_SHARE_MS;
+export const presenceReportAgeMsMax = 3 * presenceShareMs;
 /** job-cache return keys one `heard` computation reads at most (newest jobs first), count */
-export const HEARD_SCAN_KEYS_MAX = 1_000_000;
+export const heardScanKeysMax = 1_000_000;
 
 export function presenceMode(cfg: MasterConfig): PresenceMode {
   const m = cfg.brine_presence;
@@ -160,7 +160,7 @@ export function heardIds(store: Store, sinceMs: number): Set<string> {
   let n = 0;
   // `<jid>/<id>` keys sort by jid, and jids by time: the newest jobs are the end of the range
   for (const k of store.returns.getKeys({ start: "\uffff", end: formatJid(sinceMs, 0), reverse: true })) {
-    if (++n > HEARD_SCAN_KEYS_MAX) break;
+    if (++n > heardScanKeysMax) break;
     const slash = k.indexOf("/");
     if (slash > 0) out.add(k.slice(slash + 1));
   }
@@ -181,7 +181,7 @@ export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: reado
 export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now(), peers?: Set<string>): string[] {
   const own = localPresent(cfg, store, acceptedIds, grainsOf, nowMs, peers);
   if (!isClustered(cfg)) return own;
-  const all = peersPresent(store, clusterNodeIdOf(cfg), nowMs, PRESENCE_REPORT_MAX_AGE_MS);
+  const all = peersPresent(store, clusterNodeIdOf(cfg), nowMs, presenceReportAgeMsMax);
   for (const id of own) all.add(id);
   return acceptedIds.filter((id) => all.has(id));
 }

@@ -2,12 +2,12 @@
  * How long a captured request frame can be replayed: never, once its nonce is known, and never once it is older
  * than the time window (issue #13).
  *
- * - Every dispatched AES request's nonce is remembered NONCE_WINDOW_MS to twice that (src/shared/nonce-set.ts), on
+ * - Every dispatched AES request's nonce is remembered replayWindowMs to twice that (src/shared/nonce-set.ts), on
  *   disk across restarts (src/shared/nonce-journal.ts) and, clustered, on every master (the origin forwards the
  *   nonces it accepted with its events, src/main-thread/cluster/forwarding.ts).
  * - A protocol v3 request carries `ts` (the minion's clock, whole seconds; 3007 sends it, 3006's v2 does not). By
  *   default brine refuses a v3 request whose `ts` is more than `brine_request_ts_window_s` (300 s) away from its
- *   own clock, in either direction, so no nonce needs remembering longer than the window: with NONCE_WINDOW_MS at
+ *   own clock, in either direction, so no nonce needs remembering longer than the window: with replayWindowMs at
  *   twice it, a frame replayed at any later time is refused by one check or the other, on every master.
  *   The cost: a v3 minion whose clock is off by more than the window is refused ("bad load", then a sign-in, a
  *   resend, refused again) until its clock is fixed; `brine_request_ts_window_s: 0` turns the check off.
@@ -19,13 +19,13 @@
 import { BrineError } from "../../shared/errors.js";
 
 /** how long a request nonce is remembered (between one and two of these) */
-export const NONCE_WINDOW_MS = 10 * 60 * 1000;
+export const replayWindowMs = 10 * 60 * 1000;
 /** the default `brine_request_ts_window_s`: half the nonce window, so a frame within it is always remembered */
-export const REQUEST_TS_WINDOW_S_DEFAULT = NONCE_WINDOW_MS / 2000;
+export const REQUEST_TS_WINDOW_S_DEFAULT = replayWindowMs / 2000;
 
 const cache = new WeakMap<object, number>();
 
-/** `brine_request_ts_window_s` of this config (validated: an integer from 0 to NONCE_WINDOW_MS/2000 seconds). */
+/** `brine_request_ts_window_s` of this config (validated: an integer from 0 to replayWindowMs/2000 seconds). */
 export function requestTsWindowS(cfg: object): number {
   const hit = cache.get(cfg);
   if (hit !== undefined) return hit;

@@ -25,7 +25,7 @@ const RET = /^salt\/job\/([^/]+)\/ret\/(.+)$/;
 const NEW = /^salt\/job\/([^/]+)\/new$/;
 
 /** one job-cache record a bulk sync sends at most (a larger return is left out, logged; the peer channel's frame is 8 MiB), bytes */
-export const SYNC_JOB_RECORD_BYTES_MAX = 6 * 1024 * 1024;
+export const syncJobRecordBytesMax = 6 * 1024 * 1024;
 
 export interface JobRecordsConfig {
   job_cache: boolean;
@@ -120,7 +120,7 @@ export class JobRecords {
       const rec: RetRecord = { k: "ret", jid: key.slice(0, slash), id: key.slice(slash + 1), v: value };
       if (!validJid(rec.jid) || !validId(rec.id) || value === null || typeof value !== "object") continue;
       const bytes = (syncCbor.encode(rec) as Uint8Array).byteLength;
-      if (bytes > SYNC_JOB_RECORD_BYTES_MAX) {
+      if (bytes > syncJobRecordBytesMax) {
         oversizeLog.line(`a peer's bulk sync leaves out ${rec.id}'s return to ${rec.jid}: ${bytes} bytes`);
         continue;
       }

@@ -7,7 +7,7 @@
  *   the item was there and was removed at stamp `t`. Tombstones are how deletes travel (Salt's state-sync only
  *   ever adds).
  * - **Paths** are checked before anything touches a disk (`checkItemPath`): relative, `/`-separated, no empty,
- *   `.` or `..` segment, no NUL, at most ITEM_PATH_BYTES_MAX bytes and NAME_BYTES_MAX per segment, and the shape
+ *   `.` or `..` segment, no NUL, at most itemPathBytesMax bytes and nameBytesMax per segment, and the shape
  *   the channel expects. (Symlinks on the receiving side are the engine's to refuse: that needs the disk.)
  * - **Diff** (`diffPage`): what to fetch, delete and adopt (a tombstone recorded without a delete) given the
  *   local entries and one page of the peer's manifest. Three policies: `newer` (keys: last writer wins by stamp,
@@ -44,13 +44,13 @@ export interface Diff {
 }
 
 /** Longest item path, bytes (UTF-8): Linux's PATH_MAX. */
-export const ITEM_PATH_BYTES_MAX = 4096;
+export const itemPathBytesMax = 4096;
 /** Longest segment of an item path, bytes (UTF-8): Linux's NAME_MAX. */
-export const NAME_BYTES_MAX = 255;
+export const nameBytesMax = 255;
 /** Tombstones older than this are forgotten (a master away longer resyncs without the deletes), ms: 7 days. */
-export const TOMBSTONE_KEEP_MS = 7 * 24 * 3600_000;
+export const tombstoneKeepMs = 7 * 24 * 3600_000;
 /** Largest single item a channel carries, bytes: a bigger file is refused by the collector and logged. */
-export const ITEM_BYTES_MAX = 1024 * 1024 * 1024;
+export const itemBytesMax = 1024 * 1024 * 1024;
 
 /** Salt's state-sync channel names (keys and denied keys, the two roots, the job-cache banks). */
 export const KEY_CHANNELS = ["keys", "denied_keys"] as const;
@@ -99,14 +99,14 @@ function utf8Bytes(s: string): number {
 export function checkItemPath(ch: Channel, p: unknown): { parts: string[] } | { error: string } {
   if (typeof p !== "string" || p.length === 0) return { error: "empty or not a string" };
   if (p.includes("\0")) return { error: "contains NUL" };
-  if (utf8Bytes(p) > ITEM_PATH_BYTES_MAX) return { error: `longer than ${ITEM_PATH_BYTES_MAX} bytes` };
+  if (utf8Bytes(p) > itemPathBytesMax) return { error: `longer than ${itemPathBytesMax} bytes` };
   if (ch.startsWith("bank:")) return { parts: [p] };
   if (p.startsWith("/")) return { error: "absolute" };
   const parts = p.split("/");
   for (const s of parts) {
     if (s === "") return { error: "empty segment" };
     if (s === "." || s === "..") return { error: `'${s}' segment` };
-    if (utf8Bytes(s) > NAME_BYTES_MAX) return { error: `a segment longer than ${NAME_BYTES_MAX} bytes` };
+    if (utf8Bytes(s) > nameBytesMax) return { error: `a segment longer than ${nameBytesMax} bytes` };
   }
   if (ch === "keys" || ch === "denied_keys") {
     if (parts.length !== 2) return { error: "not <state>/<id>" };
@@ -130,7 +130,7 @@ export function validEntry(e: unknown): e is ManifestEntry {
   if (typeof x.p !== "string" || typeof x.t !== "number" || !Number.isFinite(x.t) || x.t < 0) return false;
   if (x.d === 1) return true;
   return (
-    typeof x.s === "number" && Number.isInteger(x.s) && x.s >= 0 && x.s <= ITEM_BYTES_MAX &&
+    typeof x.s === "number" && Number.isInteger(x.s) && x.s >= 0 && x.s <= itemBytesMax &&
     typeof x.h === "string" && /^[0-9a-f]{64}$/.test(x.h) &&
     typeof x.m === "number" && Number.isInteger(x.m) && x.m >= 0 && x.m <= 0o7777
   );
@@ -205,7 +205,7 @@ export function diffPage(policy: DiffPolicy, remote: readonly ManifestEntry[], l
 /**
  * Merges a fresh scan into the previous manifest: an item still there keeps its entry (the caller reuses the
  * hash and stamp when the file did not change); an item gone becomes a tombstone stamped `now`; tombstones
- * older than TOMBSTONE_KEEP_MS are dropped. `scanned` holds the live entries found now.
+ * older than tombstoneKeepMs are dropped. `scanned` holds the live entries found now.
  */
 export function mergeScan(previous: ReadonlyMap<string, ManifestEntry>, scanned: ReadonlyMap<string, ManifestEntry>, now: number): Map<string, ManifestEntry> {
   const out = new Map<string, ManifestEntry>();
@@ -213,7 +213,7 @@ export function mergeScan(previous: ReadonlyMap<string, ManifestEntry>, scanned:
   for (const [p, e] of previous) {
     if (out.has(p)) continue;
     if (e.d) {
-      if (now - e.t <= TOMBSTONE_KEEP_MS) out.set(p, e);
+      if (now - e.t <= tombstoneKeepMs) out.set(p, e);
     } else out.set(p, tombstone(p, Math.max(now, e.t + 1)));
   }
   return out;

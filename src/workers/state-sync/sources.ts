@@ -26,12 +26,12 @@ import { minionPkiDir } from "../../shared/shared-fs.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import { KEY_DIRS, type KeyState, type KeyStore } from "../../lib/pki/key-store.js";
-import { ITEM_BYTES_MAX, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, mergeScan, page as pageOf, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
+import { itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, mergeScan, page as pageOf, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
 
 const log = getLogger("brine.cluster.state-sync");
 
 /** A key file larger than this is not a key, bytes. */
-const KEY_BYTES_MAX = 64 * 1024;
+const keyBytesMax = 64 * 1024;
 
 export type FetchRange = (off: number, len: number) => Promise<Uint8Array>;
 
@@ -69,10 +69,10 @@ function sigOf(st: { size: number; mtimeMs: number; ino: number }): string {
 }
 
 /** Files up to this size are hashed from one read, bytes; larger ones streamed (memory stays flat). */
-const HASH_READ_WHOLE_MAX = 1024 * 1024;
+const hashReadWholeMax = 1024 * 1024;
 
 export async function sha256File(file: string, size = Infinity): Promise<string> {
-  if (size <= HASH_READ_WHOLE_MAX) return createHash("sha256").update(await readFile(file)).digest("hex");
+  if (size <= hashReadWholeMax) return createHash("sha256").update(await readFile(file)).digest("hex");
   const h = createHash("sha256");
   for await (const c of createReadStream(file)) h.update(c as Buffer);
   return h.digest("hex");
@@ -211,8 +211,8 @@ export class DirSource implements Source {
       }
       if (!st.isFile() || found.has(p)) continue; // symlinks and devices are not carried; the first root wins
       if ("error" in checkItemPath(this.ch, p)) continue; // a name a peer would refuse (a hidden key file …)
-      if (st.size > ITEM_BYTES_MAX) {
-        log.warning(`state-sync ${this.ch}: ${full} is larger than ${ITEM_BYTES_MAX} bytes; not carried`);
+      if (st.size > itemBytesMax) {
+        log.warning(`state-sync ${this.ch}: ${full} is larger than ${itemBytesMax} bytes; not carried`);
         continue;
       }
       const sig = sigOf(st);
@@ -373,7 +373,7 @@ export class DirSource implements Source {
       throw new Error(`sha256 ${got} does not match the manifest's ${e.h} (not installed)`);
     }
     if (this.ch === "keys" || this.ch === "denied_keys") {
-      if (e.s > KEY_BYTES_MAX || !isRsaPublicKeyPem(readFileSync(part, "utf8"))) {
+      if (e.s > keyBytesMax || !isRsaPublicKeyPem(readFileSync(part, "utf8"))) {
         await unlink(part).catch(() => undefined);
         throw new Error(`not an RSA public key (not installed)`);
       }
@@ -503,7 +503,7 @@ export class IndexedKeySource extends DirSource {
 
   override async install(e: ManifestEntry, fetch: FetchRange, chunk: number): Promise<number> {
     const [state, id] = this.parts(e.p);
-    if (e.s > KEY_BYTES_MAX) throw new Error("not an RSA public key (not installed)");
+    if (e.s > keyBytesMax) throw new Error("not an RSA public key (not installed)");
     const parts: Uint8Array[] = [];
     for (const r of chunkRanges(e.s, chunk)) parts.push(await fetch(r.off, r.len));
     const all = Buffer.concat(parts);

@@ -58,11 +58,11 @@ export interface DumpChunk {
 }
 
 /** minions one bulk-sync chunk covers at most */
-export const SYNC_CHUNK_IDS_MAX = 256;
+export const syncChunkIdsMax = 256;
 /** encoded bytes one chunk aims to stay under (the peer channel's frame is 8 MiB) */
-export const SYNC_CHUNK_BYTES_MAX = 2 * 1024 * 1024;
+export const syncChunkBytesMax = 2 * 1024 * 1024;
 /** how long the sorted listing of the sessions directory is reused across the chunks of a bulk sync, ms */
-const SESSION_LISTING_TTL_MS = 10_000;
+const sessionListingTtlMs = 10_000;
 
 const BANKS: SyncCursor["bank"][] = ["data", "mine", "sess", "v3", "tok", "job", "ret", "nonce"];
 
@@ -72,7 +72,7 @@ function banksFor(req: DumpRequest): SyncCursor["bank"][] {
 }
 
 /** packed nonces one bulk-sync chunk carries at most, bytes */
-export const SYNC_NONCE_CHUNK_BYTES = 1024 * 1024;
+export const syncNonceChunkBytes = 1024 * 1024;
 
 /** what keeps one minion's records (its session keys) in one chunk; a job or token record is its own */
 function recordKey(r: SyncRecord): string {
@@ -160,27 +160,27 @@ export class SyncStore {
       const { bank, after }: SyncCursor = cursor;
       let next: string | undefined;
       if (bank === "sess") {
-        const r = listSessionKeys(this.sessionsDir, this.sessionListing(after === undefined), after, SYNC_CHUNK_IDS_MAX, req.since, this.lifetimeMs, this.now());
+        const r = listSessionKeys(this.sessionsDir, this.sessionListing(after === undefined), after, syncChunkIdsMax, req.since, this.lifetimeMs, this.now());
         records.push(...r.keys.map((k) => ({ k: "sess" as const, ...k })));
         next = r.next;
       } else if (bank === "v3") {
-        const r = this.v3Marks.list(after, SYNC_CHUNK_IDS_MAX, req.since, after === undefined);
+        const r = this.v3Marks.list(after, syncChunkIdsMax, req.since, after === undefined);
         records.push(...r.marks.map((m) => ({ k: "v3" as const, ...m })));
         next = r.next;
       } else if (bank === "tok") {
-        const r = this.tokens.dump(after, SYNC_CHUNK_IDS_MAX, req.since);
+        const r = this.tokens.dump(after, syncChunkIdsMax, req.since);
         records.push(...r.records);
         next = r.next;
       } else if (bank === "nonce") {
-        const r = this.nonces ? readNonceChunk(this.nonces.dir, this.nonces.set.generation(), after, SYNC_NONCE_CHUNK_BYTES) : { b: undefined, next: undefined };
+        const r = this.nonces ? readNonceChunk(this.nonces.dir, this.nonces.set.generation(), after, syncNonceChunkBytes) : { b: undefined, next: undefined };
         if (r.b) records.push({ k: "nonce", b: r.b });
         next = r.next;
       } else if (bank === "job" || bank === "ret") {
-        const r = this.jobRecords.dump(bank, after, SYNC_CHUNK_IDS_MAX, req.jobsSince ?? 0);
+        const r = this.jobRecords.dump(bank, after, syncChunkIdsMax, req.jobsSince ?? 0);
         records.push(...r.records);
         next = r.next;
       } else {
-        const r = this.cache.dump(bank, after, SYNC_CHUNK_IDS_MAX, req.since, this.selfId);
+        const r = this.cache.dump(bank, after, syncChunkIdsMax, req.since, this.selfId);
         records.push(...r.records);
         next = r.next;
       }
@@ -191,7 +191,7 @@ export class SyncStore {
     // stay under the byte budget: halve the chunk until it fits (the cursor then resumes after the last record kept)
     let b = encodeRecords(records);
     let kept = records.length;
-    while (b.byteLength > SYNC_CHUNK_BYTES_MAX && kept > 1) {
+    while (b.byteLength > syncChunkBytesMax && kept > 1) {
       kept = Math.ceil(kept / 2);
       b = encodeRecords(records.slice(0, kept));
     }
@@ -231,7 +231,7 @@ export class SyncStore {
 
   private sessionListing(fresh: boolean): string[] {
     const t = this.now();
-    if (fresh || !this.listing || t - this.listing.at > SESSION_LISTING_TTL_MS) this.listing = { at: t, ids: sessionIds(this.sessionsDir) };
+    if (fresh || !this.listing || t - this.listing.at > sessionListingTtlMs) this.listing = { at: t, ids: sessionIds(this.sessionsDir) };
     return this.listing.ids;
   }
 }

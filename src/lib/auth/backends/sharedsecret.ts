@@ -5,7 +5,7 @@
  *
  * When external_auth names sharedsecret, `sharedsecret` must be a non-empty string (CONFIG_INVALID
  * otherwise: Salt would compare against None and refuse everyone, silently); a secret shorter than
- * SHARED_SECRET_CHARS_WARN is accepted with a warning at start.
+ * sharedSecretCharsWarn is accepted with a warning at start.
  */
 import type { MasterConfig } from "../../../shared/config/defaults.js";
 import { getLogger, type Logger } from "../../../shared/log.js";
@@ -13,7 +13,7 @@ import type { EauthBackend, EauthCredentials } from "../backend.js";
 import { checkCredentials, OptionReader, safeEqual } from "./common.js";
 
 /** a secret shorter than this, characters, is logged as weak at start */
-export const SHARED_SECRET_CHARS_WARN = 16;
+export const sharedSecretCharsWarn = 16;
 
 export class SharedSecretEauthBackend implements EauthBackend {
   readonly name = "sharedsecret";
@@ -38,7 +38,7 @@ export function makeSharedSecretBackend(cfg: MasterConfig, log: Logger = getLogg
 
 /** the start warning of a short secret */
 export function sharedSecretStartWarnings(cfg: MasterConfig): string[] {
-  return readSecret(cfg).length < SHARED_SECRET_CHARS_WARN
-    ? [`sharedsecret is shorter than ${SHARED_SECRET_CHARS_WARN} characters: anyone who guesses it is any user external_auth:sharedsecret names`]
+  return readSecret(cfg).length < sharedSecretCharsWarn
+    ? [`sharedsecret is shorter than ${sharedSecretCharsWarn} characters: anyone who guesses it is any user external_auth:sharedsecret names`]
     : [];
 }

@@ -18,7 +18,7 @@ import type { Entry, Message, NodeId, RequestId, RequestKind, Role } from "./typ
 import { NONE, newMessage } from "./types.js";
 
 /** Leader-side memory of forwarded proposal batches already appended, so a re-delivered MsgProp is not appended twice. */
-const SEEN_PROPOSALS_MAX = 4096;
+const seenProposalsMax = 4096;
 
 /** What the request flow needs of the state machine (Raft). */
 export interface ForwardingHost {
@@ -171,7 +171,7 @@ export class Forwarding {
     // the proposer settles its requests when it learns that these entries committed
     r.waitsForCommit(m.from, res.index + ents.length - 1);
     this.seenProposals.set(key, res.index);
-    if (this.seenProposals.size > SEEN_PROPOSALS_MAX) {
+    if (this.seenProposals.size > seenProposalsMax) {
       this.seenProposals.delete(this.seenProposals.keys().next().value!);
     }
     reply({ index: res.index, logTerm: r.term });

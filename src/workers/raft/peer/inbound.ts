@@ -46,7 +46,7 @@ export interface ListenerHost {
 }
 
 /** join exchanges in progress at once on one listener, count (each holds an ephemeral key and waits on a commit) */
-const JOINS_IN_FLIGHT_MAX = 16;
+const joinsInFlightMax = 16;
 
 interface InboundConn {
   rid: Buffer;
@@ -89,7 +89,7 @@ export class PeerListener {
     this.routerOut.clear();
     // no unbind(): zeromq.js runs it on a libuv worker thread while this thread may still use the socket,
     // which libzmq does not allow (it aborted in testing). close() releases the port shortly after, on
-    // libzmq's I/O thread; start() retries a bind that finds the port still taken (BIND_RETRY_MS).
+    // libzmq's I/O thread; start() retries a bind that finds the port still taken (bindRetryMs).
     this.router?.close();
     this.router = undefined;
   }
@@ -146,7 +146,7 @@ export class PeerListener {
   /** A join frame: handed to the join responder (never holds a session; answered in the clear). */
   private onJoinFrame(rid: Buffer, key: string, frame: Buffer): void {
     const handler = this.h.joinFrame;
-    if (!handler || this.joinsInFlight >= JOINS_IN_FLIGHT_MAX) {
+    if (!handler || this.joinsInFlight >= joinsInFlightMax) {
       this.h.counters.unauthenticatedFrames++;
       return;
     }

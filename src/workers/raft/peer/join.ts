@@ -49,18 +49,18 @@ import { sodium } from "./sodium.js";
 /** the frame type byte of every join frame (after the handshake's 0x01-0x06) */
 export const JOIN_FRAME = 0x07;
 export const JOIN_VERSION = 1;
-/** a join frame, bytes (ADMIT carries cluster.pem and up to JOIN_MEMBERS_MAX public keys) */
-export const JOIN_FRAME_BYTES_MAX = 128 * 1024;
+/** a join frame, bytes (ADMIT carries cluster.pem and up to joinMembersMax public keys) */
+export const joinFrameBytesMax = 128 * 1024;
 /** members listed in ADMIT, count */
-export const JOIN_MEMBERS_MAX = 64;
+export const joinMembersMax = 64;
 /** a DISCOVER whose ts is further than this from the responder's clock is refused, ms */
-export const JOIN_REPLAY_WINDOW_MS = 5 * 60_000;
+export const joinReplayWindowMs = 5 * 60_000;
 /** DISCOVER nonces remembered for replay refusal (oldest forgotten first; they expire with the window), count */
-export const JOIN_NONCES_REMEMBERED_MAX = 4096;
+export const joinNoncesRememberedMax = 4096;
 /** bytes of a PEM text in a join frame */
-const PEM_BYTES_MAX = 8192;
+const pemBytesMax = 8192;
 /** bytes of the publish AES key text and of the secret in ADMIT */
-const TEXT_BYTES_MAX = 4096;
+const textBytesMax = 4096;
 
 const LABEL = "brine cluster join v1";
 const enc = new TextEncoder();
@@ -108,7 +108,7 @@ function frame(fields: Fields): Uint8Array {
   const out = new Uint8Array(1 + body.length);
   out[0] = JOIN_FRAME;
   out.set(body, 1);
-  if (out.length > JOIN_FRAME_BYTES_MAX) throw new JoinError("bad-frame", `join frame of ${out.length} bytes exceeds ${JOIN_FRAME_BYTES_MAX}`);
+  if (out.length > joinFrameBytesMax) throw new JoinError("bad-frame", `join frame of ${out.length} bytes exceeds ${joinFrameBytesMax}`);
   return out;
 }
 
@@ -131,7 +131,7 @@ function own(m: Fields, k: string): unknown {
   return Object.hasOwn(m, k) ? m[k] : undefined;
 }
 
-function bytesField(m: Fields, k: string, len?: number, max = JOIN_FRAME_BYTES_MAX): Uint8Array {
+function bytesField(m: Fields, k: string, len?: number, max = joinFrameBytesMax): Uint8Array {
   const v = own(m, k);
   if (!(v instanceof Uint8Array) || (len !== undefined && v.length !== len) || v.length > max) throw bad(`${k} must be ${len ?? `at most ${max}`} bytes`);
   return v;
@@ -146,7 +146,7 @@ function textField(m: Fields, k: string, max: number, allowEmpty = false): strin
 /** A JOIN frame's outer map, with `t` (the message name). REFUSE frames become a JoinError (remote). */
 export function decodeJoinFrame(f: Uint8Array): { t: string; m: Fields } {
   if (!(f instanceof Uint8Array) || f.length < 2 || f[0] !== JOIN_FRAME) throw bad("not a join frame");
-  if (f.length > JOIN_FRAME_BYTES_MAX) throw bad(`join frame of ${f.length} bytes exceeds ${JOIN_FRAME_BYTES_MAX}`);
+  if (f.length > joinFrameBytesMax) throw bad(`join frame of ${f.length} bytes exceeds ${joinFrameBytesMax}`);
   const m = decodeMap(f.subarray(1), "join frame");
   const t = own(m, "t");
   if (typeof t !== "string") throw bad("join frame has no message name");
@@ -352,8 +352,8 @@ export class JoinerExchange {
       if (cluster !== this.ctx.clusterId) throw new JoinError("cluster", `the responder is in cluster ${JSON.stringify(cluster)}, not ${JSON.stringify(this.ctx.clusterId)}`);
       const from = checkId(own(c, "from"), "responder id");
       if (from === this.ctx.selfId) throw new JoinError("duplicate-id", `the responder claims this master's own id ${JSON.stringify(from)}`);
-      const pub = textField(c, "pub", PEM_BYTES_MAX);
-      const clusterPub = textField(c, "cluster_pub", PEM_BYTES_MAX);
+      const pub = textField(c, "pub", pemBytesMax);
+      const clusterPub = textField(c, "cluster_pub", pemBytesMax);
       if (!this.ctx.pin) {
         throw new JoinError("fingerprint", `${from} answered with a cluster, and this master cannot tell its key from an impostor's: set cluster_pub_fingerprint to the cluster.pub line of \`salt-key -F\` on a master of the cluster (its key is ${pemFinger(clusterPub)})`);
       }
@@ -395,7 +395,7 @@ export class JoinerExchange {
       if (!sameBytes(bytesField(a, "mac", 32), mac(this.ctx.secret, MAC_RESPONDER, this.th!))) {
         throw new JoinError("secret", `${this.responder!.id} does not hold the same cluster_secret`);
       }
-      const clusterPem = textField(a, "cluster_pem", PEM_BYTES_MAX);
+      const clusterPem = textField(a, "cluster_pem", pemBytesMax);
       let derived: string;
       try {
         derived = pubPem(createPublicKey(createPrivateKey(clusterPem)));
@@ -408,11 +408,11 @@ export class JoinerExchange {
       const rawMembers = own(a, "members");
       if (rawMembers === null || typeof rawMembers !== "object" || Array.isArray(rawMembers)) throw bad("members is not a map");
       const entries = Object.entries(rawMembers as Fields);
-      if (entries.length > JOIN_MEMBERS_MAX) throw bad(`more than ${JOIN_MEMBERS_MAX} members`);
+      if (entries.length > joinMembersMax) throw bad(`more than ${joinMembersMax} members`);
       const members: Record<string, string> = {};
       for (const [id, pem] of entries) {
         checkId(id, "member id");
-        if (typeof pem !== "string" || pem.length > PEM_BYTES_MAX) throw bad(`member ${id}'s key is not a PEM`);
+        if (typeof pem !== "string" || pem.length > pemBytesMax) throw bad(`member ${id}'s key is not a PEM`);
         parseKey(pem, `member ${id}'s key`);
         if (id === this.ctx.selfId) continue;
         members[id] = pem;
@@ -425,8 +425,8 @@ export class JoinerExchange {
         via: this.responder!.id,
         clusterPem,
         clusterPub: derived,
-        aes: textField(a, "aes", TEXT_BYTES_MAX),
-        secret: textField(a, "secret", TEXT_BYTES_MAX, true),
+        aes: textField(a, "aes", textBytesMax),
+        secret: textField(a, "secret", textBytesMax, true),
         members,
         addresses,
       };
@@ -506,14 +506,14 @@ export interface Admitted {
 
 /**
  * DISCOVER nonces seen within the replay window (one per responder master, shared by its exchanges). Oldest
- * first; at most JOIN_NONCES_REMEMBERED_MAX, and the `ts` window refuses anything older than what was forgotten.
+ * first; at most joinNoncesRememberedMax, and the `ts` window refuses anything older than what was forgotten.
  */
 export class JoinReplayGuard {
   private readonly seen = new Map<string, number>();
 
   constructor(
-    private readonly windowMs = JOIN_REPLAY_WINDOW_MS,
-    private readonly max = JOIN_NONCES_REMEMBERED_MAX,
+    private readonly windowMs = joinReplayWindowMs,
+    private readonly max = joinNoncesRememberedMax,
   ) {}
 
   /** Throws a replay refusal, else remembers (id, nonce) at `now`. */
@@ -562,14 +562,14 @@ export class ResponderExchange {
     try {
       const { t, m } = decodeJoinFrame(f);
       if (t !== "discover") throw new JoinError("state", `expected discover, got ${t}`);
-      const body = bytesField(m, "m", undefined, PEM_BYTES_MAX * 2);
+      const body = bytesField(m, "m", undefined, pemBytesMax * 2);
       const d = decodeMap(body, "discover");
       if (own(d, "v") !== JOIN_VERSION) throw new JoinError("version", `the joiner speaks join version ${String(own(d, "v"))}, this master ${JOIN_VERSION}`);
       const cluster = textField(d, "cluster", 256);
       const from = checkId(own(d, "from"), "joiner id");
       if (cluster !== this.ctx.clusterId) throw new JoinError("cluster", `${from} asks to join cluster ${JSON.stringify(cluster)}, this master is in ${JSON.stringify(this.ctx.clusterId)}`);
       if (from === this.ctx.selfId) throw new JoinError("duplicate-id", `${from} claims this master's own node id`);
-      const pub = textField(d, "pub", PEM_BYTES_MAX);
+      const pub = textField(d, "pub", pemBytesMax);
       const key = parseKey(pub, `${from}'s key`);
       if (!verifyWith(key, concatBytes([L_DISCOVER, body]), bytesField(m, "sig", undefined, 1024))) throw new JoinError("forged", `${from}'s DISCOVER is not signed by the key it carries`);
       this.signedBy = from;
@@ -632,7 +632,7 @@ export class ResponderExchange {
   admitted(material: AdmitMaterial): Uint8Array {
     if (this.stage !== "admitting") throw new JoinError("state", `ADMIT in stage ${this.stage}`);
     const members: Record<string, string> = {};
-    for (const [id, pem] of Object.entries(material.members).slice(0, JOIN_MEMBERS_MAX)) if (id !== this.joiner!.id) members[id] = pem;
+    for (const [id, pem] of Object.entries(material.members).slice(0, joinMembersMax)) if (id !== this.joiner!.id) members[id] = pem;
     const addresses: Record<string, { host: string; port: number }> = {};
     for (const [id, a] of Object.entries(material.addresses)) if (Object.hasOwn(members, id)) addresses[id] = { host: a.host, port: a.port };
     const out = seal(this.r2j!, "admit", {

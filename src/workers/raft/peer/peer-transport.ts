@@ -95,7 +95,7 @@ class OutboundLink {
  * (a restart) frees its port on libzmq's I/O thread shortly after close() returns. A port held by another
  * process still fails start-up, just this much later.
  */
-const BIND_RETRY_MS = 2000;
+const bindRetryMs = 2000;
 /** Jitter applied to each reconnect delay, as a fraction (±). */
 const BACKOFF_JITTER = 0.2;
 
@@ -167,7 +167,7 @@ export class PeerTransport {
       sendTimeout: 0,
     });
     const address = port === 0 ? tcpAddress({ host, port: 0 }).replace(/:0$/, ":*") : tcpAddress({ host, port });
-    for (const retryUntil = Date.now() + BIND_RETRY_MS; ; ) {
+    for (const retryUntil = Date.now() + bindRetryMs; ; ) {
       try {
         await router.bind(address);
         break;

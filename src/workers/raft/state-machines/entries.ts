@@ -134,14 +134,14 @@ function validateRoute(raw: unknown): RouteValue {
 }
 
 /** a PEM public key in a PEER_KEY entry, bytes */
-const PEER_PEM_BYTES_MAX = 8192;
+const peerPemBytesMax = 8192;
 
 export function validatePeerKey(raw: unknown): PeerKeyValue {
   const o = plainObject(raw, "PEER_KEY");
   const id = validateNodeId(own(o, "id"), "PEER_KEY id");
   if (/[/\\]/.test(id) || id.startsWith(".")) throw new BrineError("CLUSTER_BAD_NODE_ID", `PEER_KEY id ${JSON.stringify(id)} cannot name a key file`);
   const pub = own(o, "pub") ?? null;
-  if (pub !== null && (typeof pub !== "string" || pub.length > PEER_PEM_BYTES_MAX || !/^-----BEGIN (RSA )?PUBLIC KEY-----/.test(pub.trim()))) {
+  if (pub !== null && (typeof pub !== "string" || pub.length > peerPemBytesMax || !/^-----BEGIN (RSA )?PUBLIC KEY-----/.test(pub.trim()))) {
     throw new BrineError("CLUSTER_BAD_ENTRY", "PEER_KEY pub must be a public key PEM or null");
   }
   const host = own(o, "host");
