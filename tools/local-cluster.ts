@@ -21,6 +21,8 @@ import { TestMinion, type TestMinionOptions } from "../src/lib/minion/test-minio
 import type { MinionKeys } from "../src/lib/minion/keys.js";
 import { RawClient } from "../src/lib/minion/raw-client.js";
 import { decodeWire } from "../src/shared/protocol/msgpack.js";
+import { controlCall } from "../src/lib/client/control-client.js";
+import { loadMasterConfig } from "../src/shared/config/load.js";
 
 export const CLI_DIR = new URL("../src/cli/", import.meta.url);
 export const PUB_PORT = 4505;
@@ -415,6 +417,13 @@ export class ClusterHarness {
     const r = await this.saltRun(i, [`cluster.${fn}`, ...args, "--out", "json"]);
     if (r.code !== 0) throw new Error(`salt-run cluster.${fn} on m${i + 1}: ${r.stderr || r.stdout}`);
     return JSON.parse(r.stdout);
+  }
+
+  /** A runner on master i through its control socket (no salt-run process per call): its return, or an error naming the master. */
+  async controlRunner(i: number, fun: string, arg: unknown[] = []): Promise<any> {
+    const r = await controlCall(loadMasterConfig(this.masters[i]!.confDir).sock_dir, { op: "run", fun, arg, kwarg: {} });
+    if (r.type !== "return") throw new Error(`${fun} on m${i + 1}: ${r.message ?? r.type}`);
+    return r.ret;
   }
 
   /** Waits until the live masters `alive` agree on one leader (other than `not`), and `voters` voters. */

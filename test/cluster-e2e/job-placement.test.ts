@@ -19,7 +19,6 @@ import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
-import { controlCall } from "../../src/lib/client/control-client.js";
 
 const LB = "127.0.0.220";
 const HOSTS = ["127.0.0.221", "127.0.0.222", "127.0.0.223", "127.0.0.224", "127.0.0.225"];
@@ -38,12 +37,7 @@ test("jobs live on their two ring owners: 1,000 jobs placed, read from every mas
   const minions: TestMinion[] = [];
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);
   const cfgs = h.masters.map((m) => loadMasterConfig(m.confDir));
-  /** a runner on master i through its control socket (no salt-run process per call) */
-  const runner = async (i: number, fun: string, arg: unknown[]): Promise<any> => {
-    const r = await controlCall(cfgs[i]!.sock_dir, { op: "run", fun, arg, kwarg: {} });
-    if (r.type !== "return") throw new Error(`${fun} on m${i + 1}: ${r.message ?? r.type}`);
-    return r.ret;
-  };
+  const runner = (i: number, fun: string, arg: unknown[]) => h.controlRunner(i, fun, arg);
   try {
     await h.waitLeader([0, 1, 2, 3, 4], 5, 60_000);
     await run(3, "ring_create", "jobs", "m1,m2,m3");

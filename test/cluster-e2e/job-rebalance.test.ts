@@ -21,7 +21,6 @@ import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, minionThrough, skipReason, until } from "../../tools/local-cluster.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
-import { controlCall } from "../../src/lib/client/control-client.js";
 
 const LB = "127.0.0.240";
 const HOSTS = ["127.0.0.241", "127.0.0.242", "127.0.0.243"];
@@ -38,11 +37,7 @@ test("jobs move when replicas change and when a voter leaves the ring (placement
   const minions: TestMinion[] = [];
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);
   const cfgs = h.masters.map((m) => loadMasterConfig(m.confDir));
-  const runner = async (i: number, fun: string, arg: unknown[]): Promise<any> => {
-    const r = await controlCall(cfgs[i]!.sock_dir, { op: "run", fun, arg, kwarg: {} });
-    if (r.type !== "return") throw new Error(`${fun} on m${i + 1}: ${r.message ?? r.type}`);
-    return r.ret;
-  };
+  const runner = (i: number, fun: string, arg: unknown[]) => h.controlRunner(i, fun, arg);
   try {
     const leader = await h.waitLeader([0, 1, 2], 3, 60_000);
     const li = h.masters.findIndex((m) => m.id === leader);
