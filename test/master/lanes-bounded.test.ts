@@ -56,18 +56,29 @@ test("a full request lane answers 'retry later' at once, and sign-ins are still 
 test("sign-ins that waited past brine_auth_stale_ms are answered retry-later without RSA work", async () => {
   const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_auth_stale_ms: 1, brine_metrics: { port: 0 } });
   const keys = await testKeys(2);
-  const clients = Array.from({ length: 40 }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
+  const n = 40;
+  const clients = Array.from({ length: 2 * n }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
+  const signIn = (c: RawClient, i: number) =>
+    c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `stale-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }));
   try {
-    const replies = await Promise.all(
-      clients.map((c, i) => c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `stale-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }))),
-    );
+    // every connection is made first (an undecodable frame, answered on the request lane), so the burst below
+    // is not spread out by connection set-up
+    for (const r of await Promise.all(clients.map((c) => c.request(Buffer.from("warm-up"))))) assert.deepEqual(decodeWire(r), { msg: "bad load" });
+    // the burst the test controls: a first wave that holds the clear lane's one worker busy with RSA work, and a
+    // second wave sent while it is: the second wave's sign-ins wait longer than 1 ms before their batch starts
+    const first = clients.slice(0, n).map((c, i) => signIn(c, i));
+    const firstAnswer = Promise.race(first);
+    await new Promise((r) => setTimeout(r, 2));
+    const second = clients.slice(n).map((c, i) => signIn(c, n + i));
+    await firstAnswer;
+    const replies = await Promise.all([...first, ...second]);
     const stale = replies.filter((r) => r.equals(STALE_REPLY)).length;
     const signed = replies.filter((r) => {
       const v = decodeWire(r);
       return isMap(v) && Buffer.isBuffer(v.sig);
     }).length;
-    assert.equal(stale + signed, 40, "each sign-in got one reply: signed, or retry-later");
-    assert.ok(stale > 0, "a 1 ms budget leaves some sign-ins stale under a burst of 40");
+    assert.equal(stale + signed, 2 * n, "each sign-in got one reply: signed, or retry-later");
+    assert.ok(stale > 0, "a 1 ms budget leaves the sign-ins that queued behind a busy lane stale");
     // each one counted on the clear lane (metrics); a stale sign-in is refused by its lane, never handled
     const m = await scrapeMetrics(tm);
     assert.equal(m.get('brine_request_lane_refused_total{lane="clear",reason="stale"}'), stale);
