@@ -6,7 +6,8 @@
  * this master's job cache: the runners themselves (jobs.ts) are unchanged. Masters that could not be asked
  * (one owner down) are logged; the answer is what the others hold.
  *
- * Covered: lookup_jid, print_job, list_job, exit_success (one jid), list_jobs (every master's jobs), last_run
+ * Covered: lookup_jid, print_job, list_job, exit_success (one jid), list_jobs (every master's jobs, the newest
+ * brine_cluster_list_jobs_max of them: past it a warning in the log and on the runner's output), last_run
  * (every master's jobs, then the newest match's whole copy), active (the whole copy of each job a minion says
  * it is running). The last two learn which jids they need only while they run: they ask the view for them
  * (wantJobs) before reading, and the view fetches what it lacks.
@@ -114,8 +115,14 @@ export async function jobsFor(ctx: RunnerContext, fun: string, arg: unknown[], k
     return new ClusterJobView(ctx.store, new Map([[jid, await fetch(jid)]]), undefined, true);
   }
   if (LISTING.has(fun)) {
-    const r = await c.raft.jobList();
+    const max = ctx.cfg.brine_cluster_list_jobs_max;
+    const r = await c.raft.jobList(max);
     unreachableNote(fun, r.unreachable);
+    if (r.truncated) {
+      const line = `${fun}: the cluster holds more than ${max} jobs (brine_cluster_list_jobs_max): only the newest ${max} were read, the older ones are left out`;
+      log.warning(line);
+      ctx.print(`WARNING: ${line}`);
+    }
     return new ClusterJobView(ctx.store, new Map(r.jobs.map(([jid, load, minions, endtime]: ListedJob) => [jid, { load, ...(minions ? { minions } : {}), ...(endtime !== null ? { endtime } : {}), returns: {} }])), fetch);
   }
   if (fun === "jobs.active") return new ClusterJobView(ctx.store, new Map(), fetch);

@@ -12,6 +12,8 @@
  *   acknowledged the jid (durably stored). A settled key leaves the outbox if its stamp did not change
  *   meanwhile, and its record leaves this master when this master is not one of the jid's owners.
  *   A jid whose owners are unknown (no table yet) stays for the next round.
+ * - **Cluster-wide lists.** NewestJobs merges every master's list, read page by page newest first, into the
+ *   newest `max` jobs, holding no more than those and one page per master.
  * - **Rebalancing.** When a ring's table changes (sameOwnership false), each jid whose owners changed
  *   (ownersMoved) goes back in the outbox of the masters holding it, and the hand-off moves it.
  */
@@ -201,4 +203,77 @@ export function mergeLists(lists: readonly (readonly ListedJob[])[]): ListedJob[
     }
   }
   return [...by.values()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+/**
+ * The newest `max` jobs of several masters' lists, each read page by page newest first (a cluster-wide
+ * list_jobs): a k-way merge that holds at most `max` merged jobs and one page per master, whatever the lists'
+ * lengths. The shell feeds each source's pages (`feed`, oldest first as a `list` page comes) while `wanting()`
+ * names sources whose next page is needed, and calls `take()` after each batch of pages; `result()` once
+ * `take()` says "done". One jid on several masters is one job (merged as mergeLists does).
+ */
+export class NewestJobs {
+  /** per source: its unread jobs, newest last (popped from the end), and whether pages are left */
+  private readonly queues: ListedJob[][];
+  private readonly more: boolean[];
+  /** merged jobs, newest first */
+  private readonly out: ListedJob[] = [];
+  private cut = false;
+
+  constructor(
+    sources: number,
+    private readonly max: number,
+  ) {
+    this.queues = Array.from({ length: sources }, () => []);
+    this.more = Array.from({ length: sources }, () => true);
+  }
+
+  /** One page of source `i` (oldest first, as a `list` page is answered); `more`: the source has older pages. */
+  feed(i: number, page: readonly ListedJob[], more: boolean): void {
+    // a page answered oldest first is newest last: the queue pops its newest from the end
+    const q = this.queues[i]!;
+    const older = [...page];
+    this.queues[i] = q.length === 0 ? older : [...older, ...q];
+    this.more[i] = more;
+  }
+
+  /** Source `i` gives nothing more (finished, or failed: what it gave stays merged). */
+  end(i: number): void {
+    this.more[i] = false;
+  }
+
+  /** Sources whose next page is needed before the merge can go on. */
+  wanting(): number[] {
+    if (this.finished()) return [];
+    const w: number[] = [];
+    for (let i = 0; i < this.queues.length; i++) if (this.queues[i]!.length === 0 && this.more[i]) w.push(i);
+    return w;
+  }
+
+  /** Merges what can be merged now: "need" (feed the sources `wanting()` names) or "done". */
+  take(): "need" | "done" {
+    while (this.out.length < this.max) {
+      if (this.wanting().length > 0) return "need";
+      let newest: string | undefined;
+      for (const q of this.queues) {
+        const head = q[q.length - 1];
+        if (head && (newest === undefined || head[0] > newest)) newest = head[0];
+      }
+      if (newest === undefined) return "done";
+      const same: ListedJob[] = [];
+      for (const q of this.queues) if (q.length > 0 && q[q.length - 1]![0] === newest) same.push(q.pop()!);
+      this.out.push(mergeLists(same.map((j) => [j]))[0]!);
+    }
+    this.cut = this.queues.some((q, i) => q.length > 0 || this.more[i]);
+    return "done";
+  }
+
+  private finished(): boolean {
+    return this.out.length >= this.max;
+  }
+
+  /** The merged jobs in jid order (oldest first), and whether older jobs were left out (more than `max`). */
+  result(): { jobs: ListedJob[]; truncated: boolean } {
+    return { jobs: [...this.out].reverse(), truncated: this.cut };
+  }
 }

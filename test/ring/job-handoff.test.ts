@@ -24,6 +24,7 @@ import { BrineError } from "../../src/shared/errors.js";
 import { ownersOf, type PlacementTable } from "../../src/shared/placement.js";
 import { JobPlacement } from "../../src/workers/raft/job-placement.js";
 import { encodeWire } from "../../src/shared/protocol/msgpack.js";
+import { cbor } from "../../src/shared/cbor.js";
 import type { PeerMessage } from "../../src/workers/raft/peer/peer-types.js";
 
 const a = assignSlots(["m1", "m2"]);
@@ -45,6 +46,8 @@ function cluster(dir: string, o: ClusterOptions = {}) {
   const down = new Set<string>();
   const stores = new Map<string, Store>();
   const svc = new Map<string, JobPlacement>();
+  /** requests made over the channel, by op (`list`, `read`, `store`, `table`) */
+  const requests = new Map<string, number>();
   const make = (id: string) => {
     const store = stores.get(id)!;
     const channel = {
@@ -54,6 +57,8 @@ function cluster(dir: string, o: ClusterOptions = {}) {
       },
       request: async (peer: string, ch: string, payload: Uint8Array) => {
         if (down.has(peer) || down.has(id)) throw new BrineError("CLUSTER_PEER_DOWN", peer);
+        const op = String((cbor.decode(payload) as { op?: unknown }).op);
+        requests.set(op, (requests.get(op) ?? 0) + 1);
         const h = handlers.get(peer)?.get(ch);
         if (!h) throw new BrineError("CLUSTER_PEER_UNKNOWN", peer);
         if (o.frameBytes !== undefined && payload.byteLength > o.frameBytes) throw new BrineError("CLUSTER_PEER_CHANNEL", `request of ${payload.byteLength} bytes`);
@@ -93,7 +98,7 @@ function cluster(dir: string, o: ClusterOptions = {}) {
     svc.get(id)!.close();
     make(id);
   };
-  return { stores, svc, down, restart, jobs: (id: string) => new JobCache(stores.get(id)!, () => true), plain: (id: string) => new JobCache(stores.get(id)!) };
+  return { stores, svc, down, restart, requests, jobs: (id: string) => new JobCache(stores.get(id)!, () => true), plain: (id: string) => new JobCache(stores.get(id)!) };
 }
 
 /** A jid whose owners under TABLE are m1 and m2 (with replicas 2 over two voters, every jid). */
@@ -212,6 +217,51 @@ test("a job list larger than one peer-channel message arrives whole, page by pag
     const first = c.svc.get("m1")!.localList(undefined, 2048);
     assert.ok(first.next !== undefined && first.jobs.length > 0 && first.jobs.length < 30, `m1's first page holds part of its 30 jobs: ${first.jobs.length}`);
     assert.equal(first.jobs[first.jobs.length - 1]![0], jids[58], "the first page holds the newest jobs");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a cluster-wide list over max jobs keeps the newest max, reads only the pages it needs, and says it was cut", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
+  // pages of about 6 jobs
+  const c = cluster(dir, { listPageBytes: 2048 });
+  try {
+    const jids: string[] = [];
+    for (let i = 0; i < 90; i++) {
+      const jid = `202611251200000${String(10000 + i)}`;
+      jids.push(jid);
+      // every third job on m1 and m2 (an owner pair), the others on m2 or m3: a jid held twice is listed once
+      const on = i % 3 === 0 ? ["m1", "m2"] : [["m1", "m2", "m3"][i % 3]!];
+      for (const m of on) await c.plain(m).saveLoad(jid, { jid, fun: "test.arg", arg: ["x".repeat(200)], tgt: "*" }, [`minion-${i}`, m]);
+    }
+    const whole = await c.svc.get("m3")!.clusterList();
+    assert.deepEqual(whole.jobs.map((j) => j[0]), jids, "no bound: every job once");
+    assert.equal(whole.truncated, undefined);
+    assert.deepEqual(whole.jobs[0]![2], ["m1", "m2", "minion-0"], "a job held twice is merged");
+
+    c.requests.clear();
+    const cut = await c.svc.get("m3")!.clusterList(10);
+    assert.deepEqual(cut.jobs.map((j) => j[0]), jids.slice(-10), "the newest 10, oldest first");
+    assert.equal(cut.truncated, true);
+    assert.deepEqual(cut.unreachable, {});
+    // m2 holds 60 jobs and m1 30 (pages of about 6): the newest 10 of the cluster need two pages of each at most
+    const lists = c.requests.get("list") ?? 0;
+    assert.ok(lists >= 2 && lists <= 4, `only the first pages were asked for: ${lists} list requests`);
+
+    // exactly as many jobs as the bound: all of them, not cut
+    const exact = await c.svc.get("m1")!.clusterList(90);
+    assert.equal(exact.jobs.length, 90);
+    assert.equal(exact.truncated, undefined);
+
+    // a master down: the others' newest, and it is named
+    c.down.add("m2");
+    const without = await c.svc.get("m3")!.clusterList(5);
+    assert.deepEqual(Object.keys(without.unreachable), ["m2"]);
+    assert.deepEqual(without.jobs.map((j) => j[0]), jids.slice(-7).filter((_, k) => [0, 1, 3, 4, 6].includes(k)), "the newest of m1 and m3");
+    assert.equal(without.truncated, true);
   } finally {
     for (const s of c.svc.values()) s.close();
     for (const s of c.stores.values()) await s.close();

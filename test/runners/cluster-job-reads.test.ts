@@ -12,6 +12,8 @@ import type { RunnerCluster } from "../../src/runners/context.js";
 import type { JobCopy } from "../../src/shared/placement.js";
 import type { ClusterJob, ClusterJobList } from "../../src/workers/raft/job-placement.js";
 import { runnerHarness } from "./helpers.js";
+import { EncodedReturn } from "../../src/runners/context.js";
+import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 
 const OLD = "20261125100000000001";
 const NEW = "20261125110000000002";
@@ -21,7 +23,7 @@ const ELSEWHERE: Record<string, JobCopy> = {
   [NEW]: { load: { fun: "state.apply", tgt: "web*", arg: [] }, minions: ["a", "b"], returns: { a: { return: { ok: 1 }, retcode: 0 }, b: { return: {}, retcode: 2 } } },
 };
 
-function placed(reads: string[]): RunnerCluster {
+function placed(reads: string[], asked: number[] = []): RunnerCluster {
   return {
     nodeId: "m3",
     ring: { route: (dt: string) => (dt === "jobs" ? "jobs" : null) },
@@ -30,10 +32,12 @@ function placed(reads: string[]): RunnerCluster {
         reads.push(jid);
         return { job: ELSEWHERE[jid] ?? { returns: {} }, unreachable: {} };
       },
-      jobList: async (): Promise<ClusterJobList> => ({
-        jobs: Object.entries(ELSEWHERE).map(([jid, j]) => [jid, j.load!, j.minions ?? null, null]),
-        unreachable: {},
-      }),
+      // the newest `max` (as every master's list merged is cut: job-placement.ts clusterList)
+      jobList: async (max: number): Promise<ClusterJobList> => {
+        asked.push(max);
+        const all = Object.entries(ELSEWHERE).map(([jid, j]): ClusterJobList["jobs"][number] => [jid, j.load!, j.minions ?? null, null]);
+        return { jobs: all.slice(-max), unreachable: {}, ...(all.length > max ? { truncated: true as const } : {}) };
+      },
     },
   } as unknown as RunnerCluster;
 }
@@ -84,6 +88,31 @@ test("jobs.active lists what the minions run with the returns already held on ot
     assert.deepEqual(out[NEW]!.Running, [{ a: 41 }, { b: 42 }]);
     assert.deepEqual(out[NEW]!.Returned, ["a", "b"], "returns stored on other masters count as returned");
     assert.deepEqual(reads, [NEW]);
+  } finally {
+    await h.close();
+  }
+});
+
+test("a cluster-wide jobs.list_jobs asks for brine_cluster_list_jobs_max jobs and, when the cluster holds more, says so on the output and in the log", async () => {
+  const h = runnerHarness({ cfg: { brine_cluster_list_jobs_max: 1 } });
+  try {
+    const asked: number[] = [];
+    h.ctx.store = h.store;
+    h.ctx.cluster = placed([], asked);
+    const jobs = await jobsFor(h.ctx, "jobs.list_jobs", [], {});
+    const out = await jobsRunners["jobs.list_jobs"]!({ ...h.ctx, jobs }, [], {});
+    const listed = decodeWire((out as EncodedReturn).bytes) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(listed), [NEW], "the newest job only");
+    assert.deepEqual(asked, [1]);
+    assert.equal(h.printed.length, 1);
+    assert.match(h.printed[0]!, /^WARNING: jobs\.list_jobs: the cluster holds more than 1 jobs \(brine_cluster_list_jobs_max\): only the newest 1 were read/);
+
+    // under the bound: no warning
+    h.ctx.cfg = { ...h.ctx.cfg, brine_cluster_list_jobs_max: 2 };
+    h.printed.length = 0;
+    const all = await jobsFor(h.ctx, "jobs.list_jobs", [], {});
+    assert.deepEqual(Object.keys(decodeWire(((await jobsRunners["jobs.list_jobs"]!({ ...h.ctx, jobs: all }, [], {})) as EncodedReturn).bytes) as object), [OLD, NEW]);
+    assert.deepEqual(h.printed, []);
   } finally {
     await h.close();
   }

@@ -150,8 +150,8 @@ export type ToRaft =
    * `raft/placement`, job-placement.ts), with the masters that could not be asked. For the jobs.* runners.
    */
   | { k: "jobRead"; id: number; jid: string }
-  /** every member's jobs (load, expected minions, end time), merged by jid: ClusterJobList */
-  | { k: "jobList"; id: number }
+  /** every member's newest `max` jobs (load, expected minions, end time), merged by jid: ClusterJobList */
+  | { k: "jobList"; id: number; max: number }
   /** runs cluster.shed_unowned on every other master of the cluster (raft/shed): node id -> its ShedResult */
   | { k: "shedPeers"; id: number; args: ShedArgs }
   /** the cluster group's leader's view of every member's replication (here, or asked over raft/progress): LeaderView */

@@ -119,8 +119,9 @@ export class RaftClient {
   jobRead(jid: string): Promise<ClusterJob> {
     return this.call({ k: "jobRead", jid });
   }
-  jobList(): Promise<ClusterJobList> {
-    return this.call({ k: "jobList" });
+  /** the newest `max` jobs of every master, merged (`truncated` when there were more) */
+  jobList(max: number): Promise<ClusterJobList> {
+    return this.call({ k: "jobList", max });
   }
   shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
     return this.call({ k: "shedPeers", args });

@@ -16,7 +16,8 @@
  *   owner refuses a jid as not its own).
  * - **Reads** (`read`, `list`): the jobs.* runners ask, through their Raft worker port, every master of the
  *   cluster for its copy of a jid (or its list of jobs) and merge them, so a job is found wherever it lives and
- *   while one of its owners is down.
+ *   while one of its owners is down; a list is the newest `max` jobs (brine_cluster_list_jobs_max), each
+ *   master's pages read only as far as the merge needs them.
  */
 import { BrineError, ERR } from "../../shared/errors.js";
 import { cbor } from "../../shared/cbor.js";
@@ -26,7 +27,7 @@ import { validId, validJid } from "../../shared/protocol/ids.js";
 import { ringSlots } from "../../shared/sab-ring/layout.js";
 import {
   mergeCopies,
-  mergeLists,
+  NewestJobs,
   outboxJid,
   ownersMoved,
   ownersOf,
@@ -104,9 +105,12 @@ export interface ClusterJob {
 }
 
 export interface ClusterJobList {
+  /** the newest jobs (at most the `max` asked for), oldest first */
   jobs: ListedJob[];
   /** masters that could not be asked (or stopped answering between pages), with why */
   unreachable: Record<string, string>;
+  /** the cluster holds more jobs than the `max` asked for: the older ones were left out */
+  truncated?: true;
 }
 
 /** A rebalancing scan in progress: the job cache's keys, in key order, from `after` on. */
@@ -367,18 +371,11 @@ export class JobPlacement {
     return { jobs: jobs.reverse(), ...(next !== undefined ? { next } : {}) };
   }
 
-  /** Every page of `peer`'s job list (each one peer-channel request). */
-  private async peerList(peer: string): Promise<ListedJob[]> {
-    const pages: ListedJob[][] = [];
-    let before: string | undefined;
-    for (;;) {
-      const a = checkList(cbor.decode(await this.d.channel.request(peer, PLACEMENT_CHANNEL, cbor.encode({ op: "list", ...(before !== undefined ? { before } : {}) }) as Uint8Array, this.d.timeoutMs)));
-      pages.push(a.jobs);
-      if (a.next === undefined) break;
-      if (before !== undefined && a.next >= before) throw new BrineError("PLACEMENT_BAD_MESSAGE", `list page cursor did not move back (${a.next} after ${before})`);
-      before = a.next;
-    }
-    return pages.reverse().flat();
+  /** One page of `peer`'s job list, older than `before` (one peer-channel request). */
+  private async peerPage(peer: string, before: string | undefined): Promise<{ jobs: ListedJob[]; next?: string }> {
+    const a = checkList(cbor.decode(await this.d.channel.request(peer, PLACEMENT_CHANNEL, cbor.encode({ op: "list", ...(before !== undefined ? { before } : {}) }) as Uint8Array, this.d.timeoutMs)));
+    if (before !== undefined && a.next !== undefined && a.next >= before) throw new BrineError("PLACEMENT_BAD_MESSAGE", `list page cursor did not move back (${a.next} after ${before})`);
+    return a;
   }
 
   /** `jid` as the cluster holds it: this master's copy merged with every other master's. */
@@ -402,25 +399,39 @@ export class JobPlacement {
     return { job: mergeCopies([this.localCopy(jid), ...copies.filter((c): c is JobCopy => c !== undefined)]), unreachable };
   }
 
-  /** Every master's jobs, merged (each peer's list asked page by page). */
-  async clusterList(): Promise<ClusterJobList> {
+  /**
+   * The newest `max` jobs of every master, merged (NewestJobs: each master's list read page by page, newest
+   * first, only as far as the merge needs), so this thread holds at most `max` jobs and one page per master
+   * however many jobs the cluster keeps; `truncated` when older ones were left out.
+   */
+  async clusterList(max = Infinity): Promise<ClusterJobList> {
     const unreachable: Record<string, string> = {};
-    const own = this.localList();
-    const lists = await Promise.all(
-      this.d.peers().map(async (p): Promise<ListedJob[]> => {
-        if (!this.d.up(p)) {
-          unreachable[p] = "down (no peer session)";
-          return [];
-        }
-        try {
-          return await this.peerList(p);
-        } catch (e) {
-          unreachable[p] = (e as Error).message;
-          return [];
-        }
-      }),
-    );
-    return { jobs: mergeLists([own.jobs, ...lists]), unreachable };
+    const peers = this.d.peers();
+    const pageBytes = this.d.listPageBytes ?? listPageBytesMax;
+    const merge = new NewestJobs(peers.length + 1, max);
+    const cursor: (string | undefined)[] = [];
+    for (const [i, p] of peers.entries()) {
+      if (this.d.up(p)) continue;
+      unreachable[p] = "down (no peer session)";
+      merge.end(i + 1);
+    }
+    while (merge.take() === "need") {
+      await Promise.all(
+        merge.wanting().map(async (i) => {
+          try {
+            const page = i === 0 ? this.localList(cursor[i], pageBytes) : await this.peerPage(peers[i - 1]!, cursor[i]);
+            cursor[i] = page.next;
+            merge.feed(i, page.jobs, page.next !== undefined);
+          } catch (e) {
+            // a master that stops answering between pages: what it gave is merged, the rest is left out (logged)
+            unreachable[peers[i - 1] ?? this.d.self] = (e as Error).message;
+            merge.end(i);
+          }
+        }),
+      );
+    }
+    const r = merge.result();
+    return { jobs: r.jobs, unreachable, ...(r.truncated ? { truncated: true } : {}) };
   }
 
   // --- serving peers -------------------------------------------------------------------------------------

@@ -300,7 +300,7 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
       return jobPlacement().clusterCopy(m.jid);
     case "jobList":
       await started;
-      return jobPlacement().clusterList();
+      return jobPlacement().clusterList(Number.isSafeInteger(m.max) && m.max > 0 ? m.max : Infinity);
     case "shedPeers":
       return jobCachePeers().shedOn(otherMembers(await started), m.args);
     case "leaderProgress":
