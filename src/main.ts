@@ -49,6 +49,7 @@ import { ensureClusterKeys, isClustered, resolveLocalState } from "./shared/shar
 import { MetricsHost } from "./main-thread/metrics-exporter.js";
 import { prepareMasterSign } from "./lib/pki/master-sign.js";
 import { answerHeapProbes } from "./shared/heap-probe.js";
+import { PublishPeersBoard } from "./shared/publish-peers.js";
 
 const log = getLogger("brine.master");
 
@@ -87,6 +88,11 @@ export class MasterServer {
   /** the replay nonces on disk, across restarts */
   private nonceJournal: NonceJournal | undefined;
   readonly jidClock = sharedJidClock();
+  /**
+   * The addresses connected to the publish port, for the request threads (src/shared/publish-peers.ts): they
+   * fill it from /proc/net/tcp; a transport that knows its connections feeds it instead (LivePublishPeers).
+   */
+  readonly publishPeers = new PublishPeersBoard();
   /** jids for runner calls, from the same clock as the workers' job jids (never equal to one) */
   private readonly runnerJids = new JidGenerator(Date.now, this.jidClock);
   /** results of runner calls a request worker waits for (src/shared/runner-results.ts) */
@@ -195,6 +201,7 @@ export class MasterServer {
       nonces: this.nonces.sab,
       jids: this.jidClock.buffer as SharedArrayBuffer,
       metrics: this.metrics.sab,
+      publishPeers: this.publishPeers.sab,
       ...(this.cluster ? { cluster: { nodeId: this.cluster.node.nodeId, ring: this.cluster.node.ringBuffer } } : {}),
     };
 

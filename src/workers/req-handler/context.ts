@@ -31,7 +31,8 @@ import { readOption } from "../../shared/config/options.js";
 import { TokenStore } from "../../lib/auth/tokens.js";
 import type { WheelContext } from "../../lib/wheel/types.js";
 import { getLogger } from "../../shared/log.js";
-import { localPresent } from "./presence.js";
+import { boardPeers, localPresent, presenceMode, readPublishPeers } from "./presence.js";
+import { PublishPeersBoard } from "../../shared/publish-peers.js";
 import { MetricsBoard } from "../../shared/metrics/board.js";
 import { RingReader, type GateVerdict } from "../../shared/sab-ring/reader.js";
 import { MasterPubSigner } from "../../lib/pki/master-sign.js";
@@ -49,6 +50,8 @@ export interface SharedBuffers {
   metrics?: SharedArrayBuffer;
   /** clustered: this master's node id and the shared ring buffer the Raft worker publishes (its gates) */
   cluster?: { nodeId: string; ring: SharedArrayBuffer };
+  /** the publish port's connected addresses (src/shared/publish-peers.ts); absent: this thread keeps its own */
+  publishPeers?: SharedArrayBuffer;
 }
 
 /** What one request produced besides its reply: events for the bus, publishes for the PUB socket. */
@@ -105,6 +108,8 @@ export class MasterContext {
   readonly jids: JidGenerator;
   /** this master's counters, shared by every thread (src/shared/metrics/board.ts) */
   readonly metrics: MetricsBoard;
+  /** the addresses connected to the publish port, shared by every request thread (src/shared/publish-peers.ts) */
+  readonly publishPeers: PublishPeersBoard;
   /**
    * Clustered: Salt's owns_for gate over the shared ring (src/shared/sab-ring/reader.ts) for `dataType`'s key,
    * counting not_a_member / other_ring_member in the shared drop_stats. The write happens whatever the
@@ -142,6 +147,7 @@ export class MasterContext {
     this.clearRequestBytesMax = readOption(cfg, "brine_clear_request_bytes_max");
     this.jids = new JidGenerator(now, new BigInt64Array(shared.jids));
     this.metrics = new MetricsBoard(shared.metrics);
+    this.publishPeers = new PublishPeersBoard(shared.publishPeers);
     let placed: ((jid: string) => boolean) | undefined;
     if (shared.cluster) {
       const ring = new RingReader(shared.cluster.ring);
@@ -234,13 +240,23 @@ export class MasterContext {
     return this.authenticator;
   }
 
+  /**
+   * The accepted minions this master sees connected (presence.ts localPresent; with `connections`, the publish
+   * port's peers from the shared board when its snapshot is fresh, else one read that refreshes it).
+   */
+  presentHere(): string[] {
+    const now = this.now();
+    const peers = presenceMode(this.cfg) === "connections" ? boardPeers(this.publishPeers, readPublishPeers(this.cfg), now) : undefined;
+    return localPresent(this.cfg, this.store, this.acceptedIds(), (id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined, now, peers);
+  }
+
   /** What a wheel function may do from this request thread: its events and key notes go with the request's effects. */
   wheelContext(fx: Effects): WheelContext {
     return {
       cfg: this.cfg,
       note: (change) => fx.notes.push(change),
       fire: (tag, data) => this.fire(fx, tag, data),
-      connectedIds: async () => localPresent(this.cfg, this.store, this.acceptedIds(), (id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined),
+      connectedIds: async () => this.presentHere(),
       now: this.now,
     };
   }

@@ -29,6 +29,11 @@ import type { Store } from "../../lib/store/lmdb-env.js";
 import { peersPresent } from "../../lib/store/presence-board.js";
 import { isClustered } from "../../shared/shared-fs.js";
 import { clusterNodeIdOf } from "../../shared/node-ids.js";
+import { snapshotVerdict, type PublishPeersBoard } from "../../shared/publish-peers.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { getLogger } from "../../shared/log.js";
+
+const log = getLogger("brine.presence");
 
 const TCP_ESTABLISHED = "01";
 
@@ -118,7 +123,7 @@ function localAddresses(): string[] {
 export function connectedIds(
   acceptedIds: readonly string[],
   grainsOf: (id: string) => Record<string, unknown> | undefined,
-  peers: Set<string>,
+  peers: ReadonlySet<string>,
 ): Set<string> {
   const addrs = new Set(peers);
   if (peers.has("127.0.0.1") || peers.has("::1")) for (const a of localAddresses()) addrs.add(a);
@@ -171,17 +176,64 @@ export function heardIds(store: Store, sinceMs: number): Set<string> {
 }
 
 /** This master's own view: the accepted ids it sees connected, by `presenceMode`. */
-export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now(), peers?: Set<string>): string[] {
+export function localPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now(), peers?: ReadonlySet<string>): string[] {
   const ids = presenceMode(cfg) === "heard" ? heardIds(store, nowMs - heardWindowMs(cfg)) : connectedIds(acceptedIds, grainsOf, peers ?? peerAddresses(cfg.publish_port, undefined, procTables(cfg)));
   return acceptedIds.filter((id) => ids.has(id));
 }
 
 /** What "[Not connected]" and manage.present use: this master's view, united with its peers' recent reports. */
 /** `peers`: the connected addresses when the caller has read them already (`connections` mode). */
-export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now(), peers?: Set<string>): string[] {
+export function clusterPresent(cfg: MasterConfig, store: Store, acceptedIds: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs = Date.now(), peers?: ReadonlySet<string>): string[] {
   const own = localPresent(cfg, store, acceptedIds, grainsOf, nowMs, peers);
   if (!isClustered(cfg)) return own;
   const all = peersPresent(store, clusterNodeIdOf(cfg), nowMs, presenceReportAgeMsMax);
   for (const id of own) all.add(id);
   return acceptedIds.filter((id) => all.has(id));
+}
+
+const boardLog = new LogBudget(1, 600_000, (l) => log.warning(l), "publish peers board");
+
+/**
+ * The addresses connected to the publish port, from this master's shared board (src/shared/publish-peers.ts)
+ * when `snapshotVerdict` lets it answer, else from one read of the kernel's tables (`read`), stored on the board
+ * for the other threads when this thread wins its writer lock. `allConnected(addrs)`: whether those addresses
+ * see every minion the caller asks about connected (a publish's matched minions); without it only a fresh
+ * snapshot is used.
+ */
+export function boardPeers(board: PublishPeersBoard, read: () => Set<string>, nowMs: number, allConnected?: (addrs: ReadonlySet<string>) => boolean): ReadonlySet<string> {
+  const v = board.view();
+  const verdict = snapshotVerdict({ live: v.live, hasSnapshot: v.addrs !== undefined, ageMs: nowMs - v.atMs });
+  if (v.addrs && (verdict === "use" || (verdict === "use_if_all_connected" && allConnected?.(v.addrs)))) return v.addrs;
+  if (!board.tryLock(nowMs)) return read();
+  try {
+    const fresh = read();
+    if (board.writeSnapshot(fresh, nowMs) === "too_many") boardLog.line(`${fresh.size} addresses connected to the publish port do not fit the shared board: each publish reads /proc/net/tcp itself`);
+    return fresh;
+  } finally {
+    board.unlock();
+  }
+}
+
+/** The kernel's tables read for the publish port's peers, as this master listens (procTables). */
+export function readPublishPeers(cfg: MasterConfig): () => Set<string> {
+  return () => peerAddresses(cfg.publish_port, undefined, procTables(cfg));
+}
+
+/**
+ * A publish's matched minions this master does not see connected (`not_connected`, src/workers/req-handler/publish.ts),
+ * with `brine_presence: connections`; undefined when it cannot tell (`heard`, or nobody connected to the publish
+ * port at all). The addresses come from the board (`boardPeers`): a snapshot that sees every matched minion
+ * connected answers for publishPeersStaleMsMax, any other for publishPeersFreshMsMax.
+ */
+export function notConnectedAtPublish(cfg: MasterConfig, store: Store, board: PublishPeersBoard, minions: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs: number): string[] | undefined {
+  if (presenceMode(cfg) !== "connections") return undefined;
+  let judged: { addrs: ReadonlySet<string>; present: string[] } | undefined;
+  const presentWith = (addrs: ReadonlySet<string>): string[] => {
+    if (judged?.addrs !== addrs) judged = { addrs, present: clusterPresent(cfg, store, minions, grainsOf, nowMs, addrs) };
+    return judged.present;
+  };
+  const peers = boardPeers(board, readPublishPeers(cfg), nowMs, (addrs) => addrs.size > 0 && presentWith(addrs).length === minions.length);
+  if (peers.size === 0) return undefined;
+  const present = new Set(presentWith(peers));
+  return minions.filter((m) => !present.has(m));
 }

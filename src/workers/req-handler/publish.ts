@@ -10,7 +10,8 @@
  * LocalClient sends it; its load and publish then carry the asking minion's `id`.
  * A job's `salt/job/<jid>/new` names the matched minions this master does not see connected when it publishes
  * (`not_connected`, beyond Salt's event; with `brine_presence: connections`, at most `notConnectedMinionsMax`
- * matched): a minion not connected then
+ * matched; the publish port's peers from the request threads' shared board, src/shared/publish-peers.ts, which
+ * says when it reads /proc/net/tcp and how old an answer it may give): a minion not connected then
  * never gets the job, even if it connects before the wait ends (a failover minion moving here), so brine's CLI
  * reports it "[Not connected]" rather than "[No response]"; a syndic carries the event up, so a master of
  * masters' CLI can say the same of a minion below it.
@@ -24,7 +25,7 @@ import { validJid } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
 import { checkMinions } from "../../lib/targeting/index.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
-import { clusterPresent, peerAddresses, presenceMode, procTables } from "./presence.js";
+import { notConnectedAtPublish } from "./presence.js";
 
 const log = getLogger("brine.publish");
 
@@ -54,21 +55,6 @@ function isStrList(v: unknown): v is string[] {
 
 /** Most matched minions a publish looks up the presence of (a larger job gets no `not_connected`), count. */
 export const notConnectedMinionsMax = 10_000;
-
-/**
- * The matched minions this master does not see connected now (presence.ts), with `brine_presence: connections`
- * (Salt's way); undefined when it cannot tell: nobody is connected to the publish port (Salt's CLI says
- * "[No response]" then), or `heard` (behind a balancer a minion counts as present for a window after it was
- * last heard from, so it says nothing of this moment). Costs one read of /proc/net/tcp (and tcp6 when listening on IPv6) and the cached
- * grains of each matched minion.
- */
-function notConnectedOf(ctx: MasterContext, minions: string[]): string[] | undefined {
-  if (presenceMode(ctx.cfg) !== "connections") return undefined;
-  const peers = peerAddresses(ctx.cfg.publish_port, undefined, procTables(ctx.cfg));
-  if (peers.size === 0) return undefined;
-  const present = new Set(clusterPresent(ctx.cfg, ctx.store, minions, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, ctx.now(), peers));
-  return minions.filter((m) => !present.has(m));
-}
 
 /** A job a minion publishes to its peers (peer-publish.ts): its id goes into the saved load and the publish, as Salt's `id`. */
 export interface PeerOrigin {
@@ -146,7 +132,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   // a peer job's `new` names the publishing minion (beyond Salt's event): clustered, the peers store the job's load
   // from this event, and pub_ret on any master answers only that minion
   // which of its minions are not connected here now, and so will never get it (see the header)
-  const notConnected = minions.length > 0 && minions.length <= notConnectedMinionsMax ? notConnectedOf(ctx, minions) : undefined;
+  const notConnected = minions.length > 0 && minions.length <= notConnectedMinionsMax ? notConnectedAtPublish(ctx.cfg, ctx.store, ctx.publishPeers, minions, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, ctx.now()) : undefined;
   ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing, ...(peer ? { id: peer.id } : {}), ...(notConnected?.length ? { not_connected: notConnected } : {}) });
   markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "", ...(peer ? { id: peer.id } : {}) };

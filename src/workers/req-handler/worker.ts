@@ -17,7 +17,6 @@ import { installSubsystems } from "./subsystems.js";
 import type { BatchPart, BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult, ReadyResult } from "./task.js";
 import { BatchReplies } from "./batch-replies.js";
 import { batchHoldMsMax } from "./limits.js";
-import { localPresent } from "./presence.js";
 import { installSyncOutbox } from "../../shared/sync-outbox.js";
 import { isClustered } from "../../shared/shared-fs.js";
 import { NonceAppender } from "../../shared/nonce-journal.js";
@@ -54,7 +53,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   // this module's top level (the context, the subsystems) has run: the thread serves
   if (task.kind === "ready") return { thread: threadId };
   if (task.kind === "presence") {
-    return { present: localPresent(ctx.cfg, ctx.store, ctx.acceptedIds(), (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined) };
+    return { present: ctx.presentHere() };
   }
   if (task.kind === "cleanup") {
     let removed = 0;
