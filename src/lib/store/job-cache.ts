@@ -25,11 +25,39 @@ export interface ReturnRecord {
 }
 
 /**
- * Cleanup removes at most this many records per pass (one write transaction), so a prune of a million records
- * never holds LMDB's write lock long enough to stall the returns being stored meanwhile (measured:
- * bench/job-cache-scale.ts, "keep_jobs pruning").
+ * keep_jobs pruning goes in passes, each one write transaction: a pass removes at most this many records, so a
+ * return being stored meanwhile (its own small transaction, durable before its reply) waits behind at most one
+ * short prune transaction for LMDB's write lock (measured: bench/job-cache-scale.ts, "keep_jobs pruning"), records.
  */
-export const cleanupRecordsPerPassMax = 1_000;
+export const prunePassRecordsMax = 250;
+/**
+ * ...and stops choosing records once it has spent this long in its thread (the request worker whose event loop
+ * also stores returns), whatever the count, ms.
+ */
+export const prunePassChoosingMsMax = 2;
+/**
+ * Between two passes the prune waits as long as the last pass took from its start to its commit, and at least
+ * this: the prune takes at most about half of the write lock's time and of its thread's, and the writes queued
+ * during a pass get their own transactions before the next one, ms.
+ */
+export const prunePauseMsMin = 1;
+
+/** The clock and the pause a prune runs by (injected: tests drive them). */
+export interface PruneClock {
+  now(): number;
+  pause(ms: number): Promise<void>;
+}
+
+/** performance.now and a timer. */
+export const realPruneClock: PruneClock = {
+  now: () => performance.now(),
+  pause: (ms) => new Promise((r) => setTimeout(r, ms)),
+};
+
+/** How long to wait after a pass that took `passMs` from its start to its commit (see prunePauseMsMin). */
+export function prunePauseMs(passMs: number): number {
+  return Math.max(prunePauseMsMin, Number.isFinite(passMs) ? passMs : prunePauseMsMin);
+}
 
 /** What a stored return keeps of the minion's load besides `return` (Salt's local_cache keeps these). */
 const RETURN_FIELDS = ["retcode", "success", "out", "fun", "fun_args"] as const;
@@ -243,35 +271,58 @@ export class JobCache {
   }
 
   /**
-   * Delete jobs whose jid time is older than keepSeconds (0 keeps forever), at most cleanupRecordsPerPassMax
-   * records in one call (one write transaction: a return being stored waits for at most that, see
-   * bench/job-cache-scale.ts). Returns how many records were removed; called repeatedly (the request worker's
-   * cleanup task) until it returns 0, each call after the last one's transaction committed.
+   * One prune pass: deletes records of jobs whose jid time is older than keepSeconds (0 keeps forever), at most
+   * prunePassRecordsMax of them and no more than it chose in prunePassChoosingMsMax of `now`'s time, in one write
+   * transaction; resolves with how many it removed once that transaction is committed. Every pass starts again
+   * from the oldest key of each bank, so a prune cut short (a master stopped mid-way) is finished by the next:
+   * nothing remembers where a pass ended.
    */
-  async cleanup(keepSeconds: number, nowMs: number): Promise<number> {
+  async cleanup(keepSeconds: number, nowMs: number, now: () => number = realPruneClock.now): Promise<number> {
     if (keepSeconds <= 0) return 0;
+    const started = now();
     const cutoff = nowMs - keepSeconds * 1000;
     const dels: Promise<boolean>[] = [];
     const old = (jid: string) => {
       const t = jidToMs(jid);
       return !Number.isNaN(t) && t < cutoff;
     };
-    const full = () => dels.length >= cleanupRecordsPerPassMax;
-    // a job's records are removed before its load, so a job is never listed without the records it had
+    // the time bound holds once a record is chosen: a pass never ends empty while old records are left
+    const full = () => dels.length >= prunePassRecordsMax || (dels.length > 0 && now() - started >= prunePassChoosingMsMax);
+    // a job's records are removed before its list entry and its load, so an interrupted prune leaves no list
+    // entry or record that the next pass would not find (each bank is walked from its oldest key)
     const banks = [this.s.returns, this.s.handoff, this.s.minions, this.s.endtimes, this.s.nocache, this.s.listed] as const;
-    for (const db of banks) {
+    walk: for (const db of banks) {
       for (const key of (db as typeof this.s.returns).getKeys()) {
-        if (full()) break;
+        if (full()) break walk;
         const slash = key.indexOf("/");
         if (!old(slash < 0 ? key : key.slice(0, slash))) break;
         dels.push(db.remove(key));
       }
     }
-    for (const jid of this.s.loads.getKeys()) {
-      if (full() || !old(jid)) break;
-      dels.push(this.s.loads.remove(jid));
+    if (!full()) {
+      for (const jid of this.s.loads.getKeys()) {
+        if (full() || !old(jid)) break;
+        dels.push(this.s.loads.remove(jid));
+      }
     }
     await Promise.all(dels);
     return dels.length;
+  }
+
+  /**
+   * keep_jobs pruning (the request worker's cleanup task): passes (`cleanup`) until one removes nothing, each
+   * after a pause as long as the last one took (prunePauseMs). Resolves with the records removed and the passes.
+   */
+  async prune(keepSeconds: number, nowMs: number, clock: PruneClock = realPruneClock): Promise<{ removed: number; passes: number }> {
+    let removed = 0;
+    let passes = 0;
+    for (;;) {
+      const t = clock.now();
+      const n = await this.cleanup(keepSeconds, nowMs, clock.now);
+      passes++;
+      if (n === 0) return { removed, passes };
+      removed += n;
+      await clock.pause(prunePauseMs(clock.now() - t));
+    }
   }
 }

@@ -56,11 +56,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     return { present: ctx.presentHere() };
   }
   if (task.kind === "cleanup") {
-    let removed = 0;
-    for (let n = -1; n !== 0; ) {
-      n = await ctx.jobs.cleanup(ctx.cfg.keep_jobs_seconds, task.nowMs);
-      removed += n;
-    }
+    // in short passes with pauses between them: this thread stores returns meanwhile (job-cache.ts)
+    let removed = (await ctx.jobs.prune(ctx.cfg.keep_jobs_seconds, task.nowMs)).removed;
     removed += await purgeKeylessMinions(ctx);
     removed += await ctx.auth().tokens.sweep(); // expired eauth tokens (Salt removes them only when presented)
     if (saltJobFilesOn(ctx.cfg)) removed += pruneSaltJobFiles(ctx.cfg.cachedir, ctx.cfg.keep_jobs_seconds, task.nowMs);
