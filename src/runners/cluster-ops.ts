@@ -101,6 +101,37 @@ export function routeWarning(dataType: string, ring: string | null): string | un
   return `data type ${JSON.stringify(dataType)} is routed to ring ${ring}, but brine places only ${PLACED_DATA_TYPES.join(", ")} on a ring's owners: ${dataType} stays on every master (broadcast)`;
 }
 
+/** A ring that holds placed data, as remove_member's check sees it. */
+export interface PlacedRing {
+  dataType: string;
+  ring: string;
+  members: "self" | "voters";
+  replicas: number;
+  /** the ring group's voters now */
+  voters: readonly string[];
+}
+
+/**
+ * remove_member's check: why taking `node` out of the cluster would lose the only copies of placed data, or
+ * undefined. A removed master never serves its job cache again (its key is forgotten at once, so it cannot hand
+ * anything on, up or down), so a voter of a ring whose keys each live on one master (`voters` with replicas 1, or
+ * a ring with that voter alone) takes the jobs only it owns with it. With two copies or more, the other owner of
+ * each key keeps it, and the ring's table then gives each key a new second owner (rebalancing).
+ */
+export function removalLosesData(node: string, rings: readonly PlacedRing[]): string | undefined {
+  for (const r of rings) {
+    if (!r.voters.includes(node) || !PLACED_DATA_TYPES.includes(r.dataType)) continue;
+    const copies = r.members === "self" ? r.voters.length : Math.min(r.replicas, r.voters.length);
+    if (copies >= 2) continue;
+    const loses = `removing it loses the ${r.dataType} only it holds (a removed master hands nothing on)`;
+    if (r.voters.length === 1) {
+      return `${node} is the only voter of ring ${r.ring}, which ${r.dataType} are routed to: ${loses}. Route ${r.dataType} back to every master first (cluster.route_clear ${r.dataType}, then cluster.collect_from_peers on the others), or pass force=True to remove it anyway`;
+    }
+    return `${node} is a voter of ring ${r.ring}, where each key of ${r.dataType} has one owner (members: ${r.members}, replicas: ${r.replicas}): ${loses}. Give each key a second copy first (cluster.ring_set ${r.ring} replicas=2), wait until cluster.placement_check ${r.ring} is ok, then remove it; or pass force=True to remove it anyway`;
+  }
+  return undefined;
+}
+
 /** The committed result, or CLUSTER_NOT_COMMITTED when the state machines refused the committed entry. */
 export function committed<T>(r: ProposeResult, data: T): Committed<T> {
   if (r.applied === "refused") {

@@ -19,7 +19,7 @@ import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
 import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedOwnership, shedUnowned, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
 import { validateRingRef } from "../shared/cluster-names.js";
-import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, routeWarning, type GroupHint } from "./cluster-ops.js";
+import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, PLACED_DATA_TYPES, placementReport, proposalError, removalLosesData, routeWarning, type GroupHint, type PlacedRing } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ProposeResult, ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes, ringInfoFromState } from "./cluster-shapes.js";
@@ -87,6 +87,19 @@ async function propose(c: RunnerCluster, group: string, entry: ClusterEntry): Pr
   } catch (e) {
     throw proposalError(e, group, await groupHint(c, group));
   }
+}
+
+/** The active rings that placed data types are routed to, with their policy and voters now (remove_member's check). */
+async function placedRings(c: RunnerCluster): Promise<PlacedRing[]> {
+  const [registry, routing] = await Promise.all([readCluster<RingRegistrySnapshot>(c, "registry"), readCluster<RoutingSnapshot>(c, "routing")]);
+  const out: PlacedRing[] = [];
+  for (const [dataType, ring] of Object.entries(routing.routes)) {
+    const rec = ring === null ? undefined : registry.rings[ring];
+    if (ring === null || rec?.status !== "active" || !PLACED_DATA_TYPES.includes(dataType)) continue;
+    const [membership, policy] = await Promise.all([readRing<MembershipSnapshot>(c, ring, "membership"), readRing<RingConfigSnapshot>(c, ring, "ring_config")]);
+    out.push({ dataType, ring, members: policy.members, replicas: policy.replicas, voters: membership.voters.length > 0 ? membership.voters : rec.founding_voters });
+  }
+  return out;
 }
 
 /** The registry record of active ring `name`, or CLUSTER_NO_SUCH_RING naming the rings there are. */
@@ -254,6 +267,12 @@ export const clusterRunners: Record<string, RunnerFn> = {
     if (membership.voters.includes(id) && membership.voters.length - 1 < minVoters) {
       if (!force) throw new BrineError("CLUSTER_BAD_ARGUMENT", `removing voter ${id} leaves ${membership.voters.length - 1} voter(s), fewer than cluster_min_voters (${minVoters}); add a master first, or pass force=True to remove it anyway`);
       log.warning(`cluster.remove_member: force=True: removing voter ${id} leaves ${membership.voters.length - 1} voter(s), fewer than cluster_min_voters (${minVoters})`);
+    }
+    // a voter of a ring whose placed data has one copy per key takes the copies only it holds with it
+    const loses = removalLosesData(id, await placedRings(c));
+    if (loses) {
+      if (!force) throw new BrineError("CLUSTER_BAD_ARGUMENT", loses);
+      log.warning(`cluster.remove_member: force=True: ${loses}`);
     }
     let r: ProposeResult;
     try {

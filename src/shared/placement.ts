@@ -4,7 +4,8 @@
  * - **Owners.** When `jobs` is routed to a ring, a jid's owners are, under the ring's policy `voters`, the
  *   first `replicas` nodes of the jid's preference order in the ring's slot table (the same order the shared
  *   ring's RingReader.replicas gives, computed here from a table fetched from a host of the ring when this
- *   master does not host it); under `self`, every voter of the ring.
+ *   master does not host it); under `self`, every voter of the ring: its Raft group's voters now, which follow
+ *   the cluster's (hostTable), as in Salt every master hosting the ring owns every key under `self`.
  * - **A hand-off round.** The outbox (`jobs/handoff`) holds one key per record written on this master while
  *   jobs were placed: `<jid>` (load, minions, end time, nocache) or `<jid>/<id>` (a return), each with a
  *   stamp. planRound groups a batch of outbox keys by jid and by owner to send to (never to self);
@@ -14,8 +15,8 @@
  *   A jid whose owners are unknown (no table yet) stays for the next round.
  * - **Cluster-wide lists.** NewestJobs merges every master's list, read page by page newest first, into the
  *   newest `max` jobs, holding no more than those and one page per master.
- * - **Rebalancing.** When a ring's table changes (sameOwnership false), each jid whose owners changed
- *   (ownersMoved) goes back in the outbox of the masters holding it, and the hand-off moves it.
+ * - **Rebalancing.** When a ring's table changes (sameOwnership false), each jid this master must hand on
+ *   (mustHandOn: it is no longer an owner, or an owner is new) goes back in its outbox, and the hand-off moves it.
  */
 import { preferenceOrder } from "./sab-ring/assign.js";
 import { hashString, nodeHash } from "./sab-ring/hash.js";
@@ -33,6 +34,35 @@ export interface PlacementTable {
   owners: Uint8Array;
   /** the ring's epoch at the host the table came from (diagnostics) */
   epoch: number;
+}
+
+/**
+ * A host's table of `ring` (this master runs the ring's group), undefined when it has none: the ring is not
+ * active, this master is not one of its founders, its policy is not applied yet, or (`voters`) the shared ring
+ * holds no slot table of it yet. Under `self` the owners are the ring group's voters now (`groupVoters`: they
+ * follow the cluster's voters, GroupManager.followRingVoters), the founders while the group's are not known.
+ */
+export function hostTable(a: {
+  ring: string;
+  self: string;
+  record: { founding_voters: readonly string[]; status: string } | undefined;
+  members: "self" | "voters" | undefined;
+  replicas: number | undefined;
+  /** the voters of the ring's Raft group on this master, undefined when it does not run it */
+  groupVoters: readonly string[] | undefined;
+  /** the ring's slot table in the shared ring, as this master publishes it */
+  view: { nodes: readonly string[]; owners: Uint8Array; epoch: number; replicas: number } | null | undefined;
+  /** the ring's epoch in the shared ring (diagnostics) */
+  epoch: number;
+}): PlacementTable | undefined {
+  if (a.record?.status !== "active" || !a.record.founding_voters.includes(a.self) || a.members === undefined) return undefined;
+  if (a.members === "self") {
+    const voters = [...(a.groupVoters && a.groupVoters.length > 0 ? a.groupVoters : a.record.founding_voters)].sort();
+    return { ring: a.ring, members: "self", replicas: a.replicas ?? 1, voters, nodes: [], owners: new Uint8Array(0), epoch: a.epoch };
+  }
+  const v = a.view;
+  if (!v || v.nodes.length === 0) return undefined;
+  return { ring: a.ring, members: "voters", replicas: a.replicas ?? v.replicas, voters: v.nodes, nodes: v.nodes, owners: v.owners, epoch: v.epoch };
 }
 
 /** A table is usable when it can name owners: `self` with voters, `voters` with a full slot table. */
@@ -74,6 +104,20 @@ export function ownersMoved(prev: PlacementTable, next: PlacementTable, jid: str
   if (now.length === 0) return false;
   const before = ownersOf(prev, jid);
   return before.length !== now.length || before.some((o, i) => o !== now[i]);
+}
+
+/**
+ * Rebalancing on master `self`: whether its copy of `jid` goes back to the hand-off after the table went from
+ * `prev` to `next`: `self` is no longer among the owners (it hands the job on, then drops it), or an owner is
+ * new (it may lack the job). An owner before and after whose co-owners only shrank sends nothing: the others
+ * were owners too and hold it. A jid the new table cannot place does not move yet.
+ */
+export function mustHandOn(prev: PlacementTable, next: PlacementTable, jid: string, self: string): boolean {
+  const now = ownersOf(next, jid);
+  if (now.length === 0) return false;
+  if (!now.includes(self)) return true;
+  const before = ownersOf(prev, jid);
+  return now.some((o) => !before.includes(o));
 }
 
 /** The jid of an outbox key (`<jid>` or `<jid>/<id>`). */

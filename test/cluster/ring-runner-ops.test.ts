@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BrineError, isBrineError } from "../../src/shared/errors.js";
-import { checkRingCreate, committed, parseRingName, parseRingSet, parseVoters, placementReport, proposalError } from "../../src/runners/cluster-ops.js";
+import { checkRingCreate, committed, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, removalLosesData, type PlacedRing } from "../../src/runners/cluster-ops.js";
 import { clusterRingInfo, clusterRoutes, ringInfoFromState } from "../../src/runners/cluster-shapes.js";
 import { ringTargets, routeTargets } from "../../src/workers/raft/ring-sync.js";
 import { ClusterGroupState } from "../../src/workers/raft/state-machines/groups.js";
@@ -165,4 +165,23 @@ test("placement_check: each jid against its owners; extra holders and missing ow
   assert.equal(windowed.horizon, "j3");
   assert.deepEqual(Object.keys(windowed.jids), ["j3", "j4"]);
   assert.deepEqual(windowed.violations, []);
+});
+
+test("remove_member refuses to take away a master holding the only copies of placed jobs, and lets it go once each key has two", () => {
+  const ring = (members: "self" | "voters", replicas: number, voters: string[], dataType = "jobs"): PlacedRing => ({ dataType, ring: "jobs", members, replicas, voters });
+  const cases: [string, string, PlacedRing[], RegExp | undefined][] = [
+    ["voters, replicas 1: a voter", "m3", [ring("voters", 1, ["m1", "m2", "m3"])], /^m3 is a voter of ring jobs, where each key of jobs has one owner \(members: voters, replicas: 1\): removing it loses the jobs only it holds .*cluster\.ring_set jobs replicas=2.*force=True/],
+    ["voters, replicas 2", "m3", [ring("voters", 2, ["m1", "m2", "m3"])], undefined],
+    ["voters, replicas 2 but one voter left in the ring", "m1", [ring("voters", 2, ["m1"])], /^m1 is the only voter of ring jobs.*cluster\.route_clear jobs/],
+    ["self over two voters: the other has everything", "m2", [ring("self", 1, ["m1", "m2"])], undefined],
+    ["self with one voter", "m1", [ring("self", 1, ["m1"])], /only voter/],
+    ["not a voter of the ring", "m4", [ring("voters", 1, ["m1", "m2", "m3"])], undefined],
+    ["a route of a data type brine does not place", "m3", [ring("voters", 1, ["m1", "m2", "m3"], "events")], undefined],
+    ["no placed ring", "m3", [], undefined],
+  ];
+  for (const [what, node, rings, refused] of cases) {
+    const why = removalLosesData(node, rings);
+    if (refused) assert.match(why ?? "", refused, what);
+    else assert.equal(why, undefined, what);
+  }
 });

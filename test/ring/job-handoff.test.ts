@@ -46,7 +46,7 @@ function cluster(dir: string, o: ClusterOptions = {}) {
   const down = new Set<string>();
   const stores = new Map<string, Store>();
   const svc = new Map<string, JobPlacement>();
-  /** requests made over the channel, by op (`list`, `read`, `store`, `table`) */
+  /** requests made over the channel, by op (`list`, `read`, `store`, `table`) and by op and sender (`store:m1`) */
   const requests = new Map<string, number>();
   const make = (id: string) => {
     const store = stores.get(id)!;
@@ -58,7 +58,7 @@ function cluster(dir: string, o: ClusterOptions = {}) {
       request: async (peer: string, ch: string, payload: Uint8Array) => {
         if (down.has(peer) || down.has(id)) throw new BrineError("CLUSTER_PEER_DOWN", peer);
         const op = String((cbor.decode(payload) as { op?: unknown }).op);
-        requests.set(op, (requests.get(op) ?? 0) + 1);
+        for (const k of [op, `${op}:${id}`]) requests.set(k, (requests.get(k) ?? 0) + 1);
         const h = handlers.get(peer)?.get(ch);
         if (!h) throw new BrineError("CLUSTER_PEER_UNKNOWN", peer);
         if (o.frameBytes !== undefined && payload.byteLength > o.frameBytes) throw new BrineError("CLUSTER_PEER_CHANNEL", `request of ${payload.byteLength} bytes`);
@@ -333,6 +333,96 @@ test("when the ring's voters change, each job moves to its new owners and leaves
     c.down.delete("m3");
     await settle();
     placedOn(table, jids);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Rounds on every master until every outbox is empty twice in a row (a rescan takes a round per slice). */
+async function settle(c: ReturnType<typeof cluster>, ids = ["m1", "m2", "m3"]): Promise<void> {
+  let quiet = 0;
+  for (let n = 0; n < 30 && quiet < 2; n++) {
+    for (const id of ids) await c.svc.get(id)!.round();
+    quiet = ids.every((id) => c.stores.get(id)!.handoff.getCount() === 0) ? quiet + 1 : 0;
+  }
+  assert.equal(quiet, 2, "every outbox emptied");
+}
+
+test("under members self, a voter added to the ring gets every job, one that leaves it hands its copies on and drops them, and the voters that stay send nothing", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
+  const self = (voters: string[]): PlacementTable => ({ ring: "jobs", members: "self", replicas: 1, voters, nodes: [], owners: new Uint8Array(0), epoch: 0 });
+  let table = self(["m1", "m2"]);
+  const c = cluster(dir, { table: (id) => (table.voters.includes(id) ? table : undefined) });
+  const ids = ["m1", "m2", "m3"];
+  const holders = (jid: string) => ids.filter((id) => c.plain(id).getLoad(jid) !== undefined && c.plain(id).hasReturn(jid, "a"));
+  try {
+    const jids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const jid = `202611251400000${String(10000 + i)}`;
+      jids.push(jid);
+      const on = c.jobs(ids[i % 3]!);
+      await on.saveLoad(jid, { jid, fun: "test.ping", tgt: "*" }, ["a"]);
+      await on.saveReturn(jid, "a", { return: true }, true);
+    }
+    await settle(c);
+    for (const jid of jids) assert.deepEqual(holders(jid), ["m1", "m2"], `${jid} on both voters`);
+
+    // m3 is added to the ring's group (a founder the cluster has as a voter again): it gets every job
+    table = self(["m1", "m2", "m3"]);
+    await settle(c);
+    for (const jid of jids) assert.deepEqual(holders(jid), ids, `${jid} on the three voters`);
+
+    // m2 leaves the ring's group while it runs: it hands on (the others have everything) and drops its copies
+    c.requests.clear();
+    table = self(["m1", "m3"]);
+    await settle(c);
+    for (const jid of jids) assert.deepEqual(holders(jid), ["m1", "m3"], `${jid} on the two voters left`);
+    assert.equal(c.requests.get("store:m1") ?? 0, 0, "m1, an owner before and after, sends nothing");
+    assert.equal(c.requests.get("store:m3") ?? 0, 0, "m3, an owner before and after, sends nothing");
+    assert.ok((c.requests.get("store:m2") ?? 0) > 0, "m2 handed its copies on before dropping them");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("rebalancing moves a job's end time, expected minions or nocache mark held without its load", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
+  const over = (nodes: string[], epoch: number): PlacementTable => {
+    const t = assignSlots(nodes);
+    return { ring: "jobs", members: "voters", replicas: 1, voters: t.nodes, nodes: t.nodes, owners: t.owners, epoch };
+  };
+  let table = over(["m1", "m2"], 1);
+  const c = cluster(dir, { table: (id) => (table.nodes.includes(id) ? table : undefined) });
+  try {
+    // jids m1 owns now and m3 owns once it joins the ring
+    const next = over(["m1", "m2", "m3"], 2);
+    const jids: string[] = [];
+    for (let i = 0; jids.length < 3 && i < 10_000; i++) {
+      const jid = `2026112515${String(i).padStart(10, "0")}`;
+      if (ownersOf(table, jid)[0] === "m1" && ownersOf(next, jid)[0] === "m3") jids.push(jid);
+    }
+    assert.equal(jids.length, 3);
+    const [timed, expected, nocache] = jids as [string, string, string];
+    // what a hand-off gives an owner before the job's load arrives from where it was published
+    const m1 = c.stores.get("m1")!;
+    await m1.endtimes.put(timed, "2026, Nov 25 15:00:00.000000");
+    await m1.minions.put(expected, ["a", "b"]);
+    await m1.nocache.put(nocache, true);
+    for (const id of ["m1", "m2", "m3"]) await c.svc.get(id)!.round();
+
+    table = next;
+    await settle(c);
+    const m3 = c.stores.get("m3")!;
+    assert.equal(m3.endtimes.get(timed), "2026, Nov 25 15:00:00.000000", "the end time reached its new owner");
+    assert.deepEqual(m3.minions.get(expected), ["a", "b"], "the expected minions reached their new owner");
+    assert.equal(m3.nocache.get(nocache), true, "the nocache mark reached its new owner");
+    assert.equal(m1.endtimes.get(timed), undefined, "m1 no longer owns it: its copy is gone");
+    assert.equal(m1.minions.get(expected), undefined);
+    assert.equal(m1.nocache.get(nocache), undefined);
   } finally {
     for (const s of c.svc.values()) s.close();
     for (const s of c.stores.values()) await s.close();

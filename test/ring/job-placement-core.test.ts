@@ -10,7 +10,7 @@ import { assignSlots } from "../../src/shared/sab-ring/assign.js";
 import { RingWriter } from "../../src/shared/sab-ring/writer.js";
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { createRingBuffer } from "../../src/shared/sab-ring/layout.js";
-import { mergeCopies, mergeLists, outboxJid, ownersMoved, ownersOf, planRound, sameOwnership, settleRound, tableUsable, type PlacementTable } from "../../src/shared/placement.js";
+import { hostTable, mergeCopies, mergeLists, mustHandOn, outboxJid, ownersMoved, ownersOf, planRound, sameOwnership, settleRound, tableUsable, type PlacementTable } from "../../src/shared/placement.js";
 
 const NODES = ["m1", "m2", "m3"];
 
@@ -154,4 +154,59 @@ test("rebalancing: a changed table is told from an equal one, and only jids whos
   // a new table that cannot place a jid moves nothing yet
   const empty: PlacementTable = { ...over(NODES, 1), nodes: [], owners: new Uint8Array(0) };
   assert.equal(ownersMoved(over(NODES, 1), empty, jids[0]!), false);
+});
+
+test("a host's table: under self the owners are the ring group's voters now (they follow the cluster's), not its founders", () => {
+  const a = assignSlots(NODES);
+  const base = {
+    ring: "jobs",
+    self: "m1",
+    record: { founding_voters: ["m1", "m2", "m3"], status: "active" },
+    members: "self" as const,
+    replicas: 1,
+    groupVoters: ["m2", "m1"] as string[] | undefined,
+    view: { nodes: a.nodes, owners: a.owners, epoch: 4, replicas: 2 },
+    epoch: 4,
+  };
+  const cases: [string, Parameters<typeof hostTable>[0], string[] | undefined][] = [
+    ["self: m3 was removed from the ring's group", base, ["m1", "m2"]],
+    ["self: the group's voters not known yet: the founders", { ...base, groupVoters: undefined }, ["m1", "m2", "m3"]],
+    ["self: a founder added back", { ...base, groupVoters: ["m3", "m2", "m1"] }, ["m1", "m2", "m3"]],
+    ["voters: the slot table's nodes", { ...base, members: "voters", replicas: 3 }, ["m1", "m2", "m3"]],
+    ["voters: no slot table yet", { ...base, members: "voters", view: null }, undefined],
+    ["a ring destroyed", { ...base, record: { founding_voters: ["m1", "m2", "m3"], status: "destroyed" } }, undefined],
+    ["not a founder", { ...base, self: "m4" }, undefined],
+    ["policy not applied yet", { ...base, members: undefined }, undefined],
+  ];
+  for (const [what, input, owners] of cases) {
+    const t = hostTable(input);
+    assert.deepEqual(t ? ownersOf(t, "20261125000000000001") : undefined, owners, what);
+  }
+  assert.equal(hostTable({ ...base, members: "voters", replicas: undefined })!.replicas, 2, "voters: replicas from the shared ring when the policy has none");
+});
+
+test("rebalancing on one master: it hands a job on when it is no longer an owner or an owner is new, not when its co-owners only shrank", () => {
+  const over = (nodes: string[], replicas: number): PlacementTable => {
+    const a = assignSlots(nodes);
+    return { ring: "jobs", members: "voters", replicas, voters: a.nodes, nodes: a.nodes, owners: a.owners, epoch: 1 };
+  };
+  const self = (voters: string[]): PlacementTable => ({ ring: "jobs", members: "self", replicas: 1, voters, nodes: [], owners: new Uint8Array(0), epoch: 0 });
+  const jid = "20261125000000000001";
+  const cases: [string, PlacementTable, PlacementTable, string, boolean][] = [
+    ["self: a voter left, a voter that stays", self(NODES), self(["m1", "m2"]), "m1", false],
+    ["self: a voter left, the one that left (still running)", self(NODES), self(["m1", "m2"]), "m3", true],
+    ["self: a voter joined", self(["m1", "m2"]), self(NODES), "m1", true],
+    ["self: a master outside the ring holding a copy", self(["m1", "m2"]), self(["m1", "m2"]), "m4", true],
+    ["self to voters over the same masters, replicas 3: nobody new", self(NODES), over(NODES, 3), "m2", false],
+    ["voters to self: every voter owns it now", over(NODES, 1), self(NODES), ownersOf(over(NODES, 1), jid)[0]!, true],
+  ];
+  for (const [what, prev, next, me, want] of cases) assert.equal(mustHandOn(prev, next, jid, me), want, what);
+  // replicas 2 -> 1: each of the two owners hands on exactly when it is no longer the owner
+  for (let i = 0; i < 50; i++) {
+    const j = `2026112500000001${String(i).padStart(4, "0")}`;
+    const [keep] = ownersOf(over(NODES, 1), j);
+    for (const me of ownersOf(over(NODES, 2), j)) assert.equal(mustHandOn(over(NODES, 2), over(NODES, 1), j, me), me !== keep, `${j} on ${me}`);
+  }
+  const empty: PlacementTable = { ...over(NODES, 1), nodes: [], owners: new Uint8Array(0) };
+  assert.equal(mustHandOn(over(NODES, 1), empty, jid, "m1"), false, "a table that cannot place the jid moves nothing yet");
 });

@@ -29,7 +29,7 @@ import {
   mergeCopies,
   NewestJobs,
   outboxJid,
-  ownersMoved,
+  mustHandOn,
   ownersOf,
   sameOwnership,
   planRound,
@@ -113,12 +113,19 @@ export interface ClusterJobList {
   truncated?: true;
 }
 
+/**
+ * The job cache's databases a rebalancing scan walks, in order: every part of a job record (a master may hold
+ * a job's end time, expected minions or nocache mark without its load: the load lives where it was published,
+ * or a hand-off was cut short), then returns. A job record found in several is put in the outbox once.
+ */
+const RESCAN_PHASES = ["loads", "minions", "endtimes", "nocache", "returns"] as const;
+
 /** A rebalancing scan in progress: the job cache's keys, in key order, from `after` on. */
 interface Rescan {
   prev: PlacementTable;
   next: PlacementTable;
-  /** which database is being walked: job records (`loads`), then returns */
-  phase: "loads" | "returns";
+  /** which database is being walked (RESCAN_PHASES, in order) */
+  phase: (typeof RESCAN_PHASES)[number];
   /** the last key looked at, undefined at the start of a phase */
   after: string | undefined;
 }
@@ -237,9 +244,10 @@ export class JobPlacement {
 
   /**
    * Rebalancing: when the table of the routed ring this master hosts changes (a voter joined or left the ring,
-   * replicas changed), every job whose owners changed is put back in the outbox, a slice of the job cache per
-   * round, so the hand-off gives it to its new owners and a master no longer among them drops its copy once
-   * they have it. A master that never hosted the ring holds nothing past its outbox, which follows the
+   * replicas or the policy changed), every record this master must hand on (mustHandOn: it no longer owns the
+   * jid, or the jid has a new owner) is put back in the outbox, up to rebalanceRoundKeysMax keys of the job
+   * cache per round across its databases (RESCAN_PHASES), so the hand-off gives it to its new owners and a
+   * master no longer among them drops its copy once they have it. A master that never hosted the ring holds nothing past its outbox, which follows the
    * current table anyway; one that hosted it and left (a voter removed from the ring while it runs) goes on
    * with a host's table, so its copies move to their owners too.
    */
@@ -264,26 +272,35 @@ export class JobPlacement {
     const r = this.rescan;
     if (!r) return;
     r.next = t;
-    const db = r.phase === "loads" ? s.loads : s.returns;
-    const keys: string[] = [];
-    for (const key of db.getKeys({ ...(r.after !== undefined ? { start: r.after } : {}), limit: rebalanceRoundKeysMax + 1 })) {
-      if (key === r.after) continue;
-      keys.push(key as string);
-      if (keys.length >= rebalanceRoundKeysMax) break;
+    // up to rebalanceRoundKeysMax keys a round, across phases (a small cache is walked in one round)
+    const moved: string[] = [];
+    let budget = rebalanceRoundKeysMax;
+    while (budget > 0 && this.rescan) {
+      const keys: string[] = [];
+      for (const key of s[r.phase].getKeys({ ...(r.after !== undefined ? { start: r.after } : {}), limit: budget + 1 })) {
+        if (key === r.after) continue;
+        keys.push(key as string);
+        if (keys.length >= budget) break;
+      }
+      budget -= keys.length;
+      // a job record with a load was put in the outbox whole by the `loads` phase
+      const part = r.phase !== "loads" && r.phase !== "returns";
+      for (const key of keys) if (!(part && s.loads.doesExist(key)) && mustHandOn(r.prev, r.next, outboxJid(key), this.d.self)) moved.push(key);
+      if (budget > 0) {
+        const next = RESCAN_PHASES[RESCAN_PHASES.indexOf(r.phase) + 1];
+        r.after = undefined;
+        if (next) r.phase = next;
+        else {
+          this.rescan = undefined;
+          log.info(`ring ${ring}: the rebalancing scan of this master's job cache is done`);
+        }
+      } else r.after = keys[keys.length - 1];
     }
-    const moved = keys.filter((key) => ownersMoved(r.prev, r.next, outboxJid(key)));
     if (moved.length > 0) {
       await s.root.transaction(() => {
         for (const key of moved) if (!s.handoff.doesExist(key)) s.handoff.putSync(key, handoffStamp());
       });
     }
-    if (keys.length < rebalanceRoundKeysMax) {
-      if (r.phase === "loads") this.rescan = { ...r, phase: "returns", after: undefined };
-      else {
-        this.rescan = undefined;
-        log.info(`ring ${ring}: the rebalancing scan of this master's job cache is done`);
-      }
-    } else r.after = keys[keys.length - 1];
   }
 
   private jobRecord(s: Store, jid: string, h: HandedJob): boolean {

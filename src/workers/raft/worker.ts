@@ -34,7 +34,7 @@ import { RingForwarder } from "./ring-forward.js";
 import { HeldJobsService } from "./held-jobs.js";
 import { LeaderProgressService } from "./leader-progress.js";
 import { JobPlacement } from "./job-placement.js";
-import type { PlacementTable } from "../../shared/placement.js";
+import { hostTable, type PlacementTable } from "../../shared/placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
 import { shedOwnership, type ShedArgs } from "../../lib/store/shed.js";
 import type { StoreConfig } from "../../lib/store/lmdb-env.js";
@@ -206,12 +206,16 @@ const placementTimeoutMs = 10_000;
  */
 function placementTable(m: GroupManager, reader: RingReader, ring: string): PlacementTable | undefined {
   const st = m.ringState(ring);
-  if (st.record?.status !== "active" || !st.record.founding_voters.includes(m.self) || st.members === undefined) return undefined;
-  const voters = [...st.record.founding_voters].sort();
-  if (st.members === "self") return { ring, members: "self", replicas: st.replicas ?? 1, voters, nodes: [], owners: new Uint8Array(0), epoch: reader.epoch(ring) };
-  const v = reader.view(ring);
-  if (!v || v.nodes.length === 0) return undefined;
-  return { ring, members: "voters", replicas: st.replicas ?? v.replicas, voters: v.nodes, nodes: v.nodes, owners: v.owners, epoch: v.epoch };
+  return hostTable({
+    ring,
+    self: m.self,
+    record: st.record,
+    members: st.members,
+    replicas: st.replicas,
+    groupVoters: m.status().groups.find((g) => g.group === ring)?.voters,
+    view: reader.view(ring),
+    epoch: reader.epoch(ring),
+  });
 }
 
 /** how long one master may take to list its jids, ms */
