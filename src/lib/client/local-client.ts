@@ -1,7 +1,9 @@
 /**
  * The local client behind `salt` and the runners (Salt's LocalClient): publishes over the master's
  * request port in clear with the root key, exactly as Salt's CLI does, and waits for returns on the
- * local event bus (subscribed before publishing, so no return can be missed).
+ * local event bus (subscribed before publishing, so no return can be missed). A bus connection the master
+ * drops (a reader too slow in a flood: `pub_server_write_queue_size`) is made again, and the returns that went by
+ * meanwhile are read from the job cache (job-returns.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -14,6 +16,13 @@ import { expandNodegroup } from "../targeting/index.js";
 import { EventClient } from "./event-client.js";
 import { controlCall } from "./control-client.js";
 import { jobReturns } from "./job-returns.js";
+import { getLogger } from "../../shared/log.js";
+
+const log = getLogger("brine.client");
+
+/** Tries to reconnect to the event bus after it dropped this client, and the pause between them, count / ms. */
+export const busReconnectTriesMax = 50;
+export const busReconnectPauseMs = 100;
 
 export interface PubOptions extends Omit<PublishFields, "tgt_type"> {
   tgtType?: string;
@@ -153,7 +162,23 @@ export class LocalClient {
    * not return is yielded once with `missing: true` (Salt's show_timeout behaviour).
    */
   async *cmdIter(o: PubOptions, opts: { gatherJobTimeoutS?: number; onPub?: (r: PubReply) => void } = {}): AsyncGenerator<JobReturn> {
-    const events = new EventClient(this.cfg.sock_dir);
+    const gapListeners = new Set<() => void>();
+    let closed = false;
+    const events: EventClient = new EventClient(this.cfg.sock_dir, () => {
+      if (closed) return;
+      log.warning("the event bus dropped this client (too slow a reader); reconnecting, and reading the returns it missed from the job cache");
+      void (async () => {
+        for (let i = 0; i < busReconnectTriesMax && !closed; i++) {
+          try {
+            await events.connect();
+            break;
+          } catch {
+            await new Promise((r) => setTimeout(r, busReconnectPauseMs));
+          }
+        }
+        for (const g of gapListeners) g();
+      })();
+    });
     await events.connect();
     try {
       yield* jobReturns((fn) => events.on(fn), (p) => this.pub(p), o, {
@@ -163,9 +188,35 @@ export class LocalClient {
         syndicWaitMs: this.cfg.order_masters ? this.cfg.syndic_wait * 1000 : undefined,
         // a master of masters: its syndics match '*' as accepted keys but never run a job themselves
         notMinion: this.cfg.order_masters ? (id) => isRegisteredSyndic(this.cfg, id) : undefined,
+        watchGaps: (fn) => {
+          gapListeners.add(fn);
+          return () => gapListeners.delete(fn);
+        },
+        recover: (jid, ids) => this.cachedReturns(jid, ids),
       });
     } finally {
+      closed = true;
       events.close();
     }
+  }
+
+  /**
+   * The returns of `ids` to job `jid` the master's job cache holds (the jobs.list_job runner: cluster-wide under
+   * placement), as return events' data (`return`, and `retcode`, `success`, `out` when the minion sent them).
+   */
+  async cachedReturns(jid: string, ids: string[]): Promise<{ id: string; data: Record<string, unknown> }[]> {
+    const r = await controlCall(this.cfg.sock_dir, { op: "run", fun: "jobs.list_job", arg: [jid], kwarg: {} });
+    if (r.type !== "return" || !isMap(r.ret) || !isMap(r.ret.Result)) {
+      if (r.type !== "return") log.warning(`job ${jid}: the job cache could not be read for missed returns: ${r.type === "error" ? String(r.message) : r.type}`);
+      return [];
+    }
+    const result = r.ret.Result as Record<string, unknown>;
+    const out: { id: string; data: Record<string, unknown> }[] = [];
+    for (const id of ids) {
+      const rec = result[id];
+      if (isMap(rec) && "return" in rec) out.push({ id, data: { ...(rec as Record<string, unknown>), id, jid } });
+    }
+    if (out.length) log.info(`job ${jid}: ${out.length} of ${ids.length} missed returns read from the job cache`);
+    return out;
   }
 }
