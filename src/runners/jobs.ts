@@ -1,7 +1,7 @@
 /** jobs.* runners over the job cache. */
 import { jidToTime } from "../shared/protocol/jid.js";
 import { pyTruthy } from "../lib/wheel/salt-errors.js";
-import { decodeWire } from "../shared/protocol/msgpack.js";
+import { decodeWire, encodeWire } from "../shared/protocol/msgpack.js";
 import { JobMapWriter, formatJob, withEndtime as listEntryWithEndtime } from "../lib/store/job-listing.js";
 import { argOf, EncodedReturn, type RunnerContext, type RunnerFn } from "./context.js";
 import { wantJobs } from "./cluster-jobs.js";
@@ -17,24 +17,27 @@ function withEndtime(ctx: RunnerContext, jid: string, job: Record<string, unknow
 /**
  * The jobs list_jobs lists, oldest first, as the msgpack map {jid: entry} made of the stored entries' bytes
  * (job-listing.ts: nothing decoded, nothing encoded again; EndTime added when kept). Entries the cache had to
- * make from their loads are stored once the walk is done. `jids`: also collects the listed jids.
+ * make from their loads are stored once the walk is done (not when `warming`: a warm-up writes nothing).
+ * `jids`: also collects the listed jids; `from`: from that jid on.
  */
-async function listed(ctx: RunnerContext, filter: ListJobsFilter, jids?: string[]): Promise<Buffer> {
+async function listed(ctx: RunnerContext, filter: ListJobsFilter, opts: { jids?: string[]; from?: string; warming?: boolean } = {}): Promise<Buffer> {
   const endtimes = ctx.cfg.job_cache_store_endtime === true;
   const filtering = filters(filter);
   const repaired: [string, Buffer][] = [];
   const map = new JobMapWriter(listedBytesHint);
   ctx.jobs.listing(
-    (jid, bytes, start) => {
+    (jid, bytes, start, walked) => {
       if (filtering && !entryMatches(filter, decodeWire(bytes.subarray(start)) as Record<string, unknown>)) return;
-      const endtime = endtimes ? ctx.jobs.endtime(jid) : undefined;
+      // the end times come with the walk (one range read); a view that has none to give is asked per job
+      const endtime = endtimes ? (walked === undefined ? ctx.jobs.endtime(jid) : walked) : undefined;
       if (endtime) map.add(jid, listEntryWithEndtime(bytes.subarray(start), endtime));
       else map.add(jid, bytes, start);
-      jids?.push(jid);
+      opts.jids?.push(jid);
     },
     (jid, e) => repaired.push([jid, e]),
+    { endtimes, ...(opts.from !== undefined ? { from: opts.from } : {}) },
   );
-  if (repaired.length) await ctx.jobs.storeEntries(repaired);
+  if (repaired.length && !opts.warming) await ctx.jobs.storeEntries(repaired);
   return map.finish();
 }
 
@@ -103,7 +106,7 @@ const lastRun: RunnerFn = async (ctx, arg, kwarg) => {
   const metadata = argOf(arg, kwarg, 2, "metadata", null);
   if (pyTruthy(metadata) && (typeof metadata !== "object" || Array.isArray(metadata))) return false;
   const matching: string[] = [];
-  await listed(ctx, filterOf(metadata, argOf(arg, kwarg, 3, "function", undefined), argOf(arg, kwarg, 4, "target", undefined)), matching);
+  await listed(ctx, filterOf(metadata, argOf(arg, kwarg, 3, "function", undefined), argOf(arg, kwarg, 4, "target", undefined)), { jids: matching });
   const jids = matching.sort();
   if (!jids.length) return false;
   const newest = jids[jids.length - 1]!;
@@ -148,6 +151,34 @@ const active: RunnerFn = async (ctx, arg, kwarg) => {
   }
   return out;
 };
+
+/** What a spare thread's warm-up reads at most: returns (and as many list entries), records. */
+const warmRecordsMax = 256;
+/** ...each of at most this many stored bytes (a larger one is passed over), bytes. */
+const warmRecordBytesMax = 4096;
+
+/**
+ * Runs jobs.lookup_jid and jobs.list_jobs's reads once over a few of the newest jobs (a spare runner thread, before
+ * its call, runner-thread.ts): a fresh thread runs every path cold — a lookup of 100 returns took 5-10 ms as a
+ * thread's first read and ~0.5 ms as its second (bench/job-cache-scale.ts) — and a spare has the time. Reads only,
+ * bounded (warmRecordsMax records of at most warmRecordBytesMax bytes, as many list entries); nothing is answered.
+ * `stop`: asked between jobs (the call came). Resolves with the records read.
+ */
+export async function warmJobReads(ctx: Pick<RunnerContext, "cfg" | "jobs">, stop: () => boolean = () => false): Promise<number> {
+  const read = ctx as RunnerContext; // the two runners below read only the configuration and the job cache
+  let records = 0;
+  for (const jid of ctx.jobs.warmingJids(warmRecordsMax, warmRecordBytesMax)) {
+    if (stop()) return records;
+    const ret = (await lookupJid(read, [jid], {})) as Record<string, unknown>;
+    encodeWire(ret);
+    records += Object.keys(ret).length;
+  }
+  const from = ctx.jobs.nthNewestJid(warmRecordsMax);
+  if (from === undefined || stop()) return records;
+  const jids: string[] = [];
+  await listed(read, {}, { jids, from, warming: true });
+  return records + jids.length;
+}
 
 export const jobsRunners: Record<string, RunnerFn> = {
   "jobs.list_jobs": listJobs,

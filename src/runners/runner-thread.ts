@@ -22,6 +22,9 @@ import { isClustered } from "../shared/shared-fs.js";
 import { SyncOutbox } from "../shared/sync-outbox.js";
 import { clusterNodeIdOf } from "../shared/node-ids.js";
 import { threadInit } from "../shared/thread-kit.js";
+import { getLogger } from "../shared/log.js";
+
+const log = getLogger("brine.runner");
 
 /**
  * The call: in workerData, or, for a spare thread the control server started ahead of its call (so the modules
@@ -32,15 +35,22 @@ async function callOf(): Promise<RunnerInit> {
   const spare = threadInit<SpareRunnerData>("runner");
   // what every call needs, made while nobody waits: the job cache handle, and the jobs.* runners' module
   opened = { dir: lmdbDir(spare.cfg), store: openStore(spare.cfg) };
-  await findRunner("jobs.lookup_jid");
-  return new Promise((resolve) => {
+  let called = false;
+  const call = new Promise<RunnerInit>((resolve) => {
     const first = (m: MainToRunner) => {
       if (m.k !== "init") return;
       parentPort!.off("message", first);
+      called = true;
       resolve(m.init);
     };
     parentPort!.on("message", first);
   });
+  await findRunner("jobs.lookup_jid");
+  // the jobs.* reads once over the newest jobs, so the call's are not this thread's first (cold: several ms);
+  // it stops when the call comes, and a failure in it is only logged
+  const { warmJobReads } = await import("./jobs.js");
+  await warmJobReads({ cfg: spare.cfg, jobs: new JobCache(opened.store) }, () => called).catch((e: unknown) => log.warning(`a spare runner thread's warm-up failed: ${(e as Error).message}`));
+  return call;
 }
 
 /** A result up to this size goes to the caller before its job record's writes are issued (a copy of it), bytes. */

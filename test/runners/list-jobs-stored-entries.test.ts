@@ -111,3 +111,23 @@ test("keep_jobs pruning removes at most prunePassRecordsMax records per pass, ev
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("with job_cache_store_endtime, list_jobs reads the end times in one walk beside the entries, none per job", async () => {
+  const h = runnerHarness({ cfg: { job_cache_store_endtime: true } });
+  try {
+    for (let i = 1; i <= 40; i++) {
+      await h.ctx.jobs.saveLoad(jidOf(i), { fun: "test.ping", tgt: "*" });
+      if (i % 3 === 0) await h.ctx.jobs.setEndtime(jidOf(i), `end ${i}`);
+    }
+    await h.ctx.jobs.setEndtime(jidOf(99), "an end time without a job"); // skipped by the walk, not listed
+    let pointReads = 0;
+    const get = h.store.endtimes.get.bind(h.store.endtimes);
+    h.store.endtimes.get = (k: string) => (pointReads++, get(k));
+    const listed = (await h.run("jobs.list_jobs")) as Record<string, Record<string, unknown>>;
+    assert.equal(pointReads, 0, "no end time read per job");
+    assert.equal(Object.keys(listed).length, 40);
+    for (let i = 1; i <= 40; i++) assert.equal(listed[jidOf(i)]!.EndTime, i % 3 === 0 ? `end ${i}` : undefined, `job ${i}`);
+  } finally {
+    await h.close();
+  }
+});

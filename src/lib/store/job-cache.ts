@@ -240,20 +240,58 @@ export class JobCache {
   }
 
   /**
+   * Jobs to read once ahead of a call (a spare runner thread warms its read paths on them: runner-thread.ts), newest
+   * first: jobs among the newest `recordsMax` returns all of whose returns there are at most `recordBytesMax` stored
+   * bytes each (a runner's own job, whose one return may be a 13 MB job list, is passed over), at most `recordsMax`
+   * returns in all. Reads keys and stored sizes only.
+   */
+  warmingJids(recordsMax: number, recordBytesMax: number): string[] {
+    const byJid = new Map<string, boolean>();
+    let seen = 0;
+    let oldest = "";
+    for (const key of this.s.returns.getKeys({ reverse: true, limit: recordsMax })) {
+      seen++;
+      oldest = key.slice(0, key.indexOf("/"));
+      const small = (this.s.returns.getBinaryFast(key)?.length ?? 0) <= recordBytesMax;
+      byJid.set(oldest, (byJid.get(oldest) ?? true) && small);
+    }
+    // with the window full, the oldest jid in it may have more returns than the window held: not read
+    if (seen >= recordsMax) byJid.delete(oldest);
+    return [...byJid].filter(([, small]) => small).map(([jid]) => jid);
+  }
+
+  /** The jid of the `n`th newest job (the oldest when there are fewer), or undefined when there is none. */
+  nthNewestJid(n: number): string | undefined {
+    let last: string | undefined;
+    for (const jid of this.s.loads.getKeys({ reverse: true, limit: n })) last = jid;
+    return last;
+  }
+
+  /**
    * Every job's jobs.list_jobs entry (job-listing.ts), oldest first, handed to `each` as the msgpack bytes stored
    * beside its load (valid only during the call: copy what you keep): one walk of the loads' keys beside one
-   * range read of the entries, no load decoded, nothing kept per job. A job with a load and no entry (its load
-   * came as a raw bank copy, or from before entries were kept) is listed from its load, and `repair` gets its
-   * entry to store; an entry without a load (its load removed by a shed or a hand-off) is not listed.
+   * range read of the entries (and, with `opts.endtimes`, one of the end times: `each` gets the job's, or null),
+   * no load decoded, no read per job, nothing kept per job. A job with a load and no entry (its load came as a raw
+   * bank copy, or from before entries were kept) is listed from its load, and `repair` gets its entry to store; an
+   * entry without a load (its load removed by a shed or a hand-off) is not listed. `opts.from`: from that jid on.
+   * `each`'s end time is undefined when this listing did not read them (a caller asks `endtime`).
    */
-  listing(each: (jid: string, bytes: Uint8Array, start: number) => void, repair?: (jid: string, entry: Buffer) => void): void {
-    const entries = this.s.listedRaw.getRange()[Symbol.iterator]();
+  listing(each: (jid: string, bytes: Uint8Array, start: number, endtime?: string | null) => void, repair?: (jid: string, entry: Buffer) => void, opts: { from?: string; endtimes?: boolean } = {}): void {
+    const range = opts.from === undefined ? {} : { start: opts.from };
+    const entries = this.s.listedRaw.getRange(range)[Symbol.iterator]();
     let e = entries.next();
-    for (const jid of this.s.loads.getKeys()) {
+    const ends = opts.endtimes ? this.s.endtimes.getRange(range)[Symbol.iterator]() : undefined;
+    let end = ends?.next();
+    for (const jid of this.s.loads.getKeys(range)) {
+      let endtime: string | null | undefined;
+      if (ends) {
+        while (!end!.done && end!.value.key < jid) end = ends.next();
+        endtime = !end!.done && end!.value.key === jid && typeof end!.value.value === "string" ? end!.value.value : null;
+      }
       while (!e.done && e.value.key < jid) e = entries.next();
       const start = !e.done && e.value.key === jid ? cborBytesStart(e.value.value) : -1;
       if (start >= 0) {
-        each(jid, e.value!.value, start);
+        each(jid, e.value!.value, start, endtime);
         e = entries.next();
         continue;
       }
@@ -261,9 +299,10 @@ export class JobCache {
       if (!load) continue;
       const made = encodeListEntry(jid, load);
       repair?.(jid, made);
-      each(jid, made, 0);
+      each(jid, made, 0, endtime);
     }
   }
+
 
   /** Stores list entries `listing` made from loads (not waiting for the disk: they can be made again). */
   async storeEntries(entries: readonly (readonly [string, Buffer])[]): Promise<void> {
