@@ -36,6 +36,7 @@ import { lmdbDir } from "./lib/store/lmdb-env.js";
 import { ControlServer } from "./main-thread/control-server.js";
 import { relayRunnerResult, runnerResultsChannel } from "./shared/runner-results.js";
 import { jobReadsChannel, serveJobReads } from "./shared/cluster-job-reads.js";
+import { jobReturnsChannel, serveReturnWatches } from "./shared/job-return-watch.js";
 import type { BroadcastChannel } from "node:worker_threads";
 import { RequestPort, type RouterTag } from "./main-thread/request-port.js";
 import { PublishPort } from "./main-thread/publish-port.js";
@@ -105,6 +106,8 @@ export class MasterServer {
 
   /** Clustered: the request workers' cluster-wide job reads, relayed to the Raft worker (src/shared/cluster-job-reads.ts). */
   private jobReads: BroadcastChannel | undefined;
+  /** the jobs whose returns request workers wait for (minion_publish), pushed from the bus (src/shared/job-return-watch.ts) */
+  private jobReturns: BroadcastChannel | undefined;
 
   private prepareDirs(): void {
     const c = this.cfg;
@@ -192,6 +195,7 @@ export class MasterServer {
     if (this.cluster && c.cluster_isolated_filesystem) ensureClusterKeys(c); // checks the pair the join installed
     if (!this.cluster) this.secrets.setAesKey(generateKeyString());
     await this.bus.start();
+    serveReturnWatches((this.jobReturns = jobReturnsChannel(c)), (fn) => this.bus.subscribe(fn));
     if (this.cluster) {
       const node = this.cluster.node;
       serveJobReads((this.jobReads = jobReadsChannel(c)), (jid) => node.raft.jobRead(jid));
@@ -308,6 +312,7 @@ export class MasterServer {
     this.nonceJournal?.close();
     this.runnerResults.close();
     this.jobReads?.close();
+    this.jobReturns?.close();
     await this.bus.stop();
   }
 

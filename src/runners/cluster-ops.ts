@@ -207,6 +207,8 @@ export interface PlacementReport {
   truncated: string[];
   /** node id -> job records in its hand-off outbox, not yet on every owner (absent: the master did not say) */
   handoff_pending: Record<string, number>;
+  /** node id -> the job placement requests (`raft/placement`: store, read, list, table) it answered since its start */
+  placement_requests_served: Record<string, Record<string, number>>;
   /** with truncated answers: the oldest jid compared (every master's answer covers the jids from here on) */
   horizon?: string;
   note?: string;
@@ -226,10 +228,15 @@ export function placementReport(input: {
   members: RingMembers;
   route: string | null;
   expected: (jid: string) => string[];
-  held: Record<string, { jids: string[]; truncated: boolean; pending?: number } | { error: string }>;
+  held: Record<string, { jids: string[]; truncated: boolean; pending?: number; served?: Record<string, number> } | { error: string }>;
 }): PlacementReport {
   const pending: Record<string, number> = {};
-  for (const [node, a] of Object.entries(input.held)) if (!("error" in a) && a.pending !== undefined) pending[node] = a.pending;
+  const served: Record<string, Record<string, number>> = {};
+  for (const [node, a] of Object.entries(input.held)) {
+    if ("error" in a) continue;
+    if (a.pending !== undefined) pending[node] = a.pending;
+    if (a.served !== undefined) served[node] = a.served;
+  }
   const holders = new Map<string, string[]>();
   const unreachable: Record<string, string> = {};
   const truncated: string[] = [];
@@ -277,6 +284,7 @@ export function placementReport(input: {
     unreachable,
     truncated,
     handoff_pending: pending,
+    placement_requests_served: served,
     ...(horizon !== undefined ? { horizon } : {}),
   };
   const notes = input.route === input.ring ? [PLACEMENT_NOTE] : [];

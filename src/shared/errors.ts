@@ -147,6 +147,7 @@ export const ERR = {
   // --- job placement ---
   PLACEMENT_NO_TABLE: "the ring's slot table is not known on this master",
   PLACEMENT_BAD_MESSAGE: "malformed job placement message",
+  PLACEMENT_WATCHES_FULL: "too many jobs' returns are watched on this master",
   // --- the state-sync thread's ports: the mirror (src/main-thread/state-sync-host.ts), the link, runners ---
   MIRROR_BAD_CHUNK: "a peer's bulk-sync chunk was not stored",
   MIRROR_BACKLOG_FULL: "mirror backlog full",

@@ -63,6 +63,36 @@ function frameFor(tag: string, dataBytes: number): { out: Buffer; pos: number } 
 
 const STAMP_KEY = encodeWire("_stamp");
 
+const JOB_TAG = Buffer.from("salt/job/");
+const RET_PART = Buffer.from("/ret/");
+
+/**
+ * A job return's event in one packed bus frame, read without decoding it: the jid and minion id of its tag
+ * (`salt/job/<jid>/ret/<id>`) and its data's msgpack bytes (a view into the frame); undefined for any other
+ * frame, or one not packed as packEvent packs them.
+ */
+export function jobReturnOfFrame(frame: Uint8Array): { jid: string; id: string; data: Uint8Array } | undefined {
+  const h = FRAME_HEAD.length;
+  if (frame.length < h + 2 + JOB_TAG.length || Buffer.compare(FRAME_HEAD, frame.subarray(0, h)) !== 0) return undefined;
+  const b = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+  let start: number;
+  let len: number;
+  if (b[h] === 0xc4) [start, len] = [h + 2, b[h + 1]!];
+  else if (b[h] === 0xc5 && b.length >= h + 3) [start, len] = [h + 3, b.readUInt16BE(h + 1)];
+  else if (b[h] === 0xc6 && b.length >= h + 5) [start, len] = [h + 5, b.readUInt32BE(h + 1)];
+  else return undefined;
+  const end = start + len;
+  if (end > b.length || Buffer.compare(JOB_TAG, b.subarray(start, start + JOB_TAG.length)) !== 0) return undefined;
+  const ret = b.indexOf(RET_PART, start + JOB_TAG.length);
+  if (ret < 0 || ret >= end) return undefined;
+  const sep = b.indexOf(TAG_END, ret + RET_PART.length, "latin1");
+  if (sep < 0 || sep + TAG_END.length > end) return undefined;
+  const jid = b.toString("utf8", start + JOB_TAG.length, ret);
+  const id = b.toString("utf8", ret + RET_PART.length, sep);
+  if (jid.includes("/")) return undefined;
+  return { jid, id, data: b.subarray(sep + TAG_END.length, end) };
+}
+
 /**
  * The event of a decoded map sent on in the sender's own encoding: the entries of `spans` (from
  * decodeWire) except the keys in `drop` and any `_stamp`, then `_stamp`. Equal, once decoded, to

@@ -32,6 +32,8 @@ export interface HeldJobs {
   truncated: boolean;
   /** job records in this master's hand-off outbox, waiting for their owners (job-placement.ts) */
   pending?: number;
+  /** `raft/placement` requests this master answered since its start, by op (job-placement.ts) */
+  served?: Record<string, number>;
 }
 
 /** One master's answer, or why it could not be had. */
@@ -45,6 +47,8 @@ export function newest(all: string[], max: number): HeldJobs {
 export class HeldJobsService {
   private store: Store | undefined;
   private readonly offs: (() => void)[];
+  /** this master's `raft/placement` requests answered, by op (set once job placement runs) */
+  served: (() => Record<string, number>) | undefined;
 
   /** `ownership(ring)`: what this master may shed of `ring` (from its applied cluster and ring state) */
   constructor(
@@ -69,7 +73,7 @@ export class HeldJobsService {
   /** This master's jids, newest `max`. */
   local(max: number): HeldJobs {
     const s = this.open();
-    return { ...newest(new JobCache(s).listJids(), Math.min(max, heldJidsMax)), pending: s.handoff.getCount() };
+    return { ...newest(new JobCache(s).listJids(), Math.min(max, heldJidsMax)), pending: s.handoff.getCount(), ...(this.served ? { served: { ...this.served() } } : {}) };
   }
 
   /** Runs the shed on every listed peer (each writes its own status file); a peer that failed: status "error". */
@@ -103,7 +107,8 @@ export class HeldJobsService {
         try {
           const r = cbor.decode(await this.channel.request(p, JOBS_HELD_CHANNEL, payload, this.timeoutMs)) as HeldJobs;
           if (!Array.isArray(r?.jids) || !r.jids.every((j) => typeof j === "string")) return [p, { error: "malformed answer" }];
-          return [p, { jids: r.jids, truncated: r.truncated === true, ...(Number.isSafeInteger(r.pending) ? { pending: r.pending } : {}) }];
+          const served = r.served !== null && typeof r.served === "object" && Object.values(r.served).every((n) => Number.isSafeInteger(n)) ? { served: r.served } : {};
+          return [p, { jids: r.jids, truncated: r.truncated === true, ...(Number.isSafeInteger(r.pending) ? { pending: r.pending } : {}), ...served }];
         } catch (e) {
           return [p, { error: (e as Error).message }];
         }

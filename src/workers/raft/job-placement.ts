@@ -63,6 +63,9 @@ const log = getLogger("brine.cluster.placement");
 const roundLog = new LogBudget(1, 10_000, (line) => log.warning(line), "job hand-off");
 const NO_OVERWRITE = { noOverwrite: true } as unknown as number;
 
+/** The requests of `raft/placement`. */
+export type PlacementOp = "store" | "read" | "list" | "table";
+
 /** One jid's records on their way to an owner. */
 interface HandedJob {
   jid: string;
@@ -143,6 +146,8 @@ export class JobPlacement {
   private rescan: Rescan | undefined;
   /** the table last written to `jobs/placed-by` */
   private stored: PlacementTable | undefined;
+  /** `raft/placement` requests this master answered since its start, by op (placement_check shows them) */
+  readonly served: Record<PlacementOp, number> = { store: 0, read: 0, list: 0, table: 0 };
 
   constructor(private readonly d: PlacementDeps) {
     this.now = d.now ?? Date.now;
@@ -462,6 +467,7 @@ export class JobPlacement {
       throw new BrineError("PLACEMENT_BAD_MESSAGE", "not CBOR");
     }
     if (typeof q !== "object" || q === null) throw new BrineError("PLACEMENT_BAD_MESSAGE", "not a map");
+    if (typeof q.op === "string" && q.op in this.served) this.served[q.op as PlacementOp]++;
     switch (q.op) {
       case "store":
         return cbor.encode(await this.serveStore(m.from, q)) as Uint8Array;

@@ -135,6 +135,8 @@ async function startup(): Promise<GroupManager> {
       peers: () => otherMembers(m),
       up: (peer) => peerTransport?.isUp(peer) ?? false,
     });
+    const served = placement.served;
+    held.served = () => served;
   }
   let ticks = 0;
   let following = false;

@@ -12,7 +12,8 @@
  *   as the cluster holds them (src/shared/cluster-job-reads.ts), as `minion_publish`'s wait does.
  * - `minion_publish` (the older form, which waits on the master): publishes as `minion_pub`, waits for every
  *   targeted minion or the timeout, and answers the returns (`form: full`: each return's whole record with
- *   `ret`, and `__jid__`).
+ *   `ret`, and `__jid__`). The returns are pushed from the event bus (src/shared/job-return-watch.ts), the job
+ *   cache read once at the end for any still missing.
  * - `minion_runner`: the `peer_run:` ACL decides; the runner runs in its own runner thread as a clear `runner`
  *   request's does (Effects.runs), and this request waits for its result (src/shared/runner-results.ts) and answers it.
  *
@@ -35,6 +36,8 @@ import type { Effects, MasterContext } from "./context.js";
 import type { AesResult } from "./aes-funcs.js";
 import { shown } from "../../shared/shown.js";
 import { ClusterJobReader } from "../../shared/cluster-job-reads.js";
+import { ReturnWatcher } from "../../shared/job-return-watch.js";
+import { CoarseTimer } from "../../shared/coarse-timer.js";
 import type { JobCopy } from "../../shared/placement.js";
 
 const log = getLogger("brine.peer");
@@ -42,12 +45,15 @@ const log = getLogger("brine.peer");
 /** Longest a `minion_publish` waits for returns, and a `minion_runner` for its runner, seconds. */
 export const peerPublishWaitSMax = 300;
 export const peerRunnerWaitSMax = 600;
-/** How often `minion_publish` looks for returns, ms. */
-const returnPollMs = 200;
 
 const refusals = new LogBudget(20, 60_000, (l) => log.warning(l), "peer publish refusals");
-/** How often `minion_publish` asks the cluster for the returns of a job placed on a ring (every master is asked), ms. */
-const placedPollMs = 1000;
+/** A return watch outlives its minion_publish's deadline by this much (the main thread ends it then if the worker did not), ms. */
+const watchSlackMs = 5_000;
+const watchers = new WeakMap<MasterContext, ReturnWatcher>();
+/** one line per minute: the main thread did not take a return watch */
+const watchFailures = new LogBudget(1, 60_000, (l) => log.warning(l), "minion_publish return watches");
+/** the deadlines of minion_publish waits (one coarse timer for all of them) */
+const waitTimer = new CoarseTimer(100);
 /** one line per minute: a cluster-wide read failed, this master's copy answered */
 const placedReads = new LogBudget(1, 60_000, (l) => log.warning(l), "peer publish reads under placement");
 const readers = new WeakMap<MasterContext, ClusterJobReader>();
@@ -124,14 +130,14 @@ function preparePeerJob(ctx: MasterContext, load: Record<string, WireValue>, wha
 }
 
 /** Publishes an allowed peer job through the CLI's publish path; its jid and minions, or undefined when the master's CLI key is missing or the publish was refused. */
-async function publishPeerJob(ctx: MasterContext, job: PeerJob, fx: Effects, what: string): Promise<{ jid: string | null; minions: string[] } | undefined> {
+async function publishPeerJob(ctx: MasterContext, job: PeerJob, fx: Effects, what: string, jid?: string): Promise<{ jid: string | null; minions: string[] } | undefined> {
   const key = ctx.rootKey();
   if (key === undefined) {
     refuse(job.id, what, `the master's CLI key (cachedir/.${ctx.cfg.user}_key) is missing`);
     return undefined;
   }
   audit({ user: job.id, backend: "peer", fun: Array.isArray(job.fun) ? job.fun.join(",") : job.fun, target: job.tgt, source: `minion ${job.id}`, verdict: "allowed" });
-  const r = (await handlePublish(ctx, { cmd: "publish", fun: job.fun, arg: job.arg as WireValue[], tgt: job.tgt, tgt_type: job.tgtType, ret: job.ret, user: ctx.cfg.user, key, kwargs: {} }, fx, `minion ${job.id}`, { id: job.id })) as Record<string, unknown>;
+  const r = (await handlePublish(ctx, { ...(jid !== undefined ? { jid } : {}), cmd: "publish", fun: job.fun, arg: job.arg as WireValue[], tgt: job.tgt, tgt_type: job.tgtType, ret: job.ret, user: ctx.cfg.user, key, kwargs: {} }, fx, `minion ${job.id}`, { id: job.id })) as Record<string, unknown>;
   const answer = isMap(r.load as WireValue) ? (r.load as Record<string, unknown>) : undefined;
   if (!answer || "error" in r || (answer.error !== undefined && answer.jid !== null)) {
     refusals.line(`${what} from minion ${job.id}: the publish was refused: ${JSON.stringify(r).slice(0, 200)}`);
@@ -174,29 +180,73 @@ function publishTimeoutS(ctx: MasterContext, load: Record<string, WireValue>): n
   return Number.isFinite(n) ? Math.min(Math.max(Math.trunc(n), 0), peerPublishWaitSMax) : undefined;
 }
 
-/** `minion_publish`: publish, wait for the returns (or the timeout) here, answer them. */
+/** The stored-return shape (job-cache.ts) of a return event's data: its `return` and the fields a return keeps. */
+function returnOfEvent(ev: Record<string, unknown>): Record<string, unknown> {
+  const rec: Record<string, unknown> = { return: ev.return };
+  for (const k of ["retcode", "success", "out", "fun", "fun_args"]) if (ev[k] !== undefined) rec[k] = ev[k];
+  return rec;
+}
+
+/**
+ * `minion_publish`: publish, wait here for every targeted minion's return (or the timeout), answer them. The
+ * returns are pushed from this master's event bus, where every master's returns land (src/shared/job-return-watch.ts;
+ * Salt's minion_publish reads them from its bus too), watched before the job is published; when some are still
+ * missing at the end (a forwarded event lost, a minion that did not return), the job cache is read once,
+ * cluster-wide when jobs are placed on a ring.
+ */
 export async function doMinionPublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
   const timeoutS = publishTimeoutS(ctx, load);
   if (timeoutS === undefined) return refuse(load.id, "minion_publish", `Failed to parse timeout value: ${shown(load.timeout ?? load.tmo, 32)}`);
   const job = preparePeerJob(ctx, load, "minion_publish");
   if (!("fun" in job)) return job;
-  const r = await publishPeerJob(ctx, job, fx, "minion_publish");
-  if (!r) return REFUSED;
   const full = load.form === "full";
-  if (r.jid === null) return send(full ? { __jid__: null } : {});
-  const jid = r.jid;
+  const jid = ctx.jids.next();
   const deadline = Date.now() + timeoutS * 1000;
-  // placed on a ring: returns that landed on other masters are handed to the job's owners, so ask the cluster
-  const placed = ctx.jobs.placing(jid);
-  const complete = (returns: Record<string, unknown>) => !r.minions.some((m) => !(m in returns));
-  const look = async () => {
-    const here = ctx.jobs.returnsFor(jid);
-    return placed && !complete(here) ? ((await placedCopy(ctx, jid, "minion_publish"))?.returns ?? here) : here;
-  };
-  let returns = await look();
-  while (Date.now() < deadline && !complete(returns)) {
-    await new Promise((res) => setTimeout(res, placed ? placedPollMs : returnPollMs));
-    returns = await look();
+  const pushed: Record<string, Record<string, unknown>> = {};
+  let expected: string[] | undefined;
+  let wake: (() => void) | undefined;
+  const complete = (returns: Record<string, unknown>) => expected !== undefined && !expected.some((m) => !(m in returns));
+  let unwatch: (() => void) | undefined;
+  try {
+    let w = watchers.get(ctx);
+    if (!w) watchers.set(ctx, (w = new ReturnWatcher(ctx.cfg)));
+    unwatch = await w.watch(jid, deadline + watchSlackMs, (minion, data) => {
+      if (!validId(minion) || minion in pushed) return;
+      let ev: unknown;
+      try {
+        ev = decodeWire(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      } catch {
+        return;
+      }
+      if (!isMap(ev as WireValue) || !("return" in (ev as object))) return;
+      pushed[minion] = returnOfEvent(ev as Record<string, unknown>);
+      if (complete(pushed)) wake?.();
+    });
+  } catch (e) {
+    watchFailures.line(`minion_publish from ${job.id}: the returns cannot be watched on the bus (${(e as Error).message}); the job cache is read at the end of the wait`);
+  }
+  let returns: Record<string, Record<string, unknown>> = pushed;
+  try {
+    const r = await publishPeerJob(ctx, job, fx, "minion_publish", jid);
+    if (!r) return REFUSED;
+    if (r.jid === null) return send(full ? { __jid__: null } : {});
+    expected = r.minions;
+    if (!complete(pushed)) {
+      await new Promise<void>((res) => {
+        const t = waitTimer.after(deadline - Date.now(), res);
+        wake = () => {
+          t.cancel();
+          res();
+        };
+      });
+    }
+  } finally {
+    unwatch?.();
+  }
+  // what the bus did not bring (a forwarded event lost, a minion that did not return): the job cache, once
+  if (!complete(pushed)) {
+    const cached = (await placedCopy(ctx, jid, "minion_publish"))?.returns ?? ctx.jobs.returnsFor(jid);
+    returns = { ...cached, ...pushed };
   }
   const out: Record<string, unknown> = {};
   for (const [m, rec] of Object.entries(returns)) {
