@@ -132,6 +132,17 @@ export function removalLosesData(node: string, rings: readonly PlacedRing[]): st
   return undefined;
 }
 
+/**
+ * remove_member's second check, with jobs placed on a ring: why removing `node` would lose records still in its
+ * hand-off outbox (returns it took that no owner acknowledged yet: `pending`, from its answer to
+ * placement_check's question), or undefined. A master that could not be asked (down) is not refused: removing a
+ * dead master is what remove_member is for; the caller logs that its outbox, if any, is lost.
+ */
+export function removalLosesHandoff(node: string, pending: number | undefined): string | undefined {
+  if (pending === undefined || pending === 0) return undefined;
+  return `${node} holds ${pending} job record(s) in its hand-off outbox that their owners do not have yet: removing it now loses them (a removed master hands nothing on). Wait until cluster.placement_check shows its handoff_pending at 0, then remove it; or pass force=True to remove it anyway`;
+}
+
 /** The committed result, or CLUSTER_NOT_COMMITTED when the state machines refused the committed entry. */
 export function committed<T>(r: ProposeResult, data: T): Committed<T> {
   if (r.applied === "refused") {

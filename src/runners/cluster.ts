@@ -19,7 +19,7 @@ import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
 import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedOwnership, shedUnowned, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
 import { validateRingRef } from "../shared/cluster-names.js";
-import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, PLACED_DATA_TYPES, placementReport, proposalError, removalLosesData, routeWarning, type GroupHint, type PlacedRing } from "./cluster-ops.js";
+import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, PLACED_DATA_TYPES, placementReport, proposalError, removalLosesData, removalLosesHandoff, routeWarning, type GroupHint, type PlacedRing } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ProposeResult, ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes, ringInfoFromState } from "./cluster-shapes.js";
@@ -268,8 +268,15 @@ export const clusterRunners: Record<string, RunnerFn> = {
       if (!force) throw new BrineError("CLUSTER_BAD_ARGUMENT", `removing voter ${id} leaves ${membership.voters.length - 1} voter(s), fewer than cluster_min_voters (${minVoters}); add a master first, or pass force=True to remove it anyway`);
       log.warning(`cluster.remove_member: force=True: removing voter ${id} leaves ${membership.voters.length - 1} voter(s), fewer than cluster_min_voters (${minVoters})`);
     }
-    // a voter of a ring whose placed data has one copy per key takes the copies only it holds with it
-    const loses = removalLosesData(id, await placedRings(c));
+    // a voter of a ring whose placed data has one copy per key takes the copies only it holds with it; any master
+    // takes the records of its hand-off outbox
+    const rings = await placedRings(c);
+    let loses = removalLosesData(id, rings);
+    if (!loses && rings.length > 0) {
+      const held = (await c.raft.jobsHeld(1))[id];
+      if (held && "error" in held) log.warning(`cluster.remove_member: ${id} could not be asked for its hand-off outbox (${held.error}): job records it took and did not hand on yet, if any, are lost with it`);
+      else loses = removalLosesHandoff(id, held?.pending);
+    }
     if (loses) {
       if (!force) throw new BrineError("CLUSTER_BAD_ARGUMENT", loses);
       log.warning(`cluster.remove_member: force=True: ${loses}`);

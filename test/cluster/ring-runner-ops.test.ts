@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BrineError, isBrineError } from "../../src/shared/errors.js";
-import { checkRingCreate, committed, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, removalLosesData, type PlacedRing } from "../../src/runners/cluster-ops.js";
+import { checkRingCreate, committed, parseRingName, parseRingSet, parseVoters, placementReport, proposalError, removalLosesData, removalLosesHandoff, type PlacedRing } from "../../src/runners/cluster-ops.js";
 import { clusterRingInfo, clusterRoutes, ringInfoFromState } from "../../src/runners/cluster-shapes.js";
 import { ringTargets, routeTargets } from "../../src/workers/raft/ring-sync.js";
 import { ClusterGroupState } from "../../src/workers/raft/state-machines/groups.js";
@@ -184,4 +184,10 @@ test("remove_member refuses to take away a master holding the only copies of pla
     if (refused) assert.match(why ?? "", refused, what);
     else assert.equal(why, undefined, what);
   }
+});
+
+test("remove_member refuses to take away a master whose hand-off outbox still holds job records, not one that could not be asked", () => {
+  assert.match(removalLosesHandoff("m4", 12) ?? "", /^m4 holds 12 job record\(s\) in its hand-off outbox .*handoff_pending at 0.*force=True/);
+  assert.equal(removalLosesHandoff("m4", 0), undefined, "an empty outbox");
+  assert.equal(removalLosesHandoff("m4", undefined), undefined, "a master that did not say (down: removing it is what remove_member is for)");
 });
