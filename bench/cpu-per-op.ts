@@ -32,7 +32,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { poolKeySlots, poolMinionSettings, startBrineMaster } from "./swarm.js";
+import { benchTransports, poolKeySlots, poolMinionSettings, startBrineMaster } from "./swarm.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { Fleet } from "../tools/swarm/fleet.js";
 import type { JobTrack } from "../tools/swarm/collector.js";
@@ -418,7 +418,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const p = py ? per(py) : undefined;
   const vs = (mine: number, theirs: number | undefined) => (theirs === undefined ? (pythonSkip ? `Python skipped: ${pythonSkip}` : "") : `Python ${Math.round(theirs)} µs, brine/Python ${(mine / theirs).toFixed(3)}`);
   const swarmUs = (f: Figures) => `swarm ${Math.round(us(f.returns.swarmS, f.returns.returns))} µs/return, ${Math.round(us(f.auth.swarmS, f.auth.accepted))} µs/auth`;
-  const head = `${n} minions, ${jobs} jobs, ${cpuNote}, load ${load0}→${load1}`;
+  const head = `${n} minions, ${jobs} jobs, brine_minion_transport ${benchTransports()[0]}, ${cpuNote}, load ${load0}→${load1}`;
   rows.push({ figure: "cpu/op: brine master CPU per auth (re-sign-in)", value: b.auth, unit: "µs", target: bound * 1.25e6, better: "lower", note: `RSA bound ${Math.round(bound * 1e6)} µs on the master's CPU (goal 1.25×, ratio ${(b.auth / (bound * 1e6)).toFixed(2)}); ${br.auth.accepted} accepted of ${br.auth.attempts} attempts; ${vs(b.auth, p?.auth)}` });
   rows.push({ figure: "cpu/op: brine master CPU per durable return", value: b.ret, unit: "µs", target: p ? p.ret / 10 : undefined, better: "lower", note: `${br.returns.returns} returns; goal ≤ 1/10 of Python's; ${vs(b.ret, p?.ret)}` });
   rows.push({ figure: "cpu/op: brine master CPU per publish to all", value: b.publish, unit: "µs", better: "lower", note: `${br.publishAll.delivered} deliveries; ${vs(b.publish, p?.publish)}` });

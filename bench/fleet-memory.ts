@@ -17,6 +17,9 @@
  * - `BRINE_BENCH_FLEET_SIZES=1000,5000` chooses the sizes; `BRINE_BENCH_DEBUG=1` prints the raw readings.
  * - `BRINE_BENCH_ZMQ_BATCH_BYTES=N` runs the master (and the second libzmq floor) with another `brine_zmq_batch_bytes`.
  * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas).
+ * - `BRINE_BENCH_MINION_TRANSPORT=libzmq,native` measures the master with each minion-facing transport
+ *   (`brine_minion_transport`; figures of the native one are marked `[native]`); the libzmq floor is measured
+ *   when libzmq is one of them.
  *
  * The minions share 100 pool keys (swarm.ts's poolKeySlots): the master does the same work per id either way.
  */
@@ -25,7 +28,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import * as zmq from "zeromq";
-import { poolKeySlots, startBrineMaster, type BenchMaster } from "./swarm.js";
+import { benchTransports, poolKeySlots, startBrineMaster, type BenchMaster } from "./swarm.js";
 import { fleetOn, ping } from "./syndic.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { controlCall } from "../src/lib/client/control-client.js";
@@ -127,7 +130,7 @@ export async function libzmqFloorKb(n: number, batchBytes: number): Promise<numb
   }
 }
 
-async function masterAt(n: number, batchBytes: number): Promise<BenchRow[]> {
+async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "native"): Promise<BenchRow[]> {
   await ensureKeyPool(poolKeySlots, { dir: DEFAULT_KEY_POOL_DIR });
   const arenas = process.env.BRINE_BENCH_MALLOC_ARENA_MAX;
   const saved = process.env.MALLOC_ARENA_MAX;
@@ -135,7 +138,7 @@ async function masterAt(n: number, batchBytes: number): Promise<BenchRow[]> {
   // --expose-gc: brine.memory gc=True collects every thread's garbage before it reads the heaps
   const savedArgs = process.env.BRINE_BENCH_MASTER_NODE_ARGS;
   process.env.BRINE_BENCH_MASTER_NODE_ARGS = `${savedArgs ?? ""} --expose-gc`;
-  const m = await startBrineMaster({ id: "bench-fleet-memory", brine_zmq_batch_bytes: batchBytes }).finally(() => {
+  const m = await startBrineMaster({ id: "bench-fleet-memory", brine_zmq_batch_bytes: batchBytes, brine_minion_transport: transport }).finally(() => {
     if (savedArgs === undefined) delete process.env.BRINE_BENCH_MASTER_NODE_ARGS;
     else process.env.BRINE_BENCH_MASTER_NODE_ARGS = savedArgs;
   });
@@ -157,7 +160,7 @@ async function masterAt(n: number, batchBytes: number): Promise<BenchRow[]> {
       await sleep(2000);
       const pinged = await memoryOf(m);
       const load = os.loadavg()[0]!.toFixed(1);
-      const note = `${n} minions, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}`;
+      const note = `brine_minion_transport ${transport}, ${n} minions, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}`;
       const rows: BenchRow[] = [
         { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },
@@ -180,7 +183,7 @@ async function masterAt(n: number, batchBytes: number): Promise<BenchRow[]> {
       const v8Total = kbPer(sum(idleHeaps.values()), sum(upHeaps.values()), n);
       const anonAll = kbPer((idle.resident_kb["anonymous"] ?? 0) + (idle.resident_kb["brk heap"] ?? 0), (up.resident_kb["anonymous"] ?? 0) + (up.resident_kb["brk heap"] ?? 0), n);
       rows.push({ figure: `${n} connected: native memory per minion outside V8 heaps`, value: Math.round((anonAll - v8Total) * 10) / 10, unit: "KB", better: "lower", note: "anonymous + brk growth − V8 committed growth: libzmq, Buffers, OpenSSL, malloc slack" });
-      return rows;
+      return transport === "native" ? rows.map((r) => ({ ...r, figure: `[native] ${r.figure}` })) : rows;
     } finally {
       await fleet.shutdown();
     }
@@ -197,13 +200,16 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // the peers live in this process: each ZeroMQ socket also holds a mailbox fd, so 2 fds per socket and 4
     // per peer pair; past ~4,900 pairs the box's RLIMIT_NOFILE (20,000) is reached. The floor is per connection.
     const peers = Math.min(n, floorPeersMax);
-    const libDefault = await libzmqFloorKb(peers, 0);
-    const libBrine = await libzmqFloorKb(peers, batch);
-    out.push(
-      { figure: `${peers} peers: libzmq floor per connected ROUTER+PUB pair, default batch (8 KiB)`, value: libDefault, unit: "KB", better: "lower", note: "bare zeromq.js process, no brine code" },
-      { figure: `${peers} peers: libzmq floor per connected ROUTER+PUB pair, batch ${batch} B`, value: libBrine, unit: "KB", better: "lower", note: "brine_zmq_batch_bytes" },
-    );
-    out.push(...(await masterAt(n, batch)));
+    const transports = benchTransports();
+    if (transports.includes("libzmq")) {
+      const libDefault = await libzmqFloorKb(peers, 0);
+      const libBrine = await libzmqFloorKb(peers, batch);
+      out.push(
+        { figure: `${peers} peers: libzmq floor per connected ROUTER+PUB pair, default batch (8 KiB)`, value: libDefault, unit: "KB", better: "lower", note: "bare zeromq.js process, no brine code" },
+        { figure: `${peers} peers: libzmq floor per connected ROUTER+PUB pair, batch ${batch} B`, value: libBrine, unit: "KB", better: "lower", note: "brine_zmq_batch_bytes" },
+      );
+    }
+    for (const t of transports) out.push(...(await masterAt(n, batch, t)));
   }
   return out;
 }

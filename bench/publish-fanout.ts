@@ -32,6 +32,7 @@ import { createContext } from "../src/lib/zmq-req-client.js";
 import { freePort } from "../tools/free-port.js";
 import { cpuSecondsOf } from "../tools/swarm/proc-stats.js";
 import type { BenchOptions, BenchRow } from "./types.js";
+import { benchTransports } from "./swarm.js";
 
 const CHILD_ARG = "publish-fanout-child";
 const FANOUT_GOAL_MS = 100;
@@ -197,13 +198,13 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
-async function fanout(subs: number, roundsN: number, ioThreads: number): Promise<BenchRow[]> {
+async function fanout(subs: number, roundsN: number, ioThreads: number, transport: "libzmq" | "native"): Promise<BenchRow[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-fanout-"));
   const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   writeFileSync(path.join(dir, "master.pem"), privateKey.export({ type: "pkcs1", format: "pem" }), { mode: 0o600 });
   const secrets = new SharedSecrets();
   secrets.setAesKey(generateKeyString());
-  const cfg = { ...masterDefaults(), pki_dir: dir };
+  const cfg = { ...masterDefaults(), pki_dir: dir, brine_minion_transport: transport };
   const port = new PublishPort(cfg, secrets.sab, ioThreads);
   const tcp = await freePort();
   await port.bind(`tcp://127.0.0.1:${tcp}`);
@@ -249,8 +250,8 @@ async function fanout(subs: number, roundsN: number, ioThreads: number): Promise
     const threads1 = threadCpu();
     const perPub = (k: keyof typeof threads0) => (((threads1[k] - threads0[k]) * 1000) / roundsN).toFixed(1);
     const cpuMsPerPublish = (cpu.user + cpu.system) / 1000 / roundsN;
-    const note = `PUB socket with ${ioThreads} ZeroMQ I/O thread(s); ${subs.toLocaleString("en-US")} SUB sockets in ${kidsN} process(es), ${roundsN} rounds; first subscriber ${median(first).toFixed(1)} ms, slowest round ${Math.max(...last).toFixed(1)} ms; this process ${cpuMsPerPublish.toFixed(2)} ms CPU per publish (main thread ${perPub("main")}, ZeroMQ I/O ${perPub("zmqIo")}, publisher thread and the rest ${perPub("other")}; 10 ms ticks); all joined in ${joinS.toFixed(1)} s; ${niced ? "nice -10" : "nice 0 (not allowed to raise)"}; load ${load0} -> ${loadavg()}`;
-    return [{ figure: `publish to the last of ${subs.toLocaleString("en-US")} subscribers (median)`, value: median(last), unit: "ms", target: FANOUT_GOAL_MS, better: "lower", note }];
+    const note = `${transport === "native" ? "brine's native ZMTP PUB (writes on the main thread)" : `libzmq PUB socket with ${ioThreads} ZeroMQ I/O thread(s)`}; ${subs.toLocaleString("en-US")} SUB sockets in ${kidsN} process(es), ${roundsN} rounds; first subscriber ${median(first).toFixed(1)} ms, slowest round ${Math.max(...last).toFixed(1)} ms; this process ${cpuMsPerPublish.toFixed(2)} ms CPU per publish (main thread ${perPub("main")}, ZeroMQ I/O ${perPub("zmqIo")}, publisher thread and the rest ${perPub("other")}; 10 ms ticks); all joined in ${joinS.toFixed(1)} s; ${niced ? "nice -10" : "nice 0 (not allowed to raise)"}; load ${load0} -> ${loadavg()}`;
+    return [{ figure: `${transport === "native" ? "[native] " : ""}publish to the last of ${subs.toLocaleString("en-US")} subscribers (median)`, value: median(last), unit: "ms", target: FANOUT_GOAL_MS, better: "lower", note }];
   } finally {
     kids.forEach((k) => k.stop());
     await port.close();
@@ -317,7 +318,10 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   if (part !== "fanout") rows.push(...(await busFlood(opts.full ? 100_000 : 20_000)));
   const ioThreads = (process.env.BRINE_BENCH_PUB_IO_THREADS ?? String(publishIoThreads)).split(",").map(Number);
-  for (const n of ioThreads) if (part !== "bus") rows.push(...(await fanout(opts.full ? 5000 : 500, opts.full ? 30 : 20, n)));
+  for (const t of benchTransports()) {
+    // the native transport has no I/O threads: it writes from the main thread
+    for (const n of t === "native" ? [1] : ioThreads) if (part !== "bus") rows.push(...(await fanout(opts.full ? 5000 : 500, opts.full ? 30 : 20, n, t)));
+  }
   return rows;
 }
 

@@ -70,6 +70,16 @@ export interface BenchMaster {
   stop(): Promise<void>;
 }
 
+/**
+ * The brine master's minion-facing transport in the benches (`brine_minion_transport`): BRINE_BENCH_MINION_TRANSPORT,
+ * `libzmq` (the default) or `native`; fleet-memory and publish-fanout take a comma-separated list and run each.
+ */
+export function benchTransports(): ("libzmq" | "native")[] {
+  const ts = (process.env.BRINE_BENCH_MINION_TRANSPORT ?? "libzmq").split(",").map((t) => t.trim());
+  for (const t of ts) if (t !== "libzmq" && t !== "native") throw new Error(`BRINE_BENCH_MINION_TRANSPORT: libzmq or native, not ${JSON.stringify(t)}`);
+  return ts as ("libzmq" | "native")[];
+}
+
 /** Start `salt-master -c DIR` (brine) on free loopback ports; resolves when it answers. */
 export async function startBrineMaster(extraConfig: Record<string, unknown> = {}, opts: { cpus?: string } = {}): Promise<BenchMaster> {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-bench-master-"));
@@ -93,6 +103,7 @@ export async function startBrineMaster(extraConfig: Record<string, unknown> = {}
     user: os.userInfo().username,
     file_roots: { base: [path.join(root, "srv", "salt")] },
     pillar_roots: { base: [path.join(root, "srv", "pillar")] },
+    brine_minion_transport: benchTransports()[0],
     ...extraConfig,
   };
   writeFileSync(path.join(etc, "master"), Object.entries(cfg).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("\n") + "\n");

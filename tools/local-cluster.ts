@@ -256,6 +256,8 @@ export class ClusterHarness {
       loop_interval: 60,
       brine_cluster_chaos_file: m.chaosFile,
       brine_cluster_unhealthy_after_ms: 1000,
+      // BRINE_TEST_MINION_TRANSPORT=native: the masters serve minions on brine's own ZMTP server (as test/helpers/master.ts)
+      ...(process.env.BRINE_TEST_MINION_TRANSPORT ? { brine_minion_transport: process.env.BRINE_TEST_MINION_TRANSPORT } : {}),
       ...own,
       ...this.opts.extra,
       ...this.opts.perMaster?.(m, dir),

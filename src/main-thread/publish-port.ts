@@ -1,15 +1,17 @@
 /**
- * The publish port (`publish_port`, 4505): a ZeroMQ PUB socket fed by the publisher thread. Publish loads
- * go to the publisher (src/workers/publisher/: serial, AES, signature, in arrival order); the frames it
- * returns are sent as single-part messages, in order, through one send queue.
+ * The publish port (`publish_port`, 4505): a PUB socket fed by the publisher thread, served by libzmq
+ * (zeromq.js) or, with `brine_minion_transport: native`, by brine's own ZMTP server (zmtp-server.ts). Publish
+ * loads go to the publisher (src/workers/publisher/: serial, AES, signature, in arrival order); the frames it
+ * returns are sent as single-part messages, in order.
  */
 import path from "node:path";
 import { Context, Publisher } from "zeromq";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { minionFacingKeyFiles } from "../shared/shared-fs.js";
 import { PublisherClient } from "./publisher-client.js";
-import { SendQueue } from "./send-queue.js";
+import { SendQueue, type Outbox } from "./send-queue.js";
 import { setBatchSizes } from "./zmq-memory.js";
+import { NativePublisher } from "./zmtp-server.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
 
 /**
@@ -18,17 +20,26 @@ import { threadLogSettings } from "../shared/thread-kit.js";
  * N writes spread over these threads (bench/publish-fanout.ts).
  */
 export const publishIoThreads = 1;
+/** TCP keepalive idle time of subscribers' connections, ms (the libzmq PUB's tcpKeepaliveIdle: 300 s) */
+const keepaliveIdleMs = 300_000;
 
 export class PublishPort {
-  private readonly pub: Publisher;
-  readonly out: SendQueue;
+  private readonly pub: Publisher | undefined;
+  private readonly native: NativePublisher | undefined;
+  readonly out: Outbox;
   private readonly publisher: PublisherClient;
 
   constructor(cfg: MasterConfig, secrets: SharedArrayBuffer, ioThreads = publishIoThreads) {
-    const context = ioThreads === 1 ? undefined : new Context({ ioThreads, blocky: false });
-    this.pub = new Publisher({ ...(context ? { context } : {}), sendHighWaterMark: cfg.pub_hwm, backlog: cfg.zmq_backlog, linger: 0, tcpKeepalive: 1, tcpKeepaliveIdle: 300, ipv6: cfg.ipv6 });
-    setBatchSizes(this.pub, cfg.brine_zmq_batch_bytes);
-    this.out = new SendQueue((m) => this.pub.send(m), "publish");
+    if (cfg.brine_minion_transport === "native") {
+      this.native = new NativePublisher({ backlog: cfg.zmq_backlog, keepaliveIdleMs }, cfg.pub_hwm);
+      this.out = this.native;
+    } else {
+      const context = ioThreads === 1 ? undefined : new Context({ ioThreads, blocky: false });
+      const pub = new Publisher({ ...(context ? { context } : {}), sendHighWaterMark: cfg.pub_hwm, backlog: cfg.zmq_backlog, linger: 0, tcpKeepalive: 1, tcpKeepaliveIdle: keepaliveIdleMs / 1000, ipv6: cfg.ipv6 });
+      setBatchSizes(pub, cfg.brine_zmq_batch_bytes);
+      this.pub = pub;
+      this.out = new SendQueue((m) => pub.send(m), "publish");
+    }
     const key = minionFacingKeyFiles(cfg).pem;
     this.publisher = new PublisherClient(
       {
@@ -45,12 +56,20 @@ export class PublishPort {
   }
 
   async bind(endpoint: string): Promise<void> {
-    await this.pub.bind(endpoint);
+    await (this.native ?? this.pub)!.bind(endpoint);
   }
 
   /** Loads to encrypt, sign and send, in this order. */
   publish(loads: Record<string, unknown>[]): void {
     this.publisher.publish(loads);
+  }
+
+  /**
+   * Remote addresses of the connected subscribers, with the native transport (it knows its connections);
+   * undefined with libzmq, whose connections only /proc/net/tcp shows (src/workers/req-handler/presence.ts).
+   */
+  subscriberAddresses(): string[] | undefined {
+    return this.native?.remoteAddresses();
   }
 
   async drained(): Promise<void> {
@@ -59,7 +78,8 @@ export class PublishPort {
 
   /** Closes the socket, then stops the publisher thread. */
   async close(): Promise<void> {
-    this.pub.close();
+    this.pub?.close();
+    this.native?.close();
     await this.publisher.stop();
   }
 }

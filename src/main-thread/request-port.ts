@@ -1,15 +1,19 @@
 /**
- * The request port (`ret_port`, 4506): a ZeroMQ ROUTER. Each message is identity frames + the request
- * body; the body goes to the request lanes with the identity frames as its tag, and the reply goes back
- * with them. No decoding here: a stopping master answers SHUTDOWN_REPLY, a full lane QUEUE_FULL_REPLY,
+ * The request port (`ret_port`, 4506): a ROUTER, served by libzmq (zeromq.js) or, with
+ * `brine_minion_transport: native`, by brine's own ZMTP server (zmtp-server.ts). Each message is identity frames
+ * + the request body; the body goes to the request lanes with the identity frames as its tag, and the reply goes
+ * back with them. No decoding here: a stopping master answers SHUTDOWN_REPLY, a full lane QUEUE_FULL_REPLY,
  * both at once, so every request gets exactly one reply.
  */
 import { Router } from "zeromq";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
-import { SendQueue } from "./send-queue.js";
+import { SendQueue, type Outbox } from "./send-queue.js";
 import { setBatchSizes } from "./zmq-memory.js";
+import { NativeRouter } from "./zmtp-server.js";
 import { QUEUE_FULL_REPLY, SHUTDOWN_REPLY } from "./req-pool.js";
+import { TOO_LARGE_REPLY } from "../workers/req-handler/replies.js";
+import { LogBudget } from "../shared/log-budget.js";
 
 const log = getLogger("brine.master");
 
@@ -17,9 +21,12 @@ const log = getLogger("brine.master");
 export type RouterTag = Buffer[];
 
 export class RequestPort {
-  private readonly router: Router;
-  readonly out: SendQueue;
+  private readonly router: Router | undefined;
+  private readonly native: NativeRouter | undefined;
+  readonly out: Outbox;
   private closed = false;
+  /** lines about requests over frameBytesMax (native transport), per minute */
+  private readonly tooLarge = new LogBudget(10, 60_000, (l) => log.warning(l), "request port");
 
   constructor(
     cfg: MasterConfig,
@@ -27,35 +34,53 @@ export class RequestPort {
     private readonly submit: (body: Buffer, tag: RouterTag) => boolean,
     private readonly stopping: () => boolean,
   ) {
-    this.router = new Router({ backlog: cfg.zmq_backlog, linger: 0, ipv6: cfg.ipv6, mandatory: false });
-    setBatchSizes(this.router, cfg.brine_zmq_batch_bytes);
-    this.out = new SendQueue((m) => this.router.send(m), "router");
+    if (cfg.brine_minion_transport === "native") {
+      this.native = new NativeRouter({ backlog: cfg.zmq_backlog }, (frames, oversizedBytes) => this.onRequest(frames, oversizedBytes));
+      this.out = this.native;
+    } else {
+      const router = new Router({ backlog: cfg.zmq_backlog, linger: 0, ipv6: cfg.ipv6, mandatory: false });
+      setBatchSizes(router, cfg.brine_zmq_batch_bytes);
+      this.router = router;
+      this.out = new SendQueue((m) => router.send(m), "router");
+    }
   }
 
   async bind(endpoint: string): Promise<void> {
-    await this.router.bind(endpoint);
+    await (this.native ?? this.router)!.bind(endpoint);
   }
 
   reply(tag: RouterTag, reply: Buffer): void {
     this.out.push([...tag, reply]);
   }
 
+  private onRequest(frames: Buffer[], oversizedBytes?: number): void {
+    if (oversizedBytes !== undefined) {
+      // the native transport read a request over frameBytesMax through without storing it: answered as a worker would
+      this.tooLarge.line(`bad load received on socket: frame of ${oversizedBytes} bytes exceeds frameBytesMax`);
+      this.reply(frames, TOO_LARGE_REPLY);
+      return;
+    }
+    if (frames.length < 2) return; // an identity with no body: nothing to answer
+    const body = frames[frames.length - 1]!;
+    const tag = frames.slice(0, -1);
+    if (this.stopping()) {
+      this.reply(tag, SHUTDOWN_REPLY);
+      return;
+    }
+    if (!this.submit(body, tag)) {
+      log.warning("request lane full; answering retry-later");
+      this.reply(tag, QUEUE_FULL_REPLY);
+    }
+  }
+
   /** Reads requests until close(). */
   async run(): Promise<void> {
+    if (this.native) {
+      this.native.start();
+      return;
+    }
     try {
-      for await (const frames of this.router) {
-        if (frames.length < 2) continue; // an identity with no body: nothing to answer
-        const body = frames[frames.length - 1]!;
-        const tag = frames.slice(0, -1);
-        if (this.stopping()) {
-          this.reply(tag, SHUTDOWN_REPLY);
-          continue;
-        }
-        if (!this.submit(body, tag)) {
-          log.warning("request lane full; answering retry-later");
-          this.reply(tag, QUEUE_FULL_REPLY);
-        }
-      }
+      for await (const frames of this.router!) this.onRequest(frames);
     } catch (e) {
       if (!this.closed) log.error(`request socket failed: ${(e as Error).message}`);
     }
@@ -67,6 +92,7 @@ export class RequestPort {
 
   close(): void {
     this.closed = true;
-    this.router.close();
+    this.router?.close();
+    this.native?.close();
   }
 }

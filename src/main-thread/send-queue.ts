@@ -10,7 +10,19 @@ const log = getLogger("brine.transport");
 /** Messages queued before new ones are refused (memory bound when a socket stalls). */
 export const sendQueueLenMax = 200_000;
 
-export class SendQueue {
+/** What the ports send through: this queue (libzmq) or the native transport's sockets (zmtp-server.ts). */
+export interface Outbox {
+  push(msg: Buffer[]): void;
+  /** messages waiting */
+  readonly length: number;
+  /** messages sent since start */
+  readonly sent: number;
+  /** messages dropped since start */
+  readonly dropped: number;
+  drained(): Promise<void>;
+}
+
+export class SendQueue implements Outbox {
   private q: Buffer[][] = [];
   private running = false;
   private idle: (() => void)[] = [];

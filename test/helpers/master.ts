@@ -33,6 +33,14 @@ export interface TestMasterOptions {
   logFile?: string;
 }
 
+/** The minion-facing transport the environment asks the test masters to use (BRINE_TEST_MINION_TRANSPORT). */
+export function transportFromEnv(): MasterConfig["brine_minion_transport"] | undefined {
+  const t = process.env.BRINE_TEST_MINION_TRANSPORT;
+  if (t === undefined || t === "") return undefined;
+  if (t !== "libzmq" && t !== "native") throw new Error(`BRINE_TEST_MINION_TRANSPORT must be libzmq or native, not ${JSON.stringify(t)}`);
+  return t;
+}
+
 export async function startTestMaster(overrides: Partial<MasterConfig> = {}, root?: string, opts: TestMasterOptions = {}): Promise<TestMaster> {
   configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet", file: opts.logFile, fileLevel: "info" });
   const dir = root ?? mkdtempSync(path.join(os.tmpdir(), "brine-t-"));
@@ -51,6 +59,9 @@ export async function startTestMaster(overrides: Partial<MasterConfig> = {}, roo
     pillar_roots: { base: [path.join(dir, "srv", "pillar")] },
     worker_threads: 1,
     loop_interval: 3600,
+    // BRINE_TEST_MINION_TRANSPORT=native runs a suite's masters on brine's own ZMTP server (a test that names
+    // the transport in its overrides keeps it)
+    ...(transportFromEnv() ? { brine_minion_transport: transportFromEnv() } : {}),
     ...overrides,
     ret_port: retPort,
     publish_port: publishPort,

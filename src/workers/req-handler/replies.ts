@@ -7,3 +7,8 @@ export const QUEUE_FULL_REPLY = encodeWire({ error: "request queue is full, retr
 export const STALE_REPLY = encodeWire({ error: "request waited too long in the queue, retry later" });
 /** The reply to every request still waiting when the master stops. */
 export const SHUTDOWN_REPLY = encodeWire({ error: "master is shutting down" });
+/**
+ * The reply to a request over frameBytesMax: "bad load", as request.ts answers it; the native transport sends it
+ * from the main thread without ever storing the request's body (src/main-thread/zmtp-server.ts).
+ */
+export const TOO_LARGE_REPLY = encodeWire({ msg: "bad load" });

@@ -1,0 +1,363 @@
+/**
+ * brine's own ZMTP transport for the minion-facing ports (`brine_minion_transport: native`): a PUB on
+ * `publish_port` and a ROUTER on `ret_port` on Node's `net`, the shell of the pure codec
+ * src/shared/protocol/zmtp.ts (which decides everything about bytes: handshake, frames, subscriptions, bounds).
+ * Why: libzmq's fixed per-connection pipes and engines cost 38–42 KB per connected minion (bench/RESULTS.md,
+ * "Memory per connected minion"); a connection here is a socket and a small session object.
+ *
+ * What the shell does: accept, write what the session says to write, close what the session says to close
+ * (with a line in a per-server LogBudget, never a throw), one coarse timer per server for handshakes that never
+ * finish (`handshakeMsMax`, libzmq's ZMQ_HANDSHAKE_IVL default), and:
+ * - PUB: a publish is encoded once and written to every subscriber whose subscriptions match its first frame;
+ *   a subscriber with `pub_hwm` messages still unwritten (its socket's buffer has not drained since) gets no
+ *   more until it drains: each message not queued is counted in `dropped` (the metrics' send-queue drops of
+ *   `publish`). TCP keepalive as the libzmq PUB had it.
+ * - ROUTER: each connection gets a routing id as libzmq makes them (0x00 and a 32-bit counter), a request goes
+ *   up as [routing id, envelope..., body] and the reply comes back by that id. A REQ peer has one request in
+ *   flight (it cannot send another before its reply); a DEALER or ROUTER peer at most
+ *   `requestsInFlightPerPeerMax`; while a peer is at its bound, or its replies are not being read, its socket is
+ *   not read (TCP pushes back); requests already read meanwhile wait in the connection, at most
+ *   `requestsWaitingPerPeerMax`, past which the peer is closed.
+ */
+import net from "node:net";
+import { getLogger } from "../shared/log.js";
+import { LogBudget } from "../shared/log-budget.js";
+import { encodeMessage, frameHeader, hwmAllows, ZmtpSession, type ZmtpEvent, type ZmtpRole } from "../shared/protocol/zmtp.js";
+
+const log = getLogger("brine.transport");
+
+/** How long a peer has to send its greeting and READY, ms (libzmq's ZMQ_HANDSHAKE_IVL default). */
+export const handshakeMsMax = 30_000;
+/** Period of the one timer per server that closes connections stuck in their handshake, ms. */
+const handshakeSweepMs = 5_000;
+/** Lines about refused peers per server and window, and the window, ms. */
+const refusalLinesMax = 10;
+const refusalWindowMs = 60_000;
+/** Requests one DEALER or ROUTER peer may have in flight (a REQ peer: one). */
+export const requestsInFlightPerPeerMax = 64;
+/** Requests read from one peer and waiting for its in-flight ones, beyond which it is closed. */
+export const requestsWaitingPerPeerMax = 1024;
+
+export interface ZmtpServerOptions {
+  /** listen backlog (`zmq_backlog`) */
+  backlog: number;
+  /** TCP keepalive idle time, ms (none when absent) */
+  keepaliveIdleMs?: number;
+  /** how long a peer has for its handshake, ms (default handshakeMsMax) */
+  handshakeMs?: number;
+}
+
+interface Conn {
+  sock: net.Socket;
+  session: ZmtpSession;
+  openedMs: number;
+}
+
+/** "tcp://host:port", host possibly in brackets (IPv6) or `*`. */
+export function parseTcpEndpoint(endpoint: string): { host: string | undefined; port: number } {
+  const m = /^tcp:\/\/(\[[^\]]+\]|[^:]+):(\d+)$/.exec(endpoint);
+  if (!m) throw new Error(`not a tcp endpoint: ${endpoint}`);
+  const host = m[1]!.replace(/^\[|\]$/g, "");
+  return { host: host === "*" ? undefined : host, port: Number(m[2]) };
+}
+
+abstract class ZmtpServer<C extends Conn> {
+  protected readonly conns = new Set<C>();
+  private readonly handshaking = new Set<C>();
+  private readonly server: net.Server;
+  private sweep: NodeJS.Timeout | undefined;
+  private readonly refusals: LogBudget;
+  /** connections closed for what they sent or for not finishing the handshake */
+  refused = 0;
+  private closing = false;
+
+  constructor(
+    readonly role: ZmtpRole,
+    private readonly opts: ZmtpServerOptions,
+  ) {
+    this.refusals = new LogBudget(refusalLinesMax, refusalWindowMs, (l) => log.warning(l), `${role} port`);
+    this.server = net.createServer({ noDelay: true }, (sock) => this.accept(sock));
+    this.server.on("error", (e) => log.error(`${role} port: ${e.message}`));
+  }
+
+  async bind(endpoint: string): Promise<void> {
+    const { host, port } = parseTcpEndpoint(endpoint);
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen({ host, port, backlog: this.opts.backlog }, () => {
+        this.server.off("error", reject);
+        resolve();
+      });
+    });
+    const handshakeMs = this.opts.handshakeMs ?? handshakeMsMax;
+    this.sweep = setInterval(() => this.sweepHandshakes(Date.now(), handshakeMs), Math.min(handshakeSweepMs, handshakeMs));
+    this.sweep.unref();
+  }
+
+  /** Closes the listener and every connection at once (libzmq's linger 0: unsent data is dropped). */
+  close(): void {
+    this.closing = true;
+    clearInterval(this.sweep);
+    this.server.close();
+    for (const c of this.conns) c.sock.destroy();
+  }
+
+  protected abstract makeConn(sock: net.Socket, session: ZmtpSession): C;
+  protected abstract onEvent(c: C, ev: ZmtpEvent): void;
+  /** after each chunk's events */
+  protected afterChunk(_c: C): void {}
+  /** the connection is gone */
+  protected abstract forget(c: C): void;
+
+  private accept(sock: net.Socket): void {
+    if (this.closing) {
+      sock.destroy();
+      return;
+    }
+    const session = new ZmtpSession(this.role);
+    const c = this.makeConn(sock, session);
+    this.conns.add(c);
+    this.handshaking.add(c);
+    if (this.opts.keepaliveIdleMs !== undefined) sock.setKeepAlive(true, this.opts.keepaliveIdleMs);
+    sock.on("data", (chunk: Buffer) => {
+      for (const ev of session.feed(chunk)) this.handle(c, ev);
+      if (!session.closed) this.afterChunk(c);
+    });
+    // a reset or a write to a closed peer: the connection is gone, nothing else to do
+    sock.on("error", (e) => log.debug(`${this.role} port: ${sock.remoteAddress}: ${e.message}`));
+    sock.on("close", () => {
+      this.conns.delete(c);
+      this.handshaking.delete(c);
+      this.forget(c);
+    });
+    sock.write(session.start());
+  }
+
+  private handle(c: C, ev: ZmtpEvent): void {
+    switch (ev.k) {
+      case "send":
+        c.sock.write(ev.bytes);
+        return;
+      case "close":
+        this.refuse(c, ev.reason);
+        return;
+      case "ready":
+        this.handshaking.delete(c);
+        this.onEvent(c, ev);
+        return;
+      case "ignored":
+        log.debug(`${this.role} port: ${c.sock.remoteAddress}: ${ev.what} ignored`);
+        return;
+      default:
+        this.onEvent(c, ev);
+    }
+  }
+
+  /** Closes a peer for what it did, with a rate-limited line. */
+  protected refuse(c: C, reason: string): void {
+    this.refused++;
+    this.refusals.line(`${this.role} port: closed the connection from ${c.sock.remoteAddress}:${c.sock.remotePort}: ${reason}`);
+    c.sock.destroy();
+  }
+
+  private sweepHandshakes(nowMs: number, handshakeMs: number): void {
+    for (const c of this.handshaking) {
+      if (nowMs - c.openedMs > handshakeMs) this.refuse(c, `no ZMTP handshake within ${handshakeMs} ms`);
+    }
+  }
+}
+
+interface Subscriber extends Conn {
+  /** messages written since the socket last drained (queued in its buffer, not yet taken by the kernel) */
+  queued: number;
+}
+
+/**
+ * The publish port's PUB. `push`, `length`, `dropped`, `sent` and `drained` are SendQueue's (the libzmq path's
+ * queue), so the publish port and the metrics read either the same way.
+ */
+export class NativePublisher extends ZmtpServer<Subscriber> {
+  /** subscribers past their handshake */
+  private readonly subs = new Set<Subscriber>();
+  /** messages published since start */
+  sent = 0;
+  /** messages not queued for a subscriber past its `pub_hwm`, since start */
+  dropped = 0;
+
+  constructor(
+    opts: ZmtpServerOptions,
+    private readonly hwm: number,
+  ) {
+    super("PUB", opts);
+  }
+
+  protected makeConn(sock: net.Socket, session: ZmtpSession): Subscriber {
+    const c: Subscriber = { sock, session, openedMs: Date.now(), queued: 0 };
+    sock.on("drain", () => (c.queued = 0));
+    return c;
+  }
+
+  protected onEvent(c: Subscriber, ev: ZmtpEvent): void {
+    if (ev.k === "ready") this.subs.add(c);
+  }
+
+  protected forget(c: Subscriber): void {
+    this.subs.delete(c);
+  }
+
+  /** Sends one message (its frames) to every subscriber it matches. */
+  push(frames: Buffer[]): void {
+    this.sent++;
+    const bytes = encodeMessage(frames);
+    const first = frames[0]!;
+    for (const c of this.subs) {
+      if (c.sock.destroyed || !c.session.subscriptions.wants(first)) continue;
+      if (!hwmAllows(c.queued, this.hwm)) {
+        this.dropped++;
+        continue;
+      }
+      c.sock.write(bytes);
+      if (c.sock.writableLength > 0) c.queued++;
+    }
+  }
+
+  /** messages waiting in subscribers' buffers */
+  get length(): number {
+    let n = 0;
+    for (const c of this.subs) n += c.queued;
+    return n;
+  }
+
+  /** Nothing waits outside the sockets. */
+  drained(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Remote addresses of the subscribers past their handshake (for presence: who is connected). */
+  remoteAddresses(): string[] {
+    const out: string[] = [];
+    for (const c of this.subs) if (c.sock.remoteAddress) out.push(c.sock.remoteAddress);
+    return out;
+  }
+
+  /** subscribers past their handshake */
+  get subscribers(): number {
+    return this.subs.size;
+  }
+}
+
+interface Peer extends Conn {
+  /** the routing id, as a number (0x00 and these 4 bytes on the wire of the tag) */
+  id: number;
+  idFrame: Buffer;
+  /** requests this peer may have in flight (REQ: 1) */
+  limit: number;
+  inFlight: number;
+  /** requests read and not handed up yet: their frames, and for one over frameBytesMax its size */
+  waiting: { frames: Buffer[]; oversizedBytes?: number }[];
+  paused: boolean;
+  /** deliver() is on the stack for this peer (a request answered at once re-enters it) */
+  delivering: boolean;
+}
+
+/**
+ * The request port's ROUTER. `onRequest` gets [routing id, envelope..., body] (as libzmq's ROUTER gives it), or
+ * for a request over frameBytesMax [routing id, envelope...] and its size (its body was never stored);
+ * `push([routing id, envelope..., reply])` sends the reply back to that peer.
+ */
+export class NativeRouter extends ZmtpServer<Peer> {
+  private readonly byId = new Map<number, Peer>();
+  private nextId = (Math.random() * 0x1_0000_0000) >>> 0;
+  /** requests are handed up only once the master reads its request port (start()); they wait in their connection until then */
+  private started = false;
+  sent = 0;
+  /** replies whose peer had gone */
+  dropped = 0;
+  readonly length = 0;
+
+  constructor(
+    opts: ZmtpServerOptions,
+    private readonly onRequest: (frames: Buffer[], oversizedBytes?: number) => void,
+  ) {
+    super("ROUTER", opts);
+  }
+
+  protected makeConn(sock: net.Socket, session: ZmtpSession): Peer {
+    let id = this.nextId;
+    while (this.byId.has(id)) id = (id + 1) >>> 0;
+    this.nextId = (id + 1) >>> 0;
+    const idFrame = Buffer.allocUnsafeSlow(5);
+    idFrame[0] = 0;
+    idFrame.writeUInt32BE(id, 1);
+    const c: Peer = { sock, session, openedMs: Date.now(), id, idFrame, limit: 1, inFlight: 0, waiting: [], paused: false, delivering: false };
+    this.byId.set(id, c);
+    sock.on("drain", () => this.deliver(c));
+    return c;
+  }
+
+  protected onEvent(c: Peer, ev: ZmtpEvent): void {
+    if (ev.k === "ready") c.limit = ev.socketType === "REQ" ? 1 : requestsInFlightPerPeerMax;
+    else if (ev.k === "message" || ev.k === "oversized") {
+      c.waiting.push(ev.k === "message" ? { frames: ev.frames } : { frames: ev.envelope, oversizedBytes: ev.bytes });
+      if (c.waiting.length > requestsWaitingPerPeerMax) this.refuse(c, `more than ${requestsWaitingPerPeerMax} requests waiting for their turn`);
+    }
+  }
+
+  protected override afterChunk(c: Peer): void {
+    this.deliver(c);
+  }
+
+  protected forget(c: Peer): void {
+    this.byId.delete(c.id);
+    c.waiting = [];
+  }
+
+  /** Starts handing requests up (the master's request lanes are ready). */
+  start(): void {
+    this.started = true;
+    for (const c of this.conns) this.deliver(c);
+  }
+
+  /** Hands up the peer's waiting requests while it is under its bounds; reads its socket only then. */
+  private deliver(c: Peer): void {
+    if (c.delivering) return;
+    c.delivering = true;
+    try {
+      while (this.started && c.waiting.length && c.inFlight < c.limit && !c.sock.writableNeedDrain && !c.sock.destroyed) {
+        c.inFlight++;
+        const w = c.waiting.shift()!;
+        if (w.oversizedBytes === undefined) this.onRequest([c.idFrame, ...w.frames]);
+        else this.onRequest([c.idFrame, ...w.frames], w.oversizedBytes);
+      }
+    } finally {
+      c.delivering = false;
+    }
+    const hold = c.waiting.length > 0 || c.inFlight >= c.limit || c.sock.writableNeedDrain;
+    if (hold && !c.paused) c.sock.pause();
+    else if (!hold && c.paused) c.sock.resume();
+    c.paused = hold;
+  }
+
+  /** A reply: [routing id, envelope..., body]. */
+  push(msg: Buffer[]): void {
+    const idFrame = msg[0];
+    const c = idFrame && idFrame.length === 5 && idFrame[0] === 0 ? this.byId.get(idFrame.readUInt32BE(1)) : undefined;
+    if (!c || c.sock.destroyed) {
+      this.dropped++;
+      return;
+    }
+    c.sock.cork();
+    for (let i = 1; i < msg.length; i++) {
+      c.sock.write(frameHeader(msg[i]!.length, i < msg.length - 1));
+      if (msg[i]!.length) c.sock.write(msg[i]!);
+    }
+    c.sock.uncork();
+    this.sent++;
+    c.inFlight = Math.max(0, c.inFlight - 1);
+    this.deliver(c);
+  }
+
+  drained(): Promise<void> {
+    return Promise.resolve();
+  }
+}

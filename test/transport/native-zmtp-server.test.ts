@@ -1,0 +1,213 @@
+/**
+ * brine's own ZMTP server (src/main-thread/zmtp-server.ts) with real libzmq peers (zeromq.js) and forged raw TCP
+ * peers: publishes reach the subscribers their subscriptions match, replies reach the peer that asked, a REQ
+ * peer has one request in flight, `pub_hwm` drops for a subscriber that stopped reading (counted) and not for
+ * one that reads, and bad peers are closed without disturbing the others.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import net from "node:net";
+import * as zmq from "zeromq";
+import { NativePublisher, NativeRouter, parseTcpEndpoint } from "../../src/main-thread/zmtp-server.js";
+import { encodeCommand, encodeMessage, greeting, readyCommand } from "../../src/shared/protocol/zmtp.js";
+import { freePort } from "../../tools/free-port.js";
+
+const until = async (cond: () => boolean, ms = 5_000, what = "condition") => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+/** A raw TCP peer: connects, sends `hello`, records what it gets and whether the server closed it. */
+function rawPeer(port: number, hello: Buffer[], opts: { read?: boolean } = {}) {
+  const sock = net.connect(port, "127.0.0.1");
+  const got: Buffer[] = [];
+  const st = { closed: false, bytes: () => Buffer.concat(got), sock };
+  sock.on("connect", () => {
+    for (const b of hello) sock.write(b);
+  });
+  if (opts.read === false) sock.pause();
+  else sock.on("data", (d) => got.push(d));
+  sock.on("close", () => (st.closed = true));
+  sock.on("error", () => {});
+  return st;
+}
+
+test("tcp endpoints are parsed as the master writes them", () => {
+  assert.deepEqual(parseTcpEndpoint("tcp://127.0.0.1:4505"), { host: "127.0.0.1", port: 4505 });
+  assert.deepEqual(parseTcpEndpoint("tcp://[::]:4506"), { host: "::", port: 4506 });
+  assert.deepEqual(parseTcpEndpoint("tcp://*:1"), { host: undefined, port: 1 });
+  assert.throws(() => parseTcpEndpoint("ipc:///tmp/x"), /not a tcp endpoint/);
+});
+
+test("publishes reach libzmq SUB sockets whose subscriptions match their first frame, multipart kept", async () => {
+  const port = await freePort();
+  const pub = new NativePublisher({ backlog: 100 }, 1000);
+  await pub.bind(`tcp://127.0.0.1:${port}`);
+  const all = new zmq.Subscriber({ linger: 0 });
+  all.subscribe("");
+  const topical = new zmq.Subscriber({ linger: 0 });
+  topical.subscribe("broadcast");
+  all.connect(`tcp://127.0.0.1:${port}`);
+  topical.connect(`tcp://127.0.0.1:${port}`);
+  try {
+    await until(() => pub.subscribers === 2, 5_000, "two subscribers");
+    // subscriptions follow READY: publish a marker until both have it
+    const gotAll: string[] = [];
+    const gotTopical: string[] = [];
+    void (async () => {
+      for await (const m of all) gotAll.push(m.map(String).join("|"));
+    })().catch(() => {});
+    void (async () => {
+      for await (const m of topical) gotTopical.push(m.map(String).join("|"));
+    })().catch(() => {});
+    await until(() => {
+      pub.push([Buffer.from("broadcast-sync")]);
+      return gotAll.includes("broadcast-sync") && gotTopical.includes("broadcast-sync");
+    }, 5_000, "subscriptions");
+    await new Promise((r) => setTimeout(r, 200)); // the last markers pushed arrive
+    gotAll.length = 0;
+    gotTopical.length = 0;
+    pub.push([Buffer.from("other")]);
+    pub.push([Buffer.from("broadcast"), Buffer.from("payload")]);
+    pub.push([Buffer.from("last")]);
+    await until(() => gotAll.length === 3, 5_000, "three messages to the '' subscriber");
+    await until(() => gotTopical.length === 1, 5_000, "one message to the 'broadcast' subscriber");
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(gotAll, ["other", "broadcast|payload", "last"]);
+    assert.deepEqual(gotTopical, ["broadcast|payload"]);
+    assert.deepEqual(pub.remoteAddresses().sort(), ["127.0.0.1", "127.0.0.1"]);
+  } finally {
+    all.close();
+    topical.close();
+    pub.close();
+  }
+});
+
+test("requests from libzmq REQ and DEALER sockets are answered to the peer that asked, in any order", async () => {
+  const port = await freePort();
+  const held: Buffer[][] = [];
+  const router = new NativeRouter({ backlog: 100 }, (frames) => held.push(frames));
+  await router.bind(`tcp://127.0.0.1:${port}`);
+  const a = new zmq.Request({ linger: 0, receiveTimeout: 5_000 });
+  const b = new zmq.Request({ linger: 0, receiveTimeout: 5_000 });
+  a.connect(`tcp://127.0.0.1:${port}`);
+  b.connect(`tcp://127.0.0.1:${port}`);
+  try {
+    await a.send("from-a");
+    await b.send("from-b");
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(held.length, 0, "nothing is handed up before start()");
+    router.start();
+    await until(() => held.length === 2, 5_000, "two requests");
+    for (const f of held) assert.deepEqual([f[0]!.length, f[1]!.length], [5, 0], "routing id and the REQ's empty delimiter");
+    // answer b first, then a
+    for (const f of [...held].reverse()) router.push([...f.slice(0, -1), Buffer.from(`re:${f[f.length - 1]!.toString()}`)]);
+    assert.equal((await a.receive())[0]!.toString(), "re:from-a");
+    assert.equal((await b.receive())[0]!.toString(), "re:from-b");
+
+    // a DEALER may pipeline: all its requests come up, the replies come back in the order sent
+    held.length = 0;
+    const d = new zmq.Dealer({ linger: 0, receiveTimeout: 5_000 });
+    d.connect(`tcp://127.0.0.1:${port}`);
+    for (let i = 0; i < 5; i++) await d.send(["", `n${i}`]);
+    await until(() => held.length === 5, 5_000, "five pipelined requests");
+    for (const f of held) router.push([...f.slice(0, -1), Buffer.from(`re:${f[f.length - 1]!.toString()}`)]);
+    for (let i = 0; i < 5; i++) assert.deepEqual((await d.receive()).map(String), ["", `re:n${i}`]);
+    d.close();
+    assert.equal(router.sent, 7);
+  } finally {
+    a.close();
+    b.close();
+    router.close();
+  }
+});
+
+test("a REQ peer has one request in flight: a forged second request waits for the first one's reply", async () => {
+  const port = await freePort();
+  const held: Buffer[][] = [];
+  const router = new NativeRouter({ backlog: 100 }, (frames) => held.push(frames));
+  await router.bind(`tcp://127.0.0.1:${port}`);
+  router.start();
+  const req = (body: string) => encodeMessage([Buffer.alloc(0), Buffer.from(body)]);
+  const p = rawPeer(port, [greeting(), readyCommand("REQ"), req("one"), req("two")]);
+  try {
+    await until(() => held.length === 1, 5_000, "the first request");
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(held.length, 1, "the second waits");
+    router.push([...held[0]!.slice(0, -1), Buffer.from("r1")]);
+    await until(() => held.length === 2, 5_000, "the second request after the first reply");
+    assert.equal(held[1]![2]!.toString(), "two");
+  } finally {
+    p.sock.destroy();
+    router.close();
+  }
+});
+
+test("bad peers are closed and counted; a good peer is served meanwhile; a reply to a gone peer is dropped and counted", async () => {
+  const port = await freePort();
+  const router = new NativeRouter({ backlog: 100, handshakeMs: 200 }, (frames) => router.push([...frames.slice(0, -1), Buffer.from("ok")]));
+  await router.bind(`tcp://127.0.0.1:${port}`);
+  router.start();
+  const http = rawPeer(port, [Buffer.from("GET / HTTP/1.1\r\nHost: x\r\n\r\n")]);
+  const silent = rawPeer(port, []);
+  const sub = rawPeer(port, [greeting(), readyCommand("SUB")]);
+  const good = new zmq.Request({ linger: 0, receiveTimeout: 5_000 });
+  good.connect(`tcp://127.0.0.1:${port}`);
+  try {
+    await until(() => http.closed && sub.closed, 5_000, "the HTTP and SUB peers closed");
+    await good.send("hi");
+    assert.equal((await good.receive())[0]!.toString(), "ok");
+    await until(() => silent.closed, 5_000, "the silent peer closed after its handshake time");
+    assert.equal(router.refused, 3);
+    assert.equal(http.bytes().subarray(0, 10).toString("hex"), greeting().subarray(0, 10).toString("hex"), "it got our greeting, nothing more");
+    router.push([Buffer.from([0, 1, 2, 3, 4]), Buffer.alloc(0), Buffer.from("nobody")]);
+    assert.equal(router.dropped, 1);
+  } finally {
+    good.close();
+    router.close();
+  }
+});
+
+test("pub_hwm: a subscriber that stopped reading loses messages past the mark (counted); one that reads gets them all", async () => {
+  const port = await freePort();
+  const hwm = 20;
+  const pub = new NativePublisher({ backlog: 100 }, hwm);
+  await pub.bind(`tcp://127.0.0.1:${port}`);
+  const stuck = rawPeer(port, [greeting(), readyCommand("SUB"), encodeCommand("SUBSCRIBE")], { read: false });
+  const reader = new zmq.Subscriber({ linger: 0, receiveHighWaterMark: 0 });
+  reader.subscribe("");
+  reader.connect(`tcp://127.0.0.1:${port}`);
+  let got = 0;
+  void (async () => {
+    for await (const _ of reader) got++;
+  })().catch(() => {});
+  try {
+    await until(() => pub.subscribers === 2, 5_000, "two subscribers");
+    await until(() => {
+      pub.push([Buffer.from("sync")]);
+      return got > 0;
+    }, 5_000, "the reader's subscription");
+    await new Promise((r) => setTimeout(r, 200)); // the last markers pushed arrive
+    const before = got;
+    const payload = Buffer.alloc(64 * 1024, 7);
+    const total = 400;
+    // in rounds, letting the reader drain between them
+    for (let i = 0; i < total; i += 10) {
+      for (let j = 0; j < 10; j++) pub.push([payload]);
+      const want = before + i + 10;
+      await until(() => got >= want, 10_000, `the reader at ${want}`);
+    }
+    assert.equal(got - before, total, "the reading subscriber got every message");
+    assert.ok(pub.dropped > 0, `the stuck subscriber lost messages (dropped ${pub.dropped})`);
+    assert.ok(pub.dropped <= total - hwm, "at most what did not fit under its mark");
+    assert.ok(pub.length <= hwm, `at most hwm messages wait (${pub.length})`);
+    assert.equal(stuck.closed, false, "a slow subscriber is not disconnected (as libzmq's PUB)");
+  } finally {
+    reader.close();
+    stuck.sock.destroy();
+    pub.close();
+  }
+});
