@@ -72,6 +72,9 @@ export class ClusterJobView extends JobCache {
   override returnsFor(jid: string): Record<string, Record<string, unknown>> {
     return { ...(this.jobs.get(jid)?.returns ?? {}) };
   }
+  override eachReturn(jid: string, each: (id: string, rec: Record<string, unknown>) => void): void {
+    for (const [id, rec] of Object.entries(this.jobs.get(jid)?.returns ?? {})) each(id, rec);
+  }
   override hasReturn(jid: string, id: string): boolean {
     return id in (this.jobs.get(jid)?.returns ?? {});
   }

@@ -1,11 +1,12 @@
 /** jobs.* runners over the job cache. */
 import { jidToTime } from "../shared/protocol/jid.js";
 import { pyTruthy } from "../lib/wheel/salt-errors.js";
-import { decodeWire, encodeWire } from "../shared/protocol/msgpack.js";
+import { decodeWire, encodeWire, encodeWithEncodedEntry } from "../shared/protocol/msgpack.js";
 import { JobMapWriter, formatJob, withEndtime as listEntryWithEndtime } from "../lib/store/job-listing.js";
+import { returnBytes } from "../lib/store/job-cache.js";
 import { argOf, EncodedReturn, type RunnerContext, type RunnerFn } from "./context.js";
 import { wantJobs } from "./cluster-jobs.js";
-import { entryMatches, filterOf, filters, listJobsFilter, type ListJobsFilter } from "./list-jobs-filter.js";
+import { entryMatches, extSourceChecked, filterOf, filters, listJobsFilter, type ListJobsFilter } from "./list-jobs-filter.js";
 
 /** Salt's get_jids / print_job: `EndTime` when job_cache_store_endtime is on and the job has one. */
 function withEndtime(ctx: RunnerContext, jid: string, job: Record<string, unknown>): Record<string, unknown> {
@@ -56,17 +57,43 @@ const listJobs: RunnerFn = async (ctx, arg, kwarg) => {
   return pyTruthy(outputter) ? { outputter, data: decodeWire(bytes) } : new EncodedReturn(bytes, true);
 };
 
+/** jobs.lookup_jid's value for an expected minion that did not return (missing=True), msgpack. */
+const NOT_RETURNED = encodeWire("Minion did not return");
+
+/**
+ * lookup_jid(jid, ext_source, returned, missing, display_progress): {id: return} of the job's returns (when
+ * `returned`), then "Minion did not return" for each expected minion without one (when `missing`); Salt's
+ * {outputter, data} when the first return names an outputter (`out`: a state run's highstate). Written as msgpack
+ * while the returns are read (one range read, one decode each; a runner's stored result is copied as the bytes it
+ * was stored as), never collected into objects and encoded again.
+ */
 const lookupJid: RunnerFn = async (ctx, arg, kwarg) => {
   const jid = String(argOf(arg, kwarg, 0, "jid", ""));
-  const missing = argOf(arg, kwarg, 2, "missing", false) === true;
-  const returns = ctx.jobs.returnsFor(jid);
-  const out: Record<string, unknown> = {};
-  for (const [id, rec] of Object.entries(returns)) out[id] = rec.return;
+  extSourceChecked("jobs.lookup_jid", argOf(arg, kwarg, 1, "ext_source", undefined));
+  const returned = pyTruthy(argOf(arg, kwarg, 2, "returned", true));
+  const missing = pyTruthy(argOf(arg, kwarg, 3, "missing", false));
+  const progress = pyTruthy(argOf(arg, kwarg, 4, "display_progress", false));
+  if (progress) ctx.print("Querying returner: local_cache");
+  const map = new JobMapWriter(lookupBytesHint);
+  const seen = new Set<string>();
+  let outputter: unknown;
+  ctx.jobs.eachReturn(jid, (id, rec) => {
+    if (!seen.size) outputter = rec.out;
+    seen.add(id);
+    if (progress) ctx.print(id);
+    if (returned) map.add(id, returnBytes(rec));
+  });
   if (missing) {
-    for (const id of ctx.jobs.expectedMinions(jid)) if (!(id in out)) out[id] = "Minion did not return";
+    for (const id of ctx.jobs.expectedMinions(jid)) if (!seen.has(id)) map.add(id, NOT_RETURNED);
   }
-  return out;
+  const data = map.finish();
+  // (a small answer's buffer may be a slice of Node's pool: not its sole owner)
+  if (pyTruthy(outputter)) return new EncodedReturn(encodeWithEncodedEntry({ outputter }, "data", data));
+  return new EncodedReturn(data, true);
 };
+
+/** Where a lookup_jid answer's buffer starts (it doubles as it fills), bytes. */
+const lookupBytesHint = 16 * 1024;
 
 /** Salt's local_cache get_jid: each minion's `return` (and `out` when the minion named an outputter). */
 function resultOf(ctx: RunnerContext, jid: string): Record<string, Record<string, unknown>> {
@@ -162,22 +189,21 @@ const warmRecordBytesMax = 4096;
  * its call, runner-thread.ts): a fresh thread runs every path cold — a lookup of 100 returns took 5-10 ms as a
  * thread's first read and ~0.5 ms as its second (bench/job-cache-scale.ts) — and a spare has the time. Reads only,
  * bounded (warmRecordsMax records of at most warmRecordBytesMax bytes, as many list entries); nothing is answered.
- * `stop`: asked between jobs (the call came). Resolves with the records read.
+ * `stop`: asked between jobs (the call came). Resolves with how many jobs it looked up and list entries it read.
  */
 export async function warmJobReads(ctx: Pick<RunnerContext, "cfg" | "jobs">, stop: () => boolean = () => false): Promise<number> {
   const read = ctx as RunnerContext; // the two runners below read only the configuration and the job cache
-  let records = 0;
+  let done = 0;
   for (const jid of ctx.jobs.warmingJids(warmRecordsMax, warmRecordBytesMax)) {
-    if (stop()) return records;
-    const ret = (await lookupJid(read, [jid], {})) as Record<string, unknown>;
-    encodeWire(ret);
-    records += Object.keys(ret).length;
+    if (stop()) return done;
+    await lookupJid(read, [jid], {});
+    done++;
   }
   const from = ctx.jobs.nthNewestJid(warmRecordsMax);
-  if (from === undefined || stop()) return records;
+  if (from === undefined || stop()) return done;
   const jids: string[] = [];
   await listed(read, {}, { jids, from, warming: true });
-  return records + jids.length;
+  return done + jids.length;
 }
 
 export const jobsRunners: Record<string, RunnerFn> = {

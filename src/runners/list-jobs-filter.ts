@@ -70,11 +70,15 @@ function timeArg(name: string, v: unknown): number | undefined {
   return ms;
 }
 
+/** A jobs.* runner's `ext_source`: none or local_cache; any other job cache is refused, never ignored. */
+export function extSourceChecked(fun: string, ext: unknown): void {
+  if (pyTruthy(ext) && ext !== "local_cache") throw new BrineError("RUNNER_BAD_ARGUMENT", `${fun}: ext_source ${JSON.stringify(ext)} is not implemented by brine (its job cache is the only one)`);
+}
+
 /** The filters of a list_jobs call (or last_run's metadata/function/target), refusing what Salt would not honour. */
 export function listJobsFilter(arg: unknown[], kwarg: Record<string, unknown>): ListJobsFilter {
   const at = (i: number) => argOf(arg, kwarg, i, listJobsParams[i]!, undefined);
-  const ext = at(0);
-  if (pyTruthy(ext) && ext !== "local_cache") throw new BrineError("RUNNER_BAD_ARGUMENT", `jobs.list_jobs: ext_source ${JSON.stringify(ext)} is not implemented by brine (its job cache is the only one)`);
+  extSourceChecked("jobs.list_jobs", at(0));
   return filterOf(at(2), at(3), at(4), timeArg("start_time", at(5)), timeArg("end_time", at(6)));
 }
 

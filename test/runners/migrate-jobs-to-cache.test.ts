@@ -5,6 +5,7 @@
  * `jobs.lookup_jid` answer what the Python master answered over the same tree; a dry run writes nothing; a
  * second run migrates nothing new; malformed entries are skipped and counted, and the run goes on.
  */
+import { runnerOutput } from "../../src/lib/output/display.js";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -73,7 +74,8 @@ test("a Python master's sha256 job cache migrates: the dry run writes nothing, l
     const listed = (await h.run("jobs.list_jobs")) as Record<string, unknown>;
     assert.deepEqual(Object.keys(listed).sort(), want.jids);
     assert.deepEqual(listed, golden("sha256", "list_jobs.json"));
-    for (const jid of want.jids) assert.deepEqual(await h.run("jobs.lookup_jid", [jid]), golden("sha256", `lookup_jid/${jid}.json`), `lookup_jid ${jid}`);
+    // what salt-run prints (--out json, as captured): a state run's {outputter: highstate, data} shows its data
+    for (const jid of want.jids) assert.deepEqual(runnerOutput(await h.run("jobs.lookup_jid", [jid])).data, golden("sha256", `lookup_jid/${jid}.json`), `lookup_jid ${jid}`);
 
     // what only the job cache shows: expected minions (.minions.p), nocache, out.p
     const loads = [...h.ctx.jobs.loads()];
@@ -106,7 +108,7 @@ test("a tree written with hash_type md5 (2 + 30 characters) migrates from jobs_r
     // this harness keeps job_cache_store_endtime off: Salt's EndTime is the only field left out
     const withoutEnd = Object.fromEntries(Object.entries(golden("md5", "list_jobs.json") as Record<string, Record<string, unknown>>).map(([jid, { EndTime: _e, ...j }]) => [jid, j]));
     assert.deepEqual(listed, withoutEnd);
-    for (const jid of want.jids) assert.deepEqual(await h.run("jobs.lookup_jid", [jid]), golden("md5", `lookup_jid/${jid}.json`), `lookup_jid ${jid}`);
+    for (const jid of want.jids) assert.deepEqual(runnerOutput(await h.run("jobs.lookup_jid", [jid])).data, golden("md5", `lookup_jid/${jid}.json`), `lookup_jid ${jid}`);
   } finally {
     await h.close();
   }

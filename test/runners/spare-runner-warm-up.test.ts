@@ -37,13 +37,13 @@ test("the warm-up reads the newest jobs with small returns, passes over a large 
     await h.store.loads.put(jidAt(25), { fun: "test.echo", tgt: "m" });
 
     const read: string[] = [];
-    const returnsFor = jobs.returnsFor.bind(jobs);
-    jobs.returnsFor = (jid: string) => (read.push(jid), returnsFor(jid));
+    const eachReturn = jobs.eachReturn.bind(jobs);
+    jobs.eachReturn = (jid, each) => (read.push(jid), eachReturn(jid, each));
     const warmJids = jobs.warmingJids(256, 4096);
     assert.deepEqual(warmJids, [newest, ...[...small].reverse()], "newest first; the large return and the job cut by the window passed over");
-    const records = await warmJobReads(h.ctx);
+    const n = await warmJobReads(h.ctx);
     assert.deepEqual(read, warmJids, "each read once");
-    assert.ok(records >= 5 + 10 * 20, `records read: ${records}`);
+    assert.ok(n >= warmJids.length + 1, `jobs looked up and list entries read: ${n}`);
     assert.equal(h.store.listed.get(jidAt(25)), undefined, "the warm-up stored no list entry");
 
     // stopping at once: nothing read

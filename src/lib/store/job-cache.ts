@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { jidToMs, jidToTime } from "../../shared/protocol/jid.js";
 import { durable, type Store } from "./lmdb-env.js";
-import { decodeWire, type DecodeLimits } from "../../shared/protocol/msgpack.js";
+import { decodeWire, encodeWire, type DecodeLimits } from "../../shared/protocol/msgpack.js";
 import { encodeListEntry } from "./job-listing.js";
 
 export interface ReturnRecord {
@@ -76,6 +76,12 @@ function unpacked(value: Record<string, unknown>): Record<string, unknown> {
   } catch (e) {
     return { ...rest, return: `the stored return could not be decoded: ${(e as Error).message}` };
   }
+}
+
+/** A stored return's `return` as msgpack bytes: those it was stored as, or the value encoded. */
+export function returnBytes(rec: Record<string, unknown>): Uint8Array {
+  const packed = rec.return_msgpack;
+  return packed instanceof Uint8Array ? packed : encodeWire(rec.return);
 }
 
 /**
@@ -219,11 +225,18 @@ export class JobCache {
   /** {id: record} of every return stored for jid. */
   returnsFor(jid: string): Record<string, Record<string, unknown>> {
     const out: Record<string, Record<string, unknown>> = {};
-    const prefix = `${jid}/`;
-    for (const { key, value } of this.s.returns.getRange({ start: prefix, end: `${jid}0` })) {
-      out[key.slice(prefix.length)] = unpacked(value);
-    }
+    this.eachReturn(jid, (id, rec) => (out[id] = unpacked(rec)));
     return out;
+  }
+
+  /**
+   * Every return stored for jid, in id order, as stored: one range read, one decode per return, nothing collected.
+   * A return stored as msgpack bytes (`return_msgpack`, a runner's) is handed over as those bytes, not decoded
+   * (`returnBytes` gives any return's msgpack bytes).
+   */
+  eachReturn(jid: string, each: (id: string, rec: Record<string, unknown>) => void): void {
+    const prefix = `${jid}/`;
+    for (const { key, value } of this.s.returns.getRange({ start: prefix, end: `${jid}0` })) each(key.slice(prefix.length), value);
   }
 
   /**

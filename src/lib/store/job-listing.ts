@@ -59,8 +59,9 @@ export function withEndtime(entry: Uint8Array, endtime: string): Buffer {
 }
 
 /**
- * Writes the msgpack map {jid: entry} of encoded entries as they come, each copied at once into one growing
- * buffer (nothing kept per job: a 100,000-job list makes no 100,000 objects to collect). The map's header is a
+ * Writes a msgpack map of string keys to values already encoded as they come, each copied at once into one
+ * growing buffer (nothing kept per entry: a 100,000-job list makes no 100,000 objects to collect): jobs.list_jobs's
+ * {jid: entry}, jobs.lookup_jid's {minion id: return}. The map's header is a
  * map 32 whatever the count (msgpack allows it), written when the count is known.
  */
 export class JobMapWriter {
@@ -79,7 +80,7 @@ export class JobMapWriter {
     this.out = bigger;
   }
 
-  /** Adds `jid` with the entry `bytes` holds from `start` to its end. */
+  /** Adds `jid` (any string key) with the value `bytes` holds encoded from `start` to its end. */
   add(jid: string, bytes: Uint8Array, start = 0): void {
     const n = Buffer.byteLength(jid, "utf8");
     const entryBytes = bytes.length - start;
