@@ -1,35 +1,37 @@
 /**
- * State-sync transfers (issue 15), two state-sync engines back to back in one process (the peer channel replaced
- * by a relay that counts the bytes each way, so the figures are the protocol's, not the transport's):
+ * State-sync transfers (issue 15): two state-sync engines, each in a process of its own (forked from this file
+ * with `--state-sync-side`), the peer channel replaced by this process relaying their messages and counting the
+ * payload bytes each way, so the figures are the protocol's, not the transport's:
  *
  * - a master joining: pulls N keys and F files of roots (1k keys and 500 files / 20 MB; `--full`: 10k keys and
  *   5k files / 200 MB, the issue's join figure) from a peer: seconds, bytes on the wire against the content
- *   (goal ≤ 1.05×), the process's peak RSS growth during the pull (goal: flat, the same at either size);
+ *   (goal ≤ 1.05×);
+ * - memory: a pull of n small files (1,000 a directory) at 1k and 100k items (`--full`; 10k by default): the peak
+ *   RSS growth of each side's process during the pull (goal: flat, the same at 1k and 100k). Each process holds
+ *   one engine and nothing else, so its growth is the state-sync thread's. Measured two ways from
+ *   /proc/self/status: `VmHWM` after the kernel's peak was reset at the start of the pull (clear_refs 5: every
+ *   resident page, the LMDB files' mapped pages included), and the peak of `RssAnon` sampled every 10 ms
+ *   (heaps and buffers: what the process itself holds, without the page cache it maps);
  * - a resync after one file changed at the source: bytes on the wire (goal: about one file).
+ *
+ * BRINE_BENCH_STATE_SYNC=join|memory runs one half; BRINE_BENCH_STATE_SYNC_NODE_ARGS adds node options to the two
+ * sides (e.g. `--max-old-space-size=32`: whether a pull fits a given heap at all).
  */
-import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { fork, type ChildProcess } from "node:child_process";
+import { createHash, generateKeyPairSync } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { MessageChannel, type MessagePort } from "node:worker_threads";
-import { generateKeyPairSync } from "node:crypto";
-import { openStore, type Store } from "../src/lib/store/lmdb-env.js";
+import { fileURLToPath } from "node:url";
+import { MessageChannel } from "node:worker_threads";
+import { openStore } from "../src/lib/store/lmdb-env.js";
 import type { MasterConfig } from "../src/shared/config/defaults.js";
 import { StateSyncEngine } from "../src/workers/state-sync/engine.js";
 import type { FromEngine, PeerReport, ToEngine } from "../src/workers/state-sync/messages.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
-interface Side {
-  root: string;
-  cfg: MasterConfig;
-  store: Store;
-  engine: StateSyncEngine;
-  port: MessagePort;
-}
-
-function side(name: string): Side {
-  const root = mkdtempSync(path.join(os.tmpdir(), `brine-bench-statesync-${name}-`));
-  const cfg = {
+function cfgOf(name: string, root: string): MasterConfig {
+  return {
     id: name,
     cachedir: path.join(root, "cache"),
     pki_dir: path.join(root, "pki"),
@@ -39,106 +41,244 @@ function side(name: string): Side {
     file_roots: { base: [path.join(root, "srv", "salt")] },
     pillar_roots: { base: [path.join(root, "srv", "pillar")] },
   } as unknown as MasterConfig;
+}
+
+/** Messages between this process and a side: the engine's port both ways, and the memory probe. */
+type ToSide = { engine: ToEngine } | { mem: "start" | "stop" };
+type FromSide = { engine: FromEngine } | { mem: Mem } | { ready: true };
+
+interface Mem {
+  /** RSS when the pull started, KiB */
+  rss0: number;
+  /** VmHWM at the end (the peak since the start), KiB */
+  hwm: number;
+  /** RssAnon at the start and its sampled peak, KiB */
+  anon0: number;
+  anonPeak: number;
+  /** V8's heap (heapTotal) at the start and its sampled peak, and the peak of what it used, KiB */
+  heap0: number;
+  heapPeak: number;
+  usedPeak: number;
+}
+
+function status(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of readFileSync("/proc/self/status", "utf8").split("\n")) {
+    const m = /^(\w+):\s+(\d+) kB/.exec(line);
+    if (m) out[m[1]!] = Number(m[2]);
+  }
+  return out;
+}
+
+/** `--state-sync-side NAME ROOT`: one engine in this process, its port relayed to the parent. */
+function sideMain(name: string, root: string): void {
+  const cfg = cfgOf(name, root);
   const store = openStore(cfg);
   const { port1, port2 } = new MessageChannel();
-  const engine = new StateSyncEngine(cfg, name, store, port2, { autoKeys: false });
-  return { root, cfg, store, engine, port: port1 };
+  new StateSyncEngine(cfg, name, store, port2, { autoKeys: false });
+  port1.on("message", (m: FromEngine) => process.send!({ engine: m } satisfies FromSide));
+  let sampler: NodeJS.Timeout | undefined;
+  let mem: Mem | undefined;
+  process.on("message", (m: ToSide) => {
+    if ("engine" in m) return port1.postMessage(m.engine);
+    if (m.mem === "start") {
+      global.gc?.();
+      writeFileSync("/proc/self/clear_refs", "5"); // resets VmHWM to the current RSS
+      const s = status();
+      const h = process.memoryUsage();
+      mem = { rss0: s.VmRSS!, hwm: 0, anon0: s.RssAnon!, anonPeak: s.RssAnon!, heap0: h.heapTotal / 1024, heapPeak: h.heapTotal / 1024, usedPeak: h.heapUsed / 1024 };
+      sampler = setInterval(() => {
+        const u = process.memoryUsage();
+        mem!.anonPeak = Math.max(mem!.anonPeak, status().RssAnon!);
+        mem!.heapPeak = Math.max(mem!.heapPeak, u.heapTotal / 1024);
+        mem!.usedPeak = Math.max(mem!.usedPeak, u.heapUsed / 1024);
+      }, 10);
+      return process.send!({ mem } satisfies FromSide);
+    }
+    clearInterval(sampler);
+    const s = status();
+    mem!.hwm = s.VmHWM!;
+    mem!.anonPeak = Math.max(mem!.anonPeak, s.RssAnon!);
+    process.send!({ mem: mem! } satisfies FromSide);
+  });
+  process.on("disconnect", () => process.exit(0));
+  process.send!({ ready: true } satisfies FromSide);
+}
+
+interface Side {
+  name: string;
+  root: string;
+  child: ChildProcess;
+}
+
+async function startSide(name: string, root: string): Promise<Side> {
+  const child = fork(fileURLToPath(import.meta.url), ["--state-sync-side", name, root], { serialization: "advanced", execArgv: ["--expose-gc", ...(process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ?? "").split(" ").filter(Boolean)], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  await new Promise<void>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("message", () => resolve());
+  });
+  return { name, root, child };
 }
 
 /** Relays the puller's requests to the server and counts the payload bytes each way. */
 function relay(puller: Side, server: Side, counter: { out: number; back: number }): void {
   let next = 1;
   const waiting = new Map<number, number>();
-  puller.port.on("message", (m: FromEngine) => {
-    if (m.k !== "req") return;
+  const toEngine = (s: Side, m: ToEngine) => s.child.send({ engine: m } satisfies ToSide);
+  puller.child.on("message", (f: FromSide) => {
+    if (!("engine" in f) || f.engine.k !== "req") return;
+    const m = f.engine;
     const rid = next++;
     waiting.set(rid, m.id);
     counter.out += m.p.byteLength;
-    server.port.postMessage({ k: "in", id: rid, from: puller.cfg.id, p: m.p, req: true } satisfies ToEngine);
+    toEngine(server, { k: "in", id: rid, from: puller.name, p: m.p, req: true });
   });
-  server.port.on("message", (m: FromEngine) => {
+  server.child.on("message", (f: FromSide) => {
     // the server gets no calls but `in`: every answer is to a relayed request
-    if (m.k !== "res" && m.k !== "err") return;
+    if (!("engine" in f) || (f.engine.k !== "res" && f.engine.k !== "err")) return;
+    const m = f.engine;
     const id = waiting.get(m.id)!;
     waiting.delete(m.id);
     if (m.k === "res") {
       const p = m.v as Uint8Array;
       counter.back += p.byteLength;
-      puller.port.postMessage({ k: "res", id, p } satisfies ToEngine);
-    } else puller.port.postMessage({ k: "err", id, code: m.code, text: m.text } satisfies ToEngine);
+      toEngine(puller, { k: "res", id, p });
+    } else toEngine(puller, { k: "err", id, code: m.code, text: m.text });
   });
-  for (const s of [puller, server]) s.port.postMessage({ k: "peers", up: [s === puller ? server.cfg.id : puller.cfg.id], known: [s === puller ? server.cfg.id : puller.cfg.id] } satisfies ToEngine);
+  toEngine(puller, { k: "peers", up: [server.name], known: [server.name] });
+  toEngine(server, { k: "peers", up: [puller.name], known: [puller.name] });
 }
 
+let callId = 1;
 function syncFrom(puller: Side, peer: string, channels: string[]): Promise<PeerReport> {
+  const id = callId++;
   return new Promise((resolve, reject) => {
-    const on = (m: FromEngine) => {
-      if (m.k !== "res" && m.k !== "err") return;
-      puller.port.off("message", on);
-      if (m.k === "res") resolve(m.v as PeerReport);
-      else reject(new Error(m.text));
+    const on = (f: FromSide) => {
+      if (!("engine" in f) || (f.engine.k !== "res" && f.engine.k !== "err") || f.engine.id !== id) return;
+      puller.child.off("message", on);
+      if (f.engine.k === "res") resolve(f.engine.v as PeerReport);
+      else reject(new Error(f.engine.text));
     };
-    puller.port.on("message", on);
-    puller.port.postMessage({ k: "call", id: 1, call: { op: "syncFrom", peer, channels } } satisfies ToEngine);
+    puller.child.on("message", on);
+    puller.child.send({ engine: { k: "call", id, call: { op: "syncFrom", peer, channels } } } satisfies ToSide);
   });
 }
 
-async function one(keys: number, files: number, bytes: number): Promise<BenchRow[]> {
-  const a = side("a");
-  const b = side("b");
+function memCall(s: Side, what: "start" | "stop"): Promise<Mem> {
+  return new Promise((resolve) => {
+    const on = (f: FromSide) => {
+      if (!("mem" in f)) return;
+      s.child.off("message", on);
+      resolve(f.mem);
+    };
+    s.child.on("message", on);
+    s.child.send({ mem: what } satisfies ToSide);
+  });
+}
+
+/** Writes `files` files of `per` bytes each (each its own bytes: a hash of its index repeated) under the server's roots, `perDir` a directory. */
+function writeRoots(root: string, files: number, per: number, perDir: number): number {
+  for (let i = 0; i < files; i++) {
+    const dir = path.join(root, "srv", "salt", `d${String(Math.floor(i / perDir)).padStart(4, "0")}`);
+    if (i % perDir === 0) mkdirSync(dir, { recursive: true });
+    const seed = createHash("sha256").update(String(i)).digest();
+    const buf = Buffer.alloc(per);
+    for (let o = 0; o < per; o += seed.length) seed.copy(buf, o);
+    writeFileSync(path.join(dir, `f${i}.sls`), buf);
+  }
+  return files * per;
+}
+
+interface Run {
+  secs: number;
+  wire: number;
+  resync: number;
+  puller: Mem;
+  server: Mem;
+}
+
+/** The server holds `keys` keys and `files` files of `bytes` in all; the puller pulls them, then one file changes and it pulls again. */
+async function pull(keys: number, files: number, bytes: number, perDir: number): Promise<Run & { content: number; per: number }> {
+  const aRoot = mkdtempSync(path.join(os.tmpdir(), "brine-bench-statesync-a-"));
+  const bRoot = mkdtempSync(path.join(os.tmpdir(), "brine-bench-statesync-b-"));
+  const sides: Side[] = [];
   try {
-    const pub = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey;
-    const acc = path.join(a.root, "pki", "minions");
-    mkdirSync(acc, { recursive: true });
-    for (let i = 0; i < keys; i++) writeFileSync(path.join(acc, `m-${String(i).padStart(6, "0")}`), pub);
-    const per = Math.floor(bytes / files);
-    let content = keys * Buffer.byteLength(pub);
-    for (let i = 0; i < files; i++) {
-      const dir = path.join(a.root, "srv", "salt", `d${i % 50}`);
-      mkdirSync(dir, { recursive: true });
-      // each file its own bytes (a hash of its name repeated), so nothing compresses or deduplicates
-      const seed = createHash("sha256").update(String(i)).digest();
-      const buf = Buffer.alloc(per);
-      for (let o = 0; o < per; o += seed.length) seed.copy(buf, o);
-      writeFileSync(path.join(dir, `f${i}.sls`), buf);
-      content += per;
+    let content = 0;
+    if (keys) {
+      const pub = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey;
+      const acc = path.join(aRoot, "pki", "minions");
+      mkdirSync(acc, { recursive: true });
+      for (let i = 0; i < keys; i++) writeFileSync(path.join(acc, `m-${String(i).padStart(6, "0")}`), pub);
+      content += keys * Buffer.byteLength(pub);
     }
+    const per = Math.floor(bytes / files);
+    content += writeRoots(aRoot, files, per, perDir);
+    const a = await startSide("a", aRoot);
+    const b = await startSide("b", bRoot);
+    sides.push(a, b);
     const counter = { out: 0, back: 0 };
     relay(b, a, counter);
-    global.gc?.();
-    const rss0 = process.memoryUsage().rss;
-    let peak = rss0;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+    await Promise.all([memCall(a, "start"), memCall(b, "start")]);
     const t0 = performance.now();
-    const rep = await syncFrom(b, "a", ["keys", "file_roots"]);
+    const channels = keys ? ["keys", "file_roots"] : ["file_roots"];
+    const rep = await syncFrom(b, "a", channels);
     const secs = (performance.now() - t0) / 1000;
-    clearInterval(sampler);
+    const [server, puller] = await Promise.all([memCall(a, "stop"), memCall(b, "stop")]);
     if (rep.errors.length || rep.items !== keys + files) throw new Error(`join pull: ${JSON.stringify(rep).slice(0, 300)}`);
     const wire = counter.out + counter.back;
     // one file changed at the source, then the same pull again
-    writeFileSync(path.join(a.root, "srv", "salt", "d0", "f0.sls"), Buffer.alloc(per, 1));
+    writeFileSync(path.join(aRoot, "srv", "salt", "d0000", "f0.sls"), Buffer.alloc(per, 1));
     counter.out = counter.back = 0;
-    const again = await syncFrom(b, "a", ["keys", "file_roots"]);
+    const again = await syncFrom(b, "a", channels);
     if (again.items !== 1) throw new Error(`resync: ${JSON.stringify(again).slice(0, 300)}`);
-    const label = `${keys} keys + ${files} files (${Math.round(content / 2 ** 20)} MiB)`;
-    return [
-      { figure: `join pull, ${label}`, value: secs, unit: "s", better: "lower" },
-      { figure: `bytes on the wire / content, ${label}`, value: wire / content, unit: "×", target: 1.05, better: "lower" },
-      { figure: `peak RSS growth during the pull, ${label}`, value: (peak - rss0) / 2 ** 20, unit: "MiB", better: "lower", note: "both engines in one process" },
-      { figure: `resync after one ${Math.round(per / 1024)} KiB file changed, ${label}`, value: (counter.out + counter.back) / 1024, unit: "KiB", better: "lower", note: "manifests included" },
-    ];
+    return { secs, wire, resync: counter.out + counter.back, puller, server, content, per };
   } finally {
-    for (const s of [a, b]) {
-      s.engine.close();
-      s.port.close();
-      await s.store.close();
-      rmSync(s.root, { recursive: true, force: true });
-    }
+    for (const s of sides) s.child.disconnect();
+    await Promise.all(sides.map((s) => (s.child.exitCode === null ? new Promise((r) => s.child.once("exit", r)) : undefined)));
+    rmSync(aRoot, { recursive: true, force: true });
+    rmSync(bRoot, { recursive: true, force: true });
   }
 }
 
+const mib = (kib: number) => kib / 1024;
+
+async function join(keys: number, files: number, bytes: number): Promise<BenchRow[]> {
+  const r = await pull(keys, files, bytes, 100);
+  const label = `${keys} keys + ${files} files (${Math.round(r.content / 2 ** 20)} MiB)`;
+  return [
+    { figure: `join pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
+    { figure: `bytes on the wire / content, ${label}`, value: r.wire / r.content, unit: "×", target: 1.05, better: "lower" },
+    { figure: `puller's peak RssAnon growth during the pull, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
+    { figure: `resync after one ${Math.round(r.per / 1024)} KiB file changed, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
+  ];
+}
+
+async function memory(items: number): Promise<BenchRow[]> {
+  const r = await pull(0, items, items * 256, 1000);
+  const label = `${items.toLocaleString("en-US")} files of 256 B`;
+  return [
+    { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
+    { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
+    { figure: `puller's VmHWM growth, ${label}`, value: mib(r.puller.hwm - r.puller.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
+    { figure: `puller's V8 heap: peak heapTotal growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak heapUsed ${mib(r.puller.usedPeak).toFixed(1)} MiB` },
+    { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
+    { figure: `server's VmHWM growth, ${label}`, value: mib(r.server.hwm - r.server.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
+    { figure: `resync after one 256 B file changed, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
+  ];
+}
+
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
-  const rows = await one(1000, 500, 20 * 2 ** 20);
-  rows.push(...(opts.full ? await one(10_000, 5000, 200 * 2 ** 20) : await one(10_000, 500, 20 * 2 ** 20)));
+  const only = process.env.BRINE_BENCH_STATE_SYNC; // "join" or "memory": one half
+  const rows: BenchRow[] = [];
+  if (only !== "memory") {
+    rows.push(...(await join(1000, 500, 20 * 2 ** 20)));
+    rows.push(...(opts.full ? await join(10_000, 5000, 200 * 2 ** 20) : await join(10_000, 500, 20 * 2 ** 20)));
+  }
+  if (only !== "join") {
+    rows.push(...(await memory(1000)));
+    rows.push(...(await memory(opts.full ? 100_000 : 10_000)));
+  }
   return rows;
 }
+
+if (process.argv[2] === "--state-sync-side" && process.send) sideMain(process.argv[3]!, process.argv[4]!);

@@ -490,3 +490,119 @@ test("a runner's port gets the state-sync thread's answers in the port-call styl
     await r.close();
   }
 });
+
+/** Two engines back to back: `puller`'s peer "p1" is `server` (each request relayed to it as from "p1"), with the requests and reply bytes counted. */
+function pair(extraServer: Record<string, unknown> = {}): { server: Rig; puller: Rig; bytes: () => number; close: () => Promise<void> } {
+  const server = rig(() => {
+    throw new Error("the server asks nothing");
+  }, extraServer);
+  let bytes = 0;
+  const puller = rig(async (m) => {
+    bytes += (cbor.encode(m) as Uint8Array).byteLength;
+    const reply = await server.serve(m);
+    bytes += (cbor.encode(reply) as Uint8Array).byteLength;
+    return reply;
+  });
+  return { server, puller, bytes: () => bytes, close: async () => Promise.all([server.close(), puller.close()]).then(() => undefined) };
+}
+
+test("a resync after one file changed among 2,000 asks a range summary and then the entries of the one range that differs, not the whole manifest", async () => {
+  const p = pair();
+  try {
+    for (let d = 0; d < 20; d++) {
+      const dir = path.join(p.server.root, "srv", "salt", `d${String(d).padStart(2, "0")}`);
+      mkdirSync(dir, { recursive: true });
+      for (let i = 0; i < 100; i++) writeFileSync(path.join(dir, `f${i}.sls`), `file ${d}/${i}\n`);
+    }
+    const first = await p.puller.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual(first.errors, []);
+    assert.equal(first.items, 2000);
+    // an empty puller's ranges all differ: the whole manifest is paged through the ranges
+    assert.equal(p.puller.requests[0]!.r, 1, "the puller says it reads range summaries");
+    p.puller.requests.length = 0;
+    writeFileSync(path.join(p.server.root, "srv", "salt", "d07", "f42.sls"), "changed\n");
+    const before = p.bytes();
+    const again = await p.puller.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual([again.items, again.deleted, again.errors], [1, 0, []]);
+    assert.equal(readFileSync(path.join(p.puller.root, "srv", "salt", "d07", "f42.sls"), "utf8"), "changed\n");
+    const pages = p.puller.requests.filter((m) => m.op === "manifest");
+    assert.equal(pages.length, 2, "the summary, then one range");
+    assert.equal(typeof pages[1]!.from, "string");
+    assert.ok((pages[1]!.from as string) <= "base/d07/f42.sls" && (pages[1]!.to === undefined || "base/d07/f42.sls" < (pages[1]!.to as string)));
+    // 2,000 entries would be ~150 KiB; the summary (45 ranges) and one range of 45 entries are a few KiB
+    assert.ok(p.bytes() - before < 12 * 1024, `resync bytes ${p.bytes() - before}`);
+    // nothing changed: the digests match, one short request
+    p.puller.requests.length = 0;
+    const none = await p.puller.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual([none.items, p.puller.requests.length], [0, 1]);
+  } finally {
+    await p.close();
+  }
+});
+
+test("a puller of an earlier version (no r in its request) gets manifest pages from a server with many items, never a summary", async () => {
+  const r = rig(() => {
+    throw new Error("no peer traffic expected");
+  });
+  try {
+    for (let i = 0; i < 600; i++) writeFileSync(path.join(r.root, "srv", "salt", `f${String(i).padStart(4, "0")}.sls`), `x${i}`);
+    const old = await r.serve({ op: "manifest", ch: "file_roots", n: 1000, w: 2 });
+    assert.equal(old.sum, undefined);
+    assert.equal(old.entries.length, 600);
+    const now = await r.serve({ op: "manifest", ch: "file_roots", n: 1000, w: 2, r: 1 });
+    assert.equal(old.entries.length, 600);
+    assert.ok(Array.isArray(now.sum) && now.sum.length === Math.ceil(600 / 32), "the new form: a summary of ranges of 32");
+    const range = await r.serve({ op: "manifest", ch: "file_roots", n: 1000, w: 2, from: now.sum[1][0], to: now.sum[2][0] });
+    assert.deepEqual(range.entries.map((e: { p: string }) => e.p), Array.from({ length: 32 }, (_, i) => `base/f${String(32 + i).padStart(4, "0")}.sls`));
+  } finally {
+    await r.close();
+  }
+});
+
+test("a rescan walks several roots of a saltenv in the manifest's order (a directory after the files that sort before its slash), the first root winning a path both have", async () => {
+  const r = rig(() => {
+    throw new Error("no peer traffic expected");
+  }, {});
+  const second = path.join(r.root, "srv", "salt2");
+  r.cfg.file_roots = { base: [path.join(r.root, "srv", "salt"), second], dev: [path.join(r.root, "srv", "dev")] } as never;
+  const put = (dir: string, rel: string, text: string) => {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), text);
+  };
+  const first = path.join(r.root, "srv", "salt");
+  put(first, "nginx/init.sls", "one");
+  put(first, "nginx.sls", "one");
+  put(second, "nginx.sls", "two");
+  put(second, "nginx-extra.sls", "two");
+  put(second, "nginx/conf.sls", "two");
+  put(path.join(r.root, "srv", "dev"), "top.sls", "dev");
+  try {
+    const pg = await r.serve({ op: "manifest", ch: "file_roots", n: 100 });
+    const got = (pg.entries as ManifestEntry[]).map((e) => e.p);
+    assert.deepEqual(got, ["base/nginx-extra.sls", "base/nginx.sls", "base/nginx/conf.sls", "base/nginx/init.sls", "dev/top.sls"]);
+    assert.equal((pg.entries as ManifestEntry[])[1]!.h, sha("one"), "the first root's nginx.sls");
+    // a second scan of unchanged roots writes nothing: the same entries, the same stamps
+    const again = await r.serve({ op: "manifest", ch: "file_roots", n: 100 });
+    assert.deepEqual(again.entries, pg.entries);
+  } finally {
+    await r.close();
+  }
+});
+
+test("a manifest kept by an earlier version (a CBOR file) is imported once, its tombstones served, and the file removed", async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-legacy-"));
+  const legacy = path.join(root, "cache", STATUS_DIR, "m1", "manifest-file_roots.cbor");
+  mkdirSync(path.dirname(legacy), { recursive: true });
+  writeFileSync(legacy, cbor.encode([{ e: { p: "base/gone.sls", s: 0, h: "", m: 0, t: Date.now() - 1000, d: 1 } }]) as Uint8Array);
+  const r = rig(() => {
+    throw new Error("no peer traffic expected");
+  }, { cachedir: path.join(root, "cache") });
+  try {
+    const pg = await r.serve({ op: "manifest", ch: "file_roots", n: 100 });
+    assert.deepEqual((pg.entries as ManifestEntry[]).map((e) => [e.p, e.d]), [["base/gone.sls", 1]]);
+    assert.equal(existsSync(legacy), false);
+  } finally {
+    await r.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});

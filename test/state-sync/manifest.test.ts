@@ -1,7 +1,7 @@
-/** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, pages. */
+/** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, order, range summaries. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { tombstoneKeepMs, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, mergeScan, page, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { afterScan, byPath, differingRanges, rangeItems, rangeItemsMin, rangesMax, summarize, tombstoneKeepMs, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { cbor } from "../../src/shared/cbor.js";
 
 const H1 = "1".repeat(64);
@@ -115,31 +115,60 @@ test("banks only add what is missing: nothing is overwritten or deleted", () => 
   assert.deepEqual(d, { fetch: [live("j2", H1, 0)], delete: [], adopt: [] });
 });
 
-test("a rescan turns vanished items into tombstones stamped now, keeps recent tombstones and forgets old ones", () => {
+test("a rescan turns a vanished item into a tombstone stamped now (kept as it was when its root cannot be read), keeps recent tombstones and forgets old ones", () => {
   const now = 10 * tombstoneKeepMs;
-  const prev = new Map<string, ManifestEntry>([
-    ["accepted/a", live("accepted/a", H1, 100)],
-    ["accepted/b", live("accepted/b", H1, 100)],
-    ["accepted/c", tombstone("accepted/c", now - 1000)],
-    ["accepted/d", tombstone("accepted/d", now - tombstoneKeepMs - 1)],
-  ]);
-  const scanned = new Map<string, ManifestEntry>([["accepted/a", live("accepted/a", H1, 100)], ["accepted/e", live("accepted/e", H2, now)]]);
-  const m = mergeScan(prev, scanned, now);
-  assert.deepEqual([...m.keys()].sort(), ["accepted/a", "accepted/b", "accepted/c", "accepted/e"]);
-  assert.deepEqual(m.get("accepted/b"), tombstone("accepted/b", now));
-  assert.deepEqual(m.get("accepted/c"), tombstone("accepted/c", now - 1000));
+  const rows: [string, ManifestEntry | undefined, ManifestEntry | undefined, boolean, ManifestEntry | undefined][] = [
+    ["still there", live("accepted/a", H1, 100), live("accepted/a", H1, 100), false, live("accepted/a", H1, 100)],
+    ["new", undefined, live("accepted/e", H2, now), false, live("accepted/e", H2, now)],
+    ["vanished", live("accepted/b", H1, 100), undefined, false, tombstone("accepted/b", now)],
+    ["vanished, stamped after its last change", live("accepted/b", H1, now + 5), undefined, false, tombstone("accepted/b", now + 6)],
+    ["its root unreadable", live("accepted/b", H1, 100), undefined, true, live("accepted/b", H1, 100)],
+    ["recent tombstone", tombstone("accepted/c", now - 1000), undefined, false, tombstone("accepted/c", now - 1000)],
+    ["old tombstone", tombstone("accepted/d", now - tombstoneKeepMs - 1), undefined, false, undefined],
+    ["back after a tombstone", tombstone("accepted/c", now - 1000), live("accepted/c", H2, now), false, live("accepted/c", H2, now)],
+  ];
+  for (const [what, prev, found, keep, want] of rows) assert.deepEqual(afterScan(prev, found, now, keep), want, what);
 });
 
-test("manifest pages continue after the last path of the previous page, and chunk ranges cover a file from where a transfer resumes", () => {
-  const paths = ["a", "b", "c", "d", "e"];
-  assert.deepEqual(page(paths, undefined, 2), { paths: ["a", "b"], more: true });
-  assert.deepEqual(page(paths, "b", 2), { paths: ["c", "d"], more: true });
-  assert.deepEqual(page(paths, "d", 2), { paths: ["e"], more: false });
-  assert.deepEqual(page(paths, "bb", 10), { paths: ["c", "d", "e"], more: false });
-  assert.deepEqual(page([], undefined, 10), { paths: [], more: false });
+test("the manifest's order is code-point order (LMDB's UTF-8 byte order), not JavaScript's code units; chunk ranges cover a file from where a transfer resumes", () => {
+  const sorted = ["a", "a.b", "a/b", "b", "\uffff", "\u{10000}"];
+  assert.deepEqual([...sorted].reverse().sort(byPath), sorted);
+  assert.ok(byPath("\u{10000}", "\uffff") > 0 && "\u{10000}" < "\uffff", "where code units and code points disagree");
+  assert.deepEqual(sorted.map((s) => Buffer.from(s)).sort(Buffer.compare).map((b) => b.toString()), sorted, "the same as UTF-8 byte order");
   assert.deepEqual(chunkRanges(10, 4), [{ off: 0, len: 4 }, { off: 4, len: 4 }, { off: 8, len: 2 }]);
   assert.deepEqual(chunkRanges(10, 4, 8), [{ off: 8, len: 2 }]);
   assert.deepEqual(chunkRanges(0, 4), []);
+});
+
+const many = (n: number, h = H1) => Array.from({ length: n }, (_, i) => live(`base/f${String(i).padStart(6, "0")}`, h, 1));
+
+test("a range summary cuts a manifest into about the square root of its size, and only the ranges whose live content differs here are asked, neighbours joined", () => {
+  assert.equal(rangeItems(10), rangeItemsMin);
+  assert.equal(rangeItems(10_000), 100);
+  assert.equal(rangeItems(100_000_000), Math.ceil(100_000_000 / rangesMax));
+  const server = many(5000);
+  const sum = summarize(server, server.length);
+  assert.equal(sum.length, Math.ceil(5000 / rangeItems(5000)));
+  assert.equal(sum[0]!.a, server[0]!.p);
+  // identical here: nothing to ask
+  assert.deepEqual(differingRanges(sum, server), []);
+  // stamps and tombstones alone do not differ (the digest is the live content's)
+  assert.deepEqual(differingRanges(sum, [...server.map((e) => ({ ...e, t: 99 })), tombstone("base/zzz", 5)]), []);
+  const k = rangeItems(5000);
+  // one item changed here: its range alone
+  const changed = server.map((e, i) => (i === 2 * k + 3 ? { ...e, h: H2 } : e));
+  assert.deepEqual(differingRanges(sum, changed), [{ from: server[2 * k]!.p, to: server[3 * k]!.p }]);
+  // one missing here (the last range: to the end), one extra here in the first range, and two neighbours joined
+  const edited = [...server.slice(0, 5).concat([live("base/f000005x", H1, 1)]), ...server.slice(5, 4999)];
+  edited.splice(2 * k + 6, 1);
+  edited.splice(3 * k + 6, 1);
+  assert.deepEqual(differingRanges(sum, edited), [{ from: server[0]!.p, to: server[k]!.p }, { from: server[2 * k]!.p, to: server[4 * k]!.p }, { from: sum.at(-1)!.a }]);
+  // items here before the first range are not the server's: no range for them
+  assert.deepEqual(differingRanges(sum, [live("base/a", H2, 1), ...server]), []);
+  // a tombstone at the server for an item live here differs
+  const dead = server.map((e, i) => (i === 10 ? tombstone(e.p, 5) : e));
+  assert.deepEqual(differingRanges(summarize(dead, dead.length), server), [{ from: server[0]!.p, to: server[k]!.p }]);
+  assert.deepEqual(differingRanges([], server), []);
 });
 
 test("a manifest entry crosses the wire with its hash as 32 bytes and a tombstone as path, stamp and mark; the hex form of an older peer is still taken", () => {

@@ -9,7 +9,11 @@
  * fetched: small items whole and batched (at most chunkBytesMax a request; asked by path alone and answered in order
  * with their bytes alone, checked against the manifest's size and sha256, a mismatch fetched again by ranges),
  * large ones in chunkBytesMax ranges, requestsInFlightMax requests in flight, each range's sha256 checked (fetched again up to
- * rangeAttemptsMax times), the whole item's sha256 checked before it is renamed into place (sources.ts). In flight: requestsInFlightMax × chunkBytesMax plus one manifest page (a directory channel's own manifest is held whole, about 150 B an item). One log
+ * rangeAttemptsMax times), the whole item's sha256 checked before it is renamed into place (sources.ts). In flight: requestsInFlightMax × chunkBytesMax plus one manifest page (a directory channel's own manifest is in LMDB, read as it goes: memory does not grow with the channel's size).
+ * A resync sends about what changed: when the digests differ and the peer has many items, it answers the first
+ * request with a range summary (manifest.ts summarize: about √n ranges, each a first path and a digest) and only
+ * the ranges whose content differs here are paged (`r: 1` says the puller reads summaries; a peer of an earlier
+ * version never sends one and is paged whole). One log
  * line per transfer that changed something: `state-sync <channel> from <peer>: installed N items (B bytes),
  * deleted D`; every refused path is logged (within a LogBudget).
  *
@@ -29,6 +33,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import path from "node:path";
 import type { MessagePort } from "node:worker_threads";
+import type { RootDatabase } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
 import { portError, revivePortError, type PortError } from "../../shared/port-calls.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
@@ -38,9 +43,9 @@ import { minionPkiDir } from "../../shared/shared-fs.js";
 import type { StateSyncEntry } from "../../shared/cluster-health.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
-import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, STATUS_FILE, requestsInFlightMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
-import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
-import { BankSource, DirSource, IndexedKeySource, dirLayout, type Source } from "./sources.js";
+import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, STATUS_FILE, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
+import { KEY_CHANNELS, byPath, checkItemPath, diffPage, differingRanges, entryFromWire, entryToWire, parseChannel, policyOf, rangesMax, summarize, summaryItemsMin, validEntry, type Channel, type ManifestEntry, type SummaryRange } from "./manifest.js";
+import { BankSource, DirSource, IndexedKeySource, dirLayout, manifestDb, openManifests, type Source } from "./sources.js";
 import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
 
 const log = getLogger("brine.cluster.state-sync");
@@ -68,6 +73,28 @@ function addError(r: PeerReport, e: string): void {
   else if (r.errors.length === reportErrorsMax) r.errors.push("(more errors not listed)");
 }
 
+/** A peer's answer to a manifest request: a page, `same`, or (a first request with `r: 1`) a range summary. */
+interface ManifestReply {
+  entries?: unknown[];
+  more?: unknown;
+  probe?: unknown;
+  same?: unknown;
+  w?: unknown;
+  sum?: unknown[];
+}
+
+/** A peer's range summary as received (`[first path, sha256 bytes]` per range, in order), checked. */
+function parseSummary(raw: unknown[]): SummaryRange[] {
+  if (raw.length > rangesMax) throw new Error(`malformed range summary: more than ${rangesMax} ranges`);
+  const out: SummaryRange[] = [];
+  for (const x of raw) {
+    if (!Array.isArray(x) || typeof x[0] !== "string" || !(x[1] instanceof Uint8Array) || x[1].byteLength !== 32) throw new Error("malformed range summary");
+    if (out.length && byPath(out.at(-1)!.a, x[0]) >= 0) throw new Error("malformed range summary: ranges out of order");
+    out.push({ a: x[0], h: Buffer.from(x[1]).toString("hex") });
+  }
+  return out;
+}
+
 /** Channel names from a caller: each parsed, or an error naming the bad one. */
 export function parseChannels(names: readonly unknown[]): Channel[] {
   return names.map((n) => {
@@ -79,6 +106,8 @@ export function parseChannels(names: readonly unknown[]): Channel[] {
 
 export class StateSyncEngine {
   private readonly sources = new Map<Channel, Source>();
+  /** the directory channels' manifests (sources.ts openManifests), opened at first use */
+  private manifests: RootDatabase | undefined;
   private up = new Set<string>();
   private known: string[] = [];
   private nextId = 1;
@@ -140,11 +169,16 @@ export class StateSyncEngine {
         const bank = ch.slice(5);
         const db = { "jobs/loads": this.store.loads, "jobs/minions": this.store.minions, "jobs/endtimes": this.store.endtimes, "jobs/nocache": this.store.nocache, "jobs/returns": this.store.returns }[bank]!;
         s = new BankSource(ch, db as never);
-      } else if ((ch === "keys" || ch === "denied_keys") && keyCacheDriver(this.cfg) === "mmap_key") {
-        s = new IndexedKeySource(ch, keyStoreFor(this.cfg), path.join(this.stateDir, this.nodeId), this.now);
       } else {
-        const l = dirLayout(this.cfg, ch);
-        s = new DirSource(ch, l.roots, l.target, path.join(this.stateDir, this.nodeId), this.now);
+        // an earlier version kept the manifest in a CBOR file here: imported once
+        const legacy = path.join(this.stateDir, this.nodeId, `manifest-${ch}.cbor`);
+        this.manifests ??= openManifests(this.cfg);
+        const db = manifestDb(this.manifests, ch);
+        if ((ch === "keys" || ch === "denied_keys") && keyCacheDriver(this.cfg) === "mmap_key") s = new IndexedKeySource(ch, keyStoreFor(this.cfg), db, legacy, this.now);
+        else {
+          const l = dirLayout(this.cfg, ch);
+          s = new DirSource(ch, l.roots, l.target, db, legacy, this.now);
+        }
       }
       this.sources.set(ch, s);
     }
@@ -290,53 +324,22 @@ export class StateSyncEngine {
     const src = this.source(ch);
     try {
       await src.scan();
-      let after: string | undefined;
-      for (;;) {
-        // the first page is skipped by a peer whose live content has our digest (nothing to fetch or delete)
-        const digest = after === undefined ? src.digest() : "";
-        const page = (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), n: pageItemsMax, ...(digest ? { digest } : {}), w: wireForm })) as { entries?: unknown; more?: unknown; probe?: unknown; same?: unknown; w?: unknown };
-        if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
-        if (after === undefined && typeof page.probe === "string" && this.sharedWith(peer, ch, page.probe)) {
-          r.shared = [ch];
-          break;
-        }
-        if (page.same === true && digest) break;
-        const good: ManifestEntry[] = [];
-        for (const raw of page.entries as unknown[]) {
-          const e = entryFromWire(raw);
-          const p = (e as { p?: unknown })?.p;
-          const why = !validEntry(e) ? "malformed entry" : (() => {
-            const c = checkItemPath(ch, p);
-            return "error" in c ? c.error : undefined;
-          })();
-          if (why) {
-            refusals.line(`state-sync ${ch} from ${peer}: refused ${JSON.stringify(typeof p === "string" ? p.slice(0, 300) : p)}: ${why}`);
-            addError(r, `refused ${JSON.stringify(typeof p === "string" ? p.slice(0, 300) : p)}: ${why}`);
-            continue;
-          }
-          good.push(e as ManifestEntry);
-        }
-        const d = diffPage(policyOf(ch), good, (p) => src.entry(p));
-        for (const e of d.delete) {
-          try {
-            await src.remove(e);
-            r.deleted++;
-          } catch (err) {
-            addError(r, `${e.p}: ${(err as Error).message}`);
-          }
-        }
-        for (const e of d.adopt) src.adopt(e);
-        // a peer of an earlier version answers without `w`: its fetches take ranges only
-        await this.fetchAll(peer, ch, src, d.fetch, r, page.w === wireForm);
-        const last = (page.entries as { p?: unknown }[]).at(-1)?.p;
-        if (page.more !== true || typeof last !== "string") break;
-        after = last;
-      }
+      // the first page is skipped by a peer whose live content has our digest (nothing to fetch or delete); a
+      // peer with many items may answer with a range summary instead (`r: 1`: we read one), and only the ranges
+      // whose content differs here are paged
+      const digest = src.digest();
+      const first = (await this.ask(peer, { op: "manifest", ch, n: pageItemsMax, ...(digest ? { digest } : {}), w: wireForm, ...(src.entries ? { r: 1 } : {}) })) as ManifestReply;
+      if (!first || (!Array.isArray(first.entries) && !Array.isArray(first.sum))) throw new Error("malformed manifest page");
+      if (typeof first.probe === "string" && this.sharedWith(peer, ch, first.probe)) r.shared = [ch];
+      else if (first.same === true && digest) {
+        // nothing differs
+      } else if (Array.isArray(first.sum) && src.entries) {
+        const summary = parseSummary(first.sum);
+        for (const range of differingRanges(summary, src.entries())) await this.pullPages(peer, ch, src, r, range);
+      } else await this.pullPages(peer, ch, src, r, {}, first);
     } catch (e) {
       addError(r, (e as Error).message);
       r.failed = [ch];
-    } finally {
-      src.save();
     }
     r.ms = this.now() - t0;
     if (r.items || r.deleted || r.errors.length) {
@@ -346,6 +349,52 @@ export class StateSyncEngine {
     // a channel found shared is reported too (cluster.health shows the pull happened and why nothing moved)
     this.recordStatus(ch, peer, r);
     return r;
+  }
+
+  /** Pages of the peer's manifest (all of it, or the range `[from, to)`), each diffed and applied; `first` is the first page when already asked. */
+  private async pullPages(peer: string, ch: Channel, src: Source, r: PeerReport, range: { from?: string; to?: string }, first?: ManifestReply): Promise<void> {
+    let page = first;
+    let after: string | undefined;
+    for (;;) {
+      page ??= (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), ...range, n: pageItemsMax, w: wireForm })) as ManifestReply;
+      if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
+      await this.applyPage(peer, ch, src, page.entries, r, page.w === wireForm);
+      const last = (page.entries as { p?: unknown }[]).at(-1)?.p;
+      if (page.more !== true || typeof last !== "string") return;
+      after = last;
+      page = undefined;
+    }
+  }
+
+  /** One page of the peer's manifest: checked entry by entry, diffed, tombstoned items removed, the rest fetched. */
+  private async applyPage(peer: string, ch: Channel, src: Source, entries: unknown[], r: PeerReport, compact: boolean): Promise<void> {
+    const good: ManifestEntry[] = [];
+    for (const raw of entries) {
+      const e = entryFromWire(raw);
+      const p = (e as { p?: unknown })?.p;
+      const why = !validEntry(e) ? "malformed entry" : (() => {
+        const c = checkItemPath(ch, p);
+        return "error" in c ? c.error : undefined;
+      })();
+      if (why) {
+        refusals.line(`state-sync ${ch} from ${peer}: refused ${JSON.stringify(typeof p === "string" ? p.slice(0, 300) : p)}: ${why}`);
+        addError(r, `refused ${JSON.stringify(typeof p === "string" ? p.slice(0, 300) : p)}: ${why}`);
+        continue;
+      }
+      good.push(e as ManifestEntry);
+    }
+    const d = diffPage(policyOf(ch), good, (p) => src.entry(p));
+    for (const e of d.delete) {
+      try {
+        await src.remove(e);
+        r.deleted++;
+      } catch (err) {
+        addError(r, `${e.p}: ${(err as Error).message}`);
+      }
+    }
+    for (const e of d.adopt) src.adopt(e);
+    // a peer of an earlier version answers without `w`: its fetches take ranges only
+    await this.fetchAll(peer, ch, src, d.fetch, r, compact);
   }
 
   /** Fetches and installs `items`: small ones batched, large ones by ranges; requestsInFlightMax requests in flight. */
@@ -451,12 +500,19 @@ export class StateSyncEngine {
     if (!ch) throw new Error(`unknown state-sync channel ${JSON.stringify(m.ch)}`);
     const src = this.source(ch);
     if (m.op === "manifest") {
-      if (m.after === undefined) await src.scan();
-      const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, pageItemsMax) : pageItemsMax;
-      const pg = await src.page(typeof m.after === "string" ? m.after : undefined, n);
-      const probe = m.after === undefined && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
+      const range = { ...(typeof m.from === "string" ? { from: m.from } : {}), ...(typeof m.to === "string" ? { to: m.to } : {}) };
+      const first = m.after === undefined && range.from === undefined;
+      if (first) await src.scan();
+      const probe = first && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
       // the same live content on both sides (a digest is "" for banks, never equal): no page needed
-      if (m.after === undefined && typeof m.digest === "string" && m.digest !== "" && m.digest === src.digest()) return cbor.encode({ same: true, entries: [], more: false, ...(probe ? { probe } : {}) }) as Uint8Array;
+      if (first && typeof m.digest === "string" && m.digest !== "" && m.digest === src.digest()) return cbor.encode({ same: true, entries: [], more: false, ...(probe ? { probe } : {}) }) as Uint8Array;
+      // many items, and an asker that reads range summaries: the summary instead of the first page
+      if (first && m.r === 1 && src.entries && src.count && src.count() > summaryItemsMin) {
+        const sum = summarize(src.entries(), src.count());
+        if (sum.reduce((n, x) => n + x.a.length, 0) <= summaryPathBytesMax) return cbor.encode({ sum: sum.map((x) => [x.a, Buffer.from(x.h, "hex")]), ...(probe ? { probe } : {}) }) as Uint8Array;
+      }
+      const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, pageItemsMax) : pageItemsMax;
+      const pg = await src.page(typeof m.after === "string" ? m.after : undefined, n, range);
       // the compact forms only for an asker that reads them (a master of an earlier version during a rolling upgrade does not)
       const compact = m.w === wireForm;
       return cbor.encode({ entries: compact ? pg.entries.map(entryToWire) : pg.entries, more: pg.more, ...(probe ? { probe } : {}), ...(compact ? { w: wireForm } : {}) }) as Uint8Array;
@@ -624,5 +680,6 @@ export class StateSyncEngine {
     for (const w of this.watchers) w.close();
     for (const w of this.waiting.values()) w.reject(new Error("the state-sync thread is stopping"));
     this.waiting.clear();
+    void this.manifests?.close();
   }
 }

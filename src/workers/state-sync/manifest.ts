@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * State-sync manifests, sans I/O (issue 15): what a channel holds, item by item, and what a receiver must do to
  * match a peer. The state-sync thread (engine.ts) does the I/O around these decisions.
@@ -203,40 +205,124 @@ export function diffPage(policy: DiffPolicy, remote: readonly ManifestEntry[], l
 }
 
 /**
- * Merges a fresh scan into the previous manifest: an item still there keeps its entry (the caller reuses the
- * hash and stamp when the file did not change); an item gone becomes a tombstone stamped `now`; tombstones
- * older than tombstoneKeepMs are dropped. `scanned` holds the live entries found now.
+ * What a rescan makes of one item (the scan and the kept manifest are walked side by side in the manifest's
+ * order, so neither is ever held whole): `prev` is the kept entry, `found` the live entry the scan made (the
+ * caller reuses `prev` when the file did not change), `keep` says the item's root could not be read (unmounted,
+ * wiped: its items stay as they were). An item gone becomes a tombstone stamped `now`; a tombstone older than
+ * tombstoneKeepMs is forgotten (undefined).
  */
-export function mergeScan(previous: ReadonlyMap<string, ManifestEntry>, scanned: ReadonlyMap<string, ManifestEntry>, now: number): Map<string, ManifestEntry> {
-  const out = new Map<string, ManifestEntry>();
-  for (const [p, e] of scanned) out.set(p, e);
-  for (const [p, e] of previous) {
-    if (out.has(p)) continue;
-    if (e.d) {
-      if (now - e.t <= tombstoneKeepMs) out.set(p, e);
-    } else out.set(p, tombstone(p, Math.max(now, e.t + 1)));
+export function afterScan(prev: ManifestEntry | undefined, found: ManifestEntry | undefined, now: number, keep = false): ManifestEntry | undefined {
+  if (found) return found;
+  if (!prev) return undefined;
+  if (prev.d) return now - prev.t <= tombstoneKeepMs ? prev : undefined;
+  return keep ? prev : tombstone(prev.p, Math.max(now, prev.t + 1));
+}
+
+/**
+ * The manifest's order: code-point order, which is UTF-8 byte order, the order LMDB keeps the stored manifest in
+ * (it differs from JavaScript's code-unit order only between a character above U+FFFF and one in U+E000-U+FFFF).
+ */
+export function byPath(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // surrogates (an astral character) sort above U+E000-U+FFFF in code-point order
+    if (x >= 0xd800 && y >= 0xd800) {
+      x += x < 0xe000 ? 0x2000 : -0x800;
+      y += y < 0xe000 ? 0x2000 : -0x800;
+    }
+    return x - y;
   }
+  return a.length - b.length;
+}
+
+/**
+ * A digest of live content (paths, hashes and modes; no stamps, no tombstones) fed in the manifest's order: equal
+ * digests, nothing to fetch or delete. The whole channel's digest (the `changed` notes, a first page skipped) and
+ * each range of a range summary are this.
+ */
+export class ContentDigest {
+  private readonly h = createHash("sha256");
+  add(e: ManifestEntry): void {
+    if (!e.d) this.h.update(`${e.p}\0${e.h}\0${e.m}\n`);
+  }
+  hex(): string {
+    return this.h.digest("hex");
+  }
+}
+
+/**
+ * Range summaries (a resync sends about what changed): a server with many items answers a puller's first manifest
+ * request, when the whole digests differ, with its manifest cut into ranges of consecutive items, each as its first
+ * path and the digest of its live content. The puller digests its own items over the same ranges (any cut works:
+ * the puller follows the server's, so the two sides need not agree on boundaries) and asks for the entries of the
+ * ranges that differ only. With k items a range and n items, a summary costs n/k ranges and a one-item change k
+ * entries: k ≈ √n keeps both small.
+ */
+export interface SummaryRange {
+  /** the range's first path (it ends before the next range's first path; the last one at the end) */
+  a: string;
+  /** sha256 of its live content (ContentDigest), lowercase hex */
+  h: string;
+}
+
+/** Fewest items in a range of a summary, count. */
+export const rangeItemsMin = 32;
+/** Most ranges in one summary, count (a bigger manifest gets longer ranges). */
+export const rangesMax = 4096;
+/** A manifest this small is sent as pages, never summarised (the summary would not be cheaper), items. */
+export const summaryItemsMin = 256;
+
+/** Items in one range of a summary, for a manifest of `n` items: about √n, at least rangeItemsMin, at most rangesMax ranges in all. */
+export function rangeItems(n: number): number {
+  return Math.max(rangeItemsMin, Math.ceil(Math.sqrt(n)), Math.ceil(n / rangesMax));
+}
+
+/** The summary of a manifest of about `n` items read in order from `entries` (the server's side). */
+export function summarize(entries: Iterable<ManifestEntry>, n: number): SummaryRange[] {
+  const k = rangeItems(n);
+  const out: SummaryRange[] = [];
+  let cur: { a: string; d: ContentDigest; c: number } | undefined;
+  for (const e of entries) {
+    if (!cur || cur.c >= k) {
+      if (cur) out.push({ a: cur.a, h: cur.d.hex() });
+      cur = { a: e.p, d: new ContentDigest(), c: 0 };
+    }
+    cur.d.add(e);
+    cur.c++;
+  }
+  if (cur) out.push({ a: cur.a, h: cur.d.hex() });
   return out;
 }
 
-/** A page of a manifest: the entries after `after` in path order (code-unit order), at most `n`. */
-export function page(sortedPaths: readonly string[], after: string | undefined, n: number): { paths: string[]; more: boolean } {
-  let lo = 0;
-  let hi = sortedPaths.length;
-  if (after !== undefined) {
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (sortedPaths[mid]! <= after) lo = mid + 1;
-      else hi = mid;
+/**
+ * The ranges of a peer's summary whose content differs here (the puller's side): `local` is this master's
+ * manifest in order. Each as `[from, to)` (`to` absent: to the end); neighbouring ranges that both differ are
+ * joined. Items here before the first range are not the peer's and need nothing from it.
+ */
+export function differingRanges(summary: readonly SummaryRange[], local: Iterable<ManifestEntry>): { from: string; to?: string }[] {
+  const out: { from: string; to?: string }[] = [];
+  const it = local[Symbol.iterator]();
+  let next = it.next();
+  while (summary.length && !next.done && byPath(next.value.p, summary[0]!.a) < 0) next = it.next();
+  for (let i = 0; i < summary.length; i++) {
+    const to = summary[i + 1]?.a;
+    const d = new ContentDigest();
+    while (!next.done && (to === undefined || byPath(next.value.p, to) < 0)) {
+      d.add(next.value);
+      next = it.next();
     }
+    if (d.hex() === summary[i]!.h) continue;
+    const last = out.at(-1);
+    if (last && last.to === summary[i]!.a) {
+      if (to === undefined) delete last.to;
+      else last.to = to;
+    } else out.push(to === undefined ? { from: summary[i]!.a } : { from: summary[i]!.a, to });
   }
-  const paths = sortedPaths.slice(lo, lo + n);
-  return { paths, more: lo + n < sortedPaths.length };
-}
-
-/** Code-unit order (what `page` and the digest assume). */
-export function byPath(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return out;
 }
 
 /** Splits a file of `size` bytes into ranges of at most `chunk` bytes, from `from` (a resumed transfer). */

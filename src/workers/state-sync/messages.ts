@@ -30,6 +30,8 @@ export const keysRescanMs = 30_000;
 export const announceMs = 15_000;
 /** The wire form this engine speaks: 2 = hashes as bytes in pages, whole small items by path (1: hex, ranges only). */
 export const wireForm = 2;
+/** Paths in one range summary, bytes in all (a manifest whose summary is longer is sent as pages). */
+export const summaryPathBytesMax = 1024 * 1024;
 
 export const STATUS_DIR = "brine-state-sync";
 export const STATUS_FILE = "status.json";
@@ -84,8 +86,13 @@ export interface RunnerAsk {
 export type RunnerAnswer = { k: "res"; id: number; v: unknown } | ({ k: "err"; id: number } & PortError);
 
 export type PeerMsg =
-  /** `w: 2`: the asker reads the compact forms (entryToWire pages, whole items by path); a page in them says `w: 2` */
-  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number }
+  /**
+   * `w: 2`: the asker reads the compact forms (entryToWire pages, whole items by path); a page in them says `w: 2`.
+   * `r: 1` (first request only): the asker reads a range summary (`{sum: [[first path, sha256 bytes], …]}`,
+   * manifest.ts summarize) instead of a first page when the server has many items; it then asks the ranges that
+   * differ, `from` (inclusive) `to` (exclusive), in pages. A server of an earlier version ignores `r` and pages.
+   */
+  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number; r?: number; from?: string; to?: string }
   /**
    * items by range (`{p, h, off, len}`: the source serves them only while the item still has hash `h`, and the
    * reply's piece carries the range's sha256 `ph`), or whole (the path alone: the puller checks the bytes against

@@ -6,27 +6,31 @@
  *
  * - Directory channels (`keys`, `denied_keys`: the minion key directories of `minionPkiDir`; `file_roots`,
  *   `pillar_roots`: the first root of each saltenv receives, every root is scanned, the first one wins a path
- *   clash, as Salt's collect_root_tree): the manifest is kept in `cachedir/brine-state-sync/<node id>/` with each
- *   file's (size, mtime, inode), so a rescan hashes only what changed, and removals become tombstones.
- *   Symlinks and non-regular files are not carried (Salt's collector skips symlinks too).
+ *   clash, as Salt's collect_root_tree): the manifest is kept in LMDB (`<brine_lmdb_dir>/state-sync/`, one
+ *   database a channel, keyed by item path, so in the manifest's order) with each file's (size, mtime, inode),
+ *   so a rescan hashes only what changed, and removals become tombstones. Nothing of it is held in memory: a
+ *   rescan walks the directories (one directory's names sorted at a time) and the database side by side, pages
+ *   and range summaries are read from the database as they are sent, a peer's page is diffed by point lookups.
+ *   Symlinks and non-regular files are not carried (Salt's collector skips symlinks too), nor an item whose path
+ *   is longer than LMDB's keys (1,978 bytes).
  * - Installs go to a partial file `.brine-part-<hash>` beside the target, written in order, so an interrupted
  *   transfer resumes from its length; the whole file's sha256 is checked before the rename onto the target.
  * - Bank channels (`bank:jobs/loads` …): the job cache's LMDB databases, paged straight from LMDB (nothing kept
  *   in memory); an item is a key, its content the value in the one CBOR codec.
  */
-import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { chmod, lstat, mkdir, open, readFile, readdir, rename, stat, unlink } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, mkdirSync, readFileSync, unlinkSync, type Dirent, type Stats } from "node:fs";
+import { access, chmod, constants, lstat, mkdir, open, readFile, readdir, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
-import type { Database } from "lmdb";
+import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
-import type { Store } from "../../lib/store/lmdb-env.js";
+import { LMDB_CBOR, lmdbDir } from "../../lib/store/lmdb-env.js";
 import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import { KEY_DIRS, type KeyState, type KeyStore } from "../../lib/pki/key-store.js";
-import { itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, mergeScan, page as pageOf, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
+import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
 
 const log = getLogger("brine.cluster.state-sync");
 
@@ -42,8 +46,12 @@ export interface Source {
   /** a scan is cheap enough for every tick of the key channels' timer */
   readonly cheapScan?: boolean;
   entry(p: string): ManifestEntry | undefined;
-  /** entries after `after`, at most `n`, in this source's own order */
-  page(after: string | undefined, n: number): Promise<{ entries: ManifestEntry[]; more: boolean }>;
+  /** entries after `after` (else from `range.from`), before `range.to`, at most `n`, in the manifest's order */
+  page(after: string | undefined, n: number, range?: { from?: string; to?: string }): Promise<{ entries: ManifestEntry[]; more: boolean }>;
+  /** every entry in the manifest's order, read as it goes (directory channels; banks have no summaries) */
+  entries?(): Iterable<ManifestEntry>;
+  /** about how many entries the manifest holds (tombstones included) */
+  count?(): number;
   /** bytes of item `p` at [off, off+len) (a peer's fetch); throws when `p` is not here or changed from `h` (none: a whole item, checked by the puller) */
   read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array>;
   /** install `e` fetched by ranges (resuming a partial file); resolves to the bytes fetched */
@@ -52,16 +60,8 @@ export interface Source {
   remove(e: ManifestEntry): Promise<void>;
   /** record a tombstone (or the stamp of identical content) without touching the item */
   adopt(e: ManifestEntry): void;
-  /** persist the manifest if it changed */
-  save(): void;
   /** a digest of the live content (paths and hashes, no stamps): equal digests, nothing to fetch */
   digest(): string;
-}
-
-interface Kept {
-  e: ManifestEntry;
-  /** size:mtimeMs:ino of the local file when `e` was taken (absent for tombstones) */
-  sig?: string;
 }
 
 function sigOf(st: { size: number; mtimeMs: number; ino: number }): string {
@@ -82,6 +82,21 @@ function sha256(b: Uint8Array): string {
   return createHash("sha256").update(b).digest("hex");
 }
 
+function utf8Bytes(s: string): number {
+  return Buffer.byteLength(s, "utf8");
+}
+
+/** Whether `dir` is a directory this process can list (a root that is not is kept as it was, not emptied). */
+async function readableDir(dir: string): Promise<boolean> {
+  try {
+    if (!(await stat(dir)).isDirectory()) return false;
+    await access(dir, constants.R_OK | constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** One lstat-checked directory step: refuses a symlink or a non-directory; creates it when `create`. */
 async function checkDir(dir: string, create: boolean, again = true): Promise<void> {
   try {
@@ -100,36 +115,140 @@ async function checkDir(dir: string, create: boolean, again = true): Promise<voi
   }
 }
 
+/** A manifest entry as the manifest database keeps it (the path is the key): the entry's fields and the local signature. */
+interface Stored {
+  s: number;
+  h: string;
+  m: number;
+  t: number;
+  d?: 1;
+  /** size:mtimeMs:ino of the local file when the entry was taken (the indexed key store: its sha256); absent for tombstones */
+  g?: string;
+}
+
+/** A channel's manifest database (openManifests). */
+export type ManifestDb = Database<Stored, string>;
+
+/** The manifest database of channel `ch`. */
+export function manifestDb(root: RootDatabase, ch: Channel): ManifestDb {
+  return root.openDB<Stored, string>({ name: ch, encoding: LMDB_CBOR });
+}
+
+function toEntry(p: string, v: Stored): ManifestEntry {
+  return v.d ? tombstone(p, v.t) : { p, s: v.s, h: v.h, m: v.m, t: v.t };
+}
+
+function toStored(e: ManifestEntry, sig?: string): Stored {
+  return e.d ? { s: 0, h: "", m: 0, t: e.t, d: 1 } : sig === undefined ? { s: e.s, h: e.h, m: e.m, t: e.t } : { s: e.s, h: e.h, m: e.m, t: e.t, g: sig };
+}
+
+function sameStored(a: Stored | undefined, b: Stored | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.s === b.s && a.h === b.h && a.m === b.m && a.t === b.t && a.d === b.d && a.g === b.g;
+}
+
+/** One write of a rescan: `next` (undefined: forget the item) if the item is still `was`. */
+interface ScanWrite {
+  p: string;
+  was: Stored | undefined;
+  next: Stored | undefined;
+}
+
+/** Entries read from the manifest database per batch (a walk over it holds this many at once), count. */
+const cursorBatchItems = 512;
+/** Manifest writes of a rescan per transaction, count. */
+const scanWriteBatch = 256;
+/** LMDB's longest key, bytes (UTF-8): an item whose path is longer is not carried. */
+export const manifestKeyBytesMax = 1978;
+
+/**
+ * The kept manifests of the directory channels: an LMDB environment of its own (`<brine_lmdb_dir>/state-sync/`,
+ * local disk like the job cache's, one database per channel, keyed by item path, so kept in the manifest's order),
+ * written without fsync (a manifest lost in a crash is rebuilt by the next scan; only tombstones and stamps are
+ * lost with it).
+ */
+export function openManifests(cfg: MasterConfig): RootDatabase {
+  const dir = path.join(lmdbDir(cfg), "state-sync");
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return openLmdb({ path: dir, encoding: LMDB_CBOR, mapSize: 256 * 1024 * 1024, maxDbs: 8, compression: false, noSync: true });
+}
+
+/** The entries of a manifest database in order, from `start` (inclusive, or after `after`) to `end` (exclusive), cursorBatchItems at a time. */
+function* walkDb(db: ManifestDb, opts: { after?: string; start?: string; end?: string } = {}): Generator<[string, Stored]> {
+  let start = opts.after ?? opts.start;
+  let skip = opts.after;
+  for (;;) {
+    // each batch read whole, so no read transaction stays open while the caller awaits between items
+    const batch: [string, Stored][] = [];
+    for (const { key, value } of db.getRange({ ...(start !== undefined ? { start } : {}), ...(opts.end !== undefined ? { end: opts.end } : {}), limit: cursorBatchItems + (skip !== undefined ? 1 : 0) })) {
+      if (skip !== undefined && key === skip) continue;
+      if (batch.length < cursorBatchItems) batch.push([key as string, value]);
+    }
+    yield* batch;
+    if (batch.length < cursorBatchItems) return;
+    start = skip = batch.at(-1)![0];
+  }
+}
+
+/** One file a root walk found, with its lstat. */
+interface Found {
+  p: string;
+  full: string;
+  st: Stats;
+}
+
 /**
  * A directory channel. `layout` maps an item path's segments to the directory it lives in here (the receiving
  * root) and lists the roots to scan: `[prefix, dir]` pairs, the prefix being the item path of the directory.
+ * Nothing of the manifest is held in memory: it is in `db`, and a scan walks the directories and the database
+ * side by side in the manifest's order (one directory's names sorted at a time).
  */
 export class DirSource implements Source {
-  protected kept = new Map<string, Kept>();
-  private sorted: string[] | undefined;
-  private dirty = false;
+  /** bumped by every write, so the digest is computed once per change */
+  private generation = 0;
+  private digestOf: { generation: number; digest: string } | undefined;
   private scanning: Promise<void> | undefined;
   /** a scan costs next to nothing when nothing changed (the engine's timer may scan every tick) */
   readonly cheapScan: boolean = false;
-  private readonly file: string;
 
   constructor(
     readonly ch: Channel,
     private readonly roots: () => { prefix: string; dir: string; depth: number }[],
     /** the receiving directory for an item path's first segments, and the rest below it */
     private readonly target: (parts: string[]) => { root: string; rest: string[] } | { error: string },
-    stateDir: string,
+    protected readonly db: ManifestDb,
+    /** where an earlier version kept this channel's manifest (a CBOR file): imported once, then removed */
+    legacyFile: string,
     protected readonly now: () => number = Date.now,
   ) {
-    this.file = path.join(stateDir, `manifest-${ch}.cbor`);
+    this.importLegacy(legacyFile);
+  }
+
+  private importLegacy(file: string): void {
+    if (!existsSync(file)) return;
     try {
-      if (existsSync(this.file)) {
-        const rows = cbor.decode(readFileSync(this.file)) as Kept[];
-        for (const k of rows) this.kept.set(k.e.p, k);
-      }
+      const rows = cbor.decode(readFileSync(file)) as { e: ManifestEntry; sig?: string }[];
+      let n = 0;
+      this.db.transactionSync(() => {
+        for (const k of rows) {
+          if (typeof k?.e?.p !== "string" || this.db.get(k.e.p) !== undefined || utf8Bytes(k.e.p) > manifestKeyBytesMax) continue;
+          this.db.putSync(k.e.p, toStored(k.e, k.sig));
+          n++;
+        }
+      });
+      log.info(`state-sync ${this.ch}: imported ${n} item(s) of the manifest an earlier version kept in ${file}`);
     } catch (e) {
-      log.warning(`state-sync ${ch}: the saved manifest ${this.file} could not be read (${(e as Error).message}); rescanning from nothing`);
+      log.warning(`state-sync ${this.ch}: the saved manifest ${file} could not be read (${(e as Error).message}); rescanning from nothing`);
     }
+    try {
+      unlinkSync(file);
+    } catch {
+      // left: imported again (nothing new) next start
+    }
+  }
+
+  protected wrote(): void {
+    this.generation++;
   }
 
   scan(): Promise<void> {
@@ -138,117 +257,166 @@ export class DirSource implements Source {
     return this.scanning;
   }
 
-  protected async doScan(): Promise<void> {
-    const found = new Map<string, ManifestEntry>();
-    const sigs = new Map<string, string>();
-    for (const r of this.roots()) {
-      if (await this.walk(r.dir, r.prefix, r.depth, found, sigs)) {
-        this.missing.delete(r.dir);
-        continue;
-      }
-      // an unreadable or vanished root (unmounted, wiped) is not "every item deleted": its items stay as they were
-      let kept = 0;
-      for (const [p, k] of this.kept) {
-        if (k.e.d || found.has(p) || !p.startsWith(`${r.prefix}/`)) continue;
-        found.set(p, k.e);
-        if (k.sig !== undefined) sigs.set(p, k.sig);
-        kept++;
-      }
-      if (kept > 0 && !this.missing.has(r.dir)) log.warning(`state-sync ${this.ch}: ${r.dir} cannot be read; its ${kept} item(s) are kept as they were, not taken as removed`);
-      if (kept > 0) this.missing.add(r.dir);
-    }
-    this.mergeFound(found, sigs);
-  }
-
-  /** receiving roots this source has made sure exist */
-  private readonly made = new Set<string>();
   /** roots found unreadable by the last scans (logged once until they are back) */
   private readonly missing = new Set<string>();
 
-  /** A scan's live entries (and their local signatures) into the manifest: vanished items become tombstones. */
-  protected mergeFound(found: Map<string, ManifestEntry>, sigs: Map<string, string>): void {
-    const prev = new Map<string, ManifestEntry>([...this.kept].map(([p, k]) => [p, k.e]));
-    const merged = mergeScan(prev, found, this.now());
-    let changed = merged.size !== this.kept.size;
-    const next = new Map<string, Kept>();
-    for (const [p, e] of merged) {
-      const old = this.kept.get(p);
-      const sig = sigs.get(p);
-      if (!old || old.e !== e || old.sig !== sig) changed = true;
-      next.set(p, sig === undefined ? { e } : { e, sig });
+  protected async doScan(): Promise<void> {
+    // the roots grouped by item prefix, in the manifest's order (a prefix's items all start with `<prefix>/`)
+    const groups = new Map<string, { dir: string; depth: number }[]>();
+    for (const r of this.roots()) groups.set(r.prefix, [...(groups.get(r.prefix) ?? []), r]);
+    const prefixes = [...groups.keys()].sort((a, b) => byPath(`${a}/`, `${b}/`));
+    // a prefix with a root that cannot be read keeps its items as they were
+    const keep = new Set<string>();
+    for (const [prefix, rs] of groups) {
+      for (const r of rs) {
+        if (await readableDir(r.dir)) {
+          this.missing.delete(r.dir);
+          continue;
+        }
+        keep.add(prefix);
+        if (!this.missing.has(r.dir) && !walkDb(this.db, { start: `${prefix}/`, end: `${prefix}0` }).next().done) log.warning(`state-sync ${this.ch}: ${r.dir} cannot be read; its items are kept as they were, not taken as removed`);
+        this.missing.add(r.dir);
+      }
     }
-    this.kept = next;
-    if (changed) {
-      this.sorted = undefined;
-      this.dirty = true;
-      this.save();
+    const walk = (async function* (self: DirSource) {
+      for (const prefix of prefixes) yield* self.mergeRoots(groups.get(prefix)!.map((r) => self.walk(r.dir, prefix, r.depth)));
+    })(this);
+    const kept = walkDb(this.db);
+    const ops: ScanWrite[] = [];
+    const flush = () => this.apply(ops);
+    const now = this.now();
+    let w = await walk.next();
+    let k = kept.next();
+    while (!w.done || !k.done) {
+      const c = w.done ? 1 : k.done ? -1 : byPath(w.value.p, k.value[0]);
+      if (c > 0) {
+        // kept here, not found by the walk
+        const [p, v] = k.value as [string, Stored];
+        const next = afterScan(toEntry(p, v), undefined, now, keep.has(p.slice(0, p.indexOf("/"))));
+        if (!next) ops.push({ p, was: v, next: undefined });
+        else if (next.t !== v.t || next.d !== v.d) ops.push({ p, was: v, next: toStored(next) });
+        k = kept.next();
+      } else {
+        const f = w.value as Found;
+        const v = c === 0 ? (k.value as [string, Stored])[1] : undefined;
+        const sig = sigOf(f.st);
+        if (!v || v.d || v.g !== sig) {
+          try {
+            const e = { p: f.p, s: f.st.size, h: await sha256File(f.full, f.st.size), m: f.st.mode & 0o777, t: Math.max(Math.floor(f.st.mtimeMs), Math.floor(f.st.ctimeMs)) };
+            ops.push({ p: f.p, was: v, next: toStored(e, sig) });
+          } catch {
+            // gone meanwhile: the next scan sees it
+          }
+        }
+        w = await walk.next();
+        if (c === 0) k = kept.next();
+      }
+      if (ops.length >= scanWriteBatch) flush();
+    }
+    flush();
+  }
+
+  /** A scan's writes in one transaction (then `ops` is emptied); an item changed since the scan read it is left alone. */
+  protected apply(ops: ScanWrite[]): void {
+    if (!ops.length) return;
+    this.db.transactionSync(() => {
+      for (const o of ops) {
+        // changed meanwhile (an install from a peer): that write stands, the next scan looks again
+        if (!sameStored(this.db.get(o.p), o.was)) continue;
+        if (o.next) this.db.putSync(o.p, o.next);
+        else this.db.removeSync(o.p);
+      }
+    });
+    ops.length = 0;
+    this.wrote();
+  }
+
+  /** Several roots of one prefix merged in order; the first root wins a path they both have. */
+  private async *mergeRoots(walks: AsyncGenerator<Found>[]): AsyncGenerator<Found> {
+    const heads = await Promise.all(walks.map((g) => g.next()));
+    for (;;) {
+      let best = -1;
+      for (let i = 0; i < heads.length; i++) {
+        const h = heads[i]!;
+        if (h.done) continue;
+        if (best < 0 || byPath(h.value.p, (heads[best]!.value as Found).p) < 0) best = i;
+      }
+      if (best < 0) return;
+      const f = heads[best]!.value as Found;
+      yield f;
+      for (let i = 0; i < heads.length; i++) if (!heads[i]!.done && (heads[i]!.value as Found).p === f.p) heads[i] = await walks[i]!.next();
     }
   }
 
-  /** Walks `dir` (item prefix `prefix`); `depth` > 0 limits how deep (keys: 1, the files of one directory). */
-  private async walk(dir: string, prefix: string, depth: number, found: Map<string, ManifestEntry>, sigs: Map<string, string>): Promise<boolean> {
-    let names: string[];
+  /** Walks `dir` (item prefix `prefix`) in the manifest's order; `depth` > 0 limits how deep (keys: 1, the files of one directory). */
+  private async *walk(dir: string, prefix: string, depth: number): AsyncGenerator<Found> {
+    let ents: Dirent[];
     try {
-      names = await readdir(dir);
+      ents = await readdir(dir, { withFileTypes: true });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") log.warning(`state-sync ${this.ch}: cannot read ${dir}: ${(e as Error).message}`);
-      return false;
+      return;
     }
-    names.sort(byPath);
-    for (const name of names) {
+    // a directory's items are `<name>/…`: it sorts as `<name>/` among its siblings
+    const names = ents.map((d) => (d.isDirectory() ? `${d.name}/` : d.name)).sort(byPath);
+    ents = [];
+    for (const n of names) {
+      const isDir = n.endsWith("/");
+      const name = isDir ? n.slice(0, -1) : n;
       if (name.startsWith(PART_PREFIX)) continue;
       const p = `${prefix}/${name}`;
       const full = path.join(dir, name);
-      let st;
+      if (isDir) {
+        if (depth !== 1 && !SKIPPED_DIRS.has(name)) yield* this.walk(full, p, depth > 1 ? depth - 1 : 0);
+        continue;
+      }
+      let st: Stats;
       try {
         st = await lstat(full);
       } catch {
         continue; // gone meanwhile
       }
-      if (st.isDirectory()) {
-        if (depth !== 1 && !SKIPPED_DIRS.has(name)) await this.walk(full, p, depth > 1 ? depth - 1 : 0, found, sigs);
+      if (!st.isFile()) continue; // symlinks and devices are not carried
+      if ("error" in checkItemPath(this.ch, p)) continue; // a name a peer would refuse (a hidden key file …)
+      if (utf8Bytes(p) > manifestKeyBytesMax) {
+        log.warning(`state-sync ${this.ch}: ${full}: its item path is longer than ${manifestKeyBytesMax} bytes; not carried`);
         continue;
       }
-      if (!st.isFile() || found.has(p)) continue; // symlinks and devices are not carried; the first root wins
-      if ("error" in checkItemPath(this.ch, p)) continue; // a name a peer would refuse (a hidden key file …)
       if (st.size > itemBytesMax) {
         log.warning(`state-sync ${this.ch}: ${full} is larger than ${itemBytesMax} bytes; not carried`);
         continue;
       }
-      const sig = sigOf(st);
-      const old = this.kept.get(p);
-      if (old && !old.e.d && old.sig === sig) {
-        found.set(p, old.e);
-      } else {
-        try {
-          found.set(p, { p, s: st.size, h: await sha256File(full, st.size), m: st.mode & 0o777, t: Math.max(Math.floor(st.mtimeMs), Math.floor(st.ctimeMs)) });
-        } catch {
-          continue;
-        }
-      }
-      sigs.set(p, sig);
+      yield { p, full, st };
     }
-    return true;
   }
 
   entry(p: string): ManifestEntry | undefined {
-    return this.kept.get(p)?.e;
+    const v = this.db.get(p);
+    return v && toEntry(p, v);
   }
 
-  private paths(): string[] {
-    this.sorted ??= [...this.kept.keys()].sort(byPath);
-    return this.sorted;
+  async page(after: string | undefined, n: number, range: { from?: string; to?: string } = {}): Promise<{ entries: ManifestEntry[]; more: boolean }> {
+    const entries: ManifestEntry[] = [];
+    for (const [p, v] of walkDb(this.db, { ...(after !== undefined ? { after } : range.from !== undefined ? { start: range.from } : {}), ...(range.to !== undefined ? { end: range.to } : {}) })) {
+      if (entries.length === n) return { entries, more: true };
+      entries.push(toEntry(p, v));
+    }
+    return { entries, more: false };
   }
 
-  async page(after: string | undefined, n: number): Promise<{ entries: ManifestEntry[]; more: boolean }> {
-    const r = pageOf(this.paths(), after, n);
-    return { entries: r.paths.map((p) => this.kept.get(p)!.e), more: r.more };
+  *entries(): Generator<ManifestEntry> {
+    for (const [p, v] of walkDb(this.db)) yield toEntry(p, v);
+  }
+
+  count(): number {
+    return (this.db.getStats() as { entryCount: number }).entryCount;
   }
 
   /** Where item `p` lives here, each directory on the way lstat-checked (created when `create`). */
   private async locate(p: string, create: boolean): Promise<string> {
     const c = checkItemPath(this.ch, p);
     if ("error" in c) throw new Error(`refused path ${JSON.stringify(p)}: ${c.error}`);
+    if (utf8Bytes(p) > manifestKeyBytesMax) throw new Error(`refused path: longer than ${manifestKeyBytesMax} bytes (this master's manifest keys)`);
     const t = this.target(c.parts);
     if ("error" in t) throw new Error(t.error);
     if (create && !this.made.has(t.root)) {
@@ -264,14 +432,17 @@ export class DirSource implements Source {
     return path.join(dir, t.rest[t.rest.length - 1]!);
   }
 
+  /** receiving roots this source has made sure exist */
+  private readonly made = new Set<string>();
+
   async read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array> {
-    const k = this.kept.get(p);
-    if (!k || k.e.d) throw new Error(`${p} is not here`);
-    if (h !== undefined && k.e.h !== h) throw new Error(`${p} changed here since that manifest`);
+    const k = this.entry(p);
+    if (!k || k.d) throw new Error(`${p} is not here`);
+    if (h !== undefined && k.h !== h) throw new Error(`${p} changed here since that manifest`);
     const file = await this.locateServed(p);
     const fh = await open(file, "r");
     try {
-      const buf = Buffer.alloc(Math.max(0, Math.min(len, k.e.s - off)));
+      const buf = Buffer.alloc(Math.max(0, Math.min(len, k.s - off)));
       const { bytesRead } = await fh.read(buf, 0, buf.length, off);
       return buf.subarray(0, bytesRead);
     } finally {
@@ -313,7 +484,7 @@ export class DirSource implements Source {
   async install(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number> {
     for (let running = this.installing.get(e.p); running; running = this.installing.get(e.p)) {
       await running.catch(() => undefined);
-      const now = this.kept.get(e.p)?.e;
+      const now = this.entry(e.p);
       if (now && !now.d && now.h === e.h && now.m === e.m) return 0; // the other pull installed it
     }
     const run = this.installFile(e, fetch, chunk, window);
@@ -386,8 +557,7 @@ export class DirSource implements Source {
       throw (err as NodeJS.ErrnoException).code === "EISDIR" ? new Error("a directory is in the way") : err;
     }
     const st = await stat(file);
-    this.kept.set(e.p, { e: { p: e.p, s: e.s, h: e.h, m: e.m, t: e.t }, sig: sigOf(st) });
-    this.touched();
+    this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: sigOf(st) });
     return fetched;
   }
 
@@ -404,37 +574,25 @@ export class DirSource implements Source {
   }
 
   adopt(e: ManifestEntry): void {
-    const k = this.kept.get(e.p);
-    if (e.d) this.kept.set(e.p, { e: tombstone(e.p, e.t) });
-    else if (k && k.sig) this.kept.set(e.p, { e: { ...k.e, t: e.t }, sig: k.sig });
-    this.touched();
-  }
-
-  protected touched(): void {
-    this.sorted = undefined;
-    this.dirty = true;
-  }
-
-  save(): void {
-    if (!this.dirty) return;
-    this.dirty = false;
-    try {
-      mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-      const tmp = `${this.file}.${randomBytes(4).toString("hex")}.tmp`;
-      writeFileSync(tmp, cbor.encode([...this.kept.values()]) as Uint8Array, { mode: 0o600 });
-      renameSync(tmp, this.file);
-    } catch (e) {
-      log.warning(`state-sync ${this.ch}: saving the manifest failed: ${(e as Error).message}`);
+    if (e.d) this.put(e.p, toStored(e));
+    else {
+      const v = this.db.get(e.p);
+      if (v && !v.d && v.g !== undefined) this.put(e.p, { ...v, t: e.t });
     }
+  }
+
+  protected put(p: string, v: Stored): void {
+    this.db.putSync(p, v);
+    this.wrote();
   }
 
   digest(): string {
-    const h = createHash("sha256");
-    for (const p of this.paths()) {
-      const e = this.kept.get(p)!.e;
-      if (!e.d) h.update(`${p}\0${e.h}\0${e.m}\n`);
+    if (this.digestOf?.generation !== this.generation) {
+      const d = new ContentDigest();
+      for (const e of this.entries()) d.add(e);
+      this.digestOf = { generation: this.generation, digest: d.hex() };
     }
-    return h.digest("hex");
+    return this.digestOf.digest;
   }
 }
 
@@ -446,15 +604,16 @@ export class DirSource implements Source {
  */
 export class IndexedKeySource extends DirSource {
   override readonly cheapScan = true;
-  private generation: number | undefined;
+  private keysGeneration: number | undefined;
 
   constructor(
     ch: Channel,
     private readonly keys: KeyStore,
-    stateDir: string,
+    db: ManifestDb,
+    legacyFile: string,
     now: () => number = Date.now,
   ) {
-    super(ch, () => [], () => ({ error: "not a directory channel" }), stateDir, now);
+    super(ch, () => [], () => ({ error: "not a directory channel" }), db, legacyFile, now);
   }
 
   private states(): KeyState[] {
@@ -463,27 +622,34 @@ export class IndexedKeySource extends DirSource {
 
   protected override async doScan(): Promise<void> {
     const gen = this.keys.generation();
-    if (gen !== undefined && gen === this.generation) return;
-    this.generation = gen;
-    const found = new Map<string, ManifestEntry>();
-    const sigs = new Map<string, string>();
+    if (gen !== undefined && gen === this.keysGeneration) return;
+    this.keysGeneration = gen;
     const now = this.now();
+    const ops: ScanWrite[] = [];
+    // what the store holds, item by item against the manifest; then the manifest's items the store no longer holds
     for (const state of this.states()) {
       for (const id of this.keys.list(state)) {
         const p = `${state}/${id}`;
         if ("error" in checkItemPath(this.ch, p)) continue;
         const sha = this.keys.digest(state, id);
         if (sha === undefined) continue;
-        const old = this.kept.get(p);
-        if (old && !old.e.d && old.sig === sha) found.set(p, old.e);
-        else {
-          const pub = this.keys.read(state, id) ?? "";
-          found.set(p, { p, s: Buffer.byteLength(pub), h: sha, m: 0o644, t: now });
-        }
-        sigs.set(p, sha);
+        const v = this.db.get(p);
+        if (v && !v.d && v.g === sha) continue;
+        const pub = this.keys.read(state, id) ?? "";
+        ops.push({ p, was: v, next: { s: Buffer.byteLength(pub), h: sha, m: 0o644, t: now, g: sha } });
+        if (ops.length >= scanWriteBatch) this.apply(ops);
       }
     }
-    this.mergeFound(found, sigs);
+    this.apply(ops);
+    for (const [p, v] of walkDb(this.db)) {
+      const [state, id] = [p.slice(0, p.indexOf("/")), p.slice(p.indexOf("/") + 1)];
+      if (!v.d && this.keys.digest(state as KeyState, id) !== undefined) continue;
+      const next = afterScan(toEntry(p, v), undefined, now);
+      if (!next) ops.push({ p, was: v, next: undefined });
+      else if (next.t !== v.t || next.d !== v.d) ops.push({ p, was: v, next: toStored(next) });
+      if (ops.length >= scanWriteBatch) this.apply(ops);
+    }
+    this.apply(ops);
   }
 
   private parts(p: string): [KeyState, string] {
@@ -511,8 +677,7 @@ export class IndexedKeySource extends DirSource {
     const pub = all.toString("utf8");
     if (!isRsaPublicKeyPem(pub)) throw new Error("not an RSA public key (not installed)");
     this.keys.write(state, id, pub);
-    this.kept.set(e.p, { e: { p: e.p, s: e.s, h: e.h, m: e.m, t: e.t }, sig: e.h });
-    this.touched();
+    this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: e.h });
     return all.byteLength;
   }
 
@@ -578,7 +743,6 @@ export class BankSource implements Source {
 
   async remove(): Promise<void> {}
   adopt(): void {}
-  save(): void {}
   digest(): string {
     return "";
   }
