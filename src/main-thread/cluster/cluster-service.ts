@@ -295,6 +295,10 @@ export class ClusterService {
         await new Promise((r) => setTimeout(r, joinRetryMs));
       }
     };
+    const ready = this.hooks.beforePromotion?.bind(this.hooks) ?? (this.settings.isolated ? (via: string) => this.pullBeforePromotion(via) : undefined);
+    // a learner in the middle of this transfer is not ready (readiness file, cluster.health): said before the
+    // learner is added, so no readiness tick between its addition and the transfer finds it "in sync"
+    if (ready) this.health.setJoining(`state-sync from ${targets[0] ?? "a member"} before promotion`);
     if (rejoin) await ask("leave");
     await this.node.raft.join();
     await ask("addLearner");
@@ -304,10 +308,7 @@ export class ClusterService {
       if (g && (g.learners.includes(this.nodeId) || g.voters.includes(this.nodeId))) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    const ready = this.hooks.beforePromotion?.bind(this.hooks) ?? (this.settings.isolated ? (via: string) => this.pullBeforePromotion(via) : undefined);
     if (ready) {
-      // a learner in the middle of this transfer is not ready (readiness file, cluster.health)
-      this.health.setJoining(`state-sync from ${targets[0] ?? "a member"} before promotion`);
       for (;;) {
         try {
           await ready(targets[0] ?? this.transport.upPeers()[0] ?? "");
