@@ -198,7 +198,7 @@ export class MasterServer {
     serveReturnWatches((this.jobReturns = jobReturnsChannel(c)), (fn) => this.bus.subscribe(fn));
     if (this.cluster) {
       const node = this.cluster.node;
-      serveJobReads((this.jobReads = jobReadsChannel(c)), (jid) => node.raft.jobRead(jid));
+      serveJobReads((this.jobReads = jobReadsChannel(c)), (jid) => node.raft.jobRead(jid), (q) => node.raft.minionQuery(q));
     }
     const shared = {
       secrets: this.secrets.sab,

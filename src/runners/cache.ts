@@ -6,9 +6,15 @@
  * `data.p`; the mine is its own): clustered, the runner thread's MinionCache stamps it and the records go to
  * the peers through the main thread exactly as a request worker's `_pillar` write does (runner-thread.ts,
  * cache-sync/outbox.ts), so a cleared pillar is cleared on every master and stays cleared (a tombstone).
+ *
+ * With `grains` (the data record) or `mine` placed on a ring (src/workers/raft/minion-placement.ts), targets and
+ * reads see every master's data (src/lib/targeting/cluster.ts, through the runner's Raft worker) and a clear is
+ * written here as a tombstone that the hand-off gives to the minion's owners.
  */
 import { validId } from "../shared/protocol/ids.js";
-import { argOf, targetIds, type RunnerContext, type RunnerFn } from "./context.js";
+import { clusterIds, clusterRecords } from "../lib/targeting/cluster.js";
+import type { MinionData } from "../lib/store/minion-cache.js";
+import { argOf, clusterMinionsOf, clusterTargetIds, type RunnerContext, type RunnerFn } from "./context.js";
 
 type Bank = "grains" | "pillar";
 
@@ -18,9 +24,24 @@ function tgtOf(arg: unknown[], kwarg: Record<string, unknown>): { tgt: unknown; 
   return { tgt: tgt === "" ? null : tgt, tgtType };
 }
 
-/** Every id with cached data (Salt's cache.list("minions")), sorted. */
-function cachedIds(ctx: RunnerContext): string[] {
-  return [...new Set([...ctx.minions.store.minionData.getKeys(), ...ctx.minions.store.mine.getKeys()].map(String))].sort();
+/** Every id with cached data (Salt's cache.list("minions")), sorted; with a bank placed, every master's. */
+async function cachedIds(ctx: RunnerContext): Promise<string[]> {
+  const cluster = clusterMinionsOf(ctx);
+  const [data, mine] = await Promise.all([
+    clusterIds("data", () => [...ctx.minions.store.minionData.getKeys()].map(String), cluster),
+    clusterIds("mine", () => [...ctx.minions.store.mine.getKeys()].map(String), cluster),
+  ]);
+  return [...new Set([...data, ...mine])].sort();
+}
+
+/** The data records (grains and pillar) of `ids` as the cluster holds them. */
+async function dataOf(ctx: RunnerContext, ids: readonly string[]): Promise<Map<string, MinionData>> {
+  return clusterRecords("data", ids, (id) => ctx.minions.get(id) as Record<string, unknown> | undefined, clusterMinionsOf(ctx)) as Promise<Map<string, MinionData>>;
+}
+
+/** The mine records of `ids` as the cluster holds them. */
+function mineOf(ctx: RunnerContext, ids: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+  return clusterRecords("mine", ids, (id) => ctx.minions.mine(id), clusterMinionsOf(ctx));
 }
 
 const nonEmpty = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && Object.keys(v).length > 0;
@@ -29,12 +50,14 @@ const nonEmpty = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  * grains / pillar of the targeted minions: {id: data}, {} for a targeted minion with nothing cached. No target
  * (pillar only; Salt requires one for grains): every minion whose cache holds some.
  */
-function cached(ctx: RunnerContext, bank: Bank, tgt: unknown, tgtType: string): Record<string, unknown> {
-  const ids = tgt === null || tgt === undefined ? null : targetIds(ctx, tgt, tgtType);
+async function cached(ctx: RunnerContext, bank: Bank, tgt: unknown, tgtType: string): Promise<Record<string, unknown>> {
+  const ids = tgt === null || tgt === undefined ? null : await clusterTargetIds(ctx, tgt, tgtType);
   if (ids && !ids.length) return {};
   const out: Record<string, unknown> = {};
-  for (const id of ids ?? cachedIds(ctx)) {
-    const v = ctx.minions.get(id)?.[bank];
+  const all = ids ?? (await cachedIds(ctx));
+  const data = await dataOf(ctx, all);
+  for (const id of all) {
+    const v = data.get(id)?.[bank];
     if (nonEmpty(v)) out[id] = v;
     else if (ids) out[id] = {};
   }
@@ -42,11 +65,13 @@ function cached(ctx: RunnerContext, bank: Bank, tgt: unknown, tgtType: string): 
 }
 
 /** mine(tgt, tgt_type): {id: mine data}, {} for a targeted minion without any; no target: every minion's. */
-function cachedMine(ctx: RunnerContext, tgt: unknown, tgtType: string): Record<string, unknown> {
+async function cachedMine(ctx: RunnerContext, tgt: unknown, tgtType: string): Promise<Record<string, unknown>> {
   const all = tgt === null || tgt === undefined;
   const out: Record<string, unknown> = {};
-  for (const id of all ? cachedIds(ctx) : targetIds(ctx, tgt, tgtType)) {
-    const m = ctx.minions.mine(id);
+  const ids = all ? await cachedIds(ctx) : await clusterTargetIds(ctx, tgt, tgtType);
+  const mine = await mineOf(ctx, ids);
+  for (const id of ids) {
+    const m = mine.get(id);
     if (m && typeof m === "object") out[id] = m;
     else if (!all) out[id] = {};
   }
@@ -67,20 +92,21 @@ interface ClearWhat {
 async function clear(ctx: RunnerContext, tgt: unknown, tgtType: string, what: ClearWhat): Promise<boolean> {
   if (tgt === null || tgt === undefined) return false;
   if (!what.pillar && !what.grains && !what.mine && what.mineFunc === undefined) return false;
-  const cachedNow = new Set(cachedIds(ctx));
-  for (const id of targetIds(ctx, tgt, tgtType)) {
-    if (!validId(id) || !cachedNow.has(id)) continue;
+  const cachedNow = new Set(await cachedIds(ctx));
+  const ids = (await clusterTargetIds(ctx, tgt, tgtType)).filter((id) => validId(id) && cachedNow.has(id));
+  const [datas, mines] = await Promise.all([dataOf(ctx, ids), mineOf(ctx, ids)]);
+  for (const id of ids) {
     if (what.pillar || what.grains) {
-      const data = ctx.minions.get(id);
+      const data = datas.get(id);
       const keepGrains = !what.grains && nonEmpty(data?.grains);
       const keepPillar = !what.pillar && nonEmpty(data?.pillar);
       if (data && (keepGrains || keepPillar)) await ctx.minions.put(id, keepGrains ? { grains: data.grains! } : { pillar: data.pillar! });
       else if (data) await ctx.minions.removeBank("data", id);
     }
     if (what.mine) {
-      if (ctx.minions.mine(id) !== undefined) await ctx.minions.removeBank("mine", id);
+      if (mines.get(id) !== undefined) await ctx.minions.removeBank("mine", id);
     } else if (what.mineFunc !== undefined) {
-      const m = ctx.minions.mine(id);
+      const m = mines.get(id);
       if (m && typeof m === "object" && what.mineFunc in m && m[what.mineFunc]) {
         const { [what.mineFunc]: _gone, ...rest } = m;
         await ctx.minions.setMine(id, rest);

@@ -90,7 +90,7 @@ export function parseRingSet(members: unknown, replicas: unknown): RingConfigVal
 }
 
 /** The data types brine stores on a ring's owners when routed (`route_set`); the others stay on every master. */
-export const PLACED_DATA_TYPES: readonly string[] = ["jobs"];
+export const PLACED_DATA_TYPES: readonly string[] = ["jobs", "mine", "grains"];
 
 /**
  * What `route_set` says beside its commit when the route governs nothing in brine: a data type other than
@@ -202,8 +202,9 @@ export interface PlacementReport {
   ring: string;
   replicas: number;
   members: RingMembers;
-  data_type: "jobs";
-  /** where `jobs` is routed now (null: broadcast) */
+  /** what was checked: jobs (keyed by jid), or a minion data bank (`mine`, `grains`: keyed by minion id) */
+  data_type: "jobs" | "mine" | "grains";
+  /** where the data type is routed now (null: broadcast) */
   route: string | null;
   /** distinct jids seen on all masters that answered */
   checked: number;
@@ -229,6 +230,10 @@ export interface PlacementReport {
 export const PLACEMENT_NOTE =
   "with jobs routed to the ring, each job is stored on its owners; the master a job or return landed on keeps its copy until every owner has it (handoff_pending counts what waits), so right after traffic it shows up as an extra holder";
 
+/** The same for a minion data bank. */
+export const MINION_PLACEMENT_NOTE =
+  "with the data type routed to the ring, each minion's record is stored on the owners of its id; the master it was written on keeps it until every owner has it (handoff_pending counts what waits)";
+
 /**
  * Compares where each jid is held (`held`: node id -> its jids, or why it could not be asked) with where the
  * ring says it belongs (`expected(jid)`). Pure.
@@ -240,7 +245,10 @@ export function placementReport(input: {
   route: string | null;
   expected: (jid: string) => string[];
   held: Record<string, { jids: string[]; truncated: boolean; pending?: number; served?: Record<string, number> } | { error: string }>;
+  /** jobs unless said (the keys of a minion data bank are minion ids, compared alike) */
+  dataType?: "jobs" | "mine" | "grains";
 }): PlacementReport {
+  const dataType = input.dataType ?? "jobs";
   const pending: Record<string, number> = {};
   const served: Record<string, Record<string, number>> = {};
   for (const [node, a] of Object.entries(input.held)) {
@@ -286,7 +294,7 @@ export function placementReport(input: {
     ring: input.ring,
     replicas: input.replicas,
     members: input.members,
-    data_type: "jobs",
+    data_type: dataType,
     route: input.route,
     checked: holders.size,
     ok: violations.length === 0 && Object.keys(unreachable).length === 0 && truncated.length === 0,
@@ -298,8 +306,8 @@ export function placementReport(input: {
     placement_requests_served: served,
     ...(horizon !== undefined ? { horizon } : {}),
   };
-  const notes = input.route === input.ring ? [PLACEMENT_NOTE] : [];
-  if (input.route !== input.ring) notes.unshift(`jobs are routed to ${input.route === null ? "no ring (broadcast)" : `ring ${input.route}`}, not to ${input.ring}: masters keep what they store (broadcast) or place it on that ring`);
+  const notes = input.route === input.ring ? [dataType === "jobs" ? PLACEMENT_NOTE : MINION_PLACEMENT_NOTE] : [];
+  if (input.route !== input.ring) notes.unshift(`${dataType} is routed to ${input.route === null ? "no ring (broadcast)" : `ring ${input.route}`}, not to ${input.ring}: masters keep what they store (broadcast) or place it on that ring`);
   report.note = notes.join("; ");
   return report;
 }

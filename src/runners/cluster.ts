@@ -319,7 +319,9 @@ export const clusterRunners: Record<string, RunnerFn> = {
 
   /** ring_info([ring]): the ring as the shared buffer holds it now ("cluster" unless a ring name is given). */
   /**
-   * placement_check(ring, limit=10000): asks every master which jobs it holds (its newest `limit` jids) and
+   * placement_check(ring, limit=10000, data_type="jobs"): with data_type mine or grains, the same check of each
+   * minion's mine or data record (keyed by minion id: `ids`, each violation's `id`; `limit` does not apply).
+   * Jobs: asks every master which jobs it holds (its newest `limit` jids) and
    * compares with the owners ring `ring` gives each jid (the first `replicas` of its preference order under
    * policy "voters", every voter under "self"). Run it on a voter of the ring when its policy is "voters"
    * (only they hold its slot table).
@@ -338,6 +340,15 @@ export const clusterRunners: Record<string, RunnerFn> = {
       throw new BrineError("CLUSTER_BAD_ARGUMENT", `ring ${ring} shards over its voters: run placement_check on one of them (${rec.founding_voters.join(", ")}), which hold its slot table`);
     }
     const expected = policy.members === "voters" ? (jid: string) => c.ring.replicas(jid, policy.replicas, ring) : () => voters;
+    const dataType = String(argOf(arg, kwarg, 2, "data_type", "jobs"));
+    if (dataType === "mine" || dataType === "grains") {
+      // a minion data bank: each master's ids (minion-placement.ts), compared with the owners of each id
+      const a = await c.raft.minionQuery({ op: "held", bank: dataType === "mine" ? "mine" : "data" });
+      const held = Object.fromEntries(Object.entries(a.held_by ?? {}).map(([n, h]) => [n, "error" in h ? h : { jids: h.ids, truncated: h.truncated, pending: h.pending }]));
+      const { jids, violations, ...rest } = placementReport({ ring, replicas: policy.replicas, members: policy.members, route: routing.routes[dataType] ?? null, expected, held, dataType });
+      return { ...rest, violations: violations.map(({ jid, ...v }) => ({ id: jid, ...v })), ids: jids };
+    }
+    if (dataType !== "jobs") throw new BrineError("CLUSTER_BAD_ARGUMENT", `data_type is jobs, mine or grains, not ${JSON.stringify(dataType)}`);
     const held = await c.raft.jobsHeld(limit);
     return placementReport({ ring, replicas: policy.replicas, members: policy.members, route: routing.routes.jobs ?? null, expected, held });
   },

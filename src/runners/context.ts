@@ -10,6 +10,11 @@ import type { RingReader } from "../shared/sab-ring/reader.js";
 import type { MessagePort } from "node:worker_threads";
 import type { RaftClient } from "../workers/raft/client.js";
 import { checkMinions } from "../lib/targeting/check-minions.js";
+import { clusterCheckMinions, type ClusterMinions } from "../lib/targeting/cluster.js";
+import { dataTypeOf } from "../shared/minion-placement.js";
+import { getLogger } from "../shared/log.js";
+
+const log = getLogger("brine.runner");
 
 /** Live cluster state for runners (only when `cluster_id` is set). */
 export interface RunnerCluster {
@@ -73,4 +78,20 @@ export function argOf(arg: unknown[], kwarg: Record<string, unknown>, index: num
 /** Accepted minions a target selects, over the minion data cache (Salt's CkMinions.check_minions for runners). */
 export function targetIds(ctx: RunnerContext, tgt: unknown, tgtType: string, greedy = true): string[] {
   return checkMinions(tgt, tgtType, { acceptedIds: ctx.keys.list("accepted"), minionData: (id) => ctx.minions.get(id), nodegroups: ctx.cfg.nodegroups ?? {}, greedy }).minions;
+}
+
+/**
+ * Clustered: the other masters' minion data through this runner's Raft worker, for the banks placed on a ring
+ * (`grains`, `mine` routed: src/lib/targeting/cluster.ts); undefined on a single master.
+ */
+export function clusterMinionsOf(ctx: RunnerContext): ClusterMinions | undefined {
+  const c = ctx.cluster;
+  if (!c) return undefined;
+  return { ask: (q) => c.raft.minionQuery(q), placed: (bank) => c.ring.route(dataTypeOf(bank)) !== null, warn: (line) => log.warning(line) };
+}
+
+/** targetIds over the cluster's minion data: with `grains` placed on a ring, the data on other masters counts too. */
+export async function clusterTargetIds(ctx: RunnerContext, tgt: unknown, tgtType: string, greedy = true): Promise<string[]> {
+  const targets = { acceptedIds: ctx.keys.list("accepted"), minionData: (id: string) => ctx.minions.get(id), nodegroups: ctx.cfg.nodegroups ?? {}, greedy };
+  return (await clusterCheckMinions(tgt, tgtType, targets, {}, clusterMinionsOf(ctx))).minions;
 }

@@ -7,7 +7,8 @@
  * mine.update publishes mine.update to the targeted minions.
  */
 import { pcreMatch } from "../lib/targeting/index.js";
-import { argOf, targetIds, type RunnerContext, type RunnerFn } from "./context.js";
+import { argOf, clusterMinionsOf, clusterTargetIds, type RunnerContext, type RunnerFn } from "./context.js";
+import { clusterRecords } from "../lib/targeting/cluster.js";
 
 const ACL_ID = "__saltmine_acl__";
 const ACL_DATA = "__data__";
@@ -31,7 +32,7 @@ function allowedByAcl(cfg: Record<string, unknown>, id: string, functions: strin
   return functions.filter((f) => perms.some((p) => pcreMatch(f, p)));
 }
 
-export function mineGet(ctx: RunnerContext, tgt: unknown, fun: unknown, tgtType: string): Record<string, unknown> {
+export async function mineGet(ctx: RunnerContext, tgt: unknown, fun: unknown, tgtType: string): Promise<Record<string, unknown>> {
   const f = functionsOf(fun);
   if (!f || tgt === null || tgt === undefined) return {};
   const requester = String(ctx.cfg.id);
@@ -39,8 +40,10 @@ export function mineGet(ctx: RunnerContext, tgt: unknown, fun: unknown, tgtType:
   if (!allowed.length) return {};
   const type = tgtType.toLowerCase() === "pillar" ? "pillar_exact" : tgtType.toLowerCase() === "compound" ? "compound_pillar_exact" : tgtType;
   const ret: Record<string, Record<string, unknown> | unknown> = {};
-  for (const minion of targetIds(ctx, tgt, type, false)) {
-    const data = ctx.minions.mine(minion);
+  const ids = await clusterTargetIds(ctx, tgt, type, false);
+  const mine = await clusterRecords("mine", ids, (id) => ctx.minions.mine(id), clusterMinionsOf(ctx));
+  for (const minion of ids) {
+    const data = mine.get(minion);
     if (!data || typeof data !== "object") continue;
     for (const fn of allowed) {
       if (!(fn in data)) continue;
@@ -49,7 +52,7 @@ export function mineGet(ctx: RunnerContext, tgt: unknown, fun: unknown, tgtType:
         const entry = value as Record<string, unknown>;
         value = entry[ACL_DATA];
         if ("allow_tgt" in entry) {
-          const allowedIds = targetIds(ctx, entry.allow_tgt, String(entry.allow_tgt_type ?? "glob"));
+          const allowedIds = await clusterTargetIds(ctx, entry.allow_tgt, String(entry.allow_tgt_type ?? "glob"));
           if (!allowedIds.length || !allowedIds.includes(requester)) continue;
         }
       }

@@ -6,6 +6,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { lmdbDir, openStore, type Store } from "../lib/store/lmdb-env.js";
 import { JobCache } from "../lib/store/job-cache.js";
 import { MinionCache } from "../lib/store/minion-cache.js";
+import { dataTypeOf } from "../shared/minion-placement.js";
 import { keyStoreFor } from "../lib/pki/key-store.js";
 import { LocalClient } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
@@ -85,7 +86,9 @@ async function* events(): AsyncIterable<BusEvent> {
 function trackSync(ctx: RunnerContext): (() => void) | undefined {
   if (!isClustered(init.cfg)) return undefined;
   const outbox = new SyncOutbox();
-  ctx.minions.track(clusterNodeIdOf(init.cfg), (r) => outbox.push(r));
+  // a bank placed on a ring goes to its owners through the hand-off outbox instead (minion-cache.ts)
+  const ring = ctx.cluster?.ring;
+  ctx.minions.track(clusterNodeIdOf(init.cfg), (r) => outbox.push(r), (bank) => ring?.route(dataTypeOf(bank)) != null);
   return () => {
     const batches = outbox.drain();
     if (batches) post({ k: "sync", batches });

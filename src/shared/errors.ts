@@ -154,6 +154,8 @@ export const ERR = {
   STATE_SYNC_FAILED: "the state-sync call failed",
   // --- runners' arguments (jobs.*) ---
   RUNNER_BAD_ARGUMENT: "invalid runner argument",
+  // --- minion data placement (grains, pillar, mine on a ring's owners) ---
+  MINION_PLACEMENT_BAD_MESSAGE: "malformed minion data placement message",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -135,13 +135,16 @@ export interface RoundPlan {
   unplaced: string[];
 }
 
-/** Groups outbox entries by jid and by the owners (other than `self`) they go to. */
-export function planRound(entries: readonly [string, number][], owners: (jid: string) => string[], self: string): RoundPlan {
+/**
+ * Groups outbox entries by jid and by the owners (other than `self`) they go to. `groupOf` names an entry's
+ * group (a job's: its jid; a minion record's, src/shared/minion-placement.ts: its own key); `owners` gets it.
+ */
+export function planRound(entries: readonly [string, number][], owners: (jid: string) => string[], self: string, groupOf: (key: string) => string = outboxJid): RoundPlan {
   const jobs = new Map<string, { owners: string[]; keys: [string, number][] }>();
   const unplaced: string[] = [];
   const unknown = new Set<string>();
   for (const [key, stamp] of entries) {
-    const jid = outboxJid(key);
+    const jid = groupOf(key);
     if (unknown.has(jid)) continue;
     let j = jobs.get(jid);
     if (!j) {

@@ -61,7 +61,8 @@ function encodeSplit(records: SyncRecord[], out: Uint8Array[]): void {
 export function installSyncOutbox(ctx: MasterContext): SyncOutbox | undefined {
   if (!isClustered(ctx.cfg)) return undefined;
   const outbox = new SyncOutbox();
-  ctx.minionCache.track(clusterNodeIdOf(ctx.cfg), (r) => outbox.push(r));
+  // a bank placed on a ring goes to its owners through the hand-off outbox instead (minion-cache.ts)
+  ctx.minionCache.track(clusterNodeIdOf(ctx.cfg), (r) => outbox.push(r), (bank) => ctx.clusterMinions?.placed(bank) ?? false);
   ctx.sessions.track((c) => outbox.push({ k: "sess", ...c }));
   ctx.v3Marks.track((id, t) => outbox.push({ k: "v3", id, t }));
   ctx.auth().tokens.track((r) => outbox.push(r));

@@ -116,11 +116,14 @@ test("a single clustered master operates a ring through salt-run: create, set, p
     assert.deepEqual(set.data, { ring_id: "jobs", members: "voters", replicas: 1, version: set.index });
     const routed = await saltRun(m, "cluster.route_set", "jobs", "jobs");
     assert.equal(routed.warning, undefined, "jobs are placed: nothing to warn of");
-    // brine places only jobs: a route for mine is recorded, and the answer says its data stays on every master
+    // mine and grains are placed too (nothing to warn of); a data type brine does not place is recorded, and the
+    // answer says its data stays on every master
     const mine = await saltRun(m, "cluster.route_set", "mine", "jobs");
-    assert.deepEqual(mine.data, { data_type: "mine", ring_id: "jobs" });
-    assert.match(String(mine.warning), /places only jobs .*mine stays on every master/);
-    assert.equal((await saltRun(m, "cluster.route_clear", "mine")).warning, undefined);
+    assert.deepEqual([mine.data, mine.warning], [{ data_type: "mine", ring_id: "jobs" }, undefined]);
+    assert.equal((await saltRun(m, "cluster.route_set", "grains", "jobs")).warning, undefined);
+    const other = await saltRun(m, "cluster.route_set", "sessions", "jobs");
+    assert.match(String(other.warning), /places only jobs, mine, grains .*sessions stays on every master/);
+    for (const t of ["mine", "grains", "sessions"]) assert.equal((await saltRun(m, "cluster.route_clear", t)).warning, undefined);
     const raft = m.server.clusterNode!.raft;
     assert.deepEqual(Object.keys(await raft.jobsHeld(10)), [NODE_ID], "no peers: only this master is asked");
     const check = await saltRun(m, "cluster.placement_check", "jobs");

@@ -6,17 +6,23 @@
  * each write is stamped (time, origin master) in `minions/stamps` and reported through `track()`, and a
  * peer's record is kept only when its stamp is newer (`applyPeer`, last writer wins). A removal keeps its
  * stamp (a tombstone) so an older copy arriving later cannot bring the data back.
+ *
+ * With a bank placed on a ring (`grains` or `mine` routed, src/workers/raft/minion-placement.ts), a write is
+ * not reported to the peers: it puts the record's key in the hand-off outbox (`jobs/handoff`, `~d/<id>` or
+ * `~m/<id>`, written first, in the same commit), and the Raft worker gives the record to the id's owners.
  */
 import type { Database } from "lmdb";
 import type { Store } from "./lmdb-env.js";
 import { newerStamp, type DataRecord, type MineRecord, type Stamp } from "../../shared/sync-records.js";
+import { minionOutboxKey, type MinionBank } from "../../shared/minion-placement.js";
+import { handoffStamp } from "./job-cache.js";
 
 export interface MinionData {
   grains?: Record<string, unknown>;
   pillar?: Record<string, unknown>;
 }
 
-type Bank = "data" | "mine";
+type Bank = MinionBank;
 /** `minions/stamps` keys: `d/<id>` (data), `m/<id>` (mine) */
 const STAMP_PREFIX: Record<Bank, string> = { data: "d/", mine: "m/" };
 
@@ -24,7 +30,7 @@ export class MinionCache {
   private readonly stamps: Database<[number, string], string>;
   /** the environment it reads (presence.ts reads the job cache's return keys beside it) */
   readonly store: Store;
-  private tracking: { origin: string; onChange: (r: DataRecord | MineRecord) => void } | undefined;
+  private tracking: { origin: string; onChange: (r: DataRecord | MineRecord) => void; placed: (bank: Bank) => boolean } | undefined;
 
   constructor(
     private readonly s: Store,
@@ -34,9 +40,12 @@ export class MinionCache {
     this.stamps = s.stamps;
   }
 
-  /** Stamp every write with `origin` and report it (clustered: the peers get it). */
-  track(origin: string, onChange: (r: DataRecord | MineRecord) => void): void {
-    this.tracking = { origin, onChange };
+  /**
+   * Stamp every write with `origin` and report it (clustered: the peers get it), unless `placed(bank)`: then
+   * the write goes to the hand-off outbox for the id's owners instead.
+   */
+  track(origin: string, onChange: (r: DataRecord | MineRecord) => void, placed: (bank: Bank) => boolean = () => false): void {
+    this.tracking = { origin, onChange, placed };
   }
 
   get(id: string): MinionData | undefined {
@@ -74,8 +83,32 @@ export class MinionCache {
       return;
     }
     const stamp: Stamp = { t: this.now(), o: this.tracking.origin };
-    await Promise.all([v === null ? this.db(bank).remove(id) : this.db(bank).put(id, v), this.stamps.put(STAMP_PREFIX[bank] + id, [stamp.t, stamp.o])]);
-    this.tracking.onChange({ k: bank, id, t: stamp.t, o: stamp.o, v });
+    const placed = this.tracking.placed(bank);
+    // the outbox key first: lmdb-js commits these puts in order, in one transaction
+    const outbox = placed ? [this.s.handoff.put(minionOutboxKey(bank, id), handoffStamp())] : [];
+    await Promise.all([...outbox, v === null ? this.db(bank).remove(id) : this.db(bank).put(id, v), this.stamps.put(STAMP_PREFIX[bank] + id, [stamp.t, stamp.o])]);
+    if (!placed) this.tracking.onChange({ k: bank, id, t: stamp.t, o: stamp.o, v });
+  }
+
+  /** `id`'s record in `bank` with its stamp (a tombstone when only the stamp is left), undefined when there is neither. */
+  record(bank: Bank, id: string): DataRecord | MineRecord | undefined {
+    const v = (this.db(bank).get(id) as Record<string, unknown> | undefined) ?? null;
+    const stamp = this.stampOf(bank, id);
+    if (v === null && !stamp) return undefined;
+    const { t, o } = stamp ?? { t: 0, o: "" };
+    return bank === "data" ? { k: "data", id, t, o, v } : { k: "mine", id, t, o, v };
+  }
+
+  /**
+   * Inside a write transaction: drops `id`'s record in `bank` and its stamp, if its stamp is still `sent`'s (the
+   * hand-off gave that record to its owners; a newer write stays). True when dropped.
+   */
+  dropSync(bank: Bank, id: string, sent: Stamp): boolean {
+    const now = this.stampOf(bank, id);
+    if (now ? now.t !== sent.t || now.o !== sent.o : sent.t !== 0) return false;
+    this.db(bank).removeSync(id);
+    this.stamps.removeSync(STAMP_PREFIX[bank] + id);
+    return true;
   }
 
   /** The stamp of `id`'s record in `bank` (undefined: never stamped, e.g. written before clustering). */

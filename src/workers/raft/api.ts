@@ -14,6 +14,7 @@ import type { GroupKind } from "./backend.js";
 import type { LatencyHistogram, LatencySummary } from "../../shared/metrics/latency-window.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
 import type { ClusterJob, ClusterJobList } from "./job-placement.js";
+import type { MinionAnswer, MinionQuery } from "../../shared/minion-placement.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 import type { JoinAttempt } from "./join-host.js";
 
@@ -152,6 +153,12 @@ export type ToRaft =
   | { k: "jobRead"; id: number; jid: string }
   /** every member's newest `max` jobs (load, expected minions, end time), merged by jid: ClusterJobList */
   | { k: "jobList"; id: number; max: number }
+  /**
+   * The cluster's minion data (grains/pillar, mine) wherever it lives (peer channel `raft/minions`,
+   * minion-placement.ts): the newest records of ids, a target's matches among the ids other masters hold, or
+   * every id held. For request workers (through the main thread) and runners, while `grains`/`mine` are placed.
+   */
+  | { k: "minionQuery"; id: number; q: MinionQuery }
   /** runs cluster.shed_unowned on every other master of the cluster (raft/shed): node id -> its ShedResult */
   | { k: "shedPeers"; id: number; args: ShedArgs }
   /** the cluster group's leader's view of every member's replication (here, or asked over raft/progress): LeaderView */
@@ -180,6 +187,7 @@ export interface RaftAnswers {
   joinAttempt: JoinAttempt;
   jobRead: ClusterJob;
   jobList: ClusterJobList;
+  minionQuery: MinionAnswer;
   shedPeers: Record<string, ShedResult>;
   leaderProgress: LeaderView;
   close: void;

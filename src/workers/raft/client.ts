@@ -19,6 +19,7 @@ import { proposeEntriesMax, type EntryOutcome, type FromRaft, type MembershipCha
 import { clientCallTimeoutMs } from "./limits.js";
 import type { HeldJobsAnswer } from "./held-jobs.js";
 import type { ClusterJob, ClusterJobList } from "./job-placement.js";
+import type { MinionAnswer, MinionQuery } from "../../shared/minion-placement.js";
 import type { ShedArgs, ShedResult } from "../../lib/store/shed.js";
 import type { JoinAttempt } from "./join-host.js";
 
@@ -122,6 +123,9 @@ export class RaftClient {
   /** the newest `max` jobs of every master, merged (`truncated` when there were more) */
   jobList(max: number): Promise<ClusterJobList> {
     return this.call({ k: "jobList", max });
+  }
+  minionQuery(q: MinionQuery): Promise<MinionAnswer> {
+    return this.call({ k: "minionQuery", q });
   }
   shedPeers(args: ShedArgs): Promise<Record<string, ShedResult>> {
     return this.call({ k: "shedPeers", args });

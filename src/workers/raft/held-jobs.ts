@@ -14,6 +14,7 @@
 import { Encoder } from "cbor-x";
 import { BrineError } from "../../shared/errors.js";
 import { JobCache } from "../../lib/store/job-cache.js";
+import { MINION_OUTBOX_PREFIX } from "../../shared/minion-placement.js";
 import { openStore, type Store, type StoreConfig } from "../../lib/store/lmdb-env.js";
 import { shedUnowned, writeShedStatus, type ShedArgs, type ShedOwnership, type ShedResult } from "../../lib/store/shed.js";
 import type { PeerMessage } from "./peer/peer-types.js";
@@ -73,7 +74,7 @@ export class HeldJobsService {
   /** This master's jids, newest `max`. */
   local(max: number): HeldJobs {
     const s = this.open();
-    return { ...newest(new JobCache(s).listJids(), Math.min(max, heldJidsMax)), pending: s.handoff.getCount(), ...(this.served ? { served: { ...this.served() } } : {}) };
+    return { ...newest(new JobCache(s).listJids(), Math.min(max, heldJidsMax)), pending: s.handoff.getCount({ end: MINION_OUTBOX_PREFIX }), ...(this.served ? { served: { ...this.served() } } : {}) };
   }
 
   /** Runs the shed on every listed peer (each writes its own status file); a peer that failed: status "error". */

@@ -39,6 +39,7 @@ import {
   type ListedJob,
   type PlacementTable,
 } from "../../shared/placement.js";
+import { MINION_OUTBOX_PREFIX } from "../../shared/minion-placement.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { JobCache, handoffStamp } from "../../lib/store/job-cache.js";
 import { encodeListEntry } from "../../lib/store/job-listing.js";
@@ -180,7 +181,8 @@ export class JobPlacement {
     const s = this.d.store();
     await this.rebalance(ring, s);
     const entries: [string, number][] = [];
-    for (const { key, value } of s.handoff.getRange({ limit: handoffRoundKeysMax })) entries.push([key, value]);
+    // the outbox's minion records (`~d/<id>`, `~m/<id>`) sort after every jid: minion-placement.ts hands them off
+    for (const { key, value } of s.handoff.getRange({ end: MINION_OUTBOX_PREFIX, limit: handoffRoundKeysMax })) entries.push([key, value]);
     if (entries.length === 0) return;
     const table = await this.table(ring);
     if (!table) {
@@ -214,7 +216,7 @@ export class JobPlacement {
           return;
         }
         const jobs = jids.filter((jid) => plan.jobs.get(jid)!.keys.length > 0).map((jid) => records.get(jid)!);
-        for (const batch of batches(jobs)) {
+        for (const batch of byteBatches(jobs, handoffRequestBytesMax)) {
           try {
             const a = cbor.decode(await this.d.channel.request(peer, PLACEMENT_CHANNEL, cbor.encode({ op: "store", ring, jobs: batch }) as Uint8Array, this.d.timeoutMs)) as { ok?: unknown; refused?: unknown };
             if (Array.isArray(a?.ok)) for (const jid of a.ok) if (typeof jid === "string") ok.add(jid);
@@ -529,14 +531,14 @@ export class JobPlacement {
   }
 }
 
-/** Splits jobs into requests of at most handoffRequestBytesMax (a single larger job goes alone). */
-function batches(jobs: HandedJob[]): HandedJob[][] {
-  const out: HandedJob[][] = [];
-  let cur: HandedJob[] = [];
+/** Splits items (jobs, minion records: minion-placement.ts) into requests of at most `max` bytes encoded (a single larger item goes alone). */
+export function byteBatches<T>(items: readonly T[], max: number): T[][] {
+  const out: T[][] = [];
+  let cur: T[] = [];
   let bytes = 0;
-  for (const j of jobs) {
+  for (const j of items) {
     const b = (cbor.encode(j) as Uint8Array).byteLength;
-    if (cur.length > 0 && bytes + b > handoffRequestBytesMax) {
+    if (cur.length > 0 && bytes + b > max) {
       out.push(cur);
       cur = [];
       bytes = 0;
@@ -585,12 +587,12 @@ function checkTable(raw: unknown, ring: string): PlacementTable {
 }
 
 /** A table as `jobs/placed-by` keeps it. */
-function tableRecord(t: PlacementTable): Record<string, unknown> {
+export function tableRecord(t: PlacementTable): Record<string, unknown> {
   return { ring: t.ring, members: t.members, replicas: t.replicas, voters: [...t.voters], nodes: [...t.nodes], owners: t.owners, epoch: t.epoch };
 }
 
 /** The table `jobs/placed-by` kept for `ring`, undefined when there is none or it does not read as one (logged). */
-function storedTable(raw: unknown, ring: string): PlacementTable | undefined {
+export function storedTable(raw: unknown, ring: string): PlacementTable | undefined {
   if (raw === undefined) return undefined;
   try {
     const t = checkTable(raw, ring);

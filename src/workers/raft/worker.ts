@@ -35,6 +35,7 @@ import { HeldJobsService } from "./held-jobs.js";
 import { LeaderProgressService } from "./leader-progress.js";
 import { JobPlacement } from "./job-placement.js";
 import { hostTable, type PlacementTable } from "../../shared/placement.js";
+import { MinionPlacement } from "./minion-placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
 import { shedOwnership, type ShedArgs } from "../../lib/store/shed.js";
 import type { StoreConfig } from "../../lib/store/lmdb-env.js";
@@ -87,6 +88,7 @@ let heldJobs: HeldJobsService | undefined;
 let leaderProgress: LeaderProgressService | undefined;
 let joinHost: JoinHost | undefined;
 let placement: JobPlacement | undefined;
+let minionPlacement: MinionPlacement | undefined;
 
 function receipt(r: ProposeResult): ProposeReceipt {
   const { value: _echo, ...rest } = r;
@@ -137,12 +139,25 @@ async function startup(): Promise<GroupManager> {
     });
     const served = placement.served;
     held.served = () => served;
+    const jobs = placement;
+    minionPlacement = new MinionPlacement({
+      store: () => held.open(),
+      channel: peerTransport ?? NO_CHANNEL,
+      self: init.nodeId,
+      timeoutMs: placementTimeoutMs,
+      route: (dataType) => reader.route(dataType),
+      localTable: (ring) => placementTable(m, reader, ring),
+      table: (ring) => jobs.table(ring),
+      peers: () => otherMembers(m),
+      up: (peer) => peerTransport?.isUp(peer) ?? false,
+    });
   }
   let ticks = 0;
   let following = false;
   timer = setInterval(() => {
     m.tick();
     placement?.tick();
+    minionPlacement?.tick();
     // about once a second: a ring's voters follow the cluster's (GroupManager.followRingVoters), one call at a time
     if (++ticks % Math.max(1, Math.round(followVotersEveryMs / limits.tickMs)) === 0 && !following) {
       following = true;
@@ -307,6 +322,10 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
     case "jobList":
       await started;
       return jobPlacement().clusterList(Number.isSafeInteger(m.max) && m.max > 0 ? m.max : Infinity);
+    case "minionQuery":
+      await started;
+      if (!minionPlacement) throw new BrineError("RAFT_API_MISUSE", "the raft worker was started without the job cache");
+      return minionPlacement.query(m.q);
     case "shedPeers":
       return jobCachePeers().shedOn(otherMembers(await started), m.args);
     case "leaderProgress":
@@ -323,6 +342,7 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
         heldJobs?.close();
         leaderProgress?.close();
         placement?.close();
+        minionPlacement?.close();
         await (manager ?? (await started)).close();
       } finally {
         writer?.release();

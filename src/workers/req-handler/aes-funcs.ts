@@ -10,6 +10,7 @@ import { validId, validJid } from "../../shared/protocol/ids.js";
 import { encodeWire, isMap, type MapEntrySpans, type WireValue } from "../../shared/protocol/msgpack.js";
 import { fnmatchToRegExp as fnmatchRegex } from "../../lib/targeting/index.js";
 import { takeLinearRefusals, withLinearPatterns } from "../../lib/targeting/pcre.js";
+import { clusterCheckMinions, clusterRecords } from "../../lib/targeting/cluster.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
 import { returnSignatureValid } from "./return-sig.js";
@@ -215,7 +216,7 @@ async function doMine(ctx: MasterContext, load: Record<string, WireValue>, _fx: 
     return send(false);
   };
   if (incoming !== undefined && incoming > max) return tooBig(incoming);
-  const current = load.clear === true ? {} : ctx.minionCache.mine(id) ?? {};
+  const current = load.clear === true ? {} : (await mineOf(ctx, [id])).get(id) ?? {};
   const merged = { ...current, ...load.data };
   const bytes = encodeWire(merged).length;
   if (bytes > max) return tooBig(bytes);
@@ -226,7 +227,7 @@ async function doMine(ctx: MasterContext, load: Record<string, WireValue>, _fx: 
 async function doMineDelete(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
   const id = load.id;
   if (!validId(id) || typeof load.fun !== "string") return send(false);
-  const current = { ...(ctx.minionCache.mine(id) ?? {}) };
+  const current = { ...((await mineOf(ctx, [id])).get(id) ?? {}) };
   delete current[load.fun];
   await ctx.minionCache.setMine(id, current);
   return send(true);
@@ -238,18 +239,28 @@ async function doMineFlush(ctx: MasterContext, load: Record<string, WireValue>):
   return send(true);
 }
 
-function doMineGet(ctx: MasterContext, load: Record<string, WireValue>): AesResult {
+/** The mine data of `ids`: this master's, or with `mine` placed on a ring, the cluster's newest copies. */
+function mineOf(ctx: MasterContext, ids: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+  return clusterRecords("mine", ids, (id) => ctx.minionCache.mine(id), ctx.clusterMinions);
+}
+
+async function doMineGet(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
   if (!validId(load.id) || typeof load.tgt !== "string") return send({});
   const funs = typeof load.fun === "string" ? load.fun.split(",").filter(Boolean) : Array.isArray(load.fun) ? load.fun.filter((f): f is string => typeof f === "string") : [];
-  // a minion's pattern: linear time or no match (src/lib/targeting/pcre.ts), never a stall of this lane
-  const ids = withLinearPatterns(() => ctx.targetIds(load.tgt as string, typeof load.tgt_type === "string" ? load.tgt_type : "glob"));
+  // a minion's pattern: linear time or no match (src/lib/targeting/pcre.ts), never a stall of this lane; the
+  // evaluation on this master runs before the first await, inside withLinearPatterns (and the other masters' likewise)
+  const tgtType = typeof load.tgt_type === "string" ? load.tgt_type : "glob";
+  const targets = { acceptedIds: ctx.acceptedIds(), minionData: (id: string) => ctx.minionCache.get(id), nodegroups: ctx.cfg.nodegroups, greedy: true };
+  const resolving = withLinearPatterns(() => clusterCheckMinions(load.tgt, tgtType, targets, {}, ctx.clusterMinions, true));
   const refused = takeLinearRefusals();
+  const ids = (await resolving).minions;
   if (refused.length) minionRefusals.line(`_mine_get from ${load.id}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (a backreference, a lookaround or a count over 16); it matches nothing for a minion`);
+  const mine = await mineOf(ctx, ids);
   const byFun: Record<string, Record<string, unknown>> = {};
   for (const f of funs) {
     byFun[f] = {};
     for (const id of ids) {
-      const m = ctx.minionCache.mine(id);
+      const m = mine.get(id);
       if (m && f in m) byFun[f]![id] = m[f];
     }
   }

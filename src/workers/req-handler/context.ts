@@ -35,6 +35,11 @@ import { boardPeers, localPresent, presenceMode, readPublishPeers } from "./pres
 import { PublishPeersBoard } from "../../shared/publish-peers.js";
 import { MetricsBoard } from "../../shared/metrics/board.js";
 import { RingReader, type GateVerdict } from "../../shared/sab-ring/reader.js";
+import { ClusterJobReader } from "../../shared/cluster-job-reads.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { dataTypeOf } from "../../shared/minion-placement.js";
+import type { ClusterMinions } from "../../lib/targeting/cluster.js";
+import { PlacedAddresses } from "./placed-addresses.js";
 import { MasterPubSigner } from "../../lib/pki/master-sign.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
@@ -93,6 +98,8 @@ export function markVerified(fx: Effects): void {
 }
 
 const log = getLogger("brine.context");
+/** one line a minute: a minion data read across masters failed or left a master out */
+const minionReadLog = new LogBudget(1, 60_000, (line) => log.warning(line), "minion data reads across masters");
 
 export class MasterContext {
   readonly keys: KeyStore;
@@ -117,6 +124,13 @@ export class MasterContext {
    * hand-off outbox, src/workers/raft/job-placement.ts), which drops this copy once they have it.
    */
   readonly gate: ((dataType: string, key: string) => GateVerdict) | undefined;
+  /**
+   * Clustered: the other masters' minion data, for targeting and mine reads while `grains` or `mine` is placed
+   * on a ring (src/lib/targeting/cluster.ts; asked through the main thread's Raft worker).
+   */
+  readonly clusterMinions: ClusterMinions | undefined;
+  /** the grains presence matches connections against, the cluster's while `grains` is placed (placed-addresses.ts) */
+  readonly addresses = new PlacedAddresses(this);
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
   /** `pub_sig` of accepted sign-ins, with `master_sign_pubkey` (pki/master-sign.ts) */
@@ -154,6 +168,12 @@ export class MasterContext {
       const self = shared.cluster.nodeId;
       this.gate = (dataType, key) => ring.gate(dataType, key, self);
       placed = () => ring.route("jobs") !== null;
+      let reader: ClusterJobReader | undefined;
+      this.clusterMinions = {
+        ask: (q) => (reader ??= new ClusterJobReader(cfg)).minions(q),
+        placed: (bank) => ring.route(dataTypeOf(bank)) !== null,
+        warn: (line) => minionReadLog.line(line),
+      };
     }
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
     this.keys = keyStoreFor(cfg);
@@ -244,10 +264,19 @@ export class MasterContext {
    * The accepted minions this master sees connected (presence.ts localPresent; with `connections`, the publish
    * port's peers from the shared board when its snapshot is fresh, else one read that refreshes it).
    */
-  presentHere(): string[] {
+  async presentHere(): Promise<string[]> {
     const now = this.now();
-    const peers = presenceMode(this.cfg) === "connections" ? boardPeers(this.publishPeers, readPublishPeers(this.cfg), now) : undefined;
-    return localPresent(this.cfg, this.store, this.acceptedIds(), (id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined, now, peers);
+    const connections = presenceMode(this.cfg) === "connections";
+    const peers = connections ? boardPeers(this.publishPeers, readPublishPeers(this.cfg), now) : undefined;
+    return localPresent(this.cfg, this.store, this.acceptedIds(), await this.presenceGrains(this.acceptedIds(), connections), now, peers);
+  }
+
+  /**
+   * The grains presence matches `ids`' connections against: this master's, and with `grains` placed on a ring the
+   * addresses of those whose data is on other masters (placed-addresses.ts); `connections` false: none needed.
+   */
+  async presenceGrains(ids: readonly string[], connections = presenceMode(this.cfg) === "connections"): Promise<(id: string) => Record<string, unknown> | undefined> {
+    return connections ? this.addresses.lookup(ids) : (id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined;
   }
 
   /** What a wheel function may do from this request thread: its events and key notes go with the request's effects. */
@@ -256,7 +285,7 @@ export class MasterContext {
       cfg: this.cfg,
       note: (change) => fx.notes.push(change),
       fire: (tag, data) => this.fire(fx, tag, data),
-      connectedIds: async () => this.presentHere(),
+      connectedIds: () => this.presentHere(),
       now: this.now,
     };
   }
@@ -275,16 +304,6 @@ export class MasterContext {
 
   /** Pillar compiler, installed by the pillar subsystem; without one `_pillar` answers {}. */
   compilePillar?: (id: string, grains: Record<string, unknown>, load: Record<string, unknown>) => Promise<Record<string, unknown>>;
-
-  /** Accepted minions matching a target (mine_get, runners). */
-  targetIds(tgt: string | string[], tgtType: string): string[] {
-    return checkMinions(tgt, tgtType, {
-      acceptedIds: this.acceptedIds(),
-      minionData: (id: string) => this.minionCache.get(id),
-      nodegroups: this.cfg.nodegroups,
-      greedy: true,
-    }).minions;
-  }
 
   acceptedIds(): readonly string[] {
     return this.keys.listCached("accepted", this.now());

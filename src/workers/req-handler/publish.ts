@@ -23,6 +23,7 @@ import { audit } from "./clear-funcs.js";
 import { saltJobFilesOn, writeSaltJobLoad } from "../../lib/store/salt-job-files.js";
 import { validJid } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
+import { clusterCheckMinions } from "../../lib/targeting/cluster.js";
 import { checkMinions } from "../../lib/targeting/index.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { notConnectedAtPublish } from "./presence.js";
@@ -104,7 +105,8 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
     nodegroups: ctx.cfg.nodegroups,
     greedy: true,
   };
-  const { minions, missing } = checkMinions(tgt, tgtType, targets, { delimiter });
+  // with grains placed on a ring, the ids whose data is on other masters are evaluated there (one question each)
+  const { minions, missing } = await clusterCheckMinions(tgt, tgtType, targets, { delimiter }, ctx.clusterMinions);
   if (outcome.rights !== "full") {
     const allowed = publishAllowed({
       authList: outcome.rights,
@@ -132,7 +134,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   // a peer job's `new` names the publishing minion (beyond Salt's event): clustered, the peers store the job's load
   // from this event, and pub_ret on any master answers only that minion
   // which of its minions are not connected here now, and so will never get it (see the header)
-  const notConnected = minions.length > 0 && minions.length <= notConnectedMinionsMax ? notConnectedAtPublish(ctx.cfg, ctx.store, ctx.publishPeers, minions, (id) => ctx.minionCache.get(id)?.grains as Record<string, unknown> | undefined, ctx.now()) : undefined;
+  const notConnected = minions.length > 0 && minions.length <= notConnectedMinionsMax ? notConnectedAtPublish(ctx.cfg, ctx.store, ctx.publishPeers, minions, await ctx.presenceGrains(minions), ctx.now()) : undefined;
   ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing, ...(peer ? { id: peer.id } : {}), ...(notConnected?.length ? { not_connected: notConnected } : {}) });
   markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "", ...(peer ? { id: peer.id } : {}) };

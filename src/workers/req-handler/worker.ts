@@ -53,7 +53,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   // this module's top level (the context, the subsystems) has run: the thread serves
   if (task.kind === "ready") return { thread: threadId };
   if (task.kind === "presence") {
-    return { present: ctx.presentHere() };
+    return { present: await ctx.presentHere() };
   }
   if (task.kind === "cleanup") {
     // in short passes with pauses between them: this thread stores returns meanwhile (job-cache.ts)

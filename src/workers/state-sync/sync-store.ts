@@ -148,8 +148,13 @@ export class SyncStore {
         return false;
       }
     }
+    // a bank placed on a ring is handed to its owners (src/workers/raft/minion-placement.ts), not mirrored
+    if (this.minionsPlaced(r.k)) return false;
     return this.cache.applyPeer(r);
   }
+
+  /** Whether a bank of the minion data cache is placed on a ring now (set by the thread from the shared ring). */
+  minionsPlaced: (bank: "data" | "mine") => boolean = () => false;
 
   /** One chunk of this master's copy, from `req.cursor` on. */
   dump(req: DumpRequest): DumpChunk {

@@ -23,6 +23,7 @@ import { PresenceBoard, type PresenceReport } from "../../lib/store/presence-boa
 import { SyncStore, type SyncCursor } from "./sync-store.js";
 import { threadInit } from "../../shared/thread-kit.js";
 import { StateSyncEngine } from "./engine.js";
+import { dataTypeOf } from "../../shared/minion-placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { portError, type PortError } from "../../shared/port-calls.js";
@@ -68,6 +69,7 @@ if (init.stateSync) new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), sto
 if (init.ring) {
   const ring = new RingReader(init.ring);
   sync.jobRecords.placed = () => ring.route("jobs") !== null;
+  sync.minionsPlaced = (bank) => ring.route(dataTypeOf(bank)) !== null;
 }
 
 async function handle(m: ToMirror): Promise<Uint8Array | SyncCursor | number | null> {

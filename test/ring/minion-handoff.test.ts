@@ -1,0 +1,214 @@
+/**
+ * The minion data hand-off (src/workers/raft/minion-placement.ts) over real LMDB stores, one per master in temp
+ * dirs, and an in-process peer channel between three MinionPlacement services; ring "minions" on m1 and m2 with
+ * replicas 2 (both own every id), m3 outside it, `mine` and `grains` routed to it:
+ * - a mine record written on m3 (through the job cache's outbox) reaches both owners, then leaves m3; while
+ *   one owner is down m3 keeps it;
+ * - an owner keeps the newest record by stamp: an older copy handed off later does not replace it;
+ * - records a master held before the route (broadcast) are placed by the first placement scan;
+ * - reads: the newest record of each id, a grain target evaluated where the data is, the ids held, answered
+ *   with one owner down;
+ * - a malformed hand-off is refused with a clear error, never stored.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
+import { MinionCache } from "../../src/lib/store/minion-cache.js";
+import { assignSlots } from "../../src/shared/sab-ring/assign.js";
+import { BrineError } from "../../src/shared/errors.js";
+import { cbor } from "../../src/shared/cbor.js";
+import { ownersOf, type PlacementTable } from "../../src/shared/placement.js";
+import { MINION_PLACEMENT_CHANNEL, MinionPlacement } from "../../src/workers/raft/minion-placement.js";
+import type { PeerMessage } from "../../src/workers/raft/peer/peer-types.js";
+
+const a = assignSlots(["m1", "m2"]);
+const TABLE: PlacementTable = { ring: "minions", members: "voters", replicas: 2, voters: a.nodes, nodes: a.nodes, owners: a.owners, epoch: 3 };
+
+type Handler = (m: PeerMessage) => Uint8Array | void | Promise<Uint8Array | void>;
+
+function cluster(dir: string) {
+  const handlers = new Map<string, Map<string, Handler>>();
+  const down = new Set<string>();
+  const stores = new Map<string, Store>();
+  const svc = new Map<string, MinionPlacement>();
+  let routed = true;
+  let clock = 1_000;
+  let table = TABLE;
+  for (const id of ["m1", "m2", "m3"]) {
+    stores.set(id, openStore({ cachedir: path.join(dir, id), brine_lmdb_map_bytes: 64 * 1024 * 1024 }));
+    handlers.set(id, new Map());
+    const channel = {
+      on: (ch: string, h: Handler) => {
+        handlers.get(id)!.set(ch, h);
+        return () => handlers.get(id)!.delete(ch);
+      },
+      request: async (peer: string, ch: string, payload: Uint8Array) => {
+        if (down.has(peer) || down.has(id)) throw new BrineError("CLUSTER_PEER_DOWN", peer);
+        const h = handlers.get(peer)?.get(ch);
+        if (!h) throw new BrineError("CLUSTER_PEER_UNKNOWN", peer);
+        try {
+          return (await h({ from: id, channel: ch, payload, request: true })) ?? new Uint8Array(0);
+        } catch (e) {
+          throw new BrineError("CLUSTER_PEER_REMOTE", (e as Error).message);
+        }
+      },
+    };
+    const own = () => (id === "m3" ? undefined : table);
+    svc.set(
+      id,
+      new MinionPlacement({
+        store: () => stores.get(id)!,
+        channel,
+        self: id,
+        timeoutMs: 5000,
+        route: (dt) => (routed && (dt === "mine" || dt === "grains") ? "minions" : null),
+        localTable: own,
+        // m3 learns the table from a host (JobPlacement.table in the worker)
+        table: async () => table,
+        peers: () => ["m1", "m2", "m3"].filter((x) => x !== id),
+        up: (peer) => !down.has(peer),
+        now: () => clock,
+      }),
+    );
+  }
+  /** the minion cache a request worker of `id` writes through (placed: the outbox), on a clock the test moves */
+  const writer = (id: string) => {
+    const c = new MinionCache(stores.get(id)!, () => clock);
+    c.track(id, () => assert.fail("a placed bank is not broadcast"), () => routed);
+    return c;
+  };
+  const rounds = async (n = 3) => {
+    for (let i = 0; i < n; i++) for (const s of svc.values()) await s.round();
+  };
+  return { stores, svc, down, writer, rounds, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), setTable: (t: PlacementTable) => (table = t) };
+}
+
+const holders = (c: ReturnType<typeof cluster>, bank: "mine" | "minionData", id: string) => ["m1", "m2", "m3"].filter((m) => c.stores.get(m)![bank].get(id) !== undefined);
+
+test("a mine record written outside the ring reaches both owners and leaves the master that took it; an owner down keeps it there", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    await c.writer("m3").setMine("web1", { "test.ping": true });
+    assert.equal(c.stores.get("m3")!.handoff.get("~m/web1") !== undefined, true, "the write put its key in the outbox");
+    c.down.add("m2");
+    await c.rounds();
+    assert.deepEqual(holders(c, "mine", "web1"), ["m1", "m3"], "m3 keeps the record while m2 has not got it");
+    assert.ok(c.stores.get("m3")!.handoff.get("~m/web1") !== undefined);
+    c.down.delete("m2");
+    await c.rounds();
+    assert.deepEqual(holders(c, "mine", "web1"), ["m1", "m2"]);
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 0);
+    assert.equal(new MinionCache(c.stores.get("m3")!).stampOf("mine", "web1"), undefined, "m3's stamp went with the record");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("an owner keeps the newest record by stamp: an older copy handed off after a newer one does not replace it", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    // the older write on m3 waits (m3 cut off), the newer on m1 is placed first
+    c.down.add("m3");
+    await c.writer("m3").put("db1", { grains: { role: "old" } });
+    c.tick(1000);
+    await c.writer("m1").put("db1", { grains: { role: "new" } });
+    await c.rounds();
+    c.down.delete("m3");
+    await c.rounds();
+    for (const m of ["m1", "m2"]) assert.deepEqual(c.stores.get(m)!.minionData.get("db1"), { grains: { role: "new" } }, m);
+    assert.deepEqual(holders(c, "minionData", "db1"), ["m1", "m2"], "m3's older copy was acknowledged (superseded) and dropped");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("records held before the route (broadcast: every master has every minion) are placed by the first placement scan", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    for (const m of ["m1", "m2", "m3"]) {
+      const plain = new MinionCache(c.stores.get(m)!);
+      for (const id of ["x1", "x2", "x3"]) await plain.setMine(id, { f: id });
+    }
+    await c.rounds(4);
+    for (const id of ["x1", "x2", "x3"]) assert.deepEqual(holders(c, "mine", id), ["m1", "m2"], id);
+    assert.ok(c.stores.get("m3")!.placedBy.get("~mine/minions"), "the table the copies are placed by is kept");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("when the ring's table changes (replicas 2 -> 1 -> 2), each record moves to its new owners and leaves the others", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  const ids = Array.from({ length: 12 }, (_, i) => `r${i}`);
+  try {
+    for (const id of ids) await c.writer("m3").setMine(id, { f: id });
+    await c.rounds();
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2"], id);
+    c.setTable({ ...TABLE, replicas: 1, epoch: 4 });
+    await c.rounds(4);
+    const one = ids.map((id) => holders(c, "mine", id));
+    for (const [i, h] of one.entries()) assert.deepEqual(h, ownersOf({ ...TABLE, replicas: 1 }, ids[i]!), ids[i]);
+    assert.ok(one.some((h) => h[0] === "m1") && one.some((h) => h[0] === "m2"), "both masters own some");
+    c.setTable({ ...TABLE, epoch: 5 });
+    await c.rounds(4);
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2"], `${id} back on both`);
+    for (const m of ["m1", "m2", "m3"]) assert.equal(c.stores.get(m)!.handoff.getCount(), 0, `${m}'s outbox is empty`);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("reads across masters: newest records, a grain target evaluated where the data is, ids held; answered with one owner down", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    await c.writer("m3").put("w1", { grains: { role: "web" } });
+    await c.writer("m3").put("d1", { grains: { role: "db" } });
+    await c.writer("m3").setMine("w1", { "test.ping": true });
+    await c.rounds();
+    assert.deepEqual(holders(c, "minionData", "w1"), ["m1", "m2"]);
+    c.down.add("m1");
+    const m3 = c.svc.get("m3")!;
+    const recs = await m3.query({ op: "records", bank: "mine", ids: ["w1", "d1"] });
+    assert.deepEqual(recs.records!.map((r) => [r.id, r.v]), [["w1", { "test.ping": true }]]);
+    assert.deepEqual(Object.keys(recs.unreachable), ["m1"]);
+    const tgt = await m3.query({ op: "target", tgt: "role:web", tgtType: "grain", delimiter: ":", greedy: true, nodegroups: {}, ids: ["w1", "d1", "nodata"] });
+    assert.deepEqual([tgt.matched, [...tgt.held!].sort()], [["w1"], ["d1", "w1"]], "nodata is held nowhere: the asker's greedy verdict stands");
+    const ids = await m3.query({ op: "ids", bank: "data" });
+    assert.deepEqual(ids.ids, ["d1", "w1"]);
+    const held = await m3.query({ op: "held", bank: "data" });
+    assert.deepEqual(held.held_by!.m2, { ids: ["d1", "w1"], truncated: false, pending: 0 });
+    assert.ok("error" in held.held_by!.m1!);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a malformed hand-off or read is refused with a clear error, and nothing is stored", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  const ask = (q: unknown) => (c.svc.get("m1") as unknown as { serve(m: PeerMessage): Promise<Uint8Array> }).serve({ from: "m3", channel: MINION_PLACEMENT_CHANNEL, payload: cbor.encode(q) as Uint8Array, request: true });
+  try {
+    await assert.rejects(ask({ op: "store" }), /malformed minion data placement message: store carries no items/);
+    await assert.rejects(ask({ op: "records", bank: "mine", ids: ["../x"] }), /ids must be at most/);
+    await assert.rejects(ask({ op: "nope" }), /unknown op nope/);
+    const r = cbor.decode(await ask({ op: "store", items: [{ k: "mine", id: "bad/id", t: 1, o: "m3", v: {} }, { k: "mine", id: "ok1", t: "x", o: "m3", v: {} }] })) as { ok: string[] };
+    assert.deepEqual(r.ok, []);
+    assert.equal(c.stores.get("m1")!.mine.getCount(), 0);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
