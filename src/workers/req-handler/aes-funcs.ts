@@ -147,7 +147,7 @@ function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: st
       }
     }
   }
-  if (!ctx.cfg.job_cache || ctx.jobs.isNocache(jid)) return RETURN_DONE;
+  if (!ctx.cfg.job_cache || ctx.isNocache(jid)) return RETURN_DONE;
   // counted in the shared drop_stats (cluster.routes); the return is stored here all the same, and handed off to
   // the jid's owners when jobs are routed to a ring (the job cache's outbox)
   ctx.gate?.("jobs", jid);

@@ -45,6 +45,10 @@ import { MasterPubSigner } from "../../lib/pki/master-sign.js";
 /** How long a thread trusts its cached copy of an accepted key file. */
 export const acceptedKeyCacheTtlMs = 1000;
 export const acceptedKeyCacheEntriesMax = 200_000;
+/** a job's nocache mark, as a request thread read it, is reused this long (one LMDB read per job, not per return), ms */
+export const nocacheMarkMsMax = 1_000;
+/** jobs whose nocache mark a request thread keeps, count */
+export const nocacheMarksMax = 1_024;
 
 export interface SharedBuffers {
   secrets: SharedArrayBuffer;
@@ -115,6 +119,8 @@ export class MasterContext {
   readonly jids: JidGenerator;
   /** this master's counters, shared by every thread (src/shared/metrics/board.ts) */
   readonly metrics: MetricsBoard;
+  /** jid → [nocache mark, when read] (isNocache) */
+  private readonly nocacheMarks = new Map<string, [boolean, number]>();
   /** the addresses connected to the publish port, shared by every request thread (src/shared/publish-peers.ts) */
   readonly publishPeers: PublishPeersBoard;
   /**
@@ -258,6 +264,23 @@ export class MasterContext {
       });
     }
     return this.authenticator;
+  }
+
+  /**
+   * Whether job `jid` was published with `nocache` (its returns are not stored), read from the job cache at most
+   * once per nocacheMarkMsMax per thread: a return flood to one job pays one LMDB read (a read transaction and
+   * its timer) instead of one per return. A publish marks the job before it is published, so no return can
+   * come before the mark.
+   */
+  isNocache(jid: string): boolean {
+    const now = this.now();
+    const seen = this.nocacheMarks.get(jid);
+    if (seen && now - seen[1] >= 0 && now - seen[1] < nocacheMarkMsMax) return seen[0];
+    const mark = this.jobs.isNocache(jid);
+    this.nocacheMarks.delete(jid);
+    if (this.nocacheMarks.size >= nocacheMarksMax) this.nocacheMarks.delete(this.nocacheMarks.keys().next().value!);
+    this.nocacheMarks.set(jid, [mark, now]);
+    return mark;
   }
 
   /**
