@@ -2,7 +2,8 @@
  * The publish port's connected addresses, shared by the request threads (src/shared/publish-peers.ts): a burst of
  * publishes reads the kernel's tables once, not once per publish; a snapshot that would call a matched minion not
  * connected is trusted for a second only, one that sees everyone connected for ten; a transport's live feed
- * replaces the reads; a thread that died holding the writer lock does not stop the others.
+ * replaces the reads; a thread that died holding the writer lock does not stop the others; a minion's addresses
+ * are read from its cached data once per ten seconds per thread, not decoded again for every publish.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -17,7 +18,7 @@ import {
   snapshotVerdict,
   type PeersVerdict,
 } from "../../src/shared/publish-peers.js";
-import { boardPeers, notConnectedAtPublish } from "../../src/workers/req-handler/presence.js";
+import { addressGrains, boardPeers, minionAddressesEntriesMax, minionAddressesMsMax, notConnectedAtPublish } from "../../src/workers/req-handler/presence.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 
 test("when a thread may use the board's addresses and when it reads the kernel's tables", () => {
@@ -171,4 +172,24 @@ test("a publish names the matched minions the board's addresses do not see, and 
   // nothing listens on port 1 here: a read of the kernel's tables sees nobody, and the publish cannot tell
   assert.equal(notConnectedAtPublish(cfg, store, board, ["a", "b"], grainsOf, t0 + publishPeersFreshMsMax + 1), undefined, "an older board that misses b is read again");
   assert.equal(notConnectedAtPublish({ ...cfg, brine_presence: "heard" }, store, board, ["a", "b"], grainsOf, t0), undefined, "heard: no word at publish");
+});
+
+test("a publish reads a minion's addresses from its cached data once per window, and keeps only its ipv4/ipv6 grains", () => {
+  let decodes = 0;
+  let ip = "10.1.0.1";
+  const grainsOf = (id: string) => (id === "nodata" ? undefined : (decodes++, { id, ipv4: [ip], ipv6: [], os: "Linux", huge: "x".repeat(1000) }));
+  const t0 = 7_000_000;
+  assert.deepEqual(addressGrains("ag-1", grainsOf, t0), { ipv4: ["10.1.0.1"], ipv6: [] });
+  ip = "10.1.0.2";
+  for (let i = 1; i < 100; i++) addressGrains("ag-1", grainsOf, t0 + i * 10);
+  assert.equal(decodes, 1, "100 publishes within the window: one decode");
+  assert.deepEqual(addressGrains("ag-1", grainsOf, t0 + minionAddressesMsMax), { ipv4: ["10.1.0.2"], ipv6: [] }, "past the window: read again");
+  assert.equal(decodes, 2);
+  assert.equal(addressGrains("nodata", grainsOf, t0), undefined);
+  assert.equal(addressGrains("nodata", grainsOf, t0 + 1), undefined, "no data: not kept, asked again");
+  // bounded: the oldest entry makes room
+  for (let i = 0; i < minionAddressesEntriesMax; i++) addressGrains(`ag-fill-${i}`, grainsOf, t0 + minionAddressesMsMax);
+  decodes = 0;
+  addressGrains("ag-1", grainsOf, t0 + minionAddressesMsMax + 1);
+  assert.equal(decodes, 1, "pushed out by newer minions");
 });

@@ -226,14 +226,40 @@ export function readPublishPeers(cfg: MasterConfig): () => Set<string> {
   return () => peerAddresses(cfg.publish_port, undefined, procTables(cfg));
 }
 
+/** a minion's ipv4/ipv6 grains, as a request thread read them for a publish, are reused this long, ms */
+export const minionAddressesMsMax = 10_000;
+/** minions whose addresses a request thread keeps for its publishes, count */
+export const minionAddressesEntriesMax = 10_000;
+const addressCache = new Map<string, { at: number; grains: Record<string, unknown> }>();
+
+/**
+ * A minion's `ipv4` and `ipv6` grains for a publish's presence check, from the data cache at most once per
+ * minionAddressesMsMax per thread: reading them decodes the minion's whole cached data (grains and pillar), which
+ * per matched minion was a third of a publish's handler at 200 minions. An address a minion's new grains changed
+ * within that window is seen late: at worst the early `not_connected` word is wrong, which the CLI's own check
+ * at the end of its wait corrects, as for a stale board. A minion with no cached data is not kept.
+ */
+export function addressGrains(id: string, grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs: number): Record<string, unknown> | undefined {
+  const e = addressCache.get(id);
+  if (e && nowMs - e.at >= 0 && nowMs - e.at < minionAddressesMsMax) return e.grains;
+  const g = grainsOf(id);
+  addressCache.delete(id);
+  if (!g) return undefined;
+  const grains = { ipv4: g.ipv4, ipv6: g.ipv6 };
+  if (addressCache.size >= minionAddressesEntriesMax) addressCache.delete(addressCache.keys().next().value!);
+  addressCache.set(id, { at: nowMs, grains });
+  return grains;
+}
+
 /**
  * A publish's matched minions this master does not see connected (`not_connected`, src/workers/req-handler/publish.ts),
  * with `brine_presence: connections`; undefined when it cannot tell (`heard`, or nobody connected to the publish
  * port at all). The addresses come from the board (`boardPeers`): a snapshot that sees every matched minion
  * connected answers for publishPeersStaleMsMax, any other for publishPeersFreshMsMax.
  */
-export function notConnectedAtPublish(cfg: MasterConfig, store: Store, board: PublishPeersBoard, minions: readonly string[], grainsOf: (id: string) => Record<string, unknown> | undefined, nowMs: number): string[] | undefined {
+export function notConnectedAtPublish(cfg: MasterConfig, store: Store, board: PublishPeersBoard, minions: readonly string[], dataGrainsOf: (id: string) => Record<string, unknown> | undefined, nowMs: number): string[] | undefined {
   if (presenceMode(cfg) !== "connections") return undefined;
+  const grainsOf = (id: string) => addressGrains(id, dataGrainsOf, nowMs);
   let judged: { addrs: ReadonlySet<string>; present: string[] } | undefined;
   const presentWith = (addrs: ReadonlySet<string>): string[] => {
     if (judged?.addrs !== addrs) judged = { addrs, present: clusterPresent(cfg, store, minions, grainsOf, nowMs, addrs) };
