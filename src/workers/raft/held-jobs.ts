@@ -58,6 +58,8 @@ export class HeldJobsService {
     private readonly timeoutMs: number,
     private readonly self: string,
     private readonly ownership: (ring: string) => ShedOwnership,
+    /** whether the peer channel has a session with `peer` now: one without is not asked (its answer would only time out) */
+    private readonly up: (peer: string) => boolean = () => true,
   ) {
     this.offs = [channel.on(JOBS_HELD_CHANNEL, (m) => this.serve(m)), channel.on(SHED_CHANNEL, (m) => this.serveShed(m))];
   }
@@ -82,6 +84,7 @@ export class HeldJobsService {
     const payload = Uint8Array.from(cbor.encode(a));
     const answers = await Promise.all(
       peers.map(async (p): Promise<[string, ShedResult]> => {
+        if (!this.up(p)) return [p, { status: "error", ring: a.ring, dropped: 0, kept: 0, subbanks_dropped: 0, dry_run: a.dryRun, error: "down (no peer session)" }];
         try {
           return [p, cbor.decode(await this.channel.request(p, SHED_CHANNEL, payload, this.timeoutMs)) as ShedResult];
         } catch (e) {
@@ -105,6 +108,7 @@ export class HeldJobsService {
     const payload = Uint8Array.from(cbor.encode({ max: Math.min(max, heldJidsMax) }));
     const answers = await Promise.all(
       peers.map(async (p): Promise<[string, HeldJobsAnswer]> => {
+        if (!this.up(p)) return [p, { error: "down (no peer session)" }];
         try {
           const r = cbor.decode(await this.channel.request(p, JOBS_HELD_CHANNEL, payload, this.timeoutMs)) as HeldJobs;
           if (!Array.isArray(r?.jids) || !r.jids.every((j) => typeof j === "string")) return [p, { error: "malformed answer" }];

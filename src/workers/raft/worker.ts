@@ -125,7 +125,7 @@ async function startup(): Promise<GroupManager> {
       const st = m.ringState(ring);
       return shedOwnership({ ring, self: init.nodeId, record: st.record, members: st.members ?? "self", owners: (key) => reader.replicas(key, st.replicas ?? 1, ring), tableReady: (reader.view(ring)?.nodes.length ?? 0) > 0 });
     };
-    const held = (heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, heldJobsTimeoutMs, init.nodeId, ownership));
+    const held = (heldJobs = new HeldJobsService(init.jobStore, peerTransport ?? NO_CHANNEL, heldJobsTimeoutMs, init.nodeId, ownership, (peer) => peerTransport?.isUp(peer) ?? false));
     placement = new JobPlacement({
       store: () => held.open(),
       channel: peerTransport ?? NO_CHANNEL,
