@@ -11,7 +11,7 @@ import { MetricsBoard } from "../shared/metrics/board.js";
 import { families, forPerson } from "../shared/metrics/families.js";
 import { localPresent } from "../workers/req-handler/presence.js";
 import { readStateSyncStatus } from "../shared/state-sync-status.js";
-import type { RunnerContext, RunnerFn } from "./context.js";
+import { presenceGrainsOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { getLogger } from "../shared/log.js";
 
 const log = getLogger("brine.runners");
@@ -29,7 +29,7 @@ async function stats(ctx: RunnerContext): Promise<Record<string, unknown>> {
   if (!ctx.metrics) throw new Error("this master handed the runner no metrics board");
   const board = new MetricsBoard(ctx.metrics).read();
   const accepted = ctx.keys.list("accepted");
-  const connected = localPresent(ctx.cfg, ctx.minions.store, accepted, (id) => ctx.minions.get(id)?.grains as Record<string, unknown> | undefined).length;
+  const connected = localPresent(ctx.cfg, ctx.minions.store, accepted, await presenceGrainsOf(ctx, accepted)).length;
   const raft = ctx.cluster ? await ctx.cluster.raft.status() : undefined;
   const ss = ctx.cluster ? readStateSyncStatus(ctx.cfg.cachedir) : undefined;
   const out = forPerson(

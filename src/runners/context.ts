@@ -9,8 +9,7 @@ import type { KeyStore } from "../lib/pki/key-store.js";
 import type { RingReader } from "../shared/sab-ring/reader.js";
 import type { MessagePort } from "node:worker_threads";
 import type { RaftClient } from "../workers/raft/client.js";
-import { checkMinions } from "../lib/targeting/check-minions.js";
-import { clusterCheckMinions, type ClusterMinions } from "../lib/targeting/cluster.js";
+import { clusterCheckMinions, PlacedAddresses, type ClusterMinions } from "../lib/targeting/cluster.js";
 import { dataTypeOf } from "../shared/minion-placement.js";
 import { getLogger } from "../shared/log.js";
 
@@ -75,11 +74,6 @@ export function argOf(arg: unknown[], kwarg: Record<string, unknown>, index: num
   return arg.length > index ? arg[index] : dflt;
 }
 
-/** Accepted minions a target selects, over the minion data cache (Salt's CkMinions.check_minions for runners). */
-export function targetIds(ctx: RunnerContext, tgt: unknown, tgtType: string, greedy = true): string[] {
-  return checkMinions(tgt, tgtType, { acceptedIds: ctx.keys.list("accepted"), minionData: (id) => ctx.minions.get(id), nodegroups: ctx.cfg.nodegroups ?? {}, greedy }).minions;
-}
-
 /**
  * Clustered: the other masters' minion data through this runner's Raft worker, for the banks placed on a ring
  * (`grains`, `mine` routed: src/lib/targeting/cluster.ts); undefined on a single master.
@@ -90,7 +84,15 @@ export function clusterMinionsOf(ctx: RunnerContext): ClusterMinions | undefined
   return { ask: (q) => c.raft.minionQuery(q), placed: (bank) => c.ring.route(dataTypeOf(bank)) !== null, warn: (line) => log.warning(line) };
 }
 
-/** targetIds over the cluster's minion data: with `grains` placed on a ring, the data on other masters counts too. */
+/**
+ * The grains presence matches `ids`' connections against (manage.present and the like, brine.stats): this
+ * master's, and with `grains` placed on a ring the addresses of those whose data is on other masters.
+ */
+export function presenceGrainsOf(ctx: RunnerContext, ids: readonly string[]): Promise<(id: string) => Record<string, unknown> | undefined> {
+  return new PlacedAddresses((id) => ctx.minions.get(id)?.grains as Record<string, unknown> | undefined, () => clusterMinionsOf(ctx), Date.now).lookup(ids);
+}
+
+/** Accepted minions a target selects (Salt's CkMinions.check_minions for runners): with `grains` placed on a ring, the data on other masters counts too: with `grains` placed on a ring, the data on other masters counts too. */
 export async function clusterTargetIds(ctx: RunnerContext, tgt: unknown, tgtType: string, greedy = true): Promise<string[]> {
   const targets = { acceptedIds: ctx.keys.list("accepted"), minionData: (id: string) => ctx.minions.get(id), nodegroups: ctx.cfg.nodegroups ?? {}, greedy };
   return (await clusterCheckMinions(tgt, tgtType, targets, {}, clusterMinionsOf(ctx))).minions;

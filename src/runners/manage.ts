@@ -4,7 +4,7 @@
  * their not_* forms: no job is sent).
  */
 import os from "node:os";
-import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
+import { argOf, presenceGrainsOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { clusterPresent, peerAddresses, presenceMode } from "../workers/req-handler/presence.js";
 import { SALT_VERSION_SPOKEN } from "../lib/client/version.js";
 
@@ -23,8 +23,9 @@ async function ping(ctx: RunnerContext, timeoutS: number): Promise<{ up: string[
 const timeoutOf = (ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>) => Number(argOf(arg, kwarg, 0, "timeout", ctx.cfg.timeout));
 
 /** Minions connected to this master or, clustered, to any master (presence.ts; no job is sent). */
-function present(ctx: RunnerContext): string[] {
-  return clusterPresent(ctx.cfg, ctx.minions.store, ctx.keys.list("accepted"), (id) => ctx.minions.get(id)?.grains as Record<string, unknown> | undefined);
+async function present(ctx: RunnerContext): Promise<string[]> {
+  const accepted = ctx.keys.list("accepted");
+  return clusterPresent(ctx.cfg, ctx.minions.store, accepted, await presenceGrainsOf(ctx, accepted));
 }
 
 /** Salt's `subset`: a list of ids, or a comma-separated string of them; undefined: every minion. */
@@ -57,27 +58,28 @@ function publishPeers(port: number): Set<string> {
  * ipv4 (then ipv6) grain among the publish port's peers (Salt's answer); otherwise (`heard`, or through a
  * balancer) the minion's first non-loopback ipv4 grain.
  */
-function addressOf(ctx: RunnerContext, id: string, peers: Set<string> | undefined): string {
-  const g = (ctx.minions.get(id)?.grains ?? {}) as Record<string, unknown>;
+function addressOf(grainsOf: (id: string) => Record<string, unknown> | undefined, id: string, peers: Set<string> | undefined): string {
+  const g = grainsOf(id) ?? {};
   const ips = [...(Array.isArray(g.ipv4) ? g.ipv4 : []), ...(Array.isArray(g.ipv6) ? g.ipv6 : [])].filter((x): x is string => typeof x === "string");
   return (peers && ips.find((ip) => peers.has(ip))) ?? ips.find((ip) => ip !== "127.0.0.1" && ip !== "::1") ?? ips[0] ?? "";
 }
 
 /** list_state(subset, show_ip): present minions, sorted; with show_ip a {id: address} map. */
-function listState(ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>): string[] | Record<string, string> {
+async function listState(ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>): Promise<string[] | Record<string, string>> {
   const subset = subsetOf(arg, kwarg);
-  const ids = present(ctx)
+  const ids = (await present(ctx))
     .filter((id) => !subset || subset.has(id))
     .sort();
   if (!showIpOf(arg, kwarg)) return ids;
   const peers = presenceMode(ctx.cfg) === "connections" ? publishPeers(ctx.cfg.publish_port) : undefined;
-  return Object.fromEntries(ids.map((id) => [id, addressOf(ctx, id, peers)]));
+  const grainsOf = await presenceGrainsOf(ctx, ids);
+  return Object.fromEntries(ids.map((id) => [id, addressOf(grainsOf, id, peers)]));
 }
 
 /** list_not_state(subset): accepted minions that are not present (in key order). */
-function listNotState(ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>): string[] {
+async function listNotState(ctx: RunnerContext, arg: unknown[], kwarg: Record<string, unknown>): Promise<string[]> {
   const subset = subsetOf(arg, kwarg);
-  const p = new Set(present(ctx));
+  const p = new Set(await present(ctx));
   return ctx.keys.list("accepted").filter((m) => !p.has(m) && (!subset || subset.has(m)));
 }
 

@@ -3,19 +3,24 @@
  * pillar compiler (src/lib/pillar/) from the minion's cached grains, as Salt's runners compile them.
  */
 import { PillarCompiler } from "../lib/pillar/compile.js";
-import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
+import { argOf, clusterMinionsOf, type RunnerContext, type RunnerFn } from "./context.js";
+import { clusterIds, clusterRecords } from "../lib/targeting/cluster.js";
 
 /** Salt's get_minion_data: the cached grains of `minion` (null when none), or of the first cached minion when none is named. */
-function minionData(ctx: RunnerContext, minion: string | null): { id: string | null; grains: Record<string, unknown> | null } {
+async function minionData(ctx: RunnerContext, minion: string | null): Promise<{ id: string | null; grains: Record<string, unknown> | null }> {
+  // with grains placed on a ring, a minion's data may be on other masters only (src/lib/targeting/cluster.ts)
+  const cluster = clusterMinionsOf(ctx);
   if (minion !== null) {
-    const g = ctx.minions.get(minion)?.grains;
+    const g = (await clusterRecords("data", [minion], (id) => ctx.minions.get(id) as Record<string, unknown> | undefined, cluster)).get(minion)?.grains;
     return { id: minion, grains: g && typeof g === "object" ? { ...(g as Record<string, unknown>) } : null };
   }
   for (const id of ctx.minions.store.minionData.getKeys()) {
     const g = ctx.minions.get(String(id))?.grains;
     if (g && typeof g === "object") return { id: null, grains: { ...(g as Record<string, unknown>) } };
   }
-  return { id: null, grains: null };
+  const first = (await clusterIds("data", () => [], cluster))[0];
+  const g = first === undefined ? undefined : (await clusterRecords("data", [first], () => undefined, cluster)).get(first)?.grains;
+  return { id: null, grains: g && typeof g === "object" ? { ...(g as Record<string, unknown>) } : null };
 }
 
 /**
@@ -26,7 +31,7 @@ const showPillar: RunnerFn = async (ctx, arg, kwarg) => {
   const minion = String(argOf(arg, kwarg, 0, "minion", "*"));
   let saltenv = "base";
   let pillarenv: string | null = null;
-  const grains = minionData(ctx, minion).grains ?? { fqdn: minion };
+  const grains = (await minionData(ctx, minion)).grains ?? { fqdn: minion };
   for (const [k, v] of Object.entries(kwarg)) {
     if (k === "minion") continue;
     if (k === "saltenv") saltenv = String(v);
@@ -40,7 +45,7 @@ const showPillar: RunnerFn = async (ctx, arg, kwarg) => {
 const showTop: RunnerFn = async (ctx, arg, kwarg) => {
   const named = argOf(arg, kwarg, 0, "minion", null);
   const saltenv = String(argOf(arg, kwarg, 1, "saltenv", "base"));
-  const { id, grains } = minionData(ctx, named === null || named === undefined || named === "" ? null : String(named));
+  const { id, grains } = await minionData(ctx, named === null || named === undefined || named === "" ? null : String(named));
   const { top, errors } = await new PillarCompiler(ctx.cfg).top({ id: id ?? String(grains?.id ?? ""), grains: grains ?? {}, saltenv });
   if (errors.length) {
     ctx.print(errors.join("\n"));

@@ -1,36 +1,32 @@
 /**
- * Presence under grains placement (src/workers/req-handler/placed-addresses.ts): the addresses of minions whose
+ * Presence under grains placement (PlacedAddresses, src/lib/targeting/cluster.ts): the addresses of minions whose
  * data lives on other masters are asked once (only ipv4/ipv6 travel) and kept ten seconds, so a master can still
  * match the connections of minions it holds no grains for.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PlacedAddresses, addressesKeepMs } from "../../src/workers/req-handler/placed-addresses.js";
-import type { MasterContext } from "../../src/workers/req-handler/context.js";
+import { PlacedAddresses, addressesKeepMs, type ClusterMinions } from "../../src/lib/targeting/cluster.js";
 import type { MinionQuery } from "../../src/shared/minion-placement.js";
 import { addressesOnly } from "../../src/shared/minion-placement.js";
 
-function fakeCtx(placed: boolean) {
+function fake(placed: boolean) {
   let now = 0;
   const asked: MinionQuery[] = [];
-  const ctx = {
-    now: () => now,
-    minionCache: { get: (id: string) => (id === "here" ? { grains: { ipv4: ["10.0.0.1"] } } : undefined) },
-    clusterMinions: {
-      placed: () => placed,
-      warn: () => undefined,
-      ask: async (q: MinionQuery) => {
-        asked.push(q);
-        return { records: [{ k: "data", id: "there", t: 1, o: "m2", v: { grains: { ipv4: ["10.0.0.2"] } } }], unreachable: {} };
-      },
+  const cluster: ClusterMinions = {
+    placed: () => placed,
+    warn: () => undefined,
+    ask: async (q: MinionQuery) => {
+      asked.push(q);
+      return { records: [{ k: "data", id: "there", t: 1, o: "m2", v: { grains: { ipv4: ["10.0.0.2"] } } }], unreachable: {} };
     },
-  } as unknown as MasterContext;
-  return { ctx, asked, tick: (ms: number) => (now += ms) };
+  };
+  const local = (id: string) => (id === "here" ? { ipv4: ["10.0.0.1"] } : undefined);
+  return { pa: new PlacedAddresses(local, () => cluster, () => now), asked, tick: (ms: number) => (now += ms) };
 }
 
 test("the addresses of minions held on other masters are asked once for all, only ipv4/ipv6, and kept ten seconds", async () => {
-  const f = fakeCtx(true);
-  const pa = new PlacedAddresses(f.ctx);
+  const f = fake(true);
+  const pa = f.pa;
   const g = await pa.lookup(["here", "there", "nowhere"]);
   assert.deepEqual([g("here"), g("there"), g("nowhere")], [{ ipv4: ["10.0.0.1"] }, { ipv4: ["10.0.0.2"] }, undefined]);
   assert.deepEqual(f.asked, [{ op: "records", bank: "data", ids: ["there", "nowhere"], addrs: true }]);
@@ -43,8 +39,8 @@ test("the addresses of minions held on other masters are asked once for all, onl
 });
 
 test("with grains not placed, presence reads this master's grains and asks nobody", async () => {
-  const f = fakeCtx(false);
-  const g = await new PlacedAddresses(f.ctx).lookup(["here", "there"]);
+  const f = fake(false);
+  const g = await f.pa.lookup(["here", "there"]);
   assert.deepEqual([g("here"), g("there")], [{ ipv4: ["10.0.0.1"] }, undefined]);
   assert.deepEqual(f.asked, []);
 });

@@ -85,3 +85,42 @@ function unreachable(cluster: ClusterMinions, what: string, a: MinionAnswer): vo
   const down = Object.entries(a.unreachable ?? {});
   if (down.length > 0) cluster.warn(`${what}: ${down.length} master(s) could not be asked, answered from the others: ${down.map(([n, why]) => `${n} (${why})`).join(", ")}`);
 }
+
+/** how long a PlacedAddresses keeps the addresses it was told, ms */
+export const addressesKeepMs = 10_000;
+/** ids a PlacedAddresses keeps addresses of at most (the whole table is dropped past it), count */
+export const addressesKeptMax = 200_000;
+
+type Grains = Record<string, unknown> | undefined;
+
+/**
+ * The grains presence matches connections against (`ipv4`, `ipv6`: presence.ts, `brine_presence: connections`)
+ * while `grains` is placed on a ring: a master holds the data of the minions it owns, but minions connected to it
+ * may be any. The addresses of the ids it holds no data for are asked of the other masters in one question (only
+ * those two grains travel: addressesOnly) and kept addressesKeepMs, so a request thread's presence pass and a
+ * publish's "[Not connected]" look-up cost at most one question per ten seconds, not one per minion.
+ */
+export class PlacedAddresses {
+  private kept = new Map<string, { g: Grains; at: number }>();
+
+  constructor(
+    private readonly local: (id: string) => Grains,
+    private readonly cluster: () => ClusterMinions | undefined,
+    private readonly now: () => number,
+  ) {}
+
+  /** A look-up of the grains of `ids` that presence may use: this master's data, else the cluster's addresses. */
+  async lookup(ids: readonly string[]): Promise<(id: string) => Grains> {
+    const local = this.local;
+    const cluster = this.cluster();
+    if (!cluster || !cluster.placed("data")) return local;
+    const now = this.now();
+    const ask = ids.filter((id) => local(id) === undefined && !(now - (this.kept.get(id)?.at ?? -Infinity) < addressesKeepMs));
+    if (ask.length > 0) {
+      const got = await clusterRecords("data", ask, () => undefined, cluster, true);
+      if (this.kept.size + ask.length > addressesKeptMax) this.kept = new Map();
+      for (const id of ask) this.kept.set(id, { g: got.get(id)?.grains as Grains, at: now });
+    }
+    return (id) => local(id) ?? this.kept.get(id)?.g;
+  }
+}

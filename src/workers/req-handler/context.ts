@@ -38,8 +38,7 @@ import { RingReader, type GateVerdict } from "../../shared/sab-ring/reader.js";
 import { ClusterJobReader } from "../../shared/cluster-job-reads.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { dataTypeOf } from "../../shared/minion-placement.js";
-import type { ClusterMinions } from "../../lib/targeting/cluster.js";
-import { PlacedAddresses } from "./placed-addresses.js";
+import { PlacedAddresses, type ClusterMinions } from "../../lib/targeting/cluster.js";
 import { MasterPubSigner } from "../../lib/pki/master-sign.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
@@ -135,8 +134,8 @@ export class MasterContext {
    * on a ring (src/lib/targeting/cluster.ts; asked through the main thread's Raft worker).
    */
   readonly clusterMinions: ClusterMinions | undefined;
-  /** the grains presence matches connections against, the cluster's while `grains` is placed (placed-addresses.ts) */
-  readonly addresses = new PlacedAddresses(this);
+  /** the grains presence matches connections against, the cluster's while `grains` is placed (src/lib/targeting/cluster.ts) */
+  readonly addresses = new PlacedAddresses((id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined, () => this.clusterMinions, () => this.now());
   readonly masterPriv: KeyObject;
   readonly masterPubClean: string;
   /** `pub_sig` of accepted sign-ins, with `master_sign_pubkey` (pki/master-sign.ts) */
@@ -296,7 +295,7 @@ export class MasterContext {
 
   /**
    * The grains presence matches `ids`' connections against: this master's, and with `grains` placed on a ring the
-   * addresses of those whose data is on other masters (placed-addresses.ts); `connections` false: none needed.
+   * addresses of those whose data is on other masters (PlacedAddresses); `connections` false: none needed.
    */
   async presenceGrains(ids: readonly string[], connections = presenceMode(this.cfg) === "connections"): Promise<(id: string) => Record<string, unknown> | undefined> {
     return connections ? this.addresses.lookup(ids) : (id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined;
