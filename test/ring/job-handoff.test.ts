@@ -251,6 +251,11 @@ test("a cluster-wide list over max jobs keeps the newest max, reads only the pag
     const lists = c.requests.get("list") ?? 0;
     assert.ok(lists >= 2 && lists <= 4, `only the first pages were asked for: ${lists} list requests`);
 
+    // this master's own list is read in pages by count (nothing to send): the newest first, a cursor when more are left
+    const own = c.svc.get("m2")!.localList(undefined, Infinity, 5);
+    assert.deepEqual(own.jobs.map((j) => j[0]), jids.filter((_, i) => i % 3 !== 2).slice(-5));
+    assert.equal(own.next, own.jobs[0]![0]);
+
     // exactly as many jobs as the bound: all of them, not cut
     const exact = await c.svc.get("m1")!.clusterList(90);
     assert.equal(exact.jobs.length, 90);

@@ -57,6 +57,8 @@ export const handoffRequestBytesMax = 4 * 1024 * 1024;
 export const tableTtlMs = 10_000;
 /** one page of a master's `list` answer at most (newest jobs first; the asker pages on), bytes */
 export const listPageBytesMax = 4 * 1024 * 1024;
+/** one page of this master's own list in a cluster-wide list (read in place, never sent), jobs */
+export const localPageJobsMax = 1_000;
 /** job-cache keys one round looks at when the ring's table changed (rebalancing), count */
 export const rebalanceRoundKeysMax = 5_000;
 
@@ -373,7 +375,7 @@ export class JobPlacement {
    * `pageBytes`, answered oldest first, with `next` (the cursor of the following page) when jobs are left.
    * A page holds at least one job, so paging always advances.
    */
-  localList(before?: string, pageBytes = Infinity): { jobs: ListedJob[]; next?: string } {
+  localList(before?: string, pageBytes = Infinity, pageJobs = Infinity): { jobs: ListedJob[]; next?: string } {
     const s = this.d.store();
     const jobs: ListedJob[] = [];
     let bytes = 0;
@@ -383,6 +385,10 @@ export class JobPlacement {
       const m = s.minions.get(key);
       const e = s.endtimes.get(key);
       const job: ListedJob = [key, value, Array.isArray(m) ? m : null, typeof e === "string" ? e : null];
+      if (jobs.length >= pageJobs) {
+        next = jobs[jobs.length - 1]![0];
+        break;
+      }
       if (pageBytes !== Infinity) {
         bytes += (cbor.encode(job) as Uint8Array).byteLength;
         if (bytes > pageBytes && jobs.length > 0) {
@@ -431,7 +437,6 @@ export class JobPlacement {
   async clusterList(max = Infinity): Promise<ClusterJobList> {
     const unreachable: Record<string, string> = {};
     const peers = this.d.peers();
-    const pageBytes = this.d.listPageBytes ?? listPageBytesMax;
     const merge = new NewestJobs(peers.length + 1, max);
     const cursor: (string | undefined)[] = [];
     for (const [i, p] of peers.entries()) {
@@ -443,7 +448,8 @@ export class JobPlacement {
       await Promise.all(
         merge.wanting().map(async (i) => {
           try {
-            const page = i === 0 ? this.localList(cursor[i], pageBytes) : await this.peerPage(peers[i - 1]!, cursor[i]);
+            // this master's own pages by count (nothing crosses a channel: no encoding to measure them)
+            const page = i === 0 ? this.localList(cursor[i], Infinity, localPageJobsMax) : await this.peerPage(peers[i - 1]!, cursor[i]);
             cursor[i] = page.next;
             merge.feed(i, page.jobs, page.next !== undefined);
           } catch (e) {
