@@ -146,7 +146,7 @@ test("placement_check: each jid against its owners; extra holders and missing ow
 
   const clean = placementReport({ ring: "jobs", replicas: 1, members: "self", route: null, expected: () => ["m1"], held: { m1: { jids: ["j1"], truncated: false } } });
   assert.deepEqual([clean.ok, clean.violations, clean.unreachable], [true, [], {}]);
-  assert.match(clean.note!, /^jobs are routed to no ring \(broadcast\), not to jobs/);
+  assert.match(clean.note!, /^jobs is routed to no ring \(broadcast\), not to jobs/);
 
   const partial = placementReport({ ring: "jobs", replicas: 1, members: "self", route: "jobs", expected: () => ["m1", "m2"], held: { m1: { jids: ["j1"], truncated: true }, m2: { error: "CLUSTER_PEER_TIMEOUT" } } });
   assert.equal(partial.ok, false, "a master that did not answer leaves the check open");
