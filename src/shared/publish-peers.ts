@@ -9,9 +9,10 @@
  *   addresses and finds no usable snapshot (`snapshotVerdict`) reads the kernel's tables itself and, when it wins
  *   the board's writer lock, stores what it read with the time; other threads use that until it is too old. At
  *   most one read per `publishPeersFreshMsMax` per process while publishes come (none while none come: no timer).
- * - **Live** (a transport that knows its connections, such as a ZMTP transport of brine's own): the main thread
- *   feeds each connection's remote address as it comes and goes (`LivePublishPeers`); the board is then always
- *   current and no thread reads /proc. `LivePublishPeers.close()` (the transport stops) hands back to snapshots.
+ * - **Live** (a transport that knows its connections, such as brine's own ZMTP transport): the main thread
+ *   feeds each connection's remote address as it comes and goes (`LivePublishPeers.connected`/`disconnected`), or
+ *   the transport's whole list (`setAll`, what main.ts does with `brine_minion_transport: native`, once a second);
+ *   no thread reads /proc then. `LivePublishPeers.close()` (the transport stops) hands back to snapshots.
  *
  * What staleness a snapshot may have, and why it changes no answer Salt's users see (`snapshotVerdict`): Salt's
  * master computes no connected set for a publish; its CLI asks once, when its wait ends, and brine's CLI does
@@ -166,6 +167,8 @@ export class LivePublishPeers {
   private readonly counts = new Map<string, number>();
   private pending: NodeJS.Immediate | undefined;
   private closed = false;
+  /** the board holds this feed's addresses (at least one write went through) */
+  private written = false;
 
   constructor(
     private readonly board: PublishPeersBoard,
@@ -190,6 +193,22 @@ export class LivePublishPeers {
     this.schedule();
   }
 
+  /**
+   * Every connection's remote address at once (a transport that lists its connections rather than telling each
+   * one: the caller polls it); written only when the set differs from the last one.
+   */
+  setAll(remoteAddresses: Iterable<string>): void {
+    const counts = new Map<string, number>();
+    for (const r of remoteAddresses) {
+      const a = plainAddress(r);
+      counts.set(a, (counts.get(a) ?? 0) + 1);
+    }
+    const same = counts.size === this.counts.size && [...counts.keys()].every((a) => this.counts.has(a));
+    this.counts.clear();
+    for (const [a, n] of counts) this.counts.set(a, n);
+    if (!same || !this.written) this.schedule();
+  }
+
   /** the addresses connected now */
   addresses(): string[] {
     return [...this.counts.keys()];
@@ -207,6 +226,7 @@ export class LivePublishPeers {
       if (!this.board.tryLock(this.now())) return this.schedule();
       try {
         if (!this.board.writeLive(this.closed ? undefined : this.counts.keys(), this.now())) this.tooMany(this.counts.size);
+        this.written = true;
       } finally {
         this.board.unlock();
       }

@@ -150,6 +150,16 @@ test("a transport's live feed: counted per address, written once per turn, never
   await tick();
   await tick();
   assert.deepEqual([...reader.view().addrs!].sort(), ["10.0.0.8", "2001:db8::9"]);
+  // a transport that lists its connections: the whole list at once, written only when the set changed
+  live.setAll(["10.0.0.8", "::ffff:10.0.0.8", "2001:db8::9"]);
+  await tick();
+  const before = reader.view();
+  live.setAll(["2001:db8::9", "10.0.0.8"]);
+  await tick();
+  assert.equal(reader.view(), before, "same set: the board is not written again");
+  live.setAll(["10.0.0.8"]);
+  await tick();
+  assert.deepEqual([...reader.view().addrs!], ["10.0.0.8"]);
   live.close();
   await tick();
   v = reader.view();
