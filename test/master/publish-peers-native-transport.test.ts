@@ -3,7 +3,7 @@
  * the master itself: main.ts copies their addresses to the request threads' board once a second (live), so no
  * request thread reads /proc/net/tcp, and a publish still names the matched minion that is not connected.
  */
-import { test, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
@@ -11,17 +11,19 @@ import { runCli, writeConfigDir } from "../helpers/cli.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-let tm: TestMaster | undefined;
-const minions: TestMinion[] = [];
-after(async () => {
-  for (const m of minions) await m.stop().catch(() => undefined);
-  await tm?.stop().catch(() => undefined);
+test("the native transport feeds its subscribers' addresses to the board, and a publish names the minion that left", { timeout: 90_000 }, async () => {
+  const tm = await startTestMaster({ auto_accept: true, worker_threads: 2, brine_minion_transport: "native" });
+  const minions: TestMinion[] = [];
+  try {
+    await nativeTransportCase(tm, minions);
+  } finally {
+    for (const m of minions) await m.stop().catch(() => undefined);
+    await tm.stop().catch(() => undefined);
+  }
 });
 
-test("the native transport feeds its subscribers' addresses to the board, and a publish names the minion that left", { timeout: 90_000 }, async () => {
-  tm = await startTestMaster({ auto_accept: true, worker_threads: 2, brine_minion_transport: "native" });
+async function nativeTransportCase(tm: TestMaster, minions: TestMinion[]): Promise<void> {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const [k1, k2] = await testKeys(2);
   const here = fastMinion(tm, "nt-here", k1!, { sourceIp: "127.0.0.91", grains: { id: "nt-here", ipv4: ["127.0.0.91"] } });
   const gone = fastMinion(tm, "nt-gone", k2!, { sourceIp: "127.0.0.92", grains: { id: "nt-gone", ipv4: ["127.0.0.92"] } });
@@ -50,4 +52,4 @@ test("the native transport feeds its subscribers' addresses to the board, and a 
   } finally {
     bus.close();
   }
-});
+}
