@@ -127,7 +127,7 @@ export function removalLosesData(node: string, rings: readonly PlacedRing[]): st
     if (r.voters.length === 1) {
       return `${node} is the only voter of ring ${r.ring}, which ${r.dataType} are routed to: ${loses}. Route ${r.dataType} back to every master first (cluster.route_clear ${r.dataType}, then cluster.collect_from_peers on the others), or pass force=True to remove it anyway`;
     }
-    return `${node} is a voter of ring ${r.ring}, where each key of ${r.dataType} has one owner (members: ${r.members}, replicas: ${r.replicas}): ${loses}. Give each key a second copy first (cluster.ring_set ${r.ring} replicas=2), wait until cluster.placement_check ${r.ring} is ok, then remove it; or pass force=True to remove it anyway`;
+    return `${node} is a voter of ring ${r.ring}, where each key of ${r.dataType} has one owner (members: ${r.members}, replicas: ${r.replicas}): ${loses}. Give each key a second copy first (cluster.ring_set ${r.ring} replicas=2), wait until cluster.placement_check ${r.ring}${r.dataType === "jobs" ? "" : ` data_type=${r.dataType}`} is ok, then remove it; or pass force=True to remove it anyway`;
   }
   return undefined;
 }

@@ -178,6 +178,7 @@ test("remove_member refuses to take away a master holding the only copies of pla
     ["not a voter of the ring", "m4", [ring("voters", 1, ["m1", "m2", "m3"])], undefined],
     ["a route of a data type brine does not place", "m3", [ring("voters", 1, ["m1", "m2", "m3"], "events")], undefined],
     ["no placed ring", "m3", [], undefined],
+    ["mine with one copy per minion", "m3", [ring("voters", 1, ["m1", "m2", "m3"], "mine")], /each key of mine has one owner.*cluster\.placement_check jobs data_type=mine is ok/],
   ];
   for (const [what, node, rings, refused] of cases) {
     const why = removalLosesData(node, rings);
