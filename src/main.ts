@@ -305,6 +305,7 @@ export class MasterServer {
     if (this.stopping) return;
     this.stopping = true;
     log.info("master shutting down");
+    await this.cluster?.handOff();
     this.readiness?.stop();
     this.maintenance?.stop();
     await this.gitSchedule?.stop();

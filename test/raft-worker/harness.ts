@@ -145,6 +145,12 @@ export class TestCluster {
     }, tickMs);
   }
 
+  /** No more ticks from startTicking (a test then ticks by hand, or shows that something needs no tick). */
+  stopTicking(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     for (const n of this.nodes.values()) if (n.up) await n.manager.close();

@@ -599,6 +599,15 @@ export class ClusterService {
 
   // ------------------------------------------------------------------ stop
 
+  /**
+   * The master is stopping: Raft leadership goes to another master first (the worker bounds the wait by an
+   * election timeout), so the cluster does not wait out an election timeout while this one drains.
+   */
+  async handOff(): Promise<void> {
+    if (this.stopped) return;
+    await this.node.raft.handOff().catch((e: Error) => log.warning(`leadership hand-off before stopping failed: ${e.message}`));
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;

@@ -165,7 +165,13 @@ export type ToRaft =
   | { k: "leaderProgress"; id: number }
   /** serve this protocol on `port` too (a runner thread's end of a MessageChannel; transferred) */
   | { k: "connect"; port: MessagePort }
-  /** stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */
+  /**
+   * the master is stopping: hand the leadership of every group led here to its best successor, resolving
+   * when they took it or after one election timeout (close does it too; calling it first lets the cluster
+   * move on while the master drains)
+   */
+  | { k: "handOff"; id: number }
+  /** hands leadership off (as handOff), stops ticking, fails every waiting request with RAFT_STOPPED, closes LMDB, releases the ring buffer */
   | { k: "close"; id: number };
 
 /** The worker's answer to a call: its value, or the error with its catalogue code and exact text. */
@@ -190,5 +196,6 @@ export interface RaftAnswers {
   minionQuery: MinionAnswer;
   shedPeers: Record<string, ShedResult>;
   leaderProgress: LeaderView;
+  handOff: void;
   close: void;
 }

@@ -139,6 +139,10 @@ export class RaftClient {
   join(): Promise<boolean> {
     return this.call({ k: "join" });
   }
+  /** See ToRaft "handOff": before a graceful stop. */
+  handOff(): Promise<void> {
+    return this.call({ k: "handOff" });
+  }
   close(): Promise<void> {
     return this.call({ k: "close" });
   }

@@ -299,10 +299,12 @@ export class Group {
     this.node.step(m);
   }
 
-  /** The transport's report on a peer's session; only a leader acts on it (probe vs pipeline). */
+  /**
+   * The transport's report on a peer's session, for the core to weigh: a leader probes an unreachable
+   * follower instead of pipelining to it; a follower that lost its leader's session campaigns early.
+   */
   peerReachable(nodeId: string, reachable: boolean): void {
     const r = this.node.raft;
-    if (r.role !== "leader") return;
     let id: number;
     try {
       id = raftIdOf(nodeId);

@@ -42,7 +42,7 @@ import { validateNodeList } from "../../shared/cluster-names.js";
 import { clusterLimits } from "../../shared/cluster-limits.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { RingTarget } from "../../shared/sab-ring/writer.js";
-import { sendableBeforePersist, type Message, type Ready } from "./core/types.js";
+import { NONE, sendableBeforePersist, type Message, type Ready } from "./core/types.js";
 import type { MembershipChange, NodeStatus, ProposeResult, ReadOptions, ReadQuery, ReadResult } from "./api.js";
 import type { GroupMeta, GroupWrite, RaftBackend } from "./backend.js";
 import { Group } from "./group.js";
@@ -228,6 +228,32 @@ export class GroupManager {
     if (this.reconcileRingGroups()) await this.idle();
     this.publishRing();
     if (this.fatal) throw this.fatal;
+  }
+
+  /**
+   * Before a graceful stop: every group this node leads together with other voters is asked to hand its
+   * leadership over (RawNode.handOffTarget picks the successor, the core's transfer sends it TimeoutNow once
+   * it holds the whole log), so the cluster does not wait an election timeout for a master that is leaving.
+   * Returns the groups asked; `leadsAny` says when they are done. The caller bounds the wait.
+   */
+  handOff(): string[] {
+    if (this.closed || this.fatal) return [];
+    const asked: string[] = [];
+    for (const g of this.groups.values()) {
+      const target = g.node.handOffTarget();
+      if (target === NONE) continue;
+      g.wake();
+      g.node.transferLeader(target);
+      asked.push(g.id);
+      log.info(`${g.id}: stopping; leadership handed to raft ${target} (${g.nodeName(target) ?? "unknown name"})`);
+    }
+    if (asked.length > 0) this.kick();
+    return asked;
+  }
+
+  /** Whether this node still leads any of `groups`. */
+  leadsAny(groups: readonly string[]): boolean {
+    return groups.some((id) => this.groups.get(id)?.node.role === "leader");
   }
 
   /** Stops: every waiting caller gets RAFT_STOPPED, the last commit finishes, the backend closes. */

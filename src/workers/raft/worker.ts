@@ -197,6 +197,23 @@ function stopTimer(): void {
   timer = undefined;
 }
 
+/**
+ * A graceful stop hands the leadership of the groups this master leads to their best successors first
+ * (GroupManager.handOff), and waits until they took it, at most one election timeout (the core abandons a
+ * transfer after that): the cluster then has a leader at once instead of after an election timeout.
+ */
+async function handOffLeadership(): Promise<void> {
+  const m = manager;
+  if (!m) return;
+  const groups = m.handOff();
+  const until = Date.now() + (limits.raft.electionTicksMin ?? 10) * limits.tickMs;
+  while (groups.length > 0 && m.leadsAny(groups) && Date.now() < until) await new Promise((r) => setTimeout(r, handOffPollMs));
+  if (m.leadsAny(groups)) log.warning(`stopping while still leading ${groups.filter((g) => m.leadsAny([g])).join(", ")}: the hand-off did not finish in time`);
+}
+
+/** how often a stopping master looks whether its hand-off is done, ms */
+const handOffPollMs = 5;
+
 /** A proposal to `group`: here when this master hosts it, else forwarded to one that does (ring-forward.ts). */
 function proposeAnywhere(m: GroupManager, group: string, entry: ClusterEntry): Promise<ProposeResult> {
   return forwarder?.forwards(group) ? forwarder.propose(group, entry) : m.propose(group, entry);
@@ -331,7 +348,11 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
     case "leaderProgress":
       await started;
       return leaderProgress!.view();
+    case "handOff":
+      await started;
+      return handOffLeadership();
     case "close":
+      await handOffLeadership();
       stopTimer();
       try {
         // the sockets first: libzmq must not outlive the thread, and no Raft message should go out mid-close

@@ -539,7 +539,25 @@ export class Raft {
         // The leader chose us; campaign at once, without pre-vote, bypassing the followers' lease.
         this.campaign("transfer");
         return;
+      case "MsgUnreachable":
+        if (m.from === this.lead) this.suspectLeader();
+        return;
     }
+  }
+
+  /**
+   * The transport lost its session to our leader (its connection dropped: a crashed leader's kernel closes
+   * it at once). A strong hint, not proof: stop honouring the leader's lease now and campaign in 1 + rank
+   * ticks instead of a whole election timeout, where rank is our place among the other voters by id, so
+   * survivors that all saw the drop start one tick apart and do not split the vote. Any word from the leader
+   * before then resets the timer as usual; and a campaign it did not stop is a pre-vote, which the voters
+   * still hearing from a healthy leader ignore (their lease holds), so a flapping link cannot depose it.
+   */
+  private suspectLeader(): void {
+    const others = [...this.prs.voters].filter((id) => id !== this.lead).sort((a, b) => a - b);
+    const rank = Math.max(0, others.indexOf(this.id));
+    this.electionElapsed = Math.max(this.electionElapsed, this.limits.electionTicksMin);
+    this.randomizedElectionTimeout = this.electionElapsed + 1 + rank;
   }
 
   /**

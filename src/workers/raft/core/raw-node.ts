@@ -113,8 +113,28 @@ export class RawNode {
   }
 
   /**
+   * Who should lead after us when this leader stops on purpose (a graceful shutdown hands leadership over
+   * before it closes): the other voter holding the most of the log, among those heard from in the current
+   * check-quorum window if any is; the lower id on a tie. NONE when this node does not lead or leads alone.
+   */
+  handOffTarget(): NodeId {
+    const r = this.raft;
+    if (r.role !== "leader") return NONE;
+    let best: { id: NodeId; active: boolean; match: number } | undefined;
+    for (const id of [...r.prs.voters].sort((a, b) => a - b)) {
+      const pr = r.prs.get(id);
+      if (id === r.id || !pr) continue;
+      const c = { id, active: pr.recentActive, match: pr.match };
+      if (!best || (c.active && !best.active) || (c.active === best.active && c.match > best.match)) best = c;
+    }
+    return best?.id ?? NONE;
+  }
+
+  /**
    * The transport could not reach `id` (etcd's ReportUnreachable): a leader stops pipelining to it and falls
-   * back to probing (one append per heartbeat answer), so a dead peer does not pile up appends.
+   * back to probing (one append per heartbeat answer), so a dead peer does not pile up appends. A follower
+   * told so about its own leader takes it as a hint that the leader died: it stops honouring the leader's
+   * lease and campaigns within a few ticks (Raft.suspectLeader).
    */
   reportUnreachable(id: NodeId): void {
     this.raft.step(newMessage("MsgUnreachable", id, this.raft.id, 0));
