@@ -21,7 +21,7 @@
  * Skips (with a note row) what cannot run here: no haproxy, ports taken.
  */
 import { fork } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,7 +33,7 @@ import { CLUSTER_RING } from "../src/shared/sab-ring/layout.js";
 import { startTestMaster, freePort, type TestMaster } from "../test/helpers/master.js";
 import { startBrineMaster } from "./swarm.js";
 import { rawLmdbCommitMs } from "./raft-worker.js";
-import { floor as commitFloor } from "./commit-floor.js";
+import { floorRun as commitFloorRun } from "./commit-floor.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import type { NodeStatus } from "../src/workers/raft/api.js";
 import type { LatencySummary } from "../src/shared/metrics/latency-window.js";
@@ -113,6 +113,67 @@ interface RaftRun {
   /** leader failovers, ms, sorted */
   failovers: number[];
   inWorker: LatencySummary | undefined;
+  /** per commit of the measured window: the leader's and the followers' (mean) CPU and fsyncs */
+  perCommit?: { leader: PerCommit; followers: PerCommit };
+}
+
+/** What one master spent per commit: µs on a CPU and waiting for one, its Raft thread's and all threads'. */
+interface PerCommit {
+  raftRunUs: number;
+  raftWaitUs: number;
+  processRunUs: number;
+  processWaitUs: number;
+  /** durable commits of the Raft worker (one fsync each) per proposal */
+  fsyncs: number;
+}
+
+/** A master's counters at one moment (see PerCommit). */
+interface SchedSample {
+  raft?: { runNs: number; waitNs: number };
+  process: { runNs: number; waitNs: number };
+  fsyncs: number;
+}
+
+/** Sum of /proc/<pid>/task/<tid>/schedstat over the threads of `pid` (ns on a CPU, ns waiting for one). */
+export function processSched(pid: number | "self" = "self"): { runNs: number; waitNs: number } {
+  let runNs = 0;
+  let waitNs = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const [run, wait] = readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ").map(Number);
+        runNs += run ?? 0;
+        waitNs += wait ?? 0;
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    // no /proc: zeros
+  }
+  return { runNs, waitNs };
+}
+
+async function schedOf(raft: Proposer): Promise<SchedSample> {
+  const st = await raft.status();
+  return { ...(st.thread ? { raft: st.thread } : {}), process: processSched(), fsyncs: st.commits };
+}
+
+/** (b - a) per commit, for `n` commits. */
+function perCommit(a: SchedSample, b: SchedSample, n: number): PerCommit {
+  const us = (x: number, y: number) => (y - x) / 1000 / n;
+  return {
+    raftRunUs: us(a.raft?.runNs ?? 0, b.raft?.runNs ?? 0),
+    raftWaitUs: us(a.raft?.waitNs ?? 0, b.raft?.waitNs ?? 0),
+    processRunUs: us(a.process.runNs, b.process.runNs),
+    processWaitUs: us(a.process.waitNs, b.process.waitNs),
+    fsyncs: (b.fsyncs - a.fsyncs) / n,
+  };
+}
+
+function meanOf(xs: PerCommit[]): PerCommit {
+  const m = (f: (p: PerCommit) => number) => xs.reduce((s, p) => s + f(p), 0) / xs.length;
+  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs) };
 }
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
@@ -126,18 +187,19 @@ interface Proposer {
 interface Measured {
   /** commit latencies timed by the caller on the leader's main thread, ms, sorted */
   commits: number[];
-  /** linearizable reads on the leader, ms, sorted */
-  reads: number[];
   /** the leader's Raft worker's own view of the last of those commits (proposal taken → result) */
   inWorker: LatencySummary | undefined;
 }
 
+/** Proposals made before the measured ones (the window of the CPU figures includes them: see raftRun). */
+const WARM_PROPOSALS = 20;
+
 /**
- * `n` sequential proposals, then `n` sequential linearizable reads, timed on the calling thread (ms, sorted).
- * Runs in the process of the master whose client it is: in a master process, on its main thread.
+ * `n` sequential proposals (after WARM_PROPOSALS), timed on the calling thread (ms, sorted). Runs in the
+ * process of the master whose client it is: in a master process, on its main thread.
  */
-async function timeCommitsAndReads(raft: Proposer, n: number): Promise<Measured> {
-  for (let i = 0; i < 20; i++) await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: "bench", ring_id: null } });
+async function timeCommits(raft: Proposer, n: number): Promise<Measured> {
+  for (let i = 0; i < WARM_PROPOSALS; i++) await raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: "bench", ring_id: null } });
   const commits: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = process.hrtime.bigint();
@@ -145,14 +207,18 @@ async function timeCommitsAndReads(raft: Proposer, n: number): Promise<Measured>
     commits.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   const inWorker = (await raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.commitLatency;
-  // one heartbeat round to a quorum, nothing written: the peer channel's round trip plus the pumps
+  return { commits: commits.sort((a, b) => a - b), inWorker };
+}
+
+/** `n` sequential linearizable reads (one heartbeat round to a quorum, nothing written), ms, sorted. */
+async function timeReads(raft: Proposer, n: number): Promise<number[]> {
   const reads: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = process.hrtime.bigint();
     await raft.read(CLUSTER_RING, "routing");
     reads.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  return { commits: commits.sort((a, b) => a - b), reads: reads.sort((a, b) => a - b), inWorker };
+  return reads.sort((a, b) => a - b);
 }
 
 /** One master of the Raft run, wherever it lives. */
@@ -161,6 +227,9 @@ interface RaftMember {
   /** the cluster group's leader as this master sees it */
   leader(): Promise<string | null>;
   measure(n: number): Promise<Measured>;
+  reads(n: number): Promise<number[]>;
+  /** this master's CPU and fsync counters now (SchedSample) */
+  sched(): Promise<SchedSample>;
   isolate(ids: string[]): Promise<void>;
   /**
    * Proposes every `everyMs` until one proposal commits in a term after `term` (a new leader's commit);
@@ -191,7 +260,9 @@ function memberOf(m: TestMaster): RaftMember {
   return {
     id: m.cfg.id,
     leader: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.leaderId ?? null,
-    measure: (n) => timeCommitsAndReads(m.server.clusterNode!.raft, n),
+    measure: (n) => timeCommits(m.server.clusterNode!.raft, n),
+    reads: (n) => timeReads(m.server.clusterNode!.raft, n),
+    sched: () => schedOf(m.server.clusterNode!.raft),
     isolate: async (ids) => m.server.clusterService!.isolate(ids),
     commitAfter: (term, everyMs) => commitAfter(m.server.clusterNode!.raft, term, everyMs),
     term: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.term ?? 0,
@@ -230,7 +301,7 @@ async function commitAfter(raft: Proposer, term: number, everyMs: number): Promi
 }
 
 /** Requests to a master process (the `--raft-master` mode of this file) and their answers. */
-type ChildOp = { op: "leader" } | { op: "term" } | { op: "measure"; n: number } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "stop" };
+type ChildOp = { op: "leader" } | { op: "term" } | { op: "measure"; n: number } | { op: "reads"; n: number } | { op: "sched" } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "stop" };
 type ChildCall = ChildOp & { seq: number };
 type ChildAnswer = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: string } | { ready: true } | { failed: string };
 
@@ -261,6 +332,8 @@ async function forkMember(id: string, cfg: Partial<MasterConfig>, root?: string)
     id,
     leader: () => call({ op: "leader" }),
     measure: (n) => call({ op: "measure", n }),
+    reads: (n) => call({ op: "reads", n }),
+    sched: () => call({ op: "sched" }),
     isolate: (ids) => call({ op: "isolate", ids }),
     commitAfter: (term, everyMs) => call({ op: "commitAfter", term, everyMs }),
     term: () => call({ op: "term" }),
@@ -301,6 +374,10 @@ async function childMain(cfg: Partial<MasterConfig>, root?: string): Promise<voi
           return me.leader();
         case "measure":
           return me.measure(c.n);
+        case "reads":
+          return me.reads(c.n);
+        case "sched":
+          return me.sched();
         case "isolate":
           return me.isolate(c.ids);
         case "term":
@@ -378,7 +455,13 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
     const byId = (id: string) => masters.find((m) => m.id === id)!;
 
     // commit latency: one proposal at a time on the leader, timed in the leader's process
-    const { commits, reads, inWorker } = await byId(leader).measure(proposals);
+    const before = await Promise.all(masters.map((m) => m.sched()));
+    const { commits, inWorker } = await byId(leader).measure(proposals);
+    const after = await Promise.all(masters.map((m) => m.sched()));
+    const n = proposals + WARM_PROPOSALS;
+    const per = masters.map((m, i) => ({ id: m.id, p: perCommit(before[i]!, after[i]!, n) }));
+    const perCommitOf = { leader: per.find((x) => x.id === leader)!.p, followers: meanOf(per.filter((x) => x.id !== leader).map((x) => x.p)) };
+    const reads = await byId(leader).reads(proposals);
 
     // failover: cut the leader off, time until the others agree on a new one; heal; repeat
     const fo: number[] = [];
@@ -394,7 +477,7 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
       leader = (await leaderOf(masters)) ?? next;
     }
     fo.sort((a, b) => a - b);
-    return { commits, reads, inWorker, failovers: fo };
+    return { commits, reads, inWorker, failovers: fo, perCommit: perCommitOf };
   } finally {
     for (const m of masters) await m.stop().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
@@ -498,8 +581,17 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
     if (disk.inWorker) {
       rows.push(inWorkerRow("", disk.inWorker));
       // issue 17's goal, in one run: the floor (bench/commit-floor.ts, no brine code) measured right after
-      const f = pct(await commitFloor(os.tmpdir(), proposals), 50);
-      rows.push({ figure: "  inside the leader's Raft worker / the box's commit floor, p50", value: Math.round((disk.inWorker.p50Ms / f) * 100) / 100, unit: "×", target: 1.5, better: "lower", note: `floor ${f.toFixed(3)} ms (3 processes, ZeroMQ + fsync'd LMDB, no brine code), measured right after; ${load()}` });
+      const fr = await commitFloorRun(os.tmpdir(), proposals);
+      const f = pct(fr.lat, 50);
+      rows.push({ figure: "  inside the leader's Raft worker / the box's commit floor, p50", value: Math.round((disk.inWorker.p50Ms / f) * 100) / 100, unit: "×", target: 1.5, better: "lower", note: `floor ${f.toFixed(3)} ms, p99 ${pct(fr.lat, 99).toFixed(3)} (3 processes, ZeroMQ + fsync'd LMDB, no brine code), measured right after; worker p99 ${disk.inWorker.p99Ms.toFixed(2)} ms; ${load()}` });
+      const pc = disk.perCommit;
+      if (pc) {
+        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs; ${p.fsyncs.toFixed(2)} fsyncs`;
+        rows.push(
+          { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs); /proc schedstat over the ${proposals + WARM_PROPOSALS} commits` },
+          { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs); mean of the two followers` },
+        );
+      }
     }
   }
   const tmp = path.join(TMPFS, `brine-raftbench-${process.pid}`);
@@ -531,8 +623,10 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
   if (parts.has("failover")) {
     // at the default election timeout (cluster_election_min 500: 500-1000 ms; Salt 3008: 750-1500, etcd: 1000):
     // a crash, noticed by the survivors when its connections drop, and a graceful stop, which hands over first
+    // BRINE_BENCH_KILLS: kills per signal; BRINE_BENCH_SIGNALS: which (comma-separated)
     const kills = Number(process.env.BRINE_BENCH_KILLS ?? 20);
-    for (const signal of ["SIGKILL", "SIGTERM"] as const) {
+    const signals = (process.env.BRINE_BENCH_SIGNALS ?? "SIGKILL,SIGTERM").split(",").filter((x): x is "SIGKILL" | "SIGTERM" => x === "SIGKILL" || x === "SIGTERM");
+    for (const signal of signals) {
       const t = await killRunRetried(kills, {}, signal);
       const what = signal === "SIGKILL" ? "leader crash (SIGKILL)" : "leader stopped (SIGTERM)";
       rows.push({ figure: `${what} to a new leader's commit, median`, value: round2(pct(t, 50)), unit: "ms", target: 500, better: "lower", note: `${t.length} ${signal}s of the leader of 3 master processes; min ${round2(t[0]!)}, p90 ${round2(pct(t, 90))}, max ${round2(t.at(-1)!)} ms; default election timeout 500-1000 ms, heartbeat 50 ms; ${load()}` });

@@ -9,7 +9,7 @@
  * environment is (overlappingSync off: a commit returns after its fsync). Once on this disk, once on tmpfs.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
@@ -40,8 +40,38 @@ async function startFollower(port: number, dir: string): Promise<ChildProcess> {
   return child;
 }
 
+/** A floor run: latencies, and what each process spent per entry (µs on a CPU; the followers' mean). */
+export interface FloorRun {
+  /** commit latencies, ms, sorted */
+  lat: number[];
+  leaderRunUs: number;
+  followerRunUs: number;
+}
+
+/** Sum of /proc/<pid>/task/<tid>/schedstat's time on a CPU over the threads of `pid`, ns (0 without /proc). */
+function runNsOf(pid: number | "self"): number {
+  let ns = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]) || 0;
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    // no /proc
+  }
+  return ns;
+}
+
 /** Commit latencies (ms, sorted) of `n` entries one at a time, with every LMDB directory under `base`. */
 export async function floor(base: string, n: number): Promise<number[]> {
+  return (await floorRun(base, n)).lat;
+}
+
+/** floor(), with the CPU each process spent per measured entry. */
+export async function floorRun(base: string, n: number): Promise<FloorRun> {
   const root = mkdtempSync(path.join(base, "brine-commit-floor-"));
   const followers: ChildProcess[] = [];
   const socks: zmq.Dealer[] = [];
@@ -57,7 +87,10 @@ export async function floor(base: string, n: number): Promise<number[]> {
     }
     const entry = Buffer.alloc(ENTRY_BYTES, 0x61);
     const lat: number[] = [];
+    let cpu0: number[] = [];
+    const cpuNow = () => [runNsOf("self"), ...followers.map((f) => runNsOf(f.pid!))];
     for (let i = 0; i < WARM_ENTRIES + n; i++) {
+      if (i === WARM_ENTRIES) cpu0 = cpuNow();
       entry.writeUInt32BE(i, 0);
       const t0 = performance.now();
       for (const s of socks) await s.send(entry);
@@ -69,7 +102,8 @@ export async function floor(base: string, n: number): Promise<number[]> {
       await Promise.all(answers);
       if (i >= WARM_ENTRIES) lat.push(ms);
     }
-    return lat.sort((a, b) => a - b);
+    const used = cpuNow().map((x, k) => (x - cpu0[k]!) / 1000 / n);
+    return { lat: lat.sort((a, b) => a - b), leaderRunUs: used[0]!, followerRunUs: (used[1]! + used[2]!) / 2 };
   } finally {
     for (const s of socks) s.close();
     for (const f of followers) {

@@ -45,6 +45,8 @@ interface Published {
   epoch: number;
   checksum: number;
   replicas: number;
+  /** the table object published (sync skips the checksum when it is handed the same one again); none when loaded */
+  assignment?: RingAssignment;
 }
 
 interface RouteRow {
@@ -130,7 +132,7 @@ export class RingWriter {
         owners: assignment.owners,
       }),
     );
-    this.published.set(name, { record, epoch, checksum, replicas });
+    this.published.set(name, { record, epoch, checksum, replicas, assignment });
   }
 
   /** Removes ring `name` (readers then see it as absent). Returns false when it was not published. */
@@ -159,7 +161,9 @@ export class RingWriter {
     const published: string[] = [];
     for (const [name, t] of targets) {
       const cur = this.published.get(name);
-      if (cur?.epoch === t.epoch && cur.replicas === t.replicas && cur.checksum === tableChecksum(t.assignment)) continue;
+      // the same table object again is the common case (the Raft worker syncs after every applied batch):
+      // checksumming 4,096 slots each time was ~30-90 µs per commit on every master
+      if (cur?.epoch === t.epoch && cur.replicas === t.replicas && (cur.assignment === t.assignment || cur.checksum === tableChecksum(t.assignment))) continue;
       this.publishRing(name, t.assignment, t.epoch, t.replicas);
       published.push(name);
     }

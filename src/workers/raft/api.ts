@@ -112,6 +112,11 @@ export interface NodeStatus {
   /** durable commits (fsyncs) since start, and log entries they carried: the group-commit ratio */
   commits: number;
   entriesWritten: number;
+  /**
+   * The Raft worker thread's scheduler figures since it started (Linux /proc/thread-self/schedstat), ns:
+   * time on a CPU, and time runnable but waiting for one (a starved Raft thread shows here). Absent elsewhere.
+   */
+  thread?: { runNs: number; waitNs: number };
 }
 
 /**

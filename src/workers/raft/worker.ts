@@ -16,6 +16,7 @@
  * A fatal error (the disk refused a commit) fails every caller with its code and ends the thread: the master
  * keeps serving minions, with the last published ring, and logs it loudly.
  */
+import { readFileSync } from "node:fs";
 import { parentPort, type MessagePort } from "node:worker_threads";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
@@ -211,6 +212,16 @@ async function handOffLeadership(): Promise<void> {
   if (m.leadsAny(groups)) log.warning(`stopping while still leading ${groups.filter((g) => m.leadsAny([g])).join(", ")}: the hand-off did not finish in time`);
 }
 
+/** This thread's time on a CPU and waiting for one (NodeStatus.thread), where Linux reports it. */
+function threadSched(): { thread?: { runNs: number; waitNs: number } } {
+  try {
+    const [run, wait] = readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
+    return Number.isFinite(run) && Number.isFinite(wait) ? { thread: { runNs: run!, waitNs: wait! } } : {};
+  } catch {
+    return {};
+  }
+}
+
 /** how often a stopping master looks whether its hand-off is done, ms */
 const handOffPollMs = 5;
 
@@ -313,7 +324,7 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
     case "read":
       return readAnywhere(await started, m.group, m.query, m.opts);
     case "status":
-      return (await started).status();
+      return { ...(await started).status(), ...threadSched() };
     case "bootstrap": {
       const mgr = await started;
       const founded = await mgr.bootstrap(m.founders);
