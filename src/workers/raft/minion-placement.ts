@@ -14,8 +14,9 @@
  *   once it is on disk; it refuses an id its own table says it does not own.
  * - **Placement scans**: the first time a bank is placed on a ring (or on another ring), and whenever the
  *   ring's table changes (voters, replicas, members), this master walks the bank, rebalanceRoundKeysMax ids a
- *   round, and puts back in the outbox every record whose owners are not (or no longer) what its copy was placed
- *   by: a cluster that held every minion everywhere (broadcast) ends with each on its owners only. The table
+ *   round, and puts back in the outbox every record it no longer owns or that has a new owner (mustHandOn, as
+ *   the jobs' rebalancing; every record the first time): a cluster that held every minion everywhere
+ *   (broadcast) ends with each on its owners only. The table
  *   the copies are placed by is kept in `jobs/placed-by` under `~data/<ring>` / `~mine/<ring>` once a scan is
  *   done, so a master stopped mid-scan scans again when it starts.
  * - **Reads** (`records`, `target`, `ids`): the asking thread (a request worker through the main thread, a
@@ -29,7 +30,7 @@ import { cbor } from "../../shared/cbor.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { compareIds, validId } from "../../shared/protocol/ids.js";
-import { ownersMoved, ownersOf, planRound, sameOwnership, settleRound, tableUsable, type PlacementTable } from "../../shared/placement.js";
+import { mustHandOn, ownersOf, planRound, sameOwnership, settleRound, tableUsable, type PlacementTable } from "../../shared/placement.js";
 import { addressesOnly, dataTypeOf, MINION_OUTBOX_PREFIX, minionOutboxKey, newestRecords, parseMinionOutboxKey, type HeldIds, type MinionAnswer, type MinionBank, type MinionQuery, type MinionRecord, type TargetQuery } from "../../shared/minion-placement.js";
 import { checkMinions } from "../../lib/targeting/check-minions.js";
 import { takeLinearRefusals, withLinearPatterns } from "../../lib/targeting/pcre.js";
@@ -245,7 +246,9 @@ export class MinionPlacement {
     }
     const next = sc.next;
     const prev = sc.prev;
-    const moved = ids.filter((id) => !prev || ownersMoved(prev, next, id) || !ownersOf(next, id).includes(this.d.self));
+    // as the jobs' rebalancing (mustHandOn): what this master no longer owns, or what has a new owner; a bank
+    // placed for the first time hands on every record (every master may hold any minion, and an owner may lack it)
+    const moved = ids.filter((id) => (prev ? mustHandOn(prev, next, id, this.d.self) : ownersOf(next, id).length > 0));
     if (moved.length > 0) {
       await s.root.transaction(() => {
         for (const id of moved) {
