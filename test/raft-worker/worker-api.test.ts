@@ -139,3 +139,23 @@ test("with cluster_peers: no cluster group until founded; founding is a pure fun
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("handOff through the worker's port: a single master has nobody to hand to, keeps leading and commits; status reports the Raft thread's CPU", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-raft-api-"));
+  const node = await ClusterNode.start(config(dir));
+  try {
+    await node.raft.handOff();
+    const st = await node.raft.status();
+    assert.equal(st.groups.find((g) => g.group === "cluster")?.role, "leader");
+    const r = await node.raft.propose("cluster", { kind: "ROUTE", value: { data_type: "after_handoff", ring_id: null } });
+    assert.ok(r.index > 0);
+    if (process.platform === "linux") {
+      const later = await node.raft.status();
+      assert.ok(later.thread && later.thread.runNs > 0, "the Raft thread's time on a CPU, from /proc/thread-self/schedstat");
+      assert.ok(later.thread.runNs >= st.thread!.runNs);
+    }
+  } finally {
+    await node.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
