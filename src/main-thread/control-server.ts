@@ -203,6 +203,7 @@ export class ControlServer {
     // one; the next spare starts once this call is over (its caller answered, its record committed), not beside it
     const spare = this.spare;
     this.spare = undefined;
+    this.spareLoaded = false;
     let w: Worker;
     if (spare) {
       w = spare;
@@ -239,6 +240,8 @@ export class ControlServer {
     };
     w.on("message", (m: unknown) => {
       const kind = isMap(m) ? m.k : undefined;
+      // a spare's note that it had loaded, handled after its call came: nothing to do
+      if (kind === "loaded") return;
       if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
       if (done) return;
       if (kind === "print") return onMessage({ type: "print", text: String((m as { text?: unknown }).text) });
@@ -279,6 +282,8 @@ export class ControlServer {
 
   /** A runner thread loaded ahead of the next call (one at most; none before the first call, none once stopping). */
   private spare: Worker | undefined;
+  /** Whether the spare has said it loaded and warmed up (`{k: "loaded"}`): a bench waits for it between calls. */
+  spareLoaded = false;
   private stopping = false;
 
   private startSpare(): void {
@@ -293,6 +298,13 @@ export class ControlServer {
     });
     w.unref(); // an idle spare never keeps the process alive
     this.spare = w;
+    this.spareLoaded = false;
+    const loaded = (m: unknown) => {
+      if (!isMap(m) || m.k !== "loaded") return;
+      w.off("message", loaded);
+      if (this.spare === w) this.spareLoaded = true;
+    };
+    w.on("message", loaded);
   }
 
   async stop(): Promise<void> {

@@ -31,7 +31,8 @@ export interface RunnerInit {
  * return whose `data` holds a failed state run (Salt's RunnerClient: check_result of `return["data"]`). `fire` asks
  * the master to fire an event; only `salt/run/<the runner's jid>/args` is fired (orchestration's progress).
  */
-export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | RunnerSync;
+/** `loaded`: a spare thread has loaded and warmed up and waits for its call (before any call only; the control server notes it). */
+export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | { k: "loaded" } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {

@@ -51,6 +51,7 @@ async function callOf(): Promise<RunnerInit> {
   // it stops when the call comes, and a failure in it is only logged
   const { warmJobReads } = await import("./jobs.js");
   await warmJobReads({ cfg: spare.cfg, jobs: new JobCache(opened.store) }, () => called).catch((e: unknown) => log.warning(`a spare runner thread's warm-up failed: ${(e as Error).message}`));
+  if (!called) parentPort!.postMessage({ k: "loaded" } satisfies RunnerToMain);
   return call;
 }
 
