@@ -10,6 +10,8 @@
  *   (without the other masters' data a master would count every minion it holds no data for: greedy); the
  *   cache.grains / cache.mine runners list all six.
  * - `cache.clear_mine` on one master clears a minion's mine everywhere (a tombstone handed to its owners).
+ * - An eauth user whose ACL is `G@placed_role:web` may publish to the web minions through every master (the ACL
+ *   is judged over the targeted minions' data wherever it lives), and not to every minion.
  * - One owner killed (not the cluster's leader): the two masters left still answer all of the above.
  * The publish latency with a grain target (the other masters asked once per publish) against a glob target is
  * printed as a diagnostic.
@@ -35,7 +37,7 @@ test("mine and grains routed to a ring with replicas 2 live on each minion's two
     t.skip(why);
     return;
   }
-  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-minion-placement", privateCachedir: true, extra: { runner_returns: false } });
+  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-minion-placement", privateCachedir: true, extra: { runner_returns: false, external_auth: { auto: { webop: [{ "G@placed_role:web": ["test.ping"] }] } } } });
   const minions: TestMinion[] = [];
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);
   const runner = (i: number, fun: string, arg: unknown[]) => h.controlRunner(i, fun, arg);
@@ -97,6 +99,12 @@ test("mine and grains routed to a ring with replicas 2 live on each minion's two
       assert.deepEqual(Object.keys(web).sort(), WEB, `${note}: _mine_get with a grain target through m${i + 1}`);
       const pub = await clients[i]!.pub({ tgt: "placed_role:web", tgtType: "grain", fun: "test.ping", timeoutS: 10 });
       assert.deepEqual([...(pub.minions ?? [])].sort(), WEB, `${note}: -G expects exactly the web minions on m${i + 1}`);
+      // an eauth user whose ACL names a grain target: judged over the targeted minions' data wherever it is
+      const webop = { eauth: "auto", username: "webop", password: "any" };
+      const allowed = await clients[i]!.pub({ tgt: "placed_role:web", tgtType: "grain", fun: "test.ping", timeoutS: 10, kwargs: webop });
+      assert.deepEqual([...(allowed.minions ?? [])].sort(), WEB, `${note}: webop may ping the web minions through m${i + 1}: ${JSON.stringify(allowed)}`);
+      const refused = await clients[i]!.pub({ tgt: "pm-*", tgtType: "glob", fun: "test.ping", timeoutS: 10, kwargs: webop });
+      assert.ok(!refused.jid && refused.error, `${note}: webop may not ping every minion through m${i + 1}: ${JSON.stringify(refused)}`);
       const grains = (await runner(i, "cache.grains", ["pm-*"])) as Record<string, Record<string, unknown>>;
       assert.deepEqual(Object.keys(grains).sort(), IDS, `${note}: cache.grains on m${i + 1}`);
       for (const id of IDS) assert.equal(grains[id]!.placed_role, WEB.includes(id) ? "web" : "db", `${note}: ${id}'s grains on m${i + 1}`);

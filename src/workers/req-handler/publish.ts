@@ -23,7 +23,8 @@ import { audit } from "./clear-funcs.js";
 import { saltJobFilesOn, writeSaltJobLoad } from "../../lib/store/salt-job-files.js";
 import { validJid } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
-import { clusterCheckMinions } from "../../lib/targeting/cluster.js";
+import { clusterCheckMinions, clusterRecords } from "../../lib/targeting/cluster.js";
+import type { MinionData } from "../../lib/store/minion-cache.js";
 import { checkMinions } from "../../lib/targeting/index.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { notConnectedAtPublish } from "./presence.js";
@@ -108,12 +109,17 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   // with grains placed on a ring, the ids whose data is on other masters are evaluated there (one question each)
   const { minions, missing } = await clusterCheckMinions(tgt, tgtType, targets, { delimiter }, ctx.clusterMinions);
   if (outcome.rights !== "full") {
+    // an ACL's target (G@..., I@...) is judged over the targeted minions' data: with grains placed on a ring,
+    // the data of those whose records are on other masters is asked for first (one question)
+    const here = (id: string) => ctx.minionCache.get(id);
+    const theirs = await clusterRecords("data", minions.filter((id) => here(id) === undefined), () => undefined, ctx.clusterMinions);
+    const minionData = (id: string) => here(id) ?? (theirs.get(id) as MinionData | undefined);
     const allowed = publishAllowed({
       authList: outcome.rights,
       fun,
       arg,
       minions,
-      minionsOf: (t) => checkMinions(t, "compound", { ...targets, greedy: false }).minions,
+      minionsOf: (t) => checkMinions(t, "compound", { ...targets, minionData, greedy: false }).minions,
       whitelist: ["saltutil.find_job"],
     });
     if (!allowed) {
