@@ -8,7 +8,8 @@
  * What the shell does: accept, write what the session says to write, close what the session says to close
  * (with a line in a per-server LogBudget, never a throw), one coarse timer per server for handshakes that never
  * finish (`handshakeMsMax`, libzmq's ZMQ_HANDSHAKE_IVL default), and:
- * - PUB: a publish is encoded once and written to every subscriber whose subscriptions match its first frame;
+ * - PUB: a publish is encoded once and written to every subscriber whose subscriptions match its first frame
+ *   (`fanoutSubscribersPerTurn` per turn of the event loop, publishes in order);
  *   a subscriber with `pub_hwm` messages still unwritten (its socket's buffer has not drained since) gets no
  *   more until it drains: each message not queued is counted in `dropped` (the metrics' send-queue drops of
  *   `publish`). TCP keepalive as the libzmq PUB had it.
@@ -33,6 +34,11 @@ const handshakeSweepMs = 5_000;
 /** Lines about refused peers per server and window, and the window, ms. */
 const refusalLinesMax = 10;
 const refusalWindowMs = 60_000;
+/**
+ * Subscribers a publish is written to per turn of the event loop, count: up to this many a publish is written at
+ * once; to more, the main thread's other work runs between slices (its writes cost 10–16 µs each on this box).
+ */
+export const fanoutSubscribersPerTurn = 1024;
 /** Requests one DEALER or ROUTER peer may have in flight (a REQ peer: one). */
 export const requestsInFlightPerPeerMax = 64;
 /** Requests read from one peer and waiting for its in-flight ones, beyond which it is closed. */
@@ -183,10 +189,16 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
   sent = 0;
   /** messages not queued for a subscriber past its `pub_hwm`, since start */
   dropped = 0;
+  /** publishes being written, in order: the subscribers each had when it was published, and the next one to write */
+  private readonly fanouts: { bytes: Buffer; first: Buffer; targets: Subscriber[]; next: number }[] = [];
+  private pumping = false;
+  private idle: (() => void)[] = [];
 
   constructor(
     opts: ZmtpServerOptions,
     private readonly hwm: number,
+    /** subscribers written to per turn of the event loop (fanoutSubscribersPerTurn) */
+    private readonly perTurn = fanoutSubscribersPerTurn,
   ) {
     super("PUB", opts);
   }
@@ -205,32 +217,57 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
     this.subs.delete(c);
   }
 
-  /** Sends one message (its frames) to every subscriber it matches. */
+  /**
+   * Sends one message (its frames) to every subscriber it matches, once: encoded once, then written to the
+   * subscribers of the moment, at most `perTurn` per turn of the event loop (a publish to 5,000 does not hold
+   * the main thread's requests for all its writes), publishes strictly in order.
+   */
   push(frames: Buffer[]): void {
     this.sent++;
-    const bytes = encodeMessage(frames);
-    const first = frames[0]!;
-    for (const c of this.subs) {
-      if (c.sock.destroyed || !c.session.subscriptions.wants(first)) continue;
-      if (!hwmAllows(c.queued, this.hwm)) {
-        this.dropped++;
-        continue;
-      }
-      c.sock.write(bytes);
-      if (c.sock.writableLength > 0) c.queued++;
-    }
+    this.fanouts.push({ bytes: encodeMessage(frames), first: frames[0]!, targets: [...this.subs], next: 0 });
+    if (!this.pumping) this.pump();
   }
 
-  /** messages waiting in subscribers' buffers */
+  private pump(): void {
+    let budget = this.perTurn;
+    while (this.fanouts.length && budget > 0) {
+      const f = this.fanouts[0]!;
+      const end = Math.min(f.targets.length, f.next + budget);
+      budget -= end - f.next;
+      for (; f.next < end; f.next++) this.write(f.targets[f.next]!, f.bytes, f.first);
+      if (f.next === f.targets.length) this.fanouts.shift();
+    }
+    this.pumping = this.fanouts.length > 0;
+    if (this.pumping) setImmediate(() => this.pump());
+    else for (const r of this.idle.splice(0)) r();
+  }
+
+  private write(c: Subscriber, bytes: Buffer, first: Buffer): void {
+    if (c.sock.destroyed || !c.session.subscriptions.wants(first)) return;
+    if (!hwmAllows(c.queued, this.hwm)) {
+      this.dropped++;
+      return;
+    }
+    c.sock.write(bytes);
+    if (c.sock.writableLength > 0) c.queued++;
+  }
+
+  /** messages waiting: publishes not yet written to every subscriber, and those in subscribers' buffers */
   get length(): number {
-    let n = 0;
+    let n = this.fanouts.length;
     for (const c of this.subs) n += c.queued;
     return n;
   }
 
-  /** Nothing waits outside the sockets. */
+  /** Closes the port; publishes not yet written to every subscriber are dropped (linger 0). */
+  override close(): void {
+    this.fanouts.length = 0;
+    super.close();
+  }
+
+  /** Resolves once every publish has been written to every subscriber (or dropped for one past its mark). */
   drained(): Promise<void> {
-    return Promise.resolve();
+    return this.pumping ? new Promise((r) => this.idle.push(r)) : Promise.resolve();
   }
 
   /** Remote addresses of the subscribers past their handshake (for presence: who is connected). */

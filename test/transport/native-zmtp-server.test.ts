@@ -211,3 +211,27 @@ test("pub_hwm: a subscriber that stopped reading loses messages past the mark (c
     pub.close();
   }
 });
+
+test("a publish to more subscribers than one turn's slice reaches all of them, publishes in order, and drained() waits for the last write", async () => {
+  const port = await freePort();
+  const pub = new NativePublisher({ backlog: 100 }, 0, 2);
+  await pub.bind(`tcp://127.0.0.1:${port}`);
+  const peers = Array.from({ length: 5 }, () => rawPeer(port, [greeting(), readyCommand("SUB"), encodeCommand("SUBSCRIBE")]));
+  try {
+    await until(() => pub.subscribers === 5, 5_000, "five subscribers");
+    await new Promise((r) => setTimeout(r, 100)); // their subscriptions
+    const n = 20;
+    for (let i = 0; i < n; i++) pub.push([Buffer.from(`m${String(i).padStart(2, "0")}`)]);
+    assert.ok(pub.length > 0, "some publishes wait for their next slice");
+    await pub.drained();
+    assert.equal(pub.length, 0);
+    // what each peer got after our greeting and READY: the 20 messages in order
+    const want = Buffer.concat(Array.from({ length: n }, (_, i) => encodeMessage([Buffer.from(`m${String(i).padStart(2, "0")}`)])));
+    const head = greeting().length + readyCommand("PUB").length;
+    await until(() => peers.every((p) => p.bytes().length >= head + want.length), 5_000, "every peer's 20 messages");
+    for (const p of peers) assert.deepEqual(p.bytes().subarray(head), want);
+  } finally {
+    for (const p of peers) p.sock.destroy();
+    pub.close();
+  }
+});
