@@ -179,7 +179,8 @@ class Simulation implements NodeObserver {
   /**
    * What a transport would report about its sessions (etcd's ReportUnreachable, and its reverse): each live
    * node hears, once per change, that a peer it cannot reach (partitioned off or crashed) is down, and that
-   * it is up again. The network still drops what it drops; a report changes only how leaders replicate.
+   * it is up again. The network still drops what it drops; a report changes how leaders replicate, and a
+   * follower told its leader is down campaigns within 1 + rank ticks (Raft.suspectLeader).
    */
   private reportReachability(): void {
     for (const n of this.nodes) {
