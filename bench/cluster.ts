@@ -125,7 +125,12 @@ interface PerCommit {
   processWaitUs: number;
   /** durable commits of the Raft worker (one fsync each) per proposal */
   fsyncs: number;
+  /** of raftRunUs, what the Raft thread spends with nothing proposed (ticks, heartbeats) over as long, per commit */
+  raftIdleUs?: number;
 }
+
+/** how long the Raft threads' background is sampled before the commits, ms */
+const IDLE_WINDOW_MS = 2000;
 
 /** A master's counters at one moment (see PerCommit). */
 interface SchedSample {
@@ -173,7 +178,7 @@ function perCommit(a: SchedSample, b: SchedSample, n: number): PerCommit {
 
 function meanOf(xs: PerCommit[]): PerCommit {
   const m = (f: (p: PerCommit) => number) => xs.reduce((s, p) => s + f(p), 0) / xs.length;
-  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs) };
+  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs), raftIdleUs: m((p) => p.raftIdleUs ?? 0) };
 }
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
@@ -455,11 +460,23 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
     const byId = (id: string) => masters.find((m) => m.id === id)!;
 
     // commit latency: one proposal at a time on the leader, timed in the leader's process
+    // the Raft threads' background (ticks, heartbeats) with nothing proposed, to tell it from the commits' cost
+    const idle0 = await Promise.all(masters.map((m) => m.sched()));
+    const idleStart = performance.now();
+    await new Promise((r) => setTimeout(r, IDLE_WINDOW_MS));
+    const idle1 = await Promise.all(masters.map((m) => m.sched()));
+    const idleMs = performance.now() - idleStart;
     const before = await Promise.all(masters.map((m) => m.sched()));
+    const windowStart = performance.now();
     const { commits, inWorker } = await byId(leader).measure(proposals);
+    const windowMs = performance.now() - windowStart;
     const after = await Promise.all(masters.map((m) => m.sched()));
     const n = proposals + WARM_PROPOSALS;
-    const per = masters.map((m, i) => ({ id: m.id, p: perCommit(before[i]!, after[i]!, n) }));
+    const per = masters.map((m, i) => {
+      const p = perCommit(before[i]!, after[i]!, n);
+      const idleRaftNsPerMs = ((idle1[i]!.raft?.runNs ?? 0) - (idle0[i]!.raft?.runNs ?? 0)) / idleMs;
+      return { id: m.id, p: { ...p, raftIdleUs: (idleRaftNsPerMs * windowMs) / 1000 / n } };
+    });
     const perCommitOf = { leader: per.find((x) => x.id === leader)!.p, followers: meanOf(per.filter((x) => x.id !== leader).map((x) => x.p)) };
     const reads = await byId(leader).reads(proposals);
 
@@ -586,7 +603,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       rows.push({ figure: "  inside the leader's Raft worker / the box's commit floor, p50", value: Math.round((disk.inWorker.p50Ms / f) * 100) / 100, unit: "×", target: 1.5, better: "lower", note: `floor ${f.toFixed(3)} ms, p99 ${pct(fr.lat, 99).toFixed(3)} (3 processes, ZeroMQ + fsync'd LMDB, no brine code), measured right after; worker p99 ${disk.inWorker.p99Ms.toFixed(2)} ms; ${load()}` });
       const pc = disk.perCommit;
       if (pc) {
-        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs; ${p.fsyncs.toFixed(2)} fsyncs`;
+        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs; ${p.fsyncs.toFixed(2)} fsyncs`;
         rows.push(
           { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs); /proc schedstat over the ${proposals + WARM_PROPOSALS} commits` },
           { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs); mean of the two followers` },
