@@ -51,6 +51,8 @@ export const JOIN_CHANNEL = "cl/join";
 const joinRequestTimeoutMs = 10_000;
 /** between join attempts, ms */
 const joinRetryMs = 500;
+/** how long a stopping master waits for its Raft leadership hand-off before it stops anyway, ms */
+const handOffWaitMsMax = 2_500;
 /** one isolated-filesystem join exchange through one peer, ms */
 const joinAttemptTimeoutMs = 3_000;
 /** a master still looking for its cluster says why this often, ms */
@@ -605,7 +607,15 @@ export class ClusterService {
    */
   async handOff(): Promise<void> {
     if (this.stopped) return;
-    await this.node.raft.handOff().catch((e: Error) => log.warning(`leadership hand-off before stopping failed: ${e.message}`));
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        log.warning(`leadership hand-off before stopping did not answer within ${handOffWaitMsMax} ms; stopping anyway`);
+        resolve();
+      }, handOffWaitMsMax);
+    });
+    await Promise.race([this.node.raft.handOff().catch((e: Error) => log.warning(`leadership hand-off before stopping failed: ${e.message}`)), bound]);
+    clearTimeout(timer);
   }
 
   async stop(): Promise<void> {

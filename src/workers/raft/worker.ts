@@ -201,13 +201,14 @@ function stopTimer(): void {
 /**
  * A graceful stop hands the leadership of the groups this master leads to their best successors first
  * (GroupManager.handOff), and waits until they took it, at most one election timeout (the core abandons a
- * transfer after that): the cluster then has a leader at once instead of after an election timeout.
+ * transfer after that) or handOffWaitMsMax: the cluster then has a leader at once instead of after an
+ * election timeout.
  */
 async function handOffLeadership(): Promise<void> {
   const m = manager;
   if (!m) return;
   const groups = m.handOff();
-  const until = Date.now() + (limits.raft.electionTicksMin ?? 10) * limits.tickMs;
+  const until = Date.now() + Math.min((limits.raft.electionTicksMin ?? 10) * limits.tickMs, handOffWaitMsMax);
   while (groups.length > 0 && m.leadsAny(groups) && Date.now() < until) await new Promise((r) => setTimeout(r, handOffPollMs));
   if (m.leadsAny(groups)) log.warning(`stopping while still leading ${groups.filter((g) => m.leadsAny([g])).join(", ")}: the hand-off did not finish in time`);
 }
@@ -224,6 +225,8 @@ function threadSched(): { thread?: { runNs: number; waitNs: number } } {
 
 /** how often a stopping master looks whether its hand-off is done, ms */
 const handOffPollMs = 5;
+/** the longest a stopping master waits for its hand-off (less when the election timeout is shorter), ms */
+const handOffWaitMsMax = 2_000;
 
 /** A proposal to `group`: here when this master hosts it, else forwarded to one that does (ring-forward.ts). */
 function proposeAnywhere(m: GroupManager, group: string, entry: ClusterEntry): Promise<ProposeResult> {
