@@ -1,66 +1,20 @@
 /**
  * mine.get(tgt, fun, tgt_type): the mine data of the targeted minions, as Salt's RemoteFuncs._mine_get answers
- * the master itself (its `id` is the requester): one function gives {minion: data}, several (comma-separated
- * or a list) give {function: {minion: data}}; entries stored with a minion-side ACL (`__saltmine_acl__`) are
- * unwrapped, and skipped when their `allow_tgt` does not allow the master's id; the master's `mine_get` ACL
- * applies as in Salt. compound and pillar targets compare pillar values exactly, as Salt's mine does.
+ * the master itself (its `id` is the requester), with the rules of src/lib/mine/get.ts (the same a minion's
+ * `_mine_get` follows).
  * mine.update publishes mine.update to the targeted minions.
  */
-import { pcreMatch } from "../lib/targeting/index.js";
 import { argOf, clusterMinionsOf, clusterTargetIds, type RunnerContext, type RunnerFn } from "./context.js";
 import { clusterRecords } from "../lib/targeting/cluster.js";
-
-const ACL_ID = "__saltmine_acl__";
-const ACL_DATA = "__data__";
-
-function functionsOf(fun: unknown): { functions: string[]; asDict: boolean } | null {
-  if (typeof fun === "string") {
-    const functions = [...new Set(fun.split(","))];
-    return { functions, asDict: functions.length > 1 };
-  }
-  if (Array.isArray(fun)) return { functions: fun.map(String), asDict: true };
-  return null;
-}
-
-/** The master's `mine_get` ACL ({id regex: [function regex]}) for the requester `id`; null: no ACL set. */
-function allowedByAcl(cfg: Record<string, unknown>, id: string, functions: string[]): string[] | null {
-  if (!("mine_get" in cfg)) return null;
-  const acl = cfg.mine_get;
-  if (!acl || typeof acl !== "object" || Array.isArray(acl)) return [];
-  const perms: string[] = [];
-  for (const [match, list] of Object.entries(acl)) if (pcreMatch(id, match) && Array.isArray(list)) perms.push(...list.map(String));
-  return functions.filter((f) => perms.some((p) => pcreMatch(f, p)));
-}
+import { readMine } from "../lib/mine/get.js";
 
 export async function mineGet(ctx: RunnerContext, tgt: unknown, fun: unknown, tgtType: string): Promise<Record<string, unknown>> {
-  const f = functionsOf(fun);
-  if (!f || tgt === null || tgt === undefined) return {};
-  const requester = String(ctx.cfg.id);
-  const allowed = allowedByAcl(ctx.cfg as unknown as Record<string, unknown>, requester, f.functions) ?? f.functions;
-  if (!allowed.length) return {};
-  const type = tgtType.toLowerCase() === "pillar" ? "pillar_exact" : tgtType.toLowerCase() === "compound" ? "compound_pillar_exact" : tgtType;
-  const ret: Record<string, Record<string, unknown> | unknown> = {};
-  const ids = await clusterTargetIds(ctx, tgt, type, false);
-  const mine = await clusterRecords("mine", ids, (id) => ctx.minions.mine(id), clusterMinionsOf(ctx));
-  for (const minion of ids) {
-    const data = mine.get(minion);
-    if (!data || typeof data !== "object") continue;
-    for (const fn of allowed) {
-      if (!(fn in data)) continue;
-      let value = data[fn];
-      if (value && typeof value === "object" && ACL_ID in value) {
-        const entry = value as Record<string, unknown>;
-        value = entry[ACL_DATA];
-        if ("allow_tgt" in entry) {
-          const allowedIds = await clusterTargetIds(ctx, entry.allow_tgt, String(entry.allow_tgt_type ?? "glob"));
-          if (!allowedIds.length || !allowedIds.includes(requester)) continue;
-        }
-      }
-      if (f.asDict) ((ret[fn] ??= {}) as Record<string, unknown>)[minion] = value;
-      else ret[minion] = value;
-    }
-  }
-  return ret;
+  const cfg = ctx.cfg as unknown as Record<string, unknown>;
+  const deps = {
+    targetIds: (t: unknown, type: string, greedy: boolean) => clusterTargetIds(ctx, t, type, greedy),
+    mineOf: (ids: readonly string[]) => clusterRecords("mine", ids, (id) => ctx.minions.mine(id), clusterMinionsOf(ctx)),
+  };
+  return readMine(deps, String(ctx.cfg.id), tgt, fun, tgtType, cfg.mine_get, "mine_get" in cfg);
 }
 
 /**

@@ -289,6 +289,7 @@ export const MasterConfigSchema = Type.Object(
     "keys.cache_driver": oneOf(["localfs_key", "mmap_key"], "localfs_key", "where minion keys live: files in pki_dir's minions* directories, or brine's indexed store (an LMDB environment in <pki dir>/brine-keys, authoritative; fill it with `salt-run pki.migrate_to_mmap`; refused on a network filesystem)"),
     // --- peer publish and file pushes from minions (workers/req-handler/peer-publish.ts, file-recv.ts) ---
     peer: Type.Record(Type.String(), Type.Array(Type.Unknown()), { default: {}, description: "minion id regex -> the functions (regexes, or {compound target: [functions]}) those minions may publish to others (publish.publish); empty: none" }),
+    mine_get: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "minion id regex -> the mine functions (regexes) those minions may read with mine.get (and the master, by its id, with the mine.get runner); unset: every function" })),
     peer_run: Type.Record(Type.String(), Type.Array(Type.String()), { default: {}, description: "minion id regex -> the runner functions (regexes) those minions may run (publish.runner); empty: none" }),
     file_recv: bool(false, "minions may push files to the master (cp.push, cp.push_dir), into cachedir/minions/<id>/files"),
     file_recv_max_size: int(100, 1, 1_048_576, "largest file a minion may push", { unit: "MiB" }),

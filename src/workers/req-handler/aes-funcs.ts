@@ -11,6 +11,7 @@ import { encodeWire, isMap, type MapEntrySpans, type WireValue } from "../../sha
 import { fnmatchToRegExp as fnmatchRegex } from "../../lib/targeting/index.js";
 import { takeLinearRefusals, withLinearPatterns } from "../../lib/targeting/pcre.js";
 import { clusterCheckMinions, clusterRecords } from "../../lib/targeting/cluster.js";
+import { readMine } from "../../lib/mine/get.js";
 import { markVerified, type Effects, type MasterContext } from "./context.js";
 import { masterOptsForMinion } from "./master-opts.js";
 import { returnSignatureValid } from "./return-sig.js";
@@ -244,27 +245,35 @@ function mineOf(ctx: MasterContext, ids: readonly string[]): Promise<Map<string,
   return clusterRecords("mine", ids, (id) => ctx.minionCache.mine(id), ctx.clusterMinions);
 }
 
+/**
+ * A minion's mine read (Salt's RemoteFuncs._mine_get; the rules, the master's `mine_get` ACL and the minion-side
+ * `allow_tgt` ACL are in src/lib/mine/get.ts). The patterns come from minions (the target, and the allow_tgt other
+ * minions stored): linear time or no match (src/lib/targeting/pcre.ts), never a stall of this lane; each
+ * evaluation on this master runs before its first await, inside withLinearPatterns (and the other masters' likewise).
+ */
 async function doMineGet(ctx: MasterContext, load: Record<string, WireValue>): Promise<AesResult> {
-  if (!validId(load.id) || typeof load.tgt !== "string") return send({});
-  const funs = typeof load.fun === "string" ? load.fun.split(",").filter(Boolean) : Array.isArray(load.fun) ? load.fun.filter((f): f is string => typeof f === "string") : [];
-  // a minion's pattern: linear time or no match (src/lib/targeting/pcre.ts), never a stall of this lane; the
-  // evaluation on this master runs before the first await, inside withLinearPatterns (and the other masters' likewise)
-  const tgtType = typeof load.tgt_type === "string" ? load.tgt_type : "glob";
-  const targets = { acceptedIds: ctx.acceptedIds(), minionData: (id: string) => ctx.minionCache.get(id), nodegroups: ctx.cfg.nodegroups, greedy: true };
-  const resolving = withLinearPatterns(() => clusterCheckMinions(load.tgt, tgtType, targets, {}, ctx.clusterMinions, true));
-  const refused = takeLinearRefusals();
-  const ids = (await resolving).minions;
-  if (refused.length) minionRefusals.line(`_mine_get from ${load.id}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (a backreference, a lookaround or a count over 16); it matches nothing for a minion`);
-  const mine = await mineOf(ctx, ids);
-  const byFun: Record<string, Record<string, unknown>> = {};
-  for (const f of funs) {
-    byFun[f] = {};
-    for (const id of ids) {
-      const m = mine.get(id);
-      if (m && f in m) byFun[f]![id] = m[f];
-    }
+  if (!validId(load.id) || !("tgt" in load) || !("fun" in load)) return send({});
+  const requester = load.id;
+  // Salt takes the old expr_form when tgt_type is not given
+  const tgtType = "tgt_type" in load ? load.tgt_type : (load.expr_form ?? "glob");
+  if (typeof tgtType !== "string") return send({});
+  const targets = { acceptedIds: ctx.acceptedIds(), minionData: (id: string) => ctx.minionCache.get(id), nodegroups: ctx.cfg.nodegroups };
+  const refused: string[] = [];
+  const deps = {
+    targetIds: async (tgt: unknown, type: string, greedy: boolean) => {
+      const resolving = withLinearPatterns(() => clusterCheckMinions(tgt, type, { ...targets, greedy }, {}, ctx.clusterMinions, true));
+      // taken before the first await: another request's patterns are evaluated on this thread meanwhile
+      refused.push(...takeLinearRefusals());
+      return (await resolving).minions;
+    },
+    mineOf: (ids: readonly string[]) => mineOf(ctx, ids),
+  };
+  const cfg = ctx.cfg as unknown as Record<string, unknown>;
+  try {
+    return send((await readMine(deps, requester, load.tgt, load.fun, tgtType, cfg.mine_get, "mine_get" in cfg)) as WireValue);
+  } finally {
+    if (refused.length) minionRefusals.line(`_mine_get from ${requester}: pattern ${JSON.stringify(refused[0]!.slice(0, 128))} needs backtracking (a backreference, a lookaround or a count over 16); it matches nothing for a minion`);
   }
-  return send(funs.length === 1 ? byFun[funs[0]!] : byFun);
 }
 
 export const AES_FUNCS: ReadonlyMap<string, Handler> = new Map<string, Handler>([
