@@ -1,0 +1,87 @@
+/**
+ * The kept manifests of the state-sync directory channels (sources.ts's DirSource reads and writes them): an LMDB
+ * environment of its own, one database per channel keyed by item path, so a walk is in the manifest's order; the
+ * stored form of an entry, and the batched walk that never holds a read transaction across an await.
+ */
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
+import type { MasterConfig } from "../../shared/config/defaults.js";
+import { LMDB_CBOR, lmdbDir } from "../../lib/store/lmdb-env.js";
+import { tombstone, type Channel, type ManifestEntry } from "./manifest.js";
+
+/** A manifest entry as the manifest database keeps it (the path is the key): the entry's fields and the local signature. */
+export interface Stored {
+  s: number;
+  h: string;
+  m: number;
+  t: number;
+  d?: 1;
+  /** size:mtimeMs:ino of the local file when the entry was taken (the indexed key store: its sha256); absent for tombstones */
+  g?: string;
+}
+
+/** A channel's manifest database (openManifests). */
+export type ManifestDb = Database<Stored, string>;
+
+/** The manifest database of channel `ch`. */
+export function manifestDb(root: RootDatabase, ch: Channel): ManifestDb {
+  return root.openDB<Stored, string>({ name: ch, encoding: LMDB_CBOR });
+}
+
+export function toEntry(p: string, v: Stored): ManifestEntry {
+  return v.d ? tombstone(p, v.t) : { p, s: v.s, h: v.h, m: v.m, t: v.t };
+}
+
+export function toStored(e: ManifestEntry, sig?: string): Stored {
+  return e.d ? { s: 0, h: "", m: 0, t: e.t, d: 1 } : sig === undefined ? { s: e.s, h: e.h, m: e.m, t: e.t } : { s: e.s, h: e.h, m: e.m, t: e.t, g: sig };
+}
+
+export function sameStored(a: Stored | undefined, b: Stored | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.s === b.s && a.h === b.h && a.m === b.m && a.t === b.t && a.d === b.d && a.g === b.g;
+}
+
+/** One write of a rescan: `next` (undefined: forget the item) if the item is still `was`. */
+export interface ScanWrite {
+  p: string;
+  was: Stored | undefined;
+  next: Stored | undefined;
+}
+
+/** Entries read from the manifest database per batch (a walk over it holds this many at once), count. */
+export const cursorBatchItems = 512;
+/** Manifest writes of a rescan per transaction, count. */
+export const scanWriteBatch = 256;
+/** LMDB's longest key, bytes (UTF-8): an item whose path is longer is not carried. */
+export const manifestKeyBytesMax = 1978;
+
+/**
+ * The kept manifests of the directory channels: an LMDB environment of its own (`<brine_lmdb_dir>/state-sync/`,
+ * local disk like the job cache's, one database per channel, keyed by item path, so kept in the manifest's order),
+ * written without fsync (a manifest lost in a crash is rebuilt by the next scan; only tombstones and stamps are
+ * lost with it).
+ */
+export function openManifests(cfg: MasterConfig): RootDatabase {
+  const dir = path.join(lmdbDir(cfg), "state-sync");
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return openLmdb({ path: dir, encoding: LMDB_CBOR, mapSize: 256 * 1024 * 1024, maxDbs: 8, compression: false, noSync: true });
+}
+
+/** The entries of a manifest database in order, from `start` (inclusive, or after `after`) to `end` (exclusive), cursorBatchItems at a time. */
+export function* walkDb(db: ManifestDb, opts: { after?: string; start?: string; end?: string } = {}): Generator<[string, Stored]> {
+  let start = opts.after ?? opts.start;
+  let skip = opts.after;
+  for (;;) {
+    // each batch read whole, so no read transaction stays open while the caller awaits between items
+    const batch: [string, Stored][] = [];
+    for (const { key, value } of db.getRange({ ...(start !== undefined ? { start } : {}), ...(opts.end !== undefined ? { end: opts.end } : {}), limit: cursorBatchItems + (skip !== undefined ? 1 : 0) })) {
+      if (skip !== undefined && key === skip) continue;
+      if (batch.length < cursorBatchItems) batch.push([key as string, value]);
+    }
+    yield* batch;
+    if (batch.length < cursorBatchItems) return;
+    start = skip = batch.at(-1)![0];
+  }
+}
+
