@@ -14,19 +14,22 @@
  *   the transport's whole list (`setAll`, what main.ts does with `brine_minion_transport: native`, once a second);
  *   no thread reads /proc then. `LivePublishPeers.close()` (the transport stops) hands back to snapshots.
  *
- * What staleness a snapshot may have, and why it changes no answer Salt's users see (`snapshotVerdict`): Salt's
+ * A snapshot is used only while the kernel's count of TCP sockets in use (/proc/net/sockstat: counters, ~0.2 ms
+ * against the milliseconds of a connection-table walk) is what it was when it was read: a minion that connected
+ * or left since changes it, so the publish reads the tables again (only a connection that came and one that went
+ * in the same window go unseen). Within that, what staleness a snapshot may have (`snapshotVerdict`): Salt's
  * master computes no connected set for a publish; its CLI asks once, when its wait ends, and brine's CLI does
  * the same (`manage.present`, a fresh read). `not_connected` is brine's early word on it. A snapshot that saw a
- * matched minion connected is used for `publishPeersStaleMsMax`: if the minion left since, the CLI's own check at
- * the end still says "[Not connected]". A snapshot that would call a matched minion not connected is used only
- * when at most `publishPeersFreshMsMax` old (else read again): within that second a minion that connected just
- * before the publish may be named, which changes the CLI's text only if it then never returns ("[Not connected]"
- * instead of "[No response]").
+ * matched minion connected is used for `publishPeersStaleMsMax` (a minion that left since moved the socket count;
+ * for a minion of this master the CLI's own check at its end would say "[Not connected]" anyway, but a master of
+ * masters above a syndic has only this word). A snapshot that would call a matched minion not connected is used
+ * only when at most `publishPeersFreshMsMax` old (else read again).
  *
  * Layout: Int32 words [0] seq (seqlock: odd while writing), [1] writer lock (0 free, else the second it was taken
  * + 1, counted from [base]), [2] text length in bytes, [3] flags; Float64 at byte 16 the board's base time (ms,
- * written once before it is shared), at byte 24 the snapshot's time (ms, under the seqlock); then the addresses
- * as text, one per line. A pure module: no I/O, the clock passed in.
+ * written once before it is shared), at byte 24 the snapshot's time (ms, under the seqlock), at byte 32 the
+ * kernel's TCP sockets in use when it was read (under the seqlock); from byte 48 the addresses as text, one per
+ * line. A pure module: no I/O, the clock passed in.
  */
 
 /** the addresses' text on the board, bytes (at ~16 bytes an address: ~65,000 distinct addresses) */
@@ -38,7 +41,7 @@ export const publishPeersStaleMsMax = 10_000;
 /** a writer lock held this long is taken over (its thread died while reading), s */
 export const publishPeersLockSMax = 10;
 
-const HEADER_BYTES = 32;
+const HEADER_BYTES = 48;
 const W_SEQ = 0;
 const W_LOCK = 1;
 const W_LEN = 2;
@@ -54,12 +57,14 @@ export type PeersVerdict = "use" | "read" | "use_if_all_connected";
 
 /**
  * Whether a request thread may use the board's addresses or must read the kernel's tables (see the header).
- * `ageMs` is the snapshot's age (negative: the clock went back; it is read again).
+ * `ageMs` is the snapshot's age (negative: the clock went back; it is read again); `socketsChanged`: the kernel's
+ * count of TCP sockets in use (/proc/net/sockstat, a read of counters, not a walk of the connection hash) is not
+ * what it was when the snapshot was read, so a connection may have come or gone since: read again.
  */
-export function snapshotVerdict(s: { live: boolean; hasSnapshot: boolean; ageMs: number }): PeersVerdict {
+export function snapshotVerdict(s: { live: boolean; hasSnapshot: boolean; ageMs: number; socketsChanged: boolean }): PeersVerdict {
   if (!s.hasSnapshot) return "read";
   if (s.live) return "use";
-  if (s.ageMs < 0) return "read";
+  if (s.ageMs < 0 || s.socketsChanged) return "read";
   if (s.ageMs <= publishPeersFreshMsMax) return "use";
   return s.ageMs <= publishPeersStaleMsMax ? "use_if_all_connected" : "read";
 }
@@ -69,6 +74,8 @@ export interface PeersView {
   addrs: ReadonlySet<string> | undefined;
   live: boolean;
   atMs: number;
+  /** the kernel's TCP sockets in use when the snapshot was read (NaN: unknown) */
+  sockets: number;
 }
 
 export class PublishPeersBoard {
@@ -77,13 +84,13 @@ export class PublishPeersBoard {
   private readonly floats: Float64Array;
   private readonly bytes: Uint8Array;
   private cachedSeq = -1;
-  private cached: PeersView = { addrs: undefined, live: false, atMs: 0 };
+  private cached: PeersView = { addrs: undefined, live: false, atMs: 0, sockets: NaN };
 
   /** `sab` absent: a new board (the main thread, or a thread with none shared: then it is this thread's alone) */
   constructor(sab?: SharedArrayBuffer, nowMs = Date.now()) {
     this.sab = sab ?? new SharedArrayBuffer(HEADER_BYTES + publishPeersBytesMax);
     this.words = new Int32Array(this.sab, 0, 4);
-    this.floats = new Float64Array(this.sab, 16, 2);
+    this.floats = new Float64Array(this.sab, 16, 3);
     this.bytes = new Uint8Array(this.sab, HEADER_BYTES);
     if (!sab) this.floats[0] = nowMs;
   }
@@ -97,15 +104,16 @@ export class PublishPeersBoard {
       const flags = Atomics.load(this.words, W_FLAGS);
       const len = Atomics.load(this.words, W_LEN);
       const atMs = this.floats[1]!;
+      const sockets = this.floats[2]!;
       const text = flags & (F_SNAPSHOT | F_LIVE) && !(flags & F_OVERFLOW) ? Buffer.from(this.bytes.subarray(0, len)).toString("latin1") : undefined;
       if (Atomics.load(this.words, W_SEQ) !== s1) continue;
       const addrs = text === undefined ? undefined : new Set(text === "" ? [] : text.split("\n"));
       this.cachedSeq = s1;
-      this.cached = { addrs, live: (flags & F_LIVE) !== 0, atMs };
+      this.cached = { addrs, live: (flags & F_LIVE) !== 0, atMs, sockets };
       return this.cached;
     }
     // a writer stalled mid-write for a thousand tries: say nothing rather than wait
-    return { addrs: undefined, live: false, atMs: 0 };
+    return { addrs: undefined, live: false, atMs: 0, sockets: NaN };
   }
 
   /** Take the writer lock (false: another thread holds it); a lock older than publishPeersLockSMax is taken over. */
@@ -125,9 +133,9 @@ export class PublishPeersBoard {
    * Store a snapshot read at `atMs` (the caller holds the lock). Not stored over live addresses (a transport
    * started feeding them meanwhile): "live". "too_many": more addresses than the board holds (it then says nothing).
    */
-  writeSnapshot(addrs: Iterable<string>, atMs: number): "stored" | "live" | "too_many" {
+  writeSnapshot(addrs: Iterable<string>, atMs: number, sockets = NaN): "stored" | "live" | "too_many" {
     if (Atomics.load(this.words, W_FLAGS) & F_LIVE) return "live";
-    return this.write(addrs, atMs, F_SNAPSHOT) ? "stored" : "too_many";
+    return this.write(addrs, atMs, F_SNAPSHOT, sockets) ? "stored" : "too_many";
   }
 
   /**
@@ -138,13 +146,14 @@ export class PublishPeersBoard {
     return addrs === undefined ? this.write([], 0, 0) : this.write(addrs, atMs, F_LIVE);
   }
 
-  private write(addrs: Iterable<string>, atMs: number, flags: number): boolean {
+  private write(addrs: Iterable<string>, atMs: number, flags: number, sockets = NaN): boolean {
     const text = Buffer.from([...addrs].join("\n"), "latin1");
     const fits = text.length <= this.bytes.length;
     Atomics.add(this.words, W_SEQ, 1);
     if (fits) this.bytes.set(text);
     Atomics.store(this.words, W_LEN, fits ? text.length : 0);
     this.floats[1] = atMs;
+    this.floats[2] = sockets;
     Atomics.store(this.words, W_FLAGS, flags | (fits ? 0 : F_OVERFLOW));
     Atomics.add(this.words, W_SEQ, 1);
     return fits;

@@ -18,22 +18,30 @@ import {
   snapshotVerdict,
   type PeersVerdict,
 } from "../../src/shared/publish-peers.js";
-import { addressGrains, boardPeers, minionAddressesEntriesMax, minionAddressesMsMax, notConnectedAtPublish } from "../../src/workers/req-handler/presence.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { addressGrains, boardPeers, tcpSocketsInUse, minionAddressesEntriesMax, minionAddressesMsMax, notConnectedAtPublish } from "../../src/workers/req-handler/presence.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
+
+/** the kernel's count of TCP sockets in use, unchanged between the reads of these tests */
+const steady = () => 7;
 
 test("when a thread may use the board's addresses and when it reads the kernel's tables", () => {
   const F = publishPeersFreshMsMax;
   const S = publishPeersStaleMsMax;
-  const table: [string, { live: boolean; hasSnapshot: boolean; ageMs: number }, PeersVerdict][] = [
-    ["nothing on the board", { live: false, hasSnapshot: false, ageMs: 0 }, "read"],
-    ["a snapshot just read", { live: false, hasSnapshot: true, ageMs: 0 }, "use"],
-    ["a snapshot at the fresh limit", { live: false, hasSnapshot: true, ageMs: F }, "use"],
-    ["past it: only if it sees everyone connected", { live: false, hasSnapshot: true, ageMs: F + 1 }, "use_if_all_connected"],
-    ["at the stale limit", { live: false, hasSnapshot: true, ageMs: S }, "use_if_all_connected"],
-    ["past the stale limit", { live: false, hasSnapshot: true, ageMs: S + 1 }, "read"],
-    ["a snapshot from the future (the clock went back)", { live: false, hasSnapshot: true, ageMs: -5 }, "read"],
-    ["live addresses, however old the last change", { live: true, hasSnapshot: true, ageMs: 10 * S }, "use"],
-    ["live but too many to hold", { live: true, hasSnapshot: false, ageMs: 0 }, "read"],
+  const c = false;
+  const table: [string, { live: boolean; hasSnapshot: boolean; ageMs: number; socketsChanged: boolean }, PeersVerdict][] = [
+    ["nothing on the board", { live: false, hasSnapshot: false, ageMs: 0, socketsChanged: c }, "read"],
+    ["a snapshot just read", { live: false, hasSnapshot: true, ageMs: 0, socketsChanged: c }, "use"],
+    ["a snapshot at the fresh limit", { live: false, hasSnapshot: true, ageMs: F, socketsChanged: c }, "use"],
+    ["past it: only if it sees everyone connected", { live: false, hasSnapshot: true, ageMs: F + 1, socketsChanged: c }, "use_if_all_connected"],
+    ["at the stale limit", { live: false, hasSnapshot: true, ageMs: S, socketsChanged: c }, "use_if_all_connected"],
+    ["past the stale limit", { live: false, hasSnapshot: true, ageMs: S + 1, socketsChanged: c }, "read"],
+    ["a snapshot from the future (the clock went back)", { live: false, hasSnapshot: true, ageMs: -5, socketsChanged: c }, "read"],
+    ["a fresh snapshot, but a TCP socket came or went since", { live: false, hasSnapshot: true, ageMs: 0, socketsChanged: true }, "read"],
+    ["live addresses, however old the last change", { live: true, hasSnapshot: true, ageMs: 10 * S, socketsChanged: true }, "use"],
+    ["live but too many to hold", { live: true, hasSnapshot: false, ageMs: 0, socketsChanged: c }, "read"],
   ];
   for (const [name, input, want] of table) assert.equal(snapshotVerdict(input), want, name);
 });
@@ -76,7 +84,7 @@ test("more addresses than the board holds: it says nothing, so each thread reads
   a.unlock();
   assert.equal(a.view().addrs, undefined);
   let reads = 0;
-  for (let i = 0; i < 3; i++) boardPeers(a, () => (reads++, new Set(many)), 20);
+  for (let i = 0; i < 3; i++) boardPeers(a, () => (reads++, new Set(many)), 20, undefined, steady);
   assert.equal(reads, 3);
 });
 
@@ -87,22 +95,30 @@ test("a burst of publishes reads the kernel's tables once; the other threads use
   let reads = 0;
   const read = () => (reads++, new Set(["10.0.0.5"]));
   for (let i = 0; i < 40; i++) {
-    const got = boardPeers(boards[i % 4]!, read, t0 + i * 20, () => true);
+    const got = boardPeers(boards[i % 4]!, read, t0 + i * 20, () => true, steady);
     assert.deepEqual([...got], ["10.0.0.5"]);
   }
   assert.equal(reads, 1, "40 publishes over 800 ms, on four threads");
   // past the fresh limit a snapshot that sees everyone connected still answers; one that does not is read again
-  boardPeers(boards[1]!, read, t0 + publishPeersFreshMsMax + 500, () => true);
+  boardPeers(boards[1]!, read, t0 + publishPeersFreshMsMax + 500, () => true, steady);
   assert.equal(reads, 1);
-  boardPeers(boards[2]!, read, t0 + publishPeersFreshMsMax + 600, () => false);
+  boardPeers(boards[2]!, read, t0 + publishPeersFreshMsMax + 600, () => false, steady);
   assert.equal(reads, 2, "someone matched is not seen connected: read again before saying so");
-  boardPeers(boards[3]!, read, t0 + publishPeersFreshMsMax + 700, () => false);
+  boardPeers(boards[3]!, read, t0 + publishPeersFreshMsMax + 700, () => false, steady);
   assert.equal(reads, 2, "the new read is fresh for the others");
-  boardPeers(boards[3]!, read, t0 + publishPeersFreshMsMax + 600 + publishPeersStaleMsMax + 1, () => true);
+  boardPeers(boards[3]!, read, t0 + publishPeersFreshMsMax + 600 + publishPeersStaleMsMax + 1, () => true, steady);
   assert.equal(reads, 3, "too old even for a publish whose minions it sees connected");
   // without a judge (presence events, manage.present's wheel twin) only a fresh snapshot answers
-  boardPeers(boards[0]!, read, t0 + publishPeersFreshMsMax + 600 + publishPeersStaleMsMax + 1 + publishPeersFreshMsMax + 1);
+  boardPeers(boards[0]!, read, t0 + publishPeersFreshMsMax + 600 + publishPeersStaleMsMax + 1 + publishPeersFreshMsMax + 1, undefined, steady);
   assert.equal(reads, 4);
+  // a minion connected or left (the kernel's count of TCP sockets moved): read again, however fresh the snapshot
+  const t1 = t0 + publishPeersFreshMsMax + 600 + publishPeersStaleMsMax + 1 + publishPeersFreshMsMax + 1;
+  boardPeers(boards[1]!, read, t1 + 1, () => true, () => 8);
+  assert.equal(reads, 5);
+  boardPeers(boards[2]!, read, t1 + 2, () => true, () => 8);
+  assert.equal(reads, 5, "the new read carries the new count");
+  boardPeers(boards[2]!, read, t1 + 3, () => true, () => NaN);
+  assert.equal(reads, 6, "a count that cannot be read: read the tables every time");
 });
 
 test("a thread that cannot take the writer lock reads for itself and leaves the board alone", () => {
@@ -110,7 +126,7 @@ test("a thread that cannot take the writer lock reads for itself and leaves the 
   const b = new PublishPeersBoard(a.sab);
   assert.ok(a.tryLock(0));
   let reads = 0;
-  assert.deepEqual([...boardPeers(b, () => (reads++, new Set(["10.0.0.7"])), 10)], ["10.0.0.7"]);
+  assert.deepEqual([...boardPeers(b, () => (reads++, new Set(["10.0.0.7"])), 10, undefined, steady)], ["10.0.0.7"]);
   assert.equal(reads, 1);
   assert.equal(b.view().addrs, undefined, "not stored: another thread holds the lock");
 });
@@ -135,7 +151,7 @@ test("a transport's live feed: counted per address, written once per turn, never
   assert.deepEqual([...reader.view().addrs!], ["2001:db8::9"]);
   // a request thread never reads /proc while the feed is live, however long since the last change
   let reads = 0;
-  assert.deepEqual([...boardPeers(reader, () => (reads++, new Set()), 5_000 + 10 * publishPeersStaleMsMax)], ["2001:db8::9"]);
+  assert.deepEqual([...boardPeers(reader, () => (reads++, new Set()), 5_000 + 10 * publishPeersStaleMsMax, undefined, () => NaN)], ["2001:db8::9"]);
   assert.equal(reads, 0);
   reader.tryLock(6_000);
   assert.equal(reader.writeSnapshot(["10.9.9.9"], 6_000), "live", "a snapshot read before the feed started is not stored over it");
@@ -174,13 +190,13 @@ test("a publish names the matched minions the board's addresses do not see, and 
   const t0 = 50_000;
   const board = new PublishPeersBoard(undefined, t0);
   board.tryLock(t0);
-  board.writeSnapshot(["10.0.0.5"], t0);
+  board.writeSnapshot(["10.0.0.5"], t0, 7);
   board.unlock();
   const store = undefined as never; // an unclustered `connections` master reads no store
-  assert.deepEqual(notConnectedAtPublish(cfg, store, board, ["a", "b"], grainsOf, t0 + 100), ["b"]);
-  assert.deepEqual(notConnectedAtPublish(cfg, store, board, ["a"], grainsOf, t0 + publishPeersStaleMsMax - 1), [], "an older board that sees every matched minion answers");
+  assert.deepEqual(notConnectedAtPublish(cfg, store, board, ["a", "b"], grainsOf, t0 + 100, steady), ["b"]);
+  assert.deepEqual(notConnectedAtPublish(cfg, store, board, ["a"], grainsOf, t0 + publishPeersStaleMsMax - 1, steady), [], "an older board that sees every matched minion answers");
   // nothing listens on port 1 here: a read of the kernel's tables sees nobody, and the publish cannot tell
-  assert.equal(notConnectedAtPublish(cfg, store, board, ["a", "b"], grainsOf, t0 + publishPeersFreshMsMax + 1), undefined, "an older board that misses b is read again");
+  assert.equal(notConnectedAtPublish(cfg, store, board, ["a", "b"], grainsOf, t0 + publishPeersFreshMsMax + 1, steady), undefined, "an older board that misses b is read again");
   assert.equal(notConnectedAtPublish({ ...cfg, brine_presence: "heard" }, store, board, ["a", "b"], grainsOf, t0), undefined, "heard: no word at publish");
 });
 
@@ -202,4 +218,17 @@ test("a publish reads a minion's addresses from its cached data once per window,
   decodes = 0;
   addressGrains("ag-1", grainsOf, t0 + minionAddressesMsMax + 1);
   assert.equal(decodes, 1, "pushed out by newer minions");
+});
+
+test("the kernel's count of TCP sockets in use is read from sockstat (and sockstat6 only when tcp6 is read)", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sockstat-"));
+  try {
+    writeFileSync(path.join(dir, "sockstat"), "sockets: used 12\nTCP: inuse 9 orphan 0 tw 3 alloc 9 mem 1\nUDP: inuse 2 mem 0\n");
+    writeFileSync(path.join(dir, "sockstat6"), "TCP6: inuse 4\nUDP6: inuse 1\n");
+    assert.equal(tcpSocketsInUse(["tcp"], dir), 9);
+    assert.equal(tcpSocketsInUse(["tcp", "tcp6"], dir), 13);
+    assert.ok(Number.isNaN(tcpSocketsInUse(["tcp"], path.join(dir, "absent"))), "unreadable: unknown");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -31,7 +31,7 @@ import { readOption } from "../../shared/config/options.js";
 import { TokenStore } from "../../lib/auth/tokens.js";
 import type { WheelContext } from "../../lib/wheel/types.js";
 import { getLogger } from "../../shared/log.js";
-import { boardPeers, localPresent, presenceMode, readPublishPeers } from "./presence.js";
+import { boardPeers, localPresent, presenceMode, publishSockets, readPublishPeers } from "./presence.js";
 import { PublishPeersBoard } from "../../shared/publish-peers.js";
 import { MetricsBoard } from "../../shared/metrics/board.js";
 import { RingReader, type GateVerdict } from "../../shared/sab-ring/reader.js";
@@ -289,7 +289,7 @@ export class MasterContext {
   async presentHere(): Promise<string[]> {
     const now = this.now();
     const connections = presenceMode(this.cfg) === "connections";
-    const peers = connections ? boardPeers(this.publishPeers, readPublishPeers(this.cfg), now) : undefined;
+    const peers = connections ? boardPeers(this.publishPeers, readPublishPeers(this.cfg), now, undefined, publishSockets(this.cfg)) : undefined;
     return localPresent(this.cfg, this.store, this.acceptedIds(), await this.presenceGrains(this.acceptedIds(), connections), now, peers);
   }
 

@@ -207,14 +207,17 @@ const boardLog = new LogBudget(1, 600_000, (l) => log.warning(l), "publish peers
  * see every minion the caller asks about connected (a publish's matched minions); without it only a fresh
  * snapshot is used.
  */
-export function boardPeers(board: PublishPeersBoard, read: () => Set<string>, nowMs: number, allConnected?: (addrs: ReadonlySet<string>) => boolean): ReadonlySet<string> {
+export function boardPeers(board: PublishPeersBoard, read: () => Set<string>, nowMs: number, allConnected?: (addrs: ReadonlySet<string>) => boolean, sockets: () => number = () => NaN): ReadonlySet<string> {
   const v = board.view();
-  const verdict = snapshotVerdict({ live: v.live, hasSnapshot: v.addrs !== undefined, ageMs: nowMs - v.atMs });
+  const socketsChanged = v.addrs !== undefined && !v.live && !(sockets() === v.sockets);
+  const verdict = snapshotVerdict({ live: v.live, hasSnapshot: v.addrs !== undefined, ageMs: nowMs - v.atMs, socketsChanged });
   if (v.addrs && (verdict === "use" || (verdict === "use_if_all_connected" && allConnected?.(v.addrs)))) return v.addrs;
   if (!board.tryLock(nowMs)) return read();
   try {
+    // counted before the tables are read: a connection that comes or goes during the read changes it for the next
+    const count = sockets();
     const fresh = read();
-    if (board.writeSnapshot(fresh, nowMs) === "too_many") boardLog.line(`${fresh.size} addresses connected to the publish port do not fit the shared board: each publish reads /proc/net/tcp itself`);
+    if (board.writeSnapshot(fresh, nowMs, count) === "too_many") boardLog.line(`${fresh.size} addresses connected to the publish port do not fit the shared board: each publish reads /proc/net/tcp itself`);
     return fresh;
   } finally {
     board.unlock();
@@ -224,6 +227,33 @@ export function boardPeers(board: PublishPeersBoard, read: () => Set<string>, no
 /** The kernel's tables read for the publish port's peers, as this master listens (procTables). */
 export function readPublishPeers(cfg: MasterConfig): () => Set<string> {
   return () => peerAddresses(cfg.publish_port, undefined, procTables(cfg));
+}
+
+/**
+ * The kernel's count of TCP sockets in use, from /proc/net/sockstat (and sockstat6 when tcp6 is read): counters,
+ * not a walk of the connection hash. NaN when it cannot be read (every snapshot is then read again).
+ */
+export function tcpSocketsInUse(tables: readonly ProcTable[], procDir = "/proc/net"): number {
+  let n = 0;
+  for (const [file, label] of [["sockstat", "TCP"], ["sockstat6", "TCP6"]] as const) {
+    if (file === "sockstat6" && !tables.includes("tcp6")) continue;
+    let text: string;
+    try {
+      text = readFileSync(`${procDir}/${file}`, "latin1");
+    } catch {
+      return NaN;
+    }
+    const m = new RegExp(`^${label}: inuse (\\d+)`, "m").exec(text);
+    if (!m) return NaN;
+    n += Number(m[1]);
+  }
+  return n;
+}
+
+/** `tcpSocketsInUse` as this master listens. */
+export function publishSockets(cfg: MasterConfig): () => number {
+  const tables = procTables(cfg);
+  return () => tcpSocketsInUse(tables);
 }
 
 /** a minion's ipv4/ipv6 grains, as a request thread read them for a publish, are reused this long, ms */
@@ -257,7 +287,7 @@ export function addressGrains(id: string, grainsOf: (id: string) => Record<strin
  * port at all). The addresses come from the board (`boardPeers`): a snapshot that sees every matched minion
  * connected answers for publishPeersStaleMsMax, any other for publishPeersFreshMsMax.
  */
-export function notConnectedAtPublish(cfg: MasterConfig, store: Store, board: PublishPeersBoard, minions: readonly string[], dataGrainsOf: (id: string) => Record<string, unknown> | undefined, nowMs: number): string[] | undefined {
+export function notConnectedAtPublish(cfg: MasterConfig, store: Store, board: PublishPeersBoard, minions: readonly string[], dataGrainsOf: (id: string) => Record<string, unknown> | undefined, nowMs: number, sockets = publishSockets(cfg)): string[] | undefined {
   if (presenceMode(cfg) !== "connections") return undefined;
   const grainsOf = (id: string) => addressGrains(id, dataGrainsOf, nowMs);
   let judged: { addrs: ReadonlySet<string>; present: string[] } | undefined;
@@ -265,7 +295,7 @@ export function notConnectedAtPublish(cfg: MasterConfig, store: Store, board: Pu
     if (judged?.addrs !== addrs) judged = { addrs, present: clusterPresent(cfg, store, minions, grainsOf, nowMs, addrs) };
     return judged.present;
   };
-  const peers = boardPeers(board, readPublishPeers(cfg), nowMs, (addrs) => addrs.size > 0 && presentWith(addrs).length === minions.length);
+  const peers = boardPeers(board, readPublishPeers(cfg), nowMs, (addrs) => addrs.size > 0 && presentWith(addrs).length === minions.length, sockets);
   if (peers.size === 0) return undefined;
   const present = new Set(presentWith(peers));
   return minions.filter((m) => !present.has(m));
