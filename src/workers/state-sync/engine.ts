@@ -675,12 +675,13 @@ export class StateSyncEngine {
     }
   }
 
-  close(): void {
+  /** Stops the timers and transfers and closes the manifests (a scan past this point fails with an ordinary error). */
+  async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     for (const w of this.watchers) w.close();
     for (const w of this.waiting.values()) w.reject(new Error("the state-sync thread is stopping"));
     this.waiting.clear();
-    void this.manifests?.close();
+    await this.manifests?.close();
   }
 }
