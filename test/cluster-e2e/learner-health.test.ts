@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ClusterHarness, skipReason, until } from "../../tools/local-cluster.js";
+import { chaosPollMs } from "../../src/main-thread/cluster/cluster-service.js";
 
 const LB = "127.0.0.100";
 const HOSTS = ["127.0.0.101", "127.0.0.102", "127.0.0.103", "127.0.0.104"];
@@ -72,9 +73,13 @@ test("a learner whose state-sync has not finished is not ready and cluster.healt
     assert.deepEqual([still.ready, still.members.m4.role], [false, "learner"], JSON.stringify(still));
 
     // the leader unreachable, and no other leader possible: the learner keeps the leader it knows and says it could not ask it
-    h.kill(li, "SIGKILL");
+    // the two other voters are cut from each other first (each master reads its chaos file every 200 ms,
+    // chaosPollMs), then the leader is killed: killed first, its followers campaign as soon as its connection
+    // drops (e063c0e) and could elect a new leader before the cut took effect
     writeFileSync(h.masters[via]!.chaosFile, h.masters[other]!.id);
     writeFileSync(h.masters[other]!.chaosFile, h.masters[via]!.id);
+    await new Promise((r) => setTimeout(r, 5 * chaosPollMs));
+    h.kill(li, "SIGKILL");
     const lost = await until("m4 reporting its leader unreachable", async () => {
       const v = await health(3).catch(() => undefined);
       return v && v.leader === leader && /could not be asked/.test(v.lag_known_for ?? "") ? v : undefined;
