@@ -20,8 +20,6 @@ import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 const log = getLogger("brine.cluster.forward");
 /** one line per 10 s for this flood, then a count of what was held back */
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "mirror backlog");
-/** How long a stopping master waits for the state-sync thread to close its manifests before terminating it, ms. */
-const closeWaitMs = 2000;
 
 /** bytes of peers' data the mirror thread may hold unconfirmed before more are dropped */
 export const mirrorBacklogBytesMax = 256 * 1024 * 1024;
@@ -142,11 +140,6 @@ export class MirrorThread {
 
   async stop(): Promise<void> {
     await this.flushed(2000);
-    // the thread closes its LMDB manifests first: terminated inside a transaction's callback, lmdb's native side
-    // throws into a dying isolate and Node aborts the process (FATAL ERROR: napi_throw); bounded, then terminated anyway
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.ask({ k: "close" }, 0).catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, closeWaitMs)))]);
-    clearTimeout(timer);
     await this.worker.terminate();
   }
 }

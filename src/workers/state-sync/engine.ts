@@ -675,13 +675,12 @@ export class StateSyncEngine {
     }
   }
 
-  /** Stops the timers and transfers and closes the manifests (a scan past this point fails with an ordinary error). */
-  async close(): Promise<void> {
+  close(): void {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     for (const w of this.watchers) w.close();
     for (const w of this.waiting.values()) w.reject(new Error("the state-sync thread is stopping"));
     this.waiting.clear();
-    await this.manifests?.close();
+    void this.manifests?.close();
   }
 }

@@ -55,10 +55,7 @@ export type ToMirror =
   /** a peer's list of the minions it sees connected */
   | { k: "presence"; id: number; report: PresenceReport }
   /** when the newest job in this master's cache was created: answered with ms, or null for none */
-  | { k: "newestJob"; id: number }
-  /** the master stops: the state-sync channels stop and close their manifests, answered once closed (before the
-   * thread is terminated: a termination inside an LMDB transaction's callback aborts the whole process) */
-  | { k: "close"; id: number };
+  | { k: "newestJob"; id: number };
 
 /** mirror → main: the answer to call `id` (`v` by kind: serve → bytes, chunk → cursor, newestJob → ms; else null). */
 export type FromMirror = { k: "res"; id: number; v: Uint8Array | SyncCursor | number | null } | ({ k: "err"; id: number } & PortError);
@@ -68,7 +65,7 @@ const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);
 const presence = new PresenceBoard(store);
-const engine = init.stateSync ? new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync) : undefined;
+if (init.stateSync) new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync);
 if (init.ring) {
   const ring = new RingReader(init.ring);
   sync.jobRecords.placed = () => ring.route("jobs") !== null;
@@ -94,9 +91,6 @@ async function handle(m: ToMirror): Promise<Uint8Array | SyncCursor | number | n
     }
     case "presence":
       await presence.store(m.report);
-      return null;
-    case "close":
-      await engine?.close();
       return null;
     default:
       throw new BrineError("THREAD_CALL", `the mirror thread does not know ${JSON.stringify((m as { k?: unknown }).k)}`);
