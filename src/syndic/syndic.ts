@@ -81,7 +81,8 @@ export class Syndic {
   private rawEvents: { tag: string; data: unknown }[] = [];
   private rawDropped = 0;
   private timer: NodeJS.Timeout | undefined;
-  private flushing = false;
+  /** the forwarding round in progress, awaited by stop() */
+  private flushing: Promise<void> | undefined;
   private stopped = false;
   /** returns acknowledged by a master of masters since the start */
   forwarded = 0;
@@ -120,7 +121,7 @@ export class Syndic {
     if (this.timer) clearInterval(this.timer);
     this.bus?.close();
     await Promise.all(this.ups.map((u) => u.minion?.stop().catch(() => undefined)));
-    while (this.flushing) await new Promise((r) => setTimeout(r, 20));
+    await this.flushing;
     await this.queue?.close();
   }
 
@@ -266,16 +267,21 @@ export class Syndic {
   }
 
   /** One forwarding round: events, then queued returns. Never two at once. */
+  /** One forwarding round; a call while one runs does nothing (the next tick forwards what arrived since). */
   async flush(): Promise<void> {
     if (this.flushing || this.stopped) return;
-    this.flushing = true;
+    this.flushing = (async () => {
+      try {
+        await this.flushEvents();
+        await this.flushReturns();
+      } catch (e) {
+        log.warning(`forwarding round failed: ${(e as Error).message}`);
+      }
+    })();
     try {
-      await this.flushEvents();
-      await this.flushReturns();
-    } catch (e) {
-      log.warning(`forwarding round failed: ${(e as Error).message}`);
+      await this.flushing;
     } finally {
-      this.flushing = false;
+      this.flushing = undefined;
     }
   }
 

@@ -93,7 +93,15 @@ export function threadFoldersHaveNoCycle(g: Graph): string[] {
   return out;
 }
 
-const RULES = { socketlessThreadsImportNoZeromq, mainThreadLoadsNoRequestHandler, pureCoresDoNoIo, layersPointDown, threadFoldersHaveNoCycle };
+/** The module that may load cbor-x: the one codec of brine's own data (LMDB values go through lmdb's own setup). */
+const CBOR_HOMES = ["src/shared/cbor.ts"];
+
+/** One CBOR codec (docs/ARCHITECTURE.md): no other product module loads cbor-x itself. */
+export function oneCborCodec(g: Graph): string[] {
+  return [...g].filter(([f, imp]) => f.startsWith("src/") && !CBOR_HOMES.includes(f) && imp.runtime.includes("cbor-x")).map(([f]) => `${f} loads cbor-x itself (use src/shared/cbor.ts)`);
+}
+
+const RULES = { socketlessThreadsImportNoZeromq, mainThreadLoadsNoRequestHandler, pureCoresDoNoIo, layersPointDown, threadFoldersHaveNoCycle, oneCborCodec };
 
 const sources = readSources(repoRoot, ["src", "tools"]);
 const graph = buildGraph(sources);
@@ -141,4 +149,10 @@ test("shared code importing a thread folder, and product code importing a tool, 
 test("a thread folder that imports back into one that imports it makes a cycle", () => {
   const v = threadFoldersHaveNoCycle(planted("src/workers/raft/worker.ts", 'import { Maintenance } from "../../main-thread/maintenance.js";'));
   assert.ok(v.some((x) => x.includes("src/main-thread/") && x.includes("src/workers/raft/")), v.join("\n"));
+});
+
+test("a module that makes its own cbor-x codec breaks the one-codec rule", () => {
+  const v = oneCborCodec(planted("src/workers/raft/held-jobs.ts", 'import { Encoder } from "cbor-x";'));
+  assert.deepEqual(v, ["src/workers/raft/held-jobs.ts loads cbor-x itself (use src/shared/cbor.ts)"]);
+  for (const home of CBOR_HOMES) assert.ok(graph.get(home)?.runtime.includes("cbor-x"), `${home} is where cbor-x is loaded`);
 });

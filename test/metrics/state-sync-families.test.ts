@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { families, forPerson, STATE_SYNC_SERIES_MAX, type Family } from "../../src/shared/metrics/families.js";
+import { families, forPerson, stateSyncSeriesMax, type Family } from "../../src/shared/metrics/families.js";
 import { MetricsBoard } from "../../src/shared/metrics/board.js";
 import type { StateSyncStatus } from "../../src/shared/cluster-health.js";
 
@@ -43,7 +43,7 @@ test("state-sync counters and gauges come from the status file, per channel and 
 
 test("a status file naming more channel-peer pairs than the bound shows the bound's worth of series", () => {
   const peers: StateSyncStatus[string] = {};
-  for (let i = 0; i < STATE_SYNC_SERIES_MAX + 50; i++) peers[`m${i}`] = { at: iso(1000), items: 1, bytes: 1, deleted: 0, errors: 0 };
+  for (let i = 0; i < stateSyncSeriesMax + 50; i++) peers[`m${i}`] = { at: iso(1000), items: 1, bytes: 1, deleted: 0, errors: 0 };
   const fams = families({ board: new MetricsBoard().read(), stateSync: { keys: peers }, now });
-  assert.equal(byName(fams, "brine_state_sync_bytes_total").size, STATE_SYNC_SERIES_MAX);
+  assert.equal(byName(fams, "brine_state_sync_bytes_total").size, stateSyncSeriesMax);
 });

@@ -190,7 +190,7 @@ test("malformed entries are skipped and counted with their reason, never fatal; 
   }
 });
 
-test("a tree larger than the writes in flight (MIGRATE_JOBS_IN_FLIGHT): 500 jobs with 3 returns each migrate in one run", async () => {
+test("a tree larger than the writes in flight (migrateJobsInFlightMax): 500 jobs with 3 returns each migrate in one run", async () => {
   const h = runnerHarness();
   try {
     const root = path.join(h.root, "big");

@@ -20,7 +20,7 @@
  * load brine already holds is not written again (so a second run migrates nothing new), but returns brine lacks
  * are added to it. The tree is read with directory streams, one job at a time (synchronous reads: a runner
  * thread has nothing else to serve, and thousands of small files cost less so), with at most
- * MIGRATE_JOBS_IN_FLIGHT jobs' writes awaiting their commit: memory does not grow with the tree. The writes are
+ * migrateJobsInFlightMax jobs' writes awaiting their commit: memory does not grow with the tree. The writes are
  * committed as they go and flushed to disk once at the end. The source is never changed.
  */
 import { createHash } from "node:crypto";
@@ -33,7 +33,7 @@ import type { JobCache, ReturnRecord } from "./job-cache.js";
 /** A file of the tree bigger than this is not read (the job or return is skipped), bytes. */
 export const migrateFileBytesMax = 64 * 1024 * 1024;
 /** Jobs whose writes may await their commit at once (each holds its decoded load and returns meanwhile). */
-export const MIGRATE_JOBS_IN_FLIGHT = 64;
+export const migrateJobsInFlightMax = 64;
 /** Expected minions one job may list. */
 const minionsMax = 1_000_000;
 
@@ -126,7 +126,7 @@ export async function migrateLocalCache(jobs: JobCache, root: string, opts: Migr
       inFlight.add(p);
       const done = () => inFlight.delete(p);
       p.then(done, done);
-      if (inFlight.size >= MIGRATE_JOBS_IN_FLIGHT) await Promise.race(inFlight);
+      if (inFlight.size >= migrateJobsInFlightMax) await Promise.race(inFlight);
     }
   }
   await Promise.all(inFlight);

@@ -3,7 +3,7 @@
  * (`minions/presence`) by the mirror thread so every thread can read them: `manage.present` and the CLI's
  * "[Not connected]" use this master's own set united with every peer's recent report.
  *
- * A report is sent in parts of at most PRESENCE_IDS_PER_PART ids (`{i, n, ids}`); each part is stored under
+ * A report is sent in parts of at most presenceIdsPerPartMax ids (`{i, n, ids}`); each part is stored under
  * `<origin>/<i>` with the time it arrived (this master's clock, so the peers' clocks do not matter), and parts
  * at or beyond `n` are deleted (the peer sees fewer minions now). A report older than `maxAgeMs` is ignored:
  * a master that stopped reporting (dead, cut off) no longer vouches for its minions.
@@ -14,8 +14,8 @@ import type { Store } from "./lmdb-env.js";
 import { syncCbor } from "../../shared/sync-records.js";
 
 /** ids in one presence message, count */
-export const PRESENCE_IDS_PER_PART = 20_000;
-/** parts of one master's report, count (PRESENCE_IDS_PER_PART × this bounds a report) */
+export const presenceIdsPerPartMax = 20_000;
+/** parts of one master's report, count (presenceIdsPerPartMax × this bounds a report) */
 export const presencePartsMax = 64;
 
 /** What the main thread hands the mirror thread: a peer's message, undecoded. */
@@ -37,9 +37,9 @@ function openBoard(store: Store): Database<StoredPart, string> {
 
 /** The parts of a master's connected set, as messages (encoded where the set is known: the main thread). */
 export function encodePresence(ids: readonly string[]): Uint8Array[] {
-  const n = Math.max(1, Math.min(presencePartsMax, Math.ceil(ids.length / PRESENCE_IDS_PER_PART)));
+  const n = Math.max(1, Math.min(presencePartsMax, Math.ceil(ids.length / presenceIdsPerPartMax)));
   const out: Uint8Array[] = [];
-  for (let i = 0; i < n; i++) out.push(syncCbor.encode({ i, n, ids: ids.slice(i * PRESENCE_IDS_PER_PART, (i + 1) * PRESENCE_IDS_PER_PART) }) as Uint8Array);
+  for (let i = 0; i < n; i++) out.push(syncCbor.encode({ i, n, ids: ids.slice(i * presenceIdsPerPartMax, (i + 1) * presenceIdsPerPartMax) }) as Uint8Array);
   return out;
 }
 
@@ -61,7 +61,7 @@ export class PresenceBoard {
     if (m === null || typeof m !== "object") return false;
     const { i, n, ids } = m;
     if (!Number.isSafeInteger(i) || !Number.isSafeInteger(n) || (n as number) < 1 || (n as number) > presencePartsMax || (i as number) < 0 || (i as number) >= (n as number)) return false;
-    if (!Array.isArray(ids) || ids.length > PRESENCE_IDS_PER_PART) return false;
+    if (!Array.isArray(ids) || ids.length > presenceIdsPerPartMax) return false;
     const good = ids.filter(validId);
     await this.db.transaction(() => {
       this.db.putSync(`${r.from}/${i}`, { at: r.at, ids: good });

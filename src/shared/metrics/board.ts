@@ -83,11 +83,11 @@ const FUN_READY = 2;
 /** a counter's high word counts units of this */
 const CARRY = 2 ** 30;
 /** largest amount one Atomics.add adds (a larger one is added in parts), so the low word stays far from 2^31 */
-const ADD_PART_MAX = 2 ** 24;
+const addPartMax = 2 ** 24;
 /** spins waiting for another thread to finish writing a name it claimed (a few stores) before giving up */
-const FUN_CLAIM_SPINS_MAX = 100_000;
+const funClaimSpinsMax = 100_000;
 /** a thread's cache of looked-up names (negative answers included) is cleared past this many entries */
-const FUN_CACHE_ENTRIES_MAX = 1024;
+const funCacheEntriesMax = 1024;
 
 /** Bytes of a board. */
 export const METRICS_BOARD_BYTES = TOTAL_WORDS * 4;
@@ -143,9 +143,9 @@ export class MetricsBoard {
   /** Adds `n` (an integer ≥ 0) to counter `c`; the add that takes the low word to CARRY carries. */
   private add(c: number, n: number): void {
     const i = HEADER_WORDS + c * 2;
-    while (n > ADD_PART_MAX) {
-      this.add(c, ADD_PART_MAX);
-      n -= ADD_PART_MAX;
+    while (n > addPartMax) {
+      this.add(c, addPartMax);
+      n -= addPartMax;
     }
     const old = Atomics.add(this.u32, i, n);
     if (old < CARRY && old + n >= CARRY) {
@@ -204,7 +204,7 @@ export class MetricsBoard {
   funSlot(fun: unknown, claim: boolean): number {
     if (typeof fun !== "string") return Array.isArray(fun) ? FUN_COMPOUND : FUN_OTHER;
     const claims = Atomics.load(this.u32, H_FUN_CLAIMS);
-    if (claims !== this.funCacheClaims || this.funCache.size >= FUN_CACHE_ENTRIES_MAX) {
+    if (claims !== this.funCacheClaims || this.funCache.size >= funCacheEntriesMax) {
       this.funCache.clear();
       this.funCacheClaims = claims;
     }
@@ -246,7 +246,7 @@ export class MetricsBoard {
         state = Atomics.load(this.u32, w);
       }
       // another thread is writing this entry's name: it is a few stores away from ready
-      for (let spin = 0; state === FUN_CLAIMING && spin < FUN_CLAIM_SPINS_MAX; spin++) state = Atomics.load(this.u32, w);
+      for (let spin = 0; state === FUN_CLAIMING && spin < funClaimSpinsMax; spin++) state = Atomics.load(this.u32, w);
       if (state !== FUN_READY) return FUN_OTHER;
       if (this.entryIs(t, name)) return FUN_FIXED.length + t;
     }

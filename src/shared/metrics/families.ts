@@ -51,7 +51,7 @@ export interface FamilySources {
 }
 
 /** State-sync series (channel × peer) shown at most; the file names cluster peers, this bounds a file that grew. */
-export const STATE_SYNC_SERIES_MAX = 256;
+export const stateSyncSeriesMax = 256;
 
 function cumulative(counts: readonly number[]): number[] {
   let run = 0;
@@ -171,7 +171,7 @@ function stateSyncFamilies(st: StateSyncStatus, now: number): Family[] {
   let n = 0;
   for (const [channel, peers] of Object.entries(st)) {
     for (const [peer, e] of Object.entries(peers)) {
-      if (n++ >= STATE_SYNC_SERIES_MAX) break;
+      if (n++ >= stateSyncSeriesMax) break;
       const labels = { channel, peer };
       bytes.push({ labels, value: e.bytes_total ?? e.bytes });
       items.push({ labels, value: e.items_total ?? e.items });

@@ -11,7 +11,7 @@
  * writes to it, shares the same handle). Answers are
  * bounded: at most `max` jids (newest kept), with `truncated` set when the cache holds more.
  */
-import { Encoder } from "cbor-x";
+import { cbor } from "../../shared/cbor.js";
 import { BrineError } from "../../shared/errors.js";
 import { JobCache } from "../../lib/store/job-cache.js";
 import { MINION_OUTBOX_PREFIX } from "../../shared/minion-placement.js";
@@ -25,7 +25,6 @@ export const SHED_CHANNEL = "raft/shed";
 /** jids one answer carries at most (~25 bytes each: well inside one peer frame) */
 export const heldJidsMax = 200_000;
 
-const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 export interface HeldJobs {
   jids: string[];

@@ -33,7 +33,7 @@ import type { ProposeResult } from "./api.js";
 
 const log = getLogger("brine.cluster.join");
 /** refusal lines the responder logs per window (a refused joiner retries every second or so), count */
-const REFUSAL_LINES_PER_WINDOW = 10;
+const refusalLinesPerWindowMax = 10;
 /** ms */
 const refusalLogWindowMs = 60_000;
 
@@ -75,7 +75,7 @@ export class JoinHost {
   /** the DEALERs of join attempts in flight: closed by close(), since a thread ended with a zeromq socket open aborts the process */
   private readonly dialing = new Set<zmq.Dealer>();
   private readonly replay = new JoinReplayGuard();
-  private readonly refusals = new LogBudget(REFUSAL_LINES_PER_WINDOW, refusalLogWindowMs, (l) => log.warning(l));
+  private readonly refusals = new LogBudget(refusalLinesPerWindowMax, refusalLogWindowMs, (l) => log.warning(l));
 
   /** address -> when it was last probed for a second cluster */
   private readonly probed = new Map<string, number>();

@@ -5,7 +5,7 @@
  * the runner reports every member's lag as the leader sees it. A master that is not the leader answers with an
  * error naming the leader it knows, so a view is never passed off as the leader's when it is not.
  */
-import { Encoder } from "cbor-x";
+import { cbor } from "../../shared/cbor.js";
 import { BrineError } from "../../shared/errors.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { GroupStatus, NodeStatus } from "./api.js";
@@ -14,7 +14,6 @@ import type { RingCallChannel } from "./ring-forward.js";
 
 export const LEADER_PROGRESS_CHANNEL = "raft/progress";
 
-const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 /** The leader's view of group `cluster`: its id, term, commit index and each member's match index. */
 export interface LeaderView {

@@ -18,7 +18,7 @@
  * proposals and the ring groups' reads, for groups this master hosts, validated as a local call is
  * (Group.propose encodes and validates the entry).
  */
-import { Encoder } from "cbor-x";
+import { cbor } from "../../shared/cbor.js";
 import { BrineError, isBrineError, type ErrCode } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
@@ -48,7 +48,6 @@ const catchUpWaitMs = 3000;
 const catchUpPollMs = 100;
 
 const log = getLogger("brine.raft.ring-forward");
-const cbor = new Encoder({ mapsAsObjects: true, useRecords: false, tagUint8Array: false });
 
 type RingCall = { op: "propose"; group: string; entry: ClusterEntry } | { op: "read"; group: string; query: ReadQuery };
 

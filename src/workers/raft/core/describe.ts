@@ -7,15 +7,15 @@ import type { Status } from "./raw-node.js";
 import type { ConfState, Entry, HardState, Message, Ready, RequestResult, Snapshot } from "./types.js";
 
 const PRINTABLE = /^[\x20-\x7e]*$/;
-const DATA_PREVIEW_BYTES = 32;
+const dataPreviewBytesMax = 32;
 
 export function describeData(data: Uint8Array): string {
   const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("latin1");
   if (PRINTABLE.test(text)) {
-    return data.length <= DATA_PREVIEW_BYTES ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, DATA_PREVIEW_BYTES))}…(${data.length}B)`;
+    return data.length <= dataPreviewBytesMax ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, dataPreviewBytesMax))}…(${data.length}B)`;
   }
-  const hex = Buffer.from(data.buffer, data.byteOffset, Math.min(data.byteLength, DATA_PREVIEW_BYTES / 2)).toString("hex");
-  return `0x${hex}${data.length > DATA_PREVIEW_BYTES / 2 ? "…" : ""}(${data.length}B)`;
+  const hex = Buffer.from(data.buffer, data.byteOffset, Math.min(data.byteLength, dataPreviewBytesMax / 2)).toString("hex");
+  return `0x${hex}${data.length > dataPreviewBytesMax / 2 ? "…" : ""}(${data.length}B)`;
 }
 
 export function describeEntry(e: Entry): string {

@@ -14,7 +14,7 @@ import { validatePeerKey, type PeerKeyValue } from "./entries.js";
 import { asSnapshotCheck, snapshotField, snapshotObject, snapshotVersion } from "./snapshot-check.js";
 
 /** ids with a key or a tombstone, count (voters and learners together, and those removed) */
-const PEER_KEYS_MAX = clusterLimits.votersMax + clusterLimits.learnersMax + 256;
+const peerKeysMax = clusterLimits.votersMax + clusterLimits.learnersMax + 256;
 
 export interface PeerKeysSnapshot {
   keys: Record<string, { pub: string | null; host?: string; port?: number; readmit?: true }>;
@@ -28,7 +28,7 @@ export class PeerKeysStateMachine {
   apply(value: PeerKeyValue, index: number): ApplyResult {
     checkIndex(index);
     if (index <= this.appliedVersion) return STALE;
-    if (!this.keys.has(value.id) && this.keys.size >= PEER_KEYS_MAX) return refused(new BrineError("CLUSTER_TOO_MANY", `${PEER_KEYS_MAX} peer keys`));
+    if (!this.keys.has(value.id) && this.keys.size >= peerKeysMax) return refused(new BrineError("CLUSTER_TOO_MANY", `${peerKeysMax} peer keys`));
     this.keys.set(value.id, value);
     this.appliedVersion = index;
     return APPLIED;
@@ -63,7 +63,7 @@ export class PeerKeysStateMachine {
       const val = asSnapshotCheck("peer_keys", () => validatePeerKey({ ...snapshotObject(v, `peer_keys.${id}`), id }));
       next.set(val.id, val);
     }
-    if (next.size > PEER_KEYS_MAX) throw new BrineError("CLUSTER_BAD_SNAPSHOT", `more than ${PEER_KEYS_MAX} peer keys`);
+    if (next.size > peerKeysMax) throw new BrineError("CLUSTER_BAD_SNAPSHOT", `more than ${peerKeysMax} peer keys`);
     const version = snapshotVersion(snapshotField(o, "version"), "peer_keys");
     this.keys.clear();
     for (const [k, v] of next) this.keys.set(k, v);
