@@ -69,6 +69,8 @@ export class TestCluster {
   /** sees every message a live node sends, before delivery */
   onSend: ((from: string, group: string, m: Message) => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** messages sent and not yet delivered, by sender */
+  private readonly inFlight = new Map<string, number>();
 
   constructor(
     names: string[],
@@ -100,7 +102,9 @@ export class TestCluster {
       this.checked.set(m.type, (this.checked.get(m.type) ?? 0) + 1);
       const to = this.byRaftId.get(m.to);
       const copy = structuredClone(m);
+      this.inFlight.set(from, (this.inFlight.get(from) ?? 0) + 1);
       setImmediate(() => {
+        this.inFlight.set(from, this.inFlight.get(from)! - 1);
         const target = to === undefined ? undefined : this.nodes.get(to);
         if (target?.up) target.manager.receive(group, copy);
       });
@@ -186,6 +190,15 @@ export class TestCluster {
     const n = this.node(name);
     n.up = false;
     void n.manager.close();
+  }
+
+  /**
+   * Resolves once every message `name` sent has reached its receiver's manager (queued there, not yet
+   * stepped): what a transport sees of a crashed peer before it notices the session is gone, since TCP
+   * delivers a session's last frames before its close. A test reports a crash after this, as a link would.
+   */
+  async delivered(name: string): Promise<void> {
+    while ((this.inFlight.get(name) ?? 0) > 0) await new Promise((r) => setImmediate(r));
   }
 
   /** A restart from the node's disk alone. */

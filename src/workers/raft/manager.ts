@@ -101,9 +101,12 @@ export class GroupManager {
   private mustCommit = false;
   /** a commit happened since the last tick absorbed: deferred writes ride along with the traffic */
   private committedSinceTick = false;
-  private inbox: { group: string; m: Message }[] = [];
-  /** peers' reachability as the transport last reported it, not yet stepped (node id -> reachable) */
-  private reachability = new Map<string, boolean>();
+  /**
+   * Peer messages and the transport's reachability reports, in the order they came: a session's last frames
+   * arrive before its loss is reported, and a leader that stepped the loss first would take a stale answer
+   * from the dead peer as a sign of life (probe -> replicate) and pipeline to it again
+   */
+  private inbox: ({ group: string; m: Message } | { peer: string; reachable: boolean })[] = [];
   private pendingTicks = 0;
   private pumping = false;
   private scheduled = false;
@@ -297,11 +300,11 @@ export class GroupManager {
   /**
    * The transport's word on a peer's session (etcd's ReportUnreachable, and its reverse): down, every group
    * this node leads probes that peer instead of pipelining to it, so a dead peer does not pile up appends;
-   * up, the probe goes at once. Stepped at the next step 0 like any input; the latest report per peer wins.
+   * up, the probe goes at once. Stepped at the next step 0 like any input, in order with the peer messages.
    */
   peerReachable(nodeId: string, reachable: boolean): void {
     if (this.closed || this.fatal || nodeId === this.self) return;
-    this.reachability.set(nodeId, reachable);
+    this.inbox.push({ peer: nodeId, reachable });
     this.kick();
   }
 
@@ -510,14 +513,16 @@ export class GroupManager {
     for (const w of writes) this.entriesWritten += w.entries.length;
   }
 
-  /** Step 0: reachability reports, queued peer messages, then queued ticks. Returns whether any tick was absorbed. */
+  /** Step 0: queued peer messages and reachability reports in order, then queued ticks. Returns whether any tick was absorbed. */
   private absorb(): boolean {
-    const reports = this.reachability;
-    this.reachability = new Map();
-    for (const [nodeId, reachable] of reports) for (const g of this.groups.values()) g.peerReachable(nodeId, reachable);
     const inbox = this.inbox;
     this.inbox = [];
-    for (const { group, m } of inbox) {
+    for (const input of inbox) {
+      if ("peer" in input) {
+        for (const g of this.groups.values()) g.peerReachable(input.peer, input.reachable);
+        continue;
+      }
+      const { group, m } = input;
       const g = this.groups.get(group);
       if (!g) continue;
       try {
