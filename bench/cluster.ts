@@ -37,6 +37,7 @@ import { floorRun as commitFloorRun } from "./commit-floor.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import type { NodeStatus } from "../src/workers/raft/api.js";
 import type { LatencySummary } from "../src/shared/metrics/latency-window.js";
+import { stageDelta, type StageTotals } from "../src/shared/metrics/stage-clock.js";
 
 const LB = "127.0.0.1";
 const HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
@@ -127,6 +128,9 @@ interface PerCommit {
   fsyncs: number;
   /** of raftRunUs, what the Raft thread spends with nothing proposed (ticks, heartbeats) over as long, per commit */
   raftIdleUs?: number;
+  /** the Raft thread's stages (NodeStatus.stages) per commit, and the same with nothing proposed over as long */
+  stages?: StageTotals;
+  idleStages?: StageTotals;
 }
 
 /** how long the Raft threads' background is sampled before the commits, ms */
@@ -135,6 +139,7 @@ const IDLE_WINDOW_MS = 2000;
 /** A master's counters at one moment (see PerCommit). */
 interface SchedSample {
   raft?: { runNs: number; waitNs: number };
+  stages?: StageTotals;
   process: { runNs: number; waitNs: number };
   fsyncs: number;
 }
@@ -161,7 +166,7 @@ export function processSched(pid: number | "self" = "self"): { runNs: number; wa
 
 async function schedOf(raft: Proposer): Promise<SchedSample> {
   const st = await raft.status();
-  return { ...(st.thread ? { raft: st.thread } : {}), process: processSched(), fsyncs: st.commits };
+  return { ...(st.thread ? { raft: st.thread } : {}), ...(st.stages ? { stages: st.stages } : {}), process: processSched(), fsyncs: st.commits };
 }
 
 /** (b - a) per commit, for `n` commits. */
@@ -173,12 +178,43 @@ function perCommit(a: SchedSample, b: SchedSample, n: number): PerCommit {
     processRunUs: us(a.process.runNs, b.process.runNs),
     processWaitUs: us(a.process.waitNs, b.process.waitNs),
     fsyncs: (b.fsyncs - a.fsyncs) / n,
+    ...(a.stages && b.stages ? { stages: stageDelta(a.stages, b.stages, n) } : {}),
   };
+}
+
+/** The mean of several masters' stage figures (stages absent on one count as zero there). */
+function meanStages(xs: (StageTotals | undefined)[]): StageTotals | undefined {
+  const have = xs.filter((x): x is StageTotals => x !== undefined);
+  if (have.length === 0) return undefined;
+  const out: StageTotals = {};
+  for (const x of have) for (const [k, t] of Object.entries(x)) {
+    const o = (out[k] ??= { us: 0, n: 0 });
+    o.us += t.us / have.length;
+    o.n += t.n / have.length;
+  }
+  return out;
+}
+
+/**
+ * One line per stage, µs per commit (runs per commit), busiest first, with the idle background of the same
+ * stage over as long in brackets; counters (peer.in.<channel>, raft.out.<type>) as runs only.
+ */
+export function stageLines(p: PerCommit): string[] {
+  const s = p.stages;
+  if (!s) return [];
+  const idle = p.idleStages ?? {};
+  const timed = Object.entries(s).filter(([k, t]) => t.us > 0 || (idle[k]?.us ?? 0) > 0).sort((a, b) => b[1].us - a[1].us);
+  const counted = Object.entries(s).filter(([k, t]) => t.us === 0 && (idle[k]?.us ?? 0) === 0 && !k.startsWith("loop."));
+  const lines = timed.map(([k, t]) => `${k.padEnd(16)} ${t.us.toFixed(1).padStart(8)} µs ${t.n.toFixed(2).padStart(6)}×   (idle ${(idle[k]?.us ?? 0).toFixed(1)} µs ${(idle[k]?.n ?? 0).toFixed(2)}×)`);
+  if (counted.length > 0) lines.push(`counts per commit: ${counted.sort((a, b) => b[1].n - a[1].n).map(([k, t]) => `${k} ${t.n.toFixed(2)} (idle ${(idle[k]?.n ?? 0).toFixed(2)})`).join(", ")}`);
+  return lines;
 }
 
 function meanOf(xs: PerCommit[]): PerCommit {
   const m = (f: (p: PerCommit) => number) => xs.reduce((s, p) => s + f(p), 0) / xs.length;
-  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs), raftIdleUs: m((p) => p.raftIdleUs ?? 0) };
+  const stages = meanStages(xs.map((p) => p.stages));
+  const idleStages = meanStages(xs.map((p) => p.idleStages));
+  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
 }
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
@@ -475,7 +511,11 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
     const per = masters.map((m, i) => {
       const p = perCommit(before[i]!, after[i]!, n);
       const idleRaftNsPerMs = ((idle1[i]!.raft?.runNs ?? 0) - (idle0[i]!.raft?.runNs ?? 0)) / idleMs;
-      return { id: m.id, p: { ...p, raftIdleUs: (idleRaftNsPerMs * windowMs) / 1000 / n } };
+      // the idle stages scaled to the commit window, per commit: what the same stage costs with nothing proposed
+      const a = idle0[i]!.stages;
+      const b = idle1[i]!.stages;
+      const idleStages = a && b ? stageDelta(a, b, (idleMs / windowMs) * n) : undefined;
+      return { id: m.id, p: { ...p, raftIdleUs: (idleRaftNsPerMs * windowMs) / 1000 / n, ...(idleStages ? { idleStages } : {}) } };
     });
     const perCommitOf = { leader: per.find((x) => x.id === leader)!.p, followers: meanOf(per.filter((x) => x.id !== leader).map((x) => x.p)) };
     const reads = await byId(leader).reads(proposals);
@@ -608,6 +648,11 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
           { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs); /proc schedstat over the ${proposals + WARM_PROPOSALS} commits` },
           { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs); mean of the two followers` },
         );
+        // the Raft thread stage by stage (NodeStatus.stages), on stderr: a table, not a figure
+        for (const [who, p] of [["leader", pc.leader], ["follower (mean of 2)", pc.followers]] as const) {
+          const lines = stageLines(p);
+          if (lines.length > 0) process.stderr.write(`\nRaft thread stages per commit, ${who} (wall µs inside each; nested: raft.encode/peer.enqueue/peer.seal/peer.zmqSend in pump.send*, peer.open/raft.decode in peer.in):\n  ${lines.join("\n  ")}\n`);
+        }
       }
     }
   }

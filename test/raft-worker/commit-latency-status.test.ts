@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { MemoryBackend } from "../../src/workers/raft/backend.js";
 import { GroupManager } from "../../src/workers/raft/manager.js";
 import { COMMIT_LATENCY_BUCKETS_MS, COMMIT_LATENCY_SAMPLES, LatencyWindow } from "../../src/shared/metrics/latency-window.js";
+import { StageClock, stageDelta } from "../../src/shared/metrics/stage-clock.js";
 import { TEST_LIMITS } from "./harness.js";
 
 test("the latency window keeps the most recent samples and reports their p50 and p99", () => {
@@ -46,5 +47,50 @@ test("a leader's proposals are timed from the proposal to the result, on the man
   // a sole voter campaigned for itself once; proposals start no election
   assert.ok((before.elections ?? 0) >= 1);
   assert.equal(after.elections, before.elections);
+  await m.close();
+});
+
+test("a stage clock sums each stage's time and runs; a delta per commit divides both", () => {
+  let clock = 0;
+  const s = new StageClock(() => clock);
+  const t = s.now();
+  clock += 2; // ms
+  s.add("a", t);
+  s.add("a", s.now()); // no time passed: a run, no µs
+  s.count("frames", 3);
+  s.addMs("gc", 0.25);
+  const one = s.snapshot();
+  assert.deepEqual(one, { a: { us: 2000, n: 2 }, frames: { us: 0, n: 3 }, gc: { us: 250, n: 1 } });
+  clock += 1;
+  s.add("a", clock - 1);
+  s.count("b");
+  assert.deepEqual(stageDelta(one, s.snapshot(), 2), { a: { us: 500, n: 0.5 }, frames: { us: 0, n: 0 }, gc: { us: 0, n: 0 }, b: { us: 0, n: 0.5 } });
+});
+
+test("the pump times its stages on the sink it was given: the durable commit apart from stepping and applying", async () => {
+  let clock = 0;
+  const backend = new MemoryBackend();
+  // only the durable commit takes time on this clock: 3 ms per commit that carries entries, 1 ms otherwise
+  backend.onCommit = (writes) => {
+    clock += writes.some((x) => x.entries.length > 0) ? 3 : 1;
+  };
+  const stages = new StageClock(() => clock);
+  const m = new GroupManager({ self: "solo", backend, limits: TEST_LIMITS, now: () => clock, stages });
+  assert.equal(await m.bootstrap(["solo"]), true);
+  await m.start();
+  const before = stages.snapshot();
+  const commits0 = m.status().commits;
+  const n = 10;
+  for (let i = 0; i < n; i++) await m.propose("cluster", { kind: "ROUTE", value: { data_type: `s${i}`, ring_id: null } });
+  await m.idle();
+  const d = stageDelta(before, stages.snapshot());
+  const commits = m.status().commits - commits0;
+  assert.ok(commits >= n, "a sole voter writes every proposal durably");
+  assert.equal(d["lmdb.commit"]!.n, commits, "one lmdb.commit per durable commit");
+  assert.ok(d["lmdb.commit"]!.us >= n * 3000, "the commits' time lands in lmdb.commit");
+  for (const k of ["pump.step", "pump.ready", "pump.apply", "pump.deliver"]) {
+    assert.ok(d[k]!.n >= n, `${k} ran for each proposal`);
+    assert.equal(d[k]!.us, 0, `${k} took none of the commit's time`);
+  }
   await m.close();
 });

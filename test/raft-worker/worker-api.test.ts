@@ -140,7 +140,7 @@ test("with cluster_peers: no cluster group until founded; founding is a pure fun
   }
 });
 
-test("handOff through the worker's port: a single master has nobody to hand to, keeps leading and commits; status reports the Raft thread's CPU", { timeout: 60_000 }, async () => {
+test("handOff through the worker's port: a single master has nobody to hand to, keeps leading and commits; status reports the Raft thread's CPU and its stages", { timeout: 60_000 }, async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-raft-api-"));
   const node = await ClusterNode.start(config(dir));
   try {
@@ -149,6 +149,12 @@ test("handOff through the worker's port: a single master has nobody to hand to, 
     assert.equal(st.groups.find((g) => g.group === "cluster")?.role, "leader");
     const r = await node.raft.propose("cluster", { kind: "ROUTE", value: { data_type: "after_handoff", ring_id: null } });
     assert.ok(r.index > 0);
+    // the proposal went through the worker's port, a pump iteration and a durable commit: each stage counted it
+    const staged = (await node.raft.status()).stages!;
+    for (const k of ["port.call", "pump.step", "pump.ready", "pump.deliver", "lmdb.commit"]) {
+      assert.ok((staged[k]?.n ?? 0) > (st.stages![k]?.n ?? 0), `stage ${k} ran for the proposal`);
+    }
+    assert.ok(staged["loop.active"]!.us > 0, "the event loop's utilisation");
     if (process.platform === "linux") {
       const later = await node.raft.status();
       assert.ok(later.thread && later.thread.runNs > 0, "the Raft thread's time on a CPU, from /proc/thread-self/schedstat");

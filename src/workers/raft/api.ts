@@ -4,6 +4,7 @@
  * `{k, id, ...}`, answered by `{k: "res", id, v}` or `{k: "err", id, code, text}`, so a BrineError keeps its
  * code across the thread boundary. RaftClient (client.ts) is the calling side; worker.ts serves it.
  */
+import type { StageTotals } from "../../shared/metrics/stage-clock.js";
 import type { LeaderView } from "./leader-progress.js";
 import type { ErrCode } from "../../shared/errors.js";
 import type { PortError } from "../../shared/port-calls.js";
@@ -117,6 +118,13 @@ export interface NodeStatus {
    * time on a CPU, and time runnable but waiting for one (a starved Raft thread shows here). Absent elsewhere.
    */
   thread?: { runNs: number; waitNs: number };
+  /**
+   * Where the Raft thread's time went since it started, stage by stage (src/shared/metrics/stage-clock.ts):
+   * µs of wall time inside each and how often it ran; `loop.active`/`loop.idle` are the event loop's
+   * utilisation. Nested stages (raft.encode, peer.seal, peer.zmqSend inside a pump send) count in their
+   * parent too. Absent from a GroupManager's own status (the worker adds it).
+   */
+  stages?: StageTotals;
 }
 
 /**

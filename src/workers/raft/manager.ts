@@ -49,6 +49,7 @@ import { Group } from "./group.js";
 import { GroupStorage } from "./group-storage.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { NodeDirectory, raftIdOf } from "../../shared/node-ids.js";
+import { NO_STAGES, type StageSink } from "../../shared/metrics/stage-clock.js";
 
 const log = getLogger("brine.raft");
 
@@ -80,6 +81,8 @@ export interface ManagerOptions {
   rand?: () => number;
   /** a monotonic clock, ms, for the groups' proposal latencies (injected so tests can drive it) */
   now?: () => number;
+  /** where the pump's stages add their time (the worker's StageClock; status shows it) */
+  stages?: StageSink;
 }
 
 export class GroupManager {
@@ -90,6 +93,7 @@ export class GroupManager {
   readonly limits: WorkerLimits;
   private readonly rand: () => number;
   private readonly now: () => number;
+  private readonly stages: StageSink;
   private readonly groups = new Map<string, Group>();
   /**
    * Writes staged and not yet committed, in staging order (a group's writes must reach the disk in that
@@ -153,6 +157,7 @@ export class GroupManager {
     this.limits = opts.limits ?? DEFAULT_WORKER_LIMITS;
     this.rand = opts.rand ?? Math.random;
     this.now = opts.now ?? (() => performance.now());
+    this.stages = opts.stages ?? NO_STAGES;
     const cluster = this.backend.load(CLUSTER_RING);
     if (cluster) this.addGroup(cluster.meta, GroupStorage.fromStored(cluster));
   }
@@ -446,12 +451,16 @@ export class GroupManager {
     // Deferred writes are flushed on their own only after a whole tick without any commit: while there is
     // traffic, every write carries the latest state anyway, and a flush of its own would hold the next
     // proposal's write behind one more fsync.
+    const st = this.stages;
+    let t = st.now();
     const ticked = this.absorb();
+    st.add("pump.step", t);
     const flushIdle = ticked && !this.committedSinceTick;
     if (ticked) this.committedSinceTick = false;
     const staged: { g: Group; rd: Ready; later: Message[] }[] = [];
     for (const g of this.groups.values()) {
       if (!g.node.hasReady()) continue;
+      t = st.now();
       // term and entries in the view are durable here (see the header), so this is the node's durable mark
       const durable = { term: g.storage.initialState().hardState.term, lastIndex: g.storage.lastIndex() };
       const rd = g.node.ready();
@@ -461,15 +470,21 @@ export class GroupManager {
       const early: Message[] = [];
       const later: Message[] = [];
       for (const m of rd.messages) (sendableBeforePersist(m, durable) ? early : later).push(m);
+      st.add("pump.ready", t);
+      t = st.now();
       if (early.length > 0) this.transport.send(g.id, early);
+      st.add("pump.sendEarly", t);
       staged.push({ g, rd, later });
     }
     if (staged.length === 0 && !this.mustCommit && !(flushIdle && this.unwritten.length > 0)) return false;
     // 2. durable, all groups at once, when anything of this iteration needs it
     if (this.mustCommit) await this.commitUnwritten();
     // 3. messages that promise what step 2 made durable
+    t = st.now();
     for (const { g, later } of staged) if (later.length > 0) this.transport.send(g.id, later);
+    st.add("pump.sendLater", t);
     // 4. apply, and publish what the applied state now says
+    t = st.now();
     let changed = false;
     for (const { g, rd } of staged) {
       if (g.apply(rd)) {
@@ -477,9 +492,13 @@ export class GroupManager {
         if (g.kind === "cluster") this.ringGroupsDirty = true;
       }
     }
+    st.add("pump.apply", t);
+    t = st.now();
     if (changed) this.publishRing();
     if (changed) this.notifyPeerKeys();
+    st.add("pump.publish", t);
     // 5. results, 6. advance
+    t = st.now();
     for (const { g, rd } of staged) {
       g.deliver(rd.results);
       g.node.advance();
@@ -489,6 +508,7 @@ export class GroupManager {
     }
     // the ring groups the registry asks for (after advance: `caughtUp` counts applied entries)
     if (this.ringGroupsDirty && this.reconcileRingGroups()) this.publishRing();
+    st.add("pump.deliver", t);
     // after the results, so that applying never waits for a deferred write
     if (flushIdle && this.unwritten.length > 0) await this.commitUnwritten();
     return true;
@@ -507,7 +527,9 @@ export class GroupManager {
     const writes = this.unwritten;
     this.unwritten = [];
     this.mustCommit = false;
+    const t = this.stages.now();
     await this.backend.commit(writes);
+    this.stages.add("lmdb.commit", t);
     this.committedSinceTick = true;
     this.commits++;
     for (const w of writes) this.entriesWritten += w.entries.length;

@@ -21,6 +21,7 @@ import { BrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import type { PeerTransport, PeerMessage } from "./peer/peer-transport.js";
+import { NO_STAGES, type StageSink } from "../../shared/metrics/stage-clock.js";
 import { NO_PAYLOAD, PortBatcher, dispatchBatch, errorFields, reviveError, type HostState, type PortBatch, type Waiter, type ToHost, type ToProxy } from "./peer-proxy-wire.js";
 
 /** the longest a pushed status (queue depths, bytes) may trail the transport while traffic flows, ms */
@@ -47,9 +48,14 @@ export class PeerChannelHost {
     private readonly port: MessagePort,
     private readonly transport: PeerTransport,
     private readonly cut: (ids: string[]) => void,
+    stages: StageSink = NO_STAGES,
   ) {
     this.out = new PortBatcher<ToProxy>(port);
-    port.on("message", (b: PortBatch<ToHost>) => dispatchBatch(b, (m, p) => this.onMessage(m, p), log, "host"));
+    port.on("message", (b: PortBatch<ToHost>) => {
+      const t = stages.now();
+      dispatchBatch(b, (m, p) => this.onMessage(m, p), log, "host");
+      stages.add("proxy.call", t);
+    });
     transport.events.on("peerUp", (id, info) => {
       this.pushState();
       this.push({ k: "up", id, address: info.address, sessionId: info.sessionId });

@@ -32,6 +32,7 @@ import { raftIdOf } from "../../shared/node-ids.js";
 import type { Transport } from "./manager.js";
 import type { PeerTransportEvents } from "./peer/peer-types.js";
 import { clusterLimits } from "../../shared/cluster-limits.js";
+import { NO_STAGES, type StageSink } from "../../shared/metrics/stage-clock.js";
 
 /** The peer channel name Raft traffic uses. */
 export const RAFT_CHANNEL = "raft";
@@ -224,6 +225,7 @@ export class RaftPeerLink implements Transport {
     private readonly channel: RaftPeerChannel,
     readonly selfId: string,
     known: Iterable<string> = [],
+    private readonly stages: StageSink = NO_STAGES,
   ) {
     this.selfRaftId = raftIdOf(selfId);
     for (const id of known) this.learn(id);
@@ -269,6 +271,7 @@ export class RaftPeerLink implements Transport {
   send(group: string, messages: readonly Message[]): void {
     const byDest = new Map<number, Message[]>();
     for (const m of messages) {
+      this.stages.count(`raft.out.${m.type}`);
       let l = byDest.get(m.to);
       if (!l) byDest.set(m.to, (l = []));
       l.push(m);
@@ -283,7 +286,10 @@ export class RaftPeerLink implements Transport {
       if (!this.cut.has(to) && this.channel.isUp(to)) {
         try {
           // sealed and written before send() returns: the bytes are not kept past this call
-          this.channel.send(to, RAFT_CHANNEL, encodeRaftPayload(group, ms), RAFT_SEND);
+          const t = this.stages.now();
+          const payload = encodeRaftPayload(group, ms);
+          this.stages.add("raft.encode", t);
+          this.channel.send(to, RAFT_CHANNEL, payload, RAFT_SEND);
           sent = true;
         } catch {
           // queue full or peer unknown: Raft resends
@@ -321,6 +327,7 @@ export class RaftPeerLink implements Transport {
       return this.refuse(from, "the sender's id is not a node id");
     }
     let decoded;
+    const t = this.stages.now();
     try {
       decoded = decodeRaftPayload(bytes);
     } catch (e) {
@@ -332,6 +339,7 @@ export class RaftPeerLink implements Transport {
         this.refuse(from, m);
         continue;
       }
+      this.stages.count(`raft.in.${m.type}`);
       this.counters.received++;
       try {
         this.sink.receive(decoded.group, m);
@@ -340,6 +348,7 @@ export class RaftPeerLink implements Transport {
         this.refuse(from, e.message);
       }
     }
+    this.stages.add("raft.decode", t);
   }
 
   private refuse(from: string, why: string): void {

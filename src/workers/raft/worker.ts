@@ -17,6 +17,7 @@
  * keeps serving minions, with the last published ring, and logs it loudly.
  */
 import { readFileSync } from "node:fs";
+import { PerformanceObserver, performance } from "node:perf_hooks";
 import { parentPort, type MessagePort } from "node:worker_threads";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
@@ -45,6 +46,7 @@ import type { ClusterEntry } from "./state-machines/entries.js";
 import type { ReadOptions, ReadQuery } from "./api.js";
 import { threadInit } from "../../shared/thread-kit.js";
 import { JoinHost } from "./join-host.js";
+import { StageClock } from "../../shared/metrics/stage-clock.js";
 
 /** workerData of the Raft worker. */
 export interface RaftWorkerInit {
@@ -90,6 +92,12 @@ let leaderProgress: LeaderProgressService | undefined;
 let joinHost: JoinHost | undefined;
 let placement: JobPlacement | undefined;
 let minionPlacement: MinionPlacement | undefined;
+/** where this thread's time goes, stage by stage (NodeStatus.stages; bench/cluster.ts reads it per commit) */
+const stages = new StageClock();
+// garbage collection pauses of this thread (a worker's observer sees its own isolate's)
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) stages.addMs("gc", e.duration);
+}).observe({ entryTypes: ["gc"] });
 
 function receipt(r: ProposeResult): ProposeReceipt {
   const { value: _echo, ...rest } = r;
@@ -100,7 +108,7 @@ async function startup(): Promise<GroupManager> {
   const peers = init.peer ? startPeerChannel(init.peer) : undefined;
   writer = RingWriter.attach(init.ringBuffer);
   const backend = new LmdbBackend(init.dir, limits.lmdbMapBytes);
-  const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits, ...(peers ? { transport: peers } : {}) });
+  const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits, stages, ...(peers ? { transport: peers } : {}) });
   peers?.attach(m);
   m.onFatal = (e) => {
     log.critical(`raft worker stops: ${e.message}`);
@@ -156,9 +164,11 @@ async function startup(): Promise<GroupManager> {
   let ticks = 0;
   let following = false;
   timer = setInterval(() => {
+    const t = stages.now();
     m.tick();
     placement?.tick();
     minionPlacement?.tick();
+    stages.add("tick", t);
     // about once a second: a ring's voters follow the cluster's (GroupManager.followRingVoters), one call at a time
     if (++ticks % Math.max(1, Math.round(followVotersEveryMs / limits.tickMs)) === 0 && !following) {
       following = true;
@@ -177,11 +187,11 @@ async function startup(): Promise<GroupManager> {
  */
 function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
   const keys = loadClusterKeys(p.settings, { requirePeerKeys: false, publishSelf: true });
-  const transport = new PeerTransport(peerTransportOptions(p.settings, keys, p.limits));
+  const transport = new PeerTransport({ ...peerTransportOptions(p.settings, keys, p.limits), stages });
   joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport, propose: async (e) => proposeAnywhere(await started, CLUSTER_RING, e), hasCluster: () => manager?.has(CLUSTER_RING) ?? false });
   const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
-  const link = new RaftPeerLink(transport, init.nodeId, known);
-  peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids));
+  const link = new RaftPeerLink(transport, init.nodeId, known, stages);
+  peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids), stages);
   peerTransport = transport;
   raftLink = link;
   return link;
@@ -326,8 +336,10 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
       return (await started).changeMembership(m.group, m.change);
     case "read":
       return readAnywhere(await started, m.group, m.query, m.opts);
-    case "status":
-      return { ...(await started).status(), ...threadSched() };
+    case "status": {
+      const elu = performance.eventLoopUtilization();
+      return { ...(await started).status(), ...threadSched(), stages: { ...stages.snapshot(), "loop.active": { us: Math.round(elu.active * 1000), n: 0 }, "loop.idle": { us: Math.round(elu.idle * 1000), n: 0 } } };
+    }
     case "bootstrap": {
       const mgr = await started;
       const founded = await mgr.bootstrap(m.founders);
@@ -398,10 +410,16 @@ function callError(e: unknown): PortError {
 function serve(port: MessagePort): void {
   port.on("message", (m: ToRaft) => {
     if (m?.k === "connect") return serve(m.port);
+    const t = stages.now();
     answer(m).then(
-      (v) => port.postMessage({ k: "res", id: m.id, v } satisfies FromRaft),
+      (v) => {
+        const t = stages.now();
+        port.postMessage({ k: "res", id: m.id, v } satisfies FromRaft);
+        stages.add("port.answer", t);
+      },
       (e: unknown) => port.postMessage({ k: "err", id: m.id, ...callError(e) } satisfies FromRaft),
     );
+    stages.add("port.call", t);
   });
 }
 

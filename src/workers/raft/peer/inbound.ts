@@ -21,6 +21,7 @@ import type { LogBudget } from "../../../shared/log-budget.js";
 import { Fifo } from "./out-queue.js";
 import type { PeerCounters, PeerHandler, RefusedInfo } from "./peer-types.js";
 import type { Session } from "./session.js";
+import type { StageSink } from "../../../shared/metrics/stage-clock.js";
 
 /** What the listening side needs of the transport (PeerTransport). */
 export interface ListenerHost {
@@ -30,6 +31,7 @@ export interface ListenerHost {
   readonly log: Logger;
   readonly budget: LogBudget;
   readonly timer: CoarseTimer;
+  readonly stages: StageSink;
   readonly handshake: HandshakeContext;
   /** the channel handlers, by channel */
   readonly handlers: ReadonlyMap<string, PeerHandler>;
@@ -102,7 +104,9 @@ export class PeerListener {
           this.h.counters.badFrames++;
           continue;
         }
+        const t = this.h.stages.now();
         this.onInboundFrame(parts[0]!, parts[1]!);
+        this.h.stages.add("peer.in", t);
       }
     } catch (e) {
       if (!this.h.isClosed()) this.h.log.error(`peer channel: listening socket failed: ${(e as Error).message}`);
@@ -234,6 +238,7 @@ export class PeerListener {
     }
     const handler = this.h.handlers.get(body.channel);
     const from = session.peerId;
+    this.h.stages.count(`peer.in.${body.channel}`);
     if (body.kind === BODY.MSG) {
       if (!handler) {
         this.h.counters.messagesWithoutHandler++;
@@ -329,12 +334,17 @@ export class PeerListener {
             this.h.counters.repliesDropped += batch.length; // replaced or used up: its requester has moved on
             continue;
           }
+          const t = this.h.stages.now();
           frame = session.seal(FRAME.DATA, joinBodies(batch, bytes));
+          this.h.stages.add("peer.seal", t);
           this.h.counters.framesOut++;
           this.h.counters.bodiesOut += batch.length;
         }
         try {
-          await router.send([conn.rid, frame]);
+          const t = this.h.stages.now();
+          const sent = router.send([conn.rid, frame]);
+          this.h.stages.add("peer.zmqSend", t);
+          await sent;
         } catch (e) {
           // EHOSTUNREACH: the connection is gone; EAGAIN: its libzmq queue is full. The frame is lost,
           // never re-sent (the receiver allows gaps, not repeats).

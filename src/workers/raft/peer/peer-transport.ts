@@ -48,6 +48,7 @@ import {
   type SendOptions,
 } from "./peer-types.js";
 import type { Session } from "./session.js";
+import { NO_STAGES, type StageSink } from "../../../shared/metrics/stage-clock.js";
 
 export { PeerRemoteError } from "./peer-types.js";
 export type { PeerCounters, PeerEndpoint, PeerHandler, PeerMessage, PeerStatus, PeerTransportEvents, PeerTransportOptions, RefusedInfo, SendOptions } from "./peer-types.js";
@@ -106,6 +107,7 @@ export class PeerTransport {
   private readonly log: Logger;
   private readonly budget: LogBudget;
   private readonly timer: CoarseTimer;
+  private readonly stages: StageSink;
   private readonly ctx: HandshakeContext;
   private readonly links: OutboundLink[] = [];
   private readonly byId = new Map<string, OutboundLink>();
@@ -127,6 +129,7 @@ export class PeerTransport {
     this.log = opts.log ?? getLogger("brine.cluster.peer");
     this.budget = new LogBudget(this.limits.refusalLogsPerWindow, this.limits.refusalLogWindowMs, (l) => this.log.warning(l));
     this.timer = new CoarseTimer(this.limits.timerTickMs);
+    this.stages = opts.stages ?? NO_STAGES;
     this.ctx = { clusterId: opts.clusterId, self: opts.keys.self, keyring: opts.keys.keyring, limits: this.limits };
     this.listener = new PeerListener({
       selfId: opts.selfId,
@@ -137,6 +140,7 @@ export class PeerTransport {
       timer: this.timer,
       handshake: this.ctx,
       handlers: this.handlers,
+      stages: this.stages,
       isClosed: () => this.closed,
       openData: (session, frame, from) => this.openData(session, frame, from),
       refused: (info) => this.refused(info),
@@ -216,9 +220,12 @@ export class PeerTransport {
    * as Raft's: its sender already batched it, and waiting for the burst to end only delays it).
    */
   send(peerId: string, channel: string, payload: Uint8Array, opts?: SendOptions): void {
+    const t = this.stages.now();
     const link = this.linkFor(peerId);
     validateChannel(channel, this.limits.channelBytesMax);
     this.enqueue(link, { body: encodeBody({ kind: BODY.MSG, channel, payload }), requestId: 0, cancelled: false });
+    this.stages.add("peer.enqueue", t);
+    this.stages.count(`peer.out.${channel}`);
     // pumpOut seals and hands the frame to the socket before its first await (or finds a write under way,
     // which takes this message along when it is done)
     if (opts?.now && link.state === "up") void this.pumpOut(link);
@@ -233,6 +240,7 @@ export class PeerTransport {
     return new Promise<Uint8Array>((resolve, reject) => {
       const link = this.linkFor(peerId);
       validateChannel(channel, this.limits.channelBytesMax);
+      this.stages.count(`peer.out.${channel}`);
       if (link.inFlight.size >= this.limits.requestsInFlightMax) {
         throw new BrineError("CLUSTER_PEER_QUEUE_FULL", `${this.limits.requestsInFlightMax} requests to ${peerId} in flight`);
       }
@@ -381,7 +389,9 @@ export class PeerTransport {
           this.counters.badFrames++;
           continue;
         }
+        const t = this.stages.now();
         this.onOutboundFrame(link, gen, parts[0]!);
+        this.stages.add("peer.in", t);
       }
     } catch (e) {
       if (link.gen === gen) this.fail(link, gen, `receive failed: ${(e as Error).message}`);
@@ -493,7 +503,13 @@ export class PeerTransport {
         if (batch.length === 0) continue;
         this.counters.framesOut++;
         this.counters.bodiesOut += batch.length;
-        await sock.send(session.seal(FRAME.DATA, joinBodies(batch, bytes)));
+        let t = this.stages.now();
+        const frame = session.seal(FRAME.DATA, joinBodies(batch, bytes));
+        this.stages.add("peer.seal", t);
+        t = this.stages.now();
+        const sent = sock.send(frame);
+        this.stages.add("peer.zmqSend", t);
+        await sent;
       }
     } catch (e) {
       this.fail(link, gen, `send failed: ${(e as Error).message}`);
@@ -586,6 +602,7 @@ export class PeerTransport {
       this.counters.badFrames++;
       return [];
     }
+    const t = this.stages.now();
     try {
       return decodeBodies(session.open(frame).plaintext, this.limits.channelBytesMax);
     } catch (e) {
@@ -595,6 +612,8 @@ export class PeerTransport {
       else this.counters.badFrames++;
       this.budget.line(`peer channel: frame ${from} dropped: ${(e as Error).message}`);
       return [];
+    } finally {
+      this.stages.add("peer.open", t);
     }
   }
 

@@ -3,6 +3,7 @@
  * counters, and the error a failed remote handler becomes. PeerTransport (peer-transport.ts) is the API;
  * it re-exports these.
  */
+import type { StageSink } from "../../../shared/metrics/stage-clock.js";
 import type * as zmq from "zeromq";
 import { BrineError } from "../../../shared/errors.js";
 import type { Logger } from "../../../shared/log.js";
@@ -27,6 +28,8 @@ export interface PeerTransportOptions {
   limits?: Partial<PeerLimits>;
   log?: Logger;
   context?: zmq.Context;
+  /** where the channel's stages add their time (the Raft worker's StageClock) */
+  stages?: StageSink;
 }
 
 /** What a channel handler gets. */
