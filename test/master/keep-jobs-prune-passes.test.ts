@@ -1,7 +1,9 @@
 /**
- * keep_jobs pruning in short passes (job-cache.ts): a pass is bounded by records and by the time it spends choosing
- * them, the prune pauses between passes as long as the last one took, and a prune cut short (the master stopped
- * mid-way) is finished by the next one with nothing of an old job left behind in any bank.
+ * keep_jobs pruning (job-cache.ts): the cutoff is stored first and hides every older job from every reader; the
+ * records are then deleted alongside return writes (in their transactions: no commit of the prune's own while
+ * returns are stored) or, when none come, in short passes of its own, each bounded by records and by the time it
+ * spends choosing them; a prune cut short (the master stopped mid-way) leaves its jobs hidden, and is finished by
+ * the next one with nothing of an old job left behind in any bank.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -9,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
-import { JobCache, prunePassRecordsMax, prunePauseMs, prunePauseMsMin, type PruneClock } from "../../src/lib/store/job-cache.js";
+import { JobCache, prunePassRecordsMax, prunePauseMs, prunePauseMsMin, pruneStep, reclaimAlongMax, reclaimCheckMs, type PruneClock } from "../../src/lib/store/job-cache.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { formatJid } from "../../src/shared/protocol/jid.js";
 
@@ -48,12 +50,25 @@ test("prunePauseMs waits as long as the last pass took, never less than prunePau
   const table: [number, number][] = [
     [0, prunePauseMsMin],
     [prunePauseMsMin / 2, prunePauseMsMin],
-    [7.5, 7.5],
+    [prunePauseMsMin + 7.5, prunePauseMsMin + 7.5],
     [250, 250],
     [Number.NaN, prunePauseMsMin],
     [-3, prunePauseMsMin],
   ];
   for (const [passMs, want] of table) assert.equal(prunePauseMs(passMs), want, `after a pass of ${passMs} ms`);
+});
+
+test("pruneStep: a pass of its own only when nothing moved during the pause or the cutoff is not stored, done once nothing is left", () => {
+  const table: [string, string, boolean, ReturnType<typeof pruneStep>][] = [
+    ["0:a ", "0:a ", false, "pass"], // the cutoff not stored yet (no return came to carry it)
+    ["0:a ", "", false, "pass"],
+    ["0:a ", "0:b ", true, "wait"], // returns deleted records during the pause
+    ["0:a ", "6:z ", true, "wait"],
+    ["0:a ", "0:a ", true, "pass"], // nothing moved: no returns flowing
+    ["0:a ", "", true, "done"],
+    ["", "", true, "done"],
+  ];
+  for (const [before, after, stored, want] of table) assert.equal(pruneStep(before, after, stored), want, `${JSON.stringify(before)} -> ${JSON.stringify(after)}, stored ${stored}`);
 });
 
 test("a prune pass stops choosing records once its time is spent, yet never ends empty while old records are left", async () => {
@@ -82,7 +97,7 @@ test("a prune pass stops choosing records once its time is spent, yet never ends
   }
 });
 
-test("prune pauses after each pass as long as that pass took and reports its passes and records", async () => {
+test("with no returns stored, the prune makes passes of its own, pausing after each as long as it took", async () => {
   const t = tempStore();
   const store = t.open();
   const jobs = new JobCache(store);
@@ -97,17 +112,112 @@ test("prune pauses after each pass as long as that pass took and reports its pas
         ms += p;
       },
     };
-    // each pass "takes" 5 ms: the clock moves when the pass's commit is awaited
+    // each pass "takes" 30 ms: the clock moves when the pass's commit is awaited
     const realCleanup = jobs.cleanup.bind(jobs);
     jobs.cleanup = async (keep, nowMs, clockNow) => {
       const n = await realCleanup(keep, nowMs, clockNow);
-      ms += 5;
+      ms += 30;
       return n;
     };
     const r = await jobs.prune(DAY_S, now, clock);
-    assert.equal(r.removed, 650);
-    assert.equal(r.passes, Math.ceil(650 / prunePassRecordsMax) + 1, "full passes, then one that finds nothing");
-    assert.deepEqual(pauses, Array(r.passes - 1).fill(5), "a pause after every pass that removed something, none after the last");
+    assert.deepEqual(r, { removed: 650, passes: Math.ceil(650 / prunePassRecordsMax), alongside: 0 });
+    assert.deepEqual(pauses, [prunePauseMsMin, ...Array(r.passes).fill(30)], "a pause before the first look, then one as long as each pass");
+  } finally {
+    await store.close();
+    rmSync(t.root, { recursive: true, force: true });
+  }
+});
+
+test("while returns are stored the prune commits nothing of its own: the cutoff and every old record go in the returns' transactions", async () => {
+  const t = tempStore();
+  const store = t.open();
+  const jobs = new JobCache(store);
+  try {
+    const { old, fresh } = await fill(jobs, 10, 60);
+    let n = 0;
+    // a return stored durably in every pause, as a request worker stores them while its cleanup task runs
+    const clock: PruneClock = {
+      now: () => 0,
+      pause: async () => {
+        assert.equal(await jobs.saveReturn(fresh, `late-${n++}`, { return: true }, false), true);
+      },
+    };
+    let ownCommits = 0;
+    const realCleanup = jobs.cleanup.bind(jobs);
+    jobs.cleanup = async (...a) => (ownCommits++, realCleanup(...a));
+    const r = await jobs.prune(DAY_S, now, clock);
+    assert.equal(ownCommits, 0, "no pass of its own");
+    assert.deepEqual(r, { removed: 0, passes: 0, alongside: 650 });
+    assert.ok(n >= Math.ceil(650 / reclaimAlongMax), `${n} returns carried ${reclaimAlongMax} deletes at most each`);
+    for (const jid of old) assert.deepEqual(keysOf(store, jid), [], `nothing of ${jid} left`);
+    assert.equal(Object.keys(jobs.returnsFor(fresh)).length, 60 + n, "every return stored, the fresh job's own kept");
+  } finally {
+    await store.close();
+    rmSync(t.root, { recursive: true, force: true });
+  }
+});
+
+test("once the cutoff is stored, an old job is hidden from every reader though its records are not all deleted yet", async () => {
+  const t = tempStore();
+  const store = t.open();
+  const jobs = new JobCache(store);
+  try {
+    const { old, fresh } = await fill(jobs, 3, 40);
+    // one pass on a clock that jumps: the cutoff and a single record
+    let jumps = 0;
+    assert.equal(await jobs.cleanup(DAY_S, now, () => (jumps += 100)), 1);
+    const [jid] = old as [string];
+    assert.ok(store.loads.doesExist(jid) && store.returns.doesExist(`${jid}/m5`), "its load and returns are on disk");
+    assert.equal(jobs.getLoad(jid), undefined);
+    assert.equal(jobs.hasLoad(jid), false);
+    assert.deepEqual(jobs.returnsFor(jid), {});
+    assert.equal(jobs.hasReturn(jid, "m5"), false);
+    assert.equal(jobs.endtime(jid), undefined);
+    assert.deepEqual(jobs.expectedMinions(jid), []);
+    assert.equal(jobs.isNocache(jid), false);
+    assert.deepEqual(jobs.listJids(), [fresh]);
+    assert.deepEqual([...jobs.loads()].map(([j]) => j), [fresh]);
+    const listed: string[] = [];
+    jobs.listing((j) => listed.push(j));
+    assert.deepEqual(listed, [fresh]);
+    assert.equal(jobs.nthNewestJid(10), fresh);
+    assert.deepEqual(jobs.warmingJids(1000, 4096), [fresh]);
+    // the newer job is whole
+    assert.equal(Object.keys(jobs.returnsFor(fresh)).length, 40);
+    assert.deepEqual(jobs.expectedMinions(fresh), ["m0", "m1"]);
+    assert.equal(jobs.hasLoad(fresh), true);
+  } finally {
+    await store.close();
+    rmSync(t.root, { recursive: true, force: true });
+  }
+});
+
+test("another thread's return writes delete records below the stored cutoff, at most reclaimAlongMax each, and look again only after reclaimCheckMs once none is left", async () => {
+  const t = tempStore();
+  const store = t.open();
+  const pruning = new JobCache(store);
+  let ms = 0;
+  const other = new JobCache(store, undefined, () => ms); // another request worker's job cache
+  try {
+    const { fresh } = await fill(pruning, 2, 40); // 2 × 45 = 90 old records
+    const count = () => store.returns.getCount() + store.loads.getCount() + store.listed.getCount();
+    // the other thread has looked once before any cutoff: nothing to do, its next look is reclaimCheckMs away
+    await other.saveReturn(fresh, "x0", { return: 1 }, false);
+    let jumps = 0;
+    assert.equal(await pruning.cleanup(DAY_S, now, () => (jumps += 100)), 1, "the cutoff stored with one record");
+    const start = count();
+    await other.saveReturn(fresh, "x1", { return: 1 }, false);
+    assert.equal(count(), start + 1, "before reclaimCheckMs the other thread does not look");
+    ms += reclaimCheckMs;
+    await other.saveReturn(fresh, "x2", { return: 1 }, false);
+    await store.root.committed;
+    const deleted = start + 2 - count();
+    assert.ok(deleted > 0 && deleted <= reclaimAlongMax, `deleted ${deleted} alongside one return`);
+    for (let i = 3; i < 20; i++) await other.saveReturn(fresh, `x${i}`, { return: 1 }, false);
+    await store.root.committed;
+    assert.deepEqual(pruning.listJids(), [fresh]);
+    assert.equal(store.loads.getCount(), 1, "every old load deleted");
+    assert.equal(Object.keys(pruning.returnsFor(fresh)).length, 40 + 20);
   } finally {
     await store.close();
     rmSync(t.root, { recursive: true, force: true });
@@ -126,10 +236,12 @@ test("a prune cut short by a stop is finished by the next: no return, list entry
     // three passes, then the master stops
     for (let i = 0; i < 3; i++) assert.ok((await jobs.cleanup(DAY_S, now, () => 0)) > 0);
     assert.ok(old.some((jid) => keysOf(store, jid).length > 0), "the prune was cut short");
-    assert.ok(old.every((jid) => jobs.hasLoad(jid)), "loads go last: every old job still has its load");
+    assert.ok(old.every((jid) => store.loads.doesExist(jid)), "loads go last: every old job still has its load on disk");
+    assert.ok(old.every((jid) => !jobs.hasLoad(jid) && Object.keys(jobs.returnsFor(jid)).length === 0), "and is hidden: none lists with returns missing");
     await store.close();
     store = t.open();
     jobs = new JobCache(store, () => true);
+    assert.ok(old.every((jid) => !jobs.hasLoad(jid)), "hidden after the restart too: the cutoff is stored with the first pass");
     const r = await jobs.prune(DAY_S, now, { now: () => 0, pause: async () => undefined });
     assert.ok(r.removed > 0);
     for (const jid of old) assert.deepEqual(keysOf(store, jid), [], `nothing of ${jid} left`);

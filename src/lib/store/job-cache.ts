@@ -4,10 +4,12 @@
  * directory exists — end times, nocache markers, and age-based cleanup by `keep_jobs_seconds`.
  */
 import { randomInt } from "node:crypto";
-import { jidToMs, jidToTime } from "../../shared/protocol/jid.js";
+import { formatJid, jidToMs, jidToTime } from "../../shared/protocol/jid.js";
 import { durable, type Store } from "./lmdb-env.js";
 import { decodeWire, encodeWire, type DecodeLimits } from "../../shared/protocol/msgpack.js";
 import { encodeListEntry } from "./job-listing.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { getLogger } from "../../shared/log.js";
 
 export interface ReturnRecord {
   return: unknown;
@@ -25,10 +27,20 @@ export interface ReturnRecord {
 }
 
 /**
- * keep_jobs pruning goes in passes, each one write transaction: a pass removes at most this many records, so a
- * return being stored meanwhile (its own small transaction, durable before its reply) waits behind at most one
- * short prune transaction for LMDB's write lock (measured: bench/job-cache-scale.ts, "keep_jobs pruning"), records.
+ * keep_jobs pruning (`JobCache.prune`) in two steps. First the cutoff is stored (`jobs/pruned`): from its commit on,
+ * every reader of this class hides every job older than it, so no job is ever seen half-pruned (between passes or
+ * after a crash mid-prune). Then the records are deleted in the background, in one of two ways:
+ * - **alongside returns**: each durable return write (`saveReturn`) issues up to `reclaimAlongMax` deletes in the
+ *   same turn, so they go into the return's own transaction (lmdb-js makes one transaction of a turn's writes) and
+ *   its own fsync: while returns are stored, in any thread, the prune has no commit of its own for them to wait on;
+ * - **passes of its own** (`cleanup`), only when no thread has deleted anything for a pause (no returns flowing),
+ *   each one write transaction of at most prunePassRecordsMax records.
+ * A crash at any point leaves either the cutoff not stored (nothing deleted, nothing hidden) or stored (the jobs
+ * older are hidden, whatever of them is left on disk is deleted by the next prune): never a lost return of a newer
+ * job (no delete touches one), never an old job listed with some of its returns missing.
  */
+
+/** A pass of the prune's own removes at most this many records, records. */
 export const prunePassRecordsMax = 250;
 /**
  * ...and stops choosing records once it has spent this long in its thread (the request worker whose event loop
@@ -36,11 +48,14 @@ export const prunePassRecordsMax = 250;
  */
 export const prunePassChoosingMsMax = 2;
 /**
- * Between two passes the prune waits as long as the last pass took from its start to its commit, and at least
- * this: the prune takes at most about half of the write lock's time and of its thread's, and the writes queued
- * during a pass get their own transactions before the next one, ms.
+ * Between two looks at the prune's progress the prune waits as long as its last pass took from its start to its
+ * commit, and at least this, ms.
  */
-export const prunePauseMsMin = 1;
+export const prunePauseMsMin = 20;
+/** Deletes a durable return write carries along while a prune is under way, records. */
+export const reclaimAlongMax = 32;
+/** With nothing to delete, a thread looks again for a newer prune cutoff (another thread's) this often, ms. */
+export const reclaimCheckMs = 1000;
 
 /** The clock and the pause a prune runs by (injected: tests drive them). */
 export interface PruneClock {
@@ -57,6 +72,19 @@ export const realPruneClock: PruneClock = {
 /** How long to wait after a pass that took `passMs` from its start to its commit (see prunePauseMsMin). */
 export function prunePauseMs(passMs: number): number {
   return Math.max(prunePauseMsMin, Number.isFinite(passMs) ? passMs : prunePauseMsMin);
+}
+
+/**
+ * What the prune does after a pause (pure): `frontier` is the oldest record it still has to delete (one key a bank,
+ * "" when none is left), read before the pause and after it; `cutoffStored` whether the cutoff is committed.
+ * - "done": nothing older than the cutoff is left, and the cutoff is stored;
+ * - "wait": records were deleted during the pause (returns carry deletes along): no commit of the prune's own;
+ * - "pass": nothing moved (no returns stored, or the cutoff not stored yet): one pass of its own.
+ */
+export function pruneStep(before: string, after: string, cutoffStored: boolean): "done" | "wait" | "pass" {
+  if (!cutoffStored) return "pass";
+  if (after === "") return "done";
+  return after !== before ? "wait" : "pass";
 }
 
 /** What a stored return keeps of the minion's load besides `return` (Salt's local_cache keeps these). */
@@ -99,6 +127,12 @@ function cborBytesStart(v: Uint8Array): number {
   return n > 0 && at + n === v.length && m !== undefined && ((m >= 0x80 && m <= 0x8f) || m === 0xde) ? at : -1;
 }
 
+/** Where a thread's deletes alongside returns stopped: a bank (JobCache.pruneBanks) and the last key chosen in it. */
+interface ReclaimAt {
+  bank: number;
+  key: string;
+}
+
 /** A fresh outbox stamp: a write rewrites its record's stamp, so a hand-off settles only what it sent (job-handoff.ts). */
 export function handoffStamp(): number {
   return randomInt(1, 2 ** 31);
@@ -114,7 +148,34 @@ export class JobCache {
   constructor(
     private readonly s: Store,
     private readonly placed?: (jid: string) => boolean,
+    private readonly clock: () => number = () => performance.now(),
   ) {}
+
+  /** The stored prune cutoff as last read (ms since the epoch, 0: none) and the jid it is (`formatJid(ms, 0)`). */
+  private cutMs = 0;
+  private cutJid = "";
+  /** A cutoff this thread's prune chose and has not had stored: the next return write here stores it. */
+  private pendingCut = 0;
+  /** When this thread next looks for records to delete alongside a return (clock), and the last one it chose. */
+  private reclaimNextAt = 0;
+  private reclaimAt: ReclaimAt | undefined;
+  /** Records deleted alongside this instance's return writes (the prune's report). */
+  private reclaimed = 0;
+
+  /** The stored prune cutoff (ms since the epoch; 0 when none): jobs older are pruned, hidden from every reader. */
+  private cutoff(): number {
+    const v = this.s.pruned.get("before");
+    const ms = typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
+    if (ms !== this.cutMs) [this.cutMs, this.cutJid] = [ms, ms > 0 ? formatJid(ms, 0) : ""];
+    return ms;
+  }
+
+  /** A reader's test: `gone(jid)` when `jid`'s job is older than the stored cutoff (a text compare first, then its time). */
+  private goneTest(): (jidOrKey: string) => boolean {
+    if (this.cutoff() === 0) return () => false;
+    const [ms, text] = [this.cutMs, this.cutJid];
+    return (k) => k < text && jidToMs(k) < ms;
+  }
 
   /** Whether `jid`'s records are placed on a ring's owners (so this master may not hold all of its returns). */
   placing(jid: string): boolean {
@@ -141,10 +202,11 @@ export class JobCache {
   }
 
   isNocache(jid: string): boolean {
-    return this.s.nocache.get(jid) === true;
+    return this.s.nocache.get(jid) === true && !this.goneTest()(jid);
   }
 
   getLoad(jid: string): Record<string, unknown> | undefined {
+    if (this.goneTest()(jid)) return undefined;
     const load = this.s.loads.get(jid);
     if (!load) return undefined;
     const minions = new Set<string>(this.s.minions.get(jid) ?? []);
@@ -152,7 +214,7 @@ export class JobCache {
   }
 
   hasLoad(jid: string): boolean {
-    return this.s.loads.doesExist(jid);
+    return this.s.loads.doesExist(jid) && !this.goneTest()(jid);
   }
 
   /** Stores a job's end time as given (Salt's endtime text; a migrated job keeps the one Salt wrote). */
@@ -163,11 +225,11 @@ export class JobCache {
 
   /** The end time stored for a job (job_cache_store_endtime), or undefined. */
   endtime(jid: string): string | undefined {
-    return this.s.endtimes.get(jid);
+    return this.goneTest()(jid) ? undefined : this.s.endtimes.get(jid);
   }
 
   expectedMinions(jid: string): string[] {
-    return this.s.minions.get(jid) ?? [];
+    return this.goneTest()(jid) ? [] : (this.s.minions.get(jid) ?? []);
   }
 
   /**
@@ -186,7 +248,7 @@ export class JobCache {
 
   /** Whether a return for (jid, id) is stored (a syndic's resent batch skips it quietly). */
   hasReturn(jid: string, id: string): boolean {
-    return this.s.returns.doesExist(`${jid}/${id}`);
+    return this.s.returns.doesExist(`${jid}/${id}`) && !this.goneTest()(jid);
   }
 
   /**
@@ -195,6 +257,7 @@ export class JobCache {
    */
   saveReturn(jid: string, id: string, rec: ReturnRecord, storeEndtime: boolean): Promise<boolean> {
     const stored = durable(this.addReturn(jid, id, rec));
+    this.reclaimAlong();
     if (!storeEndtime) return stored;
     return stored.then(async (ok) => {
       if (!ok) return ok;
@@ -235,6 +298,7 @@ export class JobCache {
    * (`returnBytes` gives any return's msgpack bytes).
    */
   eachReturn(jid: string, each: (id: string, rec: Record<string, unknown>) => void): void {
+    if (this.goneTest()(jid)) return;
     const prefix = `${jid}/`;
     for (const { key, value } of this.s.returns.getRange({ start: prefix, end: `${jid}0` })) each(key.slice(prefix.length), value);
   }
@@ -244,12 +308,14 @@ export class JobCache {
    * 100,000 jobs is one cursor walk, not a lookup per jid plus its expected minions).
    */
   *loads(): IterableIterator<[string, Record<string, unknown>]> {
-    for (const { key, value } of this.s.loads.getRange()) if (value) yield [key, value];
+    const gone = this.goneTest();
+    for (const { key, value } of this.s.loads.getRange()) if (value && !gone(key)) yield [key, value];
   }
 
   /** jids with a load, newest last; optionally only those newer than `sinceMs`. */
   listJids(): string[] {
-    return [...this.s.loads.getKeys()];
+    const gone = this.goneTest();
+    return [...this.s.loads.getKeys()].filter((jid) => !gone(jid));
   }
 
   /**
@@ -260,11 +326,13 @@ export class JobCache {
    */
   warmingJids(recordsMax: number, recordBytesMax: number): string[] {
     const byJid = new Map<string, boolean>();
+    const gone = this.goneTest();
     let seen = 0;
     let oldest = "";
     for (const key of this.s.returns.getKeys({ reverse: true, limit: recordsMax })) {
       seen++;
       oldest = key.slice(0, key.indexOf("/"));
+      if (gone(oldest)) continue;
       const small = (this.s.returns.getBinaryFast(key)?.length ?? 0) <= recordBytesMax;
       byJid.set(oldest, (byJid.get(oldest) ?? true) && small);
     }
@@ -275,8 +343,14 @@ export class JobCache {
 
   /** The jid of the `n`th newest job (the oldest when there are fewer), or undefined when there is none. */
   nthNewestJid(n: number): string | undefined {
+    const gone = this.goneTest();
     let last: string | undefined;
-    for (const jid of this.s.loads.getKeys({ reverse: true, limit: n })) last = jid;
+    let seen = 0;
+    for (const jid of this.s.loads.getKeys({ reverse: true })) {
+      if (gone(jid)) break; // older jobs are all gone too
+      last = jid;
+      if (++seen >= n) break;
+    }
     return last;
   }
 
@@ -295,7 +369,9 @@ export class JobCache {
     let e = entries.next();
     const ends = opts.endtimes ? this.s.endtimes.getRange(range)[Symbol.iterator]() : undefined;
     let end = ends?.next();
+    const gone = this.goneTest();
     for (const jid of this.s.loads.getKeys(range)) {
+      if (gone(jid)) continue;
       let endtime: string | null | undefined;
       if (ends) {
         while (!end!.done && end!.value.key < jid) end = ends.next();
@@ -322,59 +398,130 @@ export class JobCache {
     await Promise.all(entries.map(([jid, entry]) => this.s.listed.put(jid, entry)));
   }
 
+  /** The job banks in the order their records are deleted: a job's load goes last. */
+  private pruneBanks(): readonly Store["returns"][] {
+    const s = this.s;
+    return [s.returns, s.handoff, s.minions, s.endtimes, s.nocache, s.listed, s.loads] as unknown as Store["returns"][];
+  }
+
   /**
-   * One prune pass: deletes records of jobs whose jid time is older than keepSeconds (0 keeps forever), at most
-   * prunePassRecordsMax of them and no more than it chose in prunePassChoosingMsMax of `now`'s time, in one write
-   * transaction; resolves with how many it removed once that transaction is committed. Every pass starts again
-   * from the oldest key of each bank, so a prune cut short (a master stopped mid-way) is finished by the next:
-   * nothing remembers where a pass ended.
+   * Issues the deletes of up to `max` records of jobs older than `cutMs` (oldest first, bank by bank; after `from`
+   * when given), stopping early once `spent()` says so after the first; returns their promises and where the last
+   * is. Issued in one turn, they are one transaction.
+   */
+  private deleteOlder(cutMs: number, max: number, spent: () => boolean = () => false, from?: ReclaimAt): { dels: Promise<boolean>[]; last?: ReclaimAt } {
+    const end = formatJid(cutMs, 0);
+    const dels: Promise<boolean>[] = [];
+    let last: ReclaimAt | undefined;
+    const banks = this.pruneBanks();
+    walk: for (let bank = from?.bank ?? 0; bank < banks.length; bank++) {
+      const db = banks[bank]!;
+      const after = from !== undefined && bank === from.bank ? from.key : undefined;
+      for (const key of db.getKeys(after === undefined ? { end } : { start: after, end })) {
+        if (dels.length >= max || (dels.length > 0 && spent())) break walk;
+        if (key === after || !(jidToMs(key) < cutMs)) continue;
+        dels.push(db.remove(key));
+        last = { bank, key };
+      }
+    }
+    return { dels, last };
+  }
+
+  /** The oldest record of each bank still to delete for `cutMs`, as one text ("" when nothing is left). */
+  private frontier(cutMs: number): string {
+    const end = formatJid(cutMs, 0);
+    let out = "";
+    for (const [i, db] of this.pruneBanks().entries()) {
+      for (const key of db.getKeys({ end })) {
+        if (jidToMs(key) < cutMs) {
+          out += `${i}:${key} `;
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Called as a durable return write is issued: stores this thread's pending cutoff and issues up to
+   * reclaimAlongMax deletes of records older than the stored one, in the same turn (the return's transaction and its
+   * fsync). One batch in flight at a time; with nothing to delete, looks again after reclaimCheckMs.
+   */
+  private reclaimAlong(): void {
+    const t = this.clock();
+    if (this.pendingCut === 0 && t < this.reclaimNextAt) return;
+    let cut = this.cutoff();
+    const writes: Promise<unknown>[] = [];
+    if (this.pendingCut > cut) {
+      cut = this.pendingCut;
+      writes.push(this.s.pruned.put("before", cut));
+    }
+    this.pendingCut = 0;
+    // on from the last record issued (the batch before may not be committed yet, and would be chosen again)
+    let { dels, last } = cut > 0 ? this.deleteOlder(cut, reclaimAlongMax, undefined, this.reclaimAt) : { dels: [] as Promise<boolean>[], last: undefined };
+    if (dels.length === 0 && this.reclaimAt !== undefined) ({ dels, last } = this.deleteOlder(cut, reclaimAlongMax));
+    this.reclaimAt = last;
+    if (dels.length === 0) this.reclaimNextAt = t + reclaimCheckMs;
+    if (writes.length === 0 && dels.length === 0) return;
+    void Promise.all([...writes, ...dels])
+      .then((done) => (this.reclaimed += done.slice(writes.length).filter((d) => d === true).length))
+      .catch((e: unknown) => reclaimLog.line(`keep_jobs: deleting pruned records alongside a return failed (the prune's own passes delete them): ${(e as Error).message}`));
+  }
+
+  /**
+   * One pass of the prune's own: stores the cutoff (now − keepSeconds, never moved back) and deletes records of
+   * jobs older, at most prunePassRecordsMax of them and no more than it chose in prunePassChoosingMsMax of `now`'s
+   * time, in one write transaction (the cutoff first); resolves with how many it removed once that is committed.
+   * Every pass starts again from the oldest key of each bank, so a prune cut short is finished by the next.
    */
   async cleanup(keepSeconds: number, nowMs: number, now: () => number = realPruneClock.now): Promise<number> {
     if (keepSeconds <= 0) return 0;
     const started = now();
-    const cutoff = nowMs - keepSeconds * 1000;
-    const dels: Promise<boolean>[] = [];
-    const old = (jid: string) => {
-      const t = jidToMs(jid);
-      return !Number.isNaN(t) && t < cutoff;
-    };
-    // the time bound holds once a record is chosen: a pass never ends empty while old records are left
-    const full = () => dels.length >= prunePassRecordsMax || (dels.length > 0 && now() - started >= prunePassChoosingMsMax);
-    // a job's records are removed before its list entry and its load, so an interrupted prune leaves no list
-    // entry or record that the next pass would not find (each bank is walked from its oldest key)
-    const banks = [this.s.returns, this.s.handoff, this.s.minions, this.s.endtimes, this.s.nocache, this.s.listed] as const;
-    walk: for (const db of banks) {
-      for (const key of (db as typeof this.s.returns).getKeys()) {
-        if (full()) break walk;
-        const slash = key.indexOf("/");
-        if (!old(slash < 0 ? key : key.slice(0, slash))) break;
-        dels.push(db.remove(key));
-      }
-    }
-    if (!full()) {
-      for (const jid of this.s.loads.getKeys()) {
-        if (full() || !old(jid)) break;
-        dels.push(this.s.loads.remove(jid));
-      }
-    }
-    await Promise.all(dels);
+    const stored = this.cutoff();
+    const cut = Math.max(nowMs - keepSeconds * 1000, stored);
+    const writes: Promise<unknown>[] = cut > stored ? [this.s.pruned.put("before", cut)] : [];
+    if (this.pendingCut <= cut) this.pendingCut = 0;
+    const { dels } = this.deleteOlder(cut, prunePassRecordsMax, () => now() - started >= prunePassChoosingMsMax);
+    await Promise.all([...writes, ...dels]);
     return dels.length;
   }
 
   /**
-   * keep_jobs pruning (the request worker's cleanup task): passes (`cleanup`) until one removes nothing, each
-   * after a pause as long as the last one took (prunePauseMs). Resolves with the records removed and the passes.
+   * keep_jobs pruning (the request worker's cleanup task), see the comment at prunePassRecordsMax: the cutoff is
+   * stored by this thread's next return write (or by the first pass of its own); then, after each pause
+   * (prunePauseMs of the last pass), `pruneStep` decides between waiting (returns are deleting records), a pass of
+   * its own, and done. Resolves with the records its passes removed, its passes, and the records this thread's
+   * return writes deleted meanwhile (other threads' are not counted).
    */
-  async prune(keepSeconds: number, nowMs: number, clock: PruneClock = realPruneClock): Promise<{ removed: number; passes: number }> {
+  async prune(keepSeconds: number, nowMs: number, clock: PruneClock = realPruneClock): Promise<{ removed: number; passes: number; alongside: number }> {
+    if (keepSeconds <= 0) return { removed: 0, passes: 0, alongside: 0 };
+    const stored = this.cutoff();
+    const cut = Math.max(nowMs - keepSeconds * 1000, stored);
+    let before = this.frontier(cut);
+    if (before === "") return { removed: 0, passes: 0, alongside: 0 }; // nothing older: no cutoff to store
+    const reclaimedBefore = this.reclaimed;
+    if (cut > stored) this.pendingCut = cut;
+    this.reclaimNextAt = 0; // this thread's next return carries deletes
     let removed = 0;
     let passes = 0;
+    let passMs = 0;
     for (;;) {
-      const t = clock.now();
-      const n = await this.cleanup(keepSeconds, nowMs, clock.now);
-      passes++;
-      if (n === 0) return { removed, passes };
-      removed += n;
-      await clock.pause(prunePauseMs(clock.now() - t));
+      await clock.pause(prunePauseMs(passMs));
+      const after = this.frontier(cut);
+      const step = pruneStep(before, after, this.cutoff() >= cut);
+      if (step === "done") break;
+      passMs = 0;
+      if (step === "pass") {
+        const t = clock.now();
+        removed += await this.cleanup(keepSeconds, nowMs, clock.now);
+        passes++;
+        passMs = clock.now() - t;
+        before = this.frontier(cut);
+      } else before = after;
     }
+    return { removed, passes, alongside: this.reclaimed - reclaimedBefore };
   }
 }
+
+/** One line a minute when deletes carried along with returns fail. */
+const reclaimLog = new LogBudget(1, 60_000, (line) => getLogger("brine.job_cache").warning(line), "keep_jobs deletes alongside returns");

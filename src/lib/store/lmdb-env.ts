@@ -49,6 +49,11 @@ export interface Store {
    */
   handoff: Database<number, string>;
   /**
+   * jobs/pruned: `before` → the keep_jobs cutoff (ms since the epoch) of the last prune: every job whose jid is older
+   * is pruned, whether or not its records are deleted yet (JobCache hides them; they are deleted in the background)
+   */
+  pruned: Database<number, string>;
+  /**
    * jobs/placed-by: ring → the table this master's job copies were last placed by (job-placement.ts), so a
    * master that was down while the ring's owners changed rebalances when it starts again
    */
@@ -88,6 +93,7 @@ export function openStore(cfg: StoreConfig): Store {
     endtimes: db("jobs/endtimes"),
     nocache: db("jobs/nocache"),
     handoff: db("jobs/handoff"),
+    pruned: db("jobs/pruned"),
     placedBy: db("jobs/placed-by"),
     minionData: db("minions/data"),
     mine: db("minions/mine"),

@@ -56,8 +56,9 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     return { present: await ctx.presentHere() };
   }
   if (task.kind === "cleanup") {
-    // in short passes with pauses between them: this thread stores returns meanwhile (job-cache.ts)
-    let removed = (await ctx.jobs.prune(ctx.cfg.keep_jobs_seconds, task.nowMs)).removed;
+    // the cutoff first, then deletes carried by return writes or short passes of its own (job-cache.ts)
+    const pruned = await ctx.jobs.prune(ctx.cfg.keep_jobs_seconds, task.nowMs);
+    let removed = pruned.removed + pruned.alongside;
     removed += await purgeKeylessMinions(ctx);
     removed += await ctx.auth().tokens.sweep(); // expired eauth tokens (Salt removes them only when presented)
     if (saltJobFilesOn(ctx.cfg)) removed += pruneSaltJobFiles(ctx.cfg.cachedir, ctx.cfg.keep_jobs_seconds, task.nowMs);
