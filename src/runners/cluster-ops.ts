@@ -223,6 +223,8 @@ export interface PlacementReport {
   placement_requests_served: Record<string, Record<string, number>>;
   /** with truncated answers: the oldest jid compared (every master's answer covers the jids from here on) */
   horizon?: string;
+  /** a minion bank back to broadcast: masters that have not yet pulled every other master's records */
+  gathering?: string[];
   note?: string;
 }
 
@@ -244,18 +246,21 @@ export function placementReport(input: {
   members: RingMembers;
   route: string | null;
   expected: (jid: string) => string[];
-  held: Record<string, { jids: string[]; truncated: boolean; pending?: number; served?: Record<string, number> } | { error: string }>;
+  held: Record<string, { jids: string[]; truncated: boolean; pending?: number; served?: Record<string, number>; gathering?: boolean } | { error: string }>;
   /** jobs unless said (the keys of a minion data bank are minion ids, compared alike) */
   dataType?: "jobs" | "mine" | "grains";
 }): PlacementReport {
   const dataType = input.dataType ?? "jobs";
   const pending: Record<string, number> = {};
   const served: Record<string, Record<string, number>> = {};
+  const gathering: string[] = [];
   for (const [node, a] of Object.entries(input.held)) {
     if ("error" in a) continue;
     if (a.pending !== undefined) pending[node] = a.pending;
     if (a.served !== undefined) served[node] = a.served;
+    if (a.gathering) gathering.push(node);
   }
+  gathering.sort();
   const holders = new Map<string, string[]>();
   const unreachable: Record<string, string> = {};
   const truncated: string[] = [];
@@ -297,7 +302,7 @@ export function placementReport(input: {
     data_type: dataType,
     route: input.route,
     checked: holders.size,
-    ok: violations.length === 0 && Object.keys(unreachable).length === 0 && truncated.length === 0,
+    ok: violations.length === 0 && Object.keys(unreachable).length === 0 && truncated.length === 0 && gathering.length === 0,
     violations,
     jids,
     unreachable,
@@ -305,9 +310,11 @@ export function placementReport(input: {
     handoff_pending: pending,
     placement_requests_served: served,
     ...(horizon !== undefined ? { horizon } : {}),
+    ...(gathering.length > 0 ? { gathering } : {}),
   };
   const notes = input.route === input.ring ? [dataType === "jobs" ? PLACEMENT_NOTE : MINION_PLACEMENT_NOTE] : [];
-  if (input.route !== input.ring) notes.unshift(`${dataType} is routed to ${input.route === null ? "no ring (broadcast)" : `ring ${input.route}`}, not to ${input.ring}: masters keep what they store (broadcast) or place it on that ring`);
+  if (input.route === null) notes.push(`${dataType} is routed to no ring (broadcast): every master is expected to hold every item${dataType === "jobs" ? " (after route_clear, cluster.collect_from_peers on each master makes it whole)" : " (after route_clear each master pulls what it lacks by itself: gathering names those not done yet)"}`);
+  else if (input.route !== input.ring) notes.push(`${dataType} is routed to ring ${input.route}, not to ${input.ring}: its items are placed on that ring's owners`);
   report.note = notes.join("; ");
   return report;
 }

@@ -16,7 +16,8 @@
 import type { MessagePort } from "node:worker_threads";
 import { BrineError } from "../shared/errors.js";
 import { BANKS, KEY_CHANNELS } from "../workers/state-sync/manifest.js";
-import { pullTimeoutMs, type EngineCall, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/messages.js";
+import { pullTimeoutMs, type EngineCall, type PeerReport, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/messages.js";
+import { MINION_BANK_NAMES, type PullReport } from "../shared/minion-placement.js";
 import { revivePortError } from "../shared/port-calls.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { NOT_CLUSTERED } from "./cluster.js";
@@ -71,6 +72,23 @@ const ROOTS: Record<string, string[]> = {
   pillar_roots: ["pillar_roots"],
 };
 
+/** The state-sync thread's per-peer reports with the minion banks' pulls added (summed per peer, errors and failed channels joined). */
+export function mergeCollected(fromSync: Record<string, PeerReport>, pulls: readonly Record<string, PullReport>[]): Record<string, PeerReport> {
+  const out: Record<string, PeerReport> = {};
+  for (const [p, r] of Object.entries(fromSync)) out[p] = { ...r, errors: [...r.errors], ...(r.failed ? { failed: [...r.failed] } : {}) };
+  for (const pull of pulls) {
+    for (const [p, r] of Object.entries(pull)) {
+      const o = (out[p] ??= { items: 0, bytes: 0, deleted: 0, errors: [], ms: 0 });
+      o.items += r.items;
+      o.bytes += r.bytes;
+      o.ms = Math.max(o.ms, r.ms);
+      o.errors.push(...r.errors);
+      if (r.failed) (o.failed ??= []).push(...r.failed);
+    }
+  }
+  return Object.fromEntries(Object.keys(out).sort().map((p) => [p, out[p]!]));
+}
+
 export const stateSyncRunners: Record<string, RunnerFn> = {
   "cluster.sync_roots": async (ctx: RunnerContext, arg, kwarg) => {
     const roots = argOf(arg, kwarg, 0, "roots", "both");
@@ -89,15 +107,27 @@ export const stateSyncRunners: Record<string, RunnerFn> = {
     const channels = listArg(argOf(arg, kwarg, 0, "channels", []), "channels");
     const banks = listArg(argOf(arg, kwarg, 1, "banks", COLLECT_BANKS_DEFAULT), "banks");
     for (const c of channels) if (!(KEY_CHANNELS as readonly string[]).includes(c)) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `channels may only name ${KEY_CHANNELS.join(" and ")} (as Salt's), got ${JSON.stringify(c)}`);
-    for (const b of banks) if (!(BANKS as readonly string[]).includes(b)) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `unknown bank ${JSON.stringify(b)}; banks: ${BANKS.join(", ")}`);
-    const all = [...channels, ...banks.map((b) => `bank:${b}`)];
-    if (all.length === 0) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", "name at least one channel or bank");
+    const known = [...BANKS, ...Object.keys(MINION_BANK_NAMES)];
+    for (const b of banks) if (!known.includes(b)) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `unknown bank ${JSON.stringify(b)}; banks: ${known.join(", ")}`);
+    // the job cache's banks and the key channels: the state-sync thread; the minion banks (mine, grains and
+    // pillar): the Raft worker, which pulls the records this master lacks or holds older (minion-placement.ts)
+    const minionBanks = banks.filter((b) => b in MINION_BANK_NAMES);
+    const all = [...channels, ...banks.filter((b) => !(b in MINION_BANK_NAMES)).map((b) => `bank:${b}`)];
+    if (all.length === 0 && minionBanks.length === 0) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", "name at least one channel or bank");
     if (!ctx.cfg.cluster_id) return NOT_CLUSTERED;
-    const port = portOf(ctx);
-    if (!port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
     const async = isTrue(kwarg.async);
-    const r = await ask(port, { op: "collect", channels: all, async });
-    if (async) return { status: "fan-out initiated", tag: "cluster/runner/collect_from_peers", data: { channels: all } };
-    return r;
+    const port = portOf(ctx);
+    if (all.length > 0 && !port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
+    if (minionBanks.length > 0 && !ctx.cluster) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the Raft worker is not running on this master");
+    const minions = Promise.all(minionBanks.map((b) => ctx.cluster!.raft.minionQuery({ op: "collect", bank: MINION_BANK_NAMES[b]! })));
+    const names = [...all, ...minionBanks.map((b) => `bank:${b}`)];
+    if (async) {
+      // the transfers run on in the state-sync thread and the Raft worker; their outcome goes to the log
+      minions.catch(() => undefined);
+      if (all.length > 0) await ask(port!, { op: "collect", channels: all, async });
+      return { status: "fan-out initiated", tag: "cluster/runner/collect_from_peers", data: { channels: names } };
+    }
+    const [fromSync, fromRaft] = await Promise.all([all.length > 0 ? (ask(port!, { op: "collect", channels: all }) as Promise<Record<string, PeerReport>>) : Promise.resolve({}), minions]);
+    return mergeCollected(fromSync, fromRaft.map((a) => a.collected ?? {}));
   },
 };

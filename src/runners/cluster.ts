@@ -17,7 +17,7 @@ import type { RoutingSnapshot } from "../workers/raft/state-machines/routing.js"
 import type { RingConfigSnapshot } from "../workers/raft/state-machines/ring-config.js";
 import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
-import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedOwnership, shedUnowned, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
+import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedBanks, shedOwnership, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
 import { validateRingRef } from "../shared/cluster-names.js";
 import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, PLACED_DATA_TYPES, placementReport, proposalError, removalLosesData, removalLosesHandoff, routeWarning, type GroupHint, type PlacedRing } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
@@ -150,7 +150,11 @@ async function shedHere(ctx: RunnerContext, c: RunnerCluster, a: ShedArgs): Prom
   const hosted = record?.status === "active" && record.founding_voters.includes(c.nodeId);
   const policy = hosted ? await readRing<RingConfigSnapshot>(c, a.ring, "ring_config") : { members: "self" as const, replicas: 1 };
   const ownership = shedOwnership({ ring: a.ring, self: c.nodeId, record, members: policy.members, owners: (key) => c.ring.replicas(key, policy.replicas, a.ring), tableReady: (c.ring.view(a.ring)?.nodes.length ?? 0) > 0 });
-  return shedUnowned(ctx.store, a, ownership);
+  return shedBanks(ctx.store, a, ownership, async (bank) => {
+    const r = (await c.raft.minionQuery({ op: "shed", ring: a.ring, bank, dryRun: a.dryRun })).shed;
+    if (!r) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "the Raft worker answered a shed without its result");
+    return r;
+  });
 }
 
 /** ring_info of a named ring: the shared buffer's view where this master hosts it, its group's state otherwise. */
@@ -336,21 +340,28 @@ export const clusterRunners: Record<string, RunnerFn> = {
     const rec = activeRing(registry, ring);
     const [membership, policy] = await Promise.all([readRing<MembershipSnapshot>(c, ring, "membership"), readRing<RingConfigSnapshot>(c, ring, "ring_config")]);
     const voters = [...membership.voters].sort();
-    if (policy.members === "voters" && c.ring.view(ring) === null) {
+    const dataType = String(argOf(arg, kwarg, 2, "data_type", "jobs"));
+    if (dataType !== "jobs" && dataType !== "mine" && dataType !== "grains") throw new BrineError("CLUSTER_BAD_ARGUMENT", `data_type is jobs, mine or grains, not ${JSON.stringify(dataType)}`);
+    const route = routing.routes[dataType] ?? null;
+    // broadcast (the data type routed to no ring): every master of the cluster holds every item
+    let everyMaster: string[] = [];
+    if (route === null) {
+      const cm = await readCluster<MembershipSnapshot>(c, "membership");
+      everyMaster = [...new Set([...cm.voters, ...cm.learners])].sort();
+    }
+    if (route !== null && policy.members === "voters" && c.ring.view(ring) === null) {
       throw new BrineError("CLUSTER_BAD_ARGUMENT", `ring ${ring} shards over its voters: run placement_check on one of them (${rec.founding_voters.join(", ")}), which hold its slot table`);
     }
-    const expected = policy.members === "voters" ? (jid: string) => c.ring.replicas(jid, policy.replicas, ring) : () => voters;
-    const dataType = String(argOf(arg, kwarg, 2, "data_type", "jobs"));
+    const expected = route === null ? () => everyMaster : policy.members === "voters" ? (jid: string) => c.ring.replicas(jid, policy.replicas, ring) : () => voters;
     if (dataType === "mine" || dataType === "grains") {
       // a minion data bank: each master's ids (minion-placement.ts), compared with the owners of each id
       const a = await c.raft.minionQuery({ op: "held", bank: dataType === "mine" ? "mine" : "data" });
-      const held = Object.fromEntries(Object.entries(a.held_by ?? {}).map(([n, h]) => [n, "error" in h ? h : { jids: h.ids, truncated: h.truncated, pending: h.pending }]));
-      const { jids, violations, ...rest } = placementReport({ ring, replicas: policy.replicas, members: policy.members, route: routing.routes[dataType] ?? null, expected, held, dataType });
+      const held = Object.fromEntries(Object.entries(a.held_by ?? {}).map(([n, h]) => [n, "error" in h ? h : { jids: h.ids, truncated: h.truncated, pending: h.pending, ...(h.gathering ? { gathering: true } : {}) }]));
+      const { jids, violations, ...rest } = placementReport({ ring, replicas: policy.replicas, members: policy.members, route, expected, held, dataType });
       return { ...rest, violations: violations.map(({ jid, ...v }) => ({ id: jid, ...v })), ids: jids };
     }
-    if (dataType !== "jobs") throw new BrineError("CLUSTER_BAD_ARGUMENT", `data_type is jobs, mine or grains, not ${JSON.stringify(dataType)}`);
     const held = await c.raft.jobsHeld(limit);
-    return placementReport({ ring, replicas: policy.replicas, members: policy.members, route: routing.routes.jobs ?? null, expected, held });
+    return placementReport({ ring, replicas: policy.replicas, members: policy.members, route, expected, held });
   },
 
   /**

@@ -156,6 +156,7 @@ export const ERR = {
   RUNNER_BAD_ARGUMENT: "invalid runner argument",
   // --- minion data placement (grains, pillar, mine on a ring's owners) ---
   MINION_PLACEMENT_BAD_MESSAGE: "malformed minion data placement message",
+  MINION_PLACEMENT_PLACED: "the minion bank is placed on a ring",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -18,7 +18,7 @@
  *   matches when a holder says so; an unknown id no master holds keeps the local verdict (which is the
  *   no-data one: `greedy`).
  */
-import { newerStamp, type DataRecord, type MineRecord } from "./sync-records.js";
+import { newerStamp, type DataRecord, type MineRecord, type Stamp } from "./sync-records.js";
 
 /** The two banks a minion's cached data lives in: `data` ({grains, pillar}) and `mine`. */
 export type MinionBank = "data" | "mine";
@@ -101,13 +101,41 @@ export interface TargetQuery {
 }
 
 /** What a thread may ask its Raft worker about the cluster's minion data (api.ts `minionQuery`). */
-export type MinionQuery = { op: "records"; bank: MinionBank; ids: string[]; addrs?: boolean } | ({ op: "target" } & TargetQuery) | { op: "ids"; bank: MinionBank } | { op: "held"; bank: MinionBank };
+export type MinionQuery =
+  | { op: "records"; bank: MinionBank; ids: string[]; addrs?: boolean }
+  | ({ op: "target" } & TargetQuery)
+  | { op: "ids"; bank: MinionBank }
+  | { op: "held"; bank: MinionBank }
+  /** cluster.collect_from_peers of a minion bank: pull from every other master the records this one lacks or holds older */
+  | { op: "collect"; bank: MinionBank }
+  /** cluster.shed_unowned of a minion bank on this master (planMinionShed) */
+  | { op: "shed"; ring: string; bank: MinionBank; dryRun: boolean };
+
+/** What one pull from one master did (collect_from_peers' per-master report, as the state-sync thread's). */
+export interface PullReport {
+  items: number;
+  bytes: number;
+  errors: string[];
+  ms: number;
+  failed?: string[];
+}
+
+/** A minion bank's shed on one master: Salt's counts, and what was kept as possibly the only copy. */
+export interface MinionShedAnswer {
+  status: "ok" | "skipped";
+  dropped: number;
+  kept: number;
+  kept_sole_copy: number;
+  reason?: string;
+}
 
 /** One master's ids in a bank (its first `idsAnswerMax`), and its records of the bank waiting in its outbox. */
 export interface HeldIds {
   ids: string[];
   truncated: boolean;
   pending: number;
+  /** the bank is back to broadcast and this master has not yet pulled every other master's records (mustGather) */
+  gathering?: boolean;
 }
 
 export interface MinionAnswer {
@@ -120,6 +148,10 @@ export interface MinionAnswer {
   ids?: string[];
   /** `held` (cluster.placement_check): node id -> what it holds, or why it could not be asked (this master's included) */
   held_by?: Record<string, HeldIds | { error: string }>;
+  /** `collect`: node id -> what the pull from it did */
+  collected?: Record<string, PullReport>;
+  /** `shed`: what this master dropped or kept */
+  shed?: MinionShedAnswer;
   /** masters that could not be asked, with why */
   unreachable: Record<string, string>;
 }
@@ -135,4 +167,77 @@ export function addressesOnly(v: Record<string, unknown> | null): Record<string,
   if (g.ipv4 !== undefined) grains.ipv4 = g.ipv4;
   if (g.ipv6 !== undefined) grains.ipv6 = g.ipv6;
   return { grains };
+}
+
+// --- the way back to broadcast, collect_from_peers and shed_unowned of the minion banks -----------------------
+
+/** Salt's cache bank names of the minion banks, as `collect_from_peers` and `shed_unowned` take them. */
+export const MINION_BANK_NAMES: Readonly<Record<string, MinionBank>> = Object.freeze({ "minions/data": "data", "minions/mine": "mine" });
+
+/** The `jobs/placed-by` key under which the table a bank's copies were placed by on `ring` is kept. */
+export function placedByKey(bank: MinionBank, ring: string): string {
+  return `${MINION_OUTBOX_PREFIX}${bank}/${ring}`;
+}
+
+/** The prefix of every `jobs/placed-by` key of `bank` (one per ring it was placed on). */
+export function placedByPrefix(bank: MinionBank): string {
+  return `${MINION_OUTBOX_PREFIX}${bank}/`;
+}
+
+/**
+ * Whether this master must gather `bank` from the others (the way back to broadcast): the bank's data type is
+ * routed to no ring now, and this master's copies were placed on one (a `jobs/placed-by` key of the bank is
+ * left): each master then holds only what it owned, and pulls what it lacks until it holds every record.
+ */
+export function mustGather(route: string | null, placedByKeys: readonly string[]): boolean {
+  return route === null && placedByKeys.length > 0;
+}
+
+/** A record's stamp as a master lists it (`raft/minions` `stamps`): [id, time ms, origin master]. */
+export type StampEntry = [id: string, t: number, o: string];
+
+/** The ids whose record another master holds newer than this one's (or that this master lacks): what a pull fetches. */
+export function wantedFrom(theirs: readonly StampEntry[], mine: (id: string) => Stamp | undefined): string[] {
+  const out: string[] = [];
+  for (const [id, t, o] of theirs) if (newerStamp({ t, o }, mine(id))) out.push(id);
+  return out;
+}
+
+export interface MinionShedPlan {
+  /** ids this master does not own and an owner holds at the same stamp or newer: dropped */
+  drop: string[];
+  /** ids this master owns */
+  owned: number;
+  /** ids this master does not own and no owner that answered holds as new as here: kept (never the only copy) */
+  sole: string[];
+}
+
+/**
+ * shed_unowned of a minion bank: a record this master does not own is dropped only when one of its owners holds
+ * it at the same stamp or newer (a newer one there, a tombstone included, supersedes this copy); otherwise this
+ * copy may be the only one, or the newest, and it stays. `held(owner, id)` is the stamp `owner` answered for
+ * `id` (undefined: it has no record of it, or it could not be asked).
+ */
+export function planMinionShed(input: {
+  ids: readonly string[];
+  self: string;
+  owners: (id: string) => readonly string[];
+  mine: (id: string) => Stamp | undefined;
+  held: (owner: string, id: string) => Stamp | undefined;
+}): MinionShedPlan {
+  const plan: MinionShedPlan = { drop: [], owned: 0, sole: [] };
+  for (const id of input.ids) {
+    const owners = input.owners(id);
+    if (owners.length === 0 || owners.includes(input.self)) {
+      plan.owned++;
+      continue;
+    }
+    const here = input.mine(id);
+    const covered = owners.some((o) => {
+      const there = input.held(o, id);
+      return there !== undefined && (here === undefined || !newerStamp(here, there));
+    });
+    (covered ? plan.drop : plan.sole).push(id);
+  }
+  return plan;
 }

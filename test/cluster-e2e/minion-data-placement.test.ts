@@ -12,6 +12,12 @@
  * - `cache.clear_mine` on one master clears a minion's mine everywhere (a tombstone handed to its owners).
  * - An eauth user whose ACL is `G@placed_role:web` may publish to the web minions through every master (the ACL
  *   is judged over the targeted minions' data wherever it lives), and not to every minion.
+ * - A minion's peer publish (`minion_pub`, `publish.publish`) with a grain target and a `peer:` ACL of
+ *   `G@placed_role:web`, through a master that does not hold some web minions' grains, reaches exactly the web
+ *   minions (as Salt's auth_check over one shared minion cache), and is refused for every minion.
+ * - Back to broadcast: collect_from_peers of a placed bank is refused; after route_clear every master pulls the
+ *   records it lacks by itself (placement_check, now expecting every master, is ok), reads answer everywhere, a
+ *   collect finds nothing newer, a shed has nothing placed to shed; routed again, each record is back on its owners.
  * - One owner killed (not the cluster's leader): the two masters left still answer all of the above.
  * The publish latency with a grain target (the other masters asked once per publish) against a glob target is
  * printed as a diagnostic.
@@ -37,7 +43,7 @@ test("mine and grains routed to a ring with replicas 2 live on each minion's two
     t.skip(why);
     return;
   }
-  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-minion-placement", privateCachedir: true, extra: { runner_returns: false, external_auth: { auto: { webop: [{ "G@placed_role:web": ["test.ping"] }] } } } });
+  const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-minion-placement", privateCachedir: true, extra: { runner_returns: false, external_auth: { auto: { webop: [{ "G@placed_role:web": ["test.ping"] }] } }, peer: { "pm-.*": [{ "G@placed_role:web": ["test.ping"] }] } } });
   const minions: TestMinion[] = [];
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);
   const runner = (i: number, fun: string, arg: unknown[]) => h.controlRunner(i, fun, arg);
@@ -79,8 +85,10 @@ test("mine and grains routed to a ring with replicas 2 live on each minion's two
         t.diagnostic(`m${i + 1} placement_check ${dataType}: ok ${r.ok}, violations ${r.violations.length}, pending ${JSON.stringify(r.handoff_pending)}`);
         return r.ok && pending === 0 && IDS.every((id) => r.ids[id]) ? r : undefined;
       }, 120_000, 2000);
+    const placedIds: Record<string, Record<string, string[]>> = {};
     for (const dt of ["mine", "grains"]) {
       const r = await placed(li, dt);
+      placedIds[dt] = r.ids;
       assert.equal(r.data_type, dt);
       for (const id of IDS) assert.equal(r.ids[id].length, 2, `${dt} of ${id}: ${r.ids[id]}`);
       // the master each minion wrote on is not always an owner: its copy went once the owners had it
@@ -115,6 +123,20 @@ test("mine and grains routed to a ring with replicas 2 live on each minion's two
     };
     for (const i of [0, 1, 2]) await readsAnswer(i, "all masters up");
 
+    // a minion's own peer publish (publish.publish, Salt's `peer:` ACL) through a master that does not hold the
+    // grains of some web minions (each is on two of the three): the grain target and the ACL's G@ target are
+    // judged over every minion's data, as Salt's auth_check does over the cluster's one shared minion cache
+    const k = [0, 1, 2].find((i) => WEB.some((id) => !(placedIds.grains[id] ?? []).includes(NODES[i]!)))!;
+    const asker = minions[k]!;
+    const webHeldElsewhere = WEB.filter((id) => !(placedIds.grains[id] ?? []).includes(NODES[k]!));
+    t.diagnostic(`${asker.id} asks through m${k + 1}, which does not hold the grains of ${webHeldElsewhere.join(", ")}`);
+    assert.ok(webHeldElsewhere.length > 0);
+    const peerJob = (await asker.channel.send({ cmd: "minion_pub", id: asker.id, fun: "test.ping", arg: [], tgt: "placed_role:web", tgt_type: "grain", ret: "", tok: asker.keys.tok }, asker.requestOptions)) as { jid?: string; minions?: string[] };
+    assert.deepEqual([...(peerJob.minions ?? [])].sort(), WEB, `minion_pub through m${k + 1} targets exactly the web minions: ${JSON.stringify(peerJob)}`);
+    const peerRets = (await asker.peerPublish("placed_role:web", "test.ping", [], { tgtType: "grain", timeoutS: 15 })) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(peerRets).sort(), WEB, `publish.publish from ${asker.id} returns the web minions': ${JSON.stringify(peerRets)}`);
+    assert.deepEqual(await asker.peerPublish("pm-*", "test.ping", [], { tgtType: "glob", timeoutS: 5 }), {}, "the peer ACL allows the web minions only");
+
     // publish latency: a grain target asks the other masters once; a glob target asks nobody (alternated, so
     // both see the same load and the same kept presence addresses)
     const pubMs = { grain: [] as number[], glob: [] as number[] };
@@ -141,6 +163,37 @@ test("mine and grains routed to a ring with replicas 2 live on each minion's two
     }, 30_000, 1000);
     await minions[0]!.channel.send({ cmd: "_mine", id: "pm-a", data: { "test.ping": true, "network.ip_addrs": ["10.0.0.1"] } }, minions[0]!.requestOptions);
     await placed(li, "mine");
+
+    // --- back to broadcast: collecting a placed bank is refused (the records would be held by no rule); after
+    // route_clear every master pulls the records it lacks by itself, and placement_check expects every master
+    const early = await h.saltRun(li, ["cluster.collect_from_peers", "banks=minions/mine", "--out", "json"]);
+    assert.notEqual(early.code, 0, "collect_from_peers of a placed bank is refused");
+    assert.match(early.stdout + early.stderr, /mine is routed to ring minions.*cluster\.route_clear mine/s);
+    for (const dt of ["mine", "grains"]) await run(li, "route_clear", dt);
+    for (const dt of ["mine", "grains"]) {
+      const r = await until(`every master holding every minion's ${dt} record (broadcast)`, async () => {
+        const c = await run(li, "placement_check", "minions", `data_type=${dt}`);
+        t.diagnostic(`m${li + 1} placement_check ${dt} after route_clear: ok ${c.ok}, gathering ${JSON.stringify(c.gathering ?? [])}, violations ${c.violations.length}`);
+        return c.ok && c.route === null && IDS.every((id) => c.ids[id]?.length === 3) ? c : undefined;
+      }, 120_000, 2000);
+      assert.deepEqual([r.gathering, r.violations], [undefined, []], `${dt}: nobody gathering, nothing missing`);
+    }
+    for (const i of [0, 1, 2]) await readsAnswer(i, "back to broadcast");
+    // every master holds every record: a collect finds nothing newer anywhere, and a shed has nothing placed to shed
+    const collected = await run(li, "collect_from_peers", "banks=minions/mine,minions/data");
+    for (const n of NODES.filter((x) => x !== leader)) assert.deepEqual([collected[n].items, collected[n].errors], [0, []], `collect from ${n}: ${JSON.stringify(collected[n])}`);
+    const notPlaced = await run(li, "shed_unowned", "minions", "banks=minions/mine");
+    assert.equal(notPlaced.status, "skipped");
+    assert.match(notPlaced.reason, /routed to no ring \(broadcast/);
+    // placed again (the first placement scan), for the rest of the test: each record back on its two owners only
+    for (const dt of ["mine", "grains"]) await run(li, "route_set", dt, "minions");
+    for (const dt of ["mine", "grains"]) {
+      const r = await placed(li, dt);
+      for (const id of IDS) assert.equal(r.ids[id].length, 2, `${dt} of ${id} on two masters again`);
+    }
+    // nothing to shed once placed (the scan dropped every copy not owned), and no copy would go unconfirmed
+    const sheds = await run(li, "shed_unowned_all", "minions", "banks=minions/mine,minions/data", "dry_run=True");
+    for (const n of NODES) assert.deepEqual([sheds[n].status, sheds[n].dropped, sheds[n].kept_sole_copy], ["ok", 0, 0], `shed on ${n}: ${JSON.stringify(sheds[n])}`);
 
     // --- one owner down: kill a master that is not the cluster's leader; every minion still has an owner up
     const victim = [0, 1, 2].find((i) => i !== li)!;

@@ -146,7 +146,22 @@ test("placement_check: each jid against its owners; extra holders and missing ow
 
   const clean = placementReport({ ring: "jobs", replicas: 1, members: "self", route: null, expected: () => ["m1"], held: { m1: { jids: ["j1"], truncated: false } } });
   assert.deepEqual([clean.ok, clean.violations, clean.unreachable], [true, [], {}]);
-  assert.match(clean.note!, /^jobs is routed to no ring \(broadcast\), not to jobs/);
+  assert.match(clean.note!, /^jobs is routed to no ring \(broadcast\): every master is expected to hold every item/);
+
+  // a minion bank back to broadcast: every master expected; a master still gathering keeps the check open
+  const back = placementReport({
+    ring: "minions",
+    replicas: 1,
+    members: "voters",
+    route: null,
+    dataType: "mine",
+    expected: () => ["m1", "m2", "m3"],
+    held: { m1: { jids: ["a", "b"], truncated: false, pending: 0 }, m2: { jids: ["a", "b"], truncated: false, pending: 0 }, m3: { jids: ["a"], truncated: false, pending: 0, gathering: true } },
+  });
+  assert.deepEqual([back.ok, back.gathering, back.violations.map((v) => [v.jid, v.missing])], [false, ["m3"], [["b", ["m3"]]]]);
+  assert.match(back.note!, /each master pulls what it lacks by itself/);
+  const done = placementReport({ ring: "minions", replicas: 1, members: "voters", route: null, dataType: "mine", expected: () => ["m1", "m2"], held: { m1: { jids: ["a"], truncated: false }, m2: { jids: ["a"], truncated: false } } });
+  assert.deepEqual([done.ok, done.gathering], [true, undefined]);
 
   const partial = placementReport({ ring: "jobs", replicas: 1, members: "self", route: "jobs", expected: () => ["m1", "m2"], held: { m1: { jids: ["j1"], truncated: true }, m2: { error: "CLUSTER_PEER_TIMEOUT" } } });
   assert.equal(partial.ok, false, "a master that did not answer leaves the check open");

@@ -212,3 +212,142 @@ test("a malformed hand-off or read is refused with a clear error, and nothing is
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("back to broadcast: once mine is no longer routed, every master pulls the records it lacks from the others, and placement_check's held answer says who is still gathering", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  const ids = ["b1", "b2", "b3", "b4"];
+  try {
+    for (const id of ids) await c.writer("m3").setMine(id, { f: id });
+    await c.rounds();
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2"], `${id} placed on its owners`);
+    // an owner writes a newer record just before the route goes: the newest wins everywhere after the gather
+    c.tick(1000);
+    await c.writer("m1").setMine("b1", { f: "newer" });
+    await c.rounds();
+    c.unroute();
+    c.down.add("m2");
+    // m3 cannot pull from m2 yet: still gathering, its marks kept
+    await c.svc.get("m3")!.gather("mine");
+    const held = await c.svc.get("m1")!.query({ op: "held", bank: "mine" });
+    assert.equal((held.held_by!.m3 as { gathering?: boolean }).gathering, true, "m3 says it is still gathering");
+    assert.ok([...c.stores.get("m3")!.placedBy.getKeys({ start: "~mine/", end: "~mine/\uffff" })].length > 0, "m3 keeps its placed-by marks until it pulled from every master");
+    c.down.delete("m2");
+    // the timer's path: a tick starts the gather (due at once after the first attempt's retry delay)
+    c.tick(10_000);
+    for (const s of c.svc.values()) s.tick();
+    await until(() => ["m1", "m2", "m3"].every((m) => [...c.stores.get(m)!.placedBy.getKeys({ start: "~mine/", end: "~mine/\uffff" })].length === 0));
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2", "m3"], `${id} on every master`);
+    for (const m of ["m1", "m2", "m3"]) assert.deepEqual(c.stores.get(m)!.mine.get("b1"), { f: "newer" }, `${m} holds the newest b1`);
+    const after = await c.svc.get("m1")!.query({ op: "held", bank: "mine" });
+    for (const m of ["m1", "m2", "m3"]) assert.equal((after.held_by![m] as { gathering?: boolean }).gathering, undefined, `${m} is done`);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a record still in the outbox when its bank goes back to broadcast is spread to every master, not left where it was written", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    c.down.add("m1");
+    c.down.add("m2");
+    await c.writer("m3").put("late1", { grains: { role: "late" } });
+    await c.rounds();
+    assert.deepEqual(holders(c, "minionData", "late1"), ["m3"], "no owner reachable: it waits on m3");
+    c.unroute();
+    // every master already gathered (nothing else to pull) before m3's outbox record could move
+    c.down.delete("m1");
+    c.down.delete("m2");
+    for (const m of ["m1", "m2"]) await c.svc.get(m)!.gather("data");
+    assert.deepEqual(holders(c, "minionData", "late1").includes("m1"), true, "m1 pulled it from m3 in its gather");
+    // the outbox path alone: a record written on m3 after the others gathered still reaches them
+    // (m3 had not applied the cleared route yet: its write went to the outbox, not to the peers)
+    const stale = new MinionCache(c.stores.get("m3")!, () => 5_000);
+    stale.track("m3", () => assert.fail("written as placed"), () => true);
+    await stale.put("late1", { grains: { role: "later" } });
+    await c.rounds(1);
+    for (const m of ["m1", "m2", "m3"]) assert.deepEqual(c.stores.get(m)!.minionData.get("late1"), { grains: { role: "later" } }, m);
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "acknowledged by every master: out of the outbox");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("collect_from_peers of a minion bank pulls only what this master lacks or holds older, and is refused while the bank is placed", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    await assert.rejects(c.svc.get("m3")!.query({ op: "collect", bank: "mine" }), /placed on a ring: mine is routed to ring minions.*route_clear mine/);
+    c.unroute();
+    const plain = (m: string, t: number) => {
+      const mc = new MinionCache(c.stores.get(m)!, () => t);
+      mc.track(m, () => undefined);
+      return mc;
+    };
+    await plain("m1", 100).setMine("c1", { v: "old" });
+    await plain("m2", 200).setMine("c1", { v: "new" });
+    await plain("m2", 200).setMine("c2", { v: 2 });
+    await plain("m3", 300).setMine("c3", { v: 3 });
+    const r = await c.svc.get("m1")!.query({ op: "collect", bank: "mine" });
+    assert.deepEqual([r.collected!.m2!.items, r.collected!.m3!.items], [2, 1], "c1 (newer on m2) and c2 from m2, c3 from m3");
+    assert.deepEqual(c.stores.get("m1")!.mine.get("c1"), { v: "new" });
+    const again = await c.svc.get("m1")!.query({ op: "collect", bank: "mine" });
+    assert.deepEqual([again.collected!.m2!.items, again.collected!.m3!.items], [0, 0], "nothing newer elsewhere: nothing fetched");
+    c.down.add("m3");
+    const partial = await c.svc.get("m1")!.query({ op: "collect", bank: "mine" });
+    assert.deepEqual(partial.collected!.m3, { items: 0, bytes: 0, errors: ["not connected"], ms: 0, failed: ["bank:minions/mine"] });
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("shed_unowned of a minion bank drops a record this master does not own only when an owner holds it as new; the only or newest copy stays", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    // replicas 1 on m1, m2: each id has one owner; m1 holds extra copies of ids m2 owns
+    const one = { ...TABLE, replicas: 1, epoch: 9 };
+    c.setTable(one);
+    const ids = Array.from({ length: 8 }, (_, i) => `s${i}`);
+    const theirs = ids.filter((id) => ownersOf(one, id)[0] === "m2");
+    assert.ok(theirs.length >= 3, "m2 owns some");
+    const [same, older, absent] = theirs;
+    const at = (m: string, t: number) => new MinionCache(c.stores.get(m)!, () => t);
+    for (const id of ids) {
+      const w = at("m1", 100);
+      w.track("m1", () => undefined);
+      await w.setMine(id, { here: id });
+    }
+    // m2 holds `same` (and the rest of its ids) at m1's stamp, `older` at an older stamp, and not `absent`
+    for (const id of [same!, ...theirs.slice(3)]) await new MinionCache(c.stores.get("m2")!).applyPeer({ k: "mine", id, t: 100, o: "m1", v: { here: id } });
+    await new MinionCache(c.stores.get("m2")!).applyPeer({ k: "mine", id: older!, t: 50, o: "m2", v: { old: true } });
+    const dry = await c.svc.get("m1")!.query({ op: "shed", ring: "minions", bank: "mine", dryRun: true });
+    const expectDrop = theirs.length - 2;
+    assert.deepEqual(dry.shed, { status: "ok", dropped: expectDrop, kept: ids.length - expectDrop, kept_sole_copy: 2 });
+    assert.equal(c.stores.get("m1")!.mine.getCount(), ids.length, "a dry run removes nothing");
+    const real = await c.svc.get("m1")!.query({ op: "shed", ring: "minions", bank: "mine", dryRun: false });
+    assert.deepEqual(real.shed, dry.shed, "the real run drops what the dry run counted");
+    assert.ok(c.stores.get("m1")!.mine.get(older!) && c.stores.get("m1")!.mine.get(absent!), "the newest and the only copy stay");
+    assert.equal(c.stores.get("m1")!.mine.get(same!), undefined, "a copy its owner holds at the same stamp goes");
+    // not routed to the ring: nothing is shed
+    c.unroute();
+    const skipped = await c.svc.get("m1")!.query({ op: "shed", ring: "minions", bank: "mine", dryRun: false });
+    assert.equal(skipped.shed!.status, "skipped");
+    assert.match(skipped.shed!.reason!, /routed to no ring \(broadcast/);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { dataTypeOf, mergeTarget, minionOutboxKey, newestRecords, notingUnknown, parseMinionOutboxKey, MINION_OUTBOX_PREFIX, type MinionAnswer, type MinionQuery, type MinionRecord } from "../../src/shared/minion-placement.js";
+import { dataTypeOf, mergeTarget, minionOutboxKey, mustGather, newestRecords, notingUnknown, parseMinionOutboxKey, placedByKey, planMinionShed, wantedFrom, MINION_OUTBOX_PREFIX, type MinionAnswer, type MinionQuery, type MinionRecord, type StampEntry } from "../../src/shared/minion-placement.js";
 import { outboxJid, planRound, settleRound } from "../../src/shared/placement.js";
 import { checkMinions, type MinionData } from "../../src/lib/targeting/check-minions.js";
 import { clusterCheckMinions, clusterRecords, type ClusterMinions } from "../../src/lib/targeting/cluster.js";
@@ -147,4 +147,39 @@ test("mergeTarget keeps this master's verdict for what it holds and for what nob
   noting.ctx.minionData("x");
   noting.ctx.minionData("y");
   assert.deepEqual([...noting.unknown], ["y"]);
+});
+
+test("back to broadcast: a bank is gathered only when it is routed to no ring and its copies were placed on one", () => {
+  const cases: [string | null, string[], boolean][] = [
+    [null, [placedByKey("mine", "minions")], true],
+    [null, [placedByKey("mine", "~placed")], true],
+    [null, [], false],
+    ["minions", [placedByKey("mine", "minions")], false],
+    ["minions", [], false],
+  ];
+  for (const [route, keys, want] of cases) assert.equal(mustGather(route, keys), want, `${route} ${keys.join(",")}`);
+  assert.equal(placedByKey("data", "ring1"), "~data/ring1");
+});
+
+test("a pull fetches the records another master holds newer (by time, then origin) or that this master lacks, never an older or equal one", () => {
+  const mine: Record<string, { t: number; o: string }> = { same: { t: 5, o: "m1" }, older: { t: 5, o: "m1" }, newer: { t: 5, o: "m1" }, tie: { t: 5, o: "m1" } };
+  const theirs: StampEntry[] = [
+    ["same", 5, "m1"],
+    ["older", 4, "m9"],
+    ["newer", 6, "m0"],
+    ["tie", 5, "m2"],
+    ["absent", 0, "m2"],
+  ];
+  assert.deepEqual(wantedFrom(theirs, (id) => mine[id]), ["newer", "tie", "absent"]);
+  assert.deepEqual(wantedFrom([], () => undefined), []);
+});
+
+test("a minion bank's shed drops a copy it does not own only when an owner holds it as new; owned ids, the only copy and the newest copy stay", () => {
+  const owners: Record<string, string[]> = { own: ["m1", "m2"], dup: ["m2"], stale: ["m2"], alone: ["m2", "m3"], tomb: ["m3"], nobody: [] };
+  const mine: Record<string, { t: number; o: string } | undefined> = { own: { t: 1, o: "m1" }, dup: { t: 5, o: "m1" }, stale: { t: 9, o: "m1" }, alone: { t: 3, o: "m1" }, tomb: { t: 3, o: "m1" }, nobody: { t: 1, o: "m1" } };
+  const held: Record<string, Record<string, { t: number; o: string }>> = { m2: { dup: { t: 5, o: "m1" }, stale: { t: 8, o: "m2" } }, m3: { tomb: { t: 4, o: "m3" } } };
+  const plan = planMinionShed({ ids: Object.keys(owners), self: "m1", owners: (id) => owners[id]!, mine: (id) => mine[id], held: (o, id) => held[o]?.[id] });
+  assert.deepEqual(plan, { drop: ["dup", "tomb"], owned: 2, sole: ["stale", "alone"] }, "tomb: the owner's newer tombstone supersedes this copy; nobody: no table, never shed");
+  // a record here never stamped (written before clustering) goes when an owner holds any copy
+  assert.deepEqual(planMinionShed({ ids: ["x"], self: "m1", owners: () => ["m2"], mine: () => undefined, held: () => ({ t: 0, o: "m2" }) }).drop, ["x"]);
 });

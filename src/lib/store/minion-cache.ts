@@ -117,6 +117,38 @@ export class MinionCache {
     return Array.isArray(s) && typeof s[0] === "number" && typeof s[1] === "string" ? { t: s[0], o: s[1] } : undefined;
   }
 
+  /**
+   * The stamps of `bank`'s records for ids after `after` (at most `max`), tombstones included: one page of a pull
+   * (minion-placement.ts `stamps`). A record never stamped (written before clustering) is listed as (0, `origin`).
+   */
+  stampsPage(bank: Bank, after: string | undefined, max: number, origin: string): { entries: [string, number, string][]; next: string | undefined } {
+    const prefix = STAMP_PREFIX[bank];
+    const ids = new Set<string>();
+    for (const id of this.db(bank).getKeys({ ...(after !== undefined ? { start: after } : {}), limit: max + 1 })) if (id !== after) ids.add(id);
+    for (const k of this.stamps.getKeys({ start: prefix + (after ?? ""), end: `${prefix}\uffff`, limit: max + 1 })) {
+      const id = k.slice(prefix.length);
+      if (id !== after) ids.add(id);
+    }
+    const chunk = [...ids].sort().slice(0, max);
+    return { entries: chunk.map((id) => this.stampEntry(bank, id, origin)!), next: chunk.length === max ? chunk[chunk.length - 1] : undefined };
+  }
+
+  /** The stamps of `ids` in `bank` this master holds a record of (tombstones included), as stampsPage lists them. */
+  stampsOf(bank: Bank, ids: readonly string[], origin: string): [string, number, string][] {
+    const out: [string, number, string][] = [];
+    for (const id of ids) {
+      const e = this.stampEntry(bank, id, origin);
+      if (e) out.push(e);
+    }
+    return out;
+  }
+
+  private stampEntry(bank: Bank, id: string, origin: string): [string, number, string] | undefined {
+    const s = this.stampOf(bank, id);
+    if (s) return [id, s.t, s.o];
+    return this.db(bank).doesExist(id) ? [id, 0, origin] : undefined;
+  }
+
   /** Stores a peer's record if it is newer than ours (one write transaction: check and write together). True when stored. */
   async applyPeer(r: DataRecord | MineRecord): Promise<boolean> {
     const key = STAMP_PREFIX[r.k] + r.id;

@@ -18,6 +18,7 @@ import { writeFileSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import type { Database } from "lmdb";
 import type { Store } from "./lmdb-env.js";
+import { MINION_BANK_NAMES, type MinionBank, type MinionShedAnswer } from "../../shared/minion-placement.js";
 
 /** Salt's default banks of shed_unowned. */
 export const SHED_BANKS = Object.freeze(["jobs/loads", "jobs/minions", "jobs/endtimes", "jobs/nocache"]);
@@ -36,6 +37,8 @@ export interface ShedResult {
   dry_run: boolean;
   reason?: string;
   error?: string;
+  /** minion banks (minions/data, minions/mine): records not owned here kept because no owner holds them as new */
+  kept_sole_copy?: number;
 }
 
 export interface ShedArgs {
@@ -83,7 +86,7 @@ function empty(a: ShedArgs, status: ShedResult["status"], extra: { reason: strin
 export async function shedUnowned(store: Store, a: ShedArgs, ownership: ShedOwnership): Promise<ShedResult> {
   if (a.driver !== null && a.driver !== "lmdb") return empty(a, "error", { error: `driver ${a.driver}: brine's job cache is its LMDB store (driver None)` });
   const unknown = a.banks.filter((b) => !(b in BANK_DB));
-  if (unknown.length > 0) return empty(a, "error", { error: `unknown bank ${unknown.join(", ")}: brine's job cache has ${Object.keys(BANK_DB).join(", ")}` });
+  if (unknown.length > 0) return empty(a, "error", { error: `unknown bank ${unknown.join(", ")}: brine's job cache has ${Object.keys(BANK_DB).join(", ")} (and the minion banks ${Object.keys(MINION_BANK_NAMES).join(", ")})` });
   if (a.subbankTemplate !== null && a.subbankTemplate !== SHED_SUBBANK_TEMPLATE) {
     return empty(a, "error", { error: `subbank_template ${a.subbankTemplate}: brine's job cache has ${SHED_SUBBANK_TEMPLATE}` });
   }
@@ -144,4 +147,42 @@ export function readShedStatus(cachedir: string): Record<string, unknown> {
   } catch (e) {
     return { status: "error", reason: `${file}: ${(e as Error).message}` };
   }
+}
+
+/**
+ * A shed over the job cache's banks (shedUnowned, here) and the minion banks (`minions/data`, `minions/mine`:
+ * `minionShed`, which the Raft worker runs, since it asks each record's owners whether they hold it: never the
+ * only copy), with the same refusals first (ownership), and one result: counts summed, `kept_sole_copy` for the
+ * minion banks, the first error or the skip reasons. The subbank applies when the first bank is a job bank, as
+ * Salt applies it to the first bank's keys.
+ */
+export async function shedBanks(store: Store, a: ShedArgs, ownership: ShedOwnership, minionShed: (bank: MinionBank) => Promise<MinionShedAnswer>): Promise<ShedResult> {
+  const minionBanks = a.banks.filter((b) => b in MINION_BANK_NAMES);
+  if (minionBanks.length === 0) return shedUnowned(store, a, ownership);
+  if ("skip" in ownership) return empty(a, "skipped", { reason: ownership.skip });
+  const jobBanks = a.banks.filter((b) => !(b in MINION_BANK_NAMES));
+  const parts: ShedResult[] = [];
+  if (jobBanks.length > 0) {
+    const r = await shedUnowned(store, { ...a, banks: jobBanks, subbankTemplate: a.banks[0] === jobBanks[0] ? a.subbankTemplate : null }, ownership);
+    if (r.status === "error") return r;
+    parts.push(r);
+  } else if (a.driver !== null && a.driver !== "lmdb") return empty(a, "error", { error: `driver ${a.driver}: brine's job cache is its LMDB store (driver None)` });
+  let sole = 0;
+  for (const b of minionBanks) {
+    const m = await minionShed(MINION_BANK_NAMES[b]!);
+    sole += m.kept_sole_copy;
+    parts.push({ status: m.status, ring: a.ring, dropped: m.dropped, kept: m.kept, subbanks_dropped: 0, dry_run: a.dryRun, ...(m.reason !== undefined ? { reason: `${b}: ${m.reason}` } : {}) });
+  }
+  const ok = parts.some((p) => p.status === "ok");
+  const reasons = parts.filter((p) => p.reason !== undefined).map((p) => p.reason!);
+  return {
+    status: ok ? "ok" : "skipped",
+    ring: a.ring,
+    dropped: parts.reduce((n, p) => n + p.dropped, 0),
+    kept: parts.reduce((n, p) => n + p.kept, 0),
+    subbanks_dropped: parts.reduce((n, p) => n + p.subbanks_dropped, 0),
+    dry_run: a.dryRun,
+    kept_sole_copy: sole,
+    ...(reasons.length > 0 ? { reason: reasons.join("; ") } : {}),
+  };
 }

@@ -14,9 +14,9 @@
 import { cbor } from "../../shared/cbor.js";
 import { BrineError } from "../../shared/errors.js";
 import { JobCache } from "../../lib/store/job-cache.js";
-import { MINION_OUTBOX_PREFIX } from "../../shared/minion-placement.js";
+import { MINION_OUTBOX_PREFIX, type MinionBank, type MinionShedAnswer } from "../../shared/minion-placement.js";
 import { openStore, type Store, type StoreConfig } from "../../lib/store/lmdb-env.js";
-import { shedUnowned, writeShedStatus, type ShedArgs, type ShedOwnership, type ShedResult } from "../../lib/store/shed.js";
+import { shedBanks, writeShedStatus, type ShedArgs, type ShedOwnership, type ShedResult } from "../../lib/store/shed.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
 
@@ -49,6 +49,8 @@ export class HeldJobsService {
   private readonly offs: (() => void)[];
   /** this master's `raft/placement` requests answered, by op (set once job placement runs) */
   served: (() => Record<string, number>) | undefined;
+  /** a shed of a minion bank here (minion-placement.ts; set once minion placement runs) */
+  minionShed: ((ring: string, bank: MinionBank, dryRun: boolean) => Promise<MinionShedAnswer>) | undefined;
 
   /** `ownership(ring)`: what this master may shed of `ring` (from its applied cluster and ring state) */
   constructor(
@@ -97,7 +99,11 @@ export class HeldJobsService {
   private async serveShed(m: PeerMessage): Promise<Uint8Array> {
     if (!m.request) throw new BrineError("CLUSTER_PEER_CHANNEL", `${SHED_CHANNEL} takes requests only`);
     const a = checkShedArgs(cbor.decode(m.payload));
-    const r = await shedUnowned(this.open(), a, this.ownership(a.ring));
+    const minionShed = this.minionShed;
+    const r = await shedBanks(this.open(), a, this.ownership(a.ring), async (bank) => {
+      if (!minionShed) throw new BrineError("RAFT_API_MISUSE", "no minion data placement on this master");
+      return minionShed(a.ring, bank, a.dryRun);
+    });
     writeShedStatus(this.storeConfig.cachedir, r, "peer_request", this.self);
     return Uint8Array.from(cbor.encode(r));
   }

@@ -160,6 +160,12 @@ async function startup(): Promise<GroupManager> {
       peers: () => otherMembers(m),
       up: (peer) => peerTransport?.isUp(peer) ?? false,
     });
+    const minions = minionPlacement;
+    held.minionShed = async (ring, bank, dryRun) => {
+      const r = (await minions.query({ op: "shed", ring, bank, dryRun })).shed;
+      if (!r) throw new BrineError("RAFT_API_MISUSE", "a minion shed without its result");
+      return r;
+    };
   }
   let ticks = 0;
   let following = false;

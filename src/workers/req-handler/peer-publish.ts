@@ -2,7 +2,8 @@
  * Peer publish: the AES requests behind a minion's `publish.publish`, `publish.full_data` and `publish.runner`
  * (Salt's AESFuncs/RemoteFuncs minion_pub, minion_publish, pub_ret, minion_runner).
  *
- * - `minion_pub`: the `peer:` ACL (peer-acl.ts) decides; an allowed job is published through the CLI's path
+ * - `minion_pub`: the `peer:` ACL (peer-acl.ts) decides, over every minion's data (with grains placed on a ring,
+ *   the data elsewhere is asked for as the CLI's publish asks: src/lib/targeting/cluster.ts); an allowed job is published through the CLI's path
  *   (publish.ts handlePublish, as the master's user with its CLI key, as Salt's LocalClient does), so
  *   targeting, the job cache, the events and the audit line are a CLI publish's; the publish carries
  *   `id: <asking minion>` as Salt's does. Answer: `{jid, minions}`. The minion then polls `pub_ret`.
@@ -25,7 +26,8 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { isMap, decodeWire, type WireValue } from "../../shared/protocol/msgpack.js";
 import { validId, validJid } from "../../shared/protocol/ids.js";
 import { parseInput } from "../../lib/client/args.js";
-import { checkMinions } from "../../lib/targeting/index.js";
+import { checkMinions, type MinionData } from "../../lib/targeting/index.js";
+import { clusterCheckMinions, clusterRecords } from "../../lib/targeting/cluster.js";
 import { takeLinearRefusals, withLinearPatterns } from "../../lib/targeting/pcre.js";
 import { splitPublishArgs } from "../../lib/auth/acl.js";
 import { audit } from "./clear-funcs.js";
@@ -94,7 +96,7 @@ interface PeerJob {
 }
 
 /** The `peer:` decision and the job to publish, or the refusal (Salt's __verify_minion_publish and minion_pub's nodegroup expansion). */
-function preparePeerJob(ctx: MasterContext, load: Record<string, WireValue>, what: string): PeerJob | AesResult {
+async function preparePeerJob(ctx: MasterContext, load: Record<string, WireValue>, what: string): Promise<PeerJob | AesResult> {
   const id = load.id;
   let tgt = load.tgt;
   let tgtType = typeof load.tgt_type === "string" ? load.tgt_type : "glob";
@@ -107,15 +109,25 @@ function preparePeerJob(ctx: MasterContext, load: Record<string, WireValue>, wha
     tgtType = "compound";
   }
   const targets = { acceptedIds: ctx.acceptedIds(), minionData: (m: string) => ctx.minionCache.get(m), nodegroups: ctx.cfg.nodegroups };
-  // a minion's patterns: linear time or no match (src/lib/targeting/pcre.ts), as for _mine_get
-  const { minions, exact } = withLinearPatterns(() => ({
-    minions: checkMinions(tgt as string | string[], tgtType, { ...targets, greedy: true }).minions,
-    exact: checkMinions(tgt as string | string[], exactTargetType(tgtType), { ...targets, greedy: true }).minions,
-  }));
+  // As Salt's auth_check, over every minion's data (a Salt cluster's masters read one shared minion cache): with
+  // grains placed on a ring, the ids whose data is on other masters are evaluated there, one question per
+  // evaluation, as for the CLI's publish (src/lib/targeting/cluster.ts). A minion's patterns: linear time or no
+  // match (src/lib/targeting/pcre.ts), here (each evaluation runs before its first await) and there (`linear`).
+  const cluster = ctx.clusterMinions;
+  const exactType = exactTargetType(tgtType);
+  const targeted = withLinearPatterns(() => clusterCheckMinions(tgt, tgtType, { ...targets, greedy: true }, {}, cluster, true));
+  const exactly = exactType === tgtType ? targeted : withLinearPatterns(() => clusterCheckMinions(tgt, exactType, { ...targets, greedy: true }, {}, cluster, true));
+  const refusedBefore = takeLinearRefusals();
+  const [minions, exact] = (await Promise.all([targeted, exactly])).map((r) => r.minions) as [string[], string[]];
+  // the ACL's own targets (`G@role:web: [...]`) are judged over the targeted minions' data wherever it lives:
+  // those whose records are on other masters are asked for first (one question)
+  const here = (m: string) => ctx.minionCache.get(m);
+  const theirs = await clusterRecords("data", minions.filter((m) => here(m) === undefined), () => undefined, cluster);
+  const minionData = (m: string) => here(m) ?? (theirs.get(m) as MinionData | undefined);
   const verdict = withLinearPatterns(() =>
-    peerPublishDecision({ peer: ctx.cfg.peer, load, minions, exactMinions: exact, minionsOf: (t) => checkMinions(t, "compound", { ...targets, greedy: false }).minions }),
+    peerPublishDecision({ peer: ctx.cfg.peer, load, minions, exactMinions: exact, minionsOf: (t) => checkMinions(t, "compound", { ...targets, minionData, greedy: false }).minions }),
   );
-  if (takeLinearRefusals().length) return refuse(id, what, "a target pattern needs backtracking (it matches nothing for a minion)");
+  if (refusedBefore.length || takeLinearRefusals().length) return refuse(id, what, "a target pattern needs backtracking (it matches nothing for a minion)");
   if (!verdict.ok) return refuse(id, what, verdict.reason);
   const compound = Array.isArray(verdict.fun);
   const noParse = Array.isArray(load.no_parse) ? load.no_parse : [];
@@ -148,7 +160,7 @@ async function publishPeerJob(ctx: MasterContext, job: PeerJob, fx: Effects, wha
 
 /** `minion_pub`: publish, answer `{jid, minions}` at once. */
 export async function doMinionPub(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
-  const job = preparePeerJob(ctx, load, "minion_pub");
+  const job = await preparePeerJob(ctx, load, "minion_pub");
   if (!("fun" in job)) return job;
   const r = await publishPeerJob(ctx, job, fx, "minion_pub");
   return r ? send(r) : REFUSED;
@@ -197,7 +209,7 @@ function returnOfEvent(ev: Record<string, unknown>): Record<string, unknown> {
 export async function doMinionPublish(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {
   const timeoutS = publishTimeoutS(ctx, load);
   if (timeoutS === undefined) return refuse(load.id, "minion_publish", `Failed to parse timeout value: ${shown(load.timeout ?? load.tmo, 32)}`);
-  const job = preparePeerJob(ctx, load, "minion_publish");
+  const job = await preparePeerJob(ctx, load, "minion_publish");
   if (!("fun" in job)) return job;
   const full = load.form === "full";
   const jid = ctx.jids.next();
