@@ -138,9 +138,28 @@ export function removalLosesData(node: string, rings: readonly PlacedRing[]): st
  * placement_check's question), or undefined. A master that could not be asked (down) is not refused: removing a
  * dead master is what remove_member is for; the caller logs that its outbox, if any, is lost.
  */
-export function removalLosesHandoff(node: string, pending: number | undefined): string | undefined {
-  if (pending === undefined || pending === 0) return undefined;
-  return `${node} holds ${pending} job record(s) in its hand-off outbox that their owners do not have yet: removing it now loses them (a removed master hands nothing on). Wait until cluster.placement_check shows its handoff_pending at 0, then remove it; or pass force=True to remove it anyway`;
+export function removalLosesHandoff(node: string, pending: number | undefined, minionPending = 0): string | undefined {
+  if ((pending === undefined || pending === 0) && minionPending === 0) return undefined;
+  const what = [pending ? `${pending} job record(s)` : "", minionPending ? `${minionPending} minion record(s) (mine, grains)` : ""].filter(Boolean).join(" and ");
+  return `${node} holds ${what} in its hand-off outbox that their owners do not have yet: removing it now loses them (a removed master hands nothing on). Wait until cluster.placement_check shows its handoff_pending at 0${minionPending ? " (data_type=mine and grains too)" : ""}, then remove it; or pass force=True to remove it anyway`;
+}
+
+/** One master's answer about its hand-off outbox (held-jobs.ts HeldJobs), as remove_member reads it. */
+export type OutboxAnswer = { pending?: number; outbox?: { minions: number; jids: string[]; ids: string[] } } | { error: string };
+
+/**
+ * What remove_member's answer says of the removed master's hand-off outbox (`data.outbox`): `empty`; `lost` with
+ * the counts and the first jids and minion records by name (a forced removal of a master that still held some:
+ * they are gone with it, the master that took them being the only one that had them); or `unknown` with why (the
+ * master could not be asked: a dead master is removed all the same, and whatever its outbox held is lost with it).
+ */
+export function outboxReport(node: string, a: OutboxAnswer | undefined): { status: "empty" } | { status: "lost"; job_records: number; jids: string[]; minion_records: number; minion_records_named: string[] } | { status: "unknown"; reason: string } {
+  if (a === undefined) return { status: "unknown", reason: `${node} did not answer` };
+  if ("error" in a) return { status: "unknown", reason: `${node} could not be asked (${a.error}): the records of its hand-off outbox, if any, are lost with it` };
+  const jobs = a.pending ?? 0;
+  const minions = a.outbox?.minions ?? 0;
+  if (jobs === 0 && minions === 0) return { status: "empty" };
+  return { status: "lost", job_records: jobs, jids: a.outbox?.jids ?? [], minion_records: minions, minion_records_named: a.outbox?.ids ?? [] };
 }
 
 /** The committed result, or CLUSTER_NOT_COMMITTED when the state machines refused the committed entry. */

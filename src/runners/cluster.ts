@@ -19,7 +19,7 @@ import type { ClusterEntry } from "../workers/raft/state-machines/entries.js";
 import { BrineError } from "../shared/errors.js";
 import { SHED_BANKS, SHED_SUBBANK_TEMPLATE, readShedStatus, shedBanks, shedOwnership, writeShedStatus, type ShedArgs, type ShedResult } from "../lib/store/shed.js";
 import { validateRingRef } from "../shared/cluster-names.js";
-import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, PLACED_DATA_TYPES, placementReport, proposalError, removalLosesData, removalLosesHandoff, routeWarning, type GroupHint, type PlacedRing } from "./cluster-ops.js";
+import { checkRingCreate, committed, isTrue, isUnset, parseRingName, parseRingSet, parseVoters, PLACED_DATA_TYPES, placementReport, proposalError, outboxReport, removalLosesData, removalLosesHandoff, routeWarning, type GroupHint, type PlacedRing } from "./cluster-ops.js";
 import { CLUSTER_RING } from "../shared/sab-ring/layout.js";
 import type { ProposeResult, ReadQuery } from "../workers/raft/api.js";
 import { clusterMembers, clusterRingInfo, clusterRings, clusterRoutes, ringInfoFromState } from "./cluster-shapes.js";
@@ -276,10 +276,12 @@ export const clusterRunners: Record<string, RunnerFn> = {
     // takes the records of its hand-off outbox
     const rings = await placedRings(c);
     let loses = removalLosesData(id, rings);
-    if (!loses && rings.length > 0) {
+    let outbox: ReturnType<typeof outboxReport> | undefined;
+    if (rings.length > 0) {
       const held = (await c.raft.jobsHeld(1))[id];
-      if (held && "error" in held) log.warning(`cluster.remove_member: ${id} could not be asked for its hand-off outbox (${held.error}): job records it took and did not hand on yet, if any, are lost with it`);
-      else loses = removalLosesHandoff(id, held?.pending);
+      outbox = outboxReport(id, held);
+      if (outbox.status === "unknown") log.warning(`cluster.remove_member: ${outbox.reason}`);
+      if (!loses && held && !("error" in held)) loses = removalLosesHandoff(id, held.pending, held.outbox?.minions ?? 0);
     }
     if (loses) {
       if (!force) throw new BrineError("CLUSTER_BAD_ARGUMENT", loses);
@@ -294,7 +296,10 @@ export const clusterRunners: Record<string, RunnerFn> = {
     // then its key, as a tombstone in the log: every master forgets it when it applies the entry (join-host.ts)
     const k = await propose(c, CLUSTER_RING, { kind: "PEER_KEY", value: { id, pub: null } });
     log.warning(`cluster.remove_member: ${id} removed at index ${r.index}; its key forgotten at index ${k.index}`);
-    return committed(r, { removed: id, key_forgotten_at: k.index });
+    if (outbox?.status === "lost") {
+      log.warning(`cluster.remove_member: ${id} was removed holding ${outbox.job_records} job record(s) and ${outbox.minion_records} minion record(s) no owner has: lost with it (at most 100 of each named: jobs ${outbox.jids.join(", ") || "-"}; minion records ${outbox.minion_records_named.join(", ") || "-"})`);
+    }
+    return committed(r, { removed: id, key_forgotten_at: k.index, ...(outbox ? { outbox } : {}) });
   },
 
   /**

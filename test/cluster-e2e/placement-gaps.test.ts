@@ -116,7 +116,11 @@ test("list_jobs is bounded, minion_publish's returns are pushed, remove_member k
     await placed(si, "every job on its two owners", jids);
     h.kill(vi, "SIGTERM");
     await h.waitExit(vi);
-    assert.equal((await run(si, "remove_member", `id=${victim}`)).status, "committed");
+    const removed = await run(si, "remove_member", `id=${victim}`);
+    assert.equal(removed.status, "committed");
+    // stopped, it could not be asked: the answer says its outbox is unknown (its records, if any, went with it)
+    assert.equal(removed.data.outbox.status, "unknown", JSON.stringify(removed.data));
+    assert.match(removed.data.outbox.reason, new RegExp(`^${victim} could not be asked .*are lost with it`));
     for (const id of stay) {
       const i = h.masters.findIndex((m) => m.id === id);
       await until(`${id}'s ring jobs to shard over the two left`, async () => ((await run(i, "ring_info", "jobs")).nodes.join(",") === stay.join(",") ? true : undefined), 60_000);

@@ -14,7 +14,8 @@
 import { cbor } from "../../shared/cbor.js";
 import { BrineError } from "../../shared/errors.js";
 import { JobCache } from "../../lib/store/job-cache.js";
-import { MINION_OUTBOX_PREFIX, type MinionBank, type MinionShedAnswer } from "../../shared/minion-placement.js";
+import { dataTypeOf, MINION_OUTBOX_PREFIX, parseMinionOutboxKey, type MinionBank, type MinionShedAnswer } from "../../shared/minion-placement.js";
+import { outboxJid } from "../../shared/placement.js";
 import { openStore, type Store, type StoreConfig } from "../../lib/store/lmdb-env.js";
 import { shedBanks, writeShedStatus, type ShedArgs, type ShedOwnership, type ShedResult } from "../../lib/store/shed.js";
 import type { PeerMessage } from "./peer/peer-types.js";
@@ -34,6 +35,48 @@ export interface HeldJobs {
   pending?: number;
   /** `raft/placement` requests this master answered since its start, by op (job-placement.ts) */
   served?: Record<string, number>;
+  /** what else its hand-off outbox holds (remove_member says what a forced removal loses) */
+  outbox?: OutboxContent;
+}
+
+/** A master's hand-off outbox beyond the job records' count: its minion records, and the first few of each by name. */
+export interface OutboxContent {
+  /** minion records (`~m/`, `~d/` keys) waiting */
+  minions: number;
+  /** the first outboxNamesMax distinct jids with records waiting */
+  jids: string[];
+  /** the first outboxNamesMax minion records waiting, as `mine/<id>` or `grains/<id>` */
+  ids: string[];
+}
+
+/** jids and minion records an outbox summary names at most, count */
+export const outboxNamesMax = 100;
+/** job outbox keys walked at most to name its jids (a jid's returns are keys of their own), count */
+const outboxKeysWalkedMax = 20_000;
+
+/** The outbox of `s` beyond its job records' count (see OutboxContent). */
+export function outboxContent(s: Store): OutboxContent {
+  const jids: string[] = [];
+  let walked = 0;
+  for (const key of s.handoff.getKeys({ end: MINION_OUTBOX_PREFIX, limit: outboxKeysWalkedMax })) {
+    walked++;
+    const jid = outboxJid(key as string);
+    if (jids[jids.length - 1] !== jid) jids.push(jid);
+    if (jids.length >= outboxNamesMax || walked >= outboxKeysWalkedMax) break;
+  }
+  const ids: string[] = [];
+  for (const key of s.handoff.getKeys({ start: MINION_OUTBOX_PREFIX, limit: outboxNamesMax })) {
+    const k = parseMinionOutboxKey(key as string);
+    if (k) ids.push(`${dataTypeOf(k.bank)}/${k.id}`);
+  }
+  return { minions: s.handoff.getCount({ start: MINION_OUTBOX_PREFIX }), jids, ids };
+}
+
+function checkOutbox(raw: unknown): OutboxContent | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const o = raw as Record<string, unknown>;
+  const names = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string" && x.length <= 512).slice(0, outboxNamesMax) : []);
+  return Number.isSafeInteger(o.minions) ? { minions: o.minions as number, jids: names(o.jids), ids: names(o.ids) } : undefined;
 }
 
 /** One master's answer, or why it could not be had. */
@@ -77,7 +120,7 @@ export class HeldJobsService {
   /** This master's jids, newest `max`. */
   local(max: number): HeldJobs {
     const s = this.open();
-    return { ...newest(new JobCache(s).listJids(), Math.min(max, heldJidsMax)), pending: s.handoff.getCount({ end: MINION_OUTBOX_PREFIX }), ...(this.served ? { served: { ...this.served() } } : {}) };
+    return { ...newest(new JobCache(s).listJids(), Math.min(max, heldJidsMax)), pending: s.handoff.getCount({ end: MINION_OUTBOX_PREFIX }), ...(this.served ? { served: { ...this.served() } } : {}), outbox: outboxContent(s) };
   }
 
   /** Runs the shed on every listed peer (each writes its own status file); a peer that failed: status "error". */
@@ -118,7 +161,8 @@ export class HeldJobsService {
           const r = cbor.decode(await this.channel.request(p, JOBS_HELD_CHANNEL, payload, this.timeoutMs)) as HeldJobs;
           if (!Array.isArray(r?.jids) || !r.jids.every((j) => typeof j === "string")) return [p, { error: "malformed answer" }];
           const served = r.served !== null && typeof r.served === "object" && Object.values(r.served).every((n) => Number.isSafeInteger(n)) ? { served: r.served } : {};
-          return [p, { jids: r.jids, truncated: r.truncated === true, ...(Number.isSafeInteger(r.pending) ? { pending: r.pending } : {}), ...served }];
+          const outbox = checkOutbox(r.outbox);
+          return [p, { jids: r.jids, truncated: r.truncated === true, ...(Number.isSafeInteger(r.pending) ? { pending: r.pending } : {}), ...served, ...(outbox ? { outbox } : {}) }];
         } catch (e) {
           return [p, { error: (e as Error).message }];
         }
