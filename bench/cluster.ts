@@ -33,7 +33,7 @@ import { CLUSTER_RING } from "../src/shared/sab-ring/layout.js";
 import { startTestMaster, freePort, type TestMaster } from "../test/helpers/master.js";
 import { startBrineMaster } from "./swarm.js";
 import { rawLmdbCommitMs } from "./raft-worker.js";
-import { floorRun as commitFloorRun } from "./commit-floor.js";
+import { diskWriteBytes, floorRun as commitFloorRun } from "./commit-floor.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import type { NodeStatus } from "../src/workers/raft/api.js";
 import type { LatencySummary } from "../src/shared/metrics/latency-window.js";
@@ -126,6 +126,10 @@ interface PerCommit {
   processWaitUs: number;
   /** durable commits of the Raft worker (one fsync each) per proposal */
   fsyncs: number;
+  /** bytes the whole process sent to the block layer (/proc/<pid>/io write_bytes) per proposal */
+  diskBytes?: number;
+  /** the Raft worker's durable commit (LMDB transaction + fsync), p50 over its last 256, ms */
+  durableP50Ms?: number;
   /** of raftRunUs, what the Raft thread spends with nothing proposed (ticks, heartbeats) over as long, per commit */
   raftIdleUs?: number;
   /** the Raft thread's stages (NodeStatus.stages) per commit, and the same with nothing proposed over as long */
@@ -140,9 +144,15 @@ const IDLE_WINDOW_MS = 2000;
 interface SchedSample {
   raft?: { runNs: number; waitNs: number };
   stages?: StageTotals;
+  /** the Raft worker's durable commits (LMDB transaction + fsync), its last 256 */
+  durableCommit?: LatencySummary;
   process: { runNs: number; waitNs: number };
   fsyncs: number;
+  /** /proc/self/io write_bytes: what the process sent to the block layer so far */
+  diskBytes?: number;
 }
+
+
 
 /** Sum of /proc/<pid>/task/<tid>/schedstat over the threads of `pid` (ns on a CPU, ns waiting for one). */
 export function processSched(pid: number | "self" = "self"): { runNs: number; waitNs: number } {
@@ -166,7 +176,7 @@ export function processSched(pid: number | "self" = "self"): { runNs: number; wa
 
 async function schedOf(raft: Proposer): Promise<SchedSample> {
   const st = await raft.status();
-  return { ...(st.thread ? { raft: st.thread } : {}), ...(st.stages ? { stages: st.stages } : {}), process: processSched(), fsyncs: st.commits };
+  return { ...(st.thread ? { raft: st.thread } : {}), ...(st.stages ? { stages: st.stages } : {}), ...(st.durableCommit ? { durableCommit: st.durableCommit } : {}), process: processSched(), fsyncs: st.commits, diskBytes: diskWriteBytes() };
 }
 
 /** (b - a) per commit, for `n` commits. */
@@ -178,6 +188,8 @@ function perCommit(a: SchedSample, b: SchedSample, n: number): PerCommit {
     processRunUs: us(a.process.runNs, b.process.runNs),
     processWaitUs: us(a.process.waitNs, b.process.waitNs),
     fsyncs: (b.fsyncs - a.fsyncs) / n,
+    ...(a.diskBytes !== undefined && b.diskBytes !== undefined ? { diskBytes: (b.diskBytes - a.diskBytes) / n } : {}),
+    ...(b.durableCommit ? { durableP50Ms: b.durableCommit.p50Ms } : {}),
     ...(a.stages && b.stages ? { stages: stageDelta(a.stages, b.stages, n) } : {}),
   };
 }
@@ -214,7 +226,7 @@ function meanOf(xs: PerCommit[]): PerCommit {
   const m = (f: (p: PerCommit) => number) => xs.reduce((s, p) => s + f(p), 0) / xs.length;
   const stages = meanStages(xs.map((p) => p.stages));
   const idleStages = meanStages(xs.map((p) => p.idleStages));
-  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
+  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs), diskBytes: m((p) => p.diskBytes ?? 0), durableP50Ms: m((p) => p.durableP50Ms ?? 0), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
 }
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
@@ -643,10 +655,10 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       rows.push({ figure: "  inside the leader's Raft worker / the box's commit floor, p50", value: Math.round((disk.inWorker.p50Ms / f) * 100) / 100, unit: "×", target: 1.5, better: "lower", note: `floor ${f.toFixed(3)} ms, p99 ${pct(fr.lat, 99).toFixed(3)} (3 processes, ZeroMQ + fsync'd LMDB, no brine code), measured right after; worker p99 ${disk.inWorker.p99Ms.toFixed(2)} ms; ${load()}` });
       const pc = disk.perCommit;
       if (pc) {
-        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs; ${p.fsyncs.toFixed(2)} fsyncs`;
+        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs; ${p.fsyncs.toFixed(2)} fsyncs (p50 ${(p.durableP50Ms ?? 0).toFixed(2)} ms each); ${((p.diskBytes ?? 0) / 1024).toFixed(1)} KiB to the disk`;
         rows.push(
-          { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs); /proc schedstat over the ${proposals + WARM_PROPOSALS} commits` },
-          { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs); mean of the two followers` },
+          { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs, its LMDB commit p50 ${fr.leaderTxnP50Ms.toFixed(2)} ms, ${(fr.leaderDiskBytes / 1024).toFixed(1)} KiB to the disk); /proc schedstat over the ${proposals + WARM_PROPOSALS} commits` },
+          { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs, ${(fr.followerDiskBytes / 1024).toFixed(1)} KiB to the disk); mean of the two followers` },
         );
         // the Raft thread stage by stage (NodeStatus.stages), on stderr: a table, not a figure
         for (const [who, p] of [["leader", pc.leader], ["follower (mean of 2)", pc.followers]] as const) {

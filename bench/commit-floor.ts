@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
+import net from "node:net";
 import { open } from "lmdb";
 import * as zmq from "zeromq";
 import { freePort } from "../tools/free-port.js";
@@ -26,8 +27,11 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function startFollower(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [new URL("./commit-floor-follower.js", import.meta.url).pathname, String(port), dir], { stdio: ["ignore", "pipe", "inherit"] });
+/** How the floor's processes talk: ZeroMQ DEALER → ROUTER (as the peer channel), or plain TCP (node:net). */
+export type FloorWire = "zmq" | "net";
+
+async function startFollower(port: number, dir: string, wire: FloorWire): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [new URL("./commit-floor-follower.js", import.meta.url).pathname, String(port), dir, wire], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   child.stdout!.setEncoding("utf8");
   await new Promise<void>((resolve, reject) => {
@@ -46,7 +50,23 @@ export interface FloorRun {
   lat: number[];
   leaderRunUs: number;
   followerRunUs: number;
+  /** bytes each process sent to the block layer per measured entry (/proc/<pid>/io; 0 without it) */
+  leaderDiskBytes: number;
+  followerDiskBytes: number;
+  /** the leader's own LMDB transaction (fsync included), p50, ms */
+  leaderTxnP50Ms: number;
 }
+
+/** /proc/<pid>/io's write_bytes (bytes this process caused to be sent to the block layer), undefined without it. */
+export function diskWriteBytes(pid: number | "self" = "self"): number | undefined {
+  try {
+    const m = /^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 
 /** Sum of /proc/<pid>/task/<tid>/schedstat's time on a CPU over the threads of `pid`, ns (0 without /proc). */
 function runNsOf(pid: number | "self"): number {
@@ -66,35 +86,84 @@ function runNsOf(pid: number | "self"): number {
 }
 
 /** Commit latencies (ms, sorted) of `n` entries one at a time, with every LMDB directory under `base`. */
-export async function floor(base: string, n: number): Promise<number[]> {
-  return (await floorRun(base, n)).lat;
+export async function floor(base: string, n: number, wire: FloorWire = "zmq"): Promise<number[]> {
+  return (await floorRun(base, n, wire)).lat;
+}
+
+/** One connection to a follower: send a frame, receive the next answer. */
+interface FloorLink {
+  send(b: Buffer): Promise<unknown>;
+  receive(): Promise<unknown>;
+  close(): void;
+}
+
+async function zmqLink(port: number): Promise<FloorLink> {
+  const s = new zmq.Dealer({ linger: 0 });
+  s.connect(`tcp://127.0.0.1:${port}`);
+  return { send: (b) => s.send(b), receive: () => s.receive(), close: () => s.close() };
+}
+
+/** Plain TCP, 4-byte length-prefixed frames: the socket is written and read on this thread, no I/O thread. */
+async function netLink(port: number): Promise<FloorLink> {
+  const sock = net.connect(port, "127.0.0.1");
+  sock.setNoDelay(true);
+  await once(sock, "connect");
+  const waiting: ((b: Buffer) => void)[] = [];
+  const ready: Buffer[] = [];
+  let buf: Buffer = Buffer.alloc(0);
+  sock.on("data", (d: Buffer) => {
+    buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+    while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
+      const body = buf.subarray(4, 4 + buf.readUInt32BE(0));
+      buf = buf.subarray(4 + body.length);
+      const w = waiting.shift();
+      if (w) w(body);
+      else ready.push(body);
+    }
+  });
+  return {
+    send: (b) => {
+      const head = Buffer.alloc(4);
+      head.writeUInt32BE(b.length, 0);
+      sock.write(Buffer.concat([head, b]));
+      return Promise.resolve();
+    },
+    receive: () => (ready.length > 0 ? Promise.resolve(ready.shift()) : new Promise<Buffer>((r) => waiting.push(r))),
+    close: () => sock.destroy(),
+  };
 }
 
 /** floor(), with the CPU each process spent per measured entry. */
-export async function floorRun(base: string, n: number): Promise<FloorRun> {
+export async function floorRun(base: string, n: number, wire: FloorWire = "zmq"): Promise<FloorRun> {
   const root = mkdtempSync(path.join(base, "brine-commit-floor-"));
   const followers: ChildProcess[] = [];
-  const socks: zmq.Dealer[] = [];
+  const socks: FloorLink[] = [];
   const env = open({ path: path.join(root, "leader"), overlappingSync: false, compression: false });
   const log = env.openDB({ name: "log" });
   try {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
-      followers.push(await startFollower(port, path.join(root, `follower${i}`)));
-      const s = new zmq.Dealer({ linger: 0 });
-      s.connect(`tcp://127.0.0.1:${port}`);
-      socks.push(s);
+      followers.push(await startFollower(port, path.join(root, `follower${i}`), wire));
+      socks.push(await (wire === "net" ? netLink(port) : zmqLink(port)));
     }
     const entry = Buffer.alloc(ENTRY_BYTES, 0x61);
     const lat: number[] = [];
+    const txn: number[] = [];
     let cpu0: number[] = [];
+    let disk0: number[] = [];
     const cpuNow = () => [runNsOf("self"), ...followers.map((f) => runNsOf(f.pid!))];
+    const diskNow = () => ["self" as const, ...followers.map((f) => f.pid!)].map((p) => diskWriteBytes(p) ?? 0);
     for (let i = 0; i < WARM_ENTRIES + n; i++) {
-      if (i === WARM_ENTRIES) cpu0 = cpuNow();
+      if (i === WARM_ENTRIES) {
+        cpu0 = cpuNow();
+        disk0 = diskNow();
+      }
       entry.writeUInt32BE(i, 0);
       const t0 = performance.now();
       for (const s of socks) await s.send(entry);
+      const t1 = performance.now();
       env.transactionSync(() => log.putSync(i % 4096, entry));
+      if (i >= WARM_ENTRIES) txn.push(performance.now() - t1);
       // the first answer makes the quorum; the other is read afterwards so it never counts for the next entry
       const answers = socks.map((s) => s.receive());
       await Promise.race(answers);
@@ -103,7 +172,8 @@ export async function floorRun(base: string, n: number): Promise<FloorRun> {
       if (i >= WARM_ENTRIES) lat.push(ms);
     }
     const used = cpuNow().map((x, k) => (x - cpu0[k]!) / 1000 / n);
-    return { lat: lat.sort((a, b) => a - b), leaderRunUs: used[0]!, followerRunUs: (used[1]! + used[2]!) / 2 };
+    const wrote = diskNow().map((x, k) => (x - disk0[k]!) / n);
+    return { lat: lat.sort((a, b) => a - b), leaderRunUs: used[0]!, followerRunUs: (used[1]! + used[2]!) / 2, leaderDiskBytes: wrote[0]!, followerDiskBytes: (wrote[1]! + wrote[2]!) / 2, leaderTxnP50Ms: pct(txn.sort((a, b) => a - b), 50) };
   } finally {
     for (const s of socks) s.close();
     for (const f of followers) {
@@ -124,6 +194,14 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   if (existsSync(TMPFS)) {
     const mem = await floor(TMPFS, n);
     rows.push({ figure: "commit floor, the same on tmpfs (fsync free), p50", value: pct(mem, 50), unit: "ms", better: "lower", note: `p99 ${pct(mem, 99).toFixed(2)} ms; ${load()}` });
+  }
+  // what libzmq's I/O threads add: the same exchange over plain TCP, each socket read and written by its process's
+  // own thread (two thread wake-ups fewer per leg)
+  const netDisk = await floor(os.tmpdir(), n, "net");
+  rows.push({ figure: "commit floor over plain TCP (node:net, no libzmq), p50", value: pct(netDisk, 50), unit: "ms", better: "lower", note: `p99 ${pct(netDisk, 99).toFixed(2)} ms; on disk as the first row; ${load()}` });
+  if (existsSync(TMPFS)) {
+    const netMem = await floor(TMPFS, n, "net");
+    rows.push({ figure: "commit floor over plain TCP on tmpfs, p50", value: pct(netMem, 50), unit: "ms", better: "lower", note: `p99 ${pct(netMem, 99).toFixed(2)} ms; ${load()}` });
   }
   return rows;
 }

@@ -67,7 +67,7 @@ test("a stage clock sums each stage's time and runs; a delta per commit divides 
   assert.deepEqual(stageDelta(one, s.snapshot(), 2), { a: { us: 500, n: 0.5 }, frames: { us: 0, n: 0 }, gc: { us: 0, n: 0 }, b: { us: 0, n: 0.5 } });
 });
 
-test("the pump times its stages on the sink it was given: the durable commit apart from stepping and applying", async () => {
+test("the pump times its stages on the sink it was given: the durable commit apart from stepping and applying, and status shows the commits' p50", async () => {
   let clock = 0;
   const backend = new MemoryBackend();
   // only the durable commit takes time on this clock: 3 ms per commit that carries entries, 1 ms otherwise
@@ -92,5 +92,7 @@ test("the pump times its stages on the sink it was given: the durable commit apa
     assert.ok(d[k]!.n >= n, `${k} ran for each proposal`);
     assert.equal(d[k]!.us, 0, `${k} took none of the commit's time`);
   }
+  // the durable commits' own window: every commit here carried entries and took 3 ms on this clock
+  assert.deepEqual(m.status().durableCommit && { p50: m.status().durableCommit!.p50Ms, p99: m.status().durableCommit!.p99Ms }, { p50: 3, p99: 3 });
   await m.close();
 });

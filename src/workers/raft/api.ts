@@ -113,6 +113,8 @@ export interface NodeStatus {
   /** durable commits (fsyncs) since start, and log entries they carried: the group-commit ratio */
   commits: number;
   entriesWritten: number;
+  /** the last durable commits' duration (one LMDB transaction, its fsync included): p50, p99 over them, ms */
+  durableCommit?: LatencySummary;
   /**
    * The Raft worker thread's scheduler figures since it started (Linux /proc/thread-self/schedstat), ns:
    * time on a CPU, and time runnable but waiting for one (a starved Raft thread shows here). Absent elsewhere.

@@ -50,6 +50,7 @@ import { GroupStorage } from "./group-storage.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { NodeDirectory, raftIdOf } from "../../shared/node-ids.js";
 import { NO_STAGES, type StageSink } from "../../shared/metrics/stage-clock.js";
+import { LatencyWindow } from "../../shared/metrics/latency-window.js";
 
 const log = getLogger("brine.raft");
 
@@ -123,6 +124,8 @@ export class GroupManager {
   private founding: Promise<boolean> | undefined;
   private commits = 0;
   private entriesWritten = 0;
+  /** how long the last durable commits took (the backend's transaction, fsync included), on the manager's clock */
+  private readonly commitTimes = new LatencyWindow();
   /** the cluster group applied something since ring groups were last reconciled with its registry */
   private ringGroupsDirty = true;
   /** called once when the node can no longer make progress safely (storage failure, core invariant) */
@@ -397,6 +400,7 @@ export class GroupManager {
       ringError: this.ringError,
       commits: this.commits,
       entriesWritten: this.entriesWritten,
+      ...(this.commits > 0 ? { durableCommit: this.commitTimes.summary()! } : {}),
     };
   }
 
@@ -528,7 +532,9 @@ export class GroupManager {
     this.unwritten = [];
     this.mustCommit = false;
     const t = this.stages.now();
+    const t0 = this.now();
     await this.backend.commit(writes);
+    this.commitTimes.add(this.now() - t0);
     this.stages.add("lmdb.commit", t);
     this.committedSinceTick = true;
     this.commits++;
