@@ -20,7 +20,7 @@ import type { EventBusServer } from "./bus-server.js";
 import { FrameReader, frame, frameOfPieces } from "../shared/length-framing.js";
 import { encodeWithEncodedEntry, headOfEncodedEntry, isMap } from "../shared/protocol/msgpack.js";
 import { packEventEncoded, stamp } from "../shared/event-frame.js";
-import type { MainToRunner, RunnerInit, RunnerMessage, RunnerSync, SpareRunnerData } from "../runners/messages.js";
+import { keptWarm, type MainToRunner, type RunnerInit, type RunnerMessage, type RunnerSync, type SpareRunnerData } from "../runners/messages.js";
 import type { RunnerClusterLink } from "./cluster/cluster-node.js";
 import type { MetricsBoard } from "../shared/metrics/board.js";
 
@@ -199,20 +199,26 @@ export class ControlServer {
     if (jid) init.job = { jid, user: call.user };
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
     const transferList = link ? [link.raftPort, ...(link.stateSyncPort ? [link.stateSyncPort] : [])] : [];
-    // the spare thread started after the last call has its modules loaded (~0.25 s of a call's time): it takes this
-    // one; the next spare starts once this call is over (its caller answered, its record committed), not beside it
-    const spare = this.spare;
-    this.spare = undefined;
-    this.spareLoaded = false;
+    // a read-only jobs.* call takes the thread the last such call left warm (registry.ts keptWarm); any other call
+    // takes the spare thread started after the last call, its modules loaded (~0.25 s of a call's time); the next
+    // spare starts once this call is over (its caller answered, its record committed), not beside it
+    const reuse = keptWarm(call.fun) ? this.takeWarm() : undefined;
+    const spare = reuse ? undefined : this.spare;
+    if (!reuse) {
+      this.spare = undefined;
+      this.spareLoaded = false;
+    }
     let w: Worker;
-    if (spare) {
-      w = spare;
+    if (reuse || spare) {
+      w = (reuse ?? spare)!;
       w.ref();
       w.postMessage({ k: "init", init } satisfies MainToRunner, transferList);
     } else w = spawnThread({ name: `runner ${call.fun}`, url: RUNNER_THREAD, workerData: init, transferList });
     this.running++;
-    this.threads.add(w);
-    w.once("exit", () => this.threads.delete(w));
+    if (!this.threads.has(w)) {
+      this.threads.add(w);
+      w.once("exit", () => this.threads.delete(w));
+    }
     const unsubscribe = this.bus.subscribe((f) => w.postMessage({ k: "ev", frame: f } satisfies MainToRunner));
     let done = false;
     const finish = () => {
@@ -238,7 +244,7 @@ export class ControlServer {
       if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: message, success: false });
       finish();
     };
-    w.on("message", (m: unknown) => {
+    const onMessage_ = (m: unknown) => {
       const kind = isMap(m) ? m.k : undefined;
       // a spare's note that it had loaded, handled after its call came: nothing to do
       if (kind === "loaded") return;
@@ -259,25 +265,71 @@ export class ControlServer {
       }
       if (kind === "recorded" && answered) {
         fireReturned();
-        void w.terminate();
+        // the thread waits for the next such call (runner-thread.ts runs the same keptWarm test); one kept at most
+        if (keptWarm(call.fun) && !this.warm && !this.stopping) this.keepWarm(w, detach);
+        else void w.terminate();
         return;
       }
       failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
       void w.terminate();
-    });
+    };
     // policy: the call's client gets the error (the kit has logged it); the thread is gone
-    w.on("error", (e) => {
+    const onError = (e: Error) => {
       if (!done) failed(`runner ${call.fun} failed: ${e.message}`);
-    });
-    w.on("exit", (code) => {
+    };
+    const onExit = (code: number) => {
       if (!done) failed(`runner ${call.fun} stopped without a result (exit code ${code})`);
-    });
+    };
+    const detach = () => {
+      w.off("message", onMessage_);
+      w.off("error", onError);
+      w.off("exit", onExit);
+    };
+    w.on("message", onMessage_);
+    w.on("error", onError);
+    w.on("exit", onExit);
     return {
       // a caller that leaves once answered leaves the job record to finish
       abandon: () => {
         if (!done && !answered) void w.terminate();
       },
     };
+  }
+
+  /**
+   * The thread of the last read-only jobs.* call that ended well, waiting for the next such call (one at most): its
+   * code compiled and its job cache open, it answers without a thread's start (registry.ts keptWarm).
+   */
+  private warm: Worker | undefined;
+  /** The warm thread's idle listeners (removed when a call takes it). */
+  private warmIdle: { exit: () => void; error: (e: Error) => void } | undefined;
+
+  /** Keeps `w` (its call's listeners detached) as the warm thread; it ends on its own only by a fault. */
+  private keepWarm(w: Worker, detach: () => void): void {
+    detach();
+    w.unref(); // an idle warm thread never keeps the process alive
+    this.warm = w;
+    const exit = () => {
+      if (this.warm === w) [this.warm, this.warmIdle] = [undefined, undefined];
+    };
+    const error = (e: Error) => {
+      log.warning(`the warm runner thread failed while idle: ${e.message}`);
+      exit();
+    };
+    this.warmIdle = { exit, error };
+    w.on("exit", exit);
+    w.on("error", error);
+  }
+
+  /** The warm thread for a call (its idle listeners removed), or undefined when there is none. */
+  private takeWarm(): Worker | undefined {
+    const w = this.warm;
+    if (w && this.warmIdle) {
+      w.off("exit", this.warmIdle.exit);
+      w.off("error", this.warmIdle.error);
+    }
+    [this.warm, this.warmIdle] = [undefined, undefined];
+    return w;
   }
 
   /** A runner thread loaded ahead of the next call (one at most; none before the first call, none once stopping). */
@@ -311,6 +363,7 @@ export class ControlServer {
     this.stopping = true;
     void this.spare?.terminate();
     this.spare = undefined;
+    void this.takeWarm()?.terminate();
     // runner threads still going (a scheduled or API runner) would write the job cache after the master stopped
     const exits = [...this.threads].map((w) => new Promise<void>((r) => w.once("exit", () => r())));
     const t = setTimeout(() => this.threads.forEach((w) => void w.terminate()), runnerStopWaitMs);

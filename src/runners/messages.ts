@@ -57,3 +57,16 @@ export interface SpareRunnerData {
 
 /** What the call's client gets (control socket stream; an awaited runner's result relay): a print, the return's bytes, or an error. */
 export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string };
+
+/**
+ * The runners whose thread is kept for the next such call once a call ended well (control-server.ts): they read the
+ * job cache and write only their own job record, so a thread is no fresher for them new, and a warm one (its code
+ * compiled, its store open, no thread start) answers in a few ms where a new one took ~5-10 ms. A call that fails,
+ * is abandoned or runs another runner ends its thread as before.
+ */
+const KEPT_WARM: ReadonlySet<string> = new Set(["jobs.lookup_jid", "jobs.list_jobs", "jobs.list_job", "jobs.print_job", "jobs.last_run", "jobs.exit_success"]);
+
+/** Whether a thread that ran `fun` well waits for the next kept-warm call instead of ending. */
+export function keptWarm(fun: string): boolean {
+  return KEPT_WARM.has(fun);
+}

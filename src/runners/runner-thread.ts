@@ -11,7 +11,7 @@ import { keyStoreFor } from "../lib/pki/key-store.js";
 import { LocalClient } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
-import type { MainToRunner, RunnerInit, RunnerToMain, SpareRunnerData } from "./messages.js";
+import { keptWarm, type MainToRunner, type RunnerInit, type RunnerToMain, type SpareRunnerData } from "./messages.js";
 import { EncodedReturn, type RunnerContext } from "./context.js";
 import { findRunner } from "./registry.js";
 import { checkResult } from "./orchestrate/chunk-runner.js";
@@ -37,15 +37,7 @@ async function callOf(): Promise<RunnerInit> {
   // what every call needs, made while nobody waits: the job cache handle, and the jobs.* runners' module
   opened = { dir: lmdbDir(spare.cfg), store: openStore(spare.cfg) };
   let called = false;
-  const call = new Promise<RunnerInit>((resolve) => {
-    const first = (m: MainToRunner) => {
-      if (m.k !== "init") return;
-      parentPort!.off("message", first);
-      called = true;
-      resolve(m.init);
-    };
-    parentPort!.on("message", first);
-  });
+  const call = nextCall().then((init) => ((called = true), init));
   await findRunner("jobs.lookup_jid");
   // the jobs.* reads once over the newest jobs, so the call's are not this thread's first (cold: several ms);
   // it stops when the call comes, and a failure in it is only logged
@@ -55,12 +47,23 @@ async function callOf(): Promise<RunnerInit> {
   return call;
 }
 
+/** The next `{k: "init"}` message's call (a spare's first call, or a kept-warm thread's next one). */
+function nextCall(): Promise<RunnerInit> {
+  return new Promise<RunnerInit>((resolve) => {
+    const first = (m: MainToRunner) => {
+      if (m.k !== "init") return;
+      parentPort!.off("message", first);
+      resolve(m.init);
+    };
+    parentPort!.on("message", first);
+  });
+}
+
 /** A result up to this size goes to the caller before its job record's writes are issued (a copy of it), bytes. */
 const answerFirstBytesMax = 1024 * 1024;
 
 /** The store a spare thread opened before its call (used when the call's configuration names the same directory). */
 let opened: { dir: string; store: Store } | undefined;
-const init = await callOf();
 const post = (m: RunnerToMain) => parentPort!.postMessage(m);
 
 const queue: BusEvent[] = [];
@@ -84,7 +87,7 @@ async function* events(): AsyncIterable<BusEvent> {
 }
 
 /** Clustered: the cache writes this runner makes (cache.clear_*), stamped and encoded for the peers (cache.ts). */
-function trackSync(ctx: RunnerContext): (() => void) | undefined {
+function trackSync(init: RunnerInit, ctx: RunnerContext): (() => void) | undefined {
   if (!isClustered(init.cfg)) return undefined;
   const outbox = new SyncOutbox();
   // a bank placed on a ring goes to its owners through the hand-off outbox instead (minion-cache.ts)
@@ -96,12 +99,21 @@ function trackSync(ctx: RunnerContext): (() => void) | undefined {
   };
 }
 
-// a runner brine does not have may be a synced custom runner (custom.ts)
-const fn = (await findRunner(init.fun)) ?? (await import("./custom.js")).customRunner(init.cfg, init.fun);
-if (!fn) {
-  post({ k: "error", message: `'${init.fun}' is not available.` });
-} else {
-  const store = opened?.dir === lmdbDir(init.cfg) ? opened.store : openStore(init.cfg);
+/**
+ * Runs one call; resolves true once it posted `recorded` (its caller answered, its job record committed): a thread
+ * whose call was a read-only jobs.* call then waits for its next call (keptWarm), any other ends (the control server
+ * terminates it).
+ */
+async function runCall(init: RunnerInit): Promise<boolean> {
+  queue.length = 0;
+  // a runner brine does not have may be a synced custom runner (custom.ts)
+  const fn = (await findRunner(init.fun)) ?? (await import("./custom.js")).customRunner(init.cfg, init.fun);
+  if (!fn) {
+    post({ k: "error", message: `'${init.fun}' is not available.` });
+    return false;
+  }
+  if (opened?.dir !== lmdbDir(init.cfg)) opened = { dir: lmdbDir(init.cfg), store: openStore(init.cfg) };
+  const store = opened.store;
   const ring = init.cluster ? new RingReader(init.cluster.ringBuffer) : undefined;
   const ctx: RunnerContext = {
     cfg: init.cfg,
@@ -126,19 +138,20 @@ if (!fn) {
     if (init.cluster.health) ctx.cluster.health = init.cluster.health;
     if (init.cluster.stateSyncPort) ctx.cluster.stateSync = init.cluster.stateSyncPort;
   }
-  const flush = trackSync(ctx);
+  const flush = trackSync(init, ctx);
   // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it
   const record = async (ret: unknown, success: boolean, packed?: Uint8Array) => {
     if (!init.job || init.cfg.runner_returns === false) return;
     const fun_args = [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])];
     await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success, ...(packed ? { packed } : {}) }).catch(() => undefined);
   };
-  const failed = async (e: unknown) => {
+  const failed = async (e: unknown): Promise<false> => {
     const message = e instanceof Error ? e.message : String(e);
     await record(message, false);
     post({ k: "error", message });
+    return false;
   };
-  Promise.resolve()
+  return Promise.resolve()
     // a jobs.* read sees the job wherever the ring placed it (cluster-jobs.ts); the job record stays local
     .then(async () => {
       const jobs = await jobsFor(ctx, init.fun, init.arg, init.kwarg);
@@ -152,7 +165,7 @@ if (!fn) {
       } catch (e) {
         // a value msgpack has no form for: the caller gets an error, not silence, and the master serves on
         post({ k: "error", message: `the runner's result could not be encoded: ${(e as Error).message}` });
-        return;
+        return false;
       }
       // Salt's RunnerClient: a return with `data` (orchestrate) succeeded when its state run did
       const success = ret !== null && typeof ret === "object" && !Array.isArray(ret) && "data" in ret ? checkResult((ret as { data: unknown }).data) : true;
@@ -167,5 +180,19 @@ if (!fn) {
       parentPort!.postMessage({ k: "return", packed: own, success } satisfies RunnerToMain, [own.buffer as ArrayBuffer]);
       await (recorded ?? record(ret, success, packed));
       post({ k: "recorded" });
-    }, failed);
+      return true;
+    }, failed)
+    .then(
+      (ok) => ok === true,
+      () => false,
+    )
+    .finally(() => {
+      // a kept-warm thread's next call brings its own ports: this call's are closed (a terminated thread's close with it)
+      init.cluster?.raftPort.close();
+      init.cluster?.stateSyncPort?.close();
+    });
 }
+
+let init = await callOf();
+// a read-only jobs.* call's thread stays for the next such call when its call ended well (control-server.ts)
+while ((await runCall(init)) && keptWarm(init.fun)) init = await nextCall();

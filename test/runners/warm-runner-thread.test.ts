@@ -1,0 +1,59 @@
+/**
+ * A read-only jobs.* call that ended well leaves its runner thread warm (registry of kept-warm runners in
+ * src/runners/messages.ts): the next such call runs in it, with its own arguments and its own job record, without a
+ * thread's start; any other runner still gets a thread of its own; stop ends the warm thread.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { Worker } from "node:worker_threads";
+import { controlCall } from "../../src/lib/client/control-client.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import { JobCache } from "../../src/lib/store/job-cache.js";
+import { startTestMaster } from "../helpers/master.js";
+
+type Control = { warm: Worker | undefined; spare: Worker | undefined; spareLoaded: boolean; running: number };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("jobs.lookup_jid calls run one after another in the same warm thread, each with its own answer and job record, and stop ends it", async () => {
+  const tm = await startTestMaster();
+  const control = (tm.server as unknown as { control: Control }).control;
+  const store = openStore(tm.cfg);
+  const jobs = new JobCache(store);
+  let warm: Worker | undefined;
+  try {
+    const jids = ["20261126030000000001", "20261126030000000002"];
+    for (const [i, jid] of jids.entries()) {
+      await jobs.saveLoad(jid, { fun: "test.echo", tgt: "*", jid });
+      await jobs.saveReturn(jid, "m1", { return: `answer ${i}` }, false);
+    }
+    const lookup = async (jid: string) => {
+      const r = await controlCall(tm.sockDir, { op: "run", fun: "jobs.lookup_jid", arg: [jid], kwarg: {} });
+      assert.equal(r.type, "return", JSON.stringify(r));
+      // kept once its job record is committed, a moment after the caller is answered
+      for (let t = 0; t < 200 && (control.running > 0 || !control.warm); t++) await sleep(25);
+      return (r as { ret: unknown }).ret;
+    };
+    assert.deepEqual(await lookup(jids[0]!), { m1: "answer 0" });
+    warm = control.warm;
+    assert.ok(warm, "the thread of a jobs.lookup_jid call that ended well is kept");
+    const exited = new Promise<number>((r) => warm!.once("exit", r));
+    assert.deepEqual(await lookup(jids[1]!), { m1: "answer 1" });
+    assert.equal(control.warm, warm, "the second call ran in the warm thread, which is kept again");
+    assert.deepEqual(await lookup("20000101000000000000"), {}, "a job this master does not have");
+    assert.equal(control.warm, warm);
+    // another runner gets a thread of its own: the warm one is neither taken nor ended
+    const arg = await controlCall(tm.sockDir, { op: "run", fun: "test.arg", arg: ["x"], kwarg: {} });
+    assert.deepEqual((arg as { ret: unknown }).ret, { args: ["x"], kwargs: {} });
+    assert.equal(control.warm, warm);
+    // each call stored its own job record (runner jobs are jobs, as Salt stores them)
+    await sleep(100);
+    const runnerJobs = jobs.listJids().filter((jid) => jobs.getLoad(jid)?.fun === "runner.jobs.lookup_jid");
+    assert.equal(runnerJobs.length, 3, `runner job records: ${runnerJobs.join(",")}`);
+    await tm.stop();
+    assert.equal(control.warm, undefined, "stop lets go of the warm thread");
+    await Promise.race([exited, sleep(5000).then(() => assert.fail("the warm thread did not end at stop"))]);
+  } finally {
+    await store.close();
+    if (control.warm) await tm.stop();
+  }
+});
