@@ -368,6 +368,7 @@ export class MasterServer {
       },
       presentIds: async () => (this.lanes && !this.stopping ? this.lanes.presentIds() : []),
       nonces: (packed) => this.nonceJournal?.peer(packed),
+      nonceDecide: (packed) => this.nonceJournal!.decide(packed),
       nonceSab: this.nonces.sab,
     });
   }

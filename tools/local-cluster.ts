@@ -21,6 +21,8 @@ import { TestMinion, type TestMinionOptions } from "../src/lib/minion/test-minio
 import type { MinionKeys } from "../src/lib/minion/keys.js";
 import { RawClient } from "../src/lib/minion/raw-client.js";
 import { decodeWire } from "../src/shared/protocol/msgpack.js";
+import { packSalt, sealSalt } from "../src/lib/minion/wire.js";
+import { Crypticle } from "../src/shared/protocol/crypticle.js";
 import { controlCall } from "../src/lib/client/control-client.js";
 import { loadMasterConfig } from "../src/shared/config/load.js";
 
@@ -489,6 +491,18 @@ export function minionThrough(host: string, id: string, keys: MinionKeys, retPor
     returnTimeoutMaxMs: 3000,
     ...extra,
   });
+}
+
+/**
+ * A `_minion_event` request frame of signed-in minion `m` as it sends it (and as someone on the path captures it):
+ * the envelope's bytes, v3 (3007: session key, ts, tok) or v2 (3006.8: the publish AES key).
+ */
+export function minionEventFrame(m: TestMinion, protocol: "v3" | "v2", nonce: string, tag: string): Buffer {
+  const creds = m.creds!;
+  const inner: Record<string, unknown> = { cmd: "_minion_event", id: m.id, tag, data: {}, nonce };
+  if (protocol === "v2") return packSalt({ enc: "aes", load: sealSalt(new Crypticle(creds.aes), inner), version: 2 });
+  Object.assign(inner, { ts: Math.floor(Date.now() / 1000), tok: m.keys.tok });
+  return packSalt({ enc: "aes", load: sealSalt(new Crypticle(creds.session!), inner), version: 3, id: m.id, enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" });
 }
 
 /** What the master at `host` answers one request frame: "accepted" (a reply sealed for the minion), or the refusal. */

@@ -157,6 +157,8 @@ export const ERR = {
   // --- minion data placement (grains, pillar, mine on a ring's owners) ---
   MINION_PLACEMENT_BAD_MESSAGE: "malformed minion data placement message",
   MINION_PLACEMENT_PLACED: "the minion bank is placed on a ring",
+  // --- the replay nonce owner check between masters (src/shared/nonce-owner.ts) ---
+  NONCE_OWNER_BAD_ASK: "malformed nonce owner ask",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -20,6 +20,7 @@ import path from "node:path";
 import { getLogger } from "./log.js";
 import { NONCE_PACKED_BYTES, type NonceSet } from "./nonce-set.js";
 import { LogBudget } from "./log-budget.js";
+import { NONCE_FRESH, decideAsk } from "./nonce-owner.js";
 
 const log = getLogger("brine.nonces");
 /** one line per 10 s for this flood, then a count of what was held back */
@@ -124,6 +125,28 @@ export class NonceJournal {
   /** A peer's accepted nonces (packed): recorded in the set and the journal. */
   peer(bytes: Uint8Array): void {
     if (this.set.insertPacked(bytes) > 0) this.append(bytes);
+  }
+
+  /**
+   * A peer's nonce owner ask (src/shared/nonce-owner.ts; a body badAsk accepted): one verdict per nonce by this
+   * set's check-and-insert; the fresh ones are journaled (one write), so a restart of this decider still refuses them.
+   */
+  decide(bytes: Uint8Array): Uint8Array {
+    const v = decideAsk(bytes, (hi, lo) => this.set.insertWords(hi, lo));
+    let fresh = 0;
+    for (const x of v) if (x === NONCE_FRESH) fresh++;
+    if (fresh === v.length) this.append(bytes);
+    else if (fresh > 0) {
+      const out = new Uint8Array(fresh * NONCE_PACKED_BYTES);
+      let at = 0;
+      v.forEach((x, i) => {
+        if (x !== NONCE_FRESH) return;
+        out.set(bytes.subarray(i * NONCE_PACKED_BYTES, (i + 1) * NONCE_PACKED_BYTES), at);
+        at += NONCE_PACKED_BYTES;
+      });
+      this.append(out);
+    }
+    return v;
   }
 
   private append(bytes: Uint8Array): void {

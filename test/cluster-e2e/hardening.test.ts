@@ -17,10 +17,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
-import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
-import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, frameAnswer as answer, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, frameAnswer as answer, RET_PORT, minionEventFrame, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.70";
 const HOSTS = ["127.0.0.71", "127.0.0.72", "127.0.0.73"];
@@ -30,11 +28,7 @@ const PAUSE_MS = 8_000;
 
 /** A request frame as a minion sends it (and as someone on the path would capture it): the envelope's bytes. */
 function frame(m: TestMinion, protocol: "v3" | "v2", nonce: string): Buffer {
-  const creds = m.creds!;
-  const inner: Record<string, unknown> = { cmd: "_minion_event", id: m.id, tag: `hc/replay/${protocol}`, data: {}, nonce };
-  if (protocol === "v2") return packSalt({ enc: "aes", load: sealSalt(new Crypticle(creds.aes), inner), version: 2 });
-  Object.assign(inner, { ts: Math.floor(Date.now() / 1000), tok: m.keys.tok });
-  return packSalt({ enc: "aes", load: sealSalt(new Crypticle(creds.session!), inner), version: 3, id: m.id, enc_algo: "OAEP-SHA1", sig_algo: "PKCS1v15-SHA1" });
+  return minionEventFrame(m, protocol, nonce, `hc/replay/${protocol}`);
 }
 
 

@@ -1,7 +1,7 @@
 /**
  * Property-based fuzzing (fast-check, bounded runs) of what a peer master's bytes go through here: forwarded
  * event and publish batches (their verified list and nonces), cache-sync records (job, return and token records
- * included), pull requests and replies, packed nonces and the nonce journal's files. Nothing throws, nothing
+ * included), pull requests and replies, packed nonces, the nonce journal's files and nonce owner asks. Nothing throws, nothing
  * malformed is stored, and what is accepted checks out again.
  */
 import { test } from "node:test";
@@ -16,6 +16,7 @@ import { checkRecord, decodeRecords, encodeRecords } from "../../src/shared/sync
 import { decodePull, encodePull, SyncStore } from "../../src/workers/state-sync/sync-store.js";
 import { NonceSet } from "../../src/shared/nonce-set.js";
 import { NonceJournal } from "../../src/shared/nonce-journal.js";
+import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, decideAsk, takeAnswer } from "../../src/shared/nonce-owner.js";
 import { replayWindowMs } from "../../src/workers/req-handler/replay-window.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { openStore } from "../../src/lib/store/lmdb-env.js";
@@ -184,4 +185,22 @@ test("packed nonces and nonce journal files: any bytes are read as far as they a
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("nonce owner asks and answers (cl/nonce): any bytes are refused with a reason or decided one verdict per nonce, never thrown on", () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 200 }), fc.uint8Array({ maxLength: 40 }), (ask, answer) => {
+      const set = new NonceSet(1024);
+      const why = badAsk(ask);
+      if (why === undefined) {
+        const v = decideAsk(ask, (hi, lo) => set.insertWords(hi, lo));
+        if (v.length !== ask.byteLength / 8 || !v.every((x) => x === NONCE_SEEN || x === NONCE_FRESH)) return false;
+      } else if (ask.byteLength % 8 === 0 && ask.byteLength > 0) return false;
+      // an asker takes a peer's answer whole or not at all
+      const verdicts = new Uint8Array(5).fill(NONCE_UNDECIDED);
+      const bad = takeAnswer(verdicts, [0, 2, 4], answer);
+      return bad === undefined ? verdicts[1] === NONCE_UNDECIDED && verdicts[3] === NONCE_UNDECIDED && answer.length === 3 : verdicts.every((x) => x === NONCE_UNDECIDED);
+    }),
+    { numRuns: RUNS },
+  );
 });

@@ -33,6 +33,10 @@ import { parseClusterConfig, type ClusterSettings } from "../../shared/cluster-c
 import { CacheSyncService } from "./sync-service.js";
 import { FilteredChannel } from "./chaos-filter.js";
 import { ClusterForwarder } from "./forwarding.js";
+import { NonceOwnerService } from "./nonce-owner.js";
+import { nonceOwnerChannelName } from "../../shared/nonce-owner.js";
+import { readOption } from "../../shared/config/options.js";
+import path from "node:path";
 import { MirrorThread } from "../state-sync-host.js";
 import { createHealthBuffer, HealthWriter } from "../../shared/peer-health.js";
 import type { PeerLimits } from "../../workers/raft/peer/limits.js";
@@ -82,6 +86,8 @@ export interface ClusterHooks {
   presentIds?(): Promise<string[]>;
   /** a peer's accepted request nonces (packed, nonce-set.ts): to this master's replay nonce set */
   nonces?(packed: Uint8Array): void;
+  /** a peer's nonce owner ask (packed nonces): one verdict per nonce by this master's set (src/shared/nonce-owner.ts) */
+  nonceDecide?(packed: Uint8Array): Uint8Array;
   /** this master's replay nonce set, for bulk syncs (served to peers, filled from them) */
   nonceSab?: SharedArrayBuffer;
   /**
@@ -112,6 +118,7 @@ function newer(a: AesVersion, b: AesVersion): boolean {
 export class ClusterService {
   readonly health = new HealthWriter(createHealthBuffer());
   private forwarder: ClusterForwarder | undefined;
+  private nonceOwner: NonceOwnerService | undefined;
   private mirror: MirrorThread | undefined;
   private sync: CacheSyncService | undefined;
   private stateSync: StateSyncLink | undefined;
@@ -189,6 +196,9 @@ export class ClusterService {
       heard: (from) => this.sync?.heard(from),
       nonces: (n) => this.hooks.nonces?.(n),
     });
+    const decide = this.hooks.nonceDecide?.bind(this.hooks);
+    const waitMs = readOption(this.cfg, "brine_cluster_replay_owner_wait_ms");
+    if (decide && waitMs > 0) this.nonceOwner = new NonceOwnerService(this.nodeId, this.view, decide, waitMs, nonceOwnerChannelName(path.resolve(this.cfg.sock_dir), this.cfg.ret_port));
     this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks), this.cfg.job_cache !== false);
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
     this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
@@ -501,6 +511,11 @@ export class ClusterService {
     return this.forwarder?.counters;
   }
 
+  /** The nonce owner check's counters (tests, diagnostics); undefined when the check is off. */
+  get nonceOwnerCounters() {
+    return this.nonceOwner?.counters;
+  }
+
   /**
    * Pulls state-sync channels (`keys`, `denied_keys`, `file_roots`, `pillar_roots`, `bank:<name>`) from `peer` and
    * resolves with what was installed, deleted and refused (the join awaits this before promotion).
@@ -623,6 +638,7 @@ export class ClusterService {
     this.stopped = true;
     if (this.chaosTimer) clearInterval(this.chaosTimer);
     this.forwarder?.close();
+    this.nonceOwner?.close();
     this.sync?.close();
     this.stateSync?.close();
     await this.transport.close().catch(() => undefined);

@@ -15,6 +15,8 @@ import { V3Marks } from "../../lib/store/v3-marks.js";
 import { AuthCipherCache } from "./auth-cipher-cache.js";
 import { SharedSecrets } from "../../shared/secrets.js";
 import { NonceSet } from "../../shared/nonce-set.js";
+import { nonceOwnerChannelName } from "../../shared/nonce-owner.js";
+import { NonceOwnerClient } from "./nonce-owner-client.js";
 import { openStore, type Store } from "../../lib/store/lmdb-env.js";
 import { JobCache } from "../../lib/store/job-cache.js";
 import { MinionCache } from "../../lib/store/minion-cache.js";
@@ -134,6 +136,11 @@ export class MasterContext {
    * on a ring (src/lib/targeting/cluster.ts; asked through the main thread's Raft worker).
    */
   readonly clusterMinions: ClusterMinions | undefined;
+  /**
+   * Clustered: asks the master that decides for a minion this master does not own whether a request nonce is
+   * fresh, before the request is acted on (nonce-owner-client.ts); undefined unclustered or with the check off.
+   */
+  readonly nonceOwner: NonceOwnerClient | undefined;
   /** the grains presence matches connections against, the cluster's while `grains` is placed (src/lib/targeting/cluster.ts) */
   readonly addresses = new PlacedAddresses((id) => this.minionCache.get(id)?.grains as Record<string, unknown> | undefined, () => this.clusterMinions, () => this.now());
   readonly masterPriv: KeyObject;
@@ -171,6 +178,8 @@ export class MasterContext {
     if (shared.cluster) {
       const ring = new RingReader(shared.cluster.ring);
       const self = shared.cluster.nodeId;
+      const ownerWaitMs = readOption(cfg, "brine_cluster_replay_owner_wait_ms");
+      if (ownerWaitMs > 0) this.nonceOwner = new NonceOwnerClient(nonceOwnerChannelName(path.resolve(cfg.sock_dir), cfg.ret_port), ring, self, ownerWaitMs);
       this.gate = (dataType, key) => ring.gate(dataType, key, self);
       placed = () => ring.route("jobs") !== null;
       let reader: ClusterJobReader | undefined;

@@ -4,7 +4,8 @@
  *
  * - Every dispatched AES request's nonce is remembered replayWindowMs to twice that (src/shared/nonce-set.ts), on
  *   disk across restarts (src/shared/nonce-journal.ts) and, clustered, on every master (the origin forwards the
- *   nonces it accepted with its events, src/main-thread/cluster/forwarding.ts).
+ *   nonces it accepted with its events, src/main-thread/cluster/forwarding.ts); a copy sent to two masters at the
+ *   same instant is acted on once: the master that decides for the minion is asked first (src/shared/nonce-owner.ts).
  * - A protocol v3 request carries `ts` (the minion's clock, whole seconds; 3007 sends it, 3006's v2 does not). By
  *   default brine refuses a v3 request whose `ts` is more than `brine_request_ts_window_s` (300 s) away from its
  *   own clock, in either direction, so no nonce needs remembering longer than the window: with replayWindowMs at

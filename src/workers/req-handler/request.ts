@@ -10,7 +10,7 @@ import { getLogger } from "../../shared/log.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { Crypticle, generateKeyString } from "../../shared/protocol/crypticle.js";
 import { validId } from "../../shared/protocol/ids.js";
-import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type WireValue } from "../../shared/protocol/msgpack.js";
+import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type MapEntrySpans, type WireValue } from "../../shared/protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../../shared/protocol/rsa.js";
 import { x931Verify } from "../../shared/protocol/x931.js";
 import { bigEnvelopeDepthMax, bigEnvelopeElementsMax, clearFrameBytesMax, largeClearElementsMax, frameBytesMax, rsaBlockBytesMax } from "../../shared/protocol/limits.js";
@@ -21,6 +21,9 @@ import { handlePublish } from "./publish.js";
 import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
 import type { Effects, MasterContext } from "./context.js";
 import { requestTsWindowS, staleTs } from "./replay-window.js";
+import { frameAction } from "../../shared/nonce-owner.js";
+
+type AesHandler = NonNullable<ReturnType<(typeof AES_FUNCS)["get"]>>;
 import { CMD_NONE, cmdSlotOf } from "../../shared/metrics/labels.js";
 
 const log = getLogger("brine.request");
@@ -265,8 +268,31 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
       log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
       return BAD_LOAD;
     }
+    // clustered, a minion another master owns: its decider's word first (nonce-owner-client.ts)
+    const verdict = ctx.nonceOwner?.ask(id, nonce);
+    if (verdict !== undefined) {
+      const held = spans && snapshotSpans(spans); // the thread's spans belong to the next request once this one waits
+      return verdict.then((v) => {
+        if (frameAction(v) === "refuse") {
+          log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce} (seen by the master that decides for ${id})`);
+          return BAD_LOAD;
+        }
+        fx.nonces.push(nonce);
+        return dispatch(ctx, handler, cmd, load, fx, held, version, session, id, nonce, payload);
+      });
+    }
     fx.nonces.push(nonce); // to the journal and the peers (replay-window.ts)
   }
+  return dispatch(ctx, handler, cmd, load, fx, spans, version, session, id, nonce, payload);
+}
+
+/** A copy of the entry spans of the request being handled, for a handler that runs after the request waited. */
+function snapshotSpans(s: MapEntrySpans): MapEntrySpans {
+  return { buf: s.buf, keys: s.keys.slice(), starts: s.starts.slice(), ends: s.ends.slice() };
+}
+
+/** Runs an AES request's handler (its checks passed) and seals its reply. */
+function dispatch(ctx: MasterContext, handler: AesHandler | undefined, cmd: WireValue | undefined, load: Record<string, WireValue>, fx: Effects, spans: MapEntrySpans | undefined, version: number, session: Crypticle | undefined, id: string, nonce: string | undefined, payload: Record<string, WireValue>): unknown {
   if (!handler) {
     log.warning(`AES request from ${id} with command ${short(cmd)} is not allowed`);
     return seal(ctx, { ret: {}, mode: "send" }, version, session, id, nonce, payload);

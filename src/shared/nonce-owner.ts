@@ -1,0 +1,117 @@
+/**
+ * Who decides whether a request nonce was seen, in a cluster (issue #13): the pure core of the nonce owner check.
+ *
+ * Forwarding a master's accepted nonces to its peers (forwarding.ts) takes milliseconds, so a captured frame
+ * sent to two masters at once would be accepted by both. Instead, every minion id has one decider among the
+ * cluster's members: the first master in the id's order on the `cluster` ring (its owner, then rendezvous
+ * order: RingReader.replicas, the same table on every master) that is this master or that this master sees
+ * up. A master that is not its minion's decider asks the decider to check-and-insert the nonces of a batch
+ * before it acts on their frames; the decider's set (the same SharedArrayBuffer its own request workers insert
+ * into by CAS) answers each nonce exactly once "fresh". When the decider does not answer within the bound,
+ * the frame is accepted as before this check (availability over exactly-once: counted and logged).
+ *
+ * Wire, on peer channel `cl/nonce` (a request): the packed nonces (nonce-set.ts packNonces: 8 bytes each),
+ * answered by one verdict byte per nonce. No clock, no I/O here: the shells are
+ * src/workers/req-handler/nonce-owner-client.ts (the asking worker) and src/main-thread/cluster/nonce-owner.ts.
+ */
+import { NONCE_PACKED_BYTES } from "./nonce-set.js";
+
+/** The decider had the nonce already: a replay, refused. */
+export const NONCE_SEEN = 0;
+/** The decider had not seen it and has recorded it: this master may act on the frame. */
+export const NONCE_FRESH = 1;
+/** No decider answered in time (down, cut off, slow, failed): accepted as before the check, and counted. */
+export const NONCE_UNDECIDED = 2;
+export type NonceVerdict = typeof NONCE_SEEN | typeof NONCE_FRESH | typeof NONCE_UNDECIDED;
+
+/** Nonces one `cl/nonce` request carries at most, count (a worker batch holds at most 64 frames). */
+export const ownerAskNoncesMax = 4096;
+
+/**
+ * The master that decides for a minion whose ring order is `order` (its owner first): the first that is this
+ * master or is up as this master sees it; this master when none is (it decides alone, as an unclustered one).
+ */
+export function deciderOf(order: readonly string[], self: string, isUp: (id: string) => boolean): string {
+  for (const m of order) if (m === self || isUp(m)) return m;
+  return self;
+}
+
+/** Whether a request of a minion with this ring owner needs asking anyone: not when this master owns it, or no ring is published. */
+export function needsAsk(owner: string | null, self: string): boolean {
+  return owner !== null && owner !== self;
+}
+
+/**
+ * A batch's asks grouped by decider. `local`: the items this master decides itself (its own set's insert,
+ * already done by the worker, was the decision: fresh); `remote`: per peer, the indices of the items to ask it.
+ */
+export function planAsks(orders: readonly (readonly string[])[], self: string, isUp: (id: string) => boolean): { local: number[]; remote: Map<string, number[]> } {
+  const local: number[] = [];
+  const remote = new Map<string, number[]>();
+  orders.forEach((order, i) => {
+    const d = deciderOf(order, self, isUp);
+    if (d === self) local.push(i);
+    else {
+      let list = remote.get(d);
+      if (!list) remote.set(d, (list = []));
+      list.push(i);
+    }
+  });
+  return { local, remote };
+}
+
+/** Why a `cl/nonce` request's body is refused (undefined: it is whole packed nonces, within the bound). */
+export function badAsk(body: Uint8Array): string | undefined {
+  if (body.byteLength === 0) return "no nonce";
+  if (body.byteLength % NONCE_PACKED_BYTES !== 0) return `${body.byteLength} bytes is not a whole number of packed nonces`;
+  if (body.byteLength / NONCE_PACKED_BYTES > ownerAskNoncesMax) return `${body.byteLength / NONCE_PACKED_BYTES} nonces, more than ${ownerAskNoncesMax}`;
+  return undefined;
+}
+
+/**
+ * The decider's side: one verdict per packed nonce, by `insert` (the nonce set's check-and-insert on the two
+ * words: true when it was new). A word of 0 is never packed: such a nonce gets NONCE_SEEN (refused, not
+ * recorded). Call only on a body badAsk accepts.
+ */
+export function decideAsk(body: Uint8Array, insert: (hi: number, lo: number) => boolean): Uint8Array {
+  const count = body.byteLength / NONCE_PACKED_BYTES;
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  const out = new Uint8Array(count);
+  for (let i = 0; i < count; i++) {
+    const hi = view.getInt32(i * 8, true);
+    const lo = view.getInt32(i * 8 + 4, true);
+    out[i] = hi !== 0 && lo !== 0 && insert(hi, lo) ? NONCE_FRESH : NONCE_SEEN;
+  }
+  return out;
+}
+
+/**
+ * The asking side: a decider's answer to the items `indices` put into `verdicts`. An answer that is not one
+ * verdict byte (0 or 1) per nonce asked leaves those items undecided and says why.
+ */
+export function takeAnswer(verdicts: Uint8Array, indices: readonly number[], answer: Uint8Array): string | undefined {
+  if (answer.byteLength !== indices.length) return `${answer.byteLength} verdicts for ${indices.length} nonces`;
+  for (let i = 0; i < answer.length; i++) if (answer[i] !== NONCE_SEEN && answer[i] !== NONCE_FRESH) return `verdict ${answer[i]} is neither seen nor fresh`;
+  indices.forEach((at, i) => (verdicts[at] = answer[i]!));
+  return undefined;
+}
+
+/** What a frame does with its verdict: act on it, refuse it as a replay, or act on it without a decision (counted). */
+export function frameAction(v: number): "dispatch" | "refuse" | "fallback" {
+  return v === NONCE_FRESH ? "dispatch" : v === NONCE_SEEN ? "refuse" : "fallback";
+}
+
+/**
+ * The BroadcastChannel a master's request workers ask its main thread on (one per master: several masters may
+ * run in one process in tests). Messages in the one port style (src/shared/port-calls.ts): worker → main
+ * `{k: "ask", from, id, orders, n}` (per item its ring order, and the items' packed nonces in the same order),
+ * answered `{k: "res", to, id, v}` (one verdict byte per item) or `{k: "err", to, id, code, text}`.
+ */
+export function nonceOwnerChannelName(sockDir: string, retPort: number | string): string {
+  return `brine-nonce-owner:${sockDir}:${retPort}`;
+}
+
+export type NonceOwnerMsg =
+  | { k: "ask"; from: string; id: number; orders: string[][]; n: Uint8Array }
+  | { k: "res"; to: string; id: number; v: Uint8Array }
+  | { k: "err"; to: string; id: number; code: string; text: string };
