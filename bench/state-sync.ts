@@ -7,15 +7,18 @@
  *   5k files / 200 MB, the issue's join figure) from a peer: seconds, bytes on the wire against the content
  *   (goal ≤ 1.05×);
  * - memory: a pull of n small files (1,000 a directory) at 1k and 100k items (`--full`; 10k by default): the peak
- *   RSS growth of each side's process during the pull (goal: flat, the same at 1k and 100k). Each process holds
- *   one engine and nothing else, so its growth is the state-sync thread's. Measured two ways from
+ *   RSS growth of each side's process during the pull (goal: flat, the same at 1k and 100k). Each process runs
+ *   the state-sync thread as a master starts it (MirrorThread: its heap bounds, the mirror and the engine in it) and
+ *   a main thread that only relays, so its growth is the thread's; the thread's V8 heap is sampled with the heap
+ *   probe, and read again after a forced collection at the end (retained, against garbage). Measured two ways from
  *   /proc/self/status: `VmHWM` after the kernel's peak was reset at the start of the pull (clear_refs 5: every
  *   resident page, the LMDB files' mapped pages included), and the peak of `RssAnon` sampled every 10 ms
  *   (heaps and buffers: what the process itself holds, without the page cache it maps);
  * - a resync after one file changed at the source: bytes on the wire (goal: about one file).
  *
  * BRINE_BENCH_STATE_SYNC=join|memory runs one half; BRINE_BENCH_STATE_SYNC_NODE_ARGS adds node options to the two
- * sides (e.g. `--max-old-space-size=32`: whether a pull fits a given heap at all).
+ * sides (e.g. `--trace-gc`; their stdout is then shown). BRINE_BENCH_STATE_SYNC_ITEMS=n: the memory half at 1k and n
+ * items (instead of 1k and 100k with `--full`, 10k without).
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createHash, generateKeyPairSync } from "node:crypto";
@@ -24,9 +27,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MessageChannel } from "node:worker_threads";
-import { openStore } from "../src/lib/store/lmdb-env.js";
 import type { MasterConfig } from "../src/shared/config/defaults.js";
-import { StateSyncEngine } from "../src/workers/state-sync/engine.js";
+import { MirrorThread } from "../src/main-thread/state-sync-host.js";
+import { probeHeaps } from "../src/shared/heap-probe.js";
 import type { FromEngine, PeerReport, ToEngine } from "../src/workers/state-sync/messages.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
@@ -55,10 +58,12 @@ interface Mem {
   /** RssAnon at the start and its sampled peak, KiB */
   anon0: number;
   anonPeak: number;
-  /** V8's heap (heapTotal) at the start and its sampled peak, and the peak of what it used, KiB */
+  /** the state-sync thread's V8 heap (total) at the start and its sampled peak (every 100 ms), and the peak of what it used, KiB */
   heap0: number;
   heapPeak: number;
   usedPeak: number;
+  /** what the thread's heap holds after a forced collection at the end of the pull, KiB */
+  retained: number;
 }
 
 function status(): Record<string, number> {
@@ -70,38 +75,57 @@ function status(): Record<string, number> {
   return out;
 }
 
-/** `--state-sync-side NAME ROOT`: one engine in this process, its port relayed to the parent. */
+/**
+ * `--state-sync-side NAME ROOT`: this master's state-sync thread as a master runs it (src/main-thread/state-sync-host.ts
+ * MirrorThread: the thread's own resourceLimits, the mirror and the engine in it), its port relayed to the parent.
+ * This process's main thread does nothing but relay, so the process's RSS growth is the thread's; the thread's V8
+ * heap is read with the heap probe (src/shared/heap-probe.ts), after a forced collection at the end of the pull too
+ * (what it retains, against what it had not collected yet).
+ */
 function sideMain(name: string, root: string): void {
   const cfg = cfgOf(name, root);
-  const store = openStore(cfg);
   const { port1, port2 } = new MessageChannel();
-  new StateSyncEngine(cfg, name, store, port2, { autoKeys: false });
+  const thread = new MirrorThread(cfg, undefined, port2);
   port1.on("message", (m: FromEngine) => process.send!({ engine: m } satisfies FromSide));
   let sampler: NodeJS.Timeout | undefined;
+  let heapSampler: NodeJS.Timeout | undefined;
   let mem: Mem | undefined;
+  const threadHeap = async (gc: boolean) => (await probeHeaps("bench-side", 1000, gc)).find((h) => h.thread === "state-sync");
   process.on("message", (m: ToSide) => {
     if ("engine" in m) return port1.postMessage(m.engine);
     if (m.mem === "start") {
-      global.gc?.();
-      writeFileSync("/proc/self/clear_refs", "5"); // resets VmHWM to the current RSS
-      const s = status();
-      const h = process.memoryUsage();
-      mem = { rss0: s.VmRSS!, hwm: 0, anon0: s.RssAnon!, anonPeak: s.RssAnon!, heap0: h.heapTotal / 1024, heapPeak: h.heapTotal / 1024, usedPeak: h.heapUsed / 1024 };
-      sampler = setInterval(() => {
-        const u = process.memoryUsage();
-        mem!.anonPeak = Math.max(mem!.anonPeak, status().RssAnon!);
-        mem!.heapPeak = Math.max(mem!.heapPeak, u.heapTotal / 1024);
-        mem!.usedPeak = Math.max(mem!.usedPeak, u.heapUsed / 1024);
-      }, 10);
-      return process.send!({ mem } satisfies FromSide);
+      void (async () => {
+        global.gc?.();
+        const h = await threadHeap(true);
+        writeFileSync("/proc/self/clear_refs", "5"); // resets VmHWM to the current RSS
+        const s = status();
+        mem = { rss0: s.VmRSS!, hwm: 0, anon0: s.RssAnon!, anonPeak: s.RssAnon!, heap0: (h?.totalBytes ?? 0) / 1024, heapPeak: (h?.totalBytes ?? 0) / 1024, usedPeak: (h?.usedBytes ?? 0) / 1024, retained: 0 };
+        sampler = setInterval(() => (mem!.anonPeak = Math.max(mem!.anonPeak, status().RssAnon!)), 10);
+        heapSampler = setInterval(() => {
+          void threadHeap(false).then((x) => {
+            if (!x) return;
+            mem!.heapPeak = Math.max(mem!.heapPeak, x.totalBytes / 1024);
+            mem!.usedPeak = Math.max(mem!.usedPeak, x.usedBytes / 1024);
+          });
+        }, 100);
+        process.send!({ mem } satisfies FromSide);
+      })();
+      return;
     }
     clearInterval(sampler);
+    clearInterval(heapSampler);
     const s = status();
     mem!.hwm = s.VmHWM!;
     mem!.anonPeak = Math.max(mem!.anonPeak, s.RssAnon!);
-    process.send!({ mem: mem! } satisfies FromSide);
+    void threadHeap(true).then((h) => {
+      mem!.retained = (h?.usedBytes ?? 0) / 1024;
+      process.send!({ mem: mem! } satisfies FromSide);
+    });
   });
-  process.on("disconnect", () => process.exit(0));
+  process.on("disconnect", () => {
+    port1.close();
+    void thread.stop().then(() => process.exit(0));
+  });
   process.send!({ ready: true } satisfies FromSide);
 }
 
@@ -112,7 +136,7 @@ interface Side {
 }
 
 async function startSide(name: string, root: string): Promise<Side> {
-  const child = fork(fileURLToPath(import.meta.url), ["--state-sync-side", name, root], { serialization: "advanced", execArgv: ["--expose-gc", ...(process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ?? "").split(" ").filter(Boolean)], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const child = fork(fileURLToPath(import.meta.url), ["--state-sync-side", name, root], { serialization: "advanced", execArgv: ["--expose-gc", ...(process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ?? "").split(" ").filter(Boolean)], stdio: ["ignore", process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ? "inherit" : "ignore", "inherit", "ipc"] });
   await new Promise<void>((resolve, reject) => {
     child.once("error", reject);
     child.once("message", () => resolve());
@@ -260,9 +284,12 @@ async function memory(items: number): Promise<BenchRow[]> {
     { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
     { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `puller's VmHWM growth, ${label}`, value: mib(r.puller.hwm - r.puller.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
-    { figure: `puller's V8 heap: peak heapTotal growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak heapUsed ${mib(r.puller.usedPeak).toFixed(1)} MiB` },
+    { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB, sampled every 100 ms` },
+    { figure: `puller's state-sync thread, V8 heap after a forced collection at the end, ${label}`, value: mib(r.puller.retained), unit: "MiB", better: "lower", note: "what it retains" },
     { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `server's VmHWM growth, ${label}`, value: mib(r.server.hwm - r.server.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
+    { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.server.usedPeak).toFixed(1)} MiB, sampled every 100 ms` },
+    { figure: `server's state-sync thread, V8 heap after a forced collection at the end, ${label}`, value: mib(r.server.retained), unit: "MiB", better: "lower", note: "what it retains" },
     { figure: `resync after one 256 B file changed, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
   ];
 }
@@ -276,7 +303,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   }
   if (only !== "join") {
     rows.push(...(await memory(1000)));
-    rows.push(...(await memory(opts.full ? 100_000 : 10_000)));
+    rows.push(...(await memory(Number(process.env.BRINE_BENCH_STATE_SYNC_ITEMS) || (opts.full ? 100_000 : 10_000))));
   }
   return rows;
 }

@@ -21,8 +21,27 @@ const log = getLogger("brine.cluster.forward");
 /** one line per 10 s for this flood, then a count of what was held back */
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "mirror backlog");
 
+/** How long a stopping master waits for the state-sync thread to close its manifests and exit, ms. */
+const closeWaitMs = 5000;
+
 /** bytes of peers' data the mirror thread may hold unconfirmed before more are dropped */
 export const mirrorBacklogBytesMax = 256 * 1024 * 1024;
+
+/**
+ * The state-sync thread's V8 heap bounds (node's Worker resourceLimits), MiB. Under V8's defaults its RSS grew with the
+ * length of a pull (a 100k-item pull: 3× a 1k one) though what it retains does not (about 12 MiB after a forced
+ * collection, at 1k as at 10k items: bench/state-sync.ts): the growth was garbage, mostly in the young generation,
+ * whose semi-spaces V8 grows from 1 to 16 MiB under a long run of short-lived allocations (the promises, strings and
+ * small buffers of each item).
+ * - young generation 3 MiB (semi-spaces of 1 MiB, V8's starting size, never grown): this thread's per-item garbage
+ *   dies young, so a small young generation is scavenged often and cheaply, and RSS stops following a pull's length;
+ * - old generation 512 MiB: far above what the thread retains (~12 MiB) and above the mirror's backlog bound
+ *   (mirrorBacklogBytesMax; those bytes are ArrayBuffers, outside V8's heap), so reaching it means a leak; with a
+ *   bound this size V8 also grows the old generation by a factor of about 1.4 between collections instead of 4.
+ * Reaching the old generation's bound ends the thread (ERR_WORKER_OUT_OF_MEMORY): the thread's crash policy applies
+ * (docs/ARCHITECTURE.md "When a thread fails"), the rest of the master keeps serving.
+ */
+export const stateSyncHeapLimits = { maxYoungGenerationSizeMb: 3, maxOldGenerationSizeMb: 512 } as const;
 
 /** A call as posted, without its id. */
 type Call = ToMirror extends infer M ? (M extends { id: number } ? Omit<M, "id"> : never) : never;
@@ -41,6 +60,7 @@ export class MirrorThread {
   /** callers of flushed(), resolved when nothing is in flight */
   private readonly idleWaiters: (() => void)[] = [];
   private backlogBytes = 0;
+  private exited = false;
   dropped = 0;
 
   /**
@@ -50,7 +70,8 @@ export class MirrorThread {
   constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer, stateSync?: MessagePort, ring?: SharedArrayBuffer) {
     const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}), ...(stateSync ? { stateSync } : {}), ...(ring ? { ring } : {}) };
     // policy: logged (by the kit); in-flight work fails back to its callers (state-sync calls: the link's port closes)
-    this.worker = spawnThread({ name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, ...(stateSync ? { transferList: [stateSync] } : {}), onError: () => this.failInFlight() });
+    this.worker = spawnThread({ resourceLimits: stateSyncHeapLimits, name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, ...(stateSync ? { transferList: [stateSync] } : {}), onError: () => this.failInFlight() });
+    this.worker.once("exit", () => (this.exited = true));
     this.worker.on("message", (m: FromMirror) => {
       const f = this.settle(m.id);
       if (m.k === "res") f?.resolve?.(m.v);
@@ -138,8 +159,23 @@ export class MirrorThread {
     clearTimeout(timer);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stored what is in flight (≤ 2 s), then asks the thread to close and waits for it to exit by itself (≤ closeWaitMs):
+   * terminated from outside, the thread could be stopped inside an LMDB transaction's callback, and lmdb's native
+   * side then aborts the whole process (FATAL ERROR: napi_throw). Only a thread that has not exited by then is
+   * terminated (logged: that is the risk this avoids). Says which happened ("gone": it had ended before).
+   */
+  async stop(): Promise<"closed" | "terminated" | "gone"> {
     await this.flushed(2000);
+    if (this.exited) return "gone";
+    const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
+    this.worker.postMessage({ k: "close" } satisfies ToMirror);
+    let timer: NodeJS.Timeout | undefined;
+    const gone = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), closeWaitMs)))]);
+    clearTimeout(timer);
+    if (gone) return "closed";
+    log.warning(`the state-sync thread did not close within ${closeWaitMs} ms; terminating it`);
     await this.worker.terminate();
+    return "terminated";
   }
 }

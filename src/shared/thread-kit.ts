@@ -10,7 +10,7 @@
  * The request workers are Piscina's: it spawns and replaces them, and their entry sets up logging from
  * Piscina's own workerData (src/workers/req-handler/worker.ts).
  */
-import { Worker, workerData, type Transferable } from "node:worker_threads";
+import { Worker, workerData, type ResourceLimits, type Transferable } from "node:worker_threads";
 import { configureLogging, getLogger, loggingConfig, type LogConfig } from "./log.js";
 import { answerHeapProbes } from "./heap-probe.js";
 
@@ -23,6 +23,8 @@ export interface ThreadSpec {
   url: URL;
   workerData: unknown;
   transferList?: readonly Transferable[];
+  /** the thread's V8 heap bounds (node's Worker resourceLimits); a thread that reaches them ends with ERR_WORKER_OUT_OF_MEMORY (onError) */
+  resourceLimits?: ResourceLimits;
   /** the host's policy for an uncaught error in the thread (after the kit logged it) */
   onError?: (e: Error) => void;
   /** the host's policy for an exit; `expected` is what the host said through `stopping()` */
@@ -34,6 +36,7 @@ export function spawnThread(spec: ThreadSpec): Worker {
     workerData: spec.workerData,
     name: `brine-${spec.name}`,
     ...(spec.transferList ? { transferList: spec.transferList as Transferable[] } : {}),
+    ...(spec.resourceLimits ? { resourceLimits: spec.resourceLimits } : {}),
   });
   w.on("error", (e) => {
     log.error(`${spec.name} thread failed: ${e.stack ?? e.message}`);

@@ -87,7 +87,7 @@ function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown, extra
         port1.postMessage({ k: "in", id: n, from: "p1", p: cbor.encode(msg) as Uint8Array, req: true } satisfies ToEngine);
       }),
     close: async () => {
-      engine.close();
+      await engine.close();
       await closeKeyDbs();
       port1.close();
       await store.close();

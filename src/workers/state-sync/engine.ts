@@ -164,6 +164,7 @@ export class StateSyncEngine {
   }
 
   source(ch: Channel): Source {
+    if (this.closed) throw new Error("the state-sync thread is stopping");
     let s = this.sources.get(ch);
     if (!s) {
       if (ch.startsWith("bank:")) {
@@ -675,12 +676,19 @@ export class StateSyncEngine {
     }
   }
 
-  close(): void {
+  /**
+   * Stops the timer, the watchers and the transfers, waits for a running scan to stop at its next manifest write, and
+   * closes the manifests: once this resolves no LMDB transaction of the manifests runs or starts, so the thread can end
+   * (worker.ts exits by itself after this: a terminate landing inside a transaction's callback aborts the process).
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     for (const w of this.watchers) w.close();
     for (const w of this.waiting.values()) w.reject(new Error("the state-sync thread is stopping"));
     this.waiting.clear();
-    void this.manifests?.close();
+    await Promise.all([...this.sources.values()].map((s) => s.stop()));
+    await this.manifests?.close();
   }
 }

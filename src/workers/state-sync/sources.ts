@@ -63,6 +63,15 @@ export interface Source {
   adopt(e: ManifestEntry): void;
   /** a digest of the live content (paths and hashes, no stamps): equal digests, nothing to fetch */
   digest(): string;
+  /** the thread stops: no manifest write from now on (a scan or an install fails at its next write); resolves once no scan runs */
+  stop(): Promise<void>;
+}
+
+/** What a write after stop() throws. */
+export class SourceStopped extends Error {
+  constructor(ch: Channel) {
+    super(`state-sync ${ch}: the state-sync thread is stopping`);
+  }
 }
 
 function sigOf(st: { size: number; mtimeMs: number; ino: number }): string {
@@ -178,9 +187,23 @@ export class DirSource implements Source {
   }
 
   scan(): Promise<void> {
+    if (this.stopped) return Promise.reject(new SourceStopped(this.ch));
     // one scan at a time; a caller during a scan waits for it
     this.scanning ??= this.doScan().finally(() => (this.scanning = undefined));
     return this.scanning;
+  }
+
+  /** set by stop(): every manifest write throws SourceStopped */
+  private stopped = false;
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.scanning?.catch(() => undefined);
+  }
+
+  /** Throws once the thread stops: a manifest write never starts after stop() (the manifests close next). */
+  protected writable(): void {
+    if (this.stopped) throw new SourceStopped(this.ch);
   }
 
   /** roots found unreadable by the last scans (logged once until they are back) */
@@ -245,6 +268,7 @@ export class DirSource implements Source {
   /** A scan's writes in one transaction (then `ops` is emptied); an item changed since the scan read it is left alone. */
   protected apply(ops: ScanWrite[]): void {
     if (!ops.length) return;
+    this.writable();
     this.db.transactionSync(() => {
       for (const o of ops) {
         // changed meanwhile (an install from a peer): that write stands, the next scan looks again
@@ -508,6 +532,7 @@ export class DirSource implements Source {
   }
 
   protected put(p: string, v: Stored): void {
+    this.writable();
     this.db.putSync(p, v);
     this.wrote();
   }
@@ -672,6 +697,7 @@ export class BankSource implements Source {
   digest(): string {
     return "";
   }
+  async stop(): Promise<void> {}
 }
 
 /** The roots to scan and the receiving directory of each directory channel, from the config. */

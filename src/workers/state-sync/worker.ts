@@ -55,7 +55,13 @@ export type ToMirror =
   /** a peer's list of the minions it sees connected */
   | { k: "presence"; id: number; report: PresenceReport }
   /** when the newest job in this master's cache was created: answered with ms, or null for none */
-  | { k: "newestJob"; id: number };
+  | { k: "newestJob"; id: number }
+  /**
+   * the master stops (not a call: no answer): the thread refuses later messages, the state-sync channels stop and close
+   * their manifests, and the thread exits by itself (the host waits for its exit, bounded, and terminates it only
+   * then): a terminate landing inside an LMDB transaction's callback aborts the whole process (napi_throw)
+   */
+  | { k: "close" };
 
 /** mirror → main: the answer to call `id` (`v` by kind: serve → bytes, chunk → cursor, newestJob → ms; else null). */
 export type FromMirror = { k: "res"; id: number; v: Uint8Array | SyncCursor | number | null } | ({ k: "err"; id: number } & PortError);
@@ -65,7 +71,8 @@ const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);
 const presence = new PresenceBoard(store);
-if (init.stateSync) new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync);
+const engine = init.stateSync ? new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync) : undefined;
+let closing = false;
 if (init.ring) {
   const ring = new RingReader(init.ring);
   sync.jobRecords.placed = () => ring.route("jobs") !== null;
@@ -97,7 +104,21 @@ async function handle(m: ToMirror): Promise<Uint8Array | SyncCursor | number | n
   }
 }
 
+/** The master stops: nothing more is taken, the manifests close, then the thread ends itself, outside any transaction. */
+function close(): void {
+  if (closing) return;
+  closing = true;
+  void (engine?.close() ?? Promise.resolve())
+    .catch((e: unknown) => log.warning(`the state-sync channels did not close cleanly: ${(e as Error)?.message ?? String(e)}`))
+    .finally(() => process.exit(0));
+}
+
 parentPort!.on("message", (m: ToMirror) => {
+  if (m?.k === "close") return close();
+  if (closing) {
+    parentPort!.postMessage({ k: "err", id: m.id, ...portError(new BrineError("THREAD_GONE", "the state-sync thread is stopping"), "THREAD_GONE") } satisfies FromMirror);
+    return;
+  }
   handle(m).then(
     (v) => parentPort!.postMessage({ k: "res", id: m.id, v } satisfies FromMirror),
     (e: unknown) => {
