@@ -131,7 +131,7 @@ async function ownerCheck(decider: NonceJournal, requests: number): Promise<{ ow
     isUp: () => true,
     on: () => () => {},
   };
-  const service = new NonceOwnerService("m1", channel, (b) => decider.decide(b), 250, name);
+  const service = new NonceOwnerService("m1", channel, (b) => decider.decide(b), 250, name, (id) => ring.replicas(id, 1024));
   const client = new NonceOwnerClient(name, ring, "m1", 250);
   try {
     let t = process.hrtime.bigint();

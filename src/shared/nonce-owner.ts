@@ -27,6 +27,17 @@ export type NonceVerdict = typeof NONCE_SEEN | typeof NONCE_FRESH | typeof NONCE
 /** Nonces one `cl/nonce` request carries at most, count (a worker batch holds at most 64 frames). */
 export const ownerAskNoncesMax = 4096;
 
+/** Why a worker's ask is refused (undefined: its owners, items and nonces agree, within the bounds). */
+export function badWorkerAsk(m: { owners?: unknown; which?: unknown; ids?: unknown; n?: unknown }): string | undefined {
+  const { owners, which, ids, n } = m;
+  if (!Array.isArray(owners) || owners.length === 0 || owners.length > 255 || !owners.every((o) => typeof o === "string")) return "bad owners";
+  if (!(which instanceof Uint8Array) || which.length === 0 || which.length > ownerAskNoncesMax) return "bad items";
+  if (!Array.isArray(ids) || ids.length !== which.length) return "ids do not match the items";
+  if (!(n instanceof Uint8Array) || n.byteLength !== which.length * NONCE_PACKED_BYTES) return "nonces do not match the items";
+  for (const o of which) if (o >= owners.length) return "an item names no owner";
+  return undefined;
+}
+
 /**
  * The master that decides for a minion whose ring order is `order` (its owner first): the first that is this
  * master or is up as this master sees it; this master when none is (it decides alone, as an unclustered one).
@@ -42,14 +53,17 @@ export function needsAsk(owner: string | null, self: string): boolean {
 }
 
 /**
- * A batch's asks grouped by decider. `local`: the items this master decides itself (its own set's insert,
- * already done by the worker, was the decision: fresh); `remote`: per peer, the indices of the items to ask it.
+ * A batch's asks grouped by decider. Item i's minion is owned by `owners[which[i]]`; when that owner is neither
+ * this master nor up, `orderOf(i)` gives the minion's whole ring order (read only then: it costs a ring read).
+ * `local`: the items this master decides itself (its own set's insert, already done by the worker, was the
+ * decision: fresh); `remote`: per peer, the indices of the items to ask it.
  */
-export function planAsks(orders: readonly (readonly string[])[], self: string, isUp: (id: string) => boolean): { local: number[]; remote: Map<string, number[]> } {
+export function planAsks(owners: readonly string[], which: Uint8Array, self: string, isUp: (id: string) => boolean, orderOf: (item: number) => readonly string[]): { local: number[]; remote: Map<string, number[]> } {
   const local: number[] = [];
   const remote = new Map<string, number[]>();
-  orders.forEach((order, i) => {
-    const d = deciderOf(order, self, isUp);
+  which.forEach((o, i) => {
+    const owner = owners[o]!;
+    const d = owner === self || isUp(owner) ? owner : deciderOf(orderOf(i), self, isUp);
     if (d === self) local.push(i);
     else {
       let list = remote.get(d);
@@ -104,7 +118,8 @@ export function frameAction(v: number): "dispatch" | "refuse" | "fallback" {
 /**
  * The BroadcastChannel a master's request workers ask its main thread on (one per master: several masters may
  * run in one process in tests). Messages in the one port style (src/shared/port-calls.ts): worker → main
- * `{k: "ask", from, id, orders, n}` (per item its ring order, and the items' packed nonces in the same order),
+ * `{k: "ask", from, id, owners, which, ids, n}` (the distinct ring owners of the items' minions, per item the
+ * index of its owner, its minion id, and the items' packed nonces in the same order),
  * answered `{k: "res", to, id, v}` (one verdict byte per item) or `{k: "err", to, id, code, text}`.
  */
 export function nonceOwnerChannelName(sockDir: string, retPort: number | string): string {
@@ -112,6 +127,6 @@ export function nonceOwnerChannelName(sockDir: string, retPort: number | string)
 }
 
 export type NonceOwnerMsg =
-  | { k: "ask"; from: string; id: number; orders: string[][]; n: Uint8Array }
+  | { k: "ask"; from: string; id: number; owners: string[]; which: Uint8Array; ids: string[]; n: Uint8Array }
   | { k: "res"; to: string; id: number; v: Uint8Array }
   | { k: "err"; to: string; id: number; code: string; text: string };

@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BroadcastChannel } from "node:worker_threads";
-import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, decideAsk, deciderOf, frameAction, needsAsk, nonceOwnerChannelName, ownerAskNoncesMax, planAsks, takeAnswer, type NonceOwnerMsg } from "../../src/shared/nonce-owner.js";
+import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, badWorkerAsk, decideAsk, deciderOf, frameAction, needsAsk, nonceOwnerChannelName, ownerAskNoncesMax, planAsks, takeAnswer, type NonceOwnerMsg } from "../../src/shared/nonce-owner.js";
 import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
 import { NONCE_CHANNEL, NonceOwnerService, deciderSkipMs, type NonceOwnerChannel } from "../../src/main-thread/cluster/nonce-owner.js";
 import { isBrineError } from "../../src/shared/errors.js";
@@ -34,6 +34,14 @@ test("the decider of a minion is the first of its ring order that is this master
   assert.equal(needsAsk("m2", "m1"), true, "another master owns it");
 });
 
+/** planAsks over whole ring orders (the owner first), as a worker's ask and the ring give them. */
+function plan(orders: string[][], self: string, isUp: (id: string) => boolean) {
+  const owners = [...new Set(orders.map((o) => o[0]!))];
+  const read: number[] = [];
+  const p = planAsks(owners, Uint8Array.from(orders.map((o) => owners.indexOf(o[0]!))), self, isUp, (i) => (read.push(i), orders[i]!));
+  return { ...p, read };
+}
+
 test("a batch's asks are split by decider: this master's share is decided here, each peer's asked once", () => {
   const orders = [
     ["m2", "m1", "m3"],
@@ -42,15 +50,17 @@ test("a batch's asks are split by decider: this master's share is decided here, 
     ["m1", "m2", "m3"],
     ["m3", "m1", "m2"],
   ];
-  const all = planAsks(orders, "m1", up("m2", "m3"));
+  const all = plan(orders, "m1", up("m2", "m3"));
   assert.deepEqual(all.local, [3]);
+  assert.deepEqual(all.read, [], "every owner up: no ring order read");
   assert.deepEqual([...all.remote].sort(), [
     ["m2", [0, 2]],
     ["m3", [1, 4]],
   ]);
-  const m3Down = planAsks(orders, "m1", up("m2"));
+  const m3Down = plan(orders, "m1", up("m2"));
   assert.deepEqual(m3Down.local, [3, 4], "m3's minions whose next is this master");
   assert.deepEqual([...m3Down.remote], [["m2", [0, 1, 2]]]);
+  assert.deepEqual(m3Down.read, [1, 4], "the order read only for the minions whose owner is down");
 });
 
 test("a decider's answer: fresh once, then seen; malformed asks and answers are refused with a reason", () => {
@@ -73,6 +83,13 @@ test("a decider's answer: fresh once, then seen; malformed asks and answers are 
   assert.match(takeAnswer(untouched, [0, 1], Uint8Array.of(NONCE_FRESH))!, /1 verdicts for 2/);
   assert.match(takeAnswer(untouched, [0, 1], Uint8Array.of(NONCE_FRESH, 7))!, /verdict 7/);
   assert.deepEqual([...untouched], [NONCE_UNDECIDED, NONCE_UNDECIDED], "a bad answer decides nothing");
+
+  const n8 = new Uint8Array(8);
+  assert.equal(badWorkerAsk({ owners: ["m2"], which: Uint8Array.of(0), ids: ["a"], n: n8 }), undefined);
+  assert.match(badWorkerAsk({ owners: [], which: Uint8Array.of(0), ids: ["a"], n: n8 })!, /owners/);
+  assert.match(badWorkerAsk({ owners: ["m2"], which: Uint8Array.of(1), ids: ["a"], n: n8 })!, /names no owner/);
+  assert.match(badWorkerAsk({ owners: ["m2"], which: Uint8Array.of(0, 0), ids: ["a"], n: n8 })!, /ids/);
+  assert.match(badWorkerAsk({ owners: ["m2"], which: Uint8Array.of(0), ids: ["a"], n: new Uint8Array(16) })!, /nonces/);
 
   assert.equal(frameAction(NONCE_FRESH), "dispatch");
   assert.equal(frameAction(NONCE_SEEN), "refuse");
@@ -102,8 +119,17 @@ class FakeChannel implements NonceOwnerChannel {
   }
 }
 
-/** Posts an ask as a request worker does and waits for its verdicts. */
+/** The ring orders of the minions the service tests ask about, by id. */
+const ringOrders = new Map<string, string[]>();
+
+/** Posts an ask as a request worker does (each minion's owner: the first of its order) and waits for its verdicts. */
 async function ask(name: string, orders: string[][], nonces: string[]): Promise<number[]> {
+  const owners = [...new Set(orders.map((o) => o[0]!))];
+  const ids = orders.map((o) => {
+    const id = `minion-${ringOrders.size}`;
+    ringOrders.set(id, o);
+    return id;
+  });
   const ch = new BroadcastChannel(name);
   try {
     return await new Promise<number[]>((resolve, reject) => {
@@ -112,7 +138,7 @@ async function ask(name: string, orders: string[][], nonces: string[]): Promise<
         if (m.k === "res" && m.to === "w1") resolve([...m.v]);
         if (m.k === "err" && m.to === "w1") reject(new Error(m.text));
       };
-      ch.postMessage({ k: "ask", from: "w1", id: 1, orders, n: packNonces(nonces) } satisfies NonceOwnerMsg);
+      ch.postMessage({ k: "ask", from: "w1", id: 1, owners, which: Uint8Array.from(orders.map((o) => owners.indexOf(o[0]!))), ids, n: packNonces(nonces) } satisfies NonceOwnerMsg);
     });
   } finally {
     ch.close();
@@ -129,7 +155,7 @@ test("the main thread asks each decider once per batch; a failed or slow decider
   });
   const name = nonceOwnerChannelName("/tmp/nonce-owner-test", Math.floor(Math.random() * 1e9));
   let now = 1_000_000;
-  const svc = new NonceOwnerService("m1", fake, () => new Uint8Array(0), 250, name, () => now);
+  const svc = new NonceOwnerService("m1", fake, () => new Uint8Array(0), 250, name, (id) => ringOrders.get(id)!, () => now);
   try {
     const n = [newNonce(), seenBefore, newNonce(), newNonce()];
     const v = await ask(name, [["m2", "m1"], ["m2", "m3"], ["m3", "m1"], ["m1", "m2"]], n);
@@ -158,7 +184,7 @@ test("a peer's ask is decided by this master's set; a malformed one is refused w
   const set = new NonceSet(1024);
   const fake = new FakeChannel(new Set(), async () => new Uint8Array(0));
   const name = nonceOwnerChannelName("/tmp/nonce-owner-test", Math.floor(Math.random() * 1e9));
-  const svc = new NonceOwnerService("m1", fake, (b) => decideAsk(b, (hi, lo) => set.insertWords(hi, lo)), 250, name);
+  const svc = new NonceOwnerService("m1", fake, (b) => decideAsk(b, (hi, lo) => set.insertWords(hi, lo)), 250, name, (id) => ringOrders.get(id)!);
   try {
     const a = newNonce();
     const call = (payload: Uint8Array) => fake.handler!({ from: "m2", channel: NONCE_CHANNEL, payload, request: true });

@@ -37,6 +37,7 @@ import { NonceOwnerService } from "./nonce-owner.js";
 import { nonceOwnerChannelName } from "../../shared/nonce-owner.js";
 import { readOption } from "../../shared/config/options.js";
 import path from "node:path";
+import { RingReader } from "../../shared/sab-ring/reader.js";
 import { MirrorThread } from "../state-sync-host.js";
 import { createHealthBuffer, HealthWriter } from "../../shared/peer-health.js";
 import type { PeerLimits } from "../../workers/raft/peer/limits.js";
@@ -47,6 +48,8 @@ import { StateSyncLink } from "./state-sync-link.js";
 import type { PeerReport } from "../../workers/state-sync/messages.js";
 
 const log = getLogger("brine.cluster");
+/** a minion's whole order on the `cluster` ring (replicas() caps it at the ring's size), count */
+const ringOrderMax = 1024;
 
 export const AES_CHANNEL = "cl/aes";
 export const HELLO_CHANNEL = "cl/hello";
@@ -198,7 +201,10 @@ export class ClusterService {
     });
     const decide = this.hooks.nonceDecide?.bind(this.hooks);
     const waitMs = readOption(this.cfg, "brine_cluster_replay_owner_wait_ms");
-    if (decide && waitMs > 0) this.nonceOwner = new NonceOwnerService(this.nodeId, this.view, decide, waitMs, nonceOwnerChannelName(path.resolve(this.cfg.sock_dir), this.cfg.ret_port));
+    if (decide && waitMs > 0) {
+      const ring = new RingReader(this.node.ringBuffer);
+      this.nonceOwner = new NonceOwnerService(this.nodeId, this.view, decide, waitMs, nonceOwnerChannelName(path.resolve(this.cfg.sock_dir), this.cfg.ret_port), (id) => ring.replicas(id, ringOrderMax));
+    }
     this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks), this.cfg.job_cache !== false);
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
     this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));

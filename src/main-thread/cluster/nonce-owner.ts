@@ -5,8 +5,9 @@
  * recorded (the nonce set's SharedArrayBuffer and the journal): no new port to the Raft worker, whose internals
  * stay untouched.
  *
- * - Asker: a request worker's batch of asks (its BroadcastChannel) is split by decider (planAsks: the first of
- *   each minion's ring order that is this master or up); this master's own share is fresh at once (its worker's
+ * - Asker: a request worker's batch of asks (its BroadcastChannel) is split by decider (planAsks: the minion's
+ *   owner when it is this master or up, else the first of its ring order that is; the order is read from this
+ *   master's ring buffer only then); this master's own share is fresh at once (its worker's
  *   insert into the shared set was the decision); each other decider gets one `cl/nonce` request with its share's
  *   packed nonces, bounded by `brine_cluster_replay_owner_wait_ms`. A decider that fails or does not answer in
  *   time leaves its share undecided (accepted by the worker; counted here, one log line per 10 s), and is passed
@@ -20,7 +21,7 @@ import { BrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { NONCE_PACKED_BYTES } from "../../shared/nonce-set.js";
-import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, ownerAskNoncesMax, planAsks, takeAnswer, type NonceOwnerMsg } from "../../shared/nonce-owner.js";
+import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, badWorkerAsk, planAsks, takeAnswer, type NonceOwnerMsg } from "../../shared/nonce-owner.js";
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
 
 export const NONCE_CHANNEL = "cl/nonce";
@@ -70,6 +71,8 @@ export class NonceOwnerService {
     /** brine_cluster_replay_owner_wait_ms */
     private readonly waitMs: number,
     channelName: string,
+    /** a minion's order on the `cluster` ring, its owner first (RingReader.replicas), read only when its owner is down */
+    private readonly orderOf: (id: string) => readonly string[],
     private readonly now: () => number = Date.now,
   ) {
     this.ch = new BroadcastChannel(channelName);
@@ -96,15 +99,16 @@ export class NonceOwnerService {
   private onAsk(m: NonceOwnerMsg): void {
     if (!m || m.k !== "ask" || typeof m.from !== "string" || !Number.isSafeInteger(m.id)) return;
     const { from: to, id } = m;
-    const count = Array.isArray(m.orders) ? m.orders.length : -1;
-    if (count <= 0 || count > ownerAskNoncesMax || !(m.n instanceof Uint8Array) || m.n.byteLength !== count * NONCE_PACKED_BYTES) {
-      this.ch.postMessage({ k: "err", to, id, code: "NONCE_OWNER_BAD_ASK", text: "an ask whose orders and nonces do not match" } satisfies NonceOwnerMsg);
+    const bad = badWorkerAsk(m);
+    if (bad !== undefined) {
+      this.ch.postMessage({ k: "err", to, id, code: "NONCE_OWNER_BAD_ASK", text: bad } satisfies NonceOwnerMsg);
       return;
     }
     this.counters.asks++;
-    const verdicts = new Uint8Array(count).fill(NONCE_UNDECIDED);
+    const verdicts = new Uint8Array(m.which.length).fill(NONCE_UNDECIDED);
     const t = this.now();
-    const plan = planAsks(m.orders, this.selfId, (p) => this.view.isUp(p) && !((this.skipUntil.get(p) ?? 0) > t));
+    const ids = m.ids;
+    const plan = planAsks(m.owners, m.which, this.selfId, (p) => this.view.isUp(p) && !((this.skipUntil.get(p) ?? 0) > t), (i) => this.orderOf(String(ids[i])));
     for (const i of plan.local) verdicts[i] = NONCE_FRESH;
     const asks = [...plan.remote].map(([peer, indices]) => this.askPeer(peer, indices, m.n, verdicts));
     const done = () => this.ch.postMessage({ k: "res", to, id, v: verdicts } satisfies NonceOwnerMsg);

@@ -3,7 +3,9 @@
  * request whose minion this master does not own on the `cluster` ring waits, after its nonce passed this
  * master's own set, for the decider's verdict before it is acted on: the worker collects the asks of the
  * frames it handles in one turn (a batch: handleRequest runs synchronously up to here for each frame), posts
- * them in one message to the main thread (which asks each decider once, over the peer channel), and settles
+ * them in one message to the main thread (each with its minion's ring owner, one ring lookup here; the main
+ * thread reads the rest of a minion's ring order only when its owner is down, and asks each decider once, over
+ * the peer channel), and settles
  * each frame's promise with its verdict. The batch does not hold its lane: its other frames are answered
  * meanwhile (batch-replies.ts), and other batches run. No answer within the bound (the main thread's peer
  * request times out at `brine_cluster_replay_owner_wait_ms`; this side's deadline is a tick of the shared
@@ -23,13 +25,14 @@ import type { RingReader } from "../../shared/sab-ring/reader.js";
 const log = getLogger("brine.request");
 /** one line per 10 s when asks go unanswered, then a count of what was held back */
 const undecidedLog = new LogBudget(1, 10_000, (line) => log.warning(line), "nonce owner checks");
-/** the ring order asked for: every member (replicas() caps it at the ring's size), count */
-const ringOrderMax = 1024;
 /** this side's deadline past the main thread's peer request bound, ms (the shared coarse timer's tick is 25 ms) */
 const askSlackMs = 100;
 
 interface Pending {
-  orders: string[][];
+  /** the distinct owners of this turn's asks, and per ask the index of its owner */
+  owners: string[];
+  which: number[];
+  ids: string[];
   nonces: string[];
   settle: ((v: number) => void)[];
 }
@@ -56,21 +59,22 @@ export class NonceOwnerClient {
    */
   ask(id: string, nonce: string): Promise<number> | undefined {
     let owner: string | null;
-    let order: string[];
     try {
       owner = this.ring.owner(id);
-      if (!needsAsk(owner, this.self)) return undefined;
-      order = this.ring.replicas(id, ringOrderMax);
     } catch (e) {
       undecidedLog.line(`nonce owner check: the ring could not be read (${(e as Error).message}); this master decides alone`);
       return undefined;
     }
+    if (owner === null || !needsAsk(owner, this.self)) return undefined;
     let p = this.pending;
     if (!p) {
-      p = this.pending = { orders: [], nonces: [], settle: [] };
+      p = this.pending = { owners: [], which: [], ids: [], nonces: [], settle: [] };
       queueMicrotask(() => this.flush());
     }
-    p.orders.push(order);
+    let o = p.owners.indexOf(owner);
+    if (o < 0) o = p.owners.push(owner) - 1;
+    p.which.push(o);
+    p.ids.push(id);
     p.nonces.push(nonce);
     return new Promise<number>((r) => p.settle.push(r));
   }
@@ -89,7 +93,7 @@ export class NonceOwnerClient {
       return;
     }
     const ch = this.channel();
-    this.calls.call((id) => ch.postMessage({ k: "ask", from: this.me, id, orders: p.orders, n } satisfies NonceOwnerMsg)).then(
+    this.calls.call((id) => ch.postMessage({ k: "ask", from: this.me, id, owners: p.owners, which: Uint8Array.from(p.which), ids: p.ids, n } satisfies NonceOwnerMsg)).then(
       (v) => {
         if (v.length !== p.settle.length) undecided(`${v.length} verdicts for ${p.settle.length} requests`);
         else p.settle.forEach((s, i) => s(v[i]!));
