@@ -4,7 +4,7 @@
  * it (Salt's print_async_event); --out wins. A return carrying a numeric retcode sets the exit code.
  */
 import { Command } from "commander";
-import { conditionInput } from "../lib/client/args.js";
+import { runnerInput } from "../lib/client/args.js";
 import { controlCall } from "../lib/client/control-client.js";
 import { addOutputOptions, makeDisplay, runnerOutput } from "../lib/output/display.js";
 import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
@@ -26,15 +26,7 @@ setupCliLogging(o.logLevel);
 const cfg = loadConfigOrExit(o.configDir);
 const display = makeDisplay(o, cfg);
 
-const conditioned = conditionInput(words ?? []);
-const last = conditioned[conditioned.length - 1];
-let kwarg: Record<string, unknown> = {};
-let arg = conditioned;
-if (last && typeof last === "object" && (last as Record<string, unknown>).__kwarg__ === true) {
-  const { __kwarg__: _k, ...rest } = last as Record<string, unknown>;
-  kwarg = rest;
-  arg = conditioned.slice(0, -1);
-}
+const { arg, kwarg } = runnerInput(words ?? []);
 if (o.timeout !== undefined && !("timeout" in kwarg)) kwarg.timeout = Number(o.timeout);
 
 try {

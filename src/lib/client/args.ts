@@ -48,6 +48,15 @@ export function conditionInput(words: string[], noParse: readonly string[] = [])
   return args;
 }
 
+/** A runner call's words as salt-run passes them: conditioned (conditionInput), the `key=value` words as kwarg. */
+export function runnerInput(words: string[]): { arg: unknown[]; kwarg: Record<string, unknown> } {
+  const arg = conditionInput(words);
+  const last = arg[arg.length - 1];
+  if (!last || typeof last !== "object" || (last as Record<string, unknown>).__kwarg__ !== true) return { arg, kwarg: {} };
+  const { __kwarg__: _k, ...kwarg } = last as Record<string, unknown>;
+  return { arg: arg.slice(0, -1), kwarg };
+}
+
 /**
  * Salt's parse_input (salt/utils/args.py), what the master applies to the arguments a minion publishes
  * (`publish.publish`, `publish.runner`): `key=value` strings become keyword arguments (their values
