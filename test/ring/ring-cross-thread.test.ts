@@ -6,6 +6,7 @@ import { createRingBuffer, readLayout, ringSeqByte } from "../../src/shared/sab-
 import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { RingWriter } from "../../src/shared/sab-ring/writer.js";
 import type { HammerData, ReaderData, ReaderResult, WriterData } from "./fixtures/ring-worker.js";
+import { CONTROL_PROGRESS } from "./fixtures/ring-control.js";
 import { masterIds, minionKeys } from "./minion-keys.js";
 
 const workerUrl = new URL("./fixtures/ring-worker.js", import.meta.url);
@@ -32,19 +33,18 @@ function alternatingTables(): RingAssignment[] {
 test("readers in 3 threads never see a torn ring while a writer thread publishes 3000 epochs", { timeout: 120_000 }, async (t) => {
   const tables = alternatingTables();
   const sab = createRingBuffer();
-  const control = new SharedArrayBuffer(8);
+  const READERS = 3;
+  const control = new SharedArrayBuffer(4 * (CONTROL_PROGRESS + READERS));
   // epoch 0 up front, so the ring exists from the readers' first read; then hand the writer slot over
   const setup = RingWriter.attach(sab);
   setup.publishRing("cluster", tables[0]!, 0);
   setup.release();
 
-  const READERS = 3;
   const EPOCHS = 3000;
+  const LAG = 50;
   const keys = minionKeys(500, 7);
-  const readers = Array.from({ length: READERS }, () =>
-    run<ReaderResult>({ role: "reader", sab, control, tables, keys }),
-  );
-  const published = await run<number>({ role: "writer", sab, control, tables, epochs: EPOCHS, readers: READERS });
+  const readers = Array.from({ length: READERS }, (_, index) => run<ReaderResult>({ role: "reader", sab, control, tables, keys, index }));
+  const published = await run<number>({ role: "writer", sab, control, tables, epochs: EPOCHS, readers: READERS, lag: LAG });
   const results = await Promise.all(readers);
 
   assert.equal(published, EPOCHS);
