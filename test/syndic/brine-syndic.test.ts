@@ -19,6 +19,7 @@ import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { Syndic } from "../../src/syndic/syndic.js";
 import { syndicOptions } from "../../src/syndic/options.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
+import { controlCall } from "../../src/lib/client/control-client.js";
 
 async function until(what: string, pred: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
   for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await pred()) return;
@@ -83,7 +84,12 @@ describe("brine master of masters <- brine syndic <- brine master <- test minion
     const l2 = minions.find((m) => m.id === "l2")!;
     await l2.stop();
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      // the lower master must have seen l2's connection close (a fresh read, as the publish's check is): a fixed
+      // 300 ms was not always enough on a loaded machine, and the top then heard nothing of l2 but its silence
+      await until("the lower master to see l2 gone", async () => {
+        const r = await controlCall(low.sockDir, { op: "run", fun: "manage.present", arg: [], kwarg: {} });
+        return Array.isArray(r.ret) && r.ret.includes("l1") && !r.ret.includes("l2");
+      });
       const r = await runCli("salt", ["-c", momConf, "*", "test.ping", "--out", "json", "-t", "2", "--gather-job-timeout", "1"]);
       assert.equal(r.code, 1, r.stdout + r.stderr);
       const out = jsonDocs(r.stdout);
