@@ -94,8 +94,8 @@ test("minion data cache and mine are shared through the cluster (no shared cache
       assert.equal(cleared.stdout.trim(), "true", cleared.stderr);
       for (const i of [0, 2]) {
         await until(`master ${i + 1} to drop cs-far's cached data and mine`, async () => {
-          const g = JSON.parse((await h.saltRun(i, ["cache.grains", "cs-far", "--out", "json"])).stdout);
-          const m = JSON.parse((await h.saltRun(i, ["cache.mine", "cs-far", "--out", "json"])).stdout);
+          const g = await h.controlRunner(i, "cache.grains", ["cs-far"]);
+          const m = await h.controlRunner(i, "cache.mine", ["cs-far"]);
           return JSON.stringify(g) === '{"cs-far":{}}' && JSON.stringify(m) === '{"cs-far":{}}' ? true : undefined;
         }, 15_000, 500);
       }

@@ -85,8 +85,7 @@ test("3 masters behind HAProxy share every job: test.ping on master 1 reaches th
     assert.ok(jids.length >= 1, jobs.stdout);
     const jid = jids.sort().at(-1)!;
     await until("master 3's job cache to hold every return", async () => {
-      const l = await h.saltRun(2, ["jobs.lookup_jid", jid, "--out", "json"]);
-      const got = JSON.parse(l.stdout) as Record<string, unknown>;
+      const got = (await h.controlRunner(2, "jobs.lookup_jid", [jid])) as Record<string, unknown>;
       return minions.every((m) => got[m.id] === true) ? true : undefined;
     }, 15_000);
 

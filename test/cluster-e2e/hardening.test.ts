@@ -58,8 +58,8 @@ test("cluster hardening: no forged return stored, no captured frame replayed, a 
       const real = Object.keys(jid).sort().at(-1)!;
       for (const i of [0, 1, 2]) {
         await until(`m${i + 1} to hold the real return`, async () => {
-          const l = await h.saltRun(i, ["jobs.lookup_jid", real, "--out", "json"]);
-          return JSON.parse(l.stdout)[good.id] === true ? true : undefined;
+          const l = await h.controlRunner(i, "jobs.lookup_jid", [real]);
+          return l[good.id] === true ? true : undefined;
         }, 15_000);
         const l = await h.saltRun(i, ["jobs.lookup_jid", forgedJid, "--out", "json"]);
         assert.deepEqual(JSON.parse(l.stdout || "{}"), {}, `m${i + 1} stored no forged return: ${l.stdout}`);
@@ -108,8 +108,7 @@ test("cluster hardening: no forged return stored, no captured frame replayed, a 
       assert.ok(jid, `a jid: ${r.stdout}${r.stderr}`);
       const all = (got: Record<string, unknown>) => minions.every((m) => got[m.id] === true);
       await until("every return on the CLI's master", async () => {
-        const l = await h.saltRun(cli, ["jobs.lookup_jid", jid, "--out", "json"]);
-        return all(JSON.parse(l.stdout)) ? true : undefined;
+        return all(await h.controlRunner(cli, "jobs.lookup_jid", [jid])) ? true : undefined;
       }, 15_000);
       // a frame the others accept meanwhile: the paused master learns its nonce when it pulls
       const captured = frame(good, "v3", newNonce());

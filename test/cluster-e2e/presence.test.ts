@@ -39,7 +39,8 @@ test("a minion attached to master 2 that stops returning is [No response] on mas
     await h.undrain(0);
     await h.undrain(2);
 
-    const present = async (i: number) => JSON.parse((await h.saltRun(i, ["manage.present", "--out", "json"])).stdout) as string[];
+    // polled once a second: through the control socket, not a salt-run process per poll
+    const present = async (i: number) => (await h.controlRunner(i, "manage.present")) as string[];
     assert.deepEqual((await present(0)).sort(), ["pr-gone", "pr-hung"], "master 1 counts master 2's minions as present");
 
     // pr-hung never finishes test.ping (and does not list it as running); it still answers find_job
