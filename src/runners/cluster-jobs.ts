@@ -18,6 +18,7 @@ import { encodeListEntry } from "../lib/store/job-listing.js";
 import type { Store } from "../lib/store/lmdb-env.js";
 import type { JobCopy, ListedJob } from "../shared/placement.js";
 import { argOf, type RunnerContext } from "./context.js";
+import { filters, listJobsFilter } from "./list-jobs-filter.js";
 
 const log = getLogger("brine.runner.jobs");
 
@@ -119,10 +120,13 @@ export async function jobsFor(ctx: RunnerContext, fun: string, arg: unknown[], k
   }
   if (LISTING.has(fun)) {
     const max = ctx.cfg.brine_cluster_list_jobs_max;
-    const r = await c.raft.jobList(max);
+    // list_jobs' filters are applied on each master before the cut, so the newest `max` matching jobs are read
+    // (the runner applies them again: a master of an earlier version lists every job)
+    const filter = fun === "jobs.list_jobs" ? listJobsFilter(arg, kwarg) : undefined;
+    const r = await c.raft.jobList(max, filter && filters(filter) ? filter : undefined);
     unreachableNote(fun, r.unreachable);
     if (r.truncated) {
-      const line = `${fun}: the cluster holds more than ${max} jobs (brine_cluster_list_jobs_max): only the newest ${max} were read, the older ones are left out`;
+      const line = `${fun}: the cluster holds more than ${max} jobs${filter && filters(filter) ? " matching the filters" : ""} (brine_cluster_list_jobs_max): only the newest ${max} were read, the older ones are left out`;
       log.warning(line);
       ctx.print(`WARNING: ${line}`);
     }

@@ -12,20 +12,10 @@
  * Salt's positions (ext_source, outputter, search_metadata, search_function, search_target, start_time,
  * end_time, display_progress) are kept, so `salt-run jobs.list_jobs '' '' '' 'test.*'` means what it means in Salt.
  */
-import { fnmatch } from "../lib/targeting/fnmatch.js";
-import { pyEqual } from "../lib/pillar/merge.js";
+import { parseJobTime, type ListJobsFilter } from "../lib/store/job-filter.js";
 import { pyTruthy } from "../lib/wheel/salt-errors.js";
 import { BrineError } from "../shared/errors.js";
 import { argOf } from "./context.js";
-
-export interface ListJobsFilter {
-  metadata?: Record<string, unknown>;
-  targets?: string[];
-  functions?: string[];
-  /** ms since the epoch */
-  startMs?: number;
-  endMs?: number;
-}
 
 /** The options Salt's list_jobs takes, by position. */
 export const listJobsParams = ["ext_source", "outputter", "search_metadata", "search_function", "search_target", "start_time", "end_time", "display_progress"] as const;
@@ -36,31 +26,6 @@ function splitInput(v: unknown): string[] {
   return String(v)
     .split(",")
     .map((s) => s.trim());
-}
-
-const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
-
-/** A local time from its parts (month 1-12); NaN when a part is out of range. */
-function localMs(y: number, mo: number, d: number, h = 0, mi = 0, s = 0, frac = ""): number {
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return NaN;
-  const t = new Date(y, mo - 1, d, h, mi, s, Number((frac + "000").slice(0, 3)));
-  return t.getMonth() === mo - 1 ? t.getTime() : NaN;
-}
-
-const ISO_LOCAL = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?$/;
-const SALT_START = /^(\d{4}), ([A-Za-z]{3}) (\d{1,2}) (\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?$/;
-
-/** A time as list_jobs reads start_time, end_time and the entries' StartTime; NaN when it cannot be read. */
-export function parseJobTime(text: string): number {
-  const s = text.trim();
-  let m = ISO_LOCAL.exec(s);
-  if (m) return localMs(+m[1]!, +m[2]!, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0), +(m[6] ?? 0), m[7] ?? "");
-  m = SALT_START.exec(s);
-  if (m) {
-    const mo = MONTHS.indexOf(m[2]!.toLowerCase());
-    return mo < 0 ? NaN : localMs(+m[1]!, mo + 1, +m[3]!, +m[4]!, +m[5]!, +(m[6] ?? 0), m[7] ?? "");
-  }
-  return s === "" ? NaN : Date.parse(s);
 }
 
 function timeArg(name: string, v: unknown): number | undefined {
@@ -96,32 +61,5 @@ export function filterOf(metadata: unknown, functions: unknown, targets: unknown
   return f;
 }
 
-/** Whether the filter selects anything at all (a call without one lists every job without decoding any). */
-export function filters(f: ListJobsFilter): boolean {
-  return f.metadata !== undefined || f.targets !== undefined || f.functions !== undefined || f.startMs !== undefined || f.endMs !== undefined;
-}
-
-/** Whether a list entry (Salt's format_jid_instance: Function, Target, Metadata, StartTime) passes every filter. */
-export function entryMatches(f: ListJobsFilter, e: Record<string, unknown>): boolean {
-  if (f.metadata) {
-    const have = e.Metadata;
-    if (!have || typeof have !== "object" || Array.isArray(have)) return false;
-    const h = have as Record<string, unknown>;
-    if (!Object.entries(f.metadata).some(([k, v]) => k in h && pyEqual(h[k], v))) return false;
-  }
-  if (f.targets) {
-    if (!("Target" in e)) return false;
-    const ts = (Array.isArray(e.Target) ? e.Target : [e.Target]).filter((t): t is string => typeof t === "string");
-    if (!ts.some((t) => f.targets!.some((g) => fnmatch(t, g)))) return false;
-  }
-  if (f.functions) {
-    if (typeof e.Function !== "string" || !f.functions.some((g) => fnmatch(e.Function, g))) return false;
-  }
-  if (f.startMs !== undefined || f.endMs !== undefined) {
-    const started = typeof e.StartTime === "string" ? parseJobTime(e.StartTime) : NaN;
-    if (Number.isNaN(started)) return false;
-    if (f.startMs !== undefined && started < f.startMs) return false;
-    if (f.endMs !== undefined && started > f.endMs) return false;
-  }
-  return true;
-}
+// the filter itself and its match live in src/lib/store/job-filter.ts (each master applies it to its own jobs)
+export { entryMatches, filters, parseJobTime, type ListJobsFilter } from "../lib/store/job-filter.js";

@@ -3,7 +3,7 @@
  * 127.0.0.160): ring `jobs` on m1, m2, m3 with `members: voters` and `replicas: 1`, `jobs` routed to it,
  * `brine_cluster_list_jobs_max: 5`, `cluster_min_voters: 2`, one in-repo minion on m1 and one on m2.
  * - A cluster-wide jobs.list_jobs lists the newest 5 jobs of the cluster and says on its output that it cut
- *   the list.
+ *   the list; with search_function it lists the matching job older than those 5 (filters apply before the cut).
  * - minion_publish (the peer publish that waits on the master) gets the returns of the minion attached to m2
  *   pushed through m1's event bus: the masters answer no cluster-wide job read for it (placement_check's
  *   placement_requests_served counts them; the poll it replaces asked every master once a second).
@@ -68,7 +68,8 @@ test("list_jobs is bounded, minion_publish's returns are pushed, remove_member k
 
     const jids: string[] = [];
     for (let n = 0; n < JOBS; n++) {
-      const r = await clients[n % 3]!.pub({ tgt: "gap-*", fun: "test.echo", arg: [`job-${n}`], timeoutS: 30 });
+      // the oldest job runs another function: list_jobs' filters must find it past the cut at 5
+      const r = await clients[n % 3]!.pub({ tgt: "gap-*", fun: n === 0 ? "test.arg" : "test.echo", arg: [`job-${n}`], timeoutS: 30 });
       jids.push(r.jid as string);
     }
     /** placement_check on master i until each of `want` is on its owners with every outbox empty */
@@ -86,6 +87,9 @@ test("list_jobs is bounded, minion_publish's returns are pushed, remove_member k
     assert.deepEqual(Object.keys(listed).sort(), jids.slice(-5), "the newest 5 jobs");
     const cli = await h.saltRun(2, ["jobs.list_jobs", "--out", "json"]);
     assert.match(cli.stdout + cli.stderr, /jobs\.list_jobs: the cluster holds more than 5 jobs \(brine_cluster_list_jobs_max\)/);
+    // filters apply on each master before the cut: the oldest job, the only test.arg, is found past the newest 5
+    const found = await runner(2, "jobs.list_jobs", ["", "", "", "test.arg"]);
+    assert.deepEqual(Object.keys(found), [jids[0]], `search_function=test.arg: ${JSON.stringify(found)}`);
 
     // --- minion_publish: gap-b's returns (they land on m2) reach gap-a's master m1 on its bus, no job read asked
     const served = async () => {

@@ -434,3 +434,38 @@ test("rebalancing moves a job's end time, expected minions or nocache mark held 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a cluster-wide list cut at max with list_jobs' filters keeps the newest matching jobs of every master, not the matches among the newest jobs", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
+  const c = cluster(dir, { listPageBytes: 2048 });
+  try {
+    // 60 jobs over the three masters; the 6 oldest ran state.apply on web*, the 54 newer test.ping on *
+    const jids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const jid = `202611251200000${String(10000 + i)}`;
+      jids.push(jid);
+      const apply = i < 6;
+      await c.plain(["m1", "m2", "m3"][i % 3]!).saveLoad(jid, { jid, fun: apply ? "state.apply" : "test.ping", arg: [], tgt: apply ? "web1" : "*", tgt_type: "glob" }, [`minion-${i}`]);
+    }
+    const applied = jids.slice(0, 6);
+    const byFun = await c.svc.get("m3")!.clusterList(4, { functions: ["state.*"] });
+    assert.deepEqual(byFun.jobs.map((j) => j[0]), applied.slice(-4), "the newest 4 state.apply jobs, from every master");
+    assert.equal(byFun.truncated, true, "6 matched: cut at 4");
+    const byTarget = await c.svc.get("m1")!.clusterList(10, { targets: ["web*"] });
+    assert.deepEqual(byTarget.jobs.map((j) => j[0]), applied, "all 6 matches, fewer than max: not cut");
+    assert.equal(byTarget.truncated, undefined);
+    // without the filter the newest 10 hold no state.apply job at all (what the runner then filtered to nothing)
+    const plainCut = await c.svc.get("m1")!.clusterList(10);
+    assert.equal(plainCut.jobs.filter((j) => j[1].fun === "state.apply").length, 0);
+    // a filtered page that matches nothing is empty
+    const page = c.svc.get("m2")!.localList(undefined, Infinity, 1000, { functions: ["nothing.*"] });
+    assert.deepEqual(page.jobs, []);
+    // a malformed filter from a peer is refused with a clear error, not answered unfiltered
+    const serve = (c.svc.get("m1") as unknown as { serve(m: PeerMessage): Promise<Uint8Array> }).serve({ from: "m3", channel: "raft/placement", payload: cbor.encode({ op: "list", filter: { functions: "state.*" } }) as Uint8Array, request: true });
+    await assert.rejects(serve, /list's filter is malformed/);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

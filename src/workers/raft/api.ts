@@ -4,6 +4,7 @@
  * `{k, id, ...}`, answered by `{k: "res", id, v}` or `{k: "err", id, code, text}`, so a BrineError keeps its
  * code across the thread boundary. RaftClient (client.ts) is the calling side; worker.ts serves it.
  */
+import type { ListJobsFilter } from "../../lib/store/job-filter.js";
 import type { StageTotals } from "../../shared/metrics/stage-clock.js";
 import type { LeaderView } from "./leader-progress.js";
 import type { ErrCode } from "../../shared/errors.js";
@@ -167,7 +168,7 @@ export type ToRaft =
    */
   | { k: "jobRead"; id: number; jid: string }
   /** every member's newest `max` jobs (load, expected minions, end time), merged by jid: ClusterJobList */
-  | { k: "jobList"; id: number; max: number }
+  | { k: "jobList"; id: number; max: number; filter?: ListJobsFilter }
   /**
    * The cluster's minion data (grains/pillar, mine) wherever it lives (peer channel `raft/minions`,
    * minion-placement.ts): the newest records of ids, a target's matches among the ids other masters hold, or

@@ -10,6 +10,7 @@
  *   A round trip costs tens of microseconds of both threads' time; per proposal it would cap a busy caller
  *   far below what the worker's group commit can take.
  */
+import type { ListJobsFilter } from "../../lib/store/job-filter.js";
 import type { LeaderView } from "./leader-progress.js";
 import type { MessagePort, Worker } from "node:worker_threads";
 import { BrineError } from "../../shared/errors.js";
@@ -121,8 +122,8 @@ export class RaftClient {
     return this.call({ k: "jobRead", jid });
   }
   /** the newest `max` jobs of every master, merged (`truncated` when there were more) */
-  jobList(max: number): Promise<ClusterJobList> {
-    return this.call({ k: "jobList", max });
+  jobList(max: number, filter?: ListJobsFilter): Promise<ClusterJobList> {
+    return this.call({ k: "jobList", max, ...(filter ? { filter } : {}) });
   }
   minionQuery(q: MinionQuery): Promise<MinionAnswer> {
     return this.call({ k: "minionQuery", q });

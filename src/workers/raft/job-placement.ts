@@ -42,7 +42,8 @@ import {
 import { MINION_OUTBOX_PREFIX } from "../../shared/minion-placement.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { JobCache, handoffStamp } from "../../lib/store/job-cache.js";
-import { encodeListEntry } from "../../lib/store/job-listing.js";
+import { encodeListEntry, formatJob } from "../../lib/store/job-listing.js";
+import { checkListJobsFilter, entryMatches, type ListJobsFilter } from "../../lib/store/job-filter.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
 
@@ -59,6 +60,8 @@ export const tableTtlMs = 10_000;
 export const listPageBytesMax = 4 * 1024 * 1024;
 /** one page of this master's own list in a cluster-wide list (read in place, never sent), jobs */
 export const localPageJobsMax = 1_000;
+/** jobs one filtered `list` page looks at most (it may then hold none: the asker pages on from its cursor), count */
+export const listFilterScanMax = 20_000;
 /** job-cache keys one round looks at when the ring's table changed (rebalancing), count */
 export const rebalanceRoundKeysMax = 5_000;
 
@@ -373,15 +376,29 @@ export class JobPlacement {
   /**
    * One page of this master's jobs: newest first from `before` (exclusive; the newest job when absent) until
    * `pageBytes`, answered oldest first, with `next` (the cursor of the following page) when jobs are left.
-   * A page holds at least one job, so paging always advances.
+   * A page holds at least one job, so paging always advances. With `filter` (jobs.list_jobs' search_* and time
+   * filters) only matching jobs are listed, and a page looks at no more than listFilterScanMax jobs: it may then
+   * hold none, its cursor being the last job looked at.
    */
-  localList(before?: string, pageBytes = Infinity, pageJobs = Infinity): { jobs: ListedJob[]; next?: string } {
+  localList(before?: string, pageBytes = Infinity, pageJobs = Infinity, filter?: ListJobsFilter): { jobs: ListedJob[]; next?: string } {
     const s = this.d.store();
     const jobs: ListedJob[] = [];
     let bytes = 0;
     let next: string | undefined;
+    // with a filter, a page looks at most listFilterScanMax jobs: it may hold none, its cursor the last looked at
+    let scanned = 0;
+    let seen: string | undefined;
     for (const { key, value } of s.loads.getRange({ reverse: true, ...(before !== undefined ? { start: before } : {}) })) {
       if (!value || key === before) continue;
+      if (filter) {
+        if (scanned >= listFilterScanMax && seen !== undefined) {
+          next = seen;
+          break;
+        }
+        scanned++;
+        seen = key;
+        if (!entryMatches(filter, formatJob(key, value))) continue;
+      }
       const m = s.minions.get(key);
       const e = s.endtimes.get(key);
       const job: ListedJob = [key, value, Array.isArray(m) ? m : null, typeof e === "string" ? e : null];
@@ -401,9 +418,9 @@ export class JobPlacement {
     return { jobs: jobs.reverse(), ...(next !== undefined ? { next } : {}) };
   }
 
-  /** One page of `peer`'s job list, older than `before` (one peer-channel request). */
-  private async peerPage(peer: string, before: string | undefined): Promise<{ jobs: ListedJob[]; next?: string }> {
-    const a = checkList(cbor.decode(await this.d.channel.request(peer, PLACEMENT_CHANNEL, cbor.encode({ op: "list", ...(before !== undefined ? { before } : {}) }) as Uint8Array, this.d.timeoutMs)));
+  /** One page of `peer`'s job list, older than `before` (one peer-channel request), `filter` applied there. */
+  private async peerPage(peer: string, before: string | undefined, filter?: ListJobsFilter): Promise<{ jobs: ListedJob[]; next?: string }> {
+    const a = checkList(cbor.decode(await this.d.channel.request(peer, PLACEMENT_CHANNEL, cbor.encode({ op: "list", ...(before !== undefined ? { before } : {}), ...(filter ? { filter } : {}) }) as Uint8Array, this.d.timeoutMs)));
     if (before !== undefined && a.next !== undefined && a.next >= before) throw new BrineError("PLACEMENT_BAD_MESSAGE", `list page cursor did not move back (${a.next} after ${before})`);
     return a;
   }
@@ -434,7 +451,7 @@ export class JobPlacement {
    * first, only as far as the merge needs), so this thread holds at most `max` jobs and one page per master
    * however many jobs the cluster keeps; `truncated` when older ones were left out.
    */
-  async clusterList(max = Infinity): Promise<ClusterJobList> {
+  async clusterList(max = Infinity, filter?: ListJobsFilter): Promise<ClusterJobList> {
     const unreachable: Record<string, string> = {};
     const peers = this.d.peers();
     const merge = new NewestJobs(peers.length + 1, max);
@@ -449,7 +466,7 @@ export class JobPlacement {
         merge.wanting().map(async (i) => {
           try {
             // this master's own pages by count (nothing crosses a channel: no encoding to measure them)
-            const page = i === 0 ? this.localList(cursor[i], Infinity, localPageJobsMax) : await this.peerPage(peers[i - 1]!, cursor[i]);
+            const page = i === 0 ? this.localList(cursor[i], Infinity, localPageJobsMax, filter) : await this.peerPage(peers[i - 1]!, cursor[i], filter);
             cursor[i] = page.next;
             merge.feed(i, page.jobs, page.next !== undefined);
           } catch (e) {
@@ -484,7 +501,11 @@ export class JobPlacement {
         return cbor.encode(this.localCopy(q.jid)) as Uint8Array;
       case "list":
         if (q.before !== undefined && !validJid(q.before)) throw new BrineError("PLACEMENT_BAD_MESSAGE", "list's cursor is not a jid");
-        return cbor.encode(this.localList(q.before, this.d.listPageBytes ?? listPageBytesMax)) as Uint8Array;
+      {
+        const filter = q.filter === undefined ? undefined : checkListJobsFilter(q.filter);
+        if (q.filter !== undefined && !filter) throw new BrineError("PLACEMENT_BAD_MESSAGE", "list's filter is malformed");
+        return cbor.encode(this.localList(q.before, this.d.listPageBytes ?? listPageBytesMax, Infinity, filter)) as Uint8Array;
+      }
       case "table": {
         const t = typeof q.ring === "string" ? this.d.localTable(q.ring) : undefined;
         if (!t || !tableUsable(t)) throw new BrineError("PLACEMENT_NO_TABLE", `${this.d.self} has no table of ring ${String(q.ring)}`);

@@ -370,7 +370,7 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
       return jobPlacement().clusterCopy(m.jid);
     case "jobList":
       await started;
-      return jobPlacement().clusterList(Number.isSafeInteger(m.max) && m.max > 0 ? m.max : Infinity);
+      return jobPlacement().clusterList(Number.isSafeInteger(m.max) && m.max > 0 ? m.max : Infinity, m.filter);
     case "minionQuery":
       await started;
       if (!minionPlacement) throw new BrineError("RAFT_API_MISUSE", "the raft worker was started without the job cache");
