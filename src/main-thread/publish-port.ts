@@ -31,7 +31,7 @@ export class PublishPort {
 
   constructor(cfg: MasterConfig, secrets: SharedArrayBuffer, ioThreads = publishIoThreads) {
     if (cfg.brine_minion_transport === "native") {
-      this.native = new NativePublisher({ backlog: cfg.zmq_backlog, keepaliveIdleMs }, cfg.pub_hwm);
+      this.native = new NativePublisher({ backlog: cfg.zmq_backlog, keepaliveIdleMs, ipv6: cfg.ipv6 }, cfg.pub_hwm);
       this.out = this.native;
     } else {
       const context = ioThreads === 1 ? undefined : new Context({ ioThreads, blocky: false });

@@ -35,7 +35,7 @@ export class RequestPort {
     private readonly stopping: () => boolean,
   ) {
     if (cfg.brine_minion_transport === "native") {
-      this.native = new NativeRouter({ backlog: cfg.zmq_backlog }, (frames, oversizedBytes) => this.onRequest(frames, oversizedBytes));
+      this.native = new NativeRouter({ backlog: cfg.zmq_backlog, ipv6: cfg.ipv6 }, (frames, oversizedBytes) => this.onRequest(frames, oversizedBytes));
       this.out = this.native;
     } else {
       const router = new Router({ backlog: cfg.zmq_backlog, linger: 0, ipv6: cfg.ipv6, mandatory: false });

@@ -9,7 +9,8 @@
  * (with a line in a per-server LogBudget, never a throw), one coarse timer per server for handshakes that never
  * finish (`handshakeMsMax`, libzmq's ZMQ_HANDSHAKE_IVL default), and:
  * - PUB: a publish is encoded once and written to every subscriber whose subscriptions match its first frame
- *   (`fanoutSubscribersPerTurn` per turn of the event loop, publishes in order);
+ *   (found in a SubscriptionIndex, not by asking every subscriber; `fanoutSubscribersPerTurn` per turn of the
+ *   event loop, publishes in order);
  *   a subscriber with `pub_hwm` messages still unwritten (its socket's buffer has not drained since) gets no
  *   more until it drains: each message not queued is counted in `dropped` (the metrics' send-queue drops of
  *   `publish`). TCP keepalive as the libzmq PUB had it.
@@ -23,7 +24,8 @@
 import net from "node:net";
 import { getLogger } from "../shared/log.js";
 import { LogBudget } from "../shared/log-budget.js";
-import { encodeMessage, frameHeader, hwmAllows, ZmtpSession, type ZmtpEvent, type ZmtpRole } from "../shared/protocol/zmtp.js";
+import { BrineError } from "../shared/errors.js";
+import { encodeMessage, frameHeader, hwmAllows, SubscriptionIndex, ZmtpSession, type ZmtpEvent, type ZmtpRole } from "../shared/protocol/zmtp.js";
 
 const log = getLogger("brine.transport");
 
@@ -47,6 +49,8 @@ export const requestsWaitingPerPeerMax = 1024;
 export interface ZmtpServerOptions {
   /** listen backlog (`zmq_backlog`) */
   backlog: number;
+  /** `ipv6`: an IPv6 address may be listened on (both families on `::`), as libzmq's IPV4ONLY 0; without it only IPv4 */
+  ipv6?: boolean;
   /** TCP keepalive idle time, ms (none when absent) */
   keepaliveIdleMs?: number;
   /** how long a peer has for its handshake, ms (default handshakeMsMax) */
@@ -59,11 +63,15 @@ interface Conn {
   openedMs: number;
 }
 
-/** "tcp://host:port", host possibly in brackets (IPv6) or `*`. */
-export function parseTcpEndpoint(endpoint: string): { host: string | undefined; port: number } {
+/**
+ * "tcp://host:port", host possibly in brackets (IPv6) or `*`. An IPv6 host needs `ipv6` (Salt's option), as
+ * libzmq refuses one without it ("No such device"); here the refusal says why.
+ */
+export function parseTcpEndpoint(endpoint: string, ipv6 = true): { host: string | undefined; port: number } {
   const m = /^tcp:\/\/(\[[^\]]+\]|[^:]+):(\d+)$/.exec(endpoint);
-  if (!m) throw new Error(`not a tcp endpoint: ${endpoint}`);
+  if (!m) throw new BrineError("TRANSPORT_BAD_ENDPOINT", `not a tcp endpoint: ${endpoint}`);
   const host = m[1]!.replace(/^\[|\]$/g, "");
+  if (host.includes(":") && !ipv6) throw new BrineError("TRANSPORT_BAD_ENDPOINT", `${host} is an IPv6 address and ipv6 is False (set ipv6: True to listen on IPv6)`);
   return { host: host === "*" ? undefined : host, port: Number(m[2]) };
 }
 
@@ -87,7 +95,7 @@ abstract class ZmtpServer<C extends Conn> {
   }
 
   async bind(endpoint: string): Promise<void> {
-    const { host, port } = parseTcpEndpoint(endpoint);
+    const { host, port } = parseTcpEndpoint(endpoint, this.opts.ipv6 ?? false);
     await new Promise<void>((resolve, reject) => {
       this.server.once("error", reject);
       this.server.listen({ host, port, backlog: this.opts.backlog }, () => {
@@ -185,12 +193,14 @@ interface Subscriber extends Conn {
 export class NativePublisher extends ZmtpServer<Subscriber> {
   /** subscribers past their handshake */
   private readonly subs = new Set<Subscriber>();
+  /** which subscribers a message goes to, by their subscriptions (kept as their SUBSCRIBE and CANCEL come) */
+  private readonly index = new SubscriptionIndex<Subscriber>();
   /** messages published since start */
   sent = 0;
   /** messages not queued for a subscriber past its `pub_hwm`, since start */
   dropped = 0;
-  /** publishes being written, in order: the subscribers each had when it was published, and the next one to write */
-  private readonly fanouts: { bytes: Buffer; first: Buffer; targets: Subscriber[]; next: number }[] = [];
+  /** publishes being written, in order: the subscribers it matched when it was published, and the next one to write */
+  private readonly fanouts: { bytes: Buffer; targets: Subscriber[]; next: number }[] = [];
   private pumping = false;
   private idle: (() => void)[] = [];
 
@@ -211,20 +221,27 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
 
   protected onEvent(c: Subscriber, ev: ZmtpEvent): void {
     if (ev.k === "ready") this.subs.add(c);
+    else if (ev.k === "subscribe") this.index.add(c, ev.topic);
+    // the session counts a topic's subscriptions: the peer leaves the index with its last cancel
+    else if (ev.k === "cancel" && !c.session.subscriptions.has(ev.topic)) this.index.remove(c, ev.topic);
   }
 
   protected forget(c: Subscriber): void {
     this.subs.delete(c);
+    for (const topic of c.session.subscriptions.distinct()) this.index.remove(c, topic);
   }
 
   /**
-   * Sends one message (its frames) to every subscriber it matches, once: encoded once, then written to the
-   * subscribers of the moment, at most `perTurn` per turn of the event loop (a publish to 5,000 does not hold
-   * the main thread's requests for all its writes), publishes strictly in order.
+   * Sends one message (its frames) to every subscriber it matches, once: encoded once into one Buffer every
+   * write shares, the subscribers its first frame matches taken from the index at once, then written to them at
+   * most `perTurn` per turn of the event loop (a publish to 5,000 does not hold the main thread's requests for
+   * all its writes), publishes strictly in order.
    */
   push(frames: Buffer[]): void {
     this.sent++;
-    this.fanouts.push({ bytes: encodeMessage(frames), first: frames[0]!, targets: [...this.subs], next: 0 });
+    const targets = this.index.match(frames[0]!);
+    if (targets.length === 0) return;
+    this.fanouts.push({ bytes: encodeMessage(frames), targets, next: 0 });
     if (!this.pumping) this.pump();
   }
 
@@ -234,7 +251,7 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
       const f = this.fanouts[0]!;
       const end = Math.min(f.targets.length, f.next + budget);
       budget -= end - f.next;
-      for (; f.next < end; f.next++) this.write(f.targets[f.next]!, f.bytes, f.first);
+      for (; f.next < end; f.next++) this.write(f.targets[f.next]!, f.bytes);
       if (f.next === f.targets.length) this.fanouts.shift();
     }
     this.pumping = this.fanouts.length > 0;
@@ -242,8 +259,8 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
     else for (const r of this.idle.splice(0)) r();
   }
 
-  private write(c: Subscriber, bytes: Buffer, first: Buffer): void {
-    if (c.sock.destroyed || !c.session.subscriptions.wants(first)) return;
+  private write(c: Subscriber, bytes: Buffer): void {
+    if (c.sock.destroyed) return;
     if (!hwmAllows(c.queued, this.hwm)) {
       this.dropped++;
       return;

@@ -159,6 +159,8 @@ export const ERR = {
   MINION_PLACEMENT_PLACED: "the minion bank is placed on a ring",
   // --- the replay nonce owner check between masters (src/shared/nonce-owner.ts) ---
   NONCE_OWNER_BAD_ASK: "malformed nonce owner ask",
+  // --- minion-facing transport (brine_minion_transport: native) ---
+  TRANSPORT_BAD_ENDPOINT: "the minion-facing port cannot listen on this address",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
-import { encodeCommand, encodeMessage, frameHeader, greeting, greetingBytes, hwmAllows, oversizedBytesMax, readyCommand, Subscriptions, ZmtpSession, zmtpLimits, type ZmtpEvent, type ZmtpRole } from "../../src/shared/protocol/zmtp.js";
+import { encodeCommand, encodeMessage, frameHeader, greeting, greetingBytes, hwmAllows, oversizedBytesMax, readyCommand, SubscriptionIndex, Subscriptions, ZmtpSession, zmtpLimits, type ZmtpEvent, type ZmtpRole } from "../../src/shared/protocol/zmtp.js";
 
 interface Capture {
   peer: string;
@@ -258,6 +258,43 @@ test("subscriptions match as prefixes of the first frame and are counted per top
   assert.equal(s.size, 1);
   s.remove(Buffer.from("never"));
   assert.equal(s.size, 1);
+});
+
+test("the subscription index finds the same peers as asking every peer's subscriptions, each once", () => {
+  // Salt's topics: "" (no zmq_filtering), "broadcast", "syndic", a minion id's sha1; and prefixes of them
+  const topics = ["", "broadcast", "broad", "syndic", "a".repeat(40), "b".repeat(40), "a".repeat(20)].map((t) => Buffer.from(t));
+  const firsts = ["broadcast", "syndic", "a".repeat(40), "b".repeat(40) + "tail", "a".repeat(19), "", "zzz"].map((t) => Buffer.from(t));
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.nat(9), fc.nat(topics.length - 1), fc.boolean()), { maxLength: 80 }), (ops) => {
+      const index = new SubscriptionIndex<number>();
+      const peers = Array.from({ length: 10 }, () => new Subscriptions());
+      for (const [peer, t, on] of ops) {
+        const topic = topics[t]!;
+        // as the shell does: add on every subscribe, remove when the session holds the topic no more
+        if (on) (peers[peer]!.add(topic), index.add(peer, topic));
+        else {
+          peers[peer]!.remove(topic);
+          if (!peers[peer]!.has(topic)) index.remove(peer, topic);
+        }
+      }
+      for (const first of firsts) {
+        const want = peers.flatMap((s, i) => (s.wants(first) ? [i] : []));
+        assert.deepEqual([...index.match(first)].sort((a, b) => a - b), want, `first frame ${JSON.stringify(first.toString())}`);
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test("a peer that leaves the index with all its topics is matched by nothing", () => {
+  const index = new SubscriptionIndex<string>();
+  const s = new Subscriptions();
+  for (const t of ["", "broadcast", "x".repeat(40)]) (s.add(Buffer.from(t)), index.add("p", Buffer.from(t)));
+  index.add("q", Buffer.from("broadcast"));
+  assert.deepEqual(index.match(Buffer.from("broadcast")).sort(), ["p", "q"], "p is matched twice over and given once");
+  for (const t of s.distinct()) index.remove("p", t);
+  assert.deepEqual(index.match(Buffer.from("broadcast")), ["q"]);
+  assert.deepEqual(index.match(Buffer.from("x".repeat(40))), []);
 });
 
 test("pub_hwm: a subscriber with hwm messages waiting gets no more; 0 is no bound", () => {

@@ -11,6 +11,7 @@ import * as zmq from "zeromq";
 import { NativePublisher, NativeRouter, parseTcpEndpoint } from "../../src/main-thread/zmtp-server.js";
 import { encodeCommand, encodeMessage, greeting, readyCommand } from "../../src/shared/protocol/zmtp.js";
 import { freePort } from "../../tools/free-port.js";
+import { isBrineError } from "../../src/shared/errors.js";
 
 const until = async (cond: () => boolean, ms = 5_000, what = "condition") => {
   const end = Date.now() + ms;
@@ -40,6 +41,27 @@ test("tcp endpoints are parsed as the master writes them", () => {
   assert.deepEqual(parseTcpEndpoint("tcp://[::]:4506"), { host: "::", port: 4506 });
   assert.deepEqual(parseTcpEndpoint("tcp://*:1"), { host: undefined, port: 1 });
   assert.throws(() => parseTcpEndpoint("ipc:///tmp/x"), /not a tcp endpoint/);
+});
+
+test("ipv6 as Salt's option means it: an IPv6 interface is refused without it, saying why, and served with it", async () => {
+  const port = await freePort();
+  const refused = new NativePublisher({ backlog: 10, ipv6: false }, 1000);
+  await assert.rejects(refused.bind(`tcp://[::1]:${port}`), (e) => isBrineError(e, "TRANSPORT_BAD_ENDPOINT") && /::1 is an IPv6 address and ipv6 is False/.test(e.message));
+  refused.close();
+  const pub = new NativePublisher({ backlog: 10, ipv6: true }, 1000);
+  await pub.bind(`tcp://[::1]:${port}`);
+  const sub = new zmq.Subscriber({ linger: 0, ipv6: true });
+  try {
+    sub.subscribe();
+    sub.connect(`tcp://[::1]:${port}`);
+    await until(() => pub.subscribers === 1, 5_000, "the IPv6 subscriber");
+    pub.push([Buffer.from("over ipv6")]);
+    const [msg] = await sub.receive();
+    assert.equal(msg!.toString(), "over ipv6");
+  } finally {
+    sub.close();
+    pub.close();
+  }
 });
 
 test("publishes reach libzmq SUB sockets whose subscriptions match their first frame, multipart kept", async () => {

@@ -198,6 +198,12 @@ export class Subscriptions {
     return topic.length === 0 ? this.all > 0 : this.topics.has(topic.toString("latin1"));
   }
 
+  /** The peer's distinct topics ("" for a subscription to everything). */
+  *distinct(): IterableIterator<Buffer> {
+    if (this.all > 0) yield Buffer.alloc(0);
+    for (const { topic } of this.topics.values()) yield topic;
+  }
+
   /** Whether a message whose first frame is `first` goes to this peer. */
   wants(first: Uint8Array): boolean {
     if (this.all > 0) return true;
@@ -205,6 +211,68 @@ export class Subscriptions {
       if (topic.length <= first.length && Buffer.compare(topic, first.subarray(0, topic.length)) === 0) return true;
     }
     return false;
+  }
+}
+
+/**
+ * Which peers of a PUB a message goes to, by their subscriptions, without looking at every peer: the peers
+ * subscribed to everything, and for each topic length in use the peers subscribed to the message's first frame's
+ * prefix of that length (a map lookup). Salt's topics have a handful of lengths ("" without `zmq_filtering`;
+ * "broadcast", "syndic" and 40-character sha1 hashes with it), so a match costs a few lookups, not a scan of
+ * every subscription. A peer is in the index once per distinct topic (its counts are the session's).
+ */
+export class SubscriptionIndex<T> {
+  /** peers subscribed to "" */
+  private readonly all = new Set<T>();
+  /** topic length → topic (latin1) → peers */
+  private readonly byLength = new Map<number, Map<string, Set<T>>>();
+
+  /** The peer holds `topic` (idempotent). */
+  add(peer: T, topic: Uint8Array): void {
+    if (topic.length === 0) {
+      this.all.add(peer);
+      return;
+    }
+    let byTopic = this.byLength.get(topic.length);
+    if (!byTopic) this.byLength.set(topic.length, (byTopic = new Map()));
+    const key = Buffer.from(topic.buffer, topic.byteOffset, topic.length).toString("latin1");
+    let peers = byTopic.get(key);
+    if (!peers) byTopic.set(key, (peers = new Set()));
+    peers.add(peer);
+  }
+
+  /** The peer no longer holds `topic` (idempotent). */
+  remove(peer: T, topic: Uint8Array): void {
+    if (topic.length === 0) {
+      this.all.delete(peer);
+      return;
+    }
+    const byTopic = this.byLength.get(topic.length);
+    const key = Buffer.from(topic.buffer, topic.byteOffset, topic.length).toString("latin1");
+    const peers = byTopic?.get(key);
+    if (!peers) return;
+    peers.delete(peer);
+    if (peers.size === 0) byTopic!.delete(key);
+    if (byTopic!.size === 0) this.byLength.delete(topic.length);
+  }
+
+  /** The peers a message whose first frame is `first` goes to, each once, in a new array. */
+  match(first: Uint8Array): T[] {
+    const sets: Set<T>[] = [];
+    if (this.all.size) sets.push(this.all);
+    if (this.byLength.size) {
+      const head = Buffer.from(first.buffer, first.byteOffset, first.length);
+      for (const [len, byTopic] of this.byLength) {
+        if (len > head.length) continue;
+        const peers = byTopic.get(head.toString("latin1", 0, len));
+        if (peers) sets.push(peers);
+      }
+    }
+    if (sets.length === 0) return [];
+    if (sets.length === 1) return [...sets[0]!];
+    const seen = new Set<T>();
+    for (const set of sets) for (const p of set) seen.add(p);
+    return [...seen];
   }
 }
 
