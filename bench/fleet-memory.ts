@@ -17,13 +17,17 @@
  * - `BRINE_BENCH_FLEET_SIZES=1000,5000` chooses the sizes; `BRINE_BENCH_DEBUG=1` prints the raw readings.
  * - `BRINE_BENCH_ZMQ_BATCH_BYTES=N` runs the master (and the second libzmq floor) with another `brine_zmq_batch_bytes`.
  * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas).
+ * - `BRINE_BENCH_MALLOC_TRIM=1` (a diagnostic; needs gdb and ptrace rights): after the reading with N connected, gdb
+ *   calls glibc's `malloc_trim(0)` in the master (every arena's free pages given back) and the RSS is read again:
+ *   what the difference shows is memory glibc held free after the sign-in storm, not memory in use (the reading
+ *   after the test.ping is then taken after the trim).
  * - `BRINE_BENCH_MINION_TRANSPORT=libzmq,native` measures the master with each minion-facing transport
  *   (`brine_minion_transport`; figures of the native one are marked `[native]`); the libzmq floor is measured
  *   when libzmq is one of them.
  *
  * The minions share 100 pool keys (swarm.ts's poolKeySlots): the master does the same work per id either way.
  */
-import { fork } from "node:child_process";
+import { execFileSync, fork } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
@@ -42,7 +46,7 @@ interface Memory {
   rss_kb: number;
   rss_anon_kb: number;
   resident_kb: Record<string, number>;
-  heaps: { thread: string; used_kb: number; total_kb: number; malloced_kb: number; external_kb: number }[];
+  heaps: { thread: string; used_kb: number; total_kb: number; malloced_kb: number; external_kb: number; young_kb?: number }[];
 }
 
 /** Most peer pairs the libzmq floor connects from this process (count; 4 fds a pair, see run()). */
@@ -65,10 +69,24 @@ async function memoryOf(m: BenchMaster): Promise<Memory> {
   return { fds: readdirSync(`/proc/${m.pid}/fd`).length, rss_kb: kb("VmRSS"), rss_anon_kb: kb("RssAnon"), resident_kb: summarizeSmaps(readFileSync(`/proc/${m.pid}/smaps`, "utf8")).residentKb, heaps };
 }
 
+/**
+ * Diagnostic: glibc's malloc_trim(0) called in the process by gdb (all threads stopped meanwhile), then its RSS, KB;
+ * undefined when gdb cannot attach.
+ */
+function rssAfterMallocTrim(pid: number): number | undefined {
+  try {
+    execFileSync("gdb", ["-p", String(pid), "-batch", "-ex", "call (int)malloc_trim(0)"], { stdio: "ignore", timeout: 60_000 });
+  } catch {
+    return undefined;
+  }
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN);
+}
+
 /** Sum of a heap figure over the threads, grouped by thread name. */
-function heapsBy(m: Memory, f: "used_kb" | "total_kb" | "external_kb"): Map<string, number> {
+function heapsBy(m: Memory, f: "used_kb" | "total_kb" | "external_kb" | "young_kb"): Map<string, number> {
   const out = new Map<string, number>();
-  for (const h of m.heaps) out.set(h.thread, (out.get(h.thread) ?? 0) + h[f]);
+  for (const h of m.heaps) out.set(h.thread, (out.get(h.thread) ?? 0) + (h[f] ?? 0));
   return out;
 }
 
@@ -156,6 +174,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
     try {
       await sleep(5000);
       const up = await memoryOf(m);
+      const trimmedKb = process.env.BRINE_BENCH_MALLOC_TRIM ? rssAfterMallocTrim(m.pid) : undefined;
       const r = await ping(m, n, (id) => id.startsWith("mem-"));
       await sleep(2000);
       const pinged = await memoryOf(m);
@@ -165,13 +184,22 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
         { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },
       ];
-      if (process.env.BRINE_BENCH_DEBUG) console.log(JSON.stringify({ idle, up, pinged }));
+      if (process.env.BRINE_BENCH_MALLOC_TRIM) {
+        rows.push(
+          trimmedKb === undefined
+            ? { figure: `${n} connected: RSS per minion after malloc_trim (INVALID: gdb could not attach)`, value: NaN, unit: "KB" }
+            : { figure: `${n} connected: RSS per minion after malloc_trim(0) (diagnostic, gdb)`, value: kbPer(idle.rss_kb, trimmedKb, n), unit: "KB", better: "lower", note: `glibc gave back ${Math.round((up.rss_kb - trimmedKb) / 1024)} MB of free pages: ${kbPer(trimmedKb, up.rss_kb, n)} KB per minion held free by malloc after the sign-ins` },
+        );
+      }
+      if (process.env.BRINE_BENCH_DEBUG) console.log(JSON.stringify({ idle, up, pinged, trimmedKb }));
       const idleHeaps = heapsBy(idle, "total_kb");
       const upHeaps = heapsBy(up, "total_kb");
       const idleUsed = heapsBy(idle, "used_kb");
       const upUsed = heapsBy(up, "used_kb");
+      const idleYoung = heapsBy(idle, "young_kb");
+      const upYoung = heapsBy(up, "young_kb");
       for (const t of [...new Set([...idleHeaps.keys(), ...upHeaps.keys()])].sort()) {
-        rows.push({ figure: `${n} connected: V8 heap per minion, ${t} thread(s)`, value: kbPer(idleHeaps.get(t) ?? 0, upHeaps.get(t) ?? 0, n), unit: "KB", better: "lower", note: `committed; used ${kbPer(idleUsed.get(t) ?? 0, upUsed.get(t) ?? 0, n)} KB per minion` });
+        rows.push({ figure: `${n} connected: V8 heap per minion, ${t} thread(s)`, value: kbPer(idleHeaps.get(t) ?? 0, upHeaps.get(t) ?? 0, n), unit: "KB", better: "lower", note: `committed; used ${kbPer(idleUsed.get(t) ?? 0, upUsed.get(t) ?? 0, n)} KB per minion; young generation ${kbPer(idleYoung.get(t) ?? 0, upYoung.get(t) ?? 0, n)} KB per minion (${Math.round((idleYoung.get(t) ?? 0) / 1024)} -> ${Math.round((upYoung.get(t) ?? 0) / 1024)} MB)` });
       }
       const ext = kbPer(sum(heapsBy(idle, "external_kb").values()), sum(heapsBy(up, "external_kb").values()), n);
       rows.push({ figure: `${n} connected: Buffers/ArrayBuffers per minion, all threads`, value: ext, unit: "KB", better: "lower", note: "external memory V8 reports (in the anonymous mappings or the brk heap)" });

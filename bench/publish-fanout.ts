@@ -7,6 +7,10 @@
  *   processes. Each round times `publish()` to the moment the last SUB socket's receive resolved (the clock is
  *   CLOCK_MONOTONIC, process.hrtime, common to the processes of one host); the figure is the median of the
  *   rounds, with the first subscriber's time, the slowest round and this process's CPU per publish beside it.
+ *   The receivers share the box's cores with the master's side, so the rows also say what they cost: the
+ *   subscriber processes' CPU per round (/proc), and, with the native transport, when the master had handed the
+ *   frame to the kernel for the last subscriber (`publish()` to the end of its last write: the master's own
+ *   share of the wall; on loopback the receiving TCP stack runs in that write too).
  * - **The event bus under a flood with a reader that stops reading** (goal: RSS grows < 64 MB for 100,000
  *   events to 8 readers; 20,000 by default): the master's EventBusServer in this process with its default
  *   bounds (pub_server_write_queue_size 500, publish_drain_timeout 5 s), 8 readers on its socket in a child
@@ -232,12 +236,24 @@ async function fanout(subs: number, roundsN: number, ioThreads: number, transpor
     await Promise.all(kids.map((k) => k.next("reset")));
     const last: number[] = [];
     const first: number[] = [];
+    const written: number[] = [];
     const cpu0 = process.cpuUsage();
     const threads0 = threadCpu();
+    const kidsCpu = () => kids.reduce((a, k) => a + (cpuSecondsOf(`/proc/${k.p.pid}/stat`) ?? NaN), 0);
+    const kidsCpu0 = kidsCpu();
     const load0 = loadavg();
     for (let r = 0; r < roundsN; r++) {
       const start = process.hrtime.bigint();
+      const sent0 = port.out.sent;
       port.publish([load(`20261125${String(r).padStart(12, "0")}`, 256 + 64 * r)]);
+      if (transport === "native") {
+        // the frame comes back from the publisher thread, then is written to every subscriber: drained() resolves after the last write
+        void (async () => {
+          while (port.out.sent === sent0) await new Promise((res) => setImmediate(res));
+          await port.out.drained();
+          written[r] = Number(process.hrtime.bigint() - start) / 1e6;
+        })();
+      }
       const ok = await until(() => kids.every((k) => k.roundsSeen.length > r), 30_000);
       if (!ok) throw new Error(`round ${r}: not every subscriber got the publish in 30 s`);
       const seen = kids.map((k) => k.roundsSeen[r]!);
@@ -248,9 +264,10 @@ async function fanout(subs: number, roundsN: number, ioThreads: number, transpor
     }
     const cpu = process.cpuUsage(cpu0);
     const threads1 = threadCpu();
+    const kidsCpuMsPerRound = ((kidsCpu() - kidsCpu0) * 1000) / roundsN;
     const perPub = (k: keyof typeof threads0) => (((threads1[k] - threads0[k]) * 1000) / roundsN).toFixed(1);
     const cpuMsPerPublish = (cpu.user + cpu.system) / 1000 / roundsN;
-    const note = `${transport === "native" ? "brine's native ZMTP PUB (writes on the main thread)" : `libzmq PUB socket with ${ioThreads} ZeroMQ I/O thread(s)`}; ${subs.toLocaleString("en-US")} SUB sockets in ${kidsN} process(es), ${roundsN} rounds; first subscriber ${median(first).toFixed(1)} ms, slowest round ${Math.max(...last).toFixed(1)} ms; this process ${cpuMsPerPublish.toFixed(2)} ms CPU per publish (main thread ${perPub("main")}, ZeroMQ I/O ${perPub("zmqIo")}, publisher thread and the rest ${perPub("other")}; 10 ms ticks); all joined in ${joinS.toFixed(1)} s; ${niced ? "nice -10" : "nice 0 (not allowed to raise)"}; load ${load0} -> ${loadavg()}`;
+    const note = `${transport === "native" ? "brine's native ZMTP PUB (writes on the main thread)" : `libzmq PUB socket with ${ioThreads} ZeroMQ I/O thread(s)`}; ${subs.toLocaleString("en-US")} SUB sockets in ${kidsN} process(es), ${roundsN} rounds; first subscriber ${median(first).toFixed(1)} ms, slowest round ${Math.max(...last).toFixed(1)} ms; this process ${cpuMsPerPublish.toFixed(2)} ms CPU per publish (main thread ${perPub("main")}, ZeroMQ I/O ${perPub("zmqIo")}, publisher thread and the rest ${perPub("other")}; 10 ms ticks); the subscriber processes ${kidsCpuMsPerRound.toFixed(1)} ms CPU per round (${((kidsCpuMsPerRound * 1000) / subs).toFixed(1)} µs per subscriber; rounds 50 ms apart, 10 ms ticks)${written.length ? `; the master's last write ${median(written.filter((x) => x !== undefined)).toFixed(1)} ms after publish() (median)` : ""}; all joined in ${joinS.toFixed(1)} s; ${niced ? "nice -10" : "nice 0 (not allowed to raise)"}; load ${load0} -> ${loadavg()}`;
     return [{ figure: `${transport === "native" ? "[native] " : ""}publish to the last of ${subs.toLocaleString("en-US")} subscribers (median)`, value: median(last), unit: "ms", target: FANOUT_GOAL_MS, better: "lower", note }];
   } finally {
     kids.forEach((k) => k.stop());

@@ -85,7 +85,7 @@ async function memory(ctx: RunnerContext, gc: boolean): Promise<Record<string, u
     gc_first: gc && gcExposed(),
     threads: Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? NaN),
     resident_kb: summarizeSmaps(smaps).residentKb,
-    heaps: threads.map((h) => ({ thread: h.thread, thread_id: h.threadId, used_kb: Math.round(h.usedBytes / 1024), total_kb: Math.round(h.totalBytes / 1024), malloced_kb: Math.round(h.mallocedBytes / 1024), external_kb: Math.round(h.externalBytes / 1024) })),
+    heaps: threads.map((h) => ({ thread: h.thread, thread_id: h.threadId, used_kb: Math.round(h.usedBytes / 1024), total_kb: Math.round(h.totalBytes / 1024), malloced_kb: Math.round(h.mallocedBytes / 1024), external_kb: Math.round(h.externalBytes / 1024), young_kb: Math.round(h.youngBytes / 1024) })),
   };
 }
 

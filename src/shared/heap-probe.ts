@@ -21,6 +21,8 @@ export interface ThreadHeap {
   mallocedBytes: number;
   /** ArrayBuffer and Buffer backing stores this isolate holds (outside the V8 heap), bytes */
   externalBytes: number;
+  /** of totalBytes, the young generation's (new space and new large objects), bytes: it grows under a burst of allocations and stays */
+  youngBytes: number;
 }
 
 type ProbeMessage = { t: "ask"; nonce: number; gc: boolean } | { t: "heap"; nonce: number; heap: ThreadHeap };
@@ -37,6 +39,8 @@ function exposedGc(): (() => void) | undefined {
 export function ownHeap(thread: string, gc = false): ThreadHeap {
   if (gc) exposedGc()?.();
   const h = v8.getHeapStatistics();
+  let youngBytes = 0;
+  for (const sp of v8.getHeapSpaceStatistics()) if (sp.space_name === "new_space" || sp.space_name === "new_large_object_space") youngBytes += sp.space_size;
   return {
     thread,
     threadId,
@@ -44,6 +48,7 @@ export function ownHeap(thread: string, gc = false): ThreadHeap {
     totalBytes: h.total_heap_size,
     mallocedBytes: h.malloced_memory,
     externalBytes: h.external_memory,
+    youngBytes,
   };
 }
 

@@ -35,6 +35,8 @@ test("each answering thread reports its V8 heap under its name, the asking threa
     assert.equal(heaps.filter((h) => h.thread === "asker").length, 1, "the asker is listed once");
     assert.ok(byName.get("big")!.usedBytes > byName.get("small")!.usedBytes + 8 * 1024 * 1024, "the thread holding 16 MiB shows it");
     for (const h of heaps) assert.ok(h.totalBytes >= h.usedBytes && h.usedBytes > 0, JSON.stringify(h));
+    // the young generation (a share of the committed heap that grows under bursts and stays) is reported apart
+    for (const h of heaps) assert.ok(h.youngBytes > 0 && h.youngBytes <= h.totalBytes, JSON.stringify(h));
   } finally {
     await small.terminate();
     await big.terminate();
