@@ -663,7 +663,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
         // the Raft thread stage by stage (NodeStatus.stages), on stderr: a table, not a figure
         for (const [who, p] of [["leader", pc.leader], ["follower (mean of 2)", pc.followers]] as const) {
           const lines = stageLines(p);
-          if (lines.length > 0) process.stderr.write(`\nRaft thread stages per commit, ${who} (wall µs inside each; nested: raft.encode/peer.enqueue/peer.seal/peer.zmqSend in pump.send*, peer.open/raft.decode in peer.in):\n  ${lines.join("\n  ")}\n`);
+          if (lines.length > 0) process.stderr.write(`\nRaft thread stages per commit, ${who} (wall µs inside each; nested: raft.encode/peer.enqueue in pump.send*, peer.seal/peer.zmqSend in pump.flush and pump.sendLater, peer.open/raft.decode in peer.in):\n  ${lines.join("\n  ")}\n`);
         }
       }
     }

@@ -1,7 +1,8 @@
 /**
  * Latency-bound messages (Raft's) can skip the writer's wait for the end of the I/O burst: with `now` the
  * queue is sealed and handed to the socket before send() returns, everything already queued in the same
- * frame, in order. Without it, messages wait for the burst to end and leave together.
+ * frame, in order. Without it, messages wait for the burst to end and leave together, unless flush() writes
+ * them first (the Raft link queues one payload per group and flushes once per peer).
  */
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
@@ -49,4 +50,23 @@ test("without `now`, messages queued in one turn leave together after it", async
   await waitFor(() => got.length === 5, "the five messages");
   assert.equal(c.framesOut, frames + 1, "one frame for the five");
   assert.deepEqual(got, ["e0", "e1", "e2", "e3", "e4"]);
+});
+
+test("flush writes what was queued for a peer at once, in one frame, and does nothing with an empty queue", async () => {
+  got.length = 0;
+  const c = m1.t.counters;
+  const frames = c.framesOut;
+  const bodies = c.bodiesOut;
+  m1.t.send("m2", "raft", bytes("g1"));
+  m1.t.send("m2", "raft", bytes("g2"));
+  m1.t.send("m2", "raft", bytes("g3"));
+  assert.equal(c.framesOut, frames, "queued, not written");
+  m1.t.flush("m2");
+  assert.equal(c.framesOut, frames + 1, "written by the flush, before it returns");
+  assert.equal(c.bodiesOut, bodies + 3, "the three in one frame");
+  m1.t.flush("m2");
+  m1.t.flush("nobody");
+  assert.equal(c.framesOut, frames + 1, "an empty queue or an unknown peer writes nothing");
+  await waitFor(() => got.length === 3, "the three messages");
+  assert.deepEqual(got, ["g1", "g2", "g3"]);
 });

@@ -19,10 +19,12 @@ import { TestCluster } from "./harness.js";
  */
 function linked(up: Set<string>) {
   const sent: { id: string; now: boolean }[] = [];
+  const flushed: string[] = [];
   const events = new EventEmitter<PeerTransportEvents>();
   const channel: RaftPeerChannel = {
     isUp: (id) => up.has(id),
     send: (id, _channel, _payload, opts) => void sent.push({ id, now: opts?.now === true }),
+    flush: (id) => void flushed.push(id),
     on: () => () => undefined,
     events,
   };
@@ -30,7 +32,7 @@ function linked(up: Set<string>) {
   const reports: string[] = [];
   link.attach({ receive: () => undefined, peerReachable: (id, reachable) => void reports.push(`${id} ${reachable ? "up" : "down"}`) });
   const beat = (): Message[] => [{ ...newMessage("MsgHeartbeat", raftIdOf("w1"), raftIdOf("w2"), 2) }];
-  return { sent, events, link, reports, beat };
+  return { sent, flushed, events, link, reports, beat };
 }
 
 test("the link tells the manager once when a peer's messages start being dropped, and once when they go through again", () => {
@@ -54,9 +56,11 @@ test("the link tells the manager once when a peer's messages start being dropped
 
 test("a session the peer channel reports lost reaches the manager as down at once, before any message is dropped", () => {
   const up = new Set<string>(["w2"]);
-  const { sent, events, link, reports, beat } = linked(up);
+  const { sent, flushed, events, link, reports, beat } = linked(up);
   link.send("cluster", beat());
-  assert.deepEqual(sent, [{ id: "w2", now: true }], "Raft frames are written at once, not after the I/O burst");
+  assert.deepEqual(sent, [{ id: "w2", now: false }], "queued by send()");
+  link.flush();
+  assert.deepEqual(flushed, ["w2"], "and written by flush(), not after the I/O burst");
   up.delete("w2");
   events.emit("peerDown", "w2", "disconnected");
   events.emit("peerDown", "w2", "disconnected");
@@ -68,6 +72,23 @@ test("a session the peer channel reports lost reaches the manager as down at onc
   up.add("w2");
   link.send("cluster", beat());
   assert.deepEqual(reports, ["w2 down", "w2 up"]);
+  link.close();
+});
+
+test("what several groups send a peer in one pump step is written by one flush of that peer", () => {
+  const up = new Set<string>(["w2", "w3"]);
+  const { sent, flushed, link, beat } = linked(up);
+  link.learn("w3");
+  const toW3 = (): Message[] => [{ ...newMessage("MsgHeartbeat", raftIdOf("w1"), raftIdOf("w3"), 2) }];
+  link.send("cluster", [...beat(), ...toW3()]);
+  link.send("ring-a", beat());
+  link.send("ring-b", [...beat(), ...toW3()]);
+  assert.equal(sent.length, 5, "one payload per group and peer, queued");
+  assert.deepEqual(flushed, [], "nothing written before the flush");
+  link.flush();
+  assert.deepEqual([...flushed].sort(), ["w2", "w3"], "one write per peer for the three groups");
+  link.flush();
+  assert.equal(flushed.length, 2, "a flush with nothing queued writes nothing");
   link.close();
 });
 

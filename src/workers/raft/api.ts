@@ -124,8 +124,8 @@ export interface NodeStatus {
   /**
    * Where the Raft thread's time went since it started, stage by stage (src/shared/metrics/stage-clock.ts):
    * µs of wall time inside each and how often it ran; `loop.active`/`loop.idle` are the event loop's
-   * utilisation. Nested stages (raft.encode, peer.seal, peer.zmqSend inside a pump send) count in their
-   * parent too. Absent from a GroupManager's own status (the worker adds it).
+   * utilisation. Nested stages (raft.encode and peer.enqueue inside a pump send, peer.seal and peer.zmqSend
+   * inside pump.flush or pump.sendLater, peer.open and raft.decode inside peer.in) count in their parent too. Absent from a GroupManager's own status (the worker adds it).
    */
   stages?: StageTotals;
 }

@@ -60,6 +60,11 @@ const log = getLogger("brine.raft");
  */
 export interface Transport {
   send(group: string, messages: readonly Message[]): void;
+  /**
+   * Writes what send() queued; the manager calls it after each batch of sends (every group's, so a peer gets
+   * one frame per batch, not one per group). Absent: send() writes at once.
+   */
+  flush?(): void;
 }
 
 /** No peers (a single master): messages to other nodes have nowhere to go. */
@@ -480,12 +485,17 @@ export class GroupManager {
       st.add("pump.sendEarly", t);
       staged.push({ g, rd, later });
     }
+    // every group's early messages leave together, before the commit below blocks this thread
+    t = st.now();
+    this.transport.flush?.();
+    st.add("pump.flush", t);
     if (staged.length === 0 && !this.mustCommit && !(flushIdle && this.unwritten.length > 0)) return false;
     // 2. durable, all groups at once, when anything of this iteration needs it
     if (this.mustCommit) await this.commitUnwritten();
     // 3. messages that promise what step 2 made durable
     t = st.now();
     for (const { g, later } of staged) if (later.length > 0) this.transport.send(g.id, later);
+    this.transport.flush?.();
     st.add("pump.sendLater", t);
     // 4. apply, and publish what the applied state now says
     t = st.now();

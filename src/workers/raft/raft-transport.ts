@@ -2,11 +2,13 @@
  * Raft messages over the authenticated peer channel (src/workers/raft/peer/). The Raft worker owns the
  * PeerTransport, so this is a direct adapter inside that one thread, with no MessagePort hop:
  *
- *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft", { now: true })
+ *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft"); RaftPeerLink.flush() ─▶ PeerTransport.flush(to)
  *   GroupManager.receive ◀─ validate ◀─ decode ◀─ RaftPeerLink ◀─ PeerTransport "raft" handler
  *
- * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, written before send()
- * returns (the manager already batched it, and a commit waits for it).
+ * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, queued on the peer channel;
+ * flush() writes every destination's queue at once, so what all groups sent in one pump step (the manager
+ * calls flush after each batch of sends) leaves as one sealed frame and one socket write per peer, not one
+ * per group (the peer channel coalesces queued bodies into a frame).
  *
  * Trust: a message is accepted only if its `from` is the Raft id of the node id the peer channel authenticated
  * (a master cannot speak for another), its `to` is this node, its type is one peers exchange, and its shape
@@ -192,12 +194,13 @@ export interface RaftLinkCounters {
 /** What the link needs of the peer channel (PeerTransport has it; tests use a fake). */
 export interface RaftPeerChannel {
   send(peerId: string, channel: string, payload: Uint8Array, opts?: { now?: boolean }): void;
+  /** writes what is queued for `peerId` now (PeerTransport.flush) */
+  flush(peerId: string): void;
   isUp(peerId: string): boolean;
   on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
   readonly events: Pick<EventEmitter<PeerTransportEvents>, "on" | "off">;
 }
 
-const RAFT_SEND = Object.freeze({ now: true });
 /** refused inbound messages logged, count (then only counted) */
 const refusalLogsMax = 100;
 /** inbound payloads held until the manager is attached, count (more are dropped: Raft resends) */
@@ -218,6 +221,8 @@ export class RaftPeerLink implements Transport {
   private readonly down = new Set<string>();
   /** fault injection: peers cut off (setCut) */
   private cut = new Set<string>();
+  /** peers something was queued for since the last flush() */
+  private readonly unflushed = new Set<string>();
   private readonly offs: (() => void)[] = [];
   readonly counters: RaftLinkCounters = { sent: 0, received: 0, dropped: 0, refused: 0 };
 
@@ -285,11 +290,12 @@ export class RaftPeerLink implements Transport {
       let sent = false;
       if (!this.cut.has(to) && this.channel.isUp(to)) {
         try {
-          // sealed and written before send() returns: the bytes are not kept past this call
+          // queued, written by flush() (or, if nobody flushes, after this I/O burst)
           const t = this.stages.now();
           const payload = encodeRaftPayload(group, ms);
           this.stages.add("raft.encode", t);
-          this.channel.send(to, RAFT_CHANNEL, payload, RAFT_SEND);
+          this.channel.send(to, RAFT_CHANNEL, payload);
+          this.unflushed.add(to);
           sent = true;
         } catch {
           // queue full or peer unknown: Raft resends
@@ -303,6 +309,12 @@ export class RaftPeerLink implements Transport {
         this.markDown(to);
       }
     }
+  }
+
+  /** Writes what send() queued, one frame per peer (the manager calls it after each batch of sends). */
+  flush(): void {
+    for (const to of this.unflushed) this.channel.flush(to);
+    this.unflushed.clear();
   }
 
   /** Tells the manager once (per edge) that `id` is unreachable. */

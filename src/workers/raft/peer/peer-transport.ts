@@ -226,9 +226,24 @@ export class PeerTransport {
     this.enqueue(link, { body: encodeBody({ kind: BODY.MSG, channel, payload }), requestId: 0, cancelled: false });
     this.stages.add("peer.enqueue", t);
     this.stages.count(`peer.out.${channel}`);
+    if (opts?.now) this.writeNow(link);
+  }
+
+  /**
+   * Writes what is queued for `peerId` now instead of after the current I/O burst, in one frame (up to
+   * batchBytesMax): a sender that queued several latency-bound messages in one turn (the Raft link, one
+   * payload per group) sends them as one sealed frame and one socket write. No-op for an unknown peer or a
+   * link without a session (the queue then waits for it, as ever).
+   */
+  flush(peerId: string): void {
+    const link = this.byId.get(peerId);
+    if (link && !this.closed) this.writeNow(link);
+  }
+
+  private writeNow(link: OutboundLink): void {
     // pumpOut seals and hands the frame to the socket before its first await (or finds a write under way,
-    // which takes this message along when it is done)
-    if (opts?.now && link.state === "up") void this.pumpOut(link);
+    // which takes what is queued along when it is done)
+    if (link.state === "up" && link.queue.length > 0) void this.pumpOut(link);
   }
 
   /**
