@@ -36,12 +36,7 @@ export class StageClock implements StageSink {
   constructor(readonly now: () => number = () => performance.now()) {}
 
   add(stage: string, since: number): void {
-    const ms = this.now() - since;
-    const t = this.totals.get(stage);
-    if (t) {
-      t.ms += ms;
-      t.n++;
-    } else this.totals.set(stage, { ms, n: 1 });
+    this.addMs(stage, this.now() - since);
   }
 
   count(stage: string, n = 1): void {
