@@ -34,6 +34,8 @@ function cluster(dir: string) {
   const down = new Set<string>();
   const stores = new Map<string, Store>();
   const svc = new Map<string, MinionPlacement>();
+  /** requests made, by `<op>:<from>-><to>` */
+  const sent = new Map<string, number>();
   let routed = true;
   let clock = 1_000;
   let table = TABLE;
@@ -47,6 +49,8 @@ function cluster(dir: string) {
       },
       request: async (peer: string, ch: string, payload: Uint8Array) => {
         if (down.has(peer) || down.has(id)) throw new BrineError("CLUSTER_PEER_DOWN", peer);
+        const op = `${String((cbor.decode(payload) as { op?: unknown }).op)}:${id}->${peer}`;
+        sent.set(op, (sent.get(op) ?? 0) + 1);
         const h = handlers.get(peer)?.get(ch);
         if (!h) throw new BrineError("CLUSTER_PEER_UNKNOWN", peer);
         try {
@@ -83,7 +87,7 @@ function cluster(dir: string) {
   const rounds = async (n = 3) => {
     for (let i = 0; i < n; i++) for (const s of svc.values()) await s.round();
   };
-  return { stores, svc, down, writer, rounds, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), setTable: (t: PlacementTable) => (table = t) };
+  return { stores, svc, down, sent, writer, rounds, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), setTable: (t: PlacementTable) => (table = t) };
 }
 
 const holders = (c: ReturnType<typeof cluster>, bank: "mine" | "minionData", id: string) => ["m1", "m2", "m3"].filter((m) => c.stores.get(m)![bank].get(id) !== undefined);
@@ -270,6 +274,20 @@ test("a record still in the outbox when its bank goes back to broadcast is sprea
     await c.rounds(1);
     for (const m of ["m1", "m2", "m3"]) assert.deepEqual(c.stores.get(m)!.minionData.get("late1"), { grains: { role: "later" } }, m);
     assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "acknowledged by every master: out of the outbox");
+    // with a master down it waits in the outbox, and the master that has it is not sent it again every round
+    c.down.add("m2");
+    const later = new MinionCache(c.stores.get("m3")!, () => 6_000);
+    later.track("m3", () => assert.fail("written as placed"), () => true);
+    await later.put("late1", { grains: { role: "latest" } });
+    c.sent.clear();
+    await c.rounds(5);
+    assert.deepEqual([c.sent.get("spread:m3->m1"), c.sent.get("spread:m3->m2")], [1, undefined], "m1 once, m2 (down) not at all");
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 1, "waits for m2");
+    c.down.delete("m2");
+    await c.rounds(1);
+    assert.deepEqual([c.sent.get("spread:m3->m1"), c.sent.get("spread:m3->m2")], [1, 1]);
+    assert.deepEqual(c.stores.get("m2")!.minionData.get("late1"), { grains: { role: "latest" } });
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 0);
   } finally {
     for (const s of c.svc.values()) s.close();
     rmSync(dir, { recursive: true, force: true });

@@ -135,6 +135,8 @@ export class MinionPlacement {
   /** per bank being gathered (back to broadcast): the masters pulled from in full since the gather began */
   private readonly gathered = new Map<MinionBank, Set<string>>();
   private gatherBusy = false;
+  /** outbox keys of banks back to broadcast being spread: their outbox stamp and the masters that acknowledged them */
+  private spreadTo = new Map<string, { stamp: number; peers: Set<string> }>();
   private lastGather = -Infinity;
 
   constructor(private readonly d: MinionPlacementDeps) {
@@ -324,15 +326,22 @@ export class MinionPlacement {
       else done.push(e);
     }
     if (records.size === 0) return done;
-    const acked = new Map<string, number>();
+    // which masters already have each key's record (as of its outbox stamp): only the others are sent it again
+    const spreadNow = new Map<string, { stamp: number; peers: Set<string> }>();
+    for (const [key, stamp] of unrouted) {
+      const had = this.spreadTo.get(key);
+      if (records.has(key)) spreadNow.set(key, had && had.stamp === stamp ? had : { stamp, peers: new Set() });
+    }
+    this.spreadTo = spreadNow;
     const peers = this.d.peers();
     await Promise.all(
       peers.map(async (peer) => {
         if (!this.d.up(peer)) return;
-        for (const batch of byteBatches([...records.values()], minionRequestBytesMax)) {
+        const owed = [...records].filter(([key]) => !spreadNow.get(key)!.peers.has(peer)).map(([, r]) => r);
+        for (const batch of byteBatches(owed, minionRequestBytesMax)) {
           try {
             const a = cbor.decode(await this.d.channel.request(peer, MINION_PLACEMENT_CHANNEL, cbor.encode({ op: "spread", items: batch }) as Uint8Array, this.d.timeoutMs)) as { ok?: unknown };
-            if (Array.isArray(a?.ok)) for (const key of a.ok) if (typeof key === "string") acked.set(key, (acked.get(key) ?? 0) + 1);
+            if (Array.isArray(a?.ok)) for (const key of a.ok) if (typeof key === "string") spreadNow.get(key)?.peers.add(peer);
           } catch (e) {
             roundLog.line(`spreading ${batch.length} minion records to ${peer} (their bank is back to broadcast) failed, retried next round: ${(e as Error).message}`);
             break;
@@ -340,7 +349,7 @@ export class MinionPlacement {
         }
       }),
     );
-    for (const e of unrouted) if (records.has(e[0]) && (acked.get(e[0]) ?? 0) === peers.length) done.push(e);
+    for (const e of unrouted) if (records.has(e[0]) && peers.every((p) => spreadNow.get(e[0])!.peers.has(p))) done.push(e);
     if (done.length < unrouted.length) roundLog.line(`${unrouted.length - done.length} minion records of a bank back to broadcast wait in the outbox of ${this.d.self} for masters that are down or still route it`);
     return done;
   }
