@@ -58,17 +58,20 @@ test("prunePauseMs waits as long as the last pass took, never less than prunePau
   for (const [passMs, want] of table) assert.equal(prunePauseMs(passMs), want, `after a pass of ${passMs} ms`);
 });
 
-test("pruneStep: a pass of its own only when nothing moved during the pause or the cutoff is not stored, done once nothing is left", () => {
-  const table: [string, string, boolean, ReturnType<typeof pruneStep>][] = [
-    ["0:a ", "0:a ", false, "pass"], // the cutoff not stored yet (no return came to carry it)
-    ["0:a ", "", false, "pass"],
-    ["0:a ", "0:b ", true, "wait"], // returns deleted records during the pause
-    ["0:a ", "6:z ", true, "wait"],
-    ["0:a ", "0:a ", true, "pass"], // nothing moved: no returns flowing
-    ["0:a ", "", true, "done"],
-    ["", "", true, "done"],
+test("pruneStep: a pass of its own only when no return came to its thread and nothing moved during the pause (or the cutoff is not stored), done once nothing is left", () => {
+  const table: [string, string, boolean, boolean, ReturnType<typeof pruneStep>][] = [
+    ["0:a ", "0:a ", false, false, "pass"], // the cutoff not stored yet (no return came to carry it)
+    ["0:a ", "0:a ", false, true, "wait"], // a return of this thread carries it (its commit may be slower than the pause)
+    ["0:a ", "", false, false, "pass"],
+    ["0:a ", "0:b ", true, false, "wait"], // another thread's returns deleted records during the pause
+    ["0:a ", "6:z ", true, false, "wait"],
+    ["0:a ", "0:a ", true, true, "wait"], // this thread's returns, held up by the disk: no pass to queue behind
+    ["0:a ", "0:a ", true, false, "pass"], // nothing moved, no return: no returns flowing
+    ["0:a ", "", true, true, "done"],
+    ["0:a ", "", true, false, "done"],
+    ["", "", true, false, "done"],
   ];
-  for (const [before, after, stored, want] of table) assert.equal(pruneStep(before, after, stored), want, `${JSON.stringify(before)} -> ${JSON.stringify(after)}, stored ${stored}`);
+  for (const [before, after, stored, returns, want] of table) assert.equal(pruneStep(before, after, stored, returns), want, `${JSON.stringify(before)} -> ${JSON.stringify(after)}, stored ${stored}, returns here ${returns}`);
 });
 
 test("a prune pass stops choosing records once its time is spent, yet never ends empty while old records are left", async () => {
@@ -112,16 +115,17 @@ test("with no returns stored, the prune makes passes of its own, pausing after e
         ms += p;
       },
     };
-    // each pass "takes" 30 ms: the clock moves when the pass's commit is awaited
+    // each pass "takes" longer than the shortest pause: the clock moves when the pass's commit is awaited
+    const passMs = prunePauseMsMin + 20;
     const realCleanup = jobs.cleanup.bind(jobs);
     jobs.cleanup = async (keep, nowMs, clockNow) => {
       const n = await realCleanup(keep, nowMs, clockNow);
-      ms += 30;
+      ms += passMs;
       return n;
     };
     const r = await jobs.prune(DAY_S, now, clock);
     assert.deepEqual(r, { removed: 650, passes: Math.ceil(650 / prunePassRecordsMax), alongside: 0 });
-    assert.deepEqual(pauses, [prunePauseMsMin, ...Array(r.passes).fill(30)], "a pause before the first look, then one as long as each pass");
+    assert.deepEqual(pauses, [prunePauseMsMin, ...Array(r.passes).fill(passMs)], "a pause before the first look, then one as long as each pass");
   } finally {
     await store.close();
     rmSync(t.root, { recursive: true, force: true });

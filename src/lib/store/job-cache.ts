@@ -33,8 +33,8 @@ export interface ReturnRecord {
  * - **alongside returns**: each durable return write (`saveReturn`) issues up to `reclaimAlongMax` deletes in the
  *   same turn, so they go into the return's own transaction (lmdb-js makes one transaction of a turn's writes) and
  *   its own fsync: while returns are stored, in any thread, the prune has no commit of its own for them to wait on;
- * - **passes of its own** (`cleanup`), only when no thread has deleted anything for a pause (no returns flowing),
- *   each one write transaction of at most prunePassRecordsMax records.
+ * - **passes of its own** (`cleanup`), only when no return was stored in its thread and no record deleted by another
+ *   thread during a pause (no returns flowing), each one write transaction of at most prunePassRecordsMax records.
  * A crash at any point leaves either the cutoff not stored (nothing deleted, nothing hidden) or stored (the jobs
  * older are hidden, whatever of them is left on disk is deleted by the next prune): never a lost return of a newer
  * job (no delete touches one), never an old job listed with some of its returns missing.
@@ -51,7 +51,7 @@ export const prunePassChoosingMsMax = 2;
  * Between two looks at the prune's progress the prune waits as long as its last pass took from its start to its
  * commit, and at least this, ms.
  */
-export const prunePauseMsMin = 20;
+export const prunePauseMsMin = 50;
 /** Deletes a durable return write carries along while a prune is under way, records. */
 export const reclaimAlongMax = 32;
 /** With nothing to delete, a thread looks again for a newer prune cutoff (another thread's) this often, ms. */
@@ -75,15 +75,19 @@ export function prunePauseMs(passMs: number): number {
 }
 
 /**
- * What the prune does after a pause (pure): `frontier` is the oldest record it still has to delete (one key a bank,
- * "" when none is left), read before the pause and after it; `cutoffStored` whether the cutoff is committed.
+ * What the prune does after a pause (pure): `before`/`after` are the oldest records it still has to delete (one key
+ * a bank, "" when none is left) read before the pause and after it; `cutoffStored` whether the cutoff is committed;
+ * `returnsHere` whether its own thread issued durable return writes during the pause (they carry its deletes, and
+ * store the cutoff, even when the disk holds them longer than the pause).
  * - "done": nothing older than the cutoff is left, and the cutoff is stored;
- * - "wait": records were deleted during the pause (returns carry deletes along): no commit of the prune's own;
- * - "pass": nothing moved (no returns stored, or the cutoff not stored yet): one pass of its own.
+ * - "wait": returns are being stored here, or records were deleted during the pause (another thread's returns):
+ *   no commit of the prune's own for a return to queue behind;
+ * - "pass": nothing moved and no return came (or the cutoff is still not stored): one pass of its own.
  */
-export function pruneStep(before: string, after: string, cutoffStored: boolean): "done" | "wait" | "pass" {
+export function pruneStep(before: string, after: string, cutoffStored: boolean, returnsHere: boolean): "done" | "wait" | "pass" {
+  if (after === "" && cutoffStored) return "done";
+  if (returnsHere) return "wait";
   if (!cutoffStored) return "pass";
-  if (after === "") return "done";
   return after !== before ? "wait" : "pass";
 }
 
@@ -159,8 +163,9 @@ export class JobCache {
   /** When this thread next looks for records to delete alongside a return (clock), and the last one it chose. */
   private reclaimNextAt = 0;
   private reclaimAt: ReclaimAt | undefined;
-  /** Records deleted alongside this instance's return writes (the prune's report). */
+  /** Records deleted alongside this instance's return writes (the prune's report), and its durable return writes. */
   private reclaimed = 0;
+  private returnsIssued = 0;
 
   /** The stored prune cutoff (ms since the epoch; 0 when none): jobs older are pruned, hidden from every reader. */
   private cutoff(): number {
@@ -257,6 +262,7 @@ export class JobCache {
    */
   saveReturn(jid: string, id: string, rec: ReturnRecord, storeEndtime: boolean): Promise<boolean> {
     const stored = durable(this.addReturn(jid, id, rec));
+    this.returnsIssued++;
     this.reclaimAlong();
     if (!storeEndtime) return stored;
     return stored.then(async (ok) => {
@@ -506,9 +512,10 @@ export class JobCache {
     let passes = 0;
     let passMs = 0;
     for (;;) {
+      const returns = this.returnsIssued;
       await clock.pause(prunePauseMs(passMs));
       const after = this.frontier(cut);
-      const step = pruneStep(before, after, this.cutoff() >= cut);
+      const step = pruneStep(before, after, this.cutoff() >= cut, this.returnsIssued !== returns);
       if (step === "done") break;
       passMs = 0;
       if (step === "pass") {
