@@ -14,7 +14,10 @@
  *   /proc/self/status: `VmHWM` after the kernel's peak was reset at the start of the pull (clear_refs 5: every
  *   resident page, the LMDB files' mapped pages included), and the peak of `RssAnon` sampled every 10 ms
  *   (heaps and buffers: what the process itself holds, without the page cache it maps);
- * - a resync after one file changed at the source: bytes on the wire (goal: about one file).
+ * - a resync after one file changed at the source: bytes on the wire (goal: about one file);
+ * - keys (`BRINE_BENCH_STATE_SYNC=keys`, not in the default run): the keys channel alone at 1k and 100k accepted keys
+ *   (`--full`; 10k by default) in one directory: seconds, bytes on the wire, each side's memory, a resync after one
+ *   key was deleted.
  *
  * BRINE_BENCH_STATE_SYNC=join|memory runs one half; BRINE_BENCH_STATE_SYNC_NODE_ARGS adds node options to the two
  * sides (e.g. `--trace-gc`; their stdout is then shown). BRINE_BENCH_STATE_SYNC_ITEMS=n: the memory half at 1k and n
@@ -235,8 +238,8 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
       for (let i = 0; i < keys; i++) writeFileSync(path.join(acc, `m-${String(i).padStart(6, "0")}`), pub);
       content += keys * Buffer.byteLength(pub);
     }
-    const per = Math.floor(bytes / files);
-    content += writeRoots(aRoot, files, per, perDir);
+    const per = files ? Math.floor(bytes / files) : 0;
+    if (files) content += writeRoots(aRoot, files, per, perDir);
     const a = await startSide("a", aRoot);
     const b = await startSide("b", bRoot);
     sides.push(a, b);
@@ -244,17 +247,18 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
     relay(b, a, counter);
     await Promise.all([memCall(a, "start"), memCall(b, "start")]);
     const t0 = performance.now();
-    const channels = keys ? ["keys", "file_roots"] : ["file_roots"];
+    const channels = [...(keys ? ["keys"] : []), ...(files ? ["file_roots"] : [])];
     const rep = await syncFrom(b, "a", channels);
     const secs = (performance.now() - t0) / 1000;
     const [server, puller] = await Promise.all([memCall(a, "stop"), memCall(b, "stop")]);
     if (rep.errors.length || rep.items !== keys + files) throw new Error(`join pull: ${JSON.stringify(rep).slice(0, 300)}`);
     const wire = counter.out + counter.back;
-    // one file changed at the source, then the same pull again
-    writeFileSync(path.join(aRoot, "srv", "salt", "d0000", "f0.sls"), Buffer.alloc(per, 1));
+    // one file changed at the source (keys only: one key deleted), then the same pull again
+    if (files) writeFileSync(path.join(aRoot, "srv", "salt", "d0000", "f0.sls"), Buffer.alloc(per, 1));
+    else rmSync(path.join(aRoot, "pki", "minions", "m-000000"));
     counter.out = counter.back = 0;
     const again = await syncFrom(b, "a", channels);
-    if (again.items !== 1) throw new Error(`resync: ${JSON.stringify(again).slice(0, 300)}`);
+    if (files ? again.items !== 1 : again.deleted !== 1) throw new Error(`resync: ${JSON.stringify(again).slice(0, 300)}`);
     return { secs, wire, resync: counter.out + counter.back, puller, server, content, per };
   } finally {
     for (const s of sides) s.child.disconnect();
@@ -294,9 +298,29 @@ async function memory(items: number): Promise<BenchRow[]> {
   ];
 }
 
+/** The keys channel alone: `keys` accepted keys in one directory (the scan sorts more than dirNamesInMemoryMax names through LMDB). */
+async function keysOnly(keys: number): Promise<BenchRow[]> {
+  const r = await pull(keys, 0, 0, 1);
+  const label = `${keys.toLocaleString("en-US")} keys in one directory`;
+  return [
+    { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
+    { figure: `bytes on the wire / content, ${label}`, value: r.wire / r.content, unit: "×", target: 1.05, better: "lower", note: `${(r.wire / 2 ** 20).toFixed(1)} MiB for ${(r.content / 2 ** 20).toFixed(1)} MiB of keys` },
+    { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
+    { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB; after a forced collection ${mib(r.puller.retained).toFixed(1)} MiB` },
+    { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
+    { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.server.usedPeak).toFixed(1)} MiB; after a forced collection ${mib(r.server.retained).toFixed(1)} MiB` },
+    { figure: `resync after one key deleted, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
+  ];
+}
+
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
-  const only = process.env.BRINE_BENCH_STATE_SYNC; // "join" or "memory": one half
+  const only = process.env.BRINE_BENCH_STATE_SYNC; // "join", "memory" or "keys": one part
   const rows: BenchRow[] = [];
+  if (only === "keys") {
+    rows.push(...(await keysOnly(1000)));
+    rows.push(...(await keysOnly(Number(process.env.BRINE_BENCH_STATE_SYNC_ITEMS) || (opts.full ? 100_000 : 10_000))));
+    return rows;
+  }
   if (only !== "memory") {
     rows.push(...(await join(1000, 500, 20 * 2 ** 20)));
     rows.push(...(opts.full ? await join(10_000, 5000, 200 * 2 ** 20) : await join(10_000, 500, 20 * 2 ** 20)));

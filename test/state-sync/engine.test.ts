@@ -15,8 +15,10 @@ import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
 import { chunkBytesMax, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/messages.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
-import { entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { byPath, entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
+import type { RootDatabase } from "lmdb";
+import { dirNamesInMemoryMax, scratchDb } from "../../src/workers/state-sync/manifest-store.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
 
@@ -604,5 +606,43 @@ test("a manifest kept by an earlier version (a CBOR file) is imported once, its 
   } finally {
     await r.close();
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a directory with more names than a scan sorts in memory is walked through the scratch database in the manifest's order, every item once, and the scratch left empty", async () => {
+  const r = rig(() => {
+    throw new Error("no peer request expected");
+  });
+  try {
+    const dir = path.join(r.root, "srv", "salt", "big");
+    mkdirSync(path.join(dir, "a"), { recursive: true });
+    writeFileSync(path.join(dir, "a", "x"), "x");
+    // names whose order differs between JavaScript's sort and the manifest's (code points: an astral character
+    // sorts above U+E000-U+FFFF), and siblings of directory `a` that sort around `a/`
+    const names = ["a-b", "a.b", "a0", "\u{1F600}", "\uE000", "\uFFFD"];
+    for (let i = 0; names.length < dirNamesInMemoryMax + 400; i++) names.push(`k${i}`);
+    for (const n of names) writeFileSync(path.join(dir, n), n);
+    const expected = [...names.map((n) => `base/big/${n}`), "base/big/a/x"].sort(byPath);
+    const all = async () => {
+      const got: { p: string; d?: unknown }[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await r.serve({ op: "manifest", ch: "file_roots", n: 1000, ...(after !== undefined ? { after } : {}) });
+        got.push(...(page.entries as { p: string; d?: unknown }[]));
+        if (!page.more) return got;
+        after = got.at(-1)!.p;
+      }
+    };
+    const got = await all();
+    assert.deepEqual(got.map((e) => e.p), expected);
+    const scratch = scratchDb((r.engine as unknown as { manifests: RootDatabase }).manifests);
+    assert.deepEqual([...scratch.getKeys()], [], "the scratch database is empty after the scan");
+    // a rescan merges the walk with the kept manifest: one file removed is one tombstone, nothing else changes
+    rmSync(path.join(dir, "k5"));
+    const again = await all();
+    assert.deepEqual(again.map((e) => e.p), expected);
+    assert.deepEqual(again.filter((e) => e.d).map((e) => e.p), ["base/big/k5"]);
+  } finally {
+    await r.close();
   }
 });

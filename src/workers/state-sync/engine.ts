@@ -46,7 +46,7 @@ import type { Store } from "../../lib/store/lmdb-env.js";
 import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, STATUS_FILE, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
 import { KEY_CHANNELS, byPath, checkItemPath, diffPage, differingRanges, entryFromWire, entryToWire, parseChannel, policyOf, rangesMax, summarize, summaryItemsMin, validEntry, type Channel, type ManifestEntry, type SummaryRange } from "./manifest.js";
 import { BankSource, DirSource, IndexedKeySource, dirLayout, type Source } from "./sources.js";
-import { manifestDb, openManifests } from "./manifest-store.js";
+import { manifestDb, openManifests, scratchDb } from "./manifest-store.js";
 import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
 
 const log = getLogger("brine.cluster.state-sync");
@@ -179,7 +179,7 @@ export class StateSyncEngine {
         if ((ch === "keys" || ch === "denied_keys") && keyCacheDriver(this.cfg) === "mmap_key") s = new IndexedKeySource(ch, keyStoreFor(this.cfg), db, legacy, this.now);
         else {
           const l = dirLayout(this.cfg, ch);
-          s = new DirSource(ch, l.roots, l.target, db, legacy, this.now);
+          s = new DirSource(ch, l.roots, l.target, db, legacy, this.now, scratchDb(this.manifests));
         }
       }
       this.sources.set(ch, s);

@@ -29,6 +29,14 @@ export function manifestDb(root: RootDatabase, ch: Channel): ManifestDb {
   return root.openDB<Stored, string>({ name: ch, encoding: LMDB_CBOR });
 }
 
+/** A scan's scratch database: the names of a directory too large to sort in memory, kept in order by LMDB (sources.ts). */
+export type ScratchDb = Database<number, string>;
+
+/** The scratch database of the directory scans (every channel's, each under a key prefix of its own). */
+export function scratchDb(root: RootDatabase): ScratchDb {
+  return root.openDB<number, string>({ name: "scan-scratch", encoding: LMDB_CBOR });
+}
+
 export function toEntry(p: string, v: Stored): ManifestEntry {
   return v.d ? tombstone(p, v.t) : { p, s: v.s, h: v.h, m: v.m, t: v.t };
 }
@@ -49,6 +57,8 @@ export interface ScanWrite {
   next: Stored | undefined;
 }
 
+/** Names of one directory a scan sorts in memory; a larger directory's names go through the scratch database this many at a time, count. */
+export const dirNamesInMemoryMax = 4096;
 /** Entries read from the manifest database per batch (a walk over it holds this many at once), count. */
 export const cursorBatchItems = 512;
 /** Manifest writes of a rescan per transaction, count. */
@@ -68,13 +78,13 @@ export function openManifests(cfg: MasterConfig): RootDatabase {
   return openLmdb({ path: dir, encoding: LMDB_CBOR, mapSize: 256 * 1024 * 1024, maxDbs: 8, compression: false, noSync: true });
 }
 
-/** The entries of a manifest database in order, from `start` (inclusive, or after `after`) to `end` (exclusive), cursorBatchItems at a time. */
-export function* walkDb(db: ManifestDb, opts: { after?: string; start?: string; end?: string } = {}): Generator<[string, Stored]> {
+/** The entries of a manifest (or scratch) database in order, from `start` (inclusive, or after `after`) to `end` (exclusive), cursorBatchItems at a time. */
+export function* walkDb<V = Stored>(db: Database<V, string>, opts: { after?: string; start?: string; end?: string } = {}): Generator<[string, V]> {
   let start = opts.after ?? opts.start;
   let skip = opts.after;
   for (;;) {
     // each batch read whole, so no read transaction stays open while the caller awaits between items
-    const batch: [string, Stored][] = [];
+    const batch: [string, V][] = [];
     for (const { key, value } of db.getRange({ ...(start !== undefined ? { start } : {}), ...(opts.end !== undefined ? { end: opts.end } : {}), limit: cursorBatchItems + (skip !== undefined ? 1 : 0) })) {
       if (skip !== undefined && key === skip) continue;
       if (batch.length < cursorBatchItems) batch.push([key as string, value]);

@@ -9,7 +9,8 @@
  *   clash, as Salt's collect_root_tree): the manifest is kept in LMDB (`<brine_lmdb_dir>/state-sync/`, one
  *   database a channel, keyed by item path, so in the manifest's order) with each file's (size, mtime, inode),
  *   so a rescan hashes only what changed, and removals become tombstones. Nothing of it is held in memory: a
- *   rescan walks the directories (one directory's names sorted at a time) and the database side by side, pages
+ *   rescan walks the directories (one directory's names sorted at a time: in memory up to dirNamesInMemoryMax, a
+ *   larger one through a scratch database that LMDB keeps in order) and the database side by side, pages
  *   and range summaries are read from the database as they are sent, a peer's page is diffed by point lookups.
  *   Symlinks and non-regular files are not carried (Salt's collector skips symlinks too), nor an item whose path
  *   is longer than LMDB's keys (1,978 bytes).
@@ -19,8 +20,8 @@
  *   in memory); an item is a key, its content the value in the one CBOR codec.
  */
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, readFileSync, unlinkSync, type Dirent, type Stats } from "node:fs";
-import { access, chmod, constants, lstat, mkdir, open, readFile, readdir, rename, stat, unlink } from "node:fs/promises";
+import { createReadStream, existsSync, readFileSync, unlinkSync, type Dir, type Stats } from "node:fs";
+import { access, chmod, constants, lstat, mkdir, open, opendir, readFile, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Database } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
@@ -31,7 +32,7 @@ import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import { KEY_DIRS, type KeyState, type KeyStore } from "../../lib/pki/key-store.js";
 import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
 
-import { cursorBatchItems, manifestKeyBytesMax, sameStored, scanWriteBatch, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type Stored } from "./manifest-store.js";
+import { dirNamesInMemoryMax, manifestKeyBytesMax, sameStored, scanWriteBatch, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type ScratchDb, type Stored } from "./manifest-store.js";
 
 const log = getLogger("brine.cluster.state-sync");
 
@@ -136,7 +137,7 @@ interface Found {
  * A directory channel. `layout` maps an item path's segments to the directory it lives in here (the receiving
  * root) and lists the roots to scan: `[prefix, dir]` pairs, the prefix being the item path of the directory.
  * Nothing of the manifest is held in memory: it is in `db`, and a scan walks the directories and the database
- * side by side in the manifest's order (one directory's names sorted at a time).
+ * side by side in the manifest's order (one directory's names sorted at a time, a large one through the scratch database).
  */
 export class DirSource implements Source {
   /** bumped by every write, so the digest is computed once per change */
@@ -155,8 +156,11 @@ export class DirSource implements Source {
     /** where an earlier version kept this channel's manifest (a CBOR file): imported once, then removed */
     legacyFile: string,
     protected readonly now: () => number = Date.now,
+    /** where a directory of more than dirNamesInMemoryMax names is sorted (none: in memory, whatever its size) */
+    private readonly scratch?: ScratchDb,
   ) {
     this.importLegacy(legacyFile);
+    if (scratch) this.clearScratch(`${ch}/`, `${ch}0`); // left by a scan a crash cut short
   }
 
   private importLegacy(file: string): void {
@@ -298,19 +302,71 @@ export class DirSource implements Source {
     }
   }
 
-  /** Walks `dir` (item prefix `prefix`) in the manifest's order; `depth` > 0 limits how deep (keys: 1, the files of one directory). */
-  private async *walk(dir: string, prefix: string, depth: number): AsyncGenerator<Found> {
-    let ents: Dirent[];
+  /** scratch key prefixes handed out (nested walks of large directories each get their own) */
+  private scratchSeq = 0;
+
+  /** Removes the scratch keys in [start, end), scanWriteBatch per transaction. */
+  private clearScratch(start: string, end: string): void {
+    const db = this.scratch!;
+    for (;;) {
+      const keys = [...db.getKeys({ start, end, limit: scanWriteBatch })] as string[];
+      if (!keys.length) return;
+      db.transactionSync(() => {
+        for (const k of keys) db.removeSync(k);
+      });
+    }
+  }
+
+  /**
+   * The names of `dir` in the manifest's order, a directory's as `<name>/` (its items are `<name>/…`, so it sorts
+   * so among its siblings). Up to dirNamesInMemoryMax names are sorted in memory; a larger directory (the accepted
+   * keys of a big fleet: 100k names) is read in batches into the scratch database, which LMDB keeps in the same
+   * order (UTF-8 byte order), and read back a batch at a time: memory stays bounded whatever the directory's size.
+   */
+  private async *sortedNames(dir: string): AsyncGenerator<string> {
+    let d: Dir;
     try {
-      ents = await readdir(dir, { withFileTypes: true });
+      d = await opendir(dir, { bufferSize: 256 });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") log.warning(`state-sync ${this.ch}: cannot read ${dir}: ${(e as Error).message}`);
       return;
     }
-    // a directory's items are `<name>/…`: it sorts as `<name>/` among its siblings
-    const names = ents.map((d) => (d.isDirectory() ? `${d.name}/` : d.name)).sort(byPath);
-    ents = [];
-    for (const n of names) {
+    const names: string[] = [];
+    let spilled: string | undefined;
+    const spill = () => {
+      this.writable();
+      const db = this.scratch!;
+      const pre = (spilled ??= `${this.ch}/${(this.scratchSeq++).toString(36)}/`);
+      db.transactionSync(() => {
+        for (const n of names) db.putSync(pre + n, 1);
+      });
+      names.length = 0;
+    };
+    try {
+      for await (const ent of d) {
+        names.push(ent.isDirectory() ? `${ent.name}/` : ent.name);
+        if (this.scratch && names.length >= dirNamesInMemoryMax) spill();
+      }
+    } catch (e) {
+      log.warning(`state-sync ${this.ch}: cannot read ${dir}: ${(e as Error).message}`);
+      if (spilled) this.clearScratch(spilled, `${spilled.slice(0, -1)}0`);
+      return;
+    }
+    if (spilled === undefined) {
+      yield* names.sort(byPath);
+      return;
+    }
+    if (names.length) spill();
+    try {
+      for (const [k] of walkDb(this.scratch!, { start: spilled, end: `${spilled.slice(0, -1)}0` })) yield k.slice(spilled.length);
+    } finally {
+      if (!this.stopped) this.clearScratch(spilled, `${spilled.slice(0, -1)}0`);
+    }
+  }
+
+  /** Walks `dir` (item prefix `prefix`) in the manifest's order; `depth` > 0 limits how deep (keys: 1, the files of one directory). */
+  private async *walk(dir: string, prefix: string, depth: number): AsyncGenerator<Found> {
+    for await (const n of this.sortedNames(dir)) {
       const isDir = n.endsWith("/");
       const name = isDir ? n.slice(0, -1) : n;
       if (name.startsWith(PART_PREFIX)) continue;
