@@ -15,7 +15,7 @@ import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
 import { chunkBytesMax, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/messages.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
-import { byPath, entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { byManifest, byPath, entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
 import type { RootDatabase } from "lmdb";
 import { dirNamesInMemoryMax, scratchDb } from "../../src/workers/state-sync/manifest-store.js";
@@ -644,5 +644,52 @@ test("a directory with more names than a scan sorts in memory is walked through 
     assert.deepEqual(again.filter((e) => e.d).map((e) => e.p), ["base/big/k5"]);
   } finally {
     await r.close();
+  }
+});
+
+test("items whose paths are longer than an LMDB key (3,000 bytes, nested directories) are carried to a peer in the manifest's order, and their removal travels as a tombstone", async () => {
+  const a = rig(() => {
+    throw new Error("the server asks nothing");
+  });
+  const b = rig((m) => a.serve(m));
+  try {
+    // 15 directories of 200 characters: item paths of about 3,000 bytes (PATH_MAX is 4,096, NAME_MAX 255)
+    const deep = Array.from({ length: 15 }, (_, i) => `${String.fromCharCode(97 + i)}${"d".repeat(199)}`);
+    const other = [...deep.slice(0, 14), `n${"e".repeat(199)}`];
+    const files: Record<string, string> = {
+      "short.sls": "short\n",
+      [[...deep, "b.sls"].join("/")]: "long b\n", // b and a share more than 1,940 bytes: ordered by their keys' hash
+      [[...deep, "a.sls"].join("/")]: "long a\n",
+      [[...deep, "c", "z.sls"].join("/")]: "long c/z\n",
+      [[...other, "x.sls"].join("/")]: "long other\n",
+    };
+    for (const [rel, body] of Object.entries(files)) {
+      const full = path.join(a.root, "srv", "salt", rel);
+      mkdirSync(path.dirname(full), { recursive: true });
+      writeFileSync(full, body);
+    }
+    const longest = Math.max(...Object.keys(files).map((p) => Buffer.byteLength(`base/${p}`)));
+    assert.ok(longest > 2900 && longest < 4096, `longest item path ${longest} bytes`);
+    const rep = await b.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual(rep.errors, []);
+    assert.equal(rep.items, 5);
+    for (const [rel, body] of Object.entries(files)) assert.equal(readFileSync(path.join(b.root, "srv", "salt", rel), "utf8"), body, rel);
+    // both manifests list the same paths, in the manifest's order (keys' order), and a rescan keeps every item live
+    const pathsOf = async (r: Rig) => ((await r.serve({ op: "manifest", ch: "file_roots", n: 1000 })).entries as { p: string; d?: unknown }[]);
+    const pa = await pathsOf(a);
+    const pb = await pathsOf(b);
+    assert.deepEqual(pb.map((e) => e.p), pa.map((e) => e.p));
+    assert.deepEqual(pa.map((e) => e.p), Object.keys(files).map((p) => `base/${p}`).sort(byManifest));
+    assert.ok(pa.every((e) => !e.d) && pb.every((e) => !e.d), "no tombstone after the rescans");
+    // one long item removed at the source: the puller removes it too, the others stay
+    rmSync(path.join(a.root, "srv", "salt", ...deep, "a.sls"));
+    const again = await b.syncFrom("p1", ["file_roots"]);
+    assert.deepEqual(again.errors, []);
+    assert.equal(again.deleted, 1);
+    assert.ok(!existsSync(path.join(b.root, "srv", "salt", ...deep, "a.sls")));
+    assert.equal(readFileSync(path.join(b.root, "srv", "salt", ...deep, "b.sls"), "utf8"), "long b\n");
+  } finally {
+    await b.close();
+    await a.close();
   }
 });

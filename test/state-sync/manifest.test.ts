@@ -1,7 +1,7 @@
 /** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, order, range summaries. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { afterScan, byPath, differingRanges, rangeItems, rangeItemsMin, rangesMax, summarize, tombstoneKeepMs, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { afterScan, byManifest, byPath, differingRanges, manifestKey, shortPathBytesMax, rangeItems, rangeItemsMin, rangesMax, summarize, tombstoneKeepMs, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { cbor } from "../../src/shared/cbor.js";
 
 const H1 = "1".repeat(64);
@@ -183,4 +183,45 @@ test("a manifest entry crosses the wire with its hash as 32 bytes and a tombston
   assert.ok(validEntry(entryFromWire(cbor.decode(cbor.encode(w)))), "valid after CBOR both ways");
   assert.equal(validEntry(entryFromWire({ ...w, h: new Uint8Array(31) })), false, "a hash of another length is refused");
   assert.ok(cbor.encode(w).byteLength < cbor.encode(live).byteLength - 30);
+});
+
+test("a path longer than an LMDB key is kept under a key of at most 1,978 bytes that sorts against every short path as the path does", () => {
+  const seg = (c: string) => c.repeat(200);
+  const dirs = ["a", "b", "c", "d", "e", "f", "g", "h"].map(seg).join("/"); // 1,607 bytes: base/<dirs>/<j> is 1,813
+  const longs = [
+    `base/${dirs}/${seg("j")}/${seg("k")}/${seg("k")}/x.sls`,
+    `base/${dirs}/${seg("j")}/${seg("k")}/${seg("k")}/y.sls`, // shares more than shortPathBytesMax bytes with the one above
+    `base/${dirs}/${seg("j")}/${"é".repeat(120)}/z.sls`, // the cut falls inside a two-byte character
+    `base/${dirs}/${seg("j")}/${"\u{1F600}".repeat(60)}/z.sls`, // inside a four-byte one
+  ];
+  const shorts = [
+    "base/a.sls",
+    `base/${dirs}`,
+    `base/${dirs}/${seg("j")}`,
+    `base/${dirs}/${seg("j")}/${"k".repeat(100)}`,
+    `base/${dirs}/${seg("j")}/${"k".repeat(126)}`, // as long as a short path can be (1,940 bytes)
+    `base/${dirs}/${seg("j")}/${"é".repeat(61)}`,
+    `base/${dirs}/${seg("j")}/${"\u{1F600}".repeat(30)}`,
+    `base/${dirs}/${seg("j")}/l`,
+    `base/${dirs}/${seg("j")}/${"\uE000"}`,
+    "base/zzz.sls",
+  ];
+  assert.equal(Buffer.byteLength(shorts[4]!), shortPathBytesMax);
+  for (const s of shorts) {
+    assert.ok(Buffer.byteLength(s) <= shortPathBytesMax, `${Buffer.byteLength(s)}`);
+    assert.equal(manifestKey(s), s);
+  }
+  for (const p of longs) {
+    const k = manifestKey(p);
+    assert.notEqual(k, p);
+    assert.ok(Buffer.byteLength(k) <= 1978, `key of ${Buffer.byteLength(p)} bytes is ${Buffer.byteLength(k)} bytes`);
+    assert.equal(manifestKey(p), k, "the same path, the same key");
+    for (const s of shorts) assert.equal(Math.sign(byPath(s, k)), Math.sign(byPath(s, p)), `${s.slice(-20)} against ${p.slice(-30)}`);
+  }
+  assert.notEqual(manifestKey(longs[0]!), manifestKey(longs[1]!), "two long paths sharing their key prefix have keys of their own");
+  const all = [...shorts, ...longs];
+  const byKey = [...all].sort(byManifest);
+  const byP = [...all].sort(byPath);
+  // the two orders differ at most between the long paths that share a key prefix (x.sls and y.sls)
+  assert.deepEqual(byKey.filter((p) => p !== longs[0] && p !== longs[1]), byP.filter((p) => p !== longs[0] && p !== longs[1]));
 });

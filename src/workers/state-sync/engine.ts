@@ -44,8 +44,8 @@ import type { StateSyncEntry } from "../../shared/cluster-health.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, STATUS_FILE, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
-import { KEY_CHANNELS, byPath, checkItemPath, diffPage, differingRanges, entryFromWire, entryToWire, parseChannel, policyOf, rangesMax, summarize, summaryItemsMin, validEntry, type Channel, type ManifestEntry, type SummaryRange } from "./manifest.js";
-import { BankSource, DirSource, IndexedKeySource, dirLayout, type Source } from "./sources.js";
+import { KEY_CHANNELS, byManifest, checkItemPath, diffPage, differingRanges, entryFromWire, entryToWire, parseChannel, policyOf, rangesMax, summarize, summaryItemsMin, validEntry, type Channel, type ManifestEntry, type SummaryRange } from "./manifest.js";
+import { BankSource, DirSource, IndexedKeySource, SourceStopped, dirLayout, type Source } from "./sources.js";
 import { manifestDb, openManifests, scratchDb } from "./manifest-store.js";
 import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
 
@@ -90,7 +90,7 @@ function parseSummary(raw: unknown[]): SummaryRange[] {
   const out: SummaryRange[] = [];
   for (const x of raw) {
     if (!Array.isArray(x) || typeof x[0] !== "string" || !(x[1] instanceof Uint8Array) || x[1].byteLength !== 32) throw new Error("malformed range summary");
-    if (out.length && byPath(out.at(-1)!.a, x[0]) >= 0) throw new Error("malformed range summary: ranges out of order");
+    if (out.length && byManifest(out.at(-1)!.a, x[0]) >= 0) throw new Error("malformed range summary: ranges out of order");
     out.push({ a: x[0], h: Buffer.from(x[1]).toString("hex") });
   }
   return out;
@@ -615,7 +615,7 @@ export class StateSyncEngine {
         for (const p of this.up) this.post({ k: "send", to: p, p: note });
       }
     } catch (e) {
-      log.warning(`state-sync: scanning the key directories failed: ${(e as Error).message}`);
+      if (!(e instanceof SourceStopped)) log.warning(`state-sync: scanning the key directories failed: ${(e as Error).message}`);
     } finally {
       this.ticking = false;
     }

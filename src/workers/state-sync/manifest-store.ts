@@ -1,6 +1,6 @@
 /**
  * The kept manifests of the state-sync directory channels (sources.ts's DirSource reads and writes them): an LMDB
- * environment of its own, one database per channel keyed by item path, so a walk is in the manifest's order; the
+ * environment of its own, one database per channel keyed by item path (a long one by manifest.ts manifestKey), so a walk is in the manifest's order; the
  * stored form of an entry, and the batched walk that never holds a read transaction across an await.
  */
 import { mkdirSync } from "node:fs";
@@ -8,7 +8,7 @@ import path from "node:path";
 import { open as openLmdb, type Database, type RootDatabase } from "lmdb";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { LMDB_CBOR, lmdbDir } from "../../lib/store/lmdb-env.js";
-import { tombstone, type Channel, type ManifestEntry } from "./manifest.js";
+import { isLongPath, manifestKey, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
 
 /** A manifest entry as the manifest database keeps it (the path is the key): the entry's fields and the local signature. */
 export interface Stored {
@@ -19,6 +19,8 @@ export interface Stored {
   d?: 1;
   /** size:mtimeMs:ino of the local file when the entry was taken (the indexed key store: its sha256); absent for tombstones */
   g?: string;
+  /** the item's path, when it is not its key (a path longer than shortPathBytesMax: manifest.ts manifestKey) */
+  p?: string;
 }
 
 /** A channel's manifest database (openManifests). */
@@ -37,17 +39,29 @@ export function scratchDb(root: RootDatabase): ScratchDb {
   return root.openDB<number, string>({ name: "scan-scratch", encoding: LMDB_CBOR });
 }
 
-export function toEntry(p: string, v: Stored): ManifestEntry {
+/** The entry kept under manifest key `key`. */
+export function toEntry(key: string, v: Stored): ManifestEntry {
+  const p = v.p ?? key;
   return v.d ? tombstone(p, v.t) : { p, s: v.s, h: v.h, m: v.m, t: v.t };
 }
 
 export function toStored(e: ManifestEntry, sig?: string): Stored {
-  return e.d ? { s: 0, h: "", m: 0, t: e.t, d: 1 } : sig === undefined ? { s: e.s, h: e.h, m: e.m, t: e.t } : { s: e.s, h: e.h, m: e.m, t: e.t, g: sig };
+  const v: Stored = e.d ? { s: 0, h: "", m: 0, t: e.t, d: 1 } : sig === undefined ? { s: e.s, h: e.h, m: e.m, t: e.t } : { s: e.s, h: e.h, m: e.m, t: e.t, g: sig };
+  if (isLongPath(e.p)) v.p = e.p;
+  return v;
 }
 
 export function sameStored(a: Stored | undefined, b: Stored | undefined): boolean {
   if (!a || !b) return a === b;
-  return a.s === b.s && a.h === b.h && a.m === b.m && a.t === b.t && a.d === b.d && a.g === b.g;
+  return a.s === b.s && a.h === b.h && a.m === b.m && a.t === b.t && a.d === b.d && a.g === b.g && a.p === b.p;
+}
+
+/** What the manifest keeps for item `p` (under its manifest key; another long path with the same key is not `p`'s). */
+export function storedOf(db: ManifestDb, p: string): Stored | undefined {
+  const key = manifestKey(p);
+  const v = db.get(key);
+  if (v === undefined || key === p) return v;
+  return v.p === p ? v : undefined;
 }
 
 /** One write of a rescan: `next` (undefined: forget the item) if the item is still `was`. */
@@ -63,12 +77,10 @@ export const dirNamesInMemoryMax = 4096;
 export const cursorBatchItems = 512;
 /** Manifest writes of a rescan per transaction, count. */
 export const scanWriteBatch = 256;
-/** LMDB's longest key, bytes (UTF-8): an item whose path is longer is not carried. */
-export const manifestKeyBytesMax = 1978;
 
 /**
  * The kept manifests of the directory channels: an LMDB environment of its own (`<brine_lmdb_dir>/state-sync/`,
- * local disk like the job cache's, one database per channel, keyed by item path, so kept in the manifest's order),
+ * local disk like the job cache's, one database per channel, keyed by item path (manifestKey), so kept in the manifest's order),
  * written without fsync (a manifest lost in a crash is rebuilt by the next scan; only tombstones and stamps are
  * lost with it).
  */

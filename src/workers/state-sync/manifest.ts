@@ -218,8 +218,47 @@ export function afterScan(prev: ManifestEntry | undefined, found: ManifestEntry 
   return keep ? prev : tombstone(prev.p, Math.max(now, prev.t + 1));
 }
 
+/** Item paths up to this many bytes (UTF-8) are their own manifest key; a longer one is keyed by manifestKey, bytes. */
+export const shortPathBytesMax = 1940;
+/** Hex digits of the path's sha256 in a long path's manifest key (after one separator character). */
+export const longKeyHashHex = 32;
+
 /**
- * The manifest's order: code-point order, which is UTF-8 byte order, the order LMDB keeps the stored manifest in
+ * The key an item is kept under in the manifest database (LMDB keys are at most 1,978 bytes; a path may have 4,096):
+ * the path itself up to shortPathBytesMax bytes; a longer path is keyed by Q + "~" + the first 128 bits of its
+ * sha256 in hex, Q being its shortest prefix (at a character boundary) of more than shortPathBytesMax bytes. No short
+ * path has Q as a prefix, so any short path compares with the key as it compares with the path: the manifest's
+ * order (keys in code-point order, `byManifest`) is the paths' order, except between long paths that share their Q
+ * (more than 1,940 bytes in common), which are ordered by that hash. The full path is kept in the stored value; two
+ * long paths with one key (a 128-bit collision) are told apart there, and the second is refused. (Any character
+ * works as the separator; a printable one, because LMDB's key encoding gives the bytes below 0x20 meanings.)
+ */
+export function manifestKey(p: string): string {
+  if (p.length * 3 <= shortPathBytesMax) return p; // at most 3 UTF-8 bytes per UTF-16 unit
+  let bytes = 0;
+  for (let i = 0; i < p.length; i++) {
+    const c = p.charCodeAt(i);
+    const astral = c >= 0xd800 && c < 0xdc00 && i + 1 < p.length;
+    bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : astral ? 4 : 3;
+    const end = astral ? i + 2 : i + 1;
+    if (bytes > shortPathBytesMax) return `${p.slice(0, end)}~${createHash("sha256").update(p).digest("hex").slice(0, longKeyHashHex)}`;
+    if (astral) i++;
+  }
+  return p;
+}
+
+/** Whether item path `p` is kept under a key other than itself (manifestKey). */
+export function isLongPath(p: string): boolean {
+  return manifestKey(p) !== p;
+}
+
+/** The manifest's order of two item paths: their manifest keys' (byPath). */
+export function byManifest(a: string, b: string): number {
+  return byPath(manifestKey(a), manifestKey(b));
+}
+
+/**
+ * The order of manifest keys: code-point order, which is UTF-8 byte order, the order LMDB keeps the stored manifest in
  * (it differs from JavaScript's code-unit order only between a character above U+FFFF and one in U+E000-U+FFFF).
  */
 export function byPath(a: string, b: string): number {
@@ -307,11 +346,11 @@ export function differingRanges(summary: readonly SummaryRange[], local: Iterabl
   const out: { from: string; to?: string }[] = [];
   const it = local[Symbol.iterator]();
   let next = it.next();
-  while (summary.length && !next.done && byPath(next.value.p, summary[0]!.a) < 0) next = it.next();
+  while (summary.length && !next.done && byManifest(next.value.p, summary[0]!.a) < 0) next = it.next();
   for (let i = 0; i < summary.length; i++) {
     const to = summary[i + 1]?.a;
     const d = new ContentDigest();
-    while (!next.done && (to === undefined || byPath(next.value.p, to) < 0)) {
+    while (!next.done && (to === undefined || byManifest(next.value.p, to) < 0)) {
       d.add(next.value);
       next = it.next();
     }

@@ -7,13 +7,14 @@
  * - Directory channels (`keys`, `denied_keys`: the minion key directories of `minionPkiDir`; `file_roots`,
  *   `pillar_roots`: the first root of each saltenv receives, every root is scanned, the first one wins a path
  *   clash, as Salt's collect_root_tree): the manifest is kept in LMDB (`<brine_lmdb_dir>/state-sync/`, one
- *   database a channel, keyed by item path, so in the manifest's order) with each file's (size, mtime, inode),
+ *   database a channel, keyed by item path (manifestKey), so in the manifest's order) with each file's (size, mtime, inode),
  *   so a rescan hashes only what changed, and removals become tombstones. Nothing of it is held in memory: a
  *   rescan walks the directories (one directory's names sorted at a time: in memory up to dirNamesInMemoryMax, a
  *   larger one through a scratch database that LMDB keeps in order) and the database side by side, pages
  *   and range summaries are read from the database as they are sent, a peer's page is diffed by point lookups.
- *   Symlinks and non-regular files are not carried (Salt's collector skips symlinks too), nor an item whose path
- *   is longer than LMDB's keys (1,978 bytes).
+ *   Symlinks and non-regular files are not carried (Salt's collector skips symlinks too). A path longer than an LMDB
+ *   key can be (up to the 4,096 bytes checkItemPath allows) is kept under manifest.ts's manifestKey, its path in the
+ *   stored value.
  * - Installs go to a partial file `.brine-part-<hash>` beside the target, written in order, so an interrupted
  *   transfer resumes from its length; the whole file's sha256 is checked before the rename onto the target.
  * - Bank channels (`bank:jobs/loads` …): the job cache's LMDB databases, paged straight from LMDB (nothing kept
@@ -27,12 +28,13 @@ import type { Database } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
 import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import { KEY_DIRS, type KeyState, type KeyStore } from "../../lib/pki/key-store.js";
-import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
+import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, longKeyHashHex, manifestKey, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
 
-import { dirNamesInMemoryMax, manifestKeyBytesMax, sameStored, scanWriteBatch, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type ScratchDb, type Stored } from "./manifest-store.js";
+import { dirNamesInMemoryMax, sameStored, scanWriteBatch, storedOf, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type ScratchDb, type Stored } from "./manifest-store.js";
 
 const log = getLogger("brine.cluster.state-sync");
 
@@ -93,10 +95,6 @@ function sha256(b: Uint8Array): string {
   return createHash("sha256").update(b).digest("hex");
 }
 
-function utf8Bytes(s: string): number {
-  return Buffer.byteLength(s, "utf8");
-}
-
 /** Whether `dir` is a directory this process can list (a root that is not is kept as it was, not emptied). */
 async function readableDir(dir: string): Promise<boolean> {
   try {
@@ -131,6 +129,43 @@ interface Found {
   p: string;
   full: string;
   st: Stats;
+}
+
+const collisions = new LogBudget(5, 60_000, (line) => log.warning(line), "state-sync long paths");
+
+/** Long paths sharing one key prefix that a scan reorders at once (more are not carried, logged), count. */
+const longGroupItemsMax = 1024;
+
+/**
+ * A walk (in path order) in the manifest's order, each item with its manifest key: the two differ only between long
+ * paths sharing their key prefix (manifest.ts manifestKey), which are contiguous in path order; such a group is
+ * held and sorted by key (at most longGroupItemsMax of them).
+ */
+async function* inKeyOrder(ch: Channel, walk: AsyncGenerator<Found>): AsyncGenerator<Found & { key: string }> {
+  let group: (Found & { key: string })[] = [];
+  let groupPrefix = "";
+  const flush = function* () {
+    if (group.length > 1) group.sort((a, b) => byPath(a.key, b.key));
+    yield* group;
+    group = [];
+  };
+  for await (const f of walk) {
+    const key = manifestKey(f.p);
+    if (key === f.p) {
+      yield* flush();
+      yield { ...f, key };
+      continue;
+    }
+    const prefix = key.slice(0, -(longKeyHashHex + 1));
+    if (prefix !== groupPrefix) yield* flush();
+    groupPrefix = prefix;
+    if (group.length >= longGroupItemsMax) {
+      collisions.line(`state-sync ${ch}: ${f.full} is not carried: more than ${longGroupItemsMax} paths share its first ${prefix.length} characters`);
+      continue;
+    }
+    group.push({ ...f, key });
+  }
+  yield* flush();
 }
 
 /**
@@ -170,8 +205,8 @@ export class DirSource implements Source {
       let n = 0;
       this.db.transactionSync(() => {
         for (const k of rows) {
-          if (typeof k?.e?.p !== "string" || this.db.get(k.e.p) !== undefined || utf8Bytes(k.e.p) > manifestKeyBytesMax) continue;
-          this.db.putSync(k.e.p, toStored(k.e, k.sig));
+          if (typeof k?.e?.p !== "string" || this.db.get(manifestKey(k.e.p)) !== undefined) continue;
+          this.db.putSync(manifestKey(k.e.p), toStored(k.e, k.sig));
           n++;
         }
       });
@@ -231,9 +266,9 @@ export class DirSource implements Source {
         this.missing.add(r.dir);
       }
     }
-    const walk = (async function* (self: DirSource) {
+    const walk = inKeyOrder(this.ch, (async function* (self: DirSource) {
       for (const prefix of prefixes) yield* self.mergeRoots(groups.get(prefix)!.map((r) => self.walk(r.dir, prefix, r.depth)));
-    })(this);
+    })(this));
     const kept = walkDb(this.db);
     const ops: ScanWrite[] = [];
     const flush = () => this.apply(ops);
@@ -241,17 +276,25 @@ export class DirSource implements Source {
     let w = await walk.next();
     let k = kept.next();
     while (!w.done || !k.done) {
-      const c = w.done ? 1 : k.done ? -1 : byPath(w.value.p, k.value[0]);
+      this.writable(); // a stopping thread ends a rescan here, not only at its next write (a rescan of unchanged keys writes nothing)
+      const c = w.done ? 1 : k.done ? -1 : byPath(w.value.key, k.value[0]);
       if (c > 0) {
         // kept here, not found by the walk
-        const [p, v] = k.value as [string, Stored];
+        const [key, v] = k.value as [string, Stored];
+        const p = v.p ?? key;
         const next = afterScan(toEntry(p, v), undefined, now, keep.has(p.slice(0, p.indexOf("/"))));
         if (!next) ops.push({ p, was: v, next: undefined });
         else if (next.t !== v.t || next.d !== v.d) ops.push({ p, was: v, next: toStored(next) });
         k = kept.next();
       } else {
-        const f = w.value as Found;
+        const f = w.value as Found & { key: string };
         const v = c === 0 ? (k.value as [string, Stored])[1] : undefined;
+        if (v?.p !== undefined && v.p !== f.p) {
+          // another long path holds this key (a 128-bit collision of their hashes): the one kept first stays
+          collisions.line(`state-sync ${this.ch}: ${f.full} is not carried: its manifest key is held by ${v.p}`);
+          w = await walk.next();
+          continue;
+        }
         const sig = sigOf(f.st);
         if (!v || v.d || v.g !== sig) {
           try {
@@ -276,9 +319,10 @@ export class DirSource implements Source {
     this.db.transactionSync(() => {
       for (const o of ops) {
         // changed meanwhile (an install from a peer): that write stands, the next scan looks again
-        if (!sameStored(this.db.get(o.p), o.was)) continue;
-        if (o.next) this.db.putSync(o.p, o.next);
-        else this.db.removeSync(o.p);
+        const key = manifestKey(o.p);
+        if (!sameStored(this.db.get(key), o.was)) continue;
+        if (o.next) this.db.putSync(key, o.next);
+        else this.db.removeSync(key);
       }
     });
     ops.length = 0;
@@ -384,10 +428,6 @@ export class DirSource implements Source {
       }
       if (!st.isFile()) continue; // symlinks and devices are not carried
       if ("error" in checkItemPath(this.ch, p)) continue; // a name a peer would refuse (a hidden key file …)
-      if (utf8Bytes(p) > manifestKeyBytesMax) {
-        log.warning(`state-sync ${this.ch}: ${full}: its item path is longer than ${manifestKeyBytesMax} bytes; not carried`);
-        continue;
-      }
       if (st.size > itemBytesMax) {
         log.warning(`state-sync ${this.ch}: ${full} is larger than ${itemBytesMax} bytes; not carried`);
         continue;
@@ -397,13 +437,13 @@ export class DirSource implements Source {
   }
 
   entry(p: string): ManifestEntry | undefined {
-    const v = this.db.get(p);
+    const v = storedOf(this.db, p);
     return v && toEntry(p, v);
   }
 
   async page(after: string | undefined, n: number, range: { from?: string; to?: string } = {}): Promise<{ entries: ManifestEntry[]; more: boolean }> {
     const entries: ManifestEntry[] = [];
-    for (const [p, v] of walkDb(this.db, { ...(after !== undefined ? { after } : range.from !== undefined ? { start: range.from } : {}), ...(range.to !== undefined ? { end: range.to } : {}) })) {
+    for (const [p, v] of walkDb(this.db, { ...(after !== undefined ? { after: manifestKey(after) } : range.from !== undefined ? { start: manifestKey(range.from) } : {}), ...(range.to !== undefined ? { end: manifestKey(range.to) } : {}) })) {
       if (entries.length === n) return { entries, more: true };
       entries.push(toEntry(p, v));
     }
@@ -422,7 +462,6 @@ export class DirSource implements Source {
   private async locate(p: string, create: boolean): Promise<string> {
     const c = checkItemPath(this.ch, p);
     if ("error" in c) throw new Error(`refused path ${JSON.stringify(p)}: ${c.error}`);
-    if (utf8Bytes(p) > manifestKeyBytesMax) throw new Error(`refused path: longer than ${manifestKeyBytesMax} bytes (this master's manifest keys)`);
     const t = this.target(c.parts);
     if ("error" in t) throw new Error(t.error);
     if (create && !this.made.has(t.root)) {
@@ -582,14 +621,21 @@ export class DirSource implements Source {
   adopt(e: ManifestEntry): void {
     if (e.d) this.put(e.p, toStored(e));
     else {
-      const v = this.db.get(e.p);
+      const v = storedOf(this.db, e.p);
       if (v && !v.d && v.g !== undefined) this.put(e.p, { ...v, t: e.t });
     }
   }
 
   protected put(p: string, v: Stored): void {
     this.writable();
-    this.db.putSync(p, v);
+    const key = manifestKey(p);
+    if (key !== p) {
+      const held = this.db.get(key);
+      // a 128-bit collision of two long paths' hashes: the one kept first stays
+      if (held?.p !== undefined && held.p !== p) throw new Error(`its manifest key is held by ${held.p} (not recorded)`);
+      v = { ...v, p };
+    }
+    this.db.putSync(key, v);
     this.wrote();
   }
 
@@ -636,6 +682,7 @@ export class IndexedKeySource extends DirSource {
     // what the store holds, item by item against the manifest; then the manifest's items the store no longer holds
     for (const state of this.states()) {
       for (const id of this.keys.list(state)) {
+        this.writable();
         const p = `${state}/${id}`;
         if ("error" in checkItemPath(this.ch, p)) continue;
         const sha = this.keys.digest(state, id);
