@@ -128,7 +128,13 @@ class Reader {
  */
 const cachedStringBytesMax = 16;
 const stringCacheSlots = 4096;
-const stringCacheBytes: (Buffer | undefined)[] = new Array(stringCacheSlots);
+/**
+ * Each slot's bytes at `slot * cachedStringBytesMax` in one buffer of the thread's own, and their count (0: empty):
+ * a Buffer per slot was a slice of Buffer's shared 8 KiB pool, and every kept slice kept its whole pool chunk
+ * alive (with minion ids cached, up to 8 KiB per slot and thread).
+ */
+const stringCacheBytes = Buffer.alloc(stringCacheSlots * cachedStringBytesMax);
+const stringCacheLengths = new Uint8Array(stringCacheSlots);
 const stringCacheText: string[] = new Array(stringCacheSlots);
 
 /**
@@ -150,11 +156,11 @@ function cachedAscii(buf: Buffer, start: number, n: number): string | undefined 
     h = (Math.imul(h, 31) + c) | 0;
   }
   const slot = (h ^ (h >>> 12)) & (stringCacheSlots - 1);
-  const known = stringCacheBytes[slot];
-  if (known !== undefined && known.length === n) {
+  const at = slot * cachedStringBytesMax;
+  if (stringCacheLengths[slot] === n) {
     let same = true;
     for (let i = 0; i < n; i++) {
-      if (known[i] !== buf[start + i]) {
+      if (stringCacheBytes[at + i] !== buf[start + i]) {
         same = false;
         break;
       }
@@ -162,7 +168,8 @@ function cachedAscii(buf: Buffer, start: number, n: number): string | undefined 
     if (same) return stringCacheText[slot]!;
   }
   const text = slices(buf).latin1Slice(start, start + n);
-  stringCacheBytes[slot] = Buffer.from(buf.subarray(start, start + n));
+  buf.copy(stringCacheBytes, at, start, start + n);
+  stringCacheLengths[slot] = n;
   stringCacheText[slot] = text;
   return text;
 }

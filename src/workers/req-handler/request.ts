@@ -74,7 +74,10 @@ function checkTok(ctx: MasterContext, id: string, tok: WireValue | undefined): b
     log.error(`Minion token did not validate: ${id}`);
     return false;
   }
-  ctx.verifiedToks.set(id, { tok: Buffer.from(tokBytes), pem });
+  // a copy of its own (Buffer.from would slice the shared 8 KiB pool, and a kept slice keeps its whole chunk alive)
+  const kept = Buffer.alloc(tokBytes.length);
+  tokBytes.copy(kept);
+  ctx.verifiedToks.set(id, { tok: kept, pem });
   return true;
 }
 
