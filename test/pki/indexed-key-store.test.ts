@@ -16,6 +16,7 @@ import { KeyDb, keyDbDir, pubDigest } from "../../src/lib/pki/key-db.js";
 import { SortedIds } from "../../src/lib/pki/sorted-ids.js";
 import { AcceptedKeyCache, KeyStore, closeKeyDbs, keyCacheDriver, prepareKeyStore } from "../../src/lib/pki/key-store.js";
 import { isBrineError } from "../../src/shared/errors.js";
+import { cleanKey } from "../../src/shared/protocol/pem.js";
 
 const PUB = (n: string) => `-----BEGIN PUBLIC KEY-----\n${n}\n-----END PUBLIC KEY-----\n`;
 
@@ -174,22 +175,22 @@ test("the accepted-key cache drops a key the indexed store no longer holds at th
     const ks = new KeyStore(dir, "mmap_key");
     ks.write("accepted", "m", PUB("m"));
     const cache = new AcceptedKeyCache(ks, 1000, 16, () => 5000);
-    assert.equal(cache.get("m"), PUB("m"));
+    assert.equal(cache.get("m"), cleanKey(PUB("m")));
     const other = new KeyDb(keyDbDir(dir)); // another process's handle
     other.remove("accepted", "m");
     await nextTurn();
     assert.equal(cache.get("m"), undefined, "deleted: gone although the 1 s window has not passed");
     other.put("accepted", "m", PUB("new"));
     await nextTurn();
-    assert.equal(cache.get("m"), PUB("new"), "replaced: the new key at once");
+    assert.equal(cache.get("m"), cleanKey(PUB("new")), "replaced: the new key at once");
     const files = new KeyStore(path.join(dir, "f"));
     files.ensureDirs();
     files.write("accepted", "m", PUB("m"));
     let now = 0;
     const fileCache = new AcceptedKeyCache(files, 1000, 16, () => now);
-    assert.equal(fileCache.get("m"), PUB("m"));
+    assert.equal(fileCache.get("m"), cleanKey(PUB("m")));
     files.remove("accepted", "m");
-    assert.equal(fileCache.get("m"), PUB("m"), "files: kept for the window");
+    assert.equal(fileCache.get("m"), cleanKey(PUB("m")), "files: kept for the window");
     now = 1000;
     assert.equal(fileCache.get("m"), undefined, "files: re-read after it");
     await other.close();

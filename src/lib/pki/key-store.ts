@@ -8,12 +8,14 @@
  * `minions_autosign/` (one-shot autosign stubs) stays a directory with either driver. Every id reaching a
  * path or a store key here has passed validId first.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { compareIds, validId } from "../../shared/protocol/ids.js";
 import { BrineError } from "../../shared/errors.js";
 import { KeyDb, keyDbDir, pubDigest } from "./key-db.js";
 import { minionPkiDir, onNetworkFs, type SharedFsConfig } from "../../shared/shared-fs.js";
+import { cleanKey } from "../../shared/protocol/pem.js";
+import { KeyDirStamp } from "./key-dir-stamp.js";
 
 export type KeyState = "accepted" | "pending" | "rejected" | "denied";
 export const KEY_DIRS: Record<KeyState, string> = {
@@ -129,11 +131,23 @@ export class KeyStore {
     return pub === undefined ? undefined : pubDigest(pub);
   }
 
+  /**
+   * Writes a key file whole: a temp file (a dotfile, which listings skip) renamed into place, so a reader
+   * never sees half a key and the directory's mtime moves even when a key is replaced (KeyDirStamp).
+   */
   write(state: KeyState, id: string, pub: string): void {
     if (this.db) return this.db.put(state, checkedId(id), pub);
     const f = this.file(state, id);
     mkdirSync(path.dirname(f), { recursive: true, mode: 0o700 });
-    writeFileSync(f, pub, { mode: 0o644 });
+    const tmp = path.join(path.dirname(f), `.brine-${process.pid}-${Math.random().toString(36).slice(2)}.tmp`);
+    try {
+      writeFileSync(tmp, pub, { mode: 0o644 });
+      renameSync(tmp, f);
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+    this.changed(state);
   }
 
   /** Moves a key between states; throws ENOENT (as a rename does) when it is not in `from`. */
@@ -142,14 +156,48 @@ export class KeyStore {
     const dst = this.file(to, id);
     mkdirSync(path.dirname(dst), { recursive: true, mode: 0o700 });
     renameSync(this.file(from, id), dst);
+    this.changed(from);
+    this.changed(to);
   }
 
   remove(state: KeyState, id: string): boolean {
     if (this.db) return this.db.remove(state, checkedId(id));
     const f = this.file(state, id);
-    if (!existsSync(f)) return false;
-    rmSync(f, { force: true });
+    try {
+      unlinkSync(f);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return false;
+      throw e;
+    }
+    this.changed(state);
     return true;
+  }
+
+  private readonly stamps = new Map<KeyState, KeyDirStamp>();
+
+  /**
+   * The per-thread change stamp of a state's directory (localfs_key only: the indexed store has its
+   * generation), shared by the caches built on this KeyStore; this object's own writes make it look again.
+   */
+  dirStamp(state: KeyState): KeyDirStamp | undefined {
+    if (this.db) return undefined;
+    let s = this.stamps.get(state);
+    if (!s) {
+      const dir = path.join(this.pkiDir, KEY_DIRS[state]);
+      s = new KeyDirStamp(() => {
+        try {
+          return statSync(dir).mtimeMs;
+        } catch {
+          return undefined;
+        }
+      });
+      this.stamps.set(state, s);
+    }
+    return s;
+  }
+
+  private changed(state: KeyState): void {
+    this.stamps.get(state)?.touch();
   }
 
   /** Ids in one state, sorted; dotfiles and invalid names are ignored (Salt skips dotfiles). */
@@ -216,34 +264,98 @@ function checkedId(id: string): string {
   return id;
 }
 
+/** How long a thread keeps an accepted key its directory's stamp vouches for, ms: bounds an in-place rewrite of the file. */
+export const acceptedKeyTrustMsMax = 10_000;
+
+interface AcceptedEntry {
+  pem: string;
+  at: number;
+  gen: number | undefined;
+  version: number | undefined;
+  /** the file as it was read (localfs_key): what `getFresh` compares a stat with; undefined when not to be trusted */
+  file: { ino: number; size: number; mtimeMs: number; ctimeMs: number } | undefined;
+}
+
 /**
- * A per-thread cache of accepted public keys for the hot request path (the v3 `tok` check needs the
- * minion's key on every request). Entries live `ttlMs`; a key deleted by salt-key stops working within
- * that time (Salt reads the file every time; a 1 s window costs nothing and saves a syscall per request).
- * With the indexed store an entry lives exactly as long as the store's generation is unchanged, so a key
- * deleted or replaced anywhere stops working at the next request. Absent keys are never cached.
+ * A per-thread cache of accepted public keys (Salt's clean_key form): every `_auth` compares the key a minion
+ * presents with it, and the v3 `tok` check needs it on every request.
+ * - `get` (the request path), with `localfs_key`: an entry is kept while the accepted directory's stamp
+ *   (KeyDirStamp: its mtime, read at most every 250 ms per thread) is unchanged, up to `trustMsMax`: a key
+ *   deleted, rejected or replaced by salt-key (a rename or unlink in `minions/`) stops working within 250 ms,
+ *   with no system call per request. While the stamp cannot vouch (the directory changed within the last
+ *   second, or cannot be read) an entry lives `ttlMs` (1 s), as before. A file rewritten in place (no rename)
+ *   is seen within `trustMsMax`.
+ * - `getFresh` (a sign-in, which Salt answers from the file every time): one stat of the key file instead of
+ *   reading it: the copy is used only while the file is the one it was read from (inode, size, mtime, ctime)
+ *   and was over `racyMs` old when read, so a deleted, replaced or rewritten key is seen at once.
+ * - With the indexed store an entry lives exactly as long as the store's generation is unchanged, so a key
+ *   deleted or replaced anywhere stops working at the next request.
+ * Absent keys are never cached (a minion whose key was just accepted is recognised at its very next request).
  */
 export class AcceptedKeyCache {
-  private readonly entries = new Map<string, { pem: string | undefined; at: number; gen: number | undefined }>();
+  private readonly entries = new Map<string, AcceptedEntry>();
+  private readonly stamp: KeyDirStamp | undefined;
   constructor(
     private readonly store: KeyStore,
     private readonly ttlMs: number,
     private readonly entriesMax: number,
     private readonly now: () => number = Date.now,
-  ) {}
+    private readonly trustMsMax = acceptedKeyTrustMsMax,
+  ) {
+    this.stamp = store.dirStamp("accepted");
+  }
 
+  /** The accepted key of `id`, cleaned (Salt's clean_key), or undefined when it has none: the request path's copy. */
   get(id: string): string | undefined {
     const t = this.now();
     const gen = this.store.generation();
+    // taken before any read: a change after it moves the stamp on
+    const version = gen === undefined ? this.stamp?.current(t) : undefined;
     const e = this.entries.get(id);
-    if (e && (gen === undefined ? t - e.at < this.ttlMs : e.gen === gen)) return e.pem;
-    const pem = this.store.read("accepted", id);
+    if (e) {
+      const age = t - e.at;
+      if (gen !== undefined) {
+        if (e.gen === gen) return e.pem;
+      } else if (age >= 0 && (version !== undefined ? e.version === version && age < this.trustMsMax : age < this.ttlMs)) return e.pem;
+    }
+    return this.read(id, t, gen, version);
+  }
+
+  /** `get` as fresh as a read of the key file (a sign-in): one stat of the file, the copy only while it is the same file. */
+  getFresh(id: string): string | undefined {
+    const t = this.now();
+    const gen = this.store.generation();
+    if (gen !== undefined) return this.get(id);
+    const version = this.stamp?.current(t);
+    const e = this.entries.get(id);
+    if (e?.file) {
+      const st = statSync(this.store.file("accepted", id), { throwIfNoEntry: false });
+      if (!st) {
+        this.entries.delete(id);
+        return undefined;
+      }
+      const f = e.file;
+      if (st.ino === f.ino && st.size === f.size && st.mtimeMs === f.mtimeMs && st.ctimeMs === f.ctimeMs) return e.pem;
+    }
+    return this.read(id, t, gen, version);
+  }
+
+  private read(id: string, t: number, gen: number | undefined, version: number | undefined): string | undefined {
+    let raw: string | undefined;
+    let file: AcceptedEntry["file"];
+    if (gen === undefined) {
+      // the file's identity before its text: a change after the stat makes the next stat differ
+      const st = statSync(this.store.file("accepted", id), { throwIfNoEntry: false });
+      raw = st ? this.store.read("accepted", id) : undefined;
+      if (st && st.isFile() && t - st.ctimeMs > racyMs && t - st.mtimeMs > racyMs) file = { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+    } else raw = this.store.read("accepted", id);
     this.entries.delete(id);
     // Only keys that exist are cached: a minion whose key was just (re)accepted by another thread
     // (the clear lane) must be recognised by its very next request, which real minions send at once.
-    if (pem === undefined) return undefined;
+    if (raw === undefined) return undefined;
+    const pem = cleanKey(raw);
     if (this.entries.size >= this.entriesMax) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(id, { pem, at: t, gen });
+    this.entries.set(id, { pem, at: t, gen, version, file });
     return pem;
   }
 

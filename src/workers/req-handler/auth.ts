@@ -6,7 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { getLogger } from "../../shared/log.js";
-import { asBytes, encodeWire, isMap, type WireValue } from "../../shared/protocol/msgpack.js";
+import { asBytes, binHeaderBytes, encodeWire, isMap, writeBinHeader, type WireValue } from "../../shared/protocol/msgpack.js";
+import { Framed } from "./framed.js";
 import { cleanKey } from "../../shared/protocol/pem.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepDecrypt, oaepEncrypt, publicKey, rsaSign, type SigAlgo } from "../../shared/protocol/rsa.js";
 import { x931Sign } from "../../shared/protocol/x931.js";
@@ -27,7 +28,25 @@ export const pubPemBytesMax = 4096;
 function clearSigned(ctx: MasterContext, load: Record<string, unknown>, sigAlgo: SigAlgo, version: number): unknown {
   if (version < 2) return { enc: "clear", load };
   const tosign = encodeWire(load);
-  return { enc: "clear", load: tosign, sig: rsaSign(ctx.masterPriv, tosign, sigAlgo) };
+  return new Framed(clearSignedFrame(tosign, rsaSign(ctx.masterPriv, tosign, sigAlgo)));
+}
+
+const CLEAR_SIGNED_HEAD = Buffer.from([0x83, 0xa3, ...Buffer.from("enc"), 0xa5, ...Buffer.from("clear"), 0xa4, ...Buffer.from("load")]);
+const SIG_KEY = Buffer.from([0xa3, ...Buffer.from("sig")]);
+
+/**
+ * `{"enc": "clear", "load": <tosign>, "sig": <sig>}` as encodeWire packs it (Salt's `_clear_signed` reply),
+ * written once into its frame instead of packing the signed load's bytes a second time.
+ */
+export function clearSignedFrame(tosign: Buffer, sig: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(CLEAR_SIGNED_HEAD.length + binHeaderBytes(tosign.length) + tosign.length + SIG_KEY.length + binHeaderBytes(sig.length) + sig.length);
+  let pos = CLEAR_SIGNED_HEAD.copy(out, 0);
+  pos = writeBinHeader(out, pos, tosign.length);
+  pos += tosign.copy(out, pos);
+  pos += SIG_KEY.copy(out, pos);
+  pos = writeBinHeader(out, pos, sig.length);
+  sig.copy(out, pos);
+  return out;
 }
 
 function applyOps(ctx: MasterContext, id: string, pub: string, ops: AuthFileOp[]): void {
@@ -113,12 +132,13 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
     const v = ctx.keys.read(s, id);
     return v === undefined ? undefined : cleanKey(v);
   };
-  const accepted = readClean("accepted");
+  // the thread's copy while the key file is the one it was read from (one stat instead of a read: AcceptedKeyCache)
+  const accepted = ctx.acceptedKeys.getFresh(id);
   if (rawPub) {
     // before anything is written: an unacceptable key never reaches pki_dir. A returning minion's key is the
     // accepted one, whose parse the thread's key cache holds (it encrypts the replies); any other key is parsed
     // here and not cached (a spray of new keys must not fill the cache)
-    const check = checkMinionPublicKey(rawPub, policy, pub === accepted ? publicKey : undefined);
+    const check = checkMinionPublicKey(pub, policy, pub === accepted ? publicKey : undefined);
     if (!check.ok) {
       log.warning(`Authentication request from ${id} refused: its public key is ${check.why}`);
       return refuse(false);
@@ -170,7 +190,7 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
   if (!pub) return refuse(false);
   let minionKey;
   try {
-    minionKey = publicKey(rawPub);
+    minionKey = publicKey(pub);
   } catch {
     log.warning(`Authentication request from ${id} with an unparsable public key`);
     return refuse(false);
@@ -191,7 +211,8 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
       // a token that does not decrypt is omitted, as Salt omits it; the minion then refuses us
     }
   }
-  const sealed = ctx.authCiphers.ciphertexts(id, pub, minionKey, encAlgo, aesKey, session);
+  // the accepted key's own string when it is the same key (one copy of a minion's PEM per thread, not two)
+  const sealed = ctx.authCiphers.ciphertexts(id, pub === accepted ? accepted : pub, minionKey, encAlgo, aesKey, session);
   reply.aes = sealed.aes;
   reply.session = sealed.session;
   reply.sig = aesKeySignature(ctx, aesKey);

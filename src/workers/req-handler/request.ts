@@ -21,6 +21,7 @@ import { handlePublish } from "./publish.js";
 import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
 import type { Effects, MasterContext } from "./context.js";
 import { requestTsWindowS, staleTs } from "./replay-window.js";
+import { Framed } from "./framed.js";
 import { frameAction } from "../../shared/nonce-owner.js";
 
 type AesHandler = NonNullable<ReturnType<(typeof AES_FUNCS)["get"]>>;
@@ -117,10 +118,6 @@ export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects, so
   }
 }
 
-/** A reply value already encoded as its frame (an AES reply sealed straight into a msgpack bin). */
-class Framed {
-  constructor(readonly bytes: Buffer) {}
-}
 
 function toFrame(reply: unknown): Buffer {
   return reply instanceof Framed ? reply.bytes : encodeWire(reply);
