@@ -9,7 +9,8 @@
  *   (`run_on_start: True`: at start too);
  * - `cron`: croner's next match (5 fields as croniter; a 6-field expression is croner's, seconds FIRST);
  * - `once`: at that time, once (`once_fmt` is not supported: ISO `YYYY-MM-DDTHH:MM[:SS]`, local time);
- *   a time already past at start never fires;
+ *   a time already past at start fires at once if it passed within the last `loop_interval` (Salt's window:
+ *   its schedule looks once per loop_interval), never if it passed before that; the same for `when` times;
  * - `when`: a time or list of times: ISO date-times fire once, times of day (`15:30`, `3pm`, `3:30pm`) every day;
  *   Salt's dateutil phrases and pillar/grains `whens` names are not supported (CONFIG_INVALID);
  * - `splay`: N (1..N s) or {start, end} seconds added to each fire time, drawn anew each time;
@@ -194,9 +195,15 @@ export class Schedule {
     private readonly enabled: boolean,
     start: number,
     private readonly random: () => number = Math.random,
+    /**
+     * How late a `once` or `when` time may be found at start and still fire, ms: Salt's `loop_interval`
+     * (60 s on a master). Salt's schedule looks every loop_interval and runs a time that passed within the
+     * last one (salt/utils/schedule.py `_handle_once`, `_handle_when`); a time further back never fires.
+     */
+    lateStartMs = 0,
   ) {
     for (const job of jobs) this.states.set(job.name, { job, next: null, running: 0, runs: 0, skips: 0 });
-    for (const s of this.states.values()) s.next = s.job.runOnStart ? start : this.plan(s.job, start);
+    for (const s of this.states.values()) s.next = s.job.runOnStart ? start : this.plan(s.job, start, lateStartMs);
   }
 
   private splayMs(job: ScheduleJob): number {
@@ -205,15 +212,15 @@ export class Schedule {
     return Math.floor(start + this.random() * (end - start + 1)) * 1000;
   }
 
-  /** The next fire time after `from`, splay included. */
-  private plan(job: ScheduleJob, from: number): number | null {
+  /** The next fire time after `from` (or up to `lateMs` before it, for `once` and `when`), splay included. */
+  private plan(job: ScheduleJob, from: number, lateMs = 0): number | null {
     let base: number | null = null;
     if (job.intervalMs) base = from + job.intervalMs;
     else if (job.cron) base = job.cron.nextRun(new Date(from))?.getTime() ?? null;
-    else if (job.once !== undefined) base = job.once >= from ? job.once : null;
+    else if (job.once !== undefined) base = job.once >= from - lateMs ? job.once : null;
     else if (job.when) {
       for (const w of job.when) {
-        const t = nextOf(w, from + 1);
+        const t = nextOf(w, from + 1 - lateMs);
         if (t !== null && (base === null || t < base)) base = t;
       }
     }

@@ -231,7 +231,7 @@ function warnUnsupported(): void {
 // --- schedule ----------------------------------------------------------------------------------------------
 
 const schedJobs: ScheduleJob[] = Object.entries(opts.schedule).map(([name, raw]) => parseJob(name, raw, (cfg.schedule as Record<string, unknown> | undefined)?.splay));
-const schedule = new Schedule(schedJobs, opts.scheduleEnabled, Date.now());
+const schedule = new Schedule(schedJobs, opts.scheduleEnabled, Date.now(), Math.random, (cfg.loop_interval ?? 60) * 1000);
 /** scheduled runner jobs in flight: jid → job */
 const runningJids = new Map<string, ScheduleJob>();
 const earlyRets = new Map<string, unknown>();

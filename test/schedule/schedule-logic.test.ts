@@ -112,3 +112,17 @@ test("bad schedule and reactor options are refused naming the option", () => {
   refused(() => readAutomationOptions({ reactor_worker_threads: "many" } as unknown as MasterConfig), /reactor_worker_threads: expected an integer/);
   refused(() => readAutomationOptions({ schedule: [] } as unknown as MasterConfig), /schedule: expected a map/);
 });
+
+test("a once or when time found up to loop_interval late at start still fires, as Salt's schedule does; one further back never", () => {
+  const jobs = () => [
+    parseJob("late", { function: "test.arg", once: "2026-03-10T11:59:45" }), // 45 s before T0
+    parseJob("old", { function: "test.arg", once: "2026-03-10T11:58:00" }), // 150 s before T0
+    parseJob("w", { function: "test.arg", when: ["2026-03-10T12:00:00"] }), // 30 s before T0
+  ];
+  const s = new Schedule(jobs(), true, T0, Math.random, 60_000);
+  assert.deepEqual(fired(s, T0).sort(), ["late", "w"]);
+  assert.deepEqual(fired(s, T0 + 1000), [], "each fires once");
+  assert.equal(s.list().old!._next_fire_time, null);
+  // without the grace (the old behaviour) none of them would fire
+  assert.deepEqual(fired(new Schedule(jobs(), true, T0), T0), []);
+});
