@@ -11,8 +11,9 @@
  * When a table is too full to insert (probe limit reached), the nonce is accepted and the overflow is
  * counted: replay protection degrades under a flood rather than refusing real minions.
  *
- * Nonces also come from outside the request workers (insertWords): a peer master's accepted nonces and this
- * master's own from before a restart (src/shared/nonce-journal.ts). A generation counter (ctrl[2], current
+ * Nonces also come from outside the request workers (insertWords): a peer master's accepted nonces, the nonces a
+ * peer asks this master to decide on (src/shared/nonce-owner.ts) and this master's own from before a restart
+ * (src/shared/nonce-journal.ts). A generation counter (ctrl[2], current
  * table = its low bit) names the journal file each generation's nonces are appended to.
  */
 

@@ -2,7 +2,8 @@
  * One request frame in, exactly one reply frame out (Salt's ReqServerChannel.handle_message, hardened).
  *
  * Order: size + strict decode → envelope shape → decrypt (v3: session key of the envelope id; v2: the
- * current publish key) → nonce, ttl, id and tok checks → replay check → dispatch (`_auth` and
+ * current publish key) → nonce, ttl, id and tok checks → replay check (clustered, for a minion another master
+ * owns: then its nonce decider's word, nonce-owner-client.ts) → dispatch (`_auth` and
  * `publish` clear; AES allow-list) → encrypt the reply with the request's nonce. Every refusal is a
  * reply with Salt's wording and a log line; nothing is written for a refused request.
  */
