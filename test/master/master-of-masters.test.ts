@@ -37,6 +37,14 @@ function syndicReturn(s: TestMinion, batches: Record<string, unknown>[]) {
 /** What the stand-in's lower master says is not connected below it (a brine lower master's `not_connected`; a Python one says nothing). */
 let notConnectedBelow: string[] | undefined;
 
+/** Resolves once `tag` is among the bus events collected in `tags`; fails after `ms`. */
+async function seenTag(tags: string[], tag: string, ms = 15_000): Promise<void> {
+  for (const until = Date.now() + ms; !tags.includes(tag); ) {
+    if (Date.now() > until) assert.fail(`no ${tag} on the bus within ${ms} ms (seen: ${tags.join(", ")})`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 function forwardNew(s: TestMinion, jid: string, minions: string[]) {
   const data = { jid, minions, fun: "test.ping", ...(notConnectedBelow ? { not_connected: notConnectedBelow } : {}) };
   return s.channel.send(
@@ -123,7 +131,8 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
     try {
       assert.equal(await syndicReturn(syn, [batch("syn1", pub, ANSWERING)]), null);
       assert.equal(await syndicReturn(syn, [batch("syn1", pub, ["b2", "b3"])]), null);
-      await new Promise((r) => setTimeout(r, 300));
+      // the bus keeps the order of what was fired: once b3's return is here, a refire of the resent batch would be too
+      await seenTag(tags, `salt/job/${pub.jid}/ret/b3`);
     } finally {
       off();
       bus.close();
@@ -154,7 +163,9 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
     const jid = "20261125120000777777";
     try {
       assert.equal(await forwardNew(syn, jid, ["b9"]), null);
-      await new Promise((r) => setTimeout(r, 300));
+      // the batch's events are fired together, in order: once its last one is here, so is every other one
+      await seenTag(tags, "salt/minion/b1/start");
+      await seenTag(tags, "syndic/syn1/salt/minion/b1/start");
     } finally {
       off();
       bus.close();
