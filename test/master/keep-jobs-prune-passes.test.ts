@@ -228,6 +228,28 @@ test("another thread's return writes delete records below the stored cutoff, at 
   }
 });
 
+test("keep_jobs_seconds 0 after a prune forgets the cutoff: an old job written again is listed and no return deletes it", async () => {
+  const t = tempStore();
+  const store = t.open();
+  const jobs = new JobCache(store);
+  try {
+    const { old, fresh } = await fill(jobs, 2, 5);
+    await jobs.prune(DAY_S, now, { now: () => 0, pause: async () => undefined });
+    assert.deepEqual(jobs.listJids(), [fresh]);
+    await jobs.prune(0, now);
+    // an old job imported again (migrate_jobs_to_cache) while jobs are kept forever
+    const [jid] = old as [string];
+    await jobs.saveLoad(jid, { fun: "test.ping", tgt: "*" }, ["m0"]);
+    await jobs.addReturn(jid, "m0", { return: true });
+    for (let i = 0; i < 5; i++) await jobs.saveReturn(fresh, `late-${i}`, { return: true }, false);
+    assert.deepEqual(jobs.listJids(), [jid, fresh]);
+    assert.deepEqual(jobs.returnsFor(jid), { m0: { return: true } });
+  } finally {
+    await store.close();
+    rmSync(t.root, { recursive: true, force: true });
+  }
+});
+
 test("a prune cut short by a stop is finished by the next: no return, list entry, end time, minions, nocache or hand-off entry of an old job is left", async () => {
   const t = tempStore();
   let store = t.open();

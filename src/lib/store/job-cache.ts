@@ -500,7 +500,12 @@ export class JobCache {
    * return writes deleted meanwhile (other threads' are not counted).
    */
   async prune(keepSeconds: number, nowMs: number, clock: PruneClock = realPruneClock): Promise<{ removed: number; passes: number; alongside: number }> {
-    if (keepSeconds <= 0) return { removed: 0, passes: 0, alongside: 0 };
+    if (keepSeconds <= 0) {
+      // keep_jobs_seconds 0 (forever) after a prune: the cutoff goes, so nothing older is hidden or deleted any more
+      if (this.cutoff() > 0) await this.s.pruned.remove("before");
+      this.pendingCut = 0;
+      return { removed: 0, passes: 0, alongside: 0 };
+    }
     const stored = this.cutoff();
     const cut = Math.max(nowMs - keepSeconds * 1000, stored);
     let before = this.frontier(cut);
