@@ -47,6 +47,34 @@ export function deciderOf(order: readonly string[], self: string, isUp: (id: str
   return self;
 }
 
+/**
+ * Requests whose second copy only reads: the fileserver's requests, the master's options, mine.get and a peer
+ * job's returns (pub_ret), each answered encrypted to the minion, storing and firing nothing. The decider is not
+ * asked for them: a copy acted on twice costs only the work, and a state run's many file requests would each
+ * wait a peer round trip. This master's own nonce set still refuses a copy sent to it. Everything else is asked
+ * about, `_pillar` and `_master_tops` included (an ext_pillar or ext_nodes command may act, and the pillar fires
+ * `minion/refresh`), and so is a command not named here (the safe default for a handler added later).
+ */
+const replayHarmlessCommands: ReadonlySet<string> = new Set([
+  "_master_opts",
+  "_mine_get",
+  "pub_ret",
+  "_serve_file",
+  "_file_hash",
+  "_file_hash_and_stat",
+  "_file_find",
+  "_file_list",
+  "_file_list_emptydirs",
+  "_dir_list",
+  "_symlink_list",
+  "_file_envs",
+]);
+
+/** Whether a request with this `cmd` needs its decider's word at all (see replayHarmlessCommands). */
+export function commandNeedsDecider(cmd: unknown): boolean {
+  return !(typeof cmd === "string" && replayHarmlessCommands.has(cmd));
+}
+
 /** Whether a request of a minion with this ring owner needs asking anyone: not when this master owns it, or no ring is published. */
 export function needsAsk(owner: string | null, self: string): boolean {
   return owner !== null && owner !== self;

@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BroadcastChannel } from "node:worker_threads";
-import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, badWorkerAsk, decideAsk, deciderOf, frameAction, needsAsk, nonceOwnerChannelName, ownerAskNoncesMax, planAsks, takeAnswer, type NonceOwnerMsg } from "../../src/shared/nonce-owner.js";
+import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, commandNeedsDecider, badWorkerAsk, decideAsk, deciderOf, frameAction, needsAsk, nonceOwnerChannelName, ownerAskNoncesMax, planAsks, takeAnswer, type NonceOwnerMsg } from "../../src/shared/nonce-owner.js";
 import { NonceSet, packNonces } from "../../src/shared/nonce-set.js";
 import { NONCE_CHANNEL, NonceOwnerService, deciderSkipMs, type NonceOwnerChannel } from "../../src/main-thread/cluster/nonce-owner.js";
 import { isBrineError } from "../../src/shared/errors.js";
@@ -197,4 +197,11 @@ test("a peer's ask is decided by this master's set; a malformed one is refused w
   } finally {
     svc.close();
   }
+});
+
+test("which commands wait for the decider: every one that stores, fires or publishes, and any unknown one; not the reads", () => {
+  for (const cmd of ["_return", "_syndic_return", "_minion_event", "_mine", "_mine_delete", "_mine_flush", "minion_pub", "minion_publish", "minion_runner", "_file_recv", "_pillar", "_master_tops", "a_command_added_later", undefined, 7])
+    assert.equal(commandNeedsDecider(cmd), true, String(cmd));
+  for (const cmd of ["_serve_file", "_file_hash", "_file_hash_and_stat", "_file_find", "_file_list", "_file_list_emptydirs", "_dir_list", "_symlink_list", "_file_envs", "_master_opts", "_mine_get", "pub_ret"])
+    assert.equal(commandNeedsDecider(cmd), false, cmd);
 });

@@ -112,3 +112,22 @@ test("two returns waiting at once, answered in the other order, each fire their 
     ],
   );
 });
+
+test("a read (a fileserver request, mine.get) does not wait for its decider; a pillar render and a mine write do", async () => {
+  for (const [cmd, load, asks] of [
+    ["_file_envs", {}, false],
+    ["_file_list", { saltenv: "base", prefix: "" }, false],
+    ["_mine_get", { tgt: "*", fun: "test.ping" }, false],
+    ["_pillar", { grains: {}, saltenv: null, pillarenv: null, pillar_override: {}, extra_minion_data: {}, ver: "2" }, true],
+    ["_mine", { data: { "test.ping": true } }, true],
+  ] as const) {
+    const fx = newEffects();
+    const { f, nonce } = frame({ cmd, ...load });
+    const reply = handleRequest(ctx, f, fx);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(held.length, asks ? 1 : 0, `${cmd} ${asks ? "asks" : "does not ask"} its decider`);
+    if (asks) held.shift()!.answer(NONCE_FRESH);
+    assert.equal(refused(await reply), false, cmd);
+    assert.equal(ctx.nonces.checkAndInsert(nonce), false, `${cmd}: its nonce is in this master's own set all the same`);
+  }
+});

@@ -23,10 +23,11 @@ import { CLEAR_COMMANDS, handleClearCommand } from "./clear-funcs.js";
 import type { Effects, MasterContext } from "./context.js";
 import { requestTsWindowS, staleTs } from "./replay-window.js";
 import { Framed } from "./framed.js";
-import { frameAction } from "../../shared/nonce-owner.js";
+import { commandNeedsDecider, frameAction } from "../../shared/nonce-owner.js";
+
+import { CMD_NONE, cmdSlotOf } from "../../shared/metrics/labels.js";
 
 type AesHandler = NonNullable<ReturnType<(typeof AES_FUNCS)["get"]>>;
-import { CMD_NONE, cmdSlotOf } from "../../shared/metrics/labels.js";
 
 const log = getLogger("brine.request");
 const SALT = Buffer.from("salt");
@@ -269,8 +270,9 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
       log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
       return BAD_LOAD;
     }
-    // clustered, a minion another master owns: its decider's word first (nonce-owner-client.ts)
-    const verdict = ctx.nonceOwner?.ask(id, nonce);
+    // clustered, a minion another master owns: its decider's word first (nonce-owner-client.ts), unless a
+    // second copy of this command would change nothing (a read) or there is no handler to act on it
+    const verdict = handler && commandNeedsDecider(cmd) ? ctx.nonceOwner?.ask(id, nonce) : undefined;
     if (verdict !== undefined) {
       const held = spans && snapshotSpans(spans); // the thread's spans belong to the next request once this one waits
       return verdict.then((v) => {
