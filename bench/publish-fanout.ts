@@ -242,18 +242,24 @@ async function fanout(subs: number, roundsN: number, ioThreads: number, transpor
     const kidsCpu = () => kids.reduce((a, k) => a + (cpuSecondsOf(`/proc/${k.p.pid}/stat`) ?? NaN), 0);
     const kidsCpu0 = kidsCpu();
     const load0 = loadavg();
+    // native: when the PUB has written a round's frame to every subscriber (drained() after the push), without polling
+    let roundStart: bigint | undefined;
+    let roundIndex = 0;
+    if (transport === "native") {
+      const out = port.out;
+      const push = out.push.bind(out);
+      out.push = (m) => {
+        push(m);
+        const start = roundStart;
+        const r = roundIndex;
+        if (start !== undefined) void out.drained().then(() => (written[r] = Number(process.hrtime.bigint() - start) / 1e6));
+      };
+    }
     for (let r = 0; r < roundsN; r++) {
       const start = process.hrtime.bigint();
-      const sent0 = port.out.sent;
+      roundStart = start;
+      roundIndex = r;
       port.publish([load(`20261125${String(r).padStart(12, "0")}`, 256 + 64 * r)]);
-      if (transport === "native") {
-        // the frame comes back from the publisher thread, then is written to every subscriber: drained() resolves after the last write
-        void (async () => {
-          while (port.out.sent === sent0) await new Promise((res) => setImmediate(res));
-          await port.out.drained();
-          written[r] = Number(process.hrtime.bigint() - start) / 1e6;
-        })();
-      }
       const ok = await until(() => kids.every((k) => k.roundsSeen.length > r), 30_000);
       if (!ok) throw new Error(`round ${r}: not every subscriber got the publish in 30 s`);
       const seen = kids.map((k) => k.roundsSeen[r]!);
