@@ -118,7 +118,7 @@ export const stateSyncRunners: Record<string, RunnerFn> = {
     const async = isTrue(kwarg.async);
     const port = portOf(ctx);
     if (all.length > 0 && !port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
-    if (minionBanks.length > 0 && !ctx.cluster) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the Raft worker is not running on this master");
+    if (minionBanks.length > 0 && !ctx.cluster?.raft) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the Raft worker is not running on this master");
     const minions = Promise.all(minionBanks.map((b) => ctx.cluster!.raft.minionQuery({ op: "collect", bank: MINION_BANK_NAMES[b]! })));
     const names = [...all, ...minionBanks.map((b) => `bank:${b}`)];
     if (async) {
@@ -127,7 +127,7 @@ export const stateSyncRunners: Record<string, RunnerFn> = {
       if (all.length > 0) await ask(port!, { op: "collect", channels: all, async });
       return { status: "fan-out initiated", tag: "cluster/runner/collect_from_peers", data: { channels: names } };
     }
-    const [fromSync, fromRaft] = await Promise.all([all.length > 0 ? (ask(port!, { op: "collect", channels: all }) as Promise<Record<string, PeerReport>>) : Promise.resolve({}), minions]);
+    const [fromSync, fromRaft] = await Promise.all([all.length > 0 ? (ask(port!, { op: "collect", channels: all, async: false }) as Promise<Record<string, PeerReport>>) : Promise.resolve({}), minions]);
     return mergeCollected(fromSync, fromRaft.map((a) => a.collected ?? {}));
   },
 };

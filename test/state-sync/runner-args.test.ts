@@ -37,7 +37,7 @@ test("sync_roots takes Salt's roots values and asks the state-sync thread for th
   }
 });
 
-test("collect_from_peers takes keys and denied_keys channels and job-cache banks (Salt's four by default), and refuses the rest", async () => {
+test("collect_from_peers takes keys and denied_keys channels, job-cache banks (Salt's four by default) and the minion banks, and refuses the rest", async () => {
   const c = ctx(true);
   try {
     const run = stateSyncRunners["cluster.collect_from_peers"]!;
@@ -50,7 +50,10 @@ test("collect_from_peers takes keys and denied_keys channels and job-cache banks
       { op: "collect", channels: ["keys", "bank:jobs/returns"], async: false },
     ]);
     await assert.rejects(run(c.ctx, [], { channels: "file_roots" }), /channels may only name keys and denied_keys/);
-    await assert.rejects(run(c.ctx, [], { banks: "minions/data" }), /unknown bank "minions\/data"/);
+    await assert.rejects(run(c.ctx, [], { banks: "minions/nothing" }), /unknown bank "minions\/nothing"/);
+    // the minion banks are the Raft worker's to pull (minion-placement.ts): without one, refused, nothing asked
+    await assert.rejects(run(c.ctx, [], { banks: "minions/data" }), /the Raft worker is not running/);
+    assert.equal(c.calls.length, 3);
     await assert.rejects(run(c.ctx, [], { banks: [] }), /name at least one channel or bank/);
   } finally {
     c.close();
