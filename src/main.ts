@@ -53,8 +53,6 @@ import { answerHeapProbes } from "./shared/heap-probe.js";
 import { LivePublishPeers, PublishPeersBoard } from "./shared/publish-peers.js";
 
 const log = getLogger("brine.master");
-/** how often the publish port's subscriber list (native transport) is copied to the request threads' board, ms */
-const livePeersPollMs = 1_000;
 
 /** Slots in the replay nonce set (per generation: 10 minutes, replay-window.ts); 2M × 8 B × 2 = 32 MiB. */
 export const nonceSlots = 1 << 21;
@@ -96,8 +94,8 @@ export class MasterServer {
    * fill it from /proc/net/tcp; a transport that knows its connections feeds it instead (LivePublishPeers).
    */
   readonly publishPeers = new PublishPeersBoard();
-  /** with a transport that lists its subscribers (the native one): their addresses to the board, once a second */
-  private livePeers: { feed: LivePublishPeers; timer: NodeJS.Timeout } | undefined;
+  /** with a transport that knows its subscribers (the native one): their addresses to the board as they come and go */
+  private livePeers: { feed: LivePublishPeers } | undefined;
   /** jids for runner calls, from the same clock as the workers' job jids (never equal to one) */
   private readonly runnerJids = new JidGenerator(Date.now, this.jidClock);
   /** results of runner calls a request worker waits for (src/shared/runner-results.ts) */
@@ -233,10 +231,10 @@ export class MasterServer {
     const host = c.interface.includes(":") ? `[${c.interface}]` : c.interface;
     await this.publishPort.bind(`tcp://${host}:${c.publish_port}`);
     if (this.publishPort.subscriberAddresses()) {
-      const port = this.publishPort;
+      // the native transport tells the board of each subscriber as it comes and goes (written once per turn)
       const feed = new LivePublishPeers(this.publishPeers, Date.now, (n) => log.warning(`${n} addresses connected to the publish port do not fit the shared board: each publish reads /proc/net/tcp itself`));
-      feed.setAll(port.subscriberAddresses() ?? []);
-      this.livePeers = { feed, timer: setInterval(() => feed.setAll(port.subscriberAddresses() ?? []), livePeersPollMs).unref() };
+      this.publishPort.watchSubscribers(feed);
+      this.livePeers = { feed };
     }
     await this.requestPort.bind(`tcp://${host}:${c.ret_port}`);
 
@@ -315,7 +313,6 @@ export class MasterServer {
     await this.lanes?.drain(Date.now() + shutdownDrainMs);
     await this.requestPort?.drained();
     await this.publishPort?.drained();
-    if (this.livePeers) clearInterval(this.livePeers.timer);
     this.livePeers?.feed.close();
     this.requestPort?.close();
     await this.publishPort?.close();

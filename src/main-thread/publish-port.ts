@@ -11,7 +11,7 @@ import { minionFacingKeyFiles } from "../shared/shared-fs.js";
 import { PublisherClient } from "./publisher-client.js";
 import { SendQueue, type Outbox } from "./send-queue.js";
 import { setBatchSizes } from "./zmq-memory.js";
-import { NativePublisher } from "./zmtp-server.js";
+import { NativePublisher, type SubscriberWatcher } from "./zmtp-server.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
 
 /**
@@ -70,6 +70,15 @@ export class PublishPort {
    */
   subscriberAddresses(): string[] | undefined {
     return this.native?.remoteAddresses();
+  }
+
+  /**
+   * With the native transport, tells `watcher` of each subscriber as it comes and goes (true); libzmq's
+   * connections only /proc/net/tcp shows (false).
+   */
+  watchSubscribers(watcher: SubscriberWatcher): boolean {
+    this.native?.watch(watcher);
+    return this.native !== undefined;
   }
 
   async drained(): Promise<void> {

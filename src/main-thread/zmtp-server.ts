@@ -184,6 +184,14 @@ abstract class ZmtpServer<C extends Conn> {
 interface Subscriber extends Conn {
   /** messages written since the socket last drained (queued in its buffer, not yet taken by the kernel) */
   queued: number;
+  /** its remote address, read when its handshake was done (told to the watcher then and when it goes) */
+  address?: string;
+}
+
+/** Told of each subscriber past its handshake as it comes and goes (presence: the publish peers board). */
+export interface SubscriberWatcher {
+  connected(remoteAddress: string): void;
+  disconnected(remoteAddress: string): void;
 }
 
 /**
@@ -203,6 +211,7 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
   private readonly fanouts: { bytes: Buffer; targets: Subscriber[]; next: number }[] = [];
   private pumping = false;
   private idle: (() => void)[] = [];
+  private watcher: SubscriberWatcher | undefined;
 
   constructor(
     opts: ZmtpServerOptions,
@@ -220,14 +229,17 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
   }
 
   protected onEvent(c: Subscriber, ev: ZmtpEvent): void {
-    if (ev.k === "ready") this.subs.add(c);
-    else if (ev.k === "subscribe") this.index.add(c, ev.topic);
+    if (ev.k === "ready") {
+      this.subs.add(c);
+      c.address = c.sock.remoteAddress;
+      if (c.address) this.watcher?.connected(c.address);
+    } else if (ev.k === "subscribe") this.index.add(c, ev.topic);
     // the session counts a topic's subscriptions: the peer leaves the index with its last cancel
     else if (ev.k === "cancel" && !c.session.subscriptions.has(ev.topic)) this.index.remove(c, ev.topic);
   }
 
   protected forget(c: Subscriber): void {
-    this.subs.delete(c);
+    if (this.subs.delete(c) && c.address) this.watcher?.disconnected(c.address);
     for (const topic of c.session.subscriptions.distinct()) this.index.remove(c, topic);
   }
 
@@ -285,6 +297,15 @@ export class NativePublisher extends ZmtpServer<Subscriber> {
   /** Resolves once every publish has been written to every subscriber (or dropped for one past its mark). */
   drained(): Promise<void> {
     return this.pumping ? new Promise((r) => this.idle.push(r)) : Promise.resolve();
+  }
+
+  /**
+   * Tells `watcher` of every subscriber past its handshake now, then of each one as it comes and goes (at once:
+   * a minion that left is known to have left before the next publish, not a poll later).
+   */
+  watch(watcher: SubscriberWatcher): void {
+    this.watcher = watcher;
+    for (const c of this.subs) if (c.address) watcher.connected(c.address);
   }
 
   /** Remote addresses of the subscribers past their handshake (for presence: who is connected). */

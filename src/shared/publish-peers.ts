@@ -11,7 +11,7 @@
  *   most one read per `publishPeersFreshMsMax` per process while publishes come (none while none come: no timer).
  * - **Live** (a transport that knows its connections, such as brine's own ZMTP transport): the main thread
  *   feeds each connection's remote address as it comes and goes (`LivePublishPeers.connected`/`disconnected`), or
- *   the transport's whole list (`setAll`, what main.ts does with `brine_minion_transport: native`, once a second);
+ *   the transport's whole list (`setAll`; with `brine_minion_transport: native` main.ts has the ZMTP server call `connected`/`disconnected` as subscribers come and go);
  *   no thread reads /proc then. `LivePublishPeers.close()` (the transport stops) hands back to snapshots.
  *
  * A snapshot is used only while the kernel's count of TCP sockets in use (/proc/net/sockstat: counters, ~0.2 ms

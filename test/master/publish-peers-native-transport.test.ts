@@ -1,6 +1,6 @@
 /**
  * With brine's own ZMTP transport (`brine_minion_transport: native`) the publish port's subscribers are known to
- * the master itself: main.ts copies their addresses to the request threads' board once a second (live), so no
+ * the master itself: the ZMTP server tells the request threads' board of each as it comes and goes (live), so no
  * request thread reads /proc/net/tcp, and a publish still names the matched minion that is not connected.
  */
 import { test } from "node:test";

@@ -257,3 +257,31 @@ test("a publish to more subscribers than one turn's slice reaches all of them, p
     pub.close();
   }
 });
+
+test("a watcher is told of each subscriber past its handshake and of its leaving at once, not a poll later", async () => {
+  const port = await freePort();
+  const pub = new NativePublisher({ backlog: 10 }, 1000);
+  await pub.bind(`tcp://127.0.0.1:${port}`);
+  const first = new zmq.Subscriber({ linger: 0 });
+  const events: string[] = [];
+  try {
+    first.subscribe();
+    first.connect(`tcp://127.0.0.1:${port}`);
+    await until(() => pub.subscribers === 1, 5_000, "the first subscriber");
+    // a watcher set later is told of the subscribers already there
+    pub.watch({ connected: (a) => events.push(`+${a}`), disconnected: (a) => events.push(`-${a}`) });
+    assert.deepEqual(events, ["+127.0.0.1"]);
+    const second = new zmq.Subscriber({ linger: 0 });
+    second.subscribe();
+    second.connect(`tcp://127.0.0.1:${port}`);
+    await until(() => events.length === 2, 5_000, "the second subscriber told");
+    second.close();
+    const closedAt = Date.now();
+    await until(() => events.length === 3, 5_000, "the second subscriber's leaving told");
+    assert.ok(Date.now() - closedAt < 900, "told as the connection closed, within less than the old 1 s poll");
+    assert.deepEqual(events, ["+127.0.0.1", "+127.0.0.1", "-127.0.0.1"]);
+  } finally {
+    first.close();
+    pub.close();
+  }
+});
