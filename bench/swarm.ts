@@ -16,6 +16,7 @@ import type { BenchOptions, BenchRow } from "./types.js";
 import { freePort } from "../tools/free-port.js";
 import type { MinionSettings } from "../tools/swarm/events.js";
 import { DEFAULT_KEY_POOL_DIR } from "../src/lib/minion/keys.js";
+import { masterDefaults } from "../src/shared/config/defaults.js";
 
 /**
  * Keys in the pool the benches' fleets share (minion i uses slot i % poolKeySlots): RSA-2048 generation costs
@@ -72,10 +73,11 @@ export interface BenchMaster {
 
 /**
  * The brine master's minion-facing transport in the benches (`brine_minion_transport`): BRINE_BENCH_MINION_TRANSPORT,
- * `libzmq` (the default) or `native`; fleet-memory and publish-fanout take a comma-separated list and run each.
+ * `native` or `libzmq` (the master's default when unset); fleet-memory and publish-fanout take a comma-separated
+ * list and run each.
  */
 export function benchTransports(): ("libzmq" | "native")[] {
-  const ts = (process.env.BRINE_BENCH_MINION_TRANSPORT ?? "libzmq").split(",").map((t) => t.trim());
+  const ts = (process.env.BRINE_BENCH_MINION_TRANSPORT ?? masterDefaults().brine_minion_transport).split(",").map((t) => t.trim());
   for (const t of ts) if (t !== "libzmq" && t !== "native") throw new Error(`BRINE_BENCH_MINION_TRANSPORT: libzmq or native, not ${JSON.stringify(t)}`);
   return ts as ("libzmq" | "native")[];
 }

@@ -6,13 +6,16 @@
  */
 import path from "node:path";
 import { Context, Publisher } from "zeromq";
-import type { MasterConfig } from "../shared/config/defaults.js";
+import { masterDefaults, type MasterConfig } from "../shared/config/defaults.js";
+import { getLogger } from "../shared/log.js";
 import { minionFacingKeyFiles } from "../shared/shared-fs.js";
 import { PublisherClient } from "./publisher-client.js";
 import { SendQueue, type Outbox } from "./send-queue.js";
 import { setBatchSizes } from "./zmq-memory.js";
 import { NativePublisher, type SubscriberWatcher } from "./zmtp-server.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
+
+const log = getLogger("brine.transport");
 
 /**
  * ZeroMQ I/O threads of the publish socket's own context. libzmq gives each subscriber's TCP connection to one
@@ -31,6 +34,8 @@ export class PublishPort {
 
   constructor(cfg: MasterConfig, secrets: SharedArrayBuffer, ioThreads = publishIoThreads) {
     if (cfg.brine_minion_transport === "native") {
+      // libzmq's own option: said once at start (the publish port is made once), never silently ignored
+      if (cfg.brine_zmq_batch_bytes !== masterDefaults().brine_zmq_batch_bytes) log.warning(`brine_zmq_batch_bytes (${cfg.brine_zmq_batch_bytes}) is not implemented with brine_minion_transport: native (it sizes libzmq's buffers); ignored`);
       this.native = new NativePublisher({ backlog: cfg.zmq_backlog, keepaliveIdleMs, ipv6: cfg.ipv6 }, cfg.pub_hwm);
       this.out = this.native;
     } else {

@@ -59,8 +59,8 @@ export async function startTestMaster(overrides: Partial<MasterConfig> = {}, roo
     pillar_roots: { base: [path.join(dir, "srv", "pillar")] },
     worker_threads: 1,
     loop_interval: 3600,
-    // BRINE_TEST_MINION_TRANSPORT=native runs a suite's masters on brine's own ZMTP server (a test that names
-    // the transport in its overrides keeps it)
+    // BRINE_TEST_MINION_TRANSPORT=libzmq (or native, the default) runs a suite's masters on that minion-facing
+    // transport (a test that names the transport in its overrides keeps it)
     ...(transportFromEnv() ? { brine_minion_transport: transportFromEnv() } : {}),
     ...overrides,
     ret_port: retPort,

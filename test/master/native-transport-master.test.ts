@@ -1,8 +1,9 @@
 /**
- * A master with `brine_minion_transport: native` named explicitly (the whole minion-facing suite also runs on it
- * with BRINE_TEST_MINION_TRANSPORT=native; the real-minion case is test/interop/real-minion-native-transport):
+ * A master with `brine_minion_transport: native` named explicitly (the default; the real-minion case is
+ * test/interop/real-minion-transports, libzmq's test/master/libzmq-transport-master):
  * minions sign in and answer a job through the salt CLI, a peer that is not ZMTP is closed while they keep being
- * served, and a request over frameBytesMax is answered "bad load" as a request worker answers it.
+ * served, a request over frameBytesMax is answered "bad load" as a request worker answers it, and libzmq's
+ * `brine_zmq_batch_bytes`, set, is warned about as not implemented with this transport.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -17,10 +18,10 @@ import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { frameBytesMax } from "../../src/shared/protocol/limits.js";
 
-test("native transport: minions answer a job; a non-ZMTP peer is closed; a request over frameBytesMax gets 'bad load'", { timeout: 180_000 }, async () => {
+test("native transport: minions answer a job; a non-ZMTP peer is closed; a request over frameBytesMax gets 'bad load'; brine_zmq_batch_bytes is said to be ignored", { timeout: 180_000 }, async () => {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-native-"));
   const logFile = path.join(root, "master.log");
-  const tm = await startTestMaster({ auto_accept: true, brine_minion_transport: "native" }, undefined, { logFile });
+  const tm = await startTestMaster({ auto_accept: true, brine_minion_transport: "native", brine_zmq_batch_bytes: 4096 }, undefined, { logFile });
   assert.equal(tm.cfg.brine_minion_transport, "native");
   const keys = await testKeys(2);
   const minions = [fastMinion(tm, "nat-a", keys[0]!), fastMinion(tm, "nat-b", keys[1]!, { protocol: "v2" })];
@@ -50,6 +51,7 @@ test("native transport: minions answer a job; a non-ZMTP peer is closed; a reque
     const log = readFileSync(logFile, "utf8");
     assert.match(log, /ROUTER port: closed the connection from 127\.0\.0\.1:\d+: not a ZMTP peer/);
     assert.match(log, /bad load received on socket: frame of 67108865 bytes exceeds frameBytesMax/);
+    assert.match(log, /brine_zmq_batch_bytes \(4096\) is not implemented with brine_minion_transport: native/, "libzmq's option is said to be ignored");
   } finally {
     raw.close();
     await Promise.all(minions.map((m) => m.stop()));

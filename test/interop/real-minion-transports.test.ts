@@ -1,11 +1,10 @@
 /**
- * Real salt-minions of both generations (3007.x over pyzmq's libzmq 4.3.4; 3006.8) against a brine master whose
- * minion-facing ports are brine's own ZMTP server (`brine_minion_transport: native`), named here explicitly
- * (the rest of the interop suite runs on it with BRINE_TEST_MINION_TRANSPORT=native): sign-in, publishes and
- * returns, frames long enough for ZMTP's 8-byte sizes both ways, AES rotation and re-auth, a master restart
- * followed. Skips with a message when Salt's source is absent. (Which minions are connected is read from the
- * kernel's TCP table either way; on one host every minion's address is 127.0.0.1, so "[Not connected]" cannot
- * be told apart here.)
+ * Real salt-minions of both generations (3007.x over pyzmq's libzmq 4.3.4; 3006.8) against a brine master on each
+ * minion-facing transport, named here explicitly: brine's own ZMTP server (`brine_minion_transport: native`, the
+ * default) and libzmq (the rest of the interop suite runs on libzmq with BRINE_TEST_MINION_TRANSPORT=libzmq):
+ * sign-in, publishes and returns, frames long enough for ZMTP's 8-byte sizes both ways, AES rotation and
+ * re-auth, a master restart followed. Skips with a message when Salt's source is absent. (On one host every
+ * minion's address is 127.0.0.1, so "[Not connected]" cannot be told apart here.)
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -18,14 +17,15 @@ import { runCli, writeConfigDir } from "../helpers/cli.js";
 
 const skip = realSaltSkipReason();
 
-describe("real salt-minions (3007.x and 3006.8) against brine's native ZMTP transport", { skip, timeout: 600_000 }, () => {
+for (const transport of ["native", "libzmq"] as const)
+describe(`real salt-minions (3007.x and 3006.8) against brine's ${transport} transport`, { skip, timeout: 600_000 }, () => {
   let m: TestMaster;
   let conf: string;
-  const runDir = mkdtempSync(path.join(os.tmpdir(), "rsn-"));
+  const runDir = mkdtempSync(path.join(os.tmpdir(), `rsn-${transport}-`));
   const salt = (...a: string[]) => runCli("salt", ["-c", conf, ...a]);
 
   before(async () => {
-    m = await startTestMaster({ auto_accept: true, worker_threads: 2, brine_minion_transport: "native" });
+    m = await startTestMaster({ auto_accept: true, worker_threads: 2, brine_minion_transport: transport });
     conf = writeConfigDir(m);
     await Promise.all([
       startRealMinion(runDir, "nat-new", m.retPort, m.publishPort, "3007.x"),
@@ -37,7 +37,7 @@ describe("real salt-minions (3007.x and 3006.8) against brine's native ZMTP tran
     await m?.stop();
   });
 
-  test("both generations sign in over the native ports and answer test.ping", async () => {
+  test("both generations sign in and answer test.ping", async () => {
     const r = await salt("*", "test.ping", "--out", "json", "-t", "20");
     assert.equal(r.code, 0, r.stderr);
     for (const id of ["nat-new", "nat-old"]) assert.match(r.stdout, new RegExp(`"${id}": true`));
@@ -65,9 +65,9 @@ describe("real salt-minions (3007.x and 3006.8) against brine's native ZMTP tran
     assert.ok(ok, "nat-new signed in again after its key was deleted");
   });
 
-  test("a restarted master (its native ports closed and opened again) is followed by both minions", async () => {
+  test("a restarted master (its ports closed and opened again) is followed by both minions", async () => {
     m = await m.restart();
-    assert.equal(m.cfg.brine_minion_transport, "native");
+    assert.equal(m.cfg.brine_minion_transport, transport);
     let out = "";
     for (let i = 0; i < 4 && !(/"nat-new": true/.test(out) && /"nat-old": true/.test(out)); i++) out = (await salt("nat-*", "test.ping", "--out", "json", "-t", "20")).stdout;
     assert.match(out, /"nat-new": true/);
