@@ -140,3 +140,18 @@ test("brine's own key writes rename a complete file into place and move the dire
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("an id no key file can have ('', '.', '..', a path) has no accepted key and throws nothing, on the request path and at sign-in", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-akc-"));
+  try {
+    const ks = new KeyStore(dir);
+    ks.ensureDirs();
+    const cache = new AcceptedKeyCache(ks, 1000, 16);
+    for (const id of ["", ".", "..", "a/b", "../minions"]) {
+      assert.equal(cache.get(id), undefined, JSON.stringify(id));
+      assert.equal(cache.getFresh(id), undefined, JSON.stringify(id));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

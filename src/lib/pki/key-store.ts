@@ -307,6 +307,7 @@ export class AcceptedKeyCache {
 
   /** The accepted key of `id`, cleaned (Salt's clean_key), or undefined when it has none: the request path's copy. */
   get(id: string): string | undefined {
+    if (!validId(id)) return undefined; // no key file can have this name (a request's id is checked later)
     const t = this.now();
     const gen = this.store.generation();
     // taken before any read: a change after it moves the stamp on
@@ -323,6 +324,7 @@ export class AcceptedKeyCache {
 
   /** `get` as fresh as a read of the key file (a sign-in): one stat of the file, the copy only while it is the same file. */
   getFresh(id: string): string | undefined {
+    if (!validId(id)) return undefined;
     const t = this.now();
     const gen = this.store.generation();
     if (gen !== undefined) return this.get(id);

@@ -45,7 +45,8 @@ import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, STATUS_FILE, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
 import { KEY_CHANNELS, byManifest, checkItemPath, diffPage, differingRanges, entryFromWire, entryToWire, parseChannel, policyOf, rangesMax, summarize, summaryItemsMin, validEntry, type Channel, type ManifestEntry, type SummaryRange } from "./manifest.js";
-import { BankSource, DirSource, IndexedKeySource, SourceStopped, dirLayout, type Source } from "./sources.js";
+import { DirSource, SourceStopped, dirLayout, type Source } from "./sources.js";
+import { BankSource, IndexedKeySource } from "./store-sources.js";
 import { manifestDb, openManifests, scratchDb } from "./manifest-store.js";
 import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
 
