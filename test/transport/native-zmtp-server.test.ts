@@ -55,9 +55,15 @@ test("ipv6 as Salt's option means it: an IPv6 interface is refused without it, s
     sub.subscribe();
     sub.connect(`tcp://[::1]:${port}`);
     await until(() => pub.subscribers === 1, 5_000, "the IPv6 subscriber");
-    pub.push([Buffer.from("over ipv6")]);
-    const [msg] = await sub.receive();
-    assert.equal(msg!.toString(), "over ipv6");
+    // past its handshake is not yet subscribed (SUBSCRIBE follows READY): publish until it has one, never wait
+    // on a receive that a publish made before the subscription would leave waiting for ever
+    let got: string | undefined;
+    void sub.receive().then(([m]) => (got = m!.toString()), () => {});
+    await until(() => {
+      if (got === undefined) pub.push([Buffer.from("over ipv6")]);
+      return got !== undefined;
+    }, 5_000, "a publish over IPv6");
+    assert.equal(got, "over ipv6");
   } finally {
     sub.close();
     pub.close();
