@@ -61,3 +61,22 @@ test("concurrent first use from four threads: every thread returns the key that 
   }
   rmSync(dir, { recursive: true, force: true });
 });
+
+test("a request sealed with a key another thread wrote a moment ago is opened at once, within the re-read throttle", async () => {
+  const { Crypticle } = await import("../../src/shared/protocol/crypticle.js");
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
+  try {
+    const clock = 1_790_000_000_000;
+    const s = new SessionKeys(dir, 86400, () => clock); // the request thread: its clock stands still
+    const old = s.get("m1").key;
+    // the clear lane's thread (a sign-in after the key file was purged) writes a new key in the same millisecond
+    const file = path.join(s.dir, "m1");
+    writeSessionKeyFile(file, "replace", clock + 1);
+    const fresh = readFileSync(file, "latin1").split("\n")[0]!.trim();
+    assert.notEqual(fresh, old);
+    const sealed = new Crypticle(fresh).dumps({ cmd: "_minion_event", tag: "t" }) as Buffer;
+    assert.deepEqual(s.get("m1").crypticle.loads(sealed), { cmd: "_minion_event", tag: "t" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

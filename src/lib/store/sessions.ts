@@ -128,8 +128,8 @@ interface Entry {
   mtimeMs: number;
   ino: number;
   checkedAt: number;
-  /** the minion's other live keys as last read, and when */
-  others: { at: number; keys: (HeldKey & { crypticle: Crypticle })[] };
+  /** the minion's other live keys as last read, when, and the file's identity then */
+  others: { at: number; mtimeMs: number; ino: number; keys: (HeldKey & { crypticle: Crypticle })[] };
 }
 
 /** A key this master created (what the cluster sends its peers). */
@@ -197,7 +197,7 @@ export class SessionKeys {
       mtimeMs: st.mtimeMs,
       ino: st.ino,
       checkedAt: t,
-      others: { at: t, keys: this.othersOf(set, set.current.key, t) },
+      others: { at: t, mtimeMs: st.mtimeMs, ino: st.ino, keys: this.othersOf(set, set.current.key, t) },
     };
     if (this.cache.size >= cacheEntriesMax) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, entry);
@@ -210,12 +210,19 @@ export class SessionKeys {
     return keys.map((k) => ({ ...k, crypticle: new Crypticle(k.key) }));
   }
 
-  /** The minion's live keys other than the entry's current one, re-read from the file at most every sessionRefreshMsMin. */
+  /**
+   * The minion's live keys other than the entry's current one, re-read from the file at most every
+   * sessionRefreshMsMin, and at once when the file was replaced since it was last read (one stat: a sign-in's new
+   * key, written a moment before the request sealed with it, must open that request).
+   */
   private otherKeys(id: string, e: Entry): Crypticle[] {
     const t = this.now();
-    if (t - e.others.at >= sessionRefreshMsMin) {
-      const set = readSet(path.join(this.dir, id));
-      if (set) e.others = { at: t, keys: this.othersOf(set, e.key, t) };
+    const file = path.join(this.dir, id);
+    const st = statSync(file, { throwIfNoEntry: false });
+    const replaced = st !== undefined && (st.mtimeMs !== e.others.mtimeMs || st.ino !== e.others.ino);
+    if (st && (replaced || t - e.others.at >= sessionRefreshMsMin)) {
+      const set = readSet(file);
+      if (set) e.others = { at: t, mtimeMs: st.mtimeMs, ino: st.ino, keys: this.othersOf(set, e.key, t) };
     }
     return e.others.keys.filter((k) => t - k.t < this.publishSessionS * 1000).map((k) => k.crypticle);
   }
