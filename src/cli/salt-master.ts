@@ -61,7 +61,9 @@ function heldOrExit(fn: () => PidfileHold): PidfileHold {
 if (o.daemon) {
   // refused here, before detaching, so the caller sees why (the detached child takes the file)
   heldOrExit(() => acquirePidfile(pidPath)).release();
-  const args = process.argv.slice(1).filter((a) => a !== "-d" && a !== "--daemon");
+  // node's own flags first (process.execArgv: --max-old-space-size, --cpu-prof, ...): the master that runs is
+  // started as this one was, only detached
+  const args = [...process.execArgv, ...process.argv.slice(1).filter((a) => a !== "-d" && a !== "--daemon")];
   const child = spawn(process.execPath, args, { detached: true, stdio: "ignore" });
   child.unref();
   process.stdout.write(`salt-master started in the background (pid ${child.pid})\n`);

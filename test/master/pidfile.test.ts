@@ -75,3 +75,40 @@ test("a stale pidfile (its pid dead, or not a number) is taken over; release rem
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("salt-master -d starts the detached master with node's own flags (execArgv) and without -d", { timeout: 120_000 }, async () => {
+  const { root, conf } = await masterRoot();
+  const pidfile = path.join(root, "var", "run", "salt-master.pid");
+  const flags = ["--max-old-space-size=333", "--stack-size=900"];
+  const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
+    const p = spawn(process.execPath, [...flags, new URL("salt-master.js", CLI_DIR).pathname, "-c", conf, "-l", "quiet", "-d"], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.on("close", (code) => resolve({ code, out }));
+  });
+  const pid = Number(/pid (\d+)/.exec(r.out)?.[1]);
+  try {
+    assert.equal(r.code, 0, r.out);
+    assert.ok(pid > 0, r.out);
+    // the detached master writes its pidfile once it holds it: then its command line is final
+    const deadline = Date.now() + 60_000;
+    while (!(existsSync(pidfile) && readFileSync(pidfile, "utf8").trim() === String(pid)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+    assert.equal(readFileSync(pidfile, "utf8").trim(), String(pid));
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+    assert.deepEqual(argv.slice(1, 3), flags, argv.join(" "));
+    assert.ok(argv[3].endsWith("salt-master.js"), argv.join(" "));
+    assert.ok(!argv.includes("-d") && argv.includes("-c"), argv.join(" "));
+  } finally {
+    if (pid > 0) {
+      try {
+        process.kill(pid, "SIGTERM");
+      } catch {
+        /* already gone */
+      }
+      const deadline = Date.now() + 30_000;
+      while (existsSync(`/proc/${pid}`) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+      if (existsSync(`/proc/${pid}`)) process.kill(pid, "SIGKILL");
+    }
+    rmSync(root, { recursive: true, force: true });
+  }
+});
