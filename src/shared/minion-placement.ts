@@ -179,6 +179,11 @@ export function placedByKey(bank: MinionBank, ring: string): string {
   return `${MINION_OUTBOX_PREFIX}${bank}/${ring}`;
 }
 
+/** The `jobs/placed-by` key of `bank` set while it is placed on any ring (never a ring's name: `~` cannot start one). */
+export function placedMarkKey(bank: MinionBank): string {
+  return placedByKey(bank, "~placed");
+}
+
 /** The prefix of every `jobs/placed-by` key of `bank` (one per ring it was placed on). */
 export function placedByPrefix(bank: MinionBank): string {
   return `${MINION_OUTBOX_PREFIX}${bank}/`;

@@ -232,7 +232,7 @@ test("back to broadcast: once mine is no longer routed, every master pulls the r
     c.unroute();
     c.down.add("m2");
     // m3 cannot pull from m2 yet: still gathering, its marks kept
-    await c.svc.get("m3")!.gather("mine");
+    await c.svc.get("m3")!.broadcast.gather("mine");
     const held = await c.svc.get("m1")!.query({ op: "held", bank: "mine" });
     assert.equal((held.held_by!.m3 as { gathering?: boolean }).gathering, true, "m3 says it is still gathering");
     assert.ok([...c.stores.get("m3")!.placedBy.getKeys({ start: "~mine/", end: "~mine/\uffff" })].length > 0, "m3 keeps its placed-by marks until it pulled from every master");
@@ -264,7 +264,7 @@ test("a record still in the outbox when its bank goes back to broadcast is sprea
     // every master already gathered (nothing else to pull) before m3's outbox record could move
     c.down.delete("m1");
     c.down.delete("m2");
-    for (const m of ["m1", "m2"]) await c.svc.get(m)!.gather("data");
+    for (const m of ["m1", "m2"]) await c.svc.get(m)!.broadcast.gather("data");
     assert.deepEqual(holders(c, "minionData", "late1").includes("m1"), true, "m1 pulled it from m3 in its gather");
     // the outbox path alone: a record written on m3 after the others gathered still reaches them
     // (m3 had not applied the cleared route yet: its write went to the outbox, not to the peers)

@@ -2,7 +2,7 @@
  * Placement of the minion data cache (grains and pillar: data type `grains`) and the mine (data type `mine`) on
  * the owners of each minion id, in the Raft worker beside the jobs' (job-placement.ts, whose outbox, tables and
  * round structure this reuses; decisions in src/shared/minion-placement.ts and src/shared/placement.ts). Peer
- * channel `raft/minions`, requests only:
+ * channel `raft/minions` (its name, limits and answer checks: minion-wire.ts), requests only:
  *
  * - **Hand-off** (`store`): while `mine` (resp. `grains`) is routed to a ring, every write of a minion's mine
  *   (resp. data) record on this master (request workers, runner threads: MinionCache with placement on) puts
@@ -19,14 +19,8 @@
  *   (broadcast) ends with each on its owners only. The table
  *   the copies are placed by is kept in `jobs/placed-by` under `~data/<ring>` / `~mine/<ring>` once a scan is
  *   done, so a master stopped mid-scan scans again when it starts.
- * - **Back to broadcast** (gather): once a bank's data type is routed to no ring again while this master's copies
- *   were placed (mustGather: its `jobs/placed-by` marks of the bank are left), this master pulls from every other
- *   master the records it lacks or holds older (`stamps` pages, then `records`), and drops its marks once every
- *   master was pulled from in full; a master down is pulled from again every gatherRetryMs. Outbox keys of a bank
- *   no longer routed are spread to every master (`spread`) instead of to owners. The same pull serves
- *   cluster.collect_from_peers of `minions/data`, `minions/mine` (`collect`), refused while the bank is placed.
- * - **Shed** (`shed`, cluster.shed_unowned of a minion bank): a record not owned here is dropped only when an owner
- *   answers (`stamps`) that it holds it as new (planMinionShed); the possibly only copy stays.
+ * - **Back to broadcast** (gather, spread, collect, shed): minion-broadcast.ts, which this hands the outbox keys
+ *   of banks no longer routed and the `spread` requests it is served.
  * - **Reads** (`records`, `target`, `ids`): the asking thread (a request worker through the main thread, a
  *   runner thread) asks its Raft worker, which asks every other master once (ids in chunks of
  *   readIdsPerRequestMax) and merges: the newest record of each id, the ids a target matches among those each
@@ -44,24 +38,17 @@ import {
   dataTypeOf,
   MINION_OUTBOX_PREFIX,
   minionOutboxKey,
-  mustGather,
   newestRecords,
   parseMinionOutboxKey,
   placedByKey,
-  placedByPrefix,
-  planMinionShed,
-  wantedFrom,
+  placedMarkKey,
   type HeldIds,
   type MinionAnswer,
   type MinionBank,
   type MinionQuery,
   type MinionRecord,
-  type MinionShedAnswer,
-  type PullReport,
-  type StampEntry,
   type TargetQuery,
 } from "../../shared/minion-placement.js";
-import type { Stamp } from "../../shared/sync-records.js";
 import { checkMinions } from "../../lib/targeting/check-minions.js";
 import { takeLinearRefusals, withLinearPatterns } from "../../lib/targeting/pcre.js";
 import type { NodegroupConfig } from "../../lib/targeting/nodegroups.js";
@@ -69,50 +56,30 @@ import { MinionCache } from "../../lib/store/minion-cache.js";
 import { handoffStamp } from "../../lib/store/job-cache.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import type { PeerMessage } from "./peer/peer-types.js";
-import type { RingCallChannel } from "./ring-forward.js";
 import { byteBatches, handoffIntervalMs, rebalanceRoundKeysMax, storedTable, tableRecord } from "./job-placement.js";
+import { BANKS, MinionBroadcast } from "./minion-broadcast.js";
+import {
+  askPeer,
+  checkRecord,
+  checkRecordsAnswer,
+  checkTargetAnswer,
+  idsAnswerMax,
+  isMap,
+  MINION_PLACEMENT_CHANNEL,
+  minionRequestBytesMax,
+  readIdsPerRequestMax,
+  recordsAnswerBytesMax,
+  stampsPageMax,
+  type MinionPlacementDeps,
+} from "./minion-wire.js";
 
-export const MINION_PLACEMENT_CHANNEL = "raft/minions";
+export { MINION_PLACEMENT_CHANNEL, type MinionPlacementDeps };
+
 /** outbox keys (minion records) one round takes at most, count */
 export const minionRoundKeysMax = 2_000;
-/** one hand-off request's records at most (the peer channel's frame is 8 MiB), bytes */
-export const minionRequestBytesMax = 4 * 1024 * 1024;
-/** ids one `records` or `target` request names at most (the asker sends more in several), count */
-export const readIdsPerRequestMax = 20_000;
-/** one `records` answer's bytes at most: the ids left out are named (`rest`) and asked again, bytes */
-export const recordsAnswerBytesMax = 4 * 1024 * 1024;
-/** ids one `ids` answer carries at most (~25 bytes each: inside one peer frame), count */
-export const idsAnswerMax = 200_000;
-/** stamps one `stamps` page carries at most (~40 bytes each: inside one peer frame), count */
-export const stampsPageMax = 20_000;
-/** a gather (the way back to broadcast) that could not pull from every master is tried again after, ms */
-export const gatherRetryMs = 5_000;
 
 const log = getLogger("brine.cluster.placement");
 const roundLog = new LogBudget(1, 10_000, (line) => log.warning(line), "minion data hand-off");
-const gatherLog = new LogBudget(1, 30_000, (line) => log.warning(line), "minion data back to broadcast");
-const BANKS: readonly MinionBank[] = ["data", "mine"];
-/** the `jobs/placed-by` key (under the bank's prefix, never a ring's name) set while a bank is placed on any ring */
-const PLACED_MARK = "~placed";
-
-export interface MinionPlacementDeps {
-  /** the job cache's environment (minions/data and minions/mine live in it), shared with JobPlacement */
-  store: () => Store;
-  channel: RingCallChannel;
-  self: string;
-  timeoutMs: number;
-  /** the ring a data type (`grains`, `mine`) is routed to now, null for broadcast */
-  route: (dataType: string) => string | null;
-  /** this master's own table of `ring` when it hosts it */
-  localTable: (ring: string) => PlacementTable | undefined;
-  /** the table to place `ring`'s keys with: this master's own, else one fetched from a host (JobPlacement.table) */
-  table: (ring: string) => Promise<PlacementTable | undefined>;
-  /** every other master of the cluster (reads ask them all) */
-  peers: () => string[];
-  /** whether the peer channel has a session with `peer` now */
-  up: (peer: string) => boolean;
-  now?: () => number;
-}
 
 /** A placement scan of one bank in progress. */
 interface Scan {
@@ -132,17 +99,14 @@ export class MinionPlacement {
   /** per bank: the table of its ring at the last round, and a scan in progress */
   private readonly seen = new Map<MinionBank, PlacementTable>();
   private readonly scans = new Map<MinionBank, Scan>();
-  /** per bank being gathered (back to broadcast): the masters pulled from in full since the gather began */
-  private readonly gathered = new Map<MinionBank, Set<string>>();
-  private gatherBusy = false;
-  /** outbox keys of banks back to broadcast being spread: their outbox stamp and the masters that acknowledged them */
-  private spreadTo = new Map<string, { stamp: number; peers: Set<string> }>();
-  private lastGather = -Infinity;
+  /** the way back to broadcast (gather, spread, collect, shed) */
+  readonly broadcast: MinionBroadcast;
 
   constructor(private readonly d: MinionPlacementDeps) {
     this.now = d.now ?? Date.now;
     let c: MinionCache | undefined;
     this.cache = () => (c ??= new MinionCache(d.store(), this.now));
+    this.broadcast = new MinionBroadcast(d, this.cache);
     this.off = d.channel.on(MINION_PLACEMENT_CHANNEL, (m) => this.serve(m));
   }
 
@@ -152,7 +116,7 @@ export class MinionPlacement {
 
   /** Called on every tick of the worker's timer: starts a round when one is due and none runs. */
   tick(): void {
-    this.gatherTick();
+    this.broadcast.tick();
     if (this.busy || this.now() - this.last < handoffIntervalMs) return;
     if (this.d.route("grains") === null && this.d.route("mine") === null && !this.pendingKeys()) return;
     this.last = this.now();
@@ -233,7 +197,7 @@ export class MinionPlacement {
       }),
     );
     const st = settleRound(plan, acked, this.d.self);
-    const spread = await this.spread(unrouted);
+    const spread = await this.broadcast.spread(unrouted);
     if (st.settled.length === 0 && orphans.length === 0 && spread.length === 0) return;
     await s.root.transaction(() => {
       for (const [key, stamp] of [...orphans, ...spread]) if (s.handoff.get(key) === stamp) s.handoff.removeSync(key);
@@ -260,7 +224,7 @@ export class MinionPlacement {
     }
     const key = placedByKey(bank, ring);
     // placed now: the way back to broadcast must gather, even if the route is cleared before a scan finished
-    const mark = placedByKey(bank, PLACED_MARK);
+    const mark = placedMarkKey(bank);
     if (!s.placedBy.doesExist(mark)) await s.placedBy.put(mark, { placed: true });
     const own = this.d.localTable(ring);
     const t = own && tableUsable(own) ? own : await this.d.table(ring);
@@ -306,243 +270,6 @@ export class MinionPlacement {
       log.info(`${dataTypeOf(bank)} on ring ${ring}: the placement scan of this master's records is done`);
     } else sc.after = ids[ids.length - 1];
   }
-
-  /**
-   * Outbox keys of a bank no longer routed to a ring (the route was cleared while they waited): the record goes to
-   * every other master, as a broadcast write would have (`spread`; each keeps the newest by stamp), since a master
-   * that already gathered from this one would not see it. The keys whose record every other master acknowledged
-   * (or that have no record: nothing to spread) are returned, to leave the outbox; the others wait for a master
-   * that is down or still routes the bank, and go again next round.
-   */
-  private async spread(unrouted: readonly [string, number][]): Promise<[string, number][]> {
-    if (unrouted.length === 0) return [];
-    const c = this.cache();
-    const records = new Map<string, MinionRecord>();
-    const done: [string, number][] = [];
-    for (const e of unrouted) {
-      const k = parseMinionOutboxKey(e[0]);
-      const r = k ? c.record(k.bank, k.id) : undefined;
-      if (r) records.set(e[0], r);
-      else done.push(e);
-    }
-    if (records.size === 0) return done;
-    // which masters already have each key's record (as of its outbox stamp): only the others are sent it again
-    const spreadNow = new Map<string, { stamp: number; peers: Set<string> }>();
-    for (const [key, stamp] of unrouted) {
-      const had = this.spreadTo.get(key);
-      if (records.has(key)) spreadNow.set(key, had && had.stamp === stamp ? had : { stamp, peers: new Set() });
-    }
-    this.spreadTo = spreadNow;
-    const peers = this.d.peers();
-    await Promise.all(
-      peers.map(async (peer) => {
-        if (!this.d.up(peer)) return;
-        const owed = [...records].filter(([key]) => !spreadNow.get(key)!.peers.has(peer)).map(([, r]) => r);
-        for (const batch of byteBatches(owed, minionRequestBytesMax)) {
-          try {
-            const a = cbor.decode(await this.d.channel.request(peer, MINION_PLACEMENT_CHANNEL, cbor.encode({ op: "spread", items: batch }) as Uint8Array, this.d.timeoutMs)) as { ok?: unknown };
-            if (Array.isArray(a?.ok)) for (const key of a.ok) if (typeof key === "string") spreadNow.get(key)?.peers.add(peer);
-          } catch (e) {
-            roundLog.line(`spreading ${batch.length} minion records to ${peer} (their bank is back to broadcast) failed, retried next round: ${(e as Error).message}`);
-            break;
-          }
-        }
-      }),
-    );
-    for (const e of unrouted) if (records.has(e[0]) && peers.every((p) => spreadNow.get(e[0])!.peers.has(p))) done.push(e);
-    if (done.length < unrouted.length) roundLog.line(`${unrouted.length - done.length} minion records of a bank back to broadcast wait in the outbox of ${this.d.self} for masters that are down or still route it`);
-    return done;
-  }
-
-  // --- back to broadcast: gather, collect_from_peers, shed_unowned -----------------------------------------
-
-  /** The `jobs/placed-by` keys of `bank` (one per ring its copies were placed on). */
-  private placedByKeys(bank: MinionBank): string[] {
-    const prefix = placedByPrefix(bank);
-    const out: string[] = [];
-    for (const k of this.d.store().placedBy.getKeys({ start: prefix, end: `${prefix}\uffff` })) out.push(k as string);
-    return out;
-  }
-
-  /** Whether this master still gathers `bank` (back to broadcast, not every master pulled from yet). */
-  private gatheringNow(bank: MinionBank): boolean {
-    return mustGather(this.d.route(dataTypeOf(bank)), this.placedByKeys(bank));
-  }
-
-  /** On every tick: starts a gather of the banks back to broadcast, at once, then every gatherRetryMs while one is incomplete. */
-  private gatherTick(): void {
-    if (this.gatherBusy || this.now() - this.lastGather < gatherRetryMs) return;
-    const banks = BANKS.filter((b) => this.gatheringNow(b));
-    if (banks.length === 0) return;
-    this.lastGather = this.now();
-    this.gatherBusy = true;
-    (async () => {
-      for (const b of banks) await this.gather(b);
-    })()
-      .catch((e: unknown) => gatherLog.line(`gathering minion records back to broadcast failed, tried again in ${gatherRetryMs / 1000} s: ${(e as Error)?.message ?? String(e)}`))
-      .finally(() => (this.gatherBusy = false));
-  }
-
-  /**
-   * The way back to broadcast (mustGather): pulls from every other master the records of `bank` this master lacks
-   * or holds older (each master held only the ids it owned). Once every master was pulled from in full, the
-   * bank's `jobs/placed-by` keys go: this master holds every record, and later writes are broadcast again. A
-   * master down or failing is pulled from again every gatherRetryMs (logged); one restarted mid-gather starts over.
-   */
-  async gather(bank: MinionBank): Promise<void> {
-    let done = this.gathered.get(bank);
-    if (!done) this.gathered.set(bank, (done = new Set()));
-    const peers = this.d.peers();
-    const waiting: string[] = [];
-    let items = 0;
-    for (const p of peers) {
-      if (done.has(p)) continue;
-      if (!this.d.up(p)) {
-        waiting.push(`${p} (down)`);
-        continue;
-      }
-      try {
-        items += (await this.pullFrom(p, bank)).items;
-        done.add(p);
-      } catch (e) {
-        waiting.push(`${p} (${(e as Error).message})`);
-      }
-    }
-    if (waiting.length > 0) {
-      gatherLog.line(`${dataTypeOf(bank)} is back to broadcast, but ${this.d.self} could not yet pull the records it lacks from ${waiting.join(", ")}: asked again every ${gatherRetryMs / 1000} s`);
-      return;
-    }
-    // routed again meanwhile: the placement scan owns the placed-by keys now
-    if (this.d.route(dataTypeOf(bank)) !== null) return;
-    const s = this.d.store();
-    const keys = this.placedByKeys(bank);
-    await s.root.transaction(() => {
-      for (const k of keys) s.placedBy.removeSync(k);
-    });
-    this.gathered.delete(bank);
-    log.info(`${dataTypeOf(bank)} is back to broadcast: ${this.d.self} pulled the records it lacked from ${peers.join(", ") || "no other master"} (${items} stored in this pass) and holds every minion's record now`);
-  }
-
-  /** This master's stamp of `id` in `bank` (a record never stamped: (0, this master)). */
-  private localStamp(bank: MinionBank, id: string): Stamp | undefined {
-    const e = this.cache().stampsOf(bank, [id], this.d.self)[0];
-    return e ? { t: e[1], o: e[2] } : undefined;
-  }
-
-  /**
-   * Pulls `bank` from `peer`: its stamps page by page (stampsPageMax), then the records it holds newer than this
-   * master's (wantedFrom), stored when still newer (last writer wins). Throws when `peer` stops answering.
-   */
-  async pullFrom(peer: string, bank: MinionBank): Promise<{ items: number; bytes: number }> {
-    const c = this.cache();
-    let after: string | undefined;
-    let items = 0;
-    let bytes = 0;
-    for (;;) {
-      const page = checkStampsAnswer(await this.ask(peer, { op: "stamps", bank, ...(after !== undefined ? { after } : {}) }));
-      const want = wantedFrom(page.entries, (id) => this.localStamp(bank, id));
-      for (let i = 0; i < want.length; i += readIdsPerRequestMax) {
-        let ask = want.slice(i, i + readIdsPerRequestMax);
-        while (ask.length > 0) {
-          const raw = await this.d.channel.request(peer, MINION_PLACEMENT_CHANNEL, cbor.encode({ op: "records", bank, ids: ask }) as Uint8Array, this.d.timeoutMs);
-          bytes += raw.byteLength;
-          const a = checkRecordsAnswer(cbor.decode(raw), bank);
-          for (const stored of await Promise.all(a.records.map((r) => c.applyPeer(r)))) if (stored) items++;
-          if (a.rest.length >= ask.length) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `${peer}'s records answer did not advance`);
-          ask = a.rest;
-        }
-      }
-      if (page.next === undefined) return { items, bytes };
-      if (after !== undefined && page.next <= after) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `${peer}'s stamps page cursor did not advance`);
-      after = page.next;
-    }
-  }
-
-  /** cluster.collect_from_peers of `bank`: a pull from every other master, reported per master. */
-  private async collect(bank: MinionBank): Promise<MinionAnswer> {
-    const ring = this.d.route(dataTypeOf(bank));
-    if (ring !== null) {
-      throw new BrineError("MINION_PLACEMENT_PLACED", `${dataTypeOf(bank)} is routed to ring ${ring}: each record lives on its owners, and copies collected here would be held by no rule; run cluster.route_clear ${dataTypeOf(bank)} (every master then pulls what it lacks by itself)`);
-    }
-    const name = `bank:minions/${bank}`;
-    const collected: Record<string, PullReport> = {};
-    await Promise.all(
-      this.d.peers().map(async (p) => {
-        const t0 = this.now();
-        if (!this.d.up(p)) {
-          collected[p] = { items: 0, bytes: 0, errors: ["not connected"], ms: 0, failed: [name] };
-          return;
-        }
-        try {
-          const r = await this.pullFrom(p, bank);
-          collected[p] = { ...r, errors: [], ms: this.now() - t0 };
-        } catch (e) {
-          collected[p] = { items: 0, bytes: 0, errors: [`${name}: ${(e as Error).message}`], ms: this.now() - t0, failed: [name] };
-        }
-      }),
-    );
-    const pulled = Object.values(collected).reduce((n, r) => n + r.items, 0);
-    log.info(`collect_from_peers ${name}: ${pulled} record(s) stored from ${Object.keys(collected).join(", ") || "no other master"}`);
-    return { collected, unreachable: {} };
-  }
-
-  /**
-   * cluster.shed_unowned of `bank` on this master, under the ring `bank`'s data type is routed to: a record this
-   * master does not own is dropped only when one of its owners answered that it holds it as new or newer
-   * (planMinionShed); the rest is kept and counted (`kept_sole_copy`).
-   */
-  private async shed(ring: string, bank: MinionBank, dryRun: boolean): Promise<MinionAnswer> {
-    const skip = (reason: string): MinionAnswer => ({ shed: { status: "skipped", dropped: 0, kept: 0, kept_sole_copy: 0, reason }, unreachable: {} });
-    const route = this.d.route(dataTypeOf(bank));
-    if (route !== ring) return skip(`${dataTypeOf(bank)} is routed to ${route === null ? "no ring (broadcast: every master keeps every record)" : `ring ${route}`}, not to ${ring}`);
-    const t = this.d.localTable(ring);
-    if (!t || !tableUsable(t)) return skip(`${this.d.self} is not a voter of ring ${ring}, or has no slot table of it yet`);
-    const s = this.d.store();
-    const db = bank === "data" ? s.minionData : s.mine;
-    const ids: string[] = [];
-    for (const id of db.getKeys()) ids.push(id as string);
-    const owners = (id: string) => ownersOf(t, id);
-    // ask each owner, once, for its stamps of the ids this master does not own
-    const unowned = ids.filter((id) => !owners(id).includes(this.d.self));
-    const byOwner = new Map<string, string[]>();
-    for (const id of unowned) for (const o of owners(id)) if (o !== this.d.self) (byOwner.get(o) ?? byOwner.set(o, []).get(o)!).push(id);
-    const held = new Map<string, Map<string, Stamp>>();
-    const unreachable: Record<string, string> = {};
-    await Promise.all(
-      [...byOwner].map(async ([o, list]) => {
-        const m = new Map<string, Stamp>();
-        held.set(o, m);
-        if (!this.d.up(o)) {
-          unreachable[o] = "down (no peer session)";
-          return;
-        }
-        try {
-          for (let i = 0; i < list.length; i += readIdsPerRequestMax) {
-            const a = checkStampsAnswer(await this.ask(o, { op: "stamps", bank, ids: list.slice(i, i + readIdsPerRequestMax) }));
-            for (const [id, st, origin] of a.entries) m.set(id, { t: st, o: origin });
-          }
-        } catch (e) {
-          unreachable[o] = (e as Error).message;
-        }
-      }),
-    );
-    const plan = planMinionShed({ ids, self: this.d.self, owners, mine: (id) => this.localStamp(bank, id), held: (o, id) => held.get(o)?.get(id) });
-    let dropped = plan.drop.length;
-    if (!dryRun && plan.drop.length > 0) {
-      const c = this.cache();
-      const stamps = new Map(plan.drop.map((id) => [id, this.localStamp(bank, id) ?? { t: 0, o: "" }]));
-      dropped = await s.root.transaction(() => {
-        let n = 0;
-        // a write since the plan was made (a newer stamp) stays
-        for (const id of plan.drop) if (c.dropSync(bank, id, stamps.get(id)!)) n++;
-        return n;
-      });
-    }
-    if (plan.sole.length > 0) log.warning(`shed_unowned ${ring} minions/${bank}: ${plan.sole.length} record(s) this master does not own kept: no owner${Object.keys(unreachable).length ? ` that answered (${Object.keys(unreachable).join(", ")} could not be asked)` : ""} holds them as new (e.g. ${plan.sole.slice(0, 5).join(", ")})`);
-    const answer: MinionShedAnswer = { status: "ok", dropped, kept: ids.length - dropped, kept_sole_copy: plan.sole.length };
-    return { shed: answer, unreachable };
-  }
-
   // --- reads (asked by this master's threads) -----------------------------------------------------------
 
   /** Answers a thread's question with every master's data (see the header). */
@@ -557,9 +284,9 @@ export class MinionPlacement {
       case "held":
         return this.heldEverywhere(q.bank);
       case "collect":
-        return this.collect(q.bank);
+        return this.broadcast.collect(q.bank);
       case "shed":
-        return this.shed(q.ring, q.bank, q.dryRun);
+        return this.broadcast.shed(q.ring, q.bank, q.dryRun);
       default:
         throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `unknown query ${String((q as { op?: unknown }).op)}`);
     }
@@ -586,7 +313,7 @@ export class MinionPlacement {
   }
 
   private ask(peer: string, q: Record<string, unknown>): Promise<unknown> {
-    return this.d.channel.request(peer, MINION_PLACEMENT_CHANNEL, cbor.encode(q) as Uint8Array, this.d.timeoutMs).then((b) => cbor.decode(b));
+    return askPeer(this.d, peer, q);
   }
 
   private async clusterRecords(bank: MinionBank, ids: string[], addrs: boolean): Promise<MinionAnswer> {
@@ -674,7 +401,7 @@ export class MinionPlacement {
     const truncated = ids.length > idsAnswerMax;
     if (truncated) ids.pop();
     const prefix = minionOutboxKey(bank, "");
-    return { ids, truncated, pending: s.handoff.getCount({ start: prefix, end: `${prefix}\uffff` }), ...(this.gatheringNow(bank) ? { gathering: true } : {}) };
+    return { ids, truncated, pending: s.handoff.getCount({ start: prefix, end: `${prefix}\uffff` }), ...(this.broadcast.gatheringNow(bank) ? { gathering: true } : {}) };
   }
 
   // --- serving peers -------------------------------------------------------------------------------------
@@ -712,7 +439,7 @@ export class MinionPlacement {
         return cbor.encode({ entries: page.entries, ...(page.next !== undefined ? { next: page.next } : {}) }) as Uint8Array;
       }
       case "spread":
-        return cbor.encode(await this.serveSpread(m.from, q)) as Uint8Array;
+        return cbor.encode(await this.broadcast.serveSpread(m.from, q)) as Uint8Array;
       default:
         throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `unknown op ${String(q.op)}`);
     }
@@ -733,30 +460,6 @@ export class MinionPlacement {
     const matched = q.linear === true ? withLinearPatterns(run) : run();
     if (q.linear === true) takeLinearRefusals();
     return { matched, held };
-  }
-
-  /**
-   * Stores the records of a bank back to broadcast a peer spreads (the newest by stamp; spread()); refused while
-   * this master still routes the bank to a ring (the route's change not applied here yet: sent again).
-   */
-  private async serveSpread(from: string, q: Record<string, unknown>): Promise<{ ok: string[] }> {
-    if (!Array.isArray(q.items)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "spread carries no items");
-    const c = this.cache();
-    const ok: string[] = [];
-    const writes: Promise<boolean>[] = [];
-    for (const raw of q.items) {
-      const r = checkRecord(raw);
-      if (!r) {
-        roundLog.line(`${from} spread a malformed minion record: ignored`);
-        continue;
-      }
-      if (this.d.route(dataTypeOf(r.k)) !== null) continue;
-      writes.push(c.applyPeer(r));
-      ok.push(minionOutboxKey(r.k, r.id));
-    }
-    await Promise.all(writes);
-    await this.d.store().root.flushed;
-    return { ok };
   }
 
   /** Stores the records a peer hands off that this master owns (the newest by stamp); answers once on disk. */
@@ -792,36 +495,4 @@ export class MinionPlacement {
     await this.d.store().root.flushed;
     return { ok, refused };
   }
-}
-
-const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
-
-function checkRecord(raw: unknown): MinionRecord | undefined {
-  if (!isMap(raw) || (raw.k !== "data" && raw.k !== "mine") || !validId(raw.id) || !Number.isFinite(raw.t) || typeof raw.o !== "string" || raw.o.length > 256) return undefined;
-  if (raw.v !== null && !isMap(raw.v)) return undefined;
-  return { k: raw.k, id: raw.id, t: raw.t as number, o: raw.o, v: raw.v as Record<string, unknown> | null };
-}
-
-function checkRecordsAnswer(raw: unknown, bank: MinionBank): { records: MinionRecord[]; rest: string[] } {
-  if (!isMap(raw) || !Array.isArray(raw.records) || !Array.isArray(raw.rest)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "malformed records answer");
-  const records: MinionRecord[] = [];
-  for (const r of raw.records) {
-    const ok = checkRecord(r);
-    if (ok && ok.k === bank) records.push(ok);
-  }
-  return { records, rest: raw.rest.filter(validId) };
-}
-
-function checkTargetAnswer(raw: unknown): { matched: string[]; held: string[] } {
-  if (!isMap(raw) || !Array.isArray(raw.matched) || !Array.isArray(raw.held)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "malformed target answer");
-  return { matched: raw.matched.filter(validId), held: raw.held.filter(validId) };
-}
-
-
-function checkStampsAnswer(raw: unknown): { entries: StampEntry[]; next?: string } {
-  if (!isMap(raw) || !Array.isArray(raw.entries)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "malformed stamps answer");
-  const entries: StampEntry[] = [];
-  for (const e of raw.entries) if (Array.isArray(e) && e.length === 3 && validId(e[0]) && Number.isFinite(e[1]) && typeof e[2] === "string" && e[2].length <= 256) entries.push([e[0], e[1] as number, e[2]]);
-  if (raw.next !== undefined && !validId(raw.next)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "stamps page cursor is not a minion id");
-  return { entries, ...(raw.next !== undefined ? { next: raw.next as string } : {}) };
 }

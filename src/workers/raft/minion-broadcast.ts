@@ -1,0 +1,325 @@
+/**
+ * The way back to broadcast of the minion banks (data type `grains`: minions/data; `mine`: minions/mine), in the
+ * Raft worker beside their placement on a ring's owners (minion-placement.ts, which hands this the outbox keys of
+ * banks no longer routed and the `spread` requests it is served; decisions in src/shared/minion-placement.ts).
+ * Peer channel `raft/minions` (minion-wire.ts):
+ *
+ * - **Gather**: once a bank's data type is routed to no ring again while this master's copies were placed
+ *   (mustGather: its `jobs/placed-by` marks of the bank are left), this master pulls from every other master the
+ *   records it lacks or holds older (`stamps` pages, then `records`), and drops its marks once every master was
+ *   pulled from in full; a master down is pulled from again every gatherRetryMs.
+ * - **Spread**: outbox keys of a bank no longer routed are sent to every master (`spread`) instead of to owners.
+ * - **Collect**: the same pull serves cluster.collect_from_peers of `minions/data`, `minions/mine`, refused while
+ *   the bank is placed.
+ * - **Shed** (cluster.shed_unowned of a minion bank): a record not owned here is dropped only when an owner
+ *   answers (`stamps`) that it holds it as new (planMinionShed); the possibly only copy stays.
+ */
+import { BrineError } from "../../shared/errors.js";
+import { cbor } from "../../shared/cbor.js";
+import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
+import { ownersOf, tableUsable } from "../../shared/placement.js";
+import {
+  dataTypeOf,
+  minionOutboxKey,
+  mustGather,
+  parseMinionOutboxKey,
+  placedByPrefix,
+  planMinionShed,
+  wantedFrom,
+  type MinionAnswer,
+  type MinionBank,
+  type MinionRecord,
+  type MinionShedAnswer,
+  type PullReport,
+} from "../../shared/minion-placement.js";
+import type { Stamp } from "../../shared/sync-records.js";
+import type { MinionCache } from "../../lib/store/minion-cache.js";
+import { byteBatches } from "./job-placement.js";
+import { askPeer, checkRecord, checkRecordsAnswer, checkStampsAnswer, MINION_PLACEMENT_CHANNEL, minionRequestBytesMax, readIdsPerRequestMax, type MinionPlacementDeps } from "./minion-wire.js";
+
+/** a gather (the way back to broadcast) that could not pull from every master is tried again after, ms */
+export const gatherRetryMs = 5_000;
+
+const log = getLogger("brine.cluster.placement");
+const spreadLog = new LogBudget(1, 10_000, (line) => log.warning(line), "minion data spread");
+const gatherLog = new LogBudget(1, 30_000, (line) => log.warning(line), "minion data back to broadcast");
+export const BANKS: readonly MinionBank[] = ["data", "mine"];
+
+export class MinionBroadcast {
+  private readonly now: () => number;
+  /** per bank being gathered (back to broadcast): the masters pulled from in full since the gather began */
+  private readonly gathered = new Map<MinionBank, Set<string>>();
+  private gatherBusy = false;
+  /** outbox keys of banks back to broadcast being spread: their outbox stamp and the masters that acknowledged them */
+  private spreadTo = new Map<string, { stamp: number; peers: Set<string> }>();
+  private lastGather = -Infinity;
+
+  constructor(
+    private readonly d: MinionPlacementDeps,
+    private readonly cache: () => MinionCache,
+  ) {
+    this.now = d.now ?? Date.now;
+  }
+  /**
+   * Outbox keys of a bank no longer routed to a ring (the route was cleared while they waited): the record goes to
+   * every other master, as a broadcast write would have (`spread`; each keeps the newest by stamp), since a master
+   * that already gathered from this one would not see it. The keys whose record every other master acknowledged
+   * (or that have no record: nothing to spread) are returned, to leave the outbox; the others wait for a master
+   * that is down or still routes the bank, and go again next round.
+   */
+  async spread(unrouted: readonly [string, number][]): Promise<[string, number][]> {
+    if (unrouted.length === 0) return [];
+    const c = this.cache();
+    const records = new Map<string, MinionRecord>();
+    const done: [string, number][] = [];
+    for (const e of unrouted) {
+      const k = parseMinionOutboxKey(e[0]);
+      const r = k ? c.record(k.bank, k.id) : undefined;
+      if (r) records.set(e[0], r);
+      else done.push(e);
+    }
+    if (records.size === 0) return done;
+    // which masters already have each key's record (as of its outbox stamp): only the others are sent it again
+    const spreadNow = new Map<string, { stamp: number; peers: Set<string> }>();
+    for (const [key, stamp] of unrouted) {
+      const had = this.spreadTo.get(key);
+      if (records.has(key)) spreadNow.set(key, had && had.stamp === stamp ? had : { stamp, peers: new Set() });
+    }
+    this.spreadTo = spreadNow;
+    const peers = this.d.peers();
+    await Promise.all(
+      peers.map(async (peer) => {
+        if (!this.d.up(peer)) return;
+        const owed = [...records].filter(([key]) => !spreadNow.get(key)!.peers.has(peer)).map(([, r]) => r);
+        for (const batch of byteBatches(owed, minionRequestBytesMax)) {
+          try {
+            const a = cbor.decode(await this.d.channel.request(peer, MINION_PLACEMENT_CHANNEL, cbor.encode({ op: "spread", items: batch }) as Uint8Array, this.d.timeoutMs)) as { ok?: unknown };
+            if (Array.isArray(a?.ok)) for (const key of a.ok) if (typeof key === "string") spreadNow.get(key)?.peers.add(peer);
+          } catch (e) {
+            spreadLog.line(`spreading ${batch.length} minion records to ${peer} (their bank is back to broadcast) failed, retried next round: ${(e as Error).message}`);
+            break;
+          }
+        }
+      }),
+    );
+    for (const e of unrouted) if (records.has(e[0]) && peers.every((p) => spreadNow.get(e[0])!.peers.has(p))) done.push(e);
+    if (done.length < unrouted.length) spreadLog.line(`${unrouted.length - done.length} minion records of a bank back to broadcast wait in the outbox of ${this.d.self} for masters that are down or still route it`);
+    return done;
+  }
+
+  // --- gather, collect_from_peers, shed_unowned -------------------------------------------------------------
+
+  /** The `jobs/placed-by` keys of `bank` (one per ring its copies were placed on). */
+  private placedByKeys(bank: MinionBank): string[] {
+    const prefix = placedByPrefix(bank);
+    const out: string[] = [];
+    for (const k of this.d.store().placedBy.getKeys({ start: prefix, end: `${prefix}\uffff` })) out.push(k as string);
+    return out;
+  }
+
+  /** Whether this master still gathers `bank` (back to broadcast, not every master pulled from yet). */
+  gatheringNow(bank: MinionBank): boolean {
+    return mustGather(this.d.route(dataTypeOf(bank)), this.placedByKeys(bank));
+  }
+
+  /** On every tick of the worker's timer: starts a gather of the banks back to broadcast, at once, then every gatherRetryMs while one is incomplete. */
+  tick(): void {
+    if (this.gatherBusy || this.now() - this.lastGather < gatherRetryMs) return;
+    const banks = BANKS.filter((b) => this.gatheringNow(b));
+    if (banks.length === 0) return;
+    this.lastGather = this.now();
+    this.gatherBusy = true;
+    (async () => {
+      for (const b of banks) await this.gather(b);
+    })()
+      .catch((e: unknown) => gatherLog.line(`gathering minion records back to broadcast failed, tried again in ${gatherRetryMs / 1000} s: ${(e as Error)?.message ?? String(e)}`))
+      .finally(() => (this.gatherBusy = false));
+  }
+
+  /**
+   * The way back to broadcast (mustGather): pulls from every other master the records of `bank` this master lacks
+   * or holds older (each master held only the ids it owned). Once every master was pulled from in full, the
+   * bank's `jobs/placed-by` keys go: this master holds every record, and later writes are broadcast again. A
+   * master down or failing is pulled from again every gatherRetryMs (logged); one restarted mid-gather starts over.
+   */
+  async gather(bank: MinionBank): Promise<void> {
+    let done = this.gathered.get(bank);
+    if (!done) this.gathered.set(bank, (done = new Set()));
+    const peers = this.d.peers();
+    const waiting: string[] = [];
+    let items = 0;
+    for (const p of peers) {
+      if (done.has(p)) continue;
+      if (!this.d.up(p)) {
+        waiting.push(`${p} (down)`);
+        continue;
+      }
+      try {
+        items += (await this.pullFrom(p, bank)).items;
+        done.add(p);
+      } catch (e) {
+        waiting.push(`${p} (${(e as Error).message})`);
+      }
+    }
+    if (waiting.length > 0) {
+      gatherLog.line(`${dataTypeOf(bank)} is back to broadcast, but ${this.d.self} could not yet pull the records it lacks from ${waiting.join(", ")}: asked again every ${gatherRetryMs / 1000} s`);
+      return;
+    }
+    // routed again meanwhile: the placement scan owns the placed-by keys now
+    if (this.d.route(dataTypeOf(bank)) !== null) return;
+    const s = this.d.store();
+    const keys = this.placedByKeys(bank);
+    await s.root.transaction(() => {
+      for (const k of keys) s.placedBy.removeSync(k);
+    });
+    this.gathered.delete(bank);
+    log.info(`${dataTypeOf(bank)} is back to broadcast: ${this.d.self} pulled the records it lacked from ${peers.join(", ") || "no other master"} (${items} stored in this pass) and holds every minion's record now`);
+  }
+
+  /** This master's stamp of `id` in `bank` (a record never stamped: (0, this master)). */
+  private localStamp(bank: MinionBank, id: string): Stamp | undefined {
+    const e = this.cache().stampsOf(bank, [id], this.d.self)[0];
+    return e ? { t: e[1], o: e[2] } : undefined;
+  }
+
+  /**
+   * Pulls `bank` from `peer`: its stamps page by page (stampsPageMax), then the records it holds newer than this
+   * master's (wantedFrom), stored when still newer (last writer wins). Throws when `peer` stops answering.
+   */
+  async pullFrom(peer: string, bank: MinionBank): Promise<{ items: number; bytes: number }> {
+    const c = this.cache();
+    let after: string | undefined;
+    let items = 0;
+    let bytes = 0;
+    for (;;) {
+      const page = checkStampsAnswer(await askPeer(this.d, peer, { op: "stamps", bank, ...(after !== undefined ? { after } : {}) }));
+      const want = wantedFrom(page.entries, (id) => this.localStamp(bank, id));
+      for (let i = 0; i < want.length; i += readIdsPerRequestMax) {
+        let ask = want.slice(i, i + readIdsPerRequestMax);
+        while (ask.length > 0) {
+          const raw = await this.d.channel.request(peer, MINION_PLACEMENT_CHANNEL, cbor.encode({ op: "records", bank, ids: ask }) as Uint8Array, this.d.timeoutMs);
+          bytes += raw.byteLength;
+          const a = checkRecordsAnswer(cbor.decode(raw), bank);
+          for (const stored of await Promise.all(a.records.map((r) => c.applyPeer(r)))) if (stored) items++;
+          if (a.rest.length >= ask.length) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `${peer}'s records answer did not advance`);
+          ask = a.rest;
+        }
+      }
+      if (page.next === undefined) return { items, bytes };
+      if (after !== undefined && page.next <= after) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `${peer}'s stamps page cursor did not advance`);
+      after = page.next;
+    }
+  }
+
+  /** cluster.collect_from_peers of `bank`: a pull from every other master, reported per master. */
+  async collect(bank: MinionBank): Promise<MinionAnswer> {
+    const ring = this.d.route(dataTypeOf(bank));
+    if (ring !== null) {
+      throw new BrineError("MINION_PLACEMENT_PLACED", `${dataTypeOf(bank)} is routed to ring ${ring}: each record lives on its owners, and copies collected here would be held by no rule; run cluster.route_clear ${dataTypeOf(bank)} (every master then pulls what it lacks by itself)`);
+    }
+    const name = `bank:minions/${bank}`;
+    const collected: Record<string, PullReport> = {};
+    await Promise.all(
+      this.d.peers().map(async (p) => {
+        const t0 = this.now();
+        if (!this.d.up(p)) {
+          collected[p] = { items: 0, bytes: 0, errors: ["not connected"], ms: 0, failed: [name] };
+          return;
+        }
+        try {
+          const r = await this.pullFrom(p, bank);
+          collected[p] = { ...r, errors: [], ms: this.now() - t0 };
+        } catch (e) {
+          collected[p] = { items: 0, bytes: 0, errors: [`${name}: ${(e as Error).message}`], ms: this.now() - t0, failed: [name] };
+        }
+      }),
+    );
+    const pulled = Object.values(collected).reduce((n, r) => n + r.items, 0);
+    log.info(`collect_from_peers ${name}: ${pulled} record(s) stored from ${Object.keys(collected).join(", ") || "no other master"}`);
+    return { collected, unreachable: {} };
+  }
+
+  /**
+   * cluster.shed_unowned of `bank` on this master, under the ring `bank`'s data type is routed to: a record this
+   * master does not own is dropped only when one of its owners answered that it holds it as new or newer
+   * (planMinionShed); the rest is kept and counted (`kept_sole_copy`).
+   */
+  async shed(ring: string, bank: MinionBank, dryRun: boolean): Promise<MinionAnswer> {
+    const skip = (reason: string): MinionAnswer => ({ shed: { status: "skipped", dropped: 0, kept: 0, kept_sole_copy: 0, reason }, unreachable: {} });
+    const route = this.d.route(dataTypeOf(bank));
+    if (route !== ring) return skip(`${dataTypeOf(bank)} is routed to ${route === null ? "no ring (broadcast: every master keeps every record)" : `ring ${route}`}, not to ${ring}`);
+    const t = this.d.localTable(ring);
+    if (!t || !tableUsable(t)) return skip(`${this.d.self} is not a voter of ring ${ring}, or has no slot table of it yet`);
+    const s = this.d.store();
+    const db = bank === "data" ? s.minionData : s.mine;
+    const ids: string[] = [];
+    for (const id of db.getKeys()) ids.push(id as string);
+    const owners = (id: string) => ownersOf(t, id);
+    // ask each owner, once, for its stamps of the ids this master does not own
+    const unowned = ids.filter((id) => !owners(id).includes(this.d.self));
+    const byOwner = new Map<string, string[]>();
+    for (const id of unowned) for (const o of owners(id)) if (o !== this.d.self) (byOwner.get(o) ?? byOwner.set(o, []).get(o)!).push(id);
+    const held = new Map<string, Map<string, Stamp>>();
+    const unreachable: Record<string, string> = {};
+    await Promise.all(
+      [...byOwner].map(async ([o, list]) => {
+        const m = new Map<string, Stamp>();
+        held.set(o, m);
+        if (!this.d.up(o)) {
+          unreachable[o] = "down (no peer session)";
+          return;
+        }
+        try {
+          for (let i = 0; i < list.length; i += readIdsPerRequestMax) {
+            const a = checkStampsAnswer(await askPeer(this.d, o, { op: "stamps", bank, ids: list.slice(i, i + readIdsPerRequestMax) }));
+            for (const [id, st, origin] of a.entries) m.set(id, { t: st, o: origin });
+          }
+        } catch (e) {
+          unreachable[o] = (e as Error).message;
+        }
+      }),
+    );
+    const plan = planMinionShed({ ids, self: this.d.self, owners, mine: (id) => this.localStamp(bank, id), held: (o, id) => held.get(o)?.get(id) });
+    let dropped = plan.drop.length;
+    if (!dryRun && plan.drop.length > 0) {
+      const c = this.cache();
+      const stamps = new Map(plan.drop.map((id) => [id, this.localStamp(bank, id) ?? { t: 0, o: "" }]));
+      dropped = await s.root.transaction(() => {
+        let n = 0;
+        // a write since the plan was made (a newer stamp) stays
+        for (const id of plan.drop) if (c.dropSync(bank, id, stamps.get(id)!)) n++;
+        return n;
+      });
+    }
+    if (plan.sole.length > 0) log.warning(`shed_unowned ${ring} minions/${bank}: ${plan.sole.length} record(s) this master does not own kept: no owner${Object.keys(unreachable).length ? ` that answered (${Object.keys(unreachable).join(", ")} could not be asked)` : ""} holds them as new (e.g. ${plan.sole.slice(0, 5).join(", ")})`);
+    const answer: MinionShedAnswer = { status: "ok", dropped, kept: ids.length - dropped, kept_sole_copy: plan.sole.length };
+    return { shed: answer, unreachable };
+  }
+
+
+
+  /**
+   * Stores the records of a bank back to broadcast a peer spreads (the newest by stamp; spread()); refused while
+   * this master still routes the bank to a ring (the route's change not applied here yet: sent again).
+   */
+  async serveSpread(from: string, q: Record<string, unknown>): Promise<{ ok: string[] }> {
+    if (!Array.isArray(q.items)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "spread carries no items");
+    const c = this.cache();
+    const ok: string[] = [];
+    const writes: Promise<boolean>[] = [];
+    for (const raw of q.items) {
+      const r = checkRecord(raw);
+      if (!r) {
+        spreadLog.line(`${from} spread a malformed minion record: ignored`);
+        continue;
+      }
+      if (this.d.route(dataTypeOf(r.k)) !== null) continue;
+      writes.push(c.applyPeer(r));
+      ok.push(minionOutboxKey(r.k, r.id));
+    }
+    await Promise.all(writes);
+    await this.d.store().root.flushed;
+    return { ok };
+  }
+}
