@@ -246,3 +246,47 @@ export function planMinionShed(input: {
   }
   return plan;
 }
+
+// --- when the placement tick may skip the store --------------------------------------------------------------
+
+/**
+ * How long after the routes of `mine` and `grains` last changed a tick still looks in the store with neither
+ * routed: a thread that read the old route (placed) puts its outbox key in the same synchronous step, and lmdb-js
+ * commits it within milliseconds; this waits for it with a wide margin, ms.
+ */
+export const idleSettleMs = 10_000;
+
+/**
+ * Whether the minion placement's tick may skip every look at the job store (sans I/O; the shell reports what it
+ * sees). Neither bank routed, a look that found no minion key in the outbox and no mark that a bank was placed
+ * (nothing to hand off, spread or gather), made idleSettleMs or more after the routes last changed: nothing can
+ * put work there until a route changes (only a placed bank's writes fill the outbox, only a placement scan sets
+ * the marks), so the tick does nothing until then. A route change, a master's start (its first tick), or a look
+ * that found work ends the quiet.
+ */
+export class PlacementQuiet {
+  private routes: string | undefined;
+  private changedAt = 0;
+  /** the time of the last look that found nothing to do, since the routes' last change */
+  private emptyAt: number | undefined;
+
+  constructor(private readonly settleMs = idleSettleMs) {}
+
+  /** Called on every tick with the routes now (`grains`, `mine`; null: broadcast): true when the tick may skip the store. */
+  quiet(grains: string | null, mine: string | null, now: number): boolean {
+    const routes = `${grains ?? ""}\u0000${mine ?? ""}`;
+    if (routes !== this.routes) {
+      this.routes = routes;
+      this.changedAt = now;
+      this.emptyAt = undefined;
+      return false;
+    }
+    if (grains !== null || mine !== null) return false;
+    return this.emptyAt !== undefined && this.emptyAt - this.changedAt >= this.settleMs;
+  }
+
+  /** What a look at the store found at `now`: `empty` when no minion key waits in the outbox and no bank is marked placed. */
+  looked(empty: boolean, now: number): void {
+    this.emptyAt = empty ? now : undefined;
+  }
+}

@@ -36,6 +36,8 @@ function cluster(dir: string) {
   const svc = new Map<string, MinionPlacement>();
   /** requests made, by `<op>:<from>-><to>` */
   const sent = new Map<string, number>();
+  /** calls a master's placement service made on its job store's databases, by master */
+  const looks = new Map<string, number>();
   let routed = true;
   let clock = 1_000;
   let table = TABLE;
@@ -64,7 +66,7 @@ function cluster(dir: string) {
     svc.set(
       id,
       new MinionPlacement({
-        store: () => stores.get(id)!,
+        store: () => counted(stores.get(id)!, () => looks.set(id, (looks.get(id) ?? 0) + 1)),
         channel,
         self: id,
         timeoutMs: 5000,
@@ -87,7 +89,32 @@ function cluster(dir: string) {
   const rounds = async (n = 3) => {
     for (let i = 0; i < n; i++) for (const s of svc.values()) await s.round();
   };
-  return { stores, svc, down, sent, writer, rounds, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), setTable: (t: PlacementTable) => (table = t) };
+  /** `n` ticks of `id`'s worker timer, 50 ms apart on the test's clock, each let run */
+  const ticks = async (id: string, n: number) => {
+    for (let i = 0; i < n; i++) {
+      clock += 50;
+      svc.get(id)!.tick();
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+  return { stores, svc, down, sent, looks, writer, rounds, ticks, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), reroute: () => (routed = true), setTable: (t: PlacementTable) => (table = t) };
+}
+
+/** `s` with every call on one of its databases (and its root) reported to `call` */
+function counted(s: Store, call: () => void): Store {
+  const wrap = (db: object) =>
+    new Proxy(db, {
+      get(t, k) {
+        const v = Reflect.get(t, k) as unknown;
+        return typeof v === "function" ? (...a: unknown[]) => (call(), (v as (...x: unknown[]) => unknown).apply(t, a)) : v;
+      },
+    });
+  return new Proxy(s, {
+    get(t, k) {
+      const v = Reflect.get(t, k) as unknown;
+      return typeof v === "object" && v !== null ? wrap(v) : v;
+    },
+  });
 }
 
 const holders = (c: ReturnType<typeof cluster>, bank: "mine" | "minionData", id: string) => ["m1", "m2", "m3"].filter((m) => c.stores.get(m)![bank].get(id) !== undefined);
@@ -356,6 +383,50 @@ test("shed_unowned of a minion bank drops a record this master does not own only
     const skipped = await c.svc.get("m1")!.query({ op: "shed", ring: "minions", bank: "mine", dryRun: false });
     assert.equal(skipped.shed!.status, "skipped");
     assert.match(skipped.shed!.reason!, /routed to no ring \(broadcast/);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("an idle master (no bank routed, nothing to hand off or gather) does not touch the job store on its ticks; a route set later still starts placement", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    c.unroute();
+    await c.ticks("m3", 240); // 12 s: past idleSettleMs after its start
+    assert.ok((c.looks.get("m3") ?? 0) > 0, "it looked at the store while the routes had just changed (its start)");
+    c.looks.clear();
+    await c.ticks("m3", 1200); // a minute of ticks
+    assert.equal(c.looks.get("m3") ?? 0, 0, "no look at the store in a minute of idle ticks");
+    c.reroute();
+    await c.writer("m3").setMine("r1", { "test.ping": true });
+    await c.ticks("m3", 20);
+    await until(() => holders(c, "mine", "r1").join() === "m1,m2");
+    assert.ok((c.looks.get("m3") ?? 0) > 0);
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "handed off: the outbox is empty");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a record written as placed just after the route was cleared (a thread that read the old route) still leaves the outbox before the tick goes quiet", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    await c.ticks("m3", 240);
+    c.unroute();
+    await c.ticks("m3", 20); // 1 s after the route went
+    const stale = new MinionCache(c.stores.get("m3")!, () => 99_000);
+    stale.track("m3", () => assert.fail("written as placed"), () => true);
+    await stale.setMine("s1", { f: "stale" });
+    await c.ticks("m3", 240);
+    await until(() => c.stores.get("m3")!.handoff.getCount() === 0);
+    for (const m of ["m1", "m2"]) assert.deepEqual(c.stores.get(m)!.mine.get("s1"), { f: "stale" }, `spread to ${m}`);
+    c.looks.clear();
+    await c.ticks("m3", 400);
+    assert.equal(c.looks.get("m3") ?? 0, 0, "then quiet");
   } finally {
     for (const s of c.svc.values()) s.close();
     rmSync(dir, { recursive: true, force: true });

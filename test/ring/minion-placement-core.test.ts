@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { dataTypeOf, mergeTarget, minionOutboxKey, mustGather, newestRecords, notingUnknown, parseMinionOutboxKey, placedByKey, planMinionShed, wantedFrom, MINION_OUTBOX_PREFIX, type MinionAnswer, type MinionQuery, type MinionRecord, type StampEntry } from "../../src/shared/minion-placement.js";
+import { dataTypeOf, mergeTarget, minionOutboxKey, mustGather, newestRecords, notingUnknown, parseMinionOutboxKey, placedByKey, planMinionShed, PlacementQuiet, wantedFrom, MINION_OUTBOX_PREFIX, type MinionAnswer, type MinionQuery, type MinionRecord, type StampEntry } from "../../src/shared/minion-placement.js";
 import { outboxJid, planRound, settleRound } from "../../src/shared/placement.js";
 import { checkMinions, type MinionData } from "../../src/lib/targeting/check-minions.js";
 import { clusterCheckMinions, clusterRecords, type ClusterMinions } from "../../src/lib/targeting/cluster.js";
@@ -182,4 +182,26 @@ test("a minion bank's shed drops a copy it does not own only when an owner holds
   assert.deepEqual(plan, { drop: ["dup", "tomb"], owned: 2, sole: ["stale", "alone"] }, "tomb: the owner's newer tombstone supersedes this copy; nobody: no table, never shed");
   // a record here never stamped (written before clustering) goes when an owner holds any copy
   assert.deepEqual(planMinionShed({ ids: ["x"], self: "m1", owners: () => ["m2"], mine: () => undefined, held: () => ({ t: 0, o: "m2" }) }).drop, ["x"]);
+});
+
+test("the placement tick skips the store only with neither bank routed, after a look that found nothing idleSettleMs or more after the routes last changed", () => {
+  const settle = 10_000;
+  // each row: the calls in order ([routes, now] a tick's question, with its expected answer; [empty, now] a look's finding)
+  type Step = ["tick", string | null, string | null, number, boolean] | ["look", boolean, number];
+  const rows: [string, Step[]][] = [
+    ["a master's first tick is never quiet", [["tick", null, null, 0, false]]],
+    ["a look that found nothing before the settle time does not quiet", [["tick", null, null, 0, false], ["look", true, 9_999], ["tick", null, null, 10_000, false]]],
+    ["a look that found nothing at the settle time quiets, and stays quiet", [["tick", null, null, 0, false], ["look", true, 10_000], ["tick", null, null, 10_050, true], ["tick", null, null, 999_999, true]]],
+    ["a look that found work ends the quiet", [["tick", null, null, 0, false], ["look", true, 10_000], ["look", false, 10_100], ["tick", null, null, 10_150, false]]],
+    ["a route set ends the quiet at once", [["tick", null, null, 0, false], ["look", true, 10_000], ["tick", null, null, 10_050, true], ["tick", "minions", null, 10_100, false], ["tick", "minions", null, 50_000, false]]],
+    ["with a bank routed, no finding quiets", [["tick", null, "minions", 0, false], ["look", true, 20_000], ["tick", null, "minions", 20_050, false]]],
+    ["a route cleared starts the settle time again", [["tick", "minions", null, 0, false], ["look", true, 5_000], ["tick", null, null, 30_000, false], ["look", true, 39_000], ["tick", null, null, 39_050, false], ["look", true, 40_000], ["tick", null, null, 40_050, true]]],
+  ];
+  for (const [name, steps] of rows) {
+    const q = new PlacementQuiet(settle);
+    for (const [i, s] of steps.entries()) {
+      if (s[0] === "look") q.looked(s[1], s[2]);
+      else assert.equal(q.quiet(s[1], s[2], s[3]), s[4], `${name}: step ${i}`);
+    }
+  }
 });

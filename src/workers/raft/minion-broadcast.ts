@@ -123,11 +123,14 @@ export class MinionBroadcast {
     return mustGather(this.d.route(dataTypeOf(bank)), this.placedByKeys(bank));
   }
 
-  /** On every tick of the worker's timer: starts a gather of the banks back to broadcast, at once, then every gatherRetryMs while one is incomplete. */
-  tick(): void {
-    if (this.gatherBusy || this.now() - this.lastGather < gatherRetryMs) return;
+  /**
+   * On every tick of the worker's timer: starts a gather of the banks back to broadcast, at once, then every
+   * gatherRetryMs while one is incomplete. Returns whether a gather runs, is due or was tried within gatherRetryMs.
+   */
+  tick(): boolean {
+    if (this.gatherBusy || this.now() - this.lastGather < gatherRetryMs) return true;
     const banks = BANKS.filter((b) => this.gatheringNow(b));
-    if (banks.length === 0) return;
+    if (banks.length === 0) return false;
     this.lastGather = this.now();
     this.gatherBusy = true;
     (async () => {
@@ -135,6 +138,7 @@ export class MinionBroadcast {
     })()
       .catch((e: unknown) => gatherLog.line(`gathering minion records back to broadcast failed, tried again in ${gatherRetryMs / 1000} s: ${(e as Error)?.message ?? String(e)}`))
       .finally(() => (this.gatherBusy = false));
+    return true;
   }
 
   /**

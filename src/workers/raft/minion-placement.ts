@@ -42,6 +42,7 @@ import {
   parseMinionOutboxKey,
   placedByKey,
   placedMarkKey,
+  PlacementQuiet,
   type HeldIds,
   type MinionAnswer,
   type MinionBank,
@@ -99,6 +100,8 @@ export class MinionPlacement {
   /** per bank: the table of its ring at the last round, and a scan in progress */
   private readonly seen = new Map<MinionBank, PlacementTable>();
   private readonly scans = new Map<MinionBank, Scan>();
+  /** when the tick may skip the store (PlacementQuiet) */
+  private readonly quiet = new PlacementQuiet();
   /** the way back to broadcast (gather, spread, collect, shed) */
   readonly broadcast: MinionBroadcast;
 
@@ -114,12 +117,25 @@ export class MinionPlacement {
     this.off();
   }
 
-  /** Called on every tick of the worker's timer: starts a round when one is due and none runs. */
+  /**
+   * Called on every tick of the worker's timer: starts a round when one is due and none runs. With neither bank
+   * routed, once a look found nothing to do idleSettleMs after the routes' last change, it reads only the routes
+   * (the shared ring buffer) until one changes.
+   */
   tick(): void {
-    this.broadcast.tick();
-    if (this.busy || this.now() - this.last < handoffIntervalMs) return;
-    if (this.d.route("grains") === null && this.d.route("mine") === null && !this.pendingKeys()) return;
-    this.last = this.now();
+    const now = this.now();
+    const grains = this.d.route("grains");
+    const mine = this.d.route("mine");
+    // neither bank routed and nothing left to hand off, spread or gather: no look at the store until a route changes
+    if (this.quiet.quiet(grains, mine, now)) return;
+    const gathering = this.broadcast.tick();
+    if (this.busy || now - this.last < handoffIntervalMs) return;
+    if (grains === null && mine === null) {
+      const pending = this.pendingKeys();
+      this.quiet.looked(!pending && !gathering, now);
+      if (!pending) return;
+    }
+    this.last = now;
     this.busy = true;
     this.round()
       .catch((e: unknown) => roundLog.line(`a minion data hand-off round failed: ${(e as Error)?.message ?? String(e)}`))
