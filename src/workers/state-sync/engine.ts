@@ -455,7 +455,9 @@ export class StateSyncEngine {
 
   private async installOne(ch: Channel, src: Source, e: ManifestEntry, fetch: (off: number, len: number) => Promise<Uint8Array>, r: PeerReport): Promise<void> {
     try {
-      r.bytes += await src.install(e, fetch, chunkBytesMax, requestsInFlightMax);
+      // not `r.bytes += await …`: that reads r.bytes before the await, and the other requests in flight add meanwhile
+      const n = await src.install(e, fetch, chunkBytesMax, requestsInFlightMax);
+      r.bytes += n;
       r.items++;
     } catch (err) {
       addError(r, `${e.p}: ${(err as Error).message}`);

@@ -281,6 +281,12 @@ export class DirSource implements Source {
         // kept here, not found by the walk
         const [key, v] = k.value as [string, Stored];
         const p = v.p ?? key;
+        // the walk listed its directory before this item arrived (an install from a peer while the scan ran, or a
+        // file written since): it is not gone, and a tombstone stamped now would beat the peer's item everywhere
+        if (!v.d && (await this.servedNow(p))) {
+          k = kept.next();
+          continue;
+        }
         const next = afterScan(toEntry(p, v), undefined, now, keep.has(p.slice(0, p.indexOf("/"))));
         if (!next) ops.push({ p, was: v, next: undefined });
         else if (next.t !== v.t || next.d !== v.d) ops.push({ p, was: v, next: toStored(next) });
@@ -491,6 +497,15 @@ export class DirSource implements Source {
       return buf.subarray(0, bytesRead);
     } finally {
       await fh.close();
+    }
+  }
+
+  /** Whether a file the walk would carry serves item `p` now (a regular file within the size bound, not through a symlink). */
+  private async servedNow(p: string): Promise<boolean> {
+    try {
+      return (await lstat(await this.locateServed(p))).size <= itemBytesMax;
+    } catch {
+      return false;
     }
   }
 
