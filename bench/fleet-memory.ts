@@ -25,11 +25,15 @@
  *   (`brine_minion_transport`; figures of the native one are marked `[native]`); the libzmq floor is measured
  *   when libzmq is one of them.
  *
- * The minions share 100 pool keys (swarm.ts's poolKeySlots): the master does the same work per id either way.
+ * The minions share 100 pool keys (swarm.ts's poolKeySlots): the master does the same work per id either way,
+ * but every parsed key a thread keeps is then one of 100. `BRINE_BENCH_FLEET_KEYS=each` gives each measured minion
+ * a key of its own, as a real fleet has (a pool of its own, `var/swarm-keys-each`, generated once and reused:
+ * RSA key generation takes a second or so per key on this box); the warm-up minions keep the shared pool.
  */
 import { execFileSync, fork } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as zmq from "zeromq";
 import { benchTransports, poolKeySlots, startBrineMaster, type BenchMaster } from "./swarm.js";
@@ -148,8 +152,13 @@ export async function libzmqFloorKb(n: number, batchBytes: number): Promise<numb
   }
 }
 
+/** BRINE_BENCH_FLEET_KEYS=each: a key per measured minion, from a pool of their own */
+const eachKeys = process.env.BRINE_BENCH_FLEET_KEYS === "each";
+const eachKeysDir = path.join("var", "swarm-keys-each");
+
 async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "native"): Promise<BenchRow[]> {
   await ensureKeyPool(poolKeySlots, { dir: DEFAULT_KEY_POOL_DIR });
+  if (eachKeys) await ensureKeyPool(n, { dir: eachKeysDir });
   const arenas = process.env.BRINE_BENCH_MALLOC_ARENA_MAX;
   const saved = process.env.MALLOC_ARENA_MAX;
   if (arenas) process.env.MALLOC_ARENA_MAX = arenas;
@@ -169,7 +178,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
     await sleep(5000);
     const idle = await memoryOf(m);
     const t0 = performance.now();
-    const fleet = await fleetOn(m, "mem-", n, procs);
+    const fleet = await fleetOn(m, "mem-", n, procs, eachKeys ? { dir: eachKeysDir } : undefined);
     const signInS = (performance.now() - t0) / 1000;
     try {
       await sleep(5000);
@@ -179,7 +188,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       await sleep(2000);
       const pinged = await memoryOf(m);
       const load = os.loadavg()[0]!.toFixed(1);
-      const note = `brine_minion_transport ${transport}, ${n} minions, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}`;
+      const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}`;
       const rows: BenchRow[] = [
         { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },

@@ -24,8 +24,11 @@ import { EventClient } from "../src/lib/client/event-client.js";
 const signInTimeoutMs = 600_000;
 const jobTimeoutMs = 120_000;
 
-export async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: number): Promise<Fleet> {
-  const fleet = new Fleet({ settings: poolMinionSettings(m.retPort, idPrefix, count, signInTimeoutMs), minions: count, procs });
+/** `keys`: the fleet's own key pool, minion i on slot i (default: the shared pool, poolKeySlots keys for all). */
+export async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: number, keys?: { dir: string }): Promise<Fleet> {
+  const settings = poolMinionSettings(m.retPort, idPrefix, count, signInTimeoutMs);
+  if (keys) Object.assign(settings, { keyDir: keys.dir, keySlots: 0 });
+  const fleet = new Fleet({ settings, minions: count, procs });
   await fleet.init();
   fleet.startAll();
   await fleet.collector.waitFor(() => fleet.collector.settledCount() >= count, signInTimeoutMs);

@@ -5,7 +5,8 @@
  * createPublicKey alone would take a private key PEM (and derive its public half), an EC key or a
  * certificate, and Salt stores whatever `pub` holds in `minions_pre`.
  */
-import { createPublicKey, type KeyObject } from "node:crypto";
+import type { KeyObject } from "node:crypto";
+import { parsePublicKey } from "../../shared/protocol/rsa.js";
 import { cleanKey } from "../../shared/protocol/pem.js";
 import type { MinionPolicy } from "../../workers/req-handler/minion-policy.js";
 
@@ -14,10 +15,10 @@ const PEM_BLOCK = /^-----BEGIN (RSA PUBLIC KEY|PUBLIC KEY)-----\n([A-Za-z0-9+/=\
 export type KeyCheck = { ok: true; key: KeyObject } | { ok: false; why: string };
 
 /**
- * `parse` turns the cleaned PEM into a key: createPublicKey by default (OpenSSL 3 spends ~0.2 ms decoding a PEM);
- * a caller whose PEM is a key it already holds (a returning minion's accepted key) passes its cached parse.
+ * `parse` turns the cleaned PEM into a key: parsePublicKey by default (not cached: a spray of new keys fills no
+ * cache); a caller whose PEM is a key it already holds (a returning minion's accepted key) passes its cached parse.
  */
-export function checkMinionPublicKey(pem: string, policy: Pick<MinionPolicy, "keyBitsMin" | "keyBitsMax" | "keyExponent">, parse: (clean: string) => KeyObject = (clean) => createPublicKey({ key: clean, format: "pem" })): KeyCheck {
+export function checkMinionPublicKey(pem: string, policy: Pick<MinionPolicy, "keyBitsMin" | "keyBitsMax" | "keyExponent">, parse: (clean: string) => KeyObject = parsePublicKey): KeyCheck {
   const clean = cleanKey(pem);
   const m = PEM_BLOCK.exec(clean);
   if (!m) return { ok: false, why: "not one RSA public key PEM block" };
