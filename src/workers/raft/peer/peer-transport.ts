@@ -97,6 +97,13 @@ class OutboundLink {
  * process still fails start-up, just this much later.
  */
 const bindRetryMs = 2000;
+/**
+ * How long close() waits for the DEALERs' event observers to end, ms. libzmq tells an observer its socket is
+ * gone (MONITOR_STOPPED) on its reaper thread a moment after close(); a thread that ends (terminate, process
+ * exit) while one still waits makes zeromq.js throw a C++ exception at teardown, which aborts the whole
+ * process ("terminate called after throwing an instance of 'Napi::Error'", zeromq.js#411).
+ */
+const observersEndWaitMs = 2000;
 /** Jitter applied to each reconnect delay, as a fraction (±). */
 const BACKOFF_JITTER = 0.2;
 
@@ -120,6 +127,8 @@ export class PeerTransport {
   private closed = false;
   private boundPort = 0;
   private joinHandler: ((conn: string, frame: Uint8Array) => Promise<Uint8Array | undefined>) | undefined;
+  /** the DEALERs' event observers that have not ended yet (close() waits for them: observersEndWaitMs) */
+  private readonly observers = new Set<zmq.Observer>();
 
   constructor(private readonly opts: PeerTransportOptions) {
     if (opts.keys.self.id !== opts.selfId) {
@@ -316,6 +325,16 @@ export class PeerTransport {
     this.listener.close();
     // let the sockets' receive loops see the close before the caller, say, rebinds the port
     await new Promise((r) => setImmediate(r));
+    // and the observers end before the caller may end this thread (observersEndWaitMs says why)
+    for (const until = Date.now() + observersEndWaitMs; this.openObservers() > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 2));
+    const open = this.openObservers();
+    if (open) this.log.warning(`peer channel: ${open} socket observer(s) still open ${observersEndWaitMs} ms after close; ending this thread now may abort the process`);
+  }
+
+  /** How many DEALER observers have not ended (the ended ones are dropped from the set). */
+  private openObservers(): number {
+    for (const o of this.observers) if (o.closed) this.observers.delete(o);
+    return this.observers.size;
   }
 
   // ------------------------------------------------------------------ outbound
@@ -381,9 +400,12 @@ export class PeerTransport {
     link.sock = sock;
     link.state = "connecting";
     const lost = (what: string) => () => this.fail(link, gen, what);
-    sock.events.on("disconnect", lost("disconnected"));
-    sock.events.on("close", lost("connection closed"));
-    sock.events.on("connect:retry", lost("connection refused"));
+    const observer = sock.events;
+    this.openObservers(); // drops those that ended: the set holds the live ones only
+    this.observers.add(observer);
+    observer.on("disconnect", lost("disconnected"));
+    observer.on("close", lost("connection closed"));
+    observer.on("connect:retry", lost("connection refused"));
     link.hs = new InitiatorHandshake(this.ctx, link.id ?? null);
     link.handshakeTimer = this.timer.after(this.limits.handshakeTimeoutMs, () => this.fail(link, gen, `no handshake within ${this.limits.handshakeTimeoutMs} ms`));
     try {
