@@ -508,7 +508,7 @@ function pair(extraServer: Record<string, unknown> = {}): { server: Rig; puller:
   return { server, puller, bytes: () => bytes, close: async () => Promise.all([server.close(), puller.close()]).then(() => undefined) };
 }
 
-test("a resync after one file changed among 2,000 asks a range summary and then the entries of the one range that differs, not the whole manifest", async () => {
+test("a resync after one file changed among 2,000 walks down a tree of range summaries (the whole, then the one range that differs) and pages the few entries of the one stretch that differs, not the whole manifest", async () => {
   const p = pair();
   try {
     for (let d = 0; d < 20; d++) {
@@ -521,6 +521,7 @@ test("a resync after one file changed among 2,000 asks a range summary and then 
     assert.equal(first.items, 2000);
     // an empty puller's ranges all differ: the whole manifest is paged through the ranges
     assert.equal(p.puller.requests[0]!.r, 1, "the puller says it reads range summaries");
+    assert.equal(p.puller.requests[0]!.t, 1, "and trees of them");
     p.puller.requests.length = 0;
     writeFileSync(path.join(p.server.root, "srv", "salt", "d07", "f42.sls"), "changed\n");
     const before = p.bytes();
@@ -528,11 +529,12 @@ test("a resync after one file changed among 2,000 asks a range summary and then 
     assert.deepEqual([again.items, again.deleted, again.errors], [1, 0, []]);
     assert.equal(readFileSync(path.join(p.puller.root, "srv", "salt", "d07", "f42.sls"), "utf8"), "changed\n");
     const pages = p.puller.requests.filter((m) => m.op === "manifest");
-    assert.equal(pages.length, 2, "the summary, then one range");
-    assert.equal(typeof pages[1]!.from, "string");
-    assert.ok((pages[1]!.from as string) <= "base/d07/f42.sls" && (pages[1]!.to === undefined || "base/d07/f42.sls" < (pages[1]!.to as string)));
-    // 2,000 entries would be ~150 KiB; the summary (45 ranges) and one range of 45 entries are a few KiB
-    assert.ok(p.bytes() - before < 12 * 1024, `resync bytes ${p.bytes() - before}`);
+    // 16 ranges of 125 entries, then the one that differs cut into 16 of 8, then the 8 entries of the one that differs
+    assert.deepEqual(pages.map((m) => [m.sub, m.c]), [[undefined, undefined], [1, 125], [undefined, undefined]], "the summary, one range's summary, one page");
+    const within = (m: Record<string, unknown>) => (m.from as string) <= "base/d07/f42.sls" && (m.to === undefined || "base/d07/f42.sls" < (m.to as string));
+    assert.ok(within(pages[1]!) && within(pages[2]!), "both stretches hold the changed file");
+    // 2,000 entries would be ~150 KiB; two summaries of 16 ranges and one page of 8 entries are a few KiB
+    assert.ok(p.bytes() - before < 5 * 1024, `resync bytes ${p.bytes() - before}`);
     // nothing changed: the digests match, one short request
     p.puller.requests.length = 0;
     const none = await p.puller.syncFrom("p1", ["file_roots"]);
@@ -542,7 +544,7 @@ test("a resync after one file changed among 2,000 asks a range summary and then 
   }
 });
 
-test("a puller of an earlier version (no r in its request) gets manifest pages from a server with many items, never a summary", async () => {
+test("a puller of an earlier version gets what it reads from a server with many items: pages without r, the flat summary (ranges of at least 32) with r alone; a tree's top with t", async () => {
   const r = rig(() => {
     throw new Error("no peer traffic expected");
   });
@@ -556,6 +558,10 @@ test("a puller of an earlier version (no r in its request) gets manifest pages f
     assert.ok(Array.isArray(now.sum) && now.sum.length === Math.ceil(600 / 32), "the new form: a summary of ranges of 32");
     const range = await r.serve({ op: "manifest", ch: "file_roots", n: 1000, w: 2, from: now.sum[1][0], to: now.sum[2][0] });
     assert.deepEqual(range.entries.map((e: { p: string }) => e.p), Array.from({ length: 32 }, (_, i) => `base/f${String(32 + i).padStart(4, "0")}.sls`));
+    const tree = await r.serve({ op: "manifest", ch: "file_roots", n: 1000, w: 2, r: 1, t: 1 });
+    assert.deepEqual(tree.sum.map((x: unknown[]) => x[2]), [...Array(15).fill(38), 600 - 15 * 38], "a tree's top: 16 ranges with their counts");
+    const sub = await r.serve({ op: "manifest", ch: "file_roots", n: 0, sub: 1, from: tree.sum[1][0], to: tree.sum[2][0], c: 38 });
+    assert.deepEqual(sub.sum.map((x: unknown[]) => [x[0], x[2]]), Array.from({ length: 13 }, (_, i) => [`base/f${String(38 + 3 * i).padStart(4, "0")}.sls`, i < 12 ? 3 : 2]), "a stretch's summary: its 38 entries cut for 16");
   } finally {
     await r.close();
   }

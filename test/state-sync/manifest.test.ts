@@ -1,7 +1,7 @@
-/** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, order, range summaries. */
+/** The pure rules of state-sync manifests (src/workers/state-sync/manifest.ts): paths, diffs, scans, order (range summaries: range-tree.test.ts). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { afterScan, byManifest, byPath, differingRanges, manifestKey, shortPathBytesMax, rangeItems, rangeItemsMin, rangesMax, summarize, tombstoneKeepMs, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
+import { afterScan, byManifest, byPath, manifestKey, shortPathBytesMax, tombstoneKeepMs, checkItemPath, chunkRanges, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, tombstone, validEntry, type Channel, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { cbor } from "../../src/shared/cbor.js";
 
 const H1 = "1".repeat(64);
@@ -138,37 +138,6 @@ test("the manifest's order is code-point order (LMDB's UTF-8 byte order), not Ja
   assert.deepEqual(chunkRanges(10, 4), [{ off: 0, len: 4 }, { off: 4, len: 4 }, { off: 8, len: 2 }]);
   assert.deepEqual(chunkRanges(10, 4, 8), [{ off: 8, len: 2 }]);
   assert.deepEqual(chunkRanges(0, 4), []);
-});
-
-const many = (n: number, h = H1) => Array.from({ length: n }, (_, i) => live(`base/f${String(i).padStart(6, "0")}`, h, 1));
-
-test("a range summary cuts a manifest into about the square root of its size, and only the ranges whose live content differs here are asked, neighbours joined", () => {
-  assert.equal(rangeItems(10), rangeItemsMin);
-  assert.equal(rangeItems(10_000), 100);
-  assert.equal(rangeItems(100_000_000), Math.ceil(100_000_000 / rangesMax));
-  const server = many(5000);
-  const sum = summarize(server, server.length);
-  assert.equal(sum.length, Math.ceil(5000 / rangeItems(5000)));
-  assert.equal(sum[0]!.a, server[0]!.p);
-  // identical here: nothing to ask
-  assert.deepEqual(differingRanges(sum, server), []);
-  // stamps and tombstones alone do not differ (the digest is the live content's)
-  assert.deepEqual(differingRanges(sum, [...server.map((e) => ({ ...e, t: 99 })), tombstone("base/zzz", 5)]), []);
-  const k = rangeItems(5000);
-  // one item changed here: its range alone
-  const changed = server.map((e, i) => (i === 2 * k + 3 ? { ...e, h: H2 } : e));
-  assert.deepEqual(differingRanges(sum, changed), [{ from: server[2 * k]!.p, to: server[3 * k]!.p }]);
-  // one missing here (the last range: to the end), one extra here in the first range, and two neighbours joined
-  const edited = [...server.slice(0, 5).concat([live("base/f000005x", H1, 1)]), ...server.slice(5, 4999)];
-  edited.splice(2 * k + 6, 1);
-  edited.splice(3 * k + 6, 1);
-  assert.deepEqual(differingRanges(sum, edited), [{ from: server[0]!.p, to: server[k]!.p }, { from: server[2 * k]!.p, to: server[4 * k]!.p }, { from: sum.at(-1)!.a }]);
-  // items here before the first range are not the server's: no range for them
-  assert.deepEqual(differingRanges(sum, [live("base/a", H2, 1), ...server]), []);
-  // a tombstone at the server for an item live here differs
-  const dead = server.map((e, i) => (i === 10 ? tombstone(e.p, 5) : e));
-  assert.deepEqual(differingRanges(summarize(dead, dead.length), server), [{ from: server[0]!.p, to: server[k]!.p }]);
-  assert.deepEqual(differingRanges([], server), []);
 });
 
 test("a manifest entry crosses the wire with its hash as 32 bytes and a tombstone as path, stamp and mark; the hex form of an older peer is still taken", () => {

@@ -3,7 +3,8 @@
  * each built from git by tools/build-at-commit.ts and run in this process, their peer messages relayed as the main
  * thread relays them (CBOR bytes both ways):
  * - 0c11706, before the compact wire forms (hex hashes, items fetched by range only);
- * - d5103db, the compact forms, manifests kept in a CBOR file, no range summaries.
+ * - d5103db, the compact forms, manifests kept in a CBOR file, no range summaries;
+ * - 02a7407, flat range summaries (about √n ranges without counts), before the tree of summaries.
  * Each pair both ways (old puller from a new server, new puller from an old server): keys and file_roots with
  * more items than a range summary needs, a file larger than one chunk; then one file changed, one removed and one
  * key deleted at the server, pulled again: both sides end with the same files. And an upgrade in place: a manifest
@@ -26,6 +27,7 @@ import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-s
 const OLD = [
   { commit: "0c11706", what: "before the compact wire forms" },
   { commit: "d5103db", what: "compact forms, no range summaries" },
+  { commit: "02a7407", what: "flat range summaries, no tree" },
 ];
 const ENTRIES = ["src/workers/state-sync/engine.ts", "src/lib/store/lmdb-env.ts"];
 const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..", "..");

@@ -4,7 +4,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
@@ -106,6 +107,31 @@ test("a pull reports every byte it installed, with several fetch requests in fli
     assert.equal(rep.items, 2000);
     assert.ok(wire.requests.filter((r) => r.op === "get").length >= 4, "the items took several fetch requests");
     assert.equal(rep.bytes, content);
+  } finally {
+    await close(a, b);
+  }
+});
+
+test("a resync after one key deleted among 3,000 sends the deletion as one tombstone in a few KiB: two range summaries and one short page", async () => {
+  const a = side("a");
+  const b = side("b");
+  try {
+    const pub = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey;
+    for (let i = 0; i < 3000; i++) writeFileSync(path.join(a.root, "pki", "minions", `minion-${String(i).padStart(5, "0")}`), pub);
+    const { syncFrom, wire } = pair(a, b);
+    const first = await syncFrom(["keys"]);
+    assert.deepEqual([first.items, first.errors], [3000, []]);
+    rmSync(path.join(a.root, "pki", "minions", "minion-01234"));
+    wire.bytes = 0;
+    wire.requests.length = 0;
+    const again = await syncFrom(["keys"]);
+    assert.deepEqual([again.items, again.deleted, again.errors], [0, 1, []]);
+    assert.equal(existsSync(path.join(b.root, "pki", "minions", "minion-01234")), false);
+    // 3,000 entries: 16 ranges of 188, then the one that differs cut into 16 of 12, then its 12 entries
+    assert.deepEqual(wire.requests.map((m) => [m.op, m.sub, m.c]), [["manifest", undefined, undefined], ["manifest", 1, 188], ["manifest", undefined, undefined]]);
+    assert.ok(wire.bytes < 4 * 1024, `resync bytes ${wire.bytes}`);
+    const tomb = b.engine.source("keys").entry("accepted/minion-01234");
+    assert.equal(tomb?.d, 1, "the puller keeps the tombstone");
   } finally {
     await close(a, b);
   }

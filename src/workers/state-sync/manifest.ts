@@ -281,7 +281,7 @@ export function byPath(a: string, b: string): number {
 /**
  * A digest of live content (paths, hashes and modes; no stamps, no tombstones) fed in the manifest's order: equal
  * digests, nothing to fetch or delete. The whole channel's digest (the `changed` notes, a first page skipped) and
- * each range of a range summary are this.
+ * each range of a range summary (range-tree.ts) are this.
  */
 export class ContentDigest {
   private readonly h = createHash("sha256");
@@ -291,77 +291,6 @@ export class ContentDigest {
   hex(): string {
     return this.h.digest("hex");
   }
-}
-
-/**
- * Range summaries (a resync sends about what changed): a server with many items answers a puller's first manifest
- * request, when the whole digests differ, with its manifest cut into ranges of consecutive items, each as its first
- * path and the digest of its live content. The puller digests its own items over the same ranges (any cut works:
- * the puller follows the server's, so the two sides need not agree on boundaries) and asks for the entries of the
- * ranges that differ only. With k items a range and n items, a summary costs n/k ranges and a one-item change k
- * entries: k ≈ √n keeps both small.
- */
-export interface SummaryRange {
-  /** the range's first path (it ends before the next range's first path; the last one at the end) */
-  a: string;
-  /** sha256 of its live content (ContentDigest), lowercase hex */
-  h: string;
-}
-
-/** Fewest items in a range of a summary, count. */
-export const rangeItemsMin = 32;
-/** Most ranges in one summary, count (a bigger manifest gets longer ranges). */
-export const rangesMax = 4096;
-/** A manifest this small is sent as pages, never summarised (the summary would not be cheaper), items. */
-export const summaryItemsMin = 256;
-
-/** Items in one range of a summary, for a manifest of `n` items: about √n, at least rangeItemsMin, at most rangesMax ranges in all. */
-export function rangeItems(n: number): number {
-  return Math.max(rangeItemsMin, Math.ceil(Math.sqrt(n)), Math.ceil(n / rangesMax));
-}
-
-/** The summary of a manifest of about `n` items read in order from `entries` (the server's side). */
-export function summarize(entries: Iterable<ManifestEntry>, n: number): SummaryRange[] {
-  const k = rangeItems(n);
-  const out: SummaryRange[] = [];
-  let cur: { a: string; d: ContentDigest; c: number } | undefined;
-  for (const e of entries) {
-    if (!cur || cur.c >= k) {
-      if (cur) out.push({ a: cur.a, h: cur.d.hex() });
-      cur = { a: e.p, d: new ContentDigest(), c: 0 };
-    }
-    cur.d.add(e);
-    cur.c++;
-  }
-  if (cur) out.push({ a: cur.a, h: cur.d.hex() });
-  return out;
-}
-
-/**
- * The ranges of a peer's summary whose content differs here (the puller's side): `local` is this master's
- * manifest in order. Each as `[from, to)` (`to` absent: to the end); neighbouring ranges that both differ are
- * joined. Items here before the first range are not the peer's and need nothing from it.
- */
-export function differingRanges(summary: readonly SummaryRange[], local: Iterable<ManifestEntry>): { from: string; to?: string }[] {
-  const out: { from: string; to?: string }[] = [];
-  const it = local[Symbol.iterator]();
-  let next = it.next();
-  while (summary.length && !next.done && byManifest(next.value.p, summary[0]!.a) < 0) next = it.next();
-  for (let i = 0; i < summary.length; i++) {
-    const to = summary[i + 1]?.a;
-    const d = new ContentDigest();
-    while (!next.done && (to === undefined || byManifest(next.value.p, to) < 0)) {
-      d.add(next.value);
-      next = it.next();
-    }
-    if (d.hex() === summary[i]!.h) continue;
-    const last = out.at(-1);
-    if (last && last.to === summary[i]!.a) {
-      if (to === undefined) delete last.to;
-      else last.to = to;
-    } else out.push(to === undefined ? { from: summary[i]!.a } : { from: summary[i]!.a, to });
-  }
-  return out;
 }
 
 /** Splits a file of `size` bytes into ranges of at most `chunk` bytes, from `from` (a resumed transfer). */

@@ -91,8 +91,11 @@ export type PeerMsg =
    * `r: 1` (first request only): the asker reads a range summary (`{sum: [[first path, sha256 bytes], …]}`,
    * manifest.ts summarize) instead of a first page when the server has many items; it then asks the ranges that
    * differ, `from` (inclusive) `to` (exclusive), in pages. A server of an earlier version ignores `r` and pages.
+   * `t: 1` (with `r: 1`): the asker reads a tree of summaries (range-tree.ts): the first has at most 16 ranges, each
+   * with its count of entries (`[path, sha256, count]`), and the asker asks a differing stretch's own summary with
+   * `sub: 1`, `from`, `to` and the count `c` the server gave it. A server of the previous version ignores `t`.
    */
-  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number; r?: number; from?: string; to?: string }
+  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number; r?: number; t?: number; sub?: number; c?: number; from?: string; to?: string }
   /**
    * items by range (`{p, h, off, len}`: the source serves them only while the item still has hash `h`, and the
    * reply's piece carries the range's sha256 `ph`), or whole (the path alone: the puller checks the bytes against

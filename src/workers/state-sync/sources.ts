@@ -33,6 +33,7 @@ import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import { KEY_DIRS, type KeyState, type KeyStore } from "../../lib/pki/key-store.js";
 import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, longKeyHashHex, manifestKey, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
 
+import type { Stretch } from "./range-tree.js";
 import { dirNamesInMemoryMax, sameStored, scanWriteBatch, storedOf, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type ScratchDb, type Stored } from "./manifest-store.js";
 
 const log = getLogger("brine.cluster.state-sync");
@@ -51,8 +52,8 @@ export interface Source {
   entry(p: string): ManifestEntry | undefined;
   /** entries after `after` (else from `range.from`), before `range.to`, at most `n`, in the manifest's order */
   page(after: string | undefined, n: number, range?: { from?: string; to?: string }): Promise<{ entries: ManifestEntry[]; more: boolean }>;
-  /** every entry in the manifest's order, read as it goes (directory channels; banks have no summaries) */
-  entries?(): Iterable<ManifestEntry>;
+  /** every entry (of the stretch `s`, else all) in the manifest's order, read as it goes (directory channels; banks have no summaries) */
+  entries?(s?: Stretch): Iterable<ManifestEntry>;
   /** about how many entries the manifest holds (tombstones included) */
   count?(): number;
   /** bytes of item `p` at [off, off+len) (a peer's fetch); throws when `p` is not here or changed from `h` (none: a whole item, checked by the puller) */
@@ -455,8 +456,8 @@ export class DirSource implements Source {
     return { entries, more: false };
   }
 
-  *entries(): Generator<ManifestEntry> {
-    for (const [p, v] of walkDb(this.db)) yield toEntry(p, v);
+  *entries(s: Stretch = {}): Generator<ManifestEntry> {
+    for (const [p, v] of walkDb(this.db, { ...(s.from !== undefined ? { start: manifestKey(s.from) } : {}), ...(s.to !== undefined ? { end: manifestKey(s.to) } : {}) })) yield toEntry(p, v);
   }
 
   count(): number {
