@@ -244,6 +244,8 @@ export interface PlacementReport {
   horizon?: string;
   /** a minion bank back to broadcast: masters that have not yet pulled every other master's records */
   gathering?: string[];
+  /** a minion bank back to broadcast: node id -> the masters its gather ended without (another version), with why */
+  gathered_without?: Record<string, Record<string, string>>;
   note?: string;
 }
 
@@ -265,7 +267,7 @@ export function placementReport(input: {
   members: RingMembers;
   route: string | null;
   expected: (jid: string) => string[];
-  held: Record<string, { jids: string[]; truncated: boolean; pending?: number; served?: Record<string, number>; gathering?: boolean } | { error: string }>;
+  held: Record<string, { jids: string[]; truncated: boolean; pending?: number; served?: Record<string, number>; gathering?: boolean; gathered_without?: Record<string, string> } | { error: string }>;
   /** jobs unless said (the keys of a minion data bank are minion ids, compared alike) */
   dataType?: "jobs" | "mine" | "grains";
 }): PlacementReport {
@@ -273,11 +275,13 @@ export function placementReport(input: {
   const pending: Record<string, number> = {};
   const served: Record<string, Record<string, number>> = {};
   const gathering: string[] = [];
+  const without: Record<string, Record<string, string>> = {};
   for (const [node, a] of Object.entries(input.held)) {
     if ("error" in a) continue;
     if (a.pending !== undefined) pending[node] = a.pending;
     if (a.served !== undefined) served[node] = a.served;
     if (a.gathering) gathering.push(node);
+    if (a.gathered_without) without[node] = a.gathered_without;
   }
   gathering.sort();
   const holders = new Map<string, string[]>();
@@ -330,6 +334,7 @@ export function placementReport(input: {
     placement_requests_served: served,
     ...(horizon !== undefined ? { horizon } : {}),
     ...(gathering.length > 0 ? { gathering } : {}),
+    ...(Object.keys(without).length > 0 ? { gathered_without: without } : {}),
   };
   const notes = input.route === input.ring ? [dataType === "jobs" ? PLACEMENT_NOTE : MINION_PLACEMENT_NOTE] : [];
   if (input.route === null) notes.push(`${dataType} is routed to no ring (broadcast): every master is expected to hold every item${dataType === "jobs" ? " (after route_clear, cluster.collect_from_peers on each master makes it whole)" : " (after route_clear each master pulls what it lacks by itself: gathering names those not done yet)"}`);

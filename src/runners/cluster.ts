@@ -361,7 +361,7 @@ export const clusterRunners: Record<string, RunnerFn> = {
     if (dataType === "mine" || dataType === "grains") {
       // a minion data bank: each master's ids (minion-placement.ts), compared with the owners of each id
       const a = await c.raft.minionQuery({ op: "held", bank: dataType === "mine" ? "mine" : "data" });
-      const held = Object.fromEntries(Object.entries(a.held_by ?? {}).map(([n, h]) => [n, "error" in h ? h : { jids: h.ids, truncated: h.truncated, pending: h.pending, ...(h.gathering ? { gathering: true } : {}) }]));
+      const held = Object.fromEntries(Object.entries(a.held_by ?? {}).map(([n, h]) => [n, "error" in h ? h : { jids: h.ids, truncated: h.truncated, pending: h.pending, ...(h.gathering ? { gathering: true } : {}), ...(h.gathered_without ? { gathered_without: h.gathered_without } : {}) }]));
       const { jids, violations, ...rest } = placementReport({ ring, replicas: policy.replicas, members: policy.members, route, expected, held, dataType });
       return { ...rest, violations: violations.map(({ jid, ...v }) => ({ id: jid, ...v })), ids: jids };
     }

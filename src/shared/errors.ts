@@ -161,6 +161,8 @@ export const ERR = {
   NONCE_OWNER_BAD_ASK: "malformed nonce owner ask",
   // --- minion-facing transport (brine_minion_transport: native) ---
   TRANSPORT_BAD_ENDPOINT: "the minion-facing port cannot listen on this address",
+  // --- peer requests of a kind a master does not know (mixed versions: src/workers/raft/peer-kinds.ts) ---
+  PEER_UNKNOWN_KIND: "the master does not know this kind of request (it runs another version of brine)",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

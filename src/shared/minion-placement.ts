@@ -136,6 +136,8 @@ export interface HeldIds {
   pending: number;
   /** the bank is back to broadcast and this master has not yet pulled every other master's records (mustGather) */
   gathering?: boolean;
+  /** its last gather back to broadcast ended without these masters' records (another version), with why */
+  gathered_without?: Record<string, string>;
 }
 
 export interface MinionAnswer {

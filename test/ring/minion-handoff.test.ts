@@ -22,7 +22,8 @@ import { BrineError } from "../../src/shared/errors.js";
 import { cbor } from "../../src/shared/cbor.js";
 import { ownersOf, type PlacementTable } from "../../src/shared/placement.js";
 import { MINION_PLACEMENT_CHANNEL, MinionPlacement } from "../../src/workers/raft/minion-placement.js";
-import type { PeerMessage } from "../../src/workers/raft/peer/peer-types.js";
+import { PeerRemoteError, type PeerMessage } from "../../src/workers/raft/peer/peer-types.js";
+import { lacksKind, unknownKind } from "../../src/workers/raft/peer-kinds.js";
 
 const a = assignSlots(["m1", "m2"]);
 const TABLE: PlacementTable = { ring: "minions", members: "voters", replicas: 2, voters: a.nodes, nodes: a.nodes, owners: a.owners, epoch: 3 };
@@ -36,6 +37,8 @@ function cluster(dir: string) {
   const svc = new Map<string, MinionPlacement>();
   /** requests made, by `<op>:<from>-><to>` */
   const sent = new Map<string, number>();
+  /** request kinds a master does not know (it runs an older brine), by master */
+  const older = new Map<string, Set<string>>();
   /** calls a master's placement service made on its job store's databases, by master */
   const looks = new Map<string, number>();
   let routed = true;
@@ -55,10 +58,14 @@ function cluster(dir: string) {
         sent.set(op, (sent.get(op) ?? 0) + 1);
         const h = handlers.get(peer)?.get(ch);
         if (!h) throw new BrineError("CLUSTER_PEER_UNKNOWN", peer);
+        // a master of an older version (before a16d205) answered a kind it did not know so
+        const kind = String((cbor.decode(payload) as { op?: unknown }).op);
+        if (older.get(peer)?.has(kind)) throw new PeerRemoteError(peer, "MINION_PLACEMENT_BAD_MESSAGE", `malformed minion data placement message: unknown op ${kind}`);
         try {
           return (await h({ from: id, channel: ch, payload, request: true })) ?? new Uint8Array(0);
         } catch (e) {
-          throw new BrineError("CLUSTER_PEER_REMOTE", (e as Error).message);
+          // as the peer channel answers a handler's error (inbound.ts): its code and message
+          throw new PeerRemoteError(peer, (e as BrineError).code ?? "CLUSTER_PEER_REMOTE", (e as Error).message);
         }
       },
     };
@@ -89,24 +96,21 @@ function cluster(dir: string) {
   const rounds = async (n = 3) => {
     for (let i = 0; i < n; i++) for (const s of svc.values()) await s.round();
   };
-  /** `n` ticks of `id`'s worker timer, 50 ms apart on the test's clock, each let run */
+  /**
+   * `n` ticks of `id`'s worker timer, 50 ms apart on the test's clock, each round or gather a tick starts run to
+   * its end before the clock moves on (the test's clock moves only with ticks: a round still writing to disk
+   * would otherwise see seconds pass)
+   */
   const ticks = async (id: string, n: number) => {
+    const s = svc.get(id)! as unknown as { tick(): void; busy: boolean; broadcast: { gatherBusy: boolean } };
     for (let i = 0; i < n; i++) {
       clock += 50;
-      svc.get(id)!.tick();
-      await new Promise((r) => setImmediate(r));
+      s.tick();
+      do await new Promise((r) => setImmediate(r));
+      while (s.busy || s.broadcast.gatherBusy);
     }
   };
-  /** ticks of `id` until `cond` holds, each given a few ms of real time (its rounds' disk writes and peers' answers) */
-  const ticksUntil = async (id: string, cond: () => boolean, ms = 10_000) => {
-    const end = Date.now() + ms;
-    while (!cond()) {
-      if (Date.now() > end) assert.fail("condition not met in time");
-      await ticks(id, 1);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
-  return { stores, svc, down, sent, looks, writer, rounds, ticks, ticksUntil, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), reroute: () => (routed = true), setTable: (t: PlacementTable) => (table = t) };
+  return { stores, svc, down, sent, looks, older, writer, rounds, ticks, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), reroute: () => (routed = true), setTable: (t: PlacementTable) => (table = t) };
 }
 
 /** `s` with every call on one of its databases (and its root) reported to `call` */
@@ -243,7 +247,7 @@ test("a malformed hand-off or read is refused with a clear error, and nothing is
   try {
     await assert.rejects(ask({ op: "store" }), /malformed minion data placement message: store carries no items/);
     await assert.rejects(ask({ op: "records", bank: "mine", ids: ["../x"] }), /ids must be at most/);
-    await assert.rejects(ask({ op: "nope" }), /unknown op nope/);
+    await assert.rejects(ask({ op: "nope" }), { code: "PEER_UNKNOWN_KIND", message: /m1 has no raft\/minions request "nope"/ });
     const r = cbor.decode(await ask({ op: "store", items: [{ k: "mine", id: "bad/id", t: 1, o: "m3", v: {} }, { k: "mine", id: "ok1", t: "x", o: "m3", v: {} }] })) as { ok: string[] };
     assert.deepEqual(r.ok, []);
     assert.equal(c.stores.get("m1")!.mine.getCount(), 0);
@@ -410,7 +414,8 @@ test("an idle master (no bank routed, nothing to hand off or gather) does not to
     assert.equal(c.looks.get("m3") ?? 0, 0, "no look at the store in a minute of idle ticks");
     c.reroute();
     await c.writer("m3").setMine("r1", { "test.ping": true });
-    await c.ticksUntil("m3", () => holders(c, "mine", "r1").join() === "m1,m2");
+    await c.ticks("m3", 2);
+    assert.deepEqual(holders(c, "mine", "r1"), ["m1", "m2"]);
     assert.ok((c.looks.get("m3") ?? 0) > 0);
     assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "handed off: the outbox is empty");
   } finally {
@@ -429,10 +434,10 @@ test("a record written as placed just after the route was cleared (a thread that
     const stale = new MinionCache(c.stores.get("m3")!, () => 99_000);
     stale.track("m3", () => assert.fail("written as placed"), () => true);
     await stale.setMine("s1", { f: "stale" });
-    // the spread, and m3's gather back to broadcast (its copies were placed), in real time: the clock moves only with ticks
-    await c.ticksUntil("m3", () => c.stores.get("m3")!.handoff.getCount() === 0 && c.stores.get("m3")!.placedBy.getCount() === 0);
-    for (const m of ["m1", "m2"]) assert.deepEqual(c.stores.get(m)!.mine.get("s1"), { f: "stale" }, `spread to ${m}`);
     await c.ticks("m3", 240);
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "spread: out of the outbox");
+    assert.equal(c.stores.get("m3")!.placedBy.getCount(), 0, "m3's gather back to broadcast (its copies were placed) is done");
+    for (const m of ["m1", "m2"]) assert.deepEqual(c.stores.get(m)!.mine.get("s1"), { f: "stale" }, `spread to ${m}`);
     c.looks.clear();
     await c.ticks("m3", 400);
     assert.equal(c.looks.get("m3") ?? 0, 0, "then quiet");
@@ -440,6 +445,57 @@ test("a record written as placed just after the route was cleared (a thread that
     for (const s of c.svc.values()) s.close();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("back to broadcast beside a master of an older version (it lacks stamps and spread): the gather does not wait for it and names it, collect_from_peers says it cannot take part, the outbox does not wait for it", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    for (const id of ["o1", "o2"]) await c.writer("m3").setMine(id, { f: id });
+    await c.rounds();
+    c.unroute();
+    c.older.set("m2", new Set(["stamps", "spread"]));
+    const t0 = Date.now();
+    const r = await c.svc.get("m3")!.broadcast.gather("mine");
+    assert.ok(Date.now() - t0 < 2_000, "answered at once, not waited out");
+    assert.deepEqual([r.complete, r.pulled, Object.keys(r.unable), Object.keys(r.waiting)], [true, ["m1"], ["m2"], []]);
+    assert.match(r.unable.m2!, /m2 does not know raft\/minions "stamps" \(it runs an older brine\)/);
+    assert.equal(c.stores.get("m3")!.placedBy.getCount({ start: "~mine/", end: "~mine/\uffff" }), 0, "the gather ended: m3's marks of the bank went");
+    for (const id of ["o1", "o2"]) assert.ok(c.stores.get("m3")!.mine.get(id), `${id} pulled from m1`);
+    const held = await c.svc.get("m1")!.query({ op: "held", bank: "mine" });
+    assert.deepEqual(Object.keys((held.held_by!.m3 as { gathered_without?: Record<string, string> }).gathered_without ?? {}), ["m2"], "m3's ids answer names the master it gathered without");
+    const col = await c.svc.get("m3")!.query({ op: "collect", bank: "mine" });
+    assert.match(col.collected!.m2!.errors[0]!, /bank:minions\/mine: m2 cannot take part: it does not know raft\/minions "stamps"/);
+    assert.deepEqual(col.collected!.m1!.errors, []);
+    // a record left in m3's outbox for the bank back to broadcast reaches m1 and does not wait for m2
+    const stale = new MinionCache(c.stores.get("m3")!, () => 50_000);
+    stale.track("m3", () => assert.fail("written as placed"), () => true);
+    await stale.setMine("o3", { f: "late" });
+    c.sent.clear();
+    await c.rounds(2);
+    assert.deepEqual(c.stores.get("m1")!.mine.get("o3"), { f: "late" });
+    assert.equal(c.stores.get("m3")!.handoff.getCount(), 0, "out of the outbox");
+    assert.equal(c.sent.get("spread:m3->m2"), 1, "m2 asked once, then not waited for");
+    // once m2 is upgraded, collect_from_peers pulls from it and m3 no longer names it
+    c.older.delete("m2");
+    const again = await c.svc.get("m3")!.query({ op: "collect", bank: "mine" });
+    assert.deepEqual(again.collected!.m2!.errors, []);
+    const after = await c.svc.get("m1")!.query({ op: "held", bank: "mine" });
+    assert.equal((after.held_by!.m3 as { gathered_without?: unknown }).gathered_without, undefined);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a peer's answer that it lacks a request kind is told apart from a failure worth retrying", () => {
+  const now = new PeerRemoteError("m2", "PEER_UNKNOWN_KIND", unknownKind("raft/minions", "stamps", "m2").message);
+  assert.equal(lacksKind(now, "stamps"), true);
+  assert.equal(lacksKind(now, "spread"), false, "another kind");
+  assert.equal(lacksKind(new PeerRemoteError("m2", "MINION_PLACEMENT_BAD_MESSAGE", "malformed minion data placement message: unknown op stamps"), "stamps"), true, "an older master's answer");
+  assert.equal(lacksKind(new PeerRemoteError("m2", "MINION_PLACEMENT_BAD_MESSAGE", "malformed minion data placement message: stamps names no bank"), "stamps"), false, "a malformed request");
+  assert.equal(lacksKind(new PeerRemoteError("m2", "CLUSTER_PEER_CHANNEL", "invalid peer channel or handler: no handler for channel raft/minions on m2"), "stamps"), false, "a master still starting");
+  assert.equal(lacksKind(new BrineError("CLUSTER_PEER_TIMEOUT", "raft/minions to m2 after 10000 ms"), "stamps"), false);
 });
 
 async function until(cond: () => boolean, ms = 10_000): Promise<void> {

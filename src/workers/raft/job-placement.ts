@@ -46,6 +46,7 @@ import { encodeListEntry, formatJob } from "../../lib/store/job-listing.js";
 import { checkListJobsFilter, entryMatches, type ListJobsFilter } from "../../lib/store/job-filter.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
+import { unknownKind } from "./peer-kinds.js";
 
 export const PLACEMENT_CHANNEL = "raft/placement";
 /** how often a hand-off round may start (the worker's tick calls `tick`), ms */
@@ -512,7 +513,7 @@ export class JobPlacement {
         return cbor.encode(t) as Uint8Array;
       }
       default:
-        throw new BrineError("PLACEMENT_BAD_MESSAGE", `unknown op ${String(q.op)}`);
+        throw unknownKind(PLACEMENT_CHANNEL, q.op, this.d.self);
     }
   }
 

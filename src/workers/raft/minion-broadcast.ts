@@ -36,6 +36,7 @@ import {
 import type { Stamp } from "../../shared/sync-records.js";
 import type { MinionCache } from "../../lib/store/minion-cache.js";
 import { byteBatches } from "./job-placement.js";
+import { lacksKind } from "./peer-kinds.js";
 import { askPeer, checkRecord, checkRecordsAnswer, checkStampsAnswer, MINION_PLACEMENT_CHANNEL, minionRequestBytesMax, readIdsPerRequestMax, type MinionPlacementDeps } from "./minion-wire.js";
 
 /** a gather (the way back to broadcast) that could not pull from every master is tried again after, ms */
@@ -46,6 +47,21 @@ const spreadLog = new LogBudget(1, 10_000, (line) => log.warning(line), "minion 
 const gatherLog = new LogBudget(1, 30_000, (line) => log.warning(line), "minion data back to broadcast");
 export const BANKS: readonly MinionBank[] = ["data", "mine"];
 
+/** What one gather pass of a bank did (MinionBroadcast.gather). */
+export interface GatherReport {
+  bank: MinionBank;
+  /** every other master was pulled from, or cannot take part: the bank's marks went */
+  complete: boolean;
+  /** masters pulled from in full since the gather began */
+  pulled: string[];
+  /** records stored in this pass */
+  items: number;
+  /** masters to pull from again (down, failing), with why */
+  waiting: Record<string, string>;
+  /** masters that cannot take part (another version: they do not know `stamps`), with why */
+  unable: Record<string, string>;
+}
+
 export class MinionBroadcast {
   private readonly now: () => number;
   /** per bank being gathered (back to broadcast): the masters pulled from in full since the gather began */
@@ -54,6 +70,12 @@ export class MinionBroadcast {
   /** outbox keys of banks back to broadcast being spread: their outbox stamp and the masters that acknowledged them */
   private spreadTo = new Map<string, { stamp: number; peers: Set<string> }>();
   private lastGather = -Infinity;
+  /** per bank being gathered: masters that cannot take part (lacksKind), with why */
+  private readonly unable = new Map<MinionBank, Map<string, string>>();
+  /** masters told (logged once) not to know `spread` */
+  private readonly toldNoSpread = new Set<string>();
+  /** per bank: the masters its last gather ended without, until a collect_from_peers pulls from them */
+  private readonly without = new Map<MinionBank, Map<string, string>>();
 
   constructor(
     private readonly d: MinionPlacementDeps,
@@ -97,6 +119,13 @@ export class MinionBroadcast {
             const a = cbor.decode(await this.d.channel.request(peer, MINION_PLACEMENT_CHANNEL, cbor.encode({ op: "spread", items: batch }) as Uint8Array, this.d.timeoutMs)) as { ok?: unknown };
             if (Array.isArray(a?.ok)) for (const key of a.ok) if (typeof key === "string") spreadNow.get(key)?.peers.add(peer);
           } catch (e) {
+            if (lacksKind(e, "spread")) {
+              // another version: it cannot take these records; not waited for (they would wait in the outbox for ever)
+              for (const r of owed) spreadNow.get(minionOutboxKey(r.k, r.id))?.peers.add(peer);
+              if (!this.toldNoSpread.has(peer)) log.warning(`${peer} does not know ${MINION_PLACEMENT_CHANNEL} "spread" (it runs an older brine): the minion records waiting in ${this.d.self}'s outbox for a bank back to broadcast are not sent to it`);
+              this.toldNoSpread.add(peer);
+              break;
+            }
             spreadLog.line(`spreading ${batch.length} minion records to ${peer} (their bank is back to broadcast) failed, retried next round: ${(e as Error).message}`);
             break;
           }
@@ -146,39 +175,60 @@ export class MinionBroadcast {
    * or holds older (each master held only the ids it owned). Once every master was pulled from in full, the
    * bank's `jobs/placed-by` keys go: this master holds every record, and later writes are broadcast again. A
    * master down or failing is pulled from again every gatherRetryMs (logged); one restarted mid-gather starts over.
+   * A master that answers it does not know `stamps` (another version: lacksKind) cannot take part: it is not
+   * waited for, the gather ends without its records (named in the report, `unable`; logged once), and
+   * this master's `ids` answer names it (`gathered_without`) until a collect_from_peers pulls from it.
    */
-  async gather(bank: MinionBank): Promise<void> {
+  async gather(bank: MinionBank): Promise<GatherReport> {
     let done = this.gathered.get(bank);
     if (!done) this.gathered.set(bank, (done = new Set()));
+    let unable = this.unable.get(bank);
+    if (!unable) this.unable.set(bank, (unable = new Map()));
     const peers = this.d.peers();
-    const waiting: string[] = [];
+    const waiting: Record<string, string> = {};
     let items = 0;
     for (const p of peers) {
-      if (done.has(p)) continue;
+      if (done.has(p) || unable.has(p)) continue;
       if (!this.d.up(p)) {
-        waiting.push(`${p} (down)`);
+        waiting[p] = "down";
         continue;
       }
       try {
         items += (await this.pullFrom(p, bank)).items;
         done.add(p);
       } catch (e) {
-        waiting.push(`${p} (${(e as Error).message})`);
+        if (!lacksKind(e, "stamps")) {
+          waiting[p] = (e as Error).message;
+          continue;
+        }
+        unable.set(p, `${p} does not know ${MINION_PLACEMENT_CHANNEL} "stamps" (it runs an older brine)`);
+        log.warning(`${dataTypeOf(bank)} is back to broadcast, but ${p} cannot take part in ${this.d.self}'s gather: it does not know ${MINION_PLACEMENT_CHANNEL} "stamps" (it runs an older brine); the records only ${p} holds are not pulled: upgrade it, then run cluster.collect_from_peers banks=minions/${bank} on ${this.d.self}`);
       }
     }
-    if (waiting.length > 0) {
-      gatherLog.line(`${dataTypeOf(bank)} is back to broadcast, but ${this.d.self} could not yet pull the records it lacks from ${waiting.join(", ")}: asked again every ${gatherRetryMs / 1000} s`);
-      return;
+    const report = (complete: boolean): GatherReport => ({ bank, complete, pulled: [...done].sort(), items, waiting, unable: Object.fromEntries(unable) });
+    if (Object.keys(waiting).length > 0) {
+      gatherLog.line(`${dataTypeOf(bank)} is back to broadcast, but ${this.d.self} could not yet pull the records it lacks from ${Object.entries(waiting).map(([p, why]) => `${p} (${why})`).join(", ")}: asked again every ${gatherRetryMs / 1000} s`);
+      return report(false);
     }
     // routed again meanwhile: the placement scan owns the placed-by keys now
-    if (this.d.route(dataTypeOf(bank)) !== null) return;
+    if (this.d.route(dataTypeOf(bank)) !== null) return report(false);
     const s = this.d.store();
     const keys = this.placedByKeys(bank);
     await s.root.transaction(() => {
       for (const k of keys) s.placedBy.removeSync(k);
     });
     this.gathered.delete(bank);
-    log.info(`${dataTypeOf(bank)} is back to broadcast: ${this.d.self} pulled the records it lacked from ${peers.join(", ") || "no other master"} (${items} stored in this pass) and holds every minion's record now`);
+    this.unable.delete(bank);
+    if (unable.size > 0) this.without.set(bank, new Map(unable));
+    else this.without.delete(bank);
+    log.info(`${dataTypeOf(bank)} is back to broadcast: ${this.d.self} pulled the records it lacked from ${[...done].join(", ") || "no other master"} (${items} stored in this pass)${unable.size > 0 ? `, not from ${[...unable.keys()].join(", ")} (cannot take part)` : " and holds every minion's record now"}`);
+    return report(true);
+  }
+
+  /** The masters the last gather of `bank` ended without (they cannot take part), with why: HeldIds.gathered_without. */
+  gatheredWithout(bank: MinionBank): Record<string, string> | undefined {
+    const w = this.without.get(bank);
+    return w && w.size > 0 ? Object.fromEntries(w) : undefined;
   }
 
   /** This master's stamp of `id` in `bank` (a record never stamped: (0, this master)). */
@@ -234,8 +284,10 @@ export class MinionBroadcast {
         try {
           const r = await this.pullFrom(p, bank);
           collected[p] = { ...r, errors: [], ms: this.now() - t0 };
+          this.without.get(bank)?.delete(p);
         } catch (e) {
-          collected[p] = { items: 0, bytes: 0, errors: [`${name}: ${(e as Error).message}`], ms: this.now() - t0, failed: [name] };
+          const why = lacksKind(e, "stamps") ? `${p} cannot take part: it does not know ${MINION_PLACEMENT_CHANNEL} "stamps" (it runs an older brine)` : (e as Error).message;
+          collected[p] = { items: 0, bytes: 0, errors: [`${name}: ${why}`], ms: this.now() - t0, failed: [name] };
         }
       }),
     );

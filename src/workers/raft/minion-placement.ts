@@ -59,6 +59,7 @@ import type { Store } from "../../lib/store/lmdb-env.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import { byteBatches, handoffIntervalMs, rebalanceRoundKeysMax, storedTable, tableRecord } from "./job-placement.js";
 import { BANKS, MinionBroadcast } from "./minion-broadcast.js";
+import { unknownKind } from "./peer-kinds.js";
 import {
   askPeer,
   checkRecord,
@@ -75,6 +76,8 @@ import {
 } from "./minion-wire.js";
 
 export { MINION_PLACEMENT_CHANNEL, type MinionPlacementDeps };
+
+const isStringMap = (v: unknown): v is Record<string, string> => isMap(v) && Object.values(v).every((x) => typeof x === "string");
 
 /** outbox keys (minion records) one round takes at most, count */
 export const minionRoundKeysMax = 2_000;
@@ -385,7 +388,7 @@ export class MinionPlacement {
   private async askIds(peer: string, bank: MinionBank): Promise<HeldIds> {
     const a = (await this.ask(peer, { op: "ids", bank })) as Record<string, unknown>;
     if (!isMap(a) || !Array.isArray(a.ids)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", "malformed ids answer");
-    return { ids: a.ids.filter(validId), truncated: a.truncated === true, pending: Number.isSafeInteger(a.pending) ? (a.pending as number) : 0, ...(a.gathering === true ? { gathering: true } : {}) };
+    return { ids: a.ids.filter(validId), truncated: a.truncated === true, pending: Number.isSafeInteger(a.pending) ? (a.pending as number) : 0, ...(a.gathering === true ? { gathering: true } : {}), ...(isStringMap(a.gathered_without) ? { gathered_without: a.gathered_without } : {}) };
   }
 
   // --- this master's copies --------------------------------------------------------------------------------
@@ -417,7 +420,8 @@ export class MinionPlacement {
     const truncated = ids.length > idsAnswerMax;
     if (truncated) ids.pop();
     const prefix = minionOutboxKey(bank, "");
-    return { ids, truncated, pending: s.handoff.getCount({ start: prefix, end: `${prefix}\uffff` }), ...(this.broadcast.gatheringNow(bank) ? { gathering: true } : {}) };
+    const without = this.broadcast.gatheredWithout(bank);
+    return { ids, truncated, pending: s.handoff.getCount({ start: prefix, end: `${prefix}\uffff` }), ...(this.broadcast.gatheringNow(bank) ? { gathering: true } : {}), ...(without ? { gathered_without: without } : {}) };
   }
 
   // --- serving peers -------------------------------------------------------------------------------------
@@ -457,7 +461,7 @@ export class MinionPlacement {
       case "spread":
         return cbor.encode(await this.broadcast.serveSpread(m.from, q)) as Uint8Array;
       default:
-        throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `unknown op ${String(q.op)}`);
+        throw unknownKind(MINION_PLACEMENT_CHANNEL, q.op, this.d.self);
     }
   }
 
