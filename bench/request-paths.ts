@@ -20,6 +20,7 @@ import { handleRequest } from "../src/workers/req-handler/request.js";
 import { loadOrCreateKeyPair } from "../src/lib/pki/master-keys.js";
 import { KeyStore } from "../src/lib/pki/key-store.js";
 import { durable } from "../src/lib/store/lmdb-env.js";
+import { SessionTable } from "../src/shared/session-table.js";
 import { SharedSecrets } from "../src/shared/secrets.js";
 import { NonceSet } from "../src/shared/nonce-set.js";
 import { Crypticle, generateKeyString, PICKLE_PREFIX } from "../src/shared/protocol/crypticle.js";
@@ -79,7 +80,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const secrets = new SharedSecrets();
   secrets.setAesKey(generateKeyString());
   const nonces = new NonceSet(1 << 20);
-  const shared = { secrets: secrets.sab, nonces: nonces.sab, jids: new SharedArrayBuffer(8) };
+  const shared = { secrets: secrets.sab, nonces: nonces.sab, jids: new SharedArrayBuffer(8), sessions: SessionTable.create(10_000) };
   const ctx = new MasterContext(cfg, shared);
 
   const { privateKey: mp, publicKey: mpub } = generateKeyPairSync("rsa", { modulusLength: 2048 });

@@ -21,6 +21,8 @@ import { loadOrCreateKeyPair } from "./lib/pki/master-keys.js";
 import { checkJobCache } from "./main-thread/lmdb-check.js";
 import { prepareKeyStore } from "./lib/pki/key-store.js";
 import { SharedSecrets } from "./shared/secrets.js";
+import { SessionTable } from "./shared/session-table.js";
+import { readOption } from "./shared/config/options.js";
 import { NonceSet } from "./shared/nonce-set.js";
 import { JidGenerator, setJidSlot, sharedJidClock } from "./shared/protocol/jid.js";
 import { QUEUE_FULL_REPLY, RequestLanes, SHUTDOWN_REPLY } from "./main-thread/req-pool.js";
@@ -208,6 +210,7 @@ export class MasterServer {
       jids: this.jidClock.buffer as SharedArrayBuffer,
       metrics: this.metrics.sab,
       publishPeers: this.publishPeers.sab,
+      sessions: SessionTable.create(readOption(c, "brine_session_table_minions")),
       ...(this.cluster ? { cluster: { nodeId: this.cluster.node.nodeId, ring: this.cluster.node.ringBuffer } } : {}),
     };
 

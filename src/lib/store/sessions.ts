@@ -12,7 +12,8 @@
  */
 import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Crypticle, generateKeyString, type LoadsOptions } from "../../shared/protocol/crypticle.js";
+import { Crypticle, cipherContextHoldersMax, generateKeyString, type LoadsOptions } from "../../shared/protocol/crypticle.js";
+import type { SessionTable } from "../../shared/session-table.js";
 import { validId } from "../../shared/protocol/ids.js";
 import { isMap, type WireValue } from "../../shared/protocol/msgpack.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
@@ -22,6 +23,11 @@ import { formatSessionFile, liveAlts, mergeSessionKeys, parseSessionFile, type H
 const log = getLogger("brine.sessions");
 const cacheTtlMs = 1000;
 const cacheEntriesMax = 200_000;
+/**
+ * Minions whose session entry (key, Crypticle) one thread keeps when the master's session table holds the rest
+ * (count): the bound of the Crypticles holding cipher contexts, so an entry past it would have none anyway.
+ */
+export const sessionEntriesWithTableMax = cipherContextHoldersMax;
 
 /**
  * A temp file beside `file`, named independently of it: `<id>.<pid>.<rand>.tmp` was longer than NAME_MAX (255)
@@ -78,7 +84,8 @@ const otherKeyRepliesMax = 64;
  * key that opened it, found by the request's nonce (unique per request), so concurrent requests never mix keys.
  */
 export class SessionCrypticle extends Crypticle {
-  private readonly byNonce = new Map<string, Crypticle>();
+  /** made when a request first needs another key (most minions never do: one Map less per minion and thread) */
+  private byNonce: Map<string, Crypticle> | undefined;
 
   constructor(
     key: string,
@@ -101,6 +108,7 @@ export class SessionCrypticle extends Crypticle {
         }
         const nonce = isMap(v) && typeof v.nonce === "string" ? v.nonce : undefined;
         if (nonce !== undefined) {
+          this.byNonce ??= new Map();
           if (this.byNonce.size >= otherKeyRepliesMax) this.byNonce.delete(this.byNonce.keys().next().value!);
           this.byNonce.set(nonce, c);
         }
@@ -111,7 +119,7 @@ export class SessionCrypticle extends Crypticle {
   }
 
   override dumps(obj: unknown, nonce?: string, framed = false): Buffer {
-    if (nonce !== undefined && this.byNonce.size > 0) {
+    if (nonce !== undefined && this.byNonce !== undefined && this.byNonce.size > 0) {
       const c = this.byNonce.get(nonce);
       if (c) {
         this.byNonce.delete(nonce);
@@ -139,14 +147,28 @@ export class SessionKeys {
   private readonly cache = new Map<string, Entry>();
   readonly dir: string;
   private onCreated: ((c: SessionKeyChange) => void) | undefined;
+  private readonly entriesMax: number;
+  private fullWarned = false;
 
+  /**
+   * `table`: the master's session table (src/shared/session-table.ts), shared by its request threads: this thread
+   * then keeps at most sessionEntriesWithTableMax entries, and one minion's file is checked once a second by one
+   * thread for all of them, not by each.
+   */
   constructor(
     cachedir: string,
     private readonly publishSessionS: number,
     private readonly now: () => number = Date.now,
+    private readonly table?: SessionTable,
   ) {
     this.dir = path.join(cachedir, "sessions");
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    this.entriesMax = table ? sessionEntriesWithTableMax : cacheEntriesMax;
+  }
+
+  /** Minions whose entry this thread keeps (tests). */
+  get entries(): number {
+    return this.cache.size;
   }
 
   /** Report every key this thread creates or renews (clustered: the peers get it). */
@@ -164,6 +186,16 @@ export class SessionKeys {
     const c = this.cache.get(id);
     const maxAgeMs = this.publishSessionS * 1000;
     if (c && t - c.checkedAt < cacheTtlMs && t - c.mtimeMs < maxAgeMs) return c;
+    // another thread's check of the file, under a second old: its key, without touching the file
+    const rec = this.table?.read(id);
+    if (rec && t - rec.checkedAt >= 0 && t - rec.checkedAt < cacheTtlMs && t - rec.mtimeMs < maxAgeMs) {
+      if (c && c.key === rec.key && c.mtimeMs === rec.mtimeMs && c.ino === rec.ino) {
+        c.checkedAt = rec.checkedAt;
+        return c;
+      }
+      // the other live keys are read from the file only if a request needs them (otherKeys)
+      return this.remember(id, rec.key, rec.mtimeMs, rec.ino, rec.checkedAt, undefined);
+    }
     const file = path.join(this.dir, id);
     let st;
     let created = false;
@@ -179,6 +211,7 @@ export class SessionKeys {
     }
     if (c && c.mtimeMs === st.mtimeMs && c.ino === st.ino) {
       c.checkedAt = t;
+      this.share(id, c);
       return c;
     }
     let set = readSet(file);
@@ -191,18 +224,35 @@ export class SessionKeys {
       set = parseSessionFile(readFileSync(file, "latin1"), st.mtimeMs);
       if (!set) throw new BrineError("BAD_ID", `session key file for ${id} could not be written`);
     }
-    const entry: Entry = {
-      key: set.current.key,
-      crypticle: new SessionCrypticle(set.current.key, () => this.otherKeys(id, entry)),
-      mtimeMs: st.mtimeMs,
-      ino: st.ino,
-      checkedAt: t,
-      others: { at: t, mtimeMs: st.mtimeMs, ino: st.ino, keys: this.othersOf(set, set.current.key, t) },
-    };
-    if (this.cache.size >= cacheEntriesMax) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(id, entry);
+    const entry = this.remember(id, set.current.key, st.mtimeMs, st.ino, t, { at: t, mtimeMs: st.mtimeMs, ino: st.ino, keys: this.othersOf(set, set.current.key, t) });
+    this.share(id, entry);
     if (created) this.onCreated?.({ id, key: set.current.key, t: Math.floor(st.mtimeMs) });
     return entry;
+  }
+
+  /** A new entry for `id` in this thread's cache (the oldest goes when it is full). `others` undefined: not read yet. */
+  private remember(id: string, key: string, mtimeMs: number, ino: number, checkedAt: number, others: Entry["others"] | undefined): Entry {
+    const entry: Entry = {
+      key,
+      crypticle: new SessionCrypticle(key, () => this.otherKeys(id, entry)),
+      mtimeMs,
+      ino,
+      checkedAt,
+      others: others ?? { at: -Infinity, mtimeMs: NaN, ino: NaN, keys: [] },
+    };
+    this.cache.delete(id);
+    if (this.cache.size >= this.entriesMax) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(id, entry);
+    return entry;
+  }
+
+  /** This thread's check of `id`'s file, for the other threads (the session table). */
+  private share(id: string, e: Entry): void {
+    if (!this.table) return;
+    if (!this.table.write(id, { key: e.key, mtimeMs: e.mtimeMs, ino: e.ino, checkedAt: e.checkedAt }) && this.table.full && !this.fullWarned) {
+      this.fullWarned = true;
+      log.warning(`The session table is full (${this.table.used} minions, brine_session_table_minions): a request thread reads the key file of a minion past it whenever its own few hundred entries do not hold it`);
+    }
   }
 
   private othersOf(set: SessionKeySet, primary: string, t: number): (HeldKey & { crypticle: Crypticle })[] {

@@ -14,6 +14,7 @@ import { SessionKeys } from "../../lib/store/sessions.js";
 import { V3Marks } from "../../lib/store/v3-marks.js";
 import { AuthCipherCache } from "./auth-cipher-cache.js";
 import { SharedSecrets } from "../../shared/secrets.js";
+import { SessionTable } from "../../shared/session-table.js";
 import { NonceSet } from "../../shared/nonce-set.js";
 import { nonceOwnerChannelName } from "../../shared/nonce-owner.js";
 import { NonceOwnerClient } from "./nonce-owner-client.js";
@@ -62,6 +63,8 @@ export interface SharedBuffers {
   cluster?: { nodeId: string; ring: SharedArrayBuffer };
   /** the publish port's connected addresses (src/shared/publish-peers.ts); absent: this thread keeps its own */
   publishPeers?: SharedArrayBuffer;
+  /** the minions' session keys (src/shared/session-table.ts); absent: this thread keeps every minion's itself */
+  sessions?: SharedArrayBuffer;
 }
 
 /** What one request produced besides its reply: events for the bus, publishes for the PUB socket. */
@@ -192,7 +195,7 @@ export class MasterContext {
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
     this.keys = keyStoreFor(cfg);
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
-    this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now);
+    this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now, shared.sessions && new SessionTable(shared.sessions));
     this.v3Marks = new V3Marks(cfg.cachedir, now);
     this.secrets = new SharedSecrets(shared.secrets);
     this.nonces = new NonceSet(shared.nonces);
