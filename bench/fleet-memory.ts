@@ -16,7 +16,9 @@
  *   per peer, with libzmq's default batch buffers and with the master's `brine_zmq_batch_bytes`.
  * - `BRINE_BENCH_FLEET_SIZES=1000,5000` chooses the sizes; `BRINE_BENCH_DEBUG=1` prints the raw readings.
  * - `BRINE_BENCH_ZMQ_BATCH_BYTES=N` runs the master (and the second libzmq floor) with another `brine_zmq_batch_bytes`.
- * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas).
+ * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas);
+ *   `BRINE_BENCH_MASTER_GLIBC_TUNABLES=…` with that GLIBC_TUNABLES, `BRINE_BENCH_MASTER_NODE_ARGS` with those node
+ *   options (swarm.ts's startBrineMaster; both named in the rows' notes).
  * - `BRINE_BENCH_MALLOC_TRIM=1` (a diagnostic; needs gdb and ptrace rights): after the reading with N connected, gdb
  *   calls glibc's `malloc_trim(0)` in the master (every arena's free pages given back) and the RSS is read again:
  *   what the difference shows is memory glibc held free after the sign-in storm, not memory in use (the reading
@@ -188,7 +190,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       await sleep(2000);
       const pinged = await memoryOf(m);
       const load = os.loadavg()[0]!.toFixed(1);
-      const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}`;
+      const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES ? `, GLIBC_TUNABLES=${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES}` : ""}${process.env.BRINE_BENCH_MASTER_NODE_ARGS ? `, node ${process.env.BRINE_BENCH_MASTER_NODE_ARGS.trim()}` : ""}`;
       const rows: BenchRow[] = [
         { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },

@@ -10,7 +10,10 @@
  *   The receivers share the box's cores with the master's side, so the rows also say what they cost: the
  *   subscriber processes' CPU per round (/proc), and, with the native transport, when the master had handed the
  *   frame to the kernel for the last subscriber (`publish()` to the end of its last write: the master's own
- *   share of the wall; on loopback the receiving TCP stack runs in that write too).
+ *   share of the wall; on loopback the receiving TCP stack runs in that write too), and the main thread's CPU
+ *   split into user and system time (/proc: what node and brine spend against what the kernel's writes cost).
+ *   `BRINE_BENCH_FANOUT_SUBS=zeromq,lean` measures with zeromq.js SUB sockets (the default) and with the bench's
+ *   own lean ZMTP SUB readers (`leanSubscriber`), each a row.
  * - **The event bus under a flood with a reader that stops reading** (goal: RSS grows < 64 MB for 100,000
  *   events to 8 readers; 20,000 by default): the master's EventBusServer in this process with its default
  *   bounds (pub_server_write_queue_size 500, publish_drain_timeout 5 s), 8 readers on its socket in a child
@@ -34,7 +37,8 @@ import { EventBusServer, busLimits } from "../src/main-thread/bus-server.js";
 import { packEvent } from "../src/shared/event-frame.js";
 import { createContext } from "../src/lib/zmq-req-client.js";
 import { freePort } from "../tools/free-port.js";
-import { cpuSecondsOf } from "../tools/swarm/proc-stats.js";
+import { cpuSecondsOf, cpuSplitOf } from "../tools/swarm/proc-stats.js";
+import { encodeCommand, greeting, greetingBytes, readyCommand } from "../src/shared/protocol/zmtp.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { benchTransports } from "./swarm.js";
 
@@ -49,7 +53,62 @@ const BUS_RSS_GOAL_MB = 64;
  */
 const BUS_EVENTS_PER_S = Number(process.env.BRINE_BENCH_BUS_RATE ?? 2_000);
 
-type ToChild = { k: "subs"; port: number; n: number } | { k: "reset" } | { k: "readers"; path: string; n: number } | { k: "counts" };
+/**
+ * What the subscribers are (BRINE_BENCH_FANOUT_SUBS, comma-separated, each measured): `zeromq`, zeromq.js SUB
+ * sockets (libzmq, as a minion's pyzmq: ~28 µs of CPU per message received, on this box's same two cores as the
+ * master); `lean`, the bench's own ZMTP 3.1 SUB on node's net (greeting, NULL READY as SUB, SUBSCRIBE "", frames
+ * parsed; a fraction of libzmq's CPU per message), so that on a 2-core box the receivers take less of the master's
+ * cores: a real fleet's minions read on their own hosts.
+ */
+function fanoutSubs(): ("zeromq" | "lean")[] {
+  const ks = (process.env.BRINE_BENCH_FANOUT_SUBS ?? "zeromq").split(",").map((k) => k.trim());
+  for (const k of ks) if (k !== "zeromq" && k !== "lean") throw new Error(`BRINE_BENCH_FANOUT_SUBS: zeromq or lean, not ${JSON.stringify(k)}`);
+  return ks as ("zeromq" | "lean")[];
+}
+
+/**
+ * The bench's lean ZMTP SUB: connects, greets (3.1, NULL), says READY as a SUB, subscribes to everything, then
+ * calls `onMessage` with each data message's first frame's length (Salt's publishes are one frame). Commands
+ * (the PUB's READY, PINGs) are skipped; nothing is answered (the master's PUB does not ping).
+ */
+function leanSubscriber(port: number, onMessage: (len: number) => void): net.Socket {
+  const s = net.connect(port, "127.0.0.1");
+  s.setNoDelay(true);
+  s.on("error", () => undefined);
+  s.write(Buffer.concat([greeting(), readyCommand("SUB"), encodeCommand("SUBSCRIBE")]));
+  let buf: Buffer = Buffer.alloc(0);
+  let skip = greetingBytes;
+  let firstLen = -1;
+  s.on("data", (chunk: Buffer) => {
+    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    let at = 0;
+    if (skip) {
+      const n = Math.min(skip, buf.length);
+      skip -= n;
+      at = n;
+    }
+    for (;;) {
+      if (buf.length - at < 2) break;
+      const flags = buf[at]!;
+      const long = (flags & 0x02) !== 0;
+      const head = long ? 9 : 2;
+      if (buf.length - at < head) break;
+      const size = long ? Number(buf.readBigUInt64BE(at + 1)) : buf[at + 1]!;
+      if (buf.length - at < head + size) break;
+      at += head + size;
+      if (flags & 0x04) continue; // a command
+      if (firstLen < 0) firstLen = size;
+      if (!(flags & 0x01)) {
+        onMessage(firstLen);
+        firstLen = -1;
+      }
+    }
+    buf = at === buf.length ? Buffer.alloc(0) : buf.subarray(at);
+  });
+  return s;
+}
+
+type ToChild = { k: "subs"; port: number; n: number; lean: boolean } | { k: "reset" } | { k: "readers"; path: string; n: number } | { k: "counts" };
 type FromChild =
   | { k: "connected" }
   | { k: "warm" }
@@ -115,31 +174,35 @@ async function childMain(): Promise<void> {
     if (m.k === "subs") {
       n = m.n;
       counts = new Uint32Array(n);
-      const ctx = createContext(n + 64, 1);
-      for (let i = 0; i < n; i++) {
-        const sock = new Subscriber({ context: ctx, linger: 0 });
-        sock.subscribe();
-        sock.connect(`tcp://127.0.0.1:${m.port}`);
-        void (async () => {
-          for await (const [msg] of sock) {
-            const now = process.hrtime.bigint();
-            const c = ++counts[i]!;
-            if (!measuring) warmLenMax = Math.max(warmLenMax, msg!.length);
-            if (!warm) {
-              if (c === 1 && counts.every((x) => x > 0)) {
-                warm = true;
-                send({ k: "warm" });
-              }
-              continue;
-            }
-            const len = msg!.length;
-            if (!measuring || len <= warmLenMax) continue;
-            let e = rounds.get(len);
-            if (!e) rounds.set(len, (e = { first: now, last: now, got: 0 }));
-            e.last = now;
-            if (++e.got === n) send({ k: "round", len, first: String(e.first), last: String(e.last) });
+      const got = (i: number, len: number) => {
+        const now = process.hrtime.bigint();
+        const c = ++counts[i]!;
+        if (!measuring) warmLenMax = Math.max(warmLenMax, len);
+        if (!warm) {
+          if (c === 1 && counts.every((x) => x > 0)) {
+            warm = true;
+            send({ k: "warm" });
           }
-        })();
+          return;
+        }
+        if (!measuring || len <= warmLenMax) return;
+        let e = rounds.get(len);
+        if (!e) rounds.set(len, (e = { first: now, last: now, got: 0 }));
+        e.last = now;
+        if (++e.got === n) send({ k: "round", len, first: String(e.first), last: String(e.last) });
+      };
+      if (m.lean) {
+        for (let i = 0; i < n; i++) leanSubscriber(m.port, (len) => got(i, len));
+      } else {
+        const ctx = createContext(n + 64, 1);
+        for (let i = 0; i < n; i++) {
+          const sock = new Subscriber({ context: ctx, linger: 0 });
+          sock.subscribe();
+          sock.connect(`tcp://127.0.0.1:${m.port}`);
+          void (async () => {
+            for await (const [msg] of sock) got(i, msg!.length);
+          })();
+        }
       }
       send({ k: "connected" });
     } else if (m.k === "reset") {
@@ -202,7 +265,7 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
-async function fanout(subs: number, roundsN: number, ioThreads: number, transport: "libzmq" | "native"): Promise<BenchRow[]> {
+async function fanout(subs: number, roundsN: number, ioThreads: number, transport: "libzmq" | "native", subsKind: "zeromq" | "lean"): Promise<BenchRow[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-fanout-"));
   const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   writeFileSync(path.join(dir, "master.pem"), privateKey.export({ type: "pkcs1", format: "pem" }), { mode: 0o600 });
@@ -218,7 +281,7 @@ async function fanout(subs: number, roundsN: number, ioThreads: number, transpor
   // a round's load is padded 64 bytes more than the last round's: its frame has a length no other frame has
   const load = (jid: string, pad = 0) => ({ fun: "test.ping", arg: [], tgt: "*", tgt_type: "glob", jid, ret: "", user: "root", ...(pad ? { kwarg: { pad: "p".repeat(pad) } } : {}) });
   try {
-    kids.forEach((k, i) => k.send({ k: "subs", port: tcp, n: Math.floor(subs / kidsN) + (i < subs % kidsN ? 1 : 0) }));
+    kids.forEach((k, i) => k.send({ k: "subs", port: tcp, n: Math.floor(subs / kidsN) + (i < subs % kidsN ? 1 : 0), lean: subsKind === "lean" }));
     await Promise.all(kids.map((k) => k.next("connected")));
     // warm-up: publish until every SUB socket has had one (a PUB drops for a subscriber not yet joined)
     const warm = Promise.all(kids.map((k) => k.next("warm", 300_000)));
@@ -239,6 +302,8 @@ async function fanout(subs: number, roundsN: number, ioThreads: number, transpor
     const written: number[] = [];
     const cpu0 = process.cpuUsage();
     const threads0 = threadCpu();
+    const mainStat = `/proc/self/task/${process.pid}/stat`;
+    const main0 = cpuSplitOf(mainStat);
     const kidsCpu = () => kids.reduce((a, k) => a + (cpuSecondsOf(`/proc/${k.p.pid}/stat`) ?? NaN), 0);
     const kidsCpu0 = kidsCpu();
     const load0 = loadavg();
@@ -270,11 +335,13 @@ async function fanout(subs: number, roundsN: number, ioThreads: number, transpor
     }
     const cpu = process.cpuUsage(cpu0);
     const threads1 = threadCpu();
+    const main1 = cpuSplitOf(mainStat);
+    const mainSplit = main0 && main1 ? `: user ${(((main1.user - main0.user) * 1000) / roundsN).toFixed(1)}, system ${(((main1.system - main0.system) * 1000) / roundsN).toFixed(1)}` : "";
     const kidsCpuMsPerRound = ((kidsCpu() - kidsCpu0) * 1000) / roundsN;
     const perPub = (k: keyof typeof threads0) => (((threads1[k] - threads0[k]) * 1000) / roundsN).toFixed(1);
     const cpuMsPerPublish = (cpu.user + cpu.system) / 1000 / roundsN;
-    const note = `${transport === "native" ? "brine's native ZMTP PUB (writes on the main thread)" : `libzmq PUB socket with ${ioThreads} ZeroMQ I/O thread(s)`}; ${subs.toLocaleString("en-US")} SUB sockets in ${kidsN} process(es), ${roundsN} rounds; first subscriber ${median(first).toFixed(1)} ms, slowest round ${Math.max(...last).toFixed(1)} ms; this process ${cpuMsPerPublish.toFixed(2)} ms CPU per publish (main thread ${perPub("main")}, ZeroMQ I/O ${perPub("zmqIo")}, publisher thread and the rest ${perPub("other")}; 10 ms ticks); the subscriber processes ${kidsCpuMsPerRound.toFixed(1)} ms CPU per round (${((kidsCpuMsPerRound * 1000) / subs).toFixed(1)} µs per subscriber; rounds 50 ms apart, 10 ms ticks)${written.length ? `; the master's last write ${median(written.filter((x) => x !== undefined)).toFixed(1)} ms after publish() (median)` : ""}; all joined in ${joinS.toFixed(1)} s; ${niced ? "nice -10" : "nice 0 (not allowed to raise)"}; load ${load0} -> ${loadavg()}`;
-    return [{ figure: `${transport === "native" ? "[native] " : ""}publish to the last of ${subs.toLocaleString("en-US")} subscribers (median)`, value: median(last), unit: "ms", target: FANOUT_GOAL_MS, better: "lower", note }];
+    const note = `${transport === "native" ? "brine's native ZMTP PUB (writes on the main thread)" : `libzmq PUB socket with ${ioThreads} ZeroMQ I/O thread(s)`}; ${subs.toLocaleString("en-US")} ${subsKind === "lean" ? "lean ZMTP SUB readers (the bench's, node net)" : "zeromq.js SUB sockets"} in ${kidsN} process(es), ${roundsN} rounds; first subscriber ${median(first).toFixed(1)} ms, slowest round ${Math.max(...last).toFixed(1)} ms; this process ${cpuMsPerPublish.toFixed(2)} ms CPU per publish (main thread ${perPub("main")}${mainSplit}, ZeroMQ I/O ${perPub("zmqIo")}, publisher thread and the rest ${perPub("other")}; 10 ms ticks); the subscriber processes ${kidsCpuMsPerRound.toFixed(1)} ms CPU per round (${((kidsCpuMsPerRound * 1000) / subs).toFixed(1)} µs per subscriber; rounds 50 ms apart, 10 ms ticks)${written.length ? `; the master's last write ${median(written.filter((x) => x !== undefined)).toFixed(1)} ms after publish() (median)` : ""}; all joined in ${joinS.toFixed(1)} s; ${niced ? "nice -10" : "nice 0 (not allowed to raise)"}; load ${load0} -> ${loadavg()}`;
+    return [{ figure: `${transport === "native" ? "[native] " : ""}publish to the last of ${subs.toLocaleString("en-US")} subscribers${subsKind === "lean" ? " (lean readers)" : ""} (median)`, value: median(last), unit: "ms", target: FANOUT_GOAL_MS, better: "lower", note }];
   } finally {
     kids.forEach((k) => k.stop());
     await port.close();
@@ -343,7 +410,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const ioThreads = (process.env.BRINE_BENCH_PUB_IO_THREADS ?? String(publishIoThreads)).split(",").map(Number);
   for (const t of benchTransports()) {
     // the native transport has no I/O threads: it writes from the main thread
-    for (const n of t === "native" ? [1] : ioThreads) if (part !== "bus") rows.push(...(await fanout(opts.full ? 5000 : 500, opts.full ? 30 : 20, n, t)));
+    for (const kind of fanoutSubs()) {
+      for (const n of t === "native" ? [1] : ioThreads) if (part !== "bus") rows.push(...(await fanout(opts.full ? 5000 : 500, opts.full ? 30 : 20, n, t, kind)));
+    }
   }
   return rows;
 }

@@ -113,8 +113,11 @@ export async function startBrineMaster(extraConfig: Record<string, unknown> = {}
   // BRINE_BENCH_MASTER_NODE_ARGS: node options for the master process (e.g. "--cpu-prof --cpu-prof-dir=DIR" to profile it)
   const nodeArgs = (process.env.BRINE_BENCH_MASTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
   const argv = [...nodeArgs, cli, "-c", etc, "-l", "warning"];
+  // BRINE_BENCH_MASTER_GLIBC_TUNABLES: the master's (only its) GLIBC_TUNABLES, e.g. fixed malloc trim and mmap thresholds
+  const tunables = process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES;
+  const env = tunables ? { ...process.env, GLIBC_TUNABLES: tunables } : process.env;
   // opts.cpus: run it on these CPUs only (taskset execs node, so the pid is the master's)
-  const child: ChildProcess = opts.cpus ? spawn("taskset", ["-c", opts.cpus, process.execPath, ...argv], { stdio: ["ignore", "ignore", "inherit"] }) : spawn(process.execPath, argv, { stdio: ["ignore", "ignore", "inherit"] });
+  const child: ChildProcess = opts.cpus ? spawn("taskset", ["-c", opts.cpus, process.execPath, ...argv], { stdio: ["ignore", "ignore", "inherit"], env }) : spawn(process.execPath, argv, { stdio: ["ignore", "ignore", "inherit"], env });
   const cachedir = path.join(root, "cache");
   const deadline = Date.now() + 60_000;
   for (;;) {

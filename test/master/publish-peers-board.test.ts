@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { setImmediate as tick } from "node:timers/promises";
 import {
   LivePublishPeers,
+  livePeersWriteGapMsPerAddress,
   PublishPeersBoard,
   publishPeersBytesMax,
   publishPeersFreshMsMax,
@@ -181,6 +182,47 @@ test("a transport's live feed: counted per address, written once per turn, never
   v = reader.view();
   assert.equal(v.live, false);
   assert.equal(v.addrs, undefined, "closed: back to snapshots, none yet");
+});
+
+test("a connection storm at a large fleet: the live feed's board is written at most once per gap that grows with the addresses, and what changed is still written", async () => {
+  let clock = 10_000;
+  let writes = 0;
+  class CountedBoard extends PublishPeersBoard {
+    override writeLive(addrs: Iterable<string> | undefined, atMs: number): boolean {
+      writes++;
+      return super.writeLive(addrs, atMs);
+    }
+  }
+  const board = new CountedBoard(undefined, 0);
+  const reader = new PublishPeersBoard(board.sab);
+  const live = new LivePublishPeers(board, () => clock);
+  await tick();
+  // a small fleet: every turn's change is on the board at the turn's end
+  for (let i = 0; i < 5; i++) {
+    live.connected(`10.1.0.${i}`);
+    await tick();
+    assert.equal(reader.view().addrs!.size, i + 1, `small fleet, change ${i}: written at the end of its turn`);
+  }
+  // 4,000 addresses: after a write the next waits 4,000 × the gap per address
+  for (let i = 5; i < 4000; i++) live.connected(`10.2.${i >> 8}.${i & 255}`);
+  await tick();
+  assert.equal(reader.view().addrs!.size, 4000, "the first change after a small write: at the turn's end");
+  const gapMs = 4000 * livePeersWriteGapMsPerAddress;
+  assert.ok(gapMs >= 2, `a gap of ${gapMs} ms`);
+  writes = 0;
+  for (let i = 0; i < 50; i++) {
+    live.connected(`10.3.0.${i}`);
+    await tick();
+  }
+  assert.equal(writes, 0, "50 turns with a connection each, the clock not past the gap: none written yet");
+  assert.equal(reader.view().addrs!.size, 4000);
+  clock += gapMs;
+  await new Promise((r) => setTimeout(r, gapMs + 30));
+  assert.equal(writes, 1, "then one write carries them all");
+  assert.equal(reader.view().addrs!.size, 4050);
+  live.close();
+  await new Promise((r) => setTimeout(r, gapMs + 30));
+  assert.equal(reader.view().live, false, "close hands the board back to snapshots at once");
 });
 
 test("a publish names the matched minions the board's addresses do not see, and trusts an older board only when it sees them all", () => {

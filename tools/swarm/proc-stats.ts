@@ -41,6 +41,17 @@ export function cpuSecondsOf(statFile: string): number | undefined {
   }
 }
 
+/** User and system CPU seconds of a process or thread, apart, from its `/proc/.../stat`; undefined if unreadable. */
+export function cpuSplitOf(statFile: string): { user: number; system: number } | undefined {
+  try {
+    const s = readFileSync(statFile, "utf8");
+    const rest = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    return { user: Number(rest[11]) / ticksPerSecond(), system: Number(rest[12]) / ticksPerSecond() };
+  } catch {
+    return undefined;
+  }
+}
+
 function readStat(pid: number): Stat | undefined {
   try {
     return { pid, ...parseStat(`/proc/${pid}/stat`) };
