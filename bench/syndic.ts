@@ -33,7 +33,12 @@ export async function fleetOn(m: BenchMaster, idPrefix: string, count: number, p
   fleet.startAll();
   await fleet.collector.waitFor(() => fleet.collector.settledCount() >= count, signInTimeoutMs);
   const up = fleet.collector.upIndices().length;
-  if (up < count) throw new Error(`only ${up} of ${count} minions of ${idPrefix} signed in`);
+  if (up < count) {
+    const c = fleet.collector;
+    const why = `start failures ${JSON.stringify(Object.fromEntries(c.startFailures))}, errors ${JSON.stringify(Object.fromEntries(c.errorKinds))}; first of each kind: ${[...new Map(c.errors.map((e) => [e.kind, e])).values()].map((e) => `${e.minion} ${e.kind}: ${e.detail}`).join("; ")}`;
+    await fleet.shutdown();
+    throw new Error(`only ${up} of ${count} minions of ${idPrefix} signed in (${why})`);
+  }
   return fleet;
 }
 

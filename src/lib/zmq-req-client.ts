@@ -112,7 +112,17 @@ export class ZmqReqTransport implements ReqTransport {
     const tries = Math.max(1, opts.tries);
     for (let attempt = 1; attempt <= tries; attempt++) {
       if (this.closed) throw new BrineError("MINION_STOPPED");
-      const sock = this.socket();
+      let sock: zmq.Request;
+      try {
+        sock = this.socket();
+      } catch (e) {
+        // no socket could be made (EMFILE: the context's sockets are all taken, the ones closed after a timeout
+        // not yet reaped by libzmq, or the process's descriptors): this attempt fails as a timeout would, after
+        // its time, and the next one tries again
+        if (attempt === tries) throw new BrineError("MINION_REQ_TIMEOUT", `no socket for the request: ${(e as Error).message}`);
+        await new Promise<void>((r) => this.timer.after(opts.timeoutMs, r));
+        continue;
+      }
       let timedOut = false;
       const h = this.timer.after(opts.timeoutMs, () => {
         timedOut = true;

@@ -91,7 +91,9 @@ export class SwarmWorker {
     const t0 = nowMs();
     const s = init.settings;
     this.init_ = init;
-    this.ctx = createContext(init.indices.length * socketsPerMinion(s.pubMonitor) + 64, init.ioThreads);
+    // twice the sockets the minions hold: a REQ socket closed after a timeout counts against the context until
+    // libzmq's reaper has it, and its replacement is made at once (under a loaded master, thousands at a time)
+    this.ctx = createContext(2 * init.indices.length * socketsPerMinion(s.pubMonitor) + 64, init.ioThreads);
     const cmdRun: CmdRunStandIn | undefined =
       s.cmdRunOutput === undefined ? undefined : (cmd, self) => {
         const r = defaultCmdRun(cmd, self);
