@@ -11,22 +11,29 @@
  *   differ, files removed here are removed there; files only a peer has stay.
  * - collect_from_peers(channels=(), banks=(jobs/loads, jobs/minions, jobs/endtimes, jobs/nocache)): this master
  *   pulls the named channels (`keys`, `denied_keys`, as Salt allows) and job-cache banks (`jobs/returns` too)
- *   from every peer; bank records this master lacks are added, none is overwritten or removed.
+ *   from every peer; bank records this master lacks are added, none is overwritten or removed. The minion banks
+ *   (`minions/data`, `minions/mine`) are pulled by the Raft worker, waited for as long as the pull makes progress
+ *   (collectMinionBank), bounded by `timeout` (seconds, salt-run's -t) when given.
  */
 import type { MessagePort } from "node:worker_threads";
 import { BrineError } from "../shared/errors.js";
 import { BANKS, KEY_CHANNELS } from "../workers/state-sync/manifest.js";
 import { pullTimeoutMs, type EngineCall, type PeerReport, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/messages.js";
-import { MINION_BANK_NAMES, type PullReport } from "../shared/minion-placement.js";
+import { MINION_BANK_NAMES, type MinionAnswer, type MinionBank, type PullReport } from "../shared/minion-placement.js";
+import { getLogger } from "../shared/log.js";
+import type { RaftClient } from "../workers/raft/client.js";
 import { revivePortError } from "../shared/port-calls.js";
 import { argOf, type RunnerContext, type RunnerFn } from "./context.js";
 import { NOT_CLUSTERED } from "./cluster.js";
 
 /** Salt's default banks for collect_from_peers. */
 export const COLLECT_BANKS_DEFAULT = ["jobs/loads", "jobs/minions", "jobs/endtimes", "jobs/nocache"];
+/** how long collect_from_peers of a minion bank waits with no master answering anything before it answers, ms */
+export const collectStallMs = 60_000;
 /** What a runner waits for the state-sync thread beyond a peer's own pull timeout, ms. */
 const callMarginMs = 30_000;
 
+const log = getLogger("brine.runner.cluster");
 let nextId = 1;
 
 function ask(port: MessagePort, call: EngineCall): Promise<unknown> {
@@ -72,9 +79,12 @@ const ROOTS: Record<string, string[]> = {
   pillar_roots: ["pillar_roots"],
 };
 
-/** The state-sync thread's per-peer reports with the minion banks' pulls added (summed per peer, errors and failed channels joined). */
-export function mergeCollected(fromSync: Record<string, PeerReport>, pulls: readonly Record<string, PullReport>[]): Record<string, PeerReport> {
-  const out: Record<string, PeerReport> = {};
+/**
+ * The state-sync thread's per-peer reports with the minion banks' pulls added (summed per peer, errors and failed
+ * channels joined; `in_flight` when a minion bank's pull from that peer goes on).
+ */
+export function mergeCollected(fromSync: Record<string, PeerReport>, pulls: readonly Record<string, PullReport>[]): Record<string, PeerReport & { in_flight?: true }> {
+  const out: Record<string, PeerReport & { in_flight?: true }> = {};
   for (const [p, r] of Object.entries(fromSync)) out[p] = { ...r, errors: [...r.errors], ...(r.failed ? { failed: [...r.failed] } : {}) };
   for (const pull of pulls) {
     for (const [p, r] of Object.entries(pull)) {
@@ -84,10 +94,52 @@ export function mergeCollected(fromSync: Record<string, PeerReport>, pulls: read
       o.ms = Math.max(o.ms, r.ms);
       o.errors.push(...r.errors);
       if (r.failed) (o.failed ??= []).push(...r.failed);
+      if (r.in_flight) o.in_flight = true;
     }
   }
   return Object.fromEntries(Object.keys(out).sort().map((p) => [p, out[p]!]));
 }
+
+/** `timeout` (seconds; salt-run's -t gives it): the time by which collect_from_peers answers, Infinity when absent. */
+function timeoutArg(v: unknown): number {
+  if (v === undefined || v === null || v === "") return Infinity;
+  const n = typeof v === "string" ? Number(v) : v;
+  if (typeof n !== "number" || !Number.isFinite(n) || n <= 0) throw new BrineError("STATE_SYNC_BAD_ARGUMENT", `timeout must be a number of seconds above 0, got ${JSON.stringify(v)}`);
+  return Date.now() + n * 1000;
+}
+
+/**
+ * collect_from_peers of a minion bank (the Raft worker's pull: minion-broadcast.ts), waited for as long as it
+ * makes progress rather than one call's deadline: the runner asks in calls of at most a third of the Raft
+ * client's call deadline, and answers when the collection is done, when `until` passes (the operator's
+ * timeout) or when no master answered anything for collectStallMs. Returned early, a master still being pulled
+ * from is `in_flight` in its report (what it gave so far counted); the pull goes on and its outcome is logged.
+ */
+async function collectMinionBank(raft: Pick<RaftClient, "minionQuery" | "callTimeoutMs">, bank: MinionBank, until: number): Promise<Record<string, PullReport>> {
+  const pollMs = Math.max(50, Math.floor(raft.callTimeoutMs / 3));
+  const waitFor = () => Math.max(0, Math.min(pollMs, until - Date.now()));
+  let a = await raft.minionQuery({ op: "collect", bank, waitMs: waitFor() });
+  let requests = a.collect?.requests ?? 0;
+  let movedAt = Date.now();
+  while (a.collect && !a.collect.done) {
+    if (Date.now() >= until) {
+      log.warning(`collect_from_peers minions/${bank}: answered at its timeout with the pull from ${inFlight(a)} still going on (its outcome goes to this log)`);
+      break;
+    }
+    if (Date.now() - movedAt >= collectStallMs) {
+      log.warning(`collect_from_peers minions/${bank}: no master answered for ${collectStallMs / 1000} s; answered with the pull from ${inFlight(a)} still going on (its outcome goes to this log)`);
+      break;
+    }
+    a = await raft.minionQuery({ op: "collect", bank, id: a.collect.id, waitMs: waitFor() });
+    if ((a.collect?.requests ?? 0) !== requests) {
+      requests = a.collect?.requests ?? 0;
+      movedAt = Date.now();
+    }
+  }
+  return a.collected ?? {};
+}
+
+const inFlight = (a: MinionAnswer) => Object.entries(a.collected ?? {}).filter(([, r]) => r.in_flight).map(([p]) => p).join(", ") || "no master";
 
 export const stateSyncRunners: Record<string, RunnerFn> = {
   "cluster.sync_roots": async (ctx: RunnerContext, arg, kwarg) => {
@@ -119,15 +171,16 @@ export const stateSyncRunners: Record<string, RunnerFn> = {
     const port = portOf(ctx);
     if (all.length > 0 && !port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
     if (minionBanks.length > 0 && !ctx.cluster?.raft) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the Raft worker is not running on this master");
-    const minions = Promise.all(minionBanks.map((b) => ctx.cluster!.raft.minionQuery({ op: "collect", bank: MINION_BANK_NAMES[b]! })));
+    const until = timeoutArg(kwarg.timeout);
     const names = [...all, ...minionBanks.map((b) => `bank:${b}`)];
     if (async) {
       // the transfers run on in the state-sync thread and the Raft worker; their outcome goes to the log
-      minions.catch(() => undefined);
+      await Promise.all(minionBanks.map((b) => ctx.cluster!.raft.minionQuery({ op: "collect", bank: MINION_BANK_NAMES[b]!, waitMs: 0 })));
       if (all.length > 0) await ask(port!, { op: "collect", channels: all, async });
       return { status: "fan-out initiated", tag: "cluster/runner/collect_from_peers", data: { channels: names } };
     }
+    const minions = Promise.all(minionBanks.map((b) => collectMinionBank(ctx.cluster!.raft, MINION_BANK_NAMES[b]!, until)));
     const [fromSync, fromRaft] = await Promise.all([all.length > 0 ? (ask(port!, { op: "collect", channels: all, async: false }) as Promise<Record<string, PeerReport>>) : Promise.resolve({}), minions]);
-    return mergeCollected(fromSync, fromRaft.map((a) => a.collected ?? {}));
+    return mergeCollected(fromSync, fromRaft);
   },
 };

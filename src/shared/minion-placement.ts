@@ -106,8 +106,12 @@ export type MinionQuery =
   | ({ op: "target" } & TargetQuery)
   | { op: "ids"; bank: MinionBank }
   | { op: "held"; bank: MinionBank }
-  /** cluster.collect_from_peers of a minion bank: pull from every other master the records this one lacks or holds older */
-  | { op: "collect"; bank: MinionBank }
+  /**
+   * cluster.collect_from_peers of a minion bank: pull from every other master the records this one lacks or holds
+   * older. Starts the collection (or joins the bank's under way; with `id`, that one) and waits for it at most
+   * `waitMs` (no bound when absent); MinionAnswer.collect says whether it is done.
+   */
+  | { op: "collect"; bank: MinionBank; id?: number; waitMs?: number }
   /** cluster.shed_unowned of a minion bank on this master (planMinionShed) */
   | { op: "shed"; ring: string; bank: MinionBank; dryRun: boolean };
 
@@ -118,6 +122,8 @@ export interface PullReport {
   errors: string[];
   ms: number;
   failed?: string[];
+  /** the pull from this master goes on (what it gave so far is counted) */
+  in_flight?: true;
 }
 
 /** A minion bank's shed on one master: Salt's counts, and what was kept as possibly the only copy. */
@@ -152,6 +158,8 @@ export interface MinionAnswer {
   held_by?: Record<string, HeldIds | { error: string }>;
   /** `collect`: node id -> what the pull from it did */
   collected?: Record<string, PullReport>;
+  /** `collect`: the collection's id (to ask again), whether it is done, and the peers' answers so far */
+  collect?: { id: number; done: boolean; requests: number };
   /** `shed`: what this master dropped or kept */
   shed?: MinionShedAnswer;
   /** masters that could not be asked, with why */

@@ -22,6 +22,9 @@ import { BrineError } from "../../src/shared/errors.js";
 import { cbor } from "../../src/shared/cbor.js";
 import { ownersOf, type PlacementTable } from "../../src/shared/placement.js";
 import { MINION_PLACEMENT_CHANNEL, MinionPlacement } from "../../src/workers/raft/minion-placement.js";
+import { stateSyncRunners } from "../../src/runners/cluster-sync.js";
+import type { RunnerContext } from "../../src/runners/context.js";
+import type { MinionQuery } from "../../src/shared/minion-placement.js";
 import { PeerRemoteError, type PeerMessage } from "../../src/workers/raft/peer/peer-types.js";
 import { lacksKind, unknownKind } from "../../src/workers/raft/peer-kinds.js";
 
@@ -37,6 +40,8 @@ function cluster(dir: string) {
   const svc = new Map<string, MinionPlacement>();
   /** requests made, by `<op>:<from>-><to>` */
   const sent = new Map<string, number>();
+  /** ms each answer of a master takes (a test hook: a large bank without the wait), by master */
+  const slow = new Map<string, number>();
   /** request kinds a master does not know (it runs an older brine), by master */
   const older = new Map<string, Set<string>>();
   /** calls a master's placement service made on its job store's databases, by master */
@@ -60,6 +65,9 @@ function cluster(dir: string) {
         if (!h) throw new BrineError("CLUSTER_PEER_UNKNOWN", peer);
         // a master of an older version (before a16d205) answered a kind it did not know so
         const kind = String((cbor.decode(payload) as { op?: unknown }).op);
+        // a slow master (a large bank, a loaded box): each of its answers takes this long
+        const delay = slow.get(peer);
+        if (delay) await new Promise((r) => setTimeout(r, delay));
         if (older.get(peer)?.has(kind)) throw new PeerRemoteError(peer, "MINION_PLACEMENT_BAD_MESSAGE", `malformed minion data placement message: unknown op ${kind}`);
         try {
           return (await h({ from: id, channel: ch, payload, request: true })) ?? new Uint8Array(0);
@@ -110,7 +118,7 @@ function cluster(dir: string) {
       while (s.busy || s.broadcast.gatherBusy);
     }
   };
-  return { stores, svc, down, sent, looks, older, writer, rounds, ticks, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), reroute: () => (routed = true), setTable: (t: PlacementTable) => (table = t) };
+  return { stores, svc, down, sent, looks, older, slow, writer, rounds, ticks, tick: (ms: number) => (clock += ms), unroute: () => (routed = false), reroute: () => (routed = true), setTable: (t: PlacementTable) => (table = t) };
 }
 
 /** `s` with every call on one of its databases (and its root) reported to `call` */
@@ -496,6 +504,60 @@ test("a peer's answer that it lacks a request kind is told apart from a failure 
   assert.equal(lacksKind(new PeerRemoteError("m2", "MINION_PLACEMENT_BAD_MESSAGE", "malformed minion data placement message: stamps names no bank"), "stamps"), false, "a malformed request");
   assert.equal(lacksKind(new PeerRemoteError("m2", "CLUSTER_PEER_CHANNEL", "invalid peer channel or handler: no handler for channel raft/minions on m2"), "stamps"), false, "a master still starting");
   assert.equal(lacksKind(new BrineError("CLUSTER_PEER_TIMEOUT", "raft/minions to m2 after 10000 ms"), "stamps"), false);
+});
+
+test("collect_from_peers of a minion bank that outlasts the Raft client's call deadline answers Salt's result when the pull is done; with a timeout it answers early naming what is in flight; async=True at once", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  try {
+    c.unroute();
+    const plain = (m: string) => {
+      const mc = new MinionCache(c.stores.get(m)!, () => 500);
+      mc.track(m, () => undefined);
+      return mc;
+    };
+    for (const id of ["k1", "k2", "k3"]) await plain("m2").setMine(id, { f: id });
+    await plain("m1").setMine("k4", { f: "k4" });
+    // m3's runner thread talks to its Raft worker with a 600 ms call deadline (the real one is ~15 s), as RaftClient does
+    const deadlineMs = 600;
+    const m3 = c.svc.get("m3")!;
+    const raft = {
+      callTimeoutMs: deadlineMs,
+      minionQuery: (q: MinionQuery) => {
+        let t: NodeJS.Timeout | undefined;
+        const late = new Promise<never>((_, no) => (t = setTimeout(() => no(new BrineError("RAFT_UNKNOWN", `no answer from the raft worker within ${deadlineMs} ms`)), deadlineMs)));
+        return Promise.race([m3.query(q), late]).finally(() => clearTimeout(t));
+      },
+    };
+    const ctx = { cfg: { cluster_id: "c1" }, cluster: { nodeId: "m3", raft } } as unknown as RunnerContext;
+    const run = (kwarg: Record<string, unknown>) => stateSyncRunners["cluster.collect_from_peers"]!(ctx, [], { banks: "minions/mine", ...kwarg }) as Promise<Record<string, Record<string, unknown>>>;
+    c.slow.set("m2", 700); // a stamps page and a records answer from m2: ~1.4 s, past the call deadline
+    const t0 = Date.now();
+    const r = await run({});
+    assert.ok(Date.now() - t0 > deadlineMs * 2, `the pull outlasted one call's deadline (${Date.now() - t0} ms)`);
+    assert.deepEqual(Object.keys(r), ["m1", "m2"]);
+    assert.deepEqual([r.m1!.items, r.m1!.errors, r.m1!.deleted], [1, [], 0]);
+    assert.deepEqual([r.m2!.items, r.m2!.errors, r.m2!.in_flight], [3, [], undefined], "Salt's shape, the whole pull from m2");
+    for (const id of ["k1", "k2", "k3", "k4"]) assert.ok(c.stores.get("m3")!.mine.get(id), id);
+    // the operator's bound (salt-run -t): answered then, m2 named in flight; the pull carries on
+    await new MinionCache(c.stores.get("m2")!, () => 900).setMine("k5", { f: "k5" });
+    const t1 = Date.now();
+    const early = await run({ timeout: 0.3 });
+    assert.ok(Date.now() - t1 < 1_200, `answered at its timeout (${Date.now() - t1} ms)`);
+    assert.equal(early.m2!.in_flight, true);
+    assert.equal(early.m1!.in_flight, undefined, "m1 answered in time");
+    await until(() => c.stores.get("m3")!.mine.get("k5") !== undefined);
+    // Salt's fire-and-forget
+    await new MinionCache(c.stores.get("m2")!, () => 950).setMine("k6", { f: "k6" });
+    const t2 = Date.now();
+    assert.deepEqual(await run({ async: true }), { status: "fan-out initiated", tag: "cluster/runner/collect_from_peers", data: { channels: ["bank:minions/mine"] } });
+    assert.ok(Date.now() - t2 < 500);
+    await until(() => c.stores.get("m3")!.mine.get("k6") !== undefined);
+    await assert.rejects(run({ timeout: "soon" }), /timeout must be a number of seconds above 0/);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 async function until(cond: () => boolean, ms = 10_000): Promise<void> {

@@ -54,6 +54,11 @@ export class RaftClient {
     endpoint.once("exit", gone);
   }
 
+  /** how long one call waits for its answer (a caller that waits longer asks in several calls), ms */
+  get callTimeoutMs(): number {
+    return this.timeoutMs;
+  }
+
   private readonly onMessage = (m: FromRaft): void => {
     if (m.k === "res") this.calls.resolve(m.id, m.v);
     else if (m.k === "err") this.calls.reject(m.id, revivePortError(m, "RAFT_API_MISUSE"));

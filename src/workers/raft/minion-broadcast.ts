@@ -47,6 +47,21 @@ const spreadLog = new LogBudget(1, 10_000, (line) => log.warning(line), "minion 
 const gatherLog = new LogBudget(1, 30_000, (line) => log.warning(line), "minion data back to broadcast");
 export const BANKS: readonly MinionBank[] = ["data", "mine"];
 
+/** finished collect_from_peers kept for a caller still to ask for their report, count */
+export const collectKeptMax = 16;
+
+/** A collect_from_peers of one bank (MinionBroadcast.collect). */
+interface Collection {
+  id: number;
+  bank: MinionBank;
+  /** by master pulled from: what it gave so far (`in_flight` until its pull ended) */
+  reports: Record<string, PullReport>;
+  /** peers' answers so far, across masters (the caller's measure of progress) */
+  requests: number;
+  finished: boolean;
+  done: Promise<unknown>;
+}
+
 /** What one gather pass of a bank did (MinionBroadcast.gather). */
 export interface GatherReport {
   bank: MinionBank;
@@ -74,6 +89,11 @@ export class MinionBroadcast {
   private readonly unable = new Map<MinionBank, Map<string, string>>();
   /** masters told (logged once) not to know `spread` */
   private readonly toldNoSpread = new Set<string>();
+  /** collect_from_peers of a bank under way (one per bank: a second call joins it) */
+  private readonly collecting = new Map<MinionBank, Collection>();
+  /** collections by id, under way and the last collectKeptMax finished */
+  private readonly collections = new Map<number, Collection>();
+  private nextCollect = 1;
   /** per bank: the masters its last gather ended without, until a collect_from_peers pulls from them */
   private readonly without = new Map<MinionBank, Map<string, string>>();
 
@@ -241,13 +261,14 @@ export class MinionBroadcast {
    * Pulls `bank` from `peer`: its stamps page by page (stampsPageMax), then the records it holds newer than this
    * master's (wantedFrom), stored when still newer (last writer wins). Throws when `peer` stops answering.
    */
-  async pullFrom(peer: string, bank: MinionBank): Promise<{ items: number; bytes: number }> {
+  async pullFrom(peer: string, bank: MinionBank, progress?: (items: number, bytes: number) => void): Promise<{ items: number; bytes: number }> {
     const c = this.cache();
     let after: string | undefined;
     let items = 0;
     let bytes = 0;
     for (;;) {
       const page = checkStampsAnswer(await askPeer(this.d, peer, { op: "stamps", bank, ...(after !== undefined ? { after } : {}) }));
+      progress?.(items, bytes);
       const want = wantedFrom(page.entries, (id) => this.localStamp(bank, id));
       for (let i = 0; i < want.length; i += readIdsPerRequestMax) {
         let ask = want.slice(i, i + readIdsPerRequestMax);
@@ -256,6 +277,7 @@ export class MinionBroadcast {
           bytes += raw.byteLength;
           const a = checkRecordsAnswer(cbor.decode(raw), bank);
           for (const stored of await Promise.all(a.records.map((r) => c.applyPeer(r)))) if (stored) items++;
+          progress?.(items, bytes);
           if (a.rest.length >= ask.length) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `${peer}'s records answer did not advance`);
           ask = a.rest;
         }
@@ -266,34 +288,71 @@ export class MinionBroadcast {
     }
   }
 
-  /** cluster.collect_from_peers of `bank`: a pull from every other master, reported per master. */
-  async collect(bank: MinionBank): Promise<MinionAnswer> {
-    const ring = this.d.route(dataTypeOf(bank));
-    if (ring !== null) {
-      throw new BrineError("MINION_PLACEMENT_PLACED", `${dataTypeOf(bank)} is routed to ring ${ring}: each record lives on its owners, and copies collected here would be held by no rule; run cluster.route_clear ${dataTypeOf(bank)} (every master then pulls what it lacks by itself)`);
+  /**
+   * cluster.collect_from_peers of `bank`: a pull from every other master, reported per master. It runs here for
+   * as long as it takes; a call starts it (or joins the one of the bank under way) and waits for it at most
+   * `waitMs` (under the caller's call deadline), then answers what it did so far (`collect.done` false: the
+   * masters still pulled from are `in_flight`, and `collect.requests`, the peers' answers so far, shows progress);
+   * the caller asks again with the collection's `id` until it is done. A finished collection's report is kept for
+   * the last collectKeptMax collections.
+   */
+  async collect(bank: MinionBank, id?: number, waitMs = Infinity): Promise<MinionAnswer> {
+    let c = id !== undefined ? this.collections.get(id) : this.collecting.get(bank);
+    if (id !== undefined && (!c || c.bank !== bank)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `no collection ${id} of minions/${bank} on ${this.d.self} (it finished more than ${collectKeptMax} collections ago, or this master restarted)`);
+    if (!c) {
+      const ring = this.d.route(dataTypeOf(bank));
+      if (ring !== null) {
+        throw new BrineError("MINION_PLACEMENT_PLACED", `${dataTypeOf(bank)} is routed to ring ${ring}: each record lives on its owners, and copies collected here would be held by no rule; run cluster.route_clear ${dataTypeOf(bank)} (every master then pulls what it lacks by itself)`);
+      }
+      c = this.startCollect(bank);
     }
-    const name = `bank:minions/${bank}`;
+    if (!c.finished && waitMs > 0) {
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([c.done, ...(waitMs !== Infinity ? [new Promise<void>((r) => (t = setTimeout(r, waitMs)))] : [])]);
+      clearTimeout(t);
+    }
     const collected: Record<string, PullReport> = {};
-    await Promise.all(
-      this.d.peers().map(async (p) => {
-        const t0 = this.now();
-        if (!this.d.up(p)) {
-          collected[p] = { items: 0, bytes: 0, errors: ["not connected"], ms: 0, failed: [name] };
-          return;
-        }
+    for (const [p, r] of Object.entries(c.reports)) collected[p] = { ...r, errors: [...r.errors], ...(r.failed ? { failed: [...r.failed] } : {}) };
+    return { collected, collect: { id: c.id, done: c.finished, requests: c.requests }, unreachable: {} };
+  }
+
+  private startCollect(bank: MinionBank): Collection {
+    const name = `bank:minions/${bank}`;
+    const t0 = this.now();
+    const c: Collection = { id: this.nextCollect++, bank, reports: {}, requests: 0, finished: false, done: Promise.resolve() };
+    for (const p of this.d.peers()) c.reports[p] = { items: 0, bytes: 0, errors: [], ms: 0, in_flight: true };
+    c.done = Promise.all(
+      Object.keys(c.reports).map(async (p) => {
+        const report = c.reports[p]!;
+        const end = (r: PullReport) => (c.reports[p] = { ...r, ms: this.now() - t0 });
+        if (!this.d.up(p)) return end({ items: 0, bytes: 0, errors: ["not connected"], ms: 0, failed: [name] });
         try {
-          const r = await this.pullFrom(p, bank);
-          collected[p] = { ...r, errors: [], ms: this.now() - t0 };
+          const r = await this.pullFrom(p, bank, (items, bytes) => {
+            c.requests++;
+            report.items = items;
+            report.bytes = bytes;
+            report.ms = this.now() - t0;
+          });
+          end({ ...r, errors: [], ms: 0 });
           this.without.get(bank)?.delete(p);
         } catch (e) {
           const why = lacksKind(e, "stamps") ? `${p} cannot take part: it does not know ${MINION_PLACEMENT_CHANNEL} "stamps" (it runs an older brine)` : (e as Error).message;
-          collected[p] = { items: 0, bytes: 0, errors: [`${name}: ${why}`], ms: this.now() - t0, failed: [name] };
+          end({ items: report.items, bytes: report.bytes, errors: [`${name}: ${why}`], ms: 0, failed: [name] });
         }
       }),
-    );
-    const pulled = Object.values(collected).reduce((n, r) => n + r.items, 0);
-    log.info(`collect_from_peers ${name}: ${pulled} record(s) stored from ${Object.keys(collected).join(", ") || "no other master"}`);
-    return { collected, unreachable: {} };
+    ).then(() => {
+      c.finished = true;
+      if (this.collecting.get(bank) === c) this.collecting.delete(bank);
+      const pulled = Object.values(c.reports).reduce((n, r) => n + r.items, 0);
+      log.info(`collect_from_peers ${name}: ${pulled} record(s) stored from ${Object.keys(c.reports).join(", ") || "no other master"} in ${((this.now() - t0) / 1000).toFixed(1)} s`);
+    });
+    this.collecting.set(bank, c);
+    this.collections.set(c.id, c);
+    for (const old of this.collections.keys()) {
+      if (this.collections.size <= collectKeptMax) break;
+      if (this.collections.get(old)!.finished) this.collections.delete(old);
+    }
+    return c;
   }
 
   /**

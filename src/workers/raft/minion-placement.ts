@@ -303,7 +303,7 @@ export class MinionPlacement {
       case "held":
         return this.heldEverywhere(q.bank);
       case "collect":
-        return this.broadcast.collect(q.bank);
+        return this.broadcast.collect(q.bank, Number.isSafeInteger(q.id) ? q.id : undefined, typeof q.waitMs === "number" && q.waitMs >= 0 ? q.waitMs : Infinity);
       case "shed":
         return this.broadcast.shed(q.ring, q.bank, q.dryRun);
       default:
