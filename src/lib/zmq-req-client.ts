@@ -48,6 +48,8 @@ export interface RequestOptions {
   tries: number;
   /** what is being sent (for timeout reports), e.g. the command */
   label?: string;
+  /** for timeout reports when the caller makes each try itself: this call's try, and the tries in all */
+  attemptOf?: { attempt: number; tries: number };
 }
 
 /** What a request channel needs from its transport; tests substitute a fake. */
@@ -144,7 +146,8 @@ export class ZmqReqTransport implements ReqTransport {
           continue;
         }
         this.timeouts++;
-        this.opts.onTimeout?.(opts.label, attempt, tries);
+        if (opts.attemptOf) this.opts.onTimeout?.(opts.label, opts.attemptOf.attempt, opts.attemptOf.tries);
+        else this.opts.onTimeout?.(opts.label, attempt, tries);
       }
     }
     throw new BrineError("MINION_REQ_TIMEOUT", `${tries} × ${opts.timeoutMs} ms`);

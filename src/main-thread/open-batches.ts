@@ -110,6 +110,12 @@ export class OpenBatches<T> {
     return out;
   }
 
+  /** The oldest batch still open (batches are numbered in dispatch order), undefined when none is. */
+  oldest(): number | undefined {
+    for (const batch of this.open.keys()) return batch;
+    return undefined;
+  }
+
   /** Released batches that still owe replies (the sweep runs while there are any). */
   get released(): number {
     let n = 0;

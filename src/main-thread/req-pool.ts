@@ -15,7 +15,9 @@ import { readOption } from "../shared/config/options.js";
 import { getLogger } from "../shared/log.js";
 import type { SharedBuffers } from "../workers/req-handler/context.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
-import type { BatchPart, BatchResult, CleanupResult, Lane, PresenceResult, ReadyResult } from "../workers/req-handler/task.js";
+import type { BatchPart, BatchResult, CleanupResult, Lane, PresenceResult, ReadyResult, ReplyMemo } from "../workers/req-handler/task.js";
+import { MEMO_FRESH, NONCE_HEX, NonceReplies, type Answered } from "../shared/nonce-replies.js";
+import { LogBudget } from "../shared/log-budget.js";
 import { OpenBatches } from "./open-batches.js";
 import { replyOwedMsMax } from "../workers/req-handler/limits.js";
 import { MetricsBoard } from "../shared/metrics/board.js";
@@ -23,7 +25,15 @@ import type { BatchOutput } from "./batch-result.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.pool");
+/** refused copies of requests (replays), logged at most 20 a minute */
+const replayLog = new LogBudget(20, 60_000, (line) => log.warning(line), "replayed requests refused");
 
+/** A copy of a request waiting for its first's reply: where its answer goes, what it was, its refusal if it never comes. */
+interface CopyOf<T> {
+  tag: T;
+  what: string;
+  refusal: Buffer;
+}
 /** Most frames in one task: Piscina's per-task cost (~20-80 µs) is paid once per batch. */
 export const batchFramesMax = 64;
 /**
@@ -82,6 +92,8 @@ class LaneQueue<T> {
   /** batches with replies still owed, and which request each reply answers (open-batches.ts) */
   private readonly open = new OpenBatches<T>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** req lane: the replies of accepted requests, for their copies (src/shared/nonce-replies.ts) */
+  private readonly memory = new NonceReplies<CopyOf<T>>();
 
   constructor(
     readonly name: Lane,
@@ -138,10 +150,14 @@ class LaneQueue<T> {
             this.inOrder(batchNo, r.seq, { indices: r.indices ?? [], replies: r.replies, fx: r });
             return;
           }
-          const tags = this.open.complete(batchNo);
-          const out = tags.map((tag, i) => ({ tag, reply: Buffer.from(r.replies[i]!.buffer, r.replies[i]!.byteOffset, r.replies[i]!.byteLength) }));
+          const tags: (T | undefined)[] = this.open.complete(batchNo);
+          const replies = r.replies.map((x) => Buffer.from(x.buffer, x.byteOffset, x.byteLength));
+          const late = r.memo ? this.memoize(tags, replies, r.memo) : undefined;
+          const out: LaneOutput<T>[] = [];
+          tags.forEach((tag, i) => tag !== undefined && out.push({ tag, reply: replies[i]! }));
           this.settle(out.length);
           this.sink({ replies: out, events: r.events, publishes: r.publishes, sync: r.sync, runs: r.runs, verified: r.verified, nonces: r.nonces });
+          this.answerCopies(late);
         })
         .catch((e: Error) => {
           // A worker died or the pool was destroyed: every frame of the batch not answered yet still gets a reply.
@@ -149,6 +165,7 @@ class LaneQueue<T> {
           const tags = this.open.fail(batchNo);
           this.settle(tags.length);
           this.sink({ replies: tags.map((tag) => ({ tag, reply: encodeWire("Some exception handling minion payload") })), events: [], publishes: [] });
+          this.answerCopies(undefined);
         });
     }
   }
@@ -166,15 +183,66 @@ class LaneQueue<T> {
   /** Replies to the frames a message names, and the effects that came with them. */
   private apply(batch: number, { indices, replies, fx }: Message): void {
     const tags = this.open.answer(batch, indices);
+    const bytes = replies.map((x) => Buffer.from(x.buffer, x.byteOffset, x.byteLength));
+    const late = fx.memo ? this.memoize(tags, bytes, fx.memo) : undefined;
     // (a frame no longer owed was answered with an error already; the effects still go out)
     const out: LaneOutput<T>[] = [];
-    tags.forEach((tag, i) => {
-      if (tag === undefined) return;
-      const reply = replies[i]!;
-      out.push({ tag, reply: Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) });
-    });
+    tags.forEach((tag, i) => tag !== undefined && out.push({ tag, reply: bytes[i]! }));
     this.settle(out.length);
     this.sink({ replies: out, events: fx.events, publishes: fx.publishes, sync: fx.sync, runs: fx.runs, verified: fx.verified, nonces: fx.nonces });
+    this.answerCopies(late);
+  }
+
+  /**
+   * The reply memory's part in one message (src/shared/nonce-replies.ts): the replies of accepted requests are
+   * remembered, and a copy of one gets its reply in place of the worker's placeholder, or is refused as a replay,
+   * or (nothing remembered yet: its first may still be in flight) waits, its tag taken out of `tags`. Returns the
+   * copies waiting elsewhere that these replies answer: they go after this message's own effects and replies.
+   */
+  private memoize(tags: (T | undefined)[], replies: Buffer[], memo: ReplyMemo): Answered<CopyOf<T>>[] {
+    const now = Date.now();
+    let late: Answered<CopyOf<T>>[] = [];
+    for (let j = 0; j < memo.at.length; j++) {
+      const at = memo.at[j]!;
+      const key = memo.keys[j]!;
+      if (memo.kinds[j] === MEMO_FRESH) {
+        const r = replies[at]!;
+        // kept as it is when its buffer holds it alone, else a copy of its own (one small reply keeps no larger buffer alive)
+        const own = r.byteOffset === 0 && r.buffer.byteLength === r.byteLength ? r : new Uint8Array(r);
+        const answered = this.memory.remember(key, own, now);
+        if (answered.length) late = late.concat(answered);
+        continue;
+      }
+      const tag = tags[at];
+      if (tag === undefined) continue;
+      const what = memo.what[j] ?? "";
+      const r = this.memory.recall(key, now);
+      if (r.k === "reply") {
+        log.debug(`A resent request answered with its first reply, not acted on again: ${what} (nonce ${key.slice(0, NONCE_HEX)})`);
+        replies[at] = Buffer.from(r.reply.buffer, r.reply.byteOffset, r.reply.byteLength);
+      } else if (r.k === "other") {
+        replayLog.line(`Replayed request refused: ${what} reused nonce ${key.slice(0, NONCE_HEX)} in other bytes`);
+      } else {
+        // this lane's newest batch: the copy's first, if it is in flight here, is in it or an earlier one
+        this.memory.wait(key, { tag, what, refusal: replies[at]! }, this.batchSeq);
+        tags[at] = undefined;
+      }
+    }
+    return late;
+  }
+
+  /** Answers the copies `answered` names, then those that can only be refused now (no batch left that may hold their first). */
+  private answerCopies(answered: Answered<CopyOf<T>>[] | undefined): void {
+    if (this.memory.waitingCopies === 0 && !answered?.length) return;
+    const all = (answered ?? []).concat(this.memory.settleUnknown(this.open.oldest()));
+    if (!all.length) return;
+    const out = all.map((a) => {
+      if (a.reply) return { tag: a.who.tag, reply: Buffer.from(a.reply.buffer, a.reply.byteOffset, a.reply.byteLength) };
+      replayLog.line(`Replayed request refused: ${a.who.what} reused a nonce ${a.why === "other" ? "in other bytes" : "this master remembers no reply for (answered long ago, before a restart, or by another master)"}`);
+      return { tag: a.who.tag, reply: a.who.refusal };
+    });
+    this.settle(out.length);
+    this.sink({ replies: out, events: [], publishes: [] });
   }
 
   /** Replies never heard of (their worker died after their batch's task ended) get an error after replyOwedMsMax. */
@@ -191,6 +259,8 @@ class LaneQueue<T> {
   /** Answer with `reply` every frame still owed by a batch whose task ended at or before `before` (all of them at shutdown). */
   answerOwed(reply: Buffer, before = Infinity): void {
     const tags = this.open.expire(before);
+    if (before === Infinity) tags.push(...this.memory.abandon().map((a) => a.who.tag)); // copies waiting for a first: the master stops
+    else this.answerCopies(undefined);
     if (!tags.length) return;
     log.warning(`${this.name} lane: ${tags.length} repl${tags.length === 1 ? "y" : "ies"} answered without their request's result`);
     this.settle(tags.length);

@@ -85,11 +85,13 @@ for (const gen of GENERATIONS) {
       const env = decodeWire(frameOf(gen, name));
       assert.ok(isMap(env));
       const plain = new Crypticle(key).loads(env.load as Buffer) as Record<string, unknown>;
-      const reply = decodeWire(await ask(m.retPort, frameOf(gen, name)));
+      const bytes = await ask(m.retPort, frameOf(gen, name));
+      const reply = decodeWire(bytes);
       assert.ok(Buffer.isBuffer(reply));
       assert.equal(new Crypticle(key).loads(reply, { nonce: plain.nonce as string }), null);
-      // the same frame again is a replay: refused with a clear "bad load"
-      assert.equal(decodeWire(await ask(m.retPort, frameOf(gen, name))), "bad load");
+      // the same frame again is a resend (or a replay of the capture): it gets the first's reply, and is not acted
+      // on again (src/shared/nonce-replies.ts; test/req-handler/resent-request counts the effects)
+      assert.deepEqual(await ask(m.retPort, frameOf(gen, name)), bytes);
     });
 
     test("pillar request: private reply opens with the minion key and verifies", async () => {

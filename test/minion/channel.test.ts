@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
 import { decodeWire, encodeWire, type WireValue } from "../../src/shared/protocol/msgpack.js";
 import { privateKey, publicKey, rsaSign } from "../../src/shared/protocol/rsa.js";
-import { isBrineError } from "../../src/shared/errors.js";
+import { BrineError, isBrineError } from "../../src/shared/errors.js";
 import { MinionKeys } from "../../src/lib/minion/keys.js";
 import { ReqChannel, type ChannelCrypto } from "../../src/lib/minion/req-channel.js";
 import { PubDecoder } from "../../src/lib/minion/pub-channel.js";
@@ -103,6 +103,75 @@ d("request channel", () => {
     await assert.rejects(ch.sendPrivate({ cmd: "_pillar" }, opts), (e: unknown) => isBrineError(e, "MINION_BAD_REPLY"));
     assert.equal(reauths, 1);
     assert.ok(rep);
+    // Salt's crypted_transfer_decode_dictentry packages the resend with the same nonce, sealed again
+    const nonces = t.sent.map((env) => (new Crypticle(ref.key).loads(env.load) as Record<string, any>).nonce);
+    assert.equal(nonces.length, 2);
+    assert.equal(nonces[0], nonces[1]);
+    assert.notDeepEqual(t.sent[0]!.load, t.sent[1]!.load);
+  });
+});
+
+/** A transport whose first `timeouts` requests time out; it records each body and the tries it was given. */
+class TimingOutTransport implements ReqTransport {
+  calls: { body: Buffer; tries: number }[] = [];
+  constructor(
+    private readonly timeouts: number,
+    private readonly answer: (env: Record<string, any>) => WireValue,
+  ) {}
+  async request(body: Buffer, o: RequestOptions): Promise<Buffer> {
+    this.calls.push({ body, tries: o.tries });
+    if (this.calls.length <= this.timeouts) throw new BrineError("MINION_REQ_TIMEOUT", "1 × 1000 ms");
+    return encodeWire(this.answer(decodeWire(body) as Record<string, any>));
+  }
+  close(): void {}
+}
+
+d("tries, as Salt's request channel makes them", () => {
+  const nonceOf = (key: string, body: Buffer) => (new Crypticle(key).loads((decodeWire(body) as Record<string, any>).load) as Record<string, any>).nonce as string;
+
+  test("send: a try that timed out is packaged again, a new nonce in new bytes (AsyncReqChannel.send, 3006.8 and 3007.x)", async () => {
+    const ref = { key: generateKeyString() };
+    const t = new TimingOutTransport(2, (env) => {
+      const inner = new Crypticle(ref.key).loads(env.load) as Record<string, any>;
+      return new Crypticle(ref.key).dumps(true, inner.nonce);
+    });
+    const ch = new ReqChannel(t, minionCrypto(ref, () => undefined));
+    assert.equal(await ch.send({ cmd: "_return", jid: "1" }, { timeoutMs: 1000, tries: 3 }), true);
+    assert.deepEqual(t.calls.map((c) => c.tries), [1, 1, 1], "the channel makes each try itself");
+    const nonces = t.calls.map((c) => nonceOf(ref.key, c.body));
+    assert.equal(new Set(nonces).size, 3, `three nonces: ${nonces.join(", ")}`);
+  });
+
+  test("send: out of tries, the timeout is the caller's", async () => {
+    const ref = { key: generateKeyString() };
+    const t = new TimingOutTransport(5, () => null);
+    const ch = new ReqChannel(t, minionCrypto(ref, () => undefined));
+    await assert.rejects(ch.send({ cmd: "_return" }, { timeoutMs: 1000, tries: 2 }), (e: unknown) => isBrineError(e, "MINION_REQ_TIMEOUT"));
+    assert.equal(t.calls.length, 2);
+  });
+
+  test("sendPrivate (_pillar): packaged once; the transport's tries send those very bytes again (crypted_transfer_decode_dictentry)", async () => {
+    const ref = { key: generateKeyString() };
+    const t = new TimingOutTransport(0, () => ({ nope: 1 }));
+    const ch = new ReqChannel(t, minionCrypto(ref, () => undefined));
+    await assert.rejects(ch.sendPrivate({ cmd: "_pillar" }, { timeoutMs: 1000, tries: 3 }));
+    assert.equal(t.calls[0]!.tries, 3, "the transport resends the same body on a timeout");
+  });
+
+  test("v2 (3006.8): the resend after a re-auth keeps the nonce; v3 (3007.x) takes a new one", async () => {
+    for (const protocol of ["v2", "v3"] as const) {
+      const ref = { key: generateKeyString() };
+      const t = new FakeTransport((env, n) => {
+        if (n === 1) return "bad load";
+        const inner = new Crypticle(ref.key).loads(env.load) as Record<string, any>;
+        return new Crypticle(ref.key).dumps(true, inner.nonce);
+      });
+      const ch = new ReqChannel(t, { ...minionCrypto(ref, () => undefined), protocol });
+      assert.equal(await ch.send({ cmd: "_return" }, opts), true);
+      const [a, b] = t.sent.map((env) => (new Crypticle(ref.key).loads(env.load) as Record<string, any>).nonce);
+      if (protocol === "v2") assert.equal(a, b, "3006.8: one nonce per _crypted_transfer");
+      else assert.notEqual(a, b, "3007.x: one nonce per _do_transfer");
+    }
   });
 });
 

@@ -11,12 +11,18 @@
  * Replies (`_crypted_transfer`): an AES reply is one msgpack str, Crypticle(same key) of
  * `pickle::` ‖ nonce ‖ msgpack. A reply that does not decrypt — the bare `"bad load"`, `{"msg":"bad load"}`,
  * anything from a master that no longer knows our session or AES key — makes the minion sign in again and
- * send the same load once more (with a fresh nonce). A nonce mismatch is not retried.
+ * send the same load once more: v3 (3007) with a fresh nonce, v2 (3006.8) with the same nonce, sealed again.
+ *
+ * Tries (`send`, Salt's AsyncReqChannel.send): a try that times out (or fails any other way) is packaged again:
+ * a new nonce, new bytes, on a new socket (the transport drops the old one). That is every request but `_pillar`
+ * in both 3006.8 and 3007.x, so a master never sees the same nonce twice from a minion's timeouts there.
  *
  * Private replies (`crypted_transfer_decode_dictentry`, `_pillar`): `{key, pillar}`; `key` is OAEP(minion
  * pub, one-time key string); `pillar` is Crypticle(one-time key) of `{data, sig}`; `sig` must verify over
  * `data` with the pinned master key; `data` decodes to `{key, pillar, nonce}` whose `key` must equal the
- * outer `key` and whose `nonce` must be ours. A reply without `key` triggers one re-auth and resend.
+ * outer `key` and whose `nonce` must be ours. Here Salt packages once: a try that times out sends the very same
+ * bytes again (the transport's tries), and a reply without `key` triggers one re-auth and a resend with the same
+ * nonce, sealed again (docs/security.md, "A resend").
  */
 import type { KeyObject } from "node:crypto";
 import { BrineError, isBrineError } from "../../shared/errors.js";
@@ -147,10 +153,17 @@ export class ReqChannel {
     return run;
   }
 
-  private async exchange(load: Record<string, unknown>, opts: RequestOptions, open: (reply: WireValue, nonce: string) => WireValue): Promise<WireValue> {
+  /**
+   * One `_crypted_transfer` (or, `keepNonce`, one crypted_transfer_decode_dictentry): the load packaged and sent
+   * (the transport's tries resend those bytes), and after a reply that does not open, one re-auth and a resend,
+   * with the same nonce when `keepNonce`.
+   */
+  private async exchange(load: Record<string, unknown>, opts: RequestOptions, open: (reply: WireValue, nonce: string) => WireValue, keepNonce: boolean): Promise<WireValue> {
     let lastReply: WireValue = null;
+    let nonce: string | undefined;
     for (let round = 0; round < 2; round++) {
-      const pkg = packageAes(this.crypto, load);
+      const pkg = packageAes(this.crypto, load, nonce === undefined ? {} : { nonce });
+      if (keepNonce) nonce = pkg.nonce;
       const raw = await this.transport.request(pkg.body, { ...opts, label: opts.label ?? String(load.cmd) });
       let reply: WireValue;
       try {
@@ -176,20 +189,34 @@ export class ReqChannel {
     throw new BrineError("MINION_BAD_REPLY", `${String(load.cmd)}: reply did not decrypt after re-authentication`);
   }
 
-  /** An AES request; resolves to the decrypted reply. */
+  /**
+   * An AES request; resolves to the decrypted reply. Each of `opts.tries` is packaged anew (a new nonce and new
+   * bytes, as Salt's send() calls _crypted_transfer per try); any failure but the minion stopping is tried again.
+   */
   send(load: Record<string, unknown>, opts: RequestOptions): Promise<WireValue> {
-    return this.serial(() =>
-      this.exchange(load, opts, (reply, nonce) => {
-        const c = this.crypto.requestCrypticle();
-        if (!c) throw new BrineError("CRYPTICLE_AUTH", "no key");
-        return openAesReply(c, reply, nonce);
-      }),
-    );
+    const open = (reply: WireValue, nonce: string) => {
+      const c = this.crypto.requestCrypticle();
+      if (!c) throw new BrineError("CRYPTICLE_AUTH", "no key");
+      return openAesReply(c, reply, nonce);
+    };
+    return this.serial(async () => {
+      const tries = Math.max(1, opts.tries);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.exchange(load, { ...opts, tries: 1, attemptOf: { attempt, tries } }, open, this.crypto.protocol === "v2");
+        } catch (e) {
+          if (attempt >= tries || isBrineError(e, "MINION_STOPPED")) throw e;
+        }
+      }
+    });
   }
 
-  /** An AES request answered with a private signed reply (`_pillar`); resolves to `dictKey`'s value. */
+  /**
+   * An AES request answered with a private signed reply (`_pillar`); resolves to `dictKey`'s value. Packaged once:
+   * the transport's tries send the same bytes again, the re-auth resend keeps the nonce (Salt 3006.8 and 3007.x).
+   */
   sendPrivate(load: Record<string, unknown>, opts: RequestOptions, dictKey = "pillar"): Promise<WireValue> {
-    return this.serial(() => this.exchange(load, opts, (reply, nonce) => openPrivateReply(this.crypto, reply, nonce, dictKey)));
+    return this.serial(() => this.exchange(load, opts, (reply, nonce) => openPrivateReply(this.crypto, reply, nonce, dictKey), true));
   }
 
   /** A clear request; resolves to the decoded reply as is. */

@@ -24,6 +24,7 @@ import type { Effects, MasterContext } from "./context.js";
 import { requestTsWindowS, staleTs } from "./replay-window.js";
 import { Framed } from "./framed.js";
 import { commandNeedsDecider, frameAction } from "../../shared/nonce-owner.js";
+import { MEMO_COPY, MEMO_FRESH, resendTagBytes } from "../../shared/nonce-replies.js";
 
 import { CMD_NONE, cmdSlotOf } from "../../shared/metrics/labels.js";
 
@@ -47,6 +48,25 @@ export const BAD_LOAD = "bad load";
 let cmdSlot = CMD_NONE;
 export function lastCmdSlot(): number {
   return cmdSlot;
+}
+/**
+ * What the request handleRequest last took is for the main thread's reply memory (src/shared/nonce-replies.ts):
+ * -1 nothing; MEMO_FRESH an accepted nonce (its reply is remembered under `memoKey`); MEMO_COPY a nonce seen
+ * already (the reply is the main thread's: the remembered one, or a refusal). Set before the request first waits.
+ */
+let memoKind = -1;
+let memoKey = "";
+let memoWhat = "";
+export function lastMemoKind(): number {
+  return memoKind;
+}
+/** its nonce and tag (nonce-replies.ts), when lastMemoKind() is not -1 */
+export function lastMemoKey(): string {
+  return memoKey;
+}
+/** a copy's command and minion, for the main thread's log line */
+export function lastMemoWhat(): string {
+  return memoWhat;
 }
 /** Whether the request handleRequest last took was answered without waiting (its promise is already settled). */
 let answeredAtOnce = true;
@@ -133,6 +153,7 @@ const largeFrameLimits = { ...wireLimits, elementsMax: largeClearElementsMax };
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
 function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
   cmdSlot = CMD_NONE;
+  memoKind = -1;
   if (frame.length > frameBytesMax) {
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
@@ -164,13 +185,14 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   }
   let load: WireValue = payload.load;
   let session: Crypticle | undefined;
+  let cipher: Buffer | undefined;
 
   // where the load's entries lie in its plaintext (a return's event re-sends them as they came);
   // one holder per thread: filled by the decode below and read by the handler before it first waits
   const spans = enc === "aes" ? ctx.loadSpans : undefined;
   if (spans) spans.buf = undefined; // nothing of a previous request's plaintext is ever re-sent
   if (enc === "aes") {
-    const cipher = asBytes(load);
+    cipher = asBytes(load);
     if (!cipher) return BAD_LOAD;
     try {
       if (version > 2) {
@@ -266,10 +288,16 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   const cmd = load.cmd;
   const handler = typeof cmd === "string" && !cmd.startsWith("__") ? AES_FUNCS.get(cmd) : undefined;
   if (nonce !== undefined) {
+    // the request as the reply memory knows it: its nonce and its sealed load's HMAC tag (verified by the decryption)
+    memoKey = nonce + cipher!.toString("hex", cipher!.length - 32, cipher!.length - 32 + resendTagBytes);
     if (!ctx.nonces.checkAndInsert(nonce)) {
-      log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce}`);
+      // a copy: the main thread answers it with the first's reply, or refuses it as a replay (nonce-replies.ts)
+      memoKind = MEMO_COPY;
+      memoWhat = `${short(cmd)} from ${id}`;
       return BAD_LOAD;
     }
+    memoKind = MEMO_FRESH;
+    memoWhat = "";
     // clustered, a minion another master owns: its decider's word first (nonce-owner-client.ts), unless a
     // second copy of this command would change nothing (a read) or there is no handler to act on it
     const verdict = handler && commandNeedsDecider(cmd) ? ctx.nonceOwner?.ask(id, nonce) : undefined;

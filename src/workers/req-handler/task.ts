@@ -74,6 +74,21 @@ export interface BatchResult {
   indices?: number[];
   /** the task ended before the batch's last reply (batchHoldMsMax): the rest come in parts */
   streamed?: true;
+  /** what the main thread's reply memory does with some of this message's replies (ReplyMemo) */
+  memo?: ReplyMemo;
+}
+
+/**
+ * The AES requests among a message's replies that have a nonce (src/shared/nonce-replies.ts): `at` their places in
+ * the message's `replies`; per request its kind (MEMO_FRESH: remember its reply; MEMO_COPY: a copy of a request
+ * seen before, its reply is a placeholder the main thread replaces), its key (nonce and tag), and for a copy its
+ * command and minion (the log line of a refusal).
+ */
+export interface ReplyMemo {
+  at: number[];
+  kinds: number[];
+  keys: string[];
+  what: string[];
 }
 
 export interface CleanupResult {

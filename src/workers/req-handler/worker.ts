@@ -12,9 +12,9 @@ import type { MasterConfig } from "../../shared/config/defaults.js";
 import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
-import { handleRequest, lastAnsweredAtOnce, lastCmdSlot } from "./request.js";
+import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemoKey, lastMemoKind, lastMemoWhat } from "./request.js";
 import { installSubsystems } from "./subsystems.js";
-import type { BatchPart, BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult, ReadyResult } from "./task.js";
+import type { BatchPart, BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
 import { BatchReplies } from "./batch-replies.js";
 import { batchHoldMsMax } from "./limits.js";
 import { installSyncOutbox } from "../../shared/sync-outbox.js";
@@ -76,21 +76,41 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   let hold: NodeJS.Timeout | undefined;
   /** the next message's number once the batch goes in parts (parts and results: the main thread applies them in this order) */
   let seq = 0;
+  /** per frame, what the reply memory does with its reply (request.ts lastMemoKind: -1 nothing), its key and what it was */
+  const memoKinds = new Int8Array(n).fill(-1);
+  let memoKeys: string[] | undefined;
+  let memoWhat: string[] | undefined;
+  /** the memo of the replies of frames `indices` (null: the whole batch, in order); {} when none of them has one */
+  const memoOf = (indices: number[] | null): { memo?: ReplyMemo } => {
+    if (!memoKeys) return {};
+    let m: ReplyMemo | undefined;
+    const count = indices ? indices.length : n;
+    for (let j = 0; j < count; j++) {
+      const i = indices ? indices[j]! : j;
+      if (memoKinds[i]! < 0) continue;
+      m ??= { at: [], kinds: [], keys: [], what: [] };
+      m.at.push(j);
+      m.kinds.push(memoKinds[i]!);
+      m.keys.push(memoKeys[i]!);
+      m.what.push(memoWhat![i] ?? "");
+    }
+    return m ? { memo: m } : {};
+  };
   const flush = () => {
     const f = br.flush();
     if (f.kind === "result") {
       clearTimeout(hold);
-      finish({ replies, ...takeEffects(fx) });
+      finish({ replies, ...takeEffects(fx), ...memoOf(null) });
       return;
     }
     const out = f.indices.map((i) => replies[i]!);
     for (const i of f.indices) replies[i] = SENT;
     if (f.kind === "final") {
       clearTimeout(hold);
-      finish({ replies: out, seq: seq++, indices: f.indices, ...takeEffects(fx) });
+      finish({ replies: out, seq: seq++, indices: f.indices, ...takeEffects(fx), ...memoOf(f.indices) });
       return;
     }
-    partChannel.postMessage({ batch: task.batch, seq: seq++, indices: f.indices, replies: out, ...takeEffects(fx) } satisfies BatchPart);
+    partChannel.postMessage({ batch: task.batch, seq: seq++, indices: f.indices, replies: out, ...takeEffects(fx), ...memoOf(f.indices) } satisfies BatchPart);
   };
   // per frame: its metrics command slot and start; one clock read per frame, a second for one that waits
   const cmds = new Uint8Array(n);
@@ -112,6 +132,12 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     const p = handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined);
     mark = performance.now();
     cmds[i] = lastCmdSlot();
+    const memo = lastMemoKind();
+    if (memo >= 0) {
+      memoKinds[i] = memo;
+      (memoKeys ??= [])[i] = lastMemoKey();
+      (memoWhat ??= [])[i] = lastMemoWhat();
+    }
     if (lastAnsweredAtOnce()) {
       ctx.metrics.request(cmds[i]!, ((mark - starts[i]!) * 1000) | 0);
       void p.then((r) => settle(i, r));
