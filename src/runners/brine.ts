@@ -63,7 +63,7 @@ function procText(file: string): string | undefined {
 /**
  * brine.memory [gc=True]: where the master process's resident memory is, by owner: /proc/self/status (VmRSS and its
  * anonymous/file parts), /proc/self/smaps summarised (each LMDB environment's resident pages, the brk heap,
- * anonymous mappings: V8 heaps, glibc's per-thread arenas, libzmq's buffers), and every thread's V8 heap.
+ * glibc's other malloc arenas (one per thread that mallocs), the other anonymous mappings: V8 heaps, large malloc chunks, libzmq's buffers), and every thread's V8 heap.
  * With gc=True every thread first runs a full garbage collection (node must run with --expose-gc).
  */
 async function memory(ctx: RunnerContext, gc: boolean): Promise<Record<string, unknown>> {

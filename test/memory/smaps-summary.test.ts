@@ -1,6 +1,6 @@
 /**
  * brine.memory's breakdown of a process's resident memory by owner, from /proc/<pid>/smaps text: LMDB
- * environments by directory, the brk heap, anonymous mappings, stacks, file-backed mappings.
+ * environments by directory, the brk heap, glibc's other malloc arenas, anonymous mappings, stacks, file-backed mappings.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,9 +14,17 @@ Pss:                  12 kB
 VmFlags: rd mr mw me sd
 55cc40400000-55cc40500000 rw-p 00000000 00:00 0                          [heap]
 Rss:                 900 kB
-7f0000000000-7f0004000000 rw-p 00000000 00:00 0 
+7f0000001000-7f0004001000 rw-p 00000000 00:00 0 
 Size:              65536 kB
 Rss:                3000 kB
+7f2000000000-7f2000800000 rw-p 00000000 00:00 0 
+Rss:                5000 kB
+7f2000800000-7f2004000000 ---p 00000000 00:00 0 
+Rss:                   0 kB
+7f3000000000-7f3000800000 rw-p 00000000 00:00 0 
+Rss:                 700 kB
+7f3000800000-7f3001000000 ---p 00000000 00:00 0 
+Rss:                   0 kB
 7f1000000000-7f1200000000 r--s 00000000 fe:00 42                         /var/cache/salt/master/brine-lmdb/data.mdb
 Rss:                 640 kB
 7f1300000000-7f1300001000 r--s 00000000 fe:00 43                         /var/lib/brine/raft lmdb/data.mdb
@@ -25,22 +33,25 @@ Rss:                   4 kB
 Rss:                  36 kB
 7ffd10000000-7ffd10002000 r-xp 00000000 00:00 0                          [vdso]
 Rss:                   8 kB
-7f0004000000-7f0008000000 rw-p 00000000 00:00 0 
+7f0004001000-7f0008001000 rw-p 00000000 00:00 0 
 Rss:                 100 kB
 `;
 
-test("resident kB are summed per owner: each LMDB environment by directory, brk heap, anonymous, stack, files", () => {
+test("resident kB are summed per owner: each LMDB environment by directory, brk heap, malloc arenas, anonymous, stack, files", () => {
   const s = summarizeSmaps(sample);
   assert.deepEqual(s.residentKb, {
     files: 12,
     "brk heap": 900,
-    anonymous: 3100,
+    // 7f2000000000: 8 MiB read-write and its PROT_NONE tail up to 64 MiB on a 64 MiB boundary (a glibc arena heap);
+    // 7f3000000000 is aligned too but its reservation ends short of 64 MiB: not an arena
+    "malloc arenas": 5000,
+    anonymous: 3100 + 700,
     "lmdb /var/cache/salt/master/brine-lmdb": 640,
     "lmdb /var/lib/brine/raft lmdb": 4,
     stack: 36,
     kernel: 8,
   });
-  assert.equal(s.totalKb, 12 + 900 + 3100 + 640 + 4 + 36 + 8);
+  assert.equal(s.totalKb, 12 + 900 + 5000 + 3100 + 700 + 640 + 4 + 36 + 8);
 });
 
 test("a mapping's category comes from its path alone", () => {
