@@ -21,7 +21,8 @@
  *
  * BRINE_BENCH_STATE_SYNC=join|memory runs one half; BRINE_BENCH_STATE_SYNC_NODE_ARGS adds node options to the two
  * sides (e.g. `--trace-gc`; their stdout is then shown). BRINE_BENCH_STATE_SYNC_ITEMS=n: the memory half at 1k and n
- * items (instead of 1k and 100k with `--full`, 10k without).
+ * items (instead of 1k and 100k with `--full`, 10k without). BRINE_BENCH_STATE_SYNC_HEAP=young,old: the thread's heap
+ * bounds in MiB instead of the master's.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createHash, generateKeyPairSync } from "node:crypto";
@@ -29,10 +30,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { MessageChannel } from "node:worker_threads";
+import { MessageChannel, type MessagePort, type ResourceLimits } from "node:worker_threads";
 import type { MasterConfig } from "../src/shared/config/defaults.js";
 import { MirrorThread } from "../src/main-thread/state-sync-host.js";
-import { probeHeaps } from "../src/shared/heap-probe.js";
+import { ownHeap, probeHeaps, type ThreadHeap } from "../src/shared/heap-probe.js";
+import { summarizeSmaps } from "../src/shared/smaps.js";
 import type { FromEngine, PeerReport, ToEngine } from "../src/workers/state-sync/messages.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
@@ -47,6 +49,14 @@ function cfgOf(name: string, root: string): MasterConfig {
     file_roots: { base: [path.join(root, "srv", "salt")] },
     pillar_roots: { base: [path.join(root, "srv", "pillar")] },
   } as unknown as MasterConfig;
+}
+
+/** BRINE_BENCH_STATE_SYNC_HEAP=young,old (MiB): the thread's heap bounds instead of the master's (stateSyncHeapLimits). */
+function benchHeapLimits(): { resourceLimits?: ResourceLimits } {
+  const v = process.env.BRINE_BENCH_STATE_SYNC_HEAP;
+  if (!v) return {};
+  const [young, old] = v.split(",").map(Number);
+  return { resourceLimits: { maxYoungGenerationSizeMb: young!, maxOldGenerationSizeMb: old! } };
 }
 
 /** Messages between this process and a side: the engine's port both ways, and the memory probe. */
@@ -67,6 +77,39 @@ interface Mem {
   usedPeak: number;
   /** what the thread's heap holds after a forced collection at the end of the pull, KiB */
   retained: number;
+  /** where the process's memory was when the pull started, and at its peak RssAnon */
+  at0?: Owners;
+  atPeak?: Owners;
+}
+
+/**
+ * A process's resident memory by owner (KiB): /proc/self/smaps summarised (src/shared/smaps.ts: glibc's malloc arenas
+ * of the threads, the brk heap (the main thread's arena), the other anonymous mappings, LMDB's mapped pages), the
+ * state-sync thread's and the main thread's V8 heaps (committed, malloc'd by V8, ArrayBuffers), and what is left of
+ * the anonymous mappings once both heaps are taken out.
+ */
+interface Owners {
+  rssAnon: number;
+  rssShmem: number;
+  arenas: number;
+  brk: number;
+  anonymous: number;
+  lmdb: number;
+  thread: { total: number; young: number; used: number; malloced: number; external: number };
+  main: { total: number; young: number; used: number; malloced: number; external: number };
+}
+
+function heapKb(h: ThreadHeap | undefined): Owners["thread"] {
+  const k = (b: number | undefined) => Math.round((b ?? 0) / 1024);
+  return { total: k(h?.totalBytes), young: k(h?.youngBytes), used: k(h?.usedBytes), malloced: k(h?.mallocedBytes), external: k(h?.externalBytes) };
+}
+
+function owners(threadHeap: ThreadHeap | undefined): Owners {
+  const s = status();
+  const r = summarizeSmaps(readFileSync("/proc/self/smaps", "utf8")).residentKb;
+  let lmdb = 0;
+  for (const [k, v] of Object.entries(r)) if (k.startsWith("lmdb ")) lmdb += v;
+  return { rssAnon: s.RssAnon!, rssShmem: s.RssShmem ?? 0, arenas: r["malloc arenas"] ?? 0, brk: r["brk heap"] ?? 0, anonymous: r.anonymous ?? 0, lmdb, thread: heapKb(threadHeap), main: heapKb(ownHeap("main")) };
 }
 
 function status(): Record<string, number> {
@@ -87,26 +130,44 @@ function status(): Record<string, number> {
  */
 function sideMain(name: string, root: string): void {
   const cfg = cfgOf(name, root);
-  const { port1, port2 } = new MessageChannel();
-  const thread = new MirrorThread(cfg, undefined, port2);
-  port1.on("message", (m: FromEngine) => process.send!({ engine: m } satisfies FromSide));
+  let port1: MessagePort | undefined;
+  // a port for each thread started (the host restarts one that ended; none is expected here)
+  const thread = new MirrorThread(cfg, undefined, () => {
+    const ch = new MessageChannel();
+    port1 = ch.port1;
+    port1.on("message", (m: FromEngine) => process.send!({ engine: m } satisfies FromSide));
+    return ch.port2;
+  }, undefined, benchHeapLimits());
   let sampler: NodeJS.Timeout | undefined;
   let heapSampler: NodeJS.Timeout | undefined;
   let mem: Mem | undefined;
   const threadHeap = async (gc: boolean) => (await probeHeaps("bench-side", 1000, gc)).find((h) => h.thread === "state-sync");
+  // the thread's heap as last sampled (the probe answers within its wait, so a snapshot at the peak uses the latest)
+  let lastThread: ThreadHeap | undefined;
   process.on("message", (m: ToSide) => {
-    if ("engine" in m) return port1.postMessage(m.engine);
+    if ("engine" in m) return port1!.postMessage(m.engine);
     if (m.mem === "start") {
       void (async () => {
         global.gc?.();
         const h = await threadHeap(true);
+        lastThread = h;
         writeFileSync("/proc/self/clear_refs", "5"); // resets VmHWM to the current RSS
         const s = status();
-        mem = { rss0: s.VmRSS!, hwm: 0, anon0: s.RssAnon!, anonPeak: s.RssAnon!, heap0: (h?.totalBytes ?? 0) / 1024, heapPeak: (h?.totalBytes ?? 0) / 1024, usedPeak: (h?.usedBytes ?? 0) / 1024, retained: 0 };
-        sampler = setInterval(() => (mem!.anonPeak = Math.max(mem!.anonPeak, status().RssAnon!)), 10);
+        mem = { rss0: s.VmRSS!, hwm: 0, anon0: s.RssAnon!, anonPeak: s.RssAnon!, heap0: (h?.totalBytes ?? 0) / 1024, heapPeak: (h?.totalBytes ?? 0) / 1024, usedPeak: (h?.usedBytes ?? 0) / 1024, retained: 0, at0: owners(h) };
+        // at every new peak of RssAnon (256 KiB above the last breakdown taken), where the memory is
+        let snapAt = s.RssAnon!;
+        sampler = setInterval(() => {
+          const anon = status().RssAnon!;
+          mem!.anonPeak = Math.max(mem!.anonPeak, anon);
+          if (anon >= snapAt + 256) {
+            snapAt = anon;
+            mem!.atPeak = owners(lastThread);
+          }
+        }, 10);
         heapSampler = setInterval(() => {
           void threadHeap(false).then((x) => {
             if (!x) return;
+            lastThread = x;
             mem!.heapPeak = Math.max(mem!.heapPeak, x.totalBytes / 1024);
             mem!.usedPeak = Math.max(mem!.usedPeak, x.usedBytes / 1024);
           });
@@ -126,7 +187,7 @@ function sideMain(name: string, root: string): void {
     });
   });
   process.on("disconnect", () => {
-    port1.close();
+    port1?.close();
     void thread.stop().then(() => process.exit(0));
   });
   process.send!({ ready: true } satisfies FromSide);
@@ -295,7 +356,28 @@ async function memory(items: number): Promise<BenchRow[]> {
     { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.server.usedPeak).toFixed(1)} MiB, sampled every 100 ms` },
     { figure: `server's state-sync thread, V8 heap after a forced collection at the end, ${label}`, value: mib(r.server.retained), unit: "MiB", better: "lower", note: "what it retains" },
     { figure: `resync after one 256 B file changed, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
+    ...breakdown("puller", r.puller, label),
+    ...breakdown("server", r.server, label),
   ];
+}
+
+/** A side's growth at its peak RssAnon, by owner (MiB above the start of the pull). */
+function breakdown(side: string, m: Mem, label: string): BenchRow[] {
+  const a = m.at0;
+  const b = m.atPeak ?? m.at0;
+  if (!a || !b) return [];
+  const d = (f: (o: Owners) => number) => mib(f(b) - f(a));
+  const heaps = (o: Owners) => o.thread.total + o.main.total;
+  const parts: [string, number, string][] = [
+    ["RssAnon", d((o) => o.rssAnon), `${mib(b.rssAnon).toFixed(1)} MiB at the peak`],
+    ["malloc arenas (the threads')", d((o) => o.arenas), `${mib(b.arenas).toFixed(1)} MiB at the peak`],
+    ["brk heap (the main arena)", d((o) => o.brk), ""],
+    ["state-sync thread's V8 heap, committed", d((o) => o.thread.total), `young ${mib(b.thread.young - a.thread.young).toFixed(1)}, used ${mib(b.thread.used - a.thread.used).toFixed(1)}; malloced by V8 ${mib(b.thread.malloced - a.thread.malloced).toFixed(1)}, ArrayBuffers ${mib(b.thread.external - a.thread.external).toFixed(1)}`],
+    ["main thread's V8 heap, committed (the bench's relay)", d((o) => o.main.total), `young ${mib(b.main.young - a.main.young).toFixed(1)}; ArrayBuffers ${mib(b.main.external - a.main.external).toFixed(1)}`],
+    ["other anonymous mappings, V8 heaps taken out", d((o) => o.anonymous - heaps(o)), "large malloc chunks, stacks, V8's code and reservations"],
+    ["LMDB's mapped pages (shared memory on tmpfs, not in RssAnon)", d((o) => o.lmdb), ""],
+  ];
+  return parts.map(([what, v, note]) => ({ figure: `${side} at its peak: ${what}, growth, ${label}`, value: v, unit: "MiB", better: "lower" as const, ...(note ? { note } : {}) }));
 }
 
 /** The keys channel alone: `keys` accepted keys in one directory (the scan sorts more than dirNamesInMemoryMax names through LMDB). */

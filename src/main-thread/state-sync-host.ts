@@ -6,8 +6,16 @@
  *
  * Bounded: what waits in the thread unconfirmed is at most mirrorBacklogBytesMax; beyond it, one-way
  * pushes are dropped (counted, logged with a budget) and requests rejected, never buffered elsewhere.
+ *
+ * Restarted: a thread that ends unasked (its heap bound reached, ERR_WORKER_OUT_OF_MEMORY, or any other death) is
+ * started again after restartDelayMs, doubled at each death up to restartDelayMaxMs (back to the first delay once one
+ * has lived restartStableMs), with one log line per death. Its calls in flight fail (THREAD_GONE) and so do calls
+ * while it is down (STATE_SYNC_RESTARTING; pushes are dropped and counted); each new thread gets a new state-sync port
+ * (`stateSync()`, the link's StateSyncLink.attach), whose calls in flight failed with STATE_SYNC_RESTARTING. What a
+ * transfer installed stays (items are installed one by one, each recorded in the manifest), so a transfer asked
+ * again (the join retries; the key channels are pulled again from every peer that is up) fetches only the rest.
  */
-import type { MessagePort, Worker } from "node:worker_threads";
+import { type MessagePort, type ResourceLimits, type Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import type { SyncCursor } from "../workers/state-sync/sync-store.js";
@@ -38,10 +46,24 @@ export const mirrorBacklogBytesMax = 256 * 1024 * 1024;
  * - old generation 512 MiB: far above what the thread retains (~12 MiB) and above the mirror's backlog bound
  *   (mirrorBacklogBytesMax; those bytes are ArrayBuffers, outside V8's heap), so reaching it means a leak; with a
  *   bound this size V8 also grows the old generation by a factor of about 1.4 between collections instead of 4.
- * Reaching the old generation's bound ends the thread (ERR_WORKER_OUT_OF_MEMORY): the thread's crash policy applies
+ * Reaching the old generation's bound ends the thread (ERR_WORKER_OUT_OF_MEMORY): MirrorThread restarts it with backoff
  * (docs/ARCHITECTURE.md "When a thread fails"), the rest of the master keeps serving.
  */
 export const stateSyncHeapLimits = { maxYoungGenerationSizeMb: 3, maxOldGenerationSizeMb: 512 } as const;
+
+/** The first restart of a thread that ended unasked waits this long, ms. */
+export const restartDelayMs = 1000;
+/** Each further death doubles the wait, up to this, ms. */
+export const restartDelayMaxMs = 60_000;
+/** A thread that lived this long before it ended is restarted after restartDelayMs again, ms. */
+export const restartStableMs = 5 * 60_000;
+
+export interface MirrorThreadOptions {
+  /** the thread's V8 heap bounds instead of stateSyncHeapLimits (tests scale them down) */
+  resourceLimits?: ResourceLimits;
+  /** test hook: the first thread's engine fills its heap to its bound after installing this many items (JobMirrorInit.testOomAfterItems) */
+  testOomAfterItems?: number;
+}
 
 /** A call as posted, without its id. */
 type Call = ToMirror extends infer M ? (M extends { id: number } ? Omit<M, "id"> : never) : never;
@@ -54,29 +76,75 @@ interface InFlight {
 }
 
 export class MirrorThread {
-  private readonly worker: Worker;
+  private worker: Worker;
   private nextId = 0;
   private readonly inFlight = new Map<number, InFlight>();
   /** callers of flushed(), resolved when nothing is in flight */
   private readonly idleWaiters: (() => void)[] = [];
   private backlogBytes = 0;
+  /** the current thread has exited (restarting, or stopped) */
   private exited = false;
+  private stopping = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  /** the current thread's start, the last error it reported, the wait before the next restart */
+  private startedAt = 0;
+  private lastError: Error | undefined;
+  private delayMs = restartDelayMs;
   dropped = 0;
+  /** threads started after one ended unasked */
+  restarts = 0;
 
   /**
-   * `stateSync`: the state-sync channels' port (src/main-thread/cluster/state-sync-link.ts holds the other end);
-   * `ring`: the shared ring buffer (with `jobs` routed to a ring, peers' job records are not stored here)
+   * `stateSync`: a new state-sync port for each thread started (src/main-thread/cluster/state-sync-link.ts attach holds
+   * the other end); `ring`: the shared ring buffer (with `jobs` routed to a ring, peers' job records are not stored here)
    */
-  constructor(cfg: MasterConfig, nonces?: SharedArrayBuffer, stateSync?: MessagePort, ring?: SharedArrayBuffer) {
-    const init: JobMirrorInit = { cfg, log: threadLogSettings(), ...(nonces ? { nonces } : {}), ...(stateSync ? { stateSync } : {}), ...(ring ? { ring } : {}) };
-    // policy: logged (by the kit); in-flight work fails back to its callers (state-sync calls: the link's port closes)
-    this.worker = spawnThread({ resourceLimits: stateSyncHeapLimits, name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, ...(stateSync ? { transferList: [stateSync] } : {}), onError: () => this.failInFlight() });
-    this.worker.once("exit", () => (this.exited = true));
-    this.worker.on("message", (m: FromMirror) => {
+  constructor(
+    private readonly cfg: MasterConfig,
+    private readonly nonces?: SharedArrayBuffer,
+    private readonly stateSync?: () => MessagePort,
+    private readonly ring?: SharedArrayBuffer,
+    private readonly opts: MirrorThreadOptions = {},
+  ) {
+    this.worker = this.spawn();
+  }
+
+  private spawn(): Worker {
+    const port = this.stateSync?.();
+    const test = this.restarts === 0 && this.opts.testOomAfterItems !== undefined ? { testOomAfterItems: this.opts.testOomAfterItems } : {};
+    const init: JobMirrorInit = { cfg: this.cfg, log: threadLogSettings(), ...(this.nonces ? { nonces: this.nonces } : {}), ...(port ? { stateSync: port } : {}), ...(this.ring ? { ring: this.ring } : {}), ...test };
+    // policy (docs/ARCHITECTURE.md "When a thread fails"): in-flight work fails back to its callers, the thread is
+    // restarted with backoff (onExit); one log line per death, there
+    const w = spawnThread({ resourceLimits: this.opts.resourceLimits ?? stateSyncHeapLimits, name: "state-sync", url: new URL("../workers/state-sync/worker.js", import.meta.url), workerData: init, ...(port ? { transferList: [port] } : {}), hostLogs: true, onError: (e) => (this.lastError = e), onExit: (code) => this.onExit(w, code) });
+    this.exited = false;
+    this.startedAt = Date.now();
+    this.lastError = undefined;
+    w.on("message", (m: FromMirror) => {
       const f = this.settle(m.id);
       if (m.k === "res") f?.resolve?.(m.v);
       else f?.reject?.(revivePortError(m, "THREAD_CALL"));
     });
+    return w;
+  }
+
+  private onExit(w: Worker, code: number): void {
+    if (w !== this.worker) return;
+    this.exited = true;
+    this.failInFlight();
+    if (this.stopping) return;
+    const lived = Date.now() - this.startedAt;
+    if (lived >= restartStableMs) this.delayMs = restartDelayMs;
+    const e = this.lastError as (Error & { code?: string }) | undefined;
+    const limits = this.opts.resourceLimits ?? stateSyncHeapLimits;
+    const why = e?.code === "ERR_WORKER_OUT_OF_MEMORY" ? `it reached its V8 heap bound (old generation ${limits.maxOldGenerationSizeMb ?? "default"} MiB, young ${limits.maxYoungGenerationSizeMb ?? "default"} MiB)` : e ? `it failed: ${e.message}` : `it exited with code ${code}`;
+    log.error(`the state-sync thread ended after ${(lived / 1000).toFixed(1)} s (${why}); its calls in flight failed; restarting it in ${this.delayMs} ms (restart ${this.restarts + 1})`);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.stopping) return;
+      this.restarts++;
+      this.worker = this.spawn();
+    }, this.delayMs);
+    this.restartTimer.unref();
+    this.delayMs = Math.min(this.delayMs * 2, restartDelayMaxMs);
   }
 
   /** Call `id` is answered: its bytes leave the backlog. */
@@ -90,12 +158,17 @@ export class MirrorThread {
   }
 
   private failInFlight(): void {
-    const e = new BrineError("THREAD_GONE", "the mirror thread failed");
+    const e = new BrineError("THREAD_GONE", "the state-sync thread ended");
     for (const id of [...this.inFlight.keys()]) this.settle(id)?.reject?.(e);
   }
 
   /** Posts `call` unless the backlog is full (then false, counted and logged with a budget). */
   private post(call: Call, bytes: number, f: Omit<InFlight, "bytes"> = {}): boolean {
+    if (this.exited) {
+      this.dropped++;
+      dropLog.line(`the state-sync thread is not running: ${this.dropped} batches of peer data not stored`);
+      return false;
+    }
     if (this.backlogBytes + bytes > mirrorBacklogBytesMax) {
       this.dropped++;
       dropLog.line(`mirror backlog full: ${this.dropped} batches of peer data not stored`);
@@ -110,7 +183,7 @@ export class MirrorThread {
 
   private ask(call: Call, bytes: number): Promise<Answer> {
     return new Promise((resolve, reject) => {
-      if (!this.post(call, bytes, { resolve, reject })) reject(new BrineError("MIRROR_BACKLOG_FULL"));
+      if (!this.post(call, bytes, { resolve, reject })) reject(this.exited ? new BrineError("STATE_SYNC_RESTARTING") : new BrineError("MIRROR_BACKLOG_FULL"));
     });
   }
 
@@ -166,6 +239,8 @@ export class MirrorThread {
    * terminated (logged: that is the risk this avoids). Says which happened ("gone": it had ended before).
    */
   async stop(): Promise<"closed" | "terminated" | "gone"> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
     await this.flushed(2000);
     if (this.exited) return "gone";
     const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));

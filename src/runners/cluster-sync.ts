@@ -36,21 +36,32 @@ const callMarginMs = 30_000;
 const log = getLogger("brine.runner.cluster");
 let nextId = 1;
 
-function ask(port: MessagePort, call: EngineCall): Promise<unknown> {
+/** One call to the state-sync thread on a runner port; rejects with STATE_SYNC_RESTARTING when the thread ends first. */
+export function askStateSync(port: MessagePort, call: EngineCall): Promise<unknown> {
   const id = nextId++;
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
-      port.off("message", on);
+      done();
       reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(pullTimeoutMs + callMarginMs) / 1000} s`));
     }, pullTimeoutMs + callMarginMs);
     const on = (m: RunnerAnswer) => {
       if (m?.id !== id) return;
-      clearTimeout(t);
-      port.off("message", on);
+      done();
       if (m.k === "err") reject(revivePortError(m, "STATE_SYNC_FAILED"));
       else resolve(m.v);
     };
+    // the state-sync thread ended (its host restarts it): this call's answer will not come
+    const closed = () => {
+      done();
+      reject(new BrineError("STATE_SYNC_RESTARTING", "the state-sync thread ended before it answered (the master restarts it); what it installed stays, ask again"));
+    };
+    const done = () => {
+      clearTimeout(t);
+      port.off("message", on);
+      port.off("close", closed);
+    };
     port.on("message", on);
+    port.once("close", closed);
     port.postMessage({ k: "call", id, call } satisfies RunnerAsk);
   });
 }
@@ -150,7 +161,7 @@ export const stateSyncRunners: Record<string, RunnerFn> = {
     const port = portOf(ctx);
     if (!port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
     const async = isTrue(kwarg.async);
-    const r = await ask(port, { op: "sync_roots", channels, async });
+    const r = await askStateSync(port, { op: "sync_roots", channels, async });
     if (async) return { status: "fan-out initiated", channels, cluster_id: ctx.cfg.cluster_id, note: `peers ${((r as { peers?: string[] }).peers ?? []).join(", ") || "(none)"} pull in the background; outcome in each master's log and cachedir/brine-state-sync/status.json` };
     return r;
   },
@@ -176,11 +187,11 @@ export const stateSyncRunners: Record<string, RunnerFn> = {
     if (async) {
       // the transfers run on in the state-sync thread and the Raft worker; their outcome goes to the log
       await Promise.all(minionBanks.map((b) => ctx.cluster!.raft.minionQuery({ op: "collect", bank: MINION_BANK_NAMES[b]!, waitMs: 0 })));
-      if (all.length > 0) await ask(port!, { op: "collect", channels: all, async });
+      if (all.length > 0) await askStateSync(port!, { op: "collect", channels: all, async });
       return { status: "fan-out initiated", tag: "cluster/runner/collect_from_peers", data: { channels: names } };
     }
     const minions = Promise.all(minionBanks.map((b) => collectMinionBank(ctx.cluster!.raft, MINION_BANK_NAMES[b]!, until)));
-    const [fromSync, fromRaft] = await Promise.all([all.length > 0 ? (ask(port!, { op: "collect", channels: all, async: false }) as Promise<Record<string, PeerReport>>) : Promise.resolve({}), minions]);
+    const [fromSync, fromRaft] = await Promise.all([all.length > 0 ? (askStateSync(port!, { op: "collect", channels: all, async: false }) as Promise<Record<string, PeerReport>>) : Promise.resolve({}), minions]);
     return mergeCollected(fromSync, fromRaft);
   },
 };

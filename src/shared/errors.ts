@@ -152,6 +152,7 @@ export const ERR = {
   MIRROR_BAD_CHUNK: "a peer's bulk-sync chunk was not stored",
   MIRROR_BACKLOG_FULL: "mirror backlog full",
   STATE_SYNC_FAILED: "the state-sync call failed",
+  STATE_SYNC_RESTARTING: "the state-sync thread ended and is being restarted; ask again",
   // --- runners' arguments (jobs.*) ---
   RUNNER_BAD_ARGUMENT: "invalid runner argument",
   // --- minion data placement (grains, pillar, mine on a ring's owners) ---

@@ -25,8 +25,10 @@ export interface ThreadSpec {
   transferList?: readonly Transferable[];
   /** the thread's V8 heap bounds (node's Worker resourceLimits); a thread that reaches them ends with ERR_WORKER_OUT_OF_MEMORY (onError) */
   resourceLimits?: ResourceLimits;
-  /** the host's policy for an uncaught error in the thread (after the kit logged it) */
+  /** the host's policy for an uncaught error in the thread (after the kit logged it, unless `hostLogs`) */
   onError?: (e: Error) => void;
+  /** the host logs the thread's error itself (one line with what it does about it), so the kit does not */
+  hostLogs?: boolean;
   /** the host's policy for an exit; `expected` is what the host said through `stopping()` */
   onExit?: (code: number) => void;
 }
@@ -39,7 +41,7 @@ export function spawnThread(spec: ThreadSpec): Worker {
     ...(spec.resourceLimits ? { resourceLimits: spec.resourceLimits } : {}),
   });
   w.on("error", (e) => {
-    log.error(`${spec.name} thread failed: ${e.stack ?? e.message}`);
+    if (!spec.hostLogs) log.error(`${spec.name} thread failed: ${e.stack ?? e.message}`);
     spec.onError?.(e);
   });
   if (spec.onExit) w.on("exit", spec.onExit);

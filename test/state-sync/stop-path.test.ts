@@ -16,18 +16,11 @@ import { cbor } from "../../src/shared/cbor.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import { MirrorThread } from "../../src/main-thread/state-sync-host.js";
 import type { FromEngine, ToEngine } from "../../src/workers/state-sync/messages.js";
+import { stateSyncCfg } from "../helpers/state-sync-pair.js";
 
+/** A fresh cachedir per run (an empty manifest: the scan hashes and writes every file), the roots shared. */
 function cfgOf(root: string, run: number): MasterConfig {
-  return {
-    id: "m1",
-    cachedir: path.join(root, `cache-${run}`),
-    pki_dir: path.join(root, "pki"),
-    cluster_pki_dir: path.join(root, "pki"),
-    cluster_id: "stop",
-    brine_lmdb_map_bytes: 64 * 1024 * 1024,
-    file_roots: { base: [path.join(root, "srv", "salt")] },
-    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
-  } as unknown as MasterConfig;
+  return { ...stateSyncCfg("m1", root), cachedir: path.join(root, `cache-${run}`) } as MasterConfig;
 }
 
 test("a state-sync thread stopped in the middle of roots scans closes its manifests and exits by itself, never terminated", { timeout: 120_000 }, async () => {
@@ -44,7 +37,7 @@ test("a state-sync thread stopped in the middle of roots scans closes its manife
     for (let run = 0; run < 6; run++) {
       // a fresh cachedir each run: its manifest is empty, so the scan hashes and writes every file
       const { port1, port2 } = new MessageChannel();
-      const thread = new MirrorThread(cfgOf(root, run), undefined, port2);
+      const thread = new MirrorThread(cfgOf(root, run), undefined, () => port2);
       await thread.newestJobMs(); // the thread is up
       let answered = false;
       port1.on("message", (m: FromEngine) => {
@@ -62,7 +55,7 @@ test("a state-sync thread stopped in the middle of roots scans closes its manife
 
     // the manifests were closed cleanly: a thread started on a stopped one's directory scans and serves them
     const { port1, port2 } = new MessageChannel();
-    const thread = new MirrorThread(cfgOf(root, 0), undefined, port2);
+    const thread = new MirrorThread(cfgOf(root, 0), undefined, () => port2);
     const page = await new Promise<{ entries: unknown[]; more: boolean }>((resolve, reject) => {
       port1.on("message", (m: FromEngine) => {
         if (m.k === "res") resolve(cbor.decode(m.v as Uint8Array) as { entries: unknown[]; more: boolean });

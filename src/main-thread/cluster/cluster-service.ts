@@ -189,9 +189,9 @@ export class ClusterService {
     }
     this.aesKey = readOrCreateClusterAes(this.cfg);
     this.hooks.setAesKey(this.aesKey);
-    const ss = new MessageChannel();
-    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab, ss.port2, this.node.ringBuffer);
-    this.stateSync = new StateSyncLink(ss.port1, this.view, () => this.transport.status().flatMap((s) => (s.id === undefined ? [] : [s.id])));
+    const link = new StateSyncLink(this.view, () => this.transport.status().flatMap((s) => (s.id === undefined ? [] : [s.id])));
+    this.stateSync = link;
+    this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab, () => link.newPort(), this.node.ringBuffer);
     this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
       events: (f) => this.hooks.busPublish(f),
       publishes: (l) => this.hooks.publish(l),

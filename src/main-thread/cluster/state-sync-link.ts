@@ -8,6 +8,11 @@
  * - which peers are up and known (`peers`), and each peer coming up (`up`), as the peer channel says;
  * - calls: `syncFrom(peer, channels)` for the join (a promise of what the transfer did), and a port per runner
  *   thread (`runnerPort`) on which `cluster.sync_roots` / `cluster.collect_from_peers` ask the thread directly.
+ *
+ * Each state-sync thread started gets a port of its own (`newPort`, src/main-thread/state-sync-host.ts: the host
+ * restarts a thread that ended). When a thread's port closes, the calls it had not answered fail with
+ * STATE_SYNC_RESTARTING, and so do calls and peers' requests until the next thread's port is attached; that thread
+ * is told which peers are up and pulls the key channels from each (what the last one installed is not fetched again).
  */
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { getLogger } from "../../shared/log.js";
@@ -35,28 +40,58 @@ export class StateSyncLink {
   /** this side's calls (a peer's request `in`, `call`) the thread has not answered yet */
   private readonly calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly off: () => void;
+  /** this side's end of the current thread's port (undefined: no thread running) */
+  private port: MessagePort | undefined;
+  /** threads attached so far */
+  private attached = 0;
   private closed = false;
 
   constructor(
-    private readonly port: MessagePort,
     private readonly channel: StateSyncChannel,
     /** every peer this master knows of (configured or learned), up or not */
     private readonly knownPeers: () => string[],
   ) {
-    port.on("message", (m: FromEngine) => this.onEngine(m));
-    port.on("close", () => this.shut("the state-sync thread ended"));
     this.off = channel.on(STATE_SYNC_CHANNEL, (m) => {
       if (!m.request) {
         this.post({ k: "in", id: 0, from: m.from, p: m.payload, req: false });
         return undefined;
       }
+      if (!this.port) return Promise.reject(this.gone());
       const id = this.nextId++;
       return new Promise<Uint8Array>((resolve, reject) => {
         this.calls.set(id, { resolve: (v) => resolve(v instanceof Uint8Array ? v : new Uint8Array(0)), reject });
         this.post({ k: "in", id, from: m.from, p: m.payload, req: true });
       });
     });
+  }
+
+  /**
+   * A port for a state-sync thread starting (its init data carries the returned end): this side's end replaces the
+   * last thread's. A thread after the first is told which peers are up and pulls the key channels from each.
+   */
+  newPort(): MessagePort {
+    const { port1, port2 } = new MessageChannel();
+    this.detach(this.port);
+    this.port = port1;
+    port1.on("message", (m: FromEngine) => this.onEngine(m));
+    port1.on("close", () => this.detach(port1));
     this.peersChanged();
+    if (this.attached++ > 0) for (const p of this.channel.upPeers()) this.post({ k: "up", peer: p });
+    return port2;
+  }
+
+  private gone(): BrineError {
+    return this.closed ? new BrineError("THREAD_GONE", "the master is stopping") : new BrineError("STATE_SYNC_RESTARTING");
+  }
+
+  /** `port`'s thread ended (or is replaced): the calls it had not answered fail. */
+  private detach(port: MessagePort | undefined): void {
+    if (!port || port !== this.port) return;
+    this.port = undefined;
+    port.close();
+    const e = this.gone();
+    for (const c of this.calls.values()) c.reject(e);
+    this.calls.clear();
   }
 
   /** Call when a peer's session changes (and at start). */
@@ -78,12 +113,14 @@ export class StateSyncLink {
   /** A port for a runner thread: `{k: "call", id, call}` → `{k: "res", id, v}` or `{k: "err", id, code, text}` (engine.ts, RunnerAsk). */
   runnerPort(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    this.port.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
+    // no thread running: the runner's port is closed at once, and the runner says so (cluster-sync.ts)
+    if (this.port) this.port.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
+    else port2.close();
     return port1;
   }
 
   private call(call: EngineCall): Promise<unknown> {
-    if (this.closed) return Promise.reject(new BrineError("THREAD_GONE", "the state-sync thread is not running"));
+    if (this.closed || !this.port) return Promise.reject(this.gone());
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.calls.set(id, { resolve, reject });
@@ -92,7 +129,7 @@ export class StateSyncLink {
   }
 
   private post(m: ToEngine): void {
-    if (!this.closed) this.port.postMessage(m);
+    if (!this.closed) this.port?.postMessage(m);
   }
 
   private onEngine(m: FromEngine): void {
@@ -121,17 +158,9 @@ export class StateSyncLink {
     }
   }
 
-  private shut(why: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    const e = new BrineError("THREAD_GONE", why);
-    for (const c of this.calls.values()) c.reject(e);
-    this.calls.clear();
-  }
-
   close(): void {
     this.off();
-    this.shut("the master is stopping");
-    this.port.close();
+    this.closed = true;
+    this.detach(this.port);
   }
 }

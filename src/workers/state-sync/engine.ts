@@ -87,6 +87,12 @@ interface ManifestReply {
   sum?: unknown[];
 }
 
+/** The test hook's end: holds ever more memory until V8 stops the thread at its heap bound (ERR_WORKER_OUT_OF_MEMORY). */
+function fillHeap(): never {
+  const held: unknown[] = [];
+  for (;;) held.push(new Array(4096).fill(held.length));
+}
+
 /** Channel names from a caller: each parsed, or an error naming the bad one. */
 export function parseChannels(names: readonly unknown[]): Channel[] {
   return names.map((n) => {
@@ -126,9 +132,10 @@ export class StateSyncEngine {
     private readonly nodeId: string,
     private readonly store: Store,
     private readonly port: MessagePort,
-    opts: { autoKeys?: boolean; now?: () => number } = {},
+    opts: { autoKeys?: boolean; now?: () => number; testOomAfterItems?: number } = {},
   ) {
     this.now = opts.now ?? Date.now;
+    this.oomAfterItems = opts.testOomAfterItems;
     this.stateDir = path.join(cfg.cachedir, STATUS_DIR);
     this.status = this.readStatus();
     port.on("message", (m: ToEngine) => this.onMain(m));
@@ -149,6 +156,9 @@ export class StateSyncEngine {
   }
 
   private readonly now: () => number;
+  /** test hook: after this many items installed, the heap is filled to the thread's bound (the host's restart is what is tested) */
+  private readonly oomAfterItems: number | undefined;
+  private installedItems = 0;
 
   private markKeysDirty(dir: string): void {
     this.dirty.add(dir === "minions_denied" ? "denied_keys" : "keys");
@@ -454,6 +464,7 @@ export class StateSyncEngine {
       const n = await src.install(e, fetch, chunkBytesMax, requestsInFlightMax);
       r.bytes += n;
       r.items++;
+      if (this.oomAfterItems !== undefined && ++this.installedItems >= this.oomAfterItems) fillHeap();
     } catch (err) {
       addError(r, `${e.p}: ${(err as Error).message}`);
       if (err instanceof TransferError) r.failed = [ch];

@@ -37,6 +37,8 @@ export interface JobMirrorInit {
   log: { level: string; file: string | null; fileLevel: string | null };
   /** the state-sync channels' port to the main thread (engine.ts; state-sync-link.ts relays it to the peers) */
   stateSync?: MessagePort;
+  /** test hook (MirrorThreadOptions): the engine fills its heap to the thread's bound after installing this many items */
+  testOomAfterItems?: number;
 }
 
 /**
@@ -71,7 +73,7 @@ const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);
 const presence = new PresenceBoard(store);
-const engine = init.stateSync ? new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync) : undefined;
+const engine = init.stateSync ? new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync, init.testOomAfterItems !== undefined ? { testOomAfterItems: init.testOomAfterItems } : {}) : undefined;
 let closing = false;
 if (init.ring) {
   const ring = new RingReader(init.ring);
