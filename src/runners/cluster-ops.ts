@@ -155,7 +155,7 @@ export type OutboxAnswer = { pending?: number; outbox?: { minions: number; jids:
  */
 export function outboxReport(node: string, a: OutboxAnswer | undefined): { status: "empty" } | { status: "lost"; job_records: number; jids: string[]; minion_records: number; minion_records_named: string[] } | { status: "unknown"; reason: string } {
   if (a === undefined) return { status: "unknown", reason: `${node} did not answer` };
-  if ("error" in a) return { status: "unknown", reason: `${node} could not be asked (${a.error}): the records of its hand-off outbox, if any, are lost with it` };
+  if ("error" in a) return { status: "unknown", reason: `${node} could not be asked (${a.error}): the records of its hand-off outbox, if any, are lost with it, unless its disk can still be read (cluster.recover_outbox path=<its brine_lmdb_dir>)` };
   const jobs = a.pending ?? 0;
   const minions = a.outbox?.minions ?? 0;
   if (jobs === 0 && minions === 0) return { status: "empty" };

@@ -297,7 +297,7 @@ export const clusterRunners: Record<string, RunnerFn> = {
     const k = await propose(c, CLUSTER_RING, { kind: "PEER_KEY", value: { id, pub: null } });
     log.warning(`cluster.remove_member: ${id} removed at index ${r.index}; its key forgotten at index ${k.index}`);
     if (outbox?.status === "lost") {
-      log.warning(`cluster.remove_member: ${id} was removed holding ${outbox.job_records} job record(s) and ${outbox.minion_records} minion record(s) no owner has: lost with it (at most 100 of each named: jobs ${outbox.jids.join(", ") || "-"}; minion records ${outbox.minion_records_named.join(", ") || "-"})`);
+      log.warning(`cluster.remove_member: ${id} was removed holding ${outbox.job_records} job record(s) and ${outbox.minion_records} minion record(s) no owner has: lost with it unless its disk can still be read (cluster.recover_outbox path=<its brine_lmdb_dir> on a live master places them; at most 100 of each named: jobs ${outbox.jids.join(", ") || "-"}; minion records ${outbox.minion_records_named.join(", ") || "-"})`);
     }
     return committed(r, { removed: id, key_forgotten_at: k.index, ...(outbox ? { outbox } : {}) });
   },

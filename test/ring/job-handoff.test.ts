@@ -18,6 +18,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { JobCache } from "../../src/lib/store/job-cache.js";
+import { MinionCache } from "../../src/lib/store/minion-cache.js";
+import { recoverRunners } from "../../src/runners/cluster-recover.js";
+import type { RunnerContext } from "../../src/runners/context.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { assignSlots } from "../../src/shared/sab-ring/assign.js";
 import { BrineError } from "../../src/shared/errors.js";
@@ -463,6 +466,60 @@ test("a cluster-wide list cut at max with list_jobs' filters keeps the newest ma
     // a malformed filter from a peer is refused with a clear error, not answered unfiltered
     const serve = (c.svc.get("m1") as unknown as { serve(m: PeerMessage): Promise<Uint8Array> }).serve({ from: "m3", channel: "raft/placement", payload: cbor.encode({ op: "list", filter: { functions: "state.*" } }) as Uint8Array, request: true });
     await assert.rejects(serve, /list's filter is malformed/);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("recover_outbox: a removed master's waiting records, read from its LMDB directory by a live master, reach their owners through its hand-off; a dry run counts them and writes nothing", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
+  const c = cluster(dir);
+  // m4 was removed with force while its outbox held a job, one of its returns and a minion's mine record
+  const m4 = openStore({ cachedir: path.join(dir, "m4"), brine_lmdb_map_bytes: 64 * 1024 * 1024 });
+  try {
+    const jid = "20261125120000000077";
+    const jobs4 = new JobCache(m4, () => true);
+    await jobs4.saveLoad(jid, { jid, fun: "test.ping", tgt: "*" }, ["a", "b"]);
+    assert.equal(await jobs4.saveReturn(jid, "a", { return: true, retcode: 0 }, true), true);
+    const mine4 = new MinionCache(m4, () => 5_000);
+    mine4.track("m4", () => assert.fail("placed: not broadcast"), () => true);
+    await mine4.setMine("web9", { "test.ping": true });
+    assert.equal(m4.handoff.getCount(), 3);
+    await m4.close();
+    const m3 = c.stores.get("m3")!;
+    const run = (kwarg: Record<string, unknown>) =>
+      recoverRunners["cluster.recover_outbox"]!(
+        { cfg: { cluster_id: "c1", cachedir: path.join(dir, "m3"), brine_lmdb_map_bytes: 64 * 1024 * 1024 }, store: m3, cluster: { ring: { route: (dt: string) => (dt === "jobs" ? "jobs" : null) } } } as unknown as RunnerContext,
+        [],
+        kwarg,
+      ) as Promise<Record<string, unknown>>;
+    await assert.rejects(run({ path: "relative/dir" }), /an absolute path/);
+    await assert.rejects(run({ path: path.join(dir, "nothing-here") }), /no brine LMDB environment at/);
+    await assert.rejects(run({ path: path.join(dir, "m3") }), /this master's own LMDB environment/);
+    const dry = await run({ path: path.join(dir, "m4"), dry_run: true });
+    assert.deepEqual(
+      [dry.dry_run, dry.jids, dry.job_records, dry.minion_records, dry.minion_records_newer, dry.missing, dry.jobs_route],
+      [true, 1, 2, 1, 1, 0, "jobs"],
+    );
+    assert.equal(m3.loads.get(jid), undefined, "a dry run writes nothing");
+    assert.equal(m3.handoff.getCount(), 0);
+    const real = await run({ path: path.join(dir, "m4") });
+    assert.deepEqual([real.jids, real.job_records, real.minion_records, real.minion_records_newer], [1, 2, 1, 1]);
+    assert.match(String(real.note), /to their owners on ring jobs/);
+    assert.deepEqual(new MinionCache(m3).mine("web9"), { "test.ping": true }, "the mine record, stamp and all");
+    assert.ok(m3.handoff.get("~m/web9") !== undefined, "in m3's outbox: to every master (mine is not routed) by its minion hand-off");
+    // m3's job hand-off gives the job to its owners, then drops m3's copy (m3 is not an owner)
+    for (let i = 0; i < 3; i++) await c.svc.get("m3")!.round();
+    for (const m of ["m1", "m2"]) {
+      assert.deepEqual(c.stores.get(m)!.loads.get(jid), { jid, fun: "test.ping", tgt: "*" }, m);
+      assert.deepEqual(c.stores.get(m)!.returns.get(`${jid}/a`), { return: true, retcode: 0 }, m);
+    }
+    assert.equal(m3.loads.get(jid), undefined, "m3 is not an owner: its copy went once both owners had it");
+    // again: nothing changes on the owners (loads kept, returns not overwritten)
+    const again = await run({ path: path.join(dir, "m4") });
+    assert.equal(again.minion_records_newer, 0, "m3 holds the mine record at the same stamp");
   } finally {
     for (const s of c.svc.values()) s.close();
     for (const s of c.stores.values()) await s.close();

@@ -42,7 +42,8 @@ import {
 import { MINION_OUTBOX_PREFIX } from "../../shared/minion-placement.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { JobCache, handoffStamp } from "../../lib/store/job-cache.js";
-import { encodeListEntry, formatJob } from "../../lib/store/job-listing.js";
+import { formatJob } from "../../lib/store/job-listing.js";
+import { checkHanded, jobRecord, returnRecord, storeHanded, type HandedJob } from "../../lib/store/handed-jobs.js";
 import { checkListJobsFilter, entryMatches, type ListJobsFilter } from "../../lib/store/job-filter.js";
 import type { PeerMessage } from "./peer/peer-types.js";
 import type { RingCallChannel } from "./ring-forward.js";
@@ -68,21 +69,9 @@ export const rebalanceRoundKeysMax = 5_000;
 
 const log = getLogger("brine.cluster.placement");
 const roundLog = new LogBudget(1, 10_000, (line) => log.warning(line), "job hand-off");
-const NO_OVERWRITE = { noOverwrite: true } as unknown as number;
 
 /** The requests of `raft/placement`. */
 export type PlacementOp = "store" | "read" | "list" | "table";
-
-/** One jid's records on their way to an owner. */
-interface HandedJob {
-  jid: string;
-  load?: Record<string, unknown>;
-  minions?: string[];
-  endtime?: string;
-  nocache?: boolean;
-  /** [minion id, return record] */
-  rets?: [string, Record<string, unknown>][];
-}
 
 export interface PlacementDeps {
   /** the job cache (opened lazily by the caller, shared with HeldJobsService) */
@@ -202,7 +191,7 @@ export class JobPlacement {
     for (const [jid, j] of plan.jobs) {
       const h: HandedJob = { jid };
       j.keys = j.keys.filter(([key, stamp]) => {
-        const found = key === jid ? this.jobRecord(s, jid, h) : this.returnRecord(s, jid, key, h);
+        const found = key === jid ? jobRecord(s, jid, h) : returnRecord(s, jid, key, h);
         if (found) return true;
         // the record's write may not have committed yet (its stamp did): only the same stamp twice is an orphan
         if (this.absent.get(key) === stamp) orphans.push([key, stamp]);
@@ -314,25 +303,6 @@ export class JobPlacement {
         for (const key of moved) if (!s.handoff.doesExist(key)) s.handoff.putSync(key, handoffStamp());
       });
     }
-  }
-
-  private jobRecord(s: Store, jid: string, h: HandedJob): boolean {
-    const load = s.loads.get(jid);
-    const minions = s.minions.get(jid);
-    const endtime = s.endtimes.get(jid);
-    const nocache = s.nocache.get(jid) === true;
-    if (load) h.load = load;
-    if (Array.isArray(minions)) h.minions = minions;
-    if (typeof endtime === "string") h.endtime = endtime;
-    if (nocache) h.nocache = true;
-    return load !== undefined || minions !== undefined || endtime !== undefined || nocache;
-  }
-
-  private returnRecord(s: Store, jid: string, key: string, h: HandedJob): boolean {
-    const rec = s.returns.get(key);
-    if (!rec) return false;
-    (h.rets ??= []).push([key.slice(jid.length + 1), rec]);
-    return true;
   }
 
   /** The table to place `ring`'s jobs with: this master's own, else one fetched from a host. */
@@ -538,19 +508,7 @@ export class JobPlacement {
         refused.push(h.jid);
         continue;
       }
-      // the job's list entry with its load, as the job cache writes them (job-listing.ts)
-      if (h.load && !s.loads.doesExist(h.jid)) writes.push(s.loads.put(h.jid, h.load), s.listed.put(h.jid, encodeListEntry(h.jid, h.load)));
-      if (h.minions) {
-        const have = new Set<string>(s.minions.get(h.jid) ?? []);
-        const before = have.size;
-        for (const id of h.minions) have.add(id);
-        if (have.size !== before || before === 0) writes.push(s.minions.put(h.jid, [...have].sort()));
-      }
-      if (h.endtime !== undefined) writes.push(s.endtimes.put(h.jid, h.endtime));
-      if (h.nocache) writes.push(s.nocache.put(h.jid, true));
-      const nocache = h.nocache === true || s.nocache.get(h.jid) === true;
-      // a nocache job keeps no returns (as locally): acknowledged all the same, the sender may drop its copy
-      if (!nocache) for (const [id, rec] of h.rets ?? []) writes.push(s.returns.put(`${h.jid}/${id}`, rec, NO_OVERWRITE));
+      storeHanded(s, h, writes);
       ok.push(h.jid);
     }
     await Promise.all(writes);
@@ -580,31 +538,6 @@ export function byteBatches<T>(items: readonly T[], max: number): T[][] {
 
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
-
-function checkHanded(raw: unknown): HandedJob | undefined {
-  if (!isMap(raw) || !validJid(raw.jid)) return undefined;
-  const h: HandedJob = { jid: raw.jid };
-  if (raw.load !== undefined) {
-    if (!isMap(raw.load)) return undefined;
-    h.load = raw.load;
-  }
-  if (raw.minions !== undefined) {
-    if (!isStrings(raw.minions) || !raw.minions.every(validId)) return undefined;
-    h.minions = raw.minions;
-  }
-  if (raw.endtime !== undefined) {
-    if (typeof raw.endtime !== "string" || raw.endtime.length > 64) return undefined;
-    h.endtime = raw.endtime;
-  }
-  if (raw.nocache === true) h.nocache = true;
-  if (raw.rets !== undefined) {
-    if (!Array.isArray(raw.rets)) return undefined;
-    // a stored return holds `return`, or `return_msgpack` (a runner job's, job-cache.ts): handed on as stored
-    for (const r of raw.rets) if (!Array.isArray(r) || r.length !== 2 || !validId(r[0]) || !isMap(r[1]) || !("return" in r[1] || r[1].return_msgpack instanceof Uint8Array)) return undefined;
-    h.rets = raw.rets as [string, Record<string, unknown>][];
-  }
-  return h;
-}
 
 function checkTable(raw: unknown, ring: string): PlacementTable {
   if (!isMap(raw) || raw.ring !== ring || (raw.members !== "self" && raw.members !== "voters") || !Number.isSafeInteger(raw.replicas) || !isStrings(raw.voters) || !isStrings(raw.nodes) || !(raw.owners instanceof Uint8Array) || !Number.isSafeInteger(raw.epoch)) {
