@@ -20,7 +20,8 @@
  *
  * Who starts transfers:
  * - keys and denied keys converge by themselves: every keysTickMs the key directories are rescanned when a
- *   watcher saw a change (and fully every keysRescanMs), and a changed digest is announced to every peer
+ *   watcher saw a change (and fully every keysRescanMs; neither while a pull of the channel installs into it, which
+ *   is rescanned once when the pull ends), and a changed digest is announced to every peer
  *   (`changed`, also every announceMs unchanged); a peer whose last transfer from us saw another digest pulls.
  *   A peer coming up is pulled from. With a shared key directory (the probe: the serving master writes a fresh
  *   random token beside the keys, the puller reads it from its own directory) nothing is transferred.
@@ -119,6 +120,8 @@ export class StateSyncEngine {
   /** key channels: the digest last announced, when, which need a rescan */
   private readonly announced = new Map<Channel, { digest: string; at: number }>();
   private readonly dirty = new Set<Channel>(KEY_CHANNELS);
+  /** pulls running per channel: the timer neither rescans nor announces a key channel while a pull installs into it */
+  private readonly pulling = new Map<Channel, number>();
   private lastFullScan = 0;
   private readonly watchers: FSWatcher[] = [];
   private readonly timer: NodeJS.Timeout | undefined;
@@ -325,6 +328,7 @@ export class StateSyncEngine {
     const r = emptyReport();
     const t0 = this.now();
     const src = this.source(ch);
+    this.pulling.set(ch, (this.pulling.get(ch) ?? 0) + 1);
     try {
       await src.scan();
       // the first page is skipped by a peer whose live content has our digest (nothing to fetch or delete); a
@@ -348,6 +352,14 @@ export class StateSyncEngine {
     } catch (e) {
       addError(r, (e as Error).message);
       r.failed = [ch];
+    } finally {
+      // the directory changed under the pull (its installs, and anything an operator did meanwhile): one rescan now
+      const n = this.pulling.get(ch)! - 1;
+      if (n > 0) this.pulling.set(ch, n);
+      else {
+        this.pulling.delete(ch);
+        if ((KEY_CHANNELS as readonly string[]).includes(ch)) this.dirty.add(ch);
+      }
     }
     r.ms = this.now() - t0;
     if (r.items || r.deleted || r.errors.length) {
@@ -618,6 +630,12 @@ export class StateSyncEngine {
       const full = now - this.lastFullScan >= keysRescanMs;
       if (full) this.lastFullScan = now;
       for (const ch of KEY_CHANNELS) {
+        // a pull is installing here: what the watcher saw stays owed (the pull's end marks the channel dirty), and the
+        // digest is not announced half-way (rescanning a growing directory every tick was much of a 100k-key pull)
+        if (this.pulling.has(ch)) {
+          if (full) this.dirty.add(ch);
+          continue;
+        }
         const src = this.source(ch);
         if (full || this.dirty.has(ch) || src.cheapScan) {
           this.dirty.delete(ch);
