@@ -20,8 +20,8 @@
  * - Bank channels (`bank:jobs/loads` …) and the indexed key store: store-sources.ts.
  */
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, readFileSync, unlinkSync, type Dir, type Stats } from "node:fs";
-import { access, chmod, constants, lstat, mkdir, open, opendir, readFile, rename, stat, unlink } from "node:fs/promises";
+import { closeSync, createReadStream, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeSync, type Dir, type Stats } from "node:fs";
+import { access, chmod, constants, lstat, open, opendir, readFile, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Database } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
@@ -84,7 +84,19 @@ function sigOf(st: { size: number; mtimeMs: number; ino: number }): string {
 /** Files up to this size are hashed from one read, bytes; larger ones streamed (memory stays flat). */
 const hashReadWholeMax = 1024 * 1024;
 
+/**
+ * Items up to this size are hashed, served and installed with synchronous calls, bytes, and so is every lstat and
+ * directory step: in this thread, which does nothing else meanwhile, a libuv pool round trip (two thread switches,
+ * a wait for a free pool thread on a loaded host) cost far more than the call, and an install took eight of them
+ * (a 100k-key pull: about a million). Larger items keep the asynchronous calls and their window of ranges.
+ */
+export const syncItemBytesMax = 64 * 1024;
+
+/** Walk items between two turns of the event loop (a scan with synchronous calls still lets the thread's messages in), count. */
+const walkItemsPerTurn = 256;
+
 export async function sha256File(file: string, size = Infinity): Promise<string> {
+  if (size <= syncItemBytesMax) return sha256(readFileSync(file));
   if (size <= hashReadWholeMax) return createHash("sha256").update(await readFile(file)).digest("hex");
   const h = createHash("sha256");
   for await (const c of createReadStream(file)) h.update(c as Buffer);
@@ -107,19 +119,19 @@ async function readableDir(dir: string): Promise<boolean> {
 }
 
 /** One lstat-checked directory step: refuses a symlink or a non-directory; creates it when `create`. */
-async function checkDir(dir: string, create: boolean, again = true): Promise<void> {
+function checkDir(dir: string, create: boolean, again = true): void {
   try {
-    const st = await lstat(dir);
+    const st = lstatSync(dir);
     if (st.isSymbolicLink()) throw new Error(`${dir} is a symlink (refused: it could lead out of the root)`);
     if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT" || !create) throw e;
     try {
-      await mkdir(dir, { mode: 0o755 });
+      mkdirSync(dir, { mode: 0o755 });
     } catch (m) {
-      // made meanwhile (another install into the same new directory): check what is there now
+      // made meanwhile (another process): check what is there now
       if ((m as NodeJS.ErrnoException).code !== "EEXIST" || !again) throw m;
-      await checkDir(dir, false, false);
+      checkDir(dir, false, false);
     }
   }
 }
@@ -284,7 +296,7 @@ export class DirSource implements Source {
         const p = v.p ?? key;
         // the walk listed its directory before this item arrived (an install from a peer while the scan ran, or a
         // file written since): it is not gone, and a tombstone stamped now would beat the peer's item everywhere
-        if (!v.d && (await this.servedNow(p))) {
+        if (!v.d && this.servedNow(p)) {
           k = kept.next();
           continue;
         }
@@ -414,6 +426,9 @@ export class DirSource implements Source {
     }
   }
 
+  /** names the walks have looked at (a turn of the event loop every walkItemsPerTurn) */
+  private walked = 0;
+
   /** Walks `dir` (item prefix `prefix`) in the manifest's order; `depth` > 0 limits how deep (keys: 1, the files of one directory). */
   private async *walk(dir: string, prefix: string, depth: number): AsyncGenerator<Found> {
     for await (const n of this.sortedNames(dir)) {
@@ -426,9 +441,10 @@ export class DirSource implements Source {
         if (depth !== 1 && !SKIPPED_DIRS.has(name)) yield* this.walk(full, p, depth > 1 ? depth - 1 : 0);
         continue;
       }
+      if (++this.walked % walkItemsPerTurn === 0) await new Promise<void>((r) => setImmediate(r));
       let st: Stats;
       try {
-        st = await lstat(full);
+        st = lstatSync(full);
       } catch {
         continue; // gone meanwhile
       }
@@ -465,20 +481,20 @@ export class DirSource implements Source {
   }
 
   /** Where item `p` lives here, each directory on the way lstat-checked (created when `create`). */
-  private async locate(p: string, create: boolean): Promise<string> {
+  private locate(p: string, create: boolean): string {
     const c = checkItemPath(this.ch, p);
     if ("error" in c) throw new Error(`refused path ${JSON.stringify(p)}: ${c.error}`);
     const t = this.target(c.parts);
     if ("error" in t) throw new Error(t.error);
     if (create && !this.made.has(t.root)) {
-      await mkdir(t.root, { recursive: true, mode: 0o755 });
+      mkdirSync(t.root, { recursive: true, mode: 0o755 });
       this.made.add(t.root);
     }
-    await checkDir(t.root, false);
+    checkDir(t.root, false);
     let dir = t.root;
     for (const seg of t.rest.slice(0, -1)) {
       dir = path.join(dir, seg);
-      await checkDir(dir, create);
+      checkDir(dir, create);
     }
     return path.join(dir, t.rest[t.rest.length - 1]!);
   }
@@ -490,7 +506,17 @@ export class DirSource implements Source {
     const k = this.entry(p);
     if (!k || k.d) throw new Error(`${p} is not here`);
     if (h !== undefined && k.h !== h) throw new Error(`${p} changed here since that manifest`);
-    const file = await this.locateServed(p);
+    const file = this.locateServed(p);
+    const want = Math.max(0, Math.min(len, k.s - off));
+    if (want <= syncItemBytesMax) {
+      const fd = openSync(file, "r");
+      try {
+        const buf = Buffer.alloc(want);
+        return buf.subarray(0, readSync(fd, buf, 0, want, off));
+      } finally {
+        closeSync(fd);
+      }
+    }
     const fh = await open(file, "r");
     try {
       const buf = Buffer.alloc(Math.max(0, Math.min(len, k.s - off)));
@@ -502,16 +528,16 @@ export class DirSource implements Source {
   }
 
   /** Whether a file the walk would carry serves item `p` now (a regular file within the size bound, not through a symlink). */
-  private async servedNow(p: string): Promise<boolean> {
+  private servedNow(p: string): boolean {
     try {
-      return (await lstat(await this.locateServed(p))).size <= itemBytesMax;
+      return lstatSync(this.locateServed(p)).size <= itemBytesMax;
     } catch {
       return false;
     }
   }
 
   /** The file serving item `p` (any scanned root, the first that has it; never through a symlink). */
-  private async locateServed(p: string): Promise<string> {
+  private locateServed(p: string): string {
     for (const r of this.roots()) {
       if (!p.startsWith(`${r.prefix}/`)) continue;
       const rest = p.slice(r.prefix.length + 1).split("/");
@@ -520,7 +546,7 @@ export class DirSource implements Source {
       for (const seg of rest.slice(0, -1)) {
         dir = path.join(dir, seg);
         try {
-          const st = await lstat(dir);
+          const st = lstatSync(dir);
           if (!st.isDirectory()) ok = false;
         } catch {
           ok = false;
@@ -530,7 +556,7 @@ export class DirSource implements Source {
       if (!ok) continue;
       const file = path.join(dir, rest[rest.length - 1]!);
       try {
-        if ((await lstat(file)).isFile()) return file;
+        if (lstatSync(file).isFile()) return file;
       } catch {
         // not in this root
       }
@@ -557,9 +583,10 @@ export class DirSource implements Source {
   }
 
   private async installFile(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number> {
-    const file = await this.locate(e.p, true);
+    const file = this.locate(e.p, true);
     // named by the target and the content: items with the same bytes in one directory get partial files of their own
     const part = path.join(path.dirname(file), `${PART_PREFIX}${createHash("sha256").update(`${path.basename(file)}\0${e.h}`).digest("hex").slice(0, 32)}`);
+    if (e.s <= syncItemBytesMax && e.s <= chunk) return this.installSmall(e, e.s === 0 ? new Uint8Array(0) : await fetch(0, e.s), file, part);
     const hash = createHash("sha256");
     let from = 0;
     try {
@@ -621,12 +648,43 @@ export class DirSource implements Source {
     return fetched;
   }
 
-  async remove(e: ManifestEntry): Promise<void> {
-    const file = await this.locate(e.p, false);
+  /**
+   * A small item fetched whole, installed with synchronous calls (no partial file is resumed: it is fetched again
+   * whole): checked, written to its partial file with its mode, renamed onto the target, recorded.
+   */
+  private installSmall(e: ManifestEntry, data: Uint8Array, file: string, part: string): number {
+    const got = sha256(data);
+    if (data.byteLength !== e.s || got !== e.h) throw new Error(`sha256 ${got} does not match the manifest's ${e.h} (not installed)`);
+    if ((this.ch === "keys" || this.ch === "denied_keys") && !isRsaPublicKeyPem(Buffer.from(data).toString("utf8"))) throw new Error(`not an RSA public key (not installed)`);
+    let sig: string;
     try {
-      const st = await lstat(file);
+      const fd = openSync(part, "w", 0o600);
+      try {
+        for (let off = 0; off < data.byteLength; ) off += writeSync(fd, data, off);
+        fchmodSync(fd, e.m & 0o777);
+        sig = sigOf(fstatSync(fd)); // the rename keeps inode, size and mtime
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(part, file); // onto a directory: EISDIR, nothing replaced
+    } catch (err) {
+      try {
+        unlinkSync(part);
+      } catch {
+        // not made, or renamed
+      }
+      throw (err as NodeJS.ErrnoException).code === "EISDIR" ? new Error("a directory is in the way") : err;
+    }
+    this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: sig });
+    return data.byteLength;
+  }
+
+  async remove(e: ManifestEntry): Promise<void> {
+    const file = this.locate(e.p, false);
+    try {
+      const st = lstatSync(file);
       if (st.isDirectory()) throw new Error("a directory, not removed");
-      await unlink(file);
+      unlinkSync(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
     }
