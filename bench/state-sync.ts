@@ -15,14 +15,14 @@
  *   resident page, the LMDB files' mapped pages included), and the peak of `RssAnon` sampled every 10 ms
  *   (heaps and buffers: what the process itself holds, without the page cache it maps);
  * - a resync after one file changed at the source: bytes on the wire (goal: about one file);
- * - keys (`BRINE_BENCH_STATE_SYNC=keys`, not in the default run): the keys channel alone at 1k and 100k accepted keys
- *   (`--full`; 10k by default) in one directory: seconds, bytes on the wire, each side's memory, a resync after one
- *   key was deleted.
+ * - keys (`BRINE_BENCH_STATE_SYNC=keys`, not in the default run): the keys channel alone at 1k, 10k and (`--full`)
+ *   100k accepted keys in one directory: seconds, each side's process CPU per key, bytes on the wire, each side's
+ *   memory, and the bytes of a resync after one key was deleted beside the content's size.
  *
  * BRINE_BENCH_STATE_SYNC=join|memory runs one half; BRINE_BENCH_STATE_SYNC_NODE_ARGS adds node options to the two
  * sides (e.g. `--trace-gc`; their stdout is then shown). BRINE_BENCH_STATE_SYNC_ITEMS=n: the memory half at 1k and n
  * items (instead of 1k and 100k with `--full`, 10k without). BRINE_BENCH_STATE_SYNC_HEAP=young,old: the thread's heap
- * bounds in MiB instead of the master's.
+ * bounds in MiB instead of the master's. In the keys part, ITEMS=n adds a run at n keys after its others.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createHash, generateKeyPairSync } from "node:crypto";
@@ -80,6 +80,8 @@ interface Mem {
   /** where the process's memory was when the pull started, and at its peak RssAnon */
   at0?: Owners;
   atPeak?: Owners;
+  /** CPU of the whole process (user + system, every thread: the state-sync thread, its libuv pool, the relay) during the pull, µs */
+  cpu: number;
 }
 
 /**
@@ -153,7 +155,8 @@ function sideMain(name: string, root: string): void {
         lastThread = h;
         writeFileSync("/proc/self/clear_refs", "5"); // resets VmHWM to the current RSS
         const s = status();
-        mem = { rss0: s.VmRSS!, hwm: 0, anon0: s.RssAnon!, anonPeak: s.RssAnon!, heap0: (h?.totalBytes ?? 0) / 1024, heapPeak: (h?.totalBytes ?? 0) / 1024, usedPeak: (h?.usedBytes ?? 0) / 1024, retained: 0, at0: owners(h) };
+        const c = process.cpuUsage();
+        mem = { rss0: s.VmRSS!, hwm: 0, anon0: s.RssAnon!, anonPeak: s.RssAnon!, heap0: (h?.totalBytes ?? 0) / 1024, heapPeak: (h?.totalBytes ?? 0) / 1024, usedPeak: (h?.usedBytes ?? 0) / 1024, retained: 0, at0: owners(h), cpu: c.user + c.system };
         // at every new peak of RssAnon (256 KiB above the last breakdown taken), where the memory is
         let snapAt = s.RssAnon!;
         sampler = setInterval(() => {
@@ -178,6 +181,8 @@ function sideMain(name: string, root: string): void {
     }
     clearInterval(sampler);
     clearInterval(heapSampler);
+    const c = process.cpuUsage();
+    mem!.cpu = c.user + c.system - mem!.cpu;
     const s = status();
     mem!.hwm = s.VmHWM!;
     mem!.anonPeak = Math.max(mem!.anonPeak, s.RssAnon!);
@@ -385,13 +390,15 @@ async function keysOnly(keys: number): Promise<BenchRow[]> {
   const r = await pull(keys, 0, 0, 1);
   const label = `${keys.toLocaleString("en-US")} keys in one directory`;
   return [
-    { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
+    { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower", note: `load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} at the end` },
+    { figure: `puller's process CPU per key, ${label}`, value: r.puller.cpu / keys, unit: "µs", better: "lower", note: "user + system, all its threads" },
+    { figure: `server's process CPU per key, ${label}`, value: r.server.cpu / keys, unit: "µs", better: "lower", note: "user + system, all its threads (its first scan included)" },
     { figure: `bytes on the wire / content, ${label}`, value: r.wire / r.content, unit: "×", target: 1.05, better: "lower", note: `${(r.wire / 2 ** 20).toFixed(1)} MiB for ${(r.content / 2 ** 20).toFixed(1)} MiB of keys` },
     { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB; after a forced collection ${mib(r.puller.retained).toFixed(1)} MiB` },
     { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.server.usedPeak).toFixed(1)} MiB; after a forced collection ${mib(r.server.retained).toFixed(1)} MiB` },
-    { figure: `resync after one key deleted, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
+    { figure: `resync after one key deleted, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: `manifests included; the content is ${(r.content / 2 ** 20).toFixed(1)} MiB, one key ${Math.round(r.content / keys)} B` },
   ];
 }
 
@@ -399,8 +406,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const only = process.env.BRINE_BENCH_STATE_SYNC; // "join", "memory" or "keys": one part
   const rows: BenchRow[] = [];
   if (only === "keys") {
-    rows.push(...(await keysOnly(1000)));
-    rows.push(...(await keysOnly(Number(process.env.BRINE_BENCH_STATE_SYNC_ITEMS) || (opts.full ? 100_000 : 10_000))));
+    // a one-key resync at 1k, 10k and (--full) 100k keys: the tree of range summaries keeps it O(log n)
+    for (const n of [1000, 10_000, ...(opts.full ? [100_000] : [])]) rows.push(...(await keysOnly(n)));
+    if (process.env.BRINE_BENCH_STATE_SYNC_ITEMS) rows.push(...(await keysOnly(Number(process.env.BRINE_BENCH_STATE_SYNC_ITEMS))));
     return rows;
   }
   if (only !== "memory") {
