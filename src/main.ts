@@ -231,6 +231,8 @@ export class MasterServer {
         runner: (run) => this.control?.startRunner(run, run.awaited ? relayRunnerResult(this.runnerResults, run.jid) : () => {}),
       }),
     );
+    // clustered: a copy of a request another master answered gets that master's reply (cluster/resend-replies.ts)
+    if (this.cluster) this.lanes.askPeersForReply = (key) => this.cluster?.askReply(key) ?? Promise.resolve(undefined);
     const host = c.interface.includes(":") ? `[${c.interface}]` : c.interface;
     await this.publishPort.bind(`tcp://${host}:${c.publish_port}`);
     if (this.publishPort.subscriberAddresses()) {
@@ -370,6 +372,7 @@ export class MasterServer {
       nonces: (packed) => this.nonceJournal?.peer(packed),
       nonceDecide: (packed) => this.nonceJournal!.decide(packed),
       nonceSab: this.nonces.sab,
+      recallReply: (key) => (this.lanes ? this.lanes.recallReply(key) : Promise.resolve(undefined)),
     });
   }
 

@@ -28,12 +28,17 @@ const log = getLogger("brine.pool");
 /** refused copies of requests (replays), logged at most 20 a minute */
 const replayLog = new LogBudget(20, 60_000, (line) => log.warning(line), "replayed requests refused");
 
-/** A copy of a request waiting for its first's reply: where its answer goes, what it was, its refusal if it never comes. */
-interface CopyOf<T> {
-  tag: T;
-  what: string;
-  refusal: Buffer;
-}
+/**
+ * Who waits for a first's reply: a copy of a request that came here (where its answer goes, what it was, its
+ * refusal if no reply comes), or a peer master asking for a copy that reached it (`answer`: the reply, or none).
+ */
+type CopyOf<T> = { tag: T; what: string; refusal: Buffer; answer?: undefined } | { answer: (reply: Uint8Array | undefined) => void };
+
+/**
+ * Clustered: asks the other masters for the reply to a request (`key`: nonce and tag) this master has a copy of and
+ * remembers nothing for (src/main-thread/cluster/resend-replies.ts); resolves to the reply, or undefined.
+ */
+export type AskPeersForReply = (key: string) => Promise<Uint8Array | undefined>;
 /** Most frames in one task: Piscina's per-task cost (~20-80 µs) is paid once per batch. */
 export const batchFramesMax = 64;
 /**
@@ -231,19 +236,51 @@ class LaneQueue<T> {
     return late;
   }
 
-  /** Answers the copies `answered` names, then those that can only be refused now (no batch left that may hold their first). */
+  /**
+   * Answers the copies `answered` names, then those no batch left here may hold the first of: clustered, the other
+   * masters are asked for their reply (askPeers); else they are refused. A peer's ask gets the reply, or nothing.
+   */
   private answerCopies(answered: Answered<CopyOf<T>>[] | undefined): void {
     if (this.memory.waitingCopies === 0 && !answered?.length) return;
     const all = (answered ?? []).concat(this.memory.settleUnknown(this.open.oldest()));
     if (!all.length) return;
-    const out = all.map((a) => {
-      if (a.reply) return { tag: a.who.tag, reply: Buffer.from(a.reply.buffer, a.reply.byteOffset, a.reply.byteLength) };
-      replayLog.line(`Replayed request refused: ${a.who.what} reused a nonce ${a.why === "other" ? "in other bytes" : "this master remembers no reply for (answered long ago, before a restart, or by another master)"}`);
-      return { tag: a.who.tag, reply: a.who.refusal };
-    });
+    const out: LaneOutput<T>[] = [];
+    for (const a of all) {
+      const who = a.who;
+      if (who.answer) who.answer(a.reply);
+      else if (a.reply) out.push({ tag: who.tag, reply: Buffer.from(a.reply.buffer, a.reply.byteOffset, a.reply.byteLength) });
+      else if (a.why === "unknown" && this.askPeers) this.fromPeers(a.key, who, this.askPeers);
+      else {
+        replayLog.line(`Replayed request refused: ${who.what} reused nonce ${a.key.slice(0, NONCE_HEX)} ${a.why === "other" ? "in other bytes" : "that this master remembers no reply for (answered long ago, or before a restart)"}`);
+        out.push({ tag: who.tag, reply: who.refusal });
+      }
+    }
+    if (!out.length) return;
     this.settle(out.length);
     this.sink({ replies: out, events: [], publishes: [] });
   }
+
+  /** Clustered: the other masters are asked for a copy's reply; it goes to the copy, or the refusal when none has it. */
+  private fromPeers(key: string, who: { tag: T; what: string; refusal: Buffer }, ask: AskPeersForReply): void {
+    const done = (reply: Uint8Array | undefined) => {
+      if (reply) log.debug(`A resent request answered with the reply another master gave its first, not acted on again: ${who.what} (nonce ${key.slice(0, NONCE_HEX)})`);
+      else replayLog.line(`Replayed request refused: ${who.what} reused nonce ${key.slice(0, NONCE_HEX)} that no master of the cluster remembers a reply for (answered long ago, or before a restart)`);
+      this.settle(1);
+      this.sink({ replies: [{ tag: who.tag, reply: reply ? Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength) : who.refusal }], events: [], publishes: [] });
+    };
+    ask(key).then(done, () => done(undefined));
+  }
+
+  /** Clustered: a peer has a copy of request `key`: the reply this master gave it, waited for while it may be in flight here. */
+  recallForPeer(key: string): Promise<Uint8Array | undefined> {
+    const r = this.memory.recall(key, Date.now());
+    if (r.k === "reply") return Promise.resolve(r.reply);
+    if (r.k === "other" || this.open.oldest() === undefined) return Promise.resolve(undefined);
+    return new Promise((answer) => this.memory.wait(key, { answer }, this.batchSeq));
+  }
+
+  /** Clustered: how this lane asks the other masters for a reply it does not remember (set once the cluster runs). */
+  askPeers: AskPeersForReply | undefined;
 
   /** Replies never heard of (their worker died after their batch's task ended) get an error after replyOwedMsMax. */
   private sweepSoon(): void {
@@ -259,7 +296,13 @@ class LaneQueue<T> {
   /** Answer with `reply` every frame still owed by a batch whose task ended at or before `before` (all of them at shutdown). */
   answerOwed(reply: Buffer, before = Infinity): void {
     const tags = this.open.expire(before);
-    if (before === Infinity) tags.push(...this.memory.abandon().map((a) => a.who.tag)); // copies waiting for a first: the master stops
+    if (before === Infinity) {
+      // copies waiting for a first: the master stops (a peer's ask gets nothing)
+      for (const a of this.memory.abandon()) {
+        if (a.who.answer) a.who.answer(undefined);
+        else tags.push(a.who.tag);
+      }
+    }
     else this.answerCopies(undefined);
     if (!tags.length) return;
     log.warning(`${this.name} lane: ${tags.length} repl${tags.length === 1 ? "y" : "ies"} answered without their request's result`);
@@ -334,6 +377,16 @@ export class RequestLanes<T> {
     if (this.lanes[lane].push(source === undefined ? { frame, tag, arrival: Date.now() } : { frame, tag, arrival: Date.now(), source })) return true;
     this.board.laneRefused(lane === "clear" ? 0 : 1, 0);
     return false;
+  }
+
+  /** Clustered: the reply this master gave the request `key` names (nonce and tag), for a peer that has a copy of it. */
+  recallReply(key: string): Promise<Uint8Array | undefined> {
+    return this.lanes.req.recallForPeer(key);
+  }
+
+  /** Clustered: how this master asks the others for the reply to a copy it remembers nothing for. */
+  set askPeersForReply(ask: AskPeersForReply | undefined) {
+    this.lanes.req.askPeers = ask;
   }
 
   /** Frames waiting in or worked on by each lane: clear, req (metrics/labels.ts LANES). */

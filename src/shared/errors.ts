@@ -164,6 +164,8 @@ export const ERR = {
   TRANSPORT_BAD_ENDPOINT: "the minion-facing port cannot listen on this address",
   // --- peer requests of a kind a master does not know (mixed versions: src/workers/raft/peer-kinds.ts) ---
   PEER_UNKNOWN_KIND: "the master does not know this kind of request (it runs another version of brine)",
+  // --- a resent request's reply, asked of the other masters (src/main-thread/cluster/resend-replies.ts) ---
+  RESEND_BAD_ASK: "malformed reply ask (not a request's nonce and tag)",
 } as const;
 
 export type ErrCode = keyof typeof ERR;

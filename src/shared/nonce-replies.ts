@@ -12,12 +12,13 @@
  *
  * The request, as a key: the nonce (32 hex characters) and the first `resendTagBytes` of the HMAC-SHA256 tag
  * ending its sealed load (the decryption verified it, so two frames that passed it with one tag carry one
- * ciphertext, under one key). A copy is a frame whose nonce this master's set had already seen:
+ * ciphertext, under one key). A copy is a frame whose nonce this master's set had already seen (or its decider had):
  * - its key is remembered with the same tag: answered with the remembered reply (acted on once);
  * - the nonce is remembered with another tag: a replay (or a re-sealing of a request already answered), refused;
  * - not remembered: the first may still be in flight here (a slow `_pillar`): the copy waits until every batch that
  *   was in flight when it came has finished (`wait`, `settleUnknown`), then, still unknown, it is refused as
- *   before (answered long ago and forgotten, seen before a restart, or accepted by another master).
+ *   before (answered long ago and forgotten, seen before a restart), or, clustered, the other masters are asked
+ *   for it (src/main-thread/cluster/resend-replies.ts: the one that answered the first remembers its reply).
  * A refused first request's reply is remembered too: the copy gets the same answer.
  *
  * Bounded: replies are kept `resendRememberMs` at most, `resendRepliesBytesMax` in all (the oldest go first), and
@@ -64,6 +65,8 @@ export interface Answered<T> {
   who: T;
   reply: Uint8Array | undefined;
   why: "same" | "other" | "unknown";
+  /** the copy's key (nonce and tag) */
+  key: string;
 }
 
 export class NonceReplies<T> {
@@ -141,7 +144,7 @@ export class NonceReplies<T> {
     for (const [nonce, list] of this.waiters) {
       const keep = list.filter((w) => {
         if (oldestOpen !== undefined && w.upTo >= oldestOpen) return true;
-        out.push({ who: w.who, reply: undefined, why: "unknown" });
+        out.push({ who: w.who, reply: undefined, why: "unknown", key: nonce + w.tag });
         return false;
       });
       if (keep.length) this.waiters.set(nonce, keep);
@@ -154,7 +157,7 @@ export class NonceReplies<T> {
   /** Every waiting copy, refused (the master stops). */
   abandon(): Answered<T>[] {
     const out: Answered<T>[] = [];
-    for (const list of this.waiters.values()) for (const w of list) out.push({ who: w.who, reply: undefined, why: "unknown" });
+    for (const [nonce, list] of this.waiters) for (const w of list) out.push({ who: w.who, reply: undefined, why: "unknown", key: nonce + w.tag });
     this.waiters.clear();
     this.waiting = 0;
     return out;
@@ -166,7 +169,7 @@ export class NonceReplies<T> {
     if (!list) return [];
     this.waiters.delete(nonce);
     this.waiting -= list.length;
-    return list.map((w) => (w.tag === tag ? { who: w.who, reply, why: "same" as const } : { who: w.who, reply: undefined, why: "other" as const }));
+    return list.map((w) => ({ who: w.who, reply: w.tag === tag ? reply : undefined, why: w.tag === tag ? ("same" as const) : ("other" as const), key: nonce + w.tag }));
   }
 
   private expire(nowMs: number): void {

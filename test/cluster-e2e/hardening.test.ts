@@ -66,19 +66,24 @@ test("cluster hardening: no forged return stored, no captured frame replayed, a 
       }
     });
 
-    await t.test("a captured frame accepted by one master is refused by another and by the same one after SIGKILL and a restart", async () => {
+    await t.test("a captured frame accepted by one master: its nonce in other bytes is refused by another and by the same one after SIGKILL and a restart", async () => {
       const [origin, other] = [1, 2];
       const sender = { v3: good, v2: old };
-      const captured = { v3: frame(good, "v3", newNonce()), v2: frame(old, "v2", newNonce()) };
+      const nonces = { v3: newNonce(), v2: newNonce() };
+      const captured = { v3: frame(good, "v3", nonces.v3), v2: frame(old, "v2", nonces.v2) };
+      /** the captured nonce sealed again: other bytes (a genuine copy of the same bytes gets the first's reply: docs/security.md, "A resend") */
+      const resealed = (p: "v3" | "v2") => frame(sender[p], p, nonces[p]);
       for (const p of ["v3", "v2"] as const) assert.equal(await answer(HOSTS[origin]!, captured[p]), "accepted", `${p} on m${origin + 1}`);
       await sleep(300); // the origin forwards the nonces it accepted in the same turn as the reply
-      for (const p of ["v3", "v2"] as const) assert.equal(await answer(HOSTS[other]!, captured[p]), '"bad load"', `${p} replayed to m${other + 1}`);
+      for (const p of ["v3", "v2"] as const) assert.equal(await answer(HOSTS[other]!, resealed(p)), '"bad load"', `${p} nonce replayed to m${other + 1}`);
       assert.match(readFileSync(h.masters[other]!.logFile, "utf8"), /Replayed request refused/);
 
       h.kill(origin, "SIGKILL");
       await h.waitExit(origin);
       await h.startMaster(origin);
+      // nothing remembers the first's reply now (the origin's memory is in its process): the same bytes are refused too
       for (const p of ["v3", "v2"] as const) assert.equal(await answer(HOSTS[origin]!, captured[p]), '"bad load"', `${p} replayed to m${origin + 1} after its restart`);
+      for (const p of ["v3", "v2"] as const) assert.equal(await answer(HOSTS[origin]!, resealed(p)), '"bad load"', `${p} nonce replayed to m${origin + 1} after its restart`);
       assert.match(readFileSync(h.masters[origin]!.logFile, "utf8"), /restored \d+ replay nonces/);
       // normal traffic: a fresh frame of the same minion, with the same keys, is served everywhere
       for (const host of HOSTS) for (const p of ["v3", "v2"] as const) assert.equal(await answer(host, frame(sender[p], p, newNonce())), "accepted", `a fresh ${p} frame on ${host}`);
@@ -111,8 +116,8 @@ test("cluster hardening: no forged return stored, no captured frame replayed, a 
         return all(await h.controlRunner(cli, "jobs.lookup_jid", [jid])) ? true : undefined;
       }, 15_000);
       // a frame the others accept meanwhile: the paused master learns its nonce when it pulls
-      const captured = frame(good, "v3", newNonce());
-      assert.equal(await answer(HOSTS[cli]!, captured), "accepted");
+      const capturedNonce = newNonce();
+      assert.equal(await answer(HOSTS[cli]!, frame(good, "v3", capturedNonce)), "accepted");
       await sleep(Math.max(0, PAUSE_MS - (Date.now() - pausedAt)));
       h.kill(victim, "SIGCONT");
       const resumedAt = Date.now();
@@ -124,7 +129,8 @@ test("cluster hardening: no forged return stored, no captured frame replayed, a 
       const caughtUpMs = Date.now() - resumedAt;
       const listed = await h.saltRun(victim, ["jobs.list_jobs", "--out", "json"]);
       assert.ok(jid in JSON.parse(listed.stdout), `the job's load on ${leader}: ${listed.stdout}`);
-      assert.equal(await answer(HOSTS[victim]!, captured), '"bad load"', "a frame accepted during the pause, replayed to the paused master");
+      // its nonce sealed again (the same bytes would get the reply the master that took them remembers)
+      assert.equal(await answer(HOSTS[victim]!, frame(good, "v3", capturedNonce)), '"bad load"', "a frame accepted during the pause, its nonce replayed to the paused master");
       t.diagnostic(`paused ${PAUSE_MS} ms; caught up ${caughtUpMs} ms after SIGCONT`);
       await h.undrain(victim);
       await h.waitLeader([0, 1, 2], 3);

@@ -1,15 +1,17 @@
 /**
- * A captured minion frame sent to two masters of a cluster at the same instant is accepted by exactly one
- * (issue #13's last hole; the Python master checks no nonce at all, so it accepts every copy everywhere): three
+ * A captured (or resent) minion frame sent to two masters of a cluster at the same instant is acted on by exactly
+ * one (issue #13's last hole; the Python master checks no nonce at all, so it acts on every copy everywhere): three
  * masters behind HAProxy, each with its own `cachedir`, real processes. Each master that does not own the
- * minion on the `cluster` ring asks the one that does before it acts (src/shared/nonce-owner.ts).
+ * minion on the `cluster` ring asks the one that does before it acts (src/shared/nonce-owner.ts); the one told
+ * "seen" answers the copy with the reply the master that acted gave it (src/main-thread/cluster/resend-replies.ts).
  *
  * 1. Frames of a 3007-style (v3) and a 3006.8-style (v2) minion, each sent to two masters at once (every pair,
- *    the owner's and two non-owners'), 20 per protocol: one "accepted", one "bad load"; a third master refuses
- *    it afterwards. Both minions keep answering jobs through the balancer.
+ *    the owner's and two non-owners'), 20 per protocol: both answered with the same reply, the event fired once
+ *    (counted on a master's bus, where every master's events arrive); a third master answers the same bytes
+ *    afterwards and refuses the nonce sealed again. Both minions keep answering jobs through the balancer.
  * 2. (diagnostic) what a frame landing on a non-owner waits: one peer round trip more than on the owner.
  * 3. With the owner cut off (a partition), the next master in the minion's ring order decides for the other two:
- *    still exactly one accepts each frame.
+ *    still each frame acted on once.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -21,6 +23,8 @@ import { hashString } from "../../src/shared/sab-ring/hash.js";
 import { ringSlots } from "../../src/shared/sab-ring/layout.js";
 import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, frameAnswer as answer, minionEventFrame, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { EventClient } from "../../src/lib/client/event-client.js";
+import { loadMasterConfig } from "../../src/shared/config/load.js";
 
 const LB = "127.0.0.74";
 const HOSTS = ["127.0.0.75", "127.0.0.76", "127.0.0.77"];
@@ -28,9 +32,12 @@ const TRIALS = 20;
 const ACCEPTED = "accepted";
 const REFUSED = '"bad load"';
 
-/** A fresh request frame as the minion sends it (and as someone on the path captures it). */
-function frame(m: TestMinion, protocol: "v3" | "v2"): Buffer {
-  return minionEventFrame(m, protocol, newNonce(), `ro/replay/${protocol}`);
+let frames = 0;
+/** A fresh request frame as the minion sends it (and as someone on the path captures it): an event of its own tag. */
+function frame(m: TestMinion, protocol: "v3" | "v2"): { bytes: Buffer; nonce: string; tag: string } {
+  const nonce = newNonce();
+  const tag = `ro/replay/${protocol}/${++frames}`;
+  return { bytes: minionEventFrame(m, protocol, nonce, tag), nonce, tag };
 }
 
 /** The same frame to two masters at the same instant: both answers. */
@@ -39,7 +46,24 @@ async function race(f: Buffer, a: string, b: string): Promise<[string, string]> 
   return [x, y];
 }
 
-test("a captured frame sent to two cluster masters at once is accepted by exactly one", { timeout: 240_000 }, async (t) => {
+/** How often each tag fired, as master `i`'s bus sees it (each master's events reach every bus it can reach once). */
+async function busCounts(h: ClusterHarness, i: number): Promise<{ counts: Map<string, number>; close: () => void }> {
+  const ec = new EventClient(loadMasterConfig(h.masters[i]!.confDir).sock_dir);
+  await ec.connect();
+  const counts = new Map<string, number>();
+  ec.on((e) => counts.set(e.tag, (counts.get(e.tag) ?? 0) + 1));
+  return { counts, close: () => ec.close() };
+}
+
+/** Every tag in `tags` fired exactly once (waiting a moment for the forwarded ones). */
+async function firedOnce(counts: Map<string, number>, tags: string[]): Promise<void> {
+  await until("every frame's event on the bus", async () => (tags.every((t) => counts.has(t)) ? true : undefined), 10_000, 100);
+  await sleep(500); // a second firing would be forwarded within this
+  const wrong = tags.filter((t) => counts.get(t) !== 1).map((t) => `${t}: ${counts.get(t)}`);
+  assert.deepEqual(wrong, [], "each frame acted on exactly once");
+}
+
+test("a captured frame sent to two cluster masters at once is acted on by exactly one, and both answer it", { timeout: 240_000 }, async (t) => {
   const why = await skipReason(LB, HOSTS);
   if (why) {
     t.skip(why);
@@ -59,20 +83,30 @@ test("a captured frame sent to two cluster masters at once is accepted by exactl
       [0, 2],
     ];
 
-    await t.test("every pair of masters, 20 frames per protocol: one accepts, the other refuses, a third refuses afterwards", async () => {
-      for (const p of ["v3", "v2"] as const) {
-        for (let i = 0; i < TRIALS; i++) {
-          const [a, b] = pairs[i % pairs.length]!;
-          const third = 3 - a - b;
-          const f = frame(byProtocol[p], p);
-          const got = await race(f, HOSTS[a]!, HOSTS[b]!);
-          assert.deepEqual([...got].sort(), [ACCEPTED, REFUSED].sort(), `${p} frame ${i} to m${a + 1} and m${b + 1} at once: ${got.join(", ")}`);
-          assert.equal(await answer(HOSTS[third]!, f), REFUSED, `${p} frame ${i} replayed to m${third + 1} afterwards`);
+    await t.test("every pair of masters, 20 frames per protocol: both answered, one acts; a third answers the same bytes and refuses the nonce sealed again", async () => {
+      const bus = await busCounts(h, 0);
+      const tags: string[] = [];
+      try {
+        for (const p of ["v3", "v2"] as const) {
+          for (let i = 0; i < TRIALS; i++) {
+            const [a, b] = pairs[i % pairs.length]!;
+            const third = 3 - a - b;
+            const f = frame(byProtocol[p], p);
+            tags.push(f.tag);
+            const got = await race(f.bytes, HOSTS[a]!, HOSTS[b]!);
+            assert.deepEqual(got, [ACCEPTED, ACCEPTED], `${p} frame ${i} to m${a + 1} and m${b + 1} at once: ${got.join(", ")}`);
+            assert.equal(await answer(HOSTS[third]!, f.bytes), ACCEPTED, `${p} frame ${i} sent again to m${third + 1} afterwards`);
+            const resealed = minionEventFrame(byProtocol[p], p, f.nonce, f.tag);
+            assert.equal(await answer(HOSTS[third]!, resealed), REFUSED, `${p} frame ${i}'s nonce sealed again, to m${third + 1}`);
+          }
         }
+        await firedOnce(bus.counts, tags);
+      } finally {
+        bus.close();
       }
       // a non-owner that lost a race was told by the owner (two non-owners race in one pair of every three)
       const told = h.masters.some((m) => /reused nonce [0-9a-f]{32} \(seen by the master that decides for ro-v/.test(readFileSync(m.logFile, "utf8")));
-      assert.ok(told, "some master refused a frame on its decider's word");
+      assert.ok(told, "some master took a frame for a copy on its decider's word");
       for (const m of h.masters) assert.doesNotMatch(readFileSync(m.logFile, "utf8"), /did not decide|undecided/, `${m.id} always had an answer`);
       // both minions keep working through the balancer (returns land on owners and non-owners alike)
       const r = await h.salt(0, ["-L", minions.map((m) => m.id).join(","), "test.ping", "--out", "json", "-t", "20"]);
@@ -91,7 +125,7 @@ test("a captured frame sent to two cluster masters at once is accepted by exactl
         for (let k = 0; k < 15; k++) {
           const f = frame(byProtocol.v3, "v3");
           const t0 = performance.now();
-          assert.equal(await answer(host, f), ACCEPTED);
+          assert.equal(await answer(host, f.bytes), ACCEPTED);
           ms.push(performance.now() - t0);
         }
         ms.sort((x, y) => x - y);
@@ -100,18 +134,24 @@ test("a captured frame sent to two cluster masters at once is accepted by exactl
       t.diagnostic(`one v3 request, connect to reply, load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}: ${medians.join(", ")}`);
     });
 
-    await t.test("the owner cut off: the next master in the minion's ring order decides, still exactly one accepts", async () => {
+    await t.test("the owner cut off: the next master in the minion's ring order decides, still each frame acted on once", async () => {
       const cut = h.masters.findIndex((m) => m.id === owner);
       const [a, b] = [0, 1, 2].filter((i) => i !== cut) as [number, number];
       h.partition(cut);
       await sleep(1_000); // the chaos file is polled every 200 ms
+      const bus = await busCounts(h, a); // (the owner's bus is cut off from the others' events)
+      const tags: string[] = [];
       try {
         for (let i = 0; i < 10; i++) {
-          const got = await race(frame(byProtocol.v3, "v3"), HOSTS[a]!, HOSTS[b]!);
-          assert.deepEqual([...got].sort(), [ACCEPTED, REFUSED].sort(), `frame ${i} to m${a + 1} and m${b + 1} with ${owner} cut off: ${got.join(", ")}`);
+          const f = frame(byProtocol.v3, "v3");
+          tags.push(f.tag);
+          const got = await race(f.bytes, HOSTS[a]!, HOSTS[b]!);
+          assert.deepEqual(got, [ACCEPTED, ACCEPTED], `frame ${i} to m${a + 1} and m${b + 1} with ${owner} cut off: ${got.join(", ")}`);
         }
+        await firedOnce(bus.counts, tags);
       } finally {
         h.heal();
+        bus.close();
       }
       await until("the cluster to heal", async () => ((await h.waitLeader([0, 1, 2], 3).catch(() => undefined)) ? true : undefined), 60_000, 1_000);
     });

@@ -50,11 +50,11 @@ test("a copy whose first is in no batch that was in flight when it came is refus
   const m = new NonceReplies<string>();
   m.wait(key(1), "late", 7);
   assert.deepEqual(m.settleUnknown(7), [], "batch 7 still open");
-  assert.deepEqual(m.settleUnknown(8), [{ who: "late", reply: undefined, why: "unknown" }], "every batch up to 7 done");
+  assert.deepEqual(m.settleUnknown(8), [{ who: "late", reply: undefined, why: "unknown", key: key(1) }], "every batch up to 7 done");
   m.wait(key(2), "idle", 9);
-  assert.deepEqual(m.settleUnknown(undefined), [{ who: "idle", reply: undefined, why: "unknown" }], "no batch open");
+  assert.deepEqual(m.settleUnknown(undefined), [{ who: "idle", reply: undefined, why: "unknown", key: key(2) }], "no batch open");
   m.wait(key(3), "stopping", 9);
-  assert.deepEqual(m.abandon(), [{ who: "stopping", reply: undefined, why: "unknown" }]);
+  assert.deepEqual(m.abandon(), [{ who: "stopping", reply: undefined, why: "unknown", key: key(3) }]);
   assert.equal(m.waitingCopies, 0);
 });
 

@@ -13,7 +13,9 @@
  *
  * Running, it answers matching publishes with `_return`, signs in again when a publish does not decrypt
  * (AES rotation, after a random delay up to `random_reauth_delay`) or when a request gets "bad load"
- * (then resends once), and sends `salt/minion/<id>/start` again when its SUB connection comes back.
+ * (then resends once), and sends `salt/minion/<id>/start` again when its SUB connection comes back. A request that
+ * times out is tried again as Salt's request channel does (req-channel.ts): packaged anew with a new nonce, except
+ * `_pillar`, whose tries send the same bytes.
  *
  * Every wait uses one coarse timer shared by all minions of the process.
  */

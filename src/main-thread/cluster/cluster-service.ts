@@ -34,6 +34,7 @@ import { CacheSyncService } from "./sync-service.js";
 import { FilteredChannel } from "./chaos-filter.js";
 import { ClusterForwarder } from "./forwarding.js";
 import { NonceOwnerService } from "./nonce-owner.js";
+import { ResendReplies } from "./resend-replies.js";
 import { nonceOwnerChannelName } from "../../shared/nonce-owner.js";
 import { readOption } from "../../shared/config/options.js";
 import path from "node:path";
@@ -93,6 +94,8 @@ export interface ClusterHooks {
   nonceDecide?(packed: Uint8Array): Uint8Array;
   /** this master's replay nonce set, for bulk syncs (served to peers, filled from them) */
   nonceSab?: SharedArrayBuffer;
+  /** the reply this master gave a request (its nonce and tag), for a peer holding a copy of it (resend-replies.ts) */
+  recallReply?(key: string): Promise<Uint8Array | undefined>;
   /**
    * Called when this master, having joined as a learner, is about to ask for promotion to voter; `via` is the
    * member it joined through. The state-sync of keys and roots (issue 15) waits here; the promotion is asked
@@ -122,6 +125,7 @@ export class ClusterService {
   readonly health = new HealthWriter(createHealthBuffer());
   private forwarder: ClusterForwarder | undefined;
   private nonceOwner: NonceOwnerService | undefined;
+  private resendReplies: ResendReplies | undefined;
   private mirror: MirrorThread | undefined;
   private sync: CacheSyncService | undefined;
   private stateSync: StateSyncLink | undefined;
@@ -205,6 +209,7 @@ export class ClusterService {
       const ring = new RingReader(this.node.ringBuffer);
       this.nonceOwner = new NonceOwnerService(this.nodeId, this.view, decide, waitMs, nonceOwnerChannelName(path.resolve(this.cfg.sock_dir), this.cfg.ret_port), (id) => ring.replicas(id, ringOrderMax));
     }
+    if (this.hooks.recallReply) this.resendReplies = new ResendReplies(this.view, this.hooks.recallReply.bind(this.hooks));
     this.sync = new CacheSyncService(this.view, this.mirror, this.hooks.presentIds?.bind(this.hooks), this.cfg.job_cache !== false);
     this.view.on(AES_CHANNEL, (m) => this.onAes(m.from, m.payload));
     this.view.on(HELLO_CHANNEL, (m) => this.onHello(m.from, m.payload));
@@ -498,6 +503,11 @@ export class ClusterService {
     }
   }
 
+  /** The reply another master gave a request this master holds a copy of (resend-replies.ts), or undefined. */
+  askReply(key: string): Promise<Uint8Array | undefined> {
+    return this.resendReplies ? this.resendReplies.ask(key) : Promise.resolve(undefined);
+  }
+
   /** Call with what this master's request workers produced (after the local bus and publisher have it). */
   forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[], nonces?: Uint8Array): void {
     this.forwarder?.forward(events, publishes, verified, nonces);
@@ -645,6 +655,7 @@ export class ClusterService {
     if (this.chaosTimer) clearInterval(this.chaosTimer);
     this.forwarder?.close();
     this.nonceOwner?.close();
+    this.resendReplies?.close();
     this.sync?.close();
     this.stateSync?.close();
     await this.transport.close().catch(() => undefined);

@@ -50,23 +50,21 @@ export function lastCmdSlot(): number {
   return cmdSlot;
 }
 /**
- * What the request handleRequest last took is for the main thread's reply memory (src/shared/nonce-replies.ts):
- * -1 nothing; MEMO_FRESH an accepted nonce (its reply is remembered under `memoKey`); MEMO_COPY a nonce seen
- * already (the reply is the main thread's: the remembered one, or a refusal). Set before the request first waits.
+ * What the request handleRequest last took is for the main thread's reply memory (src/shared/nonce-replies.ts),
+ * set before the request first waits: undefined for a request without a nonce; else MEMO_FRESH (an accepted nonce:
+ * its reply is remembered under `key`) or MEMO_COPY (a nonce seen already, here or by its decider: the reply is the
+ * main thread's, a remembered one or a refusal). A request that waits for its decider may turn from the one into
+ * the other before its reply is ready; the worker reads the kind then.
  */
-let memoKind = -1;
-let memoKey = "";
-let memoWhat = "";
-export function lastMemoKind(): number {
-  return memoKind;
+export interface Memo {
+  kind: number;
+  key: string;
+  /** a copy's command and minion, for the main thread's log line */
+  what: string;
 }
-/** its nonce and tag (nonce-replies.ts), when lastMemoKind() is not -1 */
-export function lastMemoKey(): string {
-  return memoKey;
-}
-/** a copy's command and minion, for the main thread's log line */
-export function lastMemoWhat(): string {
-  return memoWhat;
+let memo: Memo | undefined;
+export function lastMemo(): Memo | undefined {
+  return memo;
 }
 /** Whether the request handleRequest last took was answered without waiting (its promise is already settled). */
 let answeredAtOnce = true;
@@ -153,7 +151,7 @@ const largeFrameLimits = { ...wireLimits, elementsMax: largeClearElementsMax };
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
 function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
   cmdSlot = CMD_NONE;
-  memoKind = -1;
+  memo = undefined;
   if (frame.length > frameBytesMax) {
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
@@ -289,15 +287,13 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   const handler = typeof cmd === "string" && !cmd.startsWith("__") ? AES_FUNCS.get(cmd) : undefined;
   if (nonce !== undefined) {
     // the request as the reply memory knows it: its nonce and its sealed load's HMAC tag (verified by the decryption)
-    memoKey = nonce + cipher!.toString("hex", cipher!.length - 32, cipher!.length - 32 + resendTagBytes);
+    const m: Memo = (memo = { kind: MEMO_FRESH, key: nonce + cipher!.toString("hex", cipher!.length - 32, cipher!.length - 32 + resendTagBytes), what: "" });
     if (!ctx.nonces.checkAndInsert(nonce)) {
       // a copy: the main thread answers it with the first's reply, or refuses it as a replay (nonce-replies.ts)
-      memoKind = MEMO_COPY;
-      memoWhat = `${short(cmd)} from ${id}`;
+      m.kind = MEMO_COPY;
+      m.what = `${short(cmd)} from ${id}`;
       return BAD_LOAD;
     }
-    memoKind = MEMO_FRESH;
-    memoWhat = "";
     // clustered, a minion another master owns: its decider's word first (nonce-owner-client.ts), unless a
     // second copy of this command would change nothing (a read) or there is no handler to act on it
     const verdict = handler && commandNeedsDecider(cmd) ? ctx.nonceOwner?.ask(id, nonce) : undefined;
@@ -305,7 +301,10 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
       const held = spans && snapshotSpans(spans); // the thread's spans belong to the next request once this one waits
       return verdict.then((v) => {
         if (frameAction(v) === "refuse") {
-          log.warning(`Replayed request refused: ${short(cmd)} from ${id} reused nonce ${nonce} (seen by the master that decides for ${id})`);
+          // a copy of a request another master accepted: answered with that master's reply, or refused (req-pool.ts)
+          log.warning(`A copy, not acted on: ${short(cmd)} from ${id} reused nonce ${nonce} (seen by the master that decides for ${id})`);
+          m.kind = MEMO_COPY;
+          m.what = `${short(cmd)} from ${id}`;
           return BAD_LOAD;
         }
         fx.nonces.push(nonce);

@@ -12,7 +12,7 @@ import type { MasterConfig } from "../../shared/config/defaults.js";
 import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
-import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemoKey, lastMemoKind, lastMemoWhat } from "./request.js";
+import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemo, type Memo } from "./request.js";
 import { installSubsystems } from "./subsystems.js";
 import type { BatchPart, BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
 import { BatchReplies } from "./batch-replies.js";
@@ -76,23 +76,21 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   let hold: NodeJS.Timeout | undefined;
   /** the next message's number once the batch goes in parts (parts and results: the main thread applies them in this order) */
   let seq = 0;
-  /** per frame, what the reply memory does with its reply (request.ts lastMemoKind: -1 nothing), its key and what it was */
-  const memoKinds = new Int8Array(n).fill(-1);
-  let memoKeys: string[] | undefined;
-  let memoWhat: string[] | undefined;
+  /** per frame, what the reply memory does with its reply (request.ts lastMemo; its kind read once the reply is ready) */
+  let memos: (Memo | undefined)[] | undefined;
   /** the memo of the replies of frames `indices` (null: the whole batch, in order); {} when none of them has one */
   const memoOf = (indices: number[] | null): { memo?: ReplyMemo } => {
-    if (!memoKeys) return {};
+    if (!memos) return {};
     let m: ReplyMemo | undefined;
     const count = indices ? indices.length : n;
     for (let j = 0; j < count; j++) {
-      const i = indices ? indices[j]! : j;
-      if (memoKinds[i]! < 0) continue;
+      const x = memos[indices ? indices[j]! : j];
+      if (!x) continue;
       m ??= { at: [], kinds: [], keys: [], what: [] };
       m.at.push(j);
-      m.kinds.push(memoKinds[i]!);
-      m.keys.push(memoKeys[i]!);
-      m.what.push(memoWhat![i] ?? "");
+      m.kinds.push(x.kind);
+      m.keys.push(x.key);
+      m.what.push(x.what);
     }
     return m ? { memo: m } : {};
   };
@@ -132,12 +130,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     const p = handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined);
     mark = performance.now();
     cmds[i] = lastCmdSlot();
-    const memo = lastMemoKind();
-    if (memo >= 0) {
-      memoKinds[i] = memo;
-      (memoKeys ??= [])[i] = lastMemoKey();
-      (memoWhat ??= [])[i] = lastMemoWhat();
-    }
+    const memo = lastMemo();
+    if (memo) (memos ??= [])[i] = memo;
     if (lastAnsweredAtOnce()) {
       ctx.metrics.request(cmds[i]!, ((mark - starts[i]!) * 1000) | 0);
       void p.then((r) => settle(i, r));
