@@ -25,14 +25,19 @@ import type { RunnerClusterLink } from "./cluster/cluster-node.js";
 import type { MetricsBoard } from "../shared/metrics/board.js";
 
 import { CONTROL_SOCKET } from "../shared/socket-names.js";
-import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
+import { endThread, spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.control");
+
+/** Ends a runner thread: its zeromq sockets closed first (`stop` → `stopped`, src/runners/messages.ts), never a bare terminate. */
+const endRunner = (w: Worker): Promise<void> => endThread(w, "runner", { k: "stop" } satisfies MainToRunner, "stopped", runnerSocketsCloseWaitMs);
 
 /** Runner threads at once; more calls are refused with a clear error. */
 export const runnerThreadsMax = 16;
 /** How long a stopping master waits for runner threads to finish before ending them, ms. */
 export const runnerStopWaitMs = 5_000;
+/** How long a runner thread asked to end has to close its zeromq sockets before it is ended anyway, ms (endRunner). */
+const runnerSocketsCloseWaitMs = 2_000;
 const RUNNER_THREAD = new URL("../runners/runner-thread.js", import.meta.url);
 
 /** Tags salt-key may ask the master to fire. */
@@ -267,11 +272,11 @@ export class ControlServer {
         fireReturned();
         // the thread waits for the next such call (runner-thread.ts runs the same keptWarm test); one kept at most
         if (keptWarm(call.fun) && !this.warm && !this.stopping) this.keepWarm(w, detach);
-        else void w.terminate();
+        else void endRunner(w);
         return;
       }
       failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
-      void w.terminate();
+      void endRunner(w);
     };
     // policy: the call's client gets the error (the kit has logged it); the thread is gone
     const onError = (e: Error) => {
@@ -291,7 +296,7 @@ export class ControlServer {
     return {
       // a caller that leaves once answered leaves the job record to finish
       abandon: () => {
-        if (!done && !answered) void w.terminate();
+        if (!done && !answered) void endRunner(w);
       },
     };
   }
@@ -361,13 +366,14 @@ export class ControlServer {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    void this.spare?.terminate();
+    // the spare and the warm thread are between calls: no request socket open, so terminate() is safe, and
+    // awaited: a spare still loading would otherwise open the job cache after the master stopped
+    const idle = [this.spare, this.takeWarm()].filter((w): w is Worker => w !== undefined).map((w) => w.terminate());
     this.spare = undefined;
-    void this.takeWarm()?.terminate();
     // runner threads still going (a scheduled or API runner) would write the job cache after the master stopped
     const exits = [...this.threads].map((w) => new Promise<void>((r) => w.once("exit", () => r())));
-    const t = setTimeout(() => this.threads.forEach((w) => void w.terminate()), runnerStopWaitMs);
-    await Promise.all(exits);
+    const t = setTimeout(() => this.threads.forEach((w) => void endRunner(w)), runnerStopWaitMs);
+    await Promise.all([...exits, ...idle]);
     clearTimeout(t);
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     rmSync(this.path, { force: true });

@@ -32,7 +32,8 @@ export interface RunnerInit {
  * the master to fire an event; only `salt/run/<the runner's jid>/args` is fired (orchestration's progress).
  */
 /** `loaded`: a spare thread has loaded and warmed up and waits for its call (before any call only; the control server notes it). */
-export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | { k: "loaded" } | RunnerSync;
+/** `stopped`: the answer to `stop`, its zeromq sockets closed (the host may end the thread now). */
+export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | { k: "loaded" } | { k: "stopped" } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {
@@ -42,7 +43,11 @@ export interface RunnerSync {
 
 /** main → runner: every bus event while the runner runs (a bus frame, as the automation thread gets them) */
 /** A bus event for the runner; or, to a spare thread (started before its call), the call itself, first. */
-export type MainToRunner = { k: "ev"; frame: Uint8Array } | { k: "init"; init: RunnerInit };
+/**
+ * `stop`: the host is about to end the thread (its call abandoned or failed, the master stopping): it closes its
+ * zeromq sockets and answers `stopped` (a thread ended while one waits for a reply aborts the process).
+ */
+export type MainToRunner = { k: "ev"; frame: Uint8Array } | { k: "init"; init: RunnerInit } | { k: "stop" };
 
 /**
  * A spare runner thread's workerData: it loads its modules, opens the job cache and loads the jobs.* runners (the

@@ -8,7 +8,7 @@ import { JobCache } from "../lib/store/job-cache.js";
 import { MinionCache } from "../lib/store/minion-cache.js";
 import { dataTypeOf } from "../shared/minion-placement.js";
 import { keyStoreFor } from "../lib/pki/key-store.js";
-import { LocalClient } from "../lib/client/local-client.js";
+import { LocalClient, closeClientSockets } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
 import { keptWarm, type MainToRunner, type RunnerInit, type RunnerToMain, type SpareRunnerData } from "./messages.js";
@@ -69,6 +69,11 @@ const post = (m: RunnerToMain) => parentPort!.postMessage(m);
 const queue: BusEvent[] = [];
 let wake: (() => void) | undefined;
 parentPort!.on("message", (m: MainToRunner) => {
+  if (m.k === "stop") {
+    // the host ends this thread next: no zeromq socket may be open then (messages.ts)
+    closeClientSockets();
+    return post({ k: "stopped" });
+  }
   if (m.k !== "ev") return;
   // an event this thread cannot read is skipped, never the end of the runner (state.event reads every tag)
   const ev = busEventOf(m.frame);

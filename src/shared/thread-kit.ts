@@ -64,3 +64,39 @@ export function threadLogSettings(): { level: string; file: string | null; fileL
   const lc = loggingConfig();
   return { level: lc.level, file: lc.file ?? null, fileLevel: lc.fileLevel ?? null };
 }
+
+/**
+ * Ends a thread that may hold zeromq.js sockets: posts `ask` (the thread closes its sockets and answers with a
+ * message `{k: answer}`), then terminates it once it answered, or after `waitMs` (logged). A thread ended while
+ * one of its sockets waits for a reply aborts the whole process ("terminate called after throwing an instance
+ * of 'Napi::Error'", zeromq.js#411), so no host ends such a thread with a bare terminate(). Resolves once the
+ * thread has exited.
+ */
+export function endThread(w: Worker, name: string, ask: { k: string }, answer: string, waitMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (w.threadId < 0) return resolve(); // it has exited already
+    let asked = true;
+    const end = () => {
+      if (!asked) return;
+      asked = false;
+      clearTimeout(timer);
+      w.off("message", onMessage);
+      void w.terminate();
+    };
+    const onMessage = (m: unknown) => {
+      if ((m as { k?: unknown } | null)?.k === answer) end();
+    };
+    const timer = setTimeout(() => {
+      log.warning(`${name} thread did not close its sockets within ${waitMs} ms: ending it anyway`);
+      end();
+    }, waitMs);
+    w.on("message", onMessage);
+    w.once("exit", () => {
+      asked = false;
+      clearTimeout(timer);
+      w.off("message", onMessage);
+      resolve();
+    });
+    w.postMessage(ask);
+  });
+}

@@ -17,6 +17,7 @@ import { EventClient } from "./event-client.js";
 import { controlCall } from "./control-client.js";
 import { jobReturns } from "./job-returns.js";
 import { getLogger } from "../../shared/log.js";
+import { BrineError } from "../../shared/errors.js";
 
 const log = getLogger("brine.client");
 
@@ -50,6 +51,41 @@ export type JobReturn = { id: string; data: Record<string, unknown> } | { id: st
  */
 const zmq = (): Promise<typeof import("zeromq")> => import("zeromq");
 
+/**
+ * The request sockets this thread's clients have open (one per request in flight), so that a thread about to be
+ * ended can close them first (closeClientSockets): a thread ended while a zeromq.js socket waits for a reply
+ * aborts the whole process ("terminate called after throwing an instance of 'Napi::Error'", zeromq.js#411).
+ */
+const openSockets = new Set<{ close(): void }>();
+/** set by closeClientSockets: the thread is being ended, and opens no socket again */
+let socketsClosed = false;
+
+/** A request socket to the master, counted in openSockets until closeSocket(). */
+async function openRequest(timeoutMs: number): Promise<import("zeromq").Request> {
+  if (socketsClosed) throw new BrineError("THREAD_GONE", "this thread is stopping and sends no more requests to the master");
+  const { Request } = await zmq();
+  const sock = new Request({ receiveTimeout: timeoutMs, sendTimeout: timeoutMs, linger: 0 });
+  openSockets.add(sock);
+  return sock;
+}
+
+function closeSocket(sock: { close(): void }): void {
+  openSockets.delete(sock);
+  sock.close();
+}
+
+/**
+ * Closes every request socket this thread's clients have open (their requests fail) and refuses new ones:
+ * the last step of a thread before its host ends it (src/runners/runner-thread.ts on `stop`). The count closed.
+ */
+export function closeClientSockets(): number {
+  socketsClosed = true;
+  const n = openSockets.size;
+  for (const sock of openSockets) sock.close();
+  openSockets.clear();
+  return n;
+}
+
 /** Request attempts for a publish, as Salt's CLI makes (each waits `timeout`). */
 export const publishTries = 3;
 
@@ -79,15 +115,14 @@ export class LocalClient {
 
   /** One clear request to the master's request port (mk_token, get_token, ...), its decoded reply. */
   async clearRequest(load: Record<string, unknown>, timeoutS = this.cfg.timeout): Promise<unknown> {
-    const { Request } = await zmq();
-    const sock = new Request({ receiveTimeout: timeoutS * 1000, sendTimeout: timeoutS * 1000, linger: 0 });
+    const sock = await openRequest(timeoutS * 1000);
     try {
       sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
       await sock.send(encodeWire({ enc: "clear", load, version: 3 }));
       const [reply] = await sock.receive();
       return decodeWire(reply!);
     } finally {
-      sock.close();
+      closeSocket(sock);
     }
   }
 
@@ -137,8 +172,7 @@ export class LocalClient {
     const timeoutMs = (o.timeoutS ?? this.cfg.timeout) * 1000;
     let lastErr: Error | undefined;
     for (let i = 0; i < publishTries; i++) {
-      const { Request } = await zmq();
-      const sock = new Request({ receiveTimeout: timeoutMs, sendTimeout: timeoutMs, linger: 0 });
+      const sock = await openRequest(timeoutMs);
       try {
         sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
         await sock.send(body);
@@ -150,8 +184,9 @@ export class LocalClient {
         return { error: isMap(v) ? v : String(v) };
       } catch (e) {
         lastErr = e as Error;
+        if (socketsClosed) break; // the thread is stopping: no further attempt
       } finally {
-        sock.close();
+        closeSocket(sock);
       }
     }
     throw new Error(`Salt request timed out. The master is not responding (${lastErr?.message ?? "timeout"})`);

@@ -1,0 +1,53 @@
+/**
+ * The stress driver for ending a runner thread in the middle of a request to the master (run as a child
+ * process: an abort ends it, not the test). Each round starts the real runner thread (src/runners/runner-thread.ts)
+ * on a custom runner that sends a clear request to a ROUTER that never answers, waits until the request is out,
+ * and ends the thread as its host would:
+ *   end:       endThread (src/shared/thread-kit.ts): `stop`, the thread closes its sockets, `stopped`, terminate
+ *   terminate: a bare worker.terminate() (what the control server did before)
+ *   node runner-exit-stress.js <end|terminate> <rounds>
+ * Prints "rounds N" when every round ended.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Worker } from "node:worker_threads";
+import * as zmq from "zeromq";
+import { masterDefaults } from "../../src/shared/config/defaults.js";
+import { endThread } from "../../src/shared/thread-kit.js";
+import type { RunnerInit } from "../../src/runners/messages.js";
+import { freePort } from "../../tools/free-port.js";
+
+const mode = process.argv[2];
+const rounds = Number(process.argv[3] ?? 10);
+const root = mkdtempSync(path.join(os.tmpdir(), "brine-runner-exit-"));
+const port = await freePort();
+const silent = new zmq.Router({ linger: 0 });
+await silent.bind(`tcp://127.0.0.1:${port}`);
+// it reads what comes and answers nothing: every request waits for its reply
+void (async () => {
+  for await (const _ of silent) void _;
+})().catch(() => undefined);
+const cfg = { ...masterDefaults(), root_dir: root, cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), pki_dir: path.join(root, "pki"), interface: "127.0.0.1", ret_port: port };
+mkdirSync(path.join(cfg.cachedir, "extmods", "runners"), { recursive: true });
+writeFileSync(path.join(cfg.cachedir, "extmods", "runners", "hang.mjs"), `export async function ask(ctx) {\n  ctx.print("asking");\n  return ctx.client.clearRequest({ cmd: "nothing" }, 60);\n}\n`);
+try {
+  for (let i = 0; i < rounds; i++) {
+    const init: RunnerInit = { cfg, fun: "hang.ask", arg: [], kwarg: {}, log: { level: "quiet", file: null, fileLevel: null } };
+    const w = new Worker(new URL("../../src/runners/runner-thread.js", import.meta.url), { workerData: init });
+    await new Promise<void>((resolve, reject) => {
+      w.on("message", (m: { k?: string }) => m?.k === "print" && resolve());
+      w.once("error", reject);
+      w.once("exit", (code) => reject(new Error(`the runner thread exited (code ${code}) before its request`)));
+    });
+    // the request is out and its reply awaited (the print comes just before the send)
+    await new Promise((r) => setTimeout(r, 30));
+    w.removeAllListeners("exit");
+    if (mode === "terminate") await w.terminate();
+    else await endThread(w, "runner", { k: "stop" }, "stopped", 2000);
+  }
+  process.stdout.write(`rounds ${rounds}\n`);
+} finally {
+  silent.close();
+  rmSync(root, { recursive: true, force: true });
+}

@@ -1,0 +1,36 @@
+/**
+ * A runner thread ended while its request to the master waits for the reply (its caller left, its call failed,
+ * the master stops) does not take the master down: the control server ends runner threads with endThread
+ * (src/shared/thread-kit.ts): `stop`, the thread closes its zeromq sockets (closeClientSockets), `stopped`,
+ * then terminate. A bare terminate() there aborts the whole process ("terminate called after throwing an
+ * instance of 'Napi::Error'", zeromq.js#411): the second test shows the hazard is real on this build, so the
+ * first one can fail. Both run the real runner thread in a child process (runner-exit-stress.ts).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+
+function stress(mode: "end" | "terminate", rounds: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [new URL("./runner-exit-stress.js", import.meta.url).pathname, mode, String(rounds)], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (err += d));
+    p.on("close", (code, signal) => resolve({ code, signal, out, err }));
+  });
+}
+
+test("runner threads ended mid-request by endThread, 10 times over, never abort the process", { timeout: 180_000 }, async () => {
+  const r = await stress("end", 10);
+  assert.ok(!r.err.includes("Napi::Error"), r.err);
+  assert.equal(r.signal, null, `the stress process ended by ${r.signal}: ${r.err}`);
+  assert.equal(r.code, 0, r.err);
+  assert.equal(r.out.trim(), "rounds 10");
+});
+
+test("the same thread ended by a bare terminate() mid-request aborts the process (why endThread exists)", { timeout: 180_000 }, async () => {
+  const r = await stress("terminate", 5);
+  assert.equal(r.signal, "SIGABRT", `code ${r.code}: ${r.out}${r.err}`);
+  assert.ok(r.err.includes("Napi::Error"), r.err);
+});
