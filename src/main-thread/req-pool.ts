@@ -401,8 +401,23 @@ export class RequestLanes<T> {
   /** Threads of each lane (`worker_threads` split between them: laneThreads). */
   readonly threads: Record<Lane, number>;
 
+  /**
+   * The maintenance tasks in the workers (cleanup, presence): drain() waits for them as for batches, since
+   * destroy() ends the workers, and a worker ended inside an LMDB call (a cleanup's prune iterating the job
+   * cache) aborts the whole process (lmdb's "FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw").
+   */
+  private readonly tasks = new Set<Promise<unknown>>();
+
+  private task<T>(run: Promise<unknown>): Promise<T> {
+    const p = run as Promise<T>;
+    this.tasks.add(p);
+    const done = () => void this.tasks.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
   async cleanup(nowMs: number): Promise<number> {
-    const r = (await this.lanes.req.pool.run({ kind: "cleanup", nowMs })) as CleanupResult;
+    const r = await this.task<CleanupResult>(this.lanes.req.pool.run({ kind: "cleanup", nowMs }));
     return r.removed;
   }
 
@@ -431,15 +446,15 @@ export class RequestLanes<T> {
 
   /** Accepted minions with an established publish connection (a request worker reads the data cache). */
   async presentIds(): Promise<string[]> {
-    const r = (await this.lanes.req.pool.run({ kind: "presence" })) as PresenceResult;
+    const r = await this.task<PresenceResult>(this.lanes.req.pool.run({ kind: "presence" }));
     return r.present;
   }
 
-  /** Resolves when both lanes are idle, or at the deadline (a stopping master answers the rest at destroy). */
+  /** Resolves when both lanes are idle and no maintenance task runs, or at the deadline (a stopping master answers the rest at destroy). */
   async drain(deadlineMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadlineMs - Date.now()))));
-    await Promise.race([Promise.all([this.lanes.clear.whenIdle(), this.lanes.req.whenIdle()]), deadline]);
+    await Promise.race([Promise.all([this.lanes.clear.whenIdle(), this.lanes.req.whenIdle(), Promise.allSettled([...this.tasks])]), deadline]);
     clearTimeout(timer);
   }
 
