@@ -16,7 +16,8 @@
  * each family is registered as an object prom-client's Registry formats like its own (get() → values).
  */
 import http from "node:http";
-import { Registry, collectDefaultMetrics, type Metric } from "prom-client";
+// prom-client (and the OpenTelemetry API it loads) only when the endpoint is on: start() imports it
+import type { Registry, Metric } from "prom-client";
 import { BrineError } from "../shared/errors.js";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
@@ -141,6 +142,7 @@ export class MetricsHost {
     this.timer = setInterval(() => this.sample(), mainSampleEveryMs);
     this.timer.unref();
     if (!this.options) return;
+    const { Registry, collectDefaultMetrics } = await import("prom-client");
     const reg = new Registry();
     collectDefaultMetrics({ register: reg });
     this.registry = reg;

@@ -19,7 +19,6 @@
  * Every comparison is of whole hash strings through safeEqual (constant time).
  */
 import { createHash } from "node:crypto";
-import bcrypt from "bcryptjs";
 import { safeEqual } from "./common.js";
 
 const ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -120,7 +119,7 @@ const SHA_CRYPT = /^\$([56])\$(?:rounds=(\d{1,10})\$)?([^$]{0,16})\$([./0-9A-Za-
 /** how to check a password against one stored htpasswd hash (parsed once, when the file is read) */
 export function htpasswdScheme(stored: string): HashCheck {
   if (/^\$2[aby]\$\d\d\$[./0-9A-Za-z]{53}$/.test(stored)) {
-    return { scheme: "bcrypt", supported: true, verify: (pw) => bcrypt.compare(pw, stored) };
+    return { scheme: "bcrypt", supported: true, verify: async (pw) => (await import("bcryptjs")).default.compare(pw, stored) };
   }
   const md5 = /^(\$apr1\$|\$1\$)([^$]{0,8})\$[./0-9A-Za-z]{22}$/.exec(stored);
   if (md5) {

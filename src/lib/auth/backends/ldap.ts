@@ -43,11 +43,16 @@
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { rootCertificates, type ConnectionOptions } from "node:tls";
-import { Client, InvalidCredentialsError, NoSuchObjectError, type Entry } from "ldapts";
+import type { Client, Entry } from "ldapts";
 import type { MasterConfig } from "../../../shared/config/defaults.js";
 import { BrineError } from "../../../shared/errors.js";
 import { getLogger, type Logger } from "../../../shared/log.js";
 import type { EauthBackend, EauthCredentials } from "../backend.js";
+
+/** ldapts, loaded at the first connection: a master without LDAP eauth never compiles it (every request thread would) */
+let ldapts: typeof import("ldapts") | undefined;
+/** Whether `e` is ldapts' error class `name` (only an LDAP call, after ldapts loaded, throws one). */
+const ldapError = (e: unknown, name: "InvalidCredentialsError" | "NoSuchObjectError"): boolean => ldapts !== undefined && e instanceof ldapts[name];
 import { checkCredentials, checkUsername, OptionReader, shown } from "./common.js";
 
 /** most entries a search may return (a group list, not the directory) */
@@ -203,7 +208,7 @@ export class LdapEauthBackend implements EauthBackend {
     const tlsOptions: ConnectionOptions = { rejectUnauthorized: !this.opts.noVerify, ...(this.opts.ca ? { ca: [...rootCertificates, this.opts.ca] } : {}) };
     // ldapts speaks TLS from the first byte whenever tlsOptions is given: only for ldaps://
     const ldaps = this.opts.url.toLowerCase().startsWith("ldaps://");
-    const client = new Client({ url: this.opts.url, timeout: this.opts.timeoutMs, connectTimeout: this.opts.timeoutMs, tlsOptions: ldaps ? tlsOptions : undefined, strictDN: false });
+    const client = new (ldapts ??= await import("ldapts")).Client({ url: this.opts.url, timeout: this.opts.timeoutMs, connectTimeout: this.opts.timeoutMs, tlsOptions: ldaps ? tlsOptions : undefined, strictDN: false });
     if (this.opts.starttls) {
       try {
         // ldapts upgrades the socket without naming the host, and Node then checks the certificate against
@@ -245,7 +250,7 @@ export class LdapEauthBackend implements EauthBackend {
       const r = await client.search(base, { scope, filter: f, attributes, sizeLimit: ldapSearchEntriesMax, timeLimit: Math.ceil(this.opts.timeoutMs / 1000) });
       return r.searchEntries;
     } catch (e) {
-      if (e instanceof NoSuchObjectError) return [];
+      if (ldapError(e, "NoSuchObjectError")) return [];
       throw this.failure(`search ${filter} under ${JSON.stringify(base)}`, e);
     }
   }
@@ -282,7 +287,7 @@ export class LdapEauthBackend implements EauthBackend {
       this.log.debug(`eauth ldap: ${shown(c.username)} bound as ${dn}`);
       return true;
     } catch (e) {
-      if (e instanceof InvalidCredentialsError) {
+      if (ldapError(e, "InvalidCredentialsError")) {
         this.log.debug(`eauth ldap: wrong password for ${shown(c.username)} (${dn})`);
         return false;
       }
@@ -308,7 +313,7 @@ export class LdapEauthBackend implements EauthBackend {
         await client.bind(dn, c.password);
       } catch (e) {
         await this.close(client);
-        if (e instanceof InvalidCredentialsError) {
+        if (ldapError(e, "InvalidCredentialsError")) {
           this.log.warning(`eauth ldap: bind as ${dn} to read the groups of ${shown(username)} failed: wrong password`);
           return [];
         }
