@@ -1,15 +1,17 @@
 /**
  * Logging in Salt's style: `2026-11-21 16:12:31,123 [brine.auth       :  ][INFO    ][1234] message`,
  * with Salt's level names (garbage, trace, debug, info, warning, error, critical, quiet).
- * winston does the level filtering and the file/console transports; every thread logs through its own
- * logger writing to the same file (appends are atomic for lines this short).
+ * Every thread logs through its own writer to the same file: one write(2) per line on a descriptor opened for
+ * appending (O_APPEND: lines from several threads and processes never interleave), made before the call
+ * returns, so a line logged just before the process exits is on disk (no stream buffer to lose). The
+ * console copy goes to stderr. (This was winston: its packages cost every thread about 60 ms of CPU to
+ * load at each start, for a level check and two writes.)
  *
  * One record is one line: control characters in a message (a newline in a minion id or an event tag, an
  * escape sequence, a stack trace's line breaks) are written escaped (`\n`, `\x1b`, `\u2028`), so nothing a
  * minion or a client sends can forge a log line or drive the terminal that reads the log.
  */
-import winston from "winston";
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import path from "node:path";
 import { threadId } from "node:worker_threads";
 
@@ -49,34 +51,49 @@ export function escapeLogText(text: string): string {
   });
 }
 
-const line = winston.format.printf((info) => {
-  const name = String(info.logger ?? "brine").padEnd(17).slice(0, 17);
-  const lvl = String(info.level).toUpperCase().padEnd(8);
-  return `${stamp(new Date())} [${name}][${lvl}][${process.pid}${threadId ? `:${threadId}` : ""}] ${escapeLogText(String(info.message))}`;
-});
+function formatLine(level: SaltLevel, name: string, message: string): string {
+  const n = name.padEnd(17).slice(0, 17);
+  const lvl = level.toUpperCase().padEnd(8);
+  return `${stamp(new Date())} [${n}][${lvl}][${process.pid}${threadId ? `:${threadId}` : ""}] ${escapeLogText(message)}\n`;
+}
 
-let root: winston.Logger | undefined;
+/** Where lines go: the console's level, and the log file's descriptor and level (none: no file). */
+interface Sinks {
+  console: number;
+  file: { fd: number; level: number } | undefined;
+}
+let sinks: Sinks | undefined;
 let current: LogConfig = { level: "warning" };
-/** The most verbose level any transport writes: a call above it returns before winston formats a line nobody keeps. */
+/** The most verbose level any sink writes: a call above it returns before a line nobody keeps is formatted. */
 let maxLevel: number = SALT_LEVELS.warning;
 
 export function configureLogging(cfg: LogConfig): void {
   current = cfg;
-  const transports: winston.transport[] = [
-    new winston.transports.Console({ level: normalize(cfg.level, "warning"), stderrLevels: Object.keys(SALT_LEVELS) }),
-  ];
+  const next: Sinks = { console: SALT_LEVELS[normalize(cfg.level, "warning")], file: undefined };
   if (cfg.file) {
     try {
       mkdirSync(path.dirname(cfg.file), { recursive: true });
-      transports.push(new winston.transports.File({ filename: cfg.file, level: normalize(cfg.fileLevel ?? cfg.level, "warning") }));
+      next.file = { fd: openSync(cfg.file, "a"), level: SALT_LEVELS[normalize(cfg.fileLevel ?? cfg.level, "warning")] };
     } catch {
       // an unwritable log directory must not stop the master; the console still gets everything
     }
   }
-  root?.close();
-  maxLevel = Math.max(...transports.map((t) => SALT_LEVELS[t.level as SaltLevel] ?? SALT_LEVELS.all));
-  const most = (Object.keys(SALT_LEVELS) as SaltLevel[]).find((l) => SALT_LEVELS[l] === maxLevel) ?? "all";
-  root = winston.createLogger({ levels: SALT_LEVELS, level: most, format: line, transports });
+  if (sinks?.file) closeSync(sinks.file.fd);
+  sinks = next;
+  maxLevel = Math.max(next.console, next.file?.level ?? SALT_LEVELS.quiet);
+}
+
+function write(rank: number, level: SaltLevel, name: string, message: string): void {
+  const s = sinks!;
+  const text = formatLine(level, name, message);
+  if (rank <= s.console) process.stderr.write(text);
+  if (s.file && rank <= s.file.level) {
+    try {
+      writeSync(s.file.fd, text);
+    } catch {
+      // a full or vanished disk must not stop the master; the console copy (when its level lets it) still goes
+    }
+  }
 }
 
 export function loggingConfig(): LogConfig {
@@ -97,9 +114,9 @@ export function getLogger(name: string): Logger {
   const at = (level: SaltLevel) => {
     const rank = SALT_LEVELS[level];
     return (msg: string) => {
-      if (!root) configureLogging(current);
+      if (!sinks) configureLogging(current);
       if (rank > maxLevel) return;
-      root!.log({ level, message: msg, logger: name });
+      write(rank, level, name, msg);
     };
   };
   return { critical: at("critical"), error: at("error"), warning: at("warning"), info: at("info"), debug: at("debug"), trace: at("trace") };
