@@ -115,6 +115,8 @@ export interface MasterProc {
   logFile: string;
   chaosFile: string;
   proc: ChildProcess | undefined;
+  /** the last 8 KiB its current process wrote to stderr after "ready" (an abort's message lands there) */
+  stderrTail?: string;
 }
 
 export interface HarnessOptions {
@@ -139,6 +141,8 @@ export interface HarnessOptions {
   isolated?: { secret: string };
   /** start() starts the first `startWith` masters (default all); the others later with startMaster() */
   startWith?: number;
+  /** node's own flags for every master process (e.g. --cpu-prof, which NODE_OPTIONS does not take) */
+  nodeFlags?: string[];
 }
 
 export interface CliResult {
@@ -289,7 +293,7 @@ export class ClusterHarness {
     const m = this.masters[i]!;
     if (!existsSync(path.join(m.confDir, "master"))) this.writeConfig(m);
     const script = new URL("salt-master.js", CLI_DIR).pathname;
-    const p = spawn(process.execPath, [script, "-c", m.confDir, "-l", this.opts.logLevel ?? "warning"], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [...(this.opts.nodeFlags ?? []), script, "-c", m.confDir, "-l", this.opts.logLevel ?? "warning"], { stdio: ["ignore", "pipe", "pipe"] });
     m.proc = p;
     let out = "";
     await new Promise<void>((resolve, reject) => {
@@ -309,9 +313,11 @@ export class ClusterHarness {
       });
     });
     p.removeAllListeners("exit");
-    // keep draining the pipes so the master never blocks on a full one
-    p.stdout!.resume();
-    p.stderr!.resume();
+    // keep draining the pipes so the master never blocks on a full one (and stop growing `out`)
+    p.stdout!.removeAllListeners("data").resume();
+    p.stderr!.removeAllListeners("data");
+    m.stderrTail = "";
+    p.stderr!.on("data", (d: Buffer) => (m.stderrTail = (m.stderrTail + d.toString()).slice(-8192)));
   }
 
   kill(i: number, signal: NodeJS.Signals = "SIGKILL"): void {
