@@ -52,9 +52,11 @@ class KeyCache {
  * Parsed public keys one thread keeps (count). Not one per minion: a miss is rebuilt from the PEM text the
  * caller holds in ~10 µs (parsePublicKey), so a thread keeps the keys it used last, never a KeyObject (~0.9 KB
  * of native memory each) for every minion it ever served (issue 17: five request threads each kept one per
- * minion, up to 200,000).
+ * minion, up to 200,000). Small because a miss is cheap where a minion's key is needed: a sign-in (the token's
+ * encryption, beside two private-key operations), a `_pillar` reply sent private (beside a signature), a tok not
+ * yet verified.
  */
-export const publicKeyCacheEntriesMax = 1_024;
+export const publicKeyCacheEntriesMax = 256;
 const publicKeys = new KeyCache(publicKeyCacheEntriesMax);
 const privateKeys = new KeyCache(64);
 
