@@ -5,7 +5,7 @@
  * (docs/RINGS.md, "A removed master's outbox"). A removed master cannot hand anything on itself: its peer key is
  * forgotten, and every master refuses it. Beyond Salt (Salt's cluster has no outbox: one shared cachedir).
  *
- * - `path`: the removed master's LMDB environment (its `brine_lmdb_dir`, or a `cachedir` holding `brine-lmdb/`):
+ * - `path`: the removed master's LMDB environment (its `brine_lmdb_dir`, or its `cachedir`: envDirOf):
  *   a copy of it, or its disk mounted here; it is only read. This master's own environment is refused.
  * - Job records (`<jid>`, `<jid>/<minion>` in its outbox) are stored here as an owner stores a hand-off
  *   (handed-jobs.ts: nothing here is overwritten) and, while `jobs` is routed to a ring, put in this master's
@@ -16,7 +16,7 @@
  * - Running it twice adopts the same records again: nothing changes (loads kept, returns not overwritten,
  *   minion records by stamp).
  */
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { BrineError } from "../shared/errors.js";
 import { getLogger } from "../shared/log.js";
@@ -53,12 +53,20 @@ export interface RecoverResult {
   note: string;
 }
 
-/** The LMDB environment `p` names: itself when it holds data.mdb, else `<p>/brine-lmdb`. */
-function envDirOf(p: string): string {
-  if (existsSync(path.join(p, "data.mdb"))) return p;
-  const sub = path.join(p, "brine-lmdb");
-  if (existsSync(path.join(sub, "data.mdb"))) return sub;
-  throw new BrineError("CLUSTER_BAD_ARGUMENT", `no brine LMDB environment at ${p} (neither ${path.join(p, "data.mdb")} nor ${path.join(sub, "data.mdb")} exists): name the removed master's brine_lmdb_dir or its cachedir`);
+/**
+ * The LMDB environment `p` names: itself when it holds data.mdb; else a cachedir's: `<p>/brine-node/<id>/brine-lmdb`
+ * (a clustered master's, resolveLocalState; the one there, or refused naming them when several masters share the
+ * cachedir) or `<p>/brine-lmdb`.
+ */
+export function envDirOf(p: string): string {
+  const has = (d: string) => existsSync(path.join(d, "data.mdb"));
+  if (has(p)) return p;
+  const nodes = path.join(p, "brine-node");
+  const found = existsSync(nodes) ? readdirSync(nodes).map((id) => path.join(nodes, id, "brine-lmdb")).filter(has) : [];
+  if (found.length === 1) return found[0]!;
+  if (found.length > 1) throw new BrineError("CLUSTER_BAD_ARGUMENT", `${p} holds the LMDB environments of several masters: name the removed one's (${found.join(", ")})`);
+  if (has(path.join(p, "brine-lmdb"))) return path.join(p, "brine-lmdb");
+  throw new BrineError("CLUSTER_BAD_ARGUMENT", `no brine LMDB environment at ${p} (no data.mdb there, in ${path.join(p, "brine-node", "<id>", "brine-lmdb")} or in ${path.join(p, "brine-lmdb")}): name the removed master's brine_lmdb_dir or its cachedir`);
 }
 
 /**

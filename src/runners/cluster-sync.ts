@@ -127,7 +127,8 @@ function timeoutArg(v: unknown): number {
  * from is `in_flight` in its report (what it gave so far counted); the pull goes on and its outcome is logged.
  */
 async function collectMinionBank(raft: Pick<RaftClient, "minionQuery" | "callTimeoutMs">, bank: MinionBank, until: number): Promise<Record<string, PullReport>> {
-  const pollMs = Math.max(50, Math.floor(raft.callTimeoutMs / 3));
+  // a third of the call deadline (RaftClient's: ~15 s), so a call never waits out its own deadline
+  const pollMs = Math.max(50, Math.floor((Number.isFinite(raft.callTimeoutMs) ? raft.callTimeoutMs : 15_000) / 3));
   const waitFor = () => Math.max(0, Math.min(pollMs, until - Date.now()));
   let a = await raft.minionQuery({ op: "collect", bank, waitMs: waitFor() });
   let requests = a.collect?.requests ?? 0;

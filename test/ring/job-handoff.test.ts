@@ -14,12 +14,12 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { JobCache } from "../../src/lib/store/job-cache.js";
 import { MinionCache } from "../../src/lib/store/minion-cache.js";
-import { recoverRunners } from "../../src/runners/cluster-recover.js";
+import { envDirOf, recoverRunners } from "../../src/runners/cluster-recover.js";
 import type { RunnerContext } from "../../src/runners/context.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { assignSlots } from "../../src/shared/sab-ring/assign.js";
@@ -523,6 +523,27 @@ test("recover_outbox: a removed master's waiting records, read from its LMDB dir
   } finally {
     for (const s of c.svc.values()) s.close();
     for (const s of c.stores.values()) await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("recover_outbox finds a removed master's LMDB environment from its brine_lmdb_dir or its cachedir (a clustered master's is under brine-node/<id>/), and refuses an ambiguous or empty one", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-recover-"));
+  try {
+    const env = (d: string) => {
+      mkdirSync(d, { recursive: true });
+      writeFileSync(path.join(d, "data.mdb"), "");
+      return d;
+    };
+    const own = env(path.join(dir, "a", "brine-node", "m4", "brine-lmdb"));
+    assert.equal(envDirOf(own), own, "the environment itself");
+    assert.equal(envDirOf(path.join(dir, "a")), own, "a clustered master's cachedir");
+    const plain = env(path.join(dir, "b", "brine-lmdb"));
+    assert.equal(envDirOf(path.join(dir, "b")), plain, "an unclustered cachedir");
+    env(path.join(dir, "a", "brine-node", "m5", "brine-lmdb"));
+    assert.throws(() => envDirOf(path.join(dir, "a")), /holds the LMDB environments of several masters: name the removed one's/);
+    assert.throws(() => envDirOf(path.join(dir, "c")), /no brine LMDB environment at/);
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
