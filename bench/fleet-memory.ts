@@ -14,6 +14,8 @@
  * - libzmq's share is measured by subtraction: a bare ZeroMQ ROUTER + PUB in a process of its own
  *   (zmq-floor-server.ts), N DEALER + SUB peers connected, one request answered and three publishes received
  *   per peer, with libzmq's default batch buffers and with the master's `brine_zmq_batch_bytes`.
+ * - A last reading after the fleet has stayed connected and idle `BRINE_BENCH_FLEET_QUIET_S` (30 s): V8 gives a
+ *   busy thread's young generation back only at a collection made once its allocation rate has been low a while.
  * - `BRINE_BENCH_FLEET_SIZES=1000,5000` chooses the sizes; `BRINE_BENCH_DEBUG=1` prints the raw readings.
  * - `BRINE_BENCH_ZMQ_BATCH_BYTES=N` runs the master (and the second libzmq floor) with another `brine_zmq_batch_bytes`.
  * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas);
@@ -54,6 +56,9 @@ interface Memory {
   resident_kb: Record<string, number>;
   heaps: { thread: string; used_kb: number; total_kb: number; malloced_kb: number; external_kb: number; young_kb?: number }[];
 }
+
+/** How long the fleet stays connected and idle before the last reading, s (BRINE_BENCH_FLEET_QUIET_S; 30 by default). */
+const quietS = Number(process.env.BRINE_BENCH_FLEET_QUIET_S ?? 30);
 
 /** Most peer pairs the libzmq floor connects from this process (count; 4 fds a pair, see run()). */
 const floorPeersMax = 3000;
@@ -189,11 +194,16 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       const r = await ping(m, n, (id) => id.startsWith("mem-"));
       await sleep(2000);
       const pinged = await memoryOf(m);
+      // V8 gives a thread's young generation back at a collection only once its allocation rate has been low for
+      // a while (~10 s in a bare process): the readings above, seconds after the storm, still hold what it grew to
+      await sleep(quietS * 1000);
+      const quiet = await memoryOf(m);
       const load = os.loadavg()[0]!.toFixed(1);
       const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES ? `, GLIBC_TUNABLES=${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES}` : ""}${process.env.BRINE_BENCH_MASTER_NODE_ARGS ? `, node ${process.env.BRINE_BENCH_MASTER_NODE_ARGS.trim()}` : ""}`;
       const rows: BenchRow[] = [
         { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },
+        { figure: `${n} connected, then ${quietS} s quiet: RSS per minion`, value: kbPer(idle.rss_kb, quiet.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(quiet.rss_kb / 1024)} MB; young generations, all threads: ${Math.round(sum(heapsBy(idle, "young_kb").values()) / 1024)} MB idle, ${Math.round(sum(heapsBy(up, "young_kb").values()) / 1024)} MB connected, ${Math.round(sum(heapsBy(quiet, "young_kb").values()) / 1024)} MB after the quiet (${[...heapsBy(quiet, "young_kb")].map(([t, kb]) => `${t} ${Math.round(kb / 1024)}`).join(", ")}); V8 committed ${kbPer(sum(heapsBy(idle, "total_kb").values()), sum(heapsBy(quiet, "total_kb").values()), n)} KB per minion` },
       ];
       if (process.env.BRINE_BENCH_MALLOC_TRIM) {
         rows.push(
@@ -202,7 +212,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
             : { figure: `${n} connected: RSS per minion after malloc_trim(0) (diagnostic, gdb)`, value: kbPer(idle.rss_kb, trimmedKb, n), unit: "KB", better: "lower", note: `glibc gave back ${Math.round((up.rss_kb - trimmedKb) / 1024)} MB of free pages: ${kbPer(trimmedKb, up.rss_kb, n)} KB per minion held free by malloc after the sign-ins` },
         );
       }
-      if (process.env.BRINE_BENCH_DEBUG) console.log(JSON.stringify({ idle, up, pinged, trimmedKb }));
+      if (process.env.BRINE_BENCH_DEBUG) console.log(JSON.stringify({ idle, up, pinged, quiet, trimmedKb }));
       const idleHeaps = heapsBy(idle, "total_kb");
       const upHeaps = heapsBy(up, "total_kb");
       const idleUsed = heapsBy(idle, "used_kb");
