@@ -57,6 +57,14 @@ interface Memory {
   heaps: { thread: string; used_kb: number; total_kb: number; malloced_kb: number; external_kb: number; young_kb?: number }[];
 }
 
+/**
+ * Minions starting at once per swarm process (BRINE_BENCH_FLEET_START_IN_FLIGHT; unset: all at once). At load 17–29
+ * a storm of 5,000 or 9,500 minions all at once did not sign in within 600 s (9,500: 2,196 signed in; 400,000 request
+ * attempts timed out, and each REQ attempt that times out, 5 s, closes its socket and connects anew: the master closed
+ * ~35,000 connections that had not finished their ZMTP handshake within 30 s).
+ */
+const startInFlight = process.env.BRINE_BENCH_FLEET_START_IN_FLIGHT ? Number(process.env.BRINE_BENCH_FLEET_START_IN_FLIGHT) : undefined;
+
 /** How long the fleet stays connected and idle before the last reading, s (BRINE_BENCH_FLEET_QUIET_S; 30 by default). */
 const quietS = Number(process.env.BRINE_BENCH_FLEET_QUIET_S ?? 30);
 
@@ -185,7 +193,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
     await sleep(5000);
     const idle = await memoryOf(m);
     const t0 = performance.now();
-    const fleet = await fleetOn(m, "mem-", n, procs, eachKeys ? { dir: eachKeysDir } : undefined);
+    const fleet = await fleetOn(m, "mem-", n, procs, eachKeys ? { dir: eachKeysDir } : undefined, startInFlight);
     const signInS = (performance.now() - t0) / 1000;
     try {
       await sleep(5000);
@@ -199,11 +207,11 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       await sleep(quietS * 1000);
       const quiet = await memoryOf(m);
       const load = os.loadavg()[0]!.toFixed(1);
-      const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES ? `, GLIBC_TUNABLES=${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES}` : ""}${process.env.BRINE_BENCH_MASTER_NODE_ARGS ? `, node ${process.env.BRINE_BENCH_MASTER_NODE_ARGS.trim()}` : ""}`;
+      const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs${startInFlight ? `, ${startInFlight} starting at once per proc` : ", all started at once"}, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES ? `, GLIBC_TUNABLES=${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES}` : ""}${process.env.BRINE_BENCH_MASTER_NODE_ARGS ? `, node ${process.env.BRINE_BENCH_MASTER_NODE_ARGS.trim()}` : ""}`;
       const rows: BenchRow[] = [
         { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },
-        { figure: `${n} connected, then ${quietS} s quiet: RSS per minion`, value: kbPer(idle.rss_kb, quiet.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(quiet.rss_kb / 1024)} MB; young generations, all threads: ${Math.round(sum(heapsBy(idle, "young_kb").values()) / 1024)} MB idle, ${Math.round(sum(heapsBy(up, "young_kb").values()) / 1024)} MB connected, ${Math.round(sum(heapsBy(quiet, "young_kb").values()) / 1024)} MB after the quiet (${[...heapsBy(quiet, "young_kb")].map(([t, kb]) => `${t} ${Math.round(kb / 1024)}`).join(", ")}); V8 committed ${kbPer(sum(heapsBy(idle, "total_kb").values()), sum(heapsBy(quiet, "total_kb").values()), n)} KB per minion` },
+        { figure: `${n} connected, then ${quietS} s quiet: RSS per minion`, value: kbPer(idle.rss_kb, quiet.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(quiet.rss_kb / 1024)} MB, ${((quiet.fds - idle.fds) / n).toFixed(2)} fds per minion (2.00 while every minion holds its REQ and SUB connections); ${quiet.heaps.length} of ${idle.heaps.length} threads answered the heap probe; young generations, all threads: ${Math.round(sum(heapsBy(idle, "young_kb").values()) / 1024)} MB idle, ${Math.round(sum(heapsBy(up, "young_kb").values()) / 1024)} MB connected, ${Math.round(sum(heapsBy(quiet, "young_kb").values()) / 1024)} MB after the quiet (${[...heapsBy(quiet, "young_kb")].map(([t, kb]) => `${t} ${Math.round(kb / 1024)}`).join(", ")}); V8 committed ${kbPer(sum(heapsBy(idle, "total_kb").values()), sum(heapsBy(quiet, "total_kb").values()), n)} KB per minion` },
       ];
       if (process.env.BRINE_BENCH_MALLOC_TRIM) {
         rows.push(
@@ -213,6 +221,9 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
         );
       }
       if (process.env.BRINE_BENCH_DEBUG) console.log(JSON.stringify({ idle, up, pinged, quiet, trimmedKb }));
+      // brine.memory hears only the threads that answer within its 1 s window: on a loaded box a busy thread can
+      // miss it, and a reading without it would count its whole heap as a saving
+      const heapsMissing = idle.heaps.length !== up.heaps.length ? ` (INVALID: ${up.heaps.length} of ${idle.heaps.length} threads answered the heap probe)` : "";
       const idleHeaps = heapsBy(idle, "total_kb");
       const upHeaps = heapsBy(up, "total_kb");
       const idleUsed = heapsBy(idle, "used_kb");
@@ -220,10 +231,10 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       const idleYoung = heapsBy(idle, "young_kb");
       const upYoung = heapsBy(up, "young_kb");
       for (const t of [...new Set([...idleHeaps.keys(), ...upHeaps.keys()])].sort()) {
-        rows.push({ figure: `${n} connected: V8 heap per minion, ${t} thread(s)`, value: kbPer(idleHeaps.get(t) ?? 0, upHeaps.get(t) ?? 0, n), unit: "KB", better: "lower", note: `committed; used ${kbPer(idleUsed.get(t) ?? 0, upUsed.get(t) ?? 0, n)} KB per minion; young generation ${kbPer(idleYoung.get(t) ?? 0, upYoung.get(t) ?? 0, n)} KB per minion (${Math.round((idleYoung.get(t) ?? 0) / 1024)} -> ${Math.round((upYoung.get(t) ?? 0) / 1024)} MB)` });
+        rows.push({ figure: `${n} connected: V8 heap per minion, ${t} thread(s)${heapsMissing}`, value: kbPer(idleHeaps.get(t) ?? 0, upHeaps.get(t) ?? 0, n), unit: "KB", better: "lower", note: `committed; used ${kbPer(idleUsed.get(t) ?? 0, upUsed.get(t) ?? 0, n)} KB per minion; young generation ${kbPer(idleYoung.get(t) ?? 0, upYoung.get(t) ?? 0, n)} KB per minion (${Math.round((idleYoung.get(t) ?? 0) / 1024)} -> ${Math.round((upYoung.get(t) ?? 0) / 1024)} MB)` });
       }
       const ext = kbPer(sum(heapsBy(idle, "external_kb").values()), sum(heapsBy(up, "external_kb").values()), n);
-      rows.push({ figure: `${n} connected: Buffers/ArrayBuffers per minion, all threads`, value: ext, unit: "KB", better: "lower", note: "external memory V8 reports (in the anonymous mappings or the brk heap)" });
+      rows.push({ figure: `${n} connected: Buffers/ArrayBuffers per minion, all threads${heapsMissing}`, value: ext, unit: "KB", better: "lower", note: "external memory V8 reports (in the anonymous mappings or the brk heap)" });
       for (const cat of [...new Set([...Object.keys(idle.resident_kb), ...Object.keys(up.resident_kb)])].sort()) {
         const v = kbPer(idle.resident_kb[cat] ?? 0, up.resident_kb[cat] ?? 0, n);
         if (cat.startsWith("lmdb ")) rows.push({ figure: `${n} connected: LMDB pages resident per minion (${cat.split("/").pop()})`, value: v, unit: "KB", better: "lower" });
@@ -231,7 +242,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       }
       const v8Total = kbPer(sum(idleHeaps.values()), sum(upHeaps.values()), n);
       const anonAll = kbPer((idle.resident_kb["anonymous"] ?? 0) + (idle.resident_kb["brk heap"] ?? 0), (up.resident_kb["anonymous"] ?? 0) + (up.resident_kb["brk heap"] ?? 0), n);
-      rows.push({ figure: `${n} connected: native memory per minion outside V8 heaps`, value: Math.round((anonAll - v8Total) * 10) / 10, unit: "KB", better: "lower", note: "anonymous + brk growth − V8 committed growth: libzmq, Buffers, OpenSSL, malloc slack" });
+      rows.push({ figure: `${n} connected: native memory per minion outside V8 heaps${heapsMissing}`, value: Math.round((anonAll - v8Total) * 10) / 10, unit: "KB", better: "lower", note: "anonymous + brk growth − V8 committed growth: libzmq, Buffers, OpenSSL, malloc slack" });
       return transport === "native" ? rows.map((r) => ({ ...r, figure: `[native] ${r.figure}` })) : rows;
     } finally {
       await fleet.shutdown();

@@ -25,12 +25,17 @@ const signInTimeoutMs = 600_000;
 const jobTimeoutMs = 120_000;
 
 /** `keys`: the fleet's own key pool, minion i on slot i (default: the shared pool, poolKeySlots keys for all). */
-export async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: number, keys?: { dir: string }): Promise<Fleet> {
+/**
+ * `count` minions on `m`, all signed in (or the error says why not). `startInFlight`: at most that many starting at
+ * once per swarm process (a storm paced by the master's answers); all at once without it.
+ */
+export async function fleetOn(m: BenchMaster, idPrefix: string, count: number, procs: number, keys?: { dir: string }, startInFlight?: number): Promise<Fleet> {
   const settings = poolMinionSettings(m.retPort, idPrefix, count, signInTimeoutMs);
   if (keys) Object.assign(settings, { keyDir: keys.dir, keySlots: 0 });
   const fleet = new Fleet({ settings, minions: count, procs });
   await fleet.init();
-  fleet.startAll();
+  if (startInFlight) fleet.startPaced(startInFlight);
+  else fleet.startAll();
   await fleet.collector.waitFor(() => fleet.collector.settledCount() >= count, signInTimeoutMs);
   const up = fleet.collector.upIndices().length;
   if (up < count) {
