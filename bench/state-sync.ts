@@ -26,14 +26,14 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createHash, generateKeyPairSync } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, type ResourceLimits } from "node:worker_threads";
 import type { MasterConfig } from "../src/shared/config/defaults.js";
 import { MirrorThread } from "../src/main-thread/state-sync-host.js";
-import { ownHeap, probeHeaps, type ThreadHeap } from "../src/shared/heap-probe.js";
+import { ownHeap, probeHeaps, watchHeap, type ThreadHeap } from "../src/shared/heap-probe.js";
 import { summarizeSmaps } from "../src/shared/smaps.js";
 import type { FromEngine, PeerReport, ToEngine } from "../src/workers/state-sync/messages.js";
 import type { BenchOptions, BenchRow } from "./types.js";
@@ -71,7 +71,7 @@ interface Mem {
   /** RssAnon at the start and its sampled peak, KiB */
   anon0: number;
   anonPeak: number;
-  /** the state-sync thread's V8 heap (total) at the start and its sampled peak (every 100 ms), and the peak of what it used, KiB */
+  /** the state-sync thread's V8 heap (total) at the start and its sampled peak (every 20 ms), and the peak of what it used, KiB */
   heap0: number;
   heapPeak: number;
   usedPeak: number;
@@ -142,6 +142,7 @@ function sideMain(name: string, root: string): void {
   }, undefined, benchHeapLimits());
   let sampler: NodeJS.Timeout | undefined;
   let heapSampler: NodeJS.Timeout | undefined;
+  let watch: ReturnType<typeof watchHeap> | undefined;
   let mem: Mem | undefined;
   const threadHeap = async (gc: boolean) => (await probeHeaps("bench-side", 1000, gc)).find((h) => h.thread === "state-sync");
   // the thread's heap as last sampled (the probe answers within its wait, so a snapshot at the peak uses the latest)
@@ -167,14 +168,15 @@ function sideMain(name: string, root: string): void {
             mem!.atPeak = owners(lastThread);
           }
         }, 10);
+        // the thread's heap every 20 ms (its answer arrives between two samples of RssAnon), its peaks kept
+        watch = watchHeap("state-sync", 20);
         heapSampler = setInterval(() => {
-          void threadHeap(false).then((x) => {
-            if (!x) return;
-            lastThread = x;
-            mem!.heapPeak = Math.max(mem!.heapPeak, x.totalBytes / 1024);
-            mem!.usedPeak = Math.max(mem!.usedPeak, x.usedBytes / 1024);
-          });
-        }, 100);
+          const x = watch!.latest();
+          if (!x) return;
+          lastThread = x;
+          mem!.heapPeak = Math.max(mem!.heapPeak, x.totalBytes / 1024);
+          mem!.usedPeak = Math.max(mem!.usedPeak, x.usedBytes / 1024);
+        }, 10);
         process.send!({ mem } satisfies FromSide);
       })();
       return;
@@ -183,6 +185,7 @@ function sideMain(name: string, root: string): void {
     clearInterval(heapSampler);
     const c = process.cpuUsage();
     mem!.cpu = c.user + c.system - mem!.cpu;
+    watch?.stop();
     const s = status();
     mem!.hwm = s.VmHWM!;
     mem!.anonPeak = Math.max(mem!.anonPeak, s.RssAnon!);
@@ -204,8 +207,18 @@ interface Side {
   child: ChildProcess;
 }
 
+/**
+ * The side's main thread is the bench's relay: it moves every byte of the transfer to and from this process over IPC
+ * (serialized copies; a master's main thread relays the same bytes to the Raft worker's peer channel by postMessage). Under
+ * V8's defaults its young generation grows to 16 MiB semi-spaces during a long pull and its dead ArrayBuffers wait there
+ * (in the brk heap), which is the bench's cost, not the state-sync thread's: its semi-spaces are held at 1 MiB (the
+ * state-sync thread's own, stateSyncHeapLimits), and its heap is reported beside the thread's. BRINE_BENCH_STATE_SYNC_RELAY=v8:
+ * V8's defaults for the relay.
+ */
+const relayHeap = process.env.BRINE_BENCH_STATE_SYNC_RELAY === "v8" ? [] : ["--max-semi-space-size=1"];
+
 async function startSide(name: string, root: string): Promise<Side> {
-  const child = fork(fileURLToPath(import.meta.url), ["--state-sync-side", name, root], { serialization: "advanced", execArgv: ["--expose-gc", ...(process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ?? "").split(" ").filter(Boolean)], stdio: ["ignore", process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ? "inherit" : "ignore", "inherit", "ipc"] });
+  const child = fork(fileURLToPath(import.meta.url), ["--state-sync-side", name, root], { serialization: "advanced", execArgv: ["--expose-gc", ...relayHeap, ...(process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ?? "").split(" ").filter(Boolean)], stdio: ["ignore", process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS ? "inherit" : "ignore", "inherit", "ipc"] });
   await new Promise<void>((resolve, reject) => {
     child.once("error", reject);
     child.once("message", () => resolve());
@@ -283,6 +296,8 @@ function writeRoots(root: string, files: number, per: number, perDir: number): n
 }
 
 interface Run {
+  /** each side's state-sync manifest environment (data.mdb), allocated bytes at the end of the pull */
+  mdb: { puller: number; server: number };
   secs: number;
   wire: number;
   resync: number;
@@ -317,6 +332,14 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
     const rep = await syncFrom(b, "a", channels);
     const secs = (performance.now() - t0) / 1000;
     const [server, puller] = await Promise.all([memCall(a, "stop"), memCall(b, "stop")]);
+    const mdbBytes = (root: string) => {
+      try {
+        return statSync(path.join(root, "cache", "brine-lmdb", "state-sync", "data.mdb")).blocks * 512;
+      } catch {
+        return 0;
+      }
+    };
+    const mdb = { puller: mdbBytes(bRoot), server: mdbBytes(aRoot) };
     if (rep.errors.length || rep.items !== keys + files) throw new Error(`join pull: ${JSON.stringify(rep).slice(0, 300)}`);
     const wire = counter.out + counter.back;
     // one file changed at the source (keys only: one key deleted), then the same pull again
@@ -325,7 +348,7 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
     counter.out = counter.back = 0;
     const again = await syncFrom(b, "a", channels);
     if (files ? again.items !== 1 : again.deleted !== 1) throw new Error(`resync: ${JSON.stringify(again).slice(0, 300)}`);
-    return { secs, wire, resync: counter.out + counter.back, puller, server, content, per };
+    return { mdb, secs, wire, resync: counter.out + counter.back, puller, server, content, per };
   } finally {
     for (const s of sides) s.child.disconnect();
     await Promise.all(sides.map((s) => (s.child.exitCode === null ? new Promise((r) => s.child.once("exit", r)) : undefined)));
@@ -354,15 +377,17 @@ async function memory(items: number): Promise<BenchRow[]> {
     { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
     { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `puller's VmHWM growth, ${label}`, value: mib(r.puller.hwm - r.puller.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
-    { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB, sampled every 100 ms` },
+    { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB, sampled every 20 ms` },
     { figure: `puller's state-sync thread, V8 heap after a forced collection at the end, ${label}`, value: mib(r.puller.retained), unit: "MiB", better: "lower", note: "what it retains" },
     { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `server's VmHWM growth, ${label}`, value: mib(r.server.hwm - r.server.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
-    { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.server.usedPeak).toFixed(1)} MiB, sampled every 100 ms` },
+    { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.server.usedPeak).toFixed(1)} MiB, sampled every 20 ms` },
     { figure: `server's state-sync thread, V8 heap after a forced collection at the end, ${label}`, value: mib(r.server.retained), unit: "MiB", better: "lower", note: "what it retains" },
     { figure: `resync after one 256 B file changed, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
     ...breakdown("puller", r.puller, label),
     ...breakdown("server", r.server, label),
+    { figure: `puller's manifest LMDB file (data.mdb, allocated) at the end, ${label}`, value: r.mdb.puller / 2 ** 20, unit: "MiB", better: "lower", note: `${(r.mdb.puller / items).toFixed(0)} B an item` },
+    { figure: `server's manifest LMDB file (data.mdb, allocated) at the end, ${label}`, value: r.mdb.server / 2 ** 20, unit: "MiB", better: "lower", note: `${(r.mdb.server / items).toFixed(0)} B an item` },
   ];
 }
 
@@ -377,6 +402,7 @@ function breakdown(side: string, m: Mem, label: string): BenchRow[] {
     ["RssAnon", d((o) => o.rssAnon), `${mib(b.rssAnon).toFixed(1)} MiB at the peak`],
     ["malloc arenas (the threads')", d((o) => o.arenas), `${mib(b.arenas).toFixed(1)} MiB at the peak`],
     ["brk heap (the main arena)", d((o) => o.brk), ""],
+    ["the thread's own: its V8 heap committed + the threads' malloc arenas", d((o) => o.thread.total + o.arenas), "the arenas are the state-sync thread's, libuv's pool threads' and V8's helper threads'"],
     ["state-sync thread's V8 heap, committed", d((o) => o.thread.total), `young ${mib(b.thread.young - a.thread.young).toFixed(1)}, used ${mib(b.thread.used - a.thread.used).toFixed(1)}; malloced by V8 ${mib(b.thread.malloced - a.thread.malloced).toFixed(1)}, ArrayBuffers ${mib(b.thread.external - a.thread.external).toFixed(1)}`],
     ["main thread's V8 heap, committed (the bench's relay)", d((o) => o.main.total), `young ${mib(b.main.young - a.main.young).toFixed(1)}; ArrayBuffers ${mib(b.main.external - a.main.external).toFixed(1)}`],
     ["other anonymous mappings, V8 heaps taken out", d((o) => o.anonymous - heaps(o)), "large malloc chunks, stacks, V8's code and reservations"],

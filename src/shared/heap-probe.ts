@@ -64,6 +64,28 @@ export function answerHeapProbes(thread: string): void {
   };
 }
 
+/**
+ * Thread `thread`'s heap as it answered last: asked every `everyMs` (no collection first), for a caller that samples it
+ * while it works (bench/state-sync.ts, at each new peak of the process's RSS). stop() closes the channel.
+ */
+export function watchHeap(thread: string, everyMs: number): { latest(): ThreadHeap | undefined; stop(): void } {
+  const ch = new BroadcastChannel(heapProbeChannelName);
+  const nonce = Math.floor(Math.random() * 2 ** 31);
+  let latest: ThreadHeap | undefined;
+  ch.onmessage = (ev) => {
+    const m = (ev as MessageEvent).data as ProbeMessage;
+    if (m?.t === "heap" && m.nonce === nonce && m.heap.thread === thread) latest = m.heap;
+  };
+  const timer = setInterval(() => ch.postMessage({ t: "ask", nonce, gc: false } satisfies ProbeMessage), everyMs);
+  return {
+    latest: () => latest,
+    stop() {
+      clearInterval(timer);
+      ch.close();
+    },
+  };
+}
+
 /** Whether this process can collect garbage on request (node ran with --expose-gc). */
 export function gcExposed(): boolean {
   return exposedGc() !== undefined;
