@@ -74,3 +74,33 @@ test("an item installed while a rescan runs, after the scan listed its directory
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("a scan asked for while another runs is a scan of its own after it: a file written after the running scan listed its directory is in the manifest when the caller's scan resolves", async () => {
+  const { root, dir, manifests } = setup();
+  try {
+    const names = Array.from({ length: dirNamesInMemoryMax + 50 }, (_, i) => `k${String(i).padStart(5, "0")}`);
+    for (const n of names) writeFileSync(path.join(dir, n), n);
+    const db = manifestDb(manifests, "file_roots");
+    const plain = scratchDb(manifests);
+    const src0 = new DirSource("file_roots", () => [{ prefix: "base", dir, depth: 0 }], (parts) => ({ root: dir, rest: parts.slice(1) }), db, path.join(root, "none.cbor"), () => 5000, plain);
+    await src0.scan(); // every name kept
+    await src0.stop();
+    let second: Promise<void> | undefined;
+    const scratch = hooked(plain, () => {
+      // the running scan has listed the directory: an operator writes a file, and a pull asks for a scan
+      writeFileSync(path.join(dir, "zz-new"), "new");
+      second = src.scan();
+    });
+    const src = new DirSource("file_roots", () => [{ prefix: "base", dir, depth: 0 }], (parts) => ({ root: dir, rest: parts.slice(1) }), db, path.join(root, "none.cbor"), () => 6000, scratch);
+    const first = src.scan();
+    await first;
+    assert.ok(second, "the second scan was asked while the first ran");
+    await second;
+    const e = src.entry("base/zz-new");
+    assert.deepEqual([e?.s, e?.h, e?.d], [3, sha("new"), undefined], "the scan the caller waited for saw the new file");
+    await src.stop();
+  } finally {
+    await manifests.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});

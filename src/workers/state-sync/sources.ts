@@ -239,9 +239,26 @@ export class DirSource implements Source {
 
   scan(): Promise<void> {
     if (this.stopped) return Promise.reject(new SourceStopped(this.ch));
-    // one scan at a time; a caller during a scan waits for it
-    this.scanning ??= this.doScan().finally(() => (this.scanning = undefined));
-    return this.scanning;
+    // one scan at a time; a caller during a scan gets the next one, which starts when it ends (the running one may
+    // have listed its directories before the caller's change: a pull of a key just deleted would not see it),
+    // shared by every caller meanwhile
+    if (!this.scanning) {
+      this.scanning = this.doScan().finally(() => (this.scanning = undefined));
+      return this.scanning;
+    }
+    this.nextScan ??= this.scanning.then(
+      () => this.startNext(),
+      () => this.startNext(),
+    );
+    return this.nextScan;
+  }
+
+  /** the scan callers during a running scan wait for */
+  private nextScan: Promise<void> | undefined;
+
+  private startNext(): Promise<void> {
+    this.nextScan = undefined;
+    return this.scan();
   }
 
   /** set by stop(): every manifest write throws SourceStopped */
