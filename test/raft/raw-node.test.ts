@@ -1,6 +1,6 @@
 /**
  * The RawNode API contract a shell relies on: call order (ready/advance), what step() refuses, idle groups
- * (tickQuiesced), restart from storage, and Ready contents.
+ * (resting groups), restart from storage, and Ready contents.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -58,26 +58,29 @@ test("a Ready carries the new HardState once, and mustSync when term, vote or en
   assert.equal(rn.hasReady(), false, "nothing new");
 });
 
-test("tickQuiesced(): time passes for deadlines, but an idle follower never starts an election", () => {
-  const rn = node(2);
-  for (let k = 0; k < 10 * ELECTION_TICKS; k++) rn.tickQuiesced();
-  assert.equal(rn.raft.role, "follower");
-  assert.equal(rn.hasReady(), false);
-  const id = rn.propose(bytes("x"));
-  for (let k = 0; k < resolveLimits(TEST_LIMITS).requestDeadlineTicks; k++) rn.tickQuiesced();
-  const rd = rn.ready();
-  assert.equal(rd.results.length, 1);
-  assert.equal(rd.results[0]!.id, id);
-  assert.equal(rd.results[0]!.ok ? "ok" : rd.results[0]!.code, "RAFT_NO_LEADER");
-  rn.advance();
-  // Waking it up (normal ticks) restarts elections.
-  for (let k = 0; k < 2 * ELECTION_TICKS; k++) rn.tick();
-  assert.notEqual(rn.raft.role, "follower");
+test("a resting follower never starts an election on its own; a request wakes it and its timer runs again", () => {
+  const env = electedEnv();
+  assert.equal(env.rn(1).quiesce(), true);
+  env.stabilize();
+  assert.equal(env.rn(2).quiesced, true);
+  env.crash(1); // nobody tells node 2: its timer rests on a transport that has not reported the loss yet
+  for (let k = 0; k < 10 * ELECTION_TICKS; k++) env.rn(2).tick();
+  assert.equal(env.rn(2).raft.role, "follower");
+  assert.equal(env.rn(2).hasReady(), false, "nothing to send while it rests");
+  env.propose(2, "x"); // wakes it; forwarded to the crashed leader, never answered
+  env.stabilize([2, 3]);
+  assert.equal(env.rn(2).quiesced, false);
+  for (let k = 0; k < ELECTION_TICKS - 1; k++) env.rn(2).tick();
+  assert.equal(env.rn(2).raft.role, "follower", "a fresh election timeout after waking, not an expired one");
+  env.rn(2).tick();
+  assert.equal(env.rn(2).raft.role, "pre-candidate", "awake, its own timer runs out and it campaigns");
 });
 
-test("a quiesced leader sends no heartbeats", () => {
+test("a resting leader sends no heartbeats", () => {
   const env = electedEnv();
-  for (let k = 0; k < 5 * ELECTION_TICKS; k++) env.rn(1).tickQuiesced();
+  assert.equal(env.rn(1).quiesce(), true);
+  env.stabilize();
+  for (let k = 0; k < 5 * ELECTION_TICKS; k++) env.rn(1).tick();
   assert.equal(env.rn(1).hasReady(), false);
   assert.equal(env.rn(1).raft.role, "leader");
 });

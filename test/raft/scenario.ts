@@ -123,6 +123,12 @@ export function runCommand(env: Env, command: string): string[] {
     case "heal":
       env.heal();
       break;
+    case "quiesce":
+      extra.push(`quiesce: ${env.rn(node()).quiesce() ? "resting" : "refused"}`);
+      break;
+    case "report-unreachable":
+      env.rn(node()).reportUnreachable(Number(args[1]));
+      break;
     case "crash":
       env.crash(node());
       break;

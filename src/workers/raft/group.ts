@@ -82,8 +82,8 @@ export class Group {
   /** proposal → result on this node (committed, applied, answered): the worker's own view of a commit */
   private readonly commitLatency = new LatencyWindow();
   private directory: NodeDirectory;
+  /** ticks since the last request, entry or message other than a heartbeat (the quiet period before a rest) */
   private idleTicks = 0;
-  quiesced = false;
 
   constructor(
     readonly meta: GroupMeta,
@@ -271,31 +271,31 @@ export class Group {
   // ------------------------------------------------------------------ ticks and quiescing
 
   /**
-   * One shared tick. A group quiesces after quiesceAfterTicks idle ticks when no one else depends on its
-   * timers: it is the only voter (so there is no follower expecting heartbeats and no election to run), it
-   * leads, and nothing waits on it. Groups with peers never quiesce here: a quiesced follower would not
-   * notice a dead leader, which needs the peer layer's liveness signal (left to the multi-master work).
+   * One shared tick. After quiesceAfterTicks quiet ticks a leader with nothing waiting on it puts its group
+   * to rest (RawNode.quiesce: only when every member holds the whole log, committed and applied; its last
+   * heartbeat tells the followers to rest too), before this tick could send a heartbeat. A resting group's
+   * tick only advances request deadlines; the core wakes it on a request or a message that needs it, and a
+   * follower whose leader's session drops wakes and campaigns (README, "Resting groups").
    */
   tick(): void {
     this.idleTicks++;
-    if (!this.quiesced && this.idleTicks >= this.opts.limits.quiesceAfterTicks && this.canQuiesce()) this.quiesced = true;
-    if (this.quiesced) this.node.tickQuiesced();
-    else this.node.tick();
+    if (this.idleTicks >= this.opts.limits.quiesceAfterTicks && this.waiters.size === 0 && !this.node.quiesced) this.node.quiesce();
+    this.node.tick();
   }
 
-  private canQuiesce(): boolean {
-    const r = this.node.raft;
-    return this.soleVoter() && r.confState.learners.length === 0 && r.role === "leader" && this.waiters.size === 0 && r.tracker.size === 0;
+  /** Whether the group rests on this node (status). */
+  get quiesced(): boolean {
+    return this.node.quiesced;
   }
 
-  /** Any request, message or Ready work makes the group active again. */
+  /** A request or Ready work: the quiet period starts again. */
   wake(): void {
     this.idleTicks = 0;
-    this.quiesced = false;
   }
 
   step(m: Message): void {
-    this.wake();
+    // heartbeats and their answers are what an idle group exchanges: they do not end its quiet period
+    if (m.type !== "MsgHeartbeat" && m.type !== "MsgHeartbeatResp") this.wake();
     this.node.step(m);
   }
 
@@ -322,7 +322,7 @@ export class Group {
    * the campaign at construction may have been skipped).
    */
   afterAdvance(rd: Ready): void {
-    if (rd.entries.length > 0 || rd.committedEntries.length > 0 || rd.messages.length > 0 || rd.results.length > 0) this.wake();
+    if (rd.entries.length > 0 || rd.committedEntries.length > 0 || rd.results.length > 0) this.wake();
     if (this.node.raft.role === "follower" && this.node.raft.lead === 0 && this.soleVoter() && this.caughtUp) this.node.campaign();
   }
 

@@ -15,8 +15,8 @@ export interface WorkerLimits {
   /** the Raft core's limits for every group this node runs (ticks are `tickMs` long) */
   raft: Partial<RaftLimits>;
   /**
-   * Ticks a group must go without proposals, reads, messages or Ready work before it quiesces (it is then
-   * ticked with tickQuiesced(): deadlines advance, nothing else runs).
+   * Ticks a group must go without requests, entries, results or messages other than heartbeats before its
+   * leader puts it to rest (RawNode.quiesce: no heartbeats, no election timers; README "Resting groups").
    */
   quiesceAfterTicks: number;
   /** applied entries since the last snapshot that trigger a new snapshot and log compaction, count */

@@ -155,6 +155,10 @@ export function checkPeerMessage(raw: unknown, fromRaftId: number, selfRaftId: n
     if (!Array.isArray(x.requests) || x.requests.length > raftEntriesPerMessageMax || !x.requests.every(isUint)) return "requests is not a list of ids";
     m.requests = [...(x.requests as number[])];
   }
+  if (x.quiesce !== undefined && x.quiesce !== null) {
+    if (typeof x.quiesce !== "boolean") return "quiesce is not a boolean";
+    if (x.quiesce) m.quiesce = true;
+  }
   if (x.reason !== undefined && x.reason !== null) {
     if (typeof x.reason !== "string" || x.reason.length > 64) return "reason is not a code";
     m.reason = x.reason as Message["reason"];

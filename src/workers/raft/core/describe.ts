@@ -73,9 +73,11 @@ export function describeMessage(m: Message): string {
     case "MsgHeartbeat":
       parts.push(`commit=${m.commit}`);
       if (m.context) parts.push(`ctx=${m.context}`);
+      if (m.quiesce) parts.push(`quiesce last=${m.logTerm}/${m.index}`);
       break;
     case "MsgHeartbeatResp":
       if (m.context) parts.push(`ctx=${m.context}`);
+      if (m.reject) parts.push("declines rest");
       break;
     case "MsgSnap": {
       const c = m.snapshot!;
@@ -135,7 +137,7 @@ export function describeReady(rd: Ready): string[] {
 export function describeStatus(st: Status): string {
   const base =
     `${st.id} ${st.role} term=${st.term} lead=${st.lead} vote=${st.vote} commit=${st.commit} applied=${st.applied} ` +
-    `log=[${st.firstIndex},${st.lastIndex}] ${describeConfState(st.confState)}`;
+    `log=[${st.firstIndex},${st.lastIndex}] ${describeConfState(st.confState)}${st.quiesced ? " resting" : ""}`;
   if (!st.progress) return base;
   const prs = [...st.progress.entries()]
     .sort(([a], [b]) => a - b)

@@ -100,6 +100,12 @@ export class Raft {
   electionElapsed = 0;
   heartbeatElapsed = 0;
   randomizedElectionTimeout = 0;
+  /**
+   * The group rests ("Resting groups" below): a leader sends no heartbeats and runs no check-quorum, a
+   * follower's election timer stops (its leader's lease holds). Ended by any role or term change (reset), a
+   * request, or a message that needs the group (wakesFrom).
+   */
+  quiesced = false;
 
   constructor(cfg: RaftConfig) {
     if (!Number.isSafeInteger(cfg.id) || cfg.id < 1) throw new BrineError("CONFIG_INVALID", `raft id ${cfg.id}`);
@@ -162,6 +168,7 @@ export class Raft {
     this.pendingConfIndex = 0;
     this.uncommittedBytes = 0;
     this.forwarding.reset();
+    this.quiesced = false;
   }
 
   becomeFollower(term: number, lead: NodeId): void {
@@ -205,14 +212,73 @@ export class Raft {
 
   tick(): void {
     this.tracker.tick();
+    if (this.quiesced) return; // a resting group: deadlines pass, no heartbeat, no election timer
     if (this.role === "leader") this.tickHeartbeat();
     else this.tickElection();
   }
 
-  /** A tick for an idle (quiesced) group: time passes for deadlines and leases, but nobody campaigns. */
-  tickQuiesced(): void {
-    this.tracker.tick();
-    this.electionElapsed++;
+  // ------------------------------------------------------------------ resting groups
+  //
+  // A leader with nothing to do puts its group to rest (etcd-raft's quiescing as CockroachDB runs it): when
+  // every member holds its whole log, committed and applied, it sends each one a last heartbeat flagged
+  // `quiesce` and stops heartbeating. A follower that holds that last entry and its commit rests too: no
+  // answer, no election timer; its leader's lease holds while it rests. The group wakes (normal ticks) on
+  // any request and on any message that needs it: on the leader everything but a late heartbeat answer, on
+  // a follower everything from its leader, a campaign, and the transport's word that the leader's session
+  // dropped (then the lease ends and it campaigns in 1 + rank ticks, as suspectLeader says). What replaces
+  // the election timer while it rests is the peer channel's liveness: a crashed leader's connections drop at
+  // once, a silent one misses the channel's keepalives. Safety does not depend on timers (they only decide
+  // when elections start), so resting cannot break it; the README of the worker says why liveness holds.
+
+  /** Whether this leader may put its group to rest now (see above); nothing else may be in flight. */
+  canQuiesce(): boolean {
+    if (this.quiesced || this.role !== "leader" || this.leadTransferee !== NONE) return false;
+    const last = this.log.lastIndex();
+    if (this.log.committed !== last || this.log.applied !== last || this.pendingConfIndex > last) return false;
+    if (this.tracker.size > 0 || this.reads.busy() || this.forwarding.canFlush()) return false;
+    for (const [id, pr] of this.prs.progress) {
+      if (id !== this.id && (pr.state !== "replicate" || pr.match !== last)) return false;
+    }
+    return true;
+  }
+
+  /** Puts the group to rest if this leader may (canQuiesce); returns whether it rests. */
+  quiesce(): boolean {
+    if (this.quiesced) return true;
+    if (!this.canQuiesce()) return false;
+    const last = this.log.lastIndex();
+    const lastTerm = this.log.term(last);
+    for (const id of this.prs.progress.keys()) {
+      if (id === this.id) continue;
+      this.send({ ...newMessage("MsgHeartbeat", this.id, id, this.term), commit: this.log.committed, index: last, logTerm: lastTerm, quiesce: true });
+    }
+    this.quiesced = true;
+    return true;
+  }
+
+  /**
+   * Ends the rest: normal ticks again, from a fresh election timer (a follower that rested for an hour must
+   * not campaign at its first tick: no election storm on wake-up) and, on a leader, a fresh check-quorum
+   * window that only answers from now on count toward.
+   */
+  unquiesce(): void {
+    if (!this.quiesced) return;
+    this.quiesced = false;
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    if (this.role === "leader") for (const [id, pr] of this.prs.progress) if (id !== this.id) pr.recentActive = false;
+  }
+
+  /** Whether message `m` (past the term checks) ends this node's rest. */
+  private wakesFrom(m: Message): boolean {
+    // an answer to a heartbeat sent before the rest began changes nothing a resting leader needs; one that
+    // declines the rest (reject) does
+    if (this.role === "leader") return m.type !== "MsgHeartbeatResp" || m.reject;
+    if (m.type === "MsgHeartbeat") return !m.quiesce || m.from !== this.lead;
+    // the transport's word changes nothing for a resting follower unless it says its leader is gone
+    if (m.type === "MsgUnreachable") return m.from === this.lead;
+    if (m.type === "MsgReachable") return false;
+    return true;
   }
 
   private tickElection(): void {
@@ -259,8 +325,12 @@ export class Raft {
         const force = m.context === CAMPAIGN_TRANSFER;
         const inLease = this.checkQuorum && this.lead !== NONE && this.electionElapsed < this.limits.electionTicksMin;
         // Leader lease: while we hear from a leader, a (pre-)vote request cannot disturb us; this is what
-        // keeps a removed or flapping node from deposing a healthy leader.
-        if (!force && inLease) return;
+        // keeps a removed or flapping node from deposing a healthy leader. A resting leader wakes, though: a
+        // member that campaigns lacks its heartbeats.
+        if (!force && inLease) {
+          if (this.quiesced && this.role === "leader") this.unquiesce();
+          return;
+        }
       }
       if (m.type === "MsgPreVote") {
         // never change term for a pre-vote
@@ -281,6 +351,7 @@ export class Raft {
       }
       return;
     }
+    if (this.quiesced && this.wakesFrom(m)) this.unquiesce();
 
     switch (m.type) {
       case "MsgHup":
@@ -530,6 +601,7 @@ export class Raft {
         this.lead = m.from;
         if (m.type === "MsgApp") handleAppend(this, m);
         else if (m.type === "MsgSnap") this.snapshots.onChunk(m);
+        else if (m.quiesce) this.restWith(m);
         else handleHeartbeat(this, m);
         return;
       case "MsgTransferLeader":
@@ -543,6 +615,22 @@ export class Raft {
         if (m.from === this.lead) this.suspectLeader();
         return;
     }
+  }
+
+  /**
+   * The leader's last heartbeat before its group rests: rest too, without an answer, if this follower holds
+   * the leader's last entry and, with the commit index it carries, has committed it. Otherwise it answers
+   * as to any heartbeat but declines (reject), and that answer wakes the leader, which catches it up.
+   */
+  private restWith(m: Message): void {
+    if (m.index <= this.log.lastIndex() && this.log.matchTerm(m.index, m.logTerm)) {
+      this.log.commitTo(m.commit);
+      if (this.log.committed >= m.index) {
+        this.quiesced = true;
+        return;
+      }
+    }
+    handleHeartbeat(this, m, true);
   }
 
   /**

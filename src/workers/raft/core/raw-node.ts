@@ -2,7 +2,8 @@
  * RawNode: the synchronous API a shell drives for one Raft group. It owns no thread, timer or disk; the
  * shell's loop is:
  *
- *   on timer:    node.tick()                 (or tickQuiesced() for an idle group)
+ *   on timer:    node.tick()                 (a resting group's tick only advances request deadlines)
+ *   when idle:   node.quiesce()              (a leader with nothing in flight puts its group to rest)
  *   on message:  node.step(msg)
  *   on request:  id = node.propose(data) / proposeConfChange(cc) / readIndex()
  *   then:        while (node.hasReady()) { const rd = node.ready(); <persist, send, apply, deliver>; node.advance(); }
@@ -38,6 +39,8 @@ export interface Status {
   leadTransferee: NodeId;
   confState: ConfState;
   pendingRequests: number;
+  /** the group rests on this node (quiesce) */
+  quiesced: boolean;
   /** leader only */
   progress?: Map<NodeId, ProgressStatus>;
 }
@@ -61,12 +64,18 @@ export class RawNode {
   }
 
   /**
-   * A tick for a group with nothing to do: deadlines and leases advance but no election starts. A shell with
-   * thousands of groups ticks idle ones this way (etcd's TickQuiesced) and wakes them with tick() when a
-   * message or request arrives.
+   * Puts the group to rest if this node leads it and nothing is in flight (every member holds the whole log,
+   * committed and applied; no request, read or transfer pending): its last heartbeat, flagged `quiesce`,
+   * goes out in the next Ready and then it sends nothing until it wakes. Followers that receive it rest too.
+   * Returns whether the group rests; false (nothing done) when it may not. See Raft's "Resting groups".
    */
-  tickQuiesced(): void {
-    this.raft.tickQuiesced();
+  quiesce(): boolean {
+    return this.raft.quiesce();
+  }
+
+  /** Whether this node rests (a resting group is woken by requests and by the messages that need it). */
+  get quiesced(): boolean {
+    return this.raft.quiesced;
   }
 
   /** Starts an election now (skipping the timeout). Only a voter may campaign. */
@@ -89,17 +98,20 @@ export class RawNode {
 
   /** Proposes opaque data; the outcome arrives in a later Ready's results. */
   propose(data: Uint8Array): RequestId {
+    this.raft.unquiesce();
     return this.raft.tracker.add("propose", data);
   }
 
   /** Proposes one membership change; refused with RAFT_CONF_IN_FLIGHT while another is uncommitted. */
   proposeConfChange(cc: ConfChange): RequestId {
     assertNodeId(cc.node);
+    this.raft.unquiesce();
     return this.raft.tracker.add("conf", encodeConfChange(cc));
   }
 
   /** A linearizable read: succeeds with a read index once this node has applied through it. */
   readIndex(): RequestId {
+    this.raft.unquiesce();
     return this.raft.tracker.add("read", new Uint8Array(0));
   }
 
@@ -109,6 +121,7 @@ export class RawNode {
    */
   transferLeader(target: NodeId): void {
     if (!this.raft.prs.isVoter(target)) throw new BrineError("RAFT_NOT_VOTER", `transfer target ${target} is not a voter`);
+    this.raft.unquiesce();
     this.raft.step({ ...newMessage("MsgTransferLeader", this.raft.id, this.raft.id, 0), transferee: target });
   }
 
@@ -244,6 +257,7 @@ export class RawNode {
       leadTransferee: r.leadTransferee,
       confState: cloneConfState(r.confState),
       pendingRequests: r.tracker.size,
+      quiesced: r.quiesced,
     };
     if (r.role === "leader") {
       st.progress = new Map();

@@ -45,6 +45,11 @@ export class Reads {
 
   constructor(private readonly r: ReadHost) {}
 
+  /** Whether any read waits for a round or for this leader's first commit (a group with one may not rest). */
+  busy(): boolean {
+    return this.pending.length > 0 || this.rounds.size > 0;
+  }
+
   /** The key of the latest round, carried by heartbeats so their answers acknowledge it. */
   lastKey(): string | undefined {
     return this.rounds.lastKey();

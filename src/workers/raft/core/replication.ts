@@ -145,10 +145,12 @@ export function handleHeartbeatResp(r: ReplicationHost, m: Message, pr: Progress
 
 // ------------------------------------------------------------------ follower
 
-export function handleHeartbeat(r: ReplicationHost, m: Message): void {
+/** A heartbeat: take its commit and answer; `declineRest`: it asked us to rest and we may not (reject). */
+export function handleHeartbeat(r: ReplicationHost, m: Message, declineRest = false): void {
   r.log.commitTo(m.commit);
   const resp = newMessage("MsgHeartbeatResp", r.id, m.from, r.term);
   if (m.context !== undefined) resp.context = m.context;
+  if (declineRest) resp.reject = true;
   r.send(resp);
 }
 

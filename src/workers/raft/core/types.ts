@@ -125,6 +125,9 @@ export const CAMPAIGN_TRANSFER = "transfer";
  *   rejectHint/logTerm = where the follower suggests the leader retry (conflict backtracking by term).
  * - MsgVote/MsgPreVote: index/logTerm = candidate's last entry; context = CAMPAIGN_TRANSFER when forced.
  * - MsgHeartbeat: commit = min(follower match, leader commit); context = read-index round, if any.
+ *   quiesce = the leader's last heartbeat before its group rests; index/logTerm = the leader's last entry,
+ *   which is committed and which the follower must hold to rest too (raft.ts, "Resting groups").
+ * - MsgHeartbeatResp: context = the round it acknowledges; reject = it declines a quiesce heartbeat.
  * - MsgSnap: snapshot = one chunk. MsgSnapResp: index = snapshot index, snapOffset = next byte wanted.
  * - MsgProp: entries (index/term unset), requests = origin's request ids, incarnation = origin's,
  *   batch = origin's send attempt (a request re-sent after a refusal goes in a new batch).
@@ -151,6 +154,7 @@ export interface Message {
   batch?: number;
   reason?: ErrCode;
   transferee?: NodeId;
+  quiesce?: boolean;
 }
 
 export type Role = "follower" | "pre-candidate" | "candidate" | "leader";
