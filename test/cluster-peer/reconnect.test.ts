@@ -1,7 +1,8 @@
 /**
  * Reconnects: when one master restarts, the other reports it down, keeps (bounded) what is sent meanwhile,
  * redials with backoff, runs a new handshake (new session id) and delivers; the restarted master's own
- * connection replaces the old inbound session on the survivor.
+ * connection replaces the old inbound session on the survivor, and the survivor dials a peer that reached it
+ * at once instead of waiting out its backoff.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -57,6 +58,26 @@ test("a peer that is not there yet is dialled with backoff until it appears", as
     const m2 = await startNode({ id: "m2", port: p2, peers: [], knows: ["m1"] });
     try {
       await waitUp(m1.t, ["m2"]);
+    } finally {
+      await m2.t.close();
+    }
+  } finally {
+    await m1.t.close();
+  }
+});
+
+test("a peer that connects to us is dialled back at once, not when the backoff that grew while it was away runs out", async () => {
+  const p2 = await freePort();
+  // a long backoff: after its first failed attempt m1 would wait at least 0.8 × 4 s before the next one
+  const m1 = await startNode({ id: "m1", peers: [{ id: "m2", host: "127.0.0.1", port: p2 }], limits: { reconnectMinMs: 4000, reconnectMaxMs: 8000 } });
+  try {
+    await waitFor(() => m1.t.status()[0]!.failedAttempts >= 1, "a failed attempt");
+    const started = Date.now();
+    const m2 = await startNode({ id: "m2", port: p2, peers: [{ id: "m1", host: "127.0.0.1", port: m1.port }] });
+    try {
+      await waitUp(m2.t, ["m1"]);
+      await waitUp(m1.t, ["m2"], 2500);
+      assert.ok(Date.now() - started < 3000, `m1's link up ${Date.now() - started} ms after m2 started, before its backoff ran out`);
     } finally {
       await m2.t.close();
     }

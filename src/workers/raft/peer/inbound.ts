@@ -45,6 +45,8 @@ export interface ListenerHost {
    * with the frame to send back (none: nothing). Absent: JOIN frames are counted and dropped.
    */
   joinFrame?(conn: string, frame: Uint8Array): Promise<Uint8Array | undefined>;
+  /** a peer's connection to us completed its handshake: it is up, whatever our own link's backoff says */
+  inboundUp?(peerId: string): void;
 }
 
 /** join exchanges in progress at once on one listener, count (each holds an ephemeral key and waits on a commit) */
@@ -210,6 +212,7 @@ export class PeerListener {
     this.inboundByPeer.set(peerId, conn);
     this.h.log.info(`peer channel: session ${out.session.id} from ${peerId} established`);
     this.writeRouter({ conn, clear: out.confirm });
+    this.h.inboundUp?.(peerId);
   }
 
   private refuseInbound(conn: InboundConn, e: HandshakeError): void {

@@ -154,6 +154,7 @@ export class PeerTransport {
       openData: (session, frame, from) => this.openData(session, frame, from),
       refused: (info) => this.refused(info),
       joinFrame: (conn, frame) => (this.joinHandler ? this.joinHandler(conn, frame) : Promise.resolve(undefined)),
+      inboundUp: (peerId) => this.redialNow(peerId),
     });
     for (const ep of opts.peers) this.addLink(ep);
   }
@@ -416,6 +417,21 @@ export class PeerTransport {
     }
     void this.readOut(link, sock, gen);
     sock.send(link.hs.hello).catch((e: Error) => this.fail(link, gen, `HELLO not sent: ${e.message}`));
+  }
+
+  /**
+   * A peer just proved it is up (its own connection to us completed a handshake): if our link to it waits
+   * out a backoff, dial now instead. A restarted master is otherwise reached only when the backoff that grew
+   * while it was down (up to reconnectMaxMs) runs out, and until then everything this master answers it,
+   * Raft's vote and append answers included, is dropped: after a restart a failover could wait seconds.
+   */
+  private redialNow(peerId: string): void {
+    const link = this.byId.get(peerId);
+    if (!link || this.closed || link.state !== "idle" || !link.retryTimer) return;
+    link.retryTimer.cancel();
+    link.retryTimer = undefined;
+    link.attempts = 0;
+    this.dial(link);
   }
 
   private async readOut(link: OutboundLink, sock: zmq.Dealer, gen: number): Promise<void> {
