@@ -231,7 +231,7 @@ function meanOf(xs: PerCommit[]): PerCommit {
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
 interface Proposer {
-  propose(group: string, entry: { kind: "ROUTE"; value: { data_type: string; ring_id: null } }): Promise<unknown>;
+  propose(group: string, entry: { kind: "ROUTE"; value: { data_type: string; ring_id: null } } | { kind: "RING_REGISTRY"; value: { ring_id: string; founding_voters: string[] } }): Promise<unknown>;
   read(group: string, query: "routing"): Promise<unknown>;
   status(): Promise<NodeStatus>;
 }
@@ -291,6 +291,10 @@ interface RaftMember {
   commitAfter(term: number, everyMs: number): Promise<{ at: number; term: number }>;
   /** the cluster group's term as this master sees it */
   term(): Promise<number>;
+  /** founds ring groups `ids` with `founders` (RING_REGISTRY entries, proposed on this master) */
+  rings(ids: string[], founders: string[]): Promise<void>;
+  /** this master's Raft groups: which, whether they rest */
+  groups(): Promise<{ group: string; role: string; quiesced: boolean }[]>;
   /** SIGKILL (a crash) or SIGTERM (a graceful stop, as the salt-master CLI handles it); processes only */
   kill(signal?: "SIGKILL" | "SIGTERM"): Promise<void>;
   stop(): Promise<void>;
@@ -319,6 +323,10 @@ function memberOf(m: TestMaster): RaftMember {
     isolate: async (ids) => m.server.clusterService!.isolate(ids),
     commitAfter: (term, everyMs) => commitAfter(m.server.clusterNode!.raft, term, everyMs),
     term: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.term ?? 0,
+    rings: async (ids, founders) => {
+      for (const ring_id of ids) await m.server.clusterNode!.raft.propose(CLUSTER_RING, { kind: "RING_REGISTRY", value: { ring_id, founding_voters: founders } });
+    },
+    groups: async () => (await m.server.clusterNode!.raft.status()).groups.map((g) => ({ group: g.group, role: g.role, quiesced: g.quiesced })),
     kill: () => Promise.reject(new Error("kill: a master in the bench process cannot be killed alone")),
     stop: () => m.stop(),
   };
@@ -354,7 +362,7 @@ async function commitAfter(raft: Proposer, term: number, everyMs: number): Promi
 }
 
 /** Requests to a master process (the `--raft-master` mode of this file) and their answers. */
-type ChildOp = { op: "leader" } | { op: "term" } | { op: "measure"; n: number } | { op: "reads"; n: number } | { op: "sched" } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "stop" };
+type ChildOp = { op: "leader" } | { op: "term" } | { op: "measure"; n: number } | { op: "reads"; n: number } | { op: "sched" } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "rings"; ids: string[]; founders: string[] } | { op: "groups" } | { op: "stop" };
 type ChildCall = ChildOp & { seq: number };
 type ChildAnswer = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: string } | { ready: true } | { failed: string };
 
@@ -390,6 +398,8 @@ async function forkMember(id: string, cfg: Partial<MasterConfig>, root?: string)
     isolate: (ids) => call({ op: "isolate", ids }),
     commitAfter: (term, everyMs) => call({ op: "commitAfter", term, everyMs }),
     term: () => call({ op: "term" }),
+    rings: (ids, founders) => call({ op: "rings", ids, founders }),
+    groups: () => call({ op: "groups" }),
     kill: async (signal = "SIGKILL") => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
@@ -437,6 +447,10 @@ async function childMain(cfg: Partial<MasterConfig>, root?: string): Promise<voi
           return me.term();
         case "commitAfter":
           return me.commitAfter(c.term, c.everyMs);
+        case "rings":
+          return me.rings(c.ids, c.founders);
+        case "groups":
+          return me.groups();
         case "stop":
           await me.stop();
           return null;
@@ -553,6 +567,69 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
   }
 }
 
+/** What an idle cluster costs (idleRun): per master, its Raft thread's CPU and the Raft frames it sends, per second. */
+interface IdleFigures {
+  /** the Raft threads' busiest stages per second (wall µs, runs), mean of the three */
+  busiest: string[];
+  raftUsPerS: number[];
+  framesPerS: number[];
+  groups: number;
+  resting: number;
+}
+
+/**
+ * An idle three-master cluster with `rings` ring groups hosted by all three (each a Raft group of three
+ * voters, like the cluster group): after the commits that found them and a settling time longer than the
+ * quiet period before a group rests, each master's Raft thread is sampled over `windowMs` with nothing
+ * proposed. What is left is the shared tick and whatever the groups still send each other.
+ */
+async function idleRun(rings: number, windowMs: number): Promise<IdleFigures> {
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-raftidle-"));
+  const masters: RaftMember[] = [];
+  try {
+    const ports = await Promise.all(RAFT_HOSTS.map((h) => freePort(h)));
+    masters.push(...(await Promise.all(RAFT_HOSTS.map((_, i) => masterConfig(i, ports, root)).map((cfg) => forkMember(cfg.id!, cfg)))));
+    const leader = await waitAgreedLeader(masters);
+    const ids = Array.from({ length: rings }, (_, k) => `idle${k + 1}`);
+    await masters.find((m) => m.id === leader)!.rings(ids, masters.map((m) => m.id));
+    const want = 1 + rings;
+    const end = Date.now() + 60_000;
+    while ((await Promise.all(masters.map((m) => m.groups()))).some((gs) => gs.length < want || gs.some((g) => g.role !== "leader" && g.role !== "follower"))) {
+      if (Date.now() > end) throw new Error(`the ${rings} ring groups did not start on every master`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+    const a = await Promise.all(masters.map((m) => m.sched()));
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, windowMs));
+    const b = await Promise.all(masters.map((m) => m.sched()));
+    const s = (performance.now() - t0) / 1000;
+    const groups = (await Promise.all(masters.map((m) => m.groups()))).flat();
+    const frames = (x: SchedSample) => x.stages?.["peer.out.raft"]?.n ?? 0;
+    // the Raft threads' busiest stages per second (mean of the three), wall µs
+    const per = masters.map((_, i) => (a[i]!.stages && b[i]!.stages ? stageDelta(a[i]!.stages!, b[i]!.stages!, s) : {}));
+    const stages = meanStages(per) ?? {};
+    const busiest = Object.entries(stages)
+      .filter(([k, t]) => t.us > 0 && !k.startsWith("loop."))
+      .sort((x, y) => y[1].us - x[1].us)
+      .slice(0, 5)
+      .map(([k, t]) => `${k} ${t.us.toFixed(0)} µs ${t.n.toFixed(1)}×`);
+    return {
+      busiest,
+      raftUsPerS: masters.map((_, i) => ((b[i]!.raft?.runNs ?? 0) - (a[i]!.raft?.runNs ?? 0)) / 1000 / s),
+      framesPerS: masters.map((_, i) => (frames(b[i]!) - frames(a[i]!)) / s),
+      groups: groups.length,
+      resting: groups.filter((g) => g.quiesced).length,
+    };
+  } finally {
+    for (const m of masters) await m.stop().catch(() => undefined);
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** how long an idle cluster is left alone before it is sampled (the quiet period before a rest is 1 s), ms */
+const IDLE_SETTLE_MS = 3000;
+
 /** The leader all of `ms` agree on, if they do. */
 async function agreedLeader(ms: RaftMember[]): Promise<string | undefined> {
   const ids = await Promise.all(ms.map((m) => m.leader()));
@@ -631,7 +708,8 @@ function inWorkerRow(where: string, l: LatencySummary): BenchRow {
 /**
  * The Raft rows. `parts` (env BRINE_BENCH_CLUSTER, comma-separated; default all): `processes` (three master
  * processes, the deployed shape, with failovers), `tmpfs` (the same on tmpfs), `inprocess` (three masters in
- * the bench process, the earlier figure), `failover` (the leader killed, see killRun), `swarm` (the returns rows).
+ * the bench process, the earlier figure), `idle` (what an idle cluster with ring groups costs, see idleRun),
+ * `failover` (the leader killed, see killRun), `swarm` (the returns rows).
  */
 async function raftRows(proposals: number, failovers: number, parts: Set<string>): Promise<BenchRow[]> {
   const load = () => `load ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`;
@@ -694,6 +772,14 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
     );
   }
   if (fo.length > 0) rows.push({ figure: "leader failover (leader cut off), median", value: pct(fo, 50), unit: "ms", target: 1000, better: "lower", note: `${failovers} failovers, max ${fo.at(-1)} ms; election timeout 500-1000 ms` });
+  if (parts.has("idle")) {
+    // BRINE_BENCH_IDLE_RINGS: ring groups beside the cluster group (default 3)
+    const rings = Number(process.env.BRINE_BENCH_IDLE_RINGS ?? 3);
+    const windowMs = 10_000;
+    const f = await idleRun(rings, windowMs);
+    const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
+    rows.push({ figure: `idle cluster (3 masters, ${rings} ring groups): Raft thread CPU per master`, value: Math.round(mean(f.raftUsPerS)), unit: "µs/s", better: "lower", note: `per master ${f.raftUsPerS.map((x) => x.toFixed(0)).join(" / ")} µs of CPU per second, ${f.framesPerS.map((x) => x.toFixed(1)).join(" / ")} Raft frames sent per second; ${f.resting} of ${f.groups} group replicas resting; busiest stages per second: ${f.busiest.join(", ")}; ${windowMs / 1000} s with nothing proposed, after ${IDLE_SETTLE_MS / 1000} s of settling; ${load()}` });
+  }
   if (parts.has("failover")) {
     // at the default election timeout (cluster_election_min 500: 500-1000 ms; Salt 3008: 750-1500, etcd: 1000):
     // a crash, noticed by the survivors when its connections drop, and a graceful stop, which hands over first
@@ -711,7 +797,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const n = opts.full ? 3000 : 600;
-  const parts = new Set((process.env.BRINE_BENCH_CLUSTER ?? "processes,tmpfs,inprocess,failover,swarm").split(",").map((x) => x.trim()));
+  const parts = new Set((process.env.BRINE_BENCH_CLUSTER ?? "processes,tmpfs,inprocess,idle,failover,swarm").split(",").map((x) => x.trim()));
   const rows: BenchRow[] = [];
   rows.push(...(await raftRows(opts.full ? 2000 : 500, opts.full ? 10 : 5, parts)));
   if (parts.has("swarm")) rows.push(...(await returnsRows(n, opts.full ? 5 : 3)));

@@ -170,11 +170,13 @@ async function startup(): Promise<GroupManager> {
   let ticks = 0;
   let following = false;
   timer = setInterval(() => {
-    const t = stages.now();
+    let t = stages.now();
     m.tick();
+    stages.add("tick", t);
+    t = stages.now();
     placement?.tick();
     minionPlacement?.tick();
-    stages.add("tick", t);
+    stages.add("tick.placement", t);
     // about once a second: a ring's voters follow the cluster's (GroupManager.followRingVoters), one call at a time
     if (++ticks % Math.max(1, Math.round(followVotersEveryMs / limits.tickMs)) === 0 && !following) {
       following = true;
