@@ -58,6 +58,16 @@ export const restartDelayMaxMs = 60_000;
 /** A thread that lived this long before it ended is restarted after restartDelayMs again, ms. */
 export const restartStableMs = 5 * 60_000;
 
+/**
+ * The restart policy (pure): how long to wait before starting a thread that ended after living `livedMs`, given the
+ * wait the last death got (`last`; 0: none yet): restartDelayMs for a first death or after a thread that lived
+ * restartStableMs, else twice the last wait, at most restartDelayMaxMs.
+ */
+export function restartWaitMs(last: number, livedMs: number): number {
+  if (last <= 0 || livedMs >= restartStableMs) return restartDelayMs;
+  return Math.min(last * 2, restartDelayMaxMs);
+}
+
 export interface MirrorThreadOptions {
   /** the thread's V8 heap bounds instead of stateSyncHeapLimits (tests scale them down) */
   resourceLimits?: ResourceLimits;
@@ -89,7 +99,8 @@ export class MirrorThread {
   /** the current thread's start, the last error it reported, the wait before the next restart */
   private startedAt = 0;
   private lastError: Error | undefined;
-  private delayMs = restartDelayMs;
+  /** the wait the last death got (0: none yet) */
+  private delayMs = 0;
   dropped = 0;
   /** threads started after one ended unasked */
   restarts = 0;
@@ -132,7 +143,7 @@ export class MirrorThread {
     this.failInFlight();
     if (this.stopping) return;
     const lived = Date.now() - this.startedAt;
-    if (lived >= restartStableMs) this.delayMs = restartDelayMs;
+    this.delayMs = restartWaitMs(this.delayMs, lived);
     const e = this.lastError as (Error & { code?: string }) | undefined;
     const limits = this.opts.resourceLimits ?? stateSyncHeapLimits;
     const why = e?.code === "ERR_WORKER_OUT_OF_MEMORY" ? `it reached its V8 heap bound (old generation ${limits.maxOldGenerationSizeMb ?? "default"} MiB, young ${limits.maxYoungGenerationSizeMb ?? "default"} MiB)` : e ? `it failed: ${e.message}` : `it exited with code ${code}`;
@@ -144,7 +155,6 @@ export class MirrorThread {
       this.worker = this.spawn();
     }, this.delayMs);
     this.restartTimer.unref();
-    this.delayMs = Math.min(this.delayMs * 2, restartDelayMaxMs);
   }
 
   /** Call `id` is answered: its bytes leave the backlog. */
