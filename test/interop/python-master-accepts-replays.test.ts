@@ -70,7 +70,7 @@ describe("a captured or resent minion frame: the Python master acts on every cop
   const masters = () => ({ python: { ret: py.ret, pub: py.pub }, brine: { ret: tm.retPort, pub: tm.publishPort } });
   const minionOf: Record<string, TestMinion> = {};
 
-  test("the same frame three times: Python acts on 3 of 3 (v3 and v2); brine answers 3 of 3 and acts once; the nonce in other bytes brine refuses", async () => {
+  test("the same frame three times, then its nonce sealed again: Python acts on 4 of 4 (v3 and v2); brine answers the 3 copies, acts once, and refuses the nonce in other bytes", async () => {
     const keys = await testKeys(4);
     const got: Record<string, string[]> = {};
     const ec = new EventClient(tm.sockDir);
