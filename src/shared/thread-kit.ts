@@ -6,6 +6,8 @@
  *   policies differ per thread on purpose; docs/ARCHITECTURE.md ("When a thread fails") lists them.
  * - `threadInit` (first line of a thread's entry): reads its init data and sets up logging from the `log`
  *   settings the host passed, so every thread logs in the master's format to the master's files.
+ * - `endThread` (on the host): ends a thread that may hold zeromq.js sockets by asking it to close them first;
+ *   a thread ended while one waits for a reply aborts the whole process (zeromq.js#411).
  *
  * The request workers are Piscina's: it spawns and replaces them, and their entry sets up logging from
  * Piscina's own workerData (src/workers/req-handler/worker.ts).
