@@ -92,9 +92,10 @@ function main(): void {
   const { reports, failures } = runSeeds(args, (line) => console.log(line));
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   const acked = reports.reduce((s, r) => s + r.acked, 0);
+  const rests = reports.reduce((s, r) => s + r.rests, 0);
   const reads = reports.reduce((s, r) => s + r.readsOk, 0);
   const ticks = reports.reduce((s, r) => s + r.ticks, 0);
-  console.log(`ran ${reports.length} seeds in ${(ms / 1000).toFixed(1)} s: ${ticks} ticks, ${acked} acknowledged writes, ${reads} linearizable reads checked`);
+  console.log(`ran ${reports.length} seeds in ${(ms / 1000).toFixed(1)} s: ${ticks} ticks, ${acked} acknowledged writes, ${reads} linearizable reads checked, ${rests} rests`);
   console.log(`${reports.length} seeds, ${failures.length} violations`);
   process.exitCode = failures.length > 0 ? 1 : 0;
 }

@@ -43,6 +43,8 @@ export interface SimReport {
   failedResults: number;
   messages: number;
   elections: number;
+  /** times a leader put its group to rest */
+  rests: number;
 }
 
 /**
@@ -71,6 +73,8 @@ const RECOVERY_STALL_TICKS_MAX = 400;
 /** ...or if recovery is not complete after this many ticks in all. */
 const RECOVERY_TICKS_MAX = 10_000;
 const DELIVERY_ROUNDS_PER_TICK_MAX = 50;
+/** chance that a live node tries to put its group to rest (quiesce), per tick */
+const QUIESCE_TRY_RATE = 0.1;
 /** chance that a node crashes in the middle of a durable write (after a leader's appends left), per write */
 const MID_WRITE_CRASH_RATE = 0.002;
 
@@ -145,6 +149,7 @@ class Simulation implements NodeObserver {
       failedResults: 0,
       messages: 0,
       elections: 0,
+      rests: 0,
     };
     this.log(`seed=${opts.seed} nodes=${n} voters=${voters} membership=${membership} net=${JSON.stringify(netFaults)}`);
   }
@@ -208,6 +213,12 @@ class Simulation implements NodeObserver {
       const r = this.faults.next();
       const ticks = r < 0.03 ? 0 : r < 0.06 ? 2 : 1;
       for (let k = 0; k < ticks; k++) node.rn.tick();
+      // a shell puts an idle group to rest (RawNode.quiesce refuses unless its leader has nothing in flight);
+      // trying at random moments lets the faults meet resting groups, their last heartbeats and their waking
+      if (this.faults.chance(QUIESCE_TRY_RATE) && !node.rn.quiesced && node.rn.quiesce()) {
+        this.report.rests++;
+        this.log(`t=${this.now} node ${node.id} puts its group to rest`);
+      }
     }
     for (const node of this.nodes) this.flush(node);
     for (let round = 0; round < DELIVERY_ROUNDS_PER_TICK_MAX; round++) {
