@@ -47,7 +47,7 @@ test("a flat summary (the previous version's, for its pullers) cuts a manifest i
   assert.deepEqual(differingRanges(sum, [...server.map((e) => ({ ...e, t: 99 })), tombstone("base/zzz", 5)]), []);
   // one item changed here: its range alone, with the server's count
   const changed = server.map((e, i) => (i === 2 * k + 3 ? { ...e, h: H2 } : e));
-  assert.deepEqual(differingRanges(sum, changed), [{ from: server[2 * k]!.p, to: server[3 * k]!.p, c: k }]);
+  assert.deepEqual(differingRanges(sum, changed), [{ from: server[2 * k]!.p, to: server[3 * k]!.p, c: k, here: k }]);
   // one missing here in the last range (to the end), one extra here in the first
   const edited = [...server.slice(0, 5), live("base/f000005x", H1, 1), ...server.slice(5, 4999)];
   assert.deepEqual(differingRanges(sum, edited).map((d) => [d.from, d.to]), [[server[0]!.p, server[k]!.p], [sum.at(-1)!.a, undefined]]);
@@ -85,6 +85,24 @@ test("a tree summary has at most 16 ranges with their counts; a differing range 
   assert.ok(within(two, pages[0]!).some((e) => e.p === server[100]!.p) && within(two, pages[0]!).some((e) => e.p === server[130]!.p));
   assert.ok(within(two, pages[1]!).some((e) => e.p === server[90_000]!.p));
   assert.ok(s2.indexOf(pages[0]!) < s2.indexOf(pages[1]!), "depth first, in the manifest's order");
+});
+
+test("a puller that holds nothing (a join) pages the first summary's ranges, joined, and asks no summary of them; one that holds part of a range descends it", () => {
+  const server = many(10_000);
+  const top = summarize(server, treeRangeItems(server.length));
+  assert.deepEqual(walkAll(server, [], top), [{ k: "page", from: server[0]!.p }]);
+  // items 5100 on here: the first 8 ranges of 625 hold nothing here (paged, joined); the 9th (5000-5624) holds 525
+  // and is summarised (ranges of 40): 5000-5079 hold nothing (paged), 5080-5119 holds 20 and is summarised again
+  // (ranges of 3): 5080-5100 differ (paged, joined); everything after matches
+  const steps = walkAll(server, server.slice(5100), top);
+  const at = (i: number) => server[i]!.p;
+  assert.deepEqual(steps, [
+    { k: "page", from: at(0), to: at(5000) },
+    { k: "sub", from: at(5000), to: at(5625), c: 625, depth: 1 },
+    { k: "page", from: at(5000), to: at(5080) },
+    { k: "sub", from: at(5080), to: at(5120), c: 40, depth: 2 },
+    { k: "page", from: at(5080), to: at(5101) },
+  ]);
 });
 
 test("a summary from a server of the previous version (no counts) has its differing ranges paged, neighbours joined; a summary naming a range outside the stretch asked is refused", () => {

@@ -12,7 +12,8 @@ import { ContentDigest, byManifest, type Channel, type ManifestEntry } from "./m
  *
  * **A tree of summaries** (this version): the first summary cuts the whole manifest into treeFanout ranges; a
  * differing range of more than leafItemsMax entries is asked for as a summary of its own (`sub: 1`, cut again into
- * treeFanout ranges), a smaller one is paged. A one-item change at n items costs about log_16(n / 32) summaries of 16
+ * treeFanout ranges), a smaller one is paged, and so is one where this master holds nothing live (a join: nothing
+ * there can match, and its summaries would cost about as much as its entries). A one-item change at n items costs about log_16(n / 32) summaries of 16
  * ranges and one page of at most 32 entries: at 100k items four requests of under a kilobyte each and one page
  * (about 6 KiB in all with the item; test/state-sync/range-tree.test.ts), where the flat summary of the previous
  * version (about √n ranges, then the √n entries of the range: 316 + 317 at 100k) cost about 40 KiB. Its price is
@@ -89,25 +90,27 @@ export interface Stretch {
 }
 
 /**
- * The ranges of a summary whose content differs here, as stretches with the server's count: `local` is this
- * master's manifest over the summarised stretch `within`, in order (items before the first range are not the
- * server's and need nothing from it).
+ * The ranges of a summary whose content differs here, as stretches with the server's count and how many live items
+ * this master holds there (`here`): `local` is this master's manifest over the summarised stretch `within`, in order
+ * (items before the first range are not the server's and need nothing from it).
  */
-export function differingRanges(summary: readonly SummaryRange[], local: Iterable<ManifestEntry>, within: Stretch = {}): (Stretch & { from: string; c?: number })[] {
-  const out: (Stretch & { from: string; c?: number })[] = [];
+export function differingRanges(summary: readonly SummaryRange[], local: Iterable<ManifestEntry>, within: Stretch = {}): (Stretch & { from: string; c?: number; here: number })[] {
+  const out: (Stretch & { from: string; c?: number; here: number })[] = [];
   const it = local[Symbol.iterator]();
   let next = it.next();
   while (summary.length && !next.done && byManifest(next.value.p, summary[0]!.a) < 0) next = it.next();
   for (let i = 0; i < summary.length; i++) {
     const to = summary[i + 1]?.a ?? within.to;
     const d = new ContentDigest();
+    let here = 0;
     while (!next.done && (to === undefined || byManifest(next.value.p, to) < 0)) {
       d.add(next.value);
+      if (!next.value.d) here++;
       next = it.next();
     }
     if (d.hex() === summary[i]!.h) continue;
     const r = summary[i]!;
-    out.push({ from: r.a, ...(to !== undefined ? { to } : {}), ...(r.c !== undefined ? { c: r.c } : {}) });
+    out.push({ from: r.a, ...(to !== undefined ? { to } : {}), ...(r.c !== undefined ? { c: r.c } : {}), here });
   }
   return out;
 }
@@ -137,7 +140,8 @@ export class SummaryWalk {
     const steps: WalkStep[] = [];
     for (const d of differingRanges(summary, this.local(within), within)) {
       const last = steps.at(-1);
-      if (d.c !== undefined && d.c > leafItemsMax && depth < treeDepthMax) steps.push({ k: "sub", from: d.from, ...(d.to !== undefined ? { to: d.to } : {}), c: d.c, depth });
+      // a stretch with nothing live here (a join) is paged whole: no part of it can match, its summaries would cost as much as its entries
+      if (d.c !== undefined && d.c > leafItemsMax && depth < treeDepthMax && d.here > 0) steps.push({ k: "sub", from: d.from, ...(d.to !== undefined ? { to: d.to } : {}), c: d.c, depth });
       else if (last?.k === "page" && last.to === d.from) {
         if (d.to === undefined) delete last.to;
         else last.to = d.to;
