@@ -36,7 +36,7 @@ import { mkdirSync, readFileSync, renameSync, watch, writeFileSync, type FSWatch
 import path from "node:path";
 import type { MessagePort } from "node:worker_threads";
 import type { RootDatabase } from "lmdb";
-import { cbor } from "../../shared/cbor.js";
+import { cbor, ownBytes } from "../../shared/cbor.js";
 import { portError, revivePortError, type PortError } from "../../shared/port-calls.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
@@ -234,8 +234,16 @@ export class StateSyncEngine {
     }
   }
 
+  /** Posts `m` to the main thread; its bytes (an encoder's view) in a buffer of their own, transferred (cbor.ts ownBytes). */
   private post(m: FromEngine): void {
-    if (!this.closed) this.port.postMessage(m);
+    if (this.closed) return;
+    if (m.k === "req" || m.k === "send") {
+      const p = ownBytes(m.p);
+      this.port.postMessage({ ...m, p }, [p.buffer]);
+    } else if (m.k === "res" && m.v instanceof Uint8Array) {
+      const v = ownBytes(m.v);
+      this.port.postMessage({ ...m, v }, [v.buffer]);
+    } else this.port.postMessage(m);
   }
 
   private ask(peer: string, msg: PeerMsg, ms = requestTimeoutMs): Promise<unknown> {

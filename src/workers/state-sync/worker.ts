@@ -27,6 +27,7 @@ import { dataTypeOf } from "../../shared/minion-placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { portError, type PortError } from "../../shared/port-calls.js";
+import { ownBytes } from "../../shared/cbor.js";
 
 export interface JobMirrorInit {
   cfg: MasterConfig;
@@ -122,7 +123,13 @@ parentPort!.on("message", (m: ToMirror) => {
     return;
   }
   handle(m).then(
-    (v) => parentPort!.postMessage({ k: "res", id: m.id, v } satisfies FromMirror),
+    (v) => {
+      // reply bytes are an encoder's view: posted in a buffer of their own, transferred (cbor.ts ownBytes)
+      if (v instanceof Uint8Array) {
+        const own = ownBytes(v);
+        parentPort!.postMessage({ k: "res", id: m.id, v: own } satisfies FromMirror, [own.buffer]);
+      } else parentPort!.postMessage({ k: "res", id: m.id, v } satisfies FromMirror);
+    },
     (e: unknown) => {
       if (!isBrineError(e, "MIRROR_BAD_CHUNK")) log.error(`the mirror thread failed on a ${String(m?.k)} message: ${(e as Error)?.message ?? String(e)}`);
       parentPort!.postMessage({ k: "err", id: m.id, ...portError(e, "THREAD_CALL") } satisfies FromMirror);
