@@ -4,8 +4,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash, generateKeyPairSync } from "node:crypto";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
@@ -182,6 +182,28 @@ test("while a pull installs keys, the key timer neither rescans the directory no
     assert.ok(src.entry("accepted/operator-key"), "the operator's key is in the manifest");
     for (let i = 0; i < 20 && !wire.notes.some((n) => n.ch === "keys"); i++) await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(wire.notes.filter((n) => n.ch === "keys").map((n) => n.digest), [src.digest()], "the digest with the operator's key, announced once");
+  } finally {
+    await close(a, b);
+  }
+});
+
+test("a symlink planted at a small item's partial-file name is replaced, never written through", async () => {
+  const a = side("a");
+  const b = side("b");
+  try {
+    writeFileSync(path.join(a.root, "pki", "minions", "minion-1"), pub);
+    const outside = path.join(b.root, "outside.txt");
+    writeFileSync(outside, "untouched\n");
+    const h = createHash("sha256").update(pub).digest("hex");
+    const part = path.join(b.root, "pki", "minions", `.brine-part-${createHash("sha256").update(`minion-1\0${h}`).digest("hex").slice(0, 32)}`);
+    symlinkSync(outside, part);
+    const { syncFrom } = pair(a, b);
+    const rep = await syncFrom(["keys"]);
+    assert.deepEqual([rep.items, rep.errors], [1, []]);
+    assert.equal(readFileSync(outside, "utf8"), "untouched\n");
+    assert.equal(readFileSync(path.join(b.root, "pki", "minions", "minion-1"), "utf8"), pub);
+    assert.ok(lstatSync(path.join(b.root, "pki", "minions", "minion-1")).isFile());
+    assert.equal(existsSync(part), false);
   } finally {
     await close(a, b);
   }

@@ -20,7 +20,7 @@
  * - Bank channels (`bank:jobs/loads` …) and the indexed key store: store-sources.ts.
  */
 import { createHash } from "node:crypto";
-import { closeSync, createReadStream, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeSync, type Dir, type Stats } from "node:fs";
+import { closeSync, constants as fsConstants, createReadStream, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeSync, type Dir, type Stats } from "node:fs";
 import { access, chmod, constants, lstat, open, opendir, readFile, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { Database } from "lmdb";
@@ -675,7 +675,13 @@ export class DirSource implements Source {
     if ((this.ch === "keys" || this.ch === "denied_keys") && !isRsaPublicKeyPem(Buffer.from(data).toString("utf8"))) throw new Error(`not an RSA public key (not installed)`);
     let sig: string;
     try {
-      const fd = openSync(part, "w", 0o600);
+      // a partial file left (or anything planted) at that name goes first; the new one is made here, never followed
+      try {
+        unlinkSync(part);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      }
+      const fd = openSync(part, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
       try {
         for (let off = 0; off < data.byteLength; ) off += writeSync(fd, data, off);
         fchmodSync(fd, e.m & 0o777);
