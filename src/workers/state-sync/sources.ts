@@ -675,13 +675,16 @@ export class DirSource implements Source {
     if ((this.ch === "keys" || this.ch === "denied_keys") && !isRsaPublicKeyPem(Buffer.from(data).toString("utf8"))) throw new Error(`not an RSA public key (not installed)`);
     let sig: string;
     try {
-      // a partial file left (or anything planted) at that name goes first; the new one is made here, never followed
+      // made here, never followed: a partial file left (or anything planted) at that name is removed, then made again
+      const create = () => openSync(part, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+      let fd: number;
       try {
-        unlinkSync(part);
+        fd = create();
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+        unlinkSync(part);
+        fd = create();
       }
-      const fd = openSync(part, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
       try {
         for (let off = 0; off < data.byteLength; ) off += writeSync(fd, data, off);
         fchmodSync(fd, e.m & 0o777);
