@@ -46,6 +46,12 @@ test("a state-sync thread that reaches its heap bound mid-pull is restarted; the
       (e: unknown) => e,
     );
     assert.ok(isBrineError(down, "STATE_SYNC_RESTARTING"), `a call while the thread is down: ${String(down)}`);
+    // so does a runner's call on a port it got while the thread is down
+    const downRunner = await askStateSync(b.link.runnerPort(), { op: "collect", channels: ["file_roots"] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(isBrineError(downRunner, "STATE_SYNC_RESTARTING"), `a runner's call while the thread is down: ${String(downRunner)}`);
 
     // restarted after restartDelayMs; the join asks again (as cluster-service's promotion loop does) until it answers
     const t0 = Date.now();

@@ -20,7 +20,7 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { BrineError } from "../../shared/errors.js";
 import { portError, revivePortError } from "../../shared/port-calls.js";
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
-import type { EngineCall, FromEngine, PeerReport, ToEngine } from "../../workers/state-sync/messages.js";
+import type { EngineCall, FromEngine, PeerReport, RunnerAnswer, RunnerAsk, ToEngine } from "../../workers/state-sync/messages.js";
 
 const log = getLogger("brine.cluster.state-sync");
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "state-sync notes");
@@ -113,9 +113,12 @@ export class StateSyncLink {
   /** A port for a runner thread: `{k: "call", id, call}` → `{k: "res", id, v}` or `{k: "err", id, code, text}` (engine.ts, RunnerAsk). */
   runnerPort(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    // no thread running: the runner's port is closed at once, and the runner says so (cluster-sync.ts)
     if (this.port) this.port.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
-    else port2.close();
+    else {
+      // no thread running (it is being restarted): every call on this port is answered so, here
+      port2.on("message", (a: RunnerAsk) => port2.postMessage({ k: "err", id: a?.id, ...portError(this.gone(), "STATE_SYNC_RESTARTING") } satisfies RunnerAnswer));
+      port2.unref();
+    }
     return port1;
   }
 
