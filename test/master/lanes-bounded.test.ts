@@ -6,6 +6,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { classify, QUEUE_FULL_REPLY, STALE_REPLY } from "../../src/main-thread/req-pool.js";
 import { decodeWire, encodeWire, isMap } from "../../src/shared/protocol/msgpack.js";
 import { RawClient } from "../../src/lib/minion/raw-client.js";
@@ -87,5 +90,41 @@ test("sign-ins that waited past brine_auth_stale_ms are answered retry-later wit
   } finally {
     for (const c of clients) c.close();
     await tm.stop();
+  }
+});
+
+test("a sign-in storm's stale batches are logged once per 10 s with a count of the rest, not a line each", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-stale-log-"));
+  const logFile = path.join(dir, "master.log");
+  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_auth_stale_ms: 1 }, undefined, { logFile });
+  const keys = await testKeys(2);
+  const n = 40;
+  try {
+    // three storms in a row, each leaving stale sign-ins behind a busy lane: three or more stale batches
+    let staleTotal = 0;
+    for (let wave = 0; wave < 3; wave++) {
+      const clients = Array.from({ length: 2 * n }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
+      try {
+        await Promise.all(clients.map((c) => c.request(Buffer.from("warm-up"))));
+        const signIn = (c: RawClient, i: number) =>
+          c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `storm-${wave}-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }));
+        const first = clients.slice(0, n).map((c, i) => signIn(c, i));
+        const firstAnswer = Promise.race(first);
+        await new Promise((r) => setTimeout(r, 2));
+        const second = clients.slice(n).map((c, i) => signIn(c, n + i));
+        await firstAnswer;
+        const replies = await Promise.all([...first, ...second]);
+        const stale = replies.filter((r) => r.equals(STALE_REPLY)).length;
+        assert.ok(stale > 0, `wave ${wave} left stale sign-ins`);
+        staleTotal += stale;
+      } finally {
+        for (const c of clients) c.close();
+      }
+    }
+    const lines = readFileSync(logFile, "utf8").split("\n").filter((l) => l.includes("waited over 1 ms; answered retry-later"));
+    assert.equal(lines.length, 1, `one line within the 10 s budget for ${staleTotal} stale sign-ins over three storms, got:\n${lines.join("\n")}`);
+  } finally {
+    await tm.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

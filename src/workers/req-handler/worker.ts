@@ -25,6 +25,7 @@ import { lmdbDir } from "../../lib/store/lmdb-env.js";
 import { purgeKeylessMinions } from "./keyless-purge.js";
 import { pruneSaltJobFiles, saltJobFilesOn } from "../../lib/store/salt-job-files.js";
 import { answerHeapProbes } from "../../shared/heap-probe.js";
+import { LogBudget } from "../../shared/log-budget.js";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -36,6 +37,8 @@ interface WorkerInit {
 
 const init = workerData as WorkerInit;
 const log = getLogger("brine.worker");
+/** stale sign-in batches: one line per 10 s and a count of the rest (a sign-in storm queues hundreds of batches a second) */
+const staleLog = new LogBudget(1, 10_000, (line) => log.warning(line), "stale sign-in batches");
 configureLogging(init.log);
 answerHeapProbes("request");
 const ctx = new MasterContext(init.cfg, init.shared);
@@ -143,7 +146,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     }
   }
   if (stale) ctx.metrics.laneRefused(0, 1, stale); // clear lane (the only one with staleMs), reason stale
-  if (stale) log.warning(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
+  if (stale) staleLog.line(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
   // a frame that waits long (a runner call) gives its task slot back; its reply still goes in a part. The
   // effects fired so far go now, on the parts' channel (the order of parts is the order of effects): an
   // awaited runner call waits for its `runs` to reach the main thread.
