@@ -27,7 +27,7 @@ const PURE = (f: string): boolean =>
   /^src\/(shared\/protocol|shared\/sab-ring|workers\/raft\/core|workers\/raft\/state-machines|lib\/targeting)\//.test(f) ||
   ["src/workers/req-handler/auth-decision.ts", "src/lib/auth/acl.ts", "src/lib/auth/peer-acl.ts", "src/shared/shown.ts", "src/main-thread/batch-result.ts", "src/workers/req-handler/batch-replies.ts", "src/main-thread/open-batches.ts", "src/shared/cluster-names.ts", "src/shared/sync-records.ts", "src/lib/store/session-merge.ts", "src/lib/pki/sorted-ids.ts", "src/shared/cluster-health.ts", "src/workers/state-sync/manifest.ts", "src/workers/state-sync/range-tree.ts", "src/shared/placement.ts", "src/shared/publish-peers.ts", "src/shared/minion-placement.ts", "src/shared/nonce-owner.ts"].includes(f);
 /** Modules that do I/O (node:net is absent: the cores use only its address parsers). */
-const IO_MODULES = ["node:fs", "node:fs/promises", "node:http", "node:https", "node:tls", "node:dgram", "node:child_process", "node:worker_threads", "zeromq", "lmdb", "fastify", "ldapts", "winston", "piscina"];
+const IO_MODULES = ["node:fs", "node:fs/promises", "node:http", "node:https", "node:tls", "node:dgram", "node:child_process", "node:worker_threads", "zeromq", "lmdb", "fastify", "ldapts", "piscina"];
 
 export function socketlessThreadsImportNoZeromq(g: Graph): string[] {
   return SOCKETLESS_ENTRIES.flatMap((e) => {
