@@ -31,24 +31,25 @@
  *   `cluster.health`, the metrics and `brine.stats`: `{channel: {peer: StatusEntry}}` (the last transfer, the sums,
  *   and since when a peer's announced key content is not here).
  */
-import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, watch, writeFileSync, type FSWatcher } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { readFileSync, renameSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import path from "node:path";
 import type { MessagePort } from "node:worker_threads";
 import type { RootDatabase } from "lmdb";
 import { cbor, ownBytes } from "../../shared/cbor.js";
-import { portError, revivePortError, type PortError } from "../../shared/port-calls.js";
+import { portError, revivePortError } from "../../shared/port-calls.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
-import type { StateSyncEntry } from "../../shared/cluster-health.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
-import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, STATUS_FILE, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
+import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
 import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
 import { SummaryWalk, flatRangeItems, subRequest, summarize, summaryFromWire, summaryItemsMin, summaryToWire, treeRangeItems } from "./range-tree.js";
 import { DirSource, SourceStopped, dirLayout, type Source } from "./sources.js";
+import { sha256 } from "./dir-install.js";
+import { SyncStatusFile } from "./sync-status.js";
 import { BankSource, IndexedKeySource } from "./store-sources.js";
 import { manifestDb, openManifests, scratchDb } from "./manifest-store.js";
 import { KEY_DIRS, keyCacheDriver, keyStoreFor } from "../../lib/pki/key-store.js";
@@ -59,18 +60,11 @@ const refusals = new LogBudget(20, 10_000, (line) => log.warning(line), "state-s
 /** Error texts kept per peer report, count. */
 const reportErrorsMax = 20;
 
-/** One channel from one peer in the status file (src/shared/cluster-health.ts StateSyncEntry), as this thread writes it. */
-type StatusEntry = StateSyncEntry & { at: string; errors: number };
-
 /** The peer could not be asked (as opposed to an item it sent being refused here). */
 class TransferError extends Error {}
 
 function emptyReport(): PeerReport {
   return { items: 0, bytes: 0, deleted: 0, errors: [], ms: 0 };
-}
-
-function sha256(b: Uint8Array): string {
-  return createHash("sha256").update(b).digest("hex");
 }
 
 function addError(r: PeerReport, e: string): void {
@@ -126,8 +120,7 @@ export class StateSyncEngine {
   private readonly watchers: FSWatcher[] = [];
   private readonly timer: NodeJS.Timeout | undefined;
   private ticking = false;
-  private readonly status: Record<string, Record<string, StatusEntry>>;
-  private readonly stateDir: string;
+  private readonly status: SyncStatusFile;
   private closed = false;
 
   constructor(
@@ -139,8 +132,7 @@ export class StateSyncEngine {
   ) {
     this.now = opts.now ?? Date.now;
     this.oomAfterItems = opts.testOomAfterItems;
-    this.stateDir = path.join(cfg.cachedir, STATUS_DIR);
-    this.status = this.readStatus();
+    this.status = new SyncStatusFile(cfg.cachedir, this.now);
     port.on("message", (m: ToEngine) => this.onMain(m));
     if (opts.autoKeys !== false) {
       // with the indexed key store the directories are not used: its generation is read every tick instead
@@ -177,7 +169,7 @@ export class StateSyncEngine {
         s = new BankSource(ch, db as never);
       } else {
         // an earlier version kept the manifest in a CBOR file here: imported once
-        const legacy = path.join(this.stateDir, this.nodeId, `manifest-${ch}.cbor`);
+        const legacy = path.join(this.cfg.cachedir, STATUS_DIR, this.nodeId, `manifest-${ch}.cbor`);
         this.manifests ??= openManifests(this.cfg);
         const db = manifestDb(this.manifests, ch);
         if ((ch === "keys" || ch === "denied_keys") && keyCacheDriver(this.cfg) === "mmap_key") s = new IndexedKeySource(ch, keyStoreFor(this.cfg), db, legacy, this.now);
@@ -326,7 +318,7 @@ export class StateSyncEngine {
       if (!this.up.has(peer)) return;
       const r = await this.pullChannel(peer, ch);
       if (digest !== undefined && r.errors.length === 0) this.pulledDigest.set(key, digest);
-      if (r.errors.length === 0) this.markBehind(ch, peer, false);
+      if (r.errors.length === 0) this.status.markBehind(ch, peer, false);
     }).catch((e: Error) => log.warning(`state-sync ${ch} from ${peer} failed: ${e.message}`));
   }
 
@@ -375,7 +367,7 @@ export class StateSyncEngine {
       (r.errors.length ? log.warning : log.info).call(log, `state-sync ${ch} from ${peer}: installed ${r.items} items (${r.bytes} bytes), deleted ${r.deleted}${errs}`);
     }
     // a channel found shared is reported too (cluster.health shows the pull happened and why nothing moved)
-    this.recordStatus(ch, peer, r);
+    this.status.record(ch, peer, r);
     return r;
   }
 
@@ -518,7 +510,7 @@ export class StateSyncEngine {
       const ch = parseChannel(m.ch);
       if (!ch || typeof m.digest !== "string") return undefined;
       if (this.pulledDigest.get(`${from}\0${ch}`) !== m.digest && this.localDigest(ch) !== m.digest) {
-        this.markBehind(ch, from, true);
+        this.status.markBehind(ch, from, true);
         this.schedule(from, ch, m.digest);
       }
       return undefined;
@@ -660,61 +652,6 @@ export class StateSyncEngine {
       if (!(e instanceof SourceStopped)) log.warning(`state-sync: scanning the key directories failed: ${(e as Error).message}`);
     } finally {
       this.ticking = false;
-    }
-  }
-
-  // ------------------------------------------------------------------ status
-
-  private readStatus(): StateSyncEngine["status"] {
-    try {
-      const v = JSON.parse(readFileSync(path.join(this.stateDir, STATUS_FILE), "utf8")) as unknown;
-      return v && typeof v === "object" && !Array.isArray(v) ? (v as StateSyncEngine["status"]) : {};
-    } catch {
-      return {};
-    }
-  }
-
-  private recordStatus(ch: Channel, peer: string, r: PeerReport): void {
-    const was = this.status[ch]?.[peer];
-    const sum = (k: "items_total" | "bytes_total" | "transfers", add: number) => (typeof was?.[k] === "number" ? was[k]! : 0) + add;
-    (this.status[ch] ??= {})[peer] = {
-      at: new Date(this.now()).toISOString(),
-      items: r.items,
-      bytes: r.bytes,
-      deleted: r.deleted,
-      errors: r.errors.length,
-      ...(r.shared ? { shared: true } : {}),
-      items_total: sum("items_total", r.items),
-      bytes_total: sum("bytes_total", r.bytes),
-      transfers: sum("transfers", 1),
-      ...(was?.behind_since ? { behind_since: was.behind_since } : {}),
-    };
-    this.writeStatus();
-  }
-
-  /** A peer announced key content not here (behind), or a pull from it succeeded (not behind); written when it changes. */
-  private markBehind(ch: Channel, peer: string, behind: boolean): void {
-    const e = this.status[ch]?.[peer];
-    if (behind) {
-      if (e?.behind_since) return;
-      const at = new Date(this.now()).toISOString();
-      (this.status[ch] ??= {})[peer] = e ? { ...e, behind_since: at } : { at, items: 0, bytes: 0, deleted: 0, errors: 0, items_total: 0, bytes_total: 0, transfers: 0, behind_since: at };
-    } else {
-      if (!e?.behind_since) return;
-      delete e.behind_since;
-    }
-    this.writeStatus();
-  }
-
-  private writeStatus(): void {
-    try {
-      mkdirSync(this.stateDir, { recursive: true, mode: 0o700 });
-      const file = path.join(this.stateDir, STATUS_FILE);
-      const tmp = `${file}.${randomBytes(4).toString("hex")}.tmp`;
-      writeFileSync(tmp, JSON.stringify(this.status, null, 1));
-      renameSync(tmp, file);
-    } catch (e) {
-      log.warning(`state-sync: writing ${STATUS_FILE} failed: ${(e as Error).message}`);
     }
   }
 

@@ -15,33 +15,29 @@
  *   Symlinks and non-regular files are not carried (Salt's collector skips symlinks too). A path longer than an LMDB
  *   key can be (up to the 4,096 bytes checkItemPath allows) is kept under manifest.ts's manifestKey, its path in the
  *   stored value.
- * - Installs go to a partial file `.brine-part-<hash>` beside the target, written in order, so an interrupted
+ * - Installs (dir-install.ts) go to a partial file `.brine-part-<hash>` beside the target, written in order, so an interrupted
  *   transfer resumes from its length; the whole file's sha256 is checked before the rename onto the target.
  * - Bank channels (`bank:jobs/loads` …) and the indexed key store: store-sources.ts.
  */
 import { createHash } from "node:crypto";
-import { closeSync, constants as fsConstants, createReadStream, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeSync, type Dir, type Stats } from "node:fs";
-import { access, chmod, constants, lstat, open, opendir, readFile, rename, stat, unlink } from "node:fs/promises";
+import { closeSync, createReadStream, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, unlinkSync, type Dir, type Stats } from "node:fs";
+import { access, constants, open, opendir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import type { Database } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
-import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
-import { KEY_DIRS, type KeyState, type KeyStore } from "../../lib/pki/key-store.js";
-import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, chunkRanges, longKeyHashHex, manifestKey, tombstone, type Channel, type ManifestEntry } from "./manifest.js";
+import { KEY_DIRS, type KeyState } from "../../lib/pki/key-store.js";
+import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, longKeyHashHex, manifestKey, type Channel, type ManifestEntry } from "./manifest.js";
 
 import type { Stretch } from "./range-tree.js";
+import { installByRanges, installWhole, partFileOf, sha256, sigOf, type FetchRange } from "./dir-install.js";
+
 import { dirNamesInMemoryMax, sameStored, scanWriteBatch, storedOf, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type ScratchDb, type Stored } from "./manifest-store.js";
 
 const log = getLogger("brine.cluster.state-sync");
 
-/** A key file larger than this is not a key, bytes. */
-export const keyBytesMax = 64 * 1024;
-
-export type FetchRange = (off: number, len: number) => Promise<Uint8Array>;
 
 export interface Source {
   readonly ch: Channel;
@@ -77,10 +73,6 @@ export class SourceStopped extends Error {
   }
 }
 
-function sigOf(st: { size: number; mtimeMs: number; ino: number }): string {
-  return `${st.size}:${st.mtimeMs}:${st.ino}`;
-}
-
 /** Files up to this size are hashed from one read, bytes; larger ones streamed (memory stays flat). */
 const hashReadWholeMax = 1024 * 1024;
 
@@ -101,10 +93,6 @@ export async function sha256File(file: string, size = Infinity): Promise<string>
   const h = createHash("sha256");
   for await (const c of createReadStream(file)) h.update(c as Buffer);
   return h.digest("hex");
-}
-
-export function sha256(b: Uint8Array): string {
-  return createHash("sha256").update(b).digest("hex");
 }
 
 /** Whether `dir` is a directory this process can list (a root that is not is kept as it was, not emptied). */
@@ -601,108 +589,15 @@ export class DirSource implements Source {
 
   private async installFile(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number> {
     const file = this.locate(e.p, true);
-    // named by the target and the content: items with the same bytes in one directory get partial files of their own
-    const part = path.join(path.dirname(file), `${PART_PREFIX}${createHash("sha256").update(`${path.basename(file)}\0${e.h}`).digest("hex").slice(0, 32)}`);
-    if (e.s <= syncItemBytesMax && e.s <= chunk) return this.installSmall(e, e.s === 0 ? new Uint8Array(0) : await fetch(0, e.s), file, part);
-    const hash = createHash("sha256");
-    let from = 0;
-    try {
-      const st = await lstat(part);
-      if (st.isFile() && st.size <= e.s) {
-        from = st.size;
-        for await (const c of createReadStream(part)) hash.update(c as Buffer);
-        if (from > 0) log.info(`state-sync ${this.ch}: resuming ${e.p} at byte ${from} of ${e.s}`);
-      } else await unlink(part);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    const part = partFileOf(file, e.h);
+    if (e.s <= syncItemBytesMax && e.s <= chunk) {
+      const data = e.s === 0 ? new Uint8Array(0) : await fetch(0, e.s);
+      this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: installWhole(this.ch, e, data, file, part) });
+      return data.byteLength;
     }
-    const fh = await open(part, from > 0 ? "a" : "w", 0o600);
-    let fetched = 0;
-    try {
-      // up to `window` ranges in flight, written in order: the partial file is always a prefix
-      const ranges = chunkRanges(e.s, chunk, from);
-      const inFlight: Promise<Uint8Array>[] = [];
-      let next = 0;
-      const fill = () => {
-        while (inFlight.length < window && next < ranges.length) {
-          const r = ranges[next++]!;
-          const pr = fetch(r.off, r.len);
-          pr.catch(() => undefined); // awaited in order below
-          inFlight.push(pr);
-        }
-      };
-      fill();
-      while (inFlight.length) {
-        const data = await inFlight.shift()!;
-        await fh.write(data);
-        hash.update(data);
-        fetched += data.byteLength;
-        fill();
-      }
-    } finally {
-      await fh.close();
-    }
-    const got = hash.digest("hex");
-    if (got !== e.h) {
-      await unlink(part).catch(() => undefined);
-      throw new Error(`sha256 ${got} does not match the manifest's ${e.h} (not installed)`);
-    }
-    if (this.ch === "keys" || this.ch === "denied_keys") {
-      if (e.s > keyBytesMax || !isRsaPublicKeyPem(readFileSync(part, "utf8"))) {
-        await unlink(part).catch(() => undefined);
-        throw new Error(`not an RSA public key (not installed)`);
-      }
-    }
-    await chmod(part, e.m & 0o777);
-    try {
-      await rename(part, file); // onto a directory: EISDIR, nothing replaced
-    } catch (err) {
-      await unlink(part).catch(() => undefined);
-      throw (err as NodeJS.ErrnoException).code === "EISDIR" ? new Error("a directory is in the way") : err;
-    }
-    const st = await stat(file);
-    this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: sigOf(st) });
-    return fetched;
-  }
-
-  /**
-   * A small item fetched whole, installed with synchronous calls (no partial file is resumed: it is fetched again
-   * whole): checked, written to its partial file with its mode, renamed onto the target, recorded.
-   */
-  private installSmall(e: ManifestEntry, data: Uint8Array, file: string, part: string): number {
-    const got = sha256(data);
-    if (data.byteLength !== e.s || got !== e.h) throw new Error(`sha256 ${got} does not match the manifest's ${e.h} (not installed)`);
-    if ((this.ch === "keys" || this.ch === "denied_keys") && !isRsaPublicKeyPem(Buffer.from(data).toString("utf8"))) throw new Error(`not an RSA public key (not installed)`);
-    let sig: string;
-    try {
-      // made here, never followed: a partial file left (or anything planted) at that name is removed, then made again
-      const create = () => openSync(part, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
-      let fd: number;
-      try {
-        fd = create();
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-        unlinkSync(part);
-        fd = create();
-      }
-      try {
-        for (let off = 0; off < data.byteLength; ) off += writeSync(fd, data, off);
-        fchmodSync(fd, e.m & 0o777);
-        sig = sigOf(fstatSync(fd)); // the rename keeps inode, size and mtime
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(part, file); // onto a directory: EISDIR, nothing replaced
-    } catch (err) {
-      try {
-        unlinkSync(part);
-      } catch {
-        // not made, or renamed
-      }
-      throw (err as NodeJS.ErrnoException).code === "EISDIR" ? new Error("a directory is in the way") : err;
-    }
-    this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: sig });
-    return data.byteLength;
+    const r = await installByRanges(this.ch, e, fetch, chunk, window, file, part);
+    this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: r.sig });
+    return r.fetched;
   }
 
   async remove(e: ManifestEntry): Promise<void> {

@@ -11,7 +11,8 @@ import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import type { KeyState, KeyStore } from "../../lib/pki/key-store.js";
 import { afterScan, checkItemPath, chunkRanges, type Channel, type ManifestEntry } from "./manifest.js";
 import { scanWriteBatch, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite } from "./manifest-store.js";
-import { DirSource, keyBytesMax, sha256, type FetchRange, type Source } from "./sources.js";
+import { DirSource, type Source } from "./sources.js";
+import { keyBytesMax, sha256, type FetchRange } from "./dir-install.js";
 
 const log = getLogger("brine.cluster.state-sync");
 
