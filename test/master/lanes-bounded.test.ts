@@ -17,6 +17,25 @@ import { scrapeMetrics } from "../helpers/metrics.js";
 import { testKeys } from "../helpers/minions.js";
 import { cleanKey } from "../../src/shared/protocol/pem.js";
 
+
+/**
+ * A burst the test controls: a first wave of n sign-ins that holds the clear lane's one worker busy with RSA work,
+ * and a second wave of n sent while it is, so the second wave's sign-ins wait longer than 1 ms before their batch
+ * starts. Every client is connected first (an undecodable frame, answered on the request lane). The replies, in order.
+ */
+async function signInStorm(clients: RawClient[], keys: { pub: string }[], idPrefix: string): Promise<Buffer[]> {
+  const n = clients.length / 2;
+  for (const r of await Promise.all(clients.map((c) => c.request(Buffer.from("warm-up"))))) assert.deepEqual(decodeWire(r), { msg: "bad load" });
+  const signIn = (c: RawClient, i: number) =>
+    c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `${idPrefix}-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }));
+  const first = clients.slice(0, n).map((c, i) => signIn(c, i));
+  const firstAnswer = Promise.race(first);
+  await new Promise((r) => setTimeout(r, 2));
+  const second = clients.slice(n).map((c, i) => signIn(c, n + i));
+  await firstAnswer;
+  return Promise.all([...first, ...second]);
+}
+
 test("clear envelopes go to the clear lane, AES and malformed ones to the request lane", () => {
   assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "_auth" }, version: 3 })), "clear");
   assert.equal(classify(encodeWire({ enc: "clear", load: { cmd: "publish" }, version: 3 })), "clear");
@@ -61,20 +80,8 @@ test("sign-ins that waited past brine_auth_stale_ms are answered retry-later wit
   const keys = await testKeys(2);
   const n = 40;
   const clients = Array.from({ length: 2 * n }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
-  const signIn = (c: RawClient, i: number) =>
-    c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `stale-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }));
   try {
-    // every connection is made first (an undecodable frame, answered on the request lane), so the burst below
-    // is not spread out by connection set-up
-    for (const r of await Promise.all(clients.map((c) => c.request(Buffer.from("warm-up"))))) assert.deepEqual(decodeWire(r), { msg: "bad load" });
-    // the burst the test controls: a first wave that holds the clear lane's one worker busy with RSA work, and a
-    // second wave sent while it is: the second wave's sign-ins wait longer than 1 ms before their batch starts
-    const first = clients.slice(0, n).map((c, i) => signIn(c, i));
-    const firstAnswer = Promise.race(first);
-    await new Promise((r) => setTimeout(r, 2));
-    const second = clients.slice(n).map((c, i) => signIn(c, n + i));
-    await firstAnswer;
-    const replies = await Promise.all([...first, ...second]);
+    const replies = await signInStorm(clients, keys, "stale");
     const stale = replies.filter((r) => r.equals(STALE_REPLY)).length;
     const signed = replies.filter((r) => {
       const v = decodeWire(r);
@@ -105,15 +112,7 @@ test("a sign-in storm's stale batches are logged once per 10 s with a count of t
     for (let wave = 0; wave < 3; wave++) {
       const clients = Array.from({ length: 2 * n }, () => new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 60_000 }));
       try {
-        await Promise.all(clients.map((c) => c.request(Buffer.from("warm-up"))));
-        const signIn = (c: RawClient, i: number) =>
-          c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `storm-${wave}-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }));
-        const first = clients.slice(0, n).map((c, i) => signIn(c, i));
-        const firstAnswer = Promise.race(first);
-        await new Promise((r) => setTimeout(r, 2));
-        const second = clients.slice(n).map((c, i) => signIn(c, n + i));
-        await firstAnswer;
-        const replies = await Promise.all([...first, ...second]);
+        const replies = await signInStorm(clients, keys, `storm-${wave}`);
         const stale = replies.filter((r) => r.equals(STALE_REPLY)).length;
         assert.ok(stale > 0, `wave ${wave} left stale sign-ins`);
         staleTotal += stale;

@@ -14,6 +14,7 @@ import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { closeKeyDbs } from "../../src/lib/pki/key-store.js";
 import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
+import { stateSyncCfg } from "../helpers/state-sync-pair.js";
 import { keysTickMs } from "../../src/workers/state-sync/messages.js";
 import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-sync/messages.js";
 
@@ -28,16 +29,7 @@ interface Side {
 
 function side(id: string, autoKeys = false): Side {
   const root = mkdtempSync(path.join(os.tmpdir(), `brine-resync-${id}-`));
-  const cfg = {
-    id,
-    cachedir: path.join(root, "cache"),
-    pki_dir: path.join(root, "pki"),
-    cluster_pki_dir: path.join(root, "pki"),
-    cluster_id: "resync",
-    brine_lmdb_map_bytes: 64 * 1024 * 1024,
-    file_roots: { base: [path.join(root, "srv", "salt")] },
-    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
-  } as unknown as MasterConfig;
+  const cfg = stateSyncCfg(id, root);
   mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
   mkdirSync(path.join(root, "pki", "minions"), { recursive: true });
   const store = openStore(cfg);
