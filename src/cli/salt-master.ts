@@ -58,26 +58,37 @@ function heldOrExit(fn: () => PidfileHold): PidfileHold {
   }
 }
 
+/** Set for the detached child of `-d`: it then does what Salt's daemonize does after the fork. */
+const DAEMON_CHILD_ENV = "BRINE_SALT_MASTER_DAEMON_CHILD";
 if (o.daemon) {
   // refused here, before detaching, so the caller sees why (the detached child takes the file)
   heldOrExit(() => acquirePidfile(pidPath)).release();
   // node's own flags first (process.execArgv: --max-old-space-size, --cpu-prof, ...): the master that runs is
   // started as this one was, only detached
   const args = [...process.execArgv, ...process.argv.slice(1).filter((a) => a !== "-d" && a !== "--daemon")];
-  const child = spawn(process.execPath, args, { detached: true, stdio: "ignore" });
+  // the child leaves the caller's directory and umask behind as Salt's daemonize does (chdir("/"), umask 022),
+  // once it has resolved its paths (DAEMON_CHILD_ENV)
+  const child = spawn(process.execPath, args, { detached: true, stdio: "ignore", env: { ...process.env, [DAEMON_CHILD_ENV]: "1" } });
   child.unref();
   process.stdout.write(`salt-master started in the background (pid ${child.pid})\n`);
   process.exit(0);
 }
 
+const logFile = o.logFile ?? cfg.log_file;
 configureLogging({
   level: o.logLevel ?? String(cfg.log_level ?? "warning"),
-  file: o.logFile ?? cfg.log_file,
+  // absolute, so that threads opening it later find the same file whatever the directory then
+  file: logFile ? path.resolve(logFile) : logFile,
   fileLevel: o.logFileLevel ?? (cfg.log_level_logfile as string | null) ?? String(cfg.log_level),
 });
 const log = getLogger("brine.salt-master");
 for (const w of configWarnings) getLogger("brine.config").warning(w);
 const pidfile = heldOrExit(() => acquirePidfile(pidPath));
+if (process.env[DAEMON_CHILD_ENV] === "1") {
+  delete process.env[DAEMON_CHILD_ENV];
+  process.chdir("/");
+  process.umask(0o022);
+}
 
 const server = new MasterServer(cfg);
 try {

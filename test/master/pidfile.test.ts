@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "../../tools/free-port.js";
@@ -76,12 +76,15 @@ test("a stale pidfile (its pid dead, or not a number) is taken over; release rem
   }
 });
 
-test("salt-master -d starts the detached master with node's own flags (execArgv) and without -d", { timeout: 120_000 }, async () => {
+test("salt-master -d starts the detached master with node's own flags (execArgv) and without -d, in / with umask 022 as Salt's daemonize", { timeout: 120_000 }, async () => {
   const { root, conf } = await masterRoot();
   const pidfile = path.join(root, "var", "run", "salt-master.pid");
   const flags = ["--max-old-space-size=333", "--stack-size=900"];
   const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
-    const p = spawn(process.execPath, [...flags, new URL("salt-master.js", CLI_DIR).pathname, "-c", conf, "-l", "quiet", "-d"], { stdio: ["ignore", "pipe", "inherit"] });
+    // started from another directory with another umask: the detached master keeps neither
+    const before = process.umask(0o077);
+    const p = spawn(process.execPath, [...flags, new URL("salt-master.js", CLI_DIR).pathname, "-c", conf, "-l", "quiet", "-d"], { stdio: ["ignore", "pipe", "inherit"], cwd: root });
+    process.umask(before);
     let out = "";
     p.stdout.on("data", (d) => (out += d));
     p.on("close", (code) => resolve({ code, out }));
@@ -98,6 +101,8 @@ test("salt-master -d starts the detached master with node's own flags (execArgv)
     assert.deepEqual(argv.slice(1, 3), flags, argv.join(" "));
     assert.ok(argv[3].endsWith("salt-master.js"), argv.join(" "));
     assert.ok(!argv.includes("-d") && argv.includes("-c"), argv.join(" "));
+    assert.equal(readlinkSync(`/proc/${pid}/cwd`), "/");
+    assert.equal(/^Umask:\s*(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1], "0022");
   } finally {
     if (pid > 0) {
       try {
