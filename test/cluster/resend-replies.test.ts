@@ -65,3 +65,20 @@ test("the key a master is asked about reaches its memory as sent; anything but a
   }
   assert.deepEqual(asked, [KEY]);
 });
+
+test("copies of one request asked about at once share one ask per master; a later copy asks again", async () => {
+  let asks = 0;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const { masters } = cluster(
+    { m1: async () => undefined, m2: async () => (asks++, await held, bytes("first")), m3: async () => (asks++, undefined) },
+    { m1: ["m2", "m3"] },
+  );
+  const copies = Array.from({ length: 50 }, () => masters.m1!.ask(KEY));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(asks, 2, "one ask to each of the two other masters for 50 copies");
+  release();
+  assert.deepEqual((await Promise.all(copies)).map(text), Array(50).fill("first"));
+  assert.equal(text(await masters.m1!.ask(KEY)), "first");
+  assert.equal(asks, 4, "a copy after the answer asks again (what a master remembers may have changed)");
+});

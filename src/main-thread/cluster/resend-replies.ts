@@ -36,6 +36,11 @@ export interface ResendChannel {
 
 export class ResendReplies {
   private readonly off: () => void;
+  /**
+   * Asks in flight by key: more copies of one request (a minion's tries, or a captured frame replayed in a loop)
+   * share one ask per master instead of multiplying the peer channel's traffic by the masters for each copy.
+   */
+  private readonly inFlight = new Map<string, Promise<Uint8Array | undefined>>();
 
   constructor(
     private readonly view: ResendChannel,
@@ -56,8 +61,17 @@ export class ResendReplies {
 
   /** The reply some other master gave the request `key` names, or undefined when none that is up remembers it. */
   ask(key: string): Promise<Uint8Array | undefined> {
+    const joined = this.inFlight.get(key);
+    if (joined) return joined;
     const peers = this.view.upPeers();
     if (peers.length === 0) return Promise.resolve(undefined);
+    const asked = this.askAll(key, peers);
+    this.inFlight.set(key, asked);
+    void asked.then(() => this.inFlight.delete(key));
+    return asked;
+  }
+
+  private askAll(key: string, peers: string[]): Promise<Uint8Array | undefined> {
     const body = Buffer.from(key, "latin1");
     return new Promise((resolve) => {
       let left = peers.length;
