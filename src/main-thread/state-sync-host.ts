@@ -12,8 +12,9 @@
  * has lived restartStableMs), with one log line per death. Its calls in flight fail (THREAD_GONE) and so do calls
  * while it is down (STATE_SYNC_RESTARTING; pushes are dropped and counted); each new thread gets a new state-sync port
  * (`stateSync()`, the link's StateSyncLink.attach), whose calls in flight failed with STATE_SYNC_RESTARTING. What a
- * transfer installed stays (items are installed one by one, each recorded in the manifest), so a transfer asked
- * again (the join retries; the key channels are pulled again from every peer that is up) fetches only the rest.
+ * transfer installed stays (each item renamed into place, each fetched batch recorded in the manifest in one commit, and
+ * what was renamed and not yet recorded found by the next scan), so a transfer asked again (the join retries; the key
+ * channels are pulled again from every peer that is up) fetches only the rest.
  */
 import { type MessagePort, type ResourceLimits, type Worker } from "node:worker_threads";
 import type { MasterConfig } from "../shared/config/defaults.js";

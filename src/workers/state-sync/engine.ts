@@ -449,7 +449,10 @@ export class StateSyncEngine {
           r.failed = [ch];
           continue;
         }
-        for (const [i, e] of batch.entries()) {
+        const good: ManifestEntry[] = [];
+        const data: Uint8Array[] = [];
+        for (let i = 0; i < batch.length; i++) {
+          const e = batch[i]!;
           // the reply's pieces are in the request's order (a whole piece names no path; one that does must be this one)
           const at = pieces[i];
           const piece = at && (at.p === undefined || at.p === e.p) ? at : undefined;
@@ -461,13 +464,50 @@ export class StateSyncEngine {
             retry.push(e); // fetched again alone, by ranges
             continue;
           }
-          const data = piece.data;
-          await this.installOne(ch, src, e, async (off, len) => data.subarray(off, off + len), r);
+          good.push(e);
+          data.push(piece.data);
         }
+        await this.installFetched(ch, src, good, data, r);
       }
     };
     await Promise.all(Array.from({ length: Math.min(requestsInFlightMax, batches.length) }, worker));
     for (const e of [...retry, ...large]) await this.installOne(ch, src, e, (off, len) => this.fetchRange(peer, ch, e, off, len), r);
+  }
+
+  /**
+   * One fetched batch of whole items: a directory channel installs them with synchronous calls and records them in one
+   * LMDB commit (Source.installBatch); what it leaves to the single path, and every item of the other sources, one by one.
+   */
+  private async installFetched(ch: Channel, src: Source, items: ManifestEntry[], data: Uint8Array[], r: PeerReport): Promise<void> {
+    let out: (Error | "later" | undefined)[] | undefined;
+    if (src.installBatch && items.length) {
+      try {
+        out = src.installBatch(items, data, () => this.installed());
+      } catch (err) {
+        // the thread stops (SourceStopped): what was renamed and not recorded is found by the next scan
+        for (const e of items) addError(r, `${e.p}: ${(err as Error).message}`);
+        return;
+      }
+    }
+    for (let i = 0; i < items.length; i++) {
+      const e = items[i]!;
+      const how = out?.[i] ?? (out ? undefined : "later");
+      if (how === undefined) {
+        r.bytes += data[i]!.byteLength;
+        r.items++;
+      } else if (how === "later") {
+        const d = data[i]!;
+        await this.installOne(ch, src, e, async (off, len) => d.subarray(off, off + len), r);
+      } else {
+        addError(r, `${e.p}: ${how.message}`);
+        log.debug(`state-sync ${ch}: ${e.p} not installed: ${how.message}`);
+      }
+    }
+  }
+
+  /** Counts an item in place (the test hook fills the heap after oomAfterItems: the host's restart is what is tested). */
+  private installed(): void {
+    if (this.oomAfterItems !== undefined && ++this.installedItems >= this.oomAfterItems) fillHeap();
   }
 
   private async installOne(ch: Channel, src: Source, e: ManifestEntry, fetch: (off: number, len: number) => Promise<Uint8Array>, r: PeerReport): Promise<void> {
@@ -476,7 +516,7 @@ export class StateSyncEngine {
       const n = await src.install(e, fetch, chunkBytesMax, requestsInFlightMax);
       r.bytes += n;
       r.items++;
-      if (this.oomAfterItems !== undefined && ++this.installedItems >= this.oomAfterItems) fillHeap();
+      this.installed();
     } catch (err) {
       addError(r, `${e.p}: ${(err as Error).message}`);
       if (err instanceof TransferError) r.failed = [ch];

@@ -56,6 +56,8 @@ export interface Source {
   read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array>;
   /** install `e` fetched by ranges (resuming a partial file); resolves to the bytes fetched */
   install(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number>;
+  /** install whole small items with their bytes in hand, recorded in one commit (directory channels: DirSource.installBatch) */
+  installBatch?(items: readonly ManifestEntry[], data: readonly Uint8Array[], placed?: (i: number) => void): (Error | "later" | undefined)[];
   /** remove the item `e` tombstones, then record the tombstone */
   remove(e: ManifestEntry): Promise<void>;
   /** record a tombstone (or the stamp of identical content) without touching the item */
@@ -516,7 +518,8 @@ export class DirSource implements Source {
     if (want <= syncItemBytesMax) {
       const fd = openSync(file, "r");
       try {
-        const buf = Buffer.alloc(want);
+        // from node's shared pool below 4 KiB (not an ArrayBuffer, and its native block, per item served); only the bytes read are returned
+        const buf = Buffer.allocUnsafe(want);
         return buf.subarray(0, readSync(fd, buf, 0, want, off));
       } finally {
         closeSync(fd);
@@ -588,16 +591,59 @@ export class DirSource implements Source {
   }
 
   private async installFile(e: ManifestEntry, fetch: FetchRange, chunk: number, window: number): Promise<number> {
-    const file = this.locate(e.p, true);
-    const part = partFileOf(file, e.h);
     if (e.s <= syncItemBytesMax && e.s <= chunk) {
       const data = e.s === 0 ? new Uint8Array(0) : await fetch(0, e.s);
-      this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: installWhole(this.ch, e, data, file, part) });
+      this.put(e.p, this.placeWhole(e, data));
       return data.byteLength;
     }
-    const r = await installByRanges(this.ch, e, fetch, chunk, window, file, part);
+    const file = this.locate(e.p, true);
+    const r = await installByRanges(this.ch, e, fetch, chunk, window, file, partFileOf(file, e.h));
     this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: r.sig });
     return r.fetched;
+  }
+
+  /** Item `e`, whole in `data`, put in its place with synchronous calls (a partial file, checked, renamed); what the manifest is to record for it. */
+  protected placeWhole(e: ManifestEntry, data: Uint8Array): Stored {
+    const file = this.locate(e.p, true);
+    return { s: e.s, h: e.h, m: e.m, t: e.t, g: installWhole(this.ch, e, data, file, partFileOf(file, e.h)) };
+  }
+
+  /**
+   * Whole small items with their bytes in hand (one fetched batch), each put in its place with synchronous calls
+   * (placeWhole: a partial file, checked, renamed), then all recorded in the manifest in one transaction after the
+   * last rename (one LMDB commit a batch, not one an item). A thread that dies between the renames and the commit
+   * leaves files the manifest does not list yet: the next scan (every pull starts with one) finds them, and an item
+   * found with the peer's bytes is not fetched again. `placed(i)` after each item is in place. Per item: undefined
+   * (installed and recorded), "later" (another pull is installing it, or it is too large for synchronous calls: the
+   * caller installs it alone, install()) or why it was not installed.
+   */
+  installBatch(items: readonly ManifestEntry[], data: readonly Uint8Array[], placed?: (i: number) => void): (Error | "later" | undefined)[] {
+    this.writable();
+    const out: (Error | "later" | undefined)[] = new Array(items.length);
+    const rows: Stored[] = new Array(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const e = items[i]!;
+      if (e.s > syncItemBytesMax || this.installing.has(e.p)) {
+        out[i] = "later";
+        continue;
+      }
+      try {
+        rows[i] = this.placeWhole(e, data[i]!);
+        placed?.(i);
+      } catch (err) {
+        out[i] = err as Error;
+      }
+    }
+    this.writable();
+    this.db.transactionSync(() => {
+      for (let i = 0; i < items.length; i++) {
+        if (rows[i] === undefined) continue;
+        const why = this.putRow(items[i]!.p, rows[i]!);
+        if (why) out[i] = new Error(why);
+      }
+    });
+    this.wrote();
+    return out;
   }
 
   async remove(e: ManifestEntry): Promise<void> {
@@ -622,15 +668,22 @@ export class DirSource implements Source {
 
   protected put(p: string, v: Stored): void {
     this.writable();
+    const why = this.putRow(p, v);
+    if (why) throw new Error(why);
+    this.wrote();
+  }
+
+  /** Records `v` for item `p` (in a transaction or alone); why not, when another long path holds its key. */
+  private putRow(p: string, v: Stored): string | undefined {
     const key = manifestKey(p);
     if (key !== p) {
       const held = this.db.get(key);
       // a 128-bit collision of two long paths' hashes: the one kept first stays
-      if (held?.p !== undefined && held.p !== p) throw new Error(`its manifest key is held by ${held.p} (not recorded)`);
+      if (held?.p !== undefined && held.p !== p) return `its manifest key is held by ${held.p} (not recorded)`;
       v = { ...v, p };
     }
     this.db.putSync(key, v);
-    this.wrote();
+    return undefined;
   }
 
   digest(): string {

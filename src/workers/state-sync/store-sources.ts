@@ -10,7 +10,7 @@ import { getLogger } from "../../shared/log.js";
 import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import type { KeyState, KeyStore } from "../../lib/pki/key-store.js";
 import { afterScan, checkItemPath, chunkRanges, type Channel, type ManifestEntry } from "./manifest.js";
-import { scanWriteBatch, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite } from "./manifest-store.js";
+import { scanWriteBatch, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type Stored } from "./manifest-store.js";
 import { DirSource, type Source } from "./sources.js";
 import { keyBytesMax, sha256, type FetchRange } from "./dir-install.js";
 
@@ -89,17 +89,24 @@ export class IndexedKeySource extends DirSource {
   }
 
   override async install(e: ManifestEntry, fetch: FetchRange, chunk: number): Promise<number> {
-    const [state, id] = this.parts(e.p);
+    this.parts(e.p);
     if (e.s > keyBytesMax) throw new Error("not an RSA public key (not installed)");
     const parts: Uint8Array[] = [];
     for (const r of chunkRanges(e.s, chunk)) parts.push(await fetch(r.off, r.len));
     const all = Buffer.concat(parts);
-    if (sha256(all) !== e.h) throw new Error("sha256 does not match the manifest's (not installed)");
-    const pub = all.toString("utf8");
+    this.put(e.p, this.placeWhole(e, all));
+    return all.byteLength;
+  }
+
+  /** A key, whole, written into the key store (installBatch records a batch of them in one commit). */
+  protected override placeWhole(e: ManifestEntry, data: Uint8Array): Stored {
+    const [state, id] = this.parts(e.p);
+    if (e.s > keyBytesMax || data.byteLength > keyBytesMax) throw new Error("not an RSA public key (not installed)");
+    if (sha256(data) !== e.h) throw new Error("sha256 does not match the manifest's (not installed)");
+    const pub = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8");
     if (!isRsaPublicKeyPem(pub)) throw new Error("not an RSA public key (not installed)");
     this.keys.write(state, id, pub);
-    this.put(e.p, { s: e.s, h: e.h, m: e.m, t: e.t, g: e.h });
-    return all.byteLength;
+    return { s: e.s, h: e.h, m: e.m, t: e.t, g: e.h };
   }
 
   override async remove(e: ManifestEntry): Promise<void> {
