@@ -163,6 +163,11 @@ test("ring runners: create, set from anywhere, route, drop_stats, errors, destro
     // must say the outcome is unknown (a fresh-clone CI run at load 6 got that one)
     h.partition(0);
     await fails(2, "ring_set", ["jobs", "replicas=1"], /no quorum|no founder answered|may or may not have committed/);
+    // the partition cuts the Raft worker's own channels too (sheds, placement), not only Raft: m1 reaches nobody
+    await until("m1's shed to find m2 and m3 cut off", async () => {
+      const r = await run(0, "shed_unowned_all", "jobs", "dry_run=True");
+      return r.m2?.status === "error" && r.m3?.status === "error" ? r : undefined;
+    }, 15_000);
     h.heal();
 
     // --- shed, with replicas 1 (each voter owns its share): a dry run on every master, then the real one

@@ -15,8 +15,8 @@
  *
  * Fault injection (tests, the demo): when `brine_cluster_chaos_file` names a file, the node ids listed in it
  * (one per line) are cut off: Raft, forwarded events and publishes to and from them are dropped, as a network
- * partition would drop them (here by FilteredChannel, chaos-filter.ts; Raft in the worker, which gets the
- * same set). Polled every chaosPollMs; absent or empty means no partition.
+ * partition would drop them (here by FilteredChannel, src/shared/chaos-filter.ts; in the Raft worker, which
+ * gets the same set, Raft's traffic and the worker's own channels). Polled every chaosPollMs; absent or empty means no partition.
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { BrineError } from "../../shared/errors.js";
@@ -31,7 +31,7 @@ import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { WorkerLimits } from "../../workers/raft/limits.js";
 import { parseClusterConfig, type ClusterSettings } from "../../shared/cluster-config.js";
 import { CacheSyncService } from "./sync-service.js";
-import { FilteredChannel } from "./chaos-filter.js";
+import { FilteredChannel } from "../../shared/chaos-filter.js";
 import { ClusterForwarder } from "./forwarding.js";
 import { NonceOwnerService } from "./nonce-owner.js";
 import { ResendReplies } from "./resend-replies.js";

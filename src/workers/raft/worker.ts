@@ -28,6 +28,7 @@ import { LmdbBackend } from "./lmdb-backend.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { GroupManager } from "./manager.js";
 import { loadClusterKeys, peerTransportOptions, type ClusterSettings } from "../../shared/cluster-config.js";
+import { FilteredChannel } from "../../shared/chaos-filter.js";
 import { PeerTransport } from "./peer/peer-transport.js";
 import type { PeerLimits } from "./peer/limits.js";
 import { PeerChannelHost } from "./peer-proxy-host.js";
@@ -85,7 +86,8 @@ let writer: RingWriter | undefined;
 let timer: NodeJS.Timeout | undefined;
 let peerHost: PeerChannelHost | undefined;
 let raftLink: RaftPeerLink | undefined;
-let peerTransport: PeerTransport | undefined;
+/** the peer channel as this worker's own services use it: the transport seen through the fault-injection cut */
+let peerTransport: FilteredChannel | undefined;
 let forwarder: RingForwarder | undefined;
 let heldJobs: HeldJobsService | undefined;
 let leaderProgress: LeaderProgressService | undefined;
@@ -199,8 +201,13 @@ function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
   joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport, propose: async (e) => proposeAnywhere(await started, CLUSTER_RING, e), hasCluster: () => manager?.has(CLUSTER_RING) ?? false });
   const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
   const link = new RaftPeerLink(transport, init.nodeId, known, stages);
-  peerHost = new PeerChannelHost(p.port, transport, (ids) => link.setCut(ids), stages);
-  peerTransport = transport;
+  // the worker's own channels see the partition as Raft does (the main thread's proxy is filtered on its side)
+  const view = new FilteredChannel(transport);
+  peerHost = new PeerChannelHost(p.port, transport, (ids) => {
+    link.setCut(ids);
+    view.cut = new Set(ids);
+  }, stages);
+  peerTransport = view;
   raftLink = link;
   return link;
 }
