@@ -35,7 +35,7 @@ export function poolMinionSettings(retPort: number, idPrefix: string, count: num
     keySlots: poolKeySlots,
     idPrefix,
     idWidth: Math.max(5, String(count - 1).length),
-    acceptanceWaitMs: 1000,
+    acceptanceWaitMs: 10_000, // Salt's acceptance_wait_time: a failed sign-in is retried as real minions retry it
     acceptanceWaitMaxMs: 0,
     authDeadlineMs: signInTimeoutMs,
     authTimeoutMs: 5_000,

@@ -1,14 +1,21 @@
 /**
- * The minion's request socket, as Salt's `salt/transport/zeromq.py: RequestClient` drives it: one ZeroMQ
- * REQ socket, one request at a time, and on a timeout the socket is closed and a new one opened before
- * the request is sent again (a REQ socket cannot send twice without a reply). Requests from one minion
- * are queued, never interleaved.
+ * The minion's request socket, as Salt's `salt/transport/zeromq.py` drives it: one ZeroMQ REQ socket, one
+ * request at a time (requests from one minion are queued, never interleaved). What a timeout does is the
+ * version's (`afterTimeout`):
+ * - `"reopen"` (3007.x `RequestClient`): the socket is closed and a new one opened before the request is sent
+ *   again (a REQ socket cannot send twice without a reply): every try of a timed-out request is a new TCP
+ *   connection. Salt's send/receive loop notices the timed-out request on its next 300 ms poll of the socket,
+ *   so the new connection comes up to `reopenDelayMaxMs` after the timeout (random in [0, max]; 0 by default).
+ * - `"wait"` (3006.8 `AsyncReqMessageClient`): the socket is kept. A try that timed out still holds it until its
+ *   reply comes (which is then dropped); each later try waits for it under its own timer, and every try queued
+ *   meanwhile is still sent in its turn after the reply before it, timed out or not (Salt's `_send_recv` takes
+ *   the socket's lock and sends without looking at its future), until the caller closes the transport.
  *
  * Timeouts come from the shared coarse timer, never from a Node timer per request.
  */
 import * as zmq from "zeromq";
 import { BrineError } from "../shared/errors.js";
-import { sharedTimer, type CoarseTimer } from "../shared/coarse-timer.js";
+import { sharedTimer, type CoarseTimer, type TimerHandle } from "../shared/coarse-timer.js";
 
 export interface Endpoint {
   host: string;
@@ -66,7 +73,14 @@ export interface ZmqReqOptions {
   reconnectMaxMs?: number;
   /** called on each timeout, with the request's label and the attempt that timed out */
   onTimeout?: (label: string | undefined, attempt: number, tries: number) => void;
+  /** what a timeout does to the socket: 3007.x reopens it (default), 3006.8 waits on it (see the header) */
+  afterTimeout?: "reopen" | "wait";
+  /** "reopen": the new connection comes after a random delay up to this, ms (3007.x's 300 ms poll); default 0 */
+  reopenDelayMaxMs?: number;
 }
+
+/** 3007.x's send/receive loop polls its socket every 300 ms: a timed-out request's socket is reopened that late at most. */
+export const saltReopenPollMs = 300;
 
 export class ZmqReqTransport implements ReqTransport {
   private sock: zmq.Request | undefined;
@@ -98,6 +112,8 @@ export class ZmqReqTransport implements ReqTransport {
   private drop(): void {
     const s = this.sock;
     this.sock = undefined;
+    this.outstanding = undefined;
+    this.owed = 0;
     if (s && !s.closed) s.close();
   }
 
@@ -111,6 +127,7 @@ export class ZmqReqTransport implements ReqTransport {
   }
 
   private async attempts(body: Buffer, opts: RequestOptions): Promise<Buffer> {
+    if (this.opts.afterTimeout === "wait") return this.attemptsOnOneSocket(body, opts);
     const tries = Math.max(1, opts.tries);
     for (let attempt = 1; attempt <= tries; attempt++) {
       if (this.closed) throw new BrineError("MINION_STOPPED");
@@ -145,11 +162,81 @@ export class ZmqReqTransport implements ReqTransport {
           if (attempt === tries) throw new BrineError("MINION_REQ_TIMEOUT", (e as Error).message);
           continue;
         }
-        this.timeouts++;
-        if (opts.attemptOf) this.opts.onTimeout?.(opts.label, opts.attemptOf.attempt, opts.attemptOf.tries);
-        else this.opts.onTimeout?.(opts.label, attempt, tries);
+        this.timedOut(opts, attempt, tries);
+        const delayMax = this.opts.reopenDelayMaxMs ?? 0;
+        if (delayMax > 0 && attempt < tries) await new Promise<void>((r) => this.timer.after(Math.floor(Math.random() * (delayMax + 1)), r));
       }
     }
+    throw new BrineError("MINION_REQ_TIMEOUT", `${tries} × ${opts.timeoutMs} ms`);
+  }
+
+  private timedOut(opts: RequestOptions, attempt: number, tries: number): void {
+    this.timeouts++;
+    if (opts.attemptOf) this.opts.onTimeout?.(opts.label, opts.attemptOf.attempt, opts.attemptOf.tries);
+    else this.opts.onTimeout?.(opts.label, attempt, tries);
+  }
+
+  /** "wait": the receive of a try that timed out, still holding the socket */
+  private outstanding: Promise<unknown> | undefined;
+  /** "wait": tries that timed out before their turn came; each is still sent in its turn (3006.8) */
+  private owed = 0;
+
+  /** 3006.8's tries: one socket, each try's timer running from its start, timed-out tries still sent in their turn. */
+  private async attemptsOnOneSocket(body: Buffer, opts: RequestOptions): Promise<Buffer> {
+    const tries = Math.max(1, opts.tries);
+    for (let attempt = 1; attempt <= tries; attempt++) {
+      if (this.closed) throw new BrineError("MINION_STOPPED");
+      let sock: zmq.Request;
+      try {
+        sock = this.socket();
+      } catch (e) {
+        if (attempt === tries) throw new BrineError("MINION_REQ_TIMEOUT", `no socket for the request: ${(e as Error).message}`);
+        await new Promise<void>((r) => this.timer.after(opts.timeoutMs, r));
+        continue;
+      }
+      let h: TimerHandle | undefined;
+      const expired = new Promise<"timeout">((r) => (h = this.timer.after(opts.timeoutMs, () => r("timeout"))));
+      let sent = false;
+      try {
+        for (;;) {
+          if (this.outstanding) {
+            if ((await Promise.race([this.outstanding.then(() => "reply", () => "reply"), expired])) === "timeout") break;
+            this.outstanding = undefined;
+          }
+          const mine = this.owed === 0;
+          if (!mine) this.owed--; // an earlier try's turn: sent now, its reply dropped
+          await sock.send(body);
+          const recv = sock.receive();
+          recv.catch(() => undefined);
+          if (!mine) {
+            this.outstanding = recv;
+            continue;
+          }
+          sent = true;
+          const r = await Promise.race([recv, expired]);
+          if (r === "timeout") {
+            this.outstanding = recv;
+            break;
+          }
+          h!.cancel();
+          return r[r.length - 1] ?? Buffer.alloc(0);
+        }
+      } catch (e) {
+        h!.cancel();
+        if (this.closed) throw new BrineError("MINION_STOPPED");
+        // the socket failed for another reason: start over on a fresh one
+        this.outstanding = undefined;
+        this.owed = 0;
+        if (this.sock === sock) this.drop();
+        if (attempt === tries) throw new BrineError("MINION_REQ_TIMEOUT", (e as Error).message);
+        continue;
+      }
+      if (!sent) this.owed++;
+      this.timedOut(opts, attempt, tries);
+    }
+    // the tries still owed belong to this request: Salt closes the channel here (its sign-in's `with` block), and so
+    // does this transport, so that a later request never sends them
+    this.drop();
     throw new BrineError("MINION_REQ_TIMEOUT", `${tries} × ${opts.timeoutMs} ms`);
   }
 

@@ -2,8 +2,8 @@
  * A protocol-exact Salt minion for tests and for brine-swarm: what a 3007 (v3) or 3006.8 (v2) minion sends
  * and expects, byte for byte, with synthetic execution functions.
  *
- * `start()` follows a minion's start on the wire (spec §5.5): `_auth` (repeated while the key is pending,
- * every `acceptance_wait_time`, doubling up to `acceptance_wait_time_max`), SUB connect to the publish
+ * `start()` follows a minion's start on the wire (spec §5.5): `_auth` (retried as Salt's minion retries it, on a
+ * channel of its own: signInLoop), SUB connect to the publish
  * port from the auth reply, `_pillar`, the two start events. It resolves when all of that is done and
  * rejects with a coded reason: MINION_AUTH_PENDING (still pending at the deadline), MINION_AUTH_REJECTED,
  * MINION_AUTH_FULL, MINION_AUTH_TIMEOUT (no reply), MINION_AUTH_INVALID / MINION_MASTER_KEY_CHANGED
@@ -34,7 +34,7 @@ import { PubDecoder, PubSocket, type PubDrop } from "./pub-channel.js";
 import { ReqChannel, type ChannelCrypto } from "./req-channel.js";
 import { buildAuthRequest, handleAuthReply, newSignInState, type Creds, type Protocol, type SignInConfig, type SignInState } from "./sign-in.js";
 import { isForMe } from "./target.js";
-import { ZmqReqTransport, type RequestOptions } from "../zmq-req-client.js";
+import { saltReopenPollMs, ZmqReqTransport, type RequestOptions } from "../zmq-req-client.js";
 import { packSalt } from "./wire.js";
 
 export interface TestMinionOptions {
@@ -155,6 +155,8 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
   private aesC: Crypticle | undefined;
   private sessionC: Crypticle | undefined;
   private transport: ZmqReqTransport | undefined;
+  /** the channel of the sign-in in progress (each sign-in opens its own, as Salt's does) */
+  private authChannel: ZmqReqTransport | undefined;
   private channel_: ReqChannel | undefined;
   private pub: PubSocket | undefined;
   private decoder: PubDecoder | undefined;
@@ -263,17 +265,7 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
     this.state = "starting";
     this.abort = new AbortController();
     const t0 = nowMs();
-    this.transport = new ZmqReqTransport(
-      { host: this.o.master, port: this.o.retPort, sourceIp: this.o.sourceIp },
-      {
-        context: this.o.context,
-        timer: this.timer,
-        onTimeout: (what, attempt, tries) => {
-          this.stats.timeouts++;
-          this.emit("timeout", { what: what ?? "request", attempt, tries });
-        },
-      },
-    );
+    this.transport = this.newReqTransport();
     this.channel_ = new ReqChannel(this.transport, this, {
       onBadLoad: (cmd) => {
         this.stats.badLoads++;
@@ -337,6 +329,8 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
     this.pub = undefined;
     this.transport?.close();
     this.transport = undefined;
+    this.authChannel?.close();
+    this.authChannel = undefined;
   }
 
   // ---- sign-in ----
@@ -351,64 +345,114 @@ export class TestMinion extends EventEmitter<MinionEvents> implements ChannelCry
     return this.authInFlight;
   }
 
+  /**
+   * Salt's sign-in (salt/crypt.py `AsyncAuth._authenticate`, `sign_in`; salt/minion.py `MinionManager._connect_minion`),
+   * the same in 3006.8 and 3007.x:
+   * - each sign-in opens a clear request channel of its own (a new connection) and closes it when it ends;
+   * - one payload (one nonce) is sent up to `auth_tries` times, `auth_timeout` each (the transport's tries: 3007.x
+   *   reopens the connection for each, 3006.8 queues them on the one it has, zmq-req-client.ts);
+   * - "pending" (or rejected with `rejected_retry`): a new payload on the same channel after `acceptance_wait_time`,
+   *   which doubles after each wait while below `acceptance_wait_time_max`;
+   * - every try timed out (`auth_safemode` False, Salt's default), or a reply that is not a sign-in reply (a busy
+   *   master's `{"error": …}`): the channel is closed and the minion manager starts a new sign-in after its
+   *   `auth_wait`, `acceptance_wait_time` grown by `acceptance_wait_time` at each failure while below the max.
+   * Salt retries forever; this minion gives up at `authDeadlineMs` (a swarm must end).
+   */
   private async signInLoop(reason: string): Promise<void> {
     const started = nowMs();
     const deadline = started + (this.o.authDeadlineMs ?? 300_000);
-    let wait = this.o.acceptanceWaitMs ?? 10_000;
-    const waitMax = Math.max(wait, this.o.acceptanceWaitMaxMs ?? 0);
+    const base = this.o.acceptanceWaitMs ?? 10_000;
+    const max = this.o.acceptanceWaitMaxMs ?? 0;
+    let pendingWait = base;
+    let failWait = base;
     const signal = this.abort.signal;
-    for (let attempt = 1; ; attempt++) {
-      const transport = this.transport;
-      if (!transport || signal.aborted) throw this.stopped();
-      this.stats.authAttempts++;
-      const req = buildAuthRequest(this.cfg, this.signIn);
-      let result: AuthResult;
-      let failure: string | undefined;
-      try {
-        const raw = await transport.request(packSalt(req.envelope), {
-          timeoutMs: this.o.authTimeoutMs ?? 5_000,
-          tries: this.o.authTries ?? 7,
-          label: "_auth",
-        });
-        let reply: WireValue;
+    let channel: ZmqReqTransport | undefined;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (!this.transport || signal.aborted) throw this.stopped();
+        channel ??= this.authChannel = this.newReqTransport();
+        this.stats.authAttempts++;
+        const req = buildAuthRequest(this.cfg, this.signIn);
+        let result: AuthResult;
+        let failure: string | undefined;
         try {
-          reply = decodeWire(raw);
+          const raw = await channel.request(packSalt(req.envelope), {
+            timeoutMs: this.o.authTimeoutMs ?? 5_000,
+            tries: this.o.authTries ?? 7,
+            label: "_auth",
+          });
+          let reply: WireValue;
+          try {
+            reply = decodeWire(raw);
+          } catch (e) {
+            throw new BrineError("MINION_AUTH_INVALID", `reply does not decode: ${(e as Error).message}`);
+          }
+          const outcome = handleAuthReply(this.cfg, this.signIn, req, reply);
+          result = outcome.result;
+          if (outcome.result === "accepted") {
+            this.setCreds(outcome.creds);
+            this.emit("auth", { result, ms: nowMs() - started, attempt, reason });
+            return;
+          }
+          if (outcome.result === "failed") failure = outcome.detail;
         } catch (e) {
-          throw new BrineError("MINION_AUTH_INVALID", `reply does not decode: ${(e as Error).message}`);
+          if (signal.aborted || isBrineError(e, "MINION_STOPPED")) throw this.stopped();
+          if (isBrineError(e, "MINION_REQ_TIMEOUT")) {
+            result = "timeout";
+          } else {
+            this.emit("auth", { result: "error", ms: nowMs() - started, attempt, reason, error: e as Error });
+            throw e;
+          }
         }
-        const outcome = handleAuthReply(this.cfg, this.signIn, req, reply);
-        result = outcome.result;
-        if (outcome.result === "accepted") {
-          this.setCreds(outcome.creds);
-          this.emit("auth", { result, ms: nowMs() - started, attempt, reason });
-          return;
+        this.emit("auth", { result, ms: nowMs() - started, attempt, reason, error: failure === undefined ? undefined : new Error(failure) });
+        if (result === "full") throw new BrineError("MINION_AUTH_FULL", this.id);
+        if (result === "rejected" && !this.o.rejectedRetry) throw new BrineError("MINION_AUTH_REJECTED", this.id);
+        const failed = result === "timeout" || result === "failed";
+        if (failed) {
+          // the sign-in failed: its channel goes, and the next one starts after the manager's wait
+          channel.close();
+          channel = this.authChannel = undefined;
+          if (failWait < max) failWait += base;
+          pendingWait = base;
         }
-        if (outcome.result === "failed") failure = outcome.detail;
-      } catch (e) {
-        if (signal.aborted || isBrineError(e, "MINION_STOPPED")) throw this.stopped();
-        if (isBrineError(e, "MINION_REQ_TIMEOUT")) {
-          result = "timeout"; // Salt's safe mode: a timed-out sign-in is retried
-        } else {
-          this.emit("auth", { result: "error", ms: nowMs() - started, attempt, reason, error: e as Error });
-          throw e;
+        const wait = failed ? failWait : pendingWait;
+        if (nowMs() + wait > deadline) {
+          if (result === "timeout") throw new BrineError("MINION_AUTH_TIMEOUT", `${this.id}: no reply within the deadline`);
+          if (result === "failed") throw new BrineError("MINION_AUTH_INVALID", `${this.id}: ${failure}`);
+          if (result === "rejected") throw new BrineError("MINION_AUTH_REJECTED", this.id);
+          throw new BrineError("MINION_AUTH_PENDING", `${this.id}: still pending after ${attempt} attempts`);
         }
+        try {
+          await this.timer.sleep(wait, signal);
+        } catch {
+          throw this.stopped();
+        }
+        if (!failed && pendingWait < max) pendingWait = Math.min(pendingWait * 2, max);
       }
-      this.emit("auth", { result, ms: nowMs() - started, attempt, reason, error: failure === undefined ? undefined : new Error(failure) });
-      if (result === "full") throw new BrineError("MINION_AUTH_FULL", this.id);
-      if (result === "rejected" && !this.o.rejectedRetry) throw new BrineError("MINION_AUTH_REJECTED", this.id);
-      if (nowMs() + wait > deadline) {
-        if (result === "timeout") throw new BrineError("MINION_AUTH_TIMEOUT", `${this.id}: no reply within the deadline`);
-        if (result === "failed") throw new BrineError("MINION_AUTH_INVALID", `${this.id}: ${failure}`);
-        if (result === "rejected") throw new BrineError("MINION_AUTH_REJECTED", this.id);
-        throw new BrineError("MINION_AUTH_PENDING", `${this.id}: still pending after ${attempt} attempts`);
-      }
-      try {
-        await this.timer.sleep(wait, signal);
-      } catch {
-        throw this.stopped();
-      }
-      if (wait < waitMax) wait = Math.min(wait * 2, waitMax);
+    } finally {
+      channel?.close();
+      if (this.authChannel === channel) this.authChannel = undefined;
     }
+  }
+
+  /**
+   * A request channel's transport as this minion's Salt drives it: 3007.x (v3) reopens the connection after a timed-out
+   * try, its 300 ms poll later at most; 3006.8 (v2) keeps it and queues the tries (zmq-req-client.ts).
+   */
+  private newReqTransport(): ZmqReqTransport {
+    return new ZmqReqTransport(
+      { host: this.o.master, port: this.o.retPort, sourceIp: this.o.sourceIp },
+      {
+        context: this.o.context,
+        timer: this.timer,
+        afterTimeout: this.protocol === "v3" ? "reopen" : "wait",
+        reopenDelayMaxMs: this.protocol === "v3" ? saltReopenPollMs : 0,
+        onTimeout: (what, attempt, tries) => {
+          this.stats.timeouts++;
+          this.emit("timeout", { what: what ?? "request", attempt, tries });
+        },
+      },
+    );
   }
 
   private setCreds(creds: Creds): void {
