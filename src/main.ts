@@ -8,6 +8,7 @@
  * batch is applied by `applyBatchResult` (src/main-thread/batch-result.ts), which owns the output order.
  * The CLIs call it (src/cli/salt-master.ts; tests and tools/local-cluster.ts embed it).
  */
+import { ConnBoard } from "./shared/conn-board.js";
 import { GitUpdateSchedule } from "./lib/fileserver/git-cache.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -204,6 +205,8 @@ export class MasterServer {
       const node = this.cluster.node;
       serveJobReads((this.jobReads = jobReadsChannel(c)), (jid) => node.raft.jobRead(jid), (q) => node.raft.minionQuery(q));
     }
+    // native transport: the request port's closed connections, so a sign-in whose minion gave up is not worked on
+    const connBoard = c.brine_minion_transport === "native" ? new ConnBoard() : undefined;
     const shared = {
       secrets: this.secrets.sab,
       nonces: this.nonces.sab,
@@ -211,11 +214,12 @@ export class MasterServer {
       metrics: this.metrics.sab,
       publishPeers: this.publishPeers.sab,
       sessions: SessionTable.create(readOption(c, "brine_session_table_minions")),
+      ...(connBoard ? { conns: connBoard.sab } : {}),
       ...(this.cluster ? { cluster: { nodeId: this.cluster.node.nodeId, ring: this.cluster.node.ringBuffer } } : {}),
     };
 
     this.publishPort = new PublishPort(c, this.secrets.sab);
-    this.requestPort = new RequestPort(c, (body, tag) => this.lanes!.submit(body, tag), () => this.stopping);
+    this.requestPort = new RequestPort(c, (body, tag, conn) => this.lanes!.submit(body, tag, undefined, conn), () => this.stopping, connBoard);
     this.lanes = new RequestLanes<RequestTag>(c, shared, (out) =>
       applyBatchResult(out, {
         bus: (frames) => this.bus.publish(frames),

@@ -63,12 +63,19 @@ function sourcesOf(batch: { source?: string }[]): { sources?: (string | null)[] 
   return batch.some((p) => p.source !== undefined) ? { sources: batch.map((p) => p.source ?? null) } : {};
 }
 
+/** The batch's connections on the conn board, only when one of its frames has one (-1: none; the API's never do). */
+function connsOf(batch: { conn?: number }[]): { conns?: number[] } {
+  return batch.some((p) => p.conn !== undefined) ? { conns: batch.map((p) => p.conn ?? -1) } : {};
+}
+
 export interface Pending<T> {
   frame: Buffer;
   tag: T;
   arrival: number;
   /** where the request came from, when the main thread knows (the HTTP API's client address) */
   source?: string;
+  /** the request port's connection it came on (native transport: its routing id, on the conn board) */
+  conn?: number;
 }
 
 export interface LaneOutput<T> {
@@ -147,7 +154,7 @@ class LaneQueue<T> {
       this.inFlight += batch.length;
       this.open.add(batchNo, batch.map((p) => p.tag));
       this.pool
-        .run({ kind: "batch", batch: batchNo, frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch) })
+        .run({ kind: "batch", batch: batchNo, frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch), ...(this.staleMs > 0 ? connsOf(batch) : {}) })
         .then((r: BatchResult) => {
           if (r.seq !== undefined) {
             // one of the batch's messages in parts: applied in order with them (two channels, no order between them)
@@ -371,10 +378,13 @@ export class RequestLanes<T> {
   /** queue-full refusals are counted here (metrics/board.ts) */
   private readonly board: MetricsBoard;
 
-  /** False when the lane is full; the caller replies QUEUE_FULL_REPLY at once. */
-  submit(frame: Buffer, tag: T, source?: string): boolean {
+  /** False when the lane is full; the caller replies QUEUE_FULL_REPLY at once. `conn`: the request port's connection (conn-board.ts). */
+  submit(frame: Buffer, tag: T, source?: string, conn?: number): boolean {
     const lane = classify(frame);
-    if (this.lanes[lane].push(source === undefined ? { frame, tag, arrival: Date.now() } : { frame, tag, arrival: Date.now(), source })) return true;
+    const p: Pending<T> = { frame, tag, arrival: Date.now() };
+    if (source !== undefined) p.source = source;
+    if (conn !== undefined) p.conn = conn;
+    if (this.lanes[lane].push(p)) return true;
     this.board.laneRefused(lane === "clear" ? 0 : 1, 0);
     return false;
   }

@@ -14,6 +14,7 @@ import { NativeRouter } from "./zmtp-server.js";
 import { QUEUE_FULL_REPLY, SHUTDOWN_REPLY } from "./req-pool.js";
 import { TOO_LARGE_REPLY } from "../workers/req-handler/replies.js";
 import { LogBudget } from "../shared/log-budget.js";
+import type { ConnBoard } from "../shared/conn-board.js";
 
 const log = getLogger("brine.master");
 
@@ -27,15 +28,19 @@ export class RequestPort {
   private closed = false;
   /** lines about requests over frameBytesMax (native transport), per minute */
   private readonly tooLarge = new LogBudget(10, 60_000, (l) => log.warning(l), "request port");
+  /** requests refused by a full lane: one line per 10 s and a count of the rest (a storm fills a lane thousands of times a second) */
+  private readonly laneFull = new LogBudget(1, 10_000, (l) => log.warning(l), "request lane full");
 
   constructor(
     cfg: MasterConfig,
-    /** false when the lane is full */
-    private readonly submit: (body: Buffer, tag: RouterTag) => boolean,
+    /** false when the lane is full; `conn`: the request's connection (native transport), on `conns` */
+    private readonly submit: (body: Buffer, tag: RouterTag, conn?: number) => boolean,
     private readonly stopping: () => boolean,
+    /** native transport: the connections as they open and close, for the request workers */
+    conns?: ConnBoard,
   ) {
     if (cfg.brine_minion_transport === "native") {
-      this.native = new NativeRouter({ backlog: cfg.zmq_backlog, ipv6: cfg.ipv6 }, (frames, oversizedBytes) => this.onRequest(frames, oversizedBytes));
+      this.native = new NativeRouter({ backlog: cfg.zmq_backlog, ipv6: cfg.ipv6 }, (frames, oversizedBytes) => this.onRequest(frames, oversizedBytes), conns);
       this.out = this.native;
     } else {
       const router = new Router({ backlog: cfg.zmq_backlog, linger: 0, ipv6: cfg.ipv6, mandatory: false });
@@ -67,8 +72,8 @@ export class RequestPort {
       this.reply(tag, SHUTDOWN_REPLY);
       return;
     }
-    if (!this.submit(body, tag)) {
-      log.warning("request lane full; answering retry-later");
+    if (!this.submit(body, tag, this.native ? tag[0]!.readUInt32BE(1) : undefined)) {
+      this.laneFull.line("request lane full; answering retry-later");
       this.reply(tag, QUEUE_FULL_REPLY);
     }
   }

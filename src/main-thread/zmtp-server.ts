@@ -21,6 +21,7 @@
  *   not read (TCP pushes back); requests already read meanwhile wait in the connection, at most
  *   `requestsWaitingPerPeerMax`, past which the peer is closed.
  */
+import type { ConnBoard } from "../shared/conn-board.js";
 import net from "node:net";
 import { getLogger } from "../shared/log.js";
 import { LogBudget } from "../shared/log-budget.js";
@@ -353,6 +354,8 @@ export class NativeRouter extends ZmtpServer<Peer> {
   constructor(
     opts: ZmtpServerOptions,
     private readonly onRequest: (frames: Buffer[], oversizedBytes?: number) => void,
+    /** told of each connection as it opens and closes, for the request workers (src/shared/conn-board.ts) */
+    private readonly board?: ConnBoard,
   ) {
     super("ROUTER", opts);
   }
@@ -366,6 +369,7 @@ export class NativeRouter extends ZmtpServer<Peer> {
     idFrame.writeUInt32BE(id, 1);
     const c: Peer = { sock, session, openedMs: Date.now(), id, idFrame, limit: 1, inFlight: 0, waiting: [], paused: false, delivering: false };
     this.byId.set(id, c);
+    this.board?.opened(id);
     sock.on("drain", () => this.deliver(c));
     return c;
   }
@@ -384,6 +388,7 @@ export class NativeRouter extends ZmtpServer<Peer> {
 
   protected forget(c: Peer): void {
     this.byId.delete(c.id);
+    this.board?.closed(c.id);
     c.waiting = [];
   }
 

@@ -106,7 +106,7 @@ export function tagSlotOf(tag: string): number {
 }
 
 export const LANES = ["clear", "req"] as const;
-export const LANE_REFUSALS = ["queue_full", "stale"] as const;
+export const LANE_REFUSALS = ["queue_full", "stale", "gone"] as const;
 export const SEND_QUEUES = ["router", "publish"] as const;
 /** why an event-bus reader was disconnected (src/main-thread/bus-backlog.ts) */
 export const BUS_DROP_REASONS = ["queue_full", "drain_timeout", "backlog_bytes"] as const;

@@ -65,6 +65,8 @@ export interface SharedBuffers {
   publishPeers?: SharedArrayBuffer;
   /** the minions' session keys (src/shared/session-table.ts); absent: this thread keeps every minion's itself */
   sessions?: SharedArrayBuffer;
+  /** the request port's connections that closed (src/shared/conn-board.ts; native transport); absent: none known */
+  conns?: SharedArrayBuffer;
 }
 
 /** What one request produced besides its reply: events for the bus, publishes for the PUB socket. */

@@ -16,6 +16,12 @@ export interface BatchTask {
    * one, so the RSA work for a stale one would be wasted exactly when the master is busiest.
    */
   staleMs: number;
+  /**
+   * With `staleMs`: per frame, the request port's connection it came on (its routing id on the conn board,
+   * src/shared/conn-board.ts; -1 none). A frame whose connection has closed is answered like a stale one, unworked:
+   * its minion gave up on it (3007.x closes a timed-out request's connection and resends on a new one).
+   */
+  conns?: number[];
   /** per frame, where it came from when the main thread knows (audit lines, per-source login throttling) */
   sources?: (string | null)[];
   /** this batch's number in its lane: its parts (BatchPart) name it */

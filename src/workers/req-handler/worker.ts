@@ -26,6 +26,7 @@ import { purgeKeylessMinions } from "./keyless-purge.js";
 import { pruneSaltJobFiles, saltJobFilesOn } from "../../lib/store/salt-job-files.js";
 import { answerHeapProbes } from "../../shared/heap-probe.js";
 import { LogBudget } from "../../shared/log-budget.js";
+import { ConnBoard } from "../../shared/conn-board.js";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -39,9 +40,13 @@ const init = workerData as WorkerInit;
 const log = getLogger("brine.worker");
 /** stale sign-in batches: one line per 10 s and a count of the rest (a sign-in storm queues hundreds of batches a second) */
 const staleLog = new LogBudget(1, 10_000, (line) => log.warning(line), "stale sign-in batches");
+/** sign-ins whose connection had closed: one line per 10 s (a 3007.x minion closes one at every timed-out try) */
+const goneLog = new LogBudget(1, 10_000, (line) => log.info(line), "sign-in batches with closed connections");
 configureLogging(init.log);
 answerHeapProbes("request");
 const ctx = new MasterContext(init.cfg, init.shared);
+/** the request port's closed connections (native transport): a clear-lane frame from one is not worked on */
+const connBoard = init.shared.conns ? new ConnBoard(init.shared.conns) : undefined;
 await installSubsystems(ctx);
 /** clustered: this thread's data cache, mine and session key writes, for the peers (BatchResult.sync) */
 const syncOutbox = installSyncOutbox(ctx);
@@ -70,7 +75,9 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   const fx = newEffects();
   const now = Date.now();
   let stale = 0;
+  let gone = 0;
   const n = task.frames.length;
+  const conns = connBoard && task.conns;
   const replies: Uint8Array[] = new Array(n);
   // when each reply leaves: batch-replies.ts decides, this shell schedules, posts and resolves
   const br = new BatchReplies(n);
@@ -128,6 +135,12 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       settle(i, STALE_REPLY);
       continue;
     }
+    if (conns && conns[i]! >= 0 && connBoard!.gone(conns[i]!)) {
+      // its minion closed the connection (gave up on it): the reply would be dropped, so no work is done for it
+      gone++;
+      settle(i, STALE_REPLY);
+      continue;
+    }
     const f = task.frames[i]!;
     starts[i] = mark;
     const p = handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined);
@@ -147,6 +160,10 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   }
   if (stale) ctx.metrics.laneRefused(0, 1, stale); // clear lane (the only one with staleMs), reason stale
   if (stale) staleLog.line(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
+  if (gone) {
+    ctx.metrics.laneRefused(0, 2, gone); // clear lane, reason gone
+    goneLog.line(`${gone} sign-in request(s) came on connections closed before their turn (their minions resent them); not worked on`);
+  }
   // a frame that waits long (a runner call) gives its task slot back; its reply still goes in a part. The
   // effects fired so far go now, on the parts' channel (the order of parts is the order of effects): an
   // awaited runner call waits for its `runs` to reach the main thread.
