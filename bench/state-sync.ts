@@ -25,7 +25,7 @@
  * bounds in MiB instead of the master's. In the keys part, ITEMS=n adds a run at n keys after its others.
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { createHash, generateKeyPairSync } from "node:crypto";
+import { createPublicKey, generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -36,6 +36,8 @@ import { MirrorThread } from "../src/main-thread/state-sync-host.js";
 import { ownHeap, probeHeaps, watchHeap, type ThreadHeap } from "../src/shared/heap-probe.js";
 import { summarizeSmaps } from "../src/shared/smaps.js";
 import type { FromEngine, PeerReport, ToEngine } from "../src/workers/state-sync/messages.js";
+import { cbor } from "../src/shared/cbor.js";
+import { BODY, DATA_OVERHEAD_BYTES, encodeBody } from "../src/workers/raft/peer/framing.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 function cfgOf(name: string, root: string): MasterConfig {
@@ -226,30 +228,54 @@ async function startSide(name: string, root: string): Promise<Side> {
   return { name, root, child };
 }
 
-/** Relays the puller's requests to the server and counts the payload bytes each way. */
-function relay(puller: Side, server: Side, counter: { out: number; back: number }): void {
+/**
+ * What the relay counted: payload bytes each way, and by kind of request (`manifest` requests and their pages or
+ * summaries, `get` requests and their items), each with what the peer channel adds around it: its body (channel,
+ * request id) and a sealed frame of its own (header and tag; one message a frame, the most the channel adds, since
+ * its writer coalesces what is queued).
+ */
+interface Counter {
+  out: number;
+  back: number;
+  /** the bodies' framing and the seals, both ways */
+  sealed: number;
+  byOp: Record<string, { req: number; rep: number; n: number }>;
+}
+const newCounter = (): Counter => ({ out: 0, back: 0, sealed: 0, byOp: {} });
+const wireOf = (c: Counter) => c.out + c.back + c.sealed;
+
+/** Relays the puller's requests to the server and counts the bytes each way. */
+function relay(puller: Side, server: Side, counter: Counter): void {
   let next = 1;
-  const waiting = new Map<number, number>();
+  const waiting = new Map<number, { id: number; op: string }>();
   const toEngine = (s: Side, m: ToEngine) => s.child.send({ engine: m } satisfies ToSide);
+  const sealOf = (body: Uint8Array, payload: Uint8Array) => body.byteLength - payload.byteLength + DATA_OVERHEAD_BYTES;
   puller.child.on("message", (f: FromSide) => {
     if (!("engine" in f) || f.engine.k !== "req") return;
     const m = f.engine;
     const rid = next++;
-    waiting.set(rid, m.id);
+    const op = String((cbor.decode(m.p) as { op?: unknown }).op);
+    waiting.set(rid, { id: m.id, op });
     counter.out += m.p.byteLength;
+    counter.sealed += sealOf(encodeBody({ kind: BODY.REQ, channel: "cl/state-sync", id: rid, payload: m.p }), m.p);
+    const o = (counter.byOp[op] ??= { req: 0, rep: 0, n: 0 });
+    o.req += m.p.byteLength;
+    o.n++;
     toEngine(server, { k: "in", id: rid, from: puller.name, p: m.p, req: true });
   });
   server.child.on("message", (f: FromSide) => {
     // the server gets no calls but `in`: every answer is to a relayed request
     if (!("engine" in f) || (f.engine.k !== "res" && f.engine.k !== "err")) return;
     const m = f.engine;
-    const id = waiting.get(m.id)!;
+    const w = waiting.get(m.id)!;
     waiting.delete(m.id);
     if (m.k === "res") {
       const p = m.v as Uint8Array;
       counter.back += p.byteLength;
-      toEngine(puller, { k: "res", id, p });
-    } else toEngine(puller, { k: "err", id, code: m.code, text: m.text });
+      counter.sealed += sealOf(encodeBody({ kind: BODY.RES, id: m.id, payload: p }), p);
+      counter.byOp[w.op]!.rep += p.byteLength;
+      toEngine(puller, { k: "res", id: w.id, p });
+    } else toEngine(puller, { k: "err", id: w.id, code: m.code, text: m.text });
   });
   toEngine(puller, { k: "peers", up: [server.name], known: [server.name] });
   toEngine(server, { k: "peers", up: [puller.name], known: [puller.name] });
@@ -282,24 +308,43 @@ function memCall(s: Side, what: "start" | "stop"): Promise<Mem> {
   });
 }
 
-/** Writes `files` files of `per` bytes each (each its own bytes: a hash of its index repeated) under the server's roots, `perDir` a directory. */
+/**
+ * Writes `files` files of `per` random bytes each under the server's roots, `perDir` a directory: content that does
+ * not compress (the worst case for the deflated replies: their CPU spent, no bytes saved; until session 11 each file
+ * was a hash repeated, which deflate would shrink to nothing and make the wire figure meaningless).
+ */
 function writeRoots(root: string, files: number, per: number, perDir: number): number {
   for (let i = 0; i < files; i++) {
     const dir = path.join(root, "srv", "salt", `d${String(Math.floor(i / perDir)).padStart(4, "0")}`);
     if (i % perDir === 0) mkdirSync(dir, { recursive: true });
-    const seed = createHash("sha256").update(String(i)).digest();
-    const buf = Buffer.alloc(per);
-    for (let o = 0; o < per; o += seed.length) seed.copy(buf, o);
-    writeFileSync(path.join(dir, `f${i}.sls`), buf);
+    writeFileSync(path.join(dir, `f${i}.sls`), randomBytes(per));
   }
   return files * per;
+}
+
+/**
+ * `n` distinct RSA public keys in PEM as minions make them: a real 2048-bit key's DER with a fresh random modulus each
+ * (making real keys costs ~50 ms each). Until session 11 the bench wrote one key n times, which deflate would shrink to
+ * nothing.
+ */
+function minionKeys(n: number): Buffer[] {
+  const der = createPublicKey(generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey).export({ type: "spki", format: "der" });
+  const at = der.indexOf(Buffer.from([0x02, 0x82, 0x01, 0x01, 0x00])) + 5;
+  return Array.from({ length: n }, () => {
+    const d = Buffer.from(der);
+    randomBytes(256).copy(d, at);
+    d[at]! |= 0x80;
+    return Buffer.from(createPublicKey({ key: d, format: "der", type: "spki" }).export({ type: "spki", format: "pem" }) as string);
+  });
 }
 
 interface Run {
   /** each side's state-sync manifest environment (data.mdb), allocated bytes at the end of the pull */
   mdb: { puller: number; server: number };
   secs: number;
+  /** bytes on the wire during the pull, the peer channel's framing and seals included (Counter) */
   wire: number;
+  counter: Counter;
   resync: number;
   puller: Mem;
   server: Mem;
@@ -313,18 +358,20 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
   try {
     let content = 0;
     if (keys) {
-      const pub = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey;
       const acc = path.join(aRoot, "pki", "minions");
       mkdirSync(acc, { recursive: true });
-      for (let i = 0; i < keys; i++) writeFileSync(path.join(acc, `m-${String(i).padStart(6, "0")}`), pub);
-      content += keys * Buffer.byteLength(pub);
+      for (let i = 0; i < keys; i += 1000) {
+        const pubs = minionKeys(Math.min(1000, keys - i));
+        pubs.forEach((pub, j) => writeFileSync(path.join(acc, `m-${String(i + j).padStart(6, "0")}`), pub));
+        content += pubs.reduce((n, b) => n + b.byteLength, 0);
+      }
     }
     const per = files ? Math.floor(bytes / files) : 0;
     if (files) content += writeRoots(aRoot, files, per, perDir);
     const a = await startSide("a", aRoot);
     const b = await startSide("b", bRoot);
     sides.push(a, b);
-    const counter = { out: 0, back: 0 };
+    const counter = newCounter();
     relay(b, a, counter);
     await Promise.all([memCall(a, "start"), memCall(b, "start")]);
     const t0 = performance.now();
@@ -341,14 +388,15 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
     };
     const mdb = { puller: mdbBytes(bRoot), server: mdbBytes(aRoot) };
     if (rep.errors.length || rep.items !== keys + files) throw new Error(`join pull: ${JSON.stringify(rep).slice(0, 300)}`);
-    const wire = counter.out + counter.back;
+    const wire = wireOf(counter);
+    const pulled = { ...counter, byOp: structuredClone(counter.byOp) };
     // one file changed at the source (keys only: one key deleted), then the same pull again
     if (files) writeFileSync(path.join(aRoot, "srv", "salt", "d0000", "f0.sls"), Buffer.alloc(per, 1));
     else rmSync(path.join(aRoot, "pki", "minions", "m-000000"));
-    counter.out = counter.back = 0;
+    Object.assign(counter, newCounter());
     const again = await syncFrom(b, "a", channels);
     if (files ? again.items !== 1 : again.deleted !== 1) throw new Error(`resync: ${JSON.stringify(again).slice(0, 300)}`);
-    return { mdb, secs, wire, resync: counter.out + counter.back, puller, server, content, per };
+    return { mdb, secs, wire, counter: pulled, resync: wireOf(counter), puller, server, content, per };
   } finally {
     for (const s of sides) s.child.disconnect();
     await Promise.all(sides.map((s) => (s.child.exitCode === null ? new Promise((r) => s.child.once("exit", r)) : undefined)));
@@ -364,7 +412,10 @@ async function join(keys: number, files: number, bytes: number): Promise<BenchRo
   const label = `${keys} keys + ${files} files (${Math.round(r.content / 2 ** 20)} MiB)`;
   return [
     { figure: `join pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
-    { figure: `bytes on the wire / content, ${label}`, value: r.wire / r.content, unit: "×", target: 1.05, better: "lower" },
+    { figure: `bytes on the wire / content, ${label}`, value: r.wire / r.content, unit: "×", target: 1.05, better: "lower", note: "the peer channel's framing and seals included" },
+    { figure: `puller's process CPU per item, ${label}`, value: r.puller.cpu / (keys + files), unit: "µs", better: "lower", note: "user + system, all its threads" },
+    { figure: `server's process CPU per item, ${label}`, value: r.server.cpu / (keys + files), unit: "µs", better: "lower", note: "user + system, all its threads (its first scan included)" },
+    ...byOp(r, keys + files, label),
     { figure: `puller's peak RssAnon growth during the pull, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `resync after one ${Math.round(r.per / 1024)} KiB file changed, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
   ];
@@ -389,6 +440,17 @@ async function memory(items: number): Promise<BenchRow[]> {
     { figure: `puller's manifest LMDB file (data.mdb, allocated) at the end, ${label}`, value: r.mdb.puller / 2 ** 20, unit: "MiB", better: "lower", note: `${(r.mdb.puller / items).toFixed(0)} B an item` },
     { figure: `server's manifest LMDB file (data.mdb, allocated) at the end, ${label}`, value: r.mdb.server / 2 ** 20, unit: "MiB", better: "lower", note: `${(r.mdb.server / items).toFixed(0)} B an item` },
   ];
+}
+
+/** The pull's bytes by kind, per item: manifest requests and their replies, fetch requests and their replies, framing and seals. */
+function byOp(r: Run & { content: number }, items: number, label: string): BenchRow[] {
+  const rows: BenchRow[] = [{ figure: `content per item, ${label}`, value: r.content / items, unit: "B", better: "lower" }];
+  for (const [op, o] of Object.entries(r.counter.byOp).sort()) {
+    rows.push({ figure: `${op} requests per item, ${label}`, value: o.req / items, unit: "B", better: "lower", note: `${o.n} requests` });
+    rows.push({ figure: `${op} replies per item, ${label}`, value: o.rep / items, unit: "B", better: "lower", note: op === "get" ? "the items' bytes included" : "" });
+  }
+  rows.push({ figure: `the peer channel's framing and seals per item, ${label}`, value: r.counter.sealed / items, unit: "B", better: "lower", note: "one sealed frame a message (the most)" });
+  return rows;
 }
 
 /** A side's growth at its peak RssAnon, by owner (MiB above the start of the pull). */
@@ -419,7 +481,8 @@ async function keysOnly(keys: number): Promise<BenchRow[]> {
     { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower", note: `load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} at the end` },
     { figure: `puller's process CPU per key, ${label}`, value: r.puller.cpu / keys, unit: "µs", better: "lower", note: "user + system, all its threads" },
     { figure: `server's process CPU per key, ${label}`, value: r.server.cpu / keys, unit: "µs", better: "lower", note: "user + system, all its threads (its first scan included)" },
-    { figure: `bytes on the wire / content, ${label}`, value: r.wire / r.content, unit: "×", target: 1.05, better: "lower", note: `${(r.wire / 2 ** 20).toFixed(1)} MiB for ${(r.content / 2 ** 20).toFixed(1)} MiB of keys` },
+    { figure: `bytes on the wire / content, ${label}`, value: r.wire / r.content, unit: "×", target: 1.05, better: "lower", note: `${(r.wire / 2 ** 20).toFixed(1)} MiB for ${(r.content / 2 ** 20).toFixed(1)} MiB of keys, the peer channel's framing and seals included` },
+    ...byOp(r, keys, label),
     { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB; after a forced collection ${mib(r.puller.retained).toFixed(1)} MiB` },
     { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },

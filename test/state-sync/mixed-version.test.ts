@@ -4,7 +4,9 @@
  * thread relays them (CBOR bytes both ways):
  * - 0c11706, before the compact wire forms (hex hashes, items fetched by range only);
  * - d5103db, the compact forms, manifests kept in a CBOR file, no range summaries;
- * - 02a7407, flat range summaries (about √n ranges without counts), before the tree of summaries.
+ * - 02a7407, flat range summaries (about √n ranges without counts), before the tree of summaries;
+ * - e7f19c2, the tree of summaries, before deflated replies (`z: 1`, wire.ts): its puller does not ask for them, its
+ *   server does not send them.
  * Each pair both ways (old puller from a new server, new puller from an old server): keys and file_roots with
  * more items than a range summary needs, a file larger than one chunk; then one file changed, one removed and one
  * key deleted at the server, pulled again: both sides end with the same files. And an upgrade in place: a manifest
@@ -28,6 +30,7 @@ const OLD = [
   { commit: "0c11706", what: "before the compact wire forms" },
   { commit: "d5103db", what: "compact forms, no range summaries" },
   { commit: "02a7407", what: "flat range summaries, no tree" },
+  { commit: "e7f19c2", what: "the tree of summaries, replies not deflated" },
 ];
 const ENTRIES = ["src/workers/state-sync/engine.ts", "src/lib/store/lmdb-env.ts"];
 const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..", "..");

@@ -94,8 +94,10 @@ export type PeerMsg =
    * `t: 1` (with `r: 1`): the asker reads a tree of summaries (range-tree.ts): the first has at most 16 ranges, each
    * with its count of entries (`[path, sha256, count]`), and the asker asks a differing stretch's own summary with
    * `sub: 1`, `from`, `to` and the count `c` the server gave it. A server of the previous version ignores `t`.
+   * `z: 1` (manifest and get requests): the asker reads deflated replies (wire.ts packReply: `{z: deflate-raw of the
+   * reply's CBOR}` when that is smaller); a server of an earlier version ignores it and answers in plain CBOR.
    */
-  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number; r?: number; t?: number; sub?: number; c?: number; from?: string; to?: string }
+  | { op: "manifest"; ch: string; after?: string; n: number; digest?: string; w?: number; r?: number; t?: number; sub?: number; c?: number; from?: string; to?: string; z?: number }
   /**
    * items by range (`{p, h, off, len}`: the source serves them only while the item still has hash `h`, and the
    * reply's piece carries the range's sha256 `ph`), or whole (the path alone: the puller checks the bytes against
@@ -103,7 +105,7 @@ export type PeerMsg =
    * offsets nor a hash of its own; this is what keeps a small item's framing small). The reply's pieces are in the
    * request's order.
    */
-  | { op: "get"; ch: string; items: ({ p: string; h: string; off: number; len: number } | string)[] }
+  | { op: "get"; ch: string; items: ({ p: string; h: string; off: number; len: number } | string)[]; z?: number }
   | { op: "pull"; channels: string[] }
   | { op: "changed"; ch: string; digest: string };
 

@@ -1,0 +1,194 @@
+/**
+ * The state-sync replies' wire form (src/workers/state-sync/wire.ts): deflated for an asker that says `z: 1`, plain
+ * CBOR otherwise, a deflated reply bounded when inflated; and what it buys: a keys-only join between two engines of
+ * this build puts at most 1.05× the keys' bytes on the wire, the peer channel's framing and seal counted (it was
+ * 1.24× before), while a puller that does not say `z` (an earlier version) still gets plain replies and the same keys.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash, createPublicKey, generateKeyPairSync, randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { deflateRawSync } from "node:zlib";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
+import { cbor } from "../../src/shared/cbor.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import { closeKeyDbs } from "../../src/lib/pki/key-store.js";
+import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
+import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-sync/messages.js";
+import { deflateMinBytes, packReply, replyInflatedBytesMax, unpackReply } from "../../src/workers/state-sync/wire.js";
+import { DATA_OVERHEAD_BYTES, encodeBody, BODY } from "../../src/workers/raft/peer/framing.js";
+
+const enc = (v: unknown) => cbor.encode(v) as Uint8Array;
+const dec = (b: Uint8Array) => cbor.decode(b) as unknown;
+
+/** `n` distinct RSA public keys in PEM, as minions make them (a real key's DER with a fresh random modulus each: making 2048-bit keys takes ~50 ms each). */
+function minionKeys(n: number): Buffer[] {
+  const der = createPublicKey(generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey).export({ type: "spki", format: "der" });
+  const at = der.indexOf(Buffer.from([0x02, 0x82, 0x01, 0x01, 0x00])) + 5;
+  return Array.from({ length: n }, () => {
+    const d = Buffer.from(der);
+    randomBytes(256).copy(d, at);
+    d[at]! |= 0x80;
+    return Buffer.from(createPublicKey({ key: d, format: "der", type: "spki" }).export({ type: "spki", format: "pem" }) as string);
+  });
+}
+
+test("a reply is deflated only for an asker that reads it, only when that pays, and reads back the same either way", () => {
+  const keys = minionKeys(64);
+  const batch = { pieces: keys.map((data) => ({ data })) };
+  const rows: [string, unknown, boolean, "deflated" | "plain"][] = [
+    ["a batch of keys, the asker reads deflated replies", batch, true, "deflated"],
+    ["the same batch, an asker of an earlier version", batch, false, "plain"],
+    ["a reply shorter than the floor", { same: true, entries: [], more: false }, true, "plain"],
+    ["bytes that do not compress (random)", { pieces: [{ data: randomBytes(4096) }] }, true, "plain"],
+  ];
+  for (const [what, reply, z, want] of rows) {
+    const bytes = packReply(reply, z);
+    const outer = dec(bytes) as Record<string, unknown>;
+    assert.equal(outer.z instanceof Uint8Array ? "deflated" : "plain", want, what);
+    assert.deepEqual(unpackReply(bytes), dec(enc(reply)), `${what}: reads back the same`);
+    if (want === "deflated") assert.ok(bytes.byteLength < enc(reply).byteLength * 0.7, `${what}: ${bytes.byteLength} against ${enc(reply).byteLength}`);
+  }
+  assert.ok(enc({ same: true, entries: [], more: false }).byteLength < deflateMinBytes);
+});
+
+test("a deflated reply that inflates past its bound, or does not inflate, is refused with a clear error; a reply with z beside other fields is not taken for a deflated one", () => {
+  const bomb = enc({ z: deflateRawSync(Buffer.alloc(replyInflatedBytesMax + 1)) });
+  assert.ok(bomb.byteLength < 64 * 1024, "a small reply");
+  assert.throws(() => unpackReply(bomb), /inflates past 8388608 bytes/);
+  assert.throws(() => unpackReply(enc({ z: new Uint8Array([1, 2, 3, 4, 5]) })), /does not inflate/);
+  const page = { entries: [], more: false, z: new Uint8Array([1, 2]) };
+  assert.deepEqual(unpackReply(enc(page)), dec(enc(page)));
+});
+
+function cfgOf(id: string, root: string): MasterConfig {
+  return {
+    id,
+    cachedir: path.join(root, "cache"),
+    pki_dir: path.join(root, "pki"),
+    cluster_pki_dir: path.join(root, "pki"),
+    cluster_id: "wire",
+    brine_lmdb_map_bytes: 64 * 1024 * 1024,
+    file_roots: { base: [path.join(root, "srv", "salt")] },
+    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
+  } as unknown as MasterConfig;
+}
+
+interface Side {
+  id: string;
+  port: MessagePort;
+  close(): Promise<void>;
+}
+
+function start(id: string, root: string): Side {
+  const cfg = cfgOf(id, root);
+  const store = openStore(cfg);
+  const { port1, port2 } = new MessageChannel();
+  const engine = new StateSyncEngine(cfg, id, store, port2, { autoKeys: false });
+  return {
+    id,
+    port: port1,
+    close: async () => {
+      await engine.close();
+      port1.close();
+      await store.close();
+    },
+  };
+}
+
+/**
+ * The puller's peer requests relayed to the server as the main thread relays them, the bytes counted as the peer
+ * channel sends them: each request and reply in its body (channel, id) in a sealed frame of its own (one message a
+ * frame: the most framing the channel adds). `oldPuller`: `z` is taken out of every request (a puller of an earlier
+ * version), and every reply's form is recorded.
+ */
+function link(puller: Side, server: Side, oldPuller: boolean): { pull(channels: string[]): Promise<PeerReport>; wire: { bytes: number }; replies: ("deflated" | "plain")[] } {
+  const wire = { bytes: 0 };
+  const replies: ("deflated" | "plain")[] = [];
+  let next = 1;
+  const waiting = new Map<number, number>();
+  const calls = new Map<number, (r: PeerReport | Error) => void>();
+  puller.port.on("message", (m: FromEngine) => {
+    if (m.k === "req") {
+      let p = m.p;
+      if (oldPuller) {
+        const { z: _z, ...rest } = dec(p) as Record<string, unknown>;
+        p = enc(rest);
+      }
+      wire.bytes += encodeBody({ kind: BODY.REQ, channel: "cl/state-sync", id: next, payload: p }).byteLength + DATA_OVERHEAD_BYTES;
+      const rid = next++;
+      waiting.set(rid, m.id);
+      server.port.postMessage({ k: "in", id: rid, from: puller.id, p, req: true } satisfies ToEngine);
+    } else if (m.k === "res" || m.k === "err") calls.get(m.id)?.(m.k === "res" ? (m.v as PeerReport) : new Error(m.text));
+  });
+  server.port.on("message", (m: FromEngine) => {
+    if (m.k !== "res" && m.k !== "err") return;
+    const id = waiting.get(m.id)!;
+    waiting.delete(m.id);
+    if (m.k === "err") return puller.port.postMessage({ k: "err", id, code: m.code, text: m.text } satisfies ToEngine);
+    const p = m.v as Uint8Array;
+    replies.push((dec(p) as { z?: unknown }).z instanceof Uint8Array ? "deflated" : "plain");
+    wire.bytes += encodeBody({ kind: BODY.RES, id: m.id, payload: p }).byteLength + DATA_OVERHEAD_BYTES;
+    puller.port.postMessage({ k: "res", id, p } satisfies ToEngine);
+  });
+  puller.port.postMessage({ k: "peers", up: [server.id], known: [server.id] } satisfies ToEngine);
+  server.port.postMessage({ k: "peers", up: [puller.id], known: [puller.id] } satisfies ToEngine);
+  let callId = 1_000_000;
+  return {
+    wire,
+    replies,
+    pull: (channels) =>
+      new Promise((resolve, reject) => {
+        const id = callId++;
+        calls.set(id, (r) => (r instanceof Error ? reject(r) : resolve(r)));
+        puller.port.postMessage({ k: "call", id, call: { op: "syncFrom", peer: server.id, channels } } satisfies ToEngine);
+      }),
+  };
+}
+
+const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+function accepted(root: string): Record<string, string> {
+  const dir = path.join(root, "pki", "minions");
+  return Object.fromEntries(readdirSync(dir).filter((n) => !n.startsWith(".")).map((n) => [n, sha(readFileSync(path.join(dir, n)))]));
+}
+
+test("a keys-only join puts at most 1.05× the keys' bytes on the wire, framing and seal counted; a puller of an earlier version gets plain replies and the same keys", { timeout: 120_000 }, async (t) => {
+  const top = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-wire-"));
+  const keys = minionKeys(600);
+  const serverRoot = path.join(top, "server");
+  mkdirSync(path.join(serverRoot, "pki", "minions"), { recursive: true });
+  keys.forEach((k, i) => writeFileSync(path.join(serverRoot, "pki", "minions", `minion-${String(i).padStart(4, "0")}.example.org`), k));
+  const content = keys.reduce((n, k) => n + k.byteLength, 0);
+  const server = start("server", serverRoot);
+  try {
+    for (const oldPuller of [false, true]) {
+      const root = path.join(top, oldPuller ? "old-puller" : "puller");
+      mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
+      const puller = start(oldPuller ? "old-puller" : "puller", root);
+      try {
+        const l = link(puller, server, oldPuller);
+        const r = await l.pull(["keys"]);
+        assert.deepEqual([r.items, r.errors], [600, []], JSON.stringify(r));
+        assert.deepEqual(accepted(root), accepted(serverRoot), "the same keys");
+        const ratio = l.wire.bytes / content;
+        t.diagnostic(`${oldPuller ? "plain replies" : "deflated replies"}: ${l.wire.bytes} bytes on the wire for ${content} of keys, ${ratio.toFixed(3)}×`);
+        if (oldPuller) {
+          assert.deepEqual([...new Set(l.replies)], ["plain"], "no deflated reply to a puller that did not ask for one");
+          assert.ok(ratio > 1.2, `the plain form's ${ratio.toFixed(3)}× (its manifest entries and framing)`);
+        } else {
+          assert.ok(l.replies.includes("deflated"));
+          assert.ok(ratio <= 1.05, `${l.wire.bytes} bytes on the wire for ${content} bytes of keys: ${ratio.toFixed(3)}×`);
+        }
+      } finally {
+        await puller.close();
+      }
+    }
+  } finally {
+    await server.close();
+    await closeKeyDbs();
+    rmSync(top, { recursive: true, force: true });
+  }
+});
