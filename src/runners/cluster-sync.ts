@@ -36,7 +36,21 @@ const callMarginMs = 30_000;
 const log = getLogger("brine.runner.cluster");
 let nextId = 1;
 
-/** One call to the state-sync thread on a runner port; rejects with STATE_SYNC_RESTARTING when the thread ends first. */
+/**
+ * A per-peer answer of a call the link asked again of a restarted state-sync thread: each peer's report says
+ * `restarted: true` (its counts are the second call's: what the first thread installed before it ended is not in
+ * them, and was not fetched again). Any other answer (async's `{peers}`) is returned as it is.
+ */
+export function markRestarted(v: unknown): unknown {
+  if (v === null || typeof v !== "object" || Array.isArray(v) || "peers" in v) return v;
+  return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([p, r]) => [p, r !== null && typeof r === "object" ? { ...r, restarted: true } : r]));
+}
+
+/**
+ * One call to the state-sync thread on a runner port (the main thread's link relays it; a call in flight when the
+ * thread ended is asked once of the restarted thread there, and its answer marked, markRestarted); rejects with
+ * THREAD_GONE when the link closes first (the master stops).
+ */
 export function askStateSync(port: MessagePort, call: EngineCall): Promise<unknown> {
   const id = nextId++;
   return new Promise((resolve, reject) => {
@@ -48,12 +62,12 @@ export function askStateSync(port: MessagePort, call: EngineCall): Promise<unkno
       if (m?.id !== id) return;
       done();
       if (m.k === "err") reject(revivePortError(m, "STATE_SYNC_FAILED"));
-      else resolve(m.v);
+      else resolve(m.again ? markRestarted(m.v) : m.v);
     };
-    // the state-sync thread ended (its host restarts it): this call's answer will not come
+    // the link closed (the master is stopping): this call's answer will not come
     const closed = () => {
       done();
-      reject(new BrineError("STATE_SYNC_RESTARTING", "the state-sync thread ended before it answered (the master restarts it); what it installed stays, ask again"));
+      reject(new BrineError("THREAD_GONE", "the master is stopping; what the state-sync thread installed stays"));
     };
     const done = () => {
       clearTimeout(t);

@@ -13,7 +13,7 @@ import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../src/shared/cbor.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
-import { chunkBytesMax, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/messages.js";
+import { chunkBytesMax, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/messages.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import { byManifest, byPath, entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
@@ -473,22 +473,25 @@ test("the status file sums each peer's transfers, and says since when a peer ann
   }
 });
 
-test("a runner's port gets the state-sync thread's answers in the port-call style, a failed call with a code and its text", async () => {
+test("the thread answers a call (a runner's, relayed by the link) in the port-call style, a failed call with a code and its text", async () => {
   const r = rig(() => ({}));
-  const { port1, port2 } = new MessageChannel();
   try {
-    r.main.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
     const answer = (call: RunnerAsk["call"], id: number) =>
-      new Promise<RunnerAnswer>((resolve) => {
-        port1.once("message", resolve);
-        port1.postMessage({ k: "call", id, call } satisfies RunnerAsk);
+      new Promise<FromEngine>((resolve) => {
+        const on = (m: FromEngine) => {
+          if ((m.k === "res" || m.k === "err") && m.id === id) {
+            r.main.off("message", on);
+            resolve(m);
+          }
+        };
+        r.main.on("message", on);
+        r.main.postMessage({ k: "call", id, call } satisfies ToEngine);
       });
     const bad = await answer({ op: "collect", channels: ["no-such-channel"] }, 5);
     assert.deepEqual(bad, { k: "err", id: 5, code: "STATE_SYNC_FAILED", text: 'unknown state-sync channel "no-such-channel"' });
     const ok = await answer({ op: "collect", channels: ["keys"], async: true }, 6);
     assert.deepEqual(ok, { k: "res", id: 6, v: { peers: ["p1"] } });
   } finally {
-    port1.close();
     await r.close();
   }
 });

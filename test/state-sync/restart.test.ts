@@ -3,7 +3,7 @@
  * src/main-thread/cluster/state-sync-link.ts): two masters' threads linked directly (test/helpers/state-sync-pair.ts).
  * The puller's first thread fills its heap after installing some items (the test hook testOomAfterItems, with its old
  * generation scaled down to 32 MiB so the bound is reached at once) and ends with ERR_WORKER_OUT_OF_MEMORY in the
- * middle of a pull.
+ * middle of a runner's pull, which the link asks again of the restarted thread.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,12 +13,11 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { configureLogging } from "../../src/shared/log.js";
 import { isBrineError } from "../../src/shared/errors.js";
-import { restartDelayMs } from "../../src/main-thread/state-sync-host.js";
 import { askStateSync } from "../../src/runners/cluster-sync.js";
 import type { PeerReport } from "../../src/workers/state-sync/messages.js";
 import { stateSyncPair } from "../helpers/state-sync-pair.js";
 
-test("a state-sync thread that reaches its heap bound mid-pull is restarted; the runner that waited gets a clear error; the pull asked again installs only the rest", { timeout: 120_000 }, async () => {
+test("a state-sync thread that reaches its heap bound mid-pull is restarted; the runner's call in flight is asked again of the new thread, which installs only the rest, and its answer says so", { timeout: 120_000 }, async () => {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-restart-"));
   const logFile = path.join(root, "master.log");
   configureLogging({ level: "critical", file: logFile, fileLevel: "warning" });
@@ -31,50 +30,66 @@ test("a state-sync thread that reaches its heap bound mid-pull is restarted; the
   }
   const { a, b, stop } = await stateSyncPair(root, { b: { resourceLimits: { maxYoungGenerationSizeMb: 3, maxOldGenerationSizeMb: 32 }, testOomAfterItems: oomAfter } });
   const installed = () => readdirSync(b.roots).reduce((n, d) => n + readdirSync(path.join(b.roots, d)).filter((f) => f.endsWith(".sls")).length, 0);
-  try {
-    // a runner's collect_from_peers of file_roots: its thread dies under it
-    const err = await askStateSync(b.link.runnerPort(), { op: "collect", channels: ["file_roots"] }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    assert.ok(isBrineError(err, "STATE_SYNC_RESTARTING"), `the runner gets a clear error, got ${String(err)}`);
-    const before = installed();
-    assert.ok(before >= oomAfter && before < files, `the first thread installed ${before} items before it died (the hook: ${oomAfter})`);
-    // calls while it is down fail at once, with the same clear error
-    const down = await b.link.syncFrom("a", ["file_roots"]).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    assert.ok(isBrineError(down, "STATE_SYNC_RESTARTING"), `a call while the thread is down: ${String(down)}`);
-    // so does a runner's call on a port it got while the thread is down
-    const downRunner = await askStateSync(b.link.runnerPort(), { op: "collect", channels: ["file_roots"] }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    assert.ok(isBrineError(downRunner, "STATE_SYNC_RESTARTING"), `a runner's call while the thread is down: ${String(downRunner)}`);
-
-    // restarted after restartDelayMs; the join asks again (as cluster-service's promotion loop does) until it answers
-    const t0 = Date.now();
-    let report: PeerReport | undefined;
-    while (!report && Date.now() - t0 < 30_000) {
-      await sleep(restartDelayMs / 4);
-      report = await b.link.syncFrom("a", ["file_roots"]).catch(() => undefined);
+  // the moment the host starts the next thread (its port asked of the link; the pair asked for the first before this
+  // hook): the first thread is gone, the next not
+  // started; what is on disk then is what the first installed, and calls made then meet no thread
+  let atRestart: number | undefined;
+  let down: Promise<unknown> | undefined;
+  let downRunner: Promise<unknown> | undefined;
+  const newPort = b.link.newPort.bind(b.link);
+  b.link.newPort = () => {
+    if (atRestart === undefined) {
+      atRestart = installed();
+      down = b.link.syncFrom("a", ["file_roots"]).then(() => undefined, (e: unknown) => e);
+      downRunner = askStateSync(b.link.runnerPort(), { op: "collect", channels: ["file_roots"] });
     }
-    assert.ok(report, "the restarted thread answered");
+    return newPort();
+  };
+  try {
+    // a runner's collect_from_peers of file_roots: its thread dies under it; the link asks it again of the next thread
+    const answer = (await askStateSync(b.link.runnerPort(), { op: "collect", channels: ["file_roots"] })) as Record<string, PeerReport & { restarted?: boolean }>;
     assert.equal(b.thread.restarts, 1);
     assert.equal(a.thread.restarts, 0);
-    assert.deepEqual(report.errors, []);
-    assert.equal(report.items, files - before, "only what the first thread had not installed is fetched");
+    assert.ok(atRestart !== undefined && atRestart >= oomAfter && atRestart < files, `the first thread installed ${atRestart} items before it died (the hook: ${oomAfter})`);
+    assert.deepEqual(Object.keys(answer), ["a"]);
+    assert.equal(answer.a!.restarted, true, "the answer says the call was asked again of a restarted thread");
+    assert.deepEqual(answer.a!.errors, []);
+    // the join's call while the thread is down fails at once (it asks again by itself), with the clear error
+    assert.ok(isBrineError(await down, "STATE_SYNC_RESTARTING"), `a join's call while the thread is down: ${String(await down)}`);
+    // a runner's call made while the thread was down is answered by the next thread, not marked (it never ran on the first)
+    const late = (await downRunner) as Record<string, PeerReport & { restarted?: boolean }>;
+    assert.deepEqual(late.a!.errors, []);
+    assert.equal(late.a!.restarted, undefined);
+    // the two calls ran one after the other on the new thread: together they installed exactly what the first had not
+    assert.equal(answer.a!.items + late.a!.items, files - atRestart, "only what the first thread had not installed is fetched");
     assert.equal(installed(), files);
     for (const f of ["d0/f0.sls", "d14/f99.sls"]) assert.equal(readFileSync(path.join(b.roots, f), "utf8"), readFileSync(path.join(a.roots, f), "utf8"));
 
     await sleep(300); // the log file's writes
-    const ended = readFileSync(logFile, "utf8").split("\n").filter((l) => l.includes("state-sync thread"));
+    const lines = readFileSync(logFile, "utf8").split("\n");
+    const ended = lines.filter((l) => l.includes("state-sync thread"));
     assert.equal(ended.length, 1, `one log line for the death: ${ended.join(" | ")}`);
     assert.match(ended[0]!, /reached its V8 heap bound \(old generation 32 MiB.*restarting it in 1000 ms/);
+    assert.equal(lines.filter((l) => l.includes("asked again of the restarted thread")).length, 1, "one log line for the call asked again");
   } finally {
     await stop();
     configureLogging({ level: "warning" });
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a runner's call waiting for a thread that does not come back fails with a clear error when the master stops", { timeout: 60_000 }, async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-restart-stop-"));
+  const { b, stop } = await stateSyncPair(root);
+  try {
+    await b.thread.stop(); // the thread ends and no host restarts it: the link has no port
+    const pending = askStateSync(b.link.runnerPort(), { op: "collect", channels: ["file_roots"] }).then(() => undefined, (e: unknown) => e);
+    await sleep(200);
+    b.link.close();
+    const err = await pending;
+    assert.ok(isBrineError(err, "THREAD_GONE"), `the runner's error: ${String(err)}`);
+  } finally {
+    await stop();
     rmSync(root, { recursive: true, force: true });
   }
 });

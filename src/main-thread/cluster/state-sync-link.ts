@@ -7,17 +7,22 @@
  * - a peer's message on the channel goes to the thread (`in`), and a request's answer back to the peer;
  * - which peers are up and known (`peers`), and each peer coming up (`up`), as the peer channel says;
  * - calls: `syncFrom(peer, channels)` for the join (a promise of what the transfer did), and a port per runner
- *   thread (`runnerPort`) on which `cluster.sync_roots` / `cluster.collect_from_peers` ask the thread directly.
+ *   thread (`runnerPort`) on which `cluster.sync_roots` / `cluster.collect_from_peers` ask: each of its calls is
+ *   relayed to the current thread as a `call`.
  *
  * Each state-sync thread started gets a port of its own (`newPort`, src/main-thread/state-sync-host.ts: the host
  * restarts a thread that ended). When a thread's port closes, the calls it had not answered fail with
  * STATE_SYNC_RESTARTING, and so do calls and peers' requests until the next thread's port is attached; that thread
  * is told which peers are up and pulls the key channels from each (what the last one installed is not fetched again).
+ * A runner's call is the exception: one the thread did not answer because it ended (or asked while it was down) is
+ * asked once of the next thread, when it is attached (within restartWaitForCallMsMax): sync_roots and
+ * collect_from_peers are manifest-first transfers, so asking again fetches only what the first did not install. The
+ * answer then says `again: true` (the runner marks each peer's report `restarted`: its counts are the second call's).
  */
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
-import { BrineError } from "../../shared/errors.js";
+import { BrineError, isBrineError } from "../../shared/errors.js";
 import { portError, revivePortError } from "../../shared/port-calls.js";
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
 import type { EngineCall, FromEngine, PeerReport, RunnerAnswer, RunnerAsk, ToEngine } from "../../workers/state-sync/messages.js";
@@ -26,6 +31,8 @@ const log = getLogger("brine.cluster.state-sync");
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "state-sync notes");
 
 export const STATE_SYNC_CHANNEL = "cl/state-sync";
+/** A runner's call waits this long for the next state-sync thread before it fails, ms: beyond the host's longest restart delay (60 s). */
+export const restartWaitForCallMsMax = 90_000;
 
 /** What the link needs of the peer channel (ClusterService's filtered view). */
 export interface StateSyncChannel {
@@ -45,6 +52,10 @@ export class StateSyncLink {
   /** threads attached so far */
   private attached = 0;
   private closed = false;
+  /** runner calls waiting for the next thread's port (resolved by newPort, failed by close) */
+  private readonly portWaiters = new Set<{ resolve: () => void; reject: (e: Error) => void }>();
+  /** the links' ends of the runner threads' ports (closed with the link) */
+  private readonly runnerPorts = new Set<MessagePort>();
 
   constructor(
     private readonly channel: StateSyncChannel,
@@ -77,7 +88,48 @@ export class StateSyncLink {
     port1.on("close", () => this.detach(port1));
     this.peersChanged();
     if (this.attached++ > 0) for (const p of this.channel.upPeers()) this.post({ k: "up", peer: p });
+    for (const w of this.portWaiters) w.resolve();
+    this.portWaiters.clear();
     return port2;
+  }
+
+  /** Resolves when a thread's port is attached (at once if one is); fails after `ms`, or when the link closes. */
+  private whenAttached(ms: number): Promise<void> {
+    if (this.port) return Promise.resolve();
+    if (this.closed) return Promise.reject(this.gone());
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        this.portWaiters.delete(w);
+        reject(new BrineError("STATE_SYNC_RESTARTING", `the state-sync thread did not come back within ${ms / 1000} s; ask again`));
+      }, ms);
+      const w = {
+        resolve: () => {
+          clearTimeout(t);
+          resolve();
+        },
+        reject: (e: Error) => {
+          clearTimeout(t);
+          reject(e);
+        },
+      };
+      this.portWaiters.add(w);
+    });
+  }
+
+  /**
+   * A runner's call: relayed to the current thread; one it did not answer because it ended, or asked while no
+   * thread runs, is asked once of the next thread (`again`: it was in flight on a thread that ended).
+   */
+  private async runnerCall(call: EngineCall): Promise<{ v: unknown; again: boolean }> {
+    const sent = this.port !== undefined;
+    try {
+      return { v: await this.call(call), again: false };
+    } catch (e) {
+      if (this.closed || !isBrineError(e, "STATE_SYNC_RESTARTING")) throw e;
+      await this.whenAttached(restartWaitForCallMsMax);
+      if (sent) log.warning(`state-sync: the thread ended during a runner's ${call.op} (${call.channels.join(", ")}); asked again of the restarted thread`);
+      return { v: await this.call(call), again: sent };
+    }
   }
 
   private gone(): BrineError {
@@ -110,15 +162,22 @@ export class StateSyncLink {
     return this.call({ op: "syncFrom", peer, channels }) as Promise<PeerReport>;
   }
 
-  /** A port for a runner thread: `{k: "call", id, call}` → `{k: "res", id, v}` or `{k: "err", id, code, text}` (engine.ts, RunnerAsk). */
+  /**
+   * A port for a runner thread: `{k: "call", id, call}` → `{k: "res", id, v, again?}` or `{k: "err", id, code, text}`
+   * (RunnerAsk, RunnerAnswer), each call relayed to the current thread (runnerCall). The link keeps its end (unref'd:
+   * it does not hold the master open) until the runner's end closes or the link does.
+   */
   runnerPort(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    if (this.port) this.port.postMessage({ k: "port", port: port2 } satisfies ToEngine, [port2]);
-    else {
-      // no thread running (it is being restarted): every call on this port is answered so, here
-      port2.on("message", (a: RunnerAsk) => port2.postMessage({ k: "err", id: a?.id, ...portError(this.gone(), "STATE_SYNC_RESTARTING") } satisfies RunnerAnswer));
-      port2.unref();
-    }
+    port2.on("message", (a: RunnerAsk) => {
+      this.runnerCall(a?.call).then(
+        ({ v, again }) => port2.postMessage({ k: "res", id: a.id, v, ...(again ? { again: true as const } : {}) } satisfies RunnerAnswer),
+        (e: unknown) => port2.postMessage({ k: "err", id: a?.id, ...portError(e, "STATE_SYNC_FAILED") } satisfies RunnerAnswer),
+      );
+    });
+    port2.once("close", () => this.runnerPorts.delete(port2));
+    port2.unref();
+    this.runnerPorts.add(port2);
     return port1;
   }
 
@@ -165,5 +224,9 @@ export class StateSyncLink {
     this.off();
     this.closed = true;
     this.detach(this.port);
+    for (const w of this.portWaiters) w.reject(this.gone());
+    this.portWaiters.clear();
+    for (const p of this.runnerPorts) p.close();
+    this.runnerPorts.clear();
   }
 }

@@ -46,7 +46,7 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
-import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type RunnerAnswer, type RunnerAsk, type ToEngine } from "./messages.js";
+import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type ToEngine } from "./messages.js";
 import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
 import { SummaryWalk, flatRangeItems, subRequest, summarize, summaryFromWire, summaryItemsMin, summaryToWire, treeRangeItems } from "./range-tree.js";
 import { DirSource, SourceStopped, dirLayout, type Source } from "./sources.js";
@@ -217,14 +217,6 @@ export class StateSyncEngine {
           (v) => this.post({ k: "res", id: m.id, v }),
           (e: unknown) => this.post({ k: "err", id: m.id, ...portError(e, "STATE_SYNC_FAILED") }),
         );
-        return;
-      case "port":
-        m.port.on("message", (a: RunnerAsk) => {
-          this.call(a.call).then(
-            (v) => m.port.postMessage({ k: "res", id: a.id, v } satisfies RunnerAnswer),
-            (e: unknown) => m.port.postMessage({ k: "err", id: a.id, ...portError(e, "STATE_SYNC_FAILED") } satisfies RunnerAnswer),
-          );
-        });
         return;
     }
   }

@@ -1,10 +1,9 @@
 /**
  * The state-sync thread's messages and limits (issue 15): its port to the main thread (ToEngine / FromEngine, the
- * one port-call style of src/shared/port-calls.ts), a runner's port (RunnerAsk / RunnerAnswer), the messages
+ * one port-call style of src/shared/port-calls.ts), a runner's port to the main thread's link (RunnerAsk / RunnerAnswer), the messages
  * between two masters' engines over the peer channel (PeerMsg, Piece), and the transfer limits engine.ts keeps.
  * Types and constants only: the main thread and the runner thread import this, never engine.ts.
  */
-import type { MessagePort } from "node:worker_threads";
 import type { PortError } from "../../shared/port-calls.js";
 import type { Channel } from "./manifest.js";
 
@@ -67,8 +66,7 @@ export type ToEngine =
   | { k: "in"; id: number; from: string; p: Uint8Array; req: boolean }
   | { k: "res"; id: number; p: Uint8Array }
   | ({ k: "err"; id: number } & PortError)
-  | { k: "call"; id: number; call: EngineCall }
-  | { k: "port"; port: MessagePort };
+  | { k: "call"; id: number; call: EngineCall };
 
 /** state-sync → main: requests to a peer (`req`, answered by ToEngine `res`/`err`), notes, and answers to `in` (bytes) and `call` */
 export type FromEngine =
@@ -77,13 +75,17 @@ export type FromEngine =
   | { k: "res"; id: number; v: unknown }
   | ({ k: "err"; id: number } & PortError);
 
-/** runner → state-sync (a port the runner thread gets); answered by RunnerAnswer */
+/**
+ * runner → state-sync, on a port the runner thread gets from the main thread's link (StateSyncLink.runnerPort), which
+ * relays each call to the current thread; answered by RunnerAnswer. `again`: the thread ended during the call and the
+ * link asked it once more of the restarted thread (the answer is the second call's).
+ */
 export interface RunnerAsk {
   k: "call";
   id: number;
   call: EngineCall;
 }
-export type RunnerAnswer = { k: "res"; id: number; v: unknown } | ({ k: "err"; id: number } & PortError);
+export type RunnerAnswer = { k: "res"; id: number; v: unknown; again?: true } | ({ k: "err"; id: number } & PortError);
 
 export type PeerMsg =
   /**
