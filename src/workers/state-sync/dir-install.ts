@@ -10,7 +10,7 @@
  *   prefix of the item, so an interrupted transfer resumes from its length (a partial file that is not a regular
  *   file, or is longer than the item, is removed first).
  */
-import { createHash } from "node:crypto";
+import { createHash, hash } from "node:crypto";
 import { closeSync, constants as fsConstants, createReadStream, fchmodSync, fstatSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { chmod, lstat, open, rename, stat, unlink } from "node:fs/promises";
 import path from "node:path";
@@ -30,13 +30,24 @@ export function sigOf(st: { size: number; mtimeMs: number; ino: number }): strin
   return `${st.size}:${st.mtimeMs}:${st.ino}`;
 }
 
+/** The sha256 of `b` in hex, one call (no Hash object and its native context an item: this runs for every item moved). */
 export function sha256(b: Uint8Array): string {
-  return createHash("sha256").update(b).digest("hex");
+  return hash("sha256", b, "hex");
+}
+
+/** `name` in directory `dir` (a checked segment: no separator, not `.` or `..`), without path.join's parse. */
+export function inDir(dir: string, name: string): string {
+  return dir.endsWith("/") ? dir + name : `${dir}/${name}`;
 }
 
 /** The partial file of item content `h` for `file`: named by the target and the content (items with the same bytes in one directory get their own). */
 export function partFileOf(file: string, h: string): string {
-  return path.join(path.dirname(file), `${PART_PREFIX}${createHash("sha256").update(`${path.basename(file)}\0${h}`).digest("hex").slice(0, 32)}`);
+  return partFileIn(path.dirname(file), path.basename(file), h);
+}
+
+/** partFileOf for the file `name` in directory `dir`. */
+export function partFileIn(dir: string, name: string, h: string): string {
+  return inDir(dir, `${PART_PREFIX}${hash("sha256", `${name}\0${h}`, "hex").slice(0, 32)}`);
 }
 
 function isKeyChannel(ch: Channel): boolean {

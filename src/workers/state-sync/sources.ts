@@ -32,7 +32,7 @@ import { KEY_DIRS, type KeyState } from "../../lib/pki/key-store.js";
 import { ContentDigest, afterScan, itemBytesMax, PART_PREFIX, SKIPPED_DIRS, byPath, checkItemPath, longKeyHashHex, manifestKey, type Channel, type ManifestEntry } from "./manifest.js";
 
 import type { Stretch } from "./range-tree.js";
-import { installByRanges, installWhole, partFileOf, sha256, sigOf, type FetchRange } from "./dir-install.js";
+import { inDir, installByRanges, installWhole, partFileIn, partFileOf, sha256, sigOf, type FetchRange } from "./dir-install.js";
 
 import { dirNamesInMemoryMax, sameStored, scanWriteBatch, storedOf, toEntry, toStored, walkDb, type ManifestDb, type ScanWrite, type ScratchDb, type Stored } from "./manifest-store.js";
 
@@ -443,7 +443,7 @@ export class DirSource implements Source {
       const name = isDir ? n.slice(0, -1) : n;
       if (name.startsWith(PART_PREFIX)) continue;
       const p = `${prefix}/${name}`;
-      const full = path.join(dir, name);
+      const full = inDir(dir, name);
       if (isDir) {
         if (depth !== 1 && !SKIPPED_DIRS.has(name)) yield* this.walk(full, p, depth > 1 ? depth - 1 : 0);
         continue;
@@ -489,6 +489,16 @@ export class DirSource implements Source {
 
   /** Where item `p` lives here, each directory on the way lstat-checked (created when `create`). */
   private locate(p: string, create: boolean): string {
+    const at = this.locateIn(p, create);
+    return inDir(at.dir, at.name);
+  }
+
+  /**
+   * locate() as its directory and file name. `checked`: directories already lstat-checked by this synchronous run of
+   * installs (one fetched batch, installBatch): not checked again (a batch's items share their directories; nothing
+   * of this thread runs between its items).
+   */
+  private locateIn(p: string, create: boolean, checked?: Set<string>): { dir: string; name: string } {
     const c = checkItemPath(this.ch, p);
     if ("error" in c) throw new Error(`refused path ${JSON.stringify(p)}: ${c.error}`);
     const t = this.target(c.parts);
@@ -497,13 +507,19 @@ export class DirSource implements Source {
       mkdirSync(t.root, { recursive: true, mode: 0o755 });
       this.made.add(t.root);
     }
-    checkDir(t.root, false);
-    let dir = t.root;
-    for (const seg of t.rest.slice(0, -1)) {
-      dir = path.join(dir, seg);
-      checkDir(dir, create);
+    // the segments are checked (no separator, `.` or `..`): joined as they are; the root once normalised
+    let dir = path.normalize(t.root);
+    if (!checked?.has(dir)) {
+      checkDir(dir, false);
+      checked?.add(dir);
     }
-    return path.join(dir, t.rest[t.rest.length - 1]!);
+    for (let i = 0; i < t.rest.length - 1; i++) {
+      dir = inDir(dir, t.rest[i]!);
+      if (checked?.has(dir)) continue;
+      checkDir(dir, create);
+      checked?.add(dir);
+    }
+    return { dir, name: t.rest[t.rest.length - 1]! };
   }
 
   /** receiving roots this source has made sure exist */
@@ -552,7 +568,7 @@ export class DirSource implements Source {
       let dir = r.dir;
       let ok = true;
       for (const seg of rest.slice(0, -1)) {
-        dir = path.join(dir, seg);
+        dir = inDir(dir, seg);
         try {
           const st = lstatSync(dir);
           if (!st.isDirectory()) ok = false;
@@ -562,7 +578,7 @@ export class DirSource implements Source {
         if (!ok) break;
       }
       if (!ok) continue;
-      const file = path.join(dir, rest[rest.length - 1]!);
+      const file = inDir(dir, rest[rest.length - 1]!);
       try {
         if (lstatSync(file).isFile()) return file;
       } catch {
@@ -602,10 +618,13 @@ export class DirSource implements Source {
     return r.fetched;
   }
 
-  /** Item `e`, whole in `data`, put in its place with synchronous calls (a partial file, checked, renamed); what the manifest is to record for it. */
-  protected placeWhole(e: ManifestEntry, data: Uint8Array): Stored {
-    const file = this.locate(e.p, true);
-    return { s: e.s, h: e.h, m: e.m, t: e.t, g: installWhole(this.ch, e, data, file, partFileOf(file, e.h)) };
+  /**
+   * Item `e`, whole in `data`, put in its place with synchronous calls (a partial file, checked, renamed); what the
+   * manifest is to record for it. `checked`: as locateIn's.
+   */
+  protected placeWhole(e: ManifestEntry, data: Uint8Array, checked?: Set<string>): Stored {
+    const { dir, name } = this.locateIn(e.p, true, checked);
+    return { s: e.s, h: e.h, m: e.m, t: e.t, g: installWhole(this.ch, e, data, inDir(dir, name), partFileIn(dir, name, e.h)) };
   }
 
   /**
@@ -621,6 +640,7 @@ export class DirSource implements Source {
     this.writable();
     const out: (Error | "later" | undefined)[] = new Array(items.length);
     const rows: Stored[] = new Array(items.length);
+    const checked = new Set<string>();
     for (let i = 0; i < items.length; i++) {
       const e = items[i]!;
       if (e.s > syncItemBytesMax || this.installing.has(e.p)) {
@@ -628,7 +648,7 @@ export class DirSource implements Source {
         continue;
       }
       try {
-        rows[i] = this.placeWhole(e, data[i]!);
+        rows[i] = this.placeWhole(e, data[i]!, checked);
         placed?.(i);
       } catch (err) {
         out[i] = err as Error;

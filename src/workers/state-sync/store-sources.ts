@@ -99,7 +99,7 @@ export class IndexedKeySource extends DirSource {
   }
 
   /** A key, whole, written into the key store (installBatch records a batch of them in one commit). */
-  protected override placeWhole(e: ManifestEntry, data: Uint8Array): Stored {
+  protected override placeWhole(e: ManifestEntry, data: Uint8Array, _checked?: Set<string>): Stored {
     const [state, id] = this.parts(e.p);
     if (e.s > keyBytesMax || data.byteLength > keyBytesMax) throw new Error("not an RSA public key (not installed)");
     if (sha256(data) !== e.h) throw new Error("sha256 does not match the manifest's (not installed)");
