@@ -13,7 +13,7 @@
  * - `BRINE_BENCH_STORM_EXTERNAL=RETPORT:PID` runs the storm against a master already running on 127.0.0.1 (the
  *   Python master of ../shared/real-salt, `auto_accept: True`), its CPU read from PID's process tree; no ping.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { poolKeySlots, poolMinionSettings, startBrineMaster, type BenchMaster } from "./swarm.js";
 import { ping } from "./syndic.js";
 import type { BenchOptions, BenchRow } from "./types.js";
@@ -27,6 +27,32 @@ const stormMsMax = 600_000;
 
 const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The master's threads from the kernel's scheduler (/proc/PID/task/TID/schedstat: ns on a CPU, ns runnable but
+ * waiting for one): its main thread (tid = pid) and all of them. A main thread that waits for a CPU while the
+ * request workers run accepts, handshakes and reads late: what "starved" means here.
+ */
+function sched(pid: number): { mainCpu: number; mainWait: number; allCpu: number; allWait: number } | undefined {
+  const read = (tid: string) => readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ").map(Number);
+  try {
+    const [mainCpu, mainWait] = read(String(pid));
+    let allCpu = 0;
+    let allWait = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const [c, w] = read(tid);
+        allCpu += c!;
+        allWait += w!;
+      } catch {
+        // a thread that ended meanwhile
+      }
+    }
+    return { mainCpu: mainCpu!, mainWait: mainWait!, allCpu, allWait };
+  } catch {
+    return undefined;
+  }
+}
 
 /** The master's metrics (`brine_metrics`), as name{labels} → value. */
 async function scrape(port: number): Promise<Map<string, number>> {
@@ -48,11 +74,13 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
   await fleet.init();
   const load0 = loadavg();
   const cpu0 = sampleTree(target.pid)!.cpuS;
+  const sched0 = sched(target.pid);
   const t0 = Date.now();
   fleet.startAll();
   const c = fleet.collector;
   // the master's CPU read each second, kept at the moment the last minion signed in
   let cpuAtLast = cpu0;
+  let schedAtLast = sched0;
   let signedIn = 0;
   const end = t0 + stormMsMax + 30_000;
   while (c.settledCount() < n && Date.now() < end) {
@@ -61,6 +89,7 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
     if (now > signedIn) {
       signedIn = now;
       cpuAtLast = sampleTree(target.pid)?.cpuS ?? cpuAtLast;
+      schedAtLast = sched(target.pid) ?? schedAtLast;
     }
   }
   const load1 = loadavg();
@@ -77,11 +106,15 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
     { figure: `storm ${n} (${target.label}): timed-out sign-in tries per minion`, value: Math.round((timedOutTries / n) * 100) / 100, unit: "tries", better: "lower", note: "each followed by the same payload again (a new connection for 3007.x) while tries remain" },
     { figure: `storm ${n} (${target.label}): master CPU per signed-in minion`, value: accepted.length ? Math.round((cpuS / accepted.length) * 1e6) : NaN, unit: "us", better: "lower", note: `${cpuS.toFixed(1)} s of master CPU (all threads) from the start to the last sign-in` },
   ];
+  if (sched0 && schedAtLast) {
+    const s = (ns: number) => (ns / 1e9).toFixed(1);
+    rows.push({ figure: `storm ${n} (${target.label}): master main thread waiting for a CPU, share of the storm`, value: Math.round(((schedAtLast.mainWait - sched0.mainWait) / 1e9 / lastS) * 1000) / 10, unit: "%", better: "lower", note: `main thread ${s(schedAtLast.mainCpu - sched0.mainCpu)} s on a CPU, ${s(schedAtLast.mainWait - sched0.mainWait)} s runnable and waiting; all threads ${s(schedAtLast.allCpu - sched0.allCpu)} s on a CPU, ${s(schedAtLast.allWait - sched0.allWait)} s waiting (/proc schedstat, start to last sign-in)` });
+  }
   try {
     if (target.metricsPort !== undefined) {
       const m = await scrape(target.metricsPort);
       const get = (k: string) => m.get(k) ?? 0;
-      rows.push({ figure: `storm ${n} (${target.label}): sign-ins worked on per minion`, value: Math.round((get('salt_master_requests_handled_total{cmd="_auth"}') / n) * 100) / 100, unit: "sign-ins", better: "lower", note: `clear lane answered without work: stale ${get('brine_request_lane_refused_total{lane="clear",reason="stale"}')}, connection gone ${get('brine_request_lane_refused_total{lane="clear",reason="gone"}')}, queue full ${get('brine_request_lane_refused_total{lane="clear",reason="queue_full"}')}` });
+      rows.push({ figure: `storm ${n} (${target.label}): sign-ins worked on per minion`, value: Math.round((get('salt_master_requests_handled_total{cmd="_auth"}') / n) * 100) / 100, unit: "sign-ins", better: "lower", note: `clear lane answered without work: stale ${get('brine_request_lane_refused_total{lane="clear",reason="stale"}')}, connection gone ${get('brine_request_lane_refused_total{lane="clear",reason="gone"}')}, queue full ${get('brine_request_lane_refused_total{lane="clear",reason="queue_full"}')}; resent copies answered with their first reply ${get("brine_sign_ins_resent_total")}` });
     }
     if (target.m && accepted.length === n) {
       await sleep(5000);

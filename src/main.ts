@@ -219,7 +219,7 @@ export class MasterServer {
     };
 
     this.publishPort = new PublishPort(c, this.secrets.sab);
-    this.requestPort = new RequestPort(c, (body, tag, conn) => this.lanes!.submit(body, tag, undefined, conn), () => this.stopping, connBoard);
+    this.requestPort = new RequestPort(c, (body, tag, conn) => this.lanes!.submit(body, tag, undefined, conn), () => this.stopping, connBoard, () => this.secrets.generation());
     this.lanes = new RequestLanes<RequestTag>(c, shared, (out) =>
       applyBatchResult(out, {
         bus: (frames) => this.bus.publish(frames),
@@ -287,6 +287,7 @@ export class MasterServer {
       laneDepth: () => this.lanes!.depths(),
       sendQueues: () => [this.requestPort!.out, this.publishPort!.out].map((q) => ({ length: q.length, dropped: q.dropped })),
       publishFrames: () => this.publishPort!.out.sent,
+      signInsResent: () => this.requestPort!.signInsRecalled,
       eventBus: () => ({ events: this.bus.events, readers: this.bus.subscribers, dropped: BUS_DROP_REASONS.map((r) => this.bus.dropped[r]) }),
       connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
       ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer, stateSyncCachedir: c.cachedir } : {}),

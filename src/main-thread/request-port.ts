@@ -15,6 +15,7 @@ import { QUEUE_FULL_REPLY, SHUTDOWN_REPLY } from "./req-pool.js";
 import { TOO_LARGE_REPLY } from "../workers/req-handler/replies.js";
 import { LogBudget } from "../shared/log-budget.js";
 import type { ConnBoard } from "../shared/conn-board.js";
+import { SignInReplies } from "./sign-in-replies.js";
 
 const log = getLogger("brine.master");
 
@@ -31,6 +32,13 @@ export class RequestPort {
   /** requests refused by a full lane: one line per 10 s and a count of the rest (a storm fills a lane thousands of times a second) */
   private readonly laneFull = new LogBudget(1, 10_000, (l) => log.warning(l), "request lane full");
 
+  /** sign-ins sent again get their first copy's reply at once (sign-in-replies.ts) */
+  private readonly signIns = new SignInReplies(Date.now);
+  /** the sign-ins waiting for their reply: their key in the memory above */
+  private readonly signInKeys = new WeakMap<RouterTag, string>();
+  /** sign-ins answered from that memory */
+  signInsRecalled = 0;
+
   constructor(
     cfg: MasterConfig,
     /** false when the lane is full; `conn`: the request's connection (native transport), on `conns` */
@@ -38,6 +46,8 @@ export class RequestPort {
     private readonly stopping: () => boolean,
     /** native transport: the connections as they open and close, for the request workers */
     conns?: ConnBoard,
+    /** the AES key's generation (a rotation makes remembered sign-in replies stale) */
+    private readonly aesGeneration: () => number = () => 0,
   ) {
     if (cfg.brine_minion_transport === "native") {
       this.native = new NativeRouter({ backlog: cfg.zmq_backlog, ipv6: cfg.ipv6 }, (frames, oversizedBytes) => this.onRequest(frames, oversizedBytes), conns);
@@ -55,6 +65,11 @@ export class RequestPort {
   }
 
   reply(tag: RouterTag, reply: Buffer): void {
+    const key = this.signInKeys.get(tag);
+    if (key !== undefined) {
+      this.signInKeys.delete(tag);
+      this.signIns.remember(key, reply, this.aesGeneration());
+    }
     this.out.push([...tag, reply]);
   }
 
@@ -71,6 +86,16 @@ export class RequestPort {
     if (this.stopping()) {
       this.reply(tag, SHUTDOWN_REPLY);
       return;
+    }
+    const key = this.signIns.keyOf(body);
+    if (key !== undefined) {
+      const earlier = this.signIns.recall(key, this.aesGeneration());
+      if (earlier) {
+        this.signInsRecalled++;
+        this.out.push([...tag, earlier]);
+        return;
+      }
+      this.signInKeys.set(tag, key);
     }
     if (!this.submit(body, tag, this.native ? tag[0]!.readUInt32BE(1) : undefined)) {
       this.laneFull.line("request lane full; answering retry-later");

@@ -62,7 +62,9 @@ export const G_PUB_FRAMES = G_SAMPLED_AT_MS + 1;
 export const G_BUS_EVENTS = G_PUB_FRAMES + 1;
 export const G_BUS_READERS = G_BUS_EVENTS + 1;
 export const G_BUS_DROPPED = G_BUS_READERS + 1; // + reason
-const GAUGES = G_BUS_DROPPED + BUS_DROP_REASONS.length;
+/** sign-ins sent again that the request port answered with their first copy's reply (main-thread/sign-in-replies.ts) */
+export const G_SIGNINS_RESENT = G_BUS_DROPPED + BUS_DROP_REASONS.length;
+const GAUGES = G_SIGNINS_RESENT + 1;
 
 // counter indices (each counter is two words)
 const C_REQ = 0;
@@ -118,6 +120,8 @@ export interface BoardSnapshot {
   bus: { events: number; readers: number; dropped: { reason: string; n: number }[] };
   /** when the main thread last wrote its figures (ms since the epoch; 0: never) */
   sampledAtMs: number;
+  /** sign-ins sent again and answered with their first copy's reply, without work (sampled every second) */
+  signInsResent: number;
 }
 
 export class MetricsBoard {
@@ -313,6 +317,7 @@ export class MetricsBoard {
         dropped: BUS_DROP_REASONS.map((reason, r) => ({ reason, n: this.get(C_GAUGE + G_BUS_DROPPED + r) })),
       },
       sampledAtMs: this.get(C_GAUGE + G_SAMPLED_AT_MS),
+      signInsResent: this.get(C_GAUGE + G_SIGNINS_RESENT),
     };
   }
 }

@@ -110,7 +110,7 @@ export function families(src: FamilySources): Family[] {
     },
     {
       name: "brine_request_lane_refused_total",
-      help: "Requests a lane answered 'retry later' without work: queue_full (brine_queue_len_max), stale (a sign-in older than brine_auth_stale_ms)",
+      help: "Requests a lane answered 'retry later' without work: queue_full (brine_queue_len_max), stale (a sign-in older than brine_auth_stale_ms), gone (a sign-in whose connection closed before its turn)",
       type: "counter",
       samples: b.laneRefused.map((r) => ({ labels: { lane: r.lane, reason: r.reason }, value: r.n })),
     },
@@ -131,6 +131,12 @@ export function families(src: FamilySources): Family[] {
       help: "Publishes sent on the publish port, each one frame to every subscribed minion (a minion past pub_hwm misses it uncounted: libzmq does not report those drops)",
       type: "counter",
       samples: [{ labels: {}, value: b.publishFrames }],
+    },
+    {
+      name: "brine_sign_ins_resent_total",
+      help: "Sign-ins sent again (the same bytes) and answered at once with the reply their first copy got, not worked on again",
+      type: "counter",
+      samples: [{ labels: {}, value: b.signInsResent }],
     },
     {
       name: "brine_event_bus_events_total",

@@ -19,6 +19,7 @@ import type { Effects, MasterContext } from "./context.js";
 import type { KeyState } from "../../lib/pki/key-store.js";
 import { checkMinionPublicKey } from "../../lib/pki/minion-key-check.js";
 import { minionPolicy } from "./minion-policy.js";
+import { CLEAR_SIGNED_HEAD } from "./replies.js";
 
 const log = getLogger("brine.auth");
 
@@ -31,7 +32,6 @@ function clearSigned(ctx: MasterContext, load: Record<string, unknown>, sigAlgo:
   return new Framed(clearSignedFrame(tosign, rsaSign(ctx.masterPriv, tosign, sigAlgo)));
 }
 
-const CLEAR_SIGNED_HEAD = Buffer.from([0x83, 0xa3, ...Buffer.from("enc"), 0xa5, ...Buffer.from("clear"), 0xa4, ...Buffer.from("load")]);
 const SIG_KEY = Buffer.from([0xa3, ...Buffer.from("sig")]);
 
 /**

@@ -12,3 +12,8 @@ export const SHUTDOWN_REPLY = encodeWire({ error: "master is shutting down" });
  * from the main thread without ever storing the request's body (src/main-thread/zmtp-server.ts).
  */
 export const TOO_LARGE_REPLY = encodeWire({ msg: "bad load" });
+/**
+ * How a signed clear reply (`{"enc": "clear", "load": <bytes>, "sig": <bytes>}`, Salt's `_clear_signed`: every
+ * sign-in reply) starts on the wire: auth.ts writes it, the main thread's sign-in memory recognises it.
+ */
+export const CLEAR_SIGNED_HEAD = Buffer.from([0x83, 0xa3, ...Buffer.from("enc"), 0xa5, ...Buffer.from("clear"), 0xa4, ...Buffer.from("load")]);
