@@ -101,7 +101,22 @@ export function oneCborCodec(g: Graph): string[] {
   return [...g].filter(([f, imp]) => f.startsWith("src/") && !CBOR_HOMES.includes(f) && imp.runtime.includes("cbor-x")).map(([f]) => `${f} loads cbor-x itself (use src/shared/cbor.ts)`);
 }
 
-const RULES = { socketlessThreadsImportNoZeromq, mainThreadLoadsNoRequestHandler, pureCoresDoNoIo, layersPointDown, threadFoldersHaveNoCycle, oneCborCodec };
+/** Every thread's entry: the main thread's (src/main.ts), and each thread or child the product starts. */
+const threadEntries = (g: Graph): string[] => ["src/main.ts", ...new Set([...g].filter(([f]) => f.startsWith("src/")).flatMap(([, imp]) => imp.spawns))];
+
+/**
+ * No thread loads TypeBox: the schema is built and checked by src/shared/config/json-schema.ts (TypeBox gives
+ * its static types, imported type-only, and is the tests' oracle); loading it cost each thread 0.1-0.7 s of CPU
+ * at a master's start.
+ */
+export function noThreadLoadsTypeBox(g: Graph): string[] {
+  return threadEntries(g).flatMap((e) => {
+    const chain = runtimeClosure(g, e).get("@sinclair/typebox");
+    return chain ? [`${e} loads TypeBox: ${chain.join(" > ")}`] : [];
+  });
+}
+
+const RULES = { socketlessThreadsImportNoZeromq, mainThreadLoadsNoRequestHandler, pureCoresDoNoIo, layersPointDown, threadFoldersHaveNoCycle, oneCborCodec, noThreadLoadsTypeBox };
 
 const sources = readSources(repoRoot, ["src", "tools"]);
 const graph = buildGraph(sources);
@@ -111,7 +126,10 @@ test("the tree keeps every import rule", () => {
 });
 
 test("the import graph sees the threads' real entries (a rule over an empty graph would pass)", () => {
-  for (const e of ["src/main.ts", ...SOCKETLESS_ENTRIES, "src/workers/raft/worker.ts", "src/runners/runner-thread.ts"]) assert.ok(graph.has(e), e);
+  for (const e of ["src/main.ts", ...SOCKETLESS_ENTRIES, "src/workers/raft/worker.ts", "src/runners/runner-thread.ts", "src/api/thread.ts", "src/automation/thread.ts"]) {
+    assert.ok(graph.has(e), e);
+    assert.ok(threadEntries(graph).includes(e), `${e} is a thread entry`);
+  }
   assert.ok(runtimeClosure(graph, "src/main.ts").has("zeromq"), "the main thread holds the sockets");
   assert.ok(runtimeClosure(graph, "src/workers/req-handler/worker.ts").has("src/workers/req-handler/aes-funcs.ts"));
 });
@@ -155,4 +173,10 @@ test("a module that makes its own cbor-x codec breaks the one-codec rule", () =>
   const v = oneCborCodec(planted("src/workers/raft/held-jobs.ts", 'import { Encoder } from "cbor-x";'));
   assert.deepEqual(v, ["src/workers/raft/held-jobs.ts loads cbor-x itself (use src/shared/cbor.ts)"]);
   for (const home of CBOR_HOMES) assert.ok(graph.get(home)?.runtime.includes("cbor-x"), `${home} is where cbor-x is loaded`);
+});
+
+test("a thread that loads TypeBox at run time breaks the rule, a type-only import does not", () => {
+  assert.deepEqual(noThreadLoadsTypeBox(planted("src/automation/options.ts", 'import type { TSchema } from "@sinclair/typebox";')), []);
+  const v = noThreadLoadsTypeBox(planted("src/shared/config/options.ts", 'import { Value } from "@sinclair/typebox/value";'));
+  for (const e of ["src/main.ts", "src/workers/req-handler/worker.ts", "src/api/thread.ts", "src/automation/thread.ts"]) assert.ok(v.some((x) => x.startsWith(`${e} loads TypeBox: `) && x.endsWith("src/shared/config/options.ts > @sinclair/typebox")), `${e}: ${v.join("\n")}`);
 });

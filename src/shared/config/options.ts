@@ -15,9 +15,9 @@
  * - `null` (a key written with no value) means "not set": the default applies, unless the option takes null.
  * Salt only logs a type error and goes on with the bad value; brine stops the start.
  */
-import { Kind, type TSchema } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import type { TSchema } from "@sinclair/typebox";
 import { BrineError } from "../errors.js";
+import { checkValue, kindOf } from "./json-schema.js";
 import { optionSchema, type MasterConfigDeclared, type OptionName } from "./schema.js";
 
 type Any = Record<string, unknown>;
@@ -27,10 +27,6 @@ function isPlainMap(v: unknown): v is Any {
 }
 
 const NUMERIC = /^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/;
-
-function kindOf(s: TSchema): string {
-  return String(s[Kind]);
-}
 
 /** The value with the coercions above applied where the schema asks for another type (else unchanged). */
 export function coerce(s: TSchema, v: unknown, inList = false): unknown {
@@ -47,10 +43,10 @@ export function coerce(s: TSchema, v: unknown, inList = false): unknown {
       return v;
     }
     case "Union": {
-      if (Value.Check(s, v)) return v;
+      if (checkValue(s, v)) return v;
       for (const m of (s as Any).anyOf as TSchema[]) {
         const c = coerce(m, v, inList);
-        if (Value.Check(m, c)) return c;
+        if (checkValue(m, c)) return c;
       }
       return v;
     }
@@ -136,7 +132,7 @@ export function shownValue(v: unknown): string {
 
 /** Whether the schema takes null as a value (else null means "not set"). */
 export function takesNull(s: TSchema): boolean {
-  return Value.Check(s, null);
+  return checkValue(s, null);
 }
 
 /**
@@ -157,7 +153,7 @@ export function checkOption(label: string, s: TSchema, value: unknown, where = "
     return out;
   }
   const v = coerce(s, value);
-  if (Value.Check(s, v)) return v;
+  if (checkValue(s, v)) return v;
   throw new BrineError("CONFIG_INVALID", `${label}: must be ${describe(s)}, got ${shownValue(value)}${where}`);
 }
 

@@ -11,8 +11,10 @@
  * Conventions: Salt's names, types and defaults where Salt has the option (salt/config/__init__.py
  * DEFAULT_MASTER_OPTS, VALID_OPTS); brine's own options are `brine_*` (and `brine_api`). An option without
  * a `default` is absent unless set (its doc says what absent means; `docDefault` says it for the docs). Values are checked and coerced by checkOption (options.ts).
+ * `Type` is json-schema.ts's: TypeBox's builder signatures and JSON Schema, without loading TypeBox (issue 17).
  */
-import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import type { Static, TSchema } from "@sinclair/typebox";
+import { Type } from "./json-schema.js";
 
 /** Extra annotations on an option's schema (TypeBox keeps unknown keys). */
 interface Notes {
