@@ -4,7 +4,8 @@
  * The messages are the style of src/shared/port-calls.ts: told apart by `k`, a call has an `id` and its answer
  * names it. API thread → main: `req` (a call: one encoded clear request body, `{"enc": "clear", "load": {...}}`,
  * exactly the bytes salt-api would send to the request port; the main thread submits it to the request lanes
- * like a frame from the ROUTER), `fire` (a webhook event, tag already sanitised), `listening`, `failed`.
+ * like a frame from the ROUTER), `fire` (a webhook event, tag already sanitised), `listening`, `failed`, `stopped`
+ * (the answer to `stop`: its request sockets and its listener are closed, the host ends it with endThread).
  * Main → API thread: `res` (the reply body for a `req`, as the request workers encoded it), `stop`.
  * The API thread never sees a key, and the main thread decodes nothing it forwards.
  */
@@ -20,7 +21,8 @@ export type ApiToMain =
   | { k: "req"; id: number; body: Uint8Array; source?: string }
   | { k: "fire"; tag: string; data: unknown }
   | { k: "listening"; port: number }
-  | { k: "failed"; message: string };
+  | { k: "failed"; message: string }
+  | { k: "stopped" };
 
 export type MainToApi = { k: "res"; id: number; body: Uint8Array } | { k: "stop" };
 

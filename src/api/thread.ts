@@ -13,11 +13,25 @@ import { Netapi } from "./netapi.js";
 import { readApiOptions } from "./options.js";
 import { readOption } from "../shared/config/options.js";
 import { threadInit } from "../shared/thread-kit.js";
+import { closeClientSockets } from "../lib/client/local-client.js";
 
 const init = threadInit<ApiInit>("api");
 const log = getLogger("brine.api");
 const port = parentPort!;
 const post = (m: ApiToMain) => port.postMessage(m);
+
+/** what a stop closes besides the request sockets, once main() has it (the listener, the bus feed, the link) */
+let closeServing: (() => Promise<void>) | undefined;
+
+// a stop may come at any time, even while the thread starts: the request sockets first (a thread ended while a
+// zeromq socket waits for its reply aborts the process), then the rest; the host ends the thread on `stopped`
+port.on("message", (m: MainToApi) => {
+  if (m.k !== "stop") return;
+  closeClientSockets();
+  void (closeServing?.() ?? Promise.resolve())
+    .catch((e: Error) => log.warning(`HTTP API did not close cleanly: ${e.message}`))
+    .finally(() => post({ k: "stopped" }));
+});
 
 async function main(): Promise<void> {
   const opts = readApiOptions(init.cfg);
@@ -32,14 +46,13 @@ async function main(): Promise<void> {
   if (opts.disableSsl && !/^(127\.|::1$|localhost$)/.test(opts.host)) {
     log.warning(`HTTP API serves plain HTTP on ${opts.host}: passwords and tokens cross the network in clear; set ssl_crt and ssl_key, or host: 127.0.0.1`);
   }
-  port.on("message", (m: MainToApi) => {
-    if (m.k !== "stop") return;
+  closeServing = async () => {
     link.close();
     bus.close();
     // open /events streams never end on their own: close every connection, then the listener
     app.server.closeAllConnections?.();
-    void app.close().finally(() => process.exit(0));
-  });
+    await app.close();
+  };
   post({ k: "listening", port: bound });
 }
 

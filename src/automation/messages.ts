@@ -25,7 +25,11 @@ export type ToAutomation =
   /** a bus frame whose tag the main thread's filter let through (bytes, transferred) */
   | { k: "ev"; frame: Uint8Array }
   | { k: "req"; id: number; req: AutomationRequest }
-  | { k: "stop" };
+  /** the master stops: reactions and scheduled calls in flight get `drainMs`, then the thread closes its request sockets and answers `stopped` */
+  | { k: "stop"; drainMs: number };
+
+/** How long a stopping automation thread lets reactions and scheduled calls in flight finish before it cuts their requests to the master short, ms (the host waits 2 s more, automation-host.ts; AutomationDeps.stopDrainMs sets it). */
+export const automationDrainMsMax = 8_000;
 
 export type FromAutomation =
   /** the tag globs the main thread lets through (reactor map and, with a schedule, runner returns) */
@@ -34,4 +38,5 @@ export type FromAutomation =
   | { k: "fire"; tag: string; data: unknown }
   | { k: "res"; id: number; ret: unknown }
   | ({ k: "err"; id: number } & PortError)
+  /** its request sockets are closed (closeClientSockets) and its job cache: the host ends it (endThread) */
   | { k: "stopped" };

@@ -21,7 +21,7 @@ import { parentPort } from "node:worker_threads";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../shared/log.js";
-import { LocalClient } from "../lib/client/local-client.js";
+import { LocalClient, closeClientSockets } from "../lib/client/local-client.js";
 import { decodeWire, isMap } from "../shared/protocol/msgpack.js";
 import { eventOfFrame, type BusEvent } from "../shared/event-frame.js";
 import { JinjaEnv } from "../lib/render/jinja.js";
@@ -32,7 +32,7 @@ import { RingReader } from "../shared/sab-ring/reader.js";
 import { openStore, type Store } from "../lib/store/lmdb-env.js";
 import { JobCache } from "../lib/store/job-cache.js";
 import { storeMasterJob } from "../runners/job-record.js";
-import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } from "./messages.js";
+import { automationDrainMsMax, type AutomationInit, type AutomationRequest, type FromAutomation, type ToAutomation } from "./messages.js";
 import { checkReactorMap, readAutomationOptions } from "./options.js";
 import { compileReactions, reactionCall, ReactorMap, unsupportedIn, type Reaction } from "./reactor.js";
 import { BoundedQueue } from "./queue.js";
@@ -368,15 +368,21 @@ parentPort!.on("message", (m: ToAutomation) => {
       post({ k: "err", id: m.id, ...portError(e, "THREAD_CALL") });
     }
   } else if (m.k === "stop") {
-    // no new work; the thread ends once no request is in flight (a zeromq socket must not die open)
+    // no new work; what is in flight gets drainMs, then every request socket is closed before the
+    // host ends the thread (a thread ended while a zeromq socket waits for its reply aborts the process)
     stopping = true;
     if (timer) clearTimeout(timer);
     const left = queue.clear();
     if (left) log.warning(`master stopping: ${left} queued event(s) will not react`);
+    const drainMs = Math.min(Math.max(0, m.drainMs), automationDrainMsMax);
+    const drainEnd = Date.now() + drainMs;
     const check = () => {
-      if (queue.running > 0 || firesInFlight > 0) return void setTimeout(check, 20);
-      post({ k: "stopped" });
-      void (store?.close() ?? Promise.resolve()).finally(() => process.exit(0));
+      const busy = queue.running + firesInFlight;
+      if (busy > 0 && Date.now() < drainEnd) return void setTimeout(check, 20);
+      const cut = closeClientSockets();
+      if (busy > 0) log.warning(`master stopping: ${busy} reaction(s) or scheduled call(s) still running after ${drainMs} ms; ${cut} request(s) to the master cut short`);
+      // a reaction cut short may still write its job record: the job cache stays open for it until the end
+      void (busy === 0 ? (store?.close() ?? Promise.resolve()) : Promise.resolve()).finally(() => post({ k: "stopped" }));
     };
     check();
   }

@@ -14,7 +14,7 @@ import { BrineError } from "../shared/errors.js";
 import { getLogger } from "../shared/log.js";
 import type { ApiInit, ApiTag, ApiToMain, MainToApi } from "../api/messages.js";
 import { apiConfigured, apiThreadConfig, readApiOptions } from "../api/options.js";
-import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
+import { endThread, spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.api");
 
@@ -100,7 +100,7 @@ export class ApiHost {
       await ready;
     } catch (e) {
       if (this.worker === w) this.worker = undefined;
-      await w.terminate();
+      await endThread(w, "api", { ask: { k: "stop" } satisfies MainToApi, answer: "stopped" }, apiStopMs);
       throw e;
     }
   }
@@ -145,10 +145,7 @@ export class ApiHost {
     this.stopped = true;
     const w = this.worker;
     if (!w) return;
-    const exited = new Promise<void>((r) => w.once("exit", () => r()));
-    w.postMessage({ k: "stop" } satisfies MainToApi);
-    const t = setTimeout(() => void w.terminate(), apiStopMs);
-    await exited;
-    clearTimeout(t);
+    // the thread closes its request sockets, its connections and its listener, then it is ended
+    await endThread(w, "api", { ask: { k: "stop" } satisfies MainToApi, answer: "stopped" }, apiStopMs);
   }
 }

@@ -14,10 +14,10 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import { BrineError } from "../shared/errors.js";
 import { fnmatchToRegExp } from "../lib/targeting/index.js";
-import type { AutomationInit, AutomationRequest, FromAutomation, ToAutomation } from "../automation/messages.js";
+import { automationDrainMsMax, type AutomationInit, type AutomationRequest, type FromAutomation, type ToAutomation } from "../automation/messages.js";
 import { automationWanted, readAutomationOptions } from "../automation/options.js";
 import { parseJob } from "../automation/schedule.js";
-import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
+import { endThread, spawnThread, threadLogSettings } from "../shared/thread-kit.js";
 import { PortCalls, revivePortError } from "../shared/port-calls.js";
 
 const log = getLogger("brine.automation");
@@ -28,8 +28,8 @@ const FRAME_HEAD = Buffer.from([0x82, 0xa4, ...Buffer.from("head"), 0x80, 0xa4, 
 export const tagBytesMax = 1024;
 /** How long the master's start waits for the automation thread, ms. */
 const startWaitMs = 60_000;
-/** How long a stopping master waits for reactions and scheduled calls in flight, ms. */
-const stopWaitMs = 10_000;
+/** How long a stopping master waits for the thread to close its sockets beyond its drain (AutomationDeps.stopDrainMs), ms. */
+const stopCloseWaitMs = 2_000;
 /** How long a control request waits for the thread, ms. */
 const requestTimeoutMs = 30_000;
 
@@ -50,6 +50,8 @@ export interface AutomationDeps {
   subscribe(fn: (frame: Buffer) => void): () => void;
   fire(tag: string, data: unknown): void;
   cluster?: () => AutomationInit["cluster"];
+  /** how long a stop lets reactions and scheduled calls in flight finish, ms (default and most: automationDrainMsMax) */
+  stopDrainMs?: number;
 }
 
 export class AutomationHost {
@@ -60,7 +62,10 @@ export class AutomationHost {
   private stopped = false;
   private exited = false;
 
-  private constructor(private readonly worker: Worker) {}
+  private constructor(
+    private readonly worker: Worker,
+    private readonly drainMs: number,
+  ) {}
 
   /**
    * Starts the thread when there is a reactor or a schedule (undefined otherwise) and waits until it is ready
@@ -75,7 +80,7 @@ export class AutomationHost {
     const cluster = deps.cluster?.();
     if (cluster) init.cluster = cluster;
     const w = spawnThread({ name: "automation", url: new URL("../automation/thread.js", import.meta.url), workerData: init });
-    const host = new AutomationHost(w);
+    const host = new AutomationHost(w, Math.min(deps.stopDrainMs ?? automationDrainMsMax, automationDrainMsMax));
     w.on("message", (m: FromAutomation) => host.onMessage(m, deps));
     // policy: an error is logged (by the kit); on exit the reactor and schedule stop and requests to them fail
     w.on("exit", (code) => {
@@ -141,16 +146,15 @@ export class AutomationHost {
     return this.calls.call((id) => this.worker.postMessage({ k: "req", id, req } satisfies ToAutomation));
   }
 
-  /** Stops taking events, lets requests in flight finish (at most `stopWaitMs`), then ends the thread. */
+  /**
+   * Stops taking events; the thread lets requests in flight finish (at most the drain, AutomationDeps.stopDrainMs), closes its
+   * request sockets and answers, then it is ended (endThread; after its drain and `stopCloseWaitMs` anyway, logged).
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.unsubscribe?.();
     if (this.exited) return;
-    const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
-    this.worker.postMessage({ k: "stop" } satisfies ToAutomation);
-    const t = setTimeout(() => void this.worker.terminate(), stopWaitMs);
-    await exited;
-    clearTimeout(t);
+    await endThread(this.worker, "automation", { ask: { k: "stop", drainMs: this.drainMs } satisfies ToAutomation, answer: "stopped" }, this.drainMs + stopCloseWaitMs);
   }
 }

@@ -30,7 +30,7 @@ import { endThread, spawnThread, threadLogSettings } from "../shared/thread-kit.
 const log = getLogger("brine.control");
 
 /** Ends a runner thread: its zeromq sockets closed first (`stop` → `stopped`, src/runners/messages.ts), never a bare terminate. */
-const endRunner = (w: Worker): Promise<void> => endThread(w, "runner", { k: "stop" } satisfies MainToRunner, "stopped", runnerSocketsCloseWaitMs);
+const endRunner = (w: Worker): Promise<void> => endThread(w, "runner", { ask: { k: "stop" } satisfies MainToRunner, answer: "stopped" }, runnerSocketsCloseWaitMs);
 
 /** Runner threads at once; more calls are refused with a clear error. */
 export const runnerThreadsMax = 16;

@@ -68,37 +68,49 @@ export function threadLogSettings(): { level: string; file: string | null; fileL
 }
 
 /**
- * Ends a thread that may hold zeromq.js sockets: posts `ask` (the thread closes its sockets and answers with a
- * message `{k: answer}`), then terminates it once it answered, or after `waitMs` (logged). A thread ended while
- * one of its sockets waits for a reply aborts the whole process ("terminate called after throwing an instance
- * of 'Napi::Error'", zeromq.js#411), so no host ends such a thread with a bare terminate(). Resolves once the
- * thread has exited.
+ * How a thread is asked to close its sockets before it is ended: a message it answers (`{k: answer}`) once its
+ * sockets are closed, or a call that resolves once they are (the Raft worker's `close`).
  */
-export function endThread(w: Worker, name: string, ask: { k: string }, answer: string, waitMs: number): Promise<void> {
+export type ThreadClose = { ask: { k: string; [field: string]: unknown }; answer: string } | { close: () => Promise<unknown> };
+
+/**
+ * The one way a host ends a thread that may hold zeromq.js sockets: asks it to close them (`how`), then
+ * terminates it once it has, or after `waitMs` or a failed close (logged). A thread ended while one of its
+ * sockets waits for a reply aborts the whole process ("terminate called after throwing an instance of
+ * 'Napi::Error'", zeromq.js#411), so no host ends such a thread with a bare terminate(). A thread that exits by
+ * itself meanwhile is not terminated. Resolves once the thread has exited.
+ */
+export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     if (w.threadId < 0) return resolve(); // it has exited already
-    let asked = true;
-    const end = () => {
-      if (!asked) return;
-      asked = false;
+    let pending = true;
+    const done = () => {
+      pending = false;
       clearTimeout(timer);
       w.off("message", onMessage);
+    };
+    const end = (why?: string) => {
+      if (!pending) return;
+      done();
+      if (why) log.warning(`${name} thread ${why}: ending it anyway`);
       void w.terminate();
     };
     const onMessage = (m: unknown) => {
-      if ((m as { k?: unknown } | null)?.k === answer) end();
+      if ("answer" in how && (m as { k?: unknown } | null)?.k === how.answer) end();
     };
-    const timer = setTimeout(() => {
-      log.warning(`${name} thread did not close its sockets within ${waitMs} ms: ending it anyway`);
-      end();
-    }, waitMs);
-    w.on("message", onMessage);
+    const timer = setTimeout(() => end(`did not close its sockets within ${waitMs} ms`), waitMs);
     w.once("exit", () => {
-      asked = false;
-      clearTimeout(timer);
-      w.off("message", onMessage);
+      done();
       resolve();
     });
-    w.postMessage(ask);
+    if ("ask" in how) {
+      w.on("message", onMessage);
+      w.postMessage(how.ask);
+    } else {
+      how.close().then(
+        () => end(),
+        (e: Error) => end(`failed to close its sockets (${e.message})`),
+      );
+    }
   });
 }

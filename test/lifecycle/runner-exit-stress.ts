@@ -44,7 +44,7 @@ try {
     await new Promise((r) => setTimeout(r, 30));
     w.removeAllListeners("exit");
     if (mode === "terminate") await w.terminate();
-    else await endThread(w, "runner", { k: "stop" }, "stopped", 2000);
+    else await endThread(w, "runner", { ask: { k: "stop" }, answer: "stopped" }, 2000);
   }
   process.stdout.write(`rounds ${rounds}\n`);
 } finally {

@@ -25,7 +25,7 @@ import { clusterNodeIdOf } from "../../shared/node-ids.js";
 import type { RaftWorkerInit, RaftWorkerPeerInit } from "../../workers/raft/worker.js";
 import type { NodeStatus } from "../../workers/raft/api.js";
 import { electionTicksOf, type WorkerLimits } from "../../workers/raft/limits.js";
-import { spawnThread, threadLogSettings } from "../../shared/thread-kit.js";
+import { endThread, spawnThread, threadLogSettings } from "../../shared/thread-kit.js";
 
 const log = getLogger("brine.cluster");
 
@@ -94,8 +94,7 @@ export class ClusterNode {
       status = await raft.ready();
     } catch (e) {
       // its sockets closed first where it still answers: a thread ended with a zeromq socket open aborts the process
-      await Promise.race([raft.close().catch(() => undefined), new Promise((r) => setTimeout(r, raftCloseWaitMsMax).unref())]);
-      await worker.terminate();
+      await endThread(worker, "raft", { close: () => raft.close() }, raftCloseWaitMsMax);
       throw e instanceof BrineError ? e : new BrineError("RAFT_STOPPED", (e as Error).message);
     }
     const cluster = status.groups.find((g) => g.group === "cluster");
@@ -118,12 +117,8 @@ export class ClusterNode {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    try {
-      await this.raft.close();
-    } catch (e) {
-      log.warning(`raft worker did not close cleanly: ${(e as Error).message}`);
-    }
+    // the worker closes its sockets (and hands leadership off) before it is ended, bounded by one call's wait
+    await endThread(this.worker, "raft", { close: () => this.raft.close() }, this.raft.callTimeoutMs);
     this.raft.dispose();
-    await this.worker.terminate();
   }
 }
