@@ -6,7 +6,8 @@
  * forgotten, and every master refuses it. Beyond Salt (Salt's cluster has no outbox: one shared cachedir).
  *
  * - `path`: the removed master's LMDB environment (its `brine_lmdb_dir`, or its `cachedir`: envDirOf):
- *   a copy of it, or its disk mounted here; it is only read. This master's own environment is refused.
+ *   a copy of it, or its disk mounted here; it is only read, opened read-only (its data.mdb never changes). This
+ *   master's own environment is refused.
  * - Job records (`<jid>`, `<jid>/<minion>` in its outbox) are stored here as an owner stores a hand-off
  *   (handed-jobs.ts: nothing here is overwritten) and, while `jobs` is routed to a ring, put in this master's
  *   outbox, so the hand-off gives them to the jid's owners and this copy goes if this master is not one. With
@@ -125,7 +126,8 @@ export const recoverRunners: Record<string, RunnerFn> = {
     const dir = envDirOf(p);
     const own = lmdbDir(ctx.cfg);
     if (existsSync(own) && realpathSync(own) === realpathSync(dir)) throw new BrineError("CLUSTER_BAD_ARGUMENT", `${dir} is this master's own LMDB environment: name the removed master's`);
-    const from = openStore({ cachedir: p, brine_lmdb_dir: dir, brine_lmdb_map_bytes: ctx.cfg.brine_lmdb_map_bytes });
+    // read-only (LMDB's MDB_RDONLY): the removed master's data.mdb is never written, dry run or not
+    const from = openStore({ cachedir: p, brine_lmdb_dir: dir, brine_lmdb_map_bytes: ctx.cfg.brine_lmdb_map_bytes }, { readOnly: true });
     try {
       const ring = ctx.cluster.ring;
       const r = await recoverOutbox(from, ctx.store, (dt) => ring.route(dt), dryRun);

@@ -14,7 +14,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { JobCache } from "../../src/lib/store/job-cache.js";
@@ -473,6 +474,16 @@ test("a cluster-wide list cut at max with list_jobs' filters keeps the newest ma
   }
 });
 
+/**
+ * An LMDB environment's files (not lock.mdb: LMDB's reader table, written by every reader, read-only or not):
+ * name → sha256, size and mtime.
+ */
+function storeFiles(envDir: string): Record<string, string> {
+  const files = readdirSync(envDir).filter((f) => f !== "lock.mdb");
+  assert.ok(files.includes("data.mdb"), files.join(" "));
+  return Object.fromEntries(files.map((f) => [f, `${createHash("sha256").update(readFileSync(path.join(envDir, f))).digest("hex")} ${statSync(path.join(envDir, f)).size} ${statSync(path.join(envDir, f)).mtimeMs}`]));
+}
+
 test("recover_outbox: a removed master's waiting records, read from its LMDB directory by a live master, reach their owners through its hand-off; a dry run counts them and writes nothing", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-handoff-"));
   const c = cluster(dir);
@@ -487,6 +498,9 @@ test("recover_outbox: a removed master's waiting records, read from its LMDB dir
     mine4.track("m4", () => assert.fail("placed: not broadcast"), () => true);
     await mine4.setMine("web9", { "test.ping": true });
     assert.equal(m4.handoff.getCount(), 3);
+    // an older master's environment: without the named databases brine added since (eauth tokens, presence)
+    await m4.tokens.drop();
+    await m4.presence.drop();
     await m4.close();
     const m3 = c.stores.get("m3")!;
     const run = (kwarg: Record<string, unknown>) =>
@@ -498,11 +512,13 @@ test("recover_outbox: a removed master's waiting records, read from its LMDB dir
     await assert.rejects(run({ path: "relative/dir" }), /an absolute path/);
     await assert.rejects(run({ path: path.join(dir, "nothing-here") }), /no brine LMDB environment at/);
     await assert.rejects(run({ path: path.join(dir, "m3") }), /this master's own LMDB environment/);
+    const before = storeFiles(path.join(dir, "m4", "brine-lmdb"));
     const dry = await run({ path: path.join(dir, "m4"), dry_run: true });
     assert.deepEqual(
       [dry.dry_run, dry.jids, dry.job_records, dry.minion_records, dry.minion_records_newer, dry.missing, dry.jobs_route],
       [true, 1, 2, 1, 1, 0, "jobs"],
     );
+    assert.deepEqual(storeFiles(path.join(dir, "m4", "brine-lmdb")), before, "the removed master's store is opened read-only: its files are byte for byte what they were");
     assert.equal(m3.loads.get(jid), undefined, "a dry run writes nothing");
     assert.equal(m3.handoff.getCount(), 0);
     const real = await run({ path: path.join(dir, "m4") });
@@ -520,6 +536,7 @@ test("recover_outbox: a removed master's waiting records, read from its LMDB dir
     // again: nothing changes on the owners (loads kept, returns not overwritten)
     const again = await run({ path: path.join(dir, "m4") });
     assert.equal(again.minion_records_newer, 0, "m3 holds the mine record at the same stamp");
+    assert.deepEqual(storeFiles(path.join(dir, "m4", "brine-lmdb")), before, "nor does a recovery that adopts the records write to it");
   } finally {
     for (const s of c.svc.values()) s.close();
     for (const s of c.stores.values()) await s.close();

@@ -75,19 +75,34 @@ export interface Store {
 export const LMDB_CBOR = "cbor" as unknown as "msgpack";
 
 
-export function openStore(cfg: StoreConfig): Store {
+/**
+ * A named database a read-only store does not hold (an older master's environment): read as empty. A read-only
+ * store has no write methods (lmdb-js leaves them out), this stand-in neither.
+ */
+const ABSENT_DB = { get: () => undefined, getKeys: () => [], getRange: () => [], getValues: () => [], doesExist: () => false, getCount: () => 0 } as unknown as Database<never, string>;
+
+/**
+ * The job cache's LMDB environment. With `readOnly` (another master's environment that must not change, such as
+ * a removed master's for cluster.recover_outbox) it is opened with LMDB's MDB_RDONLY: data.mdb is never written
+ * (lock.mdb's reader table is, as for any reader), the directory is not created, and a named database it lacks
+ * reads as empty.
+ */
+export function openStore(cfg: StoreConfig, opts: { readOnly?: boolean } = {}): Store {
   const dir = lmdbDir(cfg);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const readOnly = opts.readOnly === true;
+  if (!readOnly) mkdirSync(dir, { recursive: true, mode: 0o700 });
   // overlappingSync (lmdb-js's default on Linux) lets a commit resolve before its fsync, so the next
   // transaction can start while the disk flushes; separateFlushed gives every write a `flushed` promise for
   // the writes that must be durable before a reply (job returns: job-cache.ts waits for it).
-  const root = open({ path: dir, encoding: LMDB_CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false, overlappingSync: true, separateFlushed: true });
-  const db = <V>(name: string) => root.openDB<V, string>({ name, encoding: LMDB_CBOR });
+  const root = readOnly
+    ? open({ path: dir, encoding: LMDB_CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false, readOnly: true })
+    : open({ path: dir, encoding: LMDB_CBOR, mapSize: cfg.brine_lmdb_map_bytes, maxDbs: 32, compression: false, overlappingSync: true, separateFlushed: true });
+  const db = <V>(name: string) => (root.openDB<V, string>({ name, encoding: LMDB_CBOR }) as Database<V, string> | undefined) ?? (ABSENT_DB as Database<V, string>);
   return {
     root,
     loads: db("jobs/loads"),
     listed: db("jobs/listed"),
-    listedRaw: root.openDB<Buffer, string>({ name: "jobs/listed", encoding: "binary" }),
+    listedRaw: (root.openDB<Buffer, string>({ name: "jobs/listed", encoding: "binary" }) as Database<Buffer, string> | undefined) ?? (ABSENT_DB as Database<Buffer, string>),
     minions: db("jobs/minions"),
     returns: db("jobs/returns"),
     endtimes: db("jobs/endtimes"),
