@@ -26,6 +26,7 @@ export class PublisherClient {
   }
 
   async stop(): Promise<void> {
+    // terminated directly: the publisher loads no zeromq (an import rule), so it holds no socket endThread would close
     await this.worker.terminate();
   }
 }

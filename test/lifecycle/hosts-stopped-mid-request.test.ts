@@ -13,26 +13,17 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { Worker } from "node:worker_threads";
 import { endThread } from "../../src/shared/thread-kit.js";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { configureLogging } from "../../src/shared/log.js";
+import { runChild, type ChildEnd } from "../helpers/child-run.js";
 
-function stress(mode: "automation" | "api", rounds: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [new URL("./host-exit-stress.js", import.meta.url).pathname, mode, String(rounds)], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    p.stdout.on("data", (d) => (out += d));
-    p.stderr.on("data", (d) => (err += d));
-    p.on("close", (code, signal) => resolve({ code, signal, out, err }));
-  });
-}
+const stress = (mode: "automation" | "api", rounds: number) => runChild(new URL("./host-exit-stress.js", import.meta.url), [mode, String(rounds)]);
 
-function assertClean(r: Awaited<ReturnType<typeof stress>>, rounds: number, stopMsMax: number): void {
+function assertClean(r: ChildEnd, rounds: number, stopMsMax: number): void {
   assert.ok(!r.err.includes("Napi::Error"), r.err);
   assert.equal(r.signal, null, `the stress process ended by ${r.signal}: ${r.err}`);
   assert.equal(r.code, 0, r.err);

@@ -8,18 +8,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { runChild } from "../helpers/child-run.js";
 
-function stress(mode: "end" | "terminate", rounds: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [new URL("./runner-exit-stress.js", import.meta.url).pathname, mode, String(rounds)], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    p.stdout.on("data", (d) => (out += d));
-    p.stderr.on("data", (d) => (err += d));
-    p.on("close", (code, signal) => resolve({ code, signal, out, err }));
-  });
-}
+const stress = (mode: "end" | "terminate", rounds: number) => runChild(new URL("./runner-exit-stress.js", import.meta.url), [mode, String(rounds)]);
 
 test("runner threads ended mid-request by endThread, 10 times over, never abort the process", { timeout: 180_000 }, async () => {
   const r = await stress("end", 10);

@@ -9,18 +9,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { runChild } from "../helpers/child-run.js";
 
 test("a peer channel thread terminated right after its close, 20 times over, never aborts the process", { timeout: 180_000 }, async () => {
   const rounds = 20;
-  const r = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>((resolve) => {
-    const p = spawn(process.execPath, [new URL("./thread-exit-stress.js", import.meta.url).pathname, String(rounds)], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    p.stdout.on("data", (d) => (out += d));
-    p.stderr.on("data", (d) => (err += d));
-    p.on("close", (code, signal) => resolve({ code, signal, out, err }));
-  });
+  const r = await runChild(new URL("./thread-exit-stress.js", import.meta.url), [String(rounds)]);
   assert.ok(!r.err.includes("Napi::Error"), r.err);
   assert.equal(r.signal, null, `the stress process ended by ${r.signal}: ${r.err}`);
   assert.equal(r.code, 0, r.err);
