@@ -109,6 +109,13 @@ function heapsBy(m: Memory, f: "used_kb" | "total_kb" | "external_kb" | "young_k
   return out;
 }
 
+/** smaps categories (src/shared/smaps.ts) that hold the process's heap memory, native and V8, and what is in each */
+const nativeCategories: Record<string, string> = {
+  anonymous: "V8 heaps, SharedArrayBuffers, large malloc chunks mapped on their own",
+  "malloc arenas": "glibc's per-thread arenas (the request threads' OpenSSL, the worker threads' native allocations)",
+  "brk heap": "glibc's main arena (main-thread native allocations)",
+};
+
 const sum = (xs: Iterable<number>) => [...xs].reduce((a, b) => a + b, 0);
 const kbPer = (a: number, b: number, n: number) => Math.round(((b - a) / n) * 10) / 10;
 
@@ -207,7 +214,7 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       await sleep(quietS * 1000);
       const quiet = await memoryOf(m);
       const load = os.loadavg()[0]!.toFixed(1);
-      const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs${startInFlight ? `, ${startInFlight} starting at once per proc` : ", all started at once"}, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES ? `, GLIBC_TUNABLES=${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES}` : ""}${process.env.BRINE_BENCH_MASTER_NODE_ARGS ? `, node ${process.env.BRINE_BENCH_MASTER_NODE_ARGS.trim()}` : ""}`;
+      const note = `brine_minion_transport ${transport}, ${n} minions on ${eachKeys ? "a key each" : `${poolKeySlots} pool keys`}, ${procs} swarm procs${startInFlight ? `, ${startInFlight} starting at once per proc` : ", all started at once"}, signed in within ${signInS.toFixed(1)} s, load ${load}${arenas ? `, MALLOC_ARENA_MAX=${arenas}` : ""}${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES ? `, GLIBC_TUNABLES=${process.env.BRINE_BENCH_MASTER_GLIBC_TUNABLES}` : ""}${process.env.BRINE_BENCH_MASTER_NODE_ARGS ? `, node ${process.env.BRINE_BENCH_MASTER_NODE_ARGS.trim()}` : ""}${process.env.BRINE_BENCH_MASTER_DIST ? `, master from ${process.env.BRINE_BENCH_MASTER_DIST}` : ""}`;
       const rows: BenchRow[] = [
         { figure: `${n} connected: master RSS per minion`, value: kbPer(idle.rss_kb, up.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(idle.rss_kb / 1024)} -> ${Math.round(up.rss_kb / 1024)} MB, ${((up.fds - idle.fds) / n).toFixed(2)} fds per minion; ${note}` },
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },
@@ -238,11 +245,12 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
       for (const cat of [...new Set([...Object.keys(idle.resident_kb), ...Object.keys(up.resident_kb)])].sort()) {
         const v = kbPer(idle.resident_kb[cat] ?? 0, up.resident_kb[cat] ?? 0, n);
         if (cat.startsWith("lmdb ")) rows.push({ figure: `${n} connected: LMDB pages resident per minion (${cat.split("/").pop()})`, value: v, unit: "KB", better: "lower" });
-        else if (cat === "brk heap" || cat === "anonymous") rows.push({ figure: `${n} connected: ${cat} resident per minion`, value: v, unit: "KB", better: "lower", note: cat === "anonymous" ? "V8 heaps + glibc per-thread arenas (libzmq's I/O thread, OpenSSL)" : "glibc's main arena (main-thread native allocations)" });
+        else if (cat in nativeCategories) rows.push({ figure: `${n} connected: ${cat} resident per minion`, value: v, unit: "KB", better: "lower", note: nativeCategories[cat] });
       }
       const v8Total = kbPer(sum(idleHeaps.values()), sum(upHeaps.values()), n);
-      const anonAll = kbPer((idle.resident_kb["anonymous"] ?? 0) + (idle.resident_kb["brk heap"] ?? 0), (up.resident_kb["anonymous"] ?? 0) + (up.resident_kb["brk heap"] ?? 0), n);
-      rows.push({ figure: `${n} connected: native memory per minion outside V8 heaps${heapsMissing}`, value: Math.round((anonAll - v8Total) * 10) / 10, unit: "KB", better: "lower", note: "anonymous + brk growth − V8 committed growth: libzmq, Buffers, OpenSSL, malloc slack" });
+      const nativeOf = (m: Memory) => sum(Object.keys(nativeCategories).map((c) => m.resident_kb[c] ?? 0));
+      const anonAll = kbPer(nativeOf(idle), nativeOf(up), n);
+      rows.push({ figure: `${n} connected: native memory per minion outside V8 heaps${heapsMissing}`, value: Math.round((anonAll - v8Total) * 10) / 10, unit: "KB", better: "lower", note: "anonymous + malloc arenas + brk growth − V8 committed growth: libzmq, Buffers, OpenSSL, malloc slack" });
       return transport === "native" ? rows.map((r) => ({ ...r, figure: `[native] ${r.figure}` })) : rows;
     } finally {
       await fleet.shutdown();

@@ -109,7 +109,10 @@ export async function startBrineMaster(extraConfig: Record<string, unknown> = {}
     ...extraConfig,
   };
   writeFileSync(path.join(etc, "master"), Object.entries(cfg).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("\n") + "\n");
-  const cli = fileURLToPath(new URL("../src/cli/salt-master.js", import.meta.url));
+  // BRINE_BENCH_MASTER_DIST: another build's dist/ directory, so one bench and one swarm measure two builds' masters
+  const dist = process.env.BRINE_BENCH_MASTER_DIST;
+  const cli = dist ? path.resolve(dist, "src/cli/salt-master.js") : fileURLToPath(new URL("../src/cli/salt-master.js", import.meta.url));
+  if (dist && !existsSync(cli)) throw new Error(`BRINE_BENCH_MASTER_DIST: no ${cli}`);
   // BRINE_BENCH_MASTER_NODE_ARGS: node options for the master process (e.g. "--cpu-prof --cpu-prof-dir=DIR" to profile it)
   const nodeArgs = (process.env.BRINE_BENCH_MASTER_NODE_ARGS ?? "").split(" ").filter(Boolean);
   const argv = [...nodeArgs, cli, "-c", etc, "-l", "warning"];
