@@ -16,6 +16,7 @@
  *   per peer, with libzmq's default batch buffers and with the master's `brine_zmq_batch_bytes`.
  * - A last reading after the fleet has stayed connected and idle `BRINE_BENCH_FLEET_QUIET_S` (30 s): V8 gives a
  *   busy thread's young generation back only at a collection made once its allocation rate has been low a while.
+ *   The idle reading is taken as long after the warm-up, so the quiet reading and it are like for like.
  * - `BRINE_BENCH_FLEET_SIZES=1000,5000` chooses the sizes; `BRINE_BENCH_DEBUG=1` prints the raw readings.
  * - `BRINE_BENCH_ZMQ_BATCH_BYTES=N` runs the master (and the second libzmq floor) with another `brine_zmq_batch_bytes`.
  * - `BRINE_BENCH_MALLOC_ARENA_MAX=N` starts the master with glibc's MALLOC_ARENA_MAX (fewer per-thread arenas);
@@ -197,7 +198,10 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
     const warm = await fleetOn(m, "warm-", 100, 1);
     await sleep(2000);
     await warm.shutdown();
-    await sleep(5000);
+    // the baseline as quiet as the last reading: read 5 s after the warm-up, a thread's young generation was still
+    // what the warm-up grew it to in one build and given back in another (20 against 5 MiB in the request threads,
+    // session 11), and the per-minion figures took the difference for memory per minion
+    await sleep(Math.max(5, quietS) * 1000);
     const idle = await memoryOf(m);
     const t0 = performance.now();
     const fleet = await fleetOn(m, "mem-", n, procs, eachKeys ? { dir: eachKeysDir } : undefined, startInFlight);
@@ -220,6 +224,17 @@ async function masterAt(n: number, batchBytes: number, transport: "libzmq" | "na
         { figure: `${n} connected, after one test.ping to all: RSS per minion`, value: kbPer(idle.rss_kb, pinged.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${r.returns}/${r.expected} returns, last at ${r.lastReturnMs} ms` },
         { figure: `${n} connected, then ${quietS} s quiet: RSS per minion`, value: kbPer(idle.rss_kb, quiet.rss_kb, n), unit: "KB", target: 32, better: "lower", note: `${Math.round(quiet.rss_kb / 1024)} MB, ${((quiet.fds - idle.fds) / n).toFixed(2)} fds per minion (2.00 while every minion holds its REQ and SUB connections); ${quiet.heaps.length} of ${idle.heaps.length} threads answered the heap probe; young generations, all threads: ${Math.round(sum(heapsBy(idle, "young_kb").values()) / 1024)} MB idle, ${Math.round(sum(heapsBy(up, "young_kb").values()) / 1024)} MB connected, ${Math.round(sum(heapsBy(quiet, "young_kb").values()) / 1024)} MB after the quiet (${[...heapsBy(quiet, "young_kb")].map(([t, kb]) => `${t} ${Math.round(kb / 1024)}`).join(", ")}); V8 committed ${kbPer(sum(heapsBy(idle, "total_kb").values()), sum(heapsBy(quiet, "total_kb").values()), n)} KB per minion` },
       ];
+      {
+        // the quiet reading against the idle one by owner: both taken as long after a burst (like for like)
+        const owners: string[] = [];
+        for (const t of [...heapsBy(idle, "total_kb").keys()].sort()) {
+          owners.push(`${t} V8 used ${kbPer(heapsBy(idle, "used_kb").get(t) ?? 0, heapsBy(quiet, "used_kb").get(t) ?? 0, n)} / committed ${kbPer(heapsBy(idle, "total_kb").get(t) ?? 0, heapsBy(quiet, "total_kb").get(t) ?? 0, n)}`);
+        }
+        owners.push(`Buffers ${kbPer(sum(heapsBy(idle, "external_kb").values()), sum(heapsBy(quiet, "external_kb").values()), n)}`);
+        for (const cat of Object.keys(nativeCategories)) owners.push(`${cat} ${kbPer(idle.resident_kb[cat] ?? 0, quiet.resident_kb[cat] ?? 0, n)}`);
+        const missing = quiet.heaps.length !== idle.heaps.length ? ` (INVALID: ${quiet.heaps.length} of ${idle.heaps.length} threads answered the heap probe)` : "";
+        rows.push({ figure: `${n} connected, then ${quietS} s quiet: V8 heaps' live objects per minion, all threads${missing}`, value: kbPer(sum(heapsBy(idle, "used_kb").values()), sum(heapsBy(quiet, "used_kb").values()), n), unit: "KB", better: "lower", note: `by owner, KB per minion: ${owners.join("; ")}` });
+      }
       if (process.env.BRINE_BENCH_MALLOC_TRIM) {
         rows.push(
           trimmedKb === undefined

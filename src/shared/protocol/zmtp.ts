@@ -161,15 +161,19 @@ export function readProperties(data: Buffer): Map<string, Buffer> | undefined {
 
 /**
  * A peer's subscriptions, counted as libzmq counts them (subscribing twice to a topic takes two cancels), and
- * matched as prefixes of a message's first frame.
+ * matched as prefixes of a message's first frame. Every connection's session has one, so it holds nothing until a
+ * topic comes: a ROUTER's peers and Salt's minions without zmq_filtering (a subscription to "", a counter) never
+ * make its map (an empty Map and its table are ~180 B, two connections per minion: issue 17). A topic is kept once,
+ * as its latin1 string (no Buffer, which would be a slice of Buffer's shared pool kept alive per minion).
  */
 export class Subscriptions {
-  private readonly topics = new Map<string, { topic: Buffer; n: number }>();
+  /** topic (latin1) → subscriptions to it; made at the first topic, dropped with the last */
+  private topics: Map<string, number> | undefined;
   /** a subscription to "" (everything): Salt's minions without zmq_filtering */
   private all = 0;
 
   get size(): number {
-    return this.topics.size + (this.all > 0 ? 1 : 0);
+    return (this.topics?.size ?? 0) + (this.all > 0 ? 1 : 0);
   }
 
   add(topic: Buffer): void {
@@ -178,9 +182,8 @@ export class Subscriptions {
       return;
     }
     const key = topic.toString("latin1");
-    const t = this.topics.get(key);
-    if (t) t.n++;
-    else this.topics.set(key, { topic: Buffer.from(topic), n: 1 });
+    this.topics ??= new Map();
+    this.topics.set(key, (this.topics.get(key) ?? 0) + 1);
   }
 
   remove(topic: Buffer): void {
@@ -189,29 +192,39 @@ export class Subscriptions {
       return;
     }
     const key = topic.toString("latin1");
-    const t = this.topics.get(key);
-    if (!t) return;
-    if (--t.n === 0) this.topics.delete(key);
+    const n = this.topics?.get(key);
+    if (n === undefined) return;
+    if (n > 1) this.topics!.set(key, n - 1);
+    else {
+      this.topics!.delete(key);
+      if (this.topics!.size === 0) this.topics = undefined;
+    }
   }
 
   has(topic: Buffer): boolean {
-    return topic.length === 0 ? this.all > 0 : this.topics.has(topic.toString("latin1"));
+    return topic.length === 0 ? this.all > 0 : this.topics?.has(topic.toString("latin1")) === true;
   }
 
   /** The peer's distinct topics ("" for a subscription to everything). */
   *distinct(): IterableIterator<Buffer> {
     if (this.all > 0) yield Buffer.alloc(0);
-    for (const { topic } of this.topics.values()) yield topic;
+    if (this.topics) for (const key of this.topics.keys()) yield Buffer.from(key, "latin1");
   }
 
   /** Whether a message whose first frame is `first` goes to this peer. */
   wants(first: Uint8Array): boolean {
     if (this.all > 0) return true;
-    for (const { topic } of this.topics.values()) {
-      if (topic.length <= first.length && Buffer.compare(topic, first.subarray(0, topic.length)) === 0) return true;
-    }
+    if (!this.topics) return false;
+    for (const key of this.topics.keys()) if (isPrefix(key, first)) return true;
     return false;
   }
+}
+
+/** Whether the latin1 string `key` is a prefix of `bytes`. */
+function isPrefix(key: string, bytes: Uint8Array): boolean {
+  if (key.length > bytes.length) return false;
+  for (let i = 0; i < key.length; i++) if (key.charCodeAt(i) !== bytes[i]) return false;
+  return true;
 }
 
 /**

@@ -43,6 +43,7 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { dataTypeOf } from "../../shared/minion-placement.js";
 import { PlacedAddresses, type ClusterMinions } from "../../lib/targeting/cluster.js";
 import { MasterPubSigner } from "../../lib/pki/master-sign.js";
+import { VerifiedToks } from "./verified-toks.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
 export const acceptedKeyCacheTtlMs = 1000;
@@ -160,8 +161,8 @@ export class MasterContext {
   readonly loadSpansOpts = { spans: this.loadSpans };
   /** per-minion OAEP ciphertexts of the AES and session keys, reused across sign-ins */
   readonly authCiphers = new AuthCipherCache();
-  /** minion id → tok bytes already verified against its current key (X9.31 is deterministic) */
-  readonly verifiedToks = new Map<string, { tok: Buffer; pem: string }>();
+  /** per minion, the tok already verified against its current key (X9.31 is deterministic) */
+  readonly verifiedToks = new VerifiedToks();
   private aesCache: { gen: number; c: Crypticle } | undefined;
   private readonly cliKeyCache = new Map<string, { mtimeMs: number; key: string }>();
   private authenticator: Authenticator | undefined;

@@ -88,17 +88,13 @@ function checkTok(ctx: MasterContext, id: string, tok: WireValue | undefined): b
     log.warning(`Salt minion claiming to be ${id} attempted to communicate with master, but key could not be read and verification was denied.`);
     return false;
   }
-  const seen = ctx.verifiedToks.get(id);
-  if (seen && seen.pem === pem && seen.tok.equals(tokBytes)) return true;
+  if (ctx.verifiedToks.has(id, pem, tokBytes)) return true;
   const key = ctx.minionPublicKey(id);
   if (!key || !x931Verify(key, tokBytes, SALT)) {
     log.error(`Minion token did not validate: ${id}`);
     return false;
   }
-  // a copy of its own (Buffer.from would slice the shared 8 KiB pool, and a kept slice keeps its whole chunk alive)
-  const kept = Buffer.alloc(tokBytes.length);
-  tokBytes.copy(kept);
-  ctx.verifiedToks.set(id, { tok: kept, pem });
+  ctx.verifiedToks.add(id, pem, tokBytes);
   return true;
 }
 
