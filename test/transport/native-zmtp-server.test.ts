@@ -291,3 +291,44 @@ test("a watcher is told of each subscriber past its handshake and of its leaving
     pub.close();
   }
 });
+
+test("the accepted sockets of a port share their listeners: no closure is made per connection", async () => {
+  class Router extends NativeRouter {
+    sockets(): net.Socket[] {
+      return [...this.conns.keys()];
+    }
+  }
+  class Publisher extends NativePublisher {
+    sockets(): net.Socket[] {
+      return [...this.conns.keys()];
+    }
+  }
+  const rport = await freePort();
+  const pport = await freePort();
+  const router = new Router({ backlog: 10 }, (frames) => router.push([frames[0]!, Buffer.alloc(0), Buffer.from("ok")]));
+  const pub = new Publisher({ backlog: 10 }, 1000);
+  await router.bind(`tcp://127.0.0.1:${rport}`);
+  await pub.bind(`tcp://127.0.0.1:${pport}`);
+  router.start();
+  const req = (i: number) => rawPeer(rport, [greeting(), readyCommand("REQ"), encodeMessage([Buffer.alloc(0), Buffer.from(`q${i}`)])]);
+  const sub = () => rawPeer(pport, [greeting(), readyCommand("SUB"), encodeCommand("SUBSCRIBE", Buffer.alloc(0))]);
+  const peers = [req(1), req(2), sub(), sub()];
+  try {
+    await until(() => router.sent === 2 && pub.subscribers === 2, 5_000, "two answered requests and two subscribers");
+    for (const server of [router, pub]) {
+      const [a, b] = server.sockets();
+      assert.ok(a && b, "two connections");
+      for (const ev of ["data", "error", "close", "drain"]) {
+        const la = a.listeners(ev);
+        assert.equal(la.length, 1, `one ${ev} listener`);
+        assert.equal(la[0], b.listeners(ev)[0], `the same ${ev} listener on both connections of the ${server.role}`);
+      }
+    }
+    for (const p of peers) p.sock.destroy();
+    await until(() => router.sockets().length === 0 && pub.sockets().length === 0 && pub.subscribers === 0, 5_000, "the connections forgotten once closed");
+  } finally {
+    for (const p of peers) p.sock.destroy();
+    router.close();
+    pub.close();
+  }
+});
