@@ -4,8 +4,10 @@
  * version's (`afterTimeout`):
  * - `"reopen"` (3007.x `RequestClient`): the socket is closed and a new one opened before the request is sent
  *   again (a REQ socket cannot send twice without a reply): every try of a timed-out request is a new TCP
- *   connection. Salt's send/receive loop notices the timed-out request on its next 300 ms poll of the socket,
+ *   connection, and after the last try one more is opened that carries nothing until the next request or the
+ *   channel's close. Salt's send/receive loop notices the timed-out request on its next 300 ms poll of the socket,
  *   so the new connection comes up to `reopenDelayMaxMs` after the timeout (random in [0, max]; 0 by default).
+ *   Without `afterTimeout` the transport reopens as 3007.x does, minus that last connection.
  * - `"wait"` (3006.8 `AsyncReqMessageClient`): the socket is kept. A try that timed out still holds it until its
  *   reply comes (which is then dropped); each later try waits for it under its own timer, and every try queued
  *   meanwhile is still sent in its turn after the reply before it, timed out or not (Salt's `_send_recv` takes
@@ -164,7 +166,16 @@ export class ZmqReqTransport implements ReqTransport {
         }
         this.timedOut(opts, attempt, tries);
         const delayMax = this.opts.reopenDelayMaxMs ?? 0;
-        if (delayMax > 0 && attempt < tries) await new Promise<void>((r) => this.timer.after(Math.floor(Math.random() * (delayMax + 1)), r));
+        if (delayMax > 0) await new Promise<void>((r) => this.timer.after(Math.floor(Math.random() * (delayMax + 1)), r));
+        if (attempt === tries && this.opts.afterTimeout === "reopen" && !this.closed) {
+          // 3007.x reopens after the last try too (its send/receive loop does not know it was the last): a new
+          // connection that carries nothing, until the channel is closed or its next request (seen from a real minion)
+          try {
+            this.socket();
+          } catch {
+            // no socket now: the next request makes one
+          }
+        }
       }
     }
     throw new BrineError("MINION_REQ_TIMEOUT", `${tries} × ${opts.timeoutMs} ms`);

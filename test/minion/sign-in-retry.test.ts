@@ -2,8 +2,9 @@
  * A minion's sign-in under a master that does not answer in time, as Salt's minions retry it (salt/crypt.py
  * `AsyncAuth._authenticate`/`sign_in`, salt/transport/zeromq.py, salt/minion.py `_connect_minion`), seen from a
  * ROUTER the test controls (brine's own ZMTP server, which says which connection each request came on):
- * - 3007.x: one payload sent `auth_tries` times, each try on a new connection; once all timed out, a new sign-in
- *   (new nonce, new connection) after `acceptance_wait_time`;
+ * - 3007.x: one payload sent `auth_tries` times, each try on a new connection (and one more, idle, after the last);
+ *   once all timed out, a new sign-in (new nonce, new connection) after `acceptance_wait_time` — what a real 3007.x
+ *   minion did against a master that never answers (bench/RESULTS.md, "An auth storm");
  * - 3006.8: the tries of one payload stay on one connection, each sent after the reply to the one before;
  * - a reply that is not a sign-in reply (a busy master's `{"error": …}`) ends the sign-in: a new one, on a new
  *   channel, after `acceptance_wait_time`.
@@ -78,6 +79,9 @@ test("a 3007 minion sends a timed-out sign-in again on a new connection each try
     assert.equal(first.length, o.tries, "the first payload was sent once per try");
     assert.equal(new Set(first.map((s) => s.conn)).size, o.tries, "each try on a connection of its own");
     assert.ok(!first.some((s) => second.some((t) => t.conn === s.conn)), "the next sign-in on a new connection too");
+    // routing ids count connections: like a real 3007 minion, one more connection is opened after the last try's
+    // timeout and carries nothing (its channel is closed), so the next sign-in's is the second one after
+    assert.equal((second[0]!.conn - first[first.length - 1]!.conn) >>> 0, 2, "one idle connection between the two sign-ins");
     const gap = second[0]!.at - first[first.length - 1]!.at;
     assert.ok(gap >= o.timeoutMs + o.waitMs - 60, `the next sign-in came after the last try's timeout and acceptance_wait_time (${gap.toFixed(0)} ms)`);
   } finally {
