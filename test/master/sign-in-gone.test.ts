@@ -13,6 +13,9 @@ import { ConnBoard, connBoardSlots } from "../../src/shared/conn-board.js";
 import { startTestMaster } from "../helpers/master.js";
 import { scrapeMetrics } from "../helpers/metrics.js";
 import { testKeys } from "../helpers/minions.js";
+import * as zmq from "zeromq";
+import { NativeRouter } from "../../src/main-thread/zmtp-server.js";
+import { freePort } from "../../tools/free-port.js";
 
 test("the conn board calls a connection gone only after its own close, never a live one that shares its slot", () => {
   const b = new ConnBoard();
@@ -79,5 +82,29 @@ test("sign-ins whose connections closed while they waited are answered without w
   } finally {
     for (const c of [...busy, ...gone]) c.close();
     await tm.stop();
+  }
+});
+
+test("a REQ peer that closes while its request is in flight is known gone at once, its request still unanswered", async () => {
+  const port = await freePort();
+  const board = new ConnBoard();
+  const seen: number[] = [];
+  const router = new NativeRouter({ backlog: 16 }, (frames) => seen.push(frames[0]!.readUInt32BE(1)), board);
+  await router.bind(`tcp://127.0.0.1:${port}`);
+  router.start();
+  const req = new zmq.Request({ linger: 0 });
+  try {
+    req.connect(`tcp://127.0.0.1:${port}`);
+    await req.send(Buffer.from("a sign-in nobody answers"));
+    const end = Date.now() + 5_000;
+    while (seen.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(seen.length, 1, "the request reached the router");
+    assert.equal(board.gone(seen[0]!), false, "open while its minion waits");
+    req.close(); // the minion gave up: 3007.x closes the connection and resends on a new one
+    while (!board.gone(seen[0]!) && Date.now() < end + 5_000) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(board.gone(seen[0]!), true, "the close was seen while the request was still unanswered");
+  } finally {
+    if (!req.closed) req.close();
+    router.close();
   }
 });
