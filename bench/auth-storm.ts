@@ -10,6 +10,7 @@
  *
  * - `BRINE_BENCH_STORM_SIZES=5000,9500` chooses the sizes (default 1,000; `--full` 1,000 and 5,000). At 2 fds per
  *   minion the box's 20,000-descriptor limit allows ~9,900 minions on one master process (bench/RESULTS.md).
+ * - `BRINE_BENCH_STORM_MASTER_CPUS=0` runs the master on those CPUs only (taskset).
  * - `BRINE_BENCH_STORM_EXTERNAL=RETPORT:PID` runs the storm against a master already running on 127.0.0.1 (the
  *   Python master of ../shared/real-salt, `auto_accept: True`), its CPU read from PID's process tree; no ping.
  */
@@ -138,7 +139,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       continue;
     }
     const metricsPort = await freePort();
-    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort } });
+    const cpus = process.env.BRINE_BENCH_STORM_MASTER_CPUS;
+    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort } }, cpus ? { cpus } : {});
     try {
       out.push(...(await stormOn(n, { retPort: m.retPort, pid: m.pid, label: "brine", m, metricsPort })));
     } finally {

@@ -220,6 +220,7 @@ export class MasterServer {
 
     this.publishPort = new PublishPort(c, this.secrets.sab);
     this.requestPort = new RequestPort(c, (body, tag, conn) => this.lanes!.submit(body, tag, undefined, conn), () => this.stopping, connBoard, () => this.secrets.generation());
+    if (c.brine_worker_nice > 0 && process.platform !== "linux") log.warning(`brine_worker_nice (${c.brine_worker_nice}) is ignored on ${process.platform}: a thread's own priority is Linux's`);
     this.lanes = new RequestLanes<RequestTag>(c, shared, (out) =>
       applyBatchResult(out, {
         bus: (frames) => this.bus.publish(frames),

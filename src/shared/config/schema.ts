@@ -300,6 +300,7 @@ export const MasterConfigSchema = Type.Object(
     brine_clear_request_bytes_max: int(1024 * 1024, 64 * 1024, 64 * 1024 * 1024, "largest clear request (a CLI publish with its arguments, a runner or wheel call) taken from the request port; over 64 KiB one is decoded with at most 65,536 elements, over this bound it is refused before any container in it is read", { unit: "bytes" }),
     brine_session_table_minions: int(100_000, 1, 10_000_000, "minions whose session key the request threads share in one table (src/shared/session-table.ts: 256 bytes each, resident only as minions are stored); past it each thread reads the key file of a minion its own 512 entries do not hold", { unit: "minions" }),
     brine_auth_stale_ms: int(4500, 0, 3_600_000, "a sign-in that waited longer is answered retry-later unworked (0: never)", { unit: "ms" }),
+    brine_worker_nice: int(0, 0, 19, "the request threads run this much nicer than the main thread (Linux: a thread's own nice), so the thread that accepts connections, reads requests and writes replies waits less behind RSA and job-cache work; 0: the same priority; ignored elsewhere (warned)", { unit: "nice steps" }),
     brine_lmdb_map_bytes: int(8 * GiB, 1024 * 1024, 2 ** 44, "LMDB map size", { unit: "bytes" }),
     brine_salt_job_files: bool(true, "also write each job's load where Salt's own tools look (cachedir/jobs, the local_cache layout)"),
     brine_lmdb_dir: optStr("brine's LMDB environment", { docDefault: "<cachedir>/brine-lmdb" }),

@@ -27,6 +27,7 @@ import { pruneSaltJobFiles, saltJobFilesOn } from "../../lib/store/salt-job-file
 import { answerHeapProbes } from "../../shared/heap-probe.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { ConnBoard } from "../../shared/conn-board.js";
+import { getPriority, setPriority } from "node:os";
 
 interface WorkerInit {
   cfg: MasterConfig;
@@ -43,6 +44,7 @@ const staleLog = new LogBudget(1, 10_000, (line) => log.warning(line), "stale si
 /** sign-ins whose connection had closed: one line per 10 s (a 3007.x minion closes one at every timed-out try) */
 const goneLog = new LogBudget(1, 10_000, (line) => log.info(line), "sign-in batches with closed connections");
 configureLogging(init.log);
+lowerThisThread(init.cfg.brine_worker_nice);
 answerHeapProbes("request");
 const ctx = new MasterContext(init.cfg, init.shared);
 /** the request port's closed connections (native transport): a clear-lane frame from one is not worked on */
@@ -173,6 +175,20 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     finish({ replies: [], seq: seq++, indices: [], streamed: true, ...takeEffects(fx) });
   }, batchHoldMsMax);
   return result;
+}
+
+/**
+ * `brine_worker_nice`: this thread (only it: Linux keeps a nice value per thread, `setpriority(PRIO_PROCESS, 0)` from
+ * a thread sets that thread's) runs `steps` nicer than it started (the main thread's nice, inherited at its spawn).
+ * Elsewhere the call would change the whole process: not done (the main thread warns at start).
+ */
+function lowerThisThread(steps: number): void {
+  if (!steps || process.platform !== "linux") return;
+  try {
+    setPriority(0, Math.min(19, getPriority(0) + steps));
+  } catch (e) {
+    log.warning(`brine_worker_nice: this request thread keeps its priority: ${(e as Error).message}`);
+  }
 }
 
 /** a reply that went in a part (the array is not kept holding its bytes) */
