@@ -10,7 +10,8 @@
  *
  * - `BRINE_BENCH_STORM_SIZES=5000,9500` chooses the sizes (default 1,000; `--full` 1,000 and 5,000). At 2 fds per
  *   minion the box's 20,000-descriptor limit allows ~9,900 minions on one master process (bench/RESULTS.md).
- * - `BRINE_BENCH_STORM_MASTER_CPUS=0` runs the master on those CPUs only (taskset).
+ * - `BRINE_BENCH_STORM_MASTER_CPUS=0` runs the master on those CPUs only (taskset); `BRINE_BENCH_STORM_WORKER_NICE=5`
+ *   with that `brine_worker_nice`.
  * - `BRINE_BENCH_STORM_EXTERNAL=RETPORT:PID` runs the storm against a master already running on 127.0.0.1 (the
  *   Python master of ../shared/real-salt, `auto_accept: True`), its CPU read from PID's process tree; no ping.
  */
@@ -99,7 +100,8 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
   const payloads = [...c.authResults.values()].reduce((a, b) => a + b, 0);
   const timedOutTries = c.timeouts.get("_auth") ?? 0;
   const cpuS = cpuAtLast - cpu0;
-  const note = `${target.label}, ${n} minions started at once in ${procs} swarm procs (Salt's retry: auth_timeout 5 s × 7, acceptance_wait_time 10 s), load ${load0} -> ${load1}`;
+  const nice = process.env.BRINE_BENCH_STORM_WORKER_NICE;
+  const note = `${target.label}, ${n} minions started at once in ${procs} swarm procs (Salt's retry: auth_timeout 5 s × 7, acceptance_wait_time 10 s)${nice ? `, brine_worker_nice ${nice}` : ""}, load ${load0} -> ${load1}`;
   const rows: BenchRow[] = [
     { figure: `storm ${n} (${target.label}): signed in`, value: accepted.length, unit: "minions", target: n, better: "higher", note: `${note}; start failures ${JSON.stringify(Object.fromEntries(c.startFailures))}` },
     { figure: `storm ${n} (${target.label}): all signed in within`, value: Math.round(lastS * 10) / 10, unit: "s", better: "lower", note: accepted.length < n ? `only ${accepted.length} of ${n}: the time of the last one` : "from the start of all to the last accepted sign-in" },
@@ -140,7 +142,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     }
     const metricsPort = await freePort();
     const cpus = process.env.BRINE_BENCH_STORM_MASTER_CPUS;
-    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort } }, cpus ? { cpus } : {});
+    const nice = Number(process.env.BRINE_BENCH_STORM_WORKER_NICE ?? 0);
+    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort }, ...(nice ? { brine_worker_nice: nice } : {}) }, cpus ? { cpus } : {});
     try {
       out.push(...(await stormOn(n, { retPort: m.retPort, pid: m.pid, label: "brine", m, metricsPort })));
     } finally {

@@ -209,7 +209,7 @@ abstract class ZmtpServer<C extends Conn> {
 
   private sweepHandshakes(nowMs: number, handshakeMs: number): void {
     for (const c of this.handshaking) {
-      if (nowMs - c.openedMs > handshakeMs) this.refuse(c, `no ZMTP handshake within ${handshakeMs} ms`);
+      if (nowMs - c.openedMs > handshakeMs) this.refuse(c, `no ZMTP handshake within ${handshakeMs} ms (${c.sock.bytesRead} bytes read from it)`);
     }
   }
 }
