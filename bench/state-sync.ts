@@ -1,7 +1,10 @@
 /**
  * State-sync transfers (issue 15): two state-sync engines, each in a process of its own (forked from this file
  * with `--state-sync-side`), the peer channel replaced by this process relaying their messages and counting the
- * payload bytes each way, so the figures are the protocol's, not the transport's:
+ * payload bytes each way and what the peer channel adds around each (its message body and a sealed frame of its
+ * own: the most it adds), by kind of request. Keys are distinct (a random modulus each) and files random bytes, so
+ * the deflated replies (src/workers/state-sync/wire.ts) gain on keys what they would on real ones and nothing on
+ * the files (their worst case):
  *
  * - a master joining: pulls N keys and F files of roots (1k keys and 500 files / 20 MB; `--full`: 10k keys and
  *   5k files / 200 MB, the issue's join figure) from a peer: seconds, bytes on the wire against the content
@@ -391,7 +394,7 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
     const wire = wireOf(counter);
     const pulled = { ...counter, byOp: structuredClone(counter.byOp) };
     // one file changed at the source (keys only: one key deleted), then the same pull again
-    if (files) writeFileSync(path.join(aRoot, "srv", "salt", "d0000", "f0.sls"), Buffer.alloc(per, 1));
+    if (files) writeFileSync(path.join(aRoot, "srv", "salt", "d0000", "f0.sls"), randomBytes(per));
     else rmSync(path.join(aRoot, "pki", "minions", "m-000000"));
     Object.assign(counter, newCounter());
     const again = await syncFrom(b, "a", channels);

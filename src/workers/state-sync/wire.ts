@@ -12,7 +12,11 @@
  * - An asker says it reads deflated replies with `z: 1` in its request (a server of an earlier version ignores the
  *   field and answers in plain CBOR, which `unpackReply` reads as before).
  * - A reply to such an asker is `{z: <deflate-raw of the reply's CBOR>}` when that is smaller by at least 1/16th;
- *   else the plain CBOR (a batch of content that does not compress costs its deflate once, and no bytes).
+ *   else the plain CBOR. A reply longer than deflateSampleBytes is first judged by its first deflateSampleBytes: if
+ *   they do not shrink by 1/16th the reply is sent plain without deflating the rest (a batch of small files that do
+ *   not compress, random or already compressed, cost a deflate of every byte for nothing: +240 µs an item on a
+ *   join of 41 KiB files). A batch whose first items do not compress and the rest would is sent plain: a missed
+ *   saving, never a wrong reply.
  * - Ranges of large items are not deflated (`compress: false`): large files are mostly compressed already (archives,
  *   images), and deflating 512 KiB of such bytes costs milliseconds for nothing.
  * - A deflated reply that inflates past replyInflatedBytesMax is refused (a malformed reply), never inflated whole.
@@ -24,6 +28,8 @@ import { cbor } from "../../shared/cbor.js";
 export const deflateLevel = 1;
 /** Replies shorter than this are sent as they are, bytes. */
 export const deflateMinBytes = 256;
+/** A longer reply is deflated only if its first this many bytes shrink (see the header), bytes. */
+export const deflateSampleBytes = 8 * 1024;
 /**
  * The largest reply a deflated one may inflate to, bytes: a manifest page (pageItemsMax entries of paths up to
  * itemPathBytesMax) or a batch of chunkBytesMax plus framing stays well below.
@@ -34,9 +40,14 @@ export const replyInflatedBytesMax = 8 * 1024 * 1024;
 export function packReply(reply: unknown, deflate: boolean): Uint8Array {
   const plain = cbor.encode(reply) as Uint8Array;
   if (!deflate || plain.byteLength < deflateMinBytes) return plain;
+  if (plain.byteLength > deflateSampleBytes && !pays(plain.subarray(0, deflateSampleBytes), deflateRawSync(plain.subarray(0, deflateSampleBytes), { level: deflateLevel }))) return plain;
   const z = deflateRawSync(plain, { level: deflateLevel });
-  if (z.byteLength > plain.byteLength - (plain.byteLength >> 4)) return plain;
-  return cbor.encode({ z }) as Uint8Array;
+  return pays(plain, z) ? (cbor.encode({ z }) as Uint8Array) : plain;
+}
+
+/** Whether `z` is smaller than `plain` by at least 1/16th. */
+function pays(plain: Uint8Array, z: Uint8Array): boolean {
+  return z.byteLength <= plain.byteLength - (plain.byteLength >> 4);
 }
 
 /** A reply as sent by packReply (deflated or not) or by a server of an earlier version (plain CBOR). */
