@@ -428,7 +428,9 @@ async function memory(items: number): Promise<BenchRow[]> {
   const r = await pull(0, items, items * 256, 1000);
   const label = `${items.toLocaleString("en-US")} files of 256 B`;
   return [
-    { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower" },
+    { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower", note: `load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} at the end` },
+    { figure: `puller's process CPU per item, ${label}`, value: r.puller.cpu / items, unit: "µs", better: "lower", note: "user + system, all its threads" },
+    { figure: `server's process CPU per item, ${label}`, value: r.server.cpu / items, unit: "µs", better: "lower", note: "user + system, all its threads (its first scan included)" },
     { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
     { figure: `puller's VmHWM growth, ${label}`, value: mib(r.puller.hwm - r.puller.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
     { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB, sampled every 20 ms` },

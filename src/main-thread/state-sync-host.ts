@@ -43,10 +43,18 @@ export const mirrorBacklogBytesMax = 256 * 1024 * 1024;
  * whose semi-spaces V8 grows from 1 to 16 MiB under a long run of short-lived allocations (the promises, strings and
  * small buffers of each item).
  * - young generation 3 MiB (semi-spaces of 1 MiB, V8's starting size, never grown): this thread's per-item garbage
- *   dies young, so a small young generation is scavenged often and cheaply, and RSS stops following a pull's length;
+ *   dies young, so a small young generation is scavenged often and cheaply (a larger bound changes nothing measurable:
+ *   V8 grows the semi-spaces only when much survives, and little does);
  * - old generation 512 MiB: far above what the thread retains (~12 MiB) and above the mirror's backlog bound
  *   (mirrorBacklogBytesMax; those bytes are ArrayBuffers, outside V8's heap), so reaching it means a leak; with a
  *   bound this size V8 also grows the old generation by a factor of about 1.4 between collections instead of 4.
+ * What still follows a pull's length is the old generation's garbage up to V8's next mark-compact, which V8 starts at
+ * about what is live plus 8 MiB (its minimum growing step; only a bound near the live size moves it, halfway to the
+ * bound): the objects of each page and batch in flight live across scavenges and are promoted (~350 B an item, V8's
+ * allocation sampling of what survived the young generation, 10k pull), so a pull of 10k items or more reaches that
+ * plateau and a 1k pull does not. A bound of ~20 MiB would cap it, but the mirror decodes each forwarded job event
+ * whole in this heap: under 24 MiB the thread ends on a single 16 MiB return (8 MiB passes), under 32 MiB on a 32 MiB
+ * one, and a frame may be 64 MiB (frameBytesMax). bench/RESULTS.md, session 11.
  * Reaching the old generation's bound ends the thread (ERR_WORKER_OUT_OF_MEMORY): MirrorThread restarts it with backoff
  * (docs/ARCHITECTURE.md "When a thread fails"), the rest of the master keeps serving.
  */
