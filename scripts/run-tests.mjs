@@ -5,7 +5,7 @@
 // Node 20's --test takes no globs, so the files are listed here, longest first: test/durations.json holds each
 // file's last recorded duration (ms), files it does not name run first (in name order), so that the run does not
 // end on one long cluster test alone. `--record` merges this run's durations into test/durations.json.
-//   node scripts/run-tests.mjs [--record] [substring of a test path]
+//   node scripts/run-tests.mjs [--record] [substring of a test path ...]  (a file runs when its path has any of them)
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,21 +29,21 @@ function collect(dir, out) {
 
 const args = process.argv.slice(2);
 const record = args.includes("--record");
-const filter = args.find((a) => a !== "--record");
+const filters = args.filter((a) => a !== "--record");
 /** test/x.test.ts for dist/test/x.test.js */
 const sourceOf = (f) => f.replace(/^dist[\\/]/, "").replace(/\.js$/, ".ts").split("\\").join("/");
 // a compiled test whose source was deleted or renamed stays in dist/ until it is cleaned: run only those
 // with a source, so a stale copy can neither fail nor skip the run
 const known = existsSync(DURATIONS) ? JSON.parse(readFileSync(DURATIONS, "utf8")) : {};
 const files = collect("dist/test", [])
-  .filter((f) => existsSync(sourceOf(f)) && (!filter || f.includes(filter)))
+  .filter((f) => existsSync(sourceOf(f)) && (filters.length === 0 || filters.some((x) => f.includes(x))))
   .sort()
   .sort((a, b) => {
     const [da, db] = [known[sourceOf(a)] ?? Infinity, known[sourceOf(b)] ?? Infinity];
     return da === db ? 0 : db > da ? 1 : -1;
   });
 if (files.length === 0) {
-  console.error("no test files found under dist/test");
+  console.error(`no test files found under dist/test${filters.length ? ` matching ${filters.join(", ")}` : ""}`);
   process.exit(1);
 }
 const tmp = mkdtempSync(join(tmpdir(), "brine-test-durations-"));
