@@ -28,7 +28,7 @@
  * bounds in MiB instead of the master's. In the keys part, ITEMS=n adds a run at n keys after its others.
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { createPublicKey, generateKeyPairSync, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -41,6 +41,7 @@ import { summarizeSmaps } from "../src/shared/smaps.js";
 import type { FromEngine, PeerReport, ToEngine } from "../src/workers/state-sync/messages.js";
 import { cbor } from "../src/shared/cbor.js";
 import { BODY, DATA_OVERHEAD_BYTES, encodeBody } from "../src/workers/raft/peer/framing.js";
+import { distinctMinionKeys } from "../tools/distinct-keys.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
 function cfgOf(name: string, root: string): MasterConfig {
@@ -325,21 +326,6 @@ function writeRoots(root: string, files: number, per: number, perDir: number): n
   return files * per;
 }
 
-/**
- * `n` distinct RSA public keys in PEM as minions make them: a real 2048-bit key's DER with a fresh random modulus each
- * (making real keys costs ~50 ms each). Until session 11 the bench wrote one key n times, which deflate would shrink to
- * nothing.
- */
-function minionKeys(n: number): Buffer[] {
-  const der = createPublicKey(generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey).export({ type: "spki", format: "der" });
-  const at = der.indexOf(Buffer.from([0x02, 0x82, 0x01, 0x01, 0x00])) + 5;
-  return Array.from({ length: n }, () => {
-    const d = Buffer.from(der);
-    randomBytes(256).copy(d, at);
-    d[at]! |= 0x80;
-    return Buffer.from(createPublicKey({ key: d, format: "der", type: "spki" }).export({ type: "spki", format: "pem" }) as string);
-  });
-}
 
 interface Run {
   /** each side's state-sync manifest environment (data.mdb), allocated bytes at the end of the pull */
@@ -364,7 +350,7 @@ async function pull(keys: number, files: number, bytes: number, perDir: number):
       const acc = path.join(aRoot, "pki", "minions");
       mkdirSync(acc, { recursive: true });
       for (let i = 0; i < keys; i += 1000) {
-        const pubs = minionKeys(Math.min(1000, keys - i));
+        const pubs = distinctMinionKeys(Math.min(1000, keys - i));
         pubs.forEach((pub, j) => writeFileSync(path.join(acc, `m-${String(i + j).padStart(6, "0")}`), pub));
         content += pubs.reduce((n, b) => n + b.byteLength, 0);
       }

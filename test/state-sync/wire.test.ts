@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createHash, createPublicKey, generateKeyPairSync, randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,24 +20,14 @@ import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
 import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-sync/messages.js";
 import { deflateMinBytes, deflateSampleBytes, packReply, replyInflatedBytesMax, unpackReply } from "../../src/workers/state-sync/wire.js";
 import { DATA_OVERHEAD_BYTES, encodeBody, BODY } from "../../src/workers/raft/peer/framing.js";
+import { distinctMinionKeys } from "../../tools/distinct-keys.js";
 
 const enc = (v: unknown) => cbor.encode(v) as Uint8Array;
 const dec = (b: Uint8Array) => cbor.decode(b) as unknown;
 
-/** `n` distinct RSA public keys in PEM, as minions make them (a real key's DER with a fresh random modulus each: making 2048-bit keys takes ~50 ms each). */
-function minionKeys(n: number): Buffer[] {
-  const der = createPublicKey(generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey).export({ type: "spki", format: "der" });
-  const at = der.indexOf(Buffer.from([0x02, 0x82, 0x01, 0x01, 0x00])) + 5;
-  return Array.from({ length: n }, () => {
-    const d = Buffer.from(der);
-    randomBytes(256).copy(d, at);
-    d[at]! |= 0x80;
-    return Buffer.from(createPublicKey({ key: d, format: "der", type: "spki" }).export({ type: "spki", format: "pem" }) as string);
-  });
-}
 
 test("a reply is deflated only for an asker that reads it, only when that pays, and reads back the same either way", () => {
-  const keys = minionKeys(64);
+  const keys = distinctMinionKeys(64);
   const batch = { pieces: keys.map((data) => ({ data })) };
   const rows: [string, unknown, boolean, "deflated" | "plain"][] = [
     ["a batch of keys, the asker reads deflated replies", batch, true, "deflated"],
@@ -159,7 +149,7 @@ function accepted(root: string): Record<string, string> {
 
 test("a keys-only join puts at most 1.05× the keys' bytes on the wire, framing and seal counted; a puller of an earlier version gets plain replies and the same keys", { timeout: 120_000 }, async (t) => {
   const top = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-wire-"));
-  const keys = minionKeys(600);
+  const keys = distinctMinionKeys(600);
   const serverRoot = path.join(top, "server");
   mkdirSync(path.join(serverRoot, "pki", "minions"), { recursive: true });
   keys.forEach((k, i) => writeFileSync(path.join(serverRoot, "pki", "minions", `minion-${String(i).padStart(4, "0")}.example.org`), k));
