@@ -18,7 +18,7 @@
 import type { MessagePort } from "node:worker_threads";
 import { BrineError } from "../shared/errors.js";
 import { BANKS, KEY_CHANNELS } from "../workers/state-sync/manifest.js";
-import { pullTimeoutMs, type EngineCall, type PeerReport, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/messages.js";
+import { pullTimeoutMs, restartWaitForCallMsMax, type EngineCall, type PeerReport, type RunnerAnswer, type RunnerAsk } from "../workers/state-sync/messages.js";
 import { MINION_BANK_NAMES, type MinionAnswer, type MinionBank, type PullReport } from "../shared/minion-placement.js";
 import { getLogger } from "../shared/log.js";
 import type { RaftClient } from "../workers/raft/client.js";
@@ -32,6 +32,11 @@ export const COLLECT_BANKS_DEFAULT = ["jobs/loads", "jobs/minions", "jobs/endtim
 export const collectStallMs = 60_000;
 /** What a runner waits for the state-sync thread beyond a peer's own pull timeout, ms. */
 const callMarginMs = 30_000;
+/**
+ * What a runner waits for its call's answer, ms: a peer's pull, then (the thread ended under it) the wait for the next
+ * thread and the same pull asked again (StateSyncLink.runnerCall), and a margin.
+ */
+const callWaitMsMax = 2 * pullTimeoutMs + restartWaitForCallMsMax + callMarginMs;
 
 const log = getLogger("brine.runner.cluster");
 let nextId = 1;
@@ -56,8 +61,8 @@ export function askStateSync(port: MessagePort, call: EngineCall): Promise<unkno
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
       done();
-      reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${(pullTimeoutMs + callMarginMs) / 1000} s`));
-    }, pullTimeoutMs + callMarginMs);
+      reject(new BrineError("STATE_SYNC_UNAVAILABLE", `no answer from the state-sync thread within ${callWaitMsMax / 1000} s`));
+    }, callWaitMsMax);
     const on = (m: RunnerAnswer) => {
       if (m?.id !== id) return;
       done();

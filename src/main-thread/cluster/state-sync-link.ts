@@ -25,14 +25,12 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { portError, revivePortError } from "../../shared/port-calls.js";
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
-import type { EngineCall, FromEngine, PeerReport, RunnerAnswer, RunnerAsk, ToEngine } from "../../workers/state-sync/messages.js";
+import { restartWaitForCallMsMax, type EngineCall, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../workers/state-sync/messages.js";
 
 const log = getLogger("brine.cluster.state-sync");
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "state-sync notes");
 
 export const STATE_SYNC_CHANNEL = "cl/state-sync";
-/** A runner's call waits this long for the next state-sync thread before it fails, ms: beyond the host's longest restart delay (60 s). */
-export const restartWaitForCallMsMax = 90_000;
 
 /** What the link needs of the peer channel (ClusterService's filtered view). */
 export interface StateSyncChannel {

@@ -21,6 +21,11 @@ export const rangeAttemptsMax = 3;
 export const requestTimeoutMs = 30_000;
 /** A peer's whole pull of our roots (sync_roots waits this long for each peer), ms. */
 export const pullTimeoutMs = 10 * 60_000;
+/**
+ * A runner's call the state-sync thread did not answer because it ended waits this long for the next thread before the
+ * link fails it (StateSyncLink.runnerCall), ms: beyond the host's longest restart delay (60 s).
+ */
+export const restartWaitForCallMsMax = 90_000;
 /** The key channels' coarse timer, ms. */
 export const keysTickMs = 2_000;
 /** A full rescan of the key directories even if no watcher fired, ms. */
