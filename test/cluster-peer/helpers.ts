@@ -9,6 +9,7 @@ import { StaticKeyring, type PeerIdentity } from "../../src/shared/cluster-keys.
 import type { PeerLimits } from "../../src/workers/raft/peer/limits.js";
 import { PeerTransport, type PeerEndpoint } from "../../src/workers/raft/peer/peer-transport.js";
 import type { Logger } from "../../src/shared/log.js";
+import type { StageSink } from "../../src/shared/metrics/stage-clock.js";
 import { once } from "node:events";
 import { after } from "node:test";
 import { freePort } from "../../tools/free-port.js";
@@ -92,6 +93,8 @@ export interface NodeSpec {
   identity?: PeerIdentity;
   cluster?: string;
   limits?: Partial<PeerLimits>;
+  /** where the transport times its stages (seal, send, ...) */
+  stages?: StageSink;
 }
 
 export interface TestNode {
@@ -115,6 +118,7 @@ export async function startNode(spec: NodeSpec): Promise<TestNode> {
     keys: { self: spec.identity ?? identity(spec.id), keyring: keyringOf(known) },
     limits: { ...FAST_LIMITS, ...spec.limits },
     log,
+    ...(spec.stages ? { stages: spec.stages } : {}),
   });
   await t.start();
   live.add(t);

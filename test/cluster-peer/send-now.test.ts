@@ -61,11 +61,11 @@ test("flush writes what was queued for a peer at once, in one frame, and does no
   m1.t.send("m2", "raft", bytes("g2"));
   m1.t.send("m2", "raft", bytes("g3"));
   assert.equal(c.framesOut, frames, "queued, not written");
-  m1.t.flush("m2");
+  m1.t.flush(["m2"]);
   assert.equal(c.framesOut, frames + 1, "written by the flush, before it returns");
   assert.equal(c.bodiesOut, bodies + 3, "the three in one frame");
-  m1.t.flush("m2");
-  m1.t.flush("nobody");
+  m1.t.flush(["m2"]);
+  m1.t.flush(["nobody"]);
   assert.equal(c.framesOut, frames + 1, "an empty queue or an unknown peer writes nothing");
   await waitFor(() => got.length === 3, "the three messages");
   assert.deepEqual(got, ["g1", "g2", "g3"]);

@@ -24,7 +24,7 @@ function linked(up: Set<string>) {
   const channel: RaftPeerChannel = {
     isUp: (id) => up.has(id),
     send: (id, _channel, _payload, opts) => void sent.push({ id, now: opts?.now === true }),
-    flush: (id) => void flushed.push(id),
+    flush: (ids) => void flushed.push(...ids),
     on: () => () => undefined,
     events,
   };

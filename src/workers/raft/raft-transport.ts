@@ -2,7 +2,7 @@
  * Raft messages over the authenticated peer channel (src/workers/raft/peer/). The Raft worker owns the
  * PeerTransport, so this is a direct adapter inside that one thread, with no MessagePort hop:
  *
- *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft"); RaftPeerLink.flush() ─▶ PeerTransport.flush(to)
+ *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft"); RaftPeerLink.flush() ─▶ PeerTransport.flush(peers)
  *   GroupManager.receive ◀─ validate ◀─ decode ◀─ RaftPeerLink ◀─ PeerTransport "raft" handler
  *
  * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, queued on the peer channel;
@@ -198,8 +198,8 @@ export interface RaftLinkCounters {
 /** What the link needs of the peer channel (PeerTransport has it; tests use a fake). */
 export interface RaftPeerChannel {
   send(peerId: string, channel: string, payload: Uint8Array, opts?: { now?: boolean }): void;
-  /** writes what is queued for `peerId` now (PeerTransport.flush) */
-  flush(peerId: string): void;
+  /** writes what is queued for each of `peerIds` now, every peer's frame sealed before the first is sent (PeerTransport.flush) */
+  flush(peerIds: readonly string[] | ReadonlySet<string>): void;
   isUp(peerId: string): boolean;
   on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
   readonly events: Pick<EventEmitter<PeerTransportEvents>, "on" | "off">;
@@ -317,7 +317,8 @@ export class RaftPeerLink implements Transport {
 
   /** Writes what send() queued, one frame per peer (the manager calls it after each batch of sends). */
   flush(): void {
-    for (const to of this.unflushed) this.channel.flush(to);
+    if (this.unflushed.size === 0) return;
+    this.channel.flush(this.unflushed);
     this.unflushed.clear();
   }
 

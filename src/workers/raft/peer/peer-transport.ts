@@ -240,14 +240,28 @@ export class PeerTransport {
   }
 
   /**
-   * Writes what is queued for `peerId` now instead of after the current I/O burst, in one frame (up to
-   * batchBytesMax): a sender that queued several latency-bound messages in one turn (the Raft link, one
-   * payload per group) sends them as one sealed frame and one socket write. No-op for an unknown peer or a
-   * link without a session (the queue then waits for it, as ever).
+   * Writes what is queued for each of `peerIds` now instead of after the current I/O burst, one frame per
+   * peer (up to batchBytesMax): a sender that queued several latency-bound messages in one turn (the Raft
+   * link, one payload per group and peer) sends them as one sealed frame and one socket write per peer.
+   * Every peer's frame is sealed before the first is handed to its socket, so the frames leave back to back:
+   * handing a frame to libzmq wakes its I/O thread, which on a busy box often takes this thread's CPU, and a
+   * seal left between two sends then waits for it (a leader's second follower got its append that much
+   * later, and the leader's own durable write started that much later). No-op for an unknown peer or a
+   * link without a session (the queue then waits for it, as ever); a link with a write under way takes
+   * what is queued along when that write is done.
    */
-  flush(peerId: string): void {
-    const link = this.byId.get(peerId);
-    if (link && !this.closed) this.writeNow(link);
+  flush(peerIds: readonly string[] | ReadonlySet<string>): void {
+    if (this.closed) return;
+    const sealed: [OutboundLink, Uint8Array][] = [];
+    for (const id of peerIds) {
+      const link = this.byId.get(id);
+      if (!link || link.state !== "up" || link.writing || link.queue.length === 0) continue;
+      link.writing = true;
+      const frame = this.nextFrame(link, link.gen, link.session!);
+      if (frame) sealed.push([link, frame]);
+      else link.writing = false;
+    }
+    for (const [link, frame] of sealed) void this.pumpOut(link, frame);
   }
 
   private writeNow(link: OutboundLink): void {
@@ -530,36 +544,19 @@ export class PeerTransport {
   /**
    * Writes the queue, sealing just before each write and coalescing what is already queued (up to
    * batchBytesMax) into one frame. One writer per link at a time; it never waits for more messages.
+   * `first`: a frame flush() already sealed for this link (the link is marked writing).
    */
-  private async pumpOut(link: OutboundLink): Promise<void> {
-    if (link.writing || link.state !== "up") return;
-    link.writing = true;
+  private async pumpOut(link: OutboundLink, first?: Uint8Array): Promise<void> {
+    if (first === undefined) {
+      if (link.writing || link.state !== "up") return;
+      link.writing = true;
+    }
     const gen = link.gen;
     const sock = link.sock!;
     const session = link.session!;
-    const batch: Uint8Array[] = [];
     try {
-      while (link.gen === gen && link.state === "up" && link.queue.length > 0) {
-        if (session.exhausted) {
-          this.fail(link, gen, `session ${session.id} used up its ${this.limits.sessionMessagesMax} frames; re-keying`);
-          break;
-        }
-        batch.length = 0;
-        let bytes = 0;
-        for (let next = link.queue.peek(); next; next = link.queue.peek()) {
-          if (batch.length > 0 && bytes + next.body.length > this.limits.batchBytesMax) break;
-          link.queue.shift();
-          if (!this.takeForWrite(next, gen)) continue;
-          batch.push(next.body);
-          bytes += next.body.length;
-        }
-        if (batch.length === 0) continue;
-        this.counters.framesOut++;
-        this.counters.bodiesOut += batch.length;
-        let t = this.stages.now();
-        const frame = session.seal(FRAME.DATA, joinBodies(batch, bytes));
-        this.stages.add("peer.seal", t);
-        t = this.stages.now();
+      for (let frame = first ?? this.nextFrame(link, gen, session); frame; frame = this.nextFrame(link, gen, session)) {
+        const t = this.stages.now();
         const sent = sock.send(frame);
         this.stages.add("peer.zmqSend", t);
         await sent;
@@ -571,6 +568,37 @@ export class PeerTransport {
     }
     // a new session may have come up while the last write was pending
     if (link.state === "up" && link.queue.length > 0) this.schedulePump(link);
+  }
+
+  /**
+   * The next frame of connection `gen` of `link`: what is queued (up to batchBytesMax) sealed as one frame, or
+   * undefined when the connection ended, the queue is empty, or the session is used up (the link then fails
+   * and re-keys).
+   */
+  private nextFrame(link: OutboundLink, gen: number, session: Session): Uint8Array | undefined {
+    const batch: Uint8Array[] = [];
+    while (link.gen === gen && link.state === "up" && link.queue.length > 0) {
+      if (session.exhausted) {
+        this.fail(link, gen, `session ${session.id} used up its ${this.limits.sessionMessagesMax} frames; re-keying`);
+        return undefined;
+      }
+      let bytes = 0;
+      for (let next = link.queue.peek(); next; next = link.queue.peek()) {
+        if (batch.length > 0 && bytes + next.body.length > this.limits.batchBytesMax) break;
+        link.queue.shift();
+        if (!this.takeForWrite(next, gen)) continue;
+        batch.push(next.body);
+        bytes += next.body.length;
+      }
+      if (batch.length === 0) continue;
+      this.counters.framesOut++;
+      this.counters.bodiesOut += batch.length;
+      const t = this.stages.now();
+      const frame = session.seal(FRAME.DATA, joinBodies(batch, bytes));
+      this.stages.add("peer.seal", t);
+      return frame;
+    }
+    return undefined;
   }
 
   /** False for an item that must not be written (its request timed out while queued); marks requests sent. */
