@@ -133,8 +133,8 @@ async function netLink(port: number): Promise<FloorLink> {
   };
 }
 
-/** floor(), with the CPU each process spent per measured entry. */
-export async function floorRun(base: string, n: number, wire: FloorWire = "zmq"): Promise<FloorRun> {
+/** floor(), with the CPU each process spent per measured entry; `warm` entries first, not measured. */
+export async function floorRun(base: string, n: number, wire: FloorWire = "zmq", warm = WARM_ENTRIES): Promise<FloorRun> {
   const root = mkdtempSync(path.join(base, "brine-commit-floor-"));
   const followers: ChildProcess[] = [];
   const socks: FloorLink[] = [];
@@ -153,8 +153,8 @@ export async function floorRun(base: string, n: number, wire: FloorWire = "zmq")
     let disk0: number[] = [];
     const cpuNow = () => [runNsOf("self"), ...followers.map((f) => runNsOf(f.pid!))];
     const diskNow = () => ["self" as const, ...followers.map((f) => f.pid!)].map((p) => diskWriteBytes(p) ?? 0);
-    for (let i = 0; i < WARM_ENTRIES + n; i++) {
-      if (i === WARM_ENTRIES) {
+    for (let i = 0; i < warm + n; i++) {
+      if (i === warm) {
         cpu0 = cpuNow();
         disk0 = diskNow();
       }
@@ -163,13 +163,13 @@ export async function floorRun(base: string, n: number, wire: FloorWire = "zmq")
       for (const s of socks) await s.send(entry);
       const t1 = performance.now();
       env.transactionSync(() => log.putSync(i % 4096, entry));
-      if (i >= WARM_ENTRIES) txn.push(performance.now() - t1);
+      if (i >= warm) txn.push(performance.now() - t1);
       // the first answer makes the quorum; the other is read afterwards so it never counts for the next entry
       const answers = socks.map((s) => s.receive());
       await Promise.race(answers);
       const ms = performance.now() - t0;
       await Promise.all(answers);
-      if (i >= WARM_ENTRIES) lat.push(ms);
+      if (i >= warm) lat.push(ms);
     }
     const used = cpuNow().map((x, k) => (x - cpu0[k]!) / 1000 / n);
     const wrote = diskNow().map((x, k) => (x - disk0[k]!) / n);
