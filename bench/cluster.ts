@@ -8,7 +8,8 @@
  * 2. Raft over the real peer channel (ZeroMQ + libsodium sessions, LMDB fsync on every node): three masters on
  *    127.0.0.31-33, each its own process as deployed (this file in `--raft-master` mode, driven over the IPC
  *    channel; the timing runs inside the leader's process); commit latency of sequential proposals on the
- *    leader (p50, p99), and the leader-failover time: the leader is cut off from its peers (ClusterService.isolate, as a partition or a
+ *    leader (p50, p99; inside the leader's worker twice: the first commits after start, code still cold, and a
+ *    window after HOT_PROPOSALS more, set against the floor), and the leader-failover time: the leader is cut off from its peers (ClusterService.isolate, as a partition or a
  *    crash looks to the others) and the clock runs until both others agree on a new leader; and leader crashes
  *    (`failover`): the leader's process killed, timed to the first commit in a new term (killRun).
  *    What the commit latency is made of: a commit is the leader's append (its own fsync in parallel) → a
