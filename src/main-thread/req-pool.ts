@@ -48,6 +48,14 @@ export const batchFramesMax = 64;
  * 5–20 µs more thread CPU per return than 16 and lost 5–30 % of the returns/s (bench/RESULTS.md).
  */
 export const concurrentTasksPerWorker = 16;
+/**
+ * Batches each worker of a lane runs at once. A sign-in is synchronous RSA work, so a second batch posted to a
+ * busy clear-lane worker would only wait in its port: the clear lane posts one batch per worker, and the sign-ins
+ * that come while its workers are busy wait here and go together in the next batch, one hop (a task each way,
+ * the worker's batch set-up, the result's application) for several sign-ins. A clear request that waits (a
+ * publish's durable write, an eauth lookup) gives its worker's slot back after batchHoldMsMax.
+ */
+export const tasksPerWorker: Record<Lane, number> = { clear: 1, req: concurrentTasksPerWorker };
 
 /** `{"enc":"clear"` as a minion or CLI packs it: fixstr "enc", fixstr "clear". */
 const CLEAR_MARK = Buffer.from([0xa3, 0x65, 0x6e, 0x63, 0xa5, 0x63, 0x6c, 0x65, 0x61, 0x72]);
@@ -96,10 +104,16 @@ interface Message {
   fx: Omit<BatchResult, "replies" | "streamed" | "seq" | "indices">;
 }
 
-class LaneQueue<T> {
+/** What a lane asks of its pool: Piscina's `run` (a test gives a pool of its own). */
+export type LanePool = Pick<Piscina, "run">;
+
+/** One lane: its queue of frames, its batches in flight and their replies (exported for its tests). */
+export class LaneQueue<T> {
   private buf: Pending<T>[] = [];
   private scheduled = false;
   inFlight = 0;
+  /** tasks (batches) running in the lane's workers; at most `tasksMax`, the rest of the frames wait in `buf` */
+  private tasks = 0;
   private batchSeq = 0;
   /** batches with replies still owed, and which request each reply answers (open-batches.ts) */
   private readonly open = new OpenBatches<T>();
@@ -109,11 +123,13 @@ class LaneQueue<T> {
 
   constructor(
     readonly name: Lane,
-    readonly pool: Piscina,
+    readonly pool: LanePool,
     private readonly queueLenMax: number,
     private readonly staleMs: number,
     private readonly sink: BatchSink<T>,
     private readonly partChannel: BroadcastChannel,
+    /** batches in the lane's workers at once (threads × tasksPerWorker) */
+    private readonly tasksMax: number,
   ) {
     partChannel.onmessage = (m: unknown) => this.onPart((m as { data: BatchPart }).data);
   }
@@ -146,16 +162,30 @@ class LaneQueue<T> {
     return true;
   }
 
+  /** A task ended (its result came, or it failed): the frames that waited for its slot go. */
+  private taskEnded(): void {
+    this.tasks--;
+    if (this.buf.length) this.flush();
+  }
+
   flush(): void {
     this.scheduled = false;
-    while (this.buf.length) {
+    while (this.buf.length && this.tasks < this.tasksMax) {
       const batch = this.buf.splice(0, batchFramesMax);
       const batchNo = ++this.batchSeq;
       this.inFlight += batch.length;
+      this.tasks++;
       this.open.add(batchNo, batch.map((p) => p.tag));
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        this.taskEnded();
+      };
       this.pool
         .run({ kind: "batch", batch: batchNo, frames: batch.map((p) => p.frame), arrivals: batch.map((p) => p.arrival), staleMs: this.staleMs, ...sourcesOf(batch), ...(this.staleMs > 0 ? connsOf(batch) : {}) })
         .then((r: BatchResult) => {
+          end();
           if (r.seq !== undefined) {
             // one of the batch's messages in parts: applied in order with them (two channels, no order between them)
             if (r.streamed && this.open.release(batchNo, Date.now())) this.sweepSoon();
@@ -174,6 +204,7 @@ class LaneQueue<T> {
         .catch((e: Error) => {
           // A worker died or the pool was destroyed: every frame of the batch not answered yet still gets a reply.
           log.error(`${this.name} lane batch failed: ${e.message}`);
+          end();
           const tags = this.open.fail(batchNo);
           this.settle(tags.length);
           this.sink({ replies: tags.map((tag) => ({ tag, reply: encodeWire("Some exception handling minion payload") })), events: [], publishes: [] });
@@ -304,6 +335,10 @@ class LaneQueue<T> {
   answerOwed(reply: Buffer, before = Infinity): void {
     const tags = this.open.expire(before);
     if (before === Infinity) {
+      // the master stops: frames still waiting for a task slot are answered too (counted in flight from here)
+      const unsent = this.buf.splice(0);
+      this.inFlight += unsent.length;
+      for (const p of unsent) tags.push(p.tag);
       // copies waiting for a first: the master stops (a peer's ask gets nothing)
       for (const a of this.memory.abandon()) {
         if (a.who.answer) a.who.answer(undefined);
@@ -337,6 +372,7 @@ export function laneThreads(workerThreads: number): Record<Lane, number> {
 
 export class RequestLanes<T> {
   private readonly lanes: Record<Lane, LaneQueue<T>>;
+  private readonly pools: Record<Lane, Piscina>;
 
   constructor(cfg: MasterConfig, shared: SharedBuffers, sink: BatchSink<T>) {
     const threads = laneThreads(Number(cfg.worker_threads) || os.availableParallelism());
@@ -353,7 +389,7 @@ export class RequestLanes<T> {
         workerData: { ...workerData, partChannel: channels[name].name },
         minThreads: threads[name],
         maxThreads: threads[name],
-        concurrentTasksPerWorker,
+        concurrentTasksPerWorker: tasksPerWorker[name],
         idleTimeout: Infinity,
         atomics: "disabled",
         // no run/wait-time histograms: nothing reads them, and each task paid a clock read and two records on the main thread
@@ -367,9 +403,10 @@ export class RequestLanes<T> {
     // checked here too for configurations built in code (a NaN bound would make the lane unbounded)
     const max = readOption(cfg, "brine_queue_len_max");
     const authStale = readOption(cfg, "brine_auth_stale_ms");
+    this.pools = { clear: mk("clear"), req: mk("req") };
     this.lanes = {
-      clear: new LaneQueue("clear", mk("clear"), max, authStale, sink, channels.clear),
-      req: new LaneQueue("req", mk("req"), max, 0, sink, channels.req),
+      clear: new LaneQueue("clear", this.pools.clear, max, authStale, sink, channels.clear, threads.clear * tasksPerWorker.clear),
+      req: new LaneQueue("req", this.pools.req, max, 0, sink, channels.req, threads.req * tasksPerWorker.req),
     };
     this.threads = threads;
     this.board = new MetricsBoard(shared.metrics);
@@ -470,7 +507,7 @@ export class RequestLanes<T> {
 
   async destroy(): Promise<void> {
     for (const lane of [this.lanes.clear, this.lanes.req]) lane.answerOwed(SHUTDOWN_REPLY);
-    await Promise.all([this.lanes.clear.pool.destroy(), this.lanes.req.pool.destroy()]);
+    await Promise.all([this.pools.clear.destroy(), this.pools.req.destroy()]);
     for (const lane of [this.lanes.clear, this.lanes.req]) lane.close();
   }
 }

@@ -26,7 +26,7 @@ import net from "node:net";
 import { getLogger } from "../shared/log.js";
 import { LogBudget } from "../shared/log-budget.js";
 import { BrineError } from "../shared/errors.js";
-import { encodeMessage, frameHeader, hwmAllows, SubscriptionIndex, ZmtpSession, type ZmtpEvent, type ZmtpRole } from "../shared/protocol/zmtp.js";
+import { encodeMessage, hwmAllows, SubscriptionIndex, ZmtpSession, type ZmtpEvent, type ZmtpRole } from "../shared/protocol/zmtp.js";
 
 const log = getLogger("brine.transport");
 
@@ -474,12 +474,8 @@ export class NativeRouter extends ZmtpServer<Peer> {
       this.dropped++;
       return;
     }
-    c.sock.cork();
-    for (let i = 1; i < msg.length; i++) {
-      c.sock.write(frameHeader(msg[i]!.length, i < msg.length - 1));
-      if (msg[i]!.length) c.sock.write(msg[i]!);
-    }
-    c.sock.uncork();
+    // one buffer, one write: cheaper than a corked writev of each frame's header and body (bench/RESULTS.md, issue 17)
+    c.sock.write(encodeMessage(msg, 1));
     this.sent++;
     c.inFlight = Math.max(0, c.inFlight - 1);
     this.deliver(c);

@@ -242,6 +242,15 @@ test("encoding: short and long frame headers, MORE on all frames but the last", 
   assert.deepEqual(encodeMessage([Buffer.from("a"), Buffer.from("bc")]), Buffer.from([1, 1, 0x61, 0, 2, 0x62, 0x63]));
 });
 
+test("a message is encoded in one buffer as its frames' headers and bodies back to back, from any frame on (a reply skips its routing id)", () => {
+  const frames = [Buffer.from([0, 1, 2, 3, 4]), Buffer.alloc(0), Buffer.alloc(255, 7), Buffer.alloc(70_000, 9)];
+  const headerThenBody = (from: number) => Buffer.concat(frames.slice(from).flatMap((f, i, all) => [frameHeader(f.length, i < all.length - 1), f]));
+  assert.deepEqual(encodeMessage(frames), headerThenBody(0));
+  assert.deepEqual(encodeMessage(frames, 1), headerThenBody(1));
+  assert.deepEqual(encodeMessage(frames, 3).subarray(0, 9), Buffer.from([2, 0, 0, 0, 0, 0, 1, 0x11, 0x70]), "a long frame: 8-byte size, no MORE on the last");
+  assert.equal(encodeMessage(frames, 4).length, 0);
+});
+
 test("subscriptions match as prefixes of the first frame and are counted per topic", () => {
   const s = new Subscriptions();
   assert.equal(s.wants(Buffer.from("x")), false);

@@ -6,7 +6,7 @@
  * (batch-replies.ts): with the batch's result when the whole batch is ready then, else in a BatchPart on the
  * lane's BroadcastChannel, so a slow frame holds none of the others.
  */
-import { workerData } from "piscina";
+import { move, transferableSymbol, valueSymbol, workerData } from "piscina";
 import { BroadcastChannel, threadId } from "node:worker_threads";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { configureLogging, getLogger } from "../../shared/log.js";
@@ -78,6 +78,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   const now = Date.now();
   let stale = 0;
   let gone = 0;
+  /** frames whose reply was not ready when handleRequest returned (none: no hold timer, the next tick ends the batch) */
+  let waiting = 0;
   const n = task.frames.length;
   const conns = connBoard && task.conns;
   const replies: Uint8Array[] = new Array(n);
@@ -110,14 +112,14 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     const f = br.flush();
     if (f.kind === "result") {
       clearTimeout(hold);
-      finish({ replies, ...takeEffects(fx), ...memoOf(null) });
+      finish(inOneBuffer({ replies, ...takeEffects(fx), ...memoOf(null) }));
       return;
     }
     const out = f.indices.map((i) => replies[i]!);
     for (const i of f.indices) replies[i] = SENT;
     if (f.kind === "final") {
       clearTimeout(hold);
-      finish({ replies: out, seq: seq++, indices: f.indices, ...takeEffects(fx), ...memoOf(f.indices) });
+      finish(inOneBuffer({ replies: out, seq: seq++, indices: f.indices, ...takeEffects(fx), ...memoOf(f.indices) }));
       return;
     }
     partChannel.postMessage({ batch: task.batch, seq: seq++, indices: f.indices, replies: out, ...takeEffects(fx), ...memoOf(f.indices) } satisfies BatchPart);
@@ -154,6 +156,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       ctx.metrics.request(cmds[i]!, ((mark - starts[i]!) * 1000) | 0);
       void p.then((r) => settle(i, r));
     } else {
+      waiting++;
       void p.then((r) => {
         ctx.metrics.request(cmds[i]!, ((performance.now() - starts[i]!) * 1000) | 0);
         settle(i, r);
@@ -169,6 +172,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   // a frame that waits long (a runner call) gives its task slot back; its reply still goes in a part. The
   // effects fired so far go now, on the parts' channel (the order of parts is the order of effects): an
   // awaited runner call waits for its `runs` to reach the main thread.
+  if (waiting === 0) return result; // every reply is ready: the flush scheduled on the next tick ends the task
   hold = setTimeout(() => {
     if (!br.hold()) return;
     // the effects so far go with it (an awaited runner call waits for its `runs`), in order with the parts
@@ -189,6 +193,34 @@ function lowerThisThread(steps: number): void {
   } catch (e) {
     log.warning(`brine_worker_nice: this request thread keeps its priority: ${(e as Error).message}`);
   }
+}
+
+/**
+ * A batch's result with its replies, events and sync batches copied into one ArrayBuffer of their exact size,
+ * which Piscina transfers to the main thread instead of cloning: a structured clone copies each view's whole
+ * backing store (a 2 KB reply made by Buffer.allocUnsafe is a slice of an 8 KiB pool chunk, copied whole), one
+ * per distinct buffer. The main thread reads views into it (req-pool.ts). The result's fields are views then.
+ */
+function inOneBuffer(r: BatchResult): BatchResult {
+  let bytes = 0;
+  for (const a of r.replies) bytes += a.byteLength;
+  for (const a of r.events) bytes += a.byteLength;
+  if (r.sync) for (const a of r.sync) bytes += a.byteLength;
+  if (bytes === 0) return r;
+  const ab = new ArrayBuffer(bytes);
+  const all = new Uint8Array(ab);
+  let pos = 0;
+  const put = (a: Uint8Array): Uint8Array => {
+    all.set(a, pos);
+    const view = new Uint8Array(ab, pos, a.byteLength);
+    pos += a.byteLength;
+    return view;
+  };
+  r.replies = r.replies.map(put);
+  r.events = r.events.map(put);
+  if (r.sync) r.sync = r.sync.map(put);
+  // Piscina's movable value: the worker posts `r` with `ab` in the transfer list
+  return move({ [transferableSymbol]: ab, [valueSymbol]: r }) as unknown as BatchResult;
 }
 
 /** a reply that went in a part (the array is not kept holding its bytes) */
