@@ -6,7 +6,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
-import { readdirSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { decodeWire, isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
@@ -86,6 +86,18 @@ describe("minion public key policy", { timeout: 120_000 }, () => {
     const big = generateKeyPairSync("rsa", { modulusLength: 4096 }).publicKey.export({ type: "spki", format: "pem" }) as string;
     assert.equal(checkMinionPublicKey(big, policy).ok, true);
     assert.equal(checkMinionPublicKey(big, { ...policy, keyBitsMax: 3072 }).ok, false);
+  });
+
+  test("an accepted key the policy refuses is refused at every sign-in; an acceptable one is taken at every sign-in, sent with or without its trailing newline or with CRLF line ends", async () => {
+    // a request thread remembers the accepted keys it found acceptable (auth.ts): never one it refused
+    const weak = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" }) as string;
+    writeFileSync(path.join(tm.pkiDir, "minions", "weak-accepted"), weak);
+    for (let i = 0; i < 6; i++) assert.equal(ret(await auth("weak-accepted", weak)), false, `sign-in ${i + 1} with an accepted 1024-bit key`);
+    const k = (await testKeys(1))[0]!.pub;
+    const lines = k.trim().split("\n");
+    const forms = [lines.join("\n"), lines.join("\n") + "\n", lines.join("\r\n") + "\r\n", "  " + lines.join("\n") + "\n\n"];
+    for (let i = 0; i < 12; i++) assert.equal(ret(await auth("good-returning", forms[i % forms.length]!)), "accepted", `sign-in ${i + 1}, form ${i % forms.length}`);
+    assert.deepEqual(readdirSync(path.join(tm.pkiDir, "minions_denied")).filter((n) => n === "good-returning"), [], "the same key in another form is the same key (clean_key)");
   });
 
   test("a bad key option stops the start with CONFIG_INVALID naming it", async () => {

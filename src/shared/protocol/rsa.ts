@@ -43,6 +43,10 @@ class KeyCache {
     this.map.set(pem, k);
     return k;
   }
+  /** The parsed key of `pem` if held, without parsing it or changing the order of use. */
+  peek(pem: string): KeyObject | undefined {
+    return this.map.get(pem);
+  }
   get size(): number {
     return this.map.size;
   }
@@ -143,6 +147,11 @@ export function parsePublicKey(pem: string): KeyObject {
 /** A public key from its PEM, through this thread's bounded cache of the keys it used last. */
 export function publicKey(pem: string): KeyObject {
   return publicKeys.get(pem, parsePublicKey);
+}
+
+/** The parsed public key of `pem` when this thread holds it, else undefined (nothing is parsed). */
+export function cachedPublicKey(pem: string): KeyObject | undefined {
+  return publicKeys.peek(pem);
 }
 
 export function privateKey(pem: string): KeyObject {

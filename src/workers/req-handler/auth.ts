@@ -9,7 +9,7 @@ import { getLogger } from "../../shared/log.js";
 import { asBytes, binHeaderBytes, encodeWire, isMap, writeBinHeader, type WireValue } from "../../shared/protocol/msgpack.js";
 import { Framed } from "./framed.js";
 import { cleanKey } from "../../shared/protocol/pem.js";
-import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepDecrypt, oaepEncrypt, publicKey, rsaSign, type SigAlgo } from "../../shared/protocol/rsa.js";
+import { cachedPublicKey, DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepDecrypt, oaepEncrypt, publicKey, rsaSign, type SigAlgo } from "../../shared/protocol/rsa.js";
 import { x931Sign } from "../../shared/protocol/x931.js";
 import { validId } from "../../shared/protocol/ids.js";
 import { rsaBlockBytesMax } from "../../shared/protocol/limits.js";
@@ -18,8 +18,9 @@ import { decideAuth, type AuthFileOp } from "./auth-decision.js";
 import type { Effects, MasterContext } from "./context.js";
 import type { KeyState } from "../../lib/pki/key-store.js";
 import { checkMinionPublicKey } from "../../lib/pki/minion-key-check.js";
-import { minionPolicy } from "./minion-policy.js";
+import { minionPolicy, type MinionPolicy } from "./minion-policy.js";
 import { CLEAR_SIGNED_HEAD } from "./replies.js";
+import type { KeyObject } from "node:crypto";
 
 const log = getLogger("brine.auth");
 
@@ -93,6 +94,30 @@ function pendingKeysFull(ctx: MasterContext, max: number): boolean {
   return false;
 }
 
+/**
+ * Per minion policy, the parsed accepted keys (the thread's cached KeyObjects, rsa.ts) this thread found acceptable:
+ * the cache holds one KeyObject per PEM text, so the same object is the same text, and its check (PEM form, RSA,
+ * exponent, size) gives the same answer under the same policy. A returning minion's key is checked once per thread,
+ * not at every sign-in; any other key at every one.
+ */
+const acceptableKeys = new WeakMap<MinionPolicy, WeakSet<KeyObject>>();
+function keysAcceptable(policy: MinionPolicy): WeakSet<KeyObject> {
+  let set = acceptableKeys.get(policy);
+  if (!set) acceptableKeys.set(policy, (set = new WeakSet()));
+  return set;
+}
+/** True when `acceptedPem` (a minion's accepted key, cleaned) is parsed in this thread and was found acceptable under `policy`. */
+function acceptableBefore(policy: MinionPolicy, acceptedPem: string | undefined): boolean {
+  if (acceptedPem === undefined) return false;
+  const key = cachedPublicKey(acceptedPem);
+  return key !== undefined && keysAcceptable(policy).has(key);
+}
+
+/** True when `raw` is `clean` (a clean_key text) or `clean` and a newline: clean_key(raw) is `clean` then, without splitting lines. */
+function sameAsClean(raw: string, clean: string): boolean {
+  return raw === clean || (raw.length === clean.length + 1 && raw.charCodeAt(clean.length) === 10 && raw.startsWith(clean));
+}
+
 /** One `_auth`, counted by its result (Salt's `act`, or invalid) on the metrics board. */
 export function handleAuth(ctx: MasterContext, load: Record<string, WireValue>, version: number, fx: Effects): unknown {
   const counted = { act: "invalid" };
@@ -127,14 +152,16 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
     log.warning(`Authentication request from ${id} refused: protocol version ${version} is below brine_min_envelope_version (${policy.minEnvelopeVersion})`);
     return refuse(false);
   }
-  const pub = cleanKey(rawPub);
+  // the thread's copy while the key file is the one it was read from (one stat instead of a read: AcceptedKeyCache)
+  const accepted = ctx.acceptedKeys.getFresh(id);
+  // a returning minion sends its key as it was accepted (a Salt minion reads its minion.pub: a trailing newline);
+  // clean_key of that text is the accepted (clean) text itself
+  const pub = accepted !== undefined && sameAsClean(rawPub, accepted) ? accepted : cleanKey(rawPub);
   const readClean = (s: KeyState) => {
     const v = ctx.keys.read(s, id);
     return v === undefined ? undefined : cleanKey(v);
   };
-  // the thread's copy while the key file is the one it was read from (one stat instead of a read: AcceptedKeyCache)
-  const accepted = ctx.acceptedKeys.getFresh(id);
-  if (rawPub) {
+  if (rawPub && !acceptableBefore(policy, pub === accepted ? pub : undefined)) {
     // before anything is written: an unacceptable key never reaches pki_dir. A returning minion's key is the
     // accepted one, whose parse the thread's key cache holds (it encrypts the replies); any other key is parsed
     // here and not cached (a spray of new keys must not fill the cache)
@@ -143,10 +170,11 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
       log.warning(`Authentication request from ${id} refused: its public key is ${check.why}`);
       return refuse(false);
     }
+    if (pub === accepted) keysAcceptable(policy).add(check.key);
   }
   const fire = (result: unknown, act: string) => {
     counted.act = act;
-    if (cfg.auth_events) ctx.fire(fx, "salt/auth", { result, act, id, pub: rawPub });
+    if (cfg.auth_events) ctx.fire(fx, "salt/auth", { result, act, id, pub: rawPub }, true);
   };
   const rejectedExists = ctx.keys.exists("rejected", id);
   // The pending key and the autosign/autoreject checks only matter for a key that is neither accepted
