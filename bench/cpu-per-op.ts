@@ -52,6 +52,18 @@ const returnsInFlightPerProc = 32;
 const procs = 2;
 /** measured rounds of sign-ins (every minion once a round) and untimed jobs before the phases */
 const authRounds = 2;
+/**
+ * BRINE_BENCH_CPO_AUTH_ROUNDS: measured sign-in rounds (default authRounds). Two rounds of 200 measure a master whose
+ * per-request code V8 has not yet optimized (most of it still runs as baseline code: bench/RESULTS.md, session 11);
+ * ten measure one nearer its steady state.
+ */
+function authRoundsToRun(): number {
+  const v = process.env.BRINE_BENCH_CPO_AUTH_ROUNDS;
+  if (v === undefined) return authRounds;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error(`BRINE_BENCH_CPO_AUTH_ROUNDS: a whole number of rounds from 1 to 100, not ${JSON.stringify(v)}`);
+  return n;
+}
 const warmJobs = 2;
 /** sign-ins' worth of RSA work per measure of the bound */
 const boundRounds = 150;
@@ -283,12 +295,12 @@ async function measure(t: Target, n: number, jobs: number, cpus: { master?: stri
     }
     await sleep(settleMs);
 
-    // auth: every minion signs in again, authRounds times
+    // auth: every minion signs in again, authRounds times (BRINE_BENCH_CPO_AUTH_ROUNDS)
     const acc0 = accepted();
     const att0 = attempts();
     const boundBefore = boundOnMasterCpus(cpus, boundRounds);
     a = snap();
-    for (let r = 0; r < authRounds; r++) await fleet.reauthAll(authInFlightPerProc);
+    for (let r = 0, rounds = authRoundsToRun(); r < rounds; r++) await fleet.reauthAll(authInFlightPerProc);
     await sleep(settleMs);
     b = snap();
     const auth = { ...cpu(a, b), accepted: accepted() - acc0, attempts: attempts() - att0, rsaBoundS: (boundBefore + boundOnMasterCpus(cpus, boundRounds)) / 2 };
