@@ -2,11 +2,14 @@
  * Builds a few modules of brine as they were at an earlier commit, for tests that run two versions against each
  * other (test/state-sync/mixed-version.test.ts): the commit's `src/` and `tsconfig.json` from git (`git archive`,
  * nothing of the working tree), compiled with this checkout's TypeScript and node_modules into
- * `<tmpdir>/brine-at-<commit>/dist`, only the given entry files and what they import. A build is kept and reused
- * (a commit does not change); it is made in a directory of its own and renamed into place, so two runs at once do
- * not see a half-made one.
+ * `<tmpdir>/brine-at-<commit>-<entries' digest>/dist`, only the given entry files and what they import. A build is
+ * kept and reused (a commit does not change); one directory per set of entries, so that a caller asking for more
+ * entries than an earlier build made gets a build of its own (with one directory per commit, the new build lost the
+ * rename to the older one and the caller got a build without its entries); it is made in a directory of its own and
+ * renamed into place, so two runs at once do not see a half-made one.
  */
 import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -19,7 +22,8 @@ export function buildAtCommit(repo: string, commit: string, entries: string[]): 
   } catch {
     return { unavailable: `commit ${commit} is not in ${repo}'s git history (a shallow clone?) or git is missing` };
   }
-  const dir = path.join(os.tmpdir(), `brine-at-${full.slice(0, 12)}`);
+  const digest = createHash("sha256").update([...entries].sort().join("\n")).digest("hex").slice(0, 8);
+  const dir = path.join(os.tmpdir(), `brine-at-${full.slice(0, 12)}-${digest}`);
   if (entries.every((e) => existsSync(path.join(dir, "dist", e.replace(/\.ts$/, ".js"))))) return { dir };
   const work = `${dir}.building-${process.pid}`;
   rmSync(work, { recursive: true, force: true });
@@ -38,7 +42,7 @@ export function buildAtCommit(repo: string, commit: string, entries: string[]): 
     try {
       renameSync(work, dir);
     } catch {
-      // another run made it meanwhile: use that one
+      // another run made the same build meanwhile: use that one
       rmSync(work, { recursive: true, force: true });
     }
     return { dir };
