@@ -109,7 +109,8 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
     { figure: `storm ${n} (${target.label}): timed-out sign-in tries per minion`, value: Math.round((timedOutTries / n) * 100) / 100, unit: "tries", better: "lower", note: "each followed by the same payload again (a new connection for 3007.x) while tries remain" },
     { figure: `storm ${n} (${target.label}): master CPU per signed-in minion`, value: accepted.length ? Math.round((cpuS / accepted.length) * 1e6) : NaN, unit: "us", better: "lower", note: `${cpuS.toFixed(1)} s of master CPU (all threads) from the start to the last sign-in` },
   ];
-  if (sched0 && schedAtLast) {
+  // brine's threads only: another master's work is in other processes (the Python master's MWorkers)
+  if (target.m && sched0 && schedAtLast) {
     const s = (ns: number) => (ns / 1e9).toFixed(1);
     rows.push({ figure: `storm ${n} (${target.label}): master main thread waiting for a CPU, share of the storm`, value: Math.round(((schedAtLast.mainWait - sched0.mainWait) / 1e9 / lastS) * 1000) / 10, unit: "%", better: "lower", note: `main thread ${s(schedAtLast.mainCpu - sched0.mainCpu)} s on a CPU, ${s(schedAtLast.mainWait - sched0.mainWait)} s runnable and waiting; all threads ${s(schedAtLast.allCpu - sched0.allCpu)} s on a CPU, ${s(schedAtLast.allWait - sched0.allWait)} s waiting (/proc schedstat, start to last sign-in)` });
   }
