@@ -15,7 +15,7 @@ import { QUEUE_FULL_REPLY, SHUTDOWN_REPLY } from "./req-pool.js";
 import { TOO_LARGE_REPLY } from "../workers/req-handler/replies.js";
 import { LogBudget } from "../shared/log-budget.js";
 import type { ConnBoard } from "../shared/conn-board.js";
-import { SignInReplies } from "./sign-in-replies.js";
+import { SignInReplies, signInReplyRememberMs } from "./sign-in-replies.js";
 
 const log = getLogger("brine.master");
 
@@ -38,6 +38,8 @@ export class RequestPort {
   private readonly signInKeys = new WeakMap<RouterTag, string>();
   /** sign-ins answered from that memory */
   signInsRecalled = 0;
+  /** one coarse timer per port: remembered sign-in replies past their time are forgotten even when no sign-in comes */
+  private readonly signInSweep = setInterval(() => this.signIns.expire(), signInReplyRememberMs).unref();
 
   constructor(
     cfg: MasterConfig,
@@ -122,6 +124,7 @@ export class RequestPort {
 
   close(): void {
     this.closed = true;
+    clearInterval(this.signInSweep);
     this.router?.close();
     this.native?.close();
   }

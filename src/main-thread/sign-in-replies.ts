@@ -74,6 +74,21 @@ export class SignInReplies {
     this.bytes += reply.length;
   }
 
+  /**
+   * Forgets the replies past their time, oldest first, and says how many: the request port calls it on a coarse
+   * timer, so a storm's replies (up to `bytesMax` and an entry per minion) do not stay until the next sign-in.
+   */
+  expire(): number {
+    const now = this.now();
+    let n = 0;
+    for (const [k, e] of this.entries) {
+      if (now - e.at <= this.rememberMs) break;
+      this.forget(k, e);
+      n++;
+    }
+    return n;
+  }
+
   get size(): number {
     return this.entries.size;
   }

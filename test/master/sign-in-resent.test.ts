@@ -41,6 +41,23 @@ test("the sign-in memory: same bytes recalled, signed replies only, forgotten af
   assert.equal(mem.size, 0);
 });
 
+test("the sign-in memory forgets replies past their time when swept, with no later sign-in", () => {
+  let now = 1_000_000;
+  const mem = new SignInReplies(() => now);
+  const keys = ["a", "b", "c"].map((x) => mem.keyOf(signInBytes(x))!);
+  mem.remember(keys[0]!, signed("a"), 1);
+  now += 4_000;
+  mem.remember(keys[1]!, signed("b"), 1);
+  mem.remember(keys[2]!, signed("c"), 1);
+  assert.equal(mem.expire(), 0, "nothing past its time yet");
+  now += signInReplyRememberMs - 4_000 + 1;
+  assert.equal(mem.expire(), 1, "the first one is past its time");
+  assert.equal(mem.size, 2);
+  now += 4_000;
+  assert.equal(mem.expire(), 2);
+  assert.equal(mem.size, 0, "a storm's replies do not stay until the next sign-in");
+});
+
 test("the sign-in memory is bounded in bytes, the oldest forgotten first", () => {
   const mem = new SignInReplies(() => 0, 10_000, 3 * 1000);
   const keys = ["a", "b", "c", "d"].map((x) => mem.keyOf(signInBytes(x))!);
