@@ -114,3 +114,22 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
     }
   });
 }
+
+/**
+ * A thread's own close, step by step: every step runs whatever the ones before did (a step that throws must not
+ * leave the sockets of the steps after it open when the host then ends the thread: zeromq.js#411 above); each
+ * failure is logged, and the first is thrown once all have run.
+ */
+export async function closeInOrder(name: string, steps: readonly (readonly [what: string, step: () => unknown])[]): Promise<void> {
+  let failed = false;
+  let first: unknown;
+  for (const [what, step] of steps) {
+    try {
+      await step();
+    } catch (e) {
+      log.error(`${name}: closing ${what} failed: ${(e as Error)?.message ?? String(e)}`);
+      if (!failed) [failed, first] = [true, e];
+    }
+  }
+  if (failed) throw first;
+}

@@ -45,7 +45,7 @@ import type { StoreConfig } from "../../lib/store/lmdb-env.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
 import type { ReadOptions, ReadQuery } from "./api.js";
-import { threadInit } from "../../shared/thread-kit.js";
+import { closeInOrder, threadInit } from "../../shared/thread-kit.js";
 import { JoinHost } from "./join-host.js";
 import { StageClock } from "../../shared/metrics/stage-clock.js";
 
@@ -393,22 +393,22 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
       await started;
       return handOffLeadership();
     case "close":
-      await handOffLeadership();
-      stopTimer();
-      try {
-        // the sockets first: libzmq must not outlive the thread, and no Raft message should go out mid-close
-        joinHost?.close();
-        await peerHost?.close();
-        raftLink?.close();
-        forwarder?.close();
-        heldJobs?.close();
-        leaderProgress?.close();
-        placement?.close();
-        minionPlacement?.close();
-        await (manager ?? (await started)).close();
-      } finally {
-        writer?.release();
-      }
+      // the sockets first: libzmq must not outlive the thread, and no Raft message should go out mid-close; each
+      // step runs even when one before it failed (closeInOrder)
+      await closeInOrder("raft worker", [
+        ["the leadership hand-off", handOffLeadership],
+        ["the tick timer", stopTimer],
+        ["the join host", () => joinHost?.close()],
+        ["the peer channel host", () => peerHost?.close()],
+        ["the Raft peer link", () => raftLink?.close()],
+        ["the ring forwarder", () => forwarder?.close()],
+        ["held jobs", () => heldJobs?.close()],
+        ["leader progress", () => leaderProgress?.close()],
+        ["job placement", () => placement?.close()],
+        ["minion placement", () => minionPlacement?.close()],
+        ["the Raft groups", async () => (manager ?? (await started)).close()],
+        ["the ring writer", () => writer?.release()],
+      ]);
       return undefined;
     default:
       throw new BrineError("RAFT_API_MISUSE", `unknown call ${JSON.stringify((m as { k?: unknown }).k)}`);
