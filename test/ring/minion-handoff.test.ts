@@ -547,6 +547,14 @@ test("collect_from_peers of a minion bank that outlasts the Raft client's call d
     assert.equal(early.m2!.in_flight, true);
     assert.equal(early.m1!.in_flight, undefined, "m1 answered in time");
     await until(() => c.stores.get("m3")!.mine.get("k5") !== undefined);
+    // a call made while a collection is under way gets the next one, not that one: it may have read m2's stamps
+    // before a record written since (m2's stamps are read ~0.7 s in, its records ~1.4 s); the next starts when it ends
+    const t3 = Date.now();
+    await run({ timeout: 0.2 });
+    await new Promise((r) => setTimeout(r, Math.max(0, 1_000 - (Date.now() - t3))));
+    await new MinionCache(c.stores.get("m2")!, () => 960).setMine("k7", { f: "k7" });
+    const next = await run({});
+    assert.ok(c.stores.get("m3")!.mine.get("k7"), `the call's collection pulled what was written before the call: ${JSON.stringify(next)}`);
     // Salt's fire-and-forget
     await new MinionCache(c.stores.get("m2")!, () => 950).setMine("k6", { f: "k6" });
     const t2 = Date.now();

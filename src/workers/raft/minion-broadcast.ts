@@ -89,8 +89,14 @@ export class MinionBroadcast {
   private readonly unable = new Map<MinionBank, Map<string, string>>();
   /** masters told (logged once) not to know `spread` */
   private readonly toldNoSpread = new Set<string>();
-  /** collect_from_peers of a bank under way (one per bank: a second call joins it) */
+  /** collect_from_peers of a bank under way (one per bank) */
   private readonly collecting = new Map<MinionBank, Collection>();
+  /**
+   * the next collect_from_peers of a bank, for calls made while one is under way: it starts when that one ends, so
+   * that what it pulls is no older than the calls (the one under way may have read a peer's stamps before a record
+   * the caller wrote there); every call meanwhile shares it
+   */
+  private readonly queuedCollect = new Map<MinionBank, Collection>();
   /** collections by id, under way and the last collectKeptMax finished */
   private readonly collections = new Map<number, Collection>();
   private nextCollect = 1;
@@ -290,21 +296,22 @@ export class MinionBroadcast {
 
   /**
    * cluster.collect_from_peers of `bank`: a pull from every other master, reported per master. It runs here for
-   * as long as it takes; a call starts it (or joins the one of the bank under way) and waits for it at most
+   * as long as it takes; a call starts it (or, while one of the bank is under way, the next one, which starts when
+   * that one ends; calls meanwhile share it) and waits for it at most
    * `waitMs` (under the caller's call deadline), then answers what it did so far (`collect.done` false: the
    * masters still pulled from are `in_flight`, and `collect.requests`, the peers' answers so far, shows progress);
    * the caller asks again with the collection's `id` until it is done. A finished collection's report is kept for
    * the last collectKeptMax collections.
    */
   async collect(bank: MinionBank, id?: number, waitMs = Infinity): Promise<MinionAnswer> {
-    let c = id !== undefined ? this.collections.get(id) : this.collecting.get(bank);
+    let c = id !== undefined ? this.collections.get(id) : this.queuedCollect.get(bank);
     if (id !== undefined && (!c || c.bank !== bank)) throw new BrineError("MINION_PLACEMENT_BAD_MESSAGE", `no collection ${id} of minions/${bank} on ${this.d.self} (it finished more than ${collectKeptMax} collections ago, or this master restarted)`);
     if (!c) {
       const ring = this.d.route(dataTypeOf(bank));
       if (ring !== null) {
         throw new BrineError("MINION_PLACEMENT_PLACED", `${dataTypeOf(bank)} is routed to ring ${ring}: each record lives on its owners, and copies collected here would be held by no rule; run cluster.route_clear ${dataTypeOf(bank)} (every master then pulls what it lacks by itself)`);
       }
-      c = this.startCollect(bank);
+      c = this.startCollect(bank, this.collecting.get(bank)?.done);
     }
     if (!c.finished && waitMs > 0) {
       let t: NodeJS.Timeout | undefined;
@@ -316,12 +323,30 @@ export class MinionBroadcast {
     return { collected, collect: { id: c.id, done: c.finished, requests: c.requests }, unreachable: {} };
   }
 
-  private startCollect(bank: MinionBank): Collection {
+  /** A collection of `bank`, started now or, with `after`, once `after` (the one under way) has ended. */
+  private startCollect(bank: MinionBank, after?: Promise<unknown>): Collection {
     const name = `bank:minions/${bank}`;
-    const t0 = this.now();
     const c: Collection = { id: this.nextCollect++, bank, reports: {}, requests: 0, finished: false, done: Promise.resolve() };
     for (const p of this.d.peers()) c.reports[p] = { items: 0, bytes: 0, errors: [], ms: 0, in_flight: true };
-    c.done = Promise.all(
+    const run = () => this.runCollect(c, name);
+    if (after) {
+      this.queuedCollect.set(bank, c);
+      c.done = after.then(run, run);
+    } else c.done = run();
+    this.collections.set(c.id, c);
+    for (const old of this.collections.keys()) {
+      if (this.collections.size <= collectKeptMax) break;
+      if (this.collections.get(old)!.finished) this.collections.delete(old);
+    }
+    return c;
+  }
+
+  private runCollect(c: Collection, name: string): Promise<unknown> {
+    const bank = c.bank;
+    if (this.queuedCollect.get(bank) === c) this.queuedCollect.delete(bank);
+    this.collecting.set(bank, c);
+    const t0 = this.now();
+    return Promise.all(
       Object.keys(c.reports).map(async (p) => {
         const report = c.reports[p]!;
         const end = (r: PullReport) => (c.reports[p] = { ...r, ms: this.now() - t0 });
@@ -346,13 +371,6 @@ export class MinionBroadcast {
       const pulled = Object.values(c.reports).reduce((n, r) => n + r.items, 0);
       log.info(`collect_from_peers ${name}: ${pulled} record(s) stored from ${Object.keys(c.reports).join(", ") || "no other master"} in ${((this.now() - t0) / 1000).toFixed(1)} s`);
     });
-    this.collecting.set(bank, c);
-    this.collections.set(c.id, c);
-    for (const old of this.collections.keys()) {
-      if (this.collections.size <= collectKeptMax) break;
-      if (this.collections.get(old)!.finished) this.collections.delete(old);
-    }
-    return c;
   }
 
   /**
