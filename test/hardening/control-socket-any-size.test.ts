@@ -15,9 +15,12 @@ import { JobCache } from "../../src/lib/store/job-cache.js";
 import { controlCall } from "../../src/lib/client/control-client.js";
 import { formatResult } from "../../src/lib/output/outputters.js";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
+import { formatJid } from "../../src/shared/protocol/jid.js";
 
 const JOBS = 100_000;
-const jidOf = (i: number) => `2026112512${String(i).padStart(10, "0")}`;
+// jids of the last hour: keep_jobs (24 h) hides older ones from the first cleanup on, whatever the date the suite runs
+const t0 = Date.now() - 3600_000;
+const jidOf = (i: number) => formatJid(t0 + Math.floor(i / 1000), i % 1000);
 
 describe("the control socket carries any size and the CLIs print all of it", { timeout: 120_000 }, () => {
   let tm: TestMaster;

@@ -20,6 +20,7 @@ import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { PublishLoad } from "../../src/lib/minion/functions.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
+import { formatJid } from "../../src/shared/protocol/jid.js";
 
 const BELOW = ["b1", "b2", "b3"];
 const ANSWERING = ["b1", "b2"];
@@ -144,7 +145,7 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
   });
 
   test("a job published on the lower master comes up with its load and is listed by jobs.*", async () => {
-    const jid = "20261125120000123456";
+    const jid = formatJid(Date.now() - 60_000, 456);
     const load = { jid, fun: "cmd.run", arg: ["uptime"], tgt: "b*", tgt_type: "glob" } as unknown as PublishLoad;
     const jobLoad = { jid, fun: "cmd.run", arg: ["uptime"], tgt: "b*", tgt_type: "glob", user: "root", Minions: ["b1"] };
     assert.equal(await syndicReturn(syn, [batch("syn1", load, ["b1"], jobLoad)]), null);
@@ -160,7 +161,7 @@ describe("brine as a master of masters with a syndic speaking Salt's protocol", 
     await bus.connect();
     const tags: string[] = [];
     const off = bus.on((e) => tags.push(e.tag));
-    const jid = "20261125120000777777";
+    const jid = formatJid(Date.now() - 60_000, 777);
     try {
       assert.equal(await forwardNew(syn, jid, ["b9"]), null);
       // the batch's events are fired together, in order: once its last one is here, so is every other one
@@ -193,7 +194,7 @@ describe("a master without order_masters", { timeout: 60_000 }, () => {
     const syn = fastMinion(m, "syn1", k!);
     try {
       await syn.start();
-      const load = { jid: "20261125120000654321", fun: "test.ping", arg: [], tgt: "*", tgt_type: "glob" } as unknown as PublishLoad;
+      const load = { jid: formatJid(Date.now() - 60_000, 321), fun: "test.ping", arg: [], tgt: "*", tgt_type: "glob" } as unknown as PublishLoad;
       assert.equal(await syndicReturn(syn, [batch("syn1", load, ["b1"])]), false);
       const conf = writeConfigDir(m);
       const look = await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", load.jid, "--out", "json"]);

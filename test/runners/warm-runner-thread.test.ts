@@ -10,6 +10,7 @@ import { controlCall } from "../../src/lib/client/control-client.js";
 import { openStore } from "../../src/lib/store/lmdb-env.js";
 import { JobCache } from "../../src/lib/store/job-cache.js";
 import { startTestMaster } from "../helpers/master.js";
+import { formatJid } from "../../src/shared/protocol/jid.js";
 
 type Control = { warm: Worker | undefined; spare: Worker | undefined; spareLoaded: boolean; running: number };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -21,7 +22,8 @@ test("jobs.lookup_jid calls run one after another in the same warm thread, each 
   const jobs = new JobCache(store);
   let warm: Worker | undefined;
   try {
-    const jids = ["20261126030000000001", "20261126030000000002"];
+    // jobs of the last minute: keep_jobs (24 h) hides older ones once the first cleanup has run
+    const jids = [formatJid(Date.now() - 60_000, 1), formatJid(Date.now() - 60_000, 2)];
     for (const [i, jid] of jids.entries()) {
       await jobs.saveLoad(jid, { fun: "test.echo", tgt: "*", jid });
       await jobs.saveReturn(jid, "m1", { return: `answer ${i}` }, false);
