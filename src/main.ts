@@ -23,6 +23,7 @@ import { checkJobCache } from "./main-thread/lmdb-check.js";
 import { prepareKeyStore } from "./lib/pki/key-store.js";
 import { SharedSecrets } from "./shared/secrets.js";
 import { SessionTable } from "./shared/session-table.js";
+import { KeyTable } from "./shared/key-table.js";
 import { readOption } from "./shared/config/options.js";
 import { NonceSet } from "./shared/nonce-set.js";
 import { JidGenerator, setJidSlot, sharedJidClock } from "./shared/protocol/jid.js";
@@ -214,6 +215,7 @@ export class MasterServer {
       metrics: this.metrics.sab,
       publishPeers: this.publishPeers.sab,
       sessions: SessionTable.create(readOption(c, "brine_session_table_minions")),
+      keys: KeyTable.create(readOption(c, "brine_key_table_minions")),
       ...(connBoard ? { conns: connBoard.sab } : {}),
       ...(this.cluster ? { cluster: { nodeId: this.cluster.node.nodeId, ring: this.cluster.node.ringBuffer } } : {}),
     };

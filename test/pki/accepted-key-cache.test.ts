@@ -11,6 +11,13 @@ import path from "node:path";
 import { KeyDirStamp } from "../../src/lib/pki/key-dir-stamp.js";
 import { AcceptedKeyCache, KeyStore } from "../../src/lib/pki/key-store.js";
 import { cleanKey } from "../../src/shared/protocol/pem.js";
+import { KeyTable } from "../../src/shared/key-table.js";
+
+/** Each test runs with the thread's own copies (no table) and with the master's shared table (src/shared/key-table.ts). */
+const MODES = [
+  { name: "own copies", table: (): KeyTable | undefined => undefined },
+  { name: "shared table", table: (): KeyTable | undefined => new KeyTable(KeyTable.create(64)) },
+];
 
 const PUB = (n: string) => `-----BEGIN PUBLIC KEY-----\n${n}\n-----END PUBLIC KEY-----\n`;
 
@@ -53,7 +60,8 @@ test("a key directory's stamp: one stat per look, a new version for each change 
   assert.equal(stamp.current(10_030), undefined, "touch(): looked at again at once, and the change is too recent to vouch for");
 });
 
-test("the request path's copy of an accepted key: a key deleted or moved away by another process is dropped at the stamp's next look, with no read per request in between", () => {
+for (const mode of MODES)
+  test(`the request path's copy of an accepted key: a key deleted or moved away by another process is dropped at the stamp's next look, with no read per request in between (${mode.name})`, () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-akc-"));
   try {
     const ks = new KeyStore(dir);
@@ -64,36 +72,37 @@ test("the request path's copy of an accepted key: a key deleted or moved away by
     const past = (Date.now() - 60_000) / 1000;
     utimesSync(acceptedDir, past, past); // settled a minute ago: the stamp vouches for it
     let now = Date.now();
-    const cache = new AcceptedKeyCache(ks, 1000, 16, () => now);
-    assert.equal(cache.get("m1"), cleanKey(PUB("one")));
+    const cache = new AcceptedKeyCache(ks, 1000, 16, () => now, undefined, mode.table());
+    assert.equal(cache.get("m1")?.pem, cleanKey(PUB("one")));
     otherProcess(`require("fs").writeFileSync(${JSON.stringify(file)}, ${JSON.stringify(PUB("two"))})`); // in place: the directory's mtime stays
     now += 5_000;
-    assert.equal(cache.get("m1"), cleanKey(PUB("one")), "past the 1 s window, still the copy: the directory did not change");
+    assert.equal(cache.get("m1")?.pem, cleanKey(PUB("one")), "past the 1 s window, still the copy: the directory did not change");
     now += 5_000;
-    assert.equal(cache.get("m1"), cleanKey(PUB("two")), "an in-place rewrite is read again after trustMsMax (10 s)");
+    assert.equal(cache.get("m1")?.pem, cleanKey(PUB("two")), "an in-place rewrite is read again after trustMsMax (10 s)");
     otherProcess(`require("fs").renameSync(${JSON.stringify(file)}, ${JSON.stringify(path.join(dir, "minions_rejected", "m1"))})`);
     const past2 = past + 1;
     utimesSync(acceptedDir, past2, past2); // as if the move were over a second ago (the stamp vouches again)
     now += 100;
-    assert.equal(cache.get("m1"), cleanKey(PUB("two")), "within 250 ms of the last look, the copy");
+    assert.equal(cache.get("m1")?.pem, cleanKey(PUB("two")), "within 250 ms of the last look, the copy");
     now += 250;
-    assert.equal(cache.get("m1"), undefined, "moved away: gone at the stamp's next look");
+    assert.equal(cache.get("m1")?.pem, undefined, "moved away: gone at the stamp's next look");
 
     // the directory changing now (the real clock): the stamp cannot vouch, the 1 s window of before applies
     let off = 0;
-    const live = new AcceptedKeyCache(ks, 1000, 16, () => Date.now() + off);
+    const live = new AcceptedKeyCache(ks, 1000, 16, () => Date.now() + off, undefined, mode.table());
     writeFileSync(file, PUB("three"));
-    assert.equal(live.get("m1"), cleanKey(PUB("three")), "absent keys are never cached");
+    assert.equal(live.get("m1")?.pem, cleanKey(PUB("three")), "absent keys are never cached");
     otherProcess(`require("fs").unlinkSync(${JSON.stringify(file)})`);
-    assert.equal(live.get("m1"), cleanKey(PUB("three")), "while the directory is changing, the 1 s window of before");
+    assert.equal(live.get("m1")?.pem, cleanKey(PUB("three")), "while the directory is changing, the 1 s window of before");
     off = 1_000;
-    assert.equal(live.get("m1"), undefined);
+    assert.equal(live.get("m1")?.pem, undefined);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("a sign-in's copy of an accepted key follows the file at once: deleted, rewritten in place or replaced by a rename", { timeout: 20_000 }, async () => {
+for (const mode of MODES)
+  test(`a sign-in's copy of an accepted key follows the file at once: deleted, rewritten in place or replaced by a rename (${mode.name})`, { timeout: 20_000 }, async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-akc-"));
   try {
     const ks = new KeyStore(dir);
@@ -101,15 +110,15 @@ test("a sign-in's copy of an accepted key follows the file at once: deleted, rew
     const file = path.join(dir, "minions", "m1");
     writeFileSync(file, PUB("one"));
     await new Promise((r) => setTimeout(r, 1_100)); // the file settles: its copy may be kept
-    const cache = new AcceptedKeyCache(ks, 1000, 16);
-    assert.equal(cache.getFresh("m1"), cleanKey(PUB("one")));
+    const cache = new AcceptedKeyCache(ks, 1000, 16, Date.now, undefined, mode.table());
+    assert.equal(cache.getFresh("m1")?.pem, cleanKey(PUB("one")));
     otherProcess(`require("fs").writeFileSync(${JSON.stringify(file)}, ${JSON.stringify(PUB("own"))})`); // same size, in place
-    assert.equal(cache.getFresh("m1"), cleanKey(PUB("own")), "rewritten in place: the new text at once");
+    assert.equal(cache.getFresh("m1")?.pem, cleanKey(PUB("own")), "rewritten in place: the new text at once");
     otherProcess(`const fs = require("fs"); fs.writeFileSync(${JSON.stringify(file + ".x")}, ${JSON.stringify(PUB("two"))}); fs.renameSync(${JSON.stringify(file + ".x")}, ${JSON.stringify(file)})`);
-    assert.equal(cache.getFresh("m1"), cleanKey(PUB("two")), "replaced by a rename: the new key at once");
+    assert.equal(cache.getFresh("m1")?.pem, cleanKey(PUB("two")), "replaced by a rename: the new key at once");
     otherProcess(`require("fs").unlinkSync(${JSON.stringify(file)})`);
-    assert.equal(cache.getFresh("m1"), undefined, "deleted: gone at once");
-    assert.equal(cache.get("m1"), undefined, "and for the request path too");
+    assert.equal(cache.getFresh("m1")?.pem, undefined, "deleted: gone at once");
+    assert.equal(cache.get("m1")?.pem, undefined, "and for the request path too");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -141,15 +150,16 @@ test("brine's own key writes rename a complete file into place and move the dire
   }
 });
 
-test("an id no key file can have ('', '.', '..', a path) has no accepted key and throws nothing, on the request path and at sign-in", () => {
+for (const mode of MODES)
+  test(`an id no key file can have ('', '.', '..', a path) has no accepted key and throws nothing, on the request path and at sign-in (${mode.name})`, () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-akc-"));
   try {
     const ks = new KeyStore(dir);
     ks.ensureDirs();
-    const cache = new AcceptedKeyCache(ks, 1000, 16);
+    const cache = new AcceptedKeyCache(ks, 1000, 16, Date.now, undefined, mode.table());
     for (const id of ["", ".", "..", "a/b", "../minions"]) {
-      assert.equal(cache.get(id), undefined, JSON.stringify(id));
-      assert.equal(cache.getFresh(id), undefined, JSON.stringify(id));
+      assert.equal(cache.get(id)?.pem, undefined, JSON.stringify(id));
+      assert.equal(cache.getFresh(id)?.pem, undefined, JSON.stringify(id));
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

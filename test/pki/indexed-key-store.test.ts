@@ -5,6 +5,7 @@
  * layout's meanings (move of a missing key is ENOENT, an id may sit in two states) without touching the
  * key directories.
  */
+import { KeyTable } from "../../src/shared/key-table.js";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -169,30 +170,31 @@ test("keys.cache_driver: mmap_key is refused on a network filesystem and warns w
   }
 });
 
-test("the accepted-key cache drops a key the indexed store no longer holds at the next request, with no time passing", async () => {
+for (const shared of [false, true])
+  test(`the accepted-key cache drops a key the indexed store no longer holds at the next request, with no time passing (${shared ? "shared table" : "own copies"})`, async () => {
   const dir = tmp();
   try {
     const ks = new KeyStore(dir, "mmap_key");
     ks.write("accepted", "m", PUB("m"));
-    const cache = new AcceptedKeyCache(ks, 1000, 16, () => 5000);
-    assert.equal(cache.get("m"), cleanKey(PUB("m")));
+    const cache = new AcceptedKeyCache(ks, 1000, 16, () => 5000, undefined, shared ? new KeyTable(KeyTable.create(16)) : undefined);
+    assert.equal(cache.get("m")?.pem, cleanKey(PUB("m")));
     const other = new KeyDb(keyDbDir(dir)); // another process's handle
     other.remove("accepted", "m");
     await nextTurn();
-    assert.equal(cache.get("m"), undefined, "deleted: gone although the 1 s window has not passed");
+    assert.equal(cache.get("m")?.pem, undefined, "deleted: gone although the 1 s window has not passed");
     other.put("accepted", "m", PUB("new"));
     await nextTurn();
-    assert.equal(cache.get("m"), cleanKey(PUB("new")), "replaced: the new key at once");
+    assert.equal(cache.get("m")?.pem, cleanKey(PUB("new")), "replaced: the new key at once");
     const files = new KeyStore(path.join(dir, "f"));
     files.ensureDirs();
     files.write("accepted", "m", PUB("m"));
     let now = 0;
-    const fileCache = new AcceptedKeyCache(files, 1000, 16, () => now);
-    assert.equal(fileCache.get("m"), cleanKey(PUB("m")));
+    const fileCache = new AcceptedKeyCache(files, 1000, 16, () => now, undefined, shared ? new KeyTable(KeyTable.create(16)) : undefined);
+    assert.equal(fileCache.get("m")?.pem, cleanKey(PUB("m")));
     files.remove("accepted", "m");
-    assert.equal(fileCache.get("m"), cleanKey(PUB("m")), "files: kept for the window");
+    assert.equal(fileCache.get("m")?.pem, cleanKey(PUB("m")), "files: kept for the window");
     now = 1000;
-    assert.equal(fileCache.get("m"), undefined, "files: re-read after it");
+    assert.equal(fileCache.get("m")?.pem, undefined, "files: re-read after it");
     await other.close();
     await closeKeyDbs();
   } finally {

@@ -51,6 +51,14 @@ export class KeyDirStamp {
     return this.version;
   }
 
+  /**
+   * The directory's mtime at `now` when `current(now)` vouches for it, else undefined: what a copy shared with
+   * other threads records (their stamps' versions are their own; the mtime they vouch for is the directory's).
+   */
+  vouchedMtime(now: number): number | undefined {
+    return this.current(now) === undefined ? undefined : (this.mtimeMs as number);
+  }
+
   /** This thread changed the directory: look at it again at the next `current()`. */
   touch(): void {
     this.checkedAt = -Infinity;

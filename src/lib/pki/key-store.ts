@@ -16,6 +16,7 @@ import { KeyDb, keyDbDir, pubDigest } from "./key-db.js";
 import { minionPkiDir, onNetworkFs, type SharedFsConfig } from "../../shared/shared-fs.js";
 import { cleanKey } from "../../shared/protocol/pem.js";
 import { KeyDirStamp } from "./key-dir-stamp.js";
+import { KeyView, keyIdBytesMax, type KeyRecord, type KeyTable } from "../../shared/key-table.js";
 
 export type KeyState = "accepted" | "pending" | "rejected" | "denied";
 export const KEY_DIRS: Record<KeyState, string> = {
@@ -267,102 +268,174 @@ function checkedId(id: string): string {
 /** How long a thread keeps an accepted key its directory's stamp vouches for, ms: bounds an in-place rewrite of the file. */
 export const acceptedKeyTrustMsMax = 10_000;
 
-interface AcceptedEntry {
+/** A minion's accepted key: its text (Salt's clean_key form) and the tag naming that text (KeyTable's; 0: none kept). */
+export interface AcceptedKey {
+  readonly pem: string;
+  /** changes exactly when the text does; what a thread derives from the key (a verified tok, ciphertexts) is keyed by it */
+  readonly tag: number;
+}
+
+/** A copy this thread keeps itself: an id the shared table cannot hold (too long, the table full), or no table. */
+interface LocalEntry {
   pem: string;
-  at: number;
-  gen: number | undefined;
-  version: number | undefined;
-  /** the file as it was read (localfs_key): what `getFresh` compares a stat with; undefined when not to be trusted */
-  file: { ino: number; size: number; mtimeMs: number; ctimeMs: number } | undefined;
+  tag: number;
+  readAt: number;
+  gen: number;
+  dirMtime: number;
+  file: KeyRecord["file"];
+  /** the tok verified against this text, latin1; "" when none */
+  tok: string;
 }
 
 /**
- * A per-thread cache of accepted public keys (Salt's clean_key form): every `_auth` compares the key a minion
- * presents with it, and the v3 `tok` check needs it on every request.
- * - `get` (the request path), with `localfs_key`: an entry is kept while the accepted directory's stamp
- *   (KeyDirStamp: its mtime, read at most every 250 ms per thread) is unchanged, up to `trustMsMax`: a key
- *   deleted, rejected or replaced by salt-key (a rename or unlink in `minions/`) stops working within 250 ms,
- *   with no system call per request. While the stamp cannot vouch (the directory changed within the last
- *   second, or cannot be read) an entry lives `ttlMs` (1 s), as before. A file rewritten in place (no rename)
- *   is seen within `trustMsMax`.
+ * The accepted public keys (Salt's clean_key form) of a master's minions as its request threads see them: every
+ * `_auth` compares the key a minion presents with it, and the v3 `tok` check needs it on every request. With the
+ * master's KeyTable (src/shared/key-table.ts) a minion's key and its verified tok are held once per master, not
+ * once per thread that served the minion (issue 17); an id the table cannot hold gets a copy of this thread's own.
+ * When a copy is still good, whichever thread read it:
+ * - `get` (the request path), with `localfs_key`: while the accepted directory's mtime is the one the reading
+ *   thread's stamp vouched for before its read and this thread's stamp still vouches for (KeyDirStamp: read at most
+ *   every 250 ms per thread), up to `trustMsMax`: a key deleted, rejected or replaced by salt-key (a rename or
+ *   unlink in `minions/`) stops working within 250 ms, with no system call per request. While a stamp cannot
+ *   vouch (the directory changed within the last second, or cannot be read) a copy lives `ttlMs` (1 s). A file
+ *   rewritten in place (no rename) is seen within `trustMsMax`.
  * - `getFresh` (a sign-in, which Salt answers from the file every time): one stat of the key file instead of
  *   reading it: the copy is used only while the file is the one it was read from (inode, size, mtime, ctime)
  *   and was over `racyMs` old when read, so a deleted, replaced or rewritten key is seen at once.
- * - With the indexed store an entry lives exactly as long as the store's generation is unchanged, so a key
+ * - With the indexed store a copy lives exactly as long as the store's generation is unchanged, so a key
  *   deleted or replaced anywhere stops working at the next request.
- * Absent keys are never cached (a minion whose key was just accepted is recognised at its very next request).
+ * - `invalidate(id)` (this master wrote, moved or removed the key) drops the copy for every thread.
+ * Absent keys are never kept (a minion whose key was just accepted is recognised at its very next request).
  */
 export class AcceptedKeyCache {
-  private readonly entries = new Map<string, AcceptedEntry>();
+  private readonly local = new Map<string, LocalEntry>();
   private readonly stamp: KeyDirStamp | undefined;
+  private readonly view = new KeyView();
+  private localTags = 0;
+  private fullWarned = false;
   constructor(
     private readonly store: KeyStore,
     private readonly ttlMs: number,
+    /** copies this thread keeps itself (ids the table cannot hold), count */
     private readonly entriesMax: number,
     private readonly now: () => number = Date.now,
     private readonly trustMsMax = acceptedKeyTrustMsMax,
+    /** the master's shared table; absent: this thread keeps every key it read itself */
+    private readonly table?: KeyTable,
+    private readonly warn: (line: string) => void = () => {},
   ) {
     this.stamp = store.dirStamp("accepted");
   }
 
-  /** The accepted key of `id`, cleaned (Salt's clean_key), or undefined when it has none: the request path's copy. */
-  get(id: string): string | undefined {
+  /** Copies this thread keeps itself (tests). */
+  get ownCopies(): number {
+    return this.local.size;
+  }
+
+  /** The accepted key of `id`, or undefined when it has none: the request path's copy. */
+  get(id: string): AcceptedKey | undefined {
     if (!validId(id)) return undefined; // no key file can have this name (a request's id is checked later)
     const t = this.now();
     const gen = this.store.generation();
-    // taken before any read: a change after it moves the stamp on
-    const version = gen === undefined ? this.stamp?.current(t) : undefined;
-    const e = this.entries.get(id);
-    if (e) {
-      const age = t - e.at;
-      if (gen !== undefined) {
-        if (e.gen === gen) return e.pem;
-      } else if (age >= 0 && (version !== undefined ? e.version === version && age < this.trustMsMax : age < this.ttlMs)) return e.pem;
+    // taken before any read: a change after it moves the directory's mtime on
+    const dirMtime = gen === undefined ? this.stamp?.vouchedMtime(t) : undefined;
+    const v = this.table?.look(id, this.view) ? this.view : this.local.get(id);
+    if (v && this.good(v, t, gen, dirMtime)) {
+      const pem = v === this.view ? this.table!.text(this.view) : (v as LocalEntry).pem;
+      if (pem !== undefined) return { pem, tag: v.tag };
     }
-    return this.read(id, t, gen, version);
+    return this.read(id, t, gen, dirMtime);
   }
 
   /** `get` as fresh as a read of the key file (a sign-in): one stat of the file, the copy only while it is the same file. */
-  getFresh(id: string): string | undefined {
+  getFresh(id: string): AcceptedKey | undefined {
     if (!validId(id)) return undefined;
     const t = this.now();
     const gen = this.store.generation();
     if (gen !== undefined) return this.get(id);
-    const version = this.stamp?.current(t);
-    const e = this.entries.get(id);
-    if (e?.file) {
+    const dirMtime = this.stamp?.vouchedMtime(t);
+    const v = this.table?.look(id, this.view) ? this.view : this.local.get(id);
+    const file = v === undefined ? undefined : v === this.view ? (Number.isNaN(v.ino) ? undefined : (v as KeyView)) : (v as LocalEntry).file;
+    if (v && file) {
       const st = statSync(this.store.file("accepted", id), { throwIfNoEntry: false });
       if (!st) {
-        this.entries.delete(id);
+        this.invalidate(id);
         return undefined;
       }
-      const f = e.file;
-      if (st.ino === f.ino && st.size === f.size && st.mtimeMs === f.mtimeMs && st.ctimeMs === f.ctimeMs) return e.pem;
+      if (st.ino === file.ino && st.size === file.size && st.mtimeMs === file.mtimeMs && st.ctimeMs === file.ctimeMs) {
+        const pem = v === this.view ? this.table!.text(this.view) : (v as LocalEntry).pem;
+        if (pem !== undefined) return { pem, tag: v.tag };
+      }
     }
-    return this.read(id, t, gen, version);
+    return this.read(id, t, gen, dirMtime);
   }
 
-  private read(id: string, t: number, gen: number | undefined, version: number | undefined): string | undefined {
+  /** Whether `tok` is the tok last verified for `id` against `key` (the accepted key `get` answered). */
+  tokVerified(id: string, key: AcceptedKey, tok: Uint8Array): boolean {
+    if (key.tag === 0) return false;
+    const own = this.local.get(id);
+    if (own) return own.tag === key.tag && own.tok.length === tok.length && own.tok === Buffer.from(tok.buffer, tok.byteOffset, tok.length).toString("latin1");
+    return this.table !== undefined && this.table.look(id, this.view) && this.view.tag === key.tag && this.table.tokIs(this.view, tok);
+  }
+
+  /** `tok` was verified for `id` against `key`: kept while the key's text is unchanged (one tok per minion). */
+  tokVerifiedNow(id: string, key: AcceptedKey, tok: Uint8Array): void {
+    if (key.tag === 0) return;
+    const own = this.local.get(id);
+    if (own) {
+      if (own.tag === key.tag) own.tok = Buffer.from(tok.buffer, tok.byteOffset, tok.length).toString("latin1");
+    } else this.table?.setTok(id, key.tag, tok);
+  }
+
+  /** Whether a copy (a table record or this thread's own) may answer at `t`. */
+  private good(v: { readAt: number; gen: number; dirMtime: number }, t: number, gen: number | undefined, dirMtime: number | undefined): boolean {
+    if (gen !== undefined) return v.gen === gen;
+    const age = t - v.readAt;
+    return age >= 0 && (dirMtime !== undefined ? v.dirMtime === dirMtime && age < this.trustMsMax : age < this.ttlMs);
+  }
+
+  private read(id: string, t: number, gen: number | undefined, dirMtime: number | undefined): AcceptedKey | undefined {
     let raw: string | undefined;
-    let file: AcceptedEntry["file"];
+    let file: LocalEntry["file"];
     if (gen === undefined) {
       // the file's identity before its text: a change after the stat makes the next stat differ
       const st = statSync(this.store.file("accepted", id), { throwIfNoEntry: false });
       raw = st ? this.store.read("accepted", id) : undefined;
       if (st && st.isFile() && t - st.ctimeMs > racyMs && t - st.mtimeMs > racyMs) file = { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
     } else raw = this.store.read("accepted", id);
-    this.entries.delete(id);
-    // Only keys that exist are cached: a minion whose key was just (re)accepted by another thread
+    // Only keys that exist are kept: a minion whose key was just (re)accepted by another thread
     // (the clear lane) must be recognised by its very next request, which real minions send at once.
-    if (raw === undefined) return undefined;
+    if (raw === undefined) {
+      this.invalidate(id);
+      return undefined;
+    }
     const pem = cleanKey(raw);
-    if (this.entries.size >= this.entriesMax) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(id, { pem, at: t, gen, version, file });
-    return pem;
+    const rec: KeyRecord = { text: pem, readAt: t, gen: gen ?? NaN, dirMtime: dirMtime ?? NaN, file };
+    const own = this.local.get(id);
+    const shared = own ? 0 : (this.table?.put(id, rec) ?? 0);
+    if (shared > 0) return { pem, tag: shared };
+    if (shared < 0) return { pem, tag: 0 }; // another thread is writing its record now: this answer is not kept
+    if (this.table && !own && !this.fullWarned && id.length <= keyIdBytesMax) {
+      this.fullWarned = true;
+      this.warn(`The accepted-key table is full (brine_key_table_minions): each request thread keeps its own copy of the accepted keys past it`);
+    }
+    const same = own !== undefined && own.pem === pem;
+    const tag = same ? own.tag : (this.table?.newTag() ?? (this.localTags = (this.localTags % 0x7fff_ffff) + 1));
+    const keep: LocalEntry = { pem, tag, readAt: t, gen: rec.gen, dirMtime: rec.dirMtime, file, tok: same ? own.tok : "" };
+    this.local.delete(id);
+    if (this.local.size >= this.entriesMax) this.local.delete(this.local.keys().next().value!);
+    this.local.set(id, keep);
+    return { pem, tag: keep.tag };
   }
 
+  /** Every thread reads `id`'s key again before using it (this master wrote, moved or removed it); no id: every key. */
   invalidate(id?: string): void {
-    if (id === undefined) this.entries.clear();
-    else this.entries.delete(id);
+    if (id === undefined) {
+      this.local.clear();
+      this.table?.dropAll();
+      return;
+    }
+    this.local.delete(id);
+    this.table?.drop(id);
   }
 }

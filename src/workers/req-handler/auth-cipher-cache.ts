@@ -3,8 +3,9 @@
  * sign-ins. A returning minion's sign-in otherwise pays two RSA public-key operations for values that
  * have not changed since its last one. Re-sending an earlier ciphertext of the same plaintext to the
  * same key tells an eavesdropper only that the key did not change, which the reply's AES-key signature
- * (identical until rotation) already shows. An entry is used only while the minion's public key, the
- * plaintext and the padding algorithm all match; anything else re-encrypts.
+ * (identical until rotation) already shows. An entry is used only while the minion's public key (its tag in the
+ * master's accepted-key table: it changes exactly when the key's text does), the plaintext and the padding
+ * algorithm all match; anything else re-encrypts. A key with no tag (0) is encrypted to and not kept.
  *
  * The ciphertexts are kept as latin1 strings, not Buffers: a 256-byte Buffer kept per minion is an ArrayBuffer of
  * its own (its backing store, its V8 objects: ~820 B of RSS measured on this box) where the string is ~270 B of V8
@@ -17,7 +18,8 @@ import { oaepEncrypt, type EncAlgo } from "../../shared/protocol/rsa.js";
 export const authCipherEntriesMax = 50_000;
 
 interface Entry {
-  pub: string;
+  /** the minion key's tag (AcceptedKey.tag), not its text: one copy of a minion's key per master (issue 17) */
+  keyTag: number;
   algo: EncAlgo;
   aesKey: string;
   /** the ciphertexts' bytes, latin1 */
@@ -33,12 +35,13 @@ export class AuthCipherCache {
 
   constructor(private readonly entriesMax = authCipherEntriesMax) {}
 
-  /** `{aes, session}` encrypted to `key` (the minion's public key, `pub` its PEM) with `algo`. */
-  ciphertexts(id: string, pub: string, key: KeyObject, algo: EncAlgo, aesKey: string, sessionKey: string): { aes: Buffer; session: Buffer } {
+  /** `{aes, session}` encrypted to `key` (the minion's public key, `keyTag` its accepted key's tag; 0: not kept) with `algo`. */
+  ciphertexts(id: string, keyTag: number, key: KeyObject, algo: EncAlgo, aesKey: string, sessionKey: string): { aes: Buffer; session: Buffer } {
     let e = this.map.get(id);
-    if (e === undefined || e.pub !== pub || e.algo !== algo) {
-      e = { pub, algo, aesKey, aes: seal(key, aesKey, algo), sessionKey, session: seal(key, sessionKey, algo) };
-      this.remember(id, e);
+    if (e === undefined || e.keyTag !== keyTag || keyTag === 0 || e.algo !== algo) {
+      e = { keyTag, algo, aesKey, aes: seal(key, aesKey, algo), sessionKey, session: seal(key, sessionKey, algo) };
+      if (keyTag !== 0) this.remember(id, e);
+      else this.map.delete(id);
     } else {
       if (e.aesKey !== aesKey) {
         e.aesKey = aesKey;

@@ -153,7 +153,8 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
     return refuse(false);
   }
   // the thread's copy while the key file is the one it was read from (one stat instead of a read: AcceptedKeyCache)
-  const accepted = ctx.acceptedKeys.getFresh(id);
+  const acceptedKey = ctx.acceptedKeys.getFresh(id);
+  const accepted = acceptedKey?.pem;
   // a returning minion sends its key as it was accepted (a Salt minion reads its minion.pub: a trailing newline);
   // clean_key of that text is the accepted (clean) text itself
   const pub = accepted !== undefined && sameAsClean(rawPub, accepted) ? accepted : cleanKey(rawPub);
@@ -239,8 +240,8 @@ function authReply(ctx: MasterContext, load: Record<string, WireValue>, version:
       // a token that does not decrypt is omitted, as Salt omits it; the minion then refuses us
     }
   }
-  // the accepted key's own string when it is the same key (one copy of a minion's PEM per thread, not two)
-  const sealed = ctx.authCiphers.ciphertexts(id, pub === accepted ? accepted : pub, minionKey, encAlgo, aesKey, session);
+  // kept by the accepted key's tag when it is the same key (a new key's are made again at its next sign-in)
+  const sealed = ctx.authCiphers.ciphertexts(id, pub === accepted ? acceptedKey!.tag : 0, minionKey, encAlgo, aesKey, session);
   reply.aes = sealed.aes;
   reply.session = sealed.session;
   reply.sig = aesKeySignature(ctx, aesKey);

@@ -10,6 +10,7 @@ import { Crypticle } from "../../shared/protocol/crypticle.js";
 import { JidGenerator } from "../../shared/protocol/jid.js";
 import { privateKey, publicKey } from "../../shared/protocol/rsa.js";
 import { AcceptedKeyCache, keyStoreFor, type KeyStore } from "../../lib/pki/key-store.js";
+import { KeyTable } from "../../shared/key-table.js";
 import { SessionKeys } from "../../lib/store/sessions.js";
 import { V3Marks } from "../../lib/store/v3-marks.js";
 import { AuthCipherCache } from "./auth-cipher-cache.js";
@@ -43,10 +44,10 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { dataTypeOf } from "../../shared/minion-placement.js";
 import { PlacedAddresses, type ClusterMinions } from "../../lib/targeting/cluster.js";
 import { MasterPubSigner } from "../../lib/pki/master-sign.js";
-import { VerifiedToks } from "./verified-toks.js";
 
 /** How long a thread trusts its cached copy of an accepted key file. */
 export const acceptedKeyCacheTtlMs = 1000;
+/** accepted keys a thread keeps its own copy of (with the shared key table: only ids the table cannot hold), count */
 export const acceptedKeyCacheEntriesMax = 200_000;
 /** a job's nocache mark, as a request thread read it, is reused this long (one LMDB read per job, not per return), ms */
 export const nocacheMarkMsMax = 1_000;
@@ -66,6 +67,8 @@ export interface SharedBuffers {
   publishPeers?: SharedArrayBuffer;
   /** the minions' session keys (src/shared/session-table.ts); absent: this thread keeps every minion's itself */
   sessions?: SharedArrayBuffer;
+  /** the minions' accepted keys and verified toks (src/shared/key-table.ts); absent: this thread keeps every minion's itself */
+  keys?: SharedArrayBuffer;
   /** the request port's connections that closed (src/shared/conn-board.ts; native transport); absent: none known */
   conns?: SharedArrayBuffer;
 }
@@ -161,8 +164,6 @@ export class MasterContext {
   readonly loadSpansOpts = { spans: this.loadSpans };
   /** per-minion OAEP ciphertexts of the AES and session keys, reused across sign-ins */
   readonly authCiphers = new AuthCipherCache();
-  /** per minion, the tok already verified against its current key (X9.31 is deterministic) */
-  readonly verifiedToks = new VerifiedToks();
   private aesCache: { gen: number; c: Crypticle } | undefined;
   private readonly cliKeyCache = new Map<string, { mtimeMs: number; key: string }>();
   private authenticator: Authenticator | undefined;
@@ -197,7 +198,7 @@ export class MasterContext {
     }
     // clustered: minion keys and the key pair minions see are the shared ones in cluster_pki_dir
     this.keys = keyStoreFor(cfg);
-    this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now);
+    this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now, undefined, shared.keys && new KeyTable(shared.keys), (line) => log.warning(line));
     this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now, shared.sessions && new SessionTable(shared.sessions));
     this.v3Marks = new V3Marks(cfg.cachedir, now);
     this.secrets = new SharedSecrets(shared.secrets);
@@ -220,8 +221,12 @@ export class MasterContext {
   }
 
   minionPublicKey(id: string): KeyObject | undefined {
-    const pem = this.acceptedKeys.get(id);
-    if (pem === undefined) return undefined;
+    const accepted = this.acceptedKeys.get(id);
+    return accepted === undefined ? undefined : this.parsedKey(accepted.pem);
+  }
+
+  /** An accepted key's parse (the thread's bounded cache of parsed keys, rsa.ts), or undefined when it does not parse. */
+  parsedKey(pem: string): KeyObject | undefined {
     try {
       return publicKey(pem);
     } catch {

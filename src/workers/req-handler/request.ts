@@ -83,18 +83,19 @@ function short(v: unknown): string {
 function checkTok(ctx: MasterContext, id: string, tok: WireValue | undefined): boolean {
   const tokBytes = asBytes(tok);
   if (!tokBytes || tokBytes.length > rsaBlockBytesMax) return false;
-  const pem = ctx.acceptedKeys.get(id);
-  if (pem === undefined) {
+  const accepted = ctx.acceptedKeys.get(id);
+  if (accepted === undefined) {
     log.warning(`Salt minion claiming to be ${id} attempted to communicate with master, but key could not be read and verification was denied.`);
     return false;
   }
-  if (ctx.verifiedToks.has(id, pem, tokBytes)) return true;
-  const key = ctx.minionPublicKey(id);
+  // a minion sends the same tok (X9.31 is deterministic) until it signs in anew: the one verified against this key needs no RSA
+  if (ctx.acceptedKeys.tokVerified(id, accepted, tokBytes)) return true;
+  const key = ctx.parsedKey(accepted.pem);
   if (!key || !x931Verify(key, tokBytes, SALT)) {
     log.error(`Minion token did not validate: ${id}`);
     return false;
   }
-  ctx.verifiedToks.add(id, pem, tokBytes);
+  ctx.acceptedKeys.tokVerifiedNow(id, accepted, tokBytes);
   return true;
 }
 
