@@ -131,6 +131,9 @@ test("requests from libzmq REQ and DEALER sockets are answered to the peer that 
     router.start();
     await until(() => held.length === 2, 5_000, "two requests");
     for (const f of held) assert.deepEqual([f[0]!.length, f[1]!.length], [5, 0], "routing id and the REQ's empty delimiter");
+    // made for each request from the peer's id, a slice of Node's shared pool: no ArrayBuffer kept per connection (issue 17)
+    for (const f of held) assert.ok(f[0]!.buffer.byteLength > 5, "the routing id frame is a slice of a shared pool");
+    assert.notDeepEqual(held[0]![0], held[1]![0], "two peers, two routing ids");
     // answer b first, then a
     for (const f of [...held].reverse()) router.push([...f.slice(0, -1), Buffer.from(`re:${f[f.length - 1]!.toString()}`)]);
     assert.equal((await a.receive())[0]!.toString(), "re:from-a");
@@ -142,6 +145,7 @@ test("requests from libzmq REQ and DEALER sockets are answered to the peer that 
     d.connect(`tcp://127.0.0.1:${port}`);
     for (let i = 0; i < 5; i++) await d.send(["", `n${i}`]);
     await until(() => held.length === 5, 5_000, "five pipelined requests");
+    assert.ok(held.every((f) => f[0]!.equals(held[0]![0]!)), "one peer: the same routing id on each request");
     for (const f of held) router.push([...f.slice(0, -1), Buffer.from(`re:${f[f.length - 1]!.toString()}`)]);
     for (let i = 0; i < 5; i++) assert.deepEqual((await d.receive()).map(String), ["", `re:n${i}`]);
     d.close();
