@@ -17,6 +17,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
+import { formatJid } from "../../src/shared/protocol/jid.js";
 import { testKeys } from "../helpers/minions.js";
 import { ClusterHarness, frameAnswer as answer, RET_PORT, minionEventFrame, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
 
@@ -49,7 +50,8 @@ test("cluster hardening: no forged return stored, no captured frame replayed, a 
     const [evil, good, old] = [minions[0]!, minions[1]!, minions[2]!];
 
     await t.test("a minion event forging another minion's return is stored in no master's job cache", async () => {
-      const forgedJid = "20260101000000000001";
+      // a jid of the last minute: one older than keep_jobs would be hidden by the first cleanup whether it was stored or not
+      const forgedJid = formatJid(Date.now() - 60_000, 1);
       await evil.channel.send({ id: evil.id, cmd: "_minion_event", tok: evil.keys.tok, pretag: `salt/job/${forgedJid}/ret`, events: [{ tag: good.id, data: { return: "forged", retcode: 0, success: true } }] }, evil.requestOptions);
       // a real job after it: its returns reach every master, so the forged event has had its chance too
       const r = await h.salt(0, ["-L", good.id, "test.ping", "--out", "json", "-t", "15"]);

@@ -66,9 +66,12 @@ test("records from a peer mark the minion here; a bulk sync carries the marks ma
   const src = tmpStore();
   const dst = tmpStore();
   try {
-    const from = new SyncStore(src.cfg, src.store, "m1", () => NOW);
-    const to = new SyncStore(dst.cfg, dst.store, "m2", () => NOW);
-    const live = await to.apply("m1", [encodeRecords([{ k: "v3", id: "live-1", t: NOW }, { k: "v3", id: "live-1", t: NOW }])]);
+    // the real clock: a bulk sync's marks carry their files' mtimes, which a fixed "now" falls behind one day (at
+    // 1,800,000,000,000, mid-January 2027, they would be refused as made in the future)
+    const from = new SyncStore(src.cfg, src.store, "m1", () => Date.now());
+    const to = new SyncStore(dst.cfg, dst.store, "m2", () => Date.now());
+    const t = Date.now();
+    const live = await to.apply("m1", [encodeRecords([{ k: "v3", id: "live-1", t }, { k: "v3", id: "live-1", t }])]);
     assert.deepEqual(live, { stored: 1, refused: 0 });
     assert.ok(existsSync(path.join(dst.dir, "minion-v3", "live-1")));
     assert.equal(new V3Marks(dst.dir).has("live-1"), true, "a request worker of the receiver sees the mark");
