@@ -12,7 +12,9 @@ export function writeConfigDir(m: TestMaster): string {
   const dir = path.join(m.root, "etc", "salt");
   mkdirSync(dir, { recursive: true });
   const { conf_file: _c, root_dir: _r, ...rest } = m.cfg;
-  writeFileSync(path.join(dir, "master"), stringify(rest));
+  // the paths are absolute, so root_dir goes; the pidfiles, relative to it, stay under the test's root: with
+  // Salt's default (/var/run/salt-master.pid) two test files starting salt-master at once refused each other
+  writeFileSync(path.join(dir, "master"), stringify({ ...rest, pidfile: path.join(m.root, "var", "run", "salt-master.pid"), syndic_pidfile: path.join(m.root, "var", "run", "salt-syndic.pid") }));
   return dir;
 }
 
