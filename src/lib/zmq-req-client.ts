@@ -132,18 +132,8 @@ export class ZmqReqTransport implements ReqTransport {
     if (this.opts.afterTimeout === "wait") return this.attemptsOnOneSocket(body, opts);
     const tries = Math.max(1, opts.tries);
     for (let attempt = 1; attempt <= tries; attempt++) {
-      if (this.closed) throw new BrineError("MINION_STOPPED");
-      let sock: zmq.Request;
-      try {
-        sock = this.socket();
-      } catch (e) {
-        // no socket could be made (EMFILE: the context's sockets are all taken, the ones closed after a timeout
-        // not yet reaped by libzmq, or the process's descriptors): this attempt fails as a timeout would, after
-        // its time, and the next one tries again
-        if (attempt === tries) throw new BrineError("MINION_REQ_TIMEOUT", `no socket for the request: ${(e as Error).message}`);
-        await new Promise<void>((r) => this.timer.after(opts.timeoutMs, r));
-        continue;
-      }
+      const sock = await this.socketForTry(attempt, tries, opts.timeoutMs);
+      if (!sock) continue;
       let timedOut = false;
       const h = this.timer.after(opts.timeoutMs, () => {
         timedOut = true;
@@ -181,6 +171,22 @@ export class ZmqReqTransport implements ReqTransport {
     throw new BrineError("MINION_REQ_TIMEOUT", `${tries} × ${opts.timeoutMs} ms`);
   }
 
+  /**
+   * The socket for try `attempt` of `tries`, or undefined when none could be made (EMFILE: the context's sockets
+   * are all taken, the ones closed after a timeout not yet reaped by libzmq, or the process's descriptors): that
+   * try then fails as a timeout would, after its time, and the next one tries again; the last one throws.
+   */
+  private async socketForTry(attempt: number, tries: number, timeoutMs: number): Promise<zmq.Request | undefined> {
+    if (this.closed) throw new BrineError("MINION_STOPPED");
+    try {
+      return this.socket();
+    } catch (e) {
+      if (attempt === tries) throw new BrineError("MINION_REQ_TIMEOUT", `no socket for the request: ${(e as Error).message}`);
+      await new Promise<void>((r) => this.timer.after(timeoutMs, r));
+      return undefined;
+    }
+  }
+
   private timedOut(opts: RequestOptions, attempt: number, tries: number): void {
     this.timeouts++;
     if (opts.attemptOf) this.opts.onTimeout?.(opts.label, opts.attemptOf.attempt, opts.attemptOf.tries);
@@ -196,15 +202,8 @@ export class ZmqReqTransport implements ReqTransport {
   private async attemptsOnOneSocket(body: Buffer, opts: RequestOptions): Promise<Buffer> {
     const tries = Math.max(1, opts.tries);
     for (let attempt = 1; attempt <= tries; attempt++) {
-      if (this.closed) throw new BrineError("MINION_STOPPED");
-      let sock: zmq.Request;
-      try {
-        sock = this.socket();
-      } catch (e) {
-        if (attempt === tries) throw new BrineError("MINION_REQ_TIMEOUT", `no socket for the request: ${(e as Error).message}`);
-        await new Promise<void>((r) => this.timer.after(opts.timeoutMs, r));
-        continue;
-      }
+      const sock = await this.socketForTry(attempt, tries, opts.timeoutMs);
+      if (!sock) continue;
       let h: TimerHandle | undefined;
       const expired = new Promise<"timeout">((r) => (h = this.timer.after(opts.timeoutMs, () => r("timeout"))));
       let sent = false;

@@ -1,13 +1,21 @@
 /**
- * Two masters' state-sync threads, each started as a master starts it (src/main-thread/state-sync-host.ts MirrorThread)
- * and linked through its own StateSyncLink, the peer channel between them replaced by a direct call (test/state-sync).
+ * Two masters' state-sync, for test/state-sync:
+ * - `stateSyncPair`: their threads, each started as a master starts it (src/main-thread/state-sync-host.ts
+ *   MirrorThread) and linked through its own StateSyncLink, the peer channel between them replaced by a direct call;
+ * - `startEngine` and `relayEngines`: their engines run in the test's own thread on MessageChannels (of this build, or
+ *   of another commit's build), the puller's peer requests relayed to the server as the main thread relays them
+ *   (CBOR bytes both ways), with hooks on each request and reply that cross (what is on the wire, an older puller).
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import { MirrorThread, type MirrorThreadOptions } from "../../src/main-thread/state-sync-host.js";
 import { StateSyncLink, type StateSyncChannel } from "../../src/main-thread/cluster/state-sync-link.js";
 import type { PeerHandler } from "../../src/workers/raft/peer/peer-types.js";
+import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
+import { openStore } from "../../src/lib/store/lmdb-env.js";
+import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-sync/messages.js";
 
 export function stateSyncCfg(name: string, root: string): MasterConfig {
   return {
@@ -76,5 +84,82 @@ export async function stateSyncPair(root: string, opts: { a?: MirrorThreadOption
       b.link.close();
       await Promise.all([a.thread.stop(), b.thread.stop()]);
     },
+  };
+}
+
+/** An engine and a store to run it on: this build's, or an earlier commit's (test/state-sync/mixed-version). */
+export interface EngineBuild {
+  Engine: new (cfg: MasterConfig, nodeId: string, store: never, port: MessagePort, opts: { autoKeys: boolean }) => { close(): unknown };
+  openStore: (cfg: MasterConfig) => { close(): Promise<void> };
+}
+
+export const thisBuild: EngineBuild = { Engine: StateSyncEngine as unknown as EngineBuild["Engine"], openStore: openStore as unknown as EngineBuild["openStore"] };
+
+/** One master's engine, its end of the engine's port (what the main thread holds). */
+export interface EngineSide {
+  id: string;
+  root: string;
+  port: MessagePort;
+  close(): Promise<void>;
+}
+
+/** The engine of master `id` under `root`, in this thread, keys not watched (`autoKeys: false`). */
+export function startEngine(id: string, root: string, build: EngineBuild = thisBuild): EngineSide {
+  const cfg = stateSyncCfg(id, root);
+  const store = build.openStore(cfg);
+  const { port1, port2 } = new MessageChannel();
+  const engine = new build.Engine(cfg, id, store as never, port2, { autoKeys: false });
+  return {
+    id,
+    root,
+    port: port1,
+    close: async () => {
+      await engine.close();
+      port1.close();
+      await store.close();
+    },
+  };
+}
+
+/** What a relay may do with each message that crosses it; `rid` is the request's id on the server's side. */
+export interface RelayHooks {
+  /** a peer request of the puller's: what the server gets instead (default: the same bytes) */
+  request?(p: Uint8Array, rid: number): Uint8Array;
+  /** the server's reply to request `rid` */
+  reply?(p: Uint8Array, rid: number): void;
+}
+
+/** Relays `puller`'s peer requests to `server` and its replies back; `pull` asks the puller to sync channels from the server. */
+export function relayEngines(puller: EngineSide, server: EngineSide, hooks: RelayHooks = {}): { pull(channels: string[]): Promise<PeerReport> } {
+  let next = 1;
+  const waiting = new Map<number, number>();
+  const calls = new Map<number, (r: PeerReport | Error) => void>();
+  puller.port.on("message", (m: FromEngine) => {
+    if (m.k === "req") {
+      const rid = next++;
+      const p = hooks.request ? hooks.request(m.p, rid) : m.p;
+      waiting.set(rid, m.id);
+      server.port.postMessage({ k: "in", id: rid, from: puller.id, p, req: true } satisfies ToEngine);
+    } else if (m.k === "res" || m.k === "err") calls.get(m.id)?.(m.k === "res" ? (m.v as PeerReport) : new Error(m.text));
+  });
+  server.port.on("message", (m: FromEngine) => {
+    if (m.k !== "res" && m.k !== "err") return;
+    const id = waiting.get(m.id)!;
+    waiting.delete(m.id);
+    if (m.k === "err") return puller.port.postMessage({ k: "err", id, code: m.code, text: m.text } satisfies ToEngine);
+    const p = m.v as Uint8Array;
+    hooks.reply?.(p, m.id);
+    puller.port.postMessage({ k: "res", id, p } satisfies ToEngine);
+  });
+  puller.port.postMessage({ k: "peers", up: [server.id], known: [server.id] } satisfies ToEngine);
+  server.port.postMessage({ k: "peers", up: [puller.id], known: [puller.id] } satisfies ToEngine);
+  let callId = 1_000_000;
+  return {
+    pull: (channels) =>
+      new Promise((resolve, reject) => {
+        const id = callId++;
+        calls.set(id, (r) => (r instanceof Error ? reject(r) : resolve(r)));
+        puller.port.postMessage({ k: "call", id, call: { op: "syncFrom", peer: server.id, channels } } satisfies ToEngine);
+      }),
   };
 }

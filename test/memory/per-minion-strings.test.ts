@@ -7,20 +7,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import v8 from "node:v8";
-import { runInNewContext } from "node:vm";
 import { generateKeyPairSync } from "node:crypto";
 import { AuthCipherCache } from "../../src/workers/req-handler/auth-cipher-cache.js";
 import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
-
-v8.setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
-
-function arrayBuffersAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().arrayBuffers;
-}
+import { arrayBuffersAfterGc } from "../helpers/memory.js";
 
 test("the sign-in ciphertexts of 1,000 minions keep no ArrayBuffer per minion", () => {
   const minions = 1000;

@@ -7,19 +7,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import v8 from "node:v8";
-import { runInNewContext } from "node:vm";
 import { decodeWire, encodeWire } from "../../src/shared/protocol/msgpack.js";
 import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
-
-v8.setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
-
-function arrayBuffersAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().arrayBuffers;
-}
+import { arrayBuffersAfterGc } from "../helpers/memory.js";
 
 /** Pooled allocations a request makes between two minions' (Buffer.from of a few KiB: the pool moves on). */
 let churn: Buffer[] = [];

@@ -20,11 +20,10 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, un
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { buildAtCommit } from "../../tools/build-at-commit.js";
 import { cbor } from "../../src/shared/cbor.js";
-import type { MasterConfig } from "../../src/shared/config/defaults.js";
-import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-sync/messages.js";
+import type { FromEngine, ToEngine } from "../../src/workers/state-sync/messages.js";
+import { relayEngines, startEngine, type EngineBuild, type EngineSide } from "../helpers/state-sync-pair.js";
 
 const OLD = [
   { commit: "0c11706", what: "before the compact wire forms" },
@@ -35,84 +34,14 @@ const OLD = [
 const ENTRIES = ["src/workers/state-sync/engine.ts", "src/lib/store/lmdb-env.ts"];
 const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..", "..");
 
-interface Build {
+interface Build extends EngineBuild {
   name: string;
-  Engine: new (cfg: MasterConfig, nodeId: string, store: unknown, port: MessagePort, opts: { autoKeys: boolean }) => { close(): void };
-  openStore: (cfg: MasterConfig) => { close(): Promise<void> };
 }
 
 async function load(name: string, dist: string): Promise<Build> {
   const eng = (await import(pathToFileURL(path.join(dist, "src/workers/state-sync/engine.js")).href)) as { StateSyncEngine: Build["Engine"] };
   const st = (await import(pathToFileURL(path.join(dist, "src/lib/store/lmdb-env.js")).href)) as { openStore: Build["openStore"] };
   return { name, Engine: eng.StateSyncEngine, openStore: st.openStore };
-}
-
-interface Side {
-  id: string;
-  root: string;
-  port: MessagePort;
-  close(): Promise<void>;
-}
-
-function cfgOf(id: string, root: string): MasterConfig {
-  return {
-    id,
-    cachedir: path.join(root, "cache"),
-    pki_dir: path.join(root, "pki"),
-    cluster_pki_dir: path.join(root, "pki"),
-    cluster_id: "mixed",
-    brine_lmdb_map_bytes: 64 * 1024 * 1024,
-    file_roots: { base: [path.join(root, "srv", "salt")] },
-    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
-  } as unknown as MasterConfig;
-}
-
-function start(b: Build, id: string, root: string): Side {
-  const cfg = cfgOf(id, root);
-  const store = b.openStore(cfg);
-  const { port1, port2 } = new MessageChannel();
-  const engine = new b.Engine(cfg, id, store, port2, { autoKeys: false });
-  return {
-    id,
-    root,
-    port: port1,
-    close: async () => {
-      engine.close();
-      port1.close();
-      await store.close();
-    },
-  };
-}
-
-/** Relays `puller`'s peer requests to `server`; `pull` asks the puller to sync channels from the server. */
-function link(puller: Side, server: Side): { pull: (channels: string[]) => Promise<PeerReport> } {
-  let next = 1;
-  const waiting = new Map<number, number>();
-  const calls = new Map<number, (r: PeerReport | Error) => void>();
-  puller.port.on("message", (m: FromEngine) => {
-    if (m.k === "req") {
-      const rid = next++;
-      waiting.set(rid, m.id);
-      server.port.postMessage({ k: "in", id: rid, from: puller.id, p: m.p, req: true } satisfies ToEngine);
-    } else if (m.k === "res" || m.k === "err") calls.get(m.id)?.(m.k === "res" ? (m.v as PeerReport) : new Error(m.text));
-  });
-  server.port.on("message", (m: FromEngine) => {
-    if (m.k !== "res" && m.k !== "err") return;
-    const id = waiting.get(m.id)!;
-    waiting.delete(m.id);
-    puller.port.postMessage(m.k === "res" ? ({ k: "res", id, p: m.v as Uint8Array } satisfies ToEngine) : ({ k: "err", id, code: m.code, text: m.text } satisfies ToEngine));
-  });
-  puller.port.postMessage({ k: "peers", up: [server.id], known: [server.id] } satisfies ToEngine);
-  server.port.postMessage({ k: "peers", up: [puller.id], known: [puller.id] } satisfies ToEngine);
-  let callId = 1_000_000;
-  return {
-    pull: (channels) =>
-      new Promise((resolve, reject) => {
-        const id = callId++;
-        calls.set(id, (r) => (r instanceof Error ? reject(r) : resolve(r)));
-        puller.port.postMessage({ k: "call", id, call: { op: "syncFrom", peer: server.id, channels } } satisfies ToEngine);
-      }),
-  };
 }
 
 const pub = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs1", format: "pem" } }).publicKey;
@@ -161,11 +90,11 @@ async function pair(serverBuild: Build, pullerBuild: Build): Promise<void> {
   const [sRoot, pRoot] = [path.join(top, "server"), path.join(top, "puller")];
   mkdirSync(path.join(pRoot, "srv", "salt"), { recursive: true });
   seed(sRoot);
-  const server = start(serverBuild, "server", sRoot);
-  const puller = start(pullerBuild, "puller", pRoot);
+  const server = startEngine("server", sRoot, serverBuild);
+  const puller = startEngine("puller", pRoot, pullerBuild);
   const what = `${pullerBuild.name} puller from a ${serverBuild.name} server`;
   try {
-    const l = link(puller, server);
+    const l = relayEngines(puller, server);
     const first = await l.pull(["keys", "file_roots"]);
     assert.deepEqual(first.errors, [], what);
     assert.equal(first.failed, undefined, what);
@@ -192,7 +121,7 @@ async function upgradeInPlace(oldBuild: Build, newBuild: Build): Promise<void> {
   try {
     seed(root);
     // a peer's first manifest request (the form every build answers with pages)
-    const probe = (s: Side) =>
+    const probe = (s: EngineSide) =>
       new Promise<{ p: string; d?: number }[]>((resolve) => {
         const on = (m: FromEngine) => {
           if (m.k !== "res" || m.id !== 7) return;
@@ -202,13 +131,13 @@ async function upgradeInPlace(oldBuild: Build, newBuild: Build): Promise<void> {
         s.port.on("message", on);
         s.port.postMessage({ k: "in", id: 7, from: "asker", p: encode({ op: "manifest", ch: "file_roots", n: 1000 }), req: true } satisfies ToEngine);
       });
-    const old = start(oldBuild, "node", root);
+    const old = startEngine("node", root, oldBuild);
     assert.equal((await probe(old)).length, 301);
     unlinkSync(path.join(root, "srv", "salt", "d0", "f3.sls"));
     const seen = await probe(old);
     assert.deepEqual(seen.find((e) => e.p === "base/d0/f3.sls")?.d, 1, `${oldBuild.name}: a tombstone`);
     await old.close();
-    const now = start(newBuild, "node", root);
+    const now = startEngine("node", root, newBuild);
     try {
       const served = await probe(now);
       assert.equal(served.length, 301);

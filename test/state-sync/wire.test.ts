@@ -11,20 +11,16 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import os from "node:os";
 import path from "node:path";
 import { deflateRawSync } from "node:zlib";
-import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../src/shared/cbor.js";
-import type { MasterConfig } from "../../src/shared/config/defaults.js";
-import { openStore } from "../../src/lib/store/lmdb-env.js";
 import { closeKeyDbs } from "../../src/lib/pki/key-store.js";
-import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
-import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-sync/messages.js";
+import type { PeerReport } from "../../src/workers/state-sync/messages.js";
 import { deflateMinBytes, deflateSampleBytes, packReply, replyInflatedBytesMax, unpackReply } from "../../src/workers/state-sync/wire.js";
 import { DATA_OVERHEAD_BYTES, encodeBody, BODY } from "../../src/workers/raft/peer/framing.js";
 import { distinctMinionKeys } from "../../tools/distinct-keys.js";
+import { relayEngines, startEngine, type EngineSide } from "../helpers/state-sync-pair.js";
 
 const enc = (v: unknown) => cbor.encode(v) as Uint8Array;
 const dec = (b: Uint8Array) => cbor.decode(b) as unknown;
-
 
 test("a reply is deflated only for an asker that reads it, only when that pays, and reads back the same either way", () => {
   const keys = distinctMinionKeys(64);
@@ -56,89 +52,30 @@ test("a deflated reply that inflates past its bound, or does not inflate, is ref
   assert.deepEqual(unpackReply(enc(page)), dec(enc(page)));
 });
 
-function cfgOf(id: string, root: string): MasterConfig {
-  return {
-    id,
-    cachedir: path.join(root, "cache"),
-    pki_dir: path.join(root, "pki"),
-    cluster_pki_dir: path.join(root, "pki"),
-    cluster_id: "wire",
-    brine_lmdb_map_bytes: 64 * 1024 * 1024,
-    file_roots: { base: [path.join(root, "srv", "salt")] },
-    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
-  } as unknown as MasterConfig;
-}
-
-interface Side {
-  id: string;
-  port: MessagePort;
-  close(): Promise<void>;
-}
-
-function start(id: string, root: string): Side {
-  const cfg = cfgOf(id, root);
-  const store = openStore(cfg);
-  const { port1, port2 } = new MessageChannel();
-  const engine = new StateSyncEngine(cfg, id, store, port2, { autoKeys: false });
-  return {
-    id,
-    port: port1,
-    close: async () => {
-      await engine.close();
-      port1.close();
-      await store.close();
-    },
-  };
-}
-
 /**
- * The puller's peer requests relayed to the server as the main thread relays them, the bytes counted as the peer
- * channel sends them: each request and reply in its body (channel, id) in a sealed frame of its own (one message a
- * frame: the most framing the channel adds). `oldPuller`: `z` is taken out of every request (a puller of an earlier
- * version), and every reply's form is recorded.
+ * The puller's peer requests relayed to the server, the bytes counted as the peer channel sends them: each request
+ * and reply in its body (channel, id) in a sealed frame of its own (one message a frame: the most framing the
+ * channel adds). `oldPuller`: `z` is taken out of every request (a puller of an earlier version), and every reply's
+ * form is recorded.
  */
-function link(puller: Side, server: Side, oldPuller: boolean): { pull(channels: string[]): Promise<PeerReport>; wire: { bytes: number }; replies: ("deflated" | "plain")[] } {
+function link(puller: EngineSide, server: EngineSide, oldPuller: boolean): { pull(channels: string[]): Promise<PeerReport>; wire: { bytes: number }; replies: ("deflated" | "plain")[] } {
   const wire = { bytes: 0 };
   const replies: ("deflated" | "plain")[] = [];
-  let next = 1;
-  const waiting = new Map<number, number>();
-  const calls = new Map<number, (r: PeerReport | Error) => void>();
-  puller.port.on("message", (m: FromEngine) => {
-    if (m.k === "req") {
-      let p = m.p;
+  const relay = relayEngines(puller, server, {
+    request(p, rid) {
       if (oldPuller) {
         const { z: _z, ...rest } = dec(p) as Record<string, unknown>;
         p = enc(rest);
       }
-      wire.bytes += encodeBody({ kind: BODY.REQ, channel: "cl/state-sync", id: next, payload: p }).byteLength + DATA_OVERHEAD_BYTES;
-      const rid = next++;
-      waiting.set(rid, m.id);
-      server.port.postMessage({ k: "in", id: rid, from: puller.id, p, req: true } satisfies ToEngine);
-    } else if (m.k === "res" || m.k === "err") calls.get(m.id)?.(m.k === "res" ? (m.v as PeerReport) : new Error(m.text));
+      wire.bytes += encodeBody({ kind: BODY.REQ, channel: "cl/state-sync", id: rid, payload: p }).byteLength + DATA_OVERHEAD_BYTES;
+      return p;
+    },
+    reply(p, rid) {
+      replies.push((dec(p) as { z?: unknown }).z instanceof Uint8Array ? "deflated" : "plain");
+      wire.bytes += encodeBody({ kind: BODY.RES, id: rid, payload: p }).byteLength + DATA_OVERHEAD_BYTES;
+    },
   });
-  server.port.on("message", (m: FromEngine) => {
-    if (m.k !== "res" && m.k !== "err") return;
-    const id = waiting.get(m.id)!;
-    waiting.delete(m.id);
-    if (m.k === "err") return puller.port.postMessage({ k: "err", id, code: m.code, text: m.text } satisfies ToEngine);
-    const p = m.v as Uint8Array;
-    replies.push((dec(p) as { z?: unknown }).z instanceof Uint8Array ? "deflated" : "plain");
-    wire.bytes += encodeBody({ kind: BODY.RES, id: m.id, payload: p }).byteLength + DATA_OVERHEAD_BYTES;
-    puller.port.postMessage({ k: "res", id, p } satisfies ToEngine);
-  });
-  puller.port.postMessage({ k: "peers", up: [server.id], known: [server.id] } satisfies ToEngine);
-  server.port.postMessage({ k: "peers", up: [puller.id], known: [puller.id] } satisfies ToEngine);
-  let callId = 1_000_000;
-  return {
-    wire,
-    replies,
-    pull: (channels) =>
-      new Promise((resolve, reject) => {
-        const id = callId++;
-        calls.set(id, (r) => (r instanceof Error ? reject(r) : resolve(r)));
-        puller.port.postMessage({ k: "call", id, call: { op: "syncFrom", peer: server.id, channels } } satisfies ToEngine);
-      }),
-  };
+  return { wire, replies, pull: relay.pull };
 }
 
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
@@ -154,12 +91,12 @@ test("a keys-only join puts at most 1.05× the keys' bytes on the wire, framing 
   mkdirSync(path.join(serverRoot, "pki", "minions"), { recursive: true });
   keys.forEach((k, i) => writeFileSync(path.join(serverRoot, "pki", "minions", `minion-${String(i).padStart(4, "0")}.example.org`), k));
   const content = keys.reduce((n, k) => n + k.byteLength, 0);
-  const server = start("server", serverRoot);
+  const server = startEngine("server", serverRoot);
   try {
     for (const oldPuller of [false, true]) {
       const root = path.join(top, oldPuller ? "old-puller" : "puller");
       mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
-      const puller = start(oldPuller ? "old-puller" : "puller", root);
+      const puller = startEngine(oldPuller ? "old-puller" : "puller", root);
       try {
         const l = link(puller, server, oldPuller);
         const r = await l.pull(["keys"]);
