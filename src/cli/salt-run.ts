@@ -8,6 +8,9 @@ import { runnerInput } from "../lib/client/args.js";
 import { controlCall } from "../lib/client/control-client.js";
 import { addOutputOptions, makeDisplay, runnerOutput } from "../lib/output/display.js";
 import { DEFAULT_CONFIG_DIR, exitWith, loadConfigOrExit, setupCliLogging } from "./common.js";
+import { getLogger } from "../shared/log.js";
+
+const log = getLogger("salt.cli.run");
 
 const program = new Command("salt-run")
   .usage("[options] <function> [arguments]")
@@ -29,8 +32,33 @@ const display = makeDisplay(o, cfg);
 const { arg, kwarg } = runnerInput(words ?? []);
 if (o.timeout !== undefined && !("timeout" in kwarg)) kwarg.timeout = Number(o.timeout);
 
+// No timeout of its own: salt-run waits for the runner's return however long it takes, as Salt's does (its runner runs
+// in its own process; `-t` is only the runner's option). SIGINT or SIGTERM ends salt-run with exit code 0, as Salt's
+// (salt/scripts.py _handle_signals); the runner runs in the master here, so it goes on and records its job, and on
+// Ctrl-C salt-run says where its return will be.
+let jid: string | undefined;
+const leave = (signal: NodeJS.Signals) => {
+  if (signal === "SIGINT") {
+    const where = jid
+      ? `The runner goes on in the master (brine runs runners there; Salt's salt-run runs them in its own process).\nThis runner's jid is: ${jid}\nTo look up its return when it is done, run the following command:\n\nsalt-run jobs.lookup_jid ${jid}\n`
+      : "";
+    process.stderr.write(`\nExiting gracefully on Ctrl-c\n${where}`);
+  }
+  void exitWith(0);
+};
+process.once("SIGINT", leave);
+process.once("SIGTERM", leave);
+
 try {
-  const r = await controlCall(cfg.sock_dir, { op: "run", fun, arg, kwarg }, (text) => process.stdout.write(text + "\n"));
+  const r = await controlCall(
+    cfg.sock_dir,
+    { op: "run", fun, arg, kwarg },
+    (text) => process.stdout.write(text + "\n"),
+    (j) => {
+      jid = j;
+      log.debug(`runner ${fun}: jid ${j}`);
+    },
+  );
   if (r.type === "error") {
     process.stderr.write(`${r.message}\n`);
     await exitWith(1);

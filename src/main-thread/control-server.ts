@@ -3,8 +3,10 @@
  * `salt-run` runs runners inside the master — each call in its own runner thread, which sees the
  * master's shared state — and `salt-key` reports key changes so the master fires `salt/key`.
  *
- * Requests: {op: "run", fun, arg, kwarg} → a stream of {type: "print", text} then one
- * {type: "return", ret} or {type: "error", message}; {op: "fire", tag, data} → {type: "return"}.
+ * Requests: {op: "run", fun, arg, kwarg} → {type: "jid", jid} (the call's job id, for a runner that outlives its
+ * caller), a stream of {type: "print", text}, then one {type: "return", ret} or {type: "error", message};
+ * {op: "fire", tag, data} → {type: "return"}. A caller that leaves before the return leaves the runner to finish and
+ * record its job (except `state.event`, which is ended).
  *
  * Nothing a client sends and nothing a runner returns takes the master down: a request that fails is answered
  * with an error; a runner that throws, dies or returns what msgpack cannot carry is answered with an error; a
@@ -39,6 +41,13 @@ export const runnerStopWaitMs = 5_000;
 /** How long a runner thread asked to end has to close its zeromq sockets before it is ended anyway, ms (endRunner). */
 const runnerSocketsCloseWaitMs = 2_000;
 const RUNNER_THREAD = new URL("../runners/runner-thread.js", import.meta.url);
+
+/**
+ * Runners that work for their caller alone, ended when it leaves: `state.event` streams the bus to it and, with its
+ * default count, never ends by itself. Every other runner goes on once its caller left and records its job.
+ */
+const ENDS_WITH_CALLER: ReadonlySet<string> = new Set(["state.event"]);
+const endsWithCaller = (fun: string) => ENDS_WITH_CALLER.has(fun);
 
 /** Tags salt-key may ask the master to fire. */
 const FIREABLE = /^salt\/key$/;
@@ -173,6 +182,9 @@ export class ControlServer {
       (msg) => (msg.type === "return" ? this.sendEncodedReturn(s, msg.packed) : reply(msg)),
     );
     if (!started) return;
+    // the call's jid, when the runner outlives its caller: one that leaves can say where the return will be (salt-run
+    // on Ctrl-C)
+    if (started.jid && !endsWithCaller(m.fun)) reply({ type: "jid", jid: started.jid });
     s.on("close", () => started.abandon());
   }
 
@@ -181,7 +193,7 @@ export class ControlServer {
    * `salt/run/<jid>/ret`. Used by `salt-run` over this socket and by authorized clear `runner`
    * requests (those come with the jid their request worker gave them). Undefined when too many run.
    */
-  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string }, onMessage: (m: RunnerMessage) => void): { abandon(): void } | undefined {
+  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string }, onMessage: (m: RunnerMessage) => void): { jid: string | undefined; abandon(): void } | undefined {
     if (this.running >= runnerThreadsMax) {
       const message = `too many runners at once (runnerThreadsMax ${runnerThreadsMax})`;
       onMessage({ type: "error", message });
@@ -294,9 +306,18 @@ export class ControlServer {
     w.on("error", onError);
     w.on("exit", onExit);
     return {
-      // a caller that leaves once answered leaves the job record to finish
+      jid,
+      // a caller that leaves before its answer (salt-run's Ctrl-C, a closed terminal) leaves the runner to finish and
+      // record its job (jobs.lookup_jid answers it), as a runner outlives a RunnerClient caller's wait in Salt; only a
+      // runner that works for its caller alone (endsWithCaller) is ended. One that leaves once answered leaves the job
+      // record to finish
       abandon: () => {
-        if (!done && !answered) void endRunner(w);
+        if (done || answered) return;
+        if (endsWithCaller(call.fun)) {
+          void endRunner(w);
+          return;
+        }
+        log.info(`the caller of runner ${call.fun}${jid ? ` (jid ${jid})` : ""} left before its return; the runner goes on and records its job`);
       },
     };
   }

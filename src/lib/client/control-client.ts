@@ -6,14 +6,17 @@ import { CONTROL_SOCKET } from "../../shared/socket-names.js";
 import { isMap } from "../../shared/protocol/msgpack.js";
 
 export interface ControlReply {
-  type: "print" | "return" | "error";
+  type: "return" | "error";
   text?: string;
   ret?: unknown;
   message?: string;
 }
 
-/** Send one request; `onPrint` gets streamed output; resolves with the final reply. */
-export function controlCall(sockDir: string, req: Record<string, unknown>, onPrint?: (text: string) => void): Promise<ControlReply> {
+/**
+ * Send one request; `onPrint` gets streamed output, `onJid` a runner call's job id (sent first); resolves with the
+ * final reply (a return or an error).
+ */
+export function controlCall(sockDir: string, req: Record<string, unknown>, onPrint?: (text: string) => void, onJid?: (jid: string) => void): Promise<ControlReply> {
   return new Promise((resolve, reject) => {
     const s = net.connect(path.join(sockDir, CONTROL_SOCKET));
     const reader = new FrameReader();
@@ -36,7 +39,9 @@ export function controlCall(sockDir: string, req: Record<string, unknown>, onPri
       for (const m of msgs) {
         if (!isMap(m)) continue;
         if (m.type === "print") onPrint?.(typeof m.text === "string" ? m.text : String(m.text ?? ""));
-        else {
+        else if (m.type === "jid") {
+          if (typeof m.jid === "string") onJid?.(m.jid);
+        } else {
           settled = true;
           s.end();
           resolve(m as unknown as ControlReply);
