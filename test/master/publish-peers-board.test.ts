@@ -22,7 +22,8 @@ import {
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { addressGrains, boardPeers, tcpSocketsInUse, minionAddressesEntriesMax, minionAddressesMsMax, notConnectedAtPublish } from "../../src/workers/req-handler/presence.js";
+import { addressGrains, addressesKept, boardPeers, tcpSocketsInUse, minionAddressesEntriesMax, minionAddressesMsMax, notConnectedAtPublish } from "../../src/workers/req-handler/presence.js";
+import { notConnectedMinionsMax } from "../../src/workers/req-handler/publish.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 
 /** the kernel's count of TCP sockets in use, unchanged between the reads of these tests */
@@ -260,6 +261,22 @@ test("a publish reads a minion's addresses from its cached data once per window,
   decodes = 0;
   addressGrains("ag-1", grainsOf, t0 + minionAddressesMsMax + 1);
   assert.equal(decodes, 1, "pushed out by newer minions");
+  // entries past the window go as the next ones come: the thread keeps only what its last window's publishes read
+  assert.equal(addressesKept(), minionAddressesEntriesMax);
+  addressGrains("ag-2", grainsOf, t0 + 2 * minionAddressesMsMax + 1);
+  assert.equal(addressesKept(), 1, "every older entry dropped");
+});
+
+test("a publish to a fleet of 20,000 minions reads each one's addresses once per window, not again at the next publish", () => {
+  let decodes = 0;
+  const grainsOf = (id: string) => (decodes++, { id, ipv4: ["10.2.0.1"], ipv6: [] });
+  const t0 = 90_000_000;
+  const fleet = Array.from({ length: 20_000 }, (_, i) => `fleet-${i}`);
+  for (const id of fleet) addressGrains(id, grainsOf, t0);
+  assert.equal(decodes, fleet.length);
+  for (const id of fleet) addressGrains(id, grainsOf, t0 + 1000);
+  assert.equal(decodes, fleet.length, "the second publish within the window decodes nothing");
+  assert.ok(notConnectedMinionsMax >= fleet.length, "and a publish that size looks its minions' presence up");
 });
 
 test("the kernel's count of TCP sockets in use is read from sockstat (and sockstat6 only when tcp6 is read)", () => {

@@ -258,9 +258,20 @@ export function publishSockets(cfg: MasterConfig): () => number {
 
 /** a minion's ipv4/ipv6 grains, as a request thread read them for a publish, are reused this long, ms */
 export const minionAddressesMsMax = 10_000;
-/** minions whose addresses a request thread keeps for its publishes, count */
-export const minionAddressesEntriesMax = 10_000;
+/**
+ * minions whose addresses a request thread keeps for its publishes, count: as many as one publish looks up
+ * (publish.ts notConnectedMinionsMax), so that a job to a whole fleet that size reads each minion's data once per
+ * window, not again at every publish (at 20,000 minions a cache of 10,000 kept none of them for the next one); the
+ * entries older than the window are dropped as the next ones come, so a thread keeps only the minions its
+ * publishes of the last window looked up
+ */
+export const minionAddressesEntriesMax = 100_000;
 const addressCache = new Map<string, { at: number; grains: Record<string, unknown> }>();
+
+/** How many minions' addresses this thread keeps now (for tests). */
+export function addressesKept(): number {
+  return addressCache.size;
+}
 
 /**
  * A minion's `ipv4` and `ipv6` grains for a publish's presence check, from the data cache at most once per
@@ -276,6 +287,11 @@ export function addressGrains(id: string, grainsOf: (id: string) => Record<strin
   addressCache.delete(id);
   if (!g) return undefined;
   const grains = { ipv4: g.ipv4, ipv6: g.ipv6 };
+  // oldest first (each entry goes in at the end): those past the window go, then the oldest if still full
+  for (const [k, v] of addressCache) {
+    if (nowMs - v.at >= 0 && nowMs - v.at < minionAddressesMsMax) break;
+    addressCache.delete(k);
+  }
   if (addressCache.size >= minionAddressesEntriesMax) addressCache.delete(addressCache.keys().next().value!);
   addressCache.set(id, { at: nowMs, grains });
   return grains;

@@ -10,13 +10,14 @@
  * LocalClient sends it; its load and publish then carry the asking minion's `id`.
  * A job's `salt/job/<jid>/new` names the matched minions this master does not see connected when it publishes
  * (`not_connected`, beyond Salt's event; with `brine_presence: connections`, at most `notConnectedMinionsMax`
- * matched; the publish port's peers from the request threads' shared board, src/shared/publish-peers.ts, which
+ * matched, a larger job logged; the publish port's peers from the request threads' shared board, src/shared/publish-peers.ts, which
  * says when it reads /proc/net/tcp and how old an answer it may give): a minion not connected then
  * never gets the job, even if it connects before the wait ends (a failover minion moving here), so brine's CLI
  * reports it "[Not connected]" rather than "[No response]"; a syndic carries the event up, so a master of
  * masters' CLI can say the same of a minion below it.
  */
 import { getLogger } from "../../shared/log.js";
+import { LogBudget } from "../../shared/log-budget.js";
 import { credentialKind } from "../../lib/auth/authenticate.js";
 import { publishAllowed } from "../../lib/auth/acl.js";
 import { audit } from "./clear-funcs.js";
@@ -55,8 +56,14 @@ function isStrList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === "string");
 }
 
-/** Most matched minions a publish looks up the presence of (a larger job gets no `not_connected`), count. */
-export const notConnectedMinionsMax = 10_000;
+/**
+ * Most matched minions a publish looks up the presence of, count: five times the 20,000-minion fleet of issue 17 (and
+ * the indexed key store's 100,000 keys), so that a job to a whole fleet that size names its minions not connected. A
+ * larger job names none, and the master says so in its log (at most once per 10 minutes per thread): the CLI then
+ * tells "[Not connected]" from "[No response]" only by the presence it reads when its wait ends.
+ */
+export const notConnectedMinionsMax = 100_000;
+const presenceSkipped = new LogBudget(1, 600_000, (l) => log.warning(l), "publishes too large to look up presence");
 
 /** A job a minion publishes to its peers (peer-publish.ts): its id goes into the saved load and the publish, as Salt's `id`. */
 export interface PeerOrigin {
@@ -141,6 +148,7 @@ export async function handlePublish(ctx: MasterContext, load: Record<string, Wir
   // from this event, and pub_ret on any master answers only that minion
   // which of its minions are not connected here now, and so will never get it (see the header)
   const notConnected = minions.length > 0 && minions.length <= notConnectedMinionsMax ? notConnectedAtPublish(ctx.cfg, ctx.store, ctx.publishPeers, minions, await ctx.presenceGrains(minions), ctx.now()) : undefined;
+  if (minions.length > notConnectedMinionsMax) presenceSkipped.line(`job ${jid} matched ${minions.length} minions, more than notConnectedMinionsMax (${notConnectedMinionsMax}): its salt/job/${jid}/new names none as not connected, and the CLI reports a minion that connected after the publish and never returned "[No response]", not "[Not connected]"`);
   ctx.fire(fx, `salt/job/${jid}/new`, { jid, tgt_type: tgtType, tgt, user, fun, arg, minions, missing, ...(peer ? { id: peer.id } : {}), ...(notConnected?.length ? { not_connected: notConnected } : {}) });
   markVerified(fx);
   const saved = { ...withoutCredentials(load), jid, tgt_type: tgtType, user, arg, ret: load.ret ?? "", ...(peer ? { id: peer.id } : {}) };
