@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
-import { AuthCipherCache } from "../../src/workers/req-handler/auth-cipher-cache.js";
+import { AuthCipherCache, authCipherEntriesMax } from "../../src/workers/req-handler/auth-cipher-cache.js";
 import { oaepDecrypt } from "../../src/shared/protocol/rsa.js";
 import { generateKeyString } from "../../src/shared/protocol/crypticle.js";
 
@@ -65,4 +65,17 @@ test("a key with no tag (its record was being written by another thread) is encr
   const second = c.ciphertexts("m1", 0, m.key, "OAEP-SHA1", aes, aes);
   assert.equal(oaepDecrypt(m.priv, second.aes, "OAEP-SHA1").toString("latin1"), aes);
   assert.notDeepEqual(second.aes, first.aes, "encrypted anew each time");
+});
+
+test("a sign-in thread keeps the ciphertexts of its last 1,024 minions, not of every minion of a large fleet", () => {
+  const c = new AuthCipherCache();
+  const m = minion();
+  const aes = generateKeyString();
+  assert.equal(authCipherEntriesMax, 1_024);
+  const first = c.ciphertexts("m0", m.tag, m.key, "OAEP-SHA1", aes, aes);
+  for (let i = 1; i < authCipherEntriesMax; i++) c.ciphertexts(`m${i}`, m.tag, m.key, "OAEP-SHA1", aes, aes);
+  assert.deepEqual(c.ciphertexts("m0", m.tag, m.key, "OAEP-SHA1", aes, aes).aes, first.aes, "within the bound: kept");
+  for (let i = authCipherEntriesMax; i < authCipherEntriesMax + 10; i++) c.ciphertexts(`m${i}`, m.tag, m.key, "OAEP-SHA1", aes, aes);
+  assert.deepEqual(c.ciphertexts("m0", m.tag, m.key, "OAEP-SHA1", aes, aes).aes, first.aes, "used last: kept past the bound (least recently used goes)");
+  assert.notDeepEqual(c.ciphertexts("m1", m.tag, m.key, "OAEP-SHA1", aes, aes).aes, first.aes, "m1, unused since, was dropped: encrypted anew");
 });

@@ -14,8 +14,14 @@
 import type { KeyObject } from "node:crypto";
 import { oaepEncrypt, type EncAlgo } from "../../shared/protocol/rsa.js";
 
-/** Minions whose ciphertexts one request thread keeps (about 700 bytes each with the entry); the oldest go first. */
-export const authCipherEntriesMax = 50_000;
+/**
+ * Minions whose ciphertexts one sign-in thread keeps (~680 B of V8 heap each with its entry, and the session key's
+ * string); the oldest go first. A kept pair saves two OAEP public-key operations (~40 µs of a ~2 ms sign-in) only
+ * when the minion signs in again before the AES key rotates: the bench's re-sign-in rounds (200 minions) and a
+ * reconnect storm of a fleet that fits. Past it a re-sign-in encrypts again; at 5,000 minions the pairs of every
+ * minion cost ~0.8 KB per minion (issue 17), bounded here to ~0.7 MB a thread.
+ */
+export const authCipherEntriesMax = 1_024;
 
 interface Entry {
   /** the minion key's tag (AcceptedKey.tag), not its text: one copy of a minion's key per master (issue 17) */
@@ -51,6 +57,7 @@ export class AuthCipherCache {
         e.sessionKey = sessionKey;
         e.session = seal(key, sessionKey, algo);
       }
+      this.remember(id, e); // used last: the last to go
     }
     return { aes: Buffer.from(e.aes, "latin1"), session: Buffer.from(e.session, "latin1") };
   }
