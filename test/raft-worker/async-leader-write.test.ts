@@ -63,3 +63,25 @@ test("a sole voter replicating to a learner never announces a commit index its o
     await c.stop();
   }
 });
+
+test("a leader with a slow disk: its appends are written in the background, two followers' answers commit an entry before its own write lands, and it answers only once that write landed", { timeout: 300_000 }, async () => {
+  await TestCluster.run(["a1", "a2", "a3"], { commitDelayMs: 1, seed: 3 }, async (c, leader) => {
+    // the leader's disk takes 25 ms, its followers' 1 ms: their answers arrive long before its own write lands
+    leader.backend.commitDelayMs = 25;
+    const before = leader.backend.backgroundCommits;
+    let committedAhead = 0;
+    c.onSend = (from, group, m) => {
+      if (from !== leader.name || m.type !== "MsgApp") return;
+      if (m.commit > (leader.backend.durable(group)?.lastIndex ?? 0)) committedAhead++;
+    };
+    for (let i = 0; i < 8; i++) {
+      const r = await leader.manager.propose("cluster", route(i));
+      assert.equal(r.applied, "applied");
+      assert.ok(leader.backend.durable("cluster")!.lastIndex >= r.index, `answered ${r.index} before the leader's own write of it landed`);
+      if (c.leader() !== leader) break; // a slow leader may lose its lease on a loaded box: what was checked holds
+    }
+    assert.ok(leader.backend.backgroundCommits > before, "every one of the leader's appends was waited for on its own thread");
+    assert.ok(committedAhead > 0, "no append announced a commit beyond the leader's own disk: the followers' answers were never counted before the leader's own write landed");
+    assert.deepEqual(c.violations, []);
+  });
+});

@@ -29,9 +29,10 @@ export const TEST_LIMITS: WorkerLimits = {
  * Why sending `m` now would break the persistence contract, given what the sender has durably stored for the
  * group (undefined: fine). Pre-vote traffic carries a term nobody persisted (term + 1), by design. A leader's
  * MsgApp may carry entries it has not yet made durable itself (thesis §10.2.1), but never a commit index
- * beyond its durable log: a receiver could apply an entry the leader then loses in a crash.
+ * beyond its durable log unless a quorum holds that index durably (`quorumDurable`; the leader's own write
+ * may land after two followers' acknowledgements): a receiver could apply an entry the cluster then loses.
  */
-export function persistenceViolation(durable: Durable | undefined, m: Message): string | undefined {
+export function persistenceViolation(durable: Durable | undefined, m: Message, quorumDurable?: (index: number) => boolean): string | undefined {
   if (m.term === 0 || m.type === "MsgPreVote" || m.type === "MsgPreVoteResp") return undefined;
   if (!durable) return `${m.type} sent before anything was durable`;
   const hs = durable.hardState;
@@ -41,7 +42,9 @@ export function persistenceViolation(durable: Durable | undefined, m: Message): 
     return `vote for ${m.to} at term ${m.term} sent while the durable vote is ${hs.vote} at term ${hs.term}`;
   }
   if (m.type === "MsgAppResp" && !m.reject && last < m.index) return `append acknowledged through ${m.index} while durable only through ${last}`;
-  if ((m.type === "MsgApp" || m.type === "MsgHeartbeat") && m.commit > last) return `${m.type} announces commit ${m.commit} while durable only through ${last}`;
+  if ((m.type === "MsgApp" || m.type === "MsgHeartbeat") && m.commit > last && !quorumDurable?.(m.commit)) {
+    return `${m.type} announces commit ${m.commit} while durable only through ${last}, and not on a quorum`;
+  }
   return undefined;
 }
 
@@ -95,7 +98,7 @@ export class TestCluster {
     if (!node.up) return; // a crashed node's last pump: nothing leaves it
     for (const m of msgs) {
       const durable = node.backend.durable(group);
-      const v = persistenceViolation(durable, m);
+      const v = persistenceViolation(durable, m, (i) => this.durableOn(group, i) * 2 > this.nodes.size);
       if (v) this.violations.push(`${from}/${group}: ${v}`);
       if (aheadOfOwnWrite(durable, m)) this.aheadOfOwnWrite++;
       this.onSend?.(from, group, m);
@@ -129,6 +132,13 @@ export class TestCluster {
     } finally {
       await c.stop();
     }
+  }
+
+  /** How many nodes hold `group`'s log durably through `index`. */
+  durableOn(group: string, index: number): number {
+    let n = 0;
+    for (const node of this.nodes.values()) if ((node.backend.durable(group)?.lastIndex ?? 0) >= index) n++;
+    return n;
   }
 
   node(name: string): TestNode {

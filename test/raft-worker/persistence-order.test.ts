@@ -33,6 +33,9 @@ test("the checker itself: flags a vote, an acknowledgement, a term and an announ
   // ...but never announce a commit index its own disk does not hold
   assert.match(persistenceViolation(durable, { ...app, commit: 6 }) ?? "", /announces commit 6 while durable only through 5/);
   assert.match(persistenceViolation(durable, { ...newMessage("MsgHeartbeat", 1, 7, 3), commit: 6 }) ?? "", /announces commit 6/);
+  // ...unless a quorum holds it durably (two followers acknowledged it before the leader's own write landed)
+  assert.equal(persistenceViolation(durable, { ...app, commit: 6 }, (i) => i <= 6), undefined);
+  assert.match(persistenceViolation(durable, { ...app, commit: 7 }, (i) => i <= 6) ?? "", /announces commit 7/);
 });
 
 test("3 nodes, slow disks: no vote, acknowledgement or announced commit leaves a node before what it promises is durable; appends do not wait for the leader's own write", { timeout: 300_000 }, async (t) => {

@@ -48,9 +48,12 @@ export class Env implements NodeObserver {
   readonly appliedBy = new Map<NodeId, Entry[]>();
   private groups: Map<NodeId, number> | undefined;
   readonly limits: Partial<RaftLimits>;
+  /** leaders write their own entries in the background (the worker's way); `landWrites` lands them */
+  readonly asyncWrites: boolean;
 
-  constructor(limits: Partial<RaftLimits> = {}) {
+  constructor(limits: Partial<RaftLimits> = {}, opts: { asyncWrites?: boolean } = {}) {
     this.limits = { ...ENV_LIMITS, ...limits };
+    this.asyncWrites = opts.asyncWrites === true;
   }
 
   // ------------------------------------------------------------------ setup
@@ -70,7 +73,7 @@ export class Env implements NodeObserver {
       id,
       disk,
       new ZeroRng(0),
-      { limits: this.limits, snapshotEveryEntries: Number.MAX_SAFE_INTEGER, snapshotKeepEntries: 0, snapshotPadBytes: 0 },
+      { limits: this.limits, snapshotEveryEntries: Number.MAX_SAFE_INTEGER, snapshotKeepEntries: 0, snapshotPadBytes: 0, asyncLeaderWrites: this.asyncWrites, deferStateOnlyWrites: this.asyncWrites },
       this,
     );
     node.start();
@@ -146,10 +149,22 @@ export class Env implements NodeObserver {
     this.queue = this.queue.filter((m) => !wanted(m));
   }
 
-  /** Process Readies and deliver messages until nothing moves. */
+  /** Lands the first `n` (all by default) of node `id`'s writes in flight on its disk. */
+  landWrites(id: NodeId, n?: number): void {
+    const node = this.node(id);
+    this.out.push(`> ${id} lands ${n ?? node.writesInFlight} of ${node.writesInFlight} writes in flight`);
+    node.landWrites(n);
+  }
+
+  /** Process Readies, land writes in flight and deliver messages until nothing moves. */
   stabilize(ids: NodeId[] = this.ids()): void {
     for (let round = 0; round < 1000; round++) {
       let moved = false;
+      for (const id of ids) {
+        if ((this.nodes.get(id)?.writesInFlight ?? 0) === 0) continue;
+        this.landWrites(id);
+        moved = true;
+      }
       for (const id of ids) {
         const rn = this.nodes.get(id)?.rn;
         if (rn?.hasReady()) {

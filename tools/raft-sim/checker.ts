@@ -13,7 +13,10 @@
  *   in order without gaps; an installed snapshot equals what others applied through its index.
  * - Durability before promises: a granted vote and an append acknowledgement are only sent once the
  *   HardState/entries they promise are on the node's disk; a leader's append or heartbeat never announces a
- *   commit index beyond its own durable log (its entries may still be in flight to its disk).
+ *   commit index beyond its own durable log (its entries may still be in flight to its disk). With
+ *   asynchronous leader writes the leader may commit (and announce) what a quorum of followers holds before
+ *   its own write lands; what is checked instead is that it never counts its own copy (its own match) beyond
+ *   what its disk holds.
  * - No acknowledged proposal lost: a successful result names (index, term, value) that was committed with
  *   exactly that value, and (checked at the end) every member eventually applies it.
  * - Linearizable reads: a read's index is at least the index of every write acknowledged before the read began.
@@ -123,7 +126,7 @@ export class Checker {
   }
 
   sent(node: SimNode, type: string, to: NodeId, term: number, index: number, reject: boolean, commit = 0): void {
-    if ((type === "MsgApp" || type === "MsgHeartbeat") && commit > node.disk.lastIndex()) {
+    if ((type === "MsgApp" || type === "MsgHeartbeat") && !node.asyncLeaderWrites && commit > node.disk.lastIndex()) {
       this.fail(`node ${node.id}: ${type} announced commit ${commit} but its disk ends at ${node.disk.lastIndex()}`);
     }
     if (reject || (type !== "MsgVoteResp" && type !== "MsgAppResp")) return;
@@ -177,6 +180,18 @@ export class Checker {
       }
       this.leaders.set(r.term, n.id);
       this.checkLeaderLog(n);
+      if (n.asyncLeaderWrites) this.checkOwnCopy(n); // a synchronous shell persists before it steps again
+    }
+  }
+
+  /** A leader counts its own copy of an entry toward a quorum only once its disk holds that very entry. */
+  private checkOwnCopy(n: SimNode): void {
+    const r = n.rn!.raft;
+    const match = r.prs.get(r.id)?.match ?? 0;
+    const disk = n.disk;
+    if (match < disk.firstIndex() - 1) return; // behind a snapshot on the disk: durable
+    if (match > disk.lastIndex() || disk.term(match) !== r.log.termOrZero(match)) {
+      this.fail(`leader ${n.id} of term ${r.term} counts its own copy through ${match} but its disk ends at ${disk.lastIndex()}`);
     }
   }
 

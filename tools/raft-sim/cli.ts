@@ -73,7 +73,7 @@ export function runSeeds(args: CliArgs, out: (line: string) => void): { reports:
       ]
         .filter(Boolean)
         .join(" ");
-      out(`FAIL seed ${seed} (nodes=${r.nodes} membership=${r.membership}): ${r.violation}`);
+      out(`FAIL seed ${seed} (nodes=${r.nodes} membership=${r.membership} asyncWrites=${r.asyncWrites}): ${r.violation}`);
       out(`  replay: npm run sim -- --seed ${seed}${extra ? ` ${extra}` : ""} --trace`);
     }
   }

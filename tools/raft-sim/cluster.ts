@@ -27,6 +27,8 @@ export interface SimOptions {
   steps?: number;
   /** random membership changes (default: drawn from the seed) */
   membership?: boolean;
+  /** asynchronous leader writes, as the worker does them (default: odd seeds) */
+  asyncWrites?: boolean;
   /** receives a line per event when replaying a seed */
   trace?: (line: string) => void;
 }
@@ -36,6 +38,7 @@ export interface SimReport {
   nodes: number;
   steps: number;
   membership: boolean;
+  asyncWrites: boolean;
   violation?: string;
   ticks: number;
   acked: number;
@@ -77,6 +80,8 @@ const DELIVERY_ROUNDS_PER_TICK_MAX = 50;
 const QUIESCE_TRY_RATE = 0.1;
 /** chance that a node crashes in the middle of a durable write (after a leader's appends left), per write */
 const MID_WRITE_CRASH_RATE = 0.002;
+/** chance that a node's writes in flight (some of them) land, per delivery round */
+const WRITE_LANDS_RATE = 0.5;
 
 export function simulate(opts: SimOptions): SimReport {
   return new Simulation(opts).run();
@@ -132,6 +137,8 @@ class Simulation implements NodeObserver {
       snapshotPadBytes: this.rng.range(0, 300),
       crashMidWrite: () => this.faultsOn && this.faults.chance(MID_WRITE_CRASH_RATE),
       deferStateOnlyWrites: true,
+      // not drawn from the rng, so a seed's other draws are the same in both modes
+      asyncLeaderWrites: opts.asyncWrites ?? opts.seed % 2 === 1,
     };
     const voterIds = Array.from({ length: voters }, (_, k) => k + 1);
     for (let id = 1; id <= n; id++) {
@@ -143,6 +150,7 @@ class Simulation implements NodeObserver {
       nodes: n,
       steps: opts.steps ?? 300,
       membership,
+      asyncWrites: nodeOpts.asyncLeaderWrites === true,
       ticks: 0,
       acked: 0,
       readsOk: 0,
@@ -222,6 +230,7 @@ class Simulation implements NodeObserver {
     }
     for (const node of this.nodes) this.flush(node);
     for (let round = 0; round < DELIVERY_ROUNDS_PER_TICK_MAX; round++) {
+      this.landWrites();
       const due = this.net.takeDue();
       if (due.length === 0) break;
       const touched = new Set<SimNode>();
@@ -243,6 +252,17 @@ class Simulation implements NodeObserver {
         this.log(`t=${this.now} node ${node.id} leads term ${r.term}`);
         this.maybeIsolateNewLeader(node);
       }
+    }
+  }
+
+  /** Writes in flight land at random moments, some of them at a time (asynchronous leader writes). */
+  private landWrites(): void {
+    for (const node of this.nodes) {
+      if (!node.rn || node.writesInFlight === 0 || !this.faults.chance(WRITE_LANDS_RATE)) continue;
+      const n = this.faults.range(1, node.writesInFlight);
+      this.log(`t=${this.now} node ${node.id}: ${n} of ${node.writesInFlight} writes in flight land`);
+      node.landWrites(n);
+      this.flush(node);
     }
   }
 

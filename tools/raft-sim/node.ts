@@ -5,7 +5,8 @@
  * drops everything but the disk; a restart rebuilds the node from the disk alone. A crash can also strike in
  * the middle of a write: the appends that went out before it are on the network, nothing of the write is on
  * the disk. With `deferStateOnlyWrites`, a Ready that only moves the commit index or the membership is not
- * written at once (the worker defers it to its next write); a crash loses it.
+ * written at once (the worker defers it to its next write); a crash loses it. With `asyncLeaderWrites`, a
+ * leader's own appends are written in the background as the worker writes them; a crash loses those in flight.
  */
 import type { RaftLimits } from "../../src/workers/raft/core/limits.js";
 import { RawNode } from "../../src/workers/raft/core/raw-node.js";
@@ -75,6 +76,20 @@ export interface SimNodeOptions {
   crashMidWrite?: () => boolean;
   /** defer writes that only move the commit index or the membership, as the worker does (default: write all) */
   deferStateOnlyWrites?: boolean;
+  /**
+   * Asynchronous leader writes, as the worker does them (RaftConfig.asyncStorageWrites): a leader's Ready
+   * whose only durable content is its own new entries (no term or vote change, no snapshot, no message that
+   * waits for the write) is advanced with its write still in flight; the write lands later (landWrites) and
+   * is then acknowledged to the core (appendDurable). A crash loses the writes still in flight.
+   */
+  asyncLeaderWrites?: boolean;
+}
+
+/** A write handed to the disk and not yet on it (asyncLeaderWrites). */
+interface PendingWrite {
+  entries: Entry[];
+  hardState?: HardState;
+  confState?: ConfState;
 }
 
 export class SimNode {
@@ -90,6 +105,10 @@ export class SimNode {
   lives = 0;
   /** a deferred write (commit index, membership): reaches the disk with the next write, or is lost in a crash */
   private deferred: { hardState?: HardState; confState?: ConfState } | undefined;
+  /** writes in flight to the disk, in order (asyncLeaderWrites); a crash loses them */
+  private inFlight: PendingWrite[] = [];
+  /** writes landed while a Ready was out: acknowledged to the core after its advance() */
+  private landedUnacked: { index: number; term: number }[] = [];
 
   constructor(id: NodeId, disk: MemoryStorage, rng: Rng, opts: SimNodeOptions, obs: NodeObserver) {
     this.id = id;
@@ -116,12 +135,46 @@ export class SimNode {
       applied: snap.metadata.index,
       limits: this.opts.limits,
       rand: this.rng.fn(),
+      asyncStorageWrites: this.opts.asyncLeaderWrites === true,
     });
   }
 
   crash(): void {
     this.rn = undefined;
     this.deferred = undefined;
+    this.inFlight = [];
+    this.landedUnacked = [];
+  }
+
+  get asyncLeaderWrites(): boolean {
+    return this.opts.asyncLeaderWrites === true;
+  }
+
+  /** Writes in flight to this node's disk (asyncLeaderWrites). */
+  get writesInFlight(): number {
+    return this.inFlight.length;
+  }
+
+  /**
+   * Lands the first `n` writes in flight on the disk, in order, and acknowledges their entries to the core
+   * (at once, or after the Ready that is out, when called from inside the Ready loop).
+   */
+  landWrites(n = this.inFlight.length, insideReady = false): void {
+    for (const w of this.inFlight.splice(0, n)) {
+      this.disk.append(w.entries);
+      if (w.hardState) this.disk.setHardState(w.hardState);
+      if (w.confState) this.disk.setConfState(w.confState);
+      this.obs.persisted(this, { entries: w.entries, committedEntries: [], messages: [], results: [], mustSync: true });
+      const last = w.entries[w.entries.length - 1]!;
+      this.landedUnacked.push({ index: last.index, term: last.term });
+    }
+    if (!insideReady) this.ackLanded();
+  }
+
+  private ackLanded(): void {
+    const acks = this.landedUnacked;
+    this.landedUnacked = [];
+    for (const a of acks) this.rn?.appendDurable(a.index, a.term);
   }
 
   /** Runs the Ready loop until quiet; returns the messages to put on the network. */
@@ -147,8 +200,25 @@ export class SimNode {
         this.crash();
         return out;
       }
-      // 1. durable writes: snapshot, entries, then HardState and membership; deferred when only those moved
+      // 1. durable writes: snapshot, entries, then HardState and membership; deferred when only those moved.
+      // A leader's own entries may go in flight (asyncLeaderWrites) when nothing waits for them.
+      if (this.opts.asyncLeaderWrites && this.mayWriteInFlight(rn, rd, later)) {
+        const w: PendingWrite = { entries: rd.entries };
+        // a deferred state goes with it, so the disk never sees an older state after a newer one
+        const hardState = rd.hardState ?? this.deferred?.hardState;
+        const confState = rd.confState ?? this.deferred?.confState;
+        if (hardState) w.hardState = hardState;
+        if (confState) w.confState = confState;
+        this.deferred = undefined;
+        this.inFlight.push(w);
+        this.applyAndDeliver(rd);
+        rn.advance({ writeInFlight: true });
+        this.maybeSnapshot(rn);
+        continue;
+      }
       if (rd.mustSync || !this.opts.deferStateOnlyWrites) {
+        // writes reach the disk in order: those in flight land before this one
+        if (rd.snapshot || rd.entries.length > 0 || rd.hardState || rd.confState || this.deferred) this.landWrites(this.inFlight.length, true);
         this.flushDeferred();
         if (rd.snapshot) this.disk.applySnapshot(rd.snapshot);
         this.disk.append(rd.entries);
@@ -163,21 +233,36 @@ export class SimNode {
         this.obs.sent(this, m);
         out.push(m);
       }
-      // 3. apply
-      if (rd.snapshot) {
-        this.app = SimApp.fromSnapshot(rd.snapshot);
-        this.obs.snapshotInstalled(this, rd.snapshot);
-      }
-      for (const e of rd.committedEntries) {
-        this.app.apply(e);
-        this.obs.applied(this, e);
-      }
-      // 4. results
-      for (const r of rd.results) this.obs.result(this, r);
+      this.applyAndDeliver(rd);
       rn.advance();
+      this.ackLanded();
       this.maybeSnapshot(rn);
     }
     return out;
+  }
+
+  /** 3. apply, 4. results. */
+  private applyAndDeliver(rd: Ready): void {
+    if (rd.snapshot) {
+      this.app = SimApp.fromSnapshot(rd.snapshot);
+      this.obs.snapshotInstalled(this, rd.snapshot);
+    }
+    for (const e of rd.committedEntries) {
+      this.app.apply(e);
+      this.obs.applied(this, e);
+    }
+    for (const r of rd.results) this.obs.result(this, r);
+  }
+
+  /**
+   * The worker's rule for a write in flight: a leader's Ready whose durable part is its own new entries (and
+   * state that moves only the commit index), with no snapshot, no term or vote change, and no message that
+   * waits for the write.
+   */
+  private mayWriteInFlight(rn: RawNode, rd: Ready, later: readonly Message[]): boolean {
+    if (rn.role !== "leader" || rd.entries.length === 0 || rd.snapshot || later.length > 0) return false;
+    const hs = this.disk.initialState().hardState;
+    return !rd.hardState || (rd.hardState.term === hs.term && rd.hardState.vote === hs.vote);
   }
 
   /** Writes the deferred state (before any later write: a group's writes reach the disk in order). */
@@ -192,6 +277,7 @@ export class SimNode {
     const snapIndex = this.disk.snapshot().metadata.index;
     if (this.app.applied - snapIndex < this.opts.snapshotEveryEntries) return;
     // the snapshot's write carries the commit index: the disk never holds a snapshot beyond its durable commit
+    this.landWrites();
     this.flushDeferred();
     this.disk.createSnapshot(this.app.applied, rn.raft.confState, this.app.snapshotData(this.opts.snapshotPadBytes));
     const keep = this.rng.int(this.opts.snapshotKeepEntries + 1);

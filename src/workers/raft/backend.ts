@@ -57,6 +57,12 @@ export interface RaftBackend {
   load(group: string): StoredGroup | undefined;
   /** atomic and durable on resolve; rejects (and the node must stop) if the disk refused the write */
   commit(writes: readonly GroupWrite[]): Promise<void>;
+  /**
+   * The same, without holding the calling thread while the disk works (a leader's own appends: the Raft
+   * thread reads its followers' answers meanwhile). Appends and state only (no meta, snapshot or drop).
+   * Background commits reach the disk in call order; the caller waits for them before a commit().
+   */
+  commitInBackground(writes: readonly GroupWrite[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,6 +80,8 @@ interface MemGroup {
 export class MemoryBackend implements RaftBackend {
   private readonly data = new Map<string, MemGroup>();
   commits = 0;
+  /** how many of `commits` came through commitInBackground */
+  backgroundCommits = 0;
   onCommit: ((writes: readonly GroupWrite[]) => void) | undefined;
   commitDelayMs = 0;
 
@@ -114,6 +122,12 @@ export class MemoryBackend implements RaftBackend {
     }
     this.commits++;
     this.onCommit?.(copy);
+  }
+
+  /** In memory the same as commit() (which already resolves later, after `commitDelayMs`, in call order). */
+  commitInBackground(writes: readonly GroupWrite[]): Promise<void> {
+    this.backgroundCommits++;
+    return this.commit(writes);
   }
 
   async close(): Promise<void> {}

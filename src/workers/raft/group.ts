@@ -21,7 +21,7 @@ import { validateNodeId } from "../../shared/cluster-names.js";
 import { namedRingVoters } from "./ring-sync.js";
 import { decodeConfChange } from "./core/confchange.js";
 import { RawNode } from "./core/raw-node.js";
-import type { Entry, Message, Ready, RequestId, RequestResult } from "./core/types.js";
+import type { Entry, HardState, Message, Ready, RequestId, RequestResult } from "./core/types.js";
 import type { AppliedAs, GroupStatus, MembershipChange, ProposeResult, ReadQuery, ReadResult } from "./api.js";
 import type { GroupMeta, GroupWrite } from "./backend.js";
 import type { GroupStorage } from "./group-storage.js";
@@ -95,11 +95,21 @@ export class Group {
     const snap = storage.snapshot();
     if (snap.data.length > 0) this.state.restore(snap.data);
     this.selfRaftId = raftIdOf(opts.self);
-    this.node = new RawNode({ id: this.selfRaftId, storage, limits: opts.limits.raft, rand: opts.rand, applied: snap.metadata.index });
+    this.node = new RawNode({ id: this.selfRaftId, storage, limits: opts.limits.raft, rand: opts.rand, applied: snap.metadata.index, asyncStorageWrites: true });
     this.commitAtOpen = storage.initialState().hardState.commit;
     this.directory = this.buildDirectory();
     // A group whose only voter is this node need not wait an election timeout to lead (it cannot lose).
     if (this.soleVoter()) this.node.campaign();
+  }
+
+  /**
+   * Whether this Ready's durable part may be written in the background (the manager decides per iteration):
+   * a leader's own new entries, with other voters to replicate them (a sole voter gains nothing: its commit
+   * waits for its own write anyway), and no snapshot, term or vote change (`durable`: the state before it).
+   */
+  mayWriteInBackground(rd: Ready, durable: HardState): boolean {
+    if (this.node.role !== "leader" || rd.entries.length === 0 || rd.snapshot || this.node.confState.voters.length < 2) return false;
+    return !rd.hardState || (rd.hardState.term === durable.term && rd.hardState.vote === durable.vote);
   }
 
   get kind(): GroupMeta["kind"] {

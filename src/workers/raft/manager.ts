@@ -12,10 +12,13 @@
  *      while its own write runs (thesis §10.2.1: replication does not wait for the leader's fsync);
  *   2. commit every staged write that must be durable (entries, term, vote, snapshots, genesis), plus the
  *      deferred ones, in ONE backend commit: one fsync however many groups and proposals it covers (group
- *      commit). Proposals that arrive during the fsync go into the next iteration's Ready, so batches grow
- *      with load. A Ready that only moves the commit index or the membership is not waited for: its write is
- *      deferred and joins the next commit (or, after a whole tick without any, a commit of its own, after
- *      the results; or close's);
+ *      commit). When all of it is a leader's own appends, the commit runs in the background (the groups run
+ *      the core with asyncStorageWrites: the leader counts its own copy when the commit reports back, at a
+ *      later step 0) and the pump goes on reading the followers' answers; otherwise it is waited for, after
+ *      the background commits before it. Proposals that arrive during the fsync go into the next
+ *      iteration's Ready, so batches grow with load. A Ready that only moves the commit index or the
+ *      membership is not waited for: its write is deferred and joins the next commit (or, after a whole tick
+ *      without any, a commit of its own, after the results; or close's);
  *   3. only then hand each Ready's other messages to the transport (a vote or an append acknowledgement is a
  *      promise about what is on disk);
  *   4. apply snapshots and committed entries to the state machines, then start/stop ring groups as the
@@ -24,12 +27,13 @@
  *      it in the shared buffer);
  *   6. advance every group, and stage snapshots for groups that applied enough since their last one.
  * Peer messages and ticks that arrive while an iteration waits for its commit are queued and stepped at the
- * next step 0, so no group is stepped between its ready() and advance(). That is also what makes a leader's
- * own copy count toward a quorum only once durable: a follower's acknowledgement of entries sent at step 1
- * is stepped after step 2 finished.
+ * next step 0, so no group is stepped between its ready() and advance(). A leader's own copy counts toward a
+ * quorum only once durable: the core moves its own Progress only when the disk reports it (README,
+ * "Persistence order", has the safety rules).
  *
- * What is durable at any step 0: every group's term, vote and entries as its storage view holds them (those
- * writes are always waited for); only commit indexes and memberships may lag (deferred writes). On restart a
+ * What is durable at any step 0: every group's term and vote as its storage view holds them (those writes
+ * are always waited for), its entries except a leader's own in flight (the core keeps them unstable until
+ * reported); commit indexes and memberships may lag (deferred writes). On restart a
  * node therefore replays from a possibly older commit index and learns the rest from the leader (or, as a
  * sole voter, commits it again by re-electing itself), as etcd does with its lazily synced HardState.
  */
@@ -44,13 +48,13 @@ import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { RingTarget } from "../../shared/sab-ring/writer.js";
 import { NONE, sendableBeforePersist, type Message, type Ready } from "./core/types.js";
 import type { MembershipChange, NodeStatus, ProposeResult, ReadOptions, ReadQuery, ReadResult } from "./api.js";
-import type { GroupMeta, GroupWrite, RaftBackend } from "./backend.js";
+import type { GroupMeta, RaftBackend } from "./backend.js";
+import { DurableWrites } from "./durable-writes.js";
 import { Group } from "./group.js";
 import { GroupStorage } from "./group-storage.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./limits.js";
 import { NodeDirectory, raftIdOf } from "../../shared/node-ids.js";
 import { NO_STAGES, type StageSink } from "../../shared/metrics/stage-clock.js";
-import { LatencyWindow } from "../../shared/metrics/latency-window.js";
 
 const log = getLogger("brine.raft");
 
@@ -101,22 +105,15 @@ export class GroupManager {
   private readonly now: () => number;
   private readonly stages: StageSink;
   private readonly groups = new Map<string, Group>();
+  /** staged writes, their commits (waited for or in the background) and the counters */
+  private readonly writes: DurableWrites;
   /**
-   * Writes staged and not yet committed, in staging order (a group's writes must reach the disk in that
-   * order). A deferred write (the state only: commit index, membership) is superseded by any later write of
-   * its group, which carries the group's whole state; so at most one per group waits here.
+   * Peer messages, the transport's reachability reports and the disk's reports on background commits, in
+   * the order they came: a session's last frames arrive before its loss is reported, and a leader that
+   * stepped the loss first would take a stale answer from the dead peer as a sign of life (probe ->
+   * replicate) and pipeline to it again
    */
-  private unwritten: GroupWrite[] = [];
-  /** an unwritten write must be durable before this iteration goes on (entries, term, vote, snapshot, genesis) */
-  private mustCommit = false;
-  /** a commit happened since the last tick absorbed: deferred writes ride along with the traffic */
-  private committedSinceTick = false;
-  /**
-   * Peer messages and the transport's reachability reports, in the order they came: a session's last frames
-   * arrive before its loss is reported, and a leader that stepped the loss first would take a stale answer
-   * from the dead peer as a sign of life (probe -> replicate) and pipeline to it again
-   */
-  private inbox: ({ group: string; m: Message } | { peer: string; reachable: boolean })[] = [];
+  private inbox: ({ group: string; m: Message } | { peer: string; reachable: boolean } | { group: string; durable: { index: number; term: number } })[] = [];
   private pendingTicks = 0;
   private pumping = false;
   private scheduled = false;
@@ -127,10 +124,6 @@ export class GroupManager {
   private closed = false;
   private ringError: string | null = null;
   private founding: Promise<boolean> | undefined;
-  private commits = 0;
-  private entriesWritten = 0;
-  /** how long the last durable commits took (the backend's transaction, fsync included), on the manager's clock */
-  private readonly commitTimes = new LatencyWindow();
   /** the cluster group applied something since ring groups were last reconciled with its registry */
   private ringGroupsDirty = true;
   /** called once when the node can no longer make progress safely (storage failure, core invariant) */
@@ -166,6 +159,7 @@ export class GroupManager {
     this.rand = opts.rand ?? Math.random;
     this.now = opts.now ?? (() => performance.now());
     this.stages = opts.stages ?? NO_STAGES;
+    this.writes = new DurableWrites(this.backend, this.stages, this.now);
     const cluster = this.backend.load(CLUSTER_RING);
     if (cluster) this.addGroup(cluster.meta, GroupStorage.fromStored(cluster));
   }
@@ -279,7 +273,7 @@ export class GroupManager {
     for (const g of this.groups.values()) g.failAll("RAFT_STOPPED", "the raft worker is stopping");
     await this.idle();
     // deferred commit indexes: not needed for safety, but a clean stop replays nothing it need not
-    if (!this.fatal && this.unwritten.length > 0) await this.commitUnwritten().catch((e: unknown) => this.die(e));
+    if (!this.fatal && this.writes.pending > 0) await this.writes.commit().catch((e: unknown) => this.die(e));
     await this.backend.close();
   }
 
@@ -288,10 +282,13 @@ export class GroupManager {
     if (this.closed) throw new BrineError("RAFT_STOPPED", "the raft worker is stopping");
   }
 
-  /** Resolves when the pump has nothing left to do. */
-  idle(): Promise<void> {
-    if (!this.pumping && !this.scheduled) return Promise.resolve();
-    return new Promise((r) => this.idleWaiters.push(r));
+  /** Resolves when the pump has nothing left to do and no background commit is in flight. */
+  async idle(): Promise<void> {
+    for (;;) {
+      if (this.pumping || this.scheduled) await new Promise<void>((r) => this.idleWaiters.push(r));
+      else if (this.writes.inFlightCount > 0) await this.writes.drain();
+      else return;
+    }
   }
 
   // ------------------------------------------------------------------ inputs
@@ -403,9 +400,9 @@ export class GroupManager {
       tickMs: this.limits.tickMs,
       groups: [...this.groups.values()].map((g) => g.status()),
       ringError: this.ringError,
-      commits: this.commits,
-      entriesWritten: this.entriesWritten,
-      ...(this.commits > 0 ? { durableCommit: this.commitTimes.summary()! } : {}),
+      commits: this.writes.commits,
+      entriesWritten: this.writes.entriesWritten,
+      ...(this.writes.commits > 0 ? { durableCommit: this.writes.commitTimes.summary()! } : {}),
     };
   }
 
@@ -461,24 +458,30 @@ export class GroupManager {
     // traffic, every write carries the latest state anyway, and a flush of its own would hold the next
     // proposal's write behind one more fsync.
     const st = this.stages;
+    const writes = this.writes;
     let t = st.now();
     const ticked = this.absorb();
     st.add("pump.step", t);
-    const flushIdle = ticked && !this.committedSinceTick;
-    if (ticked) this.committedSinceTick = false;
+    const flushIdle = ticked && !writes.committedSinceTick;
+    if (ticked) writes.committedSinceTick = false;
     const staged: { g: Group; rd: Ready; later: Message[] }[] = [];
+    // this iteration's commit may run in the background: every durable part is a leader's own appends
+    let background = true;
     for (const g of this.groups.values()) {
       if (!g.node.hasReady()) continue;
       t = st.now();
-      // term and entries in the view are durable here (see the header), so this is the node's durable mark
-      const durable = { term: g.storage.initialState().hardState.term, lastIndex: g.storage.lastIndex() };
+      // the term in the view is durable here (a term or vote change is always waited for); entries may be
+      // in flight, but the core commits only what a quorum holds durably (asyncStorageWrites)
+      const hs = g.storage.initialState().hardState;
+      const durable = { term: hs.term, lastIndex: g.node.raft.log.durableLastIndex(), quorumCommits: true };
       const rd = g.node.ready();
       const w = g.storage.stage(rd);
-      if (w) this.stageWrite(w, rd.mustSync);
+      if (w) writes.stage(w, rd.mustSync);
       // 1. a leader's appends leave now; its own write below runs while they travel
       const early: Message[] = [];
       const later: Message[] = [];
       for (const m of rd.messages) (sendableBeforePersist(m, durable) ? early : later).push(m);
+      if (later.length > 0 || (rd.mustSync && !g.mayWriteInBackground(rd, hs))) background = false;
       st.add("pump.ready", t);
       t = st.now();
       if (early.length > 0) this.transport.send(g.id, early);
@@ -489,15 +492,26 @@ export class GroupManager {
     t = st.now();
     this.transport.flush?.();
     st.add("pump.flush", t);
-    if (staged.length === 0 && !this.mustCommit && !(flushIdle && this.unwritten.length > 0)) return false;
-    // 2. durable, all groups at once, when anything of this iteration needs it
-    if (this.mustCommit) await this.commitUnwritten();
+    if (staged.length === 0 && !writes.mustCommit && !(flushIdle && writes.pending > 0)) return false;
+    // 2. durable, all groups at once, when anything of this iteration needs it: waited for, or (a leader's
+    // own appends only) in the background, each group told when its entries are durable (step 0)
+    background &&= writes.mustCommit && writes.backgroundable();
+    if (background) {
+      const acks = staged.flatMap(({ g, rd }) => (rd.entries.length > 0 ? [{ group: g.id, durable: lastOf(rd) }] : []));
+      writes.commitInBackground(
+        () => {
+          for (const a of acks) this.inbox.push(a);
+          this.kick();
+        },
+        (e) => this.die(e),
+      );
+    } else if (writes.mustCommit) await writes.commit();
     // 3. messages that promise what step 2 made durable
     t = st.now();
     for (const { g, later } of staged) if (later.length > 0) this.transport.send(g.id, later);
     this.transport.flush?.();
     st.add("pump.sendLater", t);
-    // 4. apply, and publish what the applied state now says
+    // 4. apply (only what is durable here: the core hands out nothing else), and publish what it now says
     t = st.now();
     let changed = false;
     for (const { g, rd } of staged) {
@@ -515,40 +529,17 @@ export class GroupManager {
     t = st.now();
     for (const { g, rd } of staged) {
       g.deliver(rd.results);
-      g.node.advance();
+      g.node.advance(background && rd.entries.length > 0 ? IN_FLIGHT : undefined);
       g.afterAdvance(rd);
       const snap = g.maybeSnapshot();
-      if (snap) this.stageWrite(snap, true);
+      if (snap) writes.stage(snap, true);
     }
     // the ring groups the registry asks for (after advance: `caughtUp` counts applied entries)
     if (this.ringGroupsDirty && this.reconcileRingGroups()) this.publishRing();
     st.add("pump.deliver", t);
     // after the results, so that applying never waits for a deferred write
-    if (flushIdle && this.unwritten.length > 0) await this.commitUnwritten();
+    if (flushIdle && writes.pending > 0) await writes.commit();
     return true;
-  }
-
-  /** Queues a write for the next commit; `must`: that commit happens in the next iteration, waited for. */
-  private stageWrite(w: GroupWrite, must: boolean): void {
-    // an earlier deferred write of this group only held the state, which `w` carries newer (or leaves alone)
-    if (w.state) this.unwritten = this.unwritten.filter((x) => x.group !== w.group || !isStateOnly(x));
-    this.unwritten.push(w);
-    if (must) this.mustCommit = true;
-  }
-
-  /** Commits every unwritten write in one transaction (resolves when durable). */
-  private async commitUnwritten(): Promise<void> {
-    const writes = this.unwritten;
-    this.unwritten = [];
-    this.mustCommit = false;
-    const t = this.stages.now();
-    const t0 = this.now();
-    await this.backend.commit(writes);
-    this.commitTimes.add(this.now() - t0);
-    this.stages.add("lmdb.commit", t);
-    this.committedSinceTick = true;
-    this.commits++;
-    for (const w of writes) this.entriesWritten += w.entries.length;
   }
 
   /** Step 0: queued peer messages and reachability reports in order, then queued ticks. Returns whether any tick was absorbed. */
@@ -558,6 +549,11 @@ export class GroupManager {
     for (const input of inbox) {
       if ("peer" in input) {
         for (const g of this.groups.values()) g.peerReachable(input.peer, input.reachable);
+        continue;
+      }
+      if ("durable" in input) {
+        // a background commit is durable: the group's leader counts its own copy from now on
+        this.groups.get(input.group)?.node.appendDurable(input.durable.index, input.durable.term);
         continue;
       }
       const { group, m } = input;
@@ -611,7 +607,7 @@ export class GroupManager {
       // the ring's image before its first entry: founders as voters, policy "self", replicas 1
       const image = new RingGroupState(id, founders).snapshot();
       const { storage, write } = GroupStorage.genesis(meta, founders.map((f) => dir.add(f)), image);
-      this.stageWrite(write, true);
+      this.writes.stage(write, true);
       this.addGroup(meta, storage);
       log.info(`founded raft group "${id}" with voters ${founders.join(", ")}`);
     }
@@ -646,7 +642,10 @@ export class GroupManager {
   }
 }
 
-/** A deferred write: nothing but the group's state (commit index, membership). */
-function isStateOnly(w: GroupWrite): boolean {
-  return w.entries.length === 0 && !w.meta && !w.snapshot && w.dropFrom === undefined && w.dropThrough === undefined;
+const IN_FLIGHT = { writeInFlight: true } as const;
+
+/** The last entry a Ready hands to the disk. */
+function lastOf(rd: Ready): { index: number; term: number } {
+  const e = rd.entries[rd.entries.length - 1]!;
+  return { index: e.index, term: e.term };
 }

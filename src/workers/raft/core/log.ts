@@ -9,18 +9,37 @@ import type { Entry, Snapshot } from "./types.js";
 import { entryBytes } from "./types.js";
 
 /**
- * Entries (and possibly a snapshot) handed out in Ready but not yet acknowledged by advance().
+ * Entries (and possibly a snapshot) not yet known to be durable: not yet handed out in a Ready, or handed out
+ * and not yet acknowledged (by advance(), or, for a write still in flight, by appendDurable()).
  *
  * Invariants: entries[k].index === offset + k; if snapshot is set, offset === snapshot.metadata.index + 1
- * (the snapshot sits immediately before the unstable entries).
+ * (the snapshot sits immediately before the unstable entries); offset <= inProgress <= offset +
+ * entries.length: the entries before `inProgress` were handed to the application's storage (etcd's
+ * offsetInProgress), so a later Ready does not hand them out again while their write is in flight.
  */
 export class Unstable {
   snapshot: Snapshot | undefined;
   entries: Entry[] = [];
   offset: number;
+  inProgress: number;
 
   constructor(offset: number) {
     this.offset = offset;
+    this.inProgress = offset;
+  }
+
+  /** Entries not yet handed out in a Ready. */
+  entriesToWrite(): Entry[] {
+    return this.entries.slice(this.inProgress - this.offset);
+  }
+
+  hasEntriesToWrite(): boolean {
+    return this.offset + this.entries.length > this.inProgress;
+  }
+
+  /** Every unstable entry has been handed out (ready()). */
+  acceptInProgress(): void {
+    this.inProgress = this.offset + this.entries.length;
   }
 
   maybeFirstIndex(): number | undefined {
@@ -48,6 +67,7 @@ export class Unstable {
     if (gt === undefined || gt !== t || i < this.offset) return;
     this.entries = this.entries.slice(i + 1 - this.offset);
     this.offset = i + 1;
+    this.inProgress = Math.max(this.inProgress, this.offset);
   }
 
   stableSnapTo(i: number): void {
@@ -56,6 +76,7 @@ export class Unstable {
 
   restore(s: Snapshot): void {
     this.offset = s.metadata.index + 1;
+    this.inProgress = this.offset;
     this.entries = [];
     this.snapshot = s;
   }
@@ -74,6 +95,8 @@ export class Unstable {
       this.entries = this.entries.slice(0, after - this.offset);
       for (const e of ents) this.entries.push(e);
     }
+    // replaced entries are written again, even if a write of their older version is in flight
+    this.inProgress = Math.max(this.offset, Math.min(this.inProgress, after));
   }
 
   slice(lo: number, hi: number): Entry[] {
@@ -93,9 +116,16 @@ export class RaftLog {
   committed: number;
   applying: number;
   applied: number;
+  /**
+   * Asynchronous storage writes (RaftConfig.asyncStorageWrites): committed entries are handed out for
+   * applying only once durable here (etcd's rule in that mode), since a Ready may be advanced before its
+   * write finished.
+   */
+  readonly applyDurableOnly: boolean;
 
-  constructor(storage: Storage, applied = 0) {
+  constructor(storage: Storage, applied = 0, applyDurableOnly = false) {
     this.storage = storage;
+    this.applyDurableOnly = applyDurableOnly;
     const first = storage.firstIndex();
     const last = storage.lastIndex();
     this.unstable = new Unstable(last + 1);
@@ -213,15 +243,25 @@ export class RaftLog {
     return false;
   }
 
+  /** The last index known durable on this node: everything before the unstable tail. */
+  durableLastIndex(): number {
+    return this.unstable.offset - 1;
+  }
+
+  /** The last committed index that may be handed out for applying. */
+  private applyLimit(): number {
+    return this.applyDurableOnly ? Math.min(this.committed, this.durableLastIndex()) : this.committed;
+  }
+
   hasNextCommittedEnts(): boolean {
-    return this.committed > this.applying && this.unstable.snapshot === undefined;
+    return this.applyLimit() > this.applying && this.unstable.snapshot === undefined;
   }
 
   /** Committed entries not yet handed out, at most maxBytes (at least one). */
   nextCommittedEnts(maxBytes: number): Entry[] {
     if (!this.hasNextCommittedEnts()) return [];
     const lo = Math.max(this.applying + 1, this.firstIndex());
-    return this.slice(lo, this.committed + 1, maxBytes);
+    return this.slice(lo, this.applyLimit() + 1, maxBytes);
   }
 
   /** Entries [lo, hi) from storage then the unstable tail, at most maxBytes (at least one when lo < hi). */

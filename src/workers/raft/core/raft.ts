@@ -32,7 +32,7 @@ import { RequestTracker } from "./proposals.js";
 import { committedIndex, hasQuorum } from "./quorum.js";
 import type { ReadRequest } from "./read-index.js";
 import { Reads, readRequestOf } from "./reads.js";
-import { bcastAppend, bcastHeartbeat, handleAppend, handleAppResp, handleHeartbeat, handleHeartbeatResp, maybeSendAppend, waitsForCommit } from "./replication.js";
+import { bcastAppend, bcastHeartbeat, handleAppend, handleAppResp, handleHeartbeat, handleHeartbeatResp, maybeSendAppend, ownCopyDurable, waitsForCommit } from "./replication.js";
 import { SnapshotTransfer } from "./snapshot-transfer.js";
 import type { Storage } from "./storage.js";
 import type { ConfState, Entry, HardState, Message, MessageType, NodeId, Role, Snapshot } from "./types.js";
@@ -53,6 +53,8 @@ export interface RaftConfig {
   checkQuorum?: boolean;
   /** uniform in [0, 1); injected so a seed reproduces a run. Never Math.random in the core. */
   rand: () => number;
+  /** a Ready may be advanced with its write in flight; own copy counted when durable (README). Default false. */
+  asyncStorageWrites?: boolean;
   /**
    * Distinguishes this process lifetime's request ids from a previous one's (request ids restart at 1).
    * Default: drawn from rand.
@@ -66,6 +68,7 @@ export class Raft {
   readonly preVote: boolean;
   readonly checkQuorum: boolean;
   readonly incarnation: number;
+  readonly asyncStorageWrites: boolean;
   private readonly rand: () => number;
 
   term = 0;
@@ -114,11 +117,12 @@ export class Raft {
     this.preVote = cfg.preVote ?? true;
     this.checkQuorum = cfg.checkQuorum ?? true;
     this.rand = cfg.rand;
+    this.asyncStorageWrites = cfg.asyncStorageWrites ?? false;
     this.incarnation = cfg.incarnation ?? Math.floor(cfg.rand() * 0x1_0000_0000);
     this.tracker = new RequestTracker(this.limits.requestDeadlineTicks, this.limits.maxPendingRequests);
 
     const { hardState, confState } = cfg.storage.initialState();
-    this.log = new RaftLog(cfg.storage, cfg.applied ?? 0);
+    this.log = new RaftLog(cfg.storage, cfg.applied ?? 0, this.asyncStorageWrites);
     this.prs = new ProgressTracker(this.limits.maxInflightMsgs);
     this.confState = cloneConfState(confState);
     this.prs.setConfig(confState.voters, confState.learners, this.log.lastIndex() + 1);
@@ -164,7 +168,7 @@ export class Raft {
     this.prs.votes.clear();
     this.prs.resetAll(this.log.lastIndex() + 1);
     const self = this.prs.get(this.id);
-    if (self) self.match = this.log.lastIndex();
+    if (self) self.match = this.asyncStorageWrites ? this.log.durableLastIndex() : this.log.lastIndex();
     this.pendingConfIndex = 0;
     this.uncommittedBytes = 0;
     this.forwarding.reset();
@@ -478,6 +482,12 @@ export class Raft {
     waitsForCommit(this, id, index);
   }
 
+  /** Entries through (index, term) are durable (asyncStorageWrites); a leader counts its own copy from now on. */
+  ownWriteDurable(index: number, term: number): void {
+    this.log.unstable.stableTo(index, term);
+    if (this.role === "leader") ownCopyDurable(this);
+  }
+
   /** Appends entries in the current term; returns the index of the first. The leader's own match moves with it. */
   appendEntries(ents: Entry[]): number {
     let li = this.log.lastIndex();
@@ -488,8 +498,9 @@ export class Raft {
       this.uncommittedBytes += e.data.length;
     }
     this.log.append(ents);
-    this.prs.get(this.id)?.maybeUpdate(this.log.lastIndex());
-    this.maybeCommit();
+    // with asyncStorageWrites the own copy counts once durable (ownWriteDurable), never here
+    if (!this.asyncStorageWrites) this.prs.get(this.id)?.maybeUpdate(this.log.lastIndex());
+    if (!this.asyncStorageWrites) this.maybeCommit();
     return first;
   }
 

@@ -165,7 +165,7 @@ export class RawNode {
     const r = this.raft;
     if (this.outstanding) return false;
     if (r.msgs.length > 0 || r.tracker.hasResults()) return true;
-    if (r.log.unstable.entries.length > 0 || r.log.unstable.snapshot) return true;
+    if (r.log.unstable.hasEntriesToWrite() || r.log.unstable.snapshot) return true;
     if (r.log.hasNextCommittedEnts()) return true;
     if (r.lead !== this.prevSoft.lead || r.role !== this.prevSoft.role) return true;
     if (!isHardStateEqual(r.hardState(), this.prevHard)) return true;
@@ -177,7 +177,8 @@ export class RawNode {
     if (this.outstanding) throw new BrineError("RAFT_API_MISUSE", "ready() called again before advance()");
     const r = this.raft;
     r.flushRequests();
-    const rd: Ready = { entries: r.log.unstable.entries.slice(), committedEntries: [], messages: [], results: [], mustSync: false };
+    const rd: Ready = { entries: r.log.unstable.entriesToWrite(), committedEntries: [], messages: [], results: [], mustSync: false };
+    r.log.unstable.acceptInProgress();
     const snap = r.log.unstable.snapshot;
     if (snap) {
       rd.snapshot = snap;
@@ -210,17 +211,41 @@ export class RawNode {
     return rd;
   }
 
-  /** The last Ready is persisted, sent and applied. */
-  advance(): void {
+  /**
+   * The last Ready is persisted, sent and applied. With asynchronous storage writes (RaftConfig), a shell
+   * whose write of this Ready is still in flight says so (`writeInFlight`): its entries stay unstable until
+   * it calls appendDurable(). A snapshot is always written before advance(). A Ready advanced without
+   * `writeInFlight` is durable, and so is every write before it (writes reach the disk in order).
+   */
+  advance(opts: { writeInFlight?: boolean } = {}): void {
     const o = this.outstanding;
     if (!o) throw new BrineError("RAFT_API_MISUSE", "advance() without ready()");
-    const log = this.raft.log;
+    const r = this.raft;
+    if (opts.writeInFlight && (!r.asyncStorageWrites || o.rd.snapshot)) {
+      throw new BrineError("RAFT_API_MISUSE", o.rd.snapshot ? "a Ready's snapshot is written before advance()" : "writeInFlight needs asyncStorageWrites");
+    }
+    const log = r.log;
     const last = o.rd.entries[o.rd.entries.length - 1];
-    if (last) log.unstable.stableTo(last.index, last.term);
     if (o.rd.snapshot) log.unstable.stableSnapTo(o.rd.snapshot.metadata.index);
+    if (last && !opts.writeInFlight) {
+      if (r.asyncStorageWrites) r.ownWriteDurable(last.index, last.term);
+      else log.unstable.stableTo(last.index, last.term);
+    }
     log.appliedTo(o.applying);
     if (o.rd.hardState) this.prevHard = o.rd.hardState;
     this.outstanding = undefined;
+  }
+
+  /**
+   * Asynchronous storage writes: the write of entries through (index, term) is durable (call it for each
+   * Ready advanced with `writeInFlight`, in write order, after its advance() and never between a ready() and
+   * its advance()). A leader counts its own copy toward the quorum only from here on. Ignored when the entry
+   * at `index` was replaced meanwhile (a newer leader's suffix).
+   */
+  appendDurable(index: number, term: number): void {
+    if (!this.raft.asyncStorageWrites) throw new BrineError("RAFT_API_MISUSE", "appendDurable needs asyncStorageWrites");
+    if (this.outstanding) throw new BrineError("RAFT_API_MISUSE", "appendDurable between ready() and advance()");
+    this.raft.ownWriteDurable(index, term);
   }
 
   /** Cheap reads for a shell's hot paths (status() copies everything). */

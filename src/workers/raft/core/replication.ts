@@ -118,17 +118,32 @@ export function handleAppResp(r: ReplicationHost, m: Message, pr: Progress): voi
   // messages of every commit and load the next proposal's path. Told at once: a follower that waits for the
   // commit (its forwarded proposal or read), and every member when a membership change commits (a removed
   // node gets no heartbeat once the change is applied; a new leader's first commit settles the old term).
-  const before = r.log.committed;
-  if (r.maybeCommit()) {
-    if (r.pendingConfIndex > before && r.pendingConfIndex <= r.log.committed) bcastAppend(r);
-    else for (const [id, p] of r.prs.progress) if (id !== m.from) tellCommitIfWaited(r, id, p);
-  }
+  commitAndTell(r, m.from);
   if (wasPaused) maybeSendAppend(r, m.from, pr, true);
   while (maybeSendAppend(r, m.from, pr, false)) {
     // stream while the window allows
   }
   tellCommitIfWaited(r, m.from, pr);
   if (m.from === r.leadTransferee && pr.match === r.log.lastIndex()) r.sendTimeoutNow(m.from);
+}
+
+/** Commits what a quorum now holds; tells the members that wait for it (all of them for a membership change). */
+function commitAndTell(r: ReplicationHost, except: NodeId): void {
+  const before = r.log.committed;
+  if (!r.maybeCommit()) return;
+  if (r.pendingConfIndex > before && r.pendingConfIndex <= r.log.committed) bcastAppend(r);
+  else for (const [id, p] of r.prs.progress) if (id !== except) tellCommitIfWaited(r, id, p);
+}
+
+/**
+ * Asynchronous storage writes: the leader's own log grew durable (RawNode.appendDurable, or advance() of a
+ * Ready written at once). Its own copy counts toward the quorum from now on, exactly as a follower's
+ * acknowledgement does; never before (thesis §10.2.1).
+ */
+export function ownCopyDurable(r: ReplicationHost): void {
+  const self = r.prs.get(r.id);
+  if (!self || !self.maybeUpdate(Math.min(r.log.durableLastIndex(), r.log.lastIndex()))) return;
+  commitAndTell(r, r.id);
 }
 
 /** A heartbeat answer (the caller handles the ReadIndex acknowledgement it may carry). */

@@ -196,7 +196,10 @@ export type RequestResult =
  * 5. call `advance()`; no message may be stepped between ready() and advance().
  * Because of 5, a peer's acknowledgement of entries sent at step 0 is stepped only after the leader's own
  * write of them finished (a leader's own copy counts toward the quorum only once durable), provided the
- * shell finishes step 1 before it steps anything again.
+ * shell finishes step 1 before it steps anything again. With asynchronous storage writes
+ * (RaftConfig.asyncStorageWrites) the shell may instead advance before step 1's write is durable
+ * (`advance({writeInFlight})`) and report it later (`appendDurable`): the core then counts the leader's own
+ * copy and applies only what was reported durable; step 2's messages still wait for the write.
  */
 export interface Ready {
   softState?: SoftState;
@@ -238,6 +241,11 @@ export function isLocalMessage(t: MessageType): boolean {
 export interface DurableMark {
   term: number;
   lastIndex: number;
+  /**
+   * The core counts only durable copies toward a quorum (RaftConfig.asyncStorageWrites, the leader's own
+   * included): every commit index it announces is durable on a quorum, whatever this node's disk holds yet.
+   */
+  quorumCommits?: boolean;
 }
 
 /**
@@ -250,7 +258,7 @@ export interface DurableMark {
  */
 export function sendableBeforePersist(m: Message, durable: DurableMark): boolean {
   if (m.type !== "MsgApp" && m.type !== "MsgHeartbeat" && m.type !== "MsgSnap") return false;
-  return m.term <= durable.term && m.commit <= durable.lastIndex;
+  return m.term <= durable.term && (durable.quorumCommits === true || m.commit <= durable.lastIndex);
 }
 
 /** Kinds a node sends only after its HardState and entries are durable (responses that are promises). */
