@@ -21,7 +21,7 @@
  * This file is the API and the outbound side (links: dial, handshake as initiator, backoff, the per-peer
  * queue and its writer, request correlation). The listening side (the ROUTER: inbound handshakes, handlers,
  * replies) is inbound.ts; the public types are peer-types.ts (re-exported here); out-queue.ts and
- * log-budget.ts are the queue and the log budget.
+ * log-budget.ts are the queue and the log budget; pending-requests.ts correlates requests with their answers.
  */
 import { EventEmitter } from "node:events";
 import * as zmq from "zeromq";
@@ -35,8 +35,8 @@ import { PeerListener } from "./inbound.js";
 import { resolvePeerLimits, type PeerLimits } from "./limits.js";
 import { LogBudget } from "../../../shared/log-budget.js";
 import { OutQueue, type OutItem } from "./out-queue.js";
+import { PendingRequests } from "./pending-requests.js";
 import {
-  PeerRemoteError,
   type LinkState,
   type PeerCounters,
   type PeerEndpoint,
@@ -52,16 +52,6 @@ import { NO_STAGES, type StageSink } from "../../../shared/metrics/stage-clock.j
 
 export { PeerRemoteError } from "./peer-types.js";
 export type { PeerCounters, PeerEndpoint, PeerHandler, PeerMessage, PeerStatus, PeerTransportEvents, PeerTransportOptions, RefusedInfo, SendOptions } from "./peer-types.js";
-
-interface Pending {
-  link: OutboundLink;
-  resolve: (v: Uint8Array) => void;
-  reject: (e: Error) => void;
-  timer: TimerHandle;
-  item: OutItem;
-  /** the connection generation it was written on; undefined while queued */
-  sentGen: number | undefined;
-}
 
 class OutboundLink {
   id: string | undefined;
@@ -119,8 +109,8 @@ export class PeerTransport {
   private readonly links: OutboundLink[] = [];
   private readonly byId = new Map<string, OutboundLink>();
   private readonly handlers = new Map<string, PeerHandler>();
-  private readonly pending = new Map<number, Pending>();
-  private nextRequestId = 1;
+  /** requests written or queued, waiting for their answers */
+  private readonly requests: PendingRequests;
   /** the listening side: the ROUTER, inbound handshakes and sessions, handlers, replies (inbound.ts) */
   private readonly listener: PeerListener;
   private started = false;
@@ -138,6 +128,7 @@ export class PeerTransport {
     this.log = opts.log ?? getLogger("brine.cluster.peer");
     this.budget = new LogBudget(this.limits.refusalLogsPerWindow, this.limits.refusalLogWindowMs, (l) => this.log.warning(l));
     this.timer = new CoarseTimer(this.limits.timerTickMs);
+    this.requests = new PendingRequests(this.timer);
     this.stages = opts.stages ?? NO_STAGES;
     this.ctx = { clusterId: opts.clusterId, self: opts.keys.self, keyring: opts.keys.keyring, limits: this.limits };
     this.listener = new PeerListener({
@@ -283,20 +274,12 @@ export class PeerTransport {
       if (link.inFlight.size >= this.limits.requestsInFlightMax) {
         throw new BrineError("CLUSTER_PEER_QUEUE_FULL", `${this.limits.requestsInFlightMax} requests to ${peerId} in flight`);
       }
-      const id = this.nextRequestId++;
-      const item: OutItem = { body: encodeBody({ kind: BODY.REQ, channel, id, payload }), requestId: id, cancelled: false };
-      const timer = this.timer.after(timeoutMs, () => {
-        if (!this.settle(id)) return;
-        item.cancelled = true;
-        reject(new BrineError("CLUSTER_PEER_TIMEOUT", `${channel} to ${peerId} after ${timeoutMs} ms`));
-      });
       // registered before it is queued, so the writer always finds it (and a refused enqueue undoes it)
-      this.pending.set(id, { link, resolve, reject, timer, item, sentGen: undefined });
-      link.inFlight.add(id);
+      const item = this.requests.open(link, channel, payload, timeoutMs, resolve, reject);
       try {
         this.enqueue(link, item);
       } catch (e) {
-        this.settle(id);
+        this.requests.settle(item.requestId);
         throw e;
       }
     });
@@ -336,7 +319,7 @@ export class PeerTransport {
       link.queue.clear();
       if (wasUp && link.id) this.events.emit("peerDown", link.id, "closed");
     }
-    for (const id of [...this.pending.keys()]) this.failPending(id, new BrineError("CLUSTER_PEER_CLOSED"));
+    this.requests.failAll(() => new BrineError("CLUSTER_PEER_CLOSED"));
     this.listener.close();
     // let the sockets' receive loops see the close before the caller, say, rebinds the port
     await new Promise((r) => setImmediate(r));
@@ -501,7 +484,7 @@ export class PeerTransport {
     }
     for (const body of this.openData(link.session!, frame, `from ${link.id}`)) {
       if (body.kind === BODY.RES || body.kind === BODY.ERR) {
-        this.onResponse(link, body);
+        this.requests.answer(link, body);
       } else {
         // the listening side of this connection only ever answers; anything else breaks the protocol
         this.counters.badFrames++;
@@ -586,7 +569,7 @@ export class PeerTransport {
       for (let next = link.queue.peek(); next; next = link.queue.peek()) {
         if (batch.length > 0 && bytes + next.body.length > this.limits.batchBytesMax) break;
         link.queue.shift();
-        if (!this.takeForWrite(next, gen)) continue;
+        if (!this.requests.markWritten(next, gen)) continue;
         batch.push(next.body);
         bytes += next.body.length;
       }
@@ -599,39 +582,6 @@ export class PeerTransport {
       return frame;
     }
     return undefined;
-  }
-
-  /** False for an item that must not be written (its request timed out while queued); marks requests sent. */
-  private takeForWrite(item: OutItem, gen: number): boolean {
-    if (item.cancelled) return false;
-    if (item.requestId === 0) return true;
-    const p = this.pending.get(item.requestId);
-    if (!p) return false;
-    p.sentGen = gen;
-    return true;
-  }
-
-  private onResponse(link: OutboundLink, body: Extract<Body, { kind: typeof BODY.RES | typeof BODY.ERR }>): void {
-    const p = this.pending.get(body.id);
-    if (!p || p.link !== link) return; // late (timed out) or not ours: nothing waits for it
-    this.settle(body.id);
-    if (body.kind === BODY.RES) p.resolve(body.payload);
-    else p.reject(new PeerRemoteError(link.id!, body.code, body.text));
-  }
-
-  /** Removes a pending request's bookkeeping; false when it was already settled. */
-  private settle(id: number): boolean {
-    const p = this.pending.get(id);
-    if (!p) return false;
-    this.pending.delete(id);
-    p.timer.cancel();
-    p.link.inFlight.delete(id);
-    return true;
-  }
-
-  private failPending(id: number, err: Error): void {
-    const p = this.pending.get(id);
-    if (p && this.settle(id)) p.reject(err);
   }
 
   /** Closes the current connection attempt or session of `link`, without scheduling anything. */
@@ -658,10 +608,7 @@ export class PeerTransport {
     this.teardown(link);
     link.state = "idle";
     link.failedAttempts++;
-    for (const id of [...link.inFlight]) {
-      const p = this.pending.get(id);
-      if (p && p.sentGen === gen) this.failPending(id, new BrineError("CLUSTER_PEER_DOWN", `${link.id}: ${reason}`));
-    }
+    this.requests.failWrittenOn(link, gen, () => new BrineError("CLUSTER_PEER_DOWN", `${link.id}: ${reason}`));
     if (wasUp) {
       this.log.warning(`peer channel: lost ${link.id} at ${link.address}: ${reason}`);
       this.events.emit("peerDown", link.id!, reason);
