@@ -172,3 +172,27 @@ test("the asynchronous-write calls are refused where they would break the contra
   rn.appendDurable(last.index, last.term);
   assert.equal(rn.raft.log.committed, last.index, "a sole voter commits once its own write is durable");
 });
+
+test("a sole voter elected with its commit index behind its log answers a read only at the commit of its own first entry, once that is durable", () => {
+  // entries 2 and 3 of term 1 are on the disk, the commit index it knows is 1 (a former leader may have
+  // committed and acknowledged 3): a read served at 1 would miss an acknowledged write
+  const view = MemoryStorage.bootstrap([1]);
+  view.append([
+    { term: 1, index: 2, type: "normal", data: bytes("a") },
+    { term: 1, index: 3, type: "normal", data: bytes("b") },
+  ]);
+  const rn = new RawNode({ id: 1, storage: view, rand: () => 0, asyncStorageWrites: true });
+  rn.campaign();
+  const read = rn.readIndex();
+  let rd = rn.ready();
+  assert.deepEqual(rd.results, [], "a read was answered before this leader committed an entry of its term");
+  view.append(rd.entries);
+  const last = rd.entries[rd.entries.length - 1]!;
+  rn.advance({ writeInFlight: true });
+  rn.appendDurable(last.index, last.term);
+  rd = rn.ready();
+  const r = rd.results.find((x) => x.id === read);
+  assert.ok(r?.ok && r.kind === "read", "the read was not answered once its first entry committed");
+  assert.equal(r.index, last.index);
+  rn.advance();
+});

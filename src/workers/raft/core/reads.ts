@@ -58,13 +58,14 @@ export class Reads {
   /** Leader: a batch of reads (its own or forwarded) to serve. */
   request(req: ReadRequest): void {
     const r = this.r;
-    if (r.prs.voters.size === 1 && r.prs.isVoter(r.id)) {
-      this.answer(req, r.log.committed);
-      return;
-    }
-    // Until an entry of this term commits, our commit index may lag what the previous leader committed.
+    // Until an entry of this term commits, our commit index may lag what the previous leader committed. A
+    // sole voter too: with asynchronous storage writes it commits its first entry only once that is durable.
     if (r.log.termOrZero(r.log.committed) !== r.term) {
       this.pending.push(req);
+      return;
+    }
+    if (r.prs.voters.size === 1 && r.prs.isVoter(r.id)) {
+      this.answer(req, r.log.committed);
       return;
     }
     if (this.rounds.add(r.log.committed, req, r.id)) r.bcastHeartbeat();
