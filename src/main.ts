@@ -291,6 +291,7 @@ export class MasterServer {
       sendQueues: () => [this.requestPort!.out, this.publishPort!.out].map((q) => ({ length: q.length, dropped: q.dropped })),
       publishFrames: () => this.publishPort!.out.sent,
       signInsResent: () => this.requestPort!.signInsRecalled,
+      handshakeTimeouts: () => [this.requestPort!.handshakeTimeouts, this.publishPort!.handshakeTimeouts],
       eventBus: () => ({ events: this.bus.events, readers: this.bus.subscribers, dropped: BUS_DROP_REASONS.map((r) => this.bus.dropped[r]) }),
       connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
       ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer, stateSyncCachedir: c.cachedir } : {}),

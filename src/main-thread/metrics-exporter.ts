@@ -23,7 +23,8 @@ import type { MasterConfig } from "../shared/config/defaults.js";
 import { getLogger } from "../shared/log.js";
 import type { NodeStatus } from "../workers/raft/api.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
-import { G_BUS_DROPPED, G_BUS_EVENTS, G_BUS_READERS, G_LANE_DEPTH, G_PUB_FRAMES, G_SAMPLED_AT_MS, G_SENDQ_DROPPED, G_SENDQ_LENGTH, G_SIGNINS_RESENT, MetricsBoard } from "../shared/metrics/board.js";
+import { G_BUS_DROPPED, G_BUS_EVENTS, G_BUS_READERS, G_LANE_DEPTH, G_PUB_FRAMES, G_SAMPLED_AT_MS, G_SENDQ_DROPPED, G_SENDQ_LENGTH, G_SIGNINS_RESENT,
+  G_HANDSHAKE_TIMEOUTS, MetricsBoard } from "../shared/metrics/board.js";
 import { families, labelText, type Family } from "../shared/metrics/families.js";
 import { readMetricsOptions, type MetricsOptions } from "./metrics-options.js";
 import { readStateSyncStatus } from "../shared/state-sync-status.js";
@@ -53,6 +54,8 @@ export interface MainFigures {
   publishFrames?(): number;
   /** sign-ins sent again answered from the request port's memory (sign-in-replies.ts) */
   signInsResent?(): number;
+  /** per minion-facing port (labels.ts MINION_PORTS): connections closed for not finishing their handshake in time */
+  handshakeTimeouts?(): readonly number[];
   /** the event bus: events published, readers now, readers dropped per reason (labels.ts BUS_DROP_REASONS) */
   eventBus?(): { events: number; readers: number; dropped: readonly number[] };
   /** accepted minions connected to this master (asks a request worker) */
@@ -179,6 +182,7 @@ export class MetricsHost {
     });
     if (f.publishFrames) this.board.setGauge(G_PUB_FRAMES, f.publishFrames());
     if (f.signInsResent) this.board.setGauge(G_SIGNINS_RESENT, f.signInsResent());
+    f.handshakeTimeouts?.().forEach((n, p) => this.board.setGauge(G_HANDSHAKE_TIMEOUTS + p, n));
     const bus = f.eventBus?.();
     if (bus) {
       this.board.setGauge(G_BUS_EVENTS, bus.events);

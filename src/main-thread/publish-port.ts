@@ -91,6 +91,11 @@ export class PublishPort {
   }
 
   /** Closes the socket, then stops the publisher thread. */
+  /** connections closed for not finishing their ZMTP handshake in time (native transport; libzmq does not say) */
+  get handshakeTimeouts(): number {
+    return this.native?.handshakeTimeouts ?? 0;
+  }
+
   async close(): Promise<void> {
     this.pub?.close();
     this.native?.close();

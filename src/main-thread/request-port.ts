@@ -118,6 +118,11 @@ export class RequestPort {
     }
   }
 
+  /** connections closed for not finishing their ZMTP handshake in time (native transport; libzmq does not say) */
+  get handshakeTimeouts(): number {
+    return this.native?.handshakeTimeouts ?? 0;
+  }
+
   async drained(): Promise<void> {
     await this.out.drained();
   }

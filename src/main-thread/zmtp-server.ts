@@ -89,6 +89,8 @@ abstract class ZmtpServer<C extends Conn> {
   private readonly refusals: LogBudget;
   /** connections closed for what they sent or for not finishing the handshake */
   refused = 0;
+  /** of those, the ones closed for not finishing their handshake within handshakeMs (brine_handshake_timeouts_total) */
+  handshakeTimeouts = 0;
   private closing = false;
 
   constructor(
@@ -209,7 +211,9 @@ abstract class ZmtpServer<C extends Conn> {
 
   private sweepHandshakes(nowMs: number, handshakeMs: number): void {
     for (const c of this.handshaking) {
-      if (nowMs - c.openedMs > handshakeMs) this.refuse(c, `no ZMTP handshake within ${handshakeMs} ms (${c.sock.bytesRead} bytes read from it)`);
+      if (nowMs - c.openedMs <= handshakeMs) continue;
+      this.handshakeTimeouts++;
+      this.refuse(c, `no ZMTP handshake within ${handshakeMs} ms (${c.sock.bytesRead} bytes read from it)`);
     }
   }
 }

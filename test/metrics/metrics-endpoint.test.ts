@@ -48,6 +48,7 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
       "brine_send_queue_dropped_total",
       "brine_publish_frames_total",
       "brine_sign_ins_resent_total",
+      "brine_handshake_timeouts_total",
       "brine_event_bus_events_total",
       "brine_event_bus_readers",
       "brine_event_bus_readers_dropped_total",

@@ -178,7 +178,7 @@ test("a REQ peer has one request in flight: a forged second request waits for th
   }
 });
 
-test("bad peers are closed and counted; a good peer is served meanwhile; a reply to a gone peer is dropped and counted", async () => {
+test("bad peers are closed and counted (a silent one as a handshake timeout); a good peer is served meanwhile; a reply to a gone peer is dropped and counted", async () => {
   const port = await freePort();
   const router = new NativeRouter({ backlog: 100, handshakeMs: 200 }, (frames) => router.push([...frames.slice(0, -1), Buffer.from("ok")]));
   await router.bind(`tcp://127.0.0.1:${port}`);
@@ -194,6 +194,7 @@ test("bad peers are closed and counted; a good peer is served meanwhile; a reply
     assert.equal((await good.receive())[0]!.toString(), "ok");
     await until(() => silent.closed, 5_000, "the silent peer closed after its handshake time");
     assert.equal(router.refused, 3);
+    assert.equal(router.handshakeTimeouts, 1, "only the silent peer ran out of handshake time (the HTTP and SUB peers were refused for what they sent)");
     assert.equal(http.bytes().subarray(0, 10).toString("hex"), greeting().subarray(0, 10).toString("hex"), "it got our greeting, nothing more");
     router.push([Buffer.from([0, 1, 2, 3, 4]), Buffer.alloc(0), Buffer.from("nobody")]);
     assert.equal(router.dropped, 1);

@@ -55,6 +55,8 @@ export class Collector extends EventEmitter {
   readonly jobs = new Map<string, JobTrack>();
   private readonly orphans = new Map<string, SwarmEvent[]>();
   readonly authResults = new Map<string, number>();
+  /** sign-in results (and `try_timeout`, each timed-out try) by the second they came (floor of `at` / 1000): a storm's timeline (bench/auth-storm.ts) */
+  readonly authBySecond = new Map<number, Map<string, number>>();
   readonly startFailures = new Map<string, number>();
   readonly drops = new Map<string, number>();
   readonly reauthReasons = new Map<string, number>();
@@ -86,6 +88,14 @@ export class Collector extends EventEmitter {
 
   private bump(m: Map<string, number>, k: string): void {
     m.set(k, (m.get(k) ?? 0) + 1);
+  }
+
+  /** A sign-in result (or `try_timeout`: one try of a payload timed out) in its second of the timeline. */
+  private bumpSecond(at: number, what: string): void {
+    const second = Math.floor(at / 1000);
+    let bucket = this.authBySecond.get(second);
+    if (!bucket) this.authBySecond.set(second, (bucket = new Map()));
+    this.bump(bucket, what);
   }
 
   /** Count every error; list up to errorsListedPerKind of each kind (so a flood of one kind cannot hide the others). */
@@ -138,6 +148,7 @@ export class Collector extends EventEmitter {
     switch (e.k) {
       case "auth":
         this.bump(this.authResults, e.result);
+        this.bumpSecond(e.at, e.result);
         if (e.result === "accepted" && e.reason === "start" && !Number.isFinite(this.authMs[e.i]!)) {
           this.authMs[e.i] = e.ms;
           this.authAt[e.i] = e.at;
@@ -205,6 +216,7 @@ export class Collector extends EventEmitter {
         return;
       case "timeout":
         this.bump(this.timeouts, e.what);
+        if (e.what === "_auth") this.bumpSecond(e.at, "try_timeout");
         this.error(e.i, "timeout", `${e.what}: no reply (try ${e.attempt} of ${e.tries})`, e.at);
         return;
       case "problem":

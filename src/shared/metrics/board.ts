@@ -34,6 +34,7 @@ import {
   LANES,
   REQUEST_BUCKETS_US,
   SEND_QUEUES,
+  MINION_PORTS,
   TAG_PREFIXES,
   authSlotOf,
   tagSlotOf,
@@ -64,7 +65,9 @@ export const G_BUS_READERS = G_BUS_EVENTS + 1;
 export const G_BUS_DROPPED = G_BUS_READERS + 1; // + reason
 /** sign-ins sent again that the request port answered with their first copy's reply (main-thread/sign-in-replies.ts) */
 export const G_SIGNINS_RESENT = G_BUS_DROPPED + BUS_DROP_REASONS.length;
-const GAUGES = G_SIGNINS_RESENT + 1;
+/** connections each minion-facing port closed for not finishing their ZMTP handshake in time (+ port, MINION_PORTS) */
+export const G_HANDSHAKE_TIMEOUTS = G_SIGNINS_RESENT + 1;
+const GAUGES = G_HANDSHAKE_TIMEOUTS + MINION_PORTS.length;
 
 // counter indices (each counter is two words)
 const C_REQ = 0;
@@ -122,6 +125,8 @@ export interface BoardSnapshot {
   sampledAtMs: number;
   /** sign-ins sent again and answered with their first copy's reply, without work (sampled every second) */
   signInsResent: number;
+  /** per minion-facing port: connections closed for not finishing their ZMTP handshake in time (sampled every second) */
+  handshakeTimeouts: { port: string; n: number }[];
 }
 
 export class MetricsBoard {
@@ -318,6 +323,7 @@ export class MetricsBoard {
       },
       sampledAtMs: this.get(C_GAUGE + G_SAMPLED_AT_MS),
       signInsResent: this.get(C_GAUGE + G_SIGNINS_RESENT),
+      handshakeTimeouts: MINION_PORTS.map((port, p) => ({ port, n: this.get(C_GAUGE + G_HANDSHAKE_TIMEOUTS + p) })),
     };
   }
 }

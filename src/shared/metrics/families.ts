@@ -139,6 +139,12 @@ export function families(src: FamilySources): Family[] {
       samples: [{ labels: {}, value: b.signInsResent }],
     },
     {
+      name: "brine_handshake_timeouts_total",
+      help: "Connections a minion-facing port closed for not finishing their ZMTP handshake within 30 s (native transport only: libzmq does not say)",
+      type: "counter",
+      samples: b.handshakeTimeouts.map((h) => ({ labels: { port: h.port }, value: h.n })),
+    },
+    {
       name: "brine_event_bus_events_total",
       help: "Events this master put on its local event bus (master_event_pub.ipc)",
       type: "counter",

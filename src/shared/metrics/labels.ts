@@ -108,6 +108,8 @@ export function tagSlotOf(tag: string): number {
 export const LANES = ["clear", "req"] as const;
 export const LANE_REFUSALS = ["queue_full", "stale", "gone"] as const;
 export const SEND_QUEUES = ["router", "publish"] as const;
+/** the minion-facing ports (native transport): request (ret_port), publish (publish_port) */
+export const MINION_PORTS = ["request", "publish"] as const;
 /** why an event-bus reader was disconnected (src/main-thread/bus-backlog.ts) */
 export const BUS_DROP_REASONS = ["queue_full", "drain_timeout", "backlog_bytes"] as const;
 
