@@ -16,6 +16,8 @@
  * - The storm's timeline, one line a second (sign-ins accepted, tries timed out, payloads failed whole, the
  *   master's and the swarm's CPU, the clear lane's work and refusals, replies dropped for a gone peer, handshakes
  *   timed out), is written to stderr and, with `BRINE_BENCH_STORM_TIMELINE=FILE`, to FILE as TSV.
+ * - `BRINE_BENCH_STORM_BACKLOG=4096` gives the master that `zmq_backlog` (Salt's default 1000; the kernel caps it
+ *   at net.core.somaxconn).
  * - `BRINE_BENCH_STORM_EXTERNAL=RETPORT:PID` runs the storm against a master already running on 127.0.0.1 (the
  *   Python master of ../shared/real-salt, `auto_accept: True`), its CPU read from PID's process tree; no ping.
  */
@@ -61,14 +63,20 @@ function sched(pid: number): { mainCpu: number; mainWait: number; allCpu: number
   }
 }
 
-/** CPU seconds of the master's threads by name (/proc/PID/task/TID/comm; the main thread as "main"). */
-function threadCpu(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
+/**
+ * The master's threads from the kernel's scheduler, each: its name (/proc/PID/task/TID/comm; the main thread as
+ * "main"), ns on a CPU and ns runnable but waiting for one (schedstat). A request thread with little time on a CPU
+ * and little waiting had no work (the lane was empty: the main thread did not hand it any); one that waited much
+ * was runnable and lost the CPU to other threads.
+ */
+function threadSched(pid: number): Map<string, { name: string; cpu: number; wait: number }> {
+  const out = new Map<string, { name: string; cpu: number; wait: number }>();
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
         const name = tid === String(pid) ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-        out.set(name, (out.get(name) ?? 0) + (cpuSecondsOf(`/proc/${pid}/task/${tid}/stat`) ?? 0));
+        const [cpu, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ").map(Number);
+        out.set(tid, { name, cpu: cpu!, wait: wait! });
       } catch {
         // a thread that ended meanwhile
       }
@@ -79,11 +87,43 @@ function threadCpu(pid: number): Map<string, number> {
   return out;
 }
 
+/** The threads' CPU and wait between two readings, the busiest first: "name/tid cpu s + wait s". */
+function threadsBetween(a: ReturnType<typeof threadSched>, b: ReturnType<typeof threadSched>): string {
+  const rows: { k: string; cpu: number; wait: number }[] = [];
+  for (const [tid, t] of b) {
+    const t0 = a.get(tid);
+    rows.push({ k: `${t.name}/${tid}`, cpu: (t.cpu - (t0?.cpu ?? 0)) / 1e9, wait: (t.wait - (t0?.wait ?? 0)) / 1e9 });
+  }
+  return rows
+    .filter((r) => r.cpu >= 0.1)
+    .sort((x, y) => y.cpu - x.cpu)
+    .map((r) => `${r.k} ${r.cpu.toFixed(1)} s on a CPU + ${r.wait.toFixed(1)} s waiting`)
+    .join(", ");
+}
+
+/**
+ * The kernel's count of connections a listener could not queue (its accept queue full: `zmq_backlog`, at most
+ * net.core.somaxconn) and of those it dropped: /proc/net/netstat TcpExt ListenOverflows, ListenDrops (the whole
+ * box's, in its network namespace: in a storm the master's ports are nearly all of them).
+ */
+function listenOverflows(): [number, number] {
+  try {
+    const lines = readFileSync("/proc/net/netstat", "utf8").split("\n").filter((l) => l.startsWith("TcpExt:"));
+    const names = lines[0]!.split(" ");
+    const values = lines[1]!.split(" ").map(Number);
+    return [values[names.indexOf("ListenOverflows")] ?? NaN, values[names.indexOf("ListenDrops")] ?? NaN];
+  } catch {
+    return [NaN, NaN];
+  }
+}
+
 /** One second of the storm: the cumulative figures read at its end. */
 interface Tick {
   s: number;
   masterCpu: number;
   swarmCpu: number;
+  /** the kernel's ListenOverflows, ListenDrops */
+  listen: [number, number];
   /** metrics (brine masters only): sign-ins worked on, answered stale / gone / shed / queue full, resent copies answered, replies dropped for a gone peer, handshakes timed out, clear lane depth */
   m?: number[];
 }
@@ -104,7 +144,7 @@ const metricHeads = ["worked", "stale", "gone", "shed", "full", "resent", "dropp
 
 /** The timeline as TSV: per second the swarm's sign-in results and the differences of the cumulative figures (depth as read). */
 function timeline(ticks: Tick[], t0: number, bySecond: Map<number, Map<string, number>>): string {
-  const lines = [["t_s", "accepted", "try_timeout", "payload_timeout", "error_reply", "master_cpu_s", "swarm_cpu_s", ...metricHeads].join("\t")];
+  const lines = [["t_s", "accepted", "try_timeout", "payload_timeout", "error_reply", "master_cpu_s", "swarm_cpu_s", ...metricHeads, "listen_overflows", "listen_drops"].join("\t")];
   const s0 = Math.floor(t0 / 1000);
   for (let i = 1; i < ticks.length; i++) {
     const a = ticks[i - 1]!;
@@ -113,7 +153,7 @@ function timeline(ticks: Tick[], t0: number, bySecond: Map<number, Map<string, n
     const results = new Map<string, number>();
     for (let sec = s0 + a.s; sec < s0 + b.s; sec++) for (const [k, n] of bySecond.get(sec) ?? []) results.set(k, (results.get(k) ?? 0) + n);
     const m = b.m && a.m ? b.m.map((x, j) => (j === metricHeads.length - 1 ? x : x - a.m![j]!)) : metricHeads.map(() => NaN);
-    lines.push([b.s, results.get("accepted") ?? 0, results.get("try_timeout") ?? 0, results.get("timeout") ?? 0, results.get("failed") ?? 0, (b.masterCpu - a.masterCpu).toFixed(2), (b.swarmCpu - a.swarmCpu).toFixed(2), ...m].join("\t"));
+    lines.push([b.s, results.get("accepted") ?? 0, results.get("try_timeout") ?? 0, results.get("timeout") ?? 0, results.get("failed") ?? 0, (b.masterCpu - a.masterCpu).toFixed(2), (b.swarmCpu - a.swarmCpu).toFixed(2), ...m, b.listen[0] - a.listen[0], b.listen[1] - a.listen[1]].join("\t"));
   }
   return lines.join("\n") + "\n";
 }
@@ -152,8 +192,8 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
   const load0 = loadavg();
   const cpu0 = sampleTree(target.pid)!.cpuS;
   const sched0 = sched(target.pid);
-  const threads0 = threadCpu(target.pid);
-  const ticks: Tick[] = [{ s: 0, masterCpu: cpu0, swarmCpu: swarmCpu(), m: await readMetrics() }];
+  const threads0 = threadSched(target.pid);
+  const ticks: Tick[] = [{ s: 0, masterCpu: cpu0, swarmCpu: swarmCpu(), listen: listenOverflows(), m: await readMetrics() }];
   const t0 = Date.now();
   fleet.startAll();
   const c = fleet.collector;
@@ -166,13 +206,13 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
   while (c.settledCount() < n && Date.now() < end) {
     await sleep(1000 - ((Date.now() - t0) % 1000));
     const masterCpu = sampleTree(target.pid)?.cpuS ?? ticks[ticks.length - 1]!.masterCpu;
-    ticks.push({ s: Math.round((Date.now() - t0) / 1000), masterCpu, swarmCpu: swarmCpu(), m: await readMetrics() });
+    ticks.push({ s: Math.round((Date.now() - t0) / 1000), masterCpu, swarmCpu: swarmCpu(), listen: listenOverflows(), m: await readMetrics() });
     const now = c.authAt.filter((x) => Number.isFinite(x)).length;
     if (now > signedIn) {
       signedIn = now;
       cpuAtLast = masterCpu;
       schedAtLast = sched(target.pid) ?? schedAtLast;
-      threadsAtLast = threadCpu(target.pid);
+      threadsAtLast = threadSched(target.pid);
     }
   }
   const tsv = timeline(ticks, t0, c.authBySecond);
@@ -191,10 +231,10 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
   const note = `${target.label}, ${n} minions started at once in ${procs} swarm procs (Salt's retry: auth_timeout 5 s × 7, acceptance_wait_time 10 s)${nice ? `, brine_worker_nice ${nice}` : ""}, load ${load0} -> ${load1}`;
   const rows: BenchRow[] = [
     { figure: `storm ${n} (${target.label}): signed in`, value: accepted.length, unit: "minions", target: n, better: "higher", note: `${note}; start failures ${JSON.stringify(Object.fromEntries(c.startFailures))}` },
-    { figure: `storm ${n} (${target.label}): all signed in within`, value: Math.round(lastS * 10) / 10, unit: "s", better: "lower", note: accepted.length < n ? `only ${accepted.length} of ${n}: the time of the last one` : "from the start of all to the last accepted sign-in" },
+    { figure: `storm ${n} (${target.label}): all signed in within`, value: Math.round(lastS * 10) / 10, unit: "s", better: "lower", note: `${accepted.length < n ? `only ${accepted.length} of ${n}: the time of the last one` : "from the start of all to the last accepted sign-in"}; the kernel's listen overflows / drops meanwhile ${atLast.listen[0] - ticks[0]!.listen[0]} / ${atLast.listen[1] - ticks[0]!.listen[1]} (zmq_backlog ${process.env.BRINE_BENCH_STORM_BACKLOG ?? "default"})` },
     { figure: `storm ${n} (${target.label}): sign-in payloads per minion`, value: Math.round((payloads / n) * 100) / 100, unit: "payloads", better: "lower", note: `results ${JSON.stringify(Object.fromEntries(c.authResults))}` },
     { figure: `storm ${n} (${target.label}): timed-out sign-in tries per minion`, value: Math.round((timedOutTries / n) * 100) / 100, unit: "tries", better: "lower", note: "each followed by the same payload again (a new connection for 3007.x) while tries remain" },
-    { figure: `storm ${n} (${target.label}): master CPU per signed-in minion`, value: accepted.length ? Math.round((cpuS / accepted.length) * 1e6) : NaN, unit: "us", better: "lower", note: `${cpuS.toFixed(1)} s of master CPU (all threads) from the start to the last sign-in; by thread: ${[...threadsAtLast].map(([k, v]) => [k, v - (threads0.get(k) ?? 0)] as const).filter(([, v]) => v >= 0.05).sort((x, y) => y[1] - x[1]).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(", ")}` },
+    { figure: `storm ${n} (${target.label}): master CPU per signed-in minion`, value: accepted.length ? Math.round((cpuS / accepted.length) * 1e6) : NaN, unit: "us", better: "lower", note: `${cpuS.toFixed(1)} s of master CPU (all threads) from the start to the last sign-in; by thread (schedstat): ${threadsBetween(threads0, threadsAtLast)}` },
     { figure: `storm ${n} (${target.label}): swarm CPU per signed-in minion`, value: accepted.length ? Math.round((swarmCpuS / accepted.length) * 1e6) : NaN, unit: "us", better: "lower", note: `${swarmCpuS.toFixed(1)} s of the swarm's CPU (its ${fleet.pids().length} processes) to the second of the last sign-in${swarmCpus ? `, swarm on CPUs ${swarmCpus}` : ""}${process.env.BRINE_BENCH_STORM_MASTER_CPUS ? `, master on CPUs ${process.env.BRINE_BENCH_STORM_MASTER_CPUS}` : ""}` },
   ];
   // brine's threads only: another master's work is in other processes (the Python master's MWorkers)
@@ -235,7 +275,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const metricsPort = await freePort();
     const cpus = process.env.BRINE_BENCH_STORM_MASTER_CPUS;
     const nice = Number(process.env.BRINE_BENCH_STORM_WORKER_NICE ?? 0);
-    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort }, ...(nice ? { brine_worker_nice: nice } : {}) }, cpus ? { cpus } : {});
+    // BRINE_BENCH_STORM_BACKLOG: the master's zmq_backlog (its ports' listen backlog; Salt's default 1000)
+    const backlog = process.env.BRINE_BENCH_STORM_BACKLOG;
+    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort }, ...(nice ? { brine_worker_nice: nice } : {}), ...(backlog ? { zmq_backlog: Number(backlog) } : {}) }, cpus ? { cpus } : {});
     try {
       out.push(...(await stormOn(n, { retPort: m.retPort, pid: m.pid, label: "brine", m, metricsPort })));
     } finally {
