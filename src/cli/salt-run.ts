@@ -30,7 +30,13 @@ const cfg = loadConfigOrExit(o.configDir);
 const display = makeDisplay(o, cfg);
 
 const { arg, kwarg } = runnerInput(words ?? []);
-if (o.timeout !== undefined && !("timeout" in kwarg)) kwarg.timeout = Number(o.timeout);
+// -t is the call's timeout option (Salt's salt-run sets opts["timeout"]: what runners that wait on minions wait),
+// not one of the runner's arguments
+const timeout = o.timeout === undefined ? undefined : Number(o.timeout);
+if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
+  process.stderr.write(`salt-run: error: -t/--timeout must be a number of seconds above 0, not '${o.timeout}'\n`);
+  await exitWith(2);
+}
 
 // No timeout of its own: salt-run waits for the runner's return however long it takes, as Salt's does (its runner runs
 // in its own process; `-t` is only the runner's option). SIGINT or SIGTERM ends salt-run with exit code 0, as Salt's
@@ -52,7 +58,7 @@ process.once("SIGTERM", leave);
 try {
   const r = await controlCall(
     cfg.sock_dir,
-    { op: "run", fun, arg, kwarg },
+    { op: "run", fun, arg, kwarg, ...(timeout !== undefined ? { timeout } : {}) },
     (text) => process.stdout.write(text + "\n"),
     (j) => {
       jid = j;

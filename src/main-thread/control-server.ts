@@ -3,7 +3,7 @@
  * `salt-run` runs runners inside the master — each call in its own runner thread, which sees the
  * master's shared state — and `salt-key` reports key changes so the master fires `salt/key`.
  *
- * Requests: {op: "run", fun, arg, kwarg} → {type: "jid", jid} (the call's job id, for a runner that outlives its
+ * Requests: {op: "run", fun, arg, kwarg, timeout?} (timeout: salt-run's -t) → {type: "jid", jid} (the call's job id, for a runner that outlives its
  * caller), a stream of {type: "print", text}, then one {type: "return", ret} or {type: "error", message};
  * {op: "fire", tag, data} → {type: "return"}. A caller that leaves before the return leaves the runner to finish and
  * record its job (except `state.event`, which is ended).
@@ -176,8 +176,10 @@ export class ControlServer {
       reply({ type: "error", message: "unknown control request" });
       return;
     }
+    // salt-run's -t: the call's timeout option (cfg.timeout), as Salt's salt-run sets opts["timeout"]
+    const timeoutS = typeof m.timeout === "number" && Number.isFinite(m.timeout) && m.timeout > 0 ? m.timeout : undefined;
     const started = this.startRunner(
-      { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: isMap(m.kwarg) ? m.kwarg : {}, user: this.cfg.user },
+      { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: isMap(m.kwarg) ? m.kwarg : {}, user: this.cfg.user, ...(timeoutS !== undefined ? { timeoutS } : {}) },
       // a return's bytes as the runner thread encoded them: copied into the reply, never decoded here
       (msg) => (msg.type === "return" ? this.sendEncodedReturn(s, msg.packed) : reply(msg)),
     );
@@ -193,7 +195,7 @@ export class ControlServer {
    * `salt/run/<jid>/ret`. Used by `salt-run` over this socket and by authorized clear `runner`
    * requests (those come with the jid their request worker gave them). Undefined when too many run.
    */
-  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string }, onMessage: (m: RunnerMessage) => void): { jid: string | undefined; abandon(): void } | undefined {
+  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string; timeoutS?: number }, onMessage: (m: RunnerMessage) => void): { jid: string | undefined; abandon(): void } | undefined {
     if (this.running >= runnerThreadsMax) {
       const message = `too many runners at once (runnerThreadsMax ${runnerThreadsMax})`;
       onMessage({ type: "error", message });
@@ -202,11 +204,12 @@ export class ControlServer {
       return undefined;
     }
     const init: RunnerInit = {
-      cfg: this.cfg,
+      cfg: call.timeoutS === undefined ? this.cfg : { ...this.cfg, timeout: call.timeoutS },
       fun: call.fun,
       arg: call.arg,
       kwarg: call.kwarg,
       log: threadLogSettings(),
+      ...(call.timeoutS === undefined ? {} : { timeoutS: call.timeoutS }),
     };
     const link = this.clusterLink();
     if (link) init.cluster = link;

@@ -130,7 +130,7 @@ export function mergeCollected(fromSync: Record<string, PeerReport>, pulls: read
   return Object.fromEntries(Object.keys(out).sort().map((p) => [p, out[p]!]));
 }
 
-/** `timeout` (seconds; salt-run's -t gives it): the time by which collect_from_peers answers, Infinity when absent. */
+/** `timeout` (seconds; an argument, or salt-run's -t): the time by which collect_from_peers answers, Infinity when absent. */
 function timeoutArg(v: unknown): number {
   if (v === undefined || v === null || v === "") return Infinity;
   const n = typeof v === "string" ? Number(v) : v;
@@ -202,7 +202,7 @@ export const stateSyncRunners: Record<string, RunnerFn> = {
     const port = portOf(ctx);
     if (all.length > 0 && !port) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the peer channel is not running on this master");
     if (minionBanks.length > 0 && !ctx.cluster?.raft) throw new BrineError("STATE_SYNC_UNAVAILABLE", "the Raft worker is not running on this master");
-    const until = timeoutArg(kwarg.timeout);
+    const until = timeoutArg(kwarg.timeout ?? ctx.timeoutS);
     const names = [...all, ...minionBanks.map((b) => `bank:${b}`)];
     if (async) {
       // the transfers run on in the state-sync thread and the Raft worker; their outcome goes to the log

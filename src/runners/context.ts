@@ -51,6 +51,8 @@ export interface RunnerContext {
   user?: string;
   /** fire `salt/run/<jid>/args` (the only tag the master fires for a runner: orchestration's progress, as Salt's fire_args) */
   fireArgs?(data: unknown): void;
+  /** salt-run's `-t`, seconds, when the caller gave it (`cfg.timeout` is then the same) */
+  timeoutS?: number;
 }
 
 /**

@@ -19,6 +19,8 @@ export interface RunnerInit {
   job?: { jid: string; user: string };
   /** the master's metrics board (src/shared/metrics/board.ts), for brine.stats */
   metrics?: SharedArrayBuffer;
+  /** salt-run's `-t`, seconds, when given: this call's `cfg.timeout` too (Salt's salt-run sets opts["timeout"]), never an argument */
+  timeoutS?: number;
 }
 
 /**

@@ -132,6 +132,7 @@ async function runCall(init: RunnerInit): Promise<boolean> {
     events,
   };
   if (init.metrics) ctx.metrics = init.metrics;
+  if (init.timeoutS !== undefined) ctx.timeoutS = init.timeoutS;
   if (init.job) {
     const jid = init.job.jid;
     ctx.jid = jid;

@@ -6,10 +6,13 @@
  * (Ctrl-C) exits 0 as Salt's does (salt/scripts.py _handle_signals) and says the runner's jid; the runner, which runs in
  * the master here, goes on and records its job, so `jobs.lookup_jid` answers it (before: the runner thread was ended
  * with its caller and its job never recorded). `state.event`, which only streams to its caller, is ended with it.
+ * And `-t` is the call's option, as in Salt (before: it was added to every runner's keyword arguments).
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { CLI_DIR, runCli, writeConfigDir } from "../helpers/cli.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
@@ -58,6 +61,21 @@ describe("salt-run and a runner that takes its time", { timeout: 120_000 }, () =
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout.trim(), "true");
     assert.ok(performance.now() - t0 >= 3000, "the answer came after the runner's 3 s");
+  });
+
+  test("-t is the call's timeout option, as Salt's salt-run sets opts['timeout'], not one of the runner's arguments; a bad one is refused", async () => {
+    const r = await runCli("salt-run", ["-c", conf, "test.arg", "a", "b=1", "-t", "7", "--out", "json"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { args: ["a"], kwargs: { b: 1 } }, "Salt 3007's answer");
+    // what a runner reads as its timeout (a custom runner answers its cfg.timeout): -t, else the master's `timeout`
+    mkdirSync(path.join(tm.cfg.file_roots.base![0]!, "_runners"), { recursive: true });
+    writeFileSync(path.join(tm.cfg.file_roots.base![0]!, "_runners", "opts.mjs"), "export async function timeout(ctx) { return ctx.cfg.timeout; }\n");
+    assert.equal((await runCli("salt-run", ["-c", conf, "saltutil.sync_runners"])).code, 0);
+    assert.equal((await runCli("salt-run", ["-c", conf, "opts.timeout", "-t", "9", "--out", "json"])).stdout.trim(), "9");
+    assert.equal((await runCli("salt-run", ["-c", conf, "opts.timeout", "--out", "json"])).stdout.trim(), String(tm.cfg.timeout));
+    const bad = await runCli("salt-run", ["-c", conf, "test.arg", "-t", "soon"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /-t\/--timeout must be a number of seconds above 0, not 'soon'/);
   });
 
   test("a salt-run left with Ctrl-C exits 0 naming the jid; the runner goes on and jobs.lookup_jid answers its return", async () => {
