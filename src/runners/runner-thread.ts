@@ -146,14 +146,15 @@ async function runCall(init: RunnerInit): Promise<boolean> {
   }
   const flush = trackSync(init, ctx);
   // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it
-  const record = async (ret: unknown, success: boolean, packed?: Uint8Array) => {
+  const record = async (ret: unknown, success: boolean, packed?: Uint8Array, retcode?: number) => {
     if (!init.job || init.cfg.runner_returns === false) return;
     const fun_args = [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])];
-    await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success, ...(packed ? { packed } : {}) }).catch(() => undefined);
+    await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success, ...(packed ? { packed } : {}), ...(retcode !== undefined ? { retcode } : {}) }).catch(() => undefined);
   };
   const failed = async (e: unknown): Promise<false> => {
     const message = e instanceof Error ? e.message : String(e);
-    await record(message, false);
+    // Salt's RunnerClient stores a runner that raised with retcode 1
+    await record(message, false, undefined, 1);
     post({ k: "error", message });
     return false;
   };

@@ -23,7 +23,8 @@ test("salt/run/<jid>/ret comes once the job record is readable, though the calle
   const seen: { jid: string; load: boolean; ret: unknown; said: unknown }[] = [];
   ec.on((e: BusEvent) => {
     const m = /^salt\/run\/(\d{20})\/ret$/.exec(e.tag);
-    if (m) seen.push({ jid: m[1]!, load: jobs.hasLoad(m[1]!), ret: jobs.returnsFor(m[1]!)[tm.cfg.id]?.return, said: e.data.return });
+    // the master's return is the call's record, Salt's {fun, jid, user, fun_args, _stamp, return, success}
+    if (m) seen.push({ jid: m[1]!, load: jobs.hasLoad(m[1]!), ret: (jobs.returnsFor(m[1]!)[tm.cfg.id]?.return as { return?: unknown } | undefined)?.return, said: e.data.return });
   });
   try {
     for (let i = 0; i < 3; i++) {

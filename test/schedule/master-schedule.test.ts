@@ -84,7 +84,9 @@ test("scheduled runner and wheel jobs: every 2 s in jobs.list_jobs, cron, once, 
       assert.equal(jobs[jid]!.User, tm.cfg.user);
     }
     const looked = await controlCall(tm.sockDir, { op: "run", fun: "jobs.lookup_jid", arg: [done[0]], kwarg: {} });
-    assert.deepEqual(looked.ret, { test_master: { args: ["a", 1], kwargs: { k: "v" } } });
+    // a runner job's record, as Salt's jobs.lookup_jid answers one: {fun, jid, user, fun_args, _stamp, return, success}
+    const rec = (looked.ret as Record<string, Record<string, unknown>>).test_master!;
+    assert.deepEqual([rec.fun, rec.jid, rec.return, rec.success], ["runner.test.arg", done[0], { args: ["a", 1], kwargs: { k: "v" } }, true]);
     const sr = events.find((e) => e.tag === "__schedule_return" && e.data.schedule === "every2");
     assert.ok(sr, "__schedule_return fired");
     assert.equal(sr.data.jid, "req");
