@@ -85,6 +85,7 @@ describe("salt-run and a runner that takes its time", { timeout: 120_000 }, () =
     const jid = tags.slice(seen).find((e) => e.tag.endsWith("/new") && e.data.fun === "runner.test.sleep")!.tag.split("/")[2]!;
     // salt-run has the jid (the control socket's first message; logged at debug)
     await until("salt-run has the jid", async () => run.out.stderr.includes(`runner test.sleep: jid ${jid}`));
+    await until("the runner is sleeping (its print came)", async () => run.out.stdout === "3\n");
     run.p.kill("SIGINT");
     assert.equal(await run.closed, 0, run.out.stderr);
     assert.match(run.out.stderr, /Exiting gracefully on Ctrl-c/);
