@@ -15,7 +15,8 @@
  * connection board (a try whose connection closed is not worked on).
  *
  * Policies: `oldest first` (brine's lane: arrival order, the worker answers retry-later a sign-in older than
- * `brine_auth_stale_ms`, 4.5 s, and skips one whose connection closed); `newest first` (the same bounds, the newest
+ * `brine_auth_stale_ms`, 4.5 s, and skips one whose connection closed); `oldest first, open connections never
+ * stale` (the same without the bound: a connection still open is a minion still waiting); `newest first` (the same bounds, the newest
  * taken first, stale ones answered retry-later as soon as they pass the bound); `newest first, no reply` (stale ones
  * dropped without a reply once their minion closed the connection); `admission` (arrival order, a try refused at once
  * with retry-later when the lane holds more than 3 s of work).
@@ -35,7 +36,7 @@ const staleMs = 4500;
 const admitMs = 3000;
 const batchMax = 64;
 
-export const POLICIES = ["oldest first", "newest first", "newest first, no reply", "admission"] as const;
+export const POLICIES = ["oldest first", "oldest first, open connections never stale", "newest first", "newest first, no reply", "admission"] as const;
 export type Policy = (typeof POLICIES)[number];
 
 /** A min-heap of timed events (ties in the order they were set). */
@@ -135,10 +136,12 @@ export function modelStorm(policy: Policy, n: number, signInMs: number, seed = 1
   /** The next batch by the policy; the frames answered retry-later meanwhile. */
   const take = (): Frame[] => {
     const batch: Frame[] = [];
-    if (policy === "oldest first" || policy === "admission") {
+    if (policy === "oldest first" || policy === "admission" || policy === "oldest first, open connections never stale") {
+      const bound = policy !== "oldest first, open connections never stale";
       for (const f of queue.splice(0, batchMax)) {
-        if (ev.now - f.arrival > staleMs) reply(f, false);
-        else if (!closed.has(f.conn)) batch.push(f);
+        if (closed.has(f.conn)) continue;
+        if (bound && ev.now - f.arrival > staleMs) reply(f, false);
+        else batch.push(f);
       }
       return batch;
     }
