@@ -46,6 +46,9 @@ export async function startTestMaster(overrides: Partial<MasterConfig> = {}, roo
   const dir = root ?? mkdtempSync(path.join(os.tmpdir(), "brine-t-"));
   const retPort = overrides.ret_port ?? (await freePort());
   const publishPort = overrides.publish_port ?? (await freePort());
+  // a clustered test master's peer channel on a port of its own: the default cluster_pool_port (4520) is one port for
+  // every test file (and every helper's run) that starts one at once ("cannot listen on 127.0.0.1:4520")
+  const poolPort = overrides.cluster_id && overrides.cluster_pool_port === undefined ? await freePort() : undefined;
   const cfg: MasterConfig = {
     ...masterDefaults(),
     id: "test_master",
@@ -65,6 +68,7 @@ export async function startTestMaster(overrides: Partial<MasterConfig> = {}, roo
     ...overrides,
     ret_port: retPort,
     publish_port: publishPort,
+    ...(poolPort !== undefined ? { cluster_pool_port: poolPort } : {}),
   };
   for (const d of cfg.file_roots.base ?? []) mkdirSync(d, { recursive: true });
   const server = new MasterServer(cfg);
@@ -85,7 +89,7 @@ export async function startTestMaster(overrides: Partial<MasterConfig> = {}, roo
     },
     async restart() {
       await server.stop();
-      return startTestMaster({ ...overrides, ret_port: retPort, publish_port: publishPort }, dir, opts);
+      return startTestMaster({ ...overrides, ret_port: retPort, publish_port: publishPort, ...(poolPort !== undefined ? { cluster_pool_port: poolPort } : {}) }, dir, opts);
     },
   };
   return tm;
