@@ -23,9 +23,10 @@
  *   memory, and the bytes of a resync after one key was deleted beside the content's size.
  *
  * BRINE_BENCH_STATE_SYNC=join|memory runs one half; BRINE_BENCH_STATE_SYNC_NODE_ARGS adds node options to the two
- * sides (e.g. `--trace-gc`; their stdout is then shown). BRINE_BENCH_STATE_SYNC_ITEMS=n: the memory half at 1k and n
- * items (instead of 1k and 100k with `--full`, 10k without). BRINE_BENCH_STATE_SYNC_HEAP=young,old: the thread's heap
- * bounds in MiB instead of the master's. In the keys part, ITEMS=n adds a run at n keys after its others.
+ * sides (e.g. `--trace-gc`; their stdout is then shown). BRINE_BENCH_STATE_SYNC_ITEMS=n1,n2,…: the memory half at 1k,
+ * then n1, n2, … items (instead of 10k and 100k with `--full`, 10k without). BRINE_BENCH_STATE_SYNC_HEAP=young,old: the
+ * state-sync thread's heap bounds in MiB instead of the master's. In the keys part, ITEMS=n adds a run at n keys after
+ * its others.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -150,15 +151,24 @@ function sideMain(name: string, root: string): void {
   let heapSampler: NodeJS.Timeout | undefined;
   let watch: ReturnType<typeof watchHeap> | undefined;
   let mem: Mem | undefined;
-  const threadHeap = async (gc: boolean) => (await probeHeaps("bench-side", 1000, gc)).find((h) => h.thread === "state-sync");
+  const threadHeap = async (gc: boolean) => {
+    // a thread busy in a long synchronous step may miss one probe's window: asked again (a start read as 0 would count
+    // the whole heap as the pull's growth)
+    for (let i = 0; i < 10; i++) {
+      const h = (await probeHeaps("bench-side", 1000, gc)).find((x) => x.thread === "state-sync");
+      if (h) return h;
+    }
+    return undefined;
+  };
   // the thread's heap as last sampled (the probe answers within its wait, so a snapshot at the peak uses the latest)
   let lastThread: ThreadHeap | undefined;
   process.on("message", (m: ToSide) => {
     if ("engine" in m) return port1!.postMessage(m.engine);
     if (m.mem === "start") {
       void (async () => {
-        global.gc?.();
-        const h = await threadHeap(true);
+        // no forced collection: the start is read as the pull finds the thread (a collection here would lower the start
+        // and so add to every growth figure)
+        const h = await threadHeap(false);
         lastThread = h;
         writeFileSync("/proc/self/clear_refs", "5"); // resets VmHWM to the current RSS
         const s = status();
@@ -417,13 +427,15 @@ async function memory(items: number): Promise<BenchRow[]> {
     { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower", note: `load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} at the end` },
     { figure: `puller's process CPU per item, ${label}`, value: r.puller.cpu / items, unit: "µs", better: "lower", note: "user + system, all its threads" },
     { figure: `server's process CPU per item, ${label}`, value: r.server.cpu / items, unit: "µs", better: "lower", note: "user + system, all its threads (its first scan included)" },
-    { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
+    { figure: `puller's peak RssAnon growth, ${label}`, value: mib(r.puller.anonPeak - r.puller.anon0), unit: "MiB", better: "lower", note: `sampled every 10 ms; ${mib(r.puller.anon0).toFixed(1)} MiB at the start` },
+    { figure: `puller's peak RssAnon, ${label}`, value: mib(r.puller.anonPeak), unit: "MiB", better: "lower", note: "the whole process: its mirror thread (idle), the state-sync thread, the relay" },
     { figure: `puller's VmHWM growth, ${label}`, value: mib(r.puller.hwm - r.puller.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
-    { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB, sampled every 20 ms` },
+    { figure: `puller's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.puller.heapPeak - r.puller.heap0), unit: "MiB", better: "lower", note: `peak total ${mib(r.puller.heapPeak).toFixed(1)} MiB, peak used ${mib(r.puller.usedPeak).toFixed(1)} MiB, sampled every 20 ms` },
     { figure: `puller's state-sync thread, V8 heap after a forced collection at the end, ${label}`, value: mib(r.puller.retained), unit: "MiB", better: "lower", note: "what it retains" },
-    { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: "sampled every 10 ms" },
+    { figure: `server's peak RssAnon growth, ${label}`, value: mib(r.server.anonPeak - r.server.anon0), unit: "MiB", better: "lower", note: `sampled every 10 ms; ${mib(r.server.anon0).toFixed(1)} MiB at the start` },
+    { figure: `server's peak RssAnon, ${label}`, value: mib(r.server.anonPeak), unit: "MiB", better: "lower", note: "the whole process: its mirror thread (idle), the state-sync thread, the relay" },
     { figure: `server's VmHWM growth, ${label}`, value: mib(r.server.hwm - r.server.rss0), unit: "MiB", better: "lower", note: "LMDB's mapped pages included" },
-    { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak used ${mib(r.server.usedPeak).toFixed(1)} MiB, sampled every 20 ms` },
+    { figure: `server's state-sync thread, V8 heap: peak total growth, ${label}`, value: mib(r.server.heapPeak - r.server.heap0), unit: "MiB", better: "lower", note: `peak total ${mib(r.server.heapPeak).toFixed(1)} MiB, peak used ${mib(r.server.usedPeak).toFixed(1)} MiB, sampled every 20 ms` },
     { figure: `server's state-sync thread, V8 heap after a forced collection at the end, ${label}`, value: mib(r.server.retained), unit: "MiB", better: "lower", note: "what it retains" },
     { figure: `resync after one 256 B file changed, ${label}`, value: r.resync / 1024, unit: "KiB", better: "lower", note: "manifests included" },
     ...breakdown("puller", r.puller, label),
@@ -497,7 +509,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   }
   if (only !== "join") {
     rows.push(...(await memory(1000)));
-    rows.push(...(await memory(Number(process.env.BRINE_BENCH_STATE_SYNC_ITEMS) || (opts.full ? 100_000 : 10_000))));
+    const more = process.env.BRINE_BENCH_STATE_SYNC_ITEMS ? process.env.BRINE_BENCH_STATE_SYNC_ITEMS.split(",").map(Number) : opts.full ? [10_000, 100_000] : [10_000];
+    for (const n of more) rows.push(...(await memory(n)));
   }
   return rows;
 }

@@ -24,6 +24,7 @@ export function stateSyncCfg(name: string, root: string): MasterConfig {
     pki_dir: path.join(root, "pki"),
     cluster_pki_dir: path.join(root, "pki"),
     cluster_id: "pair",
+    job_cache: true,
     brine_lmdb_map_bytes: 64 * 1024 * 1024,
     file_roots: { base: [path.join(root, "srv", "salt")] },
     pillar_roots: { base: [path.join(root, "srv", "pillar")] },

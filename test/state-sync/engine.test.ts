@@ -19,6 +19,7 @@ import { byManifest, byPath, entryFromWire, entryToWire, type ManifestEntry } fr
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
 import type { RootDatabase } from "lmdb";
 import { dirNamesInMemoryMax, scratchDb } from "../../src/workers/state-sync/manifest-store.js";
+import { bankItemBytesMax } from "../../src/workers/state-sync/store-sources.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
 
@@ -394,6 +395,34 @@ test("a job-cache bank is collected record by record: what is missing here is ad
     const p2 = await r.serve({ op: "manifest", ch: "bank:jobs/loads", after: "20261125000000000001", n: 1 });
     assert.deepEqual(p2.entries.map((e: ManifestEntry) => e.p), ["20261125000000000002"]);
     assert.equal(p2.more, false);
+  } finally {
+    await r.close();
+  }
+});
+
+test("a job-cache record stored larger than a bank item may be is listed but never decoded nor sent: asked for, it is refused with a clear error, and a puller refuses one listed that large before fetching a byte", async () => {
+  const big = { return: "x".repeat(bankItemBytesMax + 1024), retcode: 0 };
+  const small = { return: true, retcode: 0 };
+  const listed = { p: "20261125000000000003/huge", s: 5 * bankItemBytesMax, h: sha("not fetched"), m: 0, t: 0 };
+  const r = rig((m) => {
+    if (m.op === "manifest") return { entries: [listed], more: false };
+    throw new Error(`no fetch expected: ${JSON.stringify(m).slice(0, 200)}`);
+  });
+  try {
+    await r.store.returns.put("20261125000000000001/big", big);
+    await r.store.returns.put("20261125000000000001/small", small);
+    const page = await r.serve({ op: "manifest", ch: "bank:jobs/returns", n: 10 });
+    const byP = Object.fromEntries((page.entries as ManifestEntry[]).map((e) => [e.p, e]));
+    assert.deepEqual(Object.keys(byP), ["20261125000000000001/big", "20261125000000000001/small"]);
+    assert.ok(byP["20261125000000000001/big"]!.s > bankItemBytesMax, "listed with its stored size");
+    const got = await r.serve({ op: "get", ch: "bank:jobs/returns", items: ["20261125000000000001/big", "20261125000000000001/small"] });
+    assert.match(got.pieces[0].error, /too large for a state-sync bank transfer: \d+ bytes stored, at most 1048576/);
+    assert.deepEqual(cbor.decode(got.pieces[1].data), small);
+    const rep = await r.syncFrom("p1", ["bank:jobs/returns"]);
+    assert.equal(rep.items, 0);
+    assert.equal(rep.errors.length, 1);
+    assert.match(rep.errors[0]!, /20261125000000000003\/huge: too large for a state-sync bank transfer/);
+    assert.deepEqual(r.requests.filter((q) => q.op === "get"), [], "nothing of it fetched");
   } finally {
     await r.close();
   }
