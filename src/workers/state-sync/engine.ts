@@ -10,7 +10,7 @@
  * with their bytes alone, checked against the manifest's size and sha256, a mismatch fetched again by ranges),
  * large ones in chunkBytesMax ranges, requestsInFlightMax requests in flight, each range's sha256 checked (fetched again up to
  * rangeAttemptsMax times), the whole item's sha256 checked before it is renamed into place (sources.ts). Replies to
- * manifest and fetch requests are deflated for a puller that says it reads them (`z: 1`; wire.ts: not the ranges of
+ * manifest and fetch requests (answered by serve.ts) are deflated for a puller that says it reads them (`z: 1`; wire.ts: not the ranges of
  * large items), which takes a keys-only join from 1.24× the keys' bytes on the wire to about 0.7×. In flight: requestsInFlightMax × chunkBytesMax plus one manifest page (a directory channel's own manifest is in LMDB, read as it goes: memory does not grow with the channel's size).
  * A resync sends about what changed: when the digests differ and the peer has many items, it answers the first
  * request with a range summary and the puller walks down a tree of them, summarising again only the stretches whose
@@ -46,12 +46,13 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
-import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, requestsInFlightMax, summaryPathBytesMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type ToEngine } from "./messages.js";
-import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, entryToWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
-import { SummaryWalk, flatRangeItems, subRequest, summarize, summaryFromWire, summaryItemsMin, summaryToWire, treeRangeItems } from "./range-tree.js";
+import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, requestsInFlightMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type ToEngine } from "./messages.js";
+import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
+import { SummaryWalk, subRequest, summaryFromWire } from "./range-tree.js";
 import { DirSource, SourceStopped, dirLayout, type Source } from "./sources.js";
 import { sha256 } from "./dir-install.js";
-import { packReply, unpackReply } from "./wire.js";
+import { unpackReply } from "./wire.js";
+import { serveGet, serveManifest } from "./serve.js";
 import { SyncStatusFile } from "./sync-status.js";
 import { BankSource, IndexedKeySource } from "./store-sources.js";
 import { manifestDb, openManifests, scratchDb } from "./manifest-store.js";
@@ -562,67 +563,12 @@ export class StateSyncEngine {
     // the asker reads deflated replies (a puller of an earlier version does not say so: plain CBOR)
     const z = m.z === 1;
     if (m.op === "manifest") {
-      const range = { ...(typeof m.from === "string" ? { from: m.from } : {}), ...(typeof m.to === "string" ? { to: m.to } : {}) };
-      const first = m.after === undefined && range.from === undefined;
+      const first = m.after === undefined && typeof m.from !== "string";
       if (first) await src.scan();
       const probe = first && (ch === "keys" || ch === "denied_keys") ? this.writeProbe(from, ch) : undefined;
-      // the same live content on both sides (a digest is "" for banks, never equal): no page needed
-      if (first && typeof m.digest === "string" && m.digest !== "" && m.digest === src.digest()) return packReply({ same: true, entries: [], more: false, ...(probe ? { probe } : {}) }, z);
-      // many items, and an asker that reads range summaries: the summary instead of the first page (the top of a
-      // tree for an asker that reads trees, `t: 1`; the flat summary of the previous version for one that does not)
-      if (first && m.r === 1 && src.entries && src.count && src.count() > summaryItemsMin) {
-        const n = src.count();
-        const sum = summarize(src.entries(), m.t === 1 ? treeRangeItems(n) : flatRangeItems(n));
-        if (sum.reduce((n, x) => n + x.a.length, 0) <= summaryPathBytesMax) return packReply({ sum: summaryToWire(sum), ...(probe ? { probe } : {}) }, z);
-      }
-      // a stretch of a tree the asker descends: its summary, cut for the entries the asker was told it holds
-      if (m.sub === 1 && range.from !== undefined && src.entries) {
-        const c = typeof m.c === "number" && Number.isSafeInteger(m.c) && m.c > 0 ? m.c : (src.count?.() ?? 1);
-        return packReply({ sum: summaryToWire(summarize(src.entries(range), treeRangeItems(c))) }, z);
-      }
-      const n = typeof m.n === "number" && m.n > 0 ? Math.min(m.n, pageItemsMax) : pageItemsMax;
-      const pg = await src.page(typeof m.after === "string" ? m.after : undefined, n, range);
-      // the compact forms only for an asker that reads them (a master of an earlier version during a rolling upgrade does not)
-      const compact = m.w === wireForm;
-      return packReply({ entries: compact ? pg.entries.map(entryToWire) : pg.entries, more: pg.more, ...(probe ? { probe } : {}), ...(compact ? { w: wireForm } : {}) }, z);
+      return serveManifest(src, m, probe, z);
     }
-    if (m.op === "get") {
-      if (!Array.isArray(m.items) || m.items.length > batchItemsMax) throw new Error("malformed fetch request");
-      const pieces: Piece[] = [];
-      let total = 0;
-      for (const item of m.items as unknown[]) {
-        const whole = typeof item === "string";
-        const it = (whole ? { p: item } : item) as Record<string, unknown>;
-        const p = typeof it?.p === "string" ? it.p : "";
-        const off = !whole && Number.isInteger(it?.off) && (it.off as number) >= 0 ? (it.off as number) : 0;
-        // a whole item is read one byte past what is left of this reply, to tell one that does not fit
-        const len = !whole && Number.isInteger(it?.len) && (it.len as number) >= 0 ? Math.min(it.len as number, chunkBytesMax) : chunkBytesMax - total + 1;
-        const at = whole ? {} : { off };
-        const c = checkItemPath(ch, p);
-        if ("error" in c) {
-          pieces.push({ p, ...at, error: `refused path: ${c.error}` });
-          continue;
-        }
-        if (whole ? len <= 1 : total + len > chunkBytesMax) {
-          pieces.push({ p, ...at, error: "more than one reply carries; ask again" });
-          continue;
-        }
-        try {
-          const data = await src.read(p, whole ? undefined : typeof it.h === "string" ? it.h : "", off, len);
-          if (whole && data.byteLength >= len) {
-            // a whole item does not fit what is left of this reply: the puller fetches it by ranges
-            pieces.push({ p, error: "more than one reply carries; ask again" });
-            continue;
-          }
-          total += data.byteLength;
-          pieces.push(whole ? { data } : { p, off, data, ph: sha256(data) });
-        } catch (e) {
-          pieces.push({ p, ...at, error: (e as Error).message });
-        }
-      }
-      // whole small items (keys, small files) deflated for an asker that reads it; a large item's range is not (wire.ts)
-      return packReply({ pieces }, z && (m.items as unknown[]).every((it) => typeof it === "string"));
-    }
+    if (m.op === "get") return serveGet(src, ch, m, z);
     throw new Error(`unknown state-sync operation ${JSON.stringify((m as { op?: unknown }).op)}`);
   }
 
