@@ -53,20 +53,30 @@ export const mirrorBacklogBytesMax = 256 * 1024 * 1024;
 export const mirrorHeapLimits = { maxYoungGenerationSizeMb: 3, maxOldGenerationSizeMb: 512 } as const;
 
 /**
+ * The state-sync thread's old generation, MiB: about 2.5× what it retains (~8.5 MiB after a collection, its code,
+ * modules and LMDB handles). Shown safe by test/state-sync/large-pull-bounded: pages of the longest paths (cut at
+ * pagePathCharsMax), and at once, both ways, a bank of records just under bankItemBytesMax of small maps (what expands
+ * most once decoded) and two such roots pulls; 16 and 18 MiB end the thread on that last one. What it leaves of a
+ * pull's garbage: V8 collects the old generation about halfway between what is live and the bound, so a long pull's
+ * heap plateaus at ~16 MiB where a 1k pull's peaks at ~12 (bench/RESULTS.md, session 12).
+ */
+export const stateSyncOldGenerationMb = 24;
+/**
  * The state-sync thread's V8 heap bounds, MiB. Its transfers are bounded by design (manifest pages of pageItemsMax
  * entries, fetch replies of chunkBytesMax, an inflated reply of at most 8 MiB, requestsInFlightMax requests in flight,
- * a bank item of at most bankItemBytesMax), and nothing of the mirror's (whole job events, record batches) runs there.
+ * pages of at most pagePathCharsMax of paths, a bank item of at most bankItemBytesMax), and nothing of the mirror's
+ * (whole job events, record batches) runs there.
  * Under a large bound its heap followed a pull's length though what it retains does not (~11 MiB after a collection at
- * 1k as at 100k items): each page and batch in flight lives across scavenges and is promoted (~350 B an item), and V8
+ * 1k as at 100k items while the mirror ran in it): each page and batch in flight lives across scavenges and is promoted
+ * (~350 B an item), and V8
  * starts a mark-compact only at about the live size plus 8 MiB (its minimum growing step), so a pull of 20k items or
  * more reached that plateau and a 1k pull did not (bench/RESULTS.md, sessions 11 and 12). With the old generation
  * bounded near the live size, V8 collects it halfway to the bound instead, at every pull length.
  * - young generation 3 MiB (semi-spaces of 1 MiB, never grown): this thread's per-item garbage dies young;
- * - old generation: see stateSyncOldGenerationMb.
+ * - old generation stateSyncOldGenerationMb (above).
  * Reaching the bound ends the thread (ERR_WORKER_OUT_OF_MEMORY): MirrorThread restarts it with backoff
  * (docs/ARCHITECTURE.md "When a thread fails"), the rest of the master keeps serving.
  */
-export const stateSyncOldGenerationMb = 24;
 export const stateSyncHeapLimits = { maxYoungGenerationSizeMb: 3, maxOldGenerationSizeMb: stateSyncOldGenerationMb } as const;
 
 /** The first restart of a thread that ended unasked waits this long, ms. */

@@ -416,7 +416,7 @@ test("a job-cache record stored larger than a bank item may be is listed but nev
     assert.deepEqual(Object.keys(byP), ["20261125000000000001/big", "20261125000000000001/small"]);
     assert.ok(byP["20261125000000000001/big"]!.s > bankItemBytesMax, "listed with its stored size");
     const got = await r.serve({ op: "get", ch: "bank:jobs/returns", items: ["20261125000000000001/big", "20261125000000000001/small"] });
-    assert.match(got.pieces[0].error, /too large for a state-sync bank transfer: \d+ bytes stored, at most 1048576/);
+    assert.match(got.pieces[0].error, /too large for a state-sync bank transfer: \d+ bytes stored, at most 262144/);
     assert.deepEqual(cbor.decode(got.pieces[1].data), small);
     const rep = await r.syncFrom("p1", ["bank:jobs/returns"]);
     assert.equal(rep.items, 0);

@@ -31,6 +31,7 @@ import { KEY_DIRS, type KeyState } from "../../lib/pki/key-store.js";
 import { ContentDigest, afterScan, itemBytesMax, byPath, checkItemPath, manifestKey, type Channel, type ManifestEntry } from "./manifest.js";
 
 import type { Stretch } from "./range-tree.js";
+import { pagePathCharsMax } from "./messages.js";
 import { inDir, installByRanges, installWhole, partFileIn, partFileOf, sha256, sigOf, type FetchRange } from "./dir-install.js";
 
 import { DirWalk, collisions, inKeyOrder, type Found } from "./dir-walk.js";
@@ -46,7 +47,7 @@ export interface Source {
   /** a scan is cheap enough for every tick of the key channels' timer */
   readonly cheapScan?: boolean;
   entry(p: string): ManifestEntry | undefined;
-  /** entries after `after` (else from `range.from`), before `range.to`, at most `n`, in the manifest's order */
+  /** entries after `after` (else from `range.from`), before `range.to`, at most `n` (and up to pagePathCharsMax of paths: a directory channel), in the manifest's order */
   page(after: string | undefined, n: number, range?: { from?: string; to?: string }): Promise<{ entries: ManifestEntry[]; more: boolean }>;
   /** every entry (of the stretch `s`, else all) in the manifest's order, read as it goes (directory channels; banks have no summaries) */
   entries?(s?: Stretch): Iterable<ManifestEntry>;
@@ -319,9 +320,11 @@ export class DirSource implements Source {
 
   async page(after: string | undefined, n: number, range: { from?: string; to?: string } = {}): Promise<{ entries: ManifestEntry[]; more: boolean }> {
     const entries: ManifestEntry[] = [];
+    let chars = 0;
     for (const [p, v] of walkDb(this.db, { ...(after !== undefined ? { after: manifestKey(after) } : range.from !== undefined ? { start: manifestKey(range.from) } : {}), ...(range.to !== undefined ? { end: manifestKey(range.to) } : {}) })) {
-      if (entries.length === n) return { entries, more: true };
+      if (entries.length === n || chars >= pagePathCharsMax) return { entries, more: true };
       entries.push(toEntry(p, v));
+      chars += p.length;
     }
     return { entries, more: false };
   }

@@ -126,7 +126,7 @@ export class IndexedKeySource extends DirSource {
  * still reaches the other masters through the mirror (its events, forwarded; the bulk sync's own bound,
  * job-records.ts syncJobRecordBytesMax).
  */
-export const bankItemBytesMax = 1024 * 1024;
+export const bankItemBytesMax = 256 * 1024;
 /** one line per 10 s for this flood, then a count of what was held back */
 /**
  * The hash listed for an item stored larger than bankItemBytesMax: not a sha256 of anything (a puller never installs
