@@ -3,13 +3,17 @@
 // (performance.now, process.hrtime, timers) are left alone. Files' times move with it as node sees them: a stat
 // (fs stat/lstat/fstat, sync, callback, promises, FileHandle) reads them plus the offset and a utimes sets them minus
 // it, so a file written now is as old as node's clock says (what a suite run on that later day would see). Given
-// through NODE_OPTIONS it runs in every process node starts from there (test files, the CLIs and masters they
-// spawn) and in every worker thread of those, so the whole suite lives N days ahead
+// through NODE_OPTIONS as `--require` (node runs it in every worker thread, those made from code with `eval: true`
+// too, which an `--import` preload does not reach), it runs in every process node starts from there (test files,
+// the CLIs and masters they spawn) and in every worker thread of those, so the whole suite lives N days ahead
 // (scripts/run-tests-clock-shift.mjs). What it does not move: Python minions, native code's own clocks and stats
 // (LMDB, libzmq, OpenSSL's certificate checks), anything outside node.
-//   NODE_OPTIONS="--import=./scripts/clock-shift.mjs" BRINE_CLOCK_SHIFT=3d node …
+//   NODE_OPTIONS="--require=$PWD/scripts/clock-shift.cjs" BRINE_CLOCK_SHIFT=3d node …
 // BRINE_CLOCK_SHIFT: a whole number followed by d (days), h (hours), s (seconds) or ms; negative moves back.
 // A value it cannot read stops the process (a run that silently did not shift would prove nothing).
+"use strict";
+const fs = require("node:fs");
+const { syncBuiltinESMExports } = require("node:module");
 
 const spec = process.env.BRINE_CLOCK_SHIFT ?? "";
 const m = /^(-?\d+)(d|h|s|ms)$/.exec(spec.trim());
@@ -17,9 +21,6 @@ if (!m) {
   process.stderr.write(`clock-shift: BRINE_CLOCK_SHIFT must be a whole number with a unit d, h, s or ms (e.g. 3d), not '${spec}'\n`);
   process.exit(2);
 }
-import fs from "node:fs";
-import { syncBuiltinESMExports } from "node:module";
-
 const UNIT_MS = { d: 86_400_000, h: 3_600_000, s: 1000, ms: 1 };
 const offsetMs = Number(m[1]) * UNIT_MS[m[2]];
 
@@ -78,14 +79,21 @@ if (offsetMs !== 0) {
   for (const name of ["utimesSync", "futimesSync", "lutimesSync"]) patch(fs, name, (f) => (p, at, mt) => f.call(fs, p, unshifted(at), unshifted(mt)));
   for (const name of ["utimes", "futimes", "lutimes"]) patch(fs, name, (f) => (p, at, mt, cb) => f.call(fs, p, unshifted(at), unshifted(mt), cb));
   for (const name of ["utimes", "lutimes"]) patch(fs.promises, name, (f) => (p, at, mt) => f.call(fs.promises, p, unshifted(at), unshifted(mt)));
-  const fh = await fs.promises.open(new URL(import.meta.url), "r");
-  const FileHandle = Object.getPrototypeOf(fh);
-  await fh.close();
-  patch(FileHandle, "stat", (f) => async function (...a) {
-    return shifted(await f.apply(this, a));
-  });
-  patch(FileHandle, "utimes", (f) => function (at, mt) {
-    return f.call(this, unshifted(at), unshifted(mt));
+  // a FileHandle's own stat and utimes: its prototype is reachable from a handle only, so the first one opened patches it
+  let handlesPatched = false;
+  patch(fs.promises, "open", (f) => async (...a) => {
+    const fh = await f.apply(fs.promises, a);
+    if (!handlesPatched) {
+      handlesPatched = true;
+      const FileHandle = Object.getPrototypeOf(fh);
+      patch(FileHandle, "stat", (g) => async function (...b) {
+        return shifted(await g.apply(this, b));
+      });
+      patch(FileHandle, "utimes", (g) => function (at, mt) {
+        return g.call(this, unshifted(at), unshifted(mt));
+      });
+    }
+    return fh;
   });
   // `import { statSync } from "node:fs"` (and node:fs/promises) see the wrapped functions
   syncBuiltinESMExports();
