@@ -214,7 +214,9 @@ function sideMain(name: string, root: string): void {
     port1?.close();
     void thread.stop().then(() => process.exit(0));
   });
-  process.send!({ ready: true } satisfies FromSide);
+  // ready once the threads have loaded (the mirror answers a call; the state-sync thread a heap probe), so that neither's
+  // start is counted as the pull's growth
+  void Promise.all([thread.newestJobMs(), threadHeap(false)]).then(() => process.send!({ ready: true } satisfies FromSide));
 }
 
 interface Side {
