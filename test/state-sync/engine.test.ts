@@ -13,13 +13,12 @@ import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { cbor } from "../../src/shared/cbor.js";
 import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
-import { chunkBytesMax, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/messages.js";
+import { chunkBytesMax, pagePathCharsMax, probeName, STATUS_DIR, STATUS_FILE, type FromEngine, type PeerReport, type RunnerAsk, type ToEngine } from "../../src/workers/state-sync/messages.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import { byManifest, byPath, entryFromWire, entryToWire, type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs, keyStoreFor } from "../../src/lib/pki/key-store.js";
 import type { RootDatabase } from "lmdb";
 import { dirNamesInMemoryMax, scratchDb } from "../../src/workers/state-sync/manifest-store.js";
-import { bankItemBytesMax } from "../../src/workers/state-sync/store-sources.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
 
@@ -400,29 +399,26 @@ test("a job-cache bank is collected record by record: what is missing here is ad
   }
 });
 
-test("a job-cache record stored larger than a bank item may be is listed but never decoded nor sent: asked for, it is refused with a clear error, and a puller refuses one listed that large before fetching a byte", async () => {
-  const big = { return: "x".repeat(bankItemBytesMax + 1024), retcode: 0 };
-  const small = { return: true, retcode: 0 };
-  const listed = { p: "20261125000000000003/huge", s: 5 * bankItemBytesMax, h: sha("not fetched"), m: 0, t: 0 };
-  const r = rig((m) => {
-    if (m.op === "manifest") return { entries: [listed], more: false };
-    throw new Error(`no fetch expected: ${JSON.stringify(m).slice(0, 200)}`);
+test("a manifest page of long paths ends at pagePathCharsMax characters of paths, not at 1,000 entries, and the next page goes on from its last entry", async () => {
+  const r = rig(() => {
+    throw new Error("no peer traffic expected");
   });
+  const items = 100;
+  // each item in a chain of its own: a first segment that tells it apart, 14 more of 250 characters: ~3,770 a path
+  const deep = Array.from({ length: 14 }, (_, i) => `${i}`.padEnd(250, "y"));
   try {
-    await r.store.returns.put("20261125000000000001/big", big);
-    await r.store.returns.put("20261125000000000001/small", small);
-    const page = await r.serve({ op: "manifest", ch: "bank:jobs/returns", n: 10 });
-    const byP = Object.fromEntries((page.entries as ManifestEntry[]).map((e) => [e.p, e]));
-    assert.deepEqual(Object.keys(byP), ["20261125000000000001/big", "20261125000000000001/small"]);
-    assert.ok(byP["20261125000000000001/big"]!.s > bankItemBytesMax, "listed with its stored size");
-    const got = await r.serve({ op: "get", ch: "bank:jobs/returns", items: ["20261125000000000001/big", "20261125000000000001/small"] });
-    assert.match(got.pieces[0].error, /too large for a state-sync bank transfer: \d+ bytes stored, at most 262144/);
-    assert.deepEqual(cbor.decode(got.pieces[1].data), small);
-    const rep = await r.syncFrom("p1", ["bank:jobs/returns"]);
-    assert.equal(rep.items, 0);
-    assert.equal(rep.errors.length, 1);
-    assert.match(rep.errors[0]!, /20261125000000000003\/huge: too large for a state-sync bank transfer/);
-    assert.deepEqual(r.requests.filter((q) => q.op === "get"), [], "nothing of it fetched");
+    for (let i = 0; i < items; i++) {
+      const dir = path.join(r.root, "srv", "salt", `${String(i).padStart(3, "0")}`.padEnd(250, "d"), ...deep);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, "f.sls"), `item ${i}\n`);
+    }
+    const first = await r.serve({ op: "manifest", ch: "file_roots", n: 1000 });
+    const chars = (first.entries as ManifestEntry[]).reduce((n, e) => n + e.p.length, 0);
+    assert.equal(first.more, true, `${first.entries.length} entries, ${chars} characters`);
+    assert.ok(first.entries.length < items && chars >= pagePathCharsMax && chars - (first.entries as ManifestEntry[]).at(-1)!.p.length < pagePathCharsMax, `${first.entries.length} entries, ${chars} characters`);
+    const second = await r.serve({ op: "manifest", ch: "file_roots", n: 1000, after: (first.entries as ManifestEntry[]).at(-1)!.p });
+    assert.equal(second.more, false);
+    assert.equal(first.entries.length + second.entries.length, items);
   } finally {
     await r.close();
   }

@@ -1,12 +1,12 @@
 /**
- * A burst of the largest forwarded job returns while a long pull runs, each thread under the bound a master gives it
- * (src/main-thread/state-sync-host.ts: the state-sync thread's small old generation, stateSyncHeapLimits; the mirror
- * thread's, mirrorHeapLimits). The mirror decodes each forwarded job event whole; before the two were split it did so in
- * the state-sync thread's heap, where one 16 MiB return ended a thread bounded at 24 MiB (bench/RESULTS.md, session 11).
- * Here the puller's mirror is sent frames of frameBytesMax (64 MiB: the most a minion's frame may be) holding string
- * returns, and one of the peer channel's frame size (8 MiB) holding a return of 400,000 small maps (what expands most
- * once decoded), while its state-sync thread pulls `files` items: neither thread may restart, the pull installs every
- * item, and every return the mirror accepted is in the job cache, whole.
+ * A burst of the largest forwarded job returns while a long pull runs, in the one thread a master runs both in
+ * (src/main-thread/state-sync-host.ts MirrorThread, under stateSyncHeapLimits): the mirror decodes each forwarded job
+ * event whole, so the thread's bound must leave room for it (under 24 MiB one 16 MiB return ended the thread,
+ * bench/RESULTS.md session 11; under a bound that small V8 even aborts the whole process on a 64 MiB one, session 12).
+ * The puller is sent frames of frameBytesMax (64 MiB: the most a minion's frame may be) holding string returns, and one
+ * of the peer channel's frame size (8 MiB) holding a return of 400,000 small maps (what expands most once decoded),
+ * while it pulls `files` items: the thread may not restart, the pull installs every item, and every return it accepted
+ * is in the job cache, whole.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -31,7 +31,7 @@ const peerFrameBytes = 8 * 1024 * 1024;
 /** small maps in the wide return: about 7 MiB of msgpack, ~40 MiB of objects once decoded */
 const wideEntries = 400_000;
 
-test(`a burst of ${bigReturns} forwarded returns of ${frameBytesMax / 2 ** 20} MiB and one of ${wideEntries.toLocaleString("en-US")} small maps reaches the mirror while the state-sync thread pulls ${files.toLocaleString("en-US")} items under its old generation of ${stateSyncHeapLimits.maxOldGenerationSizeMb} MiB: no thread restarts, every item and every return is stored`, { timeout: 300_000 }, async () => {
+test(`a burst of ${bigReturns} forwarded returns of ${frameBytesMax / 2 ** 20} MiB and one of ${wideEntries.toLocaleString("en-US")} small maps reaches the state-sync thread while it pulls ${files.toLocaleString("en-US")} items under its old generation of ${stateSyncHeapLimits.maxOldGenerationSizeMb} MiB: it does not restart, every item and every return is stored`, { timeout: 300_000 }, async () => {
   const tmp = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
   const root = mkdtempSync(path.join(tmp, "brine-statesync-burst-"));
   try {

@@ -11,8 +11,8 @@ import type { Channel } from "./manifest.js";
 export const pageItemsMax = 1000;
 /**
  * Paths in one manifest page, characters in all (a page ends at the entry that reaches it, or at pageItemsMax): a page of
- * the longest paths (itemPathBytesMax, 4 KiB) would otherwise be ~4 MiB of strings, more than the state-sync thread's
- * small heap bound leaves for one page on both sides (src/main-thread/state-sync-host.ts stateSyncHeapLimits).
+ * the longest paths (itemPathBytesMax, 4 KiB) would otherwise be ~4 MiB of strings, held on both sides while its items
+ * are fetched (and promoted: bench/RESULTS.md, session 12).
  */
 export const pagePathCharsMax = 256 * 1024;
 /** Bytes in one fetch request's reply (a range of a large item, or a batch of small ones), bytes. */

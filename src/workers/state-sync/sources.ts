@@ -323,8 +323,9 @@ export class DirSource implements Source {
     let chars = 0;
     for (const [p, v] of walkDb(this.db, { ...(after !== undefined ? { after: manifestKey(after) } : range.from !== undefined ? { start: manifestKey(range.from) } : {}), ...(range.to !== undefined ? { end: manifestKey(range.to) } : {}) })) {
       if (entries.length === n || chars >= pagePathCharsMax) return { entries, more: true };
-      entries.push(toEntry(p, v));
-      chars += p.length;
+      const e = toEntry(p, v);
+      entries.push(e);
+      chars += e.p.length; // the path's, not its key's (a long path is keyed by a prefix and a hash: manifestKey)
     }
     return { entries, more: false };
   }

@@ -7,7 +7,6 @@
 import type { Database } from "lmdb";
 import { cbor } from "../../shared/cbor.js";
 import { getLogger } from "../../shared/log.js";
-import { LogBudget } from "../../shared/log-budget.js";
 import { isRsaPublicKeyPem } from "../../lib/pki/key-actions.js";
 import type { KeyState, KeyStore } from "../../lib/pki/key-store.js";
 import { afterScan, checkItemPath, chunkRanges, type Channel, type ManifestEntry } from "./manifest.js";
@@ -117,26 +116,6 @@ export class IndexedKeySource extends DirSource {
   }
 }
 
-/**
- * One job-cache record a bank channel moves at most, as LMDB stores it, bytes. The state-sync thread runs under a
- * small heap bound (src/main-thread/state-sync-host.ts stateSyncHeapLimits) and an item is decoded and encoded whole
- * to be hashed and served: a larger record (a large return) is listed with its stored size and refused when asked
- * for, one error per item in the puller's report and a log line here, never decoded (a 64 MiB return decoded in this
- * heap would end the thread, or the process: V8 treats a bound reached through a large buffer as fatal). Such a job
- * still reaches the other masters through the mirror (its events, forwarded; the bulk sync's own bound,
- * job-records.ts syncJobRecordBytesMax).
- */
-export const bankItemBytesMax = 256 * 1024;
-/** one line per 10 s for this flood, then a count of what was held back */
-/**
- * The hash listed for an item stored larger than bankItemBytesMax: not a sha256 of anything (a puller never installs
- * the item; asked for, it is refused).
- */
-const tooLargeHash = "0".repeat(64);
-/** what the one CBOR codec's encoding of a record may add to its stored size (both are CBOR of the same value), bytes */
-const bankItemSlackBytes = 64 * 1024;
-const oversizeLog = new LogBudget(1, 10_000, (line) => log.warning(line), "state-sync bank items");
-
 /** A job-cache bank: LMDB keys are the items; the content is the value in the one CBOR codec. */
 export class BankSource implements Source {
   constructor(
@@ -146,50 +125,40 @@ export class BankSource implements Source {
 
   async scan(): Promise<void> {}
 
-  /** The entry of `p`, from its value's bytes in the one CBOR codec; an item stored larger than bankItemBytesMax is not decoded. */
-  private entryOf(p: string): { e: ManifestEntry; b?: Uint8Array } | undefined {
-    // its stored bytes, not decoded (a view: of LMDB's map for a large value; `length`, not `byteLength`, is the value's)
-    const stored = this.db.getBinaryFast(p)?.length;
-    if (stored === undefined) return undefined;
-    if (stored > bankItemBytesMax) return { e: { p, s: stored, h: tooLargeHash, m: 0, t: 0 } };
-    const b = cbor.encode(this.db.get(p)) as Uint8Array;
-    return { e: { p, s: b.byteLength, h: sha256(b), m: 0, t: 0 }, b };
+  private bytesOf(p: string): Uint8Array | undefined {
+    const v = this.db.get(p);
+    return v === undefined ? undefined : (cbor.encode(v) as Uint8Array);
   }
 
   entry(p: string): ManifestEntry | undefined {
-    return this.entryOf(p)?.e;
+    const b = this.bytesOf(p);
+    return b === undefined ? undefined : { p, s: b.byteLength, h: sha256(b), m: 0, t: 0 };
   }
 
   async page(after: string | undefined, n: number): Promise<{ entries: ManifestEntry[]; more: boolean }> {
     const entries: ManifestEntry[] = [];
     let more = false;
-    for (const key of this.db.getKeys(after === undefined ? {} : { start: after })) {
+    for (const { key, value } of this.db.getRange(after === undefined ? {} : { start: after })) {
       if (after !== undefined && key === after) continue;
       if (entries.length === n) {
         more = true;
         break;
       }
       if (typeof key !== "string") continue;
-      const x = this.entryOf(key);
-      if (x) entries.push(x.e);
+      const b = cbor.encode(value) as Uint8Array;
+      entries.push({ p: key, s: b.byteLength, h: sha256(b), m: 0, t: 0 });
     }
     return { entries, more };
   }
 
   async read(p: string, h: string | undefined, off: number, len: number): Promise<Uint8Array> {
-    const x = this.entryOf(p);
-    if (!x) throw new Error(`${p} is not here`);
-    if (!x.b) {
-      oversizeLog.line(`state-sync ${this.ch}: ${p} not sent: ${x.e.s} bytes stored, more than a bank item may be (${bankItemBytesMax})`);
-      throw new Error(`too large for a state-sync bank transfer: ${x.e.s} bytes stored, at most ${bankItemBytesMax}`);
-    }
-    if (h !== undefined && x.e.h !== h) throw new Error(`${p} changed here since that manifest`);
-    return x.b.subarray(off, off + len);
+    const b = this.bytesOf(p);
+    if (!b) throw new Error(`${p} is not here`);
+    if (h !== undefined && sha256(b) !== h) throw new Error(`${p} changed here since that manifest`);
+    return b.subarray(off, off + len);
   }
 
   async install(e: ManifestEntry, fetch: FetchRange, chunk: number): Promise<number> {
-    // a peer of an earlier version lists and sends any size: what this heap must not decode is refused before a byte is fetched
-    if (e.s > bankItemBytesMax + bankItemSlackBytes) throw new Error(`too large for a state-sync bank transfer: ${e.s} bytes, at most ${bankItemBytesMax}`);
     const parts: Uint8Array[] = [];
     for (const r of chunkRanges(e.s, chunk)) parts.push(await fetch(r.off, r.len));
     const all = Buffer.concat(parts);

@@ -7,12 +7,13 @@
  * - what peers share about minions (src/workers/state-sync/: data cache, mine, session keys, their presence
  *   reports), and this master's copy read back in chunks for a peer's bulk sync (the job cache too).
  *
- * It decodes each of these whole (a forwarded job event may be 64 MiB), so its heap is sized for them
- * (src/main-thread/state-sync-host.ts mirrorHeapLimits); the state-sync channels run in a thread of their own under a
- * small bound (engine-worker.ts). It runs beside the request workers (the main thread does no decoding); lmdb-js
- * shares the environment within the process, so writes join the same group commits.
+ * - the state-sync channels (engine.ts): keys, denied keys, file_roots, pillar_roots and job-cache banks pulled
+ *   from peers by manifest, and served to them.
+ *
+ * It runs beside the request workers (the main thread does no decoding); lmdb-js shares the environment
+ * within the process, so writes join the same group commits.
  */
-import { parentPort } from "node:worker_threads";
+import { parentPort, type MessagePort } from "node:worker_threads";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { getLogger } from "../../shared/log.js";
 import { openStore } from "../../lib/store/lmdb-env.js";
@@ -21,6 +22,7 @@ import { clusterNodeIdOf } from "../../shared/node-ids.js";
 import { PresenceBoard, type PresenceReport } from "../../lib/store/presence-board.js";
 import { SyncStore, type SyncCursor } from "./sync-store.js";
 import { threadInit } from "../../shared/thread-kit.js";
+import { StateSyncEngine } from "./engine.js";
 import { dataTypeOf } from "../../shared/minion-placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
@@ -34,6 +36,10 @@ export interface JobMirrorInit {
   /** the shared ring buffer: while `jobs` is routed to a ring, peers' job records are not stored (job-records.ts) */
   ring?: SharedArrayBuffer;
   log: { level: string; file: string | null; fileLevel: string | null };
+  /** the state-sync channels' port to the main thread (engine.ts; state-sync-link.ts relays it to the peers) */
+  stateSync?: MessagePort;
+  /** test hook (MirrorThreadOptions): the engine fills its heap to the thread's bound after installing this many items */
+  testOomAfterItems?: number;
 }
 
 /**
@@ -54,20 +60,21 @@ export type ToMirror =
   /** when the newest job in this master's cache was created: answered with ms, or null for none */
   | { k: "newestJob"; id: number }
   /**
-   * the master stops (not a call: no answer): the thread refuses later messages and exits by itself once the calls it
-   * runs are answered (the host waits for its exit, bounded, and terminates it only then): a terminate landing inside an
-   * LMDB transaction's callback aborts the whole process (napi_throw)
+   * the master stops (not a call: no answer): the thread refuses later messages, the state-sync channels stop and close
+   * their manifests, and the thread exits by itself (the host waits for its exit, bounded, and terminates it only
+   * then): a terminate landing inside an LMDB transaction's callback aborts the whole process (napi_throw)
    */
   | { k: "close" };
 
 /** mirror → main: the answer to call `id` (`v` by kind: serve → bytes, chunk → cursor, newestJob → ms; else null). */
 export type FromMirror = { k: "res"; id: number; v: Uint8Array | SyncCursor | number | null } | ({ k: "err"; id: number } & PortError);
 
-const init = threadInit<JobMirrorInit>("mirror");
+const init = threadInit<JobMirrorInit>("state-sync");
 const log = getLogger("brine.cluster.mirror");
 const store = openStore(init.cfg);
 const sync = new SyncStore(init.cfg, store, clusterNodeIdOf(init.cfg), Date.now, init.nonces ? new NonceSet(init.nonces) : undefined);
 const presence = new PresenceBoard(store);
+const engine = init.stateSync ? new StateSyncEngine(init.cfg, clusterNodeIdOf(init.cfg), store, init.stateSync, init.testOomAfterItems !== undefined ? { testOomAfterItems: init.testOomAfterItems } : {}) : undefined;
 let closing = false;
 if (init.ring) {
   const ring = new RingReader(init.ring);
@@ -100,14 +107,13 @@ async function handle(m: ToMirror): Promise<Uint8Array | SyncCursor | number | n
   }
 }
 
-/** calls being handled: the thread ends only once they are answered (their LMDB writes done) */
-let running = 0;
-
-/** The master stops: nothing more is taken, and the thread ends itself once what runs is answered, outside any transaction. */
+/** The master stops: nothing more is taken, the manifests close, then the thread ends itself, outside any transaction. */
 function close(): void {
   if (closing) return;
   closing = true;
-  if (running === 0) process.exit(0);
+  void (engine?.close() ?? Promise.resolve())
+    .catch((e: unknown) => log.warning(`the state-sync channels did not close cleanly: ${(e as Error)?.message ?? String(e)}`))
+    .finally(() => process.exit(0));
 }
 
 parentPort!.on("message", (m: ToMirror) => {
@@ -116,7 +122,6 @@ parentPort!.on("message", (m: ToMirror) => {
     parentPort!.postMessage({ k: "err", id: m.id, ...portError(new BrineError("THREAD_GONE", "the state-sync thread is stopping"), "THREAD_GONE") } satisfies FromMirror);
     return;
   }
-  running++;
   handle(m).then(
     (v) => {
       // reply bytes are an encoder's view: posted in a buffer of their own, transferred (cbor.ts ownBytes)
@@ -129,7 +134,5 @@ parentPort!.on("message", (m: ToMirror) => {
       if (!isBrineError(e, "MIRROR_BAD_CHUNK")) log.error(`the mirror thread failed on a ${String(m?.k)} message: ${(e as Error)?.message ?? String(e)}`);
       parentPort!.postMessage({ k: "err", id: m.id, ...portError(e, "THREAD_CALL") } satisfies FromMirror);
     },
-  ).finally(() => {
-    if (--running === 0 && closing) process.exit(0);
-  });
+  );
 });
