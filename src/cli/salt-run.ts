@@ -39,18 +39,13 @@ if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
 }
 
 // No timeout of its own: salt-run waits for the runner's return however long it takes, as Salt's does (its runner runs
-// in its own process; `-t` is only the runner's option). SIGINT or SIGTERM ends salt-run with exit code 0, as Salt's
-// (salt/scripts.py _handle_signals); the runner runs in the master here, so it goes on and records its job, and on
-// Ctrl-C salt-run says where its return will be.
+// in its own process; `-t` is only the runner's option). SIGINT or SIGTERM ends the call as Salt's does
+// (salt/scripts.py _handle_signals raises SystemExit in the runner): the master stops the runner when this client
+// leaves and records its job as failed (control-server.ts), and salt-run exits 1, the failed runner's retcode.
 let jid: string | undefined;
 const leave = (signal: NodeJS.Signals) => {
-  if (signal === "SIGINT") {
-    const where = jid
-      ? `The runner goes on in the master (brine runs runners there; Salt's salt-run runs them in its own process).\nThis runner's jid is: ${jid}\nTo look up its return when it is done, run the following command:\n\nsalt-run jobs.lookup_jid ${jid}\n`
-      : "";
-    process.stderr.write(`\nExiting gracefully on Ctrl-c\n${where}`);
-  }
-  void exitWith(0);
+  if (signal === "SIGINT") process.stderr.write(`\nExiting gracefully on Ctrl-c\n${jid ? `The runner is stopped; its job ${jid} is recorded as failed.\n` : ""}`);
+  void exitWith(1);
 };
 process.once("SIGINT", leave);
 process.once("SIGTERM", leave);

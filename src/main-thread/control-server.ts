@@ -3,10 +3,10 @@
  * `salt-run` runs runners inside the master — each call in its own runner thread, which sees the
  * master's shared state — and `salt-key` reports key changes so the master fires `salt/key`.
  *
- * Requests: {op: "run", fun, arg, kwarg, timeout?} (timeout: salt-run's -t) → {type: "jid", jid} (the call's job id, for a runner that outlives its
- * caller), a stream of {type: "print", text}, then one {type: "return", ret} or {type: "error", message};
- * {op: "fire", tag, data} → {type: "return"}. A caller that leaves before the return leaves the runner to finish and
- * record its job (except `state.event`, which is ended).
+ * Requests: {op: "run", fun, arg, kwarg, timeout?} (timeout: salt-run's -t) → {type: "jid", jid} (the call's job id),
+ * a stream of {type: "print", text}, then one {type: "return", ret} or {type: "error", message};
+ * {op: "fire", tag, data} → {type: "return"}. A caller that leaves before the return ends the runner, whose job is
+ * recorded as failed (as Salt's runner ends with its salt-run).
  *
  * Nothing a client sends and nothing a runner returns takes the master down: a request that fails is answered
  * with an error; a runner that throws, dies or returns what msgpack cannot carry is answered with an error; a
@@ -31,8 +31,12 @@ import { endThread, spawnThread, threadLogSettings } from "../shared/thread-kit.
 
 const log = getLogger("brine.control");
 
-/** Ends a runner thread: its zeromq sockets closed first (`stop` → `stopped`, src/runners/messages.ts), never a bare terminate. */
-const endRunner = (w: Worker): Promise<void> => endThread(w, "runner", { ask: { k: "stop" } satisfies MainToRunner, answer: "stopped" }, runnerSocketsCloseWaitMs);
+/**
+ * Ends a runner thread: its zeromq sockets closed first (`stop` → `stopped`, src/runners/messages.ts), never a bare
+ * terminate; with `abandoned`, the thread records its call's job as failed with that text first.
+ */
+const endRunner = (w: Worker, abandoned?: string): Promise<void> =>
+  endThread(w, "runner", { ask: { k: "stop", ...(abandoned !== undefined ? { abandoned } : {}) } satisfies MainToRunner, answer: "stopped" }, runnerSocketsCloseWaitMs);
 
 /** Runner threads at once; more calls are refused with a clear error. */
 export const runnerThreadsMax = 16;
@@ -41,13 +45,6 @@ export const runnerStopWaitMs = 5_000;
 /** How long a runner thread asked to end has to close its zeromq sockets before it is ended anyway, ms (endRunner). */
 const runnerSocketsCloseWaitMs = 2_000;
 const RUNNER_THREAD = new URL("../runners/runner-thread.js", import.meta.url);
-
-/**
- * Runners that work for their caller alone, ended when it leaves: `state.event` streams the bus to it and, with its
- * default count, never ends by itself. Every other runner goes on once its caller left and records its job.
- */
-const ENDS_WITH_CALLER: ReadonlySet<string> = new Set(["state.event"]);
-const endsWithCaller = (fun: string) => ENDS_WITH_CALLER.has(fun);
 
 /** Tags salt-key may ask the master to fire. */
 const FIREABLE = /^salt\/key$/;
@@ -184,9 +181,8 @@ export class ControlServer {
       (msg) => (msg.type === "return" ? this.sendEncodedReturn(s, msg.packed) : reply(msg)),
     );
     if (!started) return;
-    // the call's jid, when the runner outlives its caller: one that leaves can say where the return will be (salt-run
-    // on Ctrl-C)
-    if (started.jid && !endsWithCaller(m.fun)) reply({ type: "jid", jid: started.jid });
+    // the call's jid, for the caller's log
+    if (started.jid) reply({ type: "jid", jid: started.jid });
     s.on("close", () => started.abandon());
   }
 
@@ -257,11 +253,13 @@ export class ControlServer {
       if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: answered.success, _stamp: stamp() }, "return", answered.packed))]);
       finish();
     };
+    /** why the call was ended when its caller left before the return (what its job record and `salt/run/<jid>/ret` say) */
+    let abandoned: string | undefined;
     const failed = (message: string) => {
       // a thread that ends after its caller was answered (its record not confirmed) still ends its job
       if (answered) return fireReturned();
       onMessage({ type: "error", message });
-      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: message, success: false });
+      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: abandoned ?? message, success: false, ...(abandoned ? { retcode: 1 } : {}) });
       finish();
     };
     const onMessage_ = (m: unknown) => {
@@ -310,17 +308,15 @@ export class ControlServer {
     w.on("exit", onExit);
     return {
       jid,
-      // a caller that leaves before its answer (salt-run's Ctrl-C, a closed terminal) leaves the runner to finish and
-      // record its job (jobs.lookup_jid answers it), as a runner outlives a RunnerClient caller's wait in Salt; only a
-      // runner that works for its caller alone (endsWithCaller) is ended. One that leaves once answered leaves the job
-      // record to finish
+      // a caller that leaves before its answer (salt-run's Ctrl-C or a signal, a closed terminal) ends the runner, and
+      // its job is recorded as failed (retcode 1), as Salt's runner, run in salt-run's own process, ends with it
+      // (salt/scripts.py's SIGINT handler raises SystemExit in the runner; salt/client/mixins.py stores it failed). One
+      // that leaves once answered leaves the job record to finish
       abandon: () => {
-        if (done || answered) return;
-        if (endsWithCaller(call.fun)) {
-          void endRunner(w);
-          return;
-        }
-        log.info(`the caller of runner ${call.fun}${jid ? ` (jid ${jid})` : ""} left before its return; the runner goes on and records its job`);
+        if (done || answered || abandoned !== undefined) return;
+        abandoned = `Exception occurred in runner ${call.fun}: its caller left before the return (salt-run ended by Ctrl-C or a signal); the runner was stopped`;
+        log.info(`the caller of runner ${call.fun}${jid ? ` (jid ${jid})` : ""} left before its return: the runner is stopped and its job recorded as failed`);
+        void endRunner(w, abandoned);
       },
     };
   }

@@ -47,9 +47,12 @@ export interface RunnerSync {
 /** A bus event for the runner; or, to a spare thread (started before its call), the call itself, first. */
 /**
  * `stop`: the host is about to end the thread (its call abandoned or failed, the master stopping): it closes its
- * zeromq sockets and answers `stopped` (a thread ended while one waits for a reply aborts the process).
+ * zeromq sockets and answers `stopped` (a thread ended while one waits for a reply aborts the process). With
+ * `abandoned`, the call's caller left before its return (salt-run ended by Ctrl-C or a signal): the thread first
+ * records the call's job as failed with that text (retcode 1), as Salt's runner ended by its salt-run's SIGINT is
+ * stored, and no later result of the call is recorded.
  */
-export type MainToRunner = { k: "ev"; frame: Uint8Array } | { k: "init"; init: RunnerInit } | { k: "stop" };
+export type MainToRunner = { k: "ev"; frame: Uint8Array } | { k: "init"; init: RunnerInit } | { k: "stop"; abandoned?: string };
 
 /**
  * A spare runner thread's workerData: it loads its modules, opens the job cache and loads the jobs.* runners (the

@@ -66,13 +66,19 @@ const answerFirstBytesMax = 1024 * 1024;
 let opened: { dir: string; store: Store } | undefined;
 const post = (m: RunnerToMain) => parentPort!.postMessage(m);
 
+/** While a call runs: records it as failed because its caller left (a `stop` with `abandoned`); later records are skipped. */
+let recordAbandoned: ((message: string) => Promise<void>) | undefined;
+
 const queue: BusEvent[] = [];
 let wake: (() => void) | undefined;
 parentPort!.on("message", (m: MainToRunner) => {
   if (m.k === "stop") {
-    // the host ends this thread next: no zeromq socket may be open then (messages.ts)
+    // the host ends this thread next: no zeromq socket may be open then (messages.ts); a call whose caller left is
+    // recorded as failed first
+    const recorded = m.abandoned !== undefined && recordAbandoned ? recordAbandoned(m.abandoned) : Promise.resolve();
     closeClientSockets();
-    return post({ k: "stopped" });
+    void recorded.finally(() => post({ k: "stopped" }));
+    return;
   }
   if (m.k !== "ev") return;
   // an event this thread cannot read is skipped, never the end of the runner (state.event reads every tag)
@@ -146,10 +152,17 @@ async function runCall(init: RunnerInit): Promise<boolean> {
   }
   const flush = trackSync(init, ctx);
   // the job lands in the job cache before its return is posted (and `salt/run/<jid>/ret` fired), as Salt stores it
+  let left = false;
   const record = async (ret: unknown, success: boolean, packed?: Uint8Array, retcode?: number) => {
-    if (!init.job || init.cfg.runner_returns === false) return;
+    if (left || !init.job || init.cfg.runner_returns === false) return;
     const fun_args = [...init.arg, ...(Object.keys(init.kwarg).length ? [init.kwarg] : [])];
     await storeMasterJob(ctx.jobs, init.cfg.id, { jid: init.job.jid, fun: `runner.${init.fun}`, fun_args, user: init.job.user }, { return: ret, success, ...(packed ? { packed } : {}), ...(retcode !== undefined ? { retcode } : {}) }).catch(() => undefined);
+  };
+  recordAbandoned = async (message) => {
+    // record checks `left` before its first await: this write goes ahead, any the call makes after it does not
+    const written = record(message, false, undefined, 1);
+    left = true;
+    await written;
   };
   const failed = async (e: unknown): Promise<false> => {
     const message = e instanceof Error ? e.message : String(e);
@@ -194,6 +207,7 @@ async function runCall(init: RunnerInit): Promise<boolean> {
       () => false,
     )
     .finally(() => {
+      recordAbandoned = undefined;
       // a kept-warm thread's next call brings its own ports: this call's are closed (a terminated thread's close with it)
       init.cluster?.raftPort.close();
       init.cluster?.stateSyncPort?.close();

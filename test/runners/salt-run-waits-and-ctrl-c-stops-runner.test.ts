@@ -2,11 +2,12 @@
  * salt-run and a runner that takes its time (issue 17 leftovers: cluster.sync_roots and collect_from_peers may wait
  * for a restarted state-sync thread, two pulls and up to 90 s). Salt's salt-run waits for a runner's return without a
  * timeout of its own (salt/runner.py Runner.run runs it in salt-run's process; `-t` is only opts["timeout"], what the
- * runner waits on); brine's does the same through the control socket. A salt-run that leaves before the return
- * (Ctrl-C) exits 0 as Salt's does (salt/scripts.py _handle_signals) and says the runner's jid; the runner, which runs in
- * the master here, goes on and records its job, so `jobs.lookup_jid` answers it (before: the runner thread was ended
- * with its caller and its job never recorded). `state.event`, which only streams to its caller, is ended with it.
- * And `-t` is the call's option, as in Salt (before: it was added to every runner's keyword arguments).
+ * runner waits on); brine's does the same through the control socket. A salt-run left with Ctrl-C ends its runner as
+ * Salt's does (salt/scripts.py's SIGINT handler raises SystemExit inside the runner, salt/client/mixins.py stores the
+ * job failed with retcode 1, salt-run exits 1, checked against the Python master): brine's master stops the runner
+ * thread when its caller leaves and the thread records the job as failed first (before: the thread was ended and the
+ * job never had a return). And `-t` is the call's option, as in Salt (before: it was added to every runner's keyword
+ * arguments).
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -78,29 +79,34 @@ describe("salt-run and a runner that takes its time", { timeout: 120_000 }, () =
     assert.match(bad.stderr, /-t\/--timeout must be a number of seconds above 0, not 'soon'/);
   });
 
-  test("a salt-run left with Ctrl-C exits 0 naming the jid; the runner goes on and jobs.lookup_jid answers its return", async () => {
+  test("a salt-run left with Ctrl-C stops its runner and exits 1; the job is recorded as failed, retcode 1, as Salt's", async () => {
     const seen = tags.length;
-    const run = saltRun(conf, ["test.sleep", "3", "--out", "json", "-l", "debug"]);
+    const run = saltRun(conf, ["test.sleep", "5", "--out", "json", "-l", "debug"]);
     await until("the runner's salt/run/<jid>/new", async () => tags.slice(seen).some((e) => /^salt\/run\/\d{20}\/new$/.test(e.tag) && e.data.fun === "runner.test.sleep"));
     const jid = tags.slice(seen).find((e) => e.tag.endsWith("/new") && e.data.fun === "runner.test.sleep")!.tag.split("/")[2]!;
     // salt-run has the jid (the control socket's first message; logged at debug)
     await until("salt-run has the jid", async () => run.out.stderr.includes(`runner test.sleep: jid ${jid}`));
-    await until("the runner is sleeping (its print came)", async () => run.out.stdout === "3\n");
+    await until("the runner is sleeping (its print came)", async () => run.out.stdout === "5\n");
+    const t0 = performance.now();
     run.p.kill("SIGINT");
-    assert.equal(await run.closed, 0, run.out.stderr);
+    assert.equal(await run.closed, 1, run.out.stderr);
     assert.match(run.out.stderr, /Exiting gracefully on Ctrl-c/);
-    assert.ok(run.out.stderr.includes(`This runner's jid is: ${jid}`), run.out.stderr);
-    assert.ok(run.out.stderr.includes(`salt-run jobs.lookup_jid ${jid}`), run.out.stderr);
-    assert.equal(run.out.stdout, "3\n", "test.sleep's print, and no return: it had not come");
-    assert.equal(await runnersRunning(tm), 1, "the runner still runs once its caller left");
+    assert.equal(run.out.stdout, "5\n", "test.sleep's print, and no return: it had not come");
+    await until("no runner left", async () => (await runnersRunning(tm)) === 0, 4000);
+    assert.ok(performance.now() - t0 < 4000, "the runner was stopped, not left to finish its 5 s");
 
     await until("salt/run/<jid>/ret", async () => tags.some((e) => e.tag === `salt/run/${jid}/ret`));
-    assert.equal(tags.find((e) => e.tag === `salt/run/${jid}/ret`)!.data.return, true);
+    const ret = tags.find((e) => e.tag === `salt/run/${jid}/ret`)!.data;
+    assert.equal(ret.success, false);
+    assert.match(String(ret.return), /^Exception occurred in runner test\.sleep: its caller left/);
     const look = await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", jid, "--out", "json"]);
     assert.equal(look.code, 0, look.stderr);
-    // Salt's answer for a runner job: the call's record, its return inside
+    // Salt's answer for a runner job ended by its caller's Ctrl-C: the call's record, failed, retcode 1
     const rec = JSON.parse(look.stdout)[tm.cfg.id];
-    assert.deepEqual([rec.fun, rec.jid, rec.return, rec.success], ["runner.test.sleep", jid, true, true]);
+    assert.deepEqual([rec.fun, rec.jid, rec.success, rec.retcode], ["runner.test.sleep", jid, false, 1]);
+    assert.match(String(rec.return), /^Exception occurred in runner test\.sleep: its caller left/);
+    await new Promise((r) => setTimeout(r, 5500));
+    assert.equal(JSON.parse((await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", jid, "--out", "json"])).stdout)[tm.cfg.id].success, false, "no later success overwrote it");
   });
 
   test("state.event, which only streams to its caller, ends when the caller leaves", async () => {
@@ -109,8 +115,7 @@ describe("salt-run and a runner that takes its time", { timeout: 120_000 }, () =
     await until("the runner's salt/run/<jid>/new", async () => tags.slice(seen).some((e) => e.tag.endsWith("/new") && e.data.fun === "runner.state.event"));
     await until("state.event running", async () => (await runnersRunning(tm)) === 1);
     run.p.kill("SIGINT");
-    assert.equal(await run.closed, 0, run.out.stderr);
-    assert.doesNotMatch(run.out.stderr, /jid is/, "no jid to look up: the runner does not go on");
+    assert.equal(await run.closed, 1, run.out.stderr);
     await until("no runner left", async () => (await runnersRunning(tm)) === 0);
   });
 });
