@@ -138,14 +138,14 @@ const tagEndsTriedMax = 16;
  * it does not decode (a tag holding "\n\n" itself), the next separators are tried, so such an event keeps its
  * whole tag instead of ending the reader. Throws (MSGPACK_*) when no split decodes.
  */
-export function unpackBody(body: Uint8Array): BusEvent {
+export function unpackBody(body: Uint8Array, limits: DecodeLimits = busLimits): BusEvent {
   const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   let sep = b.indexOf(TAG_END);
   if (sep < 0) return { tag: b.toString("utf8"), data: {} };
   let first: unknown;
   for (let tries = 0; sep >= 0 && tries < tagEndsTriedMax; tries++) {
     try {
-      return { tag: b.subarray(0, sep).toString("utf8"), data: decodeWire(b.subarray(sep + 2), busLimits) };
+      return { tag: b.subarray(0, sep).toString("utf8"), data: decodeWire(b.subarray(sep + 2), limits) };
     } catch (e) {
       first ??= e;
       sep = b.indexOf(TAG_END, sep + 1);
@@ -154,9 +154,9 @@ export function unpackBody(body: Uint8Array): BusEvent {
   throw first;
 }
 
-/** The event carried by one decoded bus frame, if it is one. Throws (MSGPACK_*) when its data does not decode. */
-export function eventOfFrame(frame: unknown): BusEvent | undefined {
-  return isMap(frame) && Buffer.isBuffer(frame.body) ? unpackBody(frame.body) : isMap(frame) && typeof frame.body === "string" ? unpackBody(Buffer.from(frame.body)) : undefined;
+/** The event carried by one decoded bus frame, if it is one. Throws (MSGPACK_*) when its data does not decode (within `limits`). */
+export function eventOfFrame(frame: unknown, limits: DecodeLimits = busLimits): BusEvent | undefined {
+  return isMap(frame) && Buffer.isBuffer(frame.body) ? unpackBody(frame.body, limits) : isMap(frame) && typeof frame.body === "string" ? unpackBody(Buffer.from(frame.body), limits) : undefined;
 }
 
 /** The event in one packed bus frame (as the main thread hands them to runner threads), or undefined when unreadable. */
@@ -177,6 +177,8 @@ export function busEventOf(frame: Uint8Array): BusEvent | undefined {
  * resynchronised, and the caller closes it.
  */
 export class EventStreamReader {
+  /** `limits`: what one frame may hold (default: the bus's, busLimits) */
+  constructor(private readonly limits: DecodeLimits = busLimits) {}
   private chunks: Buffer[] = [];
   private bytes = 0;
   /** bytes needed before decoding is worth trying again */
@@ -197,7 +199,7 @@ export class EventStreamReader {
     while (pos < buf.length) {
       let r;
       try {
-        r = decodeWirePrefix(buf.subarray(pos), busLimits);
+        r = decodeWirePrefix(buf.subarray(pos), this.limits);
       } catch (e) {
         if (e instanceof TruncatedError && e.needBytes > buf.length - pos) {
           this.want = e.needBytes; // counted from `pos`, where the kept bytes start
@@ -208,7 +210,7 @@ export class EventStreamReader {
       pos += r.end;
       let ev: BusEvent | undefined;
       try {
-        ev = eventOfFrame(r.value);
+        ev = eventOfFrame(r.value, this.limits);
       } catch {
         this.skipped++;
         continue;

@@ -17,10 +17,27 @@ import { JobCache, type ReturnRecord } from "../../lib/store/job-cache.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
 import { syncCbor, type JobRecord, type RetRecord } from "../../shared/sync-records.js";
 import { LogBudget } from "../../shared/log-budget.js";
+import type { DecodeLimits } from "../../shared/protocol/msgpack.js";
+import { frameBytesMax, msgpackDepthMax, msgpackElementsMax } from "../../shared/protocol/limits.js";
+
+/** the fields an origin adds to a minion's load in its return event (tag, stamp, jid, id, ...), elements */
+const forwardedEventExtraElements = 1024;
+/** ...and bytes */
+const forwardedEventExtraBytes = 64 * 1024;
 
 const log = getLogger("brine.cluster.mirror");
 /** one line per 10 s for this flood, then a count of what was held back */
 const oversizeLog = new LogBudget(1, 10_000, (line) => log.warning(line), "bulk sync");
+/** one line per 10 s for forwarded events refused (over forwardedEventLimits, or damaged), then a count */
+const forwardedLog = new LogBudget(1, 10_000, (line) => log.warning(line), "forwarded events refused");
+/**
+ * What one forwarded job event frame may hold. The origin took the minion's request under the wire's limits
+ * (src/shared/protocol/limits.ts: msgpackElementsMax elements) and wraps it in a few fields of its own, so no honest
+ * event holds more; decoded, an element costs up to ~64 bytes of this thread's heap (an empty map), so one frame is at
+ * most ~256 MiB of it: under the thread's bound (stateSyncHeapLimits), where the bus's limits (50,000,000 elements)
+ * let one 8 MiB frame of empty maps end the thread.
+ */
+export const forwardedEventLimits: DecodeLimits = { bytesMax: frameBytesMax + forwardedEventExtraBytes, depthMax: msgpackDepthMax + 4, elementsMax: msgpackElementsMax + forwardedEventExtraElements };
 const RET = /^salt\/job\/([^/]+)\/ret\/(.+)$/;
 const NEW = /^salt\/job\/([^/]+)\/new$/;
 
@@ -47,38 +64,49 @@ export class JobRecords {
     this.jobs = new JobCache(s);
   }
 
-  /** Stores forwarded job event frames the origin verified (never call it with any other frame). */
+  /**
+   * Stores forwarded job event frames the origin verified (never call it with any other frame). Each frame is decoded
+   * (under forwardedEventLimits), stored and let go of before the next: lmdb-js encodes a value when it is put, so
+   * nothing decoded is held while the writes commit, and the calls in flight in this thread hold bytes, not objects
+   * (with the decoded events kept across the commit, four returns of 4,000,000 empty maps, each one a minion may send,
+   * took this thread past its heap bound and V8 aborted the whole master: test/hardening/forwarded-returns-heap-bound).
+   */
   async storeEvents(frames: readonly Uint8Array[]): Promise<void> {
     if (this.placed()) return;
     const writes: Promise<unknown>[] = [];
-    for (const f of frames) {
-      let events;
-      try {
-        events = new EventStreamReader().push(Buffer.from(f.buffer, f.byteOffset, f.byteLength));
-      } catch (e) {
-        log.warning(`a forwarded event did not decode: ${(e as Error).message}`);
+    for (const f of frames) this.storeFrame(f, writes);
+    await Promise.all(writes);
+  }
+
+  /** One forwarded frame: its events decoded, their writes issued into `writes`; nothing decoded outlives the call. */
+  private storeFrame(f: Uint8Array, writes: Promise<unknown>[]): void {
+    const reader = new EventStreamReader(forwardedEventLimits);
+    let events;
+    try {
+      events = reader.push(Buffer.from(f.buffer, f.byteOffset, f.byteLength));
+    } catch (e) {
+      forwardedLog.line(`a forwarded event frame of ${f.byteLength} bytes was not stored: ${(e as Error).message}`);
+      return;
+    }
+    if (reader.skipped > 0) forwardedLog.line(`a forwarded event frame of ${f.byteLength} bytes was not stored: its event's data does not decode (damaged, or over ${forwardedEventLimits.elementsMax} elements or depth ${forwardedEventLimits.depthMax})`);
+    for (const { tag, data } of events) {
+      if (data === null || typeof data !== "object" || Array.isArray(data)) continue;
+      const r = RET.exec(tag);
+      if (r) {
+        const [, jid, id] = r as unknown as [string, string, string];
+        if (validJid(jid) && validId(id) && "return" in data) writes.push(this.storeReturn(jid, id, data as ReturnRecord));
         continue;
       }
-      for (const { tag, data } of events) {
-        if (data === null || typeof data !== "object" || Array.isArray(data)) continue;
-        const r = RET.exec(tag);
-        if (r) {
-          const [, jid, id] = r as unknown as [string, string, string];
-          if (validJid(jid) && validId(id) && "return" in data) writes.push(this.storeReturn(jid, id, data as ReturnRecord));
-          continue;
-        }
-        const n = NEW.exec(tag);
-        if (n) {
-          const jid = n[1]!;
-          if (!validJid(jid) || this.jobs.getLoad(jid)) continue;
-          // not_connected: the origin's presence when it published (publish.ts), not part of the job's load
-          const { minions, missing: _m, not_connected: _nc, _stamp, ...load } = data as Record<string, unknown>;
-          const ids = Array.isArray(minions) ? minions.filter((x): x is string => typeof x === "string") : undefined;
-          writes.push(this.jobs.saveLoad(jid, { ...load, jid, ret: (load as { ret?: unknown }).ret ?? "" }, ids));
-        }
+      const n = NEW.exec(tag);
+      if (n) {
+        const jid = n[1]!;
+        if (!validJid(jid) || this.jobs.getLoad(jid)) continue;
+        // not_connected: the origin's presence when it published (publish.ts), not part of the job's load
+        const { minions, missing: _m, not_connected: _nc, _stamp, ...load } = data as Record<string, unknown>;
+        const ids = Array.isArray(minions) ? minions.filter((x): x is string => typeof x === "string") : undefined;
+        writes.push(this.jobs.saveLoad(jid, { ...load, jid, ret: (load as { ret?: unknown }).ret ?? "" }, ids));
       }
     }
-    await Promise.all(writes);
   }
 
   private storeReturn(jid: string, id: string, rec: ReturnRecord): Promise<boolean> {
