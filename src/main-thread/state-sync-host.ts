@@ -1,5 +1,5 @@
 /**
- * The main thread's handle on the mirror thread (job-mirror-worker.ts), which stores what peers send (their
+ * The main thread's handle on the mirror thread (src/workers/state-sync/worker.ts), which stores what peers send (their
  * job events, minion data cache, mine and session key records, presence reports) and reads this master's copy
  * back for a peer's bulk sync. The main thread only moves bytes to and from it, in the one port-call style
  * (ToMirror calls with an id, answered by FromMirror `res`/`err`; src/shared/port-calls.ts).

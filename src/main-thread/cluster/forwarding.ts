@@ -9,7 +9,7 @@
  * - **Events.** Every event a master's request workers fire (returns, `salt/job/<jid>/new`, auth, minion
  *   events) goes onto its own bus and once to each peer (channel `cl/ev`); a peer puts it on its bus, so a
  *   CLI waiting on the originating master sees returns that landed anywhere, and mirrors into its job cache
- *   (job-mirror-worker.ts) only the job records the origin vouches for: the batch lists (`v`) the indices of
+ *   (src/workers/state-sync/worker.ts) only the job records the origin vouches for: the batch lists (`v`) the indices of
  *   the frames its own `_return` and publish paths fired (Effects.verified). A minion event whose tag looks
  *   like `salt/job/<jid>/ret/<id>` still reaches the peers' buses, never their job caches: nothing a minion
  *   puts in an event's tag or data can set that list.

@@ -1,5 +1,5 @@
 /**
- * A clustered master's job cache, as its peers fill it (run in the mirror thread, job-mirror-worker.ts):
+ * A clustered master's job cache, as its peers fill it (run in the mirror thread, src/workers/state-sync/worker.ts):
  *
  * - **Live**: the job records a peer forwards with its events. Only the frames the origin marked verified (its
  *   own `_return` and publish paths, forwarding.ts) reach storeEvents; an event a minion fired never does,

@@ -1,5 +1,5 @@
 /**
- * The storing side of cache sync, run in the mirror thread (job-mirror-worker.ts): applies peers' records to
+ * The storing side of cache sync, run in the mirror thread (src/workers/state-sync/worker.ts): applies peers' records to
  * this master's minion data cache, mine, session key files, protocol v3 marks and eauth tokens, and reads this master's copy back
  * in bounded chunks for a peer's bulk sync. Every decision about a record is in records.ts / session-merge.ts;
  * the job cache's banks (a pull that asks for them with `jobsSince`) are read and stored by job-records.ts.
