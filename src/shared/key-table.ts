@@ -24,6 +24,8 @@
  * from one counter (positive; 2^31 text changes before one repeats).
  */
 
+import { IdScratch, indexBucketsFor } from "./id-scratch.js";
+
 /** Longest id the table holds, UTF-8 bytes (a longer one is never stored: its thread keeps its own copy). */
 export const keyIdBytesMax = 120;
 /** Arena bytes per minion the table is made for (a 2,048-bit key's record is ~900 B, a 4,096-bit one's ~1,400). */
@@ -100,12 +102,6 @@ export class KeyView {
   tokLen = 0;
 }
 
-function bucketsFor(minions: number): number {
-  let b = 2;
-  while (b < minions * 2) b *= 2;
-  return b;
-}
-
 export class KeyTable {
   readonly sab: SharedArrayBuffer;
   private readonly i32: Int32Array;
@@ -115,13 +111,13 @@ export class KeyTable {
   private readonly mask: number;
   private readonly arenaAt: number;
   private readonly arenaBytes: number;
-  /** the id being looked up, as UTF-8 */
-  private readonly scratch = Buffer.alloc(keyIdBytesMax * 3);
+  /** the id being looked up */
+  private readonly id = new IdScratch(keyIdBytesMax);
 
   /** A table for `minions` accepted keys: an index of 4 B × (≥ 2 × minions, a power of two) and an arena of keyTableBytesPerMinion × minions. */
   static create(minions: number): SharedArrayBuffer {
     if (!Number.isInteger(minions) || minions < 1) throw new RangeError(`key table of ${minions} minions`);
-    const buckets = bucketsFor(minions);
+    const buckets = indexBucketsFor(minions);
     const arena = minions * keyTableBytesPerMinion;
     if (arena > 2 ** 31 - 8) throw new RangeError(`key table of ${minions} minions: its arena would pass 2 GiB`);
     const sab = new SharedArrayBuffer(HEADER_BYTES + buckets * 4 + arena);
@@ -160,13 +156,13 @@ export class KeyTable {
    * `dropAll`, being written for long, or an id too long for the table).
    */
   look(id: string, out: KeyView): boolean {
-    const n = this.encode(id);
+    const n = this.id.encode(id);
     if (n < 0) return false;
     for (let moved = 0; moved < 4; moved++) {
       const bucket = this.find(n);
       if (bucket < 0) return false;
       const base = this.arenaAt + (Atomics.load(this.index, bucket) - 1) * 8;
-      const seq = base >> 2;
+      const seq = (base + SEQ) >> 2;
       for (let i = 0; i < readTries; i++) {
         const s1 = Atomics.load(this.i32, seq);
         if (s1 & 1) continue;
@@ -200,7 +196,7 @@ export class KeyTable {
   text(v: KeyView): string | undefined {
     const at = v.base + RECORD_HEAD + v.idLen;
     const s = this.u8.toString("utf8", at, at + v.textLen);
-    return Atomics.load(this.i32, v.base >> 2) === v.seq ? s : undefined;
+    return Atomics.load(this.i32, (v.base + SEQ) >> 2) === v.seq ? s : undefined;
   }
 
   /** Whether `tok` is the tok a thread verified against the text of the record `v` was filled from. */
@@ -208,18 +204,18 @@ export class KeyTable {
     if (v.tokLen === 0 || v.tokLen !== tok.length) return false;
     const at = v.base + RECORD_HEAD + v.idLen + v.textRoom;
     const same = this.u8.compare(tok, 0, tok.length, at, at + v.tokLen) === 0;
-    return same && Atomics.load(this.i32, v.base >> 2) === v.seq;
+    return same && Atomics.load(this.i32, (v.base + SEQ) >> 2) === v.seq;
   }
 
   /** Keeps `tok` as verified against `id`'s text while that text has tag `tag`; false when not kept. */
   setTok(id: string, tag: number, tok: Uint8Array): boolean {
-    const n = this.encode(id);
+    const n = this.id.encode(id);
     if (n < 0 || tag === 0) return false;
     const bucket = this.find(n);
     if (bucket < 0) return false;
     const base = this.arenaAt + (Atomics.load(this.index, bucket) - 1) * 8;
     if (!this.lock(base, 1)) return false;
-    const seq = base >> 2;
+    const seq = (base + SEQ) >> 2;
     const ok = this.i32[(base + TAG) >> 2] === tag && !(this.i32[(base + FLAGS) >> 2]! & F_MOVED) && tok.length > 0 && tok.length <= this.i32[(base + TOK_ROOM) >> 2]!;
     if (ok) {
       this.u8.set(tok, base + RECORD_HEAD + this.i32[(base + ID_LEN) >> 2]! + this.i32[(base + TEXT_ROOM) >> 2]!);
@@ -235,7 +231,7 @@ export class KeyTable {
    * thread is writing the record at this moment (nothing stored).
    */
   put(id: string, rec: KeyRecord): number {
-    const n = this.encode(id);
+    const n = this.id.encode(id);
     if (n < 0) return 0;
     const text = Buffer.from(rec.text, "utf8");
     // a record made for this id and not yet published (another thread publishing the same id first leaves it unused)
@@ -259,7 +255,7 @@ export class KeyTable {
       const cur = Atomics.load(this.index, bucket);
       const base = this.arenaAt + (cur - 1) * 8;
       if (!this.lock(base, 1)) return -1;
-      const seq = base >> 2;
+      const seq = (base + SEQ) >> 2;
       if (this.i32[(base + FLAGS) >> 2]! & F_MOVED) {
         this.unlock(seq);
         continue;
@@ -291,7 +287,7 @@ export class KeyTable {
 
   /** Every thread reads `id`'s key again before using it (a key written, moved or removed by this master). */
   drop(id: string): void {
-    const n = this.encode(id);
+    const n = this.id.encode(id);
     if (n < 0) return;
     for (let moved = 0; moved < 4; moved++) {
       const bucket = this.find(n);
@@ -300,7 +296,7 @@ export class KeyTable {
       if (!this.lock(base, dropTries)) return;
       const flags = this.i32[(base + FLAGS) >> 2]!;
       if (!(flags & F_MOVED)) this.i32[(base + FLAGS) >> 2] = flags | F_DROPPED;
-      this.unlock(base >> 2);
+      this.unlock((base + SEQ) >> 2);
       if (!(flags & F_MOVED)) return;
     }
   }
@@ -313,7 +309,7 @@ export class KeyTable {
   /** A record's text and state at `base`, and its id from the scratch buffer unless `inPlace` (the record's own id). */
   private fill(base: number, text: Buffer, rec: KeyRecord, tag: number, tokLen: number, inPlace = false): void {
     const idLen = this.i32[(base + ID_LEN) >> 2]!;
-    if (!inPlace) this.scratch.copy(this.u8, base + RECORD_HEAD, 0, idLen);
+    if (!inPlace) this.id.bytes.copy(this.u8, base + RECORD_HEAD, 0, idLen);
     text.copy(this.u8, base + RECORD_HEAD + idLen);
     this.i32[(base + TEXT_LEN) >> 2] = text.length;
     this.i32[(base + TOK_LEN) >> 2] = tokLen;
@@ -347,7 +343,7 @@ export class KeyTable {
 
   /** Takes the record's seqlock (odd), trying `tries` times; false when another thread holds it. */
   private lock(base: number, tries: number): boolean {
-    const seq = base >> 2;
+    const seq = (base + SEQ) >> 2;
     for (let i = 0; i < tries; i++) {
       const s = Atomics.load(this.i32, seq);
       if (!(s & 1) && Atomics.compareExchange(this.i32, seq, s, s + 1) === s) return true;
@@ -360,22 +356,9 @@ export class KeyTable {
     Atomics.store(this.i32, seq, (s + 1) | 0 || 2);
   }
 
-  /** `id` into the scratch buffer: its byte count, or -1 when it does not fit the table. */
-  private encode(id: string): number {
-    if (id.length > keyIdBytesMax) return -1;
-    const n = this.scratch.write(id, 0, "utf8");
-    return n > keyIdBytesMax ? -1 : n;
-  }
-
-  private hash(n: number): number {
-    let h = 0x811c9dc5;
-    for (let i = 0; i < n; i++) h = Math.imul(h ^ this.scratch[i]!, 0x01000193);
-    return h & this.mask;
-  }
-
   /** The bucket holding the id in the scratch buffer (its first `n` bytes), or -1. */
   private find(n: number): number {
-    let b = this.hash(n);
+    let b = this.id.firstBucket(n, this.mask);
     for (let probes = 0; probes <= this.mask; probes++, b = (b + 1) & this.mask) {
       const v = Atomics.load(this.index, b);
       if (v === 0) return -1;
@@ -386,13 +369,13 @@ export class KeyTable {
 
   /** The first empty bucket on the id's probe path, or -1 when the index is full. */
   private claimBucket(n: number): number {
-    let b = this.hash(n);
+    let b = this.id.firstBucket(n, this.mask);
     for (let probes = 0; probes <= this.mask; probes++, b = (b + 1) & this.mask) if (Atomics.load(this.index, b) === 0) return b;
     return -1;
   }
 
   private idAt(base: number, n: number): boolean {
     if (this.i32[(base + ID_LEN) >> 2] !== n) return false;
-    return this.u8.compare(this.scratch, 0, n, base + RECORD_HEAD, base + RECORD_HEAD + n) === 0;
+    return this.id.isAt(this.u8, base + RECORD_HEAD, n);
   }
 }

@@ -14,6 +14,8 @@
  * without the table). Sans I/O: the caller passes the clock readings it stores.
  */
 
+import { IdScratch, indexBucketsFor } from "./id-scratch.js";
+
 /** Bytes of one slot. */
 export const sessionSlotBytes = 256;
 /** Longest id a slot holds, UTF-8 bytes (a longer one is never stored: its thread reads its file). */
@@ -46,12 +48,6 @@ export interface SessionRecord {
   checkedAt: number;
 }
 
-function bucketsFor(minions: number): number {
-  let b = 2;
-  while (b < minions * 2) b *= 2;
-  return b;
-}
-
 export class SessionTable {
   readonly sab: SharedArrayBuffer;
   private readonly i32: Int32Array;
@@ -61,13 +57,13 @@ export class SessionTable {
   private readonly capacity: number;
   private readonly mask: number;
   private readonly slotsAt: number;
-  /** the id being looked up, as UTF-8 */
-  private readonly scratch = Buffer.alloc(sessionIdBytesMax * 3);
+  /** the id being looked up */
+  private readonly id = new IdScratch(sessionIdBytesMax);
 
   /** A table for `minions` session keys (its bytes: 64 + 8 × minions rounded up to a power of two + 256 × minions). */
   static create(minions: number): SharedArrayBuffer {
     if (!Number.isInteger(minions) || minions < 1) throw new RangeError(`session table of ${minions} minions`);
-    const buckets = bucketsFor(minions);
+    const buckets = indexBucketsFor(minions);
     const sab = new SharedArrayBuffer(HEADER_BYTES + buckets * 4 + minions * sessionSlotBytes);
     const h = new Int32Array(sab, 0, HEADER_BYTES / 4);
     h[H_CAPACITY] = minions;
@@ -101,7 +97,7 @@ export class SessionTable {
 
   /** `id`'s record, or undefined (never stored, being written for long, or an id too long for a slot). */
   read(id: string): SessionRecord | undefined {
-    const n = this.encode(id);
+    const n = this.id.encode(id);
     if (n < 0) return undefined;
     const slot = this.find(n, false);
     if (slot < 0) return undefined;
@@ -125,7 +121,7 @@ export class SessionTable {
    * not 56 bytes of base64, or another thread writing the same record at this moment).
    */
   write(id: string, rec: SessionRecord): boolean {
-    const n = this.encode(id);
+    const n = this.id.encode(id);
     if (n < 0) return false;
     const key = Buffer.from(rec.key, "base64");
     if (key.length !== KEY_BYTES || key.toString("base64") !== rec.key) return false;
@@ -143,18 +139,9 @@ export class SessionTable {
     return true;
   }
 
-  /** `id` into the scratch buffer: its byte count, or -1 when it does not fit a slot. */
-  private encode(id: string): number {
-    if (id.length > sessionIdBytesMax) return -1;
-    const n = this.scratch.write(id, 0, "utf8");
-    return n > sessionIdBytesMax ? -1 : n;
-  }
-
   /** The slot of the id in the scratch buffer (its first `n` bytes); with `claim`, taken when absent. -1: none. */
   private find(n: number, claim: boolean): number {
-    let h = 0x811c9dc5;
-    for (let i = 0; i < n; i++) h = Math.imul(h ^ this.scratch[i]!, 0x01000193);
-    let b = h & this.mask;
+    let b = this.id.firstBucket(n, this.mask);
     let mine = -1;
     for (let probes = 0; probes <= this.mask; probes++, b = (b + 1) & this.mask) {
       let v = Atomics.load(this.index, b);
@@ -165,7 +152,7 @@ export class SessionTable {
           mine = Atomics.add(this.i32, H_USED, 1);
           if (mine >= this.capacity) return -1;
           const base = this.slotsAt + mine * sessionSlotBytes;
-          this.scratch.copy(this.u8, base + ID, 0, n);
+          this.id.bytes.copy(this.u8, base + ID, 0, n);
           this.i32[(base + ID_LEN) >> 2] = n;
         }
         v = Atomics.compareExchange(this.index, b, 0, mine + 1);
@@ -180,6 +167,6 @@ export class SessionTable {
   private idAt(slot: number, n: number): boolean {
     const base = this.slotsAt + slot * sessionSlotBytes;
     if (this.i32[(base + ID_LEN) >> 2] !== n) return false;
-    return this.u8.compare(this.scratch, 0, n, base + ID, base + ID + n) === 0;
+    return this.id.isAt(this.u8, base + ID, n);
   }
 }

@@ -25,7 +25,6 @@ import { MinionCache } from "../../lib/store/minion-cache.js";
 import { cleanKey } from "../../shared/protocol/pem.js";
 import { packEvent, packEventFromSpans } from "../../shared/event-frame.js";
 import { newMapEntrySpans, type MapEntrySpans } from "../../shared/protocol/msgpack.js";
-import { checkMinions } from "../../lib/targeting/index.js";
 import { minionFacingKeyFiles } from "../../shared/shared-fs.js";
 import { Authenticator } from "../../lib/auth/authenticate.js";
 import type { EauthBackend } from "../../lib/auth/backend.js";
