@@ -19,6 +19,27 @@ import { until } from "../../tools/local-cluster.js";
 
 const HOSTS = ["127.0.0.51", "127.0.0.52", "127.0.0.53"];
 
+/**
+ * test.ping to join-* published on `m`, until both minions answer one publish (at most three): a publish is forwarded
+ * only to peers `m` holds a session with, best effort as Salt's pushers (forwarding.ts), and a master that lists no
+ * peer holds one with a newcomer only once the newcomer's hello reached it, which may come after the newcomer is a
+ * voter (the Raft leader may be the other master). Seen in a fresh-clone CI run at load: the first publish missed C.
+ */
+async function pingAllFrom(m: TestMaster): Promise<Record<string, unknown>> {
+  let got: Record<string, unknown> = {};
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    got = {};
+    for await (const r of new LocalClient(m.cfg).cmdIter({ tgt: "join-*", fun: "test.ping", timeoutS: 10 })) {
+      if (!("missing" in r)) got[r.id] = r.data.return;
+    }
+    if (Object.keys(got).length === 2) {
+      if (attempt > 1) console.log(`ℹ both minions answered publish ${attempt} of ${m.cfg.id}`);
+      return got;
+    }
+  }
+  return got;
+}
+
 test("a one-node cluster is joined by two more masters, which become voters", { timeout: 120_000 }, async () => {
   const shared = mkdtempSync(path.join(os.tmpdir(), "brine-join-"));
   const ports = await Promise.all(HOSTS.map((h) => freePort(h)));
@@ -48,11 +69,7 @@ test("a one-node cluster is joined by two more masters, which become voters", { 
     const [k1, k2] = await testKeys(2);
     minions.push(fastMinion(masters[2]!, "join-m1", k1!, { master: HOSTS[2]! }), fastMinion(masters[1]!, "join-m2", k2!, { master: HOSTS[1]! }));
     await Promise.all(minions.map((m) => m.start()));
-    const got: Record<string, unknown> = {};
-    for await (const r of new LocalClient(masters[0]!.cfg).cmdIter({ tgt: "join-*", fun: "test.ping", timeoutS: 10 })) {
-      if (!("missing" in r)) got[r.id] = r.data.return;
-    }
-    assert.deepEqual(got, { "join-m1": true, "join-m2": true });
+    assert.deepEqual(await pingAllFrom(masters[0]!), { "join-m1": true, "join-m2": true });
 
     // A restarts (it still lists no peer): the others' hellos reintroduce them, and it forwards again
     masters[0] = await masters[0]!.restart();
@@ -61,11 +78,7 @@ test("a one-node cluster is joined by two more masters, which become voters", { 
       const leader = v[1]?.leaderId;
       return leader && v.every((g) => g?.voters.length === 3 && g.leaderId === leader) ? true : undefined;
     }, 30_000, 100);
-    const again: Record<string, unknown> = {};
-    for await (const r of new LocalClient(masters[0]!.cfg).cmdIter({ tgt: "join-*", fun: "test.ping", timeoutS: 10 })) {
-      if (!("missing" in r)) again[r.id] = r.data.return;
-    }
-    assert.deepEqual(again, { "join-m1": true, "join-m2": true });
+    assert.deepEqual(await pingAllFrom(masters[0]!), { "join-m1": true, "join-m2": true });
   } finally {
     await Promise.all(minions.map((m) => m.stop()));
     for (const m of masters.reverse()) await m.stop();
