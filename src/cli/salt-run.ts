@@ -17,6 +17,7 @@ const program = new Command("salt-run")
   .description("Run a runner on the master (jobs.*, manage.*, cache.*, mine.get, pillar.*, fileserver.*, survey.*, saltutil.sync_*, state.event, state.orchestrate, cluster.*, custom runners; the list is in README.md)")
   .option("-c, --config-dir <dir>", "directory holding the master config", DEFAULT_CONFIG_DIR)
   .option("-t, --timeout <seconds>", "timeout for runners that wait on minions")
+  .option("--async", "Start the runner operation and immediately return control (its job id is in the warning logged; the result goes to the job cache and the event bus)")
   .option("-l, --log-level <level>", "console log level", "warning")
   .argument("<function>")
   .argument("[arguments...]")
@@ -36,6 +37,30 @@ const timeout = o.timeout === undefined ? undefined : Number(o.timeout);
 if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
   process.stderr.write(`salt-run: error: -t/--timeout must be a number of seconds above 0, not '${o.timeout}'\n`);
   await exitWith(2);
+}
+
+async function unreachable(e: unknown): Promise<never> {
+  process.stderr.write(`Could not reach the master through ${cfg.sock_dir} (is salt-master running?): ${(e as Error).message}\n`);
+  return exitWith(2);
+}
+
+if (o.async) {
+  // Salt's salt-run --async (salt/runner.py Runner.run): the function must exist (else "'x' is not available."), then the
+  // runner goes on in the master by itself; salt-run prints nothing on stdout, logs the tag it runs under, exits 0
+  try {
+    const r = await controlCall(cfg.sock_dir, { op: "run", fun, arg, kwarg, async: true, ...(timeout !== undefined ? { timeout } : {}) });
+    if (r.type === "error") {
+      process.stderr.write(`${r.message}\n`);
+      await exitWith(1);
+    }
+    log.warning(
+      "Running in asynchronous mode. Results of this execution may be collected by attaching to the master event bus or by examining the master job cache, if configured. " +
+        `This execution is running under tag salt/run/${String(r.ret)}`,
+    );
+    await exitWith(0);
+  } catch (e) {
+    await unreachable(e);
+  }
 }
 
 // No timeout of its own: salt-run waits for the runner's return however long it takes, as Salt's does (its runner runs
@@ -68,6 +93,5 @@ try {
   display.show(shown.data, shown.out);
   await exitWith(shown.retcode);
 } catch (e) {
-  process.stderr.write(`Could not reach the master through ${cfg.sock_dir} (is salt-master running?): ${(e as Error).message}\n`);
-  await exitWith(2);
+  await unreachable(e);
 }

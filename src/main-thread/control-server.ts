@@ -175,8 +175,23 @@ export class ControlServer {
     }
     // salt-run's -t: the call's timeout option (cfg.timeout), as Salt's salt-run sets opts["timeout"]
     const timeoutS = typeof m.timeout === "number" && Number.isFinite(m.timeout) && m.timeout > 0 ? m.timeout : undefined;
+    const call = { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: isMap(m.kwarg) ? m.kwarg : {}, user: this.cfg.user, ...(timeoutS !== undefined ? { timeoutS } : {}) };
+    if (m.async === true) {
+      // salt-run --async (Salt's RunnerClient.asynchronous): the caller gets the jid once the runner is found and
+      // leaves; the runner runs on, records its job and fires salt/run/<jid>/ret as any call; its prints go nowhere,
+      // as a daemonized Salt runner's do, and the caller's leaving never stops it
+      let answered = false;
+      const asyncCall = this.startRunner({ ...call, async: true }, (msg) => {
+        if (answered || msg.type === "print") return;
+        answered = true;
+        if (msg.type === "started") reply({ type: "return", ret: asyncCall?.jid ?? null });
+        else if (msg.type === "error") reply(msg);
+        else reply({ type: "error", message: `runner ${call.fun} answered before it was reported started` });
+      });
+      return;
+    }
     const started = this.startRunner(
-      { fun: m.fun, arg: Array.isArray(m.arg) ? m.arg : [], kwarg: isMap(m.kwarg) ? m.kwarg : {}, user: this.cfg.user, ...(timeoutS !== undefined ? { timeoutS } : {}) },
+      call,
       // a return's bytes as the runner thread encoded them: copied into the reply, never decoded here
       (msg) => (msg.type === "return" ? this.sendEncodedReturn(s, msg.packed) : reply(msg)),
     );
@@ -191,7 +206,7 @@ export class ControlServer {
    * `salt/run/<jid>/ret`. Used by `salt-run` over this socket and by authorized clear `runner`
    * requests (those come with the jid their request worker gave them). Undefined when too many run.
    */
-  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string; timeoutS?: number }, onMessage: (m: RunnerMessage) => void): { jid: string | undefined; abandon(): void } | undefined {
+  startRunner(call: { fun: string; arg: unknown[]; kwarg: Record<string, unknown>; user: string; jid?: string; timeoutS?: number; async?: true }, onMessage: (m: RunnerMessage) => void): { jid: string | undefined; abandon(): void } | undefined {
     if (this.running >= runnerThreadsMax) {
       const message = `too many runners at once (runnerThreadsMax ${runnerThreadsMax})`;
       onMessage({ type: "error", message });
@@ -206,6 +221,7 @@ export class ControlServer {
       kwarg: call.kwarg,
       log: threadLogSettings(),
       ...(call.timeoutS === undefined ? {} : { timeoutS: call.timeoutS }),
+      ...(call.async ? { async: true as const } : {}),
     };
     const link = this.clusterLink();
     if (link) init.cluster = link;
@@ -269,6 +285,7 @@ export class ControlServer {
       if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
       if (done) return;
       if (kind === "print") return onMessage({ type: "print", text: String((m as { text?: unknown }).text) });
+      if (kind === "started") return onMessage({ type: "started" });
       // an orchestration's progress (Salt's fire_args): only its own salt/run/<jid>/args tag, never any other event
       if (kind === "fire") {
         const f = m as { tag?: unknown; data?: unknown };

@@ -21,6 +21,8 @@ export interface RunnerInit {
   metrics?: SharedArrayBuffer;
   /** salt-run's `-t`, seconds, when given: this call's `cfg.timeout` too (Salt's salt-run sets opts["timeout"]), never an argument */
   timeoutS?: number;
+  /** salt-run's `--async`: the thread posts `started` once it has found the runner, before running it */
+  async?: true;
 }
 
 /**
@@ -35,7 +37,8 @@ export interface RunnerInit {
  */
 /** `loaded`: a spare thread has loaded and warmed up and waits for its call (before any call only; the control server notes it). */
 /** `stopped`: the answer to `stop`, its zeromq sockets closed (the host may end the thread now). */
-export type RunnerToMain = { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | { k: "loaded" } | { k: "stopped" } | RunnerSync;
+/** `started`: an `async` call's runner was found and runs now (its caller is answered with the jid and leaves). */
+export type RunnerToMain = { k: "started" } | { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | { k: "loaded" } | { k: "stopped" } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {
@@ -66,7 +69,7 @@ export interface SpareRunnerData {
 }
 
 /** What the call's client gets (control socket stream; an awaited runner's result relay): a print, the return's bytes, or an error. */
-export type RunnerMessage = { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string };
+export type RunnerMessage = { type: "started" } | { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string };
 
 /**
  * The runners whose thread is kept for the next such call once a call ended well (control-server.ts): they read the

@@ -123,6 +123,8 @@ async function runCall(init: RunnerInit): Promise<boolean> {
     post({ k: "error", message: `'${init.fun}' is not available.` });
     return false;
   }
+  // salt-run --async: its caller is answered now (Salt checks the function exists, then returns the jid)
+  if (init.async) post({ k: "started" });
   if (opened?.dir !== lmdbDir(init.cfg)) opened = { dir: lmdbDir(init.cfg), store: openStore(init.cfg) };
   const store = opened.store;
   const ring = init.cluster ? new RingReader(init.cluster.ringBuffer) : undefined;

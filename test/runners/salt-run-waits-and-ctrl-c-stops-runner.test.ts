@@ -7,7 +7,7 @@
  * job failed with retcode 1, salt-run exits 1, checked against the Python master): brine's master stops the runner
  * thread when its caller leaves and the thread records the job as failed first (before: the thread was ended and the
  * job never had a return). And `-t` is the call's option, as in Salt (before: it was added to every runner's keyword
- * arguments).
+ * arguments). `--async` starts the runner and returns its tag at once, as Salt's (before: refused as an unknown option).
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -107,6 +107,25 @@ describe("salt-run and a runner that takes its time", { timeout: 120_000 }, () =
     assert.match(String(rec.return), /^Exception occurred in runner test\.sleep: its caller left/);
     await new Promise((r) => setTimeout(r, 5500));
     assert.equal(JSON.parse((await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", jid, "--out", "json"])).stdout)[tm.cfg.id].success, false, "no later success overwrote it");
+  });
+
+  test("salt-run --async answers once the runner is found, with the tag it runs under, exit 0, nothing on stdout; the runner runs on after salt-run left and its job is recorded", async () => {
+    const seen = tags.length;
+    const r = await runCli("salt-run", ["-c", conf, "--async", "test.sleep", "2", "--out", "json"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "", "Salt's salt-run --async prints nothing on stdout (checked against the Python master)");
+    const m = /Running in asynchronous mode\. Results of this execution may be collected by attaching to the master event bus or by examining the master job cache, if configured\. This execution is running under tag salt\/run\/(\d{20})/.exec(r.stderr);
+    assert.ok(m, r.stderr);
+    const jid = m[1]!;
+    assert.ok(!tags.some((e) => e.tag === `salt/run/${jid}/ret`), "salt-run returned before the runner's return");
+    assert.ok(tags.slice(seen).some((e) => e.tag === `salt/run/${jid}/new` && e.data.fun === "runner.test.sleep"));
+    await until("salt/run/<jid>/ret", async () => tags.some((e) => e.tag === `salt/run/${jid}/ret`));
+    assert.equal(tags.find((e) => e.tag === `salt/run/${jid}/ret`)!.data.success, true, "its caller's leaving did not stop it");
+    const rec = JSON.parse((await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", jid, "--out", "json"])).stdout)[tm.cfg.id];
+    assert.deepEqual([rec.fun, rec.jid, rec.success, rec.return, rec.fun_args], ["runner.test.sleep", jid, true, true, [2]]);
+
+    const unknown = await runCli("salt-run", ["-c", conf, "--async", "nosuch.fun"]);
+    assert.deepEqual([unknown.code, unknown.stdout, unknown.stderr.trim()], [1, "", "'nosuch.fun' is not available."], "as without --async");
   });
 
   test("state.event, which only streams to its caller, ends when the caller leaves", async () => {
