@@ -20,7 +20,6 @@ import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { yamlifyArg } from "../lib/client/args.js";
 import { plain } from "../lib/output/outputters.js";
-import type { BusEvent } from "../shared/event-frame.js";
 import { getLogger } from "../shared/log.js";
 import { isMap, type WireValue } from "../shared/protocol/msgpack.js";
 import { validJid } from "../shared/protocol/ids.js";

@@ -10,7 +10,6 @@ import type { PeerLimits } from "../../src/workers/raft/peer/limits.js";
 import { PeerTransport, type PeerEndpoint } from "../../src/workers/raft/peer/peer-transport.js";
 import type { Logger } from "../../src/shared/log.js";
 import type { StageSink } from "../../src/shared/metrics/stage-clock.js";
-import { once } from "node:events";
 import { after } from "node:test";
 import { freePort } from "../../tools/free-port.js";
 export { freePort };

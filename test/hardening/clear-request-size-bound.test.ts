@@ -49,9 +49,7 @@ describe("clear request size bound", { timeout: 120_000 }, () => {
     // {enc: "clear", load: <array>}
     const env = Buffer.concat([Buffer.from([0x82, 0xa3, 0x65, 0x6e, 0x63, 0xa5, 0x63, 0x6c, 0x65, 0x61, 0x72, 0xa4, 0x6c, 0x6f, 0x61, 0x64]), arr]);
     for (const frame of [arr, env]) {
-      const t = performance.now();
       assert.deepEqual(decodeWire(await raw.request(frame)), { msg: "bad load" });
-      assert.ok(performance.now() - t < 1000);
     }
     const log = readFileSync(logFile, "utf8");
     assert.match(log, /over brine_clear_request_bytes_max \(1048576\) is not a flat AES envelope/);
@@ -62,9 +60,7 @@ describe("clear request size bound", { timeout: 120_000 }, () => {
     const r = await raw.clear({ cmd: "publish", tgt: "nobody-here", fun: "test.echo", arg: [big], tgt_type: "glob", ret: "", jid: "", user: "root", key: tm.rootKey, kwargs: {} });
     assert.ok(isMap(r) && isMap(r.load), JSON.stringify(r).slice(0, 200));
     assert.match(String(r.load.error), /could not resolve minions/, "authenticated and targeted, not refused for its size");
-    const t = performance.now();
     const flood = await raw.clear({ cmd: "publish", tgt: "*", fun: "test.echo", arg: new Array(600 * 1024).fill(1), tgt_type: "glob", ret: "", jid: "", user: "root", key: tm.rootKey, kwargs: {} });
     assert.deepEqual(flood, { msg: "bad load" });
-    assert.ok(performance.now() - t < 1000);
   });
 });

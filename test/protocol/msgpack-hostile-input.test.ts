@@ -32,11 +32,10 @@ test("100k nested arrays: refused by depth, no stack overflow", () => {
 });
 
 test("a 32-bit length prefix with no data behind it is refused before allocating", () => {
-  const t0 = process.hrtime.bigint();
+  // an allocation of 2^32 elements would be a RangeError or an out-of-memory end, not this code
   assert.equal(code(() => decodeWire(Buffer.from([0xdd, 0xff, 0xff, 0xff, 0xff]))), "MSGPACK_TRUNCATED");
   assert.equal(code(() => decodeWire(Buffer.from([0xdf, 0x7f, 0xff, 0xff, 0xff]))), "MSGPACK_TRUNCATED");
   assert.equal(code(() => decodeWire(Buffer.from([0xdb, 0xff, 0xff, 0xff, 0xff]))), "MSGPACK_TRUNCATED");
-  assert.ok(process.hrtime.bigint() - t0 < 1_000_000_000n);
 });
 
 test("chained array16 memory bomb is bounded by the element budget", () => {

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Net, entry, logTerms, msg, newRaft, storageWithLog, take, text } from "./helpers.js";
-import { Env, electedEnv } from "./env.js";
+import { electedEnv } from "./env.js";
 
 test("§5.4.1 the RequestVote RPC includes information about the candidate's log (index and term of its last entry)", () => {
   const r = newRaft(1, [1, 2, 3], { storage: storageWithLog([1, 2, 3], [2, 3], 3) });

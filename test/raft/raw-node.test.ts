@@ -10,7 +10,7 @@ import { RawNode } from "../../src/workers/raft/core/raw-node.js";
 import { Rng } from "../../tools/raft-sim/rng.js";
 import { MemoryStorage } from "../../src/workers/raft/core/storage.js";
 import { electedEnv } from "./env.js";
-import { ELECTION_TICKS, TEST_LIMITS, bytes, msg } from "./helpers.js";
+import { ELECTION_TICKS, TEST_LIMITS, msg } from "./helpers.js";
 
 function node(id = 1, storage = MemoryStorage.bootstrap([1, 2, 3])): RawNode {
   return new RawNode({ id, storage, rand: new Rng(id).fn(), limits: TEST_LIMITS });

@@ -107,10 +107,9 @@ test("deeply nested data with a long key path is cut off by the work budget", ()
   let deep: Record<string, unknown> = { leaf: "x" };
   for (let i = 0; i < 40; i += 1) deep = { a: deep };
   const expr = `${Array(40).fill("a").join(":")}:nomatch`;
-  const started = process.hrtime.bigint();
+  // without the budget this tries every split of 41 keys (2^40 paths) and never returns: the test runner's timeout
+  // fails it; no clock is read here (a time bound fails on a loaded box, not on a regression)
   assert.equal(subdictMatch(deep, expr), false);
-  const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  assert.ok(ms < 2000, `took ${ms} ms`);
   // the budget does not get in the way of an ordinary deep match
   assert.equal(subdictMatch(deep, `${Array(40).fill("a").join(":")}:leaf:x`), true);
 });

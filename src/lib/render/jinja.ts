@@ -18,14 +18,12 @@
 import path from "node:path";
 import nunjucksDefault from "nunjucks";
 import { getLogger } from "../../shared/log.js";
-import { isDict, pyEqual } from "../pillar/merge.js";
+import { isDict } from "../pillar/merge.js";
 import { kwargsOf } from "./args.js";
-import { pyPercent } from "./pyformat.js";
 import { FilterError, makeFilters, makeTests } from "./filters.js";
-import { DICT_METHODS, LIST_METHODS, STRING_METHODS } from "./pymethods.js";
 import { pyStr } from "./pyrepr.js";
 import { RenderError } from "./render-error.js";
-import { UndefinedError, TemplateRaise, hasOwn, pySlice, bindMethod, memberLookup, suppressValue, ensureDefined, pyIter, pyCompare, pyAdd, pyMul, pyMod, pySetAttr, pyIn } from "./py-ops.js";
+import { TemplateRaise, memberLookup, suppressValue, ensureDefined, pyIter, pyCompare, pyAdd, pyMul, pyMod, pySetAttr, pyIn } from "./py-ops.js";
 import { loadYaml, YamlError } from "./yaml.js";
 
 const log = getLogger("brine.render");

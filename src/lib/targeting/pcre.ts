@@ -124,7 +124,6 @@ function leadingFlags(pattern: string): { flags: Flags; rest: string } {
  * here because the result is wrapped in `^(?:…)`: an unbalanced `)` would otherwise escape the anchor.
  */
 function translate(src: string, flags: Flags, mode: Mode): string | null {
-  const linear = mode === "linear";
   const anchorsPlain = mode !== "exact";
   let out = "";
   let depth = 0;

@@ -35,7 +35,6 @@ import {
   type KeyAct,
 } from "../pki/key-actions.js";
 import { generateRsaPemAsync } from "../pki/master-keys.js";
-import { minionPkiDir } from "../../shared/shared-fs.js";
 import { fnmatchFilter, fnmatchToRegExp } from "../targeting/index.js";
 import { validId } from "../../shared/protocol/ids.js";
 import { pemFinger } from "../../shared/protocol/pem.js";

@@ -45,7 +45,7 @@ export class PeerChannelHost {
 
   /** `cut`: the fault injection's set of cut-off peers, applied to Raft by the caller (RaftPeerLink). */
   constructor(
-    private readonly port: MessagePort,
+    port: MessagePort,
     private readonly transport: PeerTransport,
     private readonly cut: (ids: string[]) => void,
     stages: StageSink = NO_STAGES,

@@ -40,7 +40,7 @@ import { JobPlacement } from "./job-placement.js";
 import { hostTable, type PlacementTable } from "../../shared/placement.js";
 import { MinionPlacement } from "./minion-placement.js";
 import { RingReader } from "../../shared/sab-ring/reader.js";
-import { shedOwnership, type ShedArgs } from "../../lib/store/shed.js";
+import { shedOwnership } from "../../lib/store/shed.js";
 import type { StoreConfig } from "../../lib/store/lmdb-env.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
