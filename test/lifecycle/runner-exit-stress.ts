@@ -24,9 +24,13 @@ const root = mkdtempSync(path.join(os.tmpdir(), "brine-runner-exit-"));
 const port = await freePort();
 const silent = new zmq.Router({ linger: 0 });
 await silent.bind(`tcp://127.0.0.1:${port}`);
-// it reads what comes and answers nothing: every request waits for its reply
+// it reads what comes and answers nothing: every request waits for its reply; each arrival wakes the round
+let arrived: (() => void) | undefined;
 void (async () => {
-  for await (const _ of silent) void _;
+  for await (const _ of silent) {
+    void _;
+    arrived?.();
+  }
 })().catch(() => undefined);
 const cfg = { ...masterDefaults(), root_dir: root, cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), pki_dir: path.join(root, "pki"), interface: "127.0.0.1", ret_port: port };
 mkdirSync(path.join(cfg.cachedir, "extmods", "runners"), { recursive: true });
@@ -34,14 +38,16 @@ writeFileSync(path.join(cfg.cachedir, "extmods", "runners", "hang.mjs"), `export
 try {
   for (let i = 0; i < rounds; i++) {
     const init: RunnerInit = { cfg, fun: "hang.ask", arg: [], kwarg: {}, log: { level: "quiet", file: null, fileLevel: null } };
+    // the round goes on once the ROUTER has the request: it is out and its reply awaited (a fixed wait after the
+    // runner's print, as before, ended the thread before its send on a loaded box, where nothing could abort)
+    const received = new Promise<void>((r) => (arrived = r));
     const w = new Worker(new URL("../../src/runners/runner-thread.js", import.meta.url), { workerData: init });
     await new Promise<void>((resolve, reject) => {
-      w.on("message", (m: { k?: string }) => m?.k === "print" && resolve());
+      void received.then(resolve);
       w.once("error", reject);
       w.once("exit", (code) => reject(new Error(`the runner thread exited (code ${code}) before its request`)));
     });
-    // the request is out and its reply awaited (the print comes just before the send)
-    await new Promise((r) => setTimeout(r, 30));
+    arrived = undefined;
     w.removeAllListeners("exit");
     if (mode === "terminate") await w.terminate();
     else await endThread(w, "runner", { ask: { k: "stop" }, answer: "stopped" }, 2000);
