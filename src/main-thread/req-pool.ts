@@ -19,7 +19,7 @@ import type { BatchPart, BatchResult, CleanupResult, Lane, PresenceResult, Ready
 import { MEMO_FRESH, NONCE_HEX, NonceReplies, type Answered } from "../shared/nonce-replies.js";
 import { LogBudget } from "../shared/log-budget.js";
 import { OpenBatches } from "./open-batches.js";
-import { replyOwedMsMax } from "../workers/req-handler/limits.js";
+import { replyOwedMsMax, requestWorkerHeapMb } from "../workers/req-handler/limits.js";
 import { MetricsBoard } from "../shared/metrics/board.js";
 import type { BatchOutput } from "./batch-result.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
@@ -386,7 +386,9 @@ export class RequestLanes<T> {
     const mk = (name: Lane) => {
       const pool = new Piscina({
         filename,
-        workerData: { ...workerData, partChannel: channels[name].name },
+        workerData: { ...workerData, partChannel: channels[name].name, lane: name },
+        // named, not V8's host-dependent default: what a worker's decode budget is sized against (decode-budget.ts)
+        resourceLimits: { maxOldGenerationSizeMb: requestWorkerHeapMb },
         minThreads: threads[name],
         maxThreads: threads[name],
         concurrentTasksPerWorker: tasksPerWorker[name],

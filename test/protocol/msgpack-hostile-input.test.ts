@@ -55,6 +55,21 @@ test("unknown ext types are refused; Salt's 78 (datetime) and 79 (constant) are 
   assert.equal(decodeWire(c), null);
 });
 
+test("the containers inside Salt's constant ext (79) count toward the frame's element limit, and a tally counts every element decoded", () => {
+  // an array of 4 constants, each [name, an array of 100 nils]: 4 + 4 × (2 + 100) elements in all
+  const inner = Buffer.concat([Buffer.from([0x92, 0xa1, 0x78, 0xdc, 0x00, 100]), Buffer.alloc(100, 0xc0)]);
+  const one = Buffer.concat([Buffer.from([0xc7, inner.length, 79]), inner]);
+  const frame = Buffer.concat([Buffer.from([0x94]), one, one, one, one]);
+  const limits = { bytesMax: 1 << 20, depthMax: 10, elementsMax: 4 + 4 * 102 };
+  const tally = { elements: 0 };
+  const v = decodeWire(frame, limits, false, undefined, tally) as unknown[];
+  assert.equal(v.length, 4);
+  assert.equal((v[3] as unknown[]).length, 100);
+  assert.equal(tally.elements, 4 + 4 * 102);
+  // one fewer: refused, though each constant alone is far under the limit
+  assert.equal(code(() => decodeWire(frame, { ...limits, elementsMax: 4 + 4 * 102 - 1 })), "MSGPACK_TOO_MANY");
+});
+
 test("__proto__ keys are plain own properties, never prototypes", () => {
   const f = Buffer.from([0x81, 0xa9, ...Buffer.from("__proto__"), 0x81, 0xa1, 0x78, 0x01]);
   const v = decodeWire(f) as Record<string, unknown>;

@@ -110,7 +110,7 @@ export function families(src: FamilySources): Family[] {
     },
     {
       name: "brine_request_lane_refused_total",
-      help: "Requests a lane answered 'retry later' without work: queue_full (brine_queue_len_max), stale (a sign-in older than brine_auth_stale_ms), gone (a sign-in whose connection closed before its turn)",
+      help: "Requests a lane answered 'retry later' without work: queue_full (brine_queue_len_max), stale (a sign-in older than brine_auth_stale_ms), gone (a sign-in whose connection closed before its turn), decode_budget (answered 'bad load': decoding it would pass its request thread's decode budget)",
       type: "counter",
       samples: b.laneRefused.map((r) => ({ labels: { lane: r.lane, reason: r.reason }, value: r.n })),
     },

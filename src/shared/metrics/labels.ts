@@ -106,7 +106,7 @@ export function tagSlotOf(tag: string): number {
 }
 
 export const LANES = ["clear", "req"] as const;
-export const LANE_REFUSALS = ["queue_full", "stale", "gone"] as const;
+export const LANE_REFUSALS = ["queue_full", "stale", "gone", "decode_budget"] as const;
 export const SEND_QUEUES = ["router", "publish"] as const;
 /** the minion-facing ports (native transport): request (ret_port), publish (publish_port) */
 export const MINION_PORTS = ["request", "publish"] as const;

@@ -7,7 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, type Cipher, type Decipher } from "node:crypto";
 import { BrineError } from "../errors.js";
-import { binHeaderBytes, decodeWire, encodeWire, isMap, writeBinHeader, type DecodeLimits, type MapEntrySpans, type WireValue, wireLimits } from "./msgpack.js";
+import { binHeaderBytes, decodeWire, encodeWire, isMap, writeBinHeader, type DecodeLimits, type DecodeTally, type MapEntrySpans, type WireValue, wireLimits } from "./msgpack.js";
 
 const AES_KEY_BYTES = 24;
 const HMAC_KEY_BYTES = 32;
@@ -116,6 +116,8 @@ export interface LoadsOptions {
   limits?: DecodeLimits;
   /** filled with where the top-level map's entries lie in the plaintext */
   spans?: MapEntrySpans;
+  /** adds the elements decoded (msgpack.ts DecodeTally) */
+  tally?: DecodeTally;
 }
 
 /**
@@ -243,7 +245,7 @@ export class Crypticle {
       if (got !== opts.nonce) throw new BrineError("CRYPTICLE_NONCE");
       body = body.subarray(NONCE_CHARS);
     }
-    const value = decodeWire(body, opts.limits ?? wireLimits, true, opts.spans); // the plaintext buffer is ours alone
+    const value = decodeWire(body, opts.limits ?? wireLimits, true, opts.spans, opts.tally); // the plaintext buffer is ours alone
     if (opts.checkSerial && isMap(value) && "serial" in value) {
       const serial = Number(value.serial);
       delete value.serial;

@@ -53,6 +53,12 @@ export interface MapEntrySpans {
   ends: number[];
 }
 
+/** Counts what decodeWire produced, for a caller that bounds what it holds decoded (request.ts, decode-budget.ts). */
+export interface DecodeTally {
+  /** containers' elements decoded (what `elementsMax` bounds), summed over every decode this tally was passed to */
+  elements: number;
+}
+
 export function newMapEntrySpans(): MapEntrySpans {
   return { buf: undefined, keys: [], starts: [], ends: [] };
 }
@@ -246,7 +252,10 @@ function readExt(r: Reader, type: number, len: number, depth: number): WireValue
   const body = r.bytes(len);
   if (type === EXT_DATETIME) return body.toString("latin1");
   if (type === EXT_CONSTANT) {
-    const inner = decodeWire(body, { ...r.limits, depthMax: r.limits.depthMax - depth });
+    // its elements count toward the frame's: a frame of many such values holds no more than elementsMax in all
+    const sub: DecodeTally = { elements: 0 };
+    const inner = decodeWire(body, { ...r.limits, depthMax: r.limits.depthMax - depth, elementsMax: r.limits.elementsMax - r.elements }, false, undefined, sub);
+    r.elements += sub.elements;
     return Array.isArray(inner) && inner.length === 2 ? inner[1]! : inner;
   }
   throw new BrineError("MSGPACK_EXT", `type ${type}`);
@@ -351,7 +360,7 @@ function readValue(r: Reader, depth: number): WireValue {
  * Byte values are copies unless `shareBytes`: then they are views into `buf`, for a caller that owns
  * `buf` and never rewrites it (a request frame, a decrypted plaintext) and spares the copies.
  */
-export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits, shareBytes = false, spans?: MapEntrySpans): WireValue {
+export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits, shareBytes = false, spans?: MapEntrySpans, tally?: DecodeTally): WireValue {
   const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   if (b.length > limits.bytesMax) throw new BrineError("FRAME_TOO_LARGE", `${b.length} bytes`);
   if (b.length === 0) throw new BrineError("MSGPACK_TRUNCATED", "empty frame");
@@ -362,6 +371,7 @@ export function decodeWire(buf: Uint8Array, limits: DecodeLimits = wireLimits, s
   const r = new Reader(b, limits, shareBytes, spans);
   const v = readValue(r, 0);
   if (r.pos !== b.length) throw new BrineError("MSGPACK_INVALID", `${b.length - r.pos} trailing bytes`);
+  if (tally) tally.elements += r.elements;
   return v;
 }
 

@@ -152,10 +152,14 @@ function storeReturn(ctx: MasterContext, load: Record<string, WireValue>, id: st
   // counted in the shared drop_stats (cluster.routes); the return is stored here all the same, and handed off to
   // the jid's owners when jobs are routed to a ring (the job cache's outbox)
   ctx.gate?.("jobs", jid);
-  return ctx.jobs.saveReturn(jid, id, load as never, ctx.cfg.job_cache_store_endtime).then((stored) => {
+  const saved = ctx.jobs.saveReturn(jid, id, load as never, ctx.cfg.job_cache_store_endtime).then((stored) => {
     if (!stored) log.info(`An extra return was detected from minion ${id}, please verify the minion, this could be a replay attack`);
     return RETURN_DONE;
   });
+  // stored (lmdb-js encodes the record at the put): nothing refers to the load while the write becomes durable, so
+  // its decode budget is free now (decode-budget.ts; a no-op for a return stored after a wait: charged until its reply)
+  ctx.decodeBudget.letGo();
+  return saved;
 }
 
 async function doPillar(ctx: MasterContext, load: Record<string, WireValue>, fx: Effects): Promise<AesResult> {

@@ -6,7 +6,8 @@ import type { KeyObject } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type { MasterConfig } from "../../shared/config/defaults.js";
-import { Crypticle } from "../../shared/protocol/crypticle.js";
+import { Crypticle, type LoadsOptions } from "../../shared/protocol/crypticle.js";
+import { DecodeBudget } from "./decode-budget.js";
 import { JidGenerator } from "../../shared/protocol/jid.js";
 import { privateKey, publicKey } from "../../shared/protocol/rsa.js";
 import { AcceptedKeyCache, keyStoreFor, type KeyStore } from "../../lib/pki/key-store.js";
@@ -160,7 +161,9 @@ export class MasterContext {
    * a request's decode fills it and its handler reads it synchronously, before any other request runs.
    */
   readonly loadSpans: MapEntrySpans = newMapEntrySpans();
-  readonly loadSpansOpts = { spans: this.loadSpans };
+  readonly loadSpansOpts: LoadsOptions = { spans: this.loadSpans };
+  /** what this thread's requests hold decoded, against decodedHeldBytesMax (decode-budget.ts; request.ts charges it) */
+  readonly decodeBudget = new DecodeBudget();
   /** per-minion OAEP ciphertexts of the AES and session keys, reused across sign-ins */
   readonly authCiphers = new AuthCipherCache();
   private aesCache: { gen: number; c: Crypticle } | undefined;

@@ -11,10 +11,11 @@ import { getLogger } from "../../shared/log.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { Crypticle, generateKeyString } from "../../shared/protocol/crypticle.js";
 import { validId } from "../../shared/protocol/ids.js";
-import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type MapEntrySpans, type WireValue } from "../../shared/protocol/msgpack.js";
+import { asBytes, decodeWire, encodeWire, isMap, wireLimits, type DecodeLimits, type DecodeTally, type MapEntrySpans, type WireValue } from "../../shared/protocol/msgpack.js";
 import { DEFAULT_ENC_ALGO, DEFAULT_SIG_ALGO, isEncAlgo, isSigAlgo, oaepEncrypt, rsaSign } from "../../shared/protocol/rsa.js";
 import { x931Verify } from "../../shared/protocol/x931.js";
 import { bigEnvelopeDepthMax, bigEnvelopeElementsMax, clearFrameBytesMax, largeClearElementsMax, frameBytesMax, rsaBlockBytesMax } from "../../shared/protocol/limits.js";
+import { LogBudget } from "../../shared/log-budget.js";
 import { AES_FUNCS, type AesResult } from "./aes-funcs.js";
 import { handleAuth } from "./auth.js";
 import { minionPolicy } from "./minion-policy.js";
@@ -66,6 +67,16 @@ let memo: Memo | undefined;
 export function lastMemo(): Memo | undefined {
   return memo;
 }
+/** the elements of the decode running now (one per thread: decodes are synchronous) */
+const tally: DecodeTally = { elements: 0 };
+/** Whether the request handleRequest last took was refused for its worker's decode budget (worker.ts counts them). */
+let overBudget = false;
+export function lastOverBudget(): boolean {
+  return overBudget;
+}
+/** decode-budget refusals: at most 20 lines a minute per thread, then a count */
+const budgetLog = new LogBudget(20, 60_000, (l) => log.warning(l), "requests refused for the decode budget");
+
 /** Whether the request handleRequest last took was answered without waiting (its promise is already settled). */
 let answeredAtOnce = true;
 export function lastAnsweredAtOnce(): boolean {
@@ -127,12 +138,45 @@ export function handleRequest(ctx: MasterContext, frame: Buffer, fx: Effects, so
   try {
     const reply = handle(ctx, frame, fx, source);
     answeredAtOnce = !(reply instanceof Promise);
-    if (reply instanceof Promise) return reply.then(toFrame, failed);
+    // what its decodes hold (decode-budget.ts): given back once its reply is ready, or now (a handler let go)
+    const held = ctx.decodeBudget.detach();
+    if (reply instanceof Promise) {
+      if (held === 0) return reply.then(toFrame, failed);
+      // the decoded load is kept until the reply is ready (a handler that waits may still read it)
+      const give = () => ctx.decodeBudget.give(held);
+      return reply.then(
+        (r) => (give(), toFrame(r)),
+        (e) => (give(), failed(e)),
+      );
+    }
+    ctx.decodeBudget.give(held);
     return Promise.resolve(toFrame(reply));
   } catch (e) {
     answeredAtOnce = true;
+    ctx.decodeBudget.letGo();
     return Promise.resolve(failed(e));
   }
+}
+
+/**
+ * `limits` as the decode budget allows for a decode of `bytes` bytes now (the same object when it allows all of
+ * them), or undefined when it allows none: the request is refused (overBudgetRefusal).
+ */
+function budgeted(ctx: MasterContext, bytes: number, limits: DecodeLimits): DecodeLimits | undefined {
+  const room = ctx.decodeBudget.elementsFor(bytes, limits.elementsMax);
+  if (room < 0) return undefined;
+  return room < limits.elementsMax ? { ...limits, elementsMax: room } : limits;
+}
+
+/** Whether a decode under `used` failed only for the budget (it would have gone on under the request's own `limits`). */
+function stoppedByBudget(e: unknown, used: DecodeLimits | undefined, limits: DecodeLimits): boolean {
+  return used === undefined || (used !== limits && isBrineError(e, "MSGPACK_TOO_MANY"));
+}
+
+/** The log line and flag of a request refused for its worker's decode budget; the caller answers it "bad load". */
+function overBudgetRefusal(ctx: MasterContext, what: string, bytes: number): void {
+  overBudget = true;
+  budgetLog.line(`${what} of ${bytes} bytes refused: decoding it would pass this request thread's decode budget (${ctx.decodeBudget.held} of ${ctx.decodeBudget.heldBytesMax} bytes held by requests in flight); answered "bad load", its minion signs in again and resends it`);
 }
 
 
@@ -149,6 +193,7 @@ const largeFrameLimits = { ...wireLimits, elementsMax: largeClearElementsMax };
 function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
   cmdSlot = CMD_NONE;
   memo = undefined;
+  overBudget = false;
   if (frame.length > frameBytesMax) {
     log.warning(`bad load received on socket: frame of ${frame.length} bytes exceeds frameBytesMax`);
     return { msg: BAD_LOAD };
@@ -160,9 +205,18 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   const big = frame.length > ctx.clearRequestBytesMax && source === undefined;
   const large = !big && frame.length > clearFrameBytesMax && source === undefined;
   let payload: WireValue;
+  const frameLimits = big ? bigEnvelopeLimits : large ? largeFrameLimits : wireLimits;
+  const frameUsed = budgeted(ctx, frame.length, frameLimits);
+  tally.elements = 0;
   try {
-    payload = decodeWire(frame, big ? bigEnvelopeLimits : large ? largeFrameLimits : wireLimits, true); // the frame is this request's own: byte values may be views into it
+    if (!frameUsed) throw new BrineError("MSGPACK_TOO_MANY", "decode budget");
+    payload = decodeWire(frame, frameUsed, true, undefined, tally); // the frame is this request's own: byte values may be views into it
   } catch (e) {
+    if (stoppedByBudget(e, frameUsed, frameLimits)) {
+      // the string, as for an AES load that does not open: a minion signs in again and resends the request once
+      overBudgetRefusal(ctx, "A request", frame.length);
+      return BAD_LOAD;
+    }
     const why = isBrineError(e) ? e.message : String(e);
     if (big) log.warning(`bad load received on socket: frame of ${frame.length} bytes over brine_clear_request_bytes_max (${ctx.clearRequestBytesMax}) is not a flat AES envelope (${why})`);
     else log.warning(`bad load received on socket: ${why}`);
@@ -181,6 +235,8 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   let load: WireValue = payload.load;
   let session: Crypticle | undefined;
   let cipher: Buffer | undefined;
+  // the envelope's charge: its elements, and its bytes but an AES load's ciphertext (a view into the frame)
+  ctx.decodeBudget.charge(tally.elements, enc === "aes" && Buffer.isBuffer(load) ? frame.length - load.length : frame.length);
 
   // where the load's entries lie in its plaintext (a return's event re-sends them as they came);
   // one holder per thread: filled by the decode below and read by the handler before it first waits
@@ -189,15 +245,30 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   if (enc === "aes") {
     cipher = asBytes(load);
     if (!cipher) return BAD_LOAD;
+    const opts = ctx.loadSpansOpts;
+    const loadUsed = budgeted(ctx, cipher.length, wireLimits);
+    if (!loadUsed) {
+      overBudgetRefusal(ctx, `A request from ${short(payload.id)}`, cipher.length);
+      return BAD_LOAD;
+    }
+    opts.limits = loadUsed;
+    opts.tally = tally;
+    tally.elements = 0;
     try {
       if (version > 2) {
         if (!validId(payload.id)) throw new BrineError("BAD_ID", "Encountered invalid id");
         session = ctx.sessions.get(payload.id).crypticle;
-        load = session.loads(cipher, ctx.loadSpansOpts);
+        load = session.loads(cipher, opts);
       } else {
-        load = ctx.aes().crypticle.loads(cipher, ctx.loadSpansOpts);
+        load = ctx.aes().crypticle.loads(cipher, opts);
       }
+      // the plaintext is at most the ciphertext's length: its strings are charged at that
+      ctx.decodeBudget.charge(tally.elements, cipher.length);
     } catch (e) {
+      if (stoppedByBudget(e, loadUsed, wireLimits)) {
+        overBudgetRefusal(ctx, `A request from ${short(payload.id)}`, cipher.length);
+        return BAD_LOAD;
+      }
       if (isBrineError(e, "CRYPTICLE_AUTH")) {
         log.debug("Minion failed to auth to master (AES key mismatch); it will re-authenticate");
       } else log.error(`Bad load from minion: ${isBrineError(e) ? e.message : String(e)}`);

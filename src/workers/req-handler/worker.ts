@@ -12,9 +12,9 @@ import type { MasterConfig } from "../../shared/config/defaults.js";
 import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
-import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemo, type Memo } from "./request.js";
+import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemo, lastOverBudget, type Memo } from "./request.js";
 import { installSubsystems } from "./subsystems.js";
-import type { BatchPart, BatchResult, BatchTask, CleanupResult, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
+import type { BatchPart, BatchResult, BatchTask, CleanupResult, Lane, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
 import { BatchReplies } from "./batch-replies.js";
 import { batchHoldMsMax } from "./limits.js";
 import { installSyncOutbox } from "../../shared/sync-outbox.js";
@@ -35,6 +35,8 @@ interface WorkerInit {
   log: { level: string; file: string | null; fileLevel: string | null };
   /** the lane's BroadcastChannel name, for the replies that go before their batch's result (BatchPart) */
   partChannel: string;
+  /** the lane this worker serves (its refusals are counted under it) */
+  lane: Lane;
 }
 
 const init = workerData as WorkerInit;
@@ -78,6 +80,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   const now = Date.now();
   let stale = 0;
   let gone = 0;
+  /** frames refused for this thread's decode budget (decode-budget.ts) */
+  let overBudget = 0;
   /** frames whose reply was not ready when handleRequest returned (none: no hold timer, the next tick ends the batch) */
   let waiting = 0;
   const n = task.frames.length;
@@ -150,6 +154,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     const p = handleRequest(ctx, Buffer.from(f.buffer, f.byteOffset, f.byteLength), fx, task.sources?.[i] ?? undefined);
     mark = performance.now();
     cmds[i] = lastCmdSlot();
+    if (lastOverBudget()) overBudget++;
     const memo = lastMemo();
     if (memo) (memos ??= [])[i] = memo;
     if (lastAnsweredAtOnce()) {
@@ -163,6 +168,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
       });
     }
   }
+  if (overBudget) ctx.metrics.laneRefused(init.lane === "clear" ? 0 : 1, 3, overBudget); // reason decode_budget
   if (stale) ctx.metrics.laneRefused(0, 1, stale); // clear lane (the only one with staleMs), reason stale
   if (stale) staleLog.line(`${stale} sign-in request(s) waited over ${task.staleMs} ms; answered retry-later without work`);
   if (gone) {
