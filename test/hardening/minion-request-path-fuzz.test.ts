@@ -8,53 +8,28 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import fc from "fast-check";
-import { masterDefaults } from "../../src/shared/config/defaults.js";
-import { MasterContext, newEffects } from "../../src/workers/req-handler/context.js";
+import { newEffects, type MasterContext } from "../../src/workers/req-handler/context.js";
+import { requestContext, type RequestContext } from "../helpers/request-context.js";
 import { handleRequest } from "../../src/workers/req-handler/request.js";
 import { AES_FUNCS } from "../../src/workers/req-handler/aes-funcs.js";
-import { installSubsystems } from "../../src/workers/req-handler/subsystems.js";
-import { loadOrCreateKeyPair } from "../../src/lib/pki/master-keys.js";
-import { KeyStore } from "../../src/lib/pki/key-store.js";
-import { SharedSecrets } from "../../src/shared/secrets.js";
-import { NonceSet } from "../../src/shared/nonce-set.js";
-import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
 import type { MinionKeys } from "../../src/lib/minion/keys.js";
-import { testKeys } from "../helpers/minions.js";
-import { configureLogging } from "../../src/shared/log.js";
 import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 
 const HANDLER_THREW = "Some exception handling minion payload";
+let rc: RequestContext;
 let ctx: MasterContext;
-let root: string;
 let keys: MinionKeys;
 let aesKey: string;
 
 before(async () => {
-  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
-  root = mkdtempSync(path.join(os.tmpdir(), "brine-fuzz-"));
-  const cfg = { ...masterDefaults(), id: "m", pki_dir: path.join(root, "pki"), cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), file_roots: { base: [path.join(root, "srv")] }, pillar_roots: { base: [path.join(root, "pillar")] } };
-  for (const d of [cfg.cachedir, ...cfg.file_roots.base, ...cfg.pillar_roots.base]) mkdirSync(d, { recursive: true });
-  const store = new KeyStore(cfg.pki_dir);
-  store.ensureDirs();
-  loadOrCreateKeyPair(cfg.pki_dir, "master", 2048);
-  keys = (await testKeys(1))[0]!;
-  store.write("accepted", "fz", keys.publicPem);
-  const secrets = new SharedSecrets();
-  aesKey = generateKeyString();
-  secrets.setAesKey(aesKey);
-  ctx = new MasterContext(cfg, { secrets: secrets.sab, nonces: new NonceSet(1 << 16).sab, jids: new SharedArrayBuffer(8) });
-  await installSubsystems(ctx);
+  rc = await requestContext("brine-fuzz-", "fz");
+  ({ ctx, keys, aesKey } = rc);
 });
-after(async () => {
-  await ctx.store.close();
-  rmSync(root, { recursive: true, force: true });
-});
+after(() => rc.close());
 
 /** One request through the path: exactly one reply, as bytes, no throw, no handler failure. */
 async function oneReply(frame: Buffer): Promise<void> {

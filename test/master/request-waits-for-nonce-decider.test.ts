@@ -10,53 +10,29 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { masterDefaults } from "../../src/shared/config/defaults.js";
-import { MasterContext, newEffects, type Effects } from "../../src/workers/req-handler/context.js";
+import { newEffects, type Effects, type MasterContext } from "../../src/workers/req-handler/context.js";
+import { requestContext, type RequestContext } from "../helpers/request-context.js";
 import { handleRequest } from "../../src/workers/req-handler/request.js";
-import { installSubsystems } from "../../src/workers/req-handler/subsystems.js";
-import { loadOrCreateKeyPair } from "../../src/lib/pki/master-keys.js";
-import { KeyStore } from "../../src/lib/pki/key-store.js";
-import { SharedSecrets } from "../../src/shared/secrets.js";
-import { NonceSet } from "../../src/shared/nonce-set.js";
-import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
-import { testKeys } from "../helpers/minions.js";
-import { configureLogging } from "../../src/shared/log.js";
 import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { busEventOf } from "../../src/shared/event-frame.js";
 import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED } from "../../src/shared/nonce-owner.js";
 
+let rc: RequestContext;
 let ctx: MasterContext;
-let root: string;
 let aesKey: string;
 /** the asks the test's decider holds: each resolves when the test says */
 const held: { nonce: string; answer: (v: number) => void }[] = [];
 
 before(async () => {
-  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
-  root = mkdtempSync(path.join(os.tmpdir(), "brine-decider-"));
-  const cfg = { ...masterDefaults(), id: "m", pki_dir: path.join(root, "pki"), cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), file_roots: { base: [path.join(root, "srv")] }, pillar_roots: { base: [path.join(root, "pillar")] } };
-  for (const d of [cfg.cachedir, ...cfg.file_roots.base, ...cfg.pillar_roots.base]) mkdirSync(d, { recursive: true });
-  const store = new KeyStore(cfg.pki_dir);
-  store.ensureDirs();
-  loadOrCreateKeyPair(cfg.pki_dir, "master", 2048);
-  store.write("accepted", "far-1", (await testKeys(1))[0]!.publicPem);
-  const secrets = new SharedSecrets();
-  aesKey = generateKeyString();
-  secrets.setAesKey(aesKey);
-  ctx = new MasterContext(cfg, { secrets: secrets.sab, nonces: new NonceSet(1 << 16).sab, jids: new SharedArrayBuffer(8) });
-  await installSubsystems(ctx);
+  rc = await requestContext("brine-decider-", "far-1");
+  ({ ctx, aesKey } = rc);
   // this master does not own far-1: every request of it waits for the test's verdict
   (ctx as { nonceOwner: unknown }).nonceOwner = { ask: (_id: string, nonce: string) => new Promise<number>((answer) => held.push({ nonce, answer })) };
 });
-after(async () => {
-  await ctx.store.close();
-  rmSync(root, { recursive: true, force: true });
-});
+after(() => rc.close());
 
 /** A v2 request of far-1 (a 3006.8 minion's envelope), and its nonce. */
 function frame(load: Record<string, unknown>): { f: Buffer; nonce: string } {

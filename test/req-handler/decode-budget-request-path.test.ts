@@ -10,24 +10,14 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { masterDefaults } from "../../src/shared/config/defaults.js";
-import { MasterContext, newEffects } from "../../src/workers/req-handler/context.js";
+import { newEffects, type MasterContext } from "../../src/workers/req-handler/context.js";
+import { requestContext, type RequestContext } from "../helpers/request-context.js";
 import { handleRequest, lastOverBudget } from "../../src/workers/req-handler/request.js";
-import { installSubsystems } from "../../src/workers/req-handler/subsystems.js";
 import { DecodeBudget, decodedElementHeapBytesMax } from "../../src/workers/req-handler/decode-budget.js";
-import { loadOrCreateKeyPair } from "../../src/lib/pki/master-keys.js";
-import { KeyStore } from "../../src/lib/pki/key-store.js";
-import { SharedSecrets } from "../../src/shared/secrets.js";
-import { NonceSet } from "../../src/shared/nonce-set.js";
-import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
+import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
 import { formatJid } from "../../src/shared/protocol/jid.js";
-import { testKeys } from "../helpers/minions.js";
-import { configureLogging } from "../../src/shared/log.js";
 import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { NONCE_FRESH } from "../../src/shared/nonce-owner.js";
 
@@ -36,31 +26,17 @@ const ELEMENTS = 10_000;
 /** the budget: room for two such requests and a half */
 const BUDGET = Math.floor(2.5 * ELEMENTS * decodedElementHeapBytesMax);
 
+let rc: RequestContext;
 let ctx: MasterContext;
-let root: string;
 let aesKey: string;
 const held: { answer: (v: number) => void }[] = [];
 
 before(async () => {
-  configureLogging({ level: process.env.BRINE_TEST_LOG ?? "quiet" });
-  root = mkdtempSync(path.join(os.tmpdir(), "brine-budget-"));
-  const cfg = { ...masterDefaults(), id: "m", pki_dir: path.join(root, "pki"), cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), file_roots: { base: [path.join(root, "srv")] }, pillar_roots: { base: [path.join(root, "pillar")] } };
-  for (const d of [cfg.cachedir, ...cfg.file_roots.base, ...cfg.pillar_roots.base]) mkdirSync(d, { recursive: true });
-  const store = new KeyStore(cfg.pki_dir);
-  store.ensureDirs();
-  loadOrCreateKeyPair(cfg.pki_dir, "master", 2048);
-  store.write("accepted", "heavy-1", (await testKeys(1))[0]!.publicPem);
-  const secrets = new SharedSecrets();
-  aesKey = generateKeyString();
-  secrets.setAesKey(aesKey);
-  ctx = new MasterContext(cfg, { secrets: secrets.sab, nonces: new NonceSet(1 << 16).sab, jids: new SharedArrayBuffer(8) });
-  await installSubsystems(ctx);
+  rc = await requestContext("brine-budget-", "heavy-1");
+  ({ ctx, aesKey } = rc);
   (ctx as { decodeBudget: DecodeBudget }).decodeBudget = new DecodeBudget(BUDGET);
 });
-after(async () => {
-  await ctx.store.close();
-  rmSync(root, { recursive: true, force: true });
-});
+after(() => rc.close());
 
 /** A v2 request of heavy-1 (a 3006.8 minion's envelope) carrying `data`, and its nonce. */
 function frame(load: Record<string, unknown>): { f: Buffer; nonce: string } {
