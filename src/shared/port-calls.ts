@@ -35,8 +35,16 @@ export function revivePortError(f: PortError, fallback: ErrCode): BrineError {
 interface Waiting<A> {
   resolve(v: A): void;
   reject(e: Error): void;
-  deadline: TimerHandle;
+  deadline: TimerHandle | undefined;
 }
+
+/**
+ * A call's wait for its answer: the calls' own deadline (the default), or `untilGone` for the one call whose
+ * answer is slow by nature and whose other side is known to be making progress (a thread's start, which
+ * loads modules and restores from disk: tens of seconds on a loaded box). Such a call ends with its answer or
+ * with rejectAll() when the other side is gone, never with a deadline.
+ */
+export type CallWait = "deadline" | "untilGone";
 
 /** The calls one side of a port has made and not had answered. */
 export class PortCalls<A> {
@@ -54,12 +62,15 @@ export class PortCalls<A> {
   ) {}
 
   /** Calls `post` with a fresh id; resolves with the answer to that id. */
-  call(post: (id: number) => void): Promise<A> {
+  call(post: (id: number) => void, wait: CallWait = "deadline"): Promise<A> {
     const id = this.nextId++;
     return new Promise<A>((resolve, reject) => {
-      const deadline = this.timer.after(this.timeoutMs, () => {
-        if (this.waiting.delete(id)) reject(this.onTimeout());
-      });
+      const deadline =
+        wait === "untilGone"
+          ? undefined
+          : this.timer.after(this.timeoutMs, () => {
+              if (this.waiting.delete(id)) reject(this.onTimeout());
+            });
       this.waiting.set(id, { resolve, reject, deadline });
       try {
         post(id);
@@ -97,7 +108,7 @@ export class PortCalls<A> {
     const w = this.waiting.get(id);
     if (!w) return undefined;
     this.waiting.delete(id);
-    w.deadline.cancel();
+    w.deadline?.cancel();
     return w;
   }
 }

@@ -55,7 +55,8 @@ export class ClusterNode {
   ) {}
 
   /**
-   * Starts the Raft worker and waits until it has restored every group from disk and published the ring.
+   * Starts the Raft worker and waits until it has restored every group from disk and published the ring, for
+   * as long as that takes (RaftClient.ready(): no deadline; a warning every call deadline while it lasts).
    * Throws CLUSTER_BAD_NODE_ID (before anything starts) for an unusable `id`, or the worker's coded error.
    */
   static async start(cfg: MasterConfig, limits?: Partial<WorkerLimits>, opts: { peer?: RaftWorkerPeerInit } = {}): Promise<ClusterNode> {
@@ -90,12 +91,21 @@ export class ClusterNode {
     const raft = new RaftClient(worker);
     node = new ClusterNode(nodeId, ringBuffer, worker, raft);
     let status: NodeStatus;
+    // ready() has no deadline (a slow start is a loaded box, not a lost call): say so while it lasts
+    let waitedMs = 0;
+    const slow = setInterval(() => {
+      waitedMs += raft.callTimeoutMs;
+      log.warning(`the raft worker has not finished starting after ${waitedMs / 1000} s (modules, keys, restoring its groups from disk): still waiting`);
+    }, raft.callTimeoutMs);
+    slow.unref();
     try {
       status = await raft.ready();
     } catch (e) {
       // its sockets closed first where it still answers: a thread ended with a zeromq socket open aborts the process
       await endThread(worker, "raft", { close: () => raft.close() }, raftCloseWaitMsMax);
       throw e instanceof BrineError ? e : new BrineError("RAFT_STOPPED", (e as Error).message);
+    } finally {
+      clearInterval(slow);
     }
     const cluster = status.groups.find((g) => g.group === "cluster");
     if (cluster) {

@@ -4,7 +4,7 @@
  * - a refused call rejects with a BrineError with the worker's code and text (src/shared/port-calls.ts);
  * - a call never hangs: it fails with RAFT_STOPPED when the endpoint closes (the worker exited, or the port's
  *   other side went away) and with RAFT_UNKNOWN after clientCallTimeoutMs (the outcome of a proposal is then
- *   unknown, as the code says), on this thread's one coarse timer for calls;
+ *   unknown, as the code says), on this thread's one coarse timer for calls; ready() alone has no deadline;
  * - proposals made in the same turn are coalesced: every propose() queued before the next microtask checkpoint
  *   goes to the worker in one `propose` message (each entry still gets its own log entry and its own result).
  *   A round trip costs tens of microseconds of both threads' time; per proposal it would cap a busy caller
@@ -14,7 +14,7 @@ import type { ListJobsFilter } from "../../lib/store/job-filter.js";
 import type { LeaderView } from "./leader-progress.js";
 import type { MessagePort, Worker } from "node:worker_threads";
 import { BrineError } from "../../shared/errors.js";
-import { PortCalls, revivePortError } from "../../shared/port-calls.js";
+import { PortCalls, revivePortError, type CallWait } from "../../shared/port-calls.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
 import { proposeEntriesMax, type EntryOutcome, type FromRaft, type MembershipChange, type NodeStatus, type ProposeResult, type RaftAnswers, type ReadOptions, type ReadQuery, type ReadResult, type ToRaft } from "./api.js";
 import { clientCallTimeoutMs } from "./limits.js";
@@ -70,13 +70,19 @@ export class RaftClient {
     this.calls.rejectAll(e);
   }
 
-  private call<K extends keyof RaftAnswers>(msg: Extract<Call, { k: K }>): Promise<RaftAnswers[K]> {
+  private call<K extends keyof RaftAnswers>(msg: Extract<Call, { k: K }>, wait: CallWait = "deadline"): Promise<RaftAnswers[K]> {
     if (this.closed) return Promise.reject(this.closed);
-    return this.calls.call((id) => this.endpoint.postMessage({ ...msg, id } as ToRaft)) as Promise<RaftAnswers[K]>;
+    return this.calls.call((id) => this.endpoint.postMessage({ ...msg, id } as ToRaft), wait) as Promise<RaftAnswers[K]>;
   }
 
+  /**
+   * The worker's status once it has started (restored every group from disk and published the ring). No
+   * deadline: a start is local work (modules, keys, LMDB) that a loaded box makes slow, not a call that can be
+   * lost, and a master that gave up on it would die for its box's load (a fresh-clone CI run at load 30 saw
+   * starts past the 15 s call deadline). It fails only when the worker exits (RAFT_STOPPED).
+   */
   ready(): Promise<NodeStatus> {
-    return this.call({ k: "ready" });
+    return this.call({ k: "ready" }, "untilGone");
   }
   propose(group: string, entry: ClusterEntry): Promise<ProposeResult> {
     if (this.closed) return Promise.reject(this.closed);
