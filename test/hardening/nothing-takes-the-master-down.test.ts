@@ -8,7 +8,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { startTestMaster, type TestMaster } from "../helpers/master.js";
 import { CLI_DIR, runCli, writeConfigDir } from "../helpers/cli.js";
@@ -16,6 +16,7 @@ import { fastMinion, testKeys } from "../helpers/minions.js";
 import { RawClient } from "../../src/lib/minion/raw-client.js";
 import type { MinionKeys } from "../../src/lib/minion/keys.js";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
+import { formatJid } from "../../src/shared/protocol/jid.js";
 
 const HOOK = new URL("../helpers/fault-hook.js", import.meta.url).pathname;
 const AES_CMDS = ["_return", "_pillar", "_minion_event", "_master_opts", "_mine", "_mine_get", "_mine_delete", "_mine_flush", "_file_envs", "_file_find", "_file_hash", "_file_hash_and_stat", "_serve_file", "_file_list", "_dir_list", "_file_list_emptydirs", "_symlink_list", "_master_tops"];
@@ -104,6 +105,32 @@ describe("nothing a minion, a client or a runner does takes the master down", { 
     } finally {
       rmSync(`${faults}.publisher`, { force: true });
     }
+  });
+
+  test("a request worker that ends in the middle of a batch: its request is answered with Salt's error and the death logged, a return acknowledged before is still stored, and another worker serves the lane", async () => {
+    rmSync(faults, { force: true });
+    const raw = new RawClient({ host: "127.0.0.1", port: tm.retPort, timeoutMs: 30_000 });
+    const as = { key: minion.creds!.session!, id: minion.id, keys: minionKeys };
+    const ret = (jid: string) => raw.aes({ cmd: "_return", id: minion.id, jid, fun: "test.ping", fun_args: [], return: true, retcode: 0, success: true }, as);
+    const first = formatJid(Date.now() - 2000, 0);
+    const second = formatJid(Date.now() - 1000, 0);
+    try {
+      assert.equal((await ret(first)).decrypted, null, "the first return acknowledged (stored)");
+      writeFileSync(`${faults}.worker-exit`, "");
+      const dying = await raw.aes({ cmd: "_minion_event", id: minion.id, tag: "fault/exit", data: {} }, as);
+      assert.equal(dying.reply, "Some exception handling minion payload");
+      rmSync(`${faults}.worker-exit`, { force: true });
+      assert.equal((await ret(second)).decrypted, null, "a worker took the lane again and stored the second return");
+    } finally {
+      rmSync(`${faults}.worker-exit`, { force: true });
+      raw.close();
+    }
+    for (const jid of [first, second]) {
+      const r = await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", jid, "--out", "json"]);
+      assert.deepEqual(JSON.parse(r.stdout), { "fault-minion": true }, `${jid}: ${r.stdout}${r.stderr}`);
+    }
+    assert.match(readFileSync(tm.cfg.log_file, "utf8"), /req lane batch failed: .*exit/i);
+    assert.equal(master.exitCode, null, out);
   });
 
   test("once the faults stop, the same minion runs a job and salt-run answers", async () => {

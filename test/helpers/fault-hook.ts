@@ -3,6 +3,7 @@
  * named by BRINE_FAULT_FILE exists, in every thread of that process, every minion request handler (AES commands,
  * the fileserver's included) throws or rejects, the key store and the root key throw (so `_auth` and `publish`
  * fail too), and it adds runners that throw, reject, return what msgpack cannot encode, or end their thread.
+ * While `${BRINE_FAULT_FILE}.worker-exit` exists, a `_minion_event` ends the request worker thread that handles it.
  * Nothing of it is in the master's own code: the test checks that a failure anywhere is answered and the
  * process serves on.
  */
@@ -22,6 +23,8 @@ const get = Map.prototype.get;
   const h = get.call(this, name) as ((...a: unknown[]) => unknown) | undefined;
   if (!h) return h;
   return (...a: unknown[]) => {
+    // a request worker that ends in the middle of a batch (its V8 heap bound reached, say): the thread, not the process
+    if (name === "_minion_event" && flag !== undefined && existsSync(`${flag}.worker-exit`)) process.exit(7);
     if (!on()) return h(...a);
     if (name.length % 2 === 0) throw new Error(`injected fault in ${name}`);
     return Promise.reject(new Error(`injected fault in ${name} (async)`));
