@@ -2,8 +2,13 @@
  * The request port (`ret_port`, 4506): a ROUTER, served by libzmq (zeromq.js) or, with
  * `brine_minion_transport: native`, by brine's own ZMTP server (zmtp-server.ts). Each message is identity frames
  * + the request body; the body goes to the request lanes with the identity frames as its tag, and the reply goes
- * back with them. No decoding here: a stopping master answers SHUTDOWN_REPLY, a full lane QUEUE_FULL_REPLY,
- * both at once, so every request gets exactly one reply.
+ * back with them. No decoding here: a stopping master answers a clear request SHUTDOWN_REPLY, a full lane's clear
+ * request QUEUE_FULL_REPLY, both at once. An AES request (a minion's return, pillar, file or mine request) refused
+ * for the same reasons gets no reply: a Salt minion cannot read a map as the reply to an AES request (its
+ * Crypticle.loads raises TypeError, which salt/channel/client.py's send() retries at once, `return_retry_tries` times,
+ * and the minion then drops the return), while silence is what an overloaded or stopping Salt master gives: the
+ * minion's try times out (60 s for a return) and it sends again, on a new connection (through a balancer, maybe to
+ * another master).
  */
 import { Router } from "zeromq";
 import type { MasterConfig } from "../shared/config/defaults.js";
@@ -11,7 +16,7 @@ import { getLogger } from "../shared/log.js";
 import { SendQueue, type Outbox } from "./send-queue.js";
 import { setBatchSizes } from "./zmq-memory.js";
 import { NativeRouter } from "./zmtp-server.js";
-import { QUEUE_FULL_REPLY, SHUTDOWN_REPLY } from "./req-pool.js";
+import { classify, QUEUE_FULL_REPLY, SHUTDOWN_REPLY } from "./req-pool.js";
 import { TOO_LARGE_REPLY } from "../workers/req-handler/replies.js";
 import { LogBudget } from "../shared/log-budget.js";
 import type { ConnBoard } from "../shared/conn-board.js";
@@ -86,7 +91,8 @@ export class RequestPort {
     const body = frames[frames.length - 1]!;
     const tag = frames.slice(0, -1);
     if (this.stopping()) {
-      this.reply(tag, SHUTDOWN_REPLY);
+      if (classify(body) === "clear") this.reply(tag, SHUTDOWN_REPLY);
+      else this.laneFull.line("master stopping: an AES request is left unanswered (its minion sends it again after its timeout)");
       return;
     }
     const key = this.signIns.keyOf(body);
@@ -100,8 +106,10 @@ export class RequestPort {
       this.signInKeys.set(tag, key);
     }
     if (!this.submit(body, tag, this.native ? tag[0]!.readUInt32BE(1) : undefined)) {
-      this.laneFull.line("request lane full; answering retry-later");
-      this.reply(tag, QUEUE_FULL_REPLY);
+      if (classify(body) === "clear") {
+        this.laneFull.line("request lane full; answering retry-later");
+        this.reply(tag, QUEUE_FULL_REPLY);
+      } else this.laneFull.line("request lane full; an AES request is left unanswered (its minion sends it again after its timeout)");
     }
   }
 

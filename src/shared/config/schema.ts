@@ -296,7 +296,7 @@ export const MasterConfigSchema = Type.Object(
     file_recv: bool(false, "minions may push files to the master (cp.push, cp.push_dir), into cachedir/minions/<id>/files"),
     file_recv_max_size: int(100, 1, 1_048_576, "largest file a minion may push", { unit: "MiB" }),
     // --- request lanes and storage ---
-    brine_queue_len_max: int(10_000, 1, 10_000_000, "requests waiting per lane before retry-later replies"),
+    brine_queue_len_max: int(10_000, 1, 10_000_000, "requests waiting per lane before refusals: a clear request is answered retry-later, an AES request left unanswered (its minion sends it again after its timeout)"),
     brine_clear_request_bytes_max: int(1024 * 1024, 64 * 1024, 64 * 1024 * 1024, "largest clear request (a CLI publish with its arguments, a runner or wheel call) taken from the request port; over 64 KiB one is decoded with at most 65,536 elements, over this bound it is refused before any container in it is read", { unit: "bytes" }),
     brine_session_table_minions: int(100_000, 1, 10_000_000, "minions whose session key the request threads share in one table (src/shared/session-table.ts: 256 bytes each, resident only as minions are stored); past it each thread reads the key file of a minion its own 512 entries do not hold", { unit: "minions" }),
     brine_key_table_minions: int(100_000, 1, 1_000_000, "minions whose accepted key and verified tok the request threads share in one table (src/shared/key-table.ts: 1,536 bytes each reserved, ~900 resident per 2,048-bit key stored); past it each thread keeps its own copy of the keys it reads", { unit: "minions" }),

@@ -1,7 +1,10 @@
 /** Replies the lanes give without running a request (shared by the main thread and the workers). */
 import { encodeWire } from "../../shared/protocol/msgpack.js";
 
-/** The reply when a lane is full; a minion treats it like "bad load" (it re-sends later). */
+/**
+ * The reply to a clear request (a sign-in, a CLI call) when its lane is full: a Salt minion's sign-in logs it and
+ * tries again after acceptance_wait_time. An AES request gets no reply instead (request-port.ts says why).
+ */
 export const QUEUE_FULL_REPLY = encodeWire({ error: "request queue is full, retry later" });
 /** The reply to a sign-in that waited past its minion's patience (the clear lane's staleMs). */
 export const STALE_REPLY = encodeWire({ error: "request waited too long in the queue, retry later" });
