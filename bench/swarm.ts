@@ -107,6 +107,8 @@ export async function startBrineMaster(extraConfig: Record<string, unknown> = {}
     pillar_roots: { base: [path.join(root, "srv", "pillar")] },
     brine_minion_transport: benchTransports()[0],
     ...extraConfig,
+    // BRINE_BENCH_MASTER_CONFIG: options (JSON) every bench master gets, e.g. '{"worker_threads":3}' for an arm of a pair that differs by an option
+    ...(process.env.BRINE_BENCH_MASTER_CONFIG ? (JSON.parse(process.env.BRINE_BENCH_MASTER_CONFIG) as Record<string, unknown>) : {}),
   };
   writeFileSync(path.join(etc, "master"), Object.entries(cfg).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("\n") + "\n");
   // BRINE_BENCH_MASTER_DIST: another build's dist/ directory, so one bench and one swarm measure two builds' masters
