@@ -18,6 +18,7 @@ import { randomBytes, createPrivateKey, createPublicKey, type KeyObject } from "
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import * as zmq from "zeromq";
+import { ZmqSettle } from "../../shared/zmq-settle.js";
 import { BrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
@@ -45,6 +46,8 @@ const joinsPendingMax = 32;
 const joinExchangeTtlMs = 30_000;
 /** a peer that refuses this member's handshakes as unknown is probed for a second cluster at most this often, ms */
 const secondClusterProbeEveryMs = 60_000;
+/** how long close() waits for libzmq to destroy the join sockets (zmq-settle.ts), ms */
+const socketsDestroyedWaitMs = 2_000;
 /** how long a probe waits for the peer's challenge, ms */
 const secondClusterProbeWaitMs = 5_000;
 
@@ -74,6 +77,8 @@ export class JoinHost {
   private readonly pending = new Map<string, { ex: ResponderExchange; at: number }>();
   /** the DEALERs of join attempts in flight: closed by close(), since a thread ended with a zeromq socket open aborts the process */
   private readonly dialing = new Set<zmq.Dealer>();
+  /** every DEALER until libzmq has destroyed it: close() waits for them (a REFUSE frame may still be queued: zmq-settle.ts) */
+  private readonly settle = new ZmqSettle();
   private readonly replay = new JoinReplayGuard();
   private readonly refusals = new LogBudget(refusalLinesPerWindowMax, refusalLogWindowMs, (l) => log.warning(l));
 
@@ -308,6 +313,7 @@ export class JoinHost {
       random: (n) => randomBytes(n),
     });
     const sock = new zmq.Dealer({ linger: 0, receiveTimeout: timeoutMs, sendTimeout: timeoutMs, connectTimeout: timeoutMs });
+    this.settle.watch(sock);
     this.dialing.add(sock);
     const h = host.includes(":") ? `[${host}]` : host;
     try {
@@ -357,10 +363,15 @@ export class JoinHost {
     }
   }
 
-  /** Closes the sockets of join attempts in flight (each attempt then ends as unreachable). */
-  close(): void {
+  /**
+   * Closes the sockets of join attempts in flight (each attempt then ends as unreachable), and waits (at most
+   * socketsDestroyedWaitMs) until libzmq has destroyed every socket of this host, so the thread may then end.
+   */
+  async close(): Promise<void> {
     for (const sock of this.dialing) if (!sock.closed) sock.close();
     this.dialing.clear();
+    const open = await this.settle.settled(socketsDestroyedWaitMs);
+    if (open) log.warning(`join: ${open} socket(s) not yet destroyed by libzmq ${socketsDestroyedWaitMs} ms after close; ending this thread now may abort the process`);
   }
 
   /** This master's own cluster key, else the fingerprint, else a cluster.pub put in cluster_pki_dir by hand, else none (no cluster is trusted). */

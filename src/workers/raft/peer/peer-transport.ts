@@ -25,6 +25,7 @@
  */
 import { EventEmitter } from "node:events";
 import * as zmq from "zeromq";
+import { ZmqSettle } from "../../../shared/zmq-settle.js";
 import { BrineError, isBrineError, type ErrCode } from "../../../shared/errors.js";
 import { getLogger, type Logger } from "../../../shared/log.js";
 import { CoarseTimer, type TimerHandle } from "../../../shared/coarse-timer.js";
@@ -88,10 +89,11 @@ class OutboundLink {
  */
 const bindRetryMs = 2000;
 /**
- * How long close() waits for the DEALERs' event observers to end, ms. libzmq tells an observer its socket is
- * gone (MONITOR_STOPPED) on its reaper thread a moment after close(); a thread that ends (terminate, process
- * exit) while one still waits makes zeromq.js throw a C++ exception at teardown, which aborts the whole
- * process ("terminate called after throwing an instance of 'Napi::Error'", zeromq.js#411).
+ * How long close() waits for libzmq to destroy the sockets (their observers end), ms. libzmq tells an observer
+ * its socket is gone (MONITOR_STOPPED) on its reaper thread a moment after close(); a thread that ends
+ * (terminate, process exit) before that aborts the whole process: zeromq.js throws at teardown for a waiting
+ * observer (zeromq.js#411), and libzmq hands a dropped message's buffer back to the freed module
+ * (src/shared/zmq-settle.ts).
  */
 const observersEndWaitMs = 2000;
 /** Jitter applied to each reconnect delay, as a fraction (±). */
@@ -117,8 +119,8 @@ export class PeerTransport {
   private closed = false;
   private boundPort = 0;
   private joinHandler: ((conn: string, frame: Uint8Array) => Promise<Uint8Array | undefined>) | undefined;
-  /** the DEALERs' event observers that have not ended yet (close() waits for them: observersEndWaitMs) */
-  private readonly observers = new Set<zmq.Observer>();
+  /** the sockets libzmq has not destroyed yet (close() waits for them: observersEndWaitMs) */
+  private readonly settle = new ZmqSettle();
 
   constructor(private readonly opts: PeerTransportOptions) {
     if (opts.keys.self.id !== opts.selfId) {
@@ -187,6 +189,7 @@ export class PeerTransport {
       }
     }
     this.boundPort = Number(/:(\d+)$/.exec(router.lastEndpoint ?? "")?.[1] ?? port);
+    this.settle.watch(router);
     this.listener.attach(router);
     for (const link of this.links) this.dial(link);
     this.log.info(`peer channel ${this.opts.selfId} listening on ${host}:${this.boundPort}, ${this.links.length} peer(s)`);
@@ -323,16 +326,9 @@ export class PeerTransport {
     this.listener.close();
     // let the sockets' receive loops see the close before the caller, say, rebinds the port
     await new Promise((r) => setImmediate(r));
-    // and the observers end before the caller may end this thread (observersEndWaitMs says why)
-    for (const until = Date.now() + observersEndWaitMs; this.openObservers() > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 2));
-    const open = this.openObservers();
-    if (open) this.log.warning(`peer channel: ${open} socket observer(s) still open ${observersEndWaitMs} ms after close; ending this thread now may abort the process`);
-  }
-
-  /** How many DEALER observers have not ended (the ended ones are dropped from the set). */
-  private openObservers(): number {
-    for (const o of this.observers) if (o.closed) this.observers.delete(o);
-    return this.observers.size;
+    // and libzmq destroys them before the caller may end this thread (observersEndWaitMs says why)
+    const open = await this.settle.settled(observersEndWaitMs);
+    if (open) this.log.warning(`peer channel: ${open} socket(s) not yet destroyed by libzmq ${observersEndWaitMs} ms after close; ending this thread now may abort the process`);
   }
 
   // ------------------------------------------------------------------ outbound
@@ -398,9 +394,7 @@ export class PeerTransport {
     link.sock = sock;
     link.state = "connecting";
     const lost = (what: string) => () => this.fail(link, gen, what);
-    const observer = sock.events;
-    this.openObservers(); // drops those that ended: the set holds the live ones only
-    this.observers.add(observer);
+    const observer = this.settle.watch(sock);
     observer.on("disconnect", lost("disconnected"));
     observer.on("close", lost("connection closed"));
     observer.on("connect:retry", lost("connection refused"));
