@@ -15,7 +15,7 @@ import { open as openLmdb } from "lmdb";
 import { configureLogging } from "../../src/shared/log.js";
 import { restartDelayMs } from "../../src/main-thread/state-sync-host.js";
 import { LMDB_CBOR } from "../../src/lib/store/lmdb-env.js";
-import { batchItemsMax } from "../../src/workers/state-sync/messages.js";
+import { fetchBatchItems } from "../../src/workers/state-sync/messages.js";
 import type { PeerReport } from "../../src/workers/state-sync/messages.js";
 import type { Stored } from "../../src/workers/state-sync/manifest-store.js";
 import { stateSyncPair } from "../helpers/state-sync-pair.js";
@@ -38,8 +38,8 @@ test("a thread that dies between a batch's renames and its one manifest commit: 
   configureLogging({ level: "critical", file: path.join(root, "master.log"), fileLevel: "warning" });
   const files = 1000;
   const perItem = 96;
-  // in the second batch processed (batches are of batchItemsMax items but the last), before its commit
-  const dieAt = batchItemsMax + 44;
+  // in the second batch processed (a puller's batches are of fetchBatchItems items but the last), before its commit
+  const dieAt = fetchBatchItems + 44;
   for (let d = 0; d < files / 100; d++) {
     const dir = path.join(root, "a", "srv", "salt", `d${d}`);
     mkdirSync(dir, { recursive: true });
@@ -55,9 +55,9 @@ test("a thread that dies between a batch's renames and its one manifest commit: 
     // the thread is down (restarted after restartDelayMs): what it left on disk and in its manifest
     assert.equal(onDisk(), dieAt, "every item placed before the death is at its name");
     // the batches are processed in the order their replies come back, each whole: the ones before the death are
-    // recorded (whatever their sizes), the one in progress is in place and not recorded (a commit an item: all 300)
+    // recorded (whatever their sizes), the one in progress is in place and not recorded (a commit an item: all of them)
     const committed = manifestOf(b.root);
-    assert.ok(committed.size < dieAt && dieAt - committed.size <= batchItemsMax, `the batch in progress is in place and not recorded: ${committed.size} recorded of ${dieAt} in place`);
+    assert.ok(committed.size < dieAt && dieAt - committed.size <= fetchBatchItems, `the batch in progress is in place and not recorded: ${committed.size} recorded of ${dieAt} in place`);
     const parts = readdirSync(b.roots).flatMap((d) => readdirSync(path.join(b.roots, d)).filter((f) => f.startsWith(".brine-part-")));
     assert.deepEqual(parts, [], "no partial file is left: each item was renamed before the next was written");
 

@@ -4,10 +4,10 @@
  * every peer request goes out as `{k: "req"}` on its port to the main thread, and a peer's request comes in as
  * `{k: "in"}`; src/main-thread/cluster/state-sync-link.ts).
  *
- * A transfer from a peer, per channel: the peer's manifest in pages (pageItemsMax), each page diffed against this
- * master's (manifest.ts; on the wire each hash as its 32 bytes), tombstoned items removed, then only what differs
+ * A transfer from a peer, per channel: the peer's manifest in pages (pullPageItems), each page diffed against this
+ * master's (manifest.ts; on the wire each hash as its 32 bytes), tombstoned items removed, then only what differs (held as bytes: entry-list.ts)
  * fetched: small items whole and batched (at most chunkBytesMax a request; asked by path alone and answered in order
- * with their bytes alone, checked against the manifest's size and sha256, a mismatch fetched again by ranges),
+ * with their bytes alone, checked against the manifest's size and sha256, a mismatch fetched again by ranges; fetchBatchItems a request),
  * large ones in chunkBytesMax ranges, requestsInFlightMax requests in flight, each range's sha256 checked (fetched again up to
  * rangeAttemptsMax times), the whole item's sha256 checked before it is renamed into place (sources.ts). Replies to
  * manifest and fetch requests (answered by serve.ts) are deflated for a puller that says it reads them (`z: 1`; wire.ts: not the ranges of
@@ -46,8 +46,9 @@ import { LogBudget } from "../../shared/log-budget.js";
 import { minionPkiDir } from "../../shared/shared-fs.js";
 import { validId } from "../../shared/protocol/ids.js";
 import type { Store } from "../../lib/store/lmdb-env.js";
-import { announceMs, batchItemsMax, chunkBytesMax, keysRescanMs, keysTickMs, pageItemsMax, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, requestsInFlightMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type ToEngine } from "./messages.js";
+import { announceMs, chunkBytesMax, fetchBatchItems, keysRescanMs, keysTickMs, pullPageItems, pullTimeoutMs, rangeAttemptsMax, requestTimeoutMs, STATUS_DIR, requestsInFlightMax, wireForm, probeName, type EngineCall, type FromEngine, type PeerMsg, type PeerReport, type Piece, type ToEngine } from "./messages.js";
 import { KEY_CHANNELS, checkItemPath, diffPage, entryFromWire, parseChannel, policyOf, validEntry, type Channel, type ManifestEntry } from "./manifest.js";
+import { EntryList } from "./entry-list.js";
 import { SummaryWalk, subRequest, summaryFromWire } from "./range-tree.js";
 import { DirSource, SourceStopped, dirLayout, type Source } from "./sources.js";
 import { sha256 } from "./dir-install.js";
@@ -326,6 +327,8 @@ export class StateSyncEngine {
     const r = emptyReport();
     const t0 = this.now();
     const src = this.source(ch);
+    // what a page leaves to fetch, its buffers reused from page to page (entry-list.ts)
+    const list = new EntryList();
     this.pulling.set(ch, (this.pulling.get(ch) ?? 0) + 1);
     try {
       await src.scan();
@@ -333,7 +336,7 @@ export class StateSyncEngine {
       // peer with many items may answer with a range summary instead (`r: 1`: we read one), and only the ranges
       // whose content differs here are paged
       const digest = src.digest();
-      const first = (await this.ask(peer, { op: "manifest", ch, n: pageItemsMax, ...(digest ? { digest } : {}), w: wireForm, ...(src.entries ? { r: 1, t: 1 } : {}) })) as ManifestReply;
+      const first = (await this.ask(peer, { op: "manifest", ch, n: pullPageItems, ...(digest ? { digest } : {}), w: wireForm, ...(src.entries ? { r: 1, t: 1 } : {}) })) as ManifestReply;
       if (!first || (!Array.isArray(first.entries) && !Array.isArray(first.sum))) throw new Error("malformed manifest page");
       if (typeof first.probe === "string" && this.sharedWith(peer, ch, first.probe)) r.shared = [ch];
       else if (first.same === true && digest) {
@@ -343,10 +346,10 @@ export class StateSyncEngine {
         const walk = new SummaryWalk((s) => src.entries!(s));
         walk.add(summaryFromWire(first.sum), 0);
         for (let s = walk.next(); s; s = walk.next()) {
-          if (s.k === "page") await this.pullPages(peer, ch, src, r, { from: s.from, ...(s.to !== undefined ? { to: s.to } : {}) });
+          if (s.k === "page") await this.pullPages(peer, ch, src, r, list, { from: s.from, ...(s.to !== undefined ? { to: s.to } : {}) });
           else walk.add(summaryFromWire(((await this.ask(peer, subRequest(ch, s))) as ManifestReply | undefined)?.sum), s.depth, s);
         }
-      } else await this.pullPages(peer, ch, src, r, {}, first);
+      } else await this.pullPages(peer, ch, src, r, list, {}, first);
     } catch (e) {
       addError(r, (e as Error).message);
       r.failed = [ch];
@@ -369,25 +372,33 @@ export class StateSyncEngine {
     return r;
   }
 
-  /** Pages of the peer's manifest (all of it, or the range `[from, to)`), each diffed and applied; `first` is the first page when already asked. */
-  private async pullPages(peer: string, ch: Channel, src: Source, r: PeerReport, range: { from?: string; to?: string }, first?: ManifestReply): Promise<void> {
+  /**
+   * Pages of the peer's manifest (all of it, or the range `[from, to)`), each diffed and applied; `first` is the first
+   * page when already asked. Once a page is diffed only `list` (entry-list.ts: what it leaves to fetch, as bytes) lives
+   * on while its items are fetched: the page's decoded entries are dropped first.
+   */
+  private async pullPages(peer: string, ch: Channel, src: Source, r: PeerReport, list: EntryList, range: { from?: string; to?: string }, first?: ManifestReply): Promise<void> {
     let page = first;
     let after: string | undefined;
     for (;;) {
-      page ??= (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), ...range, n: pageItemsMax, w: wireForm })) as ManifestReply;
-      if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
-      await this.applyPage(peer, ch, src, page.entries, r, page.w === wireForm);
-      const last = (page.entries as { p?: unknown }[]).at(-1)?.p;
-      if (page.more !== true || typeof last !== "string") return;
-      after = last;
+      page ??= (await this.ask(peer, { op: "manifest", ch, ...(after !== undefined ? { after } : {}), ...range, n: pullPageItems, w: wireForm })) as ManifestReply;
+      const { more, last, compact } = await this.takePage(peer, ch, src, page, r, list);
       page = undefined;
+      await this.fetchList(peer, ch, src, list, r, compact);
+      if (!more || last === undefined) return;
+      after = last;
     }
   }
 
-  /** One page of the peer's manifest: checked entry by entry, diffed, tombstoned items removed, the rest fetched. */
-  private async applyPage(peer: string, ch: Channel, src: Source, entries: unknown[], r: PeerReport, compact: boolean): Promise<void> {
+  /**
+   * One page of the peer's manifest: checked entry by entry, diffed, tombstoned items removed, what is to be fetched
+   * loaded into `list`; whether more pages follow, after which path, and whether the peer speaks the compact forms.
+   */
+  private async takePage(peer: string, ch: Channel, src: Source, page: ManifestReply, r: PeerReport, list: EntryList): Promise<{ more: boolean; last: string | undefined; compact: boolean }> {
+    if (!page || !Array.isArray(page.entries)) throw new Error("malformed manifest page");
+    const last = (page.entries as { p?: unknown }[]).at(-1)?.p;
     const good: ManifestEntry[] = [];
-    for (const raw of entries) {
+    for (const raw of page.entries) {
       const e = entryFromWire(raw);
       const p = (e as { p?: unknown })?.p;
       const why = !validEntry(e) ? "malformed entry" : (() => {
@@ -402,6 +413,7 @@ export class StateSyncEngine {
       good.push(e as ManifestEntry);
     }
     const d = diffPage(policyOf(ch), good, (p) => src.entry(p));
+    list.load(d.fetch);
     for (const e of d.delete) {
       try {
         await src.remove(e);
@@ -412,54 +424,62 @@ export class StateSyncEngine {
     }
     for (const e of d.adopt) src.adopt(e);
     // a peer of an earlier version answers without `w`: its fetches take ranges only
-    await this.fetchAll(peer, ch, src, d.fetch, r, compact);
+    return { more: page.more === true, last: typeof last === "string" ? last : undefined, compact: page.w === wireForm };
   }
 
-  /** Fetches and installs `items`: small ones batched, large ones by ranges; requestsInFlightMax requests in flight. */
-  private async fetchAll(peer: string, ch: Channel, src: Source, items: ManifestEntry[], r: PeerReport, compact: boolean): Promise<void> {
-    const small = items.filter((e) => e.s <= chunkBytesMax);
-    const large = items.filter((e) => e.s > chunkBytesMax);
-    const batches: ManifestEntry[][] = [];
-    let cur: ManifestEntry[] = [];
-    let bytes = 0;
-    for (const e of small) {
-      if (cur.length && (cur.length >= batchItemsMax || bytes + e.s > chunkBytesMax)) {
-        batches.push(cur);
-        cur = [];
-        bytes = 0;
-      }
-      cur.push(e);
-      bytes += e.s;
-    }
-    if (cur.length) batches.push(cur);
-    const retry: ManifestEntry[] = [];
+  /**
+   * Fetches and installs the items of `list`: small ones batched, large ones by ranges; requestsInFlightMax requests in
+   * flight. A batch is a stretch of the list's indices (its large items passed over): its entries are made from the list
+   * when its request is written and again when its reply is checked, so no entry waits for a reply (entry-list.ts).
+   */
+  private async fetchList(peer: string, ch: Channel, src: Source, list: EntryList, r: PeerReport, compact: boolean): Promise<void> {
+    const large: number[] = [];
+    const retry: number[] = [];
     let next = 0;
+    const small = (i: number) => list.size(i) <= chunkBytesMax;
+    // the next batch, [from, to) over the list: at most fetchBatchItems small items and chunkBytesMax of their bytes
+    const take = (): [number, number] | undefined => {
+      const from = next;
+      let count = 0;
+      let bytes = 0;
+      for (; next < list.length; next++) {
+        if (!small(next)) {
+          large.push(next);
+          continue;
+        }
+        const s = list.size(next);
+        if (count && (count >= fetchBatchItems || bytes + s > chunkBytesMax)) break;
+        count++;
+        bytes += s;
+      }
+      return count ? [from, next] : undefined;
+    };
     const worker = async () => {
-      while (next < batches.length) {
-        const batch = batches[next++]!;
+      for (let b = take(); b; b = take()) {
+        const [from, to] = b;
         let pieces: Piece[];
         try {
-          const rep = (await this.ask(peer, { op: "get", ch, items: batch.map((e) => (compact ? e.p : { p: e.p, h: e.h, off: 0, len: e.s })) })) as { pieces?: unknown };
-          if (!rep || !Array.isArray(rep.pieces)) throw new Error("malformed fetch reply");
-          pieces = rep.pieces as Piece[];
+          pieces = await this.fetchBatch(peer, ch, list, from, to, compact);
         } catch (e) {
-          for (const x of batch) addError(r, `${x.p}: ${(e as Error).message}`);
+          for (let i = from; i < to; i++) if (small(i)) addError(r, `${list.path(i)}: ${(e as Error).message}`);
           r.failed = [ch];
           continue;
         }
         const good: ManifestEntry[] = [];
         const data: Uint8Array[] = [];
-        for (let i = 0; i < batch.length; i++) {
-          const e = batch[i]!;
+        let k = 0;
+        for (let i = from; i < to; i++) {
+          if (!small(i)) continue;
+          const e = list.at(i);
           // the reply's pieces are in the request's order (a whole piece names no path; one that does must be this one)
-          const at = pieces[i];
+          const at = pieces[k++];
           const piece = at && (at.p === undefined || at.p === e.p) ? at : undefined;
           if (!piece || piece.error !== undefined || !(piece.data instanceof Uint8Array)) {
             addError(r, `${e.p}: ${piece?.error ?? "missing from the reply"}`);
             continue;
           }
           if (piece.data.byteLength !== e.s || sha256(piece.data) !== e.h) {
-            retry.push(e); // fetched again alone, by ranges
+            retry.push(i); // fetched again alone, by ranges
             continue;
           }
           good.push(e);
@@ -468,8 +488,23 @@ export class StateSyncEngine {
         await this.installFetched(ch, src, good, data, r);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(requestsInFlightMax, batches.length) }, worker));
-    for (const e of [...retry, ...large]) await this.installOne(ch, src, e, (off, len) => this.fetchRange(peer, ch, e, off, len), r);
+    await Promise.all(Array.from({ length: requestsInFlightMax }, worker));
+    for (const i of [...retry, ...large]) {
+      const e = list.at(i);
+      await this.installOne(ch, src, e, (off, len) => this.fetchRange(peer, ch, e, off, len), r);
+    }
+  }
+
+  /** The pieces of one batch, `[from, to)` over `list` (its small items), asked by path (a peer of an earlier version: by range). */
+  private async fetchBatch(peer: string, ch: Channel, list: EntryList, from: number, to: number, compact: boolean): Promise<Piece[]> {
+    const items: PeerMsg & { op: "get" } = { op: "get", ch, items: [] };
+    for (let i = from; i < to; i++) {
+      if (list.size(i) > chunkBytesMax) continue;
+      items.items.push(compact ? list.path(i) : { p: list.path(i), h: list.at(i).h, off: 0, len: list.size(i) });
+    }
+    const rep = (await this.ask(peer, items)) as { pieces?: unknown };
+    if (!rep || !Array.isArray(rep.pieces)) throw new Error("malformed fetch reply");
+    return rep.pieces as Piece[];
   }
 
   /**

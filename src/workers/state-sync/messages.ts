@@ -17,8 +17,18 @@ export const pageItemsMax = 1000;
 export const pagePathCharsMax = 256 * 1024;
 /** Bytes in one fetch request's reply (a range of a large item, or a batch of small ones), bytes. */
 export const chunkBytesMax = 512 * 1024;
-/** Small items in one fetch request, count. */
+/** Small items in one fetch request, count: what a server answers (a puller asks fetchBatchItems). */
 export const batchItemsMax = 256;
+/**
+ * Entries a puller asks in one manifest page, and small items in one of its fetch requests, count (a server answers up to
+ * pageItemsMax and batchItemsMax, as a puller of an earlier version asks). What a page's diff or a batch's install makes
+ * is alive from its reply until it is done, and the state-sync thread's young generation is 1 MiB a semi-space
+ * (stateSyncHeapLimits): a page or batch that allocates more than that while it is processed has what it made survive two
+ * scavenges and promoted to the old generation, garbage there until the next mark-compact (entry-list.ts; bench/RESULTS.md,
+ * session 13). A small item installed allocates ~6 KiB (a 256-byte file: its Stats, path, manifest row and LMDB encoding).
+ */
+export const pullPageItems = 250;
+export const fetchBatchItems = 64;
 /** Fetch requests in flight per transfer, count. */
 export const requestsInFlightMax = 4;
 /** A range whose hash does not match is fetched again this many times in all, count. */
