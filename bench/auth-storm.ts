@@ -17,7 +17,7 @@
  *   master's and the swarm's CPU, the clear lane's work and refusals, replies dropped for a gone peer, handshakes
  *   timed out), is written to stderr and, with `BRINE_BENCH_STORM_TIMELINE=FILE`, to FILE as TSV.
  * - `BRINE_BENCH_STORM_BACKLOG=4096` gives the master that `zmq_backlog` (Salt's default 1000; the kernel caps it
- *   at net.core.somaxconn).
+ *   at net.core.somaxconn); `BRINE_BENCH_STORM_WORKER_THREADS=2` that `worker_threads` (Salt's default 5).
  * - `BRINE_BENCH_STORM_EXTERNAL=RETPORT:PID` runs the storm against a master already running on 127.0.0.1 (the
  *   Python master of ../shared/real-salt, `auto_accept: True`), its CPU read from PID's process tree; no ping.
  */
@@ -231,7 +231,7 @@ async function stormOn(n: number, target: { retPort: number; pid: number; label:
   const note = `${target.label}, ${n} minions started at once in ${procs} swarm procs (Salt's retry: auth_timeout 5 s × 7, acceptance_wait_time 10 s)${nice ? `, brine_worker_nice ${nice}` : ""}, load ${load0} -> ${load1}`;
   const rows: BenchRow[] = [
     { figure: `storm ${n} (${target.label}): signed in`, value: accepted.length, unit: "minions", target: n, better: "higher", note: `${note}; start failures ${JSON.stringify(Object.fromEntries(c.startFailures))}` },
-    { figure: `storm ${n} (${target.label}): all signed in within`, value: Math.round(lastS * 10) / 10, unit: "s", better: "lower", note: `${accepted.length < n ? `only ${accepted.length} of ${n}: the time of the last one` : "from the start of all to the last accepted sign-in"}; the kernel's listen overflows / drops meanwhile ${atLast.listen[0] - ticks[0]!.listen[0]} / ${atLast.listen[1] - ticks[0]!.listen[1]} (zmq_backlog ${process.env.BRINE_BENCH_STORM_BACKLOG ?? "default"})` },
+    { figure: `storm ${n} (${target.label}): all signed in within`, value: Math.round(lastS * 10) / 10, unit: "s", better: "lower", note: `${accepted.length < n ? `only ${accepted.length} of ${n}: the time of the last one` : "from the start of all to the last accepted sign-in"}; the kernel's listen overflows / drops meanwhile ${atLast.listen[0] - ticks[0]!.listen[0]} / ${atLast.listen[1] - ticks[0]!.listen[1]} (zmq_backlog ${process.env.BRINE_BENCH_STORM_BACKLOG ?? "default"}, worker_threads ${process.env.BRINE_BENCH_STORM_WORKER_THREADS ?? "default"})` },
     { figure: `storm ${n} (${target.label}): sign-in payloads per minion`, value: Math.round((payloads / n) * 100) / 100, unit: "payloads", better: "lower", note: `results ${JSON.stringify(Object.fromEntries(c.authResults))}` },
     { figure: `storm ${n} (${target.label}): timed-out sign-in tries per minion`, value: Math.round((timedOutTries / n) * 100) / 100, unit: "tries", better: "lower", note: "each followed by the same payload again (a new connection for 3007.x) while tries remain" },
     { figure: `storm ${n} (${target.label}): master CPU per signed-in minion`, value: accepted.length ? Math.round((cpuS / accepted.length) * 1e6) : NaN, unit: "us", better: "lower", note: `${cpuS.toFixed(1)} s of master CPU (all threads) from the start to the last sign-in; by thread (schedstat): ${threadsBetween(threads0, threadsAtLast)}` },
@@ -277,7 +277,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const nice = Number(process.env.BRINE_BENCH_STORM_WORKER_NICE ?? 0);
     // BRINE_BENCH_STORM_BACKLOG: the master's zmq_backlog (its ports' listen backlog; Salt's default 1000)
     const backlog = process.env.BRINE_BENCH_STORM_BACKLOG;
-    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort }, ...(nice ? { brine_worker_nice: nice } : {}), ...(backlog ? { zmq_backlog: Number(backlog) } : {}) }, cpus ? { cpus } : {});
+    // BRINE_BENCH_STORM_WORKER_THREADS: the master's worker_threads (split between its lanes: req-pool.ts laneThreads)
+    const threads = process.env.BRINE_BENCH_STORM_WORKER_THREADS;
+    const m = await startBrineMaster({ id: "bench-auth-storm", brine_metrics: { port: metricsPort }, ...(nice ? { brine_worker_nice: nice } : {}), ...(backlog ? { zmq_backlog: Number(backlog) } : {}), ...(threads ? { worker_threads: Number(threads) } : {}) }, cpus ? { cpus } : {});
     try {
       out.push(...(await stormOn(n, { retPort: m.retPort, pid: m.pid, label: "brine", m, metricsPort })));
     } finally {
