@@ -9,6 +9,7 @@ import { masterDefaults, type MasterConfig } from "../../src/shared/config/defau
 import { MasterServer } from "../../src/main.js";
 import { configureLogging } from "../../src/shared/log.js";
 import { freePort } from "../../tools/free-port.js";
+import { seedKeyPair } from "../../tools/master-key-pool.js";
 export { freePort };
 
 
@@ -71,6 +72,9 @@ export async function startTestMaster(overrides: Partial<MasterConfig> = {}, roo
     ...(poolPort !== undefined ? { cluster_pool_port: poolPort } : {}),
   };
   for (const d of cfg.file_roots.base ?? []) mkdirSync(d, { recursive: true });
+  // a pre-made pair (tools/master-key-pool.ts) unless pki_dir holds one or the test asks for another keysize (which
+  // the master then generates): the master's own generation is ~0.3 s of CPU a start, on this thread
+  if (cfg.keysize === 2048) await seedKeyPair(cfg.pki_dir, "master");
   const server = new MasterServer(cfg);
   await server.start();
   const tm: TestMaster = {
