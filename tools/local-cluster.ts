@@ -33,6 +33,12 @@ export const CLI_DIR = new URL("../src/cli/", import.meta.url);
 export const PUB_PORT = 4505;
 export const RET_PORT = 4506;
 export const POOL_PORT = 4520;
+/**
+ * How long startMaster() waits for a master's "ready" line, ms: a hang guard, not a speed bound. At load ~30 here
+ * job-placement's five masters starting at once took 46-49 s each, and a fresh-clone CI run at load had a master of
+ * recover-outbox miss the 60 s this was.
+ */
+export const masterStartTimeoutMs = 120_000;
 
 /** The haproxy binary, if installed. */
 export function haproxyBinary(): string | undefined {
@@ -319,7 +325,7 @@ export class ClusterHarness {
     m.proc = p;
     let out = "";
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`${m.id} did not start within 60 s: ${out}`)), 60_000);
+      const t = setTimeout(() => reject(new Error(`${m.id} did not start within ${masterStartTimeoutMs / 1000} s: ${out}`)), masterStartTimeoutMs);
       const on = (d: Buffer) => {
         out += d.toString();
         if (out.includes(" ready (")) {
