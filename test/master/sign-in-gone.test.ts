@@ -40,7 +40,10 @@ test("the conn board calls a connection gone only after its own close, never a l
 });
 
 test("sign-ins whose connections closed while they waited are answered without work; live ones are all signed", async () => {
-  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_metrics: { port: 0 } });
+  // brine_auth_stale_ms an hour (its maximum; 0 would turn the gone check off with it): no sign-in here is answered
+  // retry-later for its wait (lanes-bounded tests that); on a loaded box the lane's one thread took longer than the
+  // default 4.5 s over the 192 live ones, and the last batch was answered unsigned (a CI run at load 30: 128 of 192)
+  const tm = await startTestMaster({ auto_accept: true, worker_threads: 1, brine_metrics: { port: 0 }, brine_auth_stale_ms: 3_600_000 });
   const keys = await testKeys(2);
   const signIn = (id: string) => encodeWire({ enc: "clear", load: { cmd: "_auth", id, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[id.length % 2]!.pub) }, version: 3 });
   const busyClients = 3;
@@ -78,7 +81,6 @@ test("sign-ins whose connections closed while they waited are answered without w
     const goneN = m.get(key) ?? 0;
     assert.equal((m.get('salt_master_requests_handled_total{cmd="_auth"}') ?? 0) + goneN, total, "each sign-in handled once or counted gone");
     assert.ok(goneN > 0, "sign-ins whose connection had closed before their batch ran were not worked on");
-    assert.equal(m.get('brine_request_lane_refused_total{lane="clear",reason="stale"}') ?? 0, 0, "none was stale (they waited under brine_auth_stale_ms)");
   } finally {
     for (const c of [...busy, ...gone]) c.close();
     await tm.stop();
