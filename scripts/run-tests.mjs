@@ -2,19 +2,14 @@
 // Runs every compiled test file under dist/test with node:test, one file more at a time than the machine has
 // cores (3 on CI's 2: the cluster and syndic tests spend much of their time waiting on timers and sockets, which
 // a third file fills); BRINE_TEST_CONCURRENCY sets it.
-// The files run longest first: test/durations.json holds each file's last recorded duration (ms), files it does
-// not name run first (in name order), so that the run does not end on one long cluster test alone. They go to
-// node:test's run(), which starts them in the order given; `node --test <files>` sorts its files by name (Node 20's
-// createTestFileList), which ran them in name order whatever this script asked. `--record` merges this run's
-// durations into test/durations.json.
+// Node 20's --test takes no globs, so the files are listed here, longest first: test/durations.json holds each
+// file's last recorded duration (ms), files it does not name run first (in name order), so that the run does not
+// end on one long cluster test alone. `--record` merges this run's durations into test/durations.json.
 //   node scripts/run-tests.mjs [--record] [substring of a test path ...]  (a file runs when its path has any of them)
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
-import { run } from "node:test";
-import { spec } from "node:test/reporters";
-import durations from "./test-durations-reporter.mjs";
+import { spawnSync } from "node:child_process";
 
 const DURATIONS = "test/durations.json";
 const concurrency = process.env.BRINE_TEST_CONCURRENCY ? Number(process.env.BRINE_TEST_CONCURRENCY) : availableParallelism() + 1;
@@ -51,30 +46,28 @@ if (files.length === 0) {
   console.error(`no test files found under dist/test${filters.length ? ` matching ${filters.join(", ")}` : ""}`);
   process.exit(1);
 }
-/**
- * A test file's subprocess is ended past this, ms (the CLI's --test-timeout): a hang guard, as long as the longest
- * timeout a test declares (job-placement's 900 s). At 300 s a full run at load ~32 ended job-placement, whose one
- * test allows itself 900 s, while it was still placing its jobs.
- */
-const fileTimeoutMs = 900_000;
-let failed = false;
-const events = run({ files, concurrency, timeout: fileTimeoutMs });
-// as `node --test` does: a failed test that is not a todo fails the run
-events.on("test:fail", (data) => {
-  if (data.todo === undefined || data.todo === false) failed = true;
-});
-const [toSpec, toDurations] = [new PassThrough({ objectMode: true }), new PassThrough({ objectMode: true })];
-events.pipe(toSpec);
-events.pipe(toDurations);
-const printed = new Promise((resolve, reject) => toSpec.compose(new spec()).on("error", reject).on("end", resolve).pipe(process.stdout, { end: false }));
-let measured = "";
-for await (const chunk of toDurations.compose(durations)) measured += chunk;
-await printed;
-if (record && measured) {
+const tmp = mkdtempSync(join(tmpdir(), "brine-test-durations-"));
+const measured = join(tmp, "durations.json");
+const res = spawnSync(
+  process.execPath,
+  [
+    "--test",
+    `--test-concurrency=${concurrency}`,
+    "--test-timeout=300000",
+    "--test-reporter=spec",
+    "--test-reporter-destination=stdout",
+    "--test-reporter=./scripts/test-durations-reporter.mjs",
+    `--test-reporter-destination=${measured}`,
+    ...files,
+  ],
+  { stdio: "inherit" },
+);
+if (record && existsSync(measured)) {
   const merged = { ...known };
-  for (const [file, ms] of Object.entries(JSON.parse(measured))) merged[file] = Math.round(ms);
+  for (const [file, ms] of Object.entries(JSON.parse(readFileSync(measured, "utf8")))) merged[file] = Math.round(ms);
   const sorted = Object.fromEntries(Object.keys(merged).filter((f) => existsSync(f)).sort().map((f) => [f, merged[f]]));
   writeFileSync(DURATIONS, JSON.stringify(sorted, null, 1) + "\n");
-  console.log(`${DURATIONS}: ${Object.keys(JSON.parse(measured)).length} files recorded`);
+  console.log(`${DURATIONS}: ${Object.keys(JSON.parse(readFileSync(measured, "utf8"))).length} files recorded`);
 }
-process.exit(failed ? 1 : 0);
+rmSync(tmp, { recursive: true, force: true });
+process.exit(res.status ?? 1);
