@@ -13,7 +13,7 @@ import { Netapi } from "./netapi.js";
 import { readApiOptions } from "./options.js";
 import { readOption } from "../shared/config/options.js";
 import { threadInit } from "../shared/thread-kit.js";
-import { closeClientSockets } from "../lib/client/local-client.js";
+import { clientSocketsSettled, closeClientSockets } from "../lib/client/local-client.js";
 
 const init = threadInit<ApiInit>("api");
 const log = getLogger("brine.api");
@@ -30,6 +30,8 @@ port.on("message", (m: MainToApi) => {
   closeClientSockets();
   void (closeServing?.() ?? Promise.resolve())
     .catch((e: Error) => log.warning(`HTTP API did not close cleanly: ${e.message}`))
+    // libzmq must have let go of what the closed sockets still held before the thread may end (zmq-settle.ts)
+    .then(() => clientSocketsSettled())
     .finally(() => post({ k: "stopped" }));
 });
 

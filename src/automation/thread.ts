@@ -21,7 +21,7 @@ import { parentPort } from "node:worker_threads";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { getLogger } from "../shared/log.js";
-import { LocalClient, closeClientSockets } from "../lib/client/local-client.js";
+import { LocalClient, clientSocketsSettled, closeClientSockets } from "../lib/client/local-client.js";
 import { decodeWire, isMap } from "../shared/protocol/msgpack.js";
 import { eventOfFrame, type BusEvent } from "../shared/event-frame.js";
 import { JinjaEnv } from "../lib/render/jinja.js";
@@ -382,7 +382,8 @@ parentPort!.on("message", (m: ToAutomation) => {
       const cut = closeClientSockets();
       if (busy > 0) log.warning(`master stopping: ${busy} reaction(s) or scheduled call(s) still running after ${drainMs} ms; ${cut} request(s) to the master cut short`);
       // a reaction cut short may still write its job record: the job cache stays open for it until the end
-      void (busy === 0 ? (store?.close() ?? Promise.resolve()) : Promise.resolve()).finally(() => post({ k: "stopped" }));
+      // and libzmq must have let go of what the closed sockets still held before the thread may end (zmq-settle.ts)
+      void Promise.allSettled([busy === 0 ? (store?.close() ?? Promise.resolve()) : Promise.resolve(), clientSocketsSettled()]).finally(() => post({ k: "stopped" }));
     };
     check();
   }

@@ -8,7 +8,7 @@ import { JobCache } from "../lib/store/job-cache.js";
 import { MinionCache } from "../lib/store/minion-cache.js";
 import { dataTypeOf } from "../shared/minion-placement.js";
 import { keyStoreFor } from "../lib/pki/key-store.js";
-import { LocalClient, closeClientSockets } from "../lib/client/local-client.js";
+import { LocalClient, clientSocketsSettled, closeClientSockets } from "../lib/client/local-client.js";
 import { busEventOf, type BusEvent } from "../shared/event-frame.js";
 import { encodeWire } from "../shared/protocol/msgpack.js";
 import { keptWarm, type MainToRunner, type RunnerInit, type RunnerToMain, type SpareRunnerData } from "./messages.js";
@@ -77,7 +77,8 @@ parentPort!.on("message", (m: MainToRunner) => {
     // recorded as failed first
     const recorded = m.abandoned !== undefined && recordAbandoned ? recordAbandoned(m.abandoned) : Promise.resolve();
     closeClientSockets();
-    void recorded.finally(() => post({ k: "stopped" }));
+    // and libzmq must have let go of what the closed sockets still held before the thread may end (zmq-settle.ts)
+    void Promise.allSettled([recorded, clientSocketsSettled()]).finally(() => post({ k: "stopped" }));
     return;
   }
   if (m.k !== "ev") return;
@@ -218,4 +219,10 @@ async function runCall(init: RunnerInit): Promise<boolean> {
 
 let init = await callOf();
 // a read-only jobs.* call's thread stays for the next such call when its call ended well (control-server.ts)
-while ((await runCall(init)) && keptWarm(init.fun)) init = await nextCall();
+// the host ends this thread (or terminates it idle and warm) once its call is over: a request of the call that
+// timed out may have left a frame in libzmq, which must have let go of it first (zmq-settle.ts)
+while ((await runCall(init)) && keptWarm(init.fun)) {
+  await clientSocketsSettled();
+  init = await nextCall();
+}
+await clientSocketsSettled();

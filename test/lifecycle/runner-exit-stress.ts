@@ -5,7 +5,10 @@
  * and ends the thread as its host would:
  *   end:       endThread (src/shared/thread-kit.ts): `stop`, the thread closes its sockets, `stopped`, terminate
  *   terminate: a bare worker.terminate() (what the control server did before)
- *   node runner-exit-stress.js <end|terminate> <rounds>
+ *   queued:    endThread, with the runner's requests (over 128 bytes, so zeromq.js does not copy them) sent to a
+ *              port nobody listens on: they are still queued in libzmq when the thread closes their sockets, and
+ *              libzmq hands each back to the thread's module after the close (src/shared/zmq-settle.ts)
+ *   node runner-exit-stress.js <end|terminate|queued> <rounds>
  * Prints "rounds N" when every round ended.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -22,6 +25,8 @@ const mode = process.argv[2];
 const rounds = Number(process.argv[3] ?? 10);
 const root = mkdtempSync(path.join(os.tmpdir(), "brine-runner-exit-"));
 const port = await freePort();
+/** a port nobody binds: connections are refused, requests stay queued in libzmq */
+const deadPort = await freePort();
 const silent = new zmq.Router({ linger: 0 });
 await silent.bind(`tcp://127.0.0.1:${port}`);
 // it reads what comes and answers nothing: every request waits for its reply; each arrival wakes the round
@@ -35,20 +40,28 @@ void (async () => {
 const cfg = { ...masterDefaults(), root_dir: root, cachedir: path.join(root, "cache"), sock_dir: path.join(root, "sock"), pki_dir: path.join(root, "pki"), interface: "127.0.0.1", ret_port: port };
 mkdirSync(path.join(cfg.cachedir, "extmods", "runners"), { recursive: true });
 writeFileSync(path.join(cfg.cachedir, "extmods", "runners", "hang.mjs"), `export async function ask(ctx) {\n  ctx.print("asking");\n  return ctx.client.clearRequest({ cmd: "nothing" }, 60);\n}\n`);
+// five requests of ~700 bytes each, queued; "queued" once their sends have long been accepted by libzmq
+writeFileSync(
+  path.join(cfg.cachedir, "extmods", "runners", "queue.mjs"),
+  `export async function ask(ctx) {\n  const asks = Array.from({ length: 5 }, () => ctx.client.clearRequest({ cmd: "nothing", pad: "x".repeat(700) }, 60));\n  await new Promise((r) => setTimeout(r, 50));\n  ctx.print("queued");\n  return Promise.all(asks);\n}\n`,
+);
 try {
   for (let i = 0; i < rounds; i++) {
-    const init: RunnerInit = { cfg, fun: "hang.ask", arg: [], kwarg: {}, log: { level: "quiet", file: null, fileLevel: null } };
+    const queued = mode === "queued";
+    const init: RunnerInit = { cfg: queued ? { ...cfg, ret_port: deadPort } : cfg, fun: queued ? "queue.ask" : "hang.ask", arg: [], kwarg: {}, log: { level: "quiet", file: null, fileLevel: null } };
     // the round goes on once the ROUTER has the request: it is out and its reply awaited (a fixed wait after the
     // runner's print, as before, ended the thread before its send on a loaded box, where nothing could abort)
     const received = new Promise<void>((r) => (arrived = r));
     const w = new Worker(new URL("../../src/runners/runner-thread.js", import.meta.url), { workerData: init });
     await new Promise<void>((resolve, reject) => {
-      void received.then(resolve);
+      if (queued) w.on("message", (m: { k?: string; text?: string }) => m.k === "print" && m.text === "queued" && resolve());
+      else void received.then(resolve);
       w.once("error", reject);
       w.once("exit", (code) => reject(new Error(`the runner thread exited (code ${code}) before its request`)));
     });
     arrived = undefined;
     w.removeAllListeners("exit");
+    w.removeAllListeners("message");
     if (mode === "terminate") await w.terminate();
     else await endThread(w, "runner", { ask: { k: "stop" }, answer: "stopped" }, 2000);
   }

@@ -18,6 +18,7 @@ import { controlCall } from "./control-client.js";
 import { jobReturns } from "./job-returns.js";
 import { getLogger } from "../../shared/log.js";
 import { BrineError } from "../../shared/errors.js";
+import { ZmqSettle } from "../../shared/zmq-settle.js";
 
 const log = getLogger("brine.client");
 
@@ -56,9 +57,16 @@ const zmq = (): Promise<typeof import("zeromq")> => import("zeromq");
  * ended can close them first (closeClientSockets): a thread ended while a zeromq.js socket waits for a reply
  * aborts the whole process ("terminate called after throwing an instance of 'Napi::Error'", zeromq.js#411).
  */
-const openSockets = new Set<{ close(): void }>();
+const openSockets = new Set<import("zeromq").Request>();
 /** set by closeClientSockets: the thread is being ended, and opens no socket again */
 let socketsClosed = false;
+/**
+ * Sockets closed before their reply came: their request (over 128 bytes, so not copied by zeromq.js) may still be
+ * queued in libzmq, which hands it back to this thread's module when it drops it, after the close; the thread
+ * must not end before that (clientSocketsSettled; src/shared/zmq-settle.ts). A socket that got its reply has
+ * sent its request already, and is not followed.
+ */
+const closedUnanswered = new ZmqSettle();
 
 /** A request socket to the master, counted in openSockets until closeSocket(). */
 async function openRequest(timeoutMs: number): Promise<import("zeromq").Request> {
@@ -69,21 +77,39 @@ async function openRequest(timeoutMs: number): Promise<import("zeromq").Request>
   return sock;
 }
 
-function closeSocket(sock: { close(): void }): void {
+function closeSocket(sock: import("zeromq").Request, answered: boolean): void {
   openSockets.delete(sock);
+  if (sock.closed) return;
+  if (!answered) closedUnanswered.watch(sock);
   sock.close();
 }
 
 /**
  * Closes every request socket this thread's clients have open (their requests fail) and refuses new ones:
  * the last step of a thread before its host ends it (src/runners/runner-thread.ts on `stop`). The count closed.
+ * The thread then waits for clientSocketsSettled before it lets itself be ended.
  */
 export function closeClientSockets(): number {
   socketsClosed = true;
   const n = openSockets.size;
-  for (const sock of openSockets) sock.close();
-  openSockets.clear();
+  for (const sock of [...openSockets]) closeSocket(sock, false);
   return n;
+}
+
+/**
+ * How long a thread about to end waits for libzmq to destroy its unanswered request sockets, ms: under what its
+ * host gives it to answer `stopped` (2 s and more), and far over what libzmq takes (a few ms).
+ */
+export const clientSettleWaitMs = 1_000;
+
+/**
+ * Resolves once libzmq has destroyed every request socket this thread closed before its reply (or after
+ * `waitMs`, with a warning): only then may the thread end. The count still not destroyed.
+ */
+export async function clientSocketsSettled(waitMs = clientSettleWaitMs): Promise<number> {
+  const left = await closedUnanswered.settled(waitMs);
+  if (left > 0) log.warning(`${left} request socket(s) to the master not yet released by libzmq after ${waitMs} ms; the thread ends anyway`);
+  return left;
 }
 
 /** Request attempts for a publish, as Salt's CLI makes (each waits `timeout`). */
@@ -116,13 +142,15 @@ export class LocalClient {
   /** One clear request to the master's request port (mk_token, get_token, ...), its decoded reply. */
   async clearRequest(load: Record<string, unknown>, timeoutS = this.cfg.timeout): Promise<unknown> {
     const sock = await openRequest(timeoutS * 1000);
+    let answered = false;
     try {
       sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
       await sock.send(encodeWire({ enc: "clear", load, version: 3 }));
       const [reply] = await sock.receive();
+      answered = true;
       return decodeWire(reply!);
     } finally {
-      closeSocket(sock);
+      closeSocket(sock, answered);
     }
   }
 
@@ -173,10 +201,12 @@ export class LocalClient {
     let lastErr: Error | undefined;
     for (let i = 0; i < publishTries; i++) {
       const sock = await openRequest(timeoutMs);
+      let answered = false;
       try {
         sock.connect(`tcp://${clientAddress(this.cfg)}:${this.cfg.ret_port}`);
         await sock.send(body);
         const [reply] = await sock.receive();
+        answered = true;
         const v = decodeWire(reply!);
         if (isMap(v) && isMap(v.load)) return v.load as PubReply;
         // a refused publish is Salt's top-level {"error": {name, message}}
@@ -186,7 +216,7 @@ export class LocalClient {
         lastErr = e as Error;
         if (socketsClosed) break; // the thread is stopping: no further attempt
       } finally {
-        closeSocket(sock);
+        closeSocket(sock, answered);
       }
     }
     throw new Error(`Salt request timed out. The master is not responding (${lastErr?.message ?? "timeout"})`);
