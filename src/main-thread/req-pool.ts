@@ -331,8 +331,13 @@ export class LaneQueue<T> {
     this.sweepTimer.unref();
   }
 
-  /** Answer with `reply` every frame still owed by a batch whose task ended at or before `before` (all of them at shutdown). */
-  answerOwed(reply: Buffer, before = Infinity): void {
+  /**
+   * Answer with `reply` every frame still owed by a batch whose task ended at or before `before` (all of them at
+   * shutdown); with no `reply`, forget them unanswered (a stopping master's AES requests: a Salt minion's
+   * Crypticle cannot read a clear map, and fails the request at once, where silence makes it send the request
+   * again after its timeout, as request-port.ts does with AES requests that arrive while the master stops).
+   */
+  answerOwed(reply: Buffer | undefined, before = Infinity): void {
     const tags = this.open.expire(before);
     if (before === Infinity) {
       // the master stops: frames still waiting for a task slot are answered too (counted in flight from here)
@@ -347,8 +352,12 @@ export class LaneQueue<T> {
     }
     else this.answerCopies(undefined);
     if (!tags.length) return;
-    log.warning(`${this.name} lane: ${tags.length} repl${tags.length === 1 ? "y" : "ies"} answered without their request's result`);
     this.settle(tags.length);
+    if (!reply) {
+      log.warning(`${this.name} lane: ${tags.length} request(s) left unanswered as the master stops (their minions send them again after their timeout)`);
+      return;
+    }
+    log.warning(`${this.name} lane: ${tags.length} repl${tags.length === 1 ? "y" : "ies"} answered without their request's result`);
     this.sink({ replies: tags.map((tag) => ({ tag, reply })), events: [], publishes: [] });
   }
 
@@ -508,7 +517,9 @@ export class RequestLanes<T> {
   }
 
   async destroy(): Promise<void> {
-    for (const lane of [this.lanes.clear, this.lanes.req]) lane.answerOwed(SHUTDOWN_REPLY);
+    // clear requests get the stopping master's clear answer; AES ones none (answerOwed)
+    this.lanes.clear.answerOwed(SHUTDOWN_REPLY);
+    this.lanes.req.answerOwed(undefined);
     await Promise.all([this.pools.clear.destroy(), this.pools.req.destroy()]);
     for (const lane of [this.lanes.clear, this.lanes.req]) lane.close();
   }

@@ -25,11 +25,11 @@ function heldPool() {
 }
 
 let channels = 0;
-function lane(pool: LanePool, tasksMax: number) {
+function lane(pool: LanePool, tasksMax: number, name: "clear" | "req" = "clear") {
   const out: { tag: number; reply: string }[] = [];
   const channel = new BroadcastChannel(`lane-task-slots-${process.pid}-${++channels}`);
   channel.unref();
-  const q = new LaneQueue<number>("clear", pool, 1000, 0, (o: BatchOutput<number>) => o.replies.forEach((r) => out.push({ tag: r.tag, reply: r.reply.toString() })), channel, tasksMax);
+  const q = new LaneQueue<number>(name, pool, 1000, 0, (o: BatchOutput<number>) => o.replies.forEach((r) => out.push({ tag: r.tag, reply: r.reply.toString() })), channel, tasksMax);
   const push = (tag: number) => assert.equal(q.push({ frame: Buffer.from(`f${tag}`), tag, arrival: Date.now() }), true);
   return { q, out, push, close: () => q.close() };
 }
@@ -121,6 +121,28 @@ test("at shutdown, frames still waiting for a task slot are answered too, each o
     assert.deepEqual(l.out.map((o) => o.tag), [2, 3, 1]);
     assert.equal(l.q.waiting, 0, "nothing waits or runs any more");
     assert.equal(tasks.length, 1, "no task was started for the frames answered at shutdown");
+  } finally {
+    l.close();
+  }
+});
+
+test("at shutdown, the AES lane's frames still waiting are left unanswered, not answered with a clear map a Salt minion cannot read, and no longer counted (a running task's frames still by its task)", async () => {
+  const { pool, tasks, end } = heldPool();
+  const l = lane(pool, 1, "req");
+  try {
+    l.push(1);
+    await turn();
+    l.push(2);
+    l.push(3);
+    await turn();
+    l.q.answerOwed(undefined);
+    assert.equal(l.out.length, 0, "nothing answered for the waiting frames");
+    assert.equal(l.q.waiting, 1, "only the running task's frame is still owed");
+    end(0);
+    await turn();
+    assert.deepEqual(l.out.map((o) => o.tag), [1], "the running task's frame answered by its task");
+    assert.equal(l.q.waiting, 0);
+    assert.equal(tasks.length, 1, "no task was started for the frames left at shutdown");
   } finally {
     l.close();
   }
