@@ -46,6 +46,14 @@ export const runnerStopWaitMs = 5_000;
 const runnerSocketsCloseWaitMs = 2_000;
 const RUNNER_THREAD = new URL("../runners/runner-thread.js", import.meta.url);
 
+/**
+ * How long a read-only jobs.* call waits for the thread of such a call that has answered and is writing its job
+ * record (a few ms: one LMDB commit) before it takes the spare instead, ms. Back-to-back calls (a dashboard polling
+ * through salt-api, a script's loop) otherwise each took the spare and made the next one start: a thread's start
+ * (~70 ms of CPU) per call where the call itself costs ~2 ms.
+ */
+export const warmHandoffWaitMs = 250;
+
 /** Tags salt-key may ask the master to fire. */
 const FIREABLE = /^salt\/key$/;
 
@@ -54,6 +62,12 @@ export class ControlServer {
   private running = 0;
   /** live runner threads: a stopping master waits for them (runnerStopWaitMs), then ends the rest */
   private readonly threads = new Set<Worker>();
+  /** runner threads started (spares included), count: tests and benches read it */
+  threadsStarted = 0;
+  /** read-only jobs.* calls answered whose thread is writing its job record: each will be kept warm or handed on */
+  private warmSoon = 0;
+  /** read-only jobs.* calls waiting for one of those threads (warmHandoffWaitMs), oldest first */
+  private readonly warmWaiters: ((w: Worker | undefined) => void)[] = [];
   /** the reactor.* / schedule.* runners' requests, when the automation thread runs (src/main-thread/automation-host.ts) */
   automation: ((req: unknown) => Promise<unknown>) | undefined;
   readonly path: string;
@@ -231,28 +245,12 @@ export class ControlServer {
     if (jid) init.job = { jid, user: call.user };
     if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/new`, job);
     const transferList = link ? [link.raftPort, ...(link.stateSyncPort ? [link.stateSyncPort] : [])] : [];
-    // a read-only jobs.* call takes the thread the last such call left warm (registry.ts keptWarm); any other call
-    // takes the spare thread started after the last call, its modules loaded (~0.25 s of a call's time); the next
-    // spare starts once this call is over (its caller answered, its record committed), not beside it
-    const reuse = keptWarm(call.fun) ? this.takeWarm() : undefined;
-    const spare = reuse ? undefined : this.spare;
-    if (!reuse) {
-      this.spare = undefined;
-      this.spareLoaded = false;
-    }
-    let w: Worker;
-    if (reuse || spare) {
-      w = (reuse ?? spare)!;
-      w.ref();
-      w.postMessage({ k: "init", init } satisfies MainToRunner, transferList);
-    } else w = spawnThread({ name: `runner ${call.fun}`, url: RUNNER_THREAD, workerData: init, transferList });
-    this.running++;
-    if (!this.threads.has(w)) {
-      this.threads.add(w);
-      w.once("exit", () => this.threads.delete(w));
-    }
-    const unsubscribe = this.bus.subscribe((f) => w.postMessage({ k: "ev", frame: f } satisfies MainToRunner));
+    /** the call's thread, once it has one */
+    let w: Worker | undefined;
     let done = false;
+    /** why the call was ended when its caller left before the return (what its job record and `salt/run/<jid>/ret` say) */
+    let abandoned: string | undefined;
+    let unsubscribe = () => {};
     const finish = () => {
       if (done) return;
       done = true;
@@ -260,8 +258,14 @@ export class ControlServer {
       unsubscribe();
       this.startSpare();
     };
+    this.running++;
     /** the return the caller got, until the job record is committed and `salt/run/<jid>/ret` fired */
     let answered: { packed: Uint8Array; success: boolean } | undefined;
+    /** this call counts in warmSoon (answered, its thread writing the record, to be kept warm) */
+    let inWarmSoon = false;
+    const leaveWarmSoon = () => {
+      if (inWarmSoon) [inWarmSoon, this.warmSoon] = [false, this.warmSoon - 1];
+    };
     const fireReturned = () => {
       if (done || !answered) return;
       // the event carries the same bytes (never decoded or encoded again on this thread)
@@ -269,60 +273,120 @@ export class ControlServer {
       if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: answered.success, _stamp: stamp() }, "return", answered.packed))]);
       finish();
     };
-    /** why the call was ended when its caller left before the return (what its job record and `salt/run/<jid>/ret` say) */
-    let abandoned: string | undefined;
     const failed = (message: string) => {
+      leaveWarmSoon();
       // a thread that ends after its caller was answered (its record not confirmed) still ends its job
       if (answered) return fireReturned();
       onMessage({ type: "error", message });
       if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: abandoned ?? message, success: false, ...(abandoned ? { retcode: 1 } : {}) });
       finish();
     };
-    const onMessage_ = (m: unknown) => {
-      const kind = isMap(m) ? m.k : undefined;
-      // a spare's note that it had loaded, handled after its call came: nothing to do
-      if (kind === "loaded") return;
-      if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
-      if (done) return;
-      if (kind === "print") return onMessage({ type: "print", text: String((m as { text?: unknown }).text) });
-      if (kind === "started") return onMessage({ type: "started" });
-      // an orchestration's progress (Salt's fire_args): only its own salt/run/<jid>/args tag, never any other event
-      if (kind === "fire") {
-        const f = m as { tag?: unknown; data?: unknown };
-        if (jid && f.tag === `salt/run/${jid}/args`) this.runnerEvents?.fireLocal(f.tag, f.data ?? {});
-        return;
+    const launch = (reuse: Worker | undefined) => {
+      // a read-only jobs.* call takes the thread the last such call left warm (registry.ts keptWarm); any other call
+      // takes the spare thread started after the last call, its modules loaded (~0.25 s of a call's time); the next
+      // spare starts once this call is over (its caller answered, its record committed), not beside it
+      const spare = reuse ? undefined : this.spare;
+      if (!reuse) {
+        this.spare = undefined;
+        this.spareLoaded = false;
       }
-      if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array && !answered) {
-        // the caller is answered now; the event waits for the job record (`recorded`)
-        answered = { packed: (m as { packed: Uint8Array }).packed, success: (m as { success?: unknown }).success !== false };
-        onMessage({ type: "return", packed: answered.packed });
-        return;
+      let t: Worker;
+      if (reuse || spare) {
+        t = (reuse ?? spare)!;
+        t.ref();
+        t.postMessage({ k: "init", init } satisfies MainToRunner, transferList);
+      } else {
+        t = spawnThread({ name: `runner ${call.fun}`, url: RUNNER_THREAD, workerData: init, transferList });
+        this.threadsStarted++;
       }
-      if (kind === "recorded" && answered) {
-        fireReturned();
-        // the thread waits for the next such call (runner-thread.ts runs the same keptWarm test); one kept at most
-        if (keptWarm(call.fun) && !this.warm && !this.stopping) this.keepWarm(w, detach);
-        else void endRunner(w);
-        return;
+      w = t;
+      if (!this.threads.has(t)) {
+        this.threads.add(t);
+        t.once("exit", () => this.threads.delete(t));
       }
-      failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
-      void endRunner(w);
+      unsubscribe = this.bus.subscribe((f) => t.postMessage({ k: "ev", frame: f } satisfies MainToRunner));
+      const onMessage_ = (m: unknown) => {
+        const kind = isMap(m) ? m.k : undefined;
+        // a spare's note that it had loaded, handled after its call came: nothing to do
+        if (kind === "loaded") return;
+        if (kind === "sync" && Array.isArray((m as RunnerSync).batches)) return this.runnerEvents?.forwardSync?.((m as RunnerSync).batches);
+        if (done) return;
+        if (kind === "print") return onMessage({ type: "print", text: String((m as { text?: unknown }).text) });
+        if (kind === "started") return onMessage({ type: "started" });
+        // an orchestration's progress (Salt's fire_args): only its own salt/run/<jid>/args tag, never any other event
+        if (kind === "fire") {
+          const f = m as { tag?: unknown; data?: unknown };
+          if (jid && f.tag === `salt/run/${jid}/args`) this.runnerEvents?.fireLocal(f.tag, f.data ?? {});
+          return;
+        }
+        if (kind === "return" && (m as { packed?: unknown }).packed instanceof Uint8Array && !answered) {
+          // the caller is answered now; the event waits for the job record (`recorded`)
+          answered = { packed: (m as { packed: Uint8Array }).packed, success: (m as { success?: unknown }).success !== false };
+          if (keptWarm(call.fun) && !this.stopping) [inWarmSoon, this.warmSoon] = [true, this.warmSoon + 1];
+          onMessage({ type: "return", packed: answered.packed });
+          return;
+        }
+        if (kind === "recorded" && answered) {
+          leaveWarmSoon();
+          fireReturned();
+          // the thread goes to the next such call waiting for it, or waits for one (runner-thread.ts runs the same
+          // keptWarm test); one kept at most
+          const next = keptWarm(call.fun) && !this.stopping ? this.warmWaiters.shift() : undefined;
+          if (next) {
+            detach();
+            next(t);
+          } else if (keptWarm(call.fun) && !this.warm && !this.stopping) this.keepWarm(t, detach);
+          else void endRunner(t);
+          this.releaseWarmWaiters();
+          return;
+        }
+        failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
+        this.releaseWarmWaiters();
+        void endRunner(t);
+      };
+      // policy: the call's client gets the error (the kit has logged it); the thread is gone
+      const onError = (e: Error) => {
+        if (!done) failed(`runner ${call.fun} failed: ${e.message}`);
+        this.releaseWarmWaiters();
+      };
+      const onExit = (code: number) => {
+        if (!done) failed(`runner ${call.fun} stopped without a result (exit code ${code})`);
+        this.releaseWarmWaiters();
+      };
+      const detach = () => {
+        t.off("message", onMessage_);
+        t.off("error", onError);
+        t.off("exit", onExit);
+      };
+      t.on("message", onMessage_);
+      t.on("error", onError);
+      t.on("exit", onExit);
     };
-    // policy: the call's client gets the error (the kit has logged it); the thread is gone
-    const onError = (e: Error) => {
-      if (!done) failed(`runner ${call.fun} failed: ${e.message}`);
-    };
-    const onExit = (code: number) => {
-      if (!done) failed(`runner ${call.fun} stopped without a result (exit code ${code})`);
-    };
-    const detach = () => {
-      w.off("message", onMessage_);
-      w.off("error", onError);
-      w.off("exit", onExit);
-    };
-    w.on("message", onMessage_);
-    w.on("error", onError);
-    w.on("exit", onExit);
+    const reuse = keptWarm(call.fun) ? this.takeWarm() : undefined;
+    if (reuse || !keptWarm(call.fun) || this.warmSoon <= this.warmWaiters.length) launch(reuse);
+    else {
+      // a read-only jobs.* call whose warm thread is still writing the last call's record: it waits for that
+      // thread (a few ms) rather than take the spare and make a new one start (warmHandoffWaitMs)
+      let waiting = true;
+      const take = (t: Worker | undefined) => {
+        if (!waiting) return;
+        waiting = false;
+        clearTimeout(timer);
+        const at = this.warmWaiters.indexOf(take);
+        if (at >= 0) this.warmWaiters.splice(at, 1);
+        if (abandoned === undefined) return launch(t);
+        // its caller left meanwhile: the thread goes back, and the call ends failed without one
+        if (t) {
+          const next = this.warmWaiters.shift();
+          if (next) next(t);
+          else if (!this.warm && !this.stopping) this.keepWarm(t, () => {});
+          else void endRunner(t);
+        }
+        failed(abandoned);
+      };
+      const timer = setTimeout(() => take(undefined), warmHandoffWaitMs);
+      this.warmWaiters.push(take);
+    }
     return {
       jid,
       // a caller that leaves before its answer (salt-run's Ctrl-C or a signal, a closed terminal) ends the runner, and
@@ -333,9 +397,15 @@ export class ControlServer {
         if (done || answered || abandoned !== undefined) return;
         abandoned = `Exception occurred in runner ${call.fun}: its caller left before the return (salt-run ended by Ctrl-C or a signal); the runner was stopped`;
         log.info(`the caller of runner ${call.fun}${jid ? ` (jid ${jid})` : ""} left before its return: the runner is stopped and its job recorded as failed`);
-        void endRunner(w, abandoned);
+        // a call still waiting for a thread ends when it gets one, or at its wait's end (launch's waiter)
+        if (w) void endRunner(w, abandoned);
       },
     };
+  }
+
+  /** Waiters beyond the threads still to come (one failed or was ended before its record) go on at once without one. */
+  private releaseWarmWaiters(): void {
+    while (this.warmWaiters.length > this.warmSoon) this.warmWaiters[this.warmWaiters.length - 1]!(undefined);
   }
 
   /**
@@ -382,6 +452,7 @@ export class ControlServer {
 
   private startSpare(): void {
     if (this.spare || this.stopping) return;
+    this.threadsStarted++;
     const w = spawnThread({
       name: "runner (spare)",
       url: RUNNER_THREAD,
@@ -403,6 +474,8 @@ export class ControlServer {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    // calls waiting for a warm thread go on without one (they end with the rest, below)
+    for (const take of [...this.warmWaiters]) take(undefined);
     // the spare and the warm thread are between calls: no request socket open, so terminate() is safe, and
     // awaited: a spare still loading would otherwise open the job cache after the master stopped
     const idle = [this.spare, this.takeWarm()].filter((w): w is Worker => w !== undefined).map((w) => w.terminate());

@@ -47,16 +47,25 @@ async function callOf(): Promise<RunnerInit> {
   return call;
 }
 
+/**
+ * Calls that came while none was awaited (a kept-warm thread is handed its next call as soon as it reports its
+ * record, and may still be waiting for libzmq then: clientSocketsSettled), and the one awaiting the next.
+ */
+const calls: RunnerInit[] = [];
+let callWaiter: ((init: RunnerInit) => void) | undefined;
+parentPort!.on("message", (m: MainToRunner) => {
+  if (m.k !== "init") return;
+  if (callWaiter) {
+    const take = callWaiter;
+    callWaiter = undefined;
+    take(m.init);
+  } else calls.push(m.init);
+});
+
 /** The next `{k: "init"}` message's call (a spare's first call, or a kept-warm thread's next one). */
 function nextCall(): Promise<RunnerInit> {
-  return new Promise<RunnerInit>((resolve) => {
-    const first = (m: MainToRunner) => {
-      if (m.k !== "init") return;
-      parentPort!.off("message", first);
-      resolve(m.init);
-    };
-    parentPort!.on("message", first);
-  });
+  const queued = calls.shift();
+  return queued ? Promise.resolve(queued) : new Promise<RunnerInit>((resolve) => (callWaiter = resolve));
 }
 
 /** A result up to this size goes to the caller before its job record's writes are issued (a copy of it), bytes. */

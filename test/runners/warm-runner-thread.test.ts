@@ -1,7 +1,9 @@
 /**
  * A read-only jobs.* call that ended well leaves its runner thread warm (registry of kept-warm runners in
  * src/runners/messages.ts): the next such call runs in it, with its own arguments and its own job record, without a
- * thread's start; any other runner still gets a thread of its own; stop ends the warm thread.
+ * thread's start; any other runner still gets a thread of its own; stop ends the warm thread. A call that comes while
+ * the warm thread is still writing the last call's record waits for it (warmHandoffWaitMs): back-to-back calls
+ * start no thread each.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,7 +14,7 @@ import { JobCache } from "../../src/lib/store/job-cache.js";
 import { startTestMaster } from "../helpers/master.js";
 import { formatJid } from "../../src/shared/protocol/jid.js";
 
-type Control = { warm: Worker | undefined; spare: Worker | undefined; spareLoaded: boolean; running: number };
+type Control = { warm: Worker | undefined; spare: Worker | undefined; spareLoaded: boolean; running: number; threadsStarted: number };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test("jobs.lookup_jid calls run one after another in the same warm thread, each with its own answer and job record, and stop ends it", async () => {
@@ -57,5 +59,29 @@ test("jobs.lookup_jid calls run one after another in the same warm thread, each 
   } finally {
     await store.close();
     if (control.warm) await tm.stop();
+  }
+});
+
+test("jobs.lookup_jid calls sent back to back, each as soon as the last was answered, run in one warm thread: no thread starts per call", async () => {
+  const tm = await startTestMaster();
+  const control = (tm.server as unknown as { control: Control }).control;
+  try {
+    const call = async () => {
+      const r = await controlCall(tm.sockDir, { op: "run", fun: "jobs.lookup_jid", arg: ["20000101000000000000"], kwarg: {} });
+      assert.equal(r.type, "return", JSON.stringify(r));
+      assert.deepEqual((r as { ret: unknown }).ret, {});
+    };
+    // the first call makes the thread that is kept warm
+    await call();
+    for (let t = 0; t < 200 && (control.running > 0 || !control.warm); t++) await sleep(25);
+    const started = control.threadsStarted;
+    // no pause: each call comes while the last one's thread still writes its job record
+    for (let i = 0; i < 20; i++) await call();
+    for (let t = 0; t < 200 && control.running > 0; t++) await sleep(25);
+    // (the spare the first call took is replaced once: one start at most; before, one per call)
+    assert.ok(control.threadsStarted - started <= 1, `threads started for 20 back-to-back calls: ${control.threadsStarted - started}`);
+    assert.ok(control.warm, "the thread is still kept warm");
+  } finally {
+    await tm.stop();
   }
 });
