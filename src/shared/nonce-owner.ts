@@ -157,4 +157,6 @@ export function nonceOwnerChannelName(sockDir: string, retPort: number | string)
 export type NonceOwnerMsg =
   | { k: "ask"; from: string; id: number; owners: string[]; which: Uint8Array; ids: string[]; n: Uint8Array }
   | { k: "res"; to: string; id: number; v: Uint8Array }
-  | { k: "err"; to: string; id: number; code: string; text: string };
+  | { k: "err"; to: string; id: number; code: string; text: string }
+  /** a request worker accepted `n` requests undecided on its own (its deadline passed, its ask failed, the ring unreadable): counted by the main thread */
+  | { k: "undecided"; n: number };

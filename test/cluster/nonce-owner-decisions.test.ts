@@ -4,7 +4,8 @@
  * what a frame does with its verdict. Then the main thread's service (src/main-thread/cluster/nonce-owner.ts)
  * over a fake peer channel: a decider's answer, a decider that fails or is slow (undecided, counted, then passed
  * over for a while), and a
- * malformed ask from a peer (refused with its code).
+ * malformed ask from a peer (refused with its code); and a request worker's client whose own deadline passes first
+ * (its undecided acceptances reported to, and counted by, the main thread).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,6 +16,8 @@ import { NONCE_CHANNEL, NonceOwnerService, deciderSkipMs, type NonceOwnerChannel
 import { isBrineError } from "../../src/shared/errors.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
 import type { PeerHandler } from "../../src/workers/raft/peer/peer-types.js";
+import { NonceOwnerClient } from "../../src/workers/req-handler/nonce-owner-client.js";
+import type { RingReader } from "../../src/shared/sab-ring/reader.js";
 
 const up = (...ids: string[]) => (id: string) => ids.includes(id);
 
@@ -204,4 +207,22 @@ test("which commands wait for the decider: every one that stores, fires or publi
     assert.equal(commandNeedsDecider(cmd), true, String(cmd));
   for (const cmd of ["_serve_file", "_file_hash", "_file_hash_and_stat", "_file_find", "_file_list", "_file_list_emptydirs", "_dir_list", "_symlink_list", "_file_envs", "_master_opts", "_mine_get", "pub_ret"])
     assert.equal(commandNeedsDecider(cmd), false, cmd);
+});
+
+test("a request worker whose own deadline passes before the main thread's answer accepts undecided, and the main thread counts it", async () => {
+  const name = nonceOwnerChannelName("/tmp/nonce-owner-test", Math.floor(Math.random() * 1e9));
+  // the decider answers, but only after the worker's deadline (its wait, 50 ms, plus the client's slack)
+  const fake = new FakeChannel(new Set(["m2"]), (_peer, body) => new Promise((r) => setTimeout(() => r(decideAsk(body, () => true)), 600)));
+  const svc = new NonceOwnerService("m1", fake, () => new Uint8Array(0), 50, name, (id) => ringOrders.get(id) ?? ["m2", "m1"]);
+  const client = new NonceOwnerClient(name, { owner: () => "m2" } as unknown as RingReader, "m1", 50);
+  try {
+    const verdicts = await Promise.all([client.ask("cl-a", newNonce()), client.ask("cl-b", newNonce())]);
+    assert.deepEqual(verdicts, [NONCE_UNDECIDED, NONCE_UNDECIDED], "the worker's deadline passed: accepted undecided");
+    // the main thread's own ask then gets its answer: it left nothing undecided, the worker did
+    await new Promise((r) => setTimeout(r, 800));
+    assert.equal(svc.counters.askedRemote, 2);
+    assert.equal(svc.counters.undecided, 2, "the two requests the worker accepted undecided are counted");
+  } finally {
+    svc.close();
+  }
 });

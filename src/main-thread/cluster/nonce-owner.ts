@@ -25,6 +25,8 @@ import { NONCE_FRESH, NONCE_SEEN, NONCE_UNDECIDED, badAsk, badWorkerAsk, planAsk
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
 
 export const NONCE_CHANNEL = "cl/nonce";
+/** the largest count a worker's report of its own undecided acceptances may carry (a sanity bound), requests */
+const undecidedReportMax = 2 ** 31 - 1;
 /** a decider that failed or did not answer in time is passed over this long, ms */
 export const deciderSkipMs = 2_000;
 
@@ -47,7 +49,7 @@ export interface NonceOwnerCounters {
   askedRemote: number;
   /** of those, answered seen: replays refused */
   seenRemote: number;
-  /** nonces left undecided (decider failed or slow): accepted without the check */
+  /** nonces left undecided (decider failed or slow, here or past a request worker's own deadline): accepted without the check */
   undecided: number;
   /** peers' nonces this master decided on, and how many of them it had seen */
   decided: number;
@@ -97,6 +99,11 @@ export class NonceOwnerService {
 
   /** A worker's asks: split by decider, each remote share asked once, the verdicts posted back together. */
   private onAsk(m: NonceOwnerMsg): void {
+    // a worker's own undecided acceptances (its deadline passed before this thread's answer): counted with these
+    if (m?.k === "undecided" && Number.isSafeInteger(m.n) && m.n > 0 && m.n <= undecidedReportMax) {
+      this.counters.undecided += m.n;
+      return;
+    }
     if (!m || m.k !== "ask" || typeof m.from !== "string" || !Number.isSafeInteger(m.id)) return;
     const { from: to, id } = m;
     const bad = badWorkerAsk(m);

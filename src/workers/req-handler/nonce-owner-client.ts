@@ -9,7 +9,8 @@
  * each frame's promise with its verdict. The batch does not hold its lane: its other frames are answered
  * meanwhile (batch-replies.ts), and other batches run. No answer within the bound (the main thread's peer
  * request times out at `brine_cluster_replay_owner_wait_ms`; this side's deadline is a tick of the shared
- * coarse timer later): every frame of the ask is undecided (accepted, counted by the main thread, logged).
+ * coarse timer later): every frame of the ask is undecided (accepted, logged, and reported to the main thread,
+ * which counts it with its own: `{k: "undecided"}`).
  */
 import { BroadcastChannel } from "node:worker_threads";
 import { randomBytes } from "node:crypto";
@@ -63,6 +64,7 @@ export class NonceOwnerClient {
       owner = this.ring.owner(id);
     } catch (e) {
       undecidedLog.line(`nonce owner check: the ring could not be read (${(e as Error).message}); this master decides alone`);
+      this.reportUndecided(1);
       return undefined;
     }
     if (owner === null || !needsAsk(owner, this.self)) return undefined;
@@ -85,6 +87,7 @@ export class NonceOwnerClient {
     this.pending = undefined;
     const undecided = (why: string) => {
       undecidedLog.line(`nonce owner check of ${p.settle.length} request(s) undecided (${why}); accepted without it`);
+      this.reportUndecided(p.settle.length);
       for (const s of p.settle) s(NONCE_UNDECIDED);
     };
     const n = packNonces(p.nonces);
@@ -100,6 +103,11 @@ export class NonceOwnerClient {
       },
       (e: Error) => undecided(e.message),
     );
+  }
+
+  /** The main thread counts what a worker accepted undecided on its own with what it left undecided itself. */
+  private reportUndecided(n: number): void {
+    this.channel().postMessage({ k: "undecided", n } satisfies NonceOwnerMsg);
   }
 
   private channel(): BroadcastChannel {
