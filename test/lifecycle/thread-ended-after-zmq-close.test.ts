@@ -22,5 +22,6 @@ test("threads ended right after closing DEALERs with queued zero-copy frames, on
 
 test("the same threads ended without waiting for libzmq corrupt the heap and abort the process (why ZmqSettle exists)", { timeout: 300_000 }, async () => {
   const r = await stress("bare", 300);
-  assert.equal(r.signal, "SIGABRT", `code ${r.code}: ${r.out}${r.err}`);
+  // the corrupted heap ends the process by glibc's abort, or by a segmentation fault when a freed block is used first
+  assert.ok(r.signal === "SIGABRT" || r.signal === "SIGSEGV", `signal ${r.signal}, code ${r.code}: ${r.out}${r.err}`);
 });
