@@ -166,7 +166,7 @@ export interface CliResult {
 
 function runNode(script: string, args: string[], timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = endWithThisProcess(spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "pipe"] }));
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d) => (stdout += d));
@@ -177,6 +177,41 @@ function runNode(script: string, args: string[], timeoutMs = 60_000): Promise<Cl
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * Child processes (masters, HAProxy, CLI calls) a harness of this process started that may still run. They are
+ * SIGKILLed when this process exits or is ended by SIGINT, SIGTERM or SIGHUP (one it has no other handler for),
+ * which would otherwise leave them running, holding their loopback addresses (a test process killed by a signal
+ * runs no `finally`).
+ */
+const liveChildren = new Set<ChildProcess>();
+let reaperInstalled = false;
+
+/** Ends `p` with this process (see liveChildren); returns it. */
+export function endWithThisProcess<T extends ChildProcess>(p: T): T {
+  liveChildren.add(p);
+  p.once("close", () => liveChildren.delete(p));
+  if (!reaperInstalled) {
+    reaperInstalled = true;
+    const reap = () => {
+      for (const c of liveChildren) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+      liveChildren.clear();
+    };
+    process.on("exit", reap);
+    for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+      const on = () => {
+        // another handler (the demo's graceful stop) decides; the exit hook reaps what it leaves
+        if (process.listenerCount(sig) > 1) return;
+        reap();
+        process.off(sig, on);
+        // end as the signal ends a process that handles none
+        process.kill(process.pid, sig);
+      };
+      process.on(sig, on);
+    }
+  }
+  return p;
 }
 
 export function sleep(ms: number): Promise<void> {
@@ -321,7 +356,9 @@ export class ClusterHarness {
     if (!existsSync(path.join(m.confDir, "master"))) this.writeConfig(m);
     await this.seedKeys(i);
     const script = new URL("salt-master.js", CLI_DIR).pathname;
-    const p = spawn(process.execPath, [...(this.opts.nodeFlags ?? []), script, "-c", m.confDir, "-l", this.opts.logLevel ?? "warning"], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = endWithThisProcess(
+      spawn(process.execPath, [...(this.opts.nodeFlags ?? []), script, "-c", m.confDir, "-l", this.opts.logLevel ?? "warning"], { stdio: ["ignore", "pipe", "pipe"] }),
+    );
     m.proc = p;
     let out = "";
     await new Promise<void>((resolve, reject) => {
@@ -373,7 +410,7 @@ export class ClusterHarness {
     writeFileSync(cfgFile, haproxyConfig(this.opts.lbHost, this.opts.hosts, this.statsSocket));
     const check = spawnSync(bin, ["-c", "-f", cfgFile], { encoding: "utf8" });
     if (check.status !== 0) throw new Error(`haproxy refused its config: ${check.stdout}${check.stderr}`);
-    const p = spawn(bin, ["-db", "-f", cfgFile], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = endWithThisProcess(spawn(bin, ["-db", "-f", cfgFile], { stdio: ["ignore", "pipe", "pipe"] }));
     this.haproxy = p;
     p.stdout!.on("data", (d) => (this.haproxyLog += d));
     p.stderr!.on("data", (d) => (this.haproxyLog += d));
@@ -382,6 +419,11 @@ export class ClusterHarness {
       return (await canConnect(this.opts.lbHost, RET_PORT)) ? true : undefined;
     }, 10_000, 50);
     await this.waitUp(this.masters.slice(0, up).map((m) => m.index));
+  }
+
+  /** The HAProxy process's id, once started. */
+  get haproxyPid(): number | undefined {
+    return this.haproxy?.pid;
   }
 
   /** Waits until HAProxy's health checks see masters `which` UP in both backends. */
