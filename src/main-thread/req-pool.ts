@@ -23,6 +23,7 @@ import { replyOwedMsMax, requestWorkerHeapMb } from "../workers/req-handler/limi
 import { MetricsBoard } from "../shared/metrics/board.js";
 import type { BatchOutput } from "./batch-result.js";
 import { threadLogSettings } from "../shared/thread-kit.js";
+import { DirectPorts } from "./direct-ports.js";
 
 const log = getLogger("brine.pool");
 /** refused copies of requests (replays), logged at most 20 a minute */
@@ -415,13 +416,18 @@ export class RequestLanes<T> {
     const max = readOption(cfg, "brine_queue_len_max");
     const authStale = readOption(cfg, "brine_auth_stale_ms");
     this.pools = { clear: mk("clear"), req: mk("req") };
+    // the clear lane's batches on each worker's own port (direct-ports.ts), attached in ready()
+    this.direct = new DirectPorts(this.pools.clear, threads.clear);
     this.lanes = {
-      clear: new LaneQueue("clear", this.pools.clear, max, authStale, sink, channels.clear, threads.clear * tasksPerWorker.clear),
+      clear: new LaneQueue("clear", this.direct, max, authStale, sink, channels.clear, threads.clear * tasksPerWorker.clear),
       req: new LaneQueue("req", this.pools.req, max, 0, sink, channels.req, threads.req * tasksPerWorker.req),
     };
     this.threads = threads;
     this.board = new MetricsBoard(shared.metrics);
   }
+
+  /** the clear lane's direct ports to its workers */
+  private readonly direct: DirectPorts;
 
   /** queue-full refusals are counted here (metrics/board.ts) */
   private readonly board: MetricsBoard;
@@ -500,6 +506,7 @@ export class RequestLanes<T> {
         }
       }),
     );
+    await this.direct.attach();
   }
 
   /** Accepted minions with an established publish connection (a request worker reads the data cache). */
@@ -520,6 +527,7 @@ export class RequestLanes<T> {
     // clear requests get the stopping master's clear answer; AES ones none (answerOwed)
     this.lanes.clear.answerOwed(SHUTDOWN_REPLY);
     this.lanes.req.answerOwed(undefined);
+    this.direct.close();
     await Promise.all([this.pools.clear.destroy(), this.pools.req.destroy()]);
     for (const lane of [this.lanes.clear, this.lanes.req]) lane.close();
   }

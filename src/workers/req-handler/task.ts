@@ -1,4 +1,5 @@
 /** The messages that cross between the main thread and the request workers. */
+import type { MessagePort } from "node:worker_threads";
 import type { RunnerLaunch } from "./context.js";
 
 /** `clear`: sign-ins and the clear commands of CLIs and the API; `req`: every AES request of minions. */
@@ -47,7 +48,25 @@ export interface BatchPart extends Omit<BatchResult, "replies" | "streamed" | "s
  * Background maintenance that needs the store: job cache cleanup, or who is connected (presence); `ready`
  * answers once the worker that runs it has loaded (its MasterContext built: keys parsed, LMDB opened).
  */
-export type MaintenanceTask = { kind: "cleanup"; nowMs: number } | { kind: "presence" } | { kind: "ready" };
+export type MaintenanceTask = { kind: "cleanup"; nowMs: number } | { kind: "presence" } | { kind: "ready" } | AttachTask;
+
+/**
+ * The clear lane's direct port to the worker that runs this task (src/main-thread/direct-ports.ts): its batches
+ * come on it and their results go back on it, past Piscina's task machinery.
+ */
+export interface AttachTask {
+  kind: "attach";
+  port: MessagePort;
+}
+
+/** The answer to an `attach` task: which worker, and whether it took the port (false: it has one already). */
+export interface AttachResult {
+  thread: number;
+  attached: boolean;
+}
+
+/** A batch's answer on a direct port: its result, or why the batch failed. */
+export type DirectReply = { result: BatchResult; error?: undefined } | { error: string; result?: undefined };
 
 /** The answer to a `ready` task: which worker thread ran it. */
 export interface ReadyResult {

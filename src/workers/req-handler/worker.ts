@@ -7,14 +7,14 @@
  * lane's BroadcastChannel, so a slow frame holds none of the others.
  */
 import { move, transferableSymbol, valueSymbol, workerData } from "piscina";
-import { BroadcastChannel, threadId } from "node:worker_threads";
+import { BroadcastChannel, threadId, type MessagePort } from "node:worker_threads";
 import type { MasterConfig } from "../../shared/config/defaults.js";
 import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
 import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemo, lastOverBudget, type Memo } from "./request.js";
 import { installSubsystems } from "./subsystems.js";
-import type { BatchPart, BatchResult, BatchTask, CleanupResult, Lane, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
+import type { AttachResult, BatchPart, BatchResult, BatchTask, CleanupResult, DirectReply, Lane, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
 import { BatchReplies } from "./batch-replies.js";
 import { batchHoldMsMax } from "./limits.js";
 import { installSyncOutbox } from "../../shared/sync-outbox.js";
@@ -61,9 +61,10 @@ const clustered = isClustered(ctx.cfg);
 const partChannel = new BroadcastChannel(init.partChannel);
 partChannel.unref();
 
-export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult | ReadyResult> {
+export default async function run(task: BatchTask | MaintenanceTask): Promise<BatchResult | CleanupResult | PresenceResult | ReadyResult | AttachResult> {
   // this module's top level (the context, the subsystems) has run: the thread serves
   if (task.kind === "ready") return { thread: threadId };
+  if (task.kind === "attach") return { thread: threadId, attached: attachDirect(task.port) };
   if (task.kind === "presence") {
     return { present: await ctx.presentHere() };
   }
@@ -76,6 +77,38 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
     if (saltJobFilesOn(ctx.cfg)) removed += pruneSaltJobFiles(ctx.cfg.cachedir, ctx.cfg.keep_jobs_seconds, task.nowMs);
     return { removed };
   }
+  const { result, ab } = await runBatch(task);
+  // Piscina's movable value: the worker posts the result with its one buffer in the transfer list
+  return ab ? (move({ [transferableSymbol]: ab, [valueSymbol]: result }) as unknown as BatchResult) : result;
+}
+
+/** The lane's direct port to this worker (direct-ports.ts), once the main thread attached one. */
+let direct: MessagePort | undefined;
+
+/**
+ * Batches that come on `port` (the main thread's direct port to this worker, src/main-thread/direct-ports.ts) are
+ * run as those that come through Piscina, and their results go back on it, their one buffer transferred. One port
+ * a worker: false when this one has one already (the main thread closes the spare).
+ */
+function attachDirect(port: MessagePort): boolean {
+  if (direct) {
+    port.close();
+    return false;
+  }
+  direct = port;
+  port.on("message", (task: BatchTask) => {
+    runBatch(task).then(
+      ({ result, ab }) => port.postMessage({ result } satisfies DirectReply, ab ? [ab] : []),
+      (e: Error) => port.postMessage({ error: e.message } satisfies DirectReply),
+    );
+  });
+  // a port that waits for messages keeps no thread alive (Piscina's own port does)
+  port.unref();
+  return true;
+}
+
+/** One batch: its replies, effects and the reply memory's part; `ab`: the one buffer they are views into, if any. */
+function runBatch(task: BatchTask): Promise<InOneBuffer> {
   const fx = newEffects();
   const now = Date.now();
   let stale = 0;
@@ -89,8 +122,8 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   const replies: Uint8Array[] = new Array(n);
   // when each reply leaves: batch-replies.ts decides, this shell schedules, posts and resolves
   const br = new BatchReplies(n);
-  let finish!: (r: BatchResult) => void;
-  const result = new Promise<BatchResult>((r) => (finish = r));
+  let finish!: (r: InOneBuffer) => void;
+  const result = new Promise<InOneBuffer>((r) => (finish = r));
   let hold: NodeJS.Timeout | undefined;
   /** the next message's number once the batch goes in parts (parts and results: the main thread applies them in this order) */
   let seq = 0;
@@ -182,7 +215,7 @@ export default async function run(task: BatchTask | MaintenanceTask): Promise<Ba
   hold = setTimeout(() => {
     if (!br.hold()) return;
     // the effects so far go with it (an awaited runner call waits for its `runs`), in order with the parts
-    finish({ replies: [], seq: seq++, indices: [], streamed: true, ...takeEffects(fx) });
+    finish({ result: { replies: [], seq: seq++, indices: [], streamed: true, ...takeEffects(fx) } });
   }, batchHoldMsMax);
   return result;
 }
@@ -207,12 +240,18 @@ function lowerThisThread(steps: number): void {
  * backing store (a 2 KB reply made by Buffer.allocUnsafe is a slice of an 8 KiB pool chunk, copied whole), one
  * per distinct buffer. The main thread reads views into it (req-pool.ts). The result's fields are views then.
  */
-function inOneBuffer(r: BatchResult): BatchResult {
+interface InOneBuffer {
+  result: BatchResult;
+  /** the buffer the result's replies, events and sync batches are views into (none: no bytes) */
+  ab?: ArrayBuffer;
+}
+
+function inOneBuffer(r: BatchResult): InOneBuffer {
   let bytes = 0;
   for (const a of r.replies) bytes += a.byteLength;
   for (const a of r.events) bytes += a.byteLength;
   if (r.sync) for (const a of r.sync) bytes += a.byteLength;
-  if (bytes === 0) return r;
+  if (bytes === 0) return { result: r };
   const ab = new ArrayBuffer(bytes);
   const all = new Uint8Array(ab);
   let pos = 0;
@@ -225,8 +264,7 @@ function inOneBuffer(r: BatchResult): BatchResult {
   r.replies = r.replies.map(put);
   r.events = r.events.map(put);
   if (r.sync) r.sync = r.sync.map(put);
-  // Piscina's movable value: the worker posts `r` with `ab` in the transfer list
-  return move({ [transferableSymbol]: ab, [valueSymbol]: r }) as unknown as BatchResult;
+  return { result: r, ab };
 }
 
 /** a reply that went in a part (the array is not kept holding its bytes) */
