@@ -321,6 +321,12 @@ interface RaftMember {
   stop(): Promise<void>;
 }
 
+/**
+ * The Raft threads keep their stage clocks (`brine_raft_stage_clock`) only when asked, BRINE_BENCH_STAGES=1,
+ * since the clocks cost CPU on every commit (session 14); the idle part always asks (it counts frames by them).
+ */
+let raftStages = process.env.BRINE_BENCH_STAGES === "1";
+
 function masterConfig(i: number, ports: number[], root: string, raftDir?: (i: number) => string): Partial<MasterConfig> {
   return {
     id: `r${i + 1}`,
@@ -331,6 +337,7 @@ function masterConfig(i: number, ports: number[], root: string, raftDir?: (i: nu
     cluster_pki_dir: path.join(root, "pki"),
     worker_threads: 1,
     ...(raftDir ? { brine_raft_lmdb_dir: raftDir(i) } : {}),
+    ...(raftStages ? { brine_raft_stage_clock: true } : {}),
   };
 }
 
@@ -605,6 +612,8 @@ interface IdleFigures {
  * proposed. What is left is the shared tick and whatever the groups still send each other.
  */
 async function idleRun(rings: number, windowMs: number): Promise<IdleFigures> {
+  const stagesAsked = raftStages;
+  raftStages = true;
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-raftidle-"));
   const masters: RaftMember[] = [];
   try {
@@ -643,6 +652,7 @@ async function idleRun(rings: number, windowMs: number): Promise<IdleFigures> {
       resting: groups.filter((g) => g.quiesced).length,
     };
   } finally {
+    raftStages = stagesAsked;
     for (const m of masters) await m.stop().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
   }

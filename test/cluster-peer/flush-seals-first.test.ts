@@ -16,6 +16,7 @@ const got: string[] = [];
 /** the order of m1's seal and send stages */
 const order: string[] = [];
 const sink: StageSink = {
+  on: true,
   now: () => 0,
   add: (stage) => {
     if (stage === "peer.seal" || stage === "peer.zmqSend") order.push(stage);

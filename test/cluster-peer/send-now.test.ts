@@ -2,7 +2,8 @@
  * Latency-bound messages (Raft's) can skip the writer's wait for the end of the I/O burst: with `now` the
  * queue is sealed and handed to the socket before send() returns, everything already queued in the same
  * frame, in order. Without it, messages wait for the burst to end and leave together, unless flush() writes
- * them first (the Raft link queues one payload per group and flushes once per peer).
+ * them first (the Raft link queues one payload per group and flushes once per peer). A `held` message is
+ * only queued: the writer after the burst is not scheduled for it, and flush() writes it.
  */
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
@@ -69,4 +70,20 @@ test("flush writes what was queued for a peer at once, in one frame, and does no
   assert.equal(c.framesOut, frames + 1, "an empty queue or an unknown peer writes nothing");
   await waitFor(() => got.length === 3, "the three messages");
   assert.deepEqual(got, ["g1", "g2", "g3"]);
+});
+
+test("a held message is not written after the I/O burst: it waits for flush(), which writes it with what was queued", async () => {
+  got.length = 0;
+  const c = m1.t.counters;
+  const frames = c.framesOut;
+  m1.t.send("m2", "raft", bytes("h1"), { held: true });
+  m1.t.send("m2", "raft", bytes("h2"), { held: true });
+  // several turns of the event loop: a writer scheduled after the burst (setImmediate) would have run
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(c.framesOut, frames, "still queued");
+  assert.equal(m1.t.status().find((s) => s.id === "m2")?.queuedMessages, 2);
+  m1.t.flush(["m2"]);
+  assert.equal(c.framesOut, frames + 1, "written by the flush, in one frame");
+  await waitFor(() => got.length === 2, "the two messages");
+  assert.deepEqual(got, ["h1", "h2"]);
 });

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Encoder } from "cbor-x";
-import { BODY, FRAME, decodeBodies, decodeBody, encodeBody, joinBodies } from "../../src/workers/raft/peer/framing.js";
+import { BODY, FRAME, decodeBodies, decodeBody, encodeBody, joinBodies, validateChannel } from "../../src/workers/raft/peer/framing.js";
 import { Session } from "../../src/workers/raft/peer/session.js";
 import { sodium } from "../../src/workers/raft/peer/sodium.js";
 import { bytes, text } from "./helpers.js";
@@ -125,6 +125,30 @@ test("message bodies round-trip, and malformed bodies are refused with CLUSTER_P
   ];
   for (const b of bad) assert.throws(() => decodeBody(cbor.encode(b) as Uint8Array, 64), { code: "CLUSTER_PEER_FRAME" }, JSON.stringify(b));
   assert.throws(() => decodeBody(new Uint8Array([0x9f]), 64), { code: "CLUSTER_PEER_FRAME" });
+});
+
+test("a one-way message's body, written without the codec, is byte for byte what the codec writes, at every CBOR head size", () => {
+  for (const n of [0, 1, 23, 24, 255, 256, 65_535, 65_536, 70_000]) {
+    const payload = new Uint8Array(n).map((_, i) => (i * 7) & 0xff);
+    for (const channel of ["r", "raft", "cl/presence", "c".repeat(23), "c".repeat(24), "c".repeat(64)]) {
+      const ours = encodeBody({ kind: BODY.MSG, channel, payload });
+      assert.deepEqual(Buffer.from(ours), Buffer.from(cbor.encode([BODY.MSG, channel, payload]) as Uint8Array), `${channel.length}-byte channel, ${n}-byte payload`);
+      assert.deepEqual(decodeBody(ours, 64), { kind: BODY.MSG, channel, payload });
+    }
+  }
+});
+
+test("a channel name is checked against each bound it is given, also once it was found well-formed", () => {
+  assert.equal(validateChannel("abcd", 64), "abcd");
+  assert.throws(() => validateChannel("abcd", 3), { code: "CLUSTER_PEER_CHANNEL" });
+  assert.equal(validateChannel("abcd", 4), "abcd");
+  for (const bad of ["bad channel", "", "-x", 7, undefined]) {
+    assert.throws(() => validateChannel(bad, 64), { code: "CLUSTER_PEER_CHANNEL" }, String(bad));
+    assert.throws(() => validateChannel(bad, 64), { code: "CLUSTER_PEER_CHANNEL" }, `${String(bad)}, asked again`);
+  }
+  // past the names kept as checked (256), a well-formed one is still taken and a bad one still refused
+  for (let i = 0; i < 300; i++) assert.equal(validateChannel(`name${i}`, 64), `name${i}`);
+  assert.throws(() => validateChannel("x".repeat(65), 64), { code: "CLUSTER_PEER_CHANNEL" });
 });
 
 test("a DATA plaintext carries a sequence of bodies; one malformed body refuses the whole frame", () => {

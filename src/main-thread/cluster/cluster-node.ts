@@ -76,6 +76,7 @@ export class ClusterNode {
       ...(limits ? { limits } : {}),
       ...(opts.peer ? { peer: opts.peer } : {}),
       log: threadLogSettings(),
+      ...(cfg.brine_raft_stage_clock === true ? { stageClock: true } : {}),
     };
     let node: ClusterNode | undefined;
     // policy: logged; the ring stays at its last published state (no restart: it could fork the group)

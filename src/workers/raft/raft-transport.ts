@@ -5,7 +5,8 @@
  *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft"); RaftPeerLink.flush() ─▶ PeerTransport.flush(peers)
  *   GroupManager.receive ◀─ validate ◀─ decode ◀─ RaftPeerLink ◀─ PeerTransport "raft" handler
  *
- * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, queued on the peer channel;
+ * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, queued on the peer channel
+ * (held: nothing is written until flush());
  * flush() writes every destination's queue at once, so what all groups sent in one pump step (the manager
  * calls flush after each batch of sends) leaves as one sealed frame and one socket write per peer, not one
  * per group (the peer channel coalesces queued bodies into a frame).
@@ -32,7 +33,7 @@ import { getLogger } from "../../shared/log.js";
 import type { Entry, Message, MessageType, SnapshotChunk } from "./core/types.js";
 import { raftIdOf } from "../../shared/node-ids.js";
 import type { Transport } from "./manager.js";
-import type { PeerTransportEvents } from "./peer/peer-types.js";
+import type { PeerTransportEvents, SendOptions } from "./peer/peer-types.js";
 import { clusterLimits } from "../../shared/cluster-limits.js";
 import { NO_STAGES, type StageSink } from "../../shared/metrics/stage-clock.js";
 
@@ -197,13 +198,16 @@ export interface RaftLinkCounters {
 
 /** What the link needs of the peer channel (PeerTransport has it; tests use a fake). */
 export interface RaftPeerChannel {
-  send(peerId: string, channel: string, payload: Uint8Array, opts?: { now?: boolean }): void;
+  send(peerId: string, channel: string, payload: Uint8Array, opts?: SendOptions): void;
   /** writes what is queued for each of `peerIds` now, every peer's frame sealed before the first is sent (PeerTransport.flush) */
   flush(peerIds: readonly string[] | ReadonlySet<string>): void;
   isUp(peerId: string): boolean;
   on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
   readonly events: Pick<EventEmitter<PeerTransportEvents>, "on" | "off">;
 }
+
+/** how the link queues: the manager flushes after every batch of sends (Transport.flush), so nothing else writes */
+const HELD: SendOptions = Object.freeze({ held: true });
 
 /** refused inbound messages logged, count (then only counted) */
 const refusalLogsMax = 100;
@@ -280,7 +284,7 @@ export class RaftPeerLink implements Transport {
   send(group: string, messages: readonly Message[]): void {
     const byDest = new Map<number, Message[]>();
     for (const m of messages) {
-      this.stages.count(`raft.out.${m.type}`);
+      if (this.stages.on) this.stages.count(`raft.out.${m.type}`);
       let l = byDest.get(m.to);
       if (!l) byDest.set(m.to, (l = []));
       l.push(m);
@@ -294,11 +298,11 @@ export class RaftPeerLink implements Transport {
       let sent = false;
       if (!this.cut.has(to) && this.channel.isUp(to)) {
         try {
-          // queued, written by flush() (or, if nobody flushes, after this I/O burst)
+          // queued only: written by flush(), which the manager calls after every batch of sends
           const t = this.stages.now();
           const payload = encodeRaftPayload(group, ms);
           this.stages.add("raft.encode", t);
-          this.channel.send(to, RAFT_CHANNEL, payload);
+          this.channel.send(to, RAFT_CHANNEL, payload, HELD);
           this.unflushed.add(to);
           sent = true;
         } catch {
@@ -356,7 +360,7 @@ export class RaftPeerLink implements Transport {
         this.refuse(from, m);
         continue;
       }
-      this.stages.count(`raft.in.${m.type}`);
+      if (this.stages.on) this.stages.count(`raft.in.${m.type}`);
       this.counters.received++;
       try {
         this.sink.receive(decoded.group, m);

@@ -47,7 +47,7 @@ import type { ClusterEntry } from "./state-machines/entries.js";
 import type { ReadOptions, ReadQuery } from "./api.js";
 import { closeInOrder, threadInit } from "../../shared/thread-kit.js";
 import { JoinHost } from "./join-host.js";
-import { StageClock } from "../../shared/metrics/stage-clock.js";
+import { NO_STAGES, StageClock, type StageSink } from "../../shared/metrics/stage-clock.js";
 
 /** workerData of the Raft worker. */
 export interface RaftWorkerInit {
@@ -66,6 +66,8 @@ export interface RaftWorkerInit {
   /** multi-master: the peer channel this worker owns, and the port its main-thread proxy talks on */
   peer?: RaftWorkerPeerInit;
   log: { level: string; file: string | null; fileLevel: string | null };
+  /** keep a StageClock (NodeStatus.stages): `brine_raft_stage_clock`, for the benches */
+  stageClock?: boolean;
 }
 
 /** What the worker needs to own the peer channel (plain data: the keys are loaded here, not passed). */
@@ -94,12 +96,18 @@ let leaderProgress: LeaderProgressService | undefined;
 let joinHost: JoinHost | undefined;
 let placement: JobPlacement | undefined;
 let minionPlacement: MinionPlacement | undefined;
-/** where this thread's time goes, stage by stage (NodeStatus.stages; bench/cluster.ts reads it per commit) */
-const stages = new StageClock();
+/**
+ * where this thread's time goes, stage by stage (NodeStatus.stages; bench/cluster.ts reads it per commit), when
+ * asked (`brine_raft_stage_clock`): otherwise its ~25 sections per commit are CPU no master needs
+ */
+const stageClock = init.stageClock === true ? new StageClock() : undefined;
+const stages: StageSink = stageClock ?? NO_STAGES;
 // garbage collection pauses of this thread (a worker's observer sees its own isolate's)
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) stages.addMs("gc", e.duration);
-}).observe({ entryTypes: ["gc"] });
+if (stageClock) {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) stageClock.addMs("gc", e.duration);
+  }).observe({ entryTypes: ["gc"] });
+}
 
 function receipt(r: ProposeResult): ProposeReceipt {
   const { value: _echo, ...rest } = r;
@@ -353,7 +361,7 @@ async function answer(m: Exclude<ToRaft, { k: "connect" }>): Promise<unknown> {
       return readAnywhere(await started, m.group, m.query, m.opts);
     case "status": {
       const elu = performance.eventLoopUtilization();
-      return { ...(await started).status(), ...threadSched(), stages: { ...stages.snapshot(), "loop.active": { us: Math.round(elu.active * 1000), n: 0 }, "loop.idle": { us: Math.round(elu.idle * 1000), n: 0 } } };
+      return { ...(await started).status(), ...threadSched(), stages: { ...stageClock?.snapshot(), "loop.active": { us: Math.round(elu.active * 1000), n: 0 }, "loop.idle": { us: Math.round(elu.idle * 1000), n: 0 } } };
     }
     case "bootstrap": {
       const mgr = await started;

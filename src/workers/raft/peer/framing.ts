@@ -45,11 +45,25 @@ export function frameError(detail: string): BrineError {
   return new BrineError("CLUSTER_PEER_FRAME", detail);
 }
 
+/**
+ * Channel names already found well-formed, with their UTF-8 length, so that a name is checked once rather
+ * than on every message sent and every body received (a handful of names, each on every Raft message). Bounded:
+ * past `channelNamesCachedMax` names, a new one is checked each time and not kept.
+ */
+const checkedChannels = new Map<string, number>();
+/** channel names kept as checked, count */
+const channelNamesCachedMax = 256;
+
 export function validateChannel(channel: unknown, channelBytesMax: number): string {
-  if (typeof channel !== "string" || !CHANNEL_RE.test(channel) || utf8.encode(channel).length > channelBytesMax) {
-    throw new BrineError("CLUSTER_PEER_CHANNEL", `channel ${JSON.stringify(channel)} must match ${CHANNEL_RE.source} and be at most ${channelBytesMax} bytes`);
+  if (typeof channel === "string") {
+    let bytes = checkedChannels.get(channel);
+    if (bytes === undefined && CHANNEL_RE.test(channel)) {
+      bytes = utf8.encode(channel).length;
+      if (checkedChannels.size < channelNamesCachedMax) checkedChannels.set(channel, bytes);
+    }
+    if (bytes !== undefined && bytes <= channelBytesMax) return channel;
   }
-  return channel;
+  throw new BrineError("CLUSTER_PEER_CHANNEL", `channel ${JSON.stringify(channel)} must match ${CHANNEL_RE.source} and be at most ${channelBytesMax} bytes`);
 }
 
 // ---------------------------------------------------------------- clear handshake frames
@@ -175,7 +189,7 @@ export type Body =
 export function encodeBody(b: Body): Uint8Array {
   switch (b.kind) {
     case BODY.MSG:
-      return codec.encode([b.kind, b.channel, b.payload]) as Uint8Array;
+      return encodeMessageBody(b.channel, b.payload);
     case BODY.REQ:
       return codec.encode([b.kind, b.channel, b.id, b.payload]) as Uint8Array;
     case BODY.RES:
@@ -183,6 +197,57 @@ export function encodeBody(b: Body): Uint8Array {
     case BODY.ERR:
       return codec.encode([b.kind, b.id, clip(b.code), clip(b.text)]) as Uint8Array;
   }
+}
+
+/**
+ * A one-way message's body, `[0, channel, payload]`, written directly: the CBOR head of each item, then the
+ * payload's bytes copied once. The same bytes as the codec writes for that array (a test holds them equal);
+ * the codec would walk the array and copy the payload through its own buffer, on every message the Raft link
+ * sends. The channel name is ASCII (CHANNEL_RE), so its length in bytes is its length.
+ */
+function encodeMessageBody(channel: string, payload: Uint8Array): Uint8Array {
+  const n = payload.length;
+  const ch = channel.length;
+  // from node's pool of small buffers: a new ArrayBuffer per message costs more than the encoding
+  const out = Buffer.allocUnsafe(2 + headBytes(ch) + ch + headBytes(n) + n);
+  out[0] = 0x83; // array of 3
+  out[1] = BODY.MSG;
+  let o = 2;
+  o = writeHead(out, o, 0x60, ch); // text string
+  for (let i = 0; i < ch; i++) out[o++] = channel.charCodeAt(i);
+  o = writeHead(out, o, 0x40, n); // byte string
+  out.set(payload, o);
+  return out;
+}
+
+/** Bytes of the CBOR head of an item of length `n` (below 2^32: frameBytesMax keeps every body far under it). */
+function headBytes(n: number): number {
+  return n < 24 ? 1 : n < 0x100 ? 2 : n < 0x1_0000 ? 3 : 5;
+}
+
+/** Writes a CBOR head of major type `major` (its top three bits) for `n` at `o`; returns where it ends. */
+function writeHead(out: Uint8Array, o: number, major: number, n: number): number {
+  if (n < 24) {
+    out[o] = major | n;
+    return o + 1;
+  }
+  if (n < 0x100) {
+    out[o] = major | 24;
+    out[o + 1] = n;
+    return o + 2;
+  }
+  if (n < 0x1_0000) {
+    out[o] = major | 25;
+    out[o + 1] = n >>> 8;
+    out[o + 2] = n & 0xff;
+    return o + 3;
+  }
+  out[o] = major | 26;
+  out[o + 1] = n >>> 24;
+  out[o + 2] = (n >>> 16) & 0xff;
+  out[o + 3] = (n >>> 8) & 0xff;
+  out[o + 4] = n & 0xff;
+  return o + 5;
 }
 
 function clip(s: string): string {

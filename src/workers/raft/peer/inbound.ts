@@ -241,7 +241,7 @@ export class PeerListener {
     }
     const handler = this.h.handlers.get(body.channel);
     const from = session.peerId;
-    this.h.stages.count(`peer.in.${body.channel}`);
+    if (this.h.stages.on) this.h.stages.count(`peer.in.${body.channel}`);
     if (body.kind === BODY.MSG) {
       if (!handler) {
         this.h.counters.messagesWithoutHandler++;

@@ -221,15 +221,17 @@ export class PeerTransport {
    * Queues a one-way message to `peerId`. Throws CLUSTER_PEER_UNKNOWN for a peer without a link,
    * CLUSTER_PEER_QUEUE_FULL when its queue is at a bound, CLUSTER_PEER_FRAME for an oversized payload.
    * `opts.now`: write the queue now instead of after the current I/O burst (a latency-bound message, such
-   * as Raft's: its sender already batched it, and waiting for the burst to end only delays it).
+   * as Raft's: its sender already batched it, and waiting for the burst to end only delays it). `opts.held`:
+   * queue only, the caller calls flush() before it yields (a write scheduled for after the burst would find
+   * the queue empty: one setImmediate and one writer run per message for nothing).
    */
   send(peerId: string, channel: string, payload: Uint8Array, opts?: SendOptions): void {
     const t = this.stages.now();
     const link = this.linkFor(peerId);
     validateChannel(channel, this.limits.channelBytesMax);
-    this.enqueue(link, { body: encodeBody({ kind: BODY.MSG, channel, payload }), requestId: 0, cancelled: false });
+    this.enqueue(link, { body: encodeBody({ kind: BODY.MSG, channel, payload }), requestId: 0, cancelled: false }, opts?.held === true);
     this.stages.add("peer.enqueue", t);
-    this.stages.count(`peer.out.${channel}`);
+    if (this.stages.on) this.stages.count(`peer.out.${channel}`);
     if (opts?.now) this.writeNow(link);
   }
 
@@ -273,7 +275,7 @@ export class PeerTransport {
     return new Promise<Uint8Array>((resolve, reject) => {
       const link = this.linkFor(peerId);
       validateChannel(channel, this.limits.channelBytesMax);
-      this.stages.count(`peer.out.${channel}`);
+      if (this.stages.on) this.stages.count(`peer.out.${channel}`);
       if (link.inFlight.size >= this.limits.requestsInFlightMax) {
         throw new BrineError("CLUSTER_PEER_QUEUE_FULL", `${this.limits.requestsInFlightMax} requests to ${peerId} in flight`);
       }
@@ -351,7 +353,8 @@ export class PeerTransport {
     return link;
   }
 
-  private enqueue(link: OutboundLink, item: OutItem): void {
+  /** `held`: the caller flushes (SendOptions.held), so no write is scheduled for after the I/O burst */
+  private enqueue(link: OutboundLink, item: OutItem, held = false): void {
     const l = this.limits;
     if (item.body.length + DATA_OVERHEAD_BYTES > l.frameBytesMax) {
       throw new BrineError("CLUSTER_PEER_FRAME", `message of ${item.body.length} bytes exceeds frameBytesMax ${l.frameBytesMax}`);
@@ -363,7 +366,7 @@ export class PeerTransport {
       throw new BrineError("CLUSTER_PEER_QUEUE_FULL", `${link.queue.bytes} bytes queued for ${link.id ?? link.address} (peerQueueBytesMax)`);
     }
     link.queue.push(item);
-    if (link.state === "up") this.schedulePump(link);
+    if (link.state === "up" && !held) this.schedulePump(link);
   }
 
   private socketOptions(host: string) {

@@ -107,4 +107,9 @@ export type LinkState = "idle" | "connecting" | "up" | "closed";
 export interface SendOptions {
   /** write at once rather than after the current I/O burst (PeerTransport.send) */
   now?: boolean;
+  /**
+   * queue only: the caller writes it with PeerTransport.flush before it yields (the Raft link, which flushes
+   * after every batch of sends), so no write after the I/O burst is scheduled for it
+   */
+  held?: boolean;
 }
