@@ -140,9 +140,9 @@ test("with cluster_peers: no cluster group until founded; founding is a pure fun
   }
 });
 
-test("handOff through the worker's port: a single master has nobody to hand to, keeps leading and commits; status reports the Raft thread's CPU and its stages", { timeout: 60_000 }, async () => {
+test("handOff through the worker's port: a single master has nobody to hand to, keeps leading and commits; status reports the Raft thread's CPU and, asked with brine_raft_stage_clock, its stages", { timeout: 60_000 }, async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-raft-api-"));
-  const node = await ClusterNode.start(config(dir));
+  const node = await ClusterNode.start(config(dir, { brine_raft_stage_clock: true }));
   try {
     await node.raft.handOff();
     const st = await node.raft.status();
@@ -160,6 +160,21 @@ test("handOff through the worker's port: a single master has nobody to hand to, 
       assert.ok(later.thread && later.thread.runNs > 0, "the Raft thread's time on a CPU, from /proc/thread-self/schedstat");
       assert.ok(later.thread.runNs >= st.thread!.runNs);
     }
+  } finally {
+    await node.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("without brine_raft_stage_clock the Raft thread times no stage: its status carries only the event loop's utilisation", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-raft-api-"));
+  const node = await ClusterNode.start(config(dir));
+  try {
+    const r = await node.raft.propose("cluster", { kind: "ROUTE", value: { data_type: "unstaged", ring_id: null } });
+    assert.ok(r.index > 0);
+    const stages = (await node.raft.status()).stages!;
+    assert.deepEqual(Object.keys(stages).sort(), ["loop.active", "loop.idle"]);
+    assert.ok(stages["loop.active"]!.us > 0, "the event loop's utilisation is still there");
   } finally {
     await node.stop();
     rmSync(dir, { recursive: true, force: true });
