@@ -330,12 +330,8 @@ export class ControlServer {
           leaveWarmSoon();
           fireReturned();
           // the thread goes to the next such call waiting for it, or waits for one (runner-thread.ts runs the same
-          // keptWarm test); one kept at most
-          const next = keptWarm(call.fun) && !this.stopping ? this.warmWaiters.shift() : undefined;
-          if (next) {
-            detach();
-            next(t);
-          } else if (keptWarm(call.fun) && !this.warm && !this.stopping) this.keepWarm(t, detach);
+          // keptWarm test)
+          if (keptWarm(call.fun)) this.handOn(t, detach);
           else void endRunner(t);
           this.releaseWarmWaiters();
           return;
@@ -376,12 +372,7 @@ export class ControlServer {
         if (at >= 0) this.warmWaiters.splice(at, 1);
         if (abandoned === undefined) return launch(t);
         // its caller left meanwhile: the thread goes back, and the call ends failed without one
-        if (t) {
-          const next = this.warmWaiters.shift();
-          if (next) next(t);
-          else if (!this.warm && !this.stopping) this.keepWarm(t, () => {});
-          else void endRunner(t);
-        }
+        if (t) this.handOn(t, () => {});
         failed(abandoned);
       };
       const timer = setTimeout(() => take(undefined), warmHandoffWaitMs);
@@ -401,6 +392,19 @@ export class ControlServer {
         if (w) void endRunner(w, abandoned);
       },
     };
+  }
+
+  /**
+   * A read-only jobs.* call's thread whose call is over: to the oldest call waiting for one, else kept warm (one at
+   * most), else ended. `detach` takes the finished call's listeners off it.
+   */
+  private handOn(t: Worker, detach: () => void): void {
+    const next = this.stopping ? undefined : this.warmWaiters.shift();
+    if (next) {
+      detach();
+      next(t);
+    } else if (!this.warm && !this.stopping) this.keepWarm(t, detach);
+    else void endRunner(t);
   }
 
   /** Waiters beyond the threads still to come (one failed or was ended before its record) go on at once without one. */
