@@ -1,20 +1,42 @@
 #!/usr/bin/env node
-// Runs every compiled test file under dist/test with node:test, one file more at a time than the machine has
-// cores (3 on CI's 2: the cluster and syndic tests spend much of their time waiting on timers and sockets, which
-// a third file fills); BRINE_TEST_CONCURRENCY sets it.
-// Node 20's --test takes no globs, so the files are listed here, longest first: test/durations.json holds each
-// file's last recorded duration (ms), files it does not name run first (in name order), so that the run does not
-// end on one long cluster test alone. `--record` merges this run's durations into test/durations.json.
+// Runs every compiled test file under dist/test, each in a `node --test` process of its own, one file more at a
+// time than the machine has cores (3 on CI's 2: the cluster and syndic tests spend much of their time waiting on
+// timers and sockets, which a third file fills); BRINE_TEST_CONCURRENCY sets it.
+// The files go longest first: test/durations.json holds each file's last recorded duration (ms); files it does not
+// name go first (in name order), so that the run does not end on one long cluster test alone. (Handing all the
+// files to one `node --test` does not keep any order: Node 20 sorts them by name. Its `run()` API, which keeps it,
+// once stopped starting files in a CI run: a pool of our own processes is what keeps the order here.)
+// A file may run BRINE_TEST_FILE_TIMEOUT_S (900 s: the longest timeout a test declares, job-placement's), which
+// `node --test` enforces itself (it cancels the file, printing the tests that ended); a test past its own declared
+// timeout ends its file at once (--test-force-exit). Each file's process is its own process group, killed whole
+// (masters, minions, haproxy it started) when it ends, when its `node --test` outlives the limit by a minute, or
+// when the runner is interrupted (SIGINT, SIGTERM); such a file counts as failed. A file's output is printed whole
+// when it ends; a summary of every file closes the run, naming the failed ones. `--record` merges this run's file
+// durations into test/durations.json.
 //   node scripts/run-tests.mjs [--record] [substring of a test path ...]  (a file runs when its path has any of them)
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 
 const DURATIONS = "test/durations.json";
+/** how long one file may run, s (node --test's --test-timeout for the file) */
+const fileTimeoutS = process.env.BRINE_TEST_FILE_TIMEOUT_S ? Number(process.env.BRINE_TEST_FILE_TIMEOUT_S) : 900;
+/** after SIGTERM, how long a killed file's processes get before SIGKILL, ms */
+const killGraceMs = 10_000;
+/**
+ * How long past its own limit a file's `node --test` may take to end before its group is killed, ms: node --test
+ * cancels the file at fileTimeoutS itself (printing the tests that ended); this guard is for a `node --test` that
+ * does not end then.
+ */
+const guardPastLimitMs = 60_000;
 const concurrency = process.env.BRINE_TEST_CONCURRENCY ? Number(process.env.BRINE_TEST_CONCURRENCY) : availableParallelism() + 1;
 if (!Number.isInteger(concurrency) || concurrency < 1) {
   console.error(`BRINE_TEST_CONCURRENCY must be a whole number of test files at a time, 1 or more: ${process.env.BRINE_TEST_CONCURRENCY}`);
+  process.exit(2);
+}
+if (!Number.isFinite(fileTimeoutS) || fileTimeoutS <= 0) {
+  console.error(`BRINE_TEST_FILE_TIMEOUT_S must be a number of seconds over 0: ${process.env.BRINE_TEST_FILE_TIMEOUT_S}`);
   process.exit(2);
 }
 
@@ -46,28 +68,110 @@ if (files.length === 0) {
   console.error(`no test files found under dist/test${filters.length ? ` matching ${filters.join(", ")}` : ""}`);
   process.exit(1);
 }
-const tmp = mkdtempSync(join(tmpdir(), "brine-test-durations-"));
-const measured = join(tmp, "durations.json");
-const res = spawnSync(
-  process.execPath,
-  [
-    "--test",
-    `--test-concurrency=${concurrency}`,
-    "--test-timeout=300000",
-    "--test-reporter=spec",
-    "--test-reporter-destination=stdout",
-    "--test-reporter=./scripts/test-durations-reporter.mjs",
-    `--test-reporter-destination=${measured}`,
-    ...files,
-  ],
-  { stdio: "inherit" },
+
+/** The spec reporter's closing counts of one file's run (`ℹ tests 12` …), undefined where a line is missing. */
+function countsOf(text) {
+  const at = (name) => {
+    const m = [...text.matchAll(new RegExp(`^ℹ ${name} (\\d+)$`, "gm"))].pop();
+    return m ? Number(m[1]) : undefined;
+  };
+  return { tests: at("tests"), pass: at("pass"), fail: at("fail"), cancelled: at("cancelled"), skipped: at("skipped"), todo: at("todo") };
+}
+
+const running = new Map(); // pid → child
+const results = [];
+const started = performance.now();
+let interrupted = false;
+
+function killGroup(child, signal) {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // the group has ended already
+  }
+}
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    // Under `node --test <file>`, --test-timeout is the whole file's limit (its tests' own timeouts do not lift it).
+    // --test-force-exit ends the file when its last test ends: a test past its own timeout never runs its
+    // `finally`, and what it started (masters, sockets, timers) would keep the file alive until the limit.
+    const args = ["--test", "--test-force-exit", `--test-timeout=${fileTimeoutS * 1000}`, "--test-reporter=spec", "--test-reporter-destination=stdout", file];
+    const child = spawn(process.execPath, args, {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running.set(child.pid, child);
+    const chunks = [];
+    child.stdout.on("data", (b) => chunks.push(b));
+    child.stderr.on("data", (b) => chunks.push(b));
+    let timedOut = false;
+    let graceTimer;
+    const watchdog = setTimeout(() => {
+      timedOut = true;
+      killGroup(child, "SIGTERM");
+      graceTimer = setTimeout(() => killGroup(child, "SIGKILL"), killGraceMs);
+    }, fileTimeoutS * 1000 + guardPastLimitMs);
+    child.on("close", (code, signal) => {
+      clearTimeout(watchdog);
+      clearTimeout(graceTimer);
+      running.delete(child.pid);
+      // whatever the file left behind in its group (a haproxy, a master) goes with it
+      killGroup(child, "SIGKILL");
+      const ms = performance.now() - t0;
+      const out = Buffer.concat(chunks).toString("utf8");
+      const counts = countsOf(out);
+      const why = timedOut
+        ? `ran ${guardPastLimitMs / 1000} s over its ${fileTimeoutS} s and was killed`
+        : interrupted
+          ? "interrupted"
+          : code !== 0
+            ? `exited ${code ?? signal}`
+            : counts.tests === undefined
+              ? "printed no counts"
+              : undefined;
+      results.push({ file, ms, counts, failed: why !== undefined || (counts.fail ?? 0) > 0 || (counts.cancelled ?? 0) > 0, why });
+      process.stdout.write(`\n# ${sourceOf(file)}: ${(ms / 1000).toFixed(1)} s${why ? `, ${why}` : ""}\n${out}`);
+      resolve();
+    });
+  });
+}
+
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    interrupted = true;
+    for (const child of running.values()) killGroup(child, "SIGTERM");
+    setTimeout(() => {
+      for (const child of running.values()) killGroup(child, "SIGKILL");
+      process.exit(130);
+    }, killGraceMs).unref();
+  });
+}
+
+let next = 0;
+await Promise.all(
+  Array.from({ length: Math.min(concurrency, files.length) }, async () => {
+    while (!interrupted && next < files.length) await runFile(files[next++]);
+  }),
 );
-if (record && existsSync(measured)) {
+
+const sum = (k) => results.reduce((a, r) => a + (r.counts[k] ?? 0), 0);
+const failed = results.filter((r) => r.failed);
+const notRun = files.length - results.length;
+console.log(`\nℹ files ${files.length} (${concurrency} at a time, longest first)`);
+for (const k of ["tests", "pass", "fail", "cancelled", "skipped", "todo"]) console.log(`ℹ ${k} ${sum(k)}`);
+console.log(`ℹ duration_ms ${Math.round(performance.now() - started)}`);
+if (notRun) console.log(`✖ ${notRun} file(s) not run (interrupted)`);
+if (failed.length) {
+  console.log(`\n✖ failed files (${failed.length}), each printed above:`);
+  for (const r of failed) console.log(`✖ ${sourceOf(r.file)}${r.why ? `: ${r.why}` : ""}${r.counts.fail ? ` (${r.counts.fail} failed)` : ""}${r.counts.cancelled ? ` (${r.counts.cancelled} cancelled: timed out)` : ""}`);
+}
+if (record) {
   const merged = { ...known };
-  for (const [file, ms] of Object.entries(JSON.parse(readFileSync(measured, "utf8")))) merged[file] = Math.round(ms);
+  for (const r of results) if (!r.why) merged[sourceOf(r.file)] = Math.round(r.ms);
   const sorted = Object.fromEntries(Object.keys(merged).filter((f) => existsSync(f)).sort().map((f) => [f, merged[f]]));
   writeFileSync(DURATIONS, JSON.stringify(sorted, null, 1) + "\n");
-  console.log(`${DURATIONS}: ${Object.keys(JSON.parse(readFileSync(measured, "utf8"))).length} files recorded`);
+  console.log(`${DURATIONS}: ${results.filter((r) => !r.why).length} files recorded`);
 }
-rmSync(tmp, { recursive: true, force: true });
-process.exit(res.status ?? 1);
+process.exit(failed.length || notRun || interrupted ? 1 : 0);

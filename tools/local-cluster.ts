@@ -68,13 +68,23 @@ export function canConnect(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Why a cluster on these addresses cannot run here (a message for t.skip), or undefined. */
+/** Why a cluster on these addresses cannot run here (a message for a bench or the demo to print), or undefined. */
 export async function skipReason(lbHost: string, hosts: string[]): Promise<string | undefined> {
   if (!haproxyBinary()) return "haproxy is not installed (apt-get install haproxy; .ci/run installs it)";
   for (const [h, p] of [[lbHost, PUB_PORT], [lbHost, RET_PORT], ...hosts.flatMap((x) => [[x, PUB_PORT], [x, RET_PORT], [x, POOL_PORT]])] as [string, number][]) {
     if (!(await portFree(h, p))) return `${h}:${p} is taken`;
   }
   return undefined;
+}
+
+/**
+ * A test's start: fails it, with the reason, when a cluster on these addresses cannot run here (haproxy missing,
+ * an address taken: a leftover of an interrupted run, or two suites at once). A test skips only where Salt's
+ * source is absent, so this is a failure, never a skip.
+ */
+export async function clusterPrerequisites(lbHost: string, hosts: string[]): Promise<void> {
+  const why = await skipReason(lbHost, hosts);
+  if (why) throw new Error(`this cluster test cannot run here: ${why}`);
 }
 
 export function haproxyConfig(lbHost: string, hosts: string[], statsSocket: string, checkIntervalMs = 500, maxconn = 8000): string {

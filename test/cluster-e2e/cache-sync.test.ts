@@ -17,7 +17,7 @@ import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { syntheticGrains } from "../../src/lib/minion/grains.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.30";
 const HOSTS = ["127.0.0.31", "127.0.0.32", "127.0.0.33"];
@@ -28,11 +28,7 @@ function withMarker(m: TestMinion, marker: string): TestMinion {
 }
 
 test("minion data cache and mine are shared through the cluster (no shared cachedir)", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-cache-sync", privateCachedir: true });
   const minions: TestMinion[] = [];
   try {

@@ -13,18 +13,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.20";
 const HOSTS = ["127.0.0.21", "127.0.0.22", "127.0.0.23"];
 const MINIONS = 9;
 
 test("master cluster faults: SIGKILL of the leader during a job, and a partition", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-faults" });
   const minions: TestMinion[] = [];
   const idx = (id: string) => Number(id.slice(1)) - 1;

@@ -12,18 +12,14 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, PUB_PORT, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, PUB_PORT, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.1";
 const HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"];
 const MINIONS = 9;
 
 test("3 masters behind HAProxy share every job: test.ping on master 1 reaches the minions of all three", { timeout: 180_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS });
   const minions: TestMinion[] = [];
   try {

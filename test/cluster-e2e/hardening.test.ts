@@ -19,7 +19,7 @@ import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
 import { formatJid } from "../../src/shared/protocol/jid.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, frameAnswer as answer, RET_PORT, minionEventFrame, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, frameAnswer as answer, RET_PORT, minionEventFrame, minionThrough, clusterPrerequisites, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.70";
 const HOSTS = ["127.0.0.71", "127.0.0.72", "127.0.0.73"];
@@ -34,11 +34,7 @@ function frame(m: TestMinion, protocol: "v3" | "v2", nonce: string): Buffer {
 
 
 test("cluster hardening: no forged return stored, no captured frame replayed, a paused master catches up", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-hardening", privateCachedir: true });
   const minions: TestMinion[] = [];
   try {

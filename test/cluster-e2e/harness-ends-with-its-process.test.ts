@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
-import { skipReason, until } from "../../tools/local-cluster.js";
+import { clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.210";
 const HOSTS = ["127.0.0.211", "127.0.0.212", "127.0.0.213"];
@@ -25,8 +25,7 @@ function running(pid: number): boolean {
 // SIGINT and SIGHUP take the same path (checked once by hand with SIGINT); one signal spares a cluster's start
 for (const signal of ["SIGTERM"] as const) {
   test(`a harness's masters and haproxy end when its process gets ${signal}`, { timeout: 180_000 }, async () => {
-    const why = await skipReason(LB, HOSTS);
-    if (why) throw new Error(`this cluster test cannot run here: ${why}`);
+    await clusterPrerequisites(LB, HOSTS);
     const harness = new URL("../../tools/local-cluster.js", import.meta.url).href;
     const script = `
       import { ClusterHarness } from ${JSON.stringify(harness)};

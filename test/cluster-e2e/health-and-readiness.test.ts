@@ -16,17 +16,13 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.150";
 const HOSTS = ["127.0.0.151", "127.0.0.152", "127.0.0.153"];
 
 test("cluster.health and the readiness file follow leadership, links and a partition", { timeout: 300_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const [keys] = await testKeys(1);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-health", privateCachedir: true, extra: { runner_returns: false, "keys.cache_driver": "mmap_key" } });
   let minion: TestMinion | undefined;

@@ -21,7 +21,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.230";
 const HOSTS = ["127.0.0.231", "127.0.0.232", "127.0.0.233", "127.0.0.234"];
@@ -29,11 +29,7 @@ const HOSTS = ["127.0.0.231", "127.0.0.232", "127.0.0.233", "127.0.0.234"];
 const SLS = "joined:\n  test.succeed_without_changes:\n    - comment: served by the synced file_roots\n";
 
 test("a 4th master process joins a running 3-master isolated cluster behind HAProxy from a vanilla directory, and a minion sent to it runs state.apply from the synced roots; removed on a follower, it is refused as removed until readmit_member", { timeout: 300_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   // m4 makes its own key pair, as a vanilla install does (the others are given pooled ones: tools/master-key-pool.ts)
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "iso-real", isolated: { secret: "staple battery" }, startWith: 1, extra: { auto_accept: false }, ownKeys: [3] });
   const minions: TestMinion[] = [];

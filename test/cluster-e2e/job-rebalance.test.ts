@@ -18,7 +18,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
 
@@ -28,11 +28,7 @@ const JOBS = 60;
 const MINIONS = ["rebal-a", "rebal-b"];
 
 test("jobs move when replicas change and when a voter leaves the ring (placement_check ok after each), and a minion's peer jobs get their returns from the owners", { timeout: 600_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-rebalance", privateCachedir: true, extra: { runner_returns: false, peer: { "rebal-a": ["test.*"] } } });
   const minions: TestMinion[] = [];
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);

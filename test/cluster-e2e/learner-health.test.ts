@@ -12,18 +12,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ClusterHarness, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 import { chaosPollMs } from "../../src/main-thread/cluster/cluster-service.js";
 
 const LB = "127.0.0.100";
 const HOSTS = ["127.0.0.101", "127.0.0.102", "127.0.0.103", "127.0.0.104"];
 
 test("a learner whose state-sync has not finished is not ready and cluster.health says why; a learner whose leader is unreachable reports that it could not ask it", { timeout: 300_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "learner-health", isolated: { secret: "learner secret" }, startWith: 1 });
   const readyFile = (i: number) => path.join(h.dirOf(i), "cache", "health", "ready");
   const health = (i: number) => h.clusterRunner(i, "health");

@@ -14,18 +14,14 @@ import { cpSync, existsSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.248";
 const HOSTS = ["127.0.0.249", "127.0.0.250", "127.0.0.251"];
 const MINIONS = 6;
 
 test("a shared-filesystem cluster migrates to the mmap key store and then to isolated filesystems one master at a time, every minion answering throughout", { timeout: 600_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "seed-001", privateCachedir: true });
   const minions: TestMinion[] = [];
   try {

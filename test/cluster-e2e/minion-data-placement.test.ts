@@ -27,7 +27,7 @@ import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { syntheticGrains } from "../../src/lib/minion/grains.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
 
@@ -38,11 +38,7 @@ const WEB = IDS.filter((_, i) => i % 2 === 1);
 const NODES = ["m1", "m2", "m3"];
 
 test("mine and grains routed to a ring with replicas 2 live on each minion's two owners, and mine.get, -G targeting and cache.* answer from every master, one owner down too", { timeout: 600_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-minion-placement", privateCachedir: true, extra: { runner_returns: false, external_auth: { auto: { webop: [{ "G@placed_role:web": ["test.ping"] }] } }, peer: { "pm-.*": [{ "G@placed_role:web": ["test.ping"] }] } } });
   const minions: TestMinion[] = [];
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);

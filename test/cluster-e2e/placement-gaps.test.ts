@@ -17,7 +17,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
 
@@ -28,11 +28,7 @@ const PEER_CALLS = 6;
 const MINIONS = ["gap-a", "gap-b"];
 
 test("list_jobs is bounded, minion_publish's returns are pushed, remove_member keeps the only copies, and members self follows the ring's voters", { timeout: 600_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({
     lbHost: LB,
     hosts: HOSTS,

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import type { PublishLoad } from "../../src/lib/minion/functions.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.130";
 const HOSTS = ["127.0.0.131", "127.0.0.132", "127.0.0.133"];
@@ -19,11 +19,7 @@ const HOSTS = ["127.0.0.131", "127.0.0.132", "127.0.0.133"];
 const HEARD_S = 6;
 
 test("a minion attached to master 2 that stops returning is [No response] on master 1, a stopped one [Not connected]", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-presence", extra: { brine_presence_heard_s: HEARD_S } });
   const minions: TestMinion[] = [];
   try {

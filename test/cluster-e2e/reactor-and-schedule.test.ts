@@ -13,17 +13,13 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, clusterPrerequisites, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.60";
 const HOSTS = ["127.0.0.61", "127.0.0.62", "127.0.0.63"];
 
 test("clustered: each event reacts once on one master, also after a master dies; a scheduled job runs on one master", { timeout: 300_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const reactorDir = path.join(process.env.TMPDIR ?? "/tmp", `brine-cl-react-${process.pid}`);
   mkdirSync(reactorDir, { recursive: true });
   const sls = path.join(reactorDir, "react.sls");

@@ -10,7 +10,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
 import { open } from "lmdb";
-import { ClusterHarness, minionThrough, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 import { LocalClient } from "../../src/lib/client/local-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
 import { testKeys } from "../helpers/minions.js";
@@ -30,11 +30,7 @@ function outboxOf(lmdbDir: string, jid: string, id: string): { outbox: number; r
 }
 
 test("a removed master's outbox, read from its directory by recover_outbox on a live master, reaches the owners", { timeout: 600_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   // m4 works with the others down: no nonce decider to ask (its wait would refuse nothing, but costs every request)
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-recover-outbox", privateCachedir: true, extra: { runner_returns: false, brine_cluster_replay_owner_wait_ms: 0 } });
   const minions: TestMinion[] = [];

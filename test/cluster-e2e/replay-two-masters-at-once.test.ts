@@ -26,7 +26,7 @@ import { assignSlots } from "../../src/shared/sab-ring/assign.js";
 import { hashString } from "../../src/shared/sab-ring/hash.js";
 import { ringSlots } from "../../src/shared/sab-ring/layout.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, frameAnswer as answer, minionEventFrame, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, frameAnswer as answer, minionEventFrame, minionThrough, clusterPrerequisites, sleep, until } from "../../tools/local-cluster.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
 import { loadMasterConfig } from "../../src/shared/config/load.js";
 
@@ -77,11 +77,7 @@ function undecidedAtStop(logText: string): number | undefined {
 }
 
 test("a captured frame sent to two cluster masters at once is acted on by exactly one, and both answer it", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-replay-owner", privateCachedir: true });
   const minions: TestMinion[] = [];
   try {

@@ -6,17 +6,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ClusterHarness, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.196";
 const HOSTS = ["127.0.0.197", "127.0.0.198", "127.0.0.199"];
 
 test("a master removed from the cluster leaves the rings it was a voter of", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-ring-follow", privateCachedir: true, extra: { runner_returns: false } });
   const run = (i: number, fn: string, ...args: string[]) => h.clusterRunner(i, fn, args);
   try {

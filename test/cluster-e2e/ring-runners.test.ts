@@ -14,17 +14,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.110";
 const HOSTS = ["127.0.0.111", "127.0.0.112", "127.0.0.113"];
 
 test("ring runners: create, set from anywhere, route, drop_stats, errors, destroy and re-create", { timeout: 300_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   // each master its own cachedir (its own shed status file); runner calls kept out of the job cache, so the
   // jobs a shed sees do not change between its dry run and its real run
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-rings", privateCachedir: true, extra: { runner_returns: false } });

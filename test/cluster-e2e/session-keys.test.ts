@@ -13,17 +13,13 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, minionThrough, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, minionThrough, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.40";
 const HOSTS = ["127.0.0.41", "127.0.0.42", "127.0.0.43"];
 
 test("v3 session keys are shared through the cluster (no shared cachedir)", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-session-keys", privateCachedir: true });
   const minions: TestMinion[] = [];
   const sessionFile = (i: number, id: string) => path.join(h.root, h.masters[i]!.id, "cache", "sessions", id);

@@ -20,7 +20,7 @@ import { createHash, generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ClusterHarness, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, clusterPrerequisites, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.170";
 const HOSTS = ["127.0.0.171", "127.0.0.172", "127.0.0.173"];
@@ -64,11 +64,7 @@ function tree(dir: string, prefix = ""): Record<string, string> {
 }
 
 test("keys converge by themselves and roots by sync_roots across three masters that share no directory; a master killed mid-transfer resumes", { timeout: 420_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-e2e-"));
   seed(root);
   const dirOf = (i: number) => path.join(root, IDS[i]!);

@@ -7,18 +7,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { isMap, type WireValue } from "../../src/shared/protocol/msgpack.js";
-import { ClusterHarness, RET_PORT, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, RET_PORT, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.90";
 const HOSTS = ["127.0.0.91", "127.0.0.92", "127.0.0.93"];
 const SECRET = "s3cret-shared-secret-for-the-cluster";
 
 test("a token made on one master works on every master, and revoked on one is refused on all", { timeout: 180_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({
     lbHost: LB,
     hosts: HOSTS,

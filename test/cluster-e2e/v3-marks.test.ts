@@ -18,7 +18,7 @@ import { newNonce } from "../../src/lib/minion/sign-in.js";
 import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { Crypticle } from "../../src/shared/protocol/crypticle.js";
 import { testKeys } from "../helpers/minions.js";
-import { ClusterHarness, frameAnswer as answer, RET_PORT, minionThrough, skipReason, sleep, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, frameAnswer as answer, RET_PORT, minionThrough, clusterPrerequisites, sleep, until } from "../../tools/local-cluster.js";
 
 const LB = "127.0.0.120";
 const HOSTS = ["127.0.0.121", "127.0.0.122", "127.0.0.123"];
@@ -32,11 +32,7 @@ function v2Frame(aes: string, id: string): Buffer {
 
 
 test("a v2 request forged in a v3 minion's name is refused by every master of an isolated cluster, and by one that was away", { timeout: 240_000 }, async (t) => {
-  const why = await skipReason(LB, HOSTS);
-  if (why) {
-    t.skip(why);
-    return;
-  }
+  await clusterPrerequisites(LB, HOSTS);
   const h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "brine-v3-marks", privateCachedir: true });
   const minions: TestMinion[] = [];
   const marked = (i: number, id: string) => {

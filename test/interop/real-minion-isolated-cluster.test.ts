@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
-import { ClusterHarness, PUB_PORT, RET_PORT, parseReturns, skipReason, until } from "../../tools/local-cluster.js";
+import { ClusterHarness, PUB_PORT, RET_PORT, parseReturns, clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
 const skip = realSaltSkipReason(["3007.x", "v3006.8"]);
 const LB = "127.0.0.244";
@@ -32,11 +32,7 @@ describe("real salt-minions (3007, 3006.8) through an isolated-filesystem brine 
   });
 
   test("sign in through the balancer, each key accepted on one master reaches the others, and both answer test.ping published on every master", async (t) => {
-    const why = await skipReason(LB, HOSTS);
-    if (why) {
-      t.skip(why);
-      return;
-    }
+    await clusterPrerequisites(LB, HOSTS);
     h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "iso-interop", isolated: { secret: "interop secret" }, startWith: 1, extra: { auto_accept: false } });
     const f = await h.saltKey(0, ["-F"]);
     const fp = /^cluster\.pub:\s+(\S+)$/m.exec(f.stdout)?.[1];
