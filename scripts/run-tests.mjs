@@ -79,6 +79,25 @@ function countsOf(text) {
 }
 
 const running = new Map(); // pid → child
+
+/**
+ * CPU time of the runner's reaped children and their waited descendants, ms (/proc/self/stat cutime + cstime):
+ * read as each file's `node --test` is reaped, the growth is that file's CPU (the masters, minions and tools it
+ * started and waited for included; what its group kill ends afterwards is not). Two files reaped in one turn of the
+ * event loop share one reading: the first gets both, the second none (a summary figure, not a measurement). Where
+ * /proc is absent, undefined.
+ */
+const ticksMs = 1000 / 100; // USER_HZ, 100 on Linux
+function childrenCpuMs() {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // fields from the 3rd (state) on
+    return (Number(fields[13]) + Number(fields[14])) * ticksMs; // cutime, cstime: the 16th and 17th
+  } catch {
+    return undefined;
+  }
+}
+let lastChildrenCpuMs = childrenCpuMs();
 const results = [];
 const started = performance.now();
 let interrupted = false;
@@ -113,6 +132,12 @@ function runFile(file) {
       killGroup(child, "SIGTERM");
       graceTimer = setTimeout(() => killGroup(child, "SIGKILL"), killGraceMs);
     }, fileTimeoutS * 1000 + guardPastLimitMs);
+    let cpuMs;
+    child.on("exit", () => {
+      const now = childrenCpuMs();
+      if (now !== undefined && lastChildrenCpuMs !== undefined) cpuMs = now - lastChildrenCpuMs;
+      lastChildrenCpuMs = now;
+    });
     child.on("close", (code, signal) => {
       clearTimeout(watchdog);
       clearTimeout(graceTimer);
@@ -131,8 +156,9 @@ function runFile(file) {
             : counts.tests === undefined
               ? "printed no counts"
               : undefined;
-      results.push({ file, ms, counts, failed: why !== undefined || (counts.fail ?? 0) > 0 || (counts.cancelled ?? 0) > 0, why });
-      process.stdout.write(`\n# ${sourceOf(file)}: ${(ms / 1000).toFixed(1)} s${why ? `, ${why}` : ""}\n${out}`);
+      results.push({ file, ms, cpuMs, counts, failed: why !== undefined || (counts.fail ?? 0) > 0 || (counts.cancelled ?? 0) > 0, why });
+      const cpu = cpuMs === undefined ? "" : ` (CPU ${(cpuMs / 1000).toFixed(1)} s)`;
+      process.stdout.write(`\n# ${sourceOf(file)}: ${(ms / 1000).toFixed(1)} s${cpu}${why ? `, ${why}` : ""}\n${out}`);
       resolve();
     });
   });
@@ -162,6 +188,13 @@ const notRun = files.length - results.length;
 console.log(`\nℹ files ${files.length} (${concurrency} at a time, longest first)`);
 for (const k of ["tests", "pass", "fail", "cancelled", "skipped", "todo"]) console.log(`ℹ ${k} ${sum(k)}`);
 console.log(`ℹ duration_ms ${Math.round(performance.now() - started)}`);
+const withCpu = results.filter((r) => r.cpuMs !== undefined);
+if (withCpu.length > 1) {
+  // where the run's CPU went (on CI's two cores the suite's wall time is its CPU time over ~2)
+  const total = withCpu.reduce((a, r) => a + r.cpuMs, 0);
+  console.log(`ℹ cpu_ms ${Math.round(total)} (the files' processes); the most:`);
+  for (const r of [...withCpu].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 10)) console.log(`ℹ   ${(r.cpuMs / 1000).toFixed(1)} s CPU, ${(r.ms / 1000).toFixed(1)} s wall: ${sourceOf(r.file)}`);
+}
 if (notRun) console.log(`✖ ${notRun} file(s) not run (interrupted)`);
 if (failed.length) {
   console.log(`\n✖ failed files (${failed.length}), each printed above:`);
