@@ -273,12 +273,14 @@ export class ControlServer {
       if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: answered.success, _stamp: stamp() }, "return", answered.packed))]);
       finish();
     };
-    const failed = (message: string) => {
+    /** unavailable: there is no runner of that name (Salt's runner.py fires its ret with retcode 254 then) */
+    const failed = (message: string, unavailable = false) => {
       leaveWarmSoon();
       // a thread that ends after its caller was answered (its record not confirmed) still ends its job
       if (answered) return fireReturned();
-      onMessage({ type: "error", message });
-      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: abandoned ?? message, success: false, ...(abandoned ? { retcode: 1 } : {}) });
+      onMessage(unavailable ? { type: "error", message, unavailable } : { type: "error", message });
+      const retcode = abandoned ? 1 : unavailable ? 254 : undefined;
+      if (jid) this.runnerEvents?.fireLocal(`salt/run/${jid}/ret`, { ...job, return: abandoned ?? message, success: false, ...(retcode !== undefined ? { retcode } : {}) });
       finish();
     };
     const launch = (reuse: Worker | undefined) => {
@@ -336,7 +338,8 @@ export class ControlServer {
           this.releaseWarmWaiters();
           return;
         }
-        failed(kind === "error" ? String((m as { message?: unknown }).message) : `runner ${call.fun} sent an unknown message`);
+        if (kind === "error") failed(String((m as { message?: unknown }).message), (m as { unavailable?: unknown }).unavailable === true);
+        else failed(`runner ${call.fun} sent an unknown message`);
         this.releaseWarmWaiters();
         void endRunner(t);
       };

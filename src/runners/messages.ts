@@ -38,7 +38,7 @@ export interface RunnerInit {
 /** `loaded`: a spare thread has loaded and warmed up and waits for its call (before any call only; the control server notes it). */
 /** `stopped`: the answer to `stop`, its zeromq sockets closed (the host may end the thread now). */
 /** `started`: an `async` call's runner was found and runs now (its caller is answered with the jid and leaves). */
-export type RunnerToMain = { k: "started" } | { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string } | { k: "loaded" } | { k: "stopped" } | RunnerSync;
+export type RunnerToMain = { k: "started" } | { k: "print"; text: string } | { k: "fire"; tag: string; data: unknown } | { k: "return"; packed: Uint8Array; success?: boolean } | { k: "recorded" } | { k: "error"; message: string; unavailable?: true } | { k: "loaded" } | { k: "stopped" } | RunnerSync;
 
 /** Clustered: cache-sync record batches (encoded) for the peers, from a runner that wrote the minion data cache (cache.clear_*); never reaches the caller */
 export interface RunnerSync {
@@ -69,7 +69,8 @@ export interface SpareRunnerData {
 }
 
 /** What the call's client gets (control socket stream; an awaited runner's result relay): a print, the return's bytes, or an error. */
-export type RunnerMessage = { type: "started" } | { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string };
+/** `unavailable` on an error: no runner of that name (Salt's "'x' is not available.") */
+export type RunnerMessage = { type: "started" } | { type: "print"; text: string } | { type: "return"; packed: Uint8Array } | { type: "error"; message: string; unavailable?: true };
 
 /**
  * The runners whose thread is kept for the next such call once a call ended well (control-server.ts): they read the

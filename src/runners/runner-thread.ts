@@ -130,7 +130,7 @@ async function runCall(init: RunnerInit): Promise<boolean> {
   // a runner brine does not have may be a synced custom runner (custom.ts)
   const fn = (await findRunner(init.fun)) ?? (await import("./custom.js")).customRunner(init.cfg, init.fun);
   if (!fn) {
-    post({ k: "error", message: `'${init.fun}' is not available.` });
+    post({ k: "error", message: `'${init.fun}' is not available.`, unavailable: true });
     return false;
   }
   // salt-run --async: its caller is answered now (Salt checks the function exists, then returns the jid)

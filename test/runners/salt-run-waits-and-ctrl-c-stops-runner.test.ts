@@ -124,8 +124,13 @@ describe("salt-run and a runner that takes its time", { timeout: 120_000 }, () =
     const rec = JSON.parse((await runCli("salt-run", ["-c", conf, "jobs.lookup_jid", jid, "--out", "json"])).stdout)[tm.cfg.id];
     assert.deepEqual([rec.fun, rec.jid, rec.success, rec.return, rec.fun_args], ["runner.test.sleep", jid, true, true, [2]]);
 
+    const beforeUnknown = tags.length;
     const unknown = await runCli("salt-run", ["-c", conf, "--async", "nosuch.fun"]);
     assert.deepEqual([unknown.code, unknown.stdout, unknown.stderr.trim()], [1, "", "'nosuch.fun' is not available."], "as without --async");
+    // and its job's ret event says so with Salt's retcode for it (runner.py: 254, success False)
+    await until("the unknown runner's salt/run/<jid>/ret", async () => tags.slice(beforeUnknown).some((e) => /^salt\/run\/\d{20}\/ret$/.test(e.tag) && e.data.fun === "runner.nosuch.fun"));
+    const unknownRet = tags.slice(beforeUnknown).find((e) => e.tag.endsWith("/ret") && e.data.fun === "runner.nosuch.fun")!.data;
+    assert.deepEqual([unknownRet.success, unknownRet.retcode, unknownRet.return], [false, 254, "'nosuch.fun' is not available."]);
   });
 
   test("state.event, which only streams to its caller, ends when the caller leaves", async () => {
