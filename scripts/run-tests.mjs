@@ -110,6 +110,40 @@ function killGroup(child, signal) {
   }
 }
 
+/** Whether any process of the group led by `pid` is left. */
+function groupLeft(pid) {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** the ends of file groups still under way (endGroup), waited for before the runner exits */
+const ending = new Set();
+
+/**
+ * Ends what a file left in its process group once its `node --test` has closed: SIGTERM, then SIGKILL after
+ * killGraceMs if any is left. SIGTERM first so that a test process still ending runs its exit hooks (the
+ * real-salt harness's daemons run in sessions of their own, out of the group's reach: the test process's hook,
+ * tools/local-cluster.ts onThisProcessEnd, stops them), which an immediate SIGKILL of the group would cut short.
+ */
+function endGroup(pid) {
+  if (!groupLeft(pid)) return;
+  const done = (async () => {
+    try {
+      process.kill(-pid, "SIGTERM");
+    } catch {
+      return;
+    }
+    for (let waited = 0; waited < killGraceMs && groupLeft(pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
+    if (groupLeft(pid)) process.kill(-pid, "SIGKILL");
+  })().catch(() => undefined);
+  ending.add(done);
+  void done.then(() => ending.delete(done));
+}
+
 function runFile(file) {
   return new Promise((resolve) => {
     const t0 = performance.now();
@@ -143,7 +177,7 @@ function runFile(file) {
       clearTimeout(graceTimer);
       running.delete(child.pid);
       // whatever the file left behind in its group (a haproxy, a master) goes with it
-      killGroup(child, "SIGKILL");
+      endGroup(child.pid);
       const ms = performance.now() - t0;
       const out = Buffer.concat(chunks).toString("utf8");
       const counts = countsOf(out);
@@ -168,10 +202,11 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {
     interrupted = true;
     for (const child of running.values()) killGroup(child, "SIGTERM");
+    // a backstop: a `node --test` that does not end on SIGTERM is killed, and the runner ends
     setTimeout(() => {
       for (const child of running.values()) killGroup(child, "SIGKILL");
       process.exit(130);
-    }, killGraceMs).unref();
+    }, 2 * killGraceMs).unref();
   });
 }
 
@@ -207,4 +242,5 @@ if (record) {
   writeFileSync(DURATIONS, JSON.stringify(sorted, null, 1) + "\n");
   console.log(`${DURATIONS}: ${results.filter((r) => !r.why).length} files recorded`);
 }
+await Promise.all(ending);
 process.exit(failed.length || notRun || interrupted ? 1 : 0);

@@ -190,23 +190,30 @@ function runNode(script: string, args: string[], timeoutMs = 60_000): Promise<Cl
 }
 
 /**
- * Child processes (masters, HAProxy, CLI calls) a harness of this process started that may still run. They are
- * SIGKILLed when this process exits or is ended by SIGINT, SIGTERM or SIGHUP (one it has no other handler for),
- * which would otherwise leave them running, holding their loopback addresses (a test process killed by a signal
- * runs no `finally`).
+ * What this process must end when it ends: children a harness started that may still run (masters, HAProxy, CLI
+ * calls), or anything else a test started outside its own process group (the real-salt harness's daemons, which run
+ * in sessions of their own). Each is ended when this process exits or is ended by SIGINT, SIGTERM or SIGHUP (one it
+ * has no other handler for), which would otherwise leave them running, holding their loopback addresses (a test
+ * process killed by a signal runs no `finally`). Ends are synchronous: an exit hook can run nothing else.
  */
-const liveChildren = new Set<ChildProcess>();
+const atEnd = new Set<() => void>();
 let reaperInstalled = false;
 
-/** Ends `p` with this process (see liveChildren); returns it. */
-export function endWithThisProcess<T extends ChildProcess>(p: T): T {
-  liveChildren.add(p);
-  p.once("close", () => liveChildren.delete(p));
+/** Runs `end` when this process ends (see atEnd), unless the returned function is called first. */
+export function onThisProcessEnd(end: () => void): () => void {
+  atEnd.add(end);
   if (!reaperInstalled) {
     reaperInstalled = true;
     const reap = () => {
-      for (const c of liveChildren) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-      liveChildren.clear();
+      const ends = [...atEnd];
+      atEnd.clear();
+      for (const e of ends) {
+        try {
+          e();
+        } catch {
+          // the next one still runs
+        }
+      }
     };
     process.on("exit", reap);
     for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
@@ -221,6 +228,15 @@ export function endWithThisProcess<T extends ChildProcess>(p: T): T {
       process.on(sig, on);
     }
   }
+  return () => atEnd.delete(end);
+}
+
+/** Ends `p` (SIGKILL) with this process unless it has closed first (see atEnd); returns it. */
+export function endWithThisProcess<T extends ChildProcess>(p: T): T {
+  const forget = onThisProcessEnd(() => {
+    if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
+  });
+  p.once("close", forget);
   return p;
 }
 

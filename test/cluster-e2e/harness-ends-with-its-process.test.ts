@@ -60,3 +60,44 @@ for (const signal of ["SIGTERM"] as const) {
     }
   });
 }
+
+// what a test starts outside its own process group (the real-salt harness's daemons run under setsid) is ended by
+// the same hook, through onThisProcessEnd: here a sleep in a session of its own stands for such a daemon
+test("what a process registered with onThisProcessEnd is ended when that process gets SIGTERM, even in a session of its own", { timeout: 30_000 }, async () => {
+  const harness = new URL("../../tools/local-cluster.js", import.meta.url).href;
+  const script = `
+    import { onThisProcessEnd } from ${JSON.stringify(harness)};
+    import { spawn, spawnSync } from "node:child_process";
+    // detached: a session of its own (setsid), as the harness's daemons
+    const d = spawn("sleep", ["600"], { stdio: "ignore", detached: true });
+    d.unref();
+    const forgotten = spawn("sleep", ["600"], { stdio: "ignore", detached: true });
+    forgotten.unref();
+    onThisProcessEnd(() => spawnSync("kill", ["-KILL", String(d.pid)]));
+    // a hook taken back before the end does not run: its daemon is the test's to end
+    const forget = onThisProcessEnd(() => spawnSync("kill", ["-KILL", String(forgotten.pid)]));
+    forget();
+    console.log(JSON.stringify({ pids: [d.pid, forgotten.pid] }));
+    setInterval(() => {}, 60_000);`;
+  const p = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  p.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  p.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise((r) => p.once("exit", r));
+  let pids: number[] = [];
+  try {
+    pids = await until("the process to start its daemons", async () => {
+      if (p.exitCode !== null) throw new Error(`the process exited: ${out}`);
+      const line = out.split("\n").find((l) => l.startsWith('{"pids"'));
+      return line ? (JSON.parse(line) as { pids: number[] }).pids : undefined;
+    }, 20_000, 50);
+    assert.ok(pids.every(running), "both run before the signal");
+    p.kill("SIGTERM");
+    await exited;
+    await until("the registered daemon to end", async () => (running(pids[0]!) ? undefined : true), 5_000, 50);
+    assert.equal(running(pids[1]!), true, "the hook taken back did not run");
+  } finally {
+    p.kill("SIGKILL");
+    for (const pid of pids) if (running(pid)) process.kill(pid, "SIGKILL");
+  }
+});

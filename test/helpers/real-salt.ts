@@ -6,6 +6,7 @@
 import { spawnSync, spawn } from "node:child_process";
 import path from "node:path";
 import { sharedDir } from "./paths.js";
+import { onThisProcessEnd } from "../../tools/local-cluster.js";
 
 export const HARNESS = path.join(sharedDir, "real-salt");
 
@@ -23,6 +24,7 @@ export function realSaltSkipReason(refs = ["3007.x", "v3006.8"]): string | undef
  * runs in this same process and must keep serving the minion's sign-in while we wait.
  */
 export function startRealMinion(dir: string, id: string, retPort: number, publishPort: number, ref = "3007.x", extra = "", master = "127.0.0.1"): Promise<string> {
+  stopAtThisProcessEnd(dir);
   return new Promise((resolve, reject) => {
     const p = spawn(path.join(HARNESS, "start-minion.sh"), ["--dir", dir, id, master, String(retPort), String(publishPort)], {
       env: { ...process.env, SALT_REF: ref, SALT_WAIT: "90", SALT_MINION_EXTRA: extra },
@@ -34,8 +36,27 @@ export function startRealMinion(dir: string, id: string, retPort: number, publis
   });
 }
 
+/** the harness directories whose daemons this process started and has not stopped → forgets their stop at its end */
+const stopAtEnd = new Map<string, () => void>();
+
+/**
+ * The harness's daemons (minions, masters, salt-api, syndics) run in sessions of their own (setsid), out of reach of
+ * the test runner's kill of a file's process group: call this before starting any in `dir`, and they are stopped
+ * when this process ends, unless the test stopped them first (stopRealMinions).
+ */
+export function stopAtThisProcessEnd(dir: string): void {
+  if (!stopAtEnd.has(dir)) stopAtEnd.set(dir, onThisProcessEnd(() => stopRealMinions(dir)));
+}
+
+/**
+ * Stops every daemon of the harness in `dir` (stop-all.sh). In a session of its own (`setsid -w`, which waits for
+ * it): when this runs from this process's end hook, the test runner is ending this file's process group, and a
+ * SIGTERM to the group must not end the stop half-way.
+ */
 export function stopRealMinions(dir: string): void {
-  spawnSync(path.join(HARNESS, "stop-all.sh"), ["--dir", dir], { env: { ...process.env, SALT_STOP_WAIT: "0" }, timeout: 60_000 });
+  stopAtEnd.get(dir)?.();
+  stopAtEnd.delete(dir);
+  spawnSync("setsid", ["-w", path.join(HARNESS, "stop-all.sh"), "--dir", dir], { env: { ...process.env, SALT_STOP_WAIT: "0" }, timeout: 60_000 });
 }
 
 /** The unpacked source tree of a Salt ref (the harness's setup.sh unpacks it on first use and names it). */

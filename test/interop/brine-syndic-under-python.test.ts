@@ -11,7 +11,7 @@ import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
-import { HARNESS, realSaltSkipReason, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
+import { HARNESS, realSaltSkipReason, startRealMinion, stopAtThisProcessEnd, stopRealMinions } from "../helpers/real-salt.js";
 import { Syndic } from "../../src/syndic/syndic.js";
 import { syndicOptions } from "../../src/syndic/options.js";
 
@@ -37,6 +37,7 @@ describe("brine syndic under a Python master of masters, with a real minion belo
   before(async () => {
     const pub = await freePort();
     const ret = await freePort();
+    stopAtThisProcessEnd(momDir);
     const started = await harness("start-master.sh", ["--dir", momDir, String(pub), String(ret)], { SALT_MASTER_EXTRA: "order_masters: True\nsyndic_wait: 3" });
     assert.equal(started.code, 0, started.out);
     low = await startTestMaster({ id: "brinelow", auto_accept: true, worker_threads: 2, syndic_master: `127.0.0.1:${ret}`, syndic_event_forward_timeout: 0.2 } as never);
@@ -50,7 +51,7 @@ describe("brine syndic under a Python master of masters, with a real minion belo
   after(async () => {
     await syndic?.stop();
     stopRealMinions(minionDir);
-    await harness("stop-all.sh", ["--dir", momDir], { SALT_STOP_WAIT: "0" });
+    stopRealMinions(momDir);
     await low?.stop();
   });
 

@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { RawClient } from "../../src/lib/minion/raw-client.js";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
-import { HARNESS, realSaltSkipReason } from "../helpers/real-salt.js";
+import { HARNESS, realSaltSkipReason, stopAtThisProcessEnd, stopRealMinions } from "../helpers/real-salt.js";
 
 const SECRET = "parity-secret-0123456789";
 const skip = realSaltSkipReason(["3007.x"]);
@@ -38,6 +38,7 @@ describe("eauth answers match the Python master's", { skip, timeout: 300_000 }, 
     pyPort = await freePort();
     const pubPort = await freePort();
     const extra = `sharedsecret: ${SECRET}\nexternal_auth:\n  sharedsecret:\n    ops:\n      - test.ping\n      - "@jobs"\n`;
+    stopAtThisProcessEnd(dir);
     const r = spawnSync(path.join(HARNESS, "start-master.sh"), ["--dir", dir, String(pubPort), String(pyPort)], {
       env: { ...process.env, SALT_REF: "3007.x", SALT_MASTER_EXTRA: extra, SALT_LOG_LEVEL: "info" },
       encoding: "utf8",
@@ -47,7 +48,7 @@ describe("eauth answers match the Python master's", { skip, timeout: 300_000 }, 
     tm = await startTestMaster({ sharedsecret: SECRET, external_auth: { sharedsecret: { ops: ["test.ping", "@jobs"] } } });
   });
   after(async () => {
-    spawnSync(path.join(HARNESS, "stop-all.sh"), ["--dir", dir], { env: { ...process.env, SALT_STOP_WAIT: "0" }, timeout: 60_000 });
+    stopRealMinions(dir);
     rmSync(dir, { recursive: true, force: true });
     await tm?.stop();
   });

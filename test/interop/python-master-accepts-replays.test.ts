@@ -25,7 +25,7 @@ import { decodeWire } from "../../src/shared/protocol/msgpack.js";
 import { TestMinion } from "../../src/lib/minion/test-minion.js";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
 import { testKeys } from "../helpers/minions.js";
-import { HARNESS, realSaltSkipReason } from "../helpers/real-salt.js";
+import { HARNESS, realSaltSkipReason, stopAtThisProcessEnd, stopRealMinions } from "../helpers/real-salt.js";
 import { frameAnswer, minionEventFrame } from "../../tools/local-cluster.js";
 
 const skip = realSaltSkipReason(["3007.x"]);
@@ -52,6 +52,7 @@ describe("a captured or resent minion frame: the Python master acts on every cop
     writeFileSync(renders.python, "");
     writeFileSync(renders.brine, "");
     py = { ret: await freePort(), pub: await freePort() };
+    stopAtThisProcessEnd(dir);
     const r = spawnSync(path.join(HARNESS, "start-master.sh"), ["--dir", dir, String(py.pub), String(py.ret)], {
       env: { ...process.env, SALT_REF: "3007.x", SALT_LOG_LEVEL: "info", SALT_MASTER_EXTRA: `ext_pillar:\n  - cmd_json: ${renderCommand(renders.python)}` },
       encoding: "utf8",
@@ -62,7 +63,7 @@ describe("a captured or resent minion frame: the Python master acts on every cop
   });
   after(async () => {
     await Promise.all(minions.map((m) => m.stop()));
-    spawnSync(path.join(HARNESS, "stop-all.sh"), ["--dir", dir], { env: { ...process.env, SALT_STOP_WAIT: "0" }, timeout: 60_000 });
+    stopRealMinions(dir);
     rmSync(dir, { recursive: true, force: true });
     await tm?.stop();
   });

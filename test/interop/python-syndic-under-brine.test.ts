@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 
 import os from "node:os";
 import path from "node:path";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
-import { HARNESS, realSaltEnv, realSaltSkipReason, realSaltSource, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
+import { HARNESS, realSaltEnv, realSaltSkipReason, realSaltSource, startRealMinion, stopAtThisProcessEnd, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 
 const skip = realSaltSkipReason(["3007.x", "v3006.8"]);
@@ -44,6 +44,7 @@ for (const ref of ["3007.x", "v3006.8"]) describe(`brine master of masters over 
     conf = writeConfigDir(mom);
     lowPub = await freePort();
     lowRet = await freePort();
+    stopAtThisProcessEnd(runDir);
     harness("start-master.sh", ["--dir", runDir, String(lowPub), String(lowRet)], {
       SALT_REF: ref,
       SALT_MASTER_EXTRA: `syndic_master: 127.0.0.1\nsyndic_master_port: ${mom.retPort}\nsyndic_log_file: ${runDir}/master/log/syndic\nsyndic_pidfile: ${runDir}/master/run/salt-syndic.pid\nsyndic_event_forward_timeout: 0.5`,

@@ -13,7 +13,7 @@ import { spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
-import { HARNESS, realSaltSkipReason, stopRealMinions } from "../helpers/real-salt.js";
+import { HARNESS, realSaltSkipReason, stopAtThisProcessEnd, stopRealMinions } from "../helpers/real-salt.js";
 import { fastMinion, testKeys } from "../helpers/minions.js";
 import { jsonDocs, runCli, writeConfigDir } from "../helpers/cli.js";
 import { EventClient } from "../../src/lib/client/event-client.js";
@@ -54,6 +54,7 @@ describe("jobs published while a real failover minion moves to the second brine 
     mkdirSync(dropIn, { recursive: true });
     writeFileSync(path.join(dropIn, "failover.conf"), "master_type: failover\nmaster_alive_interval: 10\nretry_dns: 0\nauth_tries: 1\nauth_timeout: 3\n");
     await new Promise<void>((resolve, reject) => {
+      stopAtThisProcessEnd(runDir);
       const p = spawn(path.join(HARNESS, "start-minion.sh"), ["--dir", runDir, MID, "[127.0.0.2, 127.0.0.3]", String(ret), String(pub)], { env: { ...process.env, SALT_REF: "3007.x", SALT_WAIT: "90" } });
       let out = "";
       p.stdout.on("data", (d) => (out += d));

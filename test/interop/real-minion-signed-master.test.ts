@@ -13,7 +13,7 @@ import { spawn, spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { freePort, startTestMaster, type TestMaster } from "../helpers/master.js";
-import { HARNESS, realSaltEnv, realSaltSkipReason, realSaltSource, startRealMinion, stopRealMinions } from "../helpers/real-salt.js";
+import { HARNESS, realSaltEnv, realSaltSkipReason, realSaltSource, startRealMinion, stopAtThisProcessEnd, stopRealMinions } from "../helpers/real-salt.js";
 import { runCli, writeConfigDir } from "../helpers/cli.js";
 import { generateRsaPem } from "../../src/lib/pki/master-keys.js";
 
@@ -101,6 +101,7 @@ for (const [ref, mid] of [["3007.x", "fo7"], ["v3006.8", "fo6"]] as const) descr
     mkdirSync(dropIn, { recursive: true });
     writeFileSync(path.join(dropIn, "failover.conf"), "master_type: failover\nmaster_alive_interval: 2\nmaster_failback: True\nmaster_failback_interval: 5\nretry_dns: 0\nverify_master_pubkey_sign: True\nauth_tries: 1\nauth_timeout: 3\n");
     await new Promise<void>((resolve, reject) => {
+      stopAtThisProcessEnd(runDir);
       const p = spawn(path.join(HARNESS, "start-minion.sh"), ["--dir", runDir, mid, "[127.0.0.2, 127.0.0.3]", String(ret), String(pub)], { env: { ...process.env, SALT_REF: ref, SALT_WAIT: "90" } });
       let out = "";
       p.stdout.on("data", (d) => (out += d));
