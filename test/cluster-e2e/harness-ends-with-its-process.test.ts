@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { clusterPrerequisites, until } from "../../tools/local-cluster.js";
 
@@ -22,6 +22,24 @@ function running(pid: number): boolean {
   }
 }
 
+/**
+ * Runs `script` (an ES module) in a node process of its own and waits for the first line it prints that starts with
+ * `{"<key>"` (what it started, as JSON); fails if the process exits first.
+ */
+function startScript<T>(script: string, key: string, what: string, timeoutMs: number): { p: ChildProcess; exited: Promise<unknown>; started: Promise<T> } {
+  const p = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  p.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  p.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise((r) => p.once("exit", r));
+  const started = until(what, async () => {
+    if (p.exitCode !== null) throw new Error(`the process exited: ${out}`);
+    const line = out.split("\n").find((l) => l.startsWith(`{"${key}"`));
+    return line ? (JSON.parse(line) as T) : undefined;
+  }, timeoutMs, 50);
+  return { p, exited, started };
+}
+
 // SIGINT and SIGHUP take the same path (checked once by hand with SIGINT); one signal spares a cluster's start
 for (const signal of ["SIGTERM"] as const) {
   test(`a harness's masters and haproxy end when its process gets ${signal}`, { timeout: 180_000 }, async () => {
@@ -32,18 +50,11 @@ for (const signal of ["SIGTERM"] as const) {
       const h = await ClusterHarness.start({ lbHost: ${JSON.stringify(LB)}, hosts: ${JSON.stringify(HOSTS)}, clusterId: "brine-harness-ends" });
       console.log(JSON.stringify({ root: h.root, pids: [...h.masters.map((m) => m.proc.pid), h.haproxyPid] }));
       setInterval(() => {}, 60_000);`;
-    const p = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    p.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    p.stderr.on("data", (d: Buffer) => (out += d.toString()));
-    const exited = new Promise((r) => p.once("exit", r));
+    const run = startScript<{ root: string; pids: number[] }>(script, "root", "the harness to start", 150_000);
+    const { p, exited } = run;
     let started: { root: string; pids: number[] } | undefined;
     try {
-      started = await until("the harness to start", async () => {
-        if (p.exitCode !== null) throw new Error(`the harness's process exited: ${out}`);
-        const line = out.split("\n").find((l) => l.startsWith('{"root"'));
-        return line ? (JSON.parse(line) as { root: string; pids: number[] }) : undefined;
-      }, 150_000, 100);
+      started = await run.started;
       assert.equal(started.pids.length, 4, "three masters and haproxy");
       assert.ok(started.pids.every(running), "all four run before the signal");
       p.kill(signal);
@@ -79,18 +90,11 @@ test("what a process registered with onThisProcessEnd is ended when that process
     forget();
     console.log(JSON.stringify({ pids: [d.pid, forgotten.pid] }));
     setInterval(() => {}, 60_000);`;
-  const p = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  p.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  p.stderr.on("data", (d: Buffer) => (out += d.toString()));
-  const exited = new Promise((r) => p.once("exit", r));
+  const run = startScript<{ pids: number[] }>(script, "pids", "the process to start its daemons", 20_000);
+  const { p, exited } = run;
   let pids: number[] = [];
   try {
-    pids = await until("the process to start its daemons", async () => {
-      if (p.exitCode !== null) throw new Error(`the process exited: ${out}`);
-      const line = out.split("\n").find((l) => l.startsWith('{"pids"'));
-      return line ? (JSON.parse(line) as { pids: number[] }).pids : undefined;
-    }, 20_000, 50);
+    pids = (await run.started).pids;
     assert.ok(pids.every(running), "both run before the signal");
     p.kill("SIGTERM");
     await exited;
