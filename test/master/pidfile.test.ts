@@ -13,6 +13,7 @@ import { freePort } from "../../tools/free-port.js";
 import { acquirePidfile, pidfilePath } from "../../src/main-thread/pidfile.js";
 import { masterDefaults } from "../../src/shared/config/defaults.js";
 import { CLI_DIR, runCli } from "../helpers/cli.js";
+import { onThisProcessEnd } from "../../tools/local-cluster.js";
 
 async function masterRoot(): Promise<{ root: string; conf: string }> {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-pid-"));
@@ -90,6 +91,9 @@ test("salt-master -d starts the detached master with node's own flags (execArgv)
     p.on("close", (code) => resolve({ code, out }));
   });
   const pid = Number(/pid (\d+)/.exec(r.out)?.[1]);
+  // the detached master is in a session of its own, out of reach of the test runner's kill of this file's group:
+  // it ends with this process if the test is ended before its `finally`
+  const forget = pid > 0 ? onThisProcessEnd(() => process.kill(pid, "SIGKILL")) : () => false;
   try {
     assert.equal(r.code, 0, r.out);
     assert.ok(pid > 0, r.out);
@@ -114,6 +118,7 @@ test("salt-master -d starts the detached master with node's own flags (execArgv)
       while (existsSync(`/proc/${pid}`) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
       if (existsSync(`/proc/${pid}`)) process.kill(pid, "SIGKILL");
     }
+    forget();
     rmSync(root, { recursive: true, force: true });
   }
 });
