@@ -26,7 +26,9 @@
  * sides (e.g. `--trace-gc`; their stdout is then shown). BRINE_BENCH_STATE_SYNC_ITEMS=n1,n2,…: the memory half at 1k,
  * then n1, n2, … items (instead of 10k and 100k with `--full`, 10k without). BRINE_BENCH_STATE_SYNC_HEAP=young,old: the
  * state-sync thread's heap bounds in MiB instead of the master's. In the keys part, ITEMS=n adds a run at n keys after
- * its others.
+ * its others. The memory half ends with its verdict rows (verdictRows: "flat" 1k against the largest pull, "bounded" the
+ * largest against the next size down when the largest is 1M items or more); ITEMS=10000,100000,1000000 on tmpfs is the
+ * pull that decides "whatever the bank's size" (~9 GiB of tmpfs at its peak: both sides' files).
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -433,8 +435,46 @@ async function join(keys: number, files: number, bytes: number): Promise<BenchRo
   ];
 }
 
-async function memory(items: number): Promise<BenchRow[]> {
+/** A memory run's peaks, kept for the verdict rows: the state-sync thread's V8 heap, peak committed (absolute), KiB. */
+interface Peaks {
+  items: number;
+  puller: number;
+  server: number;
+}
+
+/**
+ * The goal's verdict, computed from the runs made: the thread's peak committed heap of the largest pull against the
+ * smallest (flat within ~10 %, issue 15's reading since session 10), and, when the largest is 1M items or more, against
+ * the next size down (bounded: a tenfold longer pull peaks within 10 % of the shorter one, so the peak does not follow
+ * the bank's size). Growth in %, target 10.
+ */
+export function verdictRows(runs: Peaks[]): BenchRow[] {
+  const sorted = [...runs].sort((a, b) => a.items - b.items);
+  if (sorted.length < 2) return [];
+  const big = sorted[sorted.length - 1]!;
+  const pairs: [string, Peaks][] = [["flat", sorted[0]!]];
+  const below = sorted[sorted.length - 2]!;
+  if (big.items >= 1_000_000 && below.items * 10 <= big.items) pairs.push(["bounded", below]);
+  const rows: BenchRow[] = [];
+  for (const [what, small] of pairs) {
+    for (const side of ["puller", "server"] as const) {
+      const growth = (big[side] / small[side] - 1) * 100;
+      rows.push({
+        figure: `${what}: ${side}'s state-sync thread, peak committed V8 heap, ${small.items.toLocaleString("en-US")} → ${big.items.toLocaleString("en-US")} items`,
+        value: Math.max(growth, 0.1), // the runner's ratio divides by it: a peak that did not grow reads 0.1 %, the note the MiB
+        unit: "%",
+        target: 10,
+        better: "lower",
+        note: `${mib(small[side]).toFixed(1)} → ${mib(big[side]).toFixed(1)} MiB: ${growth <= 10 ? "met" : "not met"}`,
+      });
+    }
+  }
+  return rows;
+}
+
+async function memory(items: number, peaks: Peaks[]): Promise<BenchRow[]> {
   const r = await pull(0, items, items * 256, 1000);
+  peaks.push({ items, puller: r.puller.heapPeak, server: r.server.heapPeak });
   const label = `${items.toLocaleString("en-US")} files of 256 B`;
   return [
     { figure: `pull, ${label}`, value: r.secs, unit: "s", better: "lower", note: `load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")} at the end` },
@@ -521,9 +561,11 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     rows.push(...(opts.full ? await join(10_000, 5000, 200 * 2 ** 20) : await join(10_000, 500, 20 * 2 ** 20)));
   }
   if (only !== "join") {
-    rows.push(...(await memory(1000)));
+    const peaks: Peaks[] = [];
+    rows.push(...(await memory(1000, peaks)));
     const more = process.env.BRINE_BENCH_STATE_SYNC_ITEMS ? process.env.BRINE_BENCH_STATE_SYNC_ITEMS.split(",").map(Number) : opts.full ? [10_000, 100_000] : [10_000];
-    for (const n of more) rows.push(...(await memory(n)));
+    for (const n of more) if (n !== 1000) rows.push(...(await memory(n, peaks)));
+    rows.push(...verdictRows(peaks));
   }
   return rows;
 }
