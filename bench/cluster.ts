@@ -35,6 +35,7 @@ import { startTestMaster, freePort, type TestMaster } from "../test/helpers/mast
 import { startBrineMaster } from "./swarm.js";
 import { rawLmdbCommitMs } from "./raft-worker.js";
 import { diskWriteBytes, floorRun as commitFloorRun } from "./commit-floor.js";
+import { byNameDelta, processSched, threadsLine } from "./thread-sched.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import type { NodeStatus } from "../src/workers/raft/api.js";
 import type { LatencySummary } from "../src/shared/metrics/latency-window.js";
@@ -129,6 +130,8 @@ interface PerCommit {
   raftWaitUs: number;
   processRunUs: number;
   processWaitUs: number;
+  /** µs on a CPU per commit by thread name (see processSched; "node" includes the Raft thread) */
+  threadsUs?: Record<string, number>;
   /** durable commits of the Raft worker (one fsync each) per proposal */
   fsyncs: number;
   /** bytes the whole process sent to the block layer (/proc/<pid>/io write_bytes) per proposal */
@@ -151,33 +154,13 @@ interface SchedSample {
   stages?: StageTotals;
   /** the Raft worker's durable commits (LMDB transaction + fsync), its last 256 */
   durableCommit?: LatencySummary;
-  process: { runNs: number; waitNs: number };
+  process: { runNs: number; waitNs: number; byName: Record<string, number> };
   fsyncs: number;
   /** /proc/self/io write_bytes: what the process sent to the block layer so far */
   diskBytes?: number;
 }
 
 
-
-/** Sum of /proc/<pid>/task/<tid>/schedstat over the threads of `pid` (ns on a CPU, ns waiting for one). */
-export function processSched(pid: number | "self" = "self"): { runNs: number; waitNs: number } {
-  let runNs = 0;
-  let waitNs = 0;
-  try {
-    for (const t of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        const [run, wait] = readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ").map(Number);
-        runNs += run ?? 0;
-        waitNs += wait ?? 0;
-      } catch {
-        // the thread ended meanwhile
-      }
-    }
-  } catch {
-    // no /proc: zeros
-  }
-  return { runNs, waitNs };
-}
 
 async function schedOf(raft: Proposer): Promise<SchedSample> {
   const st = await raft.status();
@@ -192,6 +175,7 @@ function perCommit(a: SchedSample, b: SchedSample, n: number): PerCommit {
     raftWaitUs: us(a.raft?.waitNs ?? 0, b.raft?.waitNs ?? 0),
     processRunUs: us(a.process.runNs, b.process.runNs),
     processWaitUs: us(a.process.waitNs, b.process.waitNs),
+    threadsUs: byNameDelta(a.process.byName, b.process.byName, n),
     fsyncs: (b.fsyncs - a.fsyncs) / n,
     ...(a.diskBytes !== undefined && b.diskBytes !== undefined ? { diskBytes: (b.diskBytes - a.diskBytes) / n } : {}),
     ...(b.durableCommit ? { durableP50Ms: b.durableCommit.p50Ms } : {}),
@@ -231,7 +215,9 @@ function meanOf(xs: PerCommit[]): PerCommit {
   const m = (f: (p: PerCommit) => number) => xs.reduce((s, p) => s + f(p), 0) / xs.length;
   const stages = meanStages(xs.map((p) => p.stages));
   const idleStages = meanStages(xs.map((p) => p.idleStages));
-  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), fsyncs: m((p) => p.fsyncs), diskBytes: m((p) => p.diskBytes ?? 0), durableP50Ms: m((p) => p.durableP50Ms ?? 0), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
+  const threadsUs: Record<string, number> = {};
+  for (const p of xs) for (const [k, v] of Object.entries(p.threadsUs ?? {})) threadsUs[k] = (threadsUs[k] ?? 0) + v / xs.length;
+  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), threadsUs, fsyncs: m((p) => p.fsyncs), diskBytes: m((p) => p.diskBytes ?? 0), durableP50Ms: m((p) => p.durableP50Ms ?? 0), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
 }
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
@@ -773,7 +759,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       rows.push({ figure: "  inside the leader's Raft worker / the box's commit floor, p50", value: Math.round((disk.inWorker.p50Ms / f) * 100) / 100, unit: "×", target: 1.5, better: "lower", note: `floor ${f.toFixed(3)} ms, p99 ${pct(fr.lat, 99).toFixed(3)} (3 processes, ZeroMQ + fsync'd LMDB, no brine code), measured right after; worker p99 ${disk.inWorker.p99Ms.toFixed(2)} ms (after ${WARM_PROPOSALS + HOT_PROPOSALS + proposals} commits)${cold}; ${load()}` });
       const pc = disk.perCommit;
       if (pc) {
-        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs; ${p.fsyncs.toFixed(2)} fsyncs (p50 ${(p.durableP50Ms ?? 0).toFixed(2)} ms each); ${((p.diskBytes ?? 0) / 1024).toFixed(1)} KiB to the disk`;
+        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs (on a CPU by thread: ${threadsLine(p)}); ${p.fsyncs.toFixed(2)} fsyncs (p50 ${(p.durableP50Ms ?? 0).toFixed(2)} ms each); ${((p.diskBytes ?? 0) / 1024).toFixed(1)} KiB to the disk`;
         rows.push(
           { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs, its LMDB commit p50 ${fr.leaderTxnP50Ms.toFixed(2)} ms, ${(fr.leaderDiskBytes / 1024).toFixed(1)} KiB to the disk); /proc schedstat over the ${disk.proposed} commits` },
           { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs, ${(fr.followerDiskBytes / 1024).toFixed(1)} KiB to the disk); mean of the two followers` },

@@ -1,0 +1,56 @@
+/**
+ * A process's CPU from /proc, thread by thread, for the cluster bench's per-commit figures (bench/cluster.ts):
+ * what each master spent on a CPU, summed and by thread name.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+
+/**
+ * Sum of /proc/<pid>/task/<tid>/schedstat over the threads of `pid` (ns on a CPU, ns waiting for one), and the
+ * ns on a CPU by thread name (/proc/.../comm; the process's first thread as "main": Node's workers, libuv's
+ * pool and V8's helpers are all "node", libzmq's are "ZMQbg/…", lmdb-js's write thread is its own).
+ */
+export function processSched(pid: number | "self" = "self"): { runNs: number; waitNs: number; byName: Record<string, number> } {
+  let runNs = 0;
+  let waitNs = 0;
+  const byName: Record<string, number> = {};
+  const main = String(pid === "self" ? process.pid : pid);
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const [run, wait] = readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ").map(Number);
+        runNs += run ?? 0;
+        waitNs += wait ?? 0;
+        const name = t === main ? "main" : readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim();
+        byName[name] = (byName[name] ?? 0) + (run ?? 0);
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    // no /proc: zeros
+  }
+  return { runNs, waitNs, byName };
+}
+
+/** (b - a) per name, µs per commit for `n` commits; names whose threads ended meanwhile count from zero. */
+export function byNameDelta(a: Record<string, number>, b: Record<string, number>, n: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(b)) out[k] = (v - (a[k] ?? 0)) / 1000 / n;
+  return out;
+}
+
+/** The per-name CPU of one master, busiest first: the Raft thread apart from the other "node" threads. */
+export function threadsLine(p: { threadsUs?: Record<string, number>; raftRunUs: number }): string {
+  const t = { ...(p.threadsUs ?? {}) };
+  if (t.node !== undefined) {
+    t["Raft"] = p.raftRunUs;
+    t["node (other)"] = t.node - p.raftRunUs;
+    delete t.node;
+  }
+  return Object.entries(t)
+    .filter(([, v]) => Math.abs(v) >= 1)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+    .join(", ");
+}
+
