@@ -22,7 +22,7 @@ import type { EventBusServer } from "./bus-server.js";
 import { FrameReader, frame, frameOfPieces } from "../shared/length-framing.js";
 import { encodeWithEncodedEntry, headOfEncodedEntry, isMap } from "../shared/protocol/msgpack.js";
 import { packEventEncoded, stamp } from "../shared/event-frame.js";
-import { keptWarm, type MainToRunner, type RunnerInit, type RunnerMessage, type RunnerSync, type SpareRunnerData } from "../runners/messages.js";
+import { keptWarm, type MainToRunner, type RunnerCall, type RunnerInit, type RunnerMessage, type RunnerSync, type SpareRunnerData } from "../runners/messages.js";
 import type { RunnerClusterLink } from "./cluster/cluster-node.js";
 import type { MetricsBoard } from "../shared/metrics/board.js";
 
@@ -268,6 +268,9 @@ export class ControlServer {
     };
     const fireReturned = () => {
       if (done || !answered) return;
+      // the call's thread has answered and is done with events (a next call starts with none queued): its own ret,
+      // which carries the whole return, is not copied to it
+      unsubscribe();
       // the event carries the same bytes (never decoded or encoded again on this thread)
       if (jid) this.metricsBoard?.eventFired("salt/run");
       if (jid) this.bus.publish([packEventEncoded(`salt/run/${jid}/ret`, encodeWithEncodedEntry({ ...job, success: answered.success, _stamp: stamp() }, "return", answered.packed))]);
@@ -296,9 +299,14 @@ export class ControlServer {
       if (reuse || spare) {
         t = (reuse ?? spare)!;
         t.ref();
-        t.postMessage({ k: "init", init } satisfies MainToRunner, transferList);
+        // a thread that has this configuration object already is not sent it again (messages.ts RunnerCall)
+        const { cfg, ...rest } = init;
+        const sent: RunnerCall = this.threadCfg.get(t) === cfg ? rest : init;
+        this.threadCfg.set(t, cfg);
+        t.postMessage({ k: "init", init: sent } satisfies MainToRunner, transferList);
       } else {
         t = spawnThread({ name: `runner ${call.fun}`, url: RUNNER_THREAD, workerData: init, transferList });
+        this.threadCfg.set(t, init.cfg);
         this.threadsStarted++;
       }
       w = t;
@@ -451,6 +459,8 @@ export class ControlServer {
     return w;
   }
 
+  /** The configuration object each runner thread was last given (its calls with the same one come without it). */
+  private readonly threadCfg = new WeakMap<Worker, MasterConfig>();
   /** A runner thread loaded ahead of the next call (one at most; none before the first call, none once stopping). */
   private spare: Worker | undefined;
   /** Whether the spare has said it loaded and warmed up (`{k: "loaded"}`): a bench waits for it between calls. */
@@ -469,6 +479,7 @@ export class ControlServer {
       },
     });
     w.unref(); // an idle spare never keeps the process alive
+    this.threadCfg.set(w, this.cfg);
     this.spare = w;
     this.spareLoaded = false;
     const loaded = (m: unknown) => {

@@ -35,6 +35,7 @@ async function callOf(): Promise<RunnerInit> {
   if (!(workerData && typeof workerData === "object" && "spare" in workerData)) return threadInit<RunnerInit>("runner");
   const spare = threadInit<SpareRunnerData>("runner");
   // what every call needs, made while nobody waits: the job cache handle, and the jobs.* runners' module
+  lastCfg = spare.cfg;
   opened = { dir: lmdbDir(spare.cfg), store: openStore(spare.cfg) };
   let called = false;
   const call = nextCall().then((init) => ((called = true), init));
@@ -53,13 +54,23 @@ async function callOf(): Promise<RunnerInit> {
  */
 const calls: RunnerInit[] = [];
 let callWaiter: ((init: RunnerInit) => void) | undefined;
+/** The configuration this thread was last given (a call without one runs with it: messages.ts RunnerCall). */
+let lastCfg: RunnerInit["cfg"] | undefined;
 parentPort!.on("message", (m: MainToRunner) => {
   if (m.k !== "init") return;
+  const cfg = m.init.cfg ?? lastCfg;
+  if (!cfg) {
+    log.error(`runner ${m.init.fun}: its call came without a configuration and this thread has none; the call is refused`);
+    post({ k: "error", message: `runner ${m.init.fun}: the runner thread has no configuration for the call` });
+    return;
+  }
+  lastCfg = cfg;
+  const init: RunnerInit = { ...m.init, cfg };
   if (callWaiter) {
     const take = callWaiter;
     callWaiter = undefined;
-    take(m.init);
-  } else calls.push(m.init);
+    take(init);
+  } else calls.push(init);
 });
 
 /** The next `{k: "init"}` message's call (a spare's first call, or a kept-warm thread's next one). */
@@ -227,6 +238,7 @@ async function runCall(init: RunnerInit): Promise<boolean> {
 }
 
 let init = await callOf();
+lastCfg = init.cfg;
 // a read-only jobs.* call's thread stays for the next such call when its call ended well (control-server.ts)
 // the host ends this thread (or terminates it idle and warm) once its call is over: a request of the call that
 // timed out may have left a frame in libzmq, which must have let go of it first (zmq-settle.ts)

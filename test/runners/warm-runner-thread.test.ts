@@ -3,7 +3,7 @@
  * src/runners/messages.ts): the next such call runs in it, with its own arguments and its own job record, without a
  * thread's start; any other runner still gets a thread of its own; stop ends the warm thread. A call that comes while
  * the warm thread is still writing the last call's record waits for it (warmHandoffWaitMs): back-to-back calls
- * start no thread each.
+ * start no thread each. A warm thread is sent the master's configuration once (messages.ts RunnerCall).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -82,6 +82,46 @@ test("jobs.lookup_jid calls sent back to back, each as soon as the last was answ
     assert.ok(control.threadsStarted - started <= 1, `threads started for 20 back-to-back calls: ${control.threadsStarted - started}`);
     assert.ok(control.warm, "the thread is still kept warm");
   } finally {
+    await tm.stop();
+  }
+});
+
+test("a warm thread is sent the master's configuration once: its next calls come without it and answer the same, and a call with its own timeout (salt-run -t) brings its own", async () => {
+  const tm = await startTestMaster();
+  const control = (tm.server as unknown as { control: Control }).control;
+  const store = openStore(tm.cfg);
+  const jobs = new JobCache(store);
+  try {
+    const jid = formatJid(Date.now() - 60_000, 3);
+    await jobs.saveLoad(jid, { fun: "test.echo", tgt: "*", jid });
+    await jobs.saveReturn(jid, "m1", { return: "kept" }, false);
+    const lookup = async (timeout?: number) => {
+      const r = await controlCall(tm.sockDir, { op: "run", fun: "jobs.lookup_jid", arg: [jid], kwarg: {}, ...(timeout ? { timeout } : {}) });
+      assert.equal(r.type, "return", JSON.stringify(r));
+      for (let t = 0; t < 200 && (control.running > 0 || !control.warm); t++) await sleep(25);
+      return (r as { ret: unknown }).ret;
+    };
+    assert.deepEqual(await lookup(), { m1: "kept" });
+    const warm = control.warm!;
+    assert.ok(warm, "the first call's thread is kept warm");
+    // what the control server posts to the warm thread from now on
+    const sent: { cfg?: { timeout?: unknown } }[] = [];
+    const post = warm.postMessage.bind(warm);
+    warm.postMessage = (m: unknown, tl?: readonly import("node:worker_threads").Transferable[]) => {
+      const msg = m as { k?: string; init?: { cfg?: { timeout?: unknown } } };
+      if (msg.k === "init") sent.push(msg.init!);
+      return post(m, tl as never);
+    };
+    assert.deepEqual(await lookup(), { m1: "kept" });
+    assert.deepEqual(await lookup(7), { m1: "kept" });
+    assert.deepEqual(await lookup(), { m1: "kept" });
+    assert.equal(control.warm, warm, "the three calls ran in the warm thread");
+    assert.equal(sent.length, 3);
+    assert.equal(sent[0]!.cfg, undefined, "the thread has the master's configuration from its first call");
+    assert.equal(sent[1]!.cfg?.timeout, 7, "a call with its own timeout brings its configuration");
+    assert.equal(sent[2]!.cfg?.timeout, tm.cfg.timeout, "the call after it brings the master's again");
+  } finally {
+    await store.close();
     await tm.stop();
   }
 });
