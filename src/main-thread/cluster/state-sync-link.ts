@@ -24,6 +24,7 @@ import { getLogger } from "../../shared/log.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { BrineError, isBrineError } from "../../shared/errors.js";
 import { portError, revivePortError } from "../../shared/port-calls.js";
+import { handOver, ownBuffer } from "../../workers/raft/peer-proxy-wire.js";
 import type { PeerHandler } from "../../workers/raft/peer/peer-types.js";
 import { restartWaitForCallMsMax, type EngineCall, type FromEngine, type PeerReport, type RunnerAnswer, type RunnerAsk, type ToEngine } from "../../workers/state-sync/messages.js";
 
@@ -188,21 +189,28 @@ export class StateSyncLink {
     });
   }
 
+  /**
+   * Posts to the thread. A message's bytes (`in`, `res`: a peer's, received from the Raft worker by transfer and
+   * read by nobody here) go by transfer when they span a buffer of their own, else they are copied.
+   */
   private post(m: ToEngine): void {
-    if (!this.closed) this.port?.postMessage(m);
+    if (this.closed || !this.port) return;
+    const own = "p" in m ? ownBuffer(m.p) : undefined;
+    this.port.postMessage(m, own ? [own] : []);
   }
 
   private onEngine(m: FromEngine): void {
     switch (m.k) {
       case "req":
-        this.channel.request(m.to, STATE_SYNC_CHANNEL, m.p, m.ms).then(
+        // the thread's bytes came by transfer and pass through: the peer channel's proxy may move them on as they are
+        this.channel.request(m.to, STATE_SYNC_CHANNEL, handOver(m.p), m.ms).then(
           (p) => this.post({ k: "res", id: m.id, p }),
           (e: unknown) => this.post({ k: "err", id: m.id, ...portError(e, "CLUSTER_PEER_REMOTE") }),
         );
         return;
       case "send":
         try {
-          this.channel.send(m.to, STATE_SYNC_CHANNEL, m.p);
+          this.channel.send(m.to, STATE_SYNC_CHANNEL, handOver(m.p));
         } catch (e) {
           dropLog.line(`state-sync note to ${m.to} dropped: ${(e as Error).message}`);
         }
@@ -211,7 +219,8 @@ export class StateSyncLink {
       case "err": {
         const c = this.calls.get(m.id);
         this.calls.delete(m.id);
-        if (m.k === "res") c?.resolve(m.v);
+        // an answer to a peer's request is bytes that pass through, as above
+        if (m.k === "res") c?.resolve(m.v instanceof Uint8Array ? handOver(m.v) : m.v);
         else c?.reject(revivePortError(m, "STATE_SYNC_FAILED"));
         return;
       }
@@ -228,3 +237,4 @@ export class StateSyncLink {
     this.runnerPorts.clear();
   }
 }
+

@@ -11,7 +11,9 @@
  * Payloads are copied once into a buffer of their exact size and that buffer is transferred. Never the
  * caller's buffer itself: callers' bytes are often views into buffers still in use (an encoder's scratch
  * buffer, Node's Buffer pool, a frame's plaintext shared with Raft entries decoded from it), and a structured
- * clone of a view serializes its whole backing buffer, twice (serialize, deserialize).
+ * clone of a view serializes its whole backing buffer, twice (serialize, deserialize). The one exception is a
+ * payload its caller hands over (`handOver`) that spans a buffer of its own: bytes that only pass through the
+ * thread, as the state-sync relay's do, cross without a copy.
  */
 import { BrineError, ERR, isBrineError, type ErrCode } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
@@ -79,6 +81,29 @@ export function ownedCopy(b: Uint8Array): Uint8Array {
   return c;
 }
 
+/**
+ * Payloads whose callers gave their buffer up (`handOver`): a batcher transfers such a payload as it is, when it
+ * spans its whole buffer, instead of copying it. Held weakly: a mark never keeps a buffer alive.
+ */
+const handedOver = new WeakSet<Uint8Array>();
+
+/**
+ * Marks `b` as given up by its caller: the batcher that takes it next may transfer its buffer to the other
+ * thread, after which `b` (and any other view of that buffer) is detached. For bytes that only pass through a
+ * thread (the state-sync relay: received by transfer from one thread, sent on to another); never for a buffer
+ * the caller or anyone else reads again.
+ */
+export function handOver(b: Uint8Array): Uint8Array {
+  handedOver.add(b);
+  return b;
+}
+
+/** `b`'s buffer when `b` spans all of it and it can be transferred (not shared), else undefined. */
+export function ownBuffer(b: Uint8Array): ArrayBuffer | undefined {
+  const buf = b.buffer;
+  return b.byteOffset === 0 && b.byteLength === buf.byteLength && !(buf instanceof SharedArrayBuffer) ? buf : undefined;
+}
+
 /** The port a batcher posts on (a MessagePort; a fake in tests). */
 export interface PostTarget {
   postMessage(value: unknown, transfer?: ArrayBuffer[]): void;
@@ -86,7 +111,8 @@ export interface PostTarget {
 
 /**
  * Coalesces one side's messages into one post per turn of the event loop (setImmediate: after the I/O that
- * produced them). Payloads are copied once, deduplicated by identity within the batch, and transferred.
+ * produced them). Payloads are copied once (not at all when handed over whole), deduplicated by identity within the
+ * batch, and transferred.
  */
 export class PortBatcher<M> {
   private m: M[] = [];
@@ -100,11 +126,11 @@ export class PortBatcher<M> {
 
   constructor(private readonly port: PostTarget) {}
 
-  /** The index `payload` has in the current batch (copied on first use). */
+  /** The index `payload` has in the current batch (copied on first use, unless handed over: see handOver). */
   payload(payload: Uint8Array): number {
     let i = this.index.get(payload);
     if (i === undefined) {
-      i = this.p.push(ownedCopy(payload)) - 1;
+      i = this.p.push(handedOver.has(payload) && ownBuffer(payload) ? payload : ownedCopy(payload)) - 1;
       this.index.set(payload, i);
     }
     return i;
