@@ -21,23 +21,20 @@
  *
  * Skips (with a note row) what cannot run here: no haproxy, ports taken.
  */
-import { fork } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { MasterConfig } from "../src/shared/config/defaults.js";
 import { runSwarm } from "../tools/swarm/swarm.js";
 import type { SwarmReport } from "../tools/swarm/report.js";
 import { ClusterHarness, skipReason } from "../tools/local-cluster.js";
-import { CLUSTER_RING } from "../src/shared/sab-ring/layout.js";
-import { startTestMaster, freePort, type TestMaster } from "../test/helpers/master.js";
+import { startTestMaster, freePort } from "../test/helpers/master.js";
 import { startBrineMaster } from "./swarm.js";
 import { rawLmdbCommitMs } from "./raft-worker.js";
-import { diskWriteBytes, floorRun as commitFloorRun } from "./commit-floor.js";
-import { byNameDelta, processSched, threadsLine } from "./thread-sched.js";
+import { floorRun as commitFloorRun } from "./commit-floor.js";
+import { byNameDelta, perfRecord, threadsLine } from "./thread-sched.js";
+import { forkMember, HOT_PROPOSALS, memberOf, WARM_PROPOSALS, wallMs, type RaftMember, type SchedSample } from "./cluster-member.js";
 import type { BenchOptions, BenchRow } from "./types.js";
-import type { NodeStatus } from "../src/workers/raft/api.js";
 import type { LatencySummary } from "../src/shared/metrics/latency-window.js";
 import { stageDelta, type StageTotals } from "../src/shared/metrics/stage-clock.js";
 
@@ -120,8 +117,12 @@ interface RaftRun {
   inWorkerCold: LatencySummary | undefined;
   /** proposals made in all */
   proposed: number;
-  /** per commit of the measured window: the leader's and the followers' (mean) CPU and fsyncs */
+  /** of them, the warm window's */
+  window: number;
+  /** per commit of the warm window: the leader's and the followers' (mean) CPU and fsyncs */
   perCommit?: { leader: PerCommit; followers: PerCommit };
+  /** the same over every proposal, the code's warm-up included */
+  perCommitWhole?: { leader: PerCommit; followers: PerCommit };
 }
 
 /** What one master spent per commit: µs on a CPU and waiting for one, its Raft thread's and all threads'. */
@@ -148,24 +149,6 @@ interface PerCommit {
 /** how long the Raft threads' background is sampled before the commits, ms */
 const IDLE_WINDOW_MS = 2000;
 
-/** A master's counters at one moment (see PerCommit). */
-interface SchedSample {
-  raft?: { runNs: number; waitNs: number };
-  stages?: StageTotals;
-  /** the Raft worker's durable commits (LMDB transaction + fsync), its last 256 */
-  durableCommit?: LatencySummary;
-  process: { runNs: number; waitNs: number; byName: Record<string, number> };
-  fsyncs: number;
-  /** /proc/self/io write_bytes: what the process sent to the block layer so far */
-  diskBytes?: number;
-}
-
-
-
-async function schedOf(raft: Proposer): Promise<SchedSample> {
-  const st = await raft.status();
-  return { ...(st.thread ? { raft: st.thread } : {}), ...(st.stages ? { stages: st.stages } : {}), ...(st.durableCommit ? { durableCommit: st.durableCommit } : {}), process: processSched(), fsyncs: st.commits, diskBytes: diskWriteBytes() };
-}
 
 /** (b - a) per commit, for `n` commits. */
 function perCommit(a: SchedSample, b: SchedSample, n: number): PerCommit {
@@ -220,93 +203,6 @@ function meanOf(xs: PerCommit[]): PerCommit {
   return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), threadsUs, fsyncs: m((p) => p.fsyncs), diskBytes: m((p) => p.diskBytes ?? 0), durableP50Ms: m((p) => p.durableP50Ms ?? 0), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
 }
 
-/** What the measurement needs of the leader's Raft worker client (RaftClient). */
-interface Proposer {
-  propose(group: string, entry: { kind: "ROUTE"; value: { data_type: string; ring_id: null } } | { kind: "RING_REGISTRY"; value: { ring_id: string; founding_voters: string[] } }): Promise<unknown>;
-  read(group: string, query: "routing"): Promise<unknown>;
-  status(): Promise<NodeStatus>;
-}
-
-/** What one measurement on the leader returns. */
-interface Measured {
-  /** commit latencies timed by the caller on the leader's main thread, ms, sorted (the warm window) */
-  commits: number[];
-  /** the leader's Raft worker's own view of the warm window's commits (proposal taken → result) */
-  inWorker: LatencySummary | undefined;
-  /** the same for the first commits after start (the commit path's code not yet optimised by V8) */
-  inWorkerCold: LatencySummary | undefined;
-  /** proposals made in all (the CPU figures' window covers them) */
-  proposed: number;
-}
-
-/** Proposals made before the cold window (the first commits after start, the code still cold). */
-const WARM_PROPOSALS = 20;
-/**
- * Proposals between the cold window and the warm one: V8 optimises the commit path's functions only after
- * enough calls (a commit runs a few hundred JS functions once each), and the first few hundred commits after
- * start run much of it in the interpreter and baseline code. The warm window is what a master that commits
- * steadily pays; one that commits rarely runs colder code, closer to the cold window's figure.
- */
-const HOT_PROPOSALS = 1500;
-
-/**
- * `n` sequential proposals after WARM_PROPOSALS (the cold window), then HOT_PROPOSALS more, then `n` again
- * (the warm window), timed on the calling thread (ms, sorted: the warm window's). Runs in the process of the
- * master whose client it is: in a master process, on its main thread.
- */
-async function timeCommits(raft: Proposer, n: number): Promise<Measured> {
-  const propose = (i: number) => raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: `bench${i % 8}`, ring_id: null } });
-  for (let i = 0; i < WARM_PROPOSALS; i++) await propose(i);
-  for (let i = 0; i < n; i++) await propose(i);
-  const inWorkerCold = (await raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.commitLatency;
-  for (let i = 0; i < HOT_PROPOSALS; i++) await propose(i);
-  const commits: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = process.hrtime.bigint();
-    await propose(i);
-    commits.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
-  const inWorker = (await raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.commitLatency;
-  return { commits: commits.sort((a, b) => a - b), inWorker, inWorkerCold, proposed: WARM_PROPOSALS + HOT_PROPOSALS + 2 * n };
-}
-
-/** `n` sequential linearizable reads (one heartbeat round to a quorum, nothing written), ms, sorted. */
-async function timeReads(raft: Proposer, n: number): Promise<number[]> {
-  const reads: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = process.hrtime.bigint();
-    await raft.read(CLUSTER_RING, "routing");
-    reads.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
-  return reads.sort((a, b) => a - b);
-}
-
-/** One master of the Raft run, wherever it lives. */
-interface RaftMember {
-  id: string;
-  /** the cluster group's leader as this master sees it */
-  leader(): Promise<string | null>;
-  measure(n: number): Promise<Measured>;
-  reads(n: number): Promise<number[]>;
-  /** this master's CPU and fsync counters now (SchedSample) */
-  sched(): Promise<SchedSample>;
-  isolate(ids: string[]): Promise<void>;
-  /**
-   * Proposes every `everyMs` until one proposal commits in a term after `term` (a new leader's commit);
-   * resolves with the wall-clock time of that commit (ms since the epoch, sub-ms) and its term.
-   */
-  commitAfter(term: number, everyMs: number): Promise<{ at: number; term: number }>;
-  /** the cluster group's term as this master sees it */
-  term(): Promise<number>;
-  /** founds ring groups `ids` with `founders` (RING_REGISTRY entries, proposed on this master) */
-  rings(ids: string[], founders: string[]): Promise<void>;
-  /** this master's Raft groups: which, whether they rest */
-  groups(): Promise<{ group: string; role: string; quiesced: boolean }[]>;
-  /** SIGKILL (a crash) or SIGTERM (a graceful stop, as the salt-master CLI handles it); processes only */
-  kill(signal?: "SIGKILL" | "SIGTERM"): Promise<void>;
-  stop(): Promise<void>;
-}
-
 /**
  * The Raft threads keep their stage clocks (`brine_raft_stage_clock`) only when asked, BRINE_BENCH_STAGES=1,
  * since the clocks cost CPU on every commit (session 14); the idle part always asks (it counts frames by them).
@@ -327,165 +223,6 @@ function masterConfig(i: number, ports: number[], root: string, raftDir?: (i: nu
   };
 }
 
-function memberOf(m: TestMaster): RaftMember {
-  return {
-    id: m.cfg.id,
-    leader: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.leaderId ?? null,
-    measure: (n) => timeCommits(m.server.clusterNode!.raft, n),
-    reads: (n) => timeReads(m.server.clusterNode!.raft, n),
-    sched: () => schedOf(m.server.clusterNode!.raft),
-    isolate: async (ids) => m.server.clusterService!.isolate(ids),
-    commitAfter: (term, everyMs) => commitAfter(m.server.clusterNode!.raft, term, everyMs),
-    term: async () => (await m.server.clusterNode!.raft.status()).groups.find((g) => g.group === CLUSTER_RING)?.term ?? 0,
-    rings: async (ids, founders) => {
-      for (const ring_id of ids) await m.server.clusterNode!.raft.propose(CLUSTER_RING, { kind: "RING_REGISTRY", value: { ring_id, founding_voters: founders } });
-    },
-    groups: async () => (await m.server.clusterNode!.raft.status()).groups.map((g) => ({ group: g.group, role: g.role, quiesced: g.quiesced })),
-    kill: () => Promise.reject(new Error("kill: a master in the bench process cannot be killed alone")),
-    stop: () => m.stop(),
-  };
-}
-
-/** The wall clock, ms since the epoch with sub-ms precision (comparable between processes on one box). */
-const wallMs = (): number => performance.timeOrigin + performance.now();
-
-/** See RaftMember.commitAfter: proposals on this master (forwarded to whoever leads), one every `everyMs`. */
-async function commitAfter(raft: Proposer, term: number, everyMs: number): Promise<{ at: number; term: number }> {
-  return new Promise((resolve, reject) => {
-    let done = false;
-    const give = setTimeout(() => finish(new Error("no commit in a new term within 30 s")), 30_000);
-    const finish = (r: { at: number; term: number } | Error) => {
-      if (done) return;
-      done = true;
-      clearInterval(every);
-      clearTimeout(give);
-      if (r instanceof Error) reject(r);
-      else resolve(r);
-    };
-    const one = () =>
-      raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: "failover", ring_id: null } }).then(
-        (r) => {
-          const t = (r as { term: number }).term;
-          if (t > term) finish({ at: wallMs(), term: t });
-        },
-        () => undefined, // no leader yet, forwarded to the dead one, or timed out: the next one is on its way
-      );
-    const every = setInterval(one, everyMs);
-    void one();
-  });
-}
-
-/** Requests to a master process (the `--raft-master` mode of this file) and their answers. */
-type ChildOp = { op: "leader" } | { op: "term" } | { op: "measure"; n: number } | { op: "reads"; n: number } | { op: "sched" } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "rings"; ids: string[]; founders: string[] } | { op: "groups" } | { op: "stop" };
-type ChildCall = ChildOp & { seq: number };
-type ChildAnswer = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: string } | { ready: true } | { failed: string };
-
-/** Master i as its own process (this file in `--raft-master` mode), driven over the IPC channel. */
-async function forkMember(id: string, cfg: Partial<MasterConfig>, root?: string): Promise<RaftMember> {
-  const child = fork(fileURLToPath(import.meta.url), ["--raft-master", JSON.stringify(cfg), ...(root ? [root] : [])], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
-  const waiting = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
-  let seq = 0;
-  await new Promise<void>((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`master ${id} exited (${code}) while starting`)));
-    child.on("message", (a: ChildAnswer) => {
-      if ("ready" in a) return resolve();
-      if ("failed" in a) return reject(new Error(`master ${id}: ${a.failed}`));
-      const w = waiting.get(a.seq);
-      waiting.delete(a.seq);
-      if (a.ok) w?.resolve(a.value);
-      else w?.reject(new Error(`master ${id}: ${a.error}`));
-    });
-  });
-  child.removeAllListeners("exit");
-  const call = <T>(c: ChildOp): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      const s = ++seq;
-      waiting.set(s, { resolve, reject });
-      child.send({ ...c, seq: s });
-    });
-  return {
-    id,
-    leader: () => call({ op: "leader" }),
-    measure: (n) => call({ op: "measure", n }),
-    reads: (n) => call({ op: "reads", n }),
-    sched: () => call({ op: "sched" }),
-    isolate: (ids) => call({ op: "isolate", ids }),
-    commitAfter: (term, everyMs) => call({ op: "commitAfter", term, everyMs }),
-    term: () => call({ op: "term" }),
-    rings: (ids, founders) => call({ op: "rings", ids, founders }),
-    groups: () => call({ op: "groups" }),
-    kill: async (signal = "SIGKILL") => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill(signal);
-      await exited;
-    },
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      // a master that does not stop in time is killed: the bench never leaves one behind
-      const kill = setTimeout(() => child.kill("SIGKILL"), 20_000);
-      await Promise.race([call({ op: "stop" }).catch(() => undefined), exited]);
-      await exited;
-      clearTimeout(kill);
-    },
-  };
-}
-
-/** `--raft-master CONFIG`: one master in this process, answering the parent's calls (forkMember). */
-async function childMain(cfg: Partial<MasterConfig>, root?: string): Promise<void> {
-  const send = (a: ChildAnswer) => process.send!(a);
-  let m: TestMaster;
-  try {
-    if (root) mkdirSync(root, { recursive: true });
-    m = await startTestMaster(cfg, root);
-  } catch (e) {
-    send({ failed: (e as Error).message });
-    process.exit(1);
-  }
-  const me = memberOf(m);
-  process.on("message", (c: ChildCall) => {
-    const run = async (): Promise<unknown> => {
-      switch (c.op) {
-        case "leader":
-          return me.leader();
-        case "measure":
-          return me.measure(c.n);
-        case "reads":
-          return me.reads(c.n);
-        case "sched":
-          return me.sched();
-        case "isolate":
-          return me.isolate(c.ids);
-        case "term":
-          return me.term();
-        case "commitAfter":
-          return me.commitAfter(c.term, c.everyMs);
-        case "rings":
-          return me.rings(c.ids, c.founders);
-        case "groups":
-          return me.groups();
-        case "stop":
-          await me.stop();
-          return null;
-      }
-    };
-    run().then(
-      (value) => {
-        send({ seq: c.seq, ok: true, value: value ?? null });
-        if (c.op === "stop") process.disconnect();
-      },
-      (e: Error) => send({ seq: c.seq, ok: false, error: e.message }),
-    );
-  });
-  process.once("disconnect", () => setTimeout(() => process.exit(0), 100).unref());
-  // SIGTERM stops the master as the salt-master CLI does (stopOnSignals): a graceful stop, then exit
-  // (its files are kept: the bench starts it again from them)
-  process.once("SIGTERM", () => void m.stop(true).finally(() => process.exit(0)));
-  send({ ready: true });
-}
-
-if (process.argv[2] === "--raft-master" && process.send) void childMain(JSON.parse(process.argv[3]!) as Partial<MasterConfig>, process.argv[4]);
 
 /**
  * raftRun, again (twice at most) when a master could not bind: the ports come from freePort(), and another
@@ -542,12 +279,19 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
     await new Promise((r) => setTimeout(r, IDLE_WINDOW_MS));
     const idle1 = await Promise.all(masters.map((m) => m.sched()));
     const idleMs = performance.now() - idleStart;
+    // the commits before the warm window; the CPU figures cover the warm window only (the code's warm-up,
+    // V8's compiler threads above all, is in the whole run's figures)
+    const start = await Promise.all(masters.map((m) => m.sched()));
+    const { inWorkerCold, proposed: warmed } = await byId(leader).warm(proposals);
+    // BRINE_BENCH_PERF=<dir>: each master's process under `perf record` during the warm window (perfRecord)
+    const perfDir = process.env.BRINE_BENCH_PERF;
+    const perfs = perfDir ? masters.filter((m) => m.pid).map((m) => perfRecord(m.pid!, path.join(perfDir, `${m.id === leader ? "leader" : "follower"}-${m.id}.data`))) : [];
     const before = await Promise.all(masters.map((m) => m.sched()));
     const windowStart = performance.now();
-    const { commits, inWorker, inWorkerCold, proposed } = await byId(leader).measure(proposals);
+    const { commits, inWorker, proposed: n } = await byId(leader).measure(proposals);
     const windowMs = performance.now() - windowStart;
     const after = await Promise.all(masters.map((m) => m.sched()));
-    const n = proposed;
+    for (const p of perfs) await p.stop();
     const per = masters.map((m, i) => {
       const p = perCommit(before[i]!, after[i]!, n);
       const idleRaftNsPerMs = ((idle1[i]!.raft?.runNs ?? 0) - (idle0[i]!.raft?.runNs ?? 0)) / idleMs;
@@ -555,9 +299,11 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
       const a = idle0[i]!.stages;
       const b = idle1[i]!.stages;
       const idleStages = a && b ? stageDelta(a, b, (idleMs / windowMs) * n) : undefined;
-      return { id: m.id, p: { ...p, raftIdleUs: (idleRaftNsPerMs * windowMs) / 1000 / n, ...(idleStages ? { idleStages } : {}) } };
+      return { id: m.id, p: { ...p, raftIdleUs: (idleRaftNsPerMs * windowMs) / 1000 / n, ...(idleStages ? { idleStages } : {}) }, whole: perCommit(start[i]!, after[i]!, warmed + n) };
     });
     const perCommitOf = { leader: per.find((x) => x.id === leader)!.p, followers: meanOf(per.filter((x) => x.id !== leader).map((x) => x.p)) };
+    const perCommitWhole = { leader: per.find((x) => x.id === leader)!.whole, followers: meanOf(per.filter((x) => x.id !== leader).map((x) => x.whole)) };
+    const proposed = warmed + n;
     const reads = await byId(leader).reads(proposals);
 
     // failover: cut the leader off, time until the others agree on a new one; heal; repeat
@@ -574,7 +320,7 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
       leader = (await leaderOf(masters)) ?? next;
     }
     fo.sort((a, b) => a - b);
-    return { commits, reads, inWorker, inWorkerCold, proposed, failovers: fo, perCommit: perCommitOf };
+    return { commits, reads, inWorker, inWorkerCold, proposed, window: n, failovers: fo, perCommit: perCommitOf, perCommitWhole };
   } finally {
     for (const m of masters) await m.stop().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
@@ -760,9 +506,11 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       const pc = disk.perCommit;
       if (pc) {
         const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs (on a CPU by thread: ${threadsLine(p)}); ${p.fsyncs.toFixed(2)} fsyncs (p50 ${(p.durableP50Ms ?? 0).toFixed(2)} ms each); ${((p.diskBytes ?? 0) / 1024).toFixed(1)} KiB to the disk`;
+        const w = disk.perCommitWhole;
+        const whole = (p: PerCommit | undefined) => (p ? `; over all ${disk.proposed} commits, the code's warm-up included: all threads ${p.processRunUs.toFixed(0)} µs (${threadsLine(p)})` : "");
         rows.push(
-          { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs, its LMDB commit p50 ${fr.leaderTxnP50Ms.toFixed(2)} ms, ${(fr.leaderDiskBytes / 1024).toFixed(1)} KiB to the disk); /proc schedstat over the ${disk.proposed} commits` },
-          { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs, ${(fr.followerDiskBytes / 1024).toFixed(1)} KiB to the disk); mean of the two followers` },
+          { figure: "  per commit, the leader's master: CPU µs (all threads)", value: Math.round(pc.leader.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.leader)} (the floor's leader process: ${fr.leaderRunUs.toFixed(0)} µs, its LMDB commit p50 ${fr.leaderTxnP50Ms.toFixed(2)} ms, ${(fr.leaderDiskBytes / 1024).toFixed(1)} KiB to the disk); /proc schedstat over the warm window's ${disk.window} commits${whole(w?.leader)}` },
+          { figure: "  per commit, a follower's master: CPU µs (all threads)", value: Math.round(pc.followers.processRunUs), unit: "µs", better: "lower", note: `${fmt(pc.followers)} (the floor's follower process: ${fr.followerRunUs.toFixed(0)} µs, ${(fr.followerDiskBytes / 1024).toFixed(1)} KiB to the disk); mean of the two followers${whole(w?.followers)}` },
         );
         // the Raft thread stage by stage (NodeStatus.stages), on stderr: a table, not a figure
         for (const [who, p] of [["leader", pc.leader], ["follower (mean of 2)", pc.followers]] as const) {

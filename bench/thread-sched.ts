@@ -2,6 +2,7 @@
  * A process's CPU from /proc, thread by thread, for the cluster bench's per-commit figures (bench/cluster.ts):
  * what each master spent on a CPU, summed and by thread name.
  */
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 
 /**
@@ -39,10 +40,15 @@ export function byNameDelta(a: Record<string, number>, b: Record<string, number>
   return out;
 }
 
-/** The per-name CPU of one master, busiest first: the Raft thread apart from the other "node" threads. */
+/**
+ * The per-name CPU of one master, busiest first. brine's threads name themselves (`brine-raft`, …:
+ * thread-kit's nameThisThread), so what is left as `node` is libuv's pool (lmdb-js's async writes among its
+ * work) and V8's platform threads; a build before the names had the Raft thread among the `node` threads, and
+ * its own figure is taken out of them there.
+ */
 export function threadsLine(p: { threadsUs?: Record<string, number>; raftRunUs: number }): string {
   const t = { ...(p.threadsUs ?? {}) };
-  if (t.node !== undefined) {
+  if (t.node !== undefined && t["brine-raft"] === undefined) {
     t["Raft"] = p.raftRunUs;
     t["node (other)"] = t.node - p.raftRunUs;
     delete t.node;
@@ -54,3 +60,20 @@ export function threadsLine(p: { threadsUs?: Record<string, number>; raftRunUs: 
     .join(", ");
 }
 
+
+/**
+ * `perf record -g` of process `pid` into `file` until the returned stop() (SIGINT, then perf writes its file):
+ * where a master's threads spend the commits' CPU, for `perf report -i file --sort tid,comm,dso,sym`. The
+ * masters must run with `--perf-basic-prof` for JS frames to have names. Resolves stop() once perf exited.
+ */
+export function perfRecord(pid: number, file: string): { stop: () => Promise<void> } {
+  const p = spawn("perf", ["record", "-g", "-s", "-F", "2000", "-o", file, "-p", String(pid)], { stdio: ["ignore", "ignore", "inherit"] });
+  const exited = new Promise<void>((r) => p.once("exit", () => r()));
+  p.once("error", (e) => process.stderr.write(`perf record: ${e.message}\n`));
+  return {
+    stop: async () => {
+      p.kill("SIGINT");
+      await exited;
+    },
+  };
+}

@@ -12,6 +12,7 @@
  * The request workers are Piscina's: it spawns and replaces them, and their entry sets up logging from
  * Piscina's own workerData (src/workers/req-handler/worker.ts).
  */
+import { writeFileSync } from "node:fs";
 import { Worker, workerData, type ResourceLimits, type Transferable } from "node:worker_threads";
 import { configureLogging, getLogger, loggingConfig, type LogConfig } from "./log.js";
 import { answerHeapProbes } from "./heap-probe.js";
@@ -57,8 +58,27 @@ export function spawnThread(spec: ThreadSpec): Worker {
 export function threadInit<T extends { log?: LogConfig | null }>(name?: string): T {
   const init = workerData as T;
   if (init?.log) configureLogging(init.log);
-  if (name) answerHeapProbes(name);
+  if (name) {
+    answerHeapProbes(name);
+    nameThisThread(name);
+  }
   return init;
+}
+
+/** Linux's limit on a thread's name (`comm`), bytes without the NUL */
+const THREAD_NAME_BYTES_MAX = 15;
+
+/**
+ * Gives the calling thread its OS name, `brine-<name>` cut to THREAD_NAME_BYTES_MAX bytes (Linux:
+ * /proc/thread-self/comm), so that `top -H`, `perf` and /proc show which thread is which: otherwise every
+ * worker, libuv's pool and V8's helpers are all `node`. Elsewhere (or if /proc refuses) the name stays.
+ */
+export function nameThisThread(name: string): void {
+  try {
+    writeFileSync("/proc/thread-self/comm", Buffer.from(`brine-${name}`).subarray(0, THREAD_NAME_BYTES_MAX));
+  } catch {
+    // no /proc/thread-self (not Linux): the thread keeps its name
+  }
 }
 
 /** The master's logging settings as a thread's init data carries them (structured-clone safe). */

@@ -25,6 +25,7 @@ import { lmdbDir } from "../../lib/store/lmdb-env.js";
 import { purgeKeylessMinions } from "./keyless-purge.js";
 import { pruneSaltJobFiles, saltJobFilesOn } from "../../lib/store/salt-job-files.js";
 import { answerHeapProbes } from "../../shared/heap-probe.js";
+import { nameThisThread } from "../../shared/thread-kit.js";
 import { LogBudget } from "../../shared/log-budget.js";
 import { ConnBoard } from "../../shared/conn-board.js";
 import { getPriority, setPriority } from "node:os";
@@ -48,6 +49,7 @@ const goneLog = new LogBudget(1, 10_000, (line) => log.info(line), "sign-in batc
 configureLogging(init.log);
 lowerThisThread(init.cfg.brine_worker_nice);
 answerHeapProbes("request");
+nameThisThread("request");
 const ctx = new MasterContext(init.cfg, init.shared);
 /** the request port's closed connections (native transport): a clear-lane frame from one is not worked on */
 const connBoard = init.shared.conns ? new ConnBoard(init.shared.conns) : undefined;
