@@ -65,10 +65,13 @@ export const WARM_PROPOSALS = 20;
  * Proposals between the cold window and the warm one: V8 optimises the commit path's functions only after
  * enough calls (a commit runs a few hundred JS functions once each), and the first few hundred commits after
  * start run much of it in the interpreter and baseline code. The warm window is what a master that commits
- * steadily pays; one that commits rarely runs colder code, closer to the cold window's figure.
- * BRINE_BENCH_HOT sets another count (the masters inherit the bench's environment).
+ * steadily pays; one that commits rarely runs colder code, closer to the cold window's figure. 6,000: after
+ * 1,500 (the count until session 16) V8's compiler threads still spent 120-350 µs per commit of a follower's
+ * warm window (TurboFan compiling the commit path's functions, by perf), after 6,000 they are done (20-45 µs
+ * per commit left in V8's and libuv's threads; bench/RESULTS.md, session 16). BRINE_BENCH_HOT sets another
+ * count (the masters inherit the bench's environment).
  */
-export const HOT_PROPOSALS = Number(process.env.BRINE_BENCH_HOT ?? 1500);
+export const HOT_PROPOSALS = Number(process.env.BRINE_BENCH_HOT ?? 6000);
 
 const proposeRoute = (raft: Proposer, i: number) => raft.propose(CLUSTER_RING, { kind: "ROUTE", value: { data_type: `bench${i % 8}`, ring_id: null } });
 
