@@ -6,11 +6,12 @@
  *   `jobs.lookup_jid` of one return of 100,000 keys.
  * - `--full` adds issue 17's figures on a second master: 1,000,000 returns over 10,000 jobs (100 each): disk
  *   bytes per return, `jobs.list_jobs` (≤ 200 ms), `jobs.lookup_jid` of a job with 100 returns (≤ 5 ms), and
- *   keep_jobs pruning of the older half (500,000 returns) while returns are stored one after another as a
- *   request worker stores them (durable before the reply): their latency during the prune against without it,
- *   on the disk (os.tmpdir()) and again on /dev/shm where fsync costs nothing; the goal (no stall over 10 ms
- *   caused by the prune) is judged on the tmpfs worst during the prune, and on the disk's worst during the prune
- *   above its worst without one.
+ *   keep_jobs pruning of the older half (500,000 returns) in a request worker's thread while that thread stores
+ *   returns (durable before the reply), on the disk (os.tmpdir()) and again on /dev/shm where fsync costs nothing:
+ *   see pruneRounds and job-cache-prune.ts for the rounds, the figures and the verdicts.
+ *   `BRINE_BENCH_JOBS_PRUNE_ONLY=1` runs only the fills and the prune (no master, no list or lookup figures), and
+ *   `BRINE_BENCH_JOBS_RECLAIM=32,16,16,32` makes the prune rounds alternate those deletes per return instead, one
+ *   slice of the older half each (continuous writer).
  * Each figure prints its CPU (this process: every thread of the master, and the client's decode).
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -21,8 +22,10 @@ import { MasterServer } from "../src/main.js";
 import { configureLogging } from "../src/shared/log.js";
 import { freePort } from "../tools/free-port.js";
 import { lmdbDir, openStore } from "../src/lib/store/lmdb-env.js";
-import { JobCache, prunePassRecordsMax, reclaimAlongMax } from "../src/lib/store/job-cache.js";
+import { JobCache, reclaimAlongMax } from "../src/lib/store/job-cache.js";
 import { formatJid, jidToTime } from "../src/shared/protocol/jid.js";
+import { pingReturn, pruneInThread, roundRows, verdictRows } from "./job-cache-prune.js";
+import type { ThreadAnswer, ThreadAsk } from "./job-cache-prune-thread.js";
 import { controlCall } from "../src/lib/client/control-client.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 
@@ -96,6 +99,7 @@ const cpuRow = (t: { cpu: number }): BenchRow => ({ figure: "  the same, CPU of 
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   configureLogging({ level: "quiet" });
+  if (process.env.BRINE_BENCH_JOBS_PRUNE_ONLY === "1") return pruneOnly();
   const rows: BenchRow[] = [];
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-bench-jobs-"));
   const { cfg, server } = await masterOn(root);
@@ -133,8 +137,6 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   return rows;
 }
 
-/** What a test.ping return stores (the record a request worker writes for `_return`). */
-const pingReturn = { return: true, retcode: 0, success: true, fun: "test.ping", fun_args: [] };
 const JOBS = 10_000;
 const RETURNS_PER_JOB = 100;
 
@@ -147,7 +149,7 @@ async function millionReturns(): Promise<BenchRow[]> {
   const jobs = new JobCache(store);
   const dataFile = path.join(lmdbDir(cfg), "data.mdb");
   const now = Date.now();
-  let disk: PruneFigures;
+  let disk: ThreadAnswer[];
   try {
     const before = statSync(dataFile).size;
     const fillS = await fill(jobs, now);
@@ -164,24 +166,14 @@ async function millionReturns(): Promise<BenchRow[]> {
       if (Object.keys(r as object).length !== RETURNS_PER_JOB) throw new Error("lookup_jid: returns missing");
     }, 9);
     rows.push({ figure: "jobs.lookup_jid, a job with 100 returns (median of 9)", value: lookup.wall, unit: "ms", target: 5, better: "lower", note: `first call ${lookup.first.toFixed(2)} ms` }, cpuRow(lookup));
-    disk = await pruneWhileStoring(jobs, now);
+    disk = await pruneInThread(cfg, now, pruneAsks());
   } finally {
     await store.close();
     await server.stop();
     rmSync(root, { recursive: true, force: true });
   }
   const shm = await pruneOnTmpfs();
-  rows.push(...pruneRows("disk", disk), ...pruneRows("tmpfs", shm));
-  // the goal is the stall the prune causes; the disk's own fsync stalls a write with no prune at all (11.4 ms in
-  // session 14's quiet run), so: the worst write during the prune where fsync costs nothing, and on the disk the
-  // worst during the prune above the worst without it (each window as long as the prune; 0 when not above). Both
-  // are single worst cases: on a loaded box the no-prune worst on tmpfs says what the box's scheduling alone adds
-  const quietShm = Math.max(...shm.quiet);
-  const [duringDisk, quietDisk] = [Math.max(...disk.during), Math.max(...disk.quiet)];
-  rows.push(
-    { figure: `the prune's stall on tmpfs: worst write during the prune (≤ ${stallMs} ms)`, value: Math.max(...shm.during), unit: "ms", target: stallMs, better: "lower", note: `worst with no prune ${quietShm.toFixed(1)} ms (the box's own)` },
-    { figure: `the prune's stall on disk: worst during the prune above the worst without it (≤ ${stallMs} ms)`, value: Math.max(0, duringDisk - quietDisk), unit: "ms", target: stallMs, better: "lower", note: `${duringDisk.toFixed(1)} − ${quietDisk.toFixed(1)} ms` },
-  );
+  rows.push(...pruneRoundRows("disk", disk), ...pruneRoundRows("tmpfs", shm));
   return rows;
 }
 
@@ -207,91 +199,72 @@ async function fill(jobs: JobCache, now: number): Promise<number> {
 }
 
 /** The same fill and prune with the job cache on /dev/shm, where an fsync costs nothing: what is left is the prune's. */
-async function pruneOnTmpfs(): Promise<PruneFigures> {
-  const root = mkdtempSync(path.join("/dev/shm", "brine-bench-1m-"));
-  const store = openStore({ ...masterDefaults(), cachedir: root });
+async function pruneOnTmpfs(): Promise<ThreadAnswer[]> {
+  return await filledAndPruned("/dev/shm");
+}
+
+/** A job cache alone (no master) under `dir`, filled, then pruned in rounds (pruneAsks). */
+async function filledAndPruned(dir: string): Promise<ThreadAnswer[]> {
+  const root = mkdtempSync(path.join(dir, "brine-bench-1m-"));
+  const cfg = { ...masterDefaults(), cachedir: root };
+  const store = openStore(cfg);
   const jobs = new JobCache(store);
   const now = Date.now();
   try {
     await fill(jobs, now);
-    return await pruneWhileStoring(jobs, now);
+    return await pruneInThread(cfg, now, pruneAsks());
   } finally {
     await store.close();
     rmSync(root, { recursive: true, force: true });
   }
 }
 
-interface PruneFigures {
-  /** write latencies with no prune (5 s before it, and after it for the rest of its length: both windows as long), ms */
-  quiet: number[];
-  /** write latencies during the prune, ms */
-  during: number[];
-  pruneMs: number;
-  cpuS: number;
-  result: { removed: number; passes: number; alongside: number };
-  passes: number[];
+/** BRINE_BENCH_JOBS_PRUNE_ONLY: the fills and the prune rounds, on the disk and on tmpfs. */
+async function pruneOnly(): Promise<BenchRow[]> {
+  const disk = await filledAndPruned(os.tmpdir());
+  const shm = await pruneOnTmpfs();
+  return [...pruneRoundRows("disk", disk), ...pruneRoundRows("tmpfs", shm)];
 }
 
-/** The stall the goal names (no write held longer by the prune), ms. */
-const stallMs = 10;
-const over = (xs: number[]) => xs.filter((x) => x > stallMs).length;
-const spread = (xs: number[]) => `p50 ${quantile(xs, 0.5).toFixed(2)}, p99 ${quantile(xs, 0.99).toFixed(1)}, p99.9 ${quantile(xs, 0.999).toFixed(1)}, max ${Math.max(...xs).toFixed(1)} ms; ${over(xs)} of ${xs.length} writes over ${stallMs} ms`;
+/** The no-prune window before each prune (and after it, for the rest of the prune's length), ms. */
+const quietMs = 5_000;
+/** The trickle round's writer: one return this often, ms (the prune's own passes run between them). */
+const trickleMs = 100;
+/** The jobs of the older half the continuous round prunes; the trickle round prunes the rest. */
+const continuousJobs = 4_500;
+/** keep_jobs_seconds that prunes the older jobs j < `jobs` of jidAt (each a second apart, three days old). */
+const keepBefore = (jobs: number) => 3 * 86_400 - jobs + 0.5;
 
-function pruneRows(medium: string, f: PruneFigures): BenchRow[] {
+/**
+ * The prune rounds on one fill, in the request-worker-like thread: by default, the older 4,500 jobs (450,000
+ * returns) with returns stored one after another (the prune's deletes ride on them; no pass of its own), then the
+ * last 500 older jobs (50,000 returns) with a return every trickleMs (its own passes run between them). With
+ * BRINE_BENCH_JOBS_RECLAIM, one continuous round per deletes-per-return value listed, each an equal slice.
+ */
+function pruneAsks(): ThreadAsk[] {
+  const list = process.env.BRINE_BENCH_JOBS_RECLAIM;
+  if (list) {
+    const values = list.split(",").map(Number);
+    if (values.some((v) => !Number.isInteger(v) || v < 1)) throw new Error(`BRINE_BENCH_JOBS_RECLAIM: ${list}: not a list of positive integers`);
+    const slice = JOBS / 2 / values.length;
+    return values.map((reclaimMax, i) => ({ keepSeconds: keepBefore(Math.round(slice * (i + 1))), reclaimMax, writer: "continuous", trickleMs, quietMs }));
+  }
   return [
-    { figure: `keep_jobs prune of 500,000 returns (5,000 jobs) on ${medium}: time`, value: f.pruneMs / 1000, unit: "s", better: "lower", note: `${f.result.alongside} records deleted alongside returns (≤ ${reclaimAlongMax} each), ${f.result.removed} in ${f.passes.length} passes of its own (≤ ${prunePassRecordsMax} records${f.passes.length ? `, longest ${Math.max(...f.passes).toFixed(1)} ms` : ""}); CPU ${f.cpuS.toFixed(1)} s (prune and writes)` },
-    { figure: `  ${medium}: a durable return write, no prune: max`, value: Math.max(...f.quiet), unit: "ms", better: "lower", note: spread(f.quiet) },
-    { figure: `  ${medium}: a durable return write during the prune: max`, value: Math.max(...f.during), unit: "ms", better: "lower", note: spread(f.during) },
+    { keepSeconds: keepBefore(continuousJobs), reclaimMax: reclaimAlongMax, writer: "continuous", trickleMs, quietMs },
+    { keepSeconds: keepBefore(JOBS / 2), reclaimMax: reclaimAlongMax, writer: "trickle", trickleMs, quietMs },
   ];
 }
 
-/**
- * keep_jobs pruning of the older 5,000 jobs (500,000 returns) while returns are stored one after another, each
- * durable before the next (a request worker's `_return`): the latencies of those writes without a prune (5 s
- * before it, and after it for the rest of the prune's length, so that both windows are as long: a worst case grows with the
- * window), and during one. The prune runs as the request worker's cleanup task runs it (JobCache.prune: the cutoff,
- * then deletes carried by the returns' own transactions, passes of its own only when none come), in this thread, so
- * its work in the event loop counts in the writes' latency as it would in that worker.
- */
-async function pruneWhileStoring(jobs: JobCache, now: number): Promise<PruneFigures> {
-  let n = 0;
-  const writer = async (until: () => boolean): Promise<number[]> => {
-    const lat: number[] = [];
-    while (!until()) {
-      const jid = formatJid(now, 500 + (n % 400));
-      const t = performance.now();
-      await jobs.saveReturn(jid, `late-${n++}`, pingReturn, false);
-      lat.push(performance.now() - t);
-    }
-    return lat;
-  };
-  const quietEnd = performance.now() + 5_000;
-  const quiet = await writer(() => performance.now() > quietEnd);
-  let pruning = true;
-  const c = process.cpuUsage();
-  const pruneStart = performance.now();
-  // the prune's own passes, timed from start to commit (it makes them only when no return carried deletes)
-  const passes: number[] = [];
-  const realCleanup = jobs.cleanup.bind(jobs);
-  jobs.cleanup = async (...a) => {
-    const t = performance.now();
-    const n = await realCleanup(...a);
-    passes.push(performance.now() - t);
-    return n;
-  };
-  let result = { removed: 0, passes: 0, alongside: 0 };
-  const prune = (async () => {
-    result = await jobs.prune(86_400, now);
-    pruning = false;
-  })();
-  const during = await writer(() => !pruning);
-  await prune;
-  jobs.cleanup = realCleanup;
-  const pruneMs = performance.now() - pruneStart;
-  const cpu = process.cpuUsage(c);
-  const left = minions.filter((id) => jobs.hasReturn(jidAt(now, 0), id)).length;
-  if (left) throw new Error("prune: old returns left");
-  const afterEnd = performance.now() + Math.max(0, pruneMs - 5_000);
-  quiet.push(...(await writer(() => performance.now() > afterEnd)));
-  return { quiet, during, pruneMs, cpuS: (cpu.user + cpu.system) / 1e6, result, passes };
+function pruneRoundRows(medium: string, answers: ThreadAnswer[]): BenchRow[] {
+  const asks = pruneAsks();
+  const rows: BenchRow[] = [];
+  let from = 0;
+  answers.forEach((a, i) => {
+    const ask = asks[i]!;
+    const to = Math.round(3 * 86_400 - ask.keepSeconds + 0.5);
+    const label = `${medium}, ${ask.writer} writes, ${ask.reclaimMax} deletes a return`;
+    rows.push(...roundRows(label, `${((to - from) * RETURNS_PER_JOB).toLocaleString("en-US")} returns (${(to - from).toLocaleString("en-US")} jobs)`, ask.reclaimMax, a), ...verdictRows(label, a));
+    from = to;
+  });
+  return rows;
 }

@@ -147,12 +147,14 @@ export class JobCache {
    * `placed(jid)`: true when jobs are routed to a ring (the caller's gate), so every record written here also
    * goes into the hand-off outbox (`jobs/handoff`) for the jid's owners; absent (the mirror, a hand-off's
    * receiver, a single master): no outbox. The outbox stamp is written before the record, so a record that is
-   * committed always has its stamp committed too.
+   * committed always has its stamp committed too. `reclaimMax`: the deletes a durable return carries along
+   * (reclaimAlongMax; the prune bench compares others on one fill).
    */
   constructor(
     private readonly s: Store,
     private readonly placed?: (jid: string) => boolean,
     private readonly clock: () => number = () => performance.now(),
+    private readonly reclaimMax: number = reclaimAlongMax,
   ) {}
 
   /** The stored prune cutoff as last read (ms since the epoch, 0: none) and the jid it is (`formatJid(ms, 0)`). */
@@ -464,8 +466,8 @@ export class JobCache {
     }
     this.pendingCut = 0;
     // on from the last record issued (the batch before may not be committed yet, and would be chosen again)
-    let { dels, last } = cut > 0 ? this.deleteOlder(cut, reclaimAlongMax, undefined, this.reclaimAt) : { dels: [] as Promise<boolean>[], last: undefined };
-    if (dels.length === 0 && this.reclaimAt !== undefined) ({ dels, last } = this.deleteOlder(cut, reclaimAlongMax));
+    let { dels, last } = cut > 0 ? this.deleteOlder(cut, this.reclaimMax, undefined, this.reclaimAt) : { dels: [] as Promise<boolean>[], last: undefined };
+    if (dels.length === 0 && this.reclaimAt !== undefined) ({ dels, last } = this.deleteOlder(cut, this.reclaimMax));
     this.reclaimAt = last;
     if (dels.length === 0) this.reclaimNextAt = t + reclaimCheckMs;
     if (writes.length === 0 && dels.length === 0) return;

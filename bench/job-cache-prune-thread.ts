@@ -1,0 +1,211 @@
+/**
+ * The keep_jobs prune of bench/job-cache-scale.ts, run where the master runs it: in a worker thread, as a request
+ * worker of the request lane runs its `cleanup` task (src/workers/req-handler/worker.ts: `JobCache.prune` on the
+ * thread's own JobCache) while the same thread stores durable returns (`_return`, `saveReturn`). This thread's
+ * heap holds only its own work; the 1,000,000-return fill was made by the bench's main thread.
+ * Each write is timed end to end (issued → durable) and taken apart:
+ * - the prune's work inside the return's own turn: the time `reclaimAlong` (the deletes it carries) takes;
+ * - this thread's garbage collection during the write (a PerformanceObserver of "gc": this isolate's pauses only);
+ * - this thread's wait for a CPU during the write (/proc/thread-self/schedstat, its run-queue time);
+ * what is left of a slow write is LMDB's commit and fsync (their own threads) and the disk.
+ * The parent asks for one round at a time (ThreadAsk), so rounds of different deletes-per-return alternate on one fill.
+ */
+import { closeSync, openSync, readSync } from "node:fs";
+import { PerformanceObserver } from "node:perf_hooks";
+import { parentPort, workerData } from "node:worker_threads";
+import { openStore, type StoreConfig } from "../src/lib/store/lmdb-env.js";
+import { JobCache } from "../src/lib/store/job-cache.js";
+import { formatJid } from "../src/shared/protocol/jid.js";
+import { configureLogging } from "../src/shared/log.js";
+import { pingReturn, slowMs } from "./job-cache-prune.js";
+
+export interface PruneThreadData {
+  store: StoreConfig;
+  /** the fill's "now" (ms since the epoch): the jids written here are of jobs at that time */
+  now: number;
+}
+/**
+ * One round: `keepSeconds` is the prune's keep_jobs_seconds at `now`; `reclaimMax` the deletes a return carries;
+ * `writer`: "continuous" stores returns one after another (each durable before the next), "trickle" one every
+ * trickleMs (so the prune's own passes run between them); `quietMs`: the no-prune window before the prune (and
+ * after it for the rest of its length, so both windows are as long).
+ */
+export interface ThreadAsk {
+  keepSeconds: number;
+  reclaimMax: number;
+  writer: "continuous" | "trickle";
+  trickleMs: number;
+  quietMs: number;
+}
+/** A stretch of this thread's time and what was in it, ms. */
+export interface Hold {
+  ms: number;
+  gcMs: number;
+  cpuWaitMs: number;
+}
+/** A write over slowMs and what its time was spent on, ms. */
+export interface SlowWrite {
+  ms: number;
+  during: boolean;
+  /** the prune's deletes issued in its turn */
+  reclaimMs: number;
+  /** this thread's GC pauses overlapping it */
+  gcMs: number;
+  /** this thread runnable but waiting for a CPU */
+  cpuWaitMs: number;
+}
+export interface ThreadAnswer {
+  /** write latencies with no prune, and during it, ms */
+  quiet: number[];
+  during: number[];
+  pruneMs: number;
+  result: { removed: number; passes: number; alongside: number };
+  /** the prune's deletes in each return's turn during the prune: sum and largest, µs; returns that carried any */
+  reclaimUsSum: number;
+  reclaimUsMax: number;
+  reclaimCalls: number;
+  /** the prune's own passes: start to commit, and the part in this thread's event loop (choosing, issuing), ms */
+  passMs: number[];
+  passHoldMs: number[];
+  /** the longest of the prune's turns in this thread (a return's deletes, a pass's issue) and what was in it */
+  worstTurn: Hold;
+  slow: SlowWrite[];
+  /** this thread's GC during the round: pauses and their longest, ms */
+  gcCount: number;
+  gcMaxMs: number;
+  /** this thread's CPU time over the round (schedstat), s */
+  cpuS: number;
+  /** raw records still older than the cutoff after the prune said done (must be 0) */
+  left: number;
+}
+
+const { store: storeCfg, now } = workerData as PruneThreadData;
+configureLogging({ level: "quiet" });
+const store = openStore(storeCfg);
+
+const gcs: { start: number; end: number }[] = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcs.push({ start: e.startTime, end: e.startTime + e.duration });
+}).observe({ entryTypes: ["gc"] });
+
+// opened from this thread, so thread-self is this thread for as long as the descriptor lives
+const schedFd = openSync("/proc/thread-self/schedstat", "r");
+const schedBuf = Buffer.alloc(128);
+/** [ns on a CPU, ns runnable waiting for one] of this thread */
+function sched(): [number, number] {
+  const n = readSync(schedFd, schedBuf, 0, schedBuf.length, 0);
+  const [run, wait] = schedBuf.toString("latin1", 0, n).split(" ");
+  return [Number(run), Number(wait)];
+}
+
+let n = 0;
+
+async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
+  const jobs = new JobCache(store, undefined, undefined, ask.reclaimMax);
+  // the prune's work in each return's turn: JobCache's private reclaimAlong, timed in place
+  const inner = jobs as unknown as { reclaimAlong(): void };
+  const reclaimAlong = inner.reclaimAlong.bind(jobs);
+  let lastReclaimUs = 0;
+  let worst = { ms: 0, t0: 0, t1: 0, cpuWaitMs: 0 };
+  const turn = <T>(fn: () => T): [T, number] => {
+    const [, w0] = sched();
+    const t0 = performance.now();
+    const r = fn();
+    const t1 = performance.now();
+    if (t1 - t0 > worst.ms) worst = { ms: t1 - t0, t0, t1, cpuWaitMs: (sched()[1] - w0) / 1e6 };
+    return [r, t1 - t0];
+  };
+  inner.reclaimAlong = () => {
+    lastReclaimUs = turn(reclaimAlong)[1] * 1000;
+  };
+  let pruning = false;
+  let reclaimUsSum = 0;
+  let reclaimUsMax = 0;
+  let reclaimCalls = 0;
+  const slow: SlowWrite[] = [];
+  const gcFrom = gcs.length;
+  const write = async (): Promise<number> => {
+    const jid = formatJid(now, 500 + (n % 400));
+    const [, w0] = sched();
+    const t0 = performance.now();
+    lastReclaimUs = 0;
+    const stored = jobs.saveReturn(jid, `late-${n++}`, pingReturn, false);
+    const reclaimUs = lastReclaimUs;
+    await stored;
+    const t1 = performance.now();
+    const [, w1] = sched();
+    if (pruning) {
+      reclaimUsSum += reclaimUs;
+      reclaimUsMax = Math.max(reclaimUsMax, reclaimUs);
+      reclaimCalls++;
+    }
+    const ms = t1 - t0;
+    if (ms > slowMs) slow.push({ ms, during: pruning, reclaimMs: reclaimUs / 1000, gcMs: 0, cpuWaitMs: (w1 - w0) / 1e6, t0, t1 } as SlowWrite);
+    return ms;
+  };
+  const writer = async (until: () => boolean): Promise<number[]> => {
+    const lat: number[] = [];
+    for (let next = performance.now(); !until(); ) {
+      lat.push(await write());
+      if (ask.writer === "trickle") {
+        next += ask.trickleMs;
+        const wait = next - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    return lat;
+  };
+  const passMs: number[] = [];
+  const passHoldMs: number[] = [];
+  const cleanup = jobs.cleanup.bind(jobs);
+  jobs.cleanup = (...a) => {
+    const t = performance.now();
+    const [p, hold] = turn(() => cleanup(...a));
+    passHoldMs.push(hold);
+    return p.then((removed) => (passMs.push(performance.now() - t), removed));
+  };
+  const [cpu0] = sched();
+  const quietEnd = performance.now() + ask.quietMs;
+  const quiet = await writer(() => performance.now() > quietEnd);
+  const pruneStart = performance.now();
+  pruning = true;
+  let result = { removed: 0, passes: 0, alongside: 0 };
+  const prune = jobs.prune(ask.keepSeconds, now).then((r) => {
+    result = r;
+    pruning = false;
+  });
+  const during = await writer(() => !pruning);
+  await prune;
+  const pruneMs = performance.now() - pruneStart;
+  const afterEnd = performance.now() + Math.max(0, pruneMs - ask.quietMs);
+  quiet.push(...(await writer(() => performance.now() > afterEnd)));
+  const [cpu1] = sched();
+  await new Promise((r) => setTimeout(r, 50)); // the observer's last entries
+  const roundGcs = gcs.slice(gcFrom);
+  const gcIn = (t0: number, t1: number) => roundGcs.reduce((sum, g) => sum + Math.max(0, Math.min(g.end, t1) - Math.max(g.start, t0)), 0);
+  for (const s of slow as (SlowWrite & { t0: number; t1: number })[]) {
+    s.gcMs = gcIn(s.t0, s.t1);
+    delete (s as Partial<typeof s>).t0;
+    delete (s as Partial<typeof s>).t1;
+  }
+  const end = formatJid(now - ask.keepSeconds * 1000, 0);
+  let left = 0;
+  for (const db of [store.returns, store.loads, store.minions, store.endtimes, store.listed]) for (const _ of db.getKeys({ end })) left++;
+  return {
+    quiet, during, pruneMs, result, reclaimUsSum, reclaimUsMax, reclaimCalls, passMs, passHoldMs, slow,
+    worstTurn: { ms: worst.ms, gcMs: gcIn(worst.t0, worst.t1), cpuWaitMs: worst.cpuWaitMs },
+    gcCount: roundGcs.length, gcMaxMs: Math.max(0, ...roundGcs.map((g) => g.end - g.start)), cpuS: (cpu1 - cpu0) / 1e9, left,
+  };
+}
+
+parentPort!.on("message", (ask: ThreadAsk | "close") => {
+  if (ask === "close") {
+    closeSync(schedFd);
+    void store.close().then(() => parentPort!.postMessage("closed"));
+    return;
+  }
+  round(ask).then(
+    (a) => parentPort!.postMessage(a),
+    (e: Error) => parentPort!.postMessage({ error: e.message }),
+  );
+});
