@@ -228,6 +228,55 @@ test("another thread's return writes delete records below the stored cutoff, at 
   }
 });
 
+test("a prune makes no pass of its own while a return its thread stored still waits for the disk (a slow fsync is not an idle thread)", async () => {
+  const t = tempStore();
+  const store = t.open();
+  const jobs = new JobCache(store);
+  try {
+    const { fresh } = await fill(jobs, 2, 40);
+    let waiting = true;
+    const held = jobs.saveReturn(fresh, "slow", { return: 1 }, false).then(() => (waiting = false));
+    const passesWhileWaiting: number[] = [];
+    const cleanup = jobs.cleanup.bind(jobs);
+    jobs.cleanup = (...a) => {
+      if (waiting) passesWhileWaiting.push(1);
+      return cleanup(...a);
+    };
+    // pauses of one event-loop turn: far shorter than the return's commit and fsync
+    const r = await jobs.prune(DAY_S, now, { now: () => 0, pause: () => new Promise((res) => setImmediate(res)) });
+    await held;
+    assert.equal(passesWhileWaiting.length, 0, "passes made while the return waited for the disk");
+    assert.ok(r.passes > 0, "the prune's own passes ran once no return was waiting");
+    assert.deepEqual(jobs.listJids(), [fresh]);
+  } finally {
+    await store.close();
+    rmSync(t.root, { recursive: true, force: true });
+  }
+});
+
+test("a job cache given fewer deletes per return than reclaimAlongMax carries exactly that many while more are left", async () => {
+  const t = tempStore();
+  const store = t.open();
+  const pruning = new JobCache(store);
+  const few = 4;
+  const other = new JobCache(store, undefined, () => 0, few);
+  try {
+    const { fresh } = await fill(pruning, 2, 40); // 90 old records
+    let jumps = 0;
+    assert.equal(await pruning.cleanup(DAY_S, now, () => (jumps += 100)), 1, "the cutoff stored with one record");
+    const count = () => store.returns.getCount() + store.loads.getCount() + store.listed.getCount() + store.minions.getCount() + store.endtimes.getCount() + store.nocache.getCount();
+    for (let i = 0; i < 3; i++) {
+      const before = count();
+      await other.saveReturn(fresh, `x${i}`, { return: 1 }, false);
+      await store.root.committed;
+      assert.equal(before + 1 - count(), few, `return ${i} deleted ${before + 1 - count()} old records`);
+    }
+  } finally {
+    await store.close();
+    rmSync(t.root, { recursive: true, force: true });
+  }
+});
+
 test("keep_jobs_seconds 0 after a prune forgets the cutoff: an old job written again is listed and no return deletes it", async () => {
   const t = tempStore();
   const store = t.open();

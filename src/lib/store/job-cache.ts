@@ -77,8 +77,8 @@ export function prunePauseMs(passMs: number): number {
 /**
  * What the prune does after a pause (pure): `before`/`after` are the oldest records it still has to delete (one key
  * a bank, "" when none is left) read before the pause and after it; `cutoffStored` whether the cutoff is committed;
- * `returnsHere` whether its own thread issued durable return writes during the pause (they carry its deletes, and
- * store the cutoff, even when the disk holds them longer than the pause).
+ * `returnsHere` whether its own thread issued durable return writes during the pause or has some still waiting for
+ * the disk (they carry its deletes, and store the cutoff, even when the disk holds them longer than the pause).
  * - "done": nothing older than the cutoff is left, and the cutoff is stored;
  * - "wait": returns are being stored here, or records were deleted during the pause (another thread's returns):
  *   no commit of the prune's own for a return to queue behind;
@@ -168,6 +168,8 @@ export class JobCache {
   /** Records deleted alongside this instance's return writes (the prune's report), and its durable return writes. */
   private reclaimed = 0;
   private returnsIssued = 0;
+  /** This instance's durable return writes not yet on disk (a slow fsync holds them past a prune's pause). */
+  private returnsWaiting = 0;
 
   /** The stored prune cutoff (ms since the epoch; 0 when none): jobs older are pruned, hidden from every reader. */
   private cutoff(): number {
@@ -265,6 +267,9 @@ export class JobCache {
   saveReturn(jid: string, id: string, rec: ReturnRecord, storeEndtime: boolean): Promise<boolean> {
     const stored = durable(this.addReturn(jid, id, rec));
     this.returnsIssued++;
+    this.returnsWaiting++;
+    const settled = () => void this.returnsWaiting--;
+    stored.then(settled, settled);
     this.reclaimAlong();
     if (!storeEndtime) return stored;
     return stored.then(async (ok) => {
@@ -522,7 +527,8 @@ export class JobCache {
       const returns = this.returnsIssued;
       await clock.pause(prunePauseMs(passMs));
       const after = this.frontier(cut);
-      const step = pruneStep(before, after, this.cutoff() >= cut, this.returnsIssued !== returns);
+      // a return still waiting for the disk is a return flowing: a pass now would only add its commit to the wait
+      const step = pruneStep(before, after, this.cutoff() >= cut, this.returnsIssued !== returns || this.returnsWaiting > 0);
       if (step === "done") break;
       passMs = 0;
       if (step === "pass") {
