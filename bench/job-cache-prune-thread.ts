@@ -42,6 +42,8 @@ export interface Hold {
   ms: number;
   gcMs: number;
   cpuWaitMs: number;
+  /** this thread on a CPU (GC included) */
+  onCpuMs: number;
 }
 /** A write over slowMs and what its time was spent on, ms. */
 export interface SlowWrite {
@@ -69,7 +71,7 @@ export interface ThreadAnswer {
   passHoldMs: number[];
   /** the longest of the prune's turns in this thread (a return's deletes, a pass's issue) and what was in it */
   worstTurn: Hold;
-  /** the longest of them less this thread's GC and its wait for a CPU in it: the prune's own work on a CPU, ms */
+  /** the longest of them less this thread's GC and its wait for a CPU in it: the prune's own hold, ms */
   worstOwnMs: number;
   slow: SlowWrite[];
   /** this thread's GC during the round: pauses and their longest, ms */
@@ -111,13 +113,16 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   const reclaimAlong = inner.reclaimAlong.bind(jobs);
   let lastReclaimUs = 0;
   /** the prune's turns over turnKeptMs, to take their GC out once the observer has reported it */
-  const turns: { ms: number; t0: number; t1: number; cpuWaitMs: number }[] = [];
+  const turns: { ms: number; t0: number; t1: number; cpuWaitMs: number; onCpuMs: number }[] = [];
   const turn = <T>(fn: () => T): [T, number] => {
-    const [, w0] = sched();
+    const [c0, w0] = sched();
     const t0 = performance.now();
     const r = fn();
     const t1 = performance.now();
-    if (t1 - t0 > turnKeptMs) turns.push({ ms: t1 - t0, t0, t1, cpuWaitMs: (sched()[1] - w0) / 1e6 });
+    if (t1 - t0 > turnKeptMs) {
+      const [c1, w1] = sched();
+      turns.push({ ms: t1 - t0, t0, t1, cpuWaitMs: (w1 - w0) / 1e6, onCpuMs: (c1 - c0) / 1e6 });
+    }
     return [r, t1 - t0];
   };
   inner.reclaimAlong = () => {
@@ -198,7 +203,7 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   for (const db of [store.returns, store.loads, store.minions, store.endtimes, store.listed]) for (const _ of db.getKeys({ end })) left++;
   return {
     quiet, during, pruneMs, result, reclaimUsSum, reclaimUsMax, reclaimCalls, passMs, passHoldMs, slow,
-    worstTurn: turns.reduce((w, x) => (x.ms > w.ms ? { ms: x.ms, gcMs: gcIn(x.t0, x.t1), cpuWaitMs: x.cpuWaitMs } : w), { ms: 0, gcMs: 0, cpuWaitMs: 0 }),
+    worstTurn: turns.reduce((w, x) => (x.ms > w.ms ? { ms: x.ms, gcMs: gcIn(x.t0, x.t1), cpuWaitMs: x.cpuWaitMs, onCpuMs: x.onCpuMs } : w), { ms: 0, gcMs: 0, cpuWaitMs: 0, onCpuMs: 0 }),
     worstOwnMs: Math.max(0, ...turns.map((x) => x.ms - x.cpuWaitMs - gcIn(x.t0, x.t1))),
     gcCount: roundGcs.length, gcMaxMs: Math.max(0, ...roundGcs.map((g) => g.end - g.start)), cpuS: (cpu1 - cpu0) / 1e9, left,
   };
