@@ -10,10 +10,11 @@
  * what is left of a slow write is LMDB's commit and fsync (their own threads) and the disk.
  * The parent asks for one round at a time (ThreadAsk), so rounds of different deletes-per-return alternate on one fill.
  */
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { PerformanceObserver } from "node:perf_hooks";
 import { parentPort, workerData } from "node:worker_threads";
-import { openStore, type StoreConfig } from "../src/lib/store/lmdb-env.js";
+import path from "node:path";
+import { lmdbDir, openStore, type StoreConfig } from "../src/lib/store/lmdb-env.js";
 import { JobCache } from "../src/lib/store/job-cache.js";
 import { formatJid } from "../src/shared/protocol/jid.js";
 import { configureLogging } from "../src/shared/log.js";
@@ -44,6 +45,8 @@ export interface Hold {
   cpuWaitMs: number;
   /** this thread on a CPU (GC included) */
   onCpuMs: number;
+  /** page faults of this thread that read the disk (major faults) */
+  majorFaults: number;
 }
 /** A write over slowMs and what its time was spent on, ms. */
 export interface SlowWrite {
@@ -81,6 +84,8 @@ export interface ThreadAnswer {
   cpuS: number;
   /** raw records still older than the cutoff after the prune said done (must be 0) */
   left: number;
+  /** data.mdb's size before and after the prune, bytes */
+  fileBytes: [number, number];
 }
 
 const { store: storeCfg, now } = workerData as PruneThreadData;
@@ -95,6 +100,16 @@ new PerformanceObserver((list) => {
 // opened from this thread, so thread-self is this thread for as long as the descriptor lives
 const schedFd = openSync("/proc/thread-self/schedstat", "r");
 const schedBuf = Buffer.alloc(128);
+const statFd = openSync("/proc/thread-self/stat", "r");
+const statBuf = Buffer.alloc(1024);
+/** this thread's major page faults so far (/proc/thread-self/stat, the 12th field) */
+function majorFaults(): number {
+  const n = readSync(statFd, statBuf, 0, statBuf.length, 0);
+  const text = statBuf.toString("latin1", 0, n);
+  return Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[9]);
+}
+const dataFile = path.join(lmdbDir(storeCfg), "data.mdb");
+
 /** [ns on a CPU, ns runnable waiting for one] of this thread */
 function sched(): [number, number] {
   const n = readSync(schedFd, schedBuf, 0, schedBuf.length, 0);
@@ -113,15 +128,16 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   const reclaimAlong = inner.reclaimAlong.bind(jobs);
   let lastReclaimUs = 0;
   /** the prune's turns over turnKeptMs, to take their GC out once the observer has reported it */
-  const turns: { ms: number; t0: number; t1: number; cpuWaitMs: number; onCpuMs: number }[] = [];
+  const turns: { ms: number; t0: number; t1: number; cpuWaitMs: number; onCpuMs: number; majorFaults: number }[] = [];
   const turn = <T>(fn: () => T): [T, number] => {
+    const f0 = majorFaults();
     const [c0, w0] = sched();
     const t0 = performance.now();
     const r = fn();
     const t1 = performance.now();
     if (t1 - t0 > turnKeptMs) {
       const [c1, w1] = sched();
-      turns.push({ ms: t1 - t0, t0, t1, cpuWaitMs: (w1 - w0) / 1e6, onCpuMs: (c1 - c0) / 1e6 });
+      turns.push({ ms: t1 - t0, t0, t1, cpuWaitMs: (w1 - w0) / 1e6, onCpuMs: (c1 - c0) / 1e6, majorFaults: majorFaults() - f0 });
     }
     return [r, t1 - t0];
   };
@@ -177,6 +193,7 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   const [cpu0] = sched();
   const quietEnd = performance.now() + ask.quietMs;
   const quiet = await writer(() => performance.now() > quietEnd);
+  const sizeBefore = statSync(dataFile).size;
   const pruneStart = performance.now();
   pruning = true;
   let result = { removed: 0, passes: 0, alongside: 0 };
@@ -187,6 +204,7 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   const during = await writer(() => !pruning);
   await prune;
   const pruneMs = performance.now() - pruneStart;
+  const sizeAfter = statSync(dataFile).size;
   const afterEnd = performance.now() + Math.max(0, pruneMs - ask.quietMs);
   quiet.push(...(await writer(() => performance.now() > afterEnd)));
   const [cpu1] = sched();
@@ -203,15 +221,16 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   for (const db of [store.returns, store.loads, store.minions, store.endtimes, store.listed]) for (const _ of db.getKeys({ end })) left++;
   return {
     quiet, during, pruneMs, result, reclaimUsSum, reclaimUsMax, reclaimCalls, passMs, passHoldMs, slow,
-    worstTurn: turns.reduce((w, x) => (x.ms > w.ms ? { ms: x.ms, gcMs: gcIn(x.t0, x.t1), cpuWaitMs: x.cpuWaitMs, onCpuMs: x.onCpuMs } : w), { ms: 0, gcMs: 0, cpuWaitMs: 0, onCpuMs: 0 }),
+    worstTurn: turns.reduce((w, x) => (x.ms > w.ms ? { ms: x.ms, gcMs: gcIn(x.t0, x.t1), cpuWaitMs: x.cpuWaitMs, onCpuMs: x.onCpuMs, majorFaults: x.majorFaults } : w), { ms: 0, gcMs: 0, cpuWaitMs: 0, onCpuMs: 0, majorFaults: 0 }),
     worstOwnMs: Math.max(0, ...turns.map((x) => x.ms - x.cpuWaitMs - gcIn(x.t0, x.t1))),
-    gcCount: roundGcs.length, gcMaxMs: Math.max(0, ...roundGcs.map((g) => g.end - g.start)), cpuS: (cpu1 - cpu0) / 1e9, left,
+    gcCount: roundGcs.length, gcMaxMs: Math.max(0, ...roundGcs.map((g) => g.end - g.start)), cpuS: (cpu1 - cpu0) / 1e9, left, fileBytes: [sizeBefore, sizeAfter],
   };
 }
 
 parentPort!.on("message", (ask: ThreadAsk | "close") => {
   if (ask === "close") {
     closeSync(schedFd);
+    closeSync(statFd);
     void store.close().then(() => parentPort!.postMessage("closed"));
     return;
   }
