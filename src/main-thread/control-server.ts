@@ -60,6 +60,10 @@ const FIREABLE = /^salt\/key$/;
 export class ControlServer {
   private server: net.Server | undefined;
   private running = 0;
+  /** Runner calls not over yet (a call is over once its job record is committed and its `ret` fired): benches read it. */
+  get callsRunning(): number {
+    return this.running;
+  }
   /** live runner threads: a stopping master waits for them (runnerStopWaitMs), then ends the rest */
   private readonly threads = new Set<Worker>();
   /** runner threads started (spares included), count: tests and benches read it */
