@@ -17,7 +17,8 @@ import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
 import { openStore } from "../../src/lib/store/lmdb-env.js";
 import type { FromEngine, PeerReport, ToEngine } from "../../src/workers/state-sync/messages.js";
 
-export function stateSyncCfg(name: string, root: string): MasterConfig {
+/** Master `name`'s configuration under `root`, as its state-sync thread reads it; `extra` replaces or adds options. */
+export function stateSyncCfg(name: string, root: string, extra: Record<string, unknown> = {}): MasterConfig {
   return {
     id: name,
     cachedir: path.join(root, "cache"),
@@ -28,6 +29,7 @@ export function stateSyncCfg(name: string, root: string): MasterConfig {
     brine_lmdb_map_bytes: 64 * 1024 * 1024,
     file_roots: { base: [path.join(root, "srv", "salt")] },
     pillar_roots: { base: [path.join(root, "srv", "pillar")] },
+    ...extra,
   } as unknown as MasterConfig;
 }
 

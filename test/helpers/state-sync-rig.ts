@@ -2,7 +2,6 @@
  * A state-sync engine (src/workers/state-sync/engine.ts) driven as the main thread drives it, its peer requests
  * answered by the test (`rig`), and two such engines back to back (`pair`), for test/state-sync/engine*.test.ts.
  */
-import { test } from "node:test";
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -13,6 +12,7 @@ import { openStore, type Store } from "../../src/lib/store/lmdb-env.js";
 import { StateSyncEngine } from "../../src/workers/state-sync/engine.js";
 import { type FromEngine, type PeerReport, type ToEngine } from "../../src/workers/state-sync/messages.js";
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
+import { stateSyncCfg } from "./state-sync-pair.js";
 import { type ManifestEntry } from "../../src/workers/state-sync/manifest.js";
 import { closeKeyDbs } from "../../src/lib/pki/key-store.js";
 
@@ -34,17 +34,8 @@ export interface Rig {
 /** An engine whose peer "p1" answers with `answer` (throw: the peer's error). */
 export function rig(answer: (m: { op: string; [k: string]: unknown }) => unknown, extra: Record<string, unknown> = {}): Rig {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-statesync-"));
-  const cfg = {
-    id: "m1",
-    cachedir: path.join(root, "cache"),
-    pki_dir: path.join(root, "pki"),
-    cluster_pki_dir: path.join(root, "pki"),
-    cluster_id: "c",
-    brine_lmdb_map_bytes: 64 * 1024 * 1024,
-    file_roots: { base: [path.join(root, "srv", "salt")] },
-    pillar_roots: { base: [path.join(root, "srv", "pillar")] },
-    ...extra,
-  } as unknown as MasterConfig;
+  // a pair's configuration (state-sync-pair.ts), as the rig has always had it: cluster "c", no job cache
+  const cfg = stateSyncCfg("m1", root, { cluster_id: "c", job_cache: undefined, ...extra });
   mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
   const store = openStore(cfg);
   const { port1, port2 } = new MessageChannel();
