@@ -116,8 +116,18 @@ function canPin(): boolean {
   return os.cpus().length >= 2 && spawnSync("taskset", ["-V"], { stdio: "ignore" }).status === 0;
 }
 
+/**
+ * The CPUs the master and the swarm run on (BRINE_BENCH_MASTER_CPUS, default 0; BRINE_BENCH_SWARM_CPUS, default 1),
+ * neither where the box cannot pin; `all` to give this process back every CPU.
+ */
+export function masterAndSwarmCpus(): { master?: string; swarm?: string; all: string } {
+  const all = `0-${os.cpus().length - 1}`;
+  if (!canPin()) return { all };
+  return { master: process.env.BRINE_BENCH_MASTER_CPUS ?? "0", swarm: process.env.BRINE_BENCH_SWARM_CPUS ?? "1", all };
+}
+
 /** Pin every thread of `pid` to `cpus` (taskset -a -p -c). */
-function pin(pid: number, cpus: string): void {
+export function pin(pid: number, cpus: string): void {
   const r = spawnSync("taskset", ["-a", "-p", "-c", cpus, String(pid)], { stdio: "ignore" });
   if (r.status !== 0) throw new Error(`taskset could not pin ${pid} to CPUs ${cpus}`);
 }
@@ -220,7 +230,7 @@ function threadShares(a: Map<string, number>, b: Map<string, number>): string {
 }
 
 /** The RSA bound on the master's CPUs (this process moved there for the measure, then back), or where it runs. */
-function boundOnMasterCpus(cpus: { master?: string; swarm?: string }, rounds: number): number {
+export function boundOnMasterCpus(cpus: { master?: string; swarm?: string }, rounds: number): number {
   if (cpus.master) pin(process.pid, cpus.master);
   try {
     return rsaBoundS(rounds);
@@ -396,12 +406,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const n = opts.full ? 1000 : 200;
   const jobs = 10;
   await ensureKeyPool(poolKeySlots, { dir: DEFAULT_KEY_POOL_DIR });
-  const pinning = canPin();
-  const masterCpus = pinning ? (process.env.BRINE_BENCH_MASTER_CPUS ?? "0") : undefined;
-  const swarmCpus = pinning ? (process.env.BRINE_BENCH_SWARM_CPUS ?? "1") : undefined;
-  const allCpus = `0-${os.cpus().length - 1}`;
+  const { master: masterCpus, swarm: swarmCpus, all: allCpus } = masterAndSwarmCpus();
   if (swarmCpus) pin(process.pid, swarmCpus);
-  const cpuNote = pinning ? `master on CPU ${masterCpus}, swarm + bench on CPU ${swarmCpus} (taskset)` : "NOT pinned (one CPU or no taskset): master and swarm share the CPUs";
+  const cpuNote = masterCpus ? `master on CPU ${masterCpus}, swarm + bench on CPU ${swarmCpus} (taskset)` : "NOT pinned (one CPU or no taskset): master and swarm share the CPUs";
   const load0 = os.loadavg()[0]!.toFixed(1);
   const results: Figures[] = [];
   const cpus = { master: masterCpus, swarm: swarmCpus };
