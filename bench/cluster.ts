@@ -31,7 +31,9 @@ import { ClusterHarness, skipReason } from "../tools/local-cluster.js";
 import { startTestMaster, freePort } from "../test/helpers/master.js";
 import { startBrineMaster } from "./swarm.js";
 import { rawLmdbCommitMs } from "./raft-worker.js";
-import { floorRun as commitFloorRun } from "./commit-floor.js";
+import { floorRun as commitFloorRun, openFloor } from "./commit-floor.js";
+import { interleavedPairs, median, pairLines, pairsRow, type BrineSegment, type CommitPair } from "./commit-floor-pairs.js";
+import { COMMIT_LATENCY_SAMPLES } from "../src/shared/metrics/latency-window.js";
 import { byNameDelta, perfRecord, threadsLine } from "./thread-sched.js";
 import { forkMember, HOT_PROPOSALS, memberOf, WARM_PROPOSALS, wallMs, type RaftMember, type SchedSample } from "./cluster-member.js";
 import type { BenchOptions, BenchRow } from "./types.js";
@@ -123,6 +125,8 @@ interface RaftRun {
   perCommit?: { leader: PerCommit; followers: PerCommit };
   /** the same over every proposal, the code's warm-up included */
   perCommitWhole?: { leader: PerCommit; followers: PerCommit };
+  /** brine's segments and the floor's in turns, after the warm window (bench/commit-floor-pairs.ts) */
+  pairs?: CommitPair[];
 }
 
 /** What one master spent per commit: µs on a CPU and waiting for one, its Raft thread's and all threads'. */
@@ -243,7 +247,7 @@ async function raftRunRetried(...args: Parameters<typeof raftRun>): Promise<Raft
  * one (their main threads are then one thread). `raftDir(i)`: where master i keeps its Raft LMDB (default:
  * under its cachedir).
  */
-async function raftRun(processes: boolean, proposals: number, failovers: number, raftDir?: (i: number) => string): Promise<RaftRun> {
+async function raftRun(processes: boolean, proposals: number, failovers: number, raftDir?: (i: number) => string, pairs = 0): Promise<RaftRun> {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-raftbench-"));
   const masters: RaftMember[] = [];
   try {
@@ -303,7 +307,29 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
     });
     const perCommitOf = { leader: per.find((x) => x.id === leader)!.p, followers: meanOf(per.filter((x) => x.id !== leader).map((x) => x.p)) };
     const perCommitWhole = { leader: per.find((x) => x.id === leader)!.whole, followers: meanOf(per.filter((x) => x.id !== leader).map((x) => x.whole)) };
-    const proposed = warmed + n;
+    let proposed = warmed + n;
+    let commitPairs: CommitPair[] | undefined;
+    if (pairs > 0) {
+      // one segment = the worker's latency window (its status' p50 then covers that segment's commits alone)
+      const seg = COMMIT_LATENCY_SAMPLES;
+      const brine = async (k: number): Promise<BrineSegment> => {
+        const a = await Promise.all(masters.map((m) => m.sched()));
+        const { inWorker } = await byId(leader).measure(k);
+        const b = await Promise.all(masters.map((m) => m.sched()));
+        if (!inWorker || inWorker.samples !== k) throw new Error(`the leader's worker timed ${inWorker?.samples ?? 0} commits of a segment of ${k}`);
+        const pc = masters.map((_, i) => perCommit(a[i]!, b[i]!, k));
+        const fol = pc.filter((_, i) => masters[i]!.id !== leader);
+        return { p50Ms: inWorker.p50Ms, leaderRaftUs: pc[masters.findIndex((m) => m.id === leader)]!.raftRunUs, followerRaftUs: median(fol.map((p) => p.raftRunUs)), followerAllUs: median(fol.map((p) => p.processRunUs)) };
+      };
+      const floor = await openFloor(os.tmpdir(), "zmq");
+      try {
+        await floor.segment(FLOOR_WARM);
+        commitPairs = await interleavedPairs(brine, floor, pairs, seg);
+      } finally {
+        await floor.close();
+      }
+      proposed += pairs * seg;
+    }
     const reads = await byId(leader).reads(proposals);
 
     // failover: cut the leader off, time until the others agree on a new one; heal; repeat
@@ -320,7 +346,7 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
       leader = (await leaderOf(masters)) ?? next;
     }
     fo.sort((a, b) => a - b);
-    return { commits, reads, inWorker, inWorkerCold, proposed, window: n, failovers: fo, perCommit: perCommitOf, perCommitWhole };
+    return { commits, reads, inWorker, inWorkerCold, proposed, window: n, failovers: fo, perCommit: perCommitOf, perCommitWhole, ...(commitPairs ? { pairs: commitPairs } : {}) };
   } finally {
     for (const m of masters) await m.stop().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
@@ -473,6 +499,8 @@ function inWorkerRow(where: string, l: LatencySummary, cold = false): BenchRow {
 
 /** Entries the floor writes before its measured ones when it is the cluster bench's reference: its code as warm as the worker's. */
 const FLOOR_WARM = 500;
+/** Pairs of segments (brine's, the floor's) measured in turns after the warm window (BRINE_BENCH_PAIRS; 0: none). */
+const COMMIT_PAIRS = Number(process.env.BRINE_BENCH_PAIRS ?? 12);
 
 /**
  * The Raft rows. `parts` (env BRINE_BENCH_CLUSTER, comma-separated; default all): `processes` (three master
@@ -486,7 +514,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
   let diskP50: number | undefined;
   let fo: number[] = [];
   if (parts.has("processes")) {
-    const disk = await raftRunRetried(true, proposals, failovers);
+    const disk = await raftRunRetried(true, proposals, failovers, undefined, COMMIT_PAIRS);
     diskP50 = pct(disk.commits, 50);
     fo = disk.failovers;
     rows.push(
@@ -503,6 +531,11 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       const f = pct(fr.lat, 50);
       const cold = disk.inWorkerCold ? `; the first commits after start: ${disk.inWorkerCold.p50Ms.toFixed(3)} ms, ${(disk.inWorkerCold.p50Ms / f).toFixed(2)}× the floor` : "";
       rows.push({ figure: "  inside the leader's Raft worker / the box's commit floor, p50", value: Math.round((disk.inWorker.p50Ms / f) * 100) / 100, unit: "×", target: 1.5, better: "lower", note: `floor ${f.toFixed(3)} ms, p99 ${pct(fr.lat, 99).toFixed(3)} (3 processes, ZeroMQ + fsync'd LMDB, no brine code), measured right after; worker p99 ${disk.inWorker.p99Ms.toFixed(2)} ms (after ${WARM_PROPOSALS + HOT_PROPOSALS + proposals} commits)${cold}; ${load()}` });
+      if (disk.pairs && disk.pairs.length > 0) {
+        const ps = disk.pairs;
+        rows.push(pairsRow(ps, COMMIT_LATENCY_SAMPLES));
+        process.stderr.write(`\nCommit p50 in turns with the floor (pair, order, brine inside the leader's worker / floor):\n  ${pairLines(ps).join("\n  ")}\n`);
+      }
       const pc = disk.perCommit;
       if (pc) {
         const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs (on a CPU by thread: ${threadsLine(p)}); ${p.fsyncs.toFixed(2)} fsyncs (p50 ${(p.durableP50Ms ?? 0).toFixed(2)} ms each); ${((p.diskBytes ?? 0) / 1024).toFixed(1)} KiB to the disk`;

@@ -135,46 +135,32 @@ async function netLink(port: number): Promise<FloorLink> {
 
 /** floor(), with the CPU each process spent per measured entry; `warm` entries first, not measured. */
 export async function floorRun(base: string, n: number, wire: FloorWire = "zmq", warm = WARM_ENTRIES): Promise<FloorRun> {
+  const f = await openFloor(base, wire);
+  try {
+    await f.segment(warm);
+    return await f.segment(n);
+  } finally {
+    await f.close();
+  }
+}
+
+/**
+ * The floor's three processes, kept running between segments: each segment(n) commits n more entries one at a
+ * time and reports them alone (latencies, CPU and disk per entry), so that the floor can be measured in turns
+ * with another cluster on the same box (bench/commit-floor-pairs.ts), each turn seeing the same moment of it.
+ */
+export interface OpenFloor {
+  segment(n: number): Promise<FloorRun>;
+  close(): Promise<void>;
+}
+
+export async function openFloor(base: string, wire: FloorWire = "zmq"): Promise<OpenFloor> {
   const root = mkdtempSync(path.join(base, "brine-commit-floor-"));
   const followers: ChildProcess[] = [];
   const socks: FloorLink[] = [];
   const env = open({ path: path.join(root, "leader"), overlappingSync: false, compression: false });
   const log = env.openDB({ name: "log" });
-  try {
-    for (let i = 0; i < 2; i++) {
-      const port = await freePort();
-      followers.push(await startFollower(port, path.join(root, `follower${i}`), wire));
-      socks.push(await (wire === "net" ? netLink(port) : zmqLink(port)));
-    }
-    const entry = Buffer.alloc(ENTRY_BYTES, 0x61);
-    const lat: number[] = [];
-    const txn: number[] = [];
-    let cpu0: number[] = [];
-    let disk0: number[] = [];
-    const cpuNow = () => [runNsOf("self"), ...followers.map((f) => runNsOf(f.pid!))];
-    const diskNow = () => ["self" as const, ...followers.map((f) => f.pid!)].map((p) => diskWriteBytes(p) ?? 0);
-    for (let i = 0; i < warm + n; i++) {
-      if (i === warm) {
-        cpu0 = cpuNow();
-        disk0 = diskNow();
-      }
-      entry.writeUInt32BE(i, 0);
-      const t0 = performance.now();
-      for (const s of socks) await s.send(entry);
-      const t1 = performance.now();
-      env.transactionSync(() => log.putSync(i % 4096, entry));
-      if (i >= warm) txn.push(performance.now() - t1);
-      // the first answer makes the quorum; the other is read afterwards so it never counts for the next entry
-      const answers = socks.map((s) => s.receive());
-      await Promise.race(answers);
-      const ms = performance.now() - t0;
-      await Promise.all(answers);
-      if (i >= warm) lat.push(ms);
-    }
-    const used = cpuNow().map((x, k) => (x - cpu0[k]!) / 1000 / n);
-    const wrote = diskNow().map((x, k) => (x - disk0[k]!) / n);
-    return { lat: lat.sort((a, b) => a - b), leaderRunUs: used[0]!, followerRunUs: (used[1]! + used[2]!) / 2, leaderDiskBytes: wrote[0]!, followerDiskBytes: (wrote[1]! + wrote[2]!) / 2, leaderTxnP50Ms: pct(txn.sort((a, b) => a - b), 50) };
-  } finally {
+  const close = async () => {
     for (const s of socks) s.close();
     for (const f of followers) {
       f.kill("SIGTERM");
@@ -182,7 +168,45 @@ export async function floorRun(base: string, n: number, wire: FloorWire = "zmq",
     }
     await env.close();
     rmSync(root, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < 2; i++) {
+      const port = await freePort();
+      followers.push(await startFollower(port, path.join(root, `follower${i}`), wire));
+      socks.push(await (wire === "net" ? netLink(port) : zmqLink(port)));
+    }
+  } catch (e) {
+    await close();
+    throw e;
   }
+  const entry = Buffer.alloc(ENTRY_BYTES, 0x61);
+  let next = 0;
+  const cpuNow = () => [runNsOf("self"), ...followers.map((f) => runNsOf(f.pid!))];
+  const diskNow = () => ["self" as const, ...followers.map((f) => f.pid!)].map((p) => diskWriteBytes(p) ?? 0);
+  const segment = async (n: number): Promise<FloorRun> => {
+    const lat: number[] = [];
+    const txn: number[] = [];
+    const cpu0 = cpuNow();
+    const disk0 = diskNow();
+    for (let k = 0; k < n; k++) {
+      const i = next++;
+      entry.writeUInt32BE(i, 0);
+      const t0 = performance.now();
+      for (const s of socks) await s.send(entry);
+      const t1 = performance.now();
+      env.transactionSync(() => log.putSync(i % 4096, entry));
+      txn.push(performance.now() - t1);
+      // the first answer makes the quorum; the other is read afterwards so it never counts for the next entry
+      const answers = socks.map((s) => s.receive());
+      await Promise.race(answers);
+      lat.push(performance.now() - t0);
+      await Promise.all(answers);
+    }
+    const used = cpuNow().map((x, k) => (x - cpu0[k]!) / 1000 / Math.max(1, n));
+    const wrote = diskNow().map((x, k) => (x - disk0[k]!) / Math.max(1, n));
+    return { lat: lat.sort((a, b) => a - b), leaderRunUs: used[0]!, followerRunUs: (used[1]! + used[2]!) / 2, leaderDiskBytes: wrote[0]!, followerDiskBytes: (wrote[1]! + wrote[2]!) / 2, leaderTxnP50Ms: n > 0 ? pct(txn.sort((a, b) => a - b), 50) : NaN };
+  };
+  return { segment, close };
 }
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
