@@ -272,7 +272,7 @@ async function fanout(subs: number, roundsN: number, ioThreads: number, transpor
   const secrets = new SharedSecrets();
   secrets.setAesKey(generateKeyString());
   const cfg = { ...masterDefaults(), pki_dir: dir, brine_minion_transport: transport };
-  const port = new PublishPort(cfg, secrets.sab, ioThreads);
+  const port = new PublishPort(cfg, secrets.sab, undefined, ioThreads);
   const tcp = await freePort();
   await port.bind(`tcp://127.0.0.1:${tcp}`);
   const kidsN = subs <= 1000 ? 1 : 4;

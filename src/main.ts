@@ -17,7 +17,7 @@ import { getLogger } from "./shared/log.js";
 import { generateKeyString } from "./shared/protocol/crypticle.js";
 import { packEvent } from "./shared/event-frame.js";
 import { EventBusServer, busLimits } from "./main-thread/bus-server.js";
-import { BUS_DROP_REASONS } from "./shared/metrics/labels.js";
+import { BUS_DROP_REASONS, PUBLISHER_COUNTS } from "./shared/metrics/labels.js";
 import { loadOrCreateKeyPair } from "./lib/pki/master-keys.js";
 import { checkJobCache } from "./main-thread/lmdb-check.js";
 import { prepareKeyStore } from "./lib/pki/key-store.js";
@@ -220,7 +220,8 @@ export class MasterServer {
       ...(this.cluster ? { cluster: { nodeId: this.cluster.node.nodeId, ring: this.cluster.node.ringBuffer } } : {}),
     };
 
-    this.publishPort = new PublishPort(c, this.secrets.sab);
+    // clustered: this master's own publishes go to the peers once sealed (one signature per publish in the cluster)
+    this.publishPort = new PublishPort(c, this.secrets.sab, this.cluster ? (loads, frames) => this.cluster?.forwardPublishes(loads, frames) : undefined);
     this.requestPort = new RequestPort(c, (body, tag, conn) => this.lanes!.submit(body, tag, undefined, conn), () => this.stopping, connBoard, () => this.secrets.generation());
     if (c.brine_worker_nice > 0 && process.platform !== "linux") log.warning(`brine_worker_nice (${c.brine_worker_nice}) is ignored on ${process.platform}: a thread's own priority is Linux's`);
     this.lanes = new RequestLanes<RequestTag>(c, shared, (out) =>
@@ -228,7 +229,7 @@ export class MasterServer {
         bus: (frames) => this.bus.publish(frames),
         publisher: (loads) => this.publishPort!.publish(loads),
         ...(this.cluster && {
-          peers: (events, publishes, verified, nonces) => this.cluster?.forward(events, publishes, verified, nonces),
+          peers: (events, verified, nonces) => this.cluster?.forward(events, verified, nonces),
           // session keys and data cache writes reach the peers before the reply that hands the key out
           sync: (batches) => this.cluster?.forwardSync(batches),
         }),
@@ -292,6 +293,7 @@ export class MasterServer {
       publishFrames: () => this.publishPort!.out.sent,
       signInsResent: () => this.requestPort!.signInsRecalled,
       handshakeTimeouts: () => [this.requestPort!.handshakeTimeouts, this.publishPort!.handshakeTimeouts],
+      publisher: () => PUBLISHER_COUNTS.map((what) => this.publishPort!.publisherCounts[what]),
       eventBus: () => ({ events: this.bus.events, readers: this.bus.subscribers, dropped: BUS_DROP_REASONS.map((r) => this.bus.dropped[r]) }),
       connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
       ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer, stateSyncCachedir: c.cachedir } : {}),
@@ -371,7 +373,7 @@ export class MasterServer {
     if (!isClustered(this.cfg)) return;
     this.cluster = await ClusterService.start(this.cfg, {
       busPublish: (frames) => this.bus.publish(frames),
-      publish: (loads) => this.publishPort?.publish(loads),
+      publish: (from, loads, frames) => this.publishPort?.forwarded(from, loads, frames),
       setAesKey: (key) => {
         const first = this.secrets.generation() === 0;
         this.secrets.setAesKey(key);

@@ -5,8 +5,9 @@
  * 1. events to the local bus: a CLI that publishes subscribes first, so it must see the returns before
  *    any reply could let it conclude (and a `salt/job/<jid>/new` before its returns);
  * 2. publishes to the publisher thread: a job is on the PUB socket before its publisher hears "done";
- * 3. peers (clustered): the same events and publishes, with the origin's verified marks and the batch's
- *    replay nonces, so a peer never sees a reply's consequences before the events that caused them;
+ * 3. peers (clustered): the same events, with the origin's verified marks and the batch's replay nonces, so a
+ *    peer never sees a reply's consequences before the events that caused them (the publishes reach the peers
+ *    from the publisher thread, sealed: src/main-thread/cluster/forwarding.ts);
  * 4. cache-sync batches (session keys, data cache) to the peers before the reply that hands a key out;
  * 5. replies, each to the socket or thread it came from;
  * 6. runner threads for the batch's authorized `runner` requests (answered with their jid in step 5).
@@ -27,7 +28,7 @@ export type BatchOutput<T> = Omit<BatchResult, "replies" | "streamed" | "seq" | 
 export interface BatchSinks<T> {
   bus(frames: Buffer[]): void;
   publisher(loads: Record<string, unknown>[]): void;
-  peers?(events: Uint8Array[], publishes: Record<string, unknown>[], verified?: number[], nonces?: Uint8Array): void;
+  peers?(events: Uint8Array[], verified?: number[], nonces?: Uint8Array): void;
   sync?(batches: Uint8Array[]): void;
   reply(tag: T, reply: Buffer): void;
   runner(run: RunnerLaunch): void;
@@ -36,7 +37,7 @@ export interface BatchSinks<T> {
 export function applyBatchResult<T>(out: BatchOutput<T>, sinks: BatchSinks<T>): void {
   sinks.bus(out.events.map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength)));
   sinks.publisher(out.publishes);
-  sinks.peers?.(out.events, out.publishes, out.verified, out.nonces);
+  sinks.peers?.(out.events, out.verified, out.nonces);
   if (out.sync) sinks.sync?.(out.sync);
   for (const r of out.replies) sinks.reply(r.tag, r.reply);
   for (const run of out.runs ?? []) sinks.runner(run);

@@ -2,7 +2,8 @@
  * The publish port (`publish_port`, 4505): a PUB socket fed by the publisher thread, served by libzmq
  * (zeromq.js) or, with `brine_minion_transport: native`, by brine's own ZMTP server (zmtp-server.ts). Publish
  * loads go to the publisher (src/workers/publisher/: serial, AES, signature, in arrival order); the frames it
- * returns are sent as single-part messages, in order.
+ * returns are sent as single-part messages, in order. Clustered, the frames of this master's own publishes also go
+ * to `sealed` (for the peers), and a peer's forwarded publishes come in through `forwarded`.
  */
 import path from "node:path";
 import { Context, Publisher } from "zeromq";
@@ -10,6 +11,7 @@ import { masterDefaults, type MasterConfig } from "../shared/config/defaults.js"
 import { getLogger } from "../shared/log.js";
 import { minionFacingKeyFiles } from "../shared/shared-fs.js";
 import { PublisherClient } from "./publisher-client.js";
+import type { PublisherCounts } from "../workers/publisher/messages.js";
 import { SendQueue, type Outbox } from "./send-queue.js";
 import { setBatchSizes } from "./zmq-memory.js";
 import { NativePublisher, type SubscriberWatcher } from "./zmtp-server.js";
@@ -32,7 +34,8 @@ export class PublishPort {
   readonly out: Outbox;
   private readonly publisher: PublisherClient;
 
-  constructor(cfg: MasterConfig, secrets: SharedArrayBuffer, ioThreads = publishIoThreads) {
+  /** `sealed`: clustered, where this master's own sealed publishes go (the peers; see PublisherOutput) */
+  constructor(cfg: MasterConfig, secrets: SharedArrayBuffer, sealed?: (loads: Uint8Array, frames: Uint8Array[]) => void, ioThreads = publishIoThreads) {
     if (cfg.brine_minion_transport === "native") {
       // libzmq's own option: said once at start (the publish port is made once), never silently ignored
       if (cfg.brine_zmq_batch_bytes !== masterDefaults().brine_zmq_batch_bytes) log.warning(`brine_zmq_batch_bytes (${cfg.brine_zmq_batch_bytes}) is not implemented with brine_minion_transport: native (it sizes libzmq's buffers); ignored`);
@@ -56,7 +59,7 @@ export class PublishPort {
         clustered: Boolean(cfg.cluster_id),
         log: threadLogSettings(),
       },
-      (frames) => frames.forEach((f) => this.out.push([f])),
+      { frames: (frames) => frames.forEach((f) => this.out.push([f])), ...(sealed ? { sealed } : {}) },
     );
   }
 
@@ -67,6 +70,16 @@ export class PublishPort {
   /** Loads to encrypt, sign and send, in this order. */
   publish(loads: Record<string, unknown>[]): void {
     this.publisher.publish(loads);
+  }
+
+  /** A peer's forwarded publishes (the msgpack of its loads, and its sealed frames if it sent them): to this port only. */
+  forwarded(from: string, loads: Uint8Array, frames?: Uint8Array[]): void {
+    this.publisher.forwarded(from, loads, frames);
+  }
+
+  /** what the publisher thread has sealed, signed, sent as a peer sealed it, refused (as of its last reply) */
+  get publisherCounts(): PublisherCounts {
+    return this.publisher.counts;
   }
 
   /**

@@ -16,6 +16,7 @@ import { ClusterForwarder, EVENT_CHANNEL, PUBLISH_CHANNEL, isJobEventFrame } fro
 import { checkPeerMessage, decodeRaftPayload, encodeRaftPayload } from "../../src/workers/raft/raft-transport.js";
 import { createExclusive, ensureClusterKeys, readOrCreateClusterAes, resolveLocalState } from "../../src/shared/shared-fs.js";
 import { packEvent } from "../../src/shared/event-frame.js";
+import { encodeWire } from "../../src/shared/protocol/msgpack.js";
 import { raftIdOf } from "../../src/shared/node-ids.js";
 import { CLUSTER_RING } from "../../src/shared/sab-ring/layout.js";
 import type { Message } from "../../src/workers/raft/core/types.js";
@@ -117,14 +118,16 @@ test("forwarding: once to each peer, never relayed, duplicates and forgeries dro
   const aCh = new FakeChannel(["b", "c"]);
   const a = new ClusterForwarder("a", aCh, { events: () => undefined, publishes: () => undefined });
   const frame = packEvent("salt/job/20260101000000000000/ret/m1", { return: true, id: "m1" });
-  a.forward([frame], [{ fun: "test.ping", jid: "20260101000000000000" }], [0]);
+  a.forward([frame], [0]);
+  // a publish as the publisher thread hands it over: its loads' msgpack and its sealed frame (opaque here)
+  a.forwardPublishes(encodeWire([{ fun: "test.ping", jid: "20260101000000000000" }]), [new Uint8Array([1, 2, 3])]);
   assert.deepEqual(aCh.sent.map((s) => [s.to, s.channel]), [["b", EVENT_CHANNEL], ["c", EVENT_CHANNEL], ["b", PUBLISH_CHANNEL], ["c", PUBLISH_CHANNEL]]);
   assert.equal(isJobEventFrame(frame), true);
   assert.equal(isJobEventFrame(packEvent("salt/auth", {})), false);
 
   const got: { events: number; publishes: number; mirrored: number } = { events: 0, publishes: 0, mirrored: 0 };
   const bCh = new FakeChannel(["a", "c"]);
-  new ClusterForwarder("b", bCh, { events: (f) => (got.events += f.length), publishes: (l) => (got.publishes += l.length), mirror: (f) => (got.mirrored += f.length) });
+  new ClusterForwarder("b", bCh, { events: (f) => (got.events += f.length), publishes: (_from, _l, p) => (got.publishes += p?.length ?? 0), mirror: (f) => (got.mirrored += f.length) });
   const toB = aCh.sent.filter((s) => s.to === "b");
   for (const s of toB) bCh.handlers.get(s.channel)!({ from: "a", payload: s.payload });
   assert.deepEqual(got, { events: 1, publishes: 1, mirrored: 1 });

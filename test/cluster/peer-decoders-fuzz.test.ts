@@ -71,6 +71,7 @@ test("forwarded batches: any bytes or envelope shape are refused or delivered, n
       v: fc.oneof(fc.array(fc.integer({ min: -2, max: 10 }), { maxLength: 8 }), fc.anything()),
       n: fc.oneof(fc.uint8Array({ maxLength: 80 }), fc.anything()),
       l: fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.anything()),
+      p: fc.oneof(fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 4 }), fc.anything()),
     },
     { requiredKeys: [] },
   );
@@ -83,7 +84,13 @@ test("forwarded batches: any bytes or envelope shape are refused or delivered, n
       new ClusterForwarder(
         "b",
         { send: () => undefined, upPeers: () => ["a"], on: (c, h) => (handlers.set(c, h), () => undefined) },
-        { events: () => undefined, publishes: () => undefined, mirror: (f) => (mirrored += f.length), nonces: (n) => (nonceBytes += n.byteLength) },
+        {
+          events: () => undefined,
+          // what reaches the publisher thread has the shapes it relies on (it decodes the loads, checks each frame)
+          publishes: (_from, l, p) => assert.ok(l instanceof Uint8Array && (p === undefined || (Array.isArray(p) && p.every((f) => f instanceof Uint8Array)))),
+          mirror: (f) => (mirrored += f.length),
+          nonces: (n) => (nonceBytes += n.byteLength),
+        },
       );
       for (const [channel, p] of msgs) handlers.get(channel)!({ from: "a", payload: p });
       assert.ok(nonceBytes % 8 === 0);

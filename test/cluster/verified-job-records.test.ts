@@ -58,7 +58,7 @@ test("a forged return event on the origin reaches the peer's bus but not its job
 
   const aLink = new FakeChannel(["b"]);
   const a = new ClusterForwarder("a", aLink, { events: () => undefined, publishes: () => undefined });
-  a.forward(fx.events, [], fx.verified);
+  a.forward(fx.events, fx.verified);
   const onBus: Uint8Array[] = [];
   const mirrored: Uint8Array[] = [];
   const bLink = new FakeChannel(["a"]);
@@ -83,7 +83,7 @@ test("a batch whose verified list is malformed is refused whole", () => {
   const aLink = new FakeChannel(["b"]);
   const a = new ClusterForwarder("a", aLink, { events: () => undefined, publishes: () => undefined });
   const frame = packEvent(`salt/job/${JID}/ret/m1`, { return: true });
-  a.forward([frame], [], [1]); // an index past the frames
+  a.forward([frame], [1]); // an index past the frames
   let got = 0;
   const bLink = new FakeChannel(["a"]);
   const b = new ClusterForwarder("b", bLink, { events: (f) => (got += f.length), publishes: () => undefined, mirror: () => assert.fail("nothing mirrored") });

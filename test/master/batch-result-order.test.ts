@@ -1,6 +1,7 @@
 /**
- * The main thread applies a finished request batch in one order: bus, publisher, peers, cache-sync,
- * replies, runner threads (src/main-thread/batch-result.ts says why each comes before the next). These
+ * The main thread applies a finished request batch in one order: bus, publisher, peers (events; the publishes
+ * reach the peers sealed, from the publisher thread), cache-sync, replies, runner threads
+ * (src/main-thread/batch-result.ts says why each comes before the next). These
  * tests record the calls of every sink and assert the order and what each sink receives.
  */
 import { test } from "node:test";
@@ -16,7 +17,7 @@ function recorder(clustered: boolean): { calls: string[]; sinks: BatchSinks<stri
     reply: (tag, reply) => calls.push(`reply:${tag}=${reply.toString()}`),
     runner: (run) => calls.push(`runner:${(run as unknown as { jid: string }).jid}`),
     ...(clustered && {
-      peers: (events, publishes, verified, nonces) => calls.push(`peers:${events.length}/${publishes.length}/${verified?.join("+") ?? "-"}/${nonces?.length ?? 0}`),
+      peers: (events, verified, nonces) => calls.push(`peers:${events.length}/${verified?.join("+") ?? "-"}/${nonces?.length ?? 0}`),
       sync: (batches) => calls.push(`sync:${batches.length}`),
     }),
   };
@@ -39,7 +40,7 @@ const batch = (): BatchOutput<string> => ({
 test("a clustered batch goes to the bus, the publisher, the peers, cache-sync, the replies and the runners, in that order", () => {
   const { calls, sinks } = recorder(true);
   applyBatchResult(batch(), sinks);
-  assert.deepEqual(calls, ["bus:e1,e2", "publisher:j1", "peers:2/1/1/16", "sync:1", "reply:a=r1", "reply:b=r2", "runner:run1"]);
+  assert.deepEqual(calls, ["bus:e1,e2", "publisher:j1", "peers:2/1/16", "sync:1", "reply:a=r1", "reply:b=r2", "runner:run1"]);
 });
 
 test("an unclustered master applies the same order without peers or cache-sync, and replies keep their frame order", () => {
@@ -51,5 +52,5 @@ test("an unclustered master applies the same order without peers or cache-sync, 
 test("a batch of replies only (a part, a failed task) still reaches the bus and the publisher first, with nothing to send", () => {
   const { calls, sinks } = recorder(true);
   applyBatchResult({ replies: [{ tag: "x", reply: Buffer.from("late") }], events: [], publishes: [] }, sinks);
-  assert.deepEqual(calls, ["bus:", "publisher:", "peers:0/0/-/0", "reply:x=late"]);
+  assert.deepEqual(calls, ["bus:", "publisher:", "peers:0/-/0", "reply:x=late"]);
 });

@@ -49,6 +49,7 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
       "brine_publish_frames_total",
       "brine_sign_ins_resent_total",
       "brine_handshake_timeouts_total",
+      "brine_publisher_total",
       "brine_event_bus_events_total",
       "brine_event_bus_readers",
       "brine_event_bus_readers_dropped_total",
@@ -85,6 +86,9 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
     assert.ok(v('salt_events_fired_total{tag_prefix="salt/job"}') >= 3, "new, publish and ret events");
     assert.ok(v('salt_events_fired_total{tag_prefix="salt/auth"}') >= 1);
     assert.ok(v("brine_publish_frames_total") >= (before.values.get("brine_publish_frames_total") ?? 0) + 1, "the publish left on the publish port");
+    // sampled every second like the frames: the one publish sealed and signed here, and no peer's frame
+    assert.ok(v('brine_publisher_total{what="signed"}') >= 1 && v('brine_publisher_total{what="sealed"}') >= 1, "the publish was sealed and signed by this master");
+    assert.equal(v('brine_publisher_total{what="passed"}'), 0);
     assert.ok(v("brine_event_bus_events_total") >= (before.values.get("brine_event_bus_events_total") ?? 0) + 3, "new, publish and ret events on the bus");
     assert.equal(v('brine_event_bus_readers_dropped_total{reason="queue_full"}'), 0);
     // the request duration histogram: cumulative buckets ending in +Inf = count

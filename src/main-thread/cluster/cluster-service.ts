@@ -82,8 +82,8 @@ export const chaosPollMs = 200;
 export interface ClusterHooks {
   /** frames onto the local event bus */
   busPublish(frames: Buffer[]): void;
-  /** loads to the local publisher thread */
-  publish(loads: Record<string, unknown>[]): void;
+  /** a peer's publishes to the local publisher thread (PublishPort.forwarded) */
+  publish(from: string, loads: Uint8Array, frames?: Uint8Array[]): void;
   /** install a new publish AES key in the shared secrets (and tell local listeners) */
   setAesKey(key: string): void;
   /** the minions this master sees connected (shared with the peers: presence.ts) */
@@ -198,7 +198,7 @@ export class ClusterService {
     this.mirror = new MirrorThread(this.cfg, this.hooks.nonceSab, () => link.newPort(), this.node.ringBuffer);
     this.forwarder = new ClusterForwarder(this.nodeId, this.view, {
       events: (f) => this.hooks.busPublish(f),
-      publishes: (l) => this.hooks.publish(l),
+      publishes: (from, l, p) => this.hooks.publish(from, l, p),
       mirror: (f) => this.mirror?.push(f),
       heard: (from) => this.sync?.heard(from),
       nonces: (n) => this.hooks.nonces?.(n),
@@ -508,9 +508,14 @@ export class ClusterService {
     return this.resendReplies ? this.resendReplies.ask(key) : Promise.resolve(undefined);
   }
 
-  /** Call with what this master's request workers produced (after the local bus and publisher have it). */
-  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[], nonces?: Uint8Array): void {
-    this.forwarder?.forward(events, publishes, verified, nonces);
+  /** Call with the events this master's request workers produced (after the local bus has them). */
+  forward(events: readonly Uint8Array[], verified?: readonly number[], nonces?: Uint8Array): void {
+    this.forwarder?.forward(events, verified, nonces);
+  }
+
+  /** This master's own publishes as its publisher thread sealed them (forwarding.ts forwardPublishes). */
+  forwardPublishes(loads: Uint8Array, frames: readonly Uint8Array[]): void {
+    this.forwarder?.forwardPublishes(loads, frames);
   }
 
   /** Cache-sync record batches this master's request workers produced (cache-sync/sync-service.ts). */

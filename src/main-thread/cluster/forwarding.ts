@@ -2,10 +2,14 @@
  * Publish and event forwarding between the masters of a cluster (salt-cluster.md §1: Salt's EventPublisher
  * pushes every event to every peer, and its EventMonitor re-publishes peers' job publishes).
  *
- * - **Publishes.** A job published on any master reaches the minions of every master: the origin hands the
- *   publish load to its own publisher thread and sends it once to each peer (channel `cl/pub`); a peer hands
- *   what it receives to its own publisher thread only. The shared AES key (`cluster_pki_dir/.aes`) and the
- *   shared cluster key make the frames every master builds equivalent; under `cluster_id` they carry no serial.
+ * - **Publishes.** A job published on any master reaches the minions of every master, sealed (encrypted and
+ *   signed) once in the cluster: the origin's publisher thread seals it, and the frames with their loads go once
+ *   to each peer (channel `cl/pub`: `l` the msgpack of the loads, `p` the sealed frames, one per load); a peer
+ *   hands what it receives to its own publisher thread only, which sends each frame as it came when its minions
+ *   accept it and seals the load itself otherwise (src/workers/publisher/sealed-frame.ts). The shared AES key
+ *   (`cluster_pki_dir/.aes`) and the shared cluster key make the frames every master would build equivalent;
+ *   under `cluster_id` they carry no serial. Salt's peers (EventMonitor) seal every publish again; a brine
+ *   that forwards loads only (no `p`) is still understood, and one that reads only `l` still understands this one.
  * - **Events.** Every event a master's request workers fire (returns, `salt/job/<jid>/new`, auth, minion
  *   events) goes onto its own bus and once to each peer (channel `cl/ev`); a peer puts it on its bus, so a
  *   CLI waiting on the originating master sees returns that landed anywhere, and mirrors into its job cache
@@ -26,7 +30,6 @@
 import { randomInt } from "node:crypto";
 import { cbor } from "../../shared/cbor.js";
 import { getLogger } from "../../shared/log.js";
-import { decodeWire, encodeWire } from "../../shared/protocol/msgpack.js";
 import { NONCE_PACKED_BYTES } from "../../shared/nonce-set.js";
 import { LogBudget } from "../../shared/log-budget.js";
 
@@ -34,12 +37,16 @@ export const EVENT_CHANNEL = "cl/ev";
 export const PUBLISH_CHANNEL = "cl/pub";
 /** frames one forwarded event batch holds at most, count (a receiver refuses more) */
 export const forwardFramesMax = 100_000;
+/** sealed publish frames one forwarded batch holds at most, count (a receiver refuses more) */
+export const forwardPublishesMax = 100_000;
 /** packed request nonces one forwarded batch holds at most, bytes (a worker batch dispatches at most 64) */
 export const forwardNonceBytesMax = 1024 * 1024;
 
 const log = getLogger("brine.cluster.forward");
 /** one line per 10 s for this flood, then a count of what was held back */
 const dropLog = new LogBudget(1, 10_000, (line) => log.warning(line), "forwarding");
+/** batches refused before their body is read (malformed, relayed): a few lines per 10 s, then a count */
+const refusedLog = new LogBudget(5, 10_000, (line) => log.warning(line), "refused forwarded batches");
 
 /** What forwarding needs of the peer channel (PeerTransport has it). */
 export interface ForwardChannel {
@@ -52,8 +59,8 @@ export interface ForwardChannel {
 export interface ForwardSinks {
   /** frames onto the local event bus only */
   events(frames: Buffer[]): void;
-  /** loads to the local publisher thread only */
-  publishes(loads: Record<string, unknown>[]): void;
+  /** a peer's publishes to the local publisher thread only: the msgpack of its loads, its sealed frames if it sent them */
+  publishes(from: string, loads: Uint8Array, frames?: Uint8Array[]): void;
   /** job events to mirror into the local job cache (may be absent: no mirroring) */
   mirror?(frames: Uint8Array[]): void;
   /** an accepted batch arrived from this peer */
@@ -77,14 +84,18 @@ interface Envelope {
   n?: Uint8Array;
   /** msgpack of the publish loads (cl/pub) */
   l?: Uint8Array;
+  /** the publish frames the origin sealed, one per load of `l` in its order (cl/pub; absent from an older brine) */
+  p?: Uint8Array[];
 }
 
 export interface ForwardCounters {
   eventBatchesOut: number;
   eventsOut: number;
+  /** publishes sent, each counted once per peer */
   publishesOut: number;
   eventsIn: number;
-  publishesIn: number;
+  /** publish batches received */
+  publishBatchesIn: number;
   /** sends refused by the channel (queue full, peer gone) */
   dropped: number;
   /** received batches refused: from ourselves, seen before, malformed */
@@ -114,7 +125,7 @@ export function checkEventBody(env: { f?: unknown; v?: unknown; n?: unknown }): 
 }
 
 export class ClusterForwarder {
-  readonly counters: ForwardCounters = { eventBatchesOut: 0, eventsOut: 0, publishesOut: 0, eventsIn: 0, publishesIn: 0, dropped: 0, refused: 0 };
+  readonly counters: ForwardCounters = { eventBatchesOut: 0, eventsOut: 0, publishesOut: 0, eventsIn: 0, publishBatchesIn: 0, dropped: 0, refused: 0 };
   private readonly incarnation = randomInt(1, 2 ** 47);
   private seqEv = 0;
   private seqPub = 0;
@@ -131,24 +142,31 @@ export class ClusterForwarder {
   }
 
   /**
-   * Forwards what this master's request workers produced (call after handing them to the local bus/publisher).
+   * Forwards the events this master's request workers produced (call after handing them to the local bus).
    * `verified`: indices into `events` of the job records this master verified (the only ones peers store).
    */
-  forward(events: readonly Uint8Array[], publishes: readonly Record<string, unknown>[], verified?: readonly number[], nonces?: Uint8Array): void {
+  forward(events: readonly Uint8Array[], verified?: readonly number[], nonces?: Uint8Array): void {
+    if (events.length === 0 && !(nonces && nonces.byteLength > 0)) return;
     const peers = this.channel.upPeers();
     if (peers.length === 0) return;
-    if (events.length > 0 || (nonces && nonces.byteLength > 0)) {
-      const env: Envelope = { o: this.selfId, i: this.incarnation, s: ++this.seqEv, f: events as Uint8Array[] };
-      if (verified && verified.length > 0) env.v = verified as number[];
-      if (nonces && nonces.byteLength > 0) env.n = nonces;
-      const payload = cbor.encode(env) as Uint8Array;
-      this.counters.eventBatchesOut++;
-      this.counters.eventsOut += events.length * this.sendAll(peers, EVENT_CHANNEL, payload);
-    }
-    if (publishes.length > 0) {
-      const payload = cbor.encode({ o: this.selfId, i: this.incarnation, s: ++this.seqPub, l: encodeWire(publishes) } satisfies Envelope) as Uint8Array;
-      this.counters.publishesOut += publishes.length * this.sendAll(peers, PUBLISH_CHANNEL, payload);
-    }
+    const env: Envelope = { o: this.selfId, i: this.incarnation, s: ++this.seqEv, f: events as Uint8Array[] };
+    if (verified && verified.length > 0) env.v = verified as number[];
+    if (nonces && nonces.byteLength > 0) env.n = nonces;
+    const payload = cbor.encode(env) as Uint8Array;
+    this.counters.eventBatchesOut++;
+    this.counters.eventsOut += events.length * this.sendAll(peers, EVENT_CHANNEL, payload);
+  }
+
+  /**
+   * Forwards this master's own publishes as its publisher thread sealed them: `loads` the msgpack of the array of
+   * their loads, `frames` their sealed frames, one per load in the same order.
+   */
+  forwardPublishes(loads: Uint8Array, frames: readonly Uint8Array[]): void {
+    if (frames.length === 0) return;
+    const peers = this.channel.upPeers();
+    if (peers.length === 0) return;
+    const payload = cbor.encode({ o: this.selfId, i: this.incarnation, s: ++this.seqPub, l: loads, p: frames as Uint8Array[] } satisfies Envelope) as Uint8Array;
+    this.counters.publishesOut += frames.length * this.sendAll(peers, PUBLISH_CHANNEL, payload);
   }
 
   private sendAll(peers: string[], channel: string, payload: Uint8Array): number {
@@ -172,15 +190,18 @@ export class ClusterForwarder {
       env = cbor.decode(payload) as Envelope;
     } catch {
       this.counters.refused++;
+      refusedLog.line(`refused a ${kind} batch from ${from}: not CBOR`);
       return undefined;
     }
     if (env === null || typeof env !== "object" || typeof env.o !== "string" || !Number.isSafeInteger(env.i) || !Number.isSafeInteger(env.s)) {
       this.counters.refused++;
+      refusedLog.line(`refused a ${kind} batch from ${from}: no origin, incarnation and sequence number`);
       return undefined;
     }
     // only the origin itself sends its batches: anything else would be a relay (a loop) or a forgery
     if (env.o === this.selfId || env.o !== from) {
       this.counters.refused++;
+      refusedLog.line(`refused a ${kind} batch from ${from}: its origin is ${JSON.stringify(env.o.slice(0, 64))}`);
       return undefined;
     }
     let st = this.seen.get(from);
@@ -217,19 +238,20 @@ export class ClusterForwarder {
   private onPublishes(from: string, payload: Uint8Array): void {
     const env = this.accept(from, payload, "pub");
     if (!env) return;
-    let loads: unknown;
-    try {
-      loads = env.l instanceof Uint8Array ? decodeWire(env.l) : undefined;
-    } catch {
-      loads = undefined;
-    }
-    if (!Array.isArray(loads) || !loads.every((l) => l !== null && typeof l === "object" && !Array.isArray(l))) {
+    // shapes here; the loads are decoded, and each frame checked, by the publisher thread (sealed-frame.ts)
+    const fault = !(env.l instanceof Uint8Array)
+      ? "no loads"
+      : env.p !== undefined && (!Array.isArray(env.p) || env.p.length > forwardPublishesMax || !env.p.every((f) => f instanceof Uint8Array))
+        ? "bad sealed frames"
+        : undefined;
+    if (fault) {
       this.counters.refused++;
+      log.warning(`refused a publish batch from ${from}: ${fault}`);
       return;
     }
     this.sinks.heard?.(from);
-    this.counters.publishesIn += loads.length;
-    this.sinks.publishes(loads as Record<string, unknown>[]);
+    this.counters.publishBatchesIn++;
+    this.sinks.publishes(from, env.l!, env.p);
   }
 
   close(): void {

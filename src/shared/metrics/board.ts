@@ -35,6 +35,7 @@ import {
   REQUEST_BUCKETS_US,
   SEND_QUEUES,
   MINION_PORTS,
+  PUBLISHER_COUNTS,
   TAG_PREFIXES,
   authSlotOf,
   tagSlotOf,
@@ -67,7 +68,9 @@ export const G_BUS_DROPPED = G_BUS_READERS + 1; // + reason
 export const G_SIGNINS_RESENT = G_BUS_DROPPED + BUS_DROP_REASONS.length;
 /** connections each minion-facing port closed for not finishing their ZMTP handshake in time (+ port, MINION_PORTS) */
 export const G_HANDSHAKE_TIMEOUTS = G_SIGNINS_RESENT + 1;
-const GAUGES = G_HANDSHAKE_TIMEOUTS + MINION_PORTS.length;
+/** the publisher thread's totals (+ PUBLISHER_COUNTS index): sealed, signed, a peer's frames passed or refused, dropped */
+export const G_PUBLISHER = G_HANDSHAKE_TIMEOUTS + MINION_PORTS.length;
+const GAUGES = G_PUBLISHER + PUBLISHER_COUNTS.length;
 
 // counter indices (each counter is two words)
 const C_REQ = 0;
@@ -127,6 +130,8 @@ export interface BoardSnapshot {
   signInsResent: number;
   /** per minion-facing port: connections closed for not finishing their ZMTP handshake in time (sampled every second) */
   handshakeTimeouts: { port: string; n: number }[];
+  /** the publisher thread's totals by PUBLISHER_COUNTS (sampled every second) */
+  publisher: { what: string; n: number }[];
 }
 
 export class MetricsBoard {
@@ -324,6 +329,7 @@ export class MetricsBoard {
       sampledAtMs: this.get(C_GAUGE + G_SAMPLED_AT_MS),
       signInsResent: this.get(C_GAUGE + G_SIGNINS_RESENT),
       handshakeTimeouts: MINION_PORTS.map((port, p) => ({ port, n: this.get(C_GAUGE + G_HANDSHAKE_TIMEOUTS + p) })),
+      publisher: PUBLISHER_COUNTS.map((what, i) => ({ what, n: this.get(C_GAUGE + G_PUBLISHER + i) })),
     };
   }
 }

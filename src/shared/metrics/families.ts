@@ -145,6 +145,12 @@ export function families(src: FamilySources): Family[] {
       samples: b.handshakeTimeouts.map((h) => ({ labels: { port: h.port }, value: h.n })),
     },
     {
+      name: "brine_publisher_total",
+      help: "Publishes the publisher thread handled, by what it did: sealed (encrypted here), signed (an RSA signature made here), passed (a peer's sealed frame sent as it came), refused (a peer's sealed frame not sent as it came, its load sealed here), dropped (not sealable)",
+      type: "counter",
+      samples: b.publisher.map((p) => ({ labels: { what: p.what }, value: p.n })),
+    },
+    {
       name: "brine_event_bus_events_total",
       help: "Events this master put on its local event bus (master_event_pub.ipc)",
       type: "counter",

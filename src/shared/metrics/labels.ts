@@ -110,6 +110,8 @@ export const LANE_REFUSALS = ["queue_full", "stale", "gone", "decode_budget"] as
 export const SEND_QUEUES = ["router", "publish"] as const;
 /** the minion-facing ports (native transport): request (ret_port), publish (publish_port) */
 export const MINION_PORTS = ["request", "publish"] as const;
+/** what the publisher thread did with a publish (src/workers/publisher/messages.ts PublisherCounts) */
+export const PUBLISHER_COUNTS = ["sealed", "signed", "passed", "refused", "dropped"] as const;
 /** why an event-bus reader was disconnected (src/main-thread/bus-backlog.ts) */
 export const BUS_DROP_REASONS = ["queue_full", "drain_timeout", "backlog_bytes"] as const;
 

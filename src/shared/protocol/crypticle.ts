@@ -201,6 +201,16 @@ export class Crypticle {
     return out;
   }
 
+  /**
+   * Whether `data` is a sealed message (IV ‖ whole blocks ‖ HMAC) whose HMAC this key makes: what decrypt()
+   * checks before it decrypts, without decrypting (a sealed publish a peer forwarded, src/workers/publisher/).
+   */
+  authentic(data: Buffer): boolean {
+    if (data.length < IV_BYTES + BLOCK_BYTES + MAC_BYTES || (data.length - IV_BYTES - MAC_BYTES) % BLOCK_BYTES !== 0) return false;
+    const body = data.subarray(0, data.length - MAC_BYTES);
+    return macEqual(data, body.length, createHmac("sha256", this.hmacKey).update(body).digest());
+  }
+
   decrypt(data: Buffer): Buffer {
     if (data.length < IV_BYTES + BLOCK_BYTES + MAC_BYTES || (data.length - IV_BYTES - MAC_BYTES) % BLOCK_BYTES !== 0) {
       throw new BrineError("CRYPTICLE_FORMAT", `${data.length} bytes`);
