@@ -10,7 +10,7 @@
  * what is left of a slow write is LMDB's commit and fsync (their own threads) and the disk.
  * The parent asks for one round at a time (ThreadAsk), so rounds of different deletes-per-return alternate on one fill.
  */
-import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readlinkSync, readSync, statSync, writeFileSync } from "node:fs";
 import { PerformanceObserver } from "node:perf_hooks";
 import { parentPort, workerData } from "node:worker_threads";
 import path from "node:path";
@@ -47,6 +47,8 @@ export interface Hold {
   onCpuMs: number;
   /** page faults of this thread that read the disk (major faults) */
   majorFaults: number;
+  /** times this thread went to sleep (voluntary context switches): 0 with ms ≫ onCpuMs + cpuWaitMs is the host's steal */
+  sleeps: number;
 }
 /** A write over slowMs and what its time was spent on, ms. */
 export interface SlowWrite {
@@ -69,6 +71,9 @@ export interface ThreadAnswer {
   reclaimUsSum: number;
   reclaimUsMax: number;
   reclaimCalls: number;
+  /** writes during the prune whose return carried deletes, and those of them over slowMs; the same for those that carried none */
+  carrying: [number, number];
+  plain: [number, number];
   /** the prune's own passes: start to commit, and the part in this thread's event loop (choosing, issuing), ms */
   passMs: number[];
   passHoldMs: number[];
@@ -110,6 +115,19 @@ function majorFaults(): number {
 }
 const dataFile = path.join(lmdbDir(storeCfg), "data.mdb");
 
+const statusFd = openSync("/proc/thread-self/status", "r");
+const statusBuf = Buffer.alloc(4096);
+/** this thread's voluntary context switches so far (it went to sleep: a lock, a futex, I/O) */
+function sleepsSoFar(): number {
+  const n = readSync(statusFd, statusBuf, 0, statusBuf.length, 0);
+  return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(statusBuf.toString("latin1", 0, n))?.[1] ?? 0);
+}
+/** the whole VM's steal time so far (/proc/stat, its vCPUs not run by the host), ms */
+function stealMsSoFar(): number {
+  const line = readFileSync("/proc/stat", "latin1").slice(0, 200).split("\n")[0]!.trim().split(/\s+/);
+  return Number(line[8]) * 10; // USER_HZ ticks
+}
+
 /** [ns on a CPU, ns runnable waiting for one] of this thread */
 function sched(): [number, number] {
   const n = readSync(schedFd, schedBuf, 0, schedBuf.length, 0);
@@ -117,33 +135,67 @@ function sched(): [number, number] {
   return [Number(run), Number(wait)];
 }
 
+/**
+ * BRINE_BENCH_JOBS_TRACE=<path>: each round writes <path>.<thread id>.<round>.json, this thread's id and the times
+ * (CLOCK_MONOTONIC ns, as `perf record -k mono` stamps its events) of the prune's start and end, each write over
+ * slowMs [start, ms, during the prune] and each of the prune's turns over turnKeptMs [start, ms]: to find them in a
+ * trace of the threads (`perf record -k mono -e sched:sched_switch -g -a`: where this thread waited, and why).
+ */
+const traced = { tid: Number(readlinkSync("/proc/thread-self").split("/").pop()), prune: [] as number[], slow: [] as number[][], turns: [] as number[][], steal: [] as number[][] };
+let traceRound = 0;
+/** performance.now() as CLOCK_MONOTONIC ns (performance's time origin is on that clock) */
+const monoAt = Number(process.hrtime.bigint()) - performance.now() * 1e6;
+const monoNs = (t: number) => Math.round(monoAt + t * 1e6);
+
+/** With BRINE_BENCH_JOBS_TRACE, the VM's steal time is sampled this often, ms. */
+const stealSampleMs = 250;
+/** BRINE_BENCH_JOBS_INTERLEAVE_MS (see reclaimAlong's wrapper in `round`), ms; 0: off */
+const interleaveMs = Number(process.env.BRINE_BENCH_JOBS_INTERLEAVE_MS ?? 0) || 0;
+
 let n = 0;
 /** A turn of the prune's shorter than this is not kept for the verdict (it cannot decide it), ms. */
 const turnKeptMs = 1;
 
 async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
+  for (const xs of [traced.prune, traced.slow, traced.turns, traced.steal]) xs.length = 0;
+  // with a trace asked for: the VM's steal time every stealSampleMs [monotonic ns, steal ms so far]
+  const stealSampler = process.env.BRINE_BENCH_JOBS_TRACE ? setInterval(() => traced.steal.push([monoNs(performance.now()), stealMsSoFar()]), stealSampleMs) : undefined;
   const jobs = new JobCache(store, undefined, undefined, ask.reclaimMax);
   // the prune's work in each return's turn: JobCache's private reclaimAlong, timed in place
-  const inner = jobs as unknown as { reclaimAlong(): void };
+  const inner = jobs as unknown as { reclaimAlong(): void; reclaimAt: unknown };
   const reclaimAlong = inner.reclaimAlong.bind(jobs);
   let lastReclaimUs = 0;
   /** the prune's turns over turnKeptMs, to take their GC out once the observer has reported it */
-  const turns: { ms: number; t0: number; t1: number; cpuWaitMs: number; onCpuMs: number; majorFaults: number }[] = [];
+  const turns: { ms: number; t0: number; t1: number; cpuWaitMs: number; onCpuMs: number; majorFaults: number; sleeps: number }[] = [];
   const turn = <T>(fn: () => T): [T, number] => {
     const f0 = majorFaults();
+    const v0 = sleepsSoFar();
     const [c0, w0] = sched();
     const t0 = performance.now();
     const r = fn();
     const t1 = performance.now();
     if (t1 - t0 > turnKeptMs) {
       const [c1, w1] = sched();
-      turns.push({ ms: t1 - t0, t0, t1, cpuWaitMs: (w1 - w0) / 1e6, onCpuMs: (c1 - c0) / 1e6, majorFaults: majorFaults() - f0 });
+      traced.turns.push([monoNs(t0), t1 - t0]);
+      turns.push({ ms: t1 - t0, t0, t1, cpuWaitMs: (w1 - w0) / 1e6, onCpuMs: (c1 - c0) / 1e6, majorFaults: majorFaults() - f0, sleeps: sleepsSoFar() - v0 });
     }
     return [r, t1 - t0];
   };
+  let lastCarried = false;
+  let pruneFrom = 0;
+  let firstReclaim = true;
   inner.reclaimAlong = () => {
+    const at = inner.reclaimAt;
+    // BRINE_BENCH_JOBS_INTERLEAVE_MS: in every other window of that length the returns carry nothing (the first one
+    // still stores the cutoff), so the disk's own slow spells fall on carrying and plain returns alike
+    if (pruning && interleaveMs > 0 && !firstReclaim && Math.floor((performance.now() - pruneFrom) / interleaveMs) % 2 === 1) return;
+    if (pruning) firstReclaim = false;
     lastReclaimUs = turn(reclaimAlong)[1] * 1000;
+    // a batch of deletes moves the thread's place in the banks (JobCache.reclaimAt)
+    lastCarried = inner.reclaimAt !== at && inner.reclaimAt !== undefined;
   };
+  const carrying: [number, number] = [0, 0];
+  const plain: [number, number] = [0, 0];
   let pruning = false;
   let reclaimUsSum = 0;
   let reclaimUsMax = 0;
@@ -155,8 +207,10 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
     const [, w0] = sched();
     const t0 = performance.now();
     lastReclaimUs = 0;
+    lastCarried = false;
     const stored = jobs.saveReturn(jid, `late-${n++}`, pingReturn, false);
     const reclaimUs = lastReclaimUs;
+    const carried = lastCarried;
     await stored;
     const t1 = performance.now();
     const [, w1] = sched();
@@ -164,8 +218,12 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
       reclaimUsSum += reclaimUs;
       reclaimUsMax = Math.max(reclaimUsMax, reclaimUs);
       reclaimCalls++;
+      const kind = carried ? carrying : plain;
+      kind[0]++;
+      if (t1 - t0 > slowMs) kind[1]++;
     }
     const ms = t1 - t0;
+    if (ms > slowMs) traced.slow.push([monoNs(t0), ms, pruning ? 1 : 0]);
     if (ms > slowMs) slow.push({ ms, during: pruning, reclaimMs: reclaimUs / 1000, gcMs: 0, cpuWaitMs: (w1 - w0) / 1e6, t0, t1 } as SlowWrite);
     return ms;
   };
@@ -195,6 +253,8 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   const quiet = await writer(() => performance.now() > quietEnd);
   const sizeBefore = statSync(dataFile).size;
   const pruneStart = performance.now();
+  pruneFrom = pruneStart;
+  traced.prune.push(monoNs(pruneStart));
   pruning = true;
   let result = { removed: 0, passes: 0, alongside: 0 };
   const prune = jobs.prune(ask.keepSeconds, now).then((r) => {
@@ -204,6 +264,9 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   const during = await writer(() => !pruning);
   await prune;
   const pruneMs = performance.now() - pruneStart;
+  traced.prune.push(monoNs(pruneStart + pruneMs));
+  clearInterval(stealSampler);
+  if (process.env.BRINE_BENCH_JOBS_TRACE) writeFileSync(`${process.env.BRINE_BENCH_JOBS_TRACE}.${traced.tid}.${traceRound++}.json`, JSON.stringify(traced));
   const sizeAfter = statSync(dataFile).size;
   const afterEnd = performance.now() + Math.max(0, pruneMs - ask.quietMs);
   quiet.push(...(await writer(() => performance.now() > afterEnd)));
@@ -220,8 +283,8 @@ async function round(ask: ThreadAsk): Promise<ThreadAnswer> {
   let left = 0;
   for (const db of [store.returns, store.loads, store.minions, store.endtimes, store.listed]) for (const _ of db.getKeys({ end })) left++;
   return {
-    quiet, during, pruneMs, result, reclaimUsSum, reclaimUsMax, reclaimCalls, passMs, passHoldMs, slow,
-    worstTurn: turns.reduce((w, x) => (x.ms > w.ms ? { ms: x.ms, gcMs: gcIn(x.t0, x.t1), cpuWaitMs: x.cpuWaitMs, onCpuMs: x.onCpuMs, majorFaults: x.majorFaults } : w), { ms: 0, gcMs: 0, cpuWaitMs: 0, onCpuMs: 0, majorFaults: 0 }),
+    quiet, during, pruneMs, result, reclaimUsSum, reclaimUsMax, reclaimCalls, carrying, plain, passMs, passHoldMs, slow,
+    worstTurn: turns.reduce((w, x) => (x.ms > w.ms ? { ms: x.ms, gcMs: gcIn(x.t0, x.t1), cpuWaitMs: x.cpuWaitMs, onCpuMs: x.onCpuMs, majorFaults: x.majorFaults, sleeps: x.sleeps } : w), { ms: 0, gcMs: 0, cpuWaitMs: 0, onCpuMs: 0, majorFaults: 0, sleeps: 0 }),
     worstOwnMs: Math.max(0, ...turns.map((x) => x.ms - x.cpuWaitMs - gcIn(x.t0, x.t1))),
     gcCount: roundGcs.length, gcMaxMs: Math.max(0, ...roundGcs.map((g) => g.end - g.start)), cpuS: (cpu1 - cpu0) / 1e9, left, fileBytes: [sizeBefore, sizeAfter],
   };
@@ -231,6 +294,7 @@ parentPort!.on("message", (ask: ThreadAsk | "close") => {
   if (ask === "close") {
     closeSync(schedFd);
     closeSync(statFd);
+    closeSync(statusFd);
     void store.close().then(() => parentPort!.postMessage("closed"));
     return;
   }

@@ -77,7 +77,7 @@ export function roundRows(label: string, recordsLabel: string, reclaimMax: numbe
   const gc = `writer thread's GC: ${a.gcCount} pauses, longest ${a.gcMaxMs.toFixed(1)} ms; its CPU ${a.cpuS.toFixed(1)} s`;
   return [
     { figure: `keep_jobs prune of ${recordsLabel} on ${label}: time`, value: a.pruneMs / 1000, unit: "s", better: "lower", note: `${a.result.alongside} records deleted alongside returns (≤ ${reclaimMax} each)${passes}; ${gc}; data.mdb ${mib(a.fileBytes[0])} → ${mib(a.fileBytes[1])} MiB during the prune` },
-    { figure: `  ${label}: the prune's deletes in one return's turn: max`, value: a.reclaimUsMax / 1000, unit: "ms", better: "lower", note: `mean ${(a.reclaimCalls ? a.reclaimUsSum / a.reclaimCalls : 0).toFixed(1)} µs over ${a.reclaimCalls} returns during the prune` },
+    { figure: `  ${label}: the prune's deletes in one return's turn: max`, value: a.reclaimUsMax / 1000, unit: "ms", better: "lower", note: `mean ${(a.reclaimCalls ? a.reclaimUsSum / a.reclaimCalls : 0).toFixed(1)} µs over ${a.reclaimCalls} returns during the prune; over ${slowMs} ms: ${a.carrying[1]} of ${a.carrying[0]} returns that carried deletes, ${a.plain[1]} of ${a.plain[0]} that carried none` },
     { figure: `  ${label}: a durable return write, no prune: max`, value: Math.max(...a.quiet), unit: "ms", better: "lower", note: `${spread(a.quiet)} (${causes(a, false)})` },
     { figure: `  ${label}: a durable return write during the prune: max`, value: Math.max(...a.during), unit: "ms", better: "lower", note: `${spread(a.during)} (${causes(a, true)})` },
   ];
@@ -95,7 +95,7 @@ export function verdictRows(label: string, a: ThreadAnswer): BenchRow[] {
   const w = a.worstTurn;
   const allowed = overAllowed(over(a.quiet), a.quiet.length, a.during.length);
   return [
-    { figure: `verdict, ${label}: the prune's longest turn in the writer's thread (a return's deletes, a pass) less GC and CPU wait ≤ ${slowMs} ms`, value: a.worstOwnMs, unit: "ms", target: slowMs, better: "lower", note: `the longest turn ${w.ms.toFixed(1)} ms, of it this thread's GC ${w.gcMs.toFixed(1)} ms and its wait for a CPU ${w.cpuWaitMs.toFixed(1)} ms, on a CPU ${w.onCpuMs.toFixed(1)} ms, ${w.majorFaults} page faults read from the disk` },
+    { figure: `verdict, ${label}: the prune's longest turn in the writer's thread (a return's deletes, a pass) less GC and CPU wait ≤ ${slowMs} ms`, value: a.worstOwnMs, unit: "ms", target: slowMs, better: "lower", note: `the longest turn ${w.ms.toFixed(1)} ms, of it this thread's GC ${w.gcMs.toFixed(1)} ms and its wait for a CPU ${w.cpuWaitMs.toFixed(1)} ms, on a CPU ${w.onCpuMs.toFixed(1)} ms, ${w.majorFaults} page faults read from the disk, ${w.sleeps} sleeps (with none, the time neither on a CPU nor waiting for one is the host not running this VM: steal)` },
     { figure: `verdict, ${label}: writes over ${slowMs} ms during the prune ≤ the no-prune count scaled + 3σ`, value: over(a.during), unit: "writes", target: allowed, better: "lower", note: `${over(a.quiet)} of ${a.quiet.length} without, ${a.during.length} during: ${((over(a.quiet) * a.during.length) / Math.max(1, a.quiet.length)).toFixed(1)} expected` },
   ];
 }

@@ -9,12 +9,18 @@
  *   keep_jobs pruning of the older half (500,000 returns) in a request worker's thread while that thread stores
  *   returns (durable before the reply), on the disk (os.tmpdir()) and again on /dev/shm where fsync costs nothing:
  *   see pruneRounds and job-cache-prune.ts for the rounds, the figures and the verdicts.
- *   `BRINE_BENCH_JOBS_PRUNE_ONLY=1` runs only the fills and the prune (no master, no list or lookup figures), and
+ *   `BRINE_BENCH_JOBS_PRUNE_ONLY=1` runs only the fills and the prune (no master, no list or lookup figures; with
+ *   `BRINE_BENCH_JOBS_MEDIA=disk` or `tmpfs` on that one only), and
  *   `BRINE_BENCH_JOBS_RECLAIM=32,16,16,32` makes the prune rounds alternate those deletes per return instead, one
- *   slice of the older half each (continuous writer).
+ *   slice of the older half each (continuous writer). Diagnosis: `BRINE_BENCH_JOBS_SETTLE=writeback` or `=<seconds>`
+ *   waits after each fill (settle), `BRINE_BENCH_JOBS_INTERLEAVE_MS=500` makes the returns carry the prune's deletes
+ *   only in every other 500 ms window (the prune rows then compare the returns that carried deletes with those that
+ *   did not, in the same minutes of the same disk), `BRINE_BENCH_JOBS_TRACE=<path>` writes each round's times for a
+ *   `perf record -k mono` trace (job-cache-prune-thread.ts).
  * Each figure prints its CPU (this process: every thread of the master, and the client's decode).
  */
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { masterDefaults, type MasterConfig } from "../src/shared/config/defaults.js";
@@ -213,6 +219,27 @@ async function pruneOnTmpfs(): Promise<ThreadAnswer[]> {
   return await filledAndPruned("/dev/shm");
 }
 
+/**
+ * BRINE_BENCH_JOBS_SETTLE: "writeback" waits after the fill until the kernel has no dirty page cache left to write
+ * (/proc/meminfo Dirty ≤ settleDirtyKb and Writeback 0, after a `sync`), a number waits that many seconds; either
+ * way the prune then starts on a disk that is not writing the fill out. Prints what it waited to stderr.
+ */
+async function settle(): Promise<void> {
+  const how = process.env.BRINE_BENCH_JOBS_SETTLE;
+  if (!how) return;
+  const t0 = performance.now();
+  const meminfo = () => Object.fromEntries([...readFileSync("/proc/meminfo", "latin1").matchAll(/^(\w+):\s+(\d+)/gm)].map((m) => [m[1], Number(m[2])]));
+  const at0 = meminfo();
+  if (how === "writeback") {
+    execFileSync("sync");
+    while (meminfo().Dirty! > settleDirtyKb || meminfo().Writeback! > 0) await new Promise((r) => setTimeout(r, 100));
+  } else await new Promise((r) => setTimeout(r, Number(how) * 1000));
+  const at1 = meminfo();
+  console.error(`settle (${how}): ${((performance.now() - t0) / 1000).toFixed(1)} s, Dirty ${at0.Dirty} → ${at1.Dirty} kB, Writeback ${at0.Writeback} → ${at1.Writeback} kB`);
+}
+/** What "no dirty page cache left" allows of other processes' writes, kB. */
+const settleDirtyKb = 8_192;
+
 /** A job cache alone (no master) under `dir`, filled, then pruned in rounds (pruneAsks). */
 async function filledAndPruned(dir: string): Promise<ThreadAnswer[]> {
   const root = mkdtempSync(path.join(dir, "brine-bench-1m-"));
@@ -222,6 +249,7 @@ async function filledAndPruned(dir: string): Promise<ThreadAnswer[]> {
   const now = Date.now();
   try {
     await fill(jobs, now);
+    await settle();
     return await pruneInThread(cfg, now, pruneAsks());
   } finally {
     await store.close();
@@ -231,9 +259,11 @@ async function filledAndPruned(dir: string): Promise<ThreadAnswer[]> {
 
 /** BRINE_BENCH_JOBS_PRUNE_ONLY: the fills and the prune rounds, on the disk and on tmpfs. */
 async function pruneOnly(): Promise<BenchRow[]> {
-  const disk = await filledAndPruned(os.tmpdir());
-  const shm = await pruneOnTmpfs();
-  return [...pruneRoundRows("disk", disk), ...pruneRoundRows("tmpfs", shm)];
+  const media = process.env.BRINE_BENCH_JOBS_MEDIA ?? "disk,tmpfs";
+  const rows: BenchRow[] = [];
+  if (media.includes("disk")) rows.push(...pruneRoundRows("disk", await filledAndPruned(os.tmpdir())));
+  if (media.includes("tmpfs")) rows.push(...pruneRoundRows("tmpfs", await pruneOnTmpfs()));
+  return rows;
 }
 
 /** The no-prune window before each prune (and after it, for the rest of the prune's length), ms. */
