@@ -67,6 +67,8 @@ function authRoundsToRun(): number {
 const warmJobs = 2;
 /** sign-ins' worth of RSA work per measure of the bound */
 const boundRounds = 150;
+/** the same, measured before each sign-in round */
+const boundRoundsEach = 60;
 const HARNESS = fileURLToPath(new URL("../../../shared/real-salt", import.meta.url));
 
 interface Target {
@@ -90,7 +92,7 @@ interface Figures {
   start: PhaseCpu & { minions: number };
   /** rsaBoundS: the RSA work of one sign-in on the master's CPUs, measured just before and after the phase */
   /** roundsUs: each round's master CPU per sign-in, µs (the phase's trailing settle not counted) */
-  auth: PhaseCpu & { accepted: number; attempts: number; rsaBoundS: number; roundsUs: number[] };
+  auth: PhaseCpu & { accepted: number; attempts: number; rsaBoundS: number; roundsUs: number[]; roundBoundsUs: number[] };
   publishAll: PhaseCpu & { publishes: number; delivered: number };
   publishOne: PhaseCpu & { publishes: number; delivered: number };
   returns: PhaseCpu & { returns: number };
@@ -107,6 +109,10 @@ interface Figures {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const us = (s: number, n: number) => (n > 0 ? (s / n) * 1e6 : NaN);
 /** The mean of the last half of `xs` (at least one value). */
+export const median = (xs: number[]) => {
+  const a = [...xs].sort((x, y) => x - y);
+  return a.length % 2 ? a[a.length >> 1]! : (a[a.length / 2 - 1]! + a[a.length / 2]!) / 2;
+};
 const lastHalfMean = (xs: number[]) => {
   const tail = xs.slice(Math.floor(xs.length / 2));
   return tail.reduce((s, x) => s + x, 0) / tail.length;
@@ -319,18 +325,22 @@ async function measure(t: Target, n: number, jobs: number, cpus: { master?: stri
     a = snap();
     // each round's own CPU per sign-in too (idle taken off the same way): the first rounds pay V8's tier-up of the
     // request path (bench/RESULTS.md, session 12), the last ones come nearer a master that has run a while
+    // and the bound again before each round, so that each round has a ratio of its own to a bound measured
+    // seconds from it (on this shared box a bound taken minutes away differed from it by a fifth: session 17);
+    // that measure's time (on the master's CPU, the master idle) is left out of the round
     const roundsUs: number[] = [];
-    let ra = a;
+    const roundBoundsUs: number[] = [];
     for (let r = 0, rounds = authRoundsToRun(); r < rounds; r++) {
+      roundBoundsUs.push(boundOnMasterCpus(cpus, boundRoundsEach) * 1e6);
+      const ra = snap();
       const acc = accepted();
       await fleet.reauthAll(authInFlightPerProc);
       const rb = snap();
       roundsUs.push(us(Math.max(0, rb.master - ra.master - idle * ((rb.at - ra.at) / 1000)), accepted() - acc));
-      ra = rb;
     }
     await sleep(settleMs);
     b = snap();
-    const auth = { ...cpu(a, b), accepted: accepted() - acc0, attempts: attempts() - att0, rsaBoundS: (boundBefore + boundOnMasterCpus(cpus, boundRounds)) / 2, roundsUs };
+    const auth = { ...cpu(a, b), accepted: accepted() - acc0, attempts: attempts() - att0, rsaBoundS: (boundBefore + boundOnMasterCpus(cpus, boundRounds)) / 2, roundsUs, roundBoundsUs };
     note("auth", a, b);
 
     // publishes, returns held: to every minion, then to one minion
@@ -456,6 +466,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   rows.push({ figure: "cpu/op: brine master CPU per auth (re-sign-in)", value: b.auth, unit: "µs", target: bound * 1.25e6, better: "lower", note: `RSA bound ${Math.round(bound * 1e6)} µs on the master's CPU (goal 1.25×, ratio ${(b.auth / (bound * 1e6)).toFixed(2)}); ${br.auth.accepted} accepted of ${br.auth.attempts} attempts; ${vs(b.auth, p?.auth)}` });
   const tail = lastHalfMean(br.auth.roundsUs);
   rows.push({ figure: "cpu/op: brine master CPU per auth, last half of the rounds", value: tail, unit: "µs", target: bound * 1.25e6, better: "lower", note: `ratio ${(tail / (bound * 1e6)).toFixed(2)} to the RSA bound; by round ${br.auth.roundsUs.map((x) => Math.round(x)).join(" ")} µs${py ? `; Python's by round ${py.auth.roundsUs.map((x) => Math.round(x)).join(" ")} µs` : ""}` });
+  const roundRatios = br.auth.roundsUs.map((u, i) => u / br.auth.roundBoundsUs[i]!);
+  rows.push({ figure: "cpu/op: brine sign-in / RSA bound, round by round", value: Math.round(median(roundRatios) * 100) / 100, unit: "×", target: 1.25, better: "lower", note: `median of the rounds, each over the bound measured just before it: ${roundRatios.map((x) => x.toFixed(2)).join(" ")} (bounds ${br.auth.roundBoundsUs.map((x) => Math.round(x)).join(" ")} µs); bench signin-floor gives the design's floor the same way` });
   rows.push({ figure: "cpu/op: brine master CPU per durable return", value: b.ret, unit: "µs", target: p ? p.ret / 10 : undefined, better: "lower", note: `${br.returns.returns} returns; goal ≤ 1/10 of Python's; ${vs(b.ret, p?.ret)}` });
   rows.push({ figure: "cpu/op: brine master CPU per publish to all", value: b.publish, unit: "µs", better: "lower", note: `${br.publishAll.delivered} deliveries; ${vs(b.publish, p?.publish)}` });
   rows.push({ figure: "cpu/op: brine master CPU per targeted minion", value: b.perTarget, unit: "µs", better: "lower", note: `the publish to all over its minions; ${vs(b.perTarget, p?.perTarget)}` });
