@@ -43,7 +43,7 @@ const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 
 
 async function oneSize(n: number, jobs: number): Promise<BenchRow[]> {
   const hosts = ALL_HOSTS.slice(0, n);
-  const h = await ClusterHarness.start({ lbHost: LB, hosts, clusterId: `brine-bench-pub${n}`, privateCachedir: true, extra: { runner_returns: false } });
+  const h = await ClusterHarness.start({ lbHost: LB, hosts, clusterId: `brine-bench-pub${n}`, privateCachedir: true, extra: { runner_returns: false }, ...(process.env.BRINE_BENCH_NODE_FLAGS ? { nodeFlags: process.env.BRINE_BENCH_NODE_FLAGS.split(" ") } : {}) });
   const minions: TestMinion[] = [];
   try {
     await h.waitLeader(hosts.map((_, i) => i), n, 60_000);
@@ -58,6 +58,12 @@ async function oneSize(n: number, jobs: number): Promise<BenchRow[]> {
     }, 60_000, 1000);
     for (const m of minions) m.holdReturns = true;
     const pids = h.masters.map((m) => m.proc!.pid!);
+    /** one master's threads by name, numbered threads (brine-req-1, …) together */
+    const byName = (pid: number) => {
+      const out = new Map<string, number>();
+      for (const [name, s] of threadCpuByName(pid)) out.set(name.replace(/[-\d]+$/, ""), (out.get(name.replace(/[-\d]+$/, "")) ?? 0) + s);
+      return out;
+    };
     const sample = () => pids.map(threadGroups);
     const total = (s: ReturnType<typeof sample>) => s.reduce((a, g) => a + g.main + g.publisher + g.other, 0);
 
@@ -68,6 +74,7 @@ async function oneSize(n: number, jobs: number): Promise<BenchRow[]> {
     const idleRate = (total(i1) - total(i0)) / ((performance.now() - ti) / 1000);
 
     const before = minions.map((m) => m.stats.publishes);
+    const names0 = [byName(pids[0]!), byName(pids[1]!)];
     const load0 = loadavg();
     const a = sample();
     const t0 = performance.now();
@@ -83,6 +90,14 @@ async function oneSize(n: number, jobs: number): Promise<BenchRow[]> {
     );
     await until("every minion to have every publish", async () => (minions.every((m, i) => m.stats.publishes - before[i]! >= jobs) ? true : undefined), 120_000, 100);
     const b = sample();
+    const names1 = [byName(pids[0]!), byName(pids[1]!)];
+    const threads = (k: number) =>
+      [...names1[k]!]
+        .map(([name, s1]) => [name, s1 - (names0[k]!.get(name) ?? 0)] as const)
+        .filter(([, s]) => s > 0)
+        .sort((x, y) => y[1] - x[1])
+        .map(([name, s]) => `${name} ${Math.round((s / jobs) * 1e6)}`)
+        .join(", ");
     const wall = (performance.now() - t0) / 1000;
     const load1 = loadavg();
     const d = pids.map((_, i) => ({ main: b[i]!.main - a[i]!.main, publisher: b[i]!.publisher - a[i]!.publisher, other: b[i]!.other - a[i]!.other }));
@@ -98,6 +113,7 @@ async function oneSize(n: number, jobs: number): Promise<BenchRow[]> {
     return [
       { figure: `cluster of ${n}: CPU per publish, all masters`, value: us(net), unit: "µs", better: "lower", note: `${note}; less idle ${(idleRate * 1000).toFixed(0)} ms/s, raw ${us(raw)} µs; per master µs: ${per}` },
       { figure: `cluster of ${n}: CPU per publish of one peer master (mean of ${n - 1}, raw)`, value: us(peerMean), unit: "µs", better: "lower", note: `each peer: ${peerAll.map(us).join(", ")} µs; the origin m1: ${us(d[0]!.main + d[0]!.publisher + d[0]!.other)} µs` },
+      { figure: `cluster of ${n}: the origin's and a peer's threads' CPU per publish`, value: us(d[0]!.main + d[0]!.publisher + d[0]!.other), unit: "µs", better: "lower", note: `m1 by thread µs: ${threads(0)}; m2: ${threads(1)}` },
       { figure: `cluster of ${n}: publisher threads' CPU per publish, all masters`, value: us(pubSum), unit: "µs", better: "lower", note: `origin m1 ${us(d[0]!.publisher)} µs, peers ${d.slice(1).map((g) => us(g.publisher)).join(", ")} µs` },
     ];
   } finally {
