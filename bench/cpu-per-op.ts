@@ -38,6 +38,7 @@ import { Fleet } from "../tools/swarm/fleet.js";
 import type { JobTrack } from "../tools/swarm/collector.js";
 import { PublishClient, readRootKey } from "../tools/swarm/publish-client.js";
 import { cpuSecondsOf, sampleTree } from "../tools/swarm/proc-stats.js";
+import { threadCpuByName } from "./thread-cpu.js";
 import { DEFAULT_KEY_POOL_DIR, ensureKeyPool } from "../src/lib/minion/keys.js";
 import { freePort } from "../tools/free-port.js";
 
@@ -203,27 +204,6 @@ function mainThreadS(pid: number): number {
   return cpuSecondsOf(`/proc/${pid}/task/${pid}/stat`) ?? 0;
 }
 
-/** CPU seconds per thread name (comm) of one process; the main thread as "main". */
-function threadsS(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  let tids: string[] = [];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const tid of tids) {
-    let name: string;
-    try {
-      name = Number(tid) === pid ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-    } catch {
-      continue;
-    }
-    out.set(name, (out.get(name) ?? 0) + (cpuSecondsOf(`/proc/${pid}/task/${tid}/stat`) ?? 0));
-  }
-  return out;
-}
-
 /** "name 12 %, …" of the CPU between two per-thread samples, the largest first. */
 function threadShares(a: Map<string, number>, b: Map<string, number>): string {
   const d = [...b].map(([k, v]) => [k, v - (a.get(k) ?? 0)] as const).filter(([, v]) => v > 0);
@@ -255,7 +235,7 @@ async function measure(t: Target, n: number, jobs: number, cpus: { master?: stri
     master: sampleTree(t.pid)?.cpuS ?? NaN,
     main: t.name === "brine" ? mainThreadS(t.pid) : 0,
     swarm: swarmPids().reduce((s, p) => s + (cpuSecondsOf(`/proc/${p}/stat`) ?? 0), 0),
-    threads: t.name === "brine" ? threadsS(t.pid) : new Map<string, number>(),
+    threads: t.name === "brine" ? threadCpuByName(t.pid) : new Map<string, number>(),
     errors: col.errorCount,
   });
   const threads: Record<string, string> = {};
