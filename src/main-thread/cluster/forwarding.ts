@@ -246,7 +246,7 @@ export class ClusterForwarder {
         : undefined;
     if (fault) {
       this.counters.refused++;
-      log.warning(`refused a publish batch from ${from}: ${fault}`);
+      refusedLog.line(`refused a publish batch from ${from}: ${fault}`);
       return;
     }
     this.sinks.heard?.(from);

@@ -206,18 +206,21 @@ export class Crypticle {
    * checks before it decrypts, without decrypting (a sealed publish a peer forwarded, src/workers/publisher/).
    */
   authentic(data: Buffer): boolean {
-    if (data.length < IV_BYTES + BLOCK_BYTES + MAC_BYTES || (data.length - IV_BYTES - MAC_BYTES) % BLOCK_BYTES !== 0) return false;
-    const body = data.subarray(0, data.length - MAC_BYTES);
-    return macEqual(data, body.length, createHmac("sha256", this.hmacKey).update(body).digest());
+    return this.fault(data) === undefined;
+  }
+
+  /** Why `data` is not a sealed message of this key (its shape, or its HMAC), or undefined when it is one. */
+  private fault(data: Buffer): "CRYPTICLE_FORMAT" | "CRYPTICLE_AUTH" | undefined {
+    if (data.length < IV_BYTES + BLOCK_BYTES + MAC_BYTES || (data.length - IV_BYTES - MAC_BYTES) % BLOCK_BYTES !== 0) return "CRYPTICLE_FORMAT";
+    const bodyBytes = data.length - MAC_BYTES;
+    return macEqual(data, bodyBytes, createHmac("sha256", this.hmacKey).update(data.subarray(0, bodyBytes)).digest()) ? undefined : "CRYPTICLE_AUTH";
   }
 
   decrypt(data: Buffer): Buffer {
-    if (data.length < IV_BYTES + BLOCK_BYTES + MAC_BYTES || (data.length - IV_BYTES - MAC_BYTES) % BLOCK_BYTES !== 0) {
-      throw new BrineError("CRYPTICLE_FORMAT", `${data.length} bytes`);
-    }
+    const fault = this.fault(data);
+    if (fault === "CRYPTICLE_FORMAT") throw new BrineError(fault, `${data.length} bytes`);
+    if (fault === "CRYPTICLE_AUTH") throw new BrineError(fault);
     const body = data.subarray(0, data.length - MAC_BYTES);
-    const want = createHmac("sha256", this.hmacKey).update(body).digest();
-    if (!macEqual(data, body.length, want)) throw new BrineError("CRYPTICLE_AUTH");
     if (!this.decStream) {
       this.decStream = new CbcStream(this.aesKey, true);
       holdContexts(this);
