@@ -31,6 +31,9 @@ test("a shared-filesystem cluster migrates to the mmap key store and then to iso
     await Promise.all(minions.map((m) => m.start()));
     const ids = minions.map((m) => m.id).sort();
     const reauths = () => minions.reduce((n, m) => n + m.stats.reauths, 0);
+    // why each sign-in again happened, for the assertion's message
+    const reauthReasons: string[] = [];
+    for (const m of minions) m.on("reauth", (e: { reason: string }) => reauthReasons.push(`${m.id}: ${e.reason}`));
 
     /** test.ping published on master `on` (running) reaches every minion, and nobody signed in again */
     const everyoneAnswers = async (on: number, step: string) => {
@@ -38,7 +41,7 @@ test("a shared-filesystem cluster migrates to the mmap key store and then to iso
       const rets = parseReturns(r.stdout);
       assert.deepEqual(Object.keys(rets).sort(), ids, `${step}: every minion answers m${on + 1}: ${r.stdout}${r.stderr}`);
       for (const id of ids) assert.equal(rets[id], true, `${step}: ${id}`);
-      assert.equal(reauths(), 0, `${step}: no minion signed in again`);
+      assert.equal(reauths(), 0, `${step}: no minion signed in again (${reauthReasons.join("; ")})`);
     };
     await everyoneAnswers(0, "shared filesystem, localfs keys");
 
