@@ -28,6 +28,8 @@
 /** What a request worker says about a frame: its reply is to be remembered, or it is a copy to answer. */
 export const MEMO_FRESH = 0;
 export const MEMO_COPY = 1;
+/** a request still waiting before it is handled (its kind is set when it is): nothing to remember or answer */
+export const MEMO_NONE = 2;
 
 /** How long an accepted request's reply is remembered, ms: Salt's `_pillar` tries three times, 60 s apart. */
 export const resendRememberMs = 200_000;

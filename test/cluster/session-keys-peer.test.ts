@@ -36,3 +36,27 @@ test("a request sealed with a peer's newer key or the thread's own key is opened
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("find() gives the live key a master holds and never makes one: none for a minion without a file, none for an expired key", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
+  try {
+    let now = Date.now();
+    const created: string[] = [];
+    const keys = new SessionKeys(dir, 60, () => now);
+    keys.track((c) => created.push(c.key));
+    assert.equal(keys.find("web2"), undefined, "no file: no key");
+    assert.deepEqual(created, [], "and none made");
+    const k = keys.get("web2").key; // a sign-in makes it
+    assert.equal(keys.find("web2")?.key, k);
+    const sealed = new Crypticle(k).dumps({ nonce: "0123456789abcdef0123456789abcdef" });
+    assert.equal(keys.opens("web2", sealed), true);
+    assert.equal(keys.opens("web2", new Crypticle(generateKeyString()).dumps({})), false, "another key's message is not opened");
+    now += 61_000; // past publish_session
+    assert.equal(keys.find("web2"), undefined, "an expired key opens nothing");
+    assert.equal(keys.opens("web2", sealed), false);
+    assert.deepEqual(created, [k], "and find() renewed nothing: only the sign-in's key was made");
+    assert.notEqual(keys.get("web2").key, k, "a sign-in renews it");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

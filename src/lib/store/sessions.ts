@@ -181,6 +181,31 @@ export class SessionKeys {
    * key (what an auth reply hands out); `crypticle` opens a request encrypted with any live key of the minion.
    */
   get(id: string): { key: string; crypticle: Crypticle } {
+    return this.load(id, true)!;
+  }
+
+  /**
+   * The live session key of `id` for opening a request, or undefined when this master holds none (no file, or
+   * its key is older than `publish_session`): never created or renewed here. Salt's master creates one when it
+   * decodes a request, but a key made then cannot open the request being decoded; clustered it would also
+   * supersede, as the newest key, the one the peer that signed the minion in is sending (session-merge.ts).
+   * Only a sign-in (get) makes keys.
+   */
+  find(id: string): { key: string; crypticle: Crypticle } | undefined {
+    return this.load(id, false);
+  }
+
+  /**
+   * Whether a live key of `id` this master holds now seals `cipher` (its HMAC checked, nothing decrypted): what a
+   * request waiting for its minion's key from a peer is checked with (session-wait.ts).
+   */
+  opens(id: string, cipher: Buffer): boolean {
+    const e = this.load(id, false);
+    if (!e) return false;
+    return e.crypticle.authentic(cipher) || this.otherKeys(id, e).some((c) => c.authentic(cipher));
+  }
+
+  private load(id: string, create: boolean): Entry | undefined {
     if (!validId(id)) throw new BrineError("BAD_ID", JSON.stringify(id));
     const t = this.now();
     const c = this.cache.get(id);
@@ -197,16 +222,14 @@ export class SessionKeys {
       return this.remember(id, rec.key, rec.mtimeMs, rec.ino, rec.checkedAt, undefined);
     }
     const file = path.join(this.dir, id);
-    let st;
+    let st = statSync(file, { throwIfNoEntry: false });
     let created = false;
-    try {
-      st = statSync(file);
-      if (t - st.mtimeMs > maxAgeMs) {
-        created = writeSessionKeyFile(file, "replace", t);
-        st = statSync(file);
-      }
-    } catch {
+    if (!create && (st === undefined || t - st.mtimeMs > maxAgeMs)) return undefined;
+    if (st === undefined) {
       created = writeSessionKeyFile(file, "create", t);
+      st = statSync(file);
+    } else if (t - st.mtimeMs > maxAgeMs) {
+      created = writeSessionKeyFile(file, "replace", t);
       st = statSync(file);
     }
     if (c && c.mtimeMs === st.mtimeMs && c.ino === st.ino) {
@@ -215,6 +238,7 @@ export class SessionKeys {
       return c;
     }
     let set = readSet(file);
+    if (!create && !set) return undefined; // damaged: a sign-in replaces it
     if (!set || !KEY_TEXT.test(set.current.key)) {
       // a damaged file (garbage, empty, cut short) counts as absent: a new key replaces it and the minion signs
       // in again with it, instead of being refused for good

@@ -13,6 +13,7 @@ import { privateKey, publicKey } from "../../shared/protocol/rsa.js";
 import { AcceptedKeyCache, keyStoreFor, type KeyStore } from "../../lib/pki/key-store.js";
 import { KeyTable } from "../../shared/key-table.js";
 import { SessionKeys } from "../../lib/store/sessions.js";
+import { SessionKeyWaitRoom, SessionKeyWaits } from "./session-wait.js";
 import { V3Marks } from "../../lib/store/v3-marks.js";
 import { AuthCipherCache } from "./auth-cipher-cache.js";
 import { SharedSecrets } from "../../shared/secrets.js";
@@ -26,7 +27,7 @@ import { MinionCache } from "../../lib/store/minion-cache.js";
 import { cleanKey } from "../../shared/protocol/pem.js";
 import { packEvent, packEventFromSpans } from "../../shared/event-frame.js";
 import { newMapEntrySpans, type MapEntrySpans } from "../../shared/protocol/msgpack.js";
-import { minionFacingKeyFiles } from "../../shared/shared-fs.js";
+import { isClustered, minionFacingKeyFiles } from "../../shared/shared-fs.js";
 import { Authenticator } from "../../lib/auth/authenticate.js";
 import type { EauthBackend } from "../../lib/auth/backend.js";
 import { makeEauthBackends } from "../../lib/auth/backends/index.js";
@@ -119,6 +120,8 @@ export class MasterContext {
   readonly keys: KeyStore;
   readonly acceptedKeys: AcceptedKeyCache;
   readonly sessions: SessionKeys;
+  /** clustered: requests sealed with a session key a peer is still sending wait here for it (session-wait.ts) */
+  readonly sessionWaits: SessionKeyWaitRoom | undefined;
   /** minions that sign in with protocol v3: a v2 request in their name is refused (v3-marks.ts) */
   readonly v3Marks: V3Marks;
   readonly secrets: SharedSecrets;
@@ -202,6 +205,7 @@ export class MasterContext {
     this.keys = keyStoreFor(cfg);
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now, undefined, shared.keys && new KeyTable(shared.keys), (line) => log.warning(line));
     this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now, shared.sessions && new SessionTable(shared.sessions));
+    this.sessionWaits = isClustered(cfg) ? new SessionKeyWaitRoom(new SessionKeyWaits((id, cipher) => this.sessionOpens(id, cipher), now)) : undefined;
     this.v3Marks = new V3Marks(cfg.cachedir, now);
     this.secrets = new SharedSecrets(shared.secrets);
     this.nonces = new NonceSet(shared.nonces);
@@ -216,6 +220,15 @@ export class MasterContext {
   }
 
   /** The current publish AES Crypticle (v2 requests, auth replies); rebuilt when the key rotates. */
+  /** Whether a session key this master holds for `id` seals `cipher` (false when its file cannot be read). */
+  private sessionOpens(id: string, cipher: Buffer): boolean {
+    try {
+      return this.sessions.opens(id, cipher);
+    } catch {
+      return false;
+    }
+  }
+
   aes(): { crypticle: Crypticle; generation: number } {
     const { key, generation } = this.secrets.aesKey();
     if (!this.aesCache || this.aesCache.gen !== generation) this.aesCache = { gen: generation, c: new Crypticle(key) };

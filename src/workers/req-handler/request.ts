@@ -25,7 +25,8 @@ import type { Effects, MasterContext } from "./context.js";
 import { requestTsWindowS, staleTs } from "./replay-window.js";
 import { Framed } from "./framed.js";
 import { commandNeedsDecider, frameAction } from "../../shared/nonce-owner.js";
-import { MEMO_COPY, MEMO_FRESH, resendTagBytes } from "../../shared/nonce-replies.js";
+import { MEMO_COPY, MEMO_FRESH, MEMO_NONE, resendTagBytes } from "../../shared/nonce-replies.js";
+import { sessionKeyWaitMsMax } from "./session-wait.js";
 
 import { CMD_NONE, cmdSlotOf } from "../../shared/metrics/labels.js";
 
@@ -52,7 +53,8 @@ export function lastCmdSlot(): number {
 }
 /**
  * What the request handleRequest last took is for the main thread's reply memory (src/shared/nonce-replies.ts),
- * set before the request first waits: undefined for a request without a nonce; else MEMO_FRESH (an accepted nonce:
+ * set before the request first waits: undefined for a request without a nonce; MEMO_NONE while a request waits for
+ * its session key (filled in when it is handled after the wait, or left so); else MEMO_FRESH (an accepted nonce:
  * its reply is remembered under `key`) or MEMO_COPY (a nonce seen already, here or by its decider: the reply is the
  * main thread's, a remembered one or a refusal). A request that waits for its decider may turn from the one into
  * the other before its reply is ready; the worker reads the kind then.
@@ -74,6 +76,12 @@ let overBudget = false;
 export function lastOverBudget(): boolean {
   return overBudget;
 }
+/** a request handled again once its minion's session key came (session-wait.ts): it does not wait a second time */
+let afterKeyWait = false;
+/** that request's memo, made when it began to wait (the worker took it then), to be filled in */
+let adoptMemo: Memo | undefined;
+/** requests that waited for a session key in vain, or could not wait: at most 10 lines a minute per thread */
+const keyWaitLog = new LogBudget(10, 60_000, (l) => log.warning(l), "requests sealed with a session key this master does not hold");
 /** decode-budget refusals: at most 20 lines a minute per thread, then a count */
 const budgetLog = new LogBudget(20, 60_000, (l) => log.warning(l), "requests refused for the decode budget");
 
@@ -257,7 +265,9 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     try {
       if (version > 2) {
         if (!validId(payload.id)) throw new BrineError("BAD_ID", "Encountered invalid id");
-        session = ctx.sessions.get(payload.id).crypticle;
+        const held = ctx.sessions.find(payload.id);
+        if (!held) throw new BrineError("CRYPTICLE_AUTH", "no session key");
+        session = held.crypticle;
         load = session.loads(cipher, opts);
       } else {
         load = ctx.aes().crypticle.loads(cipher, opts);
@@ -267,6 +277,13 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     } catch (e) {
       if (stoppedByBudget(e, loadUsed, wireLimits)) {
         overBudgetRefusal(ctx, `A request from ${short(payload.id)}`, cipher.length);
+        return BAD_LOAD;
+      }
+      if (version > 2 && isBrineError(e, "CRYPTICLE_AUTH") && ctx.sessionWaits && !afterKeyWait) {
+        // clustered: the key may be on its way from the peer the minion signed in on (session-wait.ts)
+        const waiting = ctx.sessionWaits.wait(payload.id as string, cipher);
+        if (typeof waiting !== "string") return waitForSessionKey(ctx, waiting, frame, fx, source, payload.id as string);
+        keyWaitLog.line(`A request from ${short(payload.id)} is sealed with a session key this master does not hold; answered "bad load" without waiting for a peer's (too many requests wait: ${waiting})`);
         return BAD_LOAD;
       }
       if (isBrineError(e, "CRYPTICLE_AUTH")) {
@@ -355,7 +372,9 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
   const handler = typeof cmd === "string" && !cmd.startsWith("__") ? AES_FUNCS.get(cmd) : undefined;
   if (nonce !== undefined) {
     // the request as the reply memory knows it: its nonce and its sealed load's HMAC tag (verified by the decryption)
-    const m: Memo = (memo = { kind: MEMO_FRESH, key: nonce + cipher!.toString("hex", cipher!.length - 32, cipher!.length - 32 + resendTagBytes), what: "" });
+    const m: Memo = (memo = adoptMemo ?? { kind: MEMO_FRESH, key: "", what: "" });
+    m.kind = MEMO_FRESH;
+    m.key = nonce + cipher!.toString("hex", cipher!.length - 32, cipher!.length - 32 + resendTagBytes);
     if (!ctx.nonces.checkAndInsert(nonce)) {
       // a copy: the main thread answers it with the first's reply, or refuses it as a replay (nonce-replies.ts)
       m.kind = MEMO_COPY;
@@ -382,6 +401,40 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     fx.nonces.push(nonce); // to the journal and the peers (replay-window.ts)
   }
   return dispatch(ctx, handler, cmd, load, fx, spans, version, session, id, nonce, payload);
+}
+
+/**
+ * A request that waits for its minion's session key: once a key this master holds opens it, it is handled anew
+ * (once: it does not wait again), with the decode budget's charge of that second handling given back when its
+ * reply is ready; at the deadline it is answered "bad load" as before.
+ */
+function waitForSessionKey(ctx: MasterContext, waiting: Promise<boolean>, frame: Buffer, fx: Effects, source: string | undefined, id: string): Promise<unknown> {
+  const slot: Memo = { kind: MEMO_NONE, key: "", what: "" };
+  memo = slot;
+  return waiting.then((opened) => {
+    if (!opened) {
+      keyWaitLog.line(`A request from ${short(id)} is sealed with a session key this master does not hold, and no peer sent one that opens it within ${sessionKeyWaitMsMax} ms; answered "bad load" (the minion signs in again)`);
+      return BAD_LOAD;
+    }
+    let reply: unknown;
+    afterKeyWait = true;
+    adoptMemo = slot;
+    try {
+      reply = handle(ctx, frame, fx, source);
+    } catch (e) {
+      ctx.decodeBudget.letGo();
+      throw e;
+    } finally {
+      afterKeyWait = false;
+      adoptMemo = undefined;
+    }
+    const held = ctx.decodeBudget.detach();
+    if (!(reply instanceof Promise)) {
+      ctx.decodeBudget.give(held);
+      return reply;
+    }
+    return reply.finally(() => ctx.decodeBudget.give(held));
+  });
 }
 
 /** A copy of the entry spans of the request being handled, for a handler that runs after the request waited. */

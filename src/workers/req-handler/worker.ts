@@ -13,6 +13,7 @@ import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
 import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemo, lastOverBudget, type Memo } from "./request.js";
+import { MEMO_NONE } from "../../shared/nonce-replies.js";
 import { installSubsystems } from "./subsystems.js";
 import type { AttachResult, BatchPart, BatchResult, BatchTask, CleanupResult, DirectReply, Lane, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
 import { BatchReplies } from "./batch-replies.js";
@@ -138,7 +139,7 @@ function runBatch(task: BatchTask): Promise<InOneBuffer> {
     const count = indices ? indices.length : n;
     for (let j = 0; j < count; j++) {
       const x = memos[indices ? indices[j]! : j];
-      if (!x) continue;
+      if (!x || x.kind === MEMO_NONE) continue;
       m ??= { at: [], kinds: [], keys: [], what: [] };
       m.at.push(j);
       m.kinds.push(x.kind);
