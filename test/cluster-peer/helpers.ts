@@ -94,6 +94,8 @@ export interface NodeSpec {
   limits?: Partial<PeerLimits>;
   /** where the transport times its stages (seal, send, ...) */
   stages?: StageSink;
+  /** the newer payload forms the node reads, by channel (PeerTransportOptions.channelVersions) */
+  channelVersions?: Record<string, number>;
 }
 
 export interface TestNode {
@@ -118,6 +120,7 @@ export async function startNode(spec: NodeSpec): Promise<TestNode> {
     limits: { ...FAST_LIMITS, ...spec.limits },
     log,
     ...(spec.stages ? { stages: spec.stages } : {}),
+    ...(spec.channelVersions ? { channelVersions: spec.channelVersions } : {}),
   });
   await t.start();
   live.add(t);

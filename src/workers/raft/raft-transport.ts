@@ -5,7 +5,8 @@
  *   GroupManager ─ RaftPeerLink.send(group, msgs) ─ encode ─▶ PeerTransport.send(to, "raft"); RaftPeerLink.flush() ─▶ PeerTransport.flush(peers)
  *   GroupManager.receive ◀─ validate ◀─ decode ◀─ RaftPeerLink ◀─ PeerTransport "raft" handler
  *
- * One payload per destination per send() call: CBOR `{g: group, m: Message[]}`, queued on the peer channel
+ * One payload per destination per send() call (raft-wire.ts: CBOR `[2, group, message tuples...]` to a peer
+ * whose handshake said it reads that form, `{g: group, m: Message[]}` to any other), queued on the peer channel
  * (held: nothing is written until flush());
  * flush() writes every destination's queue at once, so what all groups sent in one pump step (the manager
  * calls flush after each batch of sends) leaves as one sealed frame and one socket write per peer, not one
@@ -27,7 +28,6 @@
  * to and from a cut peer are dropped as a partition would drop them, and a cut peer counts as down.
  */
 import type { EventEmitter } from "node:events";
-import { cbor } from "../../shared/cbor.js";
 import { isBrineError } from "../../shared/errors.js";
 import { getLogger } from "../../shared/log.js";
 import type { Entry, Message, MessageType, SnapshotChunk } from "./core/types.js";
@@ -36,37 +36,19 @@ import type { Transport } from "./manager.js";
 import type { PeerTransportEvents, SendOptions } from "./peer/peer-types.js";
 import { clusterLimits } from "../../shared/cluster-limits.js";
 import { NO_STAGES, type StageSink } from "../../shared/metrics/stage-clock.js";
+import { decodeRaftPayload, encodeRaftPayload, PEER_MESSAGE_TYPES } from "./raft-wire.js";
+
+export { decodeRaftPayload, encodeRaftPayload, raftMessagesPerPayloadMax } from "./raft-wire.js";
 
 /** The peer channel name Raft traffic uses. */
 export const RAFT_CHANNEL = "raft";
-/** messages in one inbound payload, count */
-export const raftMessagesPerPayloadMax = 4096;
 /** entries in one inbound message, count */
 export const raftEntriesPerMessageMax = 65_536;
-/** bytes of one group name */
-const groupNameBytesMax = 256;
 
 const log = getLogger("brine.cluster.raft");
 
 /** Message types nodes send each other (local ones like MsgHup never cross the wire). */
-const PEER_TYPES = new Set<MessageType>([
-  "MsgProp",
-  "MsgPropResp",
-  "MsgReadIndex",
-  "MsgReadIndexResp",
-  "MsgTransferLeader",
-  "MsgApp",
-  "MsgAppResp",
-  "MsgVote",
-  "MsgVoteResp",
-  "MsgPreVote",
-  "MsgPreVoteResp",
-  "MsgHeartbeat",
-  "MsgHeartbeatResp",
-  "MsgSnap",
-  "MsgSnapResp",
-  "MsgTimeoutNow",
-]);
+const PEER_TYPES = new Set<MessageType>(PEER_MESSAGE_TYPES);
 
 function isUint(v: unknown): v is number {
   return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
@@ -167,21 +149,6 @@ export function checkPeerMessage(raw: unknown, fromRaftId: number, selfRaftId: n
   return m;
 }
 
-/** Encodes one group's messages for one destination. */
-export function encodeRaftPayload(group: string, messages: readonly Message[]): Uint8Array {
-  return cbor.encode({ g: group, m: messages }) as Uint8Array;
-}
-
-/** Decodes a payload into a group and raw (unvalidated) messages; throws on bytes that are not one. */
-export function decodeRaftPayload(bytes: Uint8Array): { group: string; messages: unknown[] } {
-  const v = cbor.decode(bytes) as { g?: unknown; m?: unknown };
-  if (v === null || typeof v !== "object" || typeof v.g !== "string" || Buffer.byteLength(v.g) > groupNameBytesMax || !Array.isArray(v.m)) {
-    throw new Error("not a raft payload");
-  }
-  if (v.m.length > raftMessagesPerPayloadMax) throw new Error(`${v.m.length} messages in one payload`);
-  return { group: v.g, messages: v.m };
-}
-
 export interface InboundSink {
   receive(group: string, m: Message): void;
   /** the transport's word on a peer's session (GroupManager.peerReachable) */
@@ -202,6 +169,8 @@ export interface RaftPeerChannel {
   /** writes what is queued for each of `peerIds` now, every peer's frame sealed before the first is sent (PeerTransport.flush) */
   flush(peerIds: readonly string[] | ReadonlySet<string>): void;
   isUp(peerId: string): boolean;
+  /** the newest form of `channel`'s payloads the peer reads (PeerTransport.peerReads); without it, 1 */
+  peerReads?(peerId: string, channel: string): number;
   on(channel: string, handler: (msg: { from: string; payload: Uint8Array }) => unknown): () => void;
   readonly events: Pick<EventEmitter<PeerTransportEvents>, "on" | "off">;
 }
@@ -300,7 +269,7 @@ export class RaftPeerLink implements Transport {
         try {
           // queued only: written by flush(), which the manager calls after every batch of sends
           const t = this.stages.now();
-          const payload = encodeRaftPayload(group, ms);
+          const payload = encodeRaftPayload(group, ms, this.channel.peerReads?.(to, RAFT_CHANNEL) ?? 1);
           this.stages.add("raft.encode", t);
           this.channel.send(to, RAFT_CHANNEL, payload, HELD);
           this.unflushed.add(to);

@@ -32,7 +32,8 @@ import { FilteredChannel } from "../../shared/chaos-filter.js";
 import { PeerTransport } from "./peer/peer-transport.js";
 import type { PeerLimits } from "./peer/limits.js";
 import { PeerChannelHost } from "./peer-proxy-host.js";
-import { RaftPeerLink } from "./raft-transport.js";
+import { RAFT_CHANNEL, RaftPeerLink } from "./raft-transport.js";
+import { RAFT_WIRE_VERSION } from "./raft-wire.js";
 import { RingForwarder } from "./ring-forward.js";
 import { HeldJobsService } from "./held-jobs.js";
 import { LeaderProgressService } from "./leader-progress.js";
@@ -205,7 +206,8 @@ async function startup(): Promise<GroupManager> {
  */
 function startPeerChannel(p: RaftWorkerPeerInit): RaftPeerLink {
   const keys = loadClusterKeys(p.settings, { requirePeerKeys: false, publishSelf: true });
-  const transport = new PeerTransport({ ...peerTransportOptions(p.settings, keys, p.limits), stages });
+  // the Raft payloads' positional form (raft-wire.ts), told to every peer so that each sends it only where read
+  const transport = new PeerTransport({ ...peerTransportOptions(p.settings, keys, p.limits), stages, channelVersions: { [RAFT_CHANNEL]: RAFT_WIRE_VERSION } });
   joinHost = new JoinHost({ settings: p.settings, self: keys.self, keyring: keys.keyring, transport, propose: async (e) => proposeAnywhere(await started, CLUSTER_RING, e), hasCluster: () => manager?.has(CLUSTER_RING) ?? false });
   const known = [...(init.founders ?? []), ...p.settings.peers.flatMap((x) => (x.id === undefined ? [] : [x.id]))];
   const link = new RaftPeerLink(transport, init.nodeId, known, stages);

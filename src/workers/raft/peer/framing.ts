@@ -80,7 +80,15 @@ export interface HelloFields {
   eph: Uint8Array;
   /** 32 random bytes: freshness even if an ephemeral key were ever reused */
   nonce: Uint8Array;
+  /**
+   * The newer payload forms the sender reads, by channel (`{raft: 2}`); a channel not named is read in its
+   * first form only. Absent in the frames of masters before session 18, and when the sender reads no newer form.
+   */
+  ch?: Readonly<Record<string, number>>;
 }
+
+/** channels one HELLO or WELCOME may name in `ch`, count */
+const channelVersionsMax = 16;
 
 export function encodeClear(type: typeof FRAME.HELLO | typeof FRAME.WELCOME | typeof FRAME.REFUSE, fields: object): Uint8Array {
   const body = codec.encode(fields) as Uint8Array;
@@ -129,7 +137,30 @@ export function decodeHello(frame: Uint8Array, maxBytes: number): HelloFields {
     to: to === null || to === undefined ? null : str(to, "to", maxBytes),
     eph: bytes32(own(m, "eph"), "eph"),
     nonce: bytes32(own(m, "nonce"), "nonce"),
+    ch: channelVersions(own(m, "ch"), maxBytes),
   };
+}
+
+/** A HELLO's `ch`: channel name → a payload form's version (a positive count); absent is `{}`. */
+function channelVersions(v: unknown, maxBytes: number): Record<string, number> {
+  if (v === undefined || v === null) return {};
+  if (typeof v !== "object" || Array.isArray(v) || v instanceof Uint8Array) throw frameError("ch must be a map");
+  const out: Record<string, number> = {};
+  const keys = Object.keys(v);
+  if (keys.length > channelVersionsMax) throw frameError(`ch names ${keys.length} channels, at most ${channelVersionsMax}`);
+  for (const k of keys) {
+    const n = (v as Record<string, unknown>)[k];
+    let ok = false;
+    try {
+      validateChannel(k, maxBytes);
+      ok = typeof n === "number" && Number.isSafeInteger(n) && n >= 1;
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw frameError(`ch: ${JSON.stringify(k).slice(0, 64)} is not a channel with a version`);
+    out[k] = n as number;
+  }
+  return out;
 }
 
 /** REFUSE: why a handshake was turned down, as a short reason code (never secret material). */

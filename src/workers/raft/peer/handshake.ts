@@ -2,8 +2,8 @@
  * The peer channel handshake, sans-I/O: each side is a small state machine that takes frames and returns
  * the frame to send, and at the end a Session. Four messages, the initiator being the side that dialled:
  *
- *   1. HELLO    I → R  clear   {v, cluster, from: I, to: R | null, eph: e_I, nonce: n_I}
- *   2. WELCOME  R → I  clear   {v, cluster, from: R, to: I,        eph: e_R, nonce: n_R}
+ *   1. HELLO    I → R  clear   {v, cluster, from: I, to: R | null, eph: e_I, nonce: n_I[, ch]}
+ *   2. WELCOME  R → I  clear   {v, cluster, from: R, to: I,        eph: e_R, nonce: n_R[, ch]}
  *   3. AUTH     I → R  sealed with k_i2r, seq 0: {sig: Sign_I(L ‖ "initiator" ‖ th)}
  *   4. CONFIRM  R → I  sealed with k_r2i, seq 0: {sig: Sign_R(L ‖ "responder" ‖ th)}
  *
@@ -22,6 +22,11 @@
  * - the responder does the expensive step (an RSA signature) only after it verified the initiator's
  *   signature (a cheap RSA verify), so unauthenticated HELLOs cost it one X25519 key pair and one scalar
  *   multiplication.
+ *
+ * `ch` (optional, since session 18): the newer payload forms the sender reads, by channel (`{raft: 2}`); the
+ * session keeps the peer's (Session.peerReads), and a sender uses a newer form only with a peer that named it,
+ * so masters of two builds talk during a rolling upgrade. A master before it ignores the field (it reads the
+ * fields it knows); it is in th like every byte of the frame, so it is authenticated with the rest.
  *
  * A refusal is a HandshakeError: code CLUSTER_PEER_REFUSED for identity failures (unknown or forged peer,
  * duplicate id, wrong node or cluster), CLUSTER_HANDSHAKE for protocol failures; `reason` is the short code
@@ -79,6 +84,13 @@ export interface HandshakeContext {
   self: PeerIdentity;
   keyring: PeerKeyring;
   limits: Pick<PeerLimits, "handshakeFrameBytesMax" | "sessionMessagesMax">;
+  /** the newer payload forms this master reads, by channel, told to every peer in HELLO/WELCOME (`ch`) */
+  channelVersions?: Readonly<Record<string, number>>;
+}
+
+/** HELLO/WELCOME's `ch`, only when there is something to say: with nothing, the frames are those of masters before it. */
+function chField(ctx: HandshakeContext): { ch?: Readonly<Record<string, number>> } {
+  return ctx.channelVersions && Object.keys(ctx.channelVersions).length > 0 ? { ch: ctx.channelVersions } : {};
 }
 
 const concat = (...parts: Uint8Array[]): Uint8Array => concatBytes(parts);
@@ -189,10 +201,10 @@ abstract class HandshakeSide {
     this.session?.destroy();
   }
 
-  protected established(d: Derived, peer: string, key: KeyObject, role: "initiator" | "responder"): Session {
+  protected established(d: Derived, peer: string, key: KeyObject, role: "initiator" | "responder", peerChannels: Readonly<Record<string, number>> = {}): Session {
     sodium.memzero(this.eph.privateKey);
     const [send, recv] = role === "initiator" ? [d.i2r, d.r2i] : [d.r2i, d.i2r];
-    this.session = new Session(peer, d.sessionId, role, send, recv, this.ctx.limits.sessionMessagesMax);
+    this.session = new Session(peer, d.sessionId, role, send, recv, this.ctx.limits.sessionMessagesMax, peerChannels);
     this.th = d.th;
     this.peerKey = key;
     this.peer = peer;
@@ -239,6 +251,7 @@ export class InitiatorHandshake extends HandshakeSide {
       to: expectedPeer,
       eph: this.eph.publicKey,
       nonce: sodium.randombytes_buf(32),
+      ...chField(ctx),
     });
   }
 
@@ -251,7 +264,7 @@ export class InitiatorHandshake extends HandshakeSide {
       }
       const key = checkPeerFields(this.ctx, w);
       if (w.to !== this.ctx.self.id) throw new HandshakeError("wrong-node", w.from, `WELCOME addressed to ${JSON.stringify(w.to)}`);
-      this.established(derive(this.eph.privateKey, w.eph, this.hello, frame, w.from), w.from, key, "initiator");
+      this.established(derive(this.eph.privateKey, w.eph, this.hello, frame, w.from), w.from, key, "initiator", w.ch);
       this.stage = "sent-auth";
       return this.proof(SIGN_INITIATOR, FRAME.AUTH);
     });
@@ -284,8 +297,9 @@ export class ResponderHandshake extends HandshakeSide {
         to: h.from,
         eph: this.eph.publicKey,
         nonce: sodium.randombytes_buf(32),
+        ...chField(this.ctx),
       });
-      this.established(derive(this.eph.privateKey, h.eph, frame, welcome, h.from), h.from, key, "responder");
+      this.established(derive(this.eph.privateKey, h.eph, frame, welcome, h.from), h.from, key, "responder", h.ch);
       this.stage = "awaiting-auth";
       return welcome;
     });

@@ -132,7 +132,7 @@ export class PeerTransport {
     this.timer = new CoarseTimer(this.limits.timerTickMs);
     this.requests = new PendingRequests(this.timer);
     this.stages = opts.stages ?? NO_STAGES;
-    this.ctx = { clusterId: opts.clusterId, self: opts.keys.self, keyring: opts.keys.keyring, limits: this.limits };
+    this.ctx = { clusterId: opts.clusterId, self: opts.keys.self, keyring: opts.keys.keyring, limits: this.limits, ...(opts.channelVersions ? { channelVersions: opts.channelVersions } : {}) };
     this.listener = new PeerListener({
       selfId: opts.selfId,
       limits: this.limits,
@@ -297,6 +297,14 @@ export class PeerTransport {
 
   isUp(peerId: string): boolean {
     return this.byId.get(peerId)?.state === "up";
+  }
+
+  /**
+   * The newest form of `channel`'s payloads `peerId` reads, as its handshake on this master's outbound link
+   * said (what send() writes goes over that link); 1 when it said nothing or there is no session.
+   */
+  peerReads(peerId: string, channel: string): number {
+    return this.byId.get(peerId)?.session?.peerReads(channel) ?? 1;
   }
 
   status(): PeerStatus[] {

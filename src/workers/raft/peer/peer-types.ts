@@ -30,6 +30,8 @@ export interface PeerTransportOptions {
   context?: zmq.Context;
   /** where the channel's stages add their time (the Raft worker's StageClock) */
   stages?: StageSink;
+  /** the newer payload forms this master reads, by channel (`{raft: 2}`), told to every peer in the handshake */
+  channelVersions?: Readonly<Record<string, number>>;
 }
 
 /** What a channel handler gets. */

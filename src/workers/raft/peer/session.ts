@@ -49,7 +49,14 @@ export class Session {
     private readonly recvKey: Uint8Array,
     /** frames sealed per direction before the session must be replaced, count */
     private readonly messagesMax: number,
+    /** the newer payload forms the peer said in its handshake it reads, by channel (HELLO/WELCOME `ch`) */
+    private readonly peerChannels: Readonly<Record<string, number>> = {},
   ) {}
+
+  /** The newest form of `channel`'s payloads the peer reads: what its handshake said, 1 when it said nothing. */
+  peerReads(channel: string): number {
+    return Object.hasOwn(this.peerChannels, channel) ? this.peerChannels[channel]! : 1;
+  }
 
   /** frames sealed so far (the handshake's included) */
   get sealed(): number {
