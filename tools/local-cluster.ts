@@ -551,6 +551,23 @@ export class ClusterHarness {
   }
 
   /** Waits until the live masters `alive` agree on one leader (other than `not`), and `voters` voters. */
+  /**
+   * Isolated topology, master 0 started alone (`startWith: 1`): reads the `cluster.pub` fingerprint from its
+   * `salt-key -F` as an operator does, starts `joiners` with it pinned, and waits for all of them up and for a leader
+   * with every one a voter. Returns the fingerprint.
+   */
+  async joinPinned(joiners: number[]): Promise<string> {
+    const f = await this.saltKey(0, ["-F"]);
+    const fp = /^cluster\.pub:\s+(\S+)$/m.exec(f.stdout)?.[1];
+    if (f.code !== 0 || !fp) throw new Error(`salt-key -F on m1 printed no cluster.pub line: ${f.stdout}${f.stderr}`);
+    for (const i of joiners) this.configure(i, { cluster_pub_fingerprint: fp });
+    await Promise.all(joiners.map((i) => this.startMaster(i)));
+    const all = [0, ...joiners];
+    await this.waitUp(all);
+    await this.waitLeader(all, all.length, 60_000);
+    return fp;
+  }
+
   async waitLeader(alive: number[], voters: number, ms = 30_000, not?: string): Promise<string> {
     return until(`a leader seen by ${alive.map((i) => this.masters[i]!.id).join(", ")}`, async () => {
       const views = await Promise.all(alive.map((i) => this.clusterRunner(i, "members")));

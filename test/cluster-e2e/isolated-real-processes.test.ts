@@ -35,14 +35,7 @@ test("a 4th master process joins a running 3-master isolated cluster behind HAPr
   const minions: TestMinion[] = [];
   try {
     // m1 founded: the operator reads the fingerprint joiners pin
-    const f = await h.saltKey(0, ["-F"]);
-    assert.equal(f.code, 0, f.stderr);
-    const fp = /^cluster\.pub:\s+(\S+)$/m.exec(f.stdout)?.[1];
-    assert.ok(fp, `salt-key -F prints a cluster.pub line: ${f.stdout}`);
-    for (const i of [1, 2]) h.configure(i, { cluster_pub_fingerprint: fp });
-    await Promise.all([h.startMaster(1), h.startMaster(2)]);
-    await h.waitUp([0, 1, 2]);
-    await h.waitLeader([0, 1, 2], 3, 60_000);
+    const fp = await h.joinPinned([1, 2]);
 
     // a minion's key, accepted on m1 by the operator (auto_accept is off everywhere)
     const [key] = await testKeys(1);

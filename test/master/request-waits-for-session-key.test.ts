@@ -30,7 +30,9 @@ import {
   sessionKeyWaitersMax,
   sessionKeyWaitersPerMinionMax,
   sessionKeyWaitMsMax,
+  acceptedKeyWaitMsMax,
 } from "../../src/workers/req-handler/session-wait.js";
+import { testKeys } from "../helpers/minions.js";
 
 const MINION = "lb-1";
 let rc: RequestContext;
@@ -43,16 +45,16 @@ before(async () => {
 after(() => rc.close());
 
 /** A v3 `_minion_event` of the minion, sealed with `key`, and its nonce. */
-function v3Event(key: string, tag: string, id = MINION): { f: Buffer; nonce: string } {
+function v3Event(key: string, tag: string, id = MINION, tok = rc.keys.tok): { f: Buffer; nonce: string } {
   const nonce = newNonce();
-  const inner = { cmd: "_minion_event", id, tag, data: { t: tag }, nonce, ts: Math.floor(Date.now() / 1000), tok: rc.keys.tok };
+  const inner = { cmd: "_minion_event", id, tag, data: { t: tag }, nonce, ts: Math.floor(Date.now() / 1000), tok };
   return { f: packSalt({ enc: "aes", load: sealSalt(new Crypticle(key), inner), version: 3, id }), nonce };
 }
 
 const keyFile = (id = MINION) => path.join(ctx.sessions.dir, id);
 const refused = (reply: Buffer) => decodeWire(reply) === "bad load";
 /** A clustered master's waiting room on this context (what MasterContext makes when `cluster_id` is set). */
-const clustered = () => ((ctx as { sessionWaits: unknown }).sessionWaits = new SessionKeyWaitRoom(new SessionKeyWaits((id, c) => ctx.sessions.opens(id, c), Date.now)));
+const clustered = () => ((ctx as { sessionWaits: unknown }).sessionWaits = new SessionKeyWaitRoom(new SessionKeyWaits(Date.now)));
 const unclustered = () => ((ctx as { sessionWaits: unknown }).sessionWaits = undefined);
 
 test("unclustered: a request sealed with a key the master does not hold is answered bad load at once, and creates no key", async () => {
@@ -107,24 +109,55 @@ test("clustered: a key that never comes: bad load at the end of the wait, and st
 test("the waiting requests are bounded per thread (count and bytes) and per minion; each leaves opened or at its deadline", () => {
   let now = 1_000;
   const open = new Set<string>();
-  const w = new SessionKeyWaits((id) => open.has(id), () => now);
+  const w = new SessionKeyWaits(() => now);
   const results: [string, boolean][] = [];
-  const small = Buffer.alloc(64);
-  for (let i = 0; i < sessionKeyWaitersPerMinionMax; i++) assert.equal(w.wait("m-a", small, (o) => results.push(["m-a", o])), undefined);
-  assert.equal(w.wait("m-a", small, () => undefined), "minion", "one minion's waiting requests are bounded");
-  assert.equal(w.wait("m-big", Buffer.alloc(sessionKeyWaitBytesMax), () => undefined), "bytes", "so are their bytes");
-  for (let i = w.size; i < sessionKeyWaitersMax; i++) assert.equal(w.wait(`m-${i}`, small, () => undefined), undefined);
-  assert.equal(w.wait("m-late", small, () => undefined), "waiters", "and their number");
+  const small = 64;
+  const wait = (id: string, bytes: number, done: (o: boolean) => void) => w.wait(id, bytes, sessionKeyWaitMsMax, () => open.has(id), done);
+  for (let i = 0; i < sessionKeyWaitersPerMinionMax; i++) assert.equal(wait("m-a", small, (o) => results.push(["m-a", o])), undefined);
+  assert.equal(wait("m-a", small, () => undefined), "minion", "one minion's waiting requests are bounded");
+  assert.equal(wait("m-big", sessionKeyWaitBytesMax, () => undefined), "bytes", "so are their bytes");
+  for (let i = w.size; i < sessionKeyWaitersMax; i++) assert.equal(wait(`m-${i}`, small, () => undefined), undefined);
+  assert.equal(wait("m-late", small, () => undefined), "waiters", "and their number");
   assert.equal(w.tick(), true);
   assert.equal(results.length, 0, "nothing opened, nothing expired");
   open.add("m-a");
   assert.equal(w.tick(), true);
   assert.equal(results.length, sessionKeyWaitersPerMinionMax);
   assert.ok(results.every(([id, o]) => id === "m-a" && o), "m-a's requests leave opened");
-  assert.equal(w.wait("m-a", small, (o) => results.push(["m-a2", o])), undefined, "room again for m-a");
+  assert.equal(wait("m-a", small, (o) => results.push(["m-a2", o])), undefined, "room again for m-a");
   now += sessionKeyWaitMsMax;
   open.clear();
   assert.equal(w.tick(), false, "at the deadline every request leaves");
   assert.deepEqual(results.at(-1), ["m-a2", false]);
   assert.equal(w.size, 0);
+});
+
+test("isolated filesystems: a request of a minion accepted a moment ago on another master waits for its key, and is answered once state-sync brings it", async () => {
+  clustered();
+  const isolated = (on: boolean) => ((ctx as { isolatedFs: boolean }).isolatedFs = on);
+  const newcomer = (await testKeys(2))[1]!;
+  const sessionKey = generateKeyString();
+  try {
+    for (const id of ["iso-new", "shared-new"]) {
+      assert.equal(applyPeerSessionKey(ctx.sessions.dir, id, { key: sessionKey, t: Date.now() }, 86_400_000, Date.now()), true);
+    }
+    // shared filesystem: the key directory is the cluster's own, nothing is on its way: refused at once
+    isolated(false);
+    const at = Date.now();
+    assert.ok(refused(await handleRequest(ctx, v3Event(sessionKey, "shared", "shared-new", newcomer.tok).f, newEffects())));
+    assert.ok(Date.now() - at < acceptedKeyWaitMsMax, "not held for the accepted key");
+    isolated(true);
+    const fx = newEffects();
+    const { f, nonce } = v3Event(sessionKey, "accepted-elsewhere", "iso-new", newcomer.tok);
+    const reply = handleRequest(ctx, f, fx);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(fx.events, [], "nothing acted on before the key is accepted here");
+    ctx.keys.write("accepted", "iso-new", newcomer.publicPem); // what state-sync's key channel installs
+    const r = await reply;
+    assert.equal(refused(r), false, "answered once the key came");
+    assert.equal(new Crypticle(sessionKey).loads(decodeWire(r) as Buffer, { nonce }), null);
+    assert.deepEqual(fx.events.map((e) => busEventOf(e)?.tag), ["accepted-elsewhere"]);
+  } finally {
+    isolated(false);
+  }
 });

@@ -122,6 +122,8 @@ export class MasterContext {
   readonly sessions: SessionKeys;
   /** clustered: requests sealed with a session key a peer is still sending wait here for it (session-wait.ts) */
   readonly sessionWaits: SessionKeyWaitRoom | undefined;
+  /** clustered with `cluster_isolated_filesystem`: a minion's accepted key reaches this master by state-sync */
+  readonly isolatedFs: boolean;
   /** minions that sign in with protocol v3: a v2 request in their name is refused (v3-marks.ts) */
   readonly v3Marks: V3Marks;
   readonly secrets: SharedSecrets;
@@ -205,7 +207,8 @@ export class MasterContext {
     this.keys = keyStoreFor(cfg);
     this.acceptedKeys = new AcceptedKeyCache(this.keys, acceptedKeyCacheTtlMs, acceptedKeyCacheEntriesMax, now, undefined, shared.keys && new KeyTable(shared.keys), (line) => log.warning(line));
     this.sessions = new SessionKeys(cfg.cachedir, cfg.publish_session, now, shared.sessions && new SessionTable(shared.sessions));
-    this.sessionWaits = isClustered(cfg) ? new SessionKeyWaitRoom(new SessionKeyWaits((id, cipher) => this.sessionOpens(id, cipher), now)) : undefined;
+    this.sessionWaits = isClustered(cfg) ? new SessionKeyWaitRoom(new SessionKeyWaits(now)) : undefined;
+    this.isolatedFs = isClustered(cfg) && cfg.cluster_isolated_filesystem === true;
     this.v3Marks = new V3Marks(cfg.cachedir, now);
     this.secrets = new SharedSecrets(shared.secrets);
     this.nonces = new NonceSet(shared.nonces);
@@ -221,7 +224,7 @@ export class MasterContext {
 
   /** The current publish AES Crypticle (v2 requests, auth replies); rebuilt when the key rotates. */
   /** Whether a session key this master holds for `id` seals `cipher` (false when its file cannot be read). */
-  private sessionOpens(id: string, cipher: Buffer): boolean {
+  sessionOpens(id: string, cipher: Buffer): boolean {
     try {
       return this.sessions.opens(id, cipher);
     } catch {

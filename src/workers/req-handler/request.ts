@@ -26,7 +26,7 @@ import { requestTsWindowS, staleTs } from "./replay-window.js";
 import { Framed } from "./framed.js";
 import { commandNeedsDecider, frameAction } from "../../shared/nonce-owner.js";
 import { MEMO_COPY, MEMO_FRESH, MEMO_NONE, resendTagBytes } from "../../shared/nonce-replies.js";
-import { sessionKeyWaitMsMax } from "./session-wait.js";
+import { acceptedKeyWaitMsMax, sessionKeyWaitMsMax } from "./session-wait.js";
 
 import { CMD_NONE, cmdSlotOf } from "../../shared/metrics/labels.js";
 
@@ -76,8 +76,10 @@ let overBudget = false;
 export function lastOverBudget(): boolean {
   return overBudget;
 }
-/** a request handled again once its minion's session key came (session-wait.ts): it does not wait a second time */
-let afterKeyWait = false;
+/** what a request waited for before (session-wait.ts): handled again once it came, it does not wait for it twice */
+const WAITED_SESSION_KEY = 1;
+const WAITED_ACCEPTED_KEY = 2;
+let waitedFor = 0;
 /** that request's memo, made when it began to wait (the worker took it then), to be filled in */
 let adoptMemo: Memo | undefined;
 /** requests that waited for a session key in vain, or could not wait: at most 10 lines a minute per thread */
@@ -279,11 +281,13 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
         overBudgetRefusal(ctx, `A request from ${short(payload.id)}`, cipher.length);
         return BAD_LOAD;
       }
-      if (version > 2 && isBrineError(e, "CRYPTICLE_AUTH") && ctx.sessionWaits && !afterKeyWait) {
+      if (version > 2 && isBrineError(e, "CRYPTICLE_AUTH") && ctx.sessionWaits && !(waitedFor & WAITED_SESSION_KEY)) {
         // clustered: the key may be on its way from the peer the minion signed in on (session-wait.ts)
-        const waiting = ctx.sessionWaits.wait(payload.id as string, cipher);
-        if (typeof waiting !== "string") return waitForSessionKey(ctx, waiting, frame, fx, source, payload.id as string);
-        keyWaitLog.line(`A request from ${short(payload.id)} is sealed with a session key this master does not hold; answered "bad load" without waiting for a peer's (too many requests wait: ${waiting})`);
+        const id = payload.id as string;
+        const sealed = cipher;
+        const waiting = ctx.sessionWaits.wait(id, sealed.length, sessionKeyWaitMsMax, () => ctx.sessionOpens(id, sealed));
+        if (typeof waiting !== "string") return waitForKey(ctx, waiting, WAITED_SESSION_KEY, frame, fx, source, id);
+        keyWaitLog.line(`A request from ${short(id)} is sealed with a session key this master does not hold; answered "bad load" without waiting for a peer's (too many requests wait: ${waiting})`);
         return BAD_LOAD;
       }
       if (isBrineError(e, "CRYPTICLE_AUTH")) {
@@ -353,6 +357,12 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
       log.warning(`Request contains invalid minion id '${short(id)}'`);
       return BAD_LOAD;
     }
+    if (ctx.isolatedFs && ctx.sessionWaits && !(waitedFor & WAITED_ACCEPTED_KEY) && ctx.acceptedKeys.get(id) === undefined) {
+      // isolated filesystems: a minion accepted a moment ago on the master it signed in on, whose key is on its way here
+      const waiting = ctx.sessionWaits.wait(id, frame.length, acceptedKeyWaitMsMax, () => ctx.acceptedKeys.getFresh(id) !== undefined);
+      if (typeof waiting !== "string") return waitForKey(ctx, waiting, WAITED_ACCEPTED_KEY, frame, fx, source, id);
+      keyWaitLog.line(`A request from ${short(id)}, whose key this master has not accepted, is answered "bad load" without waiting for the key from a peer (too many requests wait: ${waiting})`);
+    }
     if (!checkTok(ctx, id, load.tok)) return BAD_LOAD;
   } else {
     // a v2 envelope has no per-minion key: refuse it where a v3 minion's name is claimed, or everywhere
@@ -404,20 +414,23 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
 }
 
 /**
- * A request that waits for its minion's session key: once a key this master holds opens it, it is handled anew
- * (once: it does not wait again), with the decode budget's charge of that second handling given back when its
- * reply is ready; at the deadline it is answered "bad load" as before.
+ * A request that waits for its minion's session key or accepted key (`what`): once it is here, the request is
+ * handled anew (it does not wait for the same thing again), with the decode budget's charge of that handling given
+ * back when its reply is ready; at the deadline it is answered "bad load" as before. The memo the worker took when
+ * the request began to wait is the one filled in, however many waits it went through.
  */
-function waitForSessionKey(ctx: MasterContext, waiting: Promise<boolean>, frame: Buffer, fx: Effects, source: string | undefined, id: string): Promise<unknown> {
-  const slot: Memo = { kind: MEMO_NONE, key: "", what: "" };
+function waitForKey(ctx: MasterContext, waiting: Promise<boolean>, what: number, frame: Buffer, fx: Effects, source: string | undefined, id: string): Promise<unknown> {
+  const slot: Memo = adoptMemo ?? { kind: MEMO_NONE, key: "", what: "" };
   memo = slot;
-  return waiting.then((opened) => {
-    if (!opened) {
-      keyWaitLog.line(`A request from ${short(id)} is sealed with a session key this master does not hold, and no peer sent one that opens it within ${sessionKeyWaitMsMax} ms; answered "bad load" (the minion signs in again)`);
+  const waited = waitedFor | what;
+  return waiting.then((came) => {
+    if (!came) {
+      if (what === WAITED_SESSION_KEY) keyWaitLog.line(`A request from ${short(id)} is sealed with a session key this master does not hold, and no peer sent one that opens it within ${sessionKeyWaitMsMax} ms; answered "bad load" (the minion signs in again)`);
+      else log.warning(`Salt minion claiming to be ${id} attempted to communicate with master, but key could not be read and verification was denied (no peer's state-sync brought it within ${acceptedKeyWaitMsMax} ms).`);
       return BAD_LOAD;
     }
     let reply: unknown;
-    afterKeyWait = true;
+    waitedFor = waited;
     adoptMemo = slot;
     try {
       reply = handle(ctx, frame, fx, source);
@@ -425,7 +438,7 @@ function waitForSessionKey(ctx: MasterContext, waiting: Promise<boolean>, frame:
       ctx.decodeBudget.letGo();
       throw e;
     } finally {
-      afterKeyWait = false;
+      waitedFor = 0;
       adoptMemo = undefined;
     }
     const held = ctx.decodeBudget.detach();
