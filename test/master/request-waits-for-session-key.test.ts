@@ -132,7 +132,7 @@ test("the waiting requests are bounded per thread (count and bytes) and per mini
   assert.equal(w.size, 0);
 });
 
-test("isolated filesystems: a request of a minion accepted a moment ago on another master waits for its key, and is answered once state-sync brings it", async () => {
+test("isolated filesystems: a request (v3 or v2) of a minion accepted a moment ago on another master waits for its key, and is answered once state-sync brings it", async () => {
   clustered();
   const isolated = (on: boolean) => ((ctx as { isolatedFs: boolean }).isolatedFs = on);
   const newcomer = (await testKeys(2))[1]!;
@@ -157,6 +157,19 @@ test("isolated filesystems: a request of a minion accepted a moment ago on anoth
     assert.equal(refused(r), false, "answered once the key came");
     assert.equal(new Crypticle(sessionKey).loads(decodeWire(r) as Buffer, { nonce }), null);
     assert.deepEqual(fx.events.map((e) => busEventOf(e)?.tag), ["accepted-elsewhere"]);
+
+    // a 3006.8 minion (protocol v2: the master's AES key; no tok, as its `_pillar` has none) waits the same way
+    const fx2 = newEffects();
+    const nonce2 = newNonce();
+    const v2 = packSalt({ enc: "aes", load: sealSalt(new Crypticle(rc.aesKey), { cmd: "_minion_event", id: "iso-v2", tag: "v2-accepted-elsewhere", data: {}, nonce: nonce2 }), version: 2 });
+    const reply2 = handleRequest(ctx, v2, fx2);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(fx2.events, [], "the v2 request waits too");
+    ctx.keys.write("accepted", "iso-v2", newcomer.publicPem);
+    const r2 = await reply2;
+    assert.equal(refused(r2), false, "the v2 request answered once the key came");
+    assert.equal(new Crypticle(rc.aesKey).loads(decodeWire(r2) as Buffer, { nonce: nonce2 }), null);
+    assert.deepEqual(fx2.events.map((e) => busEventOf(e)?.tag), ["v2-accepted-elsewhere"]);
   } finally {
     isolated(false);
   }

@@ -357,12 +357,8 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
       log.warning(`Request contains invalid minion id '${short(id)}'`);
       return BAD_LOAD;
     }
-    if (ctx.isolatedFs && ctx.sessionWaits && !(waitedFor & WAITED_ACCEPTED_KEY) && ctx.acceptedKeys.get(id) === undefined) {
-      // isolated filesystems: a minion accepted a moment ago on the master it signed in on, whose key is on its way here
-      const waiting = ctx.sessionWaits.wait(id, frame.length, acceptedKeyWaitMsMax, () => ctx.acceptedKeys.getFresh(id) !== undefined);
-      if (typeof waiting !== "string") return waitForKey(ctx, waiting, WAITED_ACCEPTED_KEY, frame, fx, source, id);
-      keyWaitLog.line(`A request from ${short(id)}, whose key this master has not accepted, is answered "bad load" without waiting for the key from a peer (too many requests wait: ${waiting})`);
-    }
+    const waiting = waitForAcceptedKey(ctx, id, frame, fx, source);
+    if (waiting) return waiting;
     if (!checkTok(ctx, id, load.tok)) return BAD_LOAD;
   } else {
     // a v2 envelope has no per-minion key: refuse it where a v3 minion's name is claimed, or everywhere
@@ -374,6 +370,11 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     if (id !== "" && ctx.v3Marks.has(id)) {
       log.warning(`Request from ${id} refused: envelope version ${version}, but ${id} signs in with protocol v3 (another minion may be using its name)`);
       return BAD_LOAD;
+    }
+    // a v2 load carries no tok for every command (3006.8's `_pillar` has none), but a private reply needs the key too
+    if (id !== "") {
+      const waiting = waitForAcceptedKey(ctx, id, frame, fx, source);
+      if (waiting) return waiting;
     }
     if (load.tok !== undefined && id !== "" && !checkTok(ctx, id, load.tok)) return BAD_LOAD;
   }
@@ -411,6 +412,19 @@ function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string |
     fx.nonces.push(nonce); // to the journal and the peers (replay-window.ts)
   }
   return dispatch(ctx, handler, cmd, load, fx, spans, version, session, id, nonce, payload);
+}
+
+/**
+ * Isolated filesystems: a request of a minion accepted a moment ago on the master it signed in on, whose key is on
+ * its way here by state-sync, waits for it (a promise of the reply); undefined when the key is here, nothing can be
+ * on its way (a shared key directory), the request waited for it once already, or the room is full (logged).
+ */
+function waitForAcceptedKey(ctx: MasterContext, id: string, frame: Buffer, fx: Effects, source: string | undefined): Promise<unknown> | undefined {
+  if (!ctx.isolatedFs || !ctx.sessionWaits || waitedFor & WAITED_ACCEPTED_KEY || ctx.acceptedKeys.get(id) !== undefined) return undefined;
+  const waiting = ctx.sessionWaits.wait(id, frame.length, acceptedKeyWaitMsMax, () => ctx.acceptedKeys.getFresh(id) !== undefined);
+  if (typeof waiting !== "string") return waitForKey(ctx, waiting, WAITED_ACCEPTED_KEY, frame, fx, source, id);
+  keyWaitLog.line(`A request from ${short(id)}, whose key this master has not accepted, is answered "bad load" without waiting for the key from a peer (too many requests wait: ${waiting})`);
+  return undefined;
 }
 
 /**
