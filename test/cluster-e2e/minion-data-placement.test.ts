@@ -78,7 +78,7 @@ test("mine and grains routed to a ring with replicas 2 live on each minion's two
       until(`every minion's ${dataType} record on its two owners`, async () => {
         const r = await run(i, "placement_check", "minions", `data_type=${dataType}`);
         const pending = Object.values(r.handoff_pending as Record<string, number>).reduce((a, b) => a + b, 0);
-        t.diagnostic(`m${i + 1} placement_check ${dataType}: ok ${r.ok}, violations ${r.violations.length}, pending ${JSON.stringify(r.handoff_pending)}`);
+        t.diagnostic(`m${i + 1} placement_check ${dataType}: ok ${r.ok}, violations ${r.violations.length}${r.violations.length > 0 ? ` ${JSON.stringify(r.violations.slice(0, 3))}` : ""}, pending ${JSON.stringify(r.handoff_pending)}`);
         return r.ok && pending === 0 && IDS.every((id) => r.ids[id]) ? r : undefined;
       }, 120_000, 2000);
     const placedIds: Record<string, Record<string, string[]>> = {};

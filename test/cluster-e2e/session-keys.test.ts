@@ -95,7 +95,8 @@ test("v3 session keys are shared through the cluster (no shared cachedir)", { ti
       // a new sign-in anywhere hands out the converged key
       const probe = minionThrough(HOSTS[0]!, "sk-race", keys[1]!);
       await probe.start();
-      assert.equal(probe.creds!.session, newer);
+      const got = probe.creds!.session;
+      assert.equal(got, newer, `a sign-in on master 1 after the convergence handed out ${got === older ? "the older key" : "a third key"}`);
       await probe.stop();
       await h.undrain(0);
       await h.undrain(2);

@@ -7,6 +7,7 @@ import path from "node:path";
 import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
 import { applyPeerSessionKey, sessionRefreshMsMin, SessionKeys } from "../../src/lib/store/sessions.js";
 import { isBrineError } from "../../src/shared/errors.js";
+import { SessionTable } from "../../src/shared/session-table.js";
 
 test("a request sealed with a peer's newer key or the thread's own key is opened, and answered with the key it came with", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
@@ -32,6 +33,26 @@ test("a request sealed with a peer's newer key or the thread's own key is opened
     assert.throws(() => c.loads(new Crypticle(generateKeyString()).dumps({ nonce })), (e) => isBrineError(e, "CRYPTICLE_AUTH"), "an unknown key is refused");
     now += 2000;
     assert.equal(keys.get("web1").key, peerKey, "after the cache lifetime the newest key is current (what auth hands out)");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a sign-in right after a peer's newer key arrived hands out that key, though threads saw the older one under a second ago", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-sess-"));
+  try {
+    let now = Date.now();
+    const table = new SessionTable(SessionTable.create(64));
+    const signIns = new SessionKeys(dir, 86400, () => now, table);
+    const decodes = new SessionKeys(dir, 86400, () => now, table); // another request thread of the same master
+    const own = signIns.get("web3").key;
+    assert.equal(decodes.find("web3")?.key, own, "the other thread checked the file and shared its check");
+    const peerKey = generateKeyString();
+    now += 5;
+    assert.equal(applyPeerSessionKey(path.join(dir, "sessions"), "web3", { key: peerKey, t: now }, 86400_000, now), true);
+    now += 100; // inside both threads' 1 s cache and the table record's
+    assert.equal(signIns.get("web3").key, peerKey, "the sign-in on the thread that made the older key");
+    assert.equal(decodes.get("web3").key, peerKey, "the sign-in on the thread whose check the table holds");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -410,6 +410,56 @@ test("shed_unowned of a minion bank drops a record this master does not own only
   }
 });
 
+test("a route cleared and set again to the same ring between two rounds places again what the gather brought back to broadcast", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  const ids = ["g1", "g2", "g3"];
+  try {
+    for (const id of ids) await c.writer("m3").setMine(id, { f: id });
+    await c.rounds();
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2"], `${id} placed on its owners`);
+    // route_clear: every master gathers (no round runs meanwhile: with neither bank routed a master only gathers)
+    c.unroute();
+    for (const m of ["m1", "m2", "m3"]) assert.equal((await c.svc.get(m)!.broadcast.gather("mine")).complete, true, m);
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2", "m3"], `${id} on every master (broadcast)`);
+    // route_set mine minions again, the same ring and table as before
+    c.reroute();
+    await c.rounds(4);
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2"], `${id} back on its owners only`);
+    assert.ok(c.stores.get("m3")!.placedBy.get("~mine/minions"), "m3's scan is done");
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a route set again while a gather still pulls: the placement scan waits for the pull, and what it stored goes to the owners", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
+  const c = cluster(dir);
+  const ids = ["p1", "p2", "p3"];
+  try {
+    for (const id of ids) await c.writer("m3").setMine(id, { f: id });
+    await c.rounds();
+    c.unroute();
+    c.slow.set("m1", 200); // m1's answers take 200 ms: m3's pull from it outlasts the route's return
+    const gathering = c.svc.get("m3")!.broadcast.gather("mine");
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(c.svc.get("m3")!.broadcast.pulling("mine"), true, "m3 is pulling");
+    c.reroute();
+    await c.svc.get("m3")!.round(); // a round while the pull is under way: no scan yet
+    assert.equal(c.stores.get("m3")!.placedBy.get("~mine/minions"), undefined, "no scan while the pull stores records");
+    const g = await gathering;
+    assert.equal(g.complete, false, "routed again meanwhile: the gather ends without dropping its mark");
+    assert.ok(ids.some((id) => c.stores.get("m3")!.mine.get(id) !== undefined), "the pull stored records on m3, which owns none");
+    c.slow.delete("m1");
+    await c.rounds(4);
+    for (const id of ids) assert.deepEqual(holders(c, "mine", id), ["m1", "m2"], `${id} on its owners only`);
+  } finally {
+    for (const s of c.svc.values()) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("an idle master (no bank routed, nothing to hand off or gather) does not touch the job store on its ticks; a route set later still starts placement", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "brine-minion-handoff-"));
   const c = cluster(dir);

@@ -1,8 +1,8 @@
 /**
  * Per-minion session keys (protocol v3): `cachedir/sessions/<id>` holds a Crypticle key string (0600,
- * written to a temp file and renamed), replaced when older than `publish_session`. Read on each auth
- * and each v3 request decode, so each thread caches key + mtime for a second at most (the file is the
- * truth shared by all threads and, with a shared cachedir, all masters).
+ * written to a temp file and renamed), replaced when older than `publish_session`. Each sign-in checks the
+ * file (a stat, read again when it changed); a v3 request decode trusts a thread's cached key + mtime for a
+ * second at most (the file is the truth shared by all threads and, with a shared cachedir, all masters).
  *
  * Clustered without a shared cachedir, keys travel between masters instead (src/workers/state-sync/): a key
  * this master creates is reported through `track()` (the request worker hands it to the main thread, which
@@ -210,9 +210,11 @@ export class SessionKeys {
     const t = this.now();
     const c = this.cache.get(id);
     const maxAgeMs = this.publishSessionS * 1000;
-    if (c && t - c.checkedAt < cacheTtlMs && t - c.mtimeMs < maxAgeMs) return c;
+    // a sign-in (create) always checks the file: the key it hands out is the one a peer merged a moment ago, not
+    // the one a thread saw under a second before (one stat, against the sign-in's RSA work)
+    if (!create && c && t - c.checkedAt < cacheTtlMs && t - c.mtimeMs < maxAgeMs) return c;
     // another thread's check of the file, under a second old: its key, without touching the file
-    const rec = this.table?.read(id);
+    const rec = create ? undefined : this.table?.read(id);
     if (rec && t - rec.checkedAt >= 0 && t - rec.checkedAt < cacheTtlMs && t - rec.mtimeMs < maxAgeMs) {
       if (c && c.key === rec.key && c.mtimeMs === rec.mtimeMs && c.ino === rec.ino) {
         c.checkedAt = rec.checkedAt;

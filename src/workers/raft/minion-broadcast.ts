@@ -25,6 +25,7 @@ import {
   mustGather,
   parseMinionOutboxKey,
   placedByPrefix,
+  placedMarkKey,
   planMinionShed,
   wantedFrom,
   type MinionAnswer,
@@ -102,6 +103,8 @@ export class MinionBroadcast {
   private nextCollect = 1;
   /** per bank: the masters its last gather ended without, until a collect_from_peers pulls from them */
   private readonly without = new Map<MinionBank, Map<string, string>>();
+  /** per bank: pulls from peers under way (gather, collect), which may still store records this master does not own */
+  private readonly pulls = new Map<MinionBank, number>();
 
   constructor(
     private readonly d: MinionPlacementDeps,
@@ -173,6 +176,14 @@ export class MinionBroadcast {
     return out;
   }
 
+  /**
+   * Whether a pull of `bank` from a peer is under way here: a placement scan of the bank waits for it to end,
+   * or records it stores after the scan walked past them would stay on a master that does not own them.
+   */
+  pulling(bank: MinionBank): boolean {
+    return (this.pulls.get(bank) ?? 0) > 0;
+  }
+
   /** Whether this master still gathers `bank` (back to broadcast, not every master pulled from yet). */
   gatheringNow(bank: MinionBank): boolean {
     return mustGather(this.d.route(dataTypeOf(bank)), this.placedByKeys(bank));
@@ -213,6 +224,15 @@ export class MinionBroadcast {
     const peers = this.d.peers();
     const waiting: Record<string, string> = {};
     let items = 0;
+    // the copies stop being placed by the tables they were placed by (the mark stays until the gather is done): a
+    // route set again, to the same ring too, starts a placement scan of what the pulls bring (MinionPlacement.scan)
+    const tables = this.placedByKeys(bank).filter((k) => k !== placedMarkKey(bank));
+    if (tables.length > 0) {
+      const s = this.d.store();
+      await s.root.transaction(() => {
+        for (const k of tables) s.placedBy.removeSync(k);
+      });
+    }
     for (const p of peers) {
       if (done.has(p) || unable.has(p)) continue;
       if (!this.d.up(p)) {
@@ -268,6 +288,15 @@ export class MinionBroadcast {
    * master's (wantedFrom), stored when still newer (last writer wins). Throws when `peer` stops answering.
    */
   async pullFrom(peer: string, bank: MinionBank, progress?: (items: number, bytes: number) => void): Promise<{ items: number; bytes: number }> {
+    this.pulls.set(bank, (this.pulls.get(bank) ?? 0) + 1);
+    try {
+      return await this.pullPages(peer, bank, progress);
+    } finally {
+      this.pulls.set(bank, this.pulls.get(bank)! - 1);
+    }
+  }
+
+  private async pullPages(peer: string, bank: MinionBank, progress?: (items: number, bytes: number) => void): Promise<{ items: number; bytes: number }> {
     const c = this.cache();
     let after: string | undefined;
     let items = 0;

@@ -18,7 +18,8 @@
  *   the jobs' rebalancing; every record the first time): a cluster that held every minion everywhere
  *   (broadcast) ends with each on its owners only. The table
  *   the copies are placed by is kept in `jobs/placed-by` under `~data/<ring>` / `~mine/<ring>` once a scan is
- *   done, so a master stopped mid-scan scans again when it starts.
+ *   done, so a master stopped mid-scan scans again when it starts; a gather back to broadcast drops it, so a
+ *   route set again (to the same ring too) scans what the gather brought, once no pull of the bank is under way.
  * - **Back to broadcast** (gather, spread, collect, shed): minion-broadcast.ts, which this hands the outbox keys
  *   of banks no longer routed and the `spread` requests it is served.
  * - **Reads** (`records`, `target`, `ids`): the asking thread (a request worker through the main thread, a
@@ -241,6 +242,8 @@ export class MinionPlacement {
       this.scans.delete(bank);
       return;
     }
+    // records a pull of the bank (back to broadcast, a route cleared a moment ago) is still storing: scanned after it
+    if (this.broadcast.pulling(bank)) return;
     const key = placedByKey(bank, ring);
     // placed now: the way back to broadcast must gather, even if the route is cleared before a scan finished
     const mark = placedMarkKey(bank);
@@ -251,7 +254,9 @@ export class MinionPlacement {
     const seen = this.seen.get(bank);
     this.seen.set(bank, t);
     let sc = this.scans.get(bank);
-    if (!sc && (!seen || seen.ring !== ring || !sameOwnership(seen, t))) {
+    // the copies are no longer placed by a table when a gather (back to broadcast) dropped it: a route cleared and set
+    // again, to the same ring too, between two rounds of this master scans what the gather brought
+    if (!sc && (!seen || seen.ring !== ring || !sameOwnership(seen, t) || !s.placedBy.doesExist(key))) {
       const placedBy = storedTable(s.placedBy.get(key), ring);
       if (!placedBy || !sameOwnership(placedBy, t)) {
         this.scans.set(bank, (sc = { prev: placedBy, next: t, after: undefined }));
