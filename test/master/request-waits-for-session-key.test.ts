@@ -15,7 +15,8 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { newEffects, type MasterContext } from "../../src/workers/req-handler/context.js";
 import { requestContext, type RequestContext } from "../helpers/request-context.js";
-import { handleRequest, lastMemo } from "../../src/workers/req-handler/request.js";
+import { handleRequest, lastCmdLater, lastCmdSlot, lastMemo } from "../../src/workers/req-handler/request.js";
+import { CMD_NONE, cmdSlotOf } from "../../src/shared/metrics/labels.js";
 import { Crypticle, generateKeyString } from "../../src/shared/protocol/crypticle.js";
 import { packSalt, sealSalt } from "../../src/lib/minion/wire.js";
 import { newNonce } from "../../src/lib/minion/sign-in.js";
@@ -75,6 +76,9 @@ test("clustered: a request that comes before its minion's key from the peer wait
   const reply = handleRequest(ctx, f, fx);
   const memo = lastMemo();
   assert.ok(memo, "the waiting request has its memo slot from the start");
+  assert.equal(lastCmdSlot(), CMD_NONE, "its command cannot be read yet");
+  const cmd = lastCmdLater();
+  assert.ok(cmd, "the holder of its metrics cmd slot, for the worker to read when it is answered");
   await new Promise((r) => setTimeout(r, 120));
   assert.deepEqual(fx.events, [], "nothing acted on while the key is missing");
   assert.equal(existsSync(keyFile()), false, "the request made no key of its own meanwhile");
@@ -89,6 +93,7 @@ test("clustered: a request that comes before its minion's key from the peer wait
   assert.deepEqual(fx.nonces, [nonce], "its nonce journaled once");
   assert.equal(memo!.kind, MEMO_FRESH, "the memo slot taken at the start holds the request's reply memory entry");
   assert.ok(memo!.key.startsWith(nonce));
+  assert.equal(cmd!.slot, cmdSlotOf("_minion_event"), "counted under its command, not as undecodable");
   // a request with that key now opens at once
   const again = v3Event(peerKey, "after-the-key");
   assert.equal(refused(await handleRequest(ctx, again.f, newEffects())), false);

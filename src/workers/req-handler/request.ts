@@ -52,6 +52,14 @@ export function lastCmdSlot(): number {
   return cmdSlot;
 }
 /**
+ * For a request handleRequest last took that waits for its minion's key (undecodable until then: its slot is
+ * CMD_NONE at first): the holder of its `cmd` slot, filled in when it is handled after the wait; else undefined.
+ */
+let cmdLater: { slot: number } | undefined;
+export function lastCmdLater(): { slot: number } | undefined {
+  return cmdLater;
+}
+/**
  * What the request handleRequest last took is for the main thread's reply memory (src/shared/nonce-replies.ts),
  * set before the request first waits: undefined for a request without a nonce; MEMO_NONE while a request waits for
  * its session key (filled in when it is handled after the wait, or left so); else MEMO_FRESH (an accepted nonce:
@@ -82,6 +90,8 @@ const WAITED_ACCEPTED_KEY = 2;
 let waitedFor = 0;
 /** that request's memo, made when it began to wait (the worker took it then), to be filled in */
 let adoptMemo: Memo | undefined;
+/** and its cmd slot's holder, the same however many waits it goes through */
+let adoptCmd: { slot: number } | undefined;
 /** requests that waited for a session key in vain, or could not wait: at most 10 lines a minute per thread */
 const keyWaitLog = new LogBudget(10, 60_000, (l) => log.warning(l), "requests sealed with a session key this master does not hold");
 /** decode-budget refusals: at most 20 lines a minute per thread, then a count */
@@ -202,6 +212,7 @@ const largeFrameLimits = { ...wireLimits, elementsMax: largeClearElementsMax };
 /** The reply value for one request body: at once, or a promise of it when a handler waits. */
 function handle(ctx: MasterContext, frame: Buffer, fx: Effects, source: string | undefined): unknown {
   cmdSlot = CMD_NONE;
+  cmdLater = undefined;
   memo = undefined;
   overBudget = false;
   if (frame.length > frameBytesMax) {
@@ -436,6 +447,7 @@ function waitForAcceptedKey(ctx: MasterContext, id: string, frame: Buffer, fx: E
 function waitForKey(ctx: MasterContext, waiting: Promise<boolean>, what: number, frame: Buffer, fx: Effects, source: string | undefined, id: string): Promise<unknown> {
   const slot: Memo = adoptMemo ?? { kind: MEMO_NONE, key: "", what: "" };
   memo = slot;
+  const cmd = (cmdLater = adoptCmd ?? { slot: CMD_NONE });
   const waited = waitedFor | what;
   return waiting.then((came) => {
     if (!came) {
@@ -446,14 +458,18 @@ function waitForKey(ctx: MasterContext, waiting: Promise<boolean>, what: number,
     let reply: unknown;
     waitedFor = waited;
     adoptMemo = slot;
+    adoptCmd = cmd;
     try {
       reply = handle(ctx, frame, fx, source);
+      // undecoded still: it waits again, and that wait fills the same holder
+      if (cmdSlot !== CMD_NONE) cmd.slot = cmdSlot;
     } catch (e) {
       ctx.decodeBudget.letGo();
       throw e;
     } finally {
       waitedFor = 0;
       adoptMemo = undefined;
+      adoptCmd = undefined;
     }
     const held = ctx.decodeBudget.detach();
     if (!(reply instanceof Promise)) {

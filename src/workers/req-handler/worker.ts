@@ -12,7 +12,7 @@ import type { MasterConfig } from "../../shared/config/defaults.js";
 import { configureLogging, getLogger } from "../../shared/log.js";
 import { STALE_REPLY } from "./replies.js";
 import { MasterContext, newEffects, type Effects, type SharedBuffers } from "./context.js";
-import { handleRequest, lastAnsweredAtOnce, lastCmdSlot, lastMemo, lastOverBudget, type Memo } from "./request.js";
+import { handleRequest, lastAnsweredAtOnce, lastCmdLater, lastCmdSlot, lastMemo, lastOverBudget, type Memo } from "./request.js";
 import { MEMO_NONE } from "../../shared/nonce-replies.js";
 import { installSubsystems } from "./subsystems.js";
 import type { AttachResult, BatchPart, BatchResult, BatchTask, CleanupResult, DirectReply, Lane, MaintenanceTask, PresenceResult, ReadyResult, ReplyMemo } from "./task.js";
@@ -198,8 +198,10 @@ function runBatch(task: BatchTask): Promise<InOneBuffer> {
       void p.then((r) => settle(i, r));
     } else {
       waiting++;
+      // a request that waited for its minion's key is counted under the command it turned out to be
+      const later = lastCmdLater();
       void p.then((r) => {
-        ctx.metrics.request(cmds[i]!, ((performance.now() - starts[i]!) * 1000) | 0);
+        ctx.metrics.request(later ? later.slot : cmds[i]!, ((performance.now() - starts[i]!) * 1000) | 0);
         settle(i, r);
       });
     }
