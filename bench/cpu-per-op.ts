@@ -72,7 +72,7 @@ const boundRounds = 150;
 const boundRoundsEach = 60;
 const HARNESS = fileURLToPath(new URL("../../../shared/real-salt", import.meta.url));
 
-interface Target {
+export interface Target {
   name: string;
   pid: number;
   retPort: number;
@@ -158,7 +158,7 @@ function rsaBoundS(rounds: number): number {
   return (u.user + u.system) / 1e6 / rounds;
 }
 
-function startPythonMaster(cpus: string | undefined): Promise<Target> {
+export function startPythonMaster(cpus: string | undefined): Promise<Target> {
   return (async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "cpo-py-"));
     const pub = await freePort();
@@ -192,7 +192,7 @@ async function startBrine(cpus: string | undefined): Promise<Target> {
   return { name: "brine", pid: m.pid, retPort: m.retPort, rootKeyFile: m.rootKeyFile, stop: () => m.stop() };
 }
 
-function pythonAvailable(): string | undefined {
+export function pythonAvailable(): string | undefined {
   if (!process.env.SALT_GIT_DIR) return "SALT_GIT_DIR is not set";
   if (!existsSync(path.join(HARNESS, "check.sh"))) return `no real-salt harness at ${HARNESS}`;
   const r = spawnSync(path.join(HARNESS, "check.sh"), ["3007.x"], { stdio: "ignore" });
