@@ -31,11 +31,7 @@ test("a learner whose state-sync has not finished is not ready and cluster.healt
     }
   };
   try {
-    const f = await h.saltKey(0, ["-F"]);
-    const fp = /^cluster\.pub:\s+(\S+)$/m.exec(f.stdout)?.[1];
-    assert.ok(fp, f.stdout + f.stderr);
-    for (const i of [1, 2]) h.configure(i, { cluster_pub_fingerprint: fp });
-    await Promise.all([h.startMaster(1), h.startMaster(2)]);
+    const fp = await h.joinPinned([1, 2]);
     const leader = await h.waitLeader([0, 1, 2], 3, 60_000);
     const li = h.masters.findIndex((m) => m.id === leader);
     const [via, other] = [0, 1, 2].filter((i) => i !== li) as [number, number];

@@ -38,13 +38,7 @@ describe("real salt-minions (3007, 3006.8) through an isolated-filesystem brine 
   test("sign in through the balancer, each key accepted on one master reaches the others, and both answer test.ping published on every master", async (t) => {
     await clusterPrerequisites(LB, HOSTS);
     h = await ClusterHarness.start({ lbHost: LB, hosts: HOSTS, clusterId: "iso-interop", isolated: { secret: "interop secret" }, startWith: 1, extra: { auto_accept: false } });
-    const f = await h.saltKey(0, ["-F"]);
-    const fp = /^cluster\.pub:\s+(\S+)$/m.exec(f.stdout)?.[1];
-    assert.ok(fp, f.stdout + f.stderr);
-    for (const i of [1, 2]) h.configure(i, { cluster_pub_fingerprint: fp });
-    await Promise.all([h.startMaster(1), h.startMaster(2)]);
-    await h.waitUp([0, 1, 2]);
-    await h.waitLeader([0, 1, 2], 3, 60_000);
+    await h.joinPinned([1, 2]);
 
     for (const [mid, ref] of MINIONS) {
       const started = startRealMinion(runDir, mid, RET_PORT, PUB_PORT, ref, "", LB);
