@@ -28,7 +28,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { constants, generateKeyPairSync, privateDecrypt, publicEncrypt, sign } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -76,6 +76,8 @@ export interface Target {
   name: string;
   pid: number;
   retPort: number;
+  /** the publish port (Python's: set; brine's here: not needed by cpu-per-op) */
+  publishPort?: number;
   rootKeyFile: string;
   /** every thread of the process (brine) or the whole process tree (Python) */
   stop(): Promise<void>;
@@ -158,9 +160,14 @@ function rsaBoundS(rounds: number): number {
   return (u.user + u.system) / 1e6 / rounds;
 }
 
-export function startPythonMaster(cpus: string | undefined): Promise<Target> {
+export function startPythonMaster(cpus: string | undefined, seed?: (pkiDir: string) => void): Promise<Target> {
   return (async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "cpo-py-"));
+    // seed: files the master finds in its pki directory when it starts (the harness keeps what is there)
+    if (seed) {
+      mkdirSync(path.join(dir, "master", "pki", "master"), { recursive: true });
+      seed(path.join(dir, "master", "pki", "master"));
+    }
     const pub = await freePort();
     const ret = await freePort();
     const env = { ...process.env, SALT_LOG_LEVEL: "warning", SALT_WORKER_THREADS: "5", SALT_WAIT: "120" };
@@ -178,6 +185,7 @@ export function startPythonMaster(cpus: string | undefined): Promise<Target> {
       name: "Python 3007",
       pid,
       retPort: ret,
+      publishPort: pub,
       rootKeyFile: path.join(cache, key),
       stop: async () => {
         spawnSync(path.join(HARNESS, "stop-all.sh"), ["--dir", dir], { stdio: "ignore", env: { ...process.env, SALT_STOP_WAIT: "10" } });

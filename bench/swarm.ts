@@ -83,8 +83,13 @@ export function benchTransports(): ("libzmq" | "native")[] {
 }
 
 /** Start `salt-master -c DIR` (brine) on free loopback ports; resolves when it answers. */
-export async function startBrineMaster(extraConfig: Record<string, unknown> = {}, opts: { cpus?: string } = {}): Promise<BenchMaster> {
+export async function startBrineMaster(extraConfig: Record<string, unknown> = {}, opts: { cpus?: string; seed?: (pkiDir: string) => void } = {}): Promise<BenchMaster> {
   const root = mkdtempSync(path.join(os.tmpdir(), "brine-bench-master-"));
+  // opts.seed: files the master finds in its pki directory when it starts (accepted keys, say)
+  if (opts.seed) {
+    mkdirSync(path.join(root, "pki", "master"), { recursive: true });
+    opts.seed(path.join(root, "pki", "master"));
+  }
   const etc = path.join(root, "etc", "salt");
   mkdirSync(etc, { recursive: true });
   mkdirSync(path.join(root, "srv", "salt"), { recursive: true });
