@@ -52,6 +52,21 @@ type CachedKind = "grains" | "pillar";
 
 const NOT_LOADED: unique symbol = Symbol("not loaded");
 
+/**
+ * The accepted ids as the contract has them (sorted in Salt's id order, each once, no dotfiles), enforced rather than
+ * trusted: as given when they already are (the key store's listing: one pass, no copy, on every publish to a whole
+ * fleet), else a sorted copy without duplicates and dotfiles.
+ */
+export function universe(ids: readonly string[]): readonly string[] {
+  let ok = true;
+  for (let i = 0; i < ids.length && ok; i++) {
+    const id = ids[i];
+    ok = typeof id === "string" && !id.startsWith(".") && (i === 0 || compareIds(ids[i - 1]!, id) < 0);
+  }
+  if (ok) return ids;
+  return [...new Set(ids)].filter((id) => typeof id === "string" && !id.startsWith(".")).sort(compareIds);
+}
+
 /** One evaluation: the accepted ids as a universe, each minion's data looked up at most once. */
 class MasterView {
   readonly ids: readonly string[];
@@ -60,14 +75,13 @@ class MasterView {
   readonly #ctx: TargetContext;
   /** cached data by index into `ids`; `NOT_LOADED` until looked up */
   readonly #data: Array<MinionData | undefined | typeof NOT_LOADED>;
-  readonly #index: ReadonlySet<string>;
+  /** the ids as a set, made when a list target first asks (a glob over a whole fleet never does) */
+  #index: ReadonlySet<string> | undefined;
 
   constructor(ctx: TargetContext) {
     this.#ctx = ctx;
     this.greedy = ctx.greedy !== false;
-    // the contract says sorted and without dotfiles; enforce it cheaply rather than trust it
-    this.ids = [...new Set(ctx.acceptedIds)].filter((id) => typeof id === "string" && !id.startsWith(".")).sort(compareIds);
-    this.#index = new Set(this.ids);
+    this.ids = universe(ctx.acceptedIds);
     this.#data = new Array<MinionData | undefined | typeof NOT_LOADED>(this.ids.length).fill(NOT_LOADED);
   }
 
@@ -110,7 +124,10 @@ class MasterView {
     else if (Array.isArray(expr)) names = expr.filter((n): n is string => typeof n === "string");
     else throw new InvalidTarget("list target is neither a string nor a list");
     const wanted = new Set(names);
-    if (!ignoreMissing) for (const n of wanted) if (!this.#index.has(n)) this.missing.add(n);
+    if (!ignoreMissing) {
+      const index = (this.#index ??= new Set(this.ids));
+      for (const n of wanted) if (!index.has(n)) this.missing.add(n);
+    }
     return this.mask((id) => wanted.has(id));
   }
 
