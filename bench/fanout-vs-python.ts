@@ -23,14 +23,13 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { masterAndSwarmCpus, pin, pythonAvailable, startPythonMaster } from "./cpu-per-op.js";
-import { Kid, raisePriority, until } from "./publish-fanout.js";
+import { FANOUT_GOAL_MS, Kid, raisePriority, until } from "./publish-fanout.js";
 import { startBrineMaster } from "./swarm.js";
 import type { BenchOptions, BenchRow } from "./types.js";
 import { PublishClient, readRootKey } from "../tools/swarm/publish-client.js";
 import { sampleTree } from "../tools/swarm/proc-stats.js";
 import { threadCpuByName } from "./thread-cpu.js";
 
-const FANOUT_GOAL_MS = 100;
 /** subscribers per reader process */
 const SUBS_PER_KID = 1250;
 /** how long every reader may take to join (a PUB drops what it sends before a subscriber joined), ms */

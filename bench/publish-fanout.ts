@@ -43,7 +43,7 @@ import type { BenchOptions, BenchRow } from "./types.js";
 import { benchTransports } from "./swarm.js";
 
 const CHILD_ARG = "publish-fanout-child";
-const FANOUT_GOAL_MS = 100;
+export const FANOUT_GOAL_MS = 100;
 const BUS_RSS_GOAL_MB = 64;
 /**
  * The flood's pace (BRINE_BENCH_BUS_RATE, events/s; 2,000 by default). Unpaced (80,000 events/s here), or at
