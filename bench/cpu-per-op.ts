@@ -70,7 +70,7 @@ const warmJobs = 2;
 const boundRounds = 150;
 /** the same, measured before each sign-in round */
 const boundRoundsEach = 60;
-const HARNESS = fileURLToPath(new URL("../../../shared/real-salt", import.meta.url));
+export const HARNESS = fileURLToPath(new URL("../../../shared/real-salt", import.meta.url));
 
 export interface Target {
   name: string;

@@ -43,7 +43,7 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
  * of the in-process master, and the client's decode), from `process.cpuUsage`: on a shared box it is the one that
  * other agents' load does not inflate much, where wall time grows with the load average.
  */
-async function timed(server: MasterServer, sockDir: string, fun: string, arg: unknown[], check: (ret: unknown) => void, calls = 3, backToBack = false): Promise<{ wall: number; cpu: number; first: number }> {
+export async function timed(server: MasterServer, sockDir: string, fun: string, arg: unknown[], check: (ret: unknown) => void, calls = 3, backToBack = false): Promise<{ wall: number; cpu: number; first: number }> {
   let first = 0;
   const times: number[] = [];
   const cpus: number[] = [];
@@ -89,7 +89,7 @@ async function callsOver(server: MasterServer): Promise<void> {
 /** The longest wait for the spare runner thread between two timed calls, ms. */
 const spareWaitMsMax = 15_000;
 
-async function masterOn(root: string): Promise<{ cfg: MasterConfig; server: MasterServer }> {
+export async function masterOn(root: string): Promise<{ cfg: MasterConfig; server: MasterServer }> {
   const cfg: MasterConfig = {
     ...masterDefaults(),
     id: "bench_master",

@@ -6,7 +6,7 @@ import os from "node:os";
 import { existsSync } from "node:fs";
 import type { BenchModule, BenchRow } from "./types.js";
 
-const MODULES = ["request-paths", "return-flood", "mixed-load", "replay-nonces", "replay-owner-cluster", "key-index", "state-sync", "minion-patterns", "job-cache-scale", "ring", "raft-sim", "raft-worker", "fileserver", "peer-channel", "swarm", "syndic", "fleet-memory", "auth-storm", "storm-model", "commit-floor", "cluster", "placement", "placement-grains", "cluster-publish", "api", "metrics", "cpu-per-op", "memory-vs-python", "signin-floor", "publish-fanout", "fanout-vs-python"];
+const MODULES = ["request-paths", "return-flood", "mixed-load", "replay-nonces", "replay-owner-cluster", "key-index", "state-sync", "minion-patterns", "job-cache-scale", "ring", "raft-sim", "raft-worker", "fileserver", "peer-channel", "swarm", "syndic", "fleet-memory", "auth-storm", "storm-model", "commit-floor", "cluster", "placement", "placement-grains", "cluster-publish", "api", "metrics", "cpu-per-op", "memory-vs-python", "signin-floor", "publish-fanout", "fanout-vs-python", "jobs-vs-python"];
 
 function fmt(v: number): string {
   if (!Number.isFinite(v)) return String(v);
