@@ -14,14 +14,14 @@
 // `finally`, and what it started (masters, sockets, timers) would keep the file alive.
 // A file may run BRINE_TEST_FILE_TIMEOUT_S (900 s: the longest timeout a test declares, job-placement's; also each
 // test's default timeout); past it the runner ends the file's process group (SIGTERM, then SIGKILL) and prints what
-// it wrote. Each file's process is its own process group, killed whole (masters, minions, haproxy it started) when
+// it wrote, after a node diagnostic report of where it waits (hangReport). Each file's process is its own process group, killed whole (masters, minions, haproxy it started) when
 // it ends, when it outlives its limit, or when the runner is interrupted (SIGINT, SIGTERM); such a file counts as
 // failed. A file's output is printed whole
 // when it ends; a summary of every file closes the run, naming the failed ones. `--record` merges this run's file
 // durations into test/durations.json.
 //   node scripts/run-tests.mjs [--record] [substring of a test path ...]  (a file runs when its path has any of them)
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 
@@ -102,6 +102,67 @@ const results = [];
 const started = performance.now();
 let interrupted = false;
 
+/**
+ * A file that runs past its limit usually waits on something that never comes (a server that does not close, a
+ * thread that does not end). Before it is killed, node writes a diagnostic report on REPORT_SIGNAL (the test
+ * process runs with --report-on-signal): the main thread's and each worker thread's JavaScript stack and the
+ * libuv handles still open. hangReport prints what of it says where the file waits.
+ */
+const REPORT_SIGNAL = "SIGUSR2";
+/** how long a report may take to appear, ms */
+const reportWaitMs = 5_000;
+const reportDir = mkdtempSync(join(tmpdir(), "brine-test-reports-"));
+process.on("exit", () => rmSync(reportDir, { recursive: true, force: true }));
+
+async function hangReport(pid) {
+  try {
+    process.kill(pid, REPORT_SIGNAL);
+  } catch {
+    return "\n# hang report: the test process had ended\n";
+  }
+  const mine = () => readdirSync(reportDir).find((n) => n.includes(`.${pid}.`) && n.endsWith(".json"));
+  for (let waited = 0; waited < reportWaitMs && !mine(); waited += 100) await new Promise((r) => setTimeout(r, 100));
+  // the report is written in one go but may still be landing: read it until it parses
+  for (let tries = 0; tries < 20; tries++) {
+    const name = mine();
+    if (name) {
+      try {
+        return summarizeReport(JSON.parse(readFileSync(join(reportDir, name), "utf8")));
+      } catch {
+        // not whole yet
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return `\n# hang report: none written within ${reportWaitMs / 1000} s\n`;
+}
+
+/**
+ * Per thread (the main thread, then each worker): its JavaScript stack (none when it is idle in its event loop, as
+ * a thread waiting on a promise is) and its active libuv handles (the servers, sockets, timers and workers that
+ * keep it alive), from a node diagnostic report.
+ */
+function summarizeReport(report) {
+  const lines = ["", "# hang report (node diagnostic report, taken when the file ran past its limit)"];
+  const thread = (r, name) => {
+    const js = r?.javascriptStack;
+    const frames = (js?.stack ?? []).filter((f) => f.trim() !== "Unavailable.");
+    lines.push(`## ${name}: ${frames.length ? js.message || "JavaScript stack" : "no JavaScript running (idle in its event loop)"}`);
+    for (const f of frames.slice(0, 15)) lines.push(`   ${f.trim()}`);
+    // the referenced ones keep the thread alive; node's own unreferenced ones are only counted
+    const active = (r?.libuv ?? []).filter((h) => h.is_active);
+    const kept = active.filter((h) => h.is_referenced);
+    lines.push(`   active libuv handles: ${kept.length} referenced (listed), ${active.length - kept.length} unreferenced`);
+    for (const h of kept.slice(0, 40)) {
+      const where = h.localEndpoint || h.remoteEndpoint ? ` ${JSON.stringify(h.localEndpoint ?? null)} -> ${JSON.stringify(h.remoteEndpoint ?? null)}` : h.filename ? ` ${h.filename}` : "";
+      lines.push(`   - ${h.type}${where}`);
+    }
+  };
+  thread(report, "main thread");
+  (report.workers ?? []).forEach((w, i) => thread(w, `worker ${i + 1}${w?.header?.threadId !== undefined ? ` (thread ${w.header.threadId})` : ""}`));
+  return lines.join("\n") + "\n";
+}
+
 function killGroup(child, signal) {
   try {
     process.kill(-child.pid, signal);
@@ -148,7 +209,8 @@ function runFile(file) {
   return new Promise((resolve) => {
     const t0 = performance.now();
     // in process (see the header): --test-timeout is each test's default timeout here, the file's limit is the watchdog
-    const args = ["--test-force-exit", `--test-timeout=${fileTimeoutS * 1000}`, "--test-reporter=spec", "--test-reporter-destination=stdout", file];
+    // a file past its limit is asked for a diagnostic report first (hangReport): where its threads wait, what keeps it alive
+    const args = ["--report-on-signal", `--report-signal=${REPORT_SIGNAL}`, `--report-directory=${reportDir}`, "--test-force-exit", `--test-timeout=${fileTimeoutS * 1000}`, "--test-reporter=spec", "--test-reporter-destination=stdout", file];
     const child = spawn(process.execPath, args, {
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
@@ -159,8 +221,9 @@ function runFile(file) {
     child.stderr.on("data", (b) => chunks.push(b));
     let timedOut = false;
     let graceTimer;
-    const watchdog = setTimeout(() => {
+    const watchdog = setTimeout(async () => {
       timedOut = true;
+      chunks.push(Buffer.from(await hangReport(child.pid)));
       killGroup(child, "SIGTERM");
       graceTimer = setTimeout(() => killGroup(child, "SIGKILL"), killGraceMs);
     }, fileTimeoutS * 1000);
