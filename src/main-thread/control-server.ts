@@ -59,6 +59,8 @@ const FIREABLE = /^salt\/key$/;
 
 export class ControlServer {
   private server: net.Server | undefined;
+  /** open client connections: ended by stop(), whose server.close() would otherwise wait for each client to leave */
+  private readonly conns = new Set<net.Socket>();
   private running = 0;
   /** Runner calls not over yet (a call is over once its job record is committed and its `ret` fired): benches read it. */
   get callsRunning(): number {
@@ -105,6 +107,8 @@ export class ControlServer {
 
   private serve(s: net.Socket): void {
     const reader = new FrameReader();
+    this.conns.add(s);
+    s.once("close", () => this.conns.delete(s));
     s.on("error", () => s.destroy());
     s.on("data", (chunk) => {
       let msgs: unknown[];
@@ -507,6 +511,10 @@ export class ControlServer {
     const t = setTimeout(() => this.threads.forEach((w) => void endRunner(w)), runnerStopWaitMs);
     await Promise.all([...exits, ...idle]);
     clearTimeout(t);
+    // a client still connected (a CLI that connected and never asked, one stopped mid-call, an idle API client)
+    // would hold close() forever: its connection ends here, and it reads "master closed the control connection"
+    if (this.conns.size > 0) log.info(`control socket: closing ${this.conns.size} client connection(s) still open at shutdown`);
+    for (const c of this.conns) c.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     rmSync(this.path, { force: true });
   }
