@@ -14,9 +14,9 @@
 // `finally`, and what it started (masters, sockets, timers) would keep the file alive.
 // A file may run BRINE_TEST_FILE_TIMEOUT_S (900 s: the longest timeout a test declares, job-placement's; also each
 // test's default timeout); past it the runner ends the file's process group (SIGTERM, then SIGKILL) and prints what
-// it wrote, after a node diagnostic report of where it waits (hangReport). Each file's process is its own process group, killed whole (masters, minions, haproxy it started) when
-// it ends, when it outlives its limit, or when the runner is interrupted (SIGINT, SIGTERM); such a file counts as
-// failed. A file's output is printed whole
+// it wrote, after a node diagnostic report of where it waits (hangReport). Each file's process is its own process
+// group, killed whole (masters, minions, haproxy it started) when it ends, when it outlives its limit, or when the
+// runner is interrupted (SIGINT, SIGTERM); such a file counts as failed. A file's output is printed whole
 // when it ends; a summary of every file closes the run, naming the failed ones. `--record` merges this run's file
 // durations into test/durations.json.
 //   node scripts/run-tests.mjs [--record] [substring of a test path ...]  (a file runs when its path has any of them)
@@ -224,6 +224,8 @@ function runFile(file) {
     const watchdog = setTimeout(async () => {
       timedOut = true;
       chunks.push(Buffer.from(await hangReport(child.pid)));
+      // it may have ended while the report was taken: nothing left to end then (and no grace timer left behind)
+      if (child.exitCode !== null || child.signalCode !== null) return;
       killGroup(child, "SIGTERM");
       graceTimer = setTimeout(() => killGroup(child, "SIGKILL"), killGraceMs);
     }, fileTimeoutS * 1000);

@@ -23,9 +23,19 @@ import { cleanKey } from "../../src/shared/protocol/pem.js";
  * and a second wave of n sent while it is, so the second wave's sign-ins wait longer than 1 ms before their batch
  * starts. Every client is connected first (an undecodable frame, answered on the request lane). The replies, in order.
  */
+/**
+ * Connects every client before a burst: one undecodable frame each (answered "bad load" on the request lane), `group`
+ * clients at a time (under a small lane's places: a refused frame is never answered).
+ */
+async function connectAll(clients: RawClient[], group = clients.length): Promise<void> {
+  for (let i = 0; i < clients.length; i += group) {
+    for (const r of await Promise.all(clients.slice(i, i + group).map((c) => c.request(Buffer.from("warm-up"))))) assert.deepEqual(decodeWire(r), { msg: "bad load" });
+  }
+}
+
 async function signInStorm(clients: RawClient[], keys: { pub: string }[], idPrefix: string): Promise<Buffer[]> {
   const n = clients.length / 2;
-  for (const r of await Promise.all(clients.map((c) => c.request(Buffer.from("warm-up"))))) assert.deepEqual(decodeWire(r), { msg: "bad load" });
+  await connectAll(clients);
   const signIn = (c: RawClient, i: number) =>
     c.request(encodeWire({ enc: "clear", load: { cmd: "_auth", id: `${idPrefix}-${i}`, nonce: randomUUID().replace(/-/g, ""), pub: cleanKey(keys[i % 2]!.pub) }, version: 3 }));
   const first = clients.slice(0, n).map((c, i) => signIn(c, i));
@@ -52,9 +62,7 @@ test("a full request lane leaves a refused AES request unanswered (a Salt minion
     // every client connected first, in groups under the lane's 8 places (a refused frame is never answered): a client
     // still connecting when the flood starts sends its frame late, and on a loaded box the frames trickled in one by
     // one and never filled the lane (CI once: "some frames found the lane full" failed)
-    for (let i = 0; i < clients.length; i += 4) {
-      for (const r of await Promise.all(clients.slice(i, i + 4).map((c) => c.request(Buffer.from("warm-up"))))) assert.deepEqual(decodeWire(r), { msg: "bad load" });
-    }
+    await connectAll(clients, 4);
     const handledBefore = (await scrapeMetrics(tm)).get('salt_master_requests_handled_total{cmd="none"}') ?? 0;
     // far more frames in flight than the request lane's 8 places, all sent at once
     const flood = encodeWire({ enc: "aes", load: Buffer.alloc(4096, 1), version: 2 });
