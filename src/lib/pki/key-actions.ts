@@ -7,7 +7,7 @@
  * Firing the event is the caller's: salt-key asks a running master over the control socket, a wheel call
  * goes through its WheelContext (the request worker's effects).
  */
-import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createPublicKey } from "node:crypto";
 import path from "node:path";
 import type { MasterConfig } from "../../shared/config/defaults.js";
@@ -72,12 +72,26 @@ export function applyKeyAct(store: KeyStore, cfg: Pick<MasterConfig, "cachedir">
   return true;
 }
 
-/** Salt's crypt.dropfile: ask the master (its maintenance loop) to rotate the publish AES key. */
+/**
+ * Salt's crypt.dropfile (3007): ask the master (its maintenance loop, which reads and removes the file) to rotate
+ * the publish AES key. A drop file already waiting is the request made: it is left as it is. The file is written
+ * beside (`.dfn-next`, read-only) and renamed into place, so the master never reads it half written and no step
+ * here touches `.dfn` once the master may have taken it (writing `.dfn` and then setting its mode failed with
+ * ENOENT when the master was that quick). Another salt-key renaming the same `.dfn-next` first made the request.
+ */
 export function writeDropFile(cfg: Pick<MasterConfig, "cachedir" | "id">): void {
   const dfn = path.join(cfg.cachedir, ".dfn");
-  if (existsSync(dfn)) chmodSync(dfn, 0o600);
-  writeFileSync(dfn, cfg.id, { mode: 0o400 });
-  chmodSync(dfn, 0o400);
+  if (existsSync(dfn)) return;
+  const next = `${dfn}-next`;
+  // one left by a salt-key that died before its rename: read-only, so not writable again in place
+  rmSync(next, { force: true });
+  writeFileSync(next, cfg.id, { mode: 0o400 });
+  chmodSync(next, 0o400);
+  try {
+    renameSync(next, dfn);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
 }
 
 /**
