@@ -14,8 +14,11 @@
  *    still each frame acted on once.
  * A frame acted on twice is a bug only when no master accepted a frame undecided: a non-owner that has no verdict
  * within `brine_cluster_replay_owner_wait_ms` (250 ms) accepts without it, by design, counted and logged (a loaded
- * box gets there: 3 of 20 frames at load 30). So doubles are counted, and after the masters stopped there must be
- * no more of them than the undecided acceptances their stop lines count.
+ * box gets there: 3 of 20 frames at load 30), and then passes that decider over for 2 s, asking the next master in
+ * the minion's ring order while the others still ask the owner: what that stand-in lets through is counted too (a
+ * fresh-clone run at load 15 had 13 doubles against 3 undecided before it was). So doubles are counted, and after
+ * the masters stopped there must be no more of them than the acceptances without the owner's word their stop lines
+ * count.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -70,10 +73,13 @@ async function firedOnce(counts: Map<string, number>, tags: string[]): Promise<v
   doubles.push(...tags.filter((t) => counts.get(t)! > 1).map((t) => `${t}: ${counts.get(t)}`));
 }
 
-/** The frames a master accepted without its decider's verdict, from the line it logs when it stops (nonce-owner.ts). */
+/**
+ * The frames a master accepted without its decider's verdict, from the line it logs when it stops (nonce-owner.ts):
+ * undecided, and let through by a stand-in while the owner was passed over by this master alone.
+ */
 function undecidedAtStop(logText: string): number | undefined {
-  const m = /nonce owner check: .*?, (\d+) undecided \(accepted without a word\)/.exec(logText);
-  return m ? Number(m[1]) : undefined;
+  const m = /nonce owner check: .*?, (\d+) undecided \(accepted without a word\), (\d+) on a stand-in's word/.exec(logText);
+  return m ? Number(m[1]) + Number(m[2]) : undefined;
 }
 
 test("a captured frame sent to two cluster masters at once is acted on by exactly one, and both answer it", { timeout: 240_000 }, async (t) => {

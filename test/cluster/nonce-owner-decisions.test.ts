@@ -174,6 +174,9 @@ test("the main thread asks each decider once per batch; a failed or slow decider
     fake.asked = [];
     assert.deepEqual(await ask(name, [["m3", "m1"], ["m3", "m2"]], [newNonce(), newNonce()]), [NONCE_FRESH, NONCE_FRESH]);
     assert.deepEqual(fake.asked, [{ peer: "m2", count: 1 }], "m3 not asked while passed over");
+    // m3 is still up, and every other master's decider for its minions: both let through on a stand-in's word
+    assert.equal(svc.counters.standIn, 2);
+    assert.equal(svc.counters.undecided, 1);
     now += deciderSkipMs;
     fake.asked = [];
     assert.deepEqual(await ask(name, [["m3", "m1"]], [newNonce()]), [NONCE_UNDECIDED]);

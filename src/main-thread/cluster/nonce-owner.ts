@@ -12,7 +12,9 @@
  *   packed nonces, bounded by `brine_cluster_replay_owner_wait_ms`. A decider that fails or does not answer in
  *   time leaves its share undecided (accepted by the worker; counted here, one log line per 10 s), and is passed
  *   over as if down for deciderSkipMs (the next in each minion's order decides meanwhile), so a stalled master
- *   (SIGSTOP, a long GC) costs one bounded wait, not one per batch until its sessions time out.
+ *   (SIGSTOP, a long GC) costs one bounded wait, not one per batch until its sessions time out. Only this master
+ *   passes it over: the others still ask it, so what the stand-in lets through meanwhile is counted (`standIn`)
+ *   beside the undecided ones: a copy of such a frame sent to another master may be acted on there too.
  * - Decider: a peer's `cl/nonce` request is checked (whole packed nonces, at most ownerAskNoncesMax) and
  *   answered by `decide` (the nonce set's check-and-insert per nonce; the fresh ones journaled).
  */
@@ -51,6 +53,12 @@ export interface NonceOwnerCounters {
   seenRemote: number;
   /** nonces left undecided (decider failed or slow, here or past a request worker's own deadline): accepted without the check */
   undecided: number;
+  /**
+   * nonces accepted on a stand-in's word while their owner, up, was passed over by this master alone (it failed or
+   * was slow within deciderSkipMs): the other masters still ask the owner, so a copy sent to one of them meanwhile
+   * may be acted on too, as with an undecided one
+   */
+  standIn: number;
   /** peers' nonces this master decided on, and how many of them it had seen */
   decided: number;
   decidedSeen: number;
@@ -59,7 +67,7 @@ export interface NonceOwnerCounters {
 }
 
 export class NonceOwnerService {
-  readonly counters: NonceOwnerCounters = { asks: 0, askedRemote: 0, seenRemote: 0, undecided: 0, decided: 0, decidedSeen: 0, refused: 0 };
+  readonly counters: NonceOwnerCounters = { asks: 0, askedRemote: 0, seenRemote: 0, undecided: 0, standIn: 0, decided: 0, decidedSeen: 0, refused: 0 };
   private readonly ch: BroadcastChannel;
   private readonly off: () => void;
   /** deciders passed over until then (ms since the epoch): they failed or did not answer in time */
@@ -115,10 +123,19 @@ export class NonceOwnerService {
     const verdicts = new Uint8Array(m.which.length).fill(NONCE_UNDECIDED);
     const t = this.now();
     const ids = m.ids;
-    const plan = planAsks(m.owners, m.which, this.selfId, (p) => this.view.isUp(p) && !((this.skipUntil.get(p) ?? 0) > t), (i) => this.orderOf(String(ids[i])));
+    const passedOver = (p: string) => (this.skipUntil.get(p) ?? 0) > t;
+    const plan = planAsks(m.owners, m.which, this.selfId, (p) => this.view.isUp(p) && !passedOver(p), (i) => this.orderOf(String(ids[i])));
     for (const i of plan.local) verdicts[i] = NONCE_FRESH;
     const asks = [...plan.remote].map(([peer, indices]) => this.askPeer(peer, indices, m.n, verdicts));
-    const done = () => this.ch.postMessage({ k: "res", to, id, v: verdicts } satisfies NonceOwnerMsg);
+    const done = () => {
+      // an owner this master alone passes over is still every other master's decider: what a stand-in let through
+      // may be acted on by one of them too, so it is counted with the undecided ones' risk
+      m.which.forEach((o, i) => {
+        const owner = m.owners[o]!;
+        if (verdicts[i] === NONCE_FRESH && owner !== this.selfId && passedOver(owner) && this.view.isUp(owner)) this.counters.standIn++;
+      });
+      this.ch.postMessage({ k: "res", to, id, v: verdicts } satisfies NonceOwnerMsg);
+    };
     if (asks.length === 0) done();
     else void Promise.all(asks).then(done);
   }
@@ -146,7 +163,7 @@ export class NonceOwnerService {
 
   close(): void {
     const c = this.counters;
-    if (c.asks > 0 || c.decided > 0 || c.refused > 0) log.info(`nonce owner check: ${c.asks} asks of this master's workers, ${c.askedRemote} nonces asked of deciders, ${c.seenRemote} of them replays refused, ${c.undecided} undecided (accepted without a word); ${c.decided} peers' nonces decided here, ${c.decidedSeen} of them seen; ${c.refused} malformed asks refused`);
+    if (c.asks > 0 || c.decided > 0 || c.refused > 0) log.info(`nonce owner check: ${c.asks} asks of this master's workers, ${c.askedRemote} nonces asked of deciders, ${c.seenRemote} of them replays refused, ${c.undecided} undecided (accepted without a word), ${c.standIn} on a stand-in's word while their owner was passed over; ${c.decided} peers' nonces decided here, ${c.decidedSeen} of them seen; ${c.refused} malformed asks refused`);
     this.off();
     this.ch.close();
   }
