@@ -2,6 +2,7 @@
 import { loadMasterConfig } from "../shared/config/load.js";
 import type { MasterConfig } from "../shared/config/defaults.js";
 import { configureLogging } from "../shared/log.js";
+import { exitEvenWithThreadsLeft } from "../shared/thread-kit.js";
 import { isBrineError } from "../shared/errors.js";
 
 export const DEFAULT_CONFIG_DIR = "/etc/salt";
@@ -85,7 +86,7 @@ export function stopOnSignals(log: { warning(m: string): void }, stop: () => Pro
       await stop();
     } finally {
       release();
-      process.exit(0);
+      exitEvenWithThreadsLeft(0);
     }
   };
   process.on("SIGTERM", () => void onSignal("SIGTERM"));

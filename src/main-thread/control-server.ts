@@ -27,7 +27,7 @@ import type { RunnerClusterLink } from "./cluster/cluster-node.js";
 import type { MetricsBoard } from "../shared/metrics/board.js";
 
 import { CONTROL_SOCKET } from "../shared/socket-names.js";
-import { endThread, spawnThread, threadLogSettings } from "../shared/thread-kit.js";
+import { endThread, spawnThread, threadLogSettings, threadsLeftRunning } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.control");
 
@@ -44,6 +44,8 @@ export const runnerThreadsMax = 16;
 export const runnerStopWaitMs = 5_000;
 /** How long a runner thread asked to end has to close its zeromq sockets before it is ended anyway, ms (endRunner). */
 const runnerSocketsCloseWaitMs = 2_000;
+/** How long a stopping master waits for runner threads it ended to exit before it stops without them, ms. */
+export const runnerExitWaitMs = 5_000;
 const RUNNER_THREAD = new URL("../runners/runner-thread.js", import.meta.url);
 
 /**
@@ -66,8 +68,8 @@ export class ControlServer {
   get callsRunning(): number {
     return this.running;
   }
-  /** live runner threads: a stopping master waits for them (runnerStopWaitMs), then ends the rest */
-  private readonly threads = new Set<Worker>();
+  /** live runner threads and the call each runs (its latest): a stopping master waits for them (runnerStopWaitMs), then ends the rest */
+  private readonly threads = new Map<Worker, string>();
   /** runner threads started (spares included), count: tests and benches read it */
   threadsStarted = 0;
   /** read-only jobs.* calls answered whose thread is writing its job record: each will be kept warm or handed on */
@@ -318,10 +320,8 @@ export class ControlServer {
         this.threadsStarted++;
       }
       w = t;
-      if (!this.threads.has(t)) {
-        this.threads.add(t);
-        t.once("exit", () => this.threads.delete(t));
-      }
+      if (!this.threads.has(t)) t.once("exit", () => this.threads.delete(t));
+      this.threads.set(t, call.fun);
       unsubscribe = this.bus.subscribe((f) => t.postMessage({ k: "ev", frame: f } satisfies MainToRunner));
       const onMessage_ = (m: unknown) => {
         const kind = isMap(m) ? m.k : undefined;
@@ -507,10 +507,21 @@ export class ControlServer {
     const idle = [this.spare, this.takeWarm()].filter((w): w is Worker => w !== undefined).map((w) => w.terminate());
     this.spare = undefined;
     // runner threads still going (a scheduled or API runner) would write the job cache after the master stopped
-    const exits = [...this.threads].map((w) => new Promise<void>((r) => w.once("exit", () => r())));
-    const t = setTimeout(() => this.threads.forEach((w) => void endRunner(w)), runnerStopWaitMs);
-    await Promise.all([...exits, ...idle]);
+    const exits = [...this.threads.keys()].map((w) => new Promise<void>((r) => w.once("exit", () => r())));
+    const t = setTimeout(() => this.threads.forEach((_, w) => void endRunner(w)), runnerStopWaitMs);
+    // terminate() cannot end a thread blocked in a native call (a custom runner reading a FIFO, a hung network
+    // filesystem): past the bound the master stops without it, and says which calls were left running
+    let bound: NodeJS.Timeout | undefined;
+    const gaveUp = await Promise.race([
+      Promise.all([...exits, ...idle]).then(() => false),
+      new Promise<boolean>((r) => (bound = setTimeout(() => r(true), runnerStopWaitMs + runnerSocketsCloseWaitMs + runnerExitWaitMs))),
+    ]);
     clearTimeout(t);
+    clearTimeout(bound);
+    if (gaveUp) {
+      log.error(`control socket: ${this.threads.size} runner thread(s) still running after they were ended (${[...this.threads.values()].join(", ")}): blocked outside JavaScript; the master stops without them`);
+      for (const fun of this.threads.values()) threadsLeftRunning.add(`runner ${fun}`);
+    }
     // a client still connected (a CLI that connected and never asked, one stopped mid-call, an idle API client)
     // would hold close() forever: its connection ends here, and it reads "master closed the control connection"
     if (this.conns.size > 0) log.info(`control socket: closing ${this.conns.size} client connection(s) still open at shutdown`);

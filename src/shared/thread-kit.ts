@@ -136,6 +136,25 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
 }
 
 /**
+ * Threads a host ended and then stopped waiting for, by what they ran ("runner block.fifo"): `terminate()` cannot end
+ * a thread blocked outside JavaScript, and Node's process.exit() waits for every thread to end, so a process
+ * that must exit with one of these still there ends itself by SIGKILL instead (`exitEvenWithThreadsLeft`).
+ */
+export const threadsLeftRunning = new Set<string>();
+
+/**
+ * process.exit(code), unless a thread was left running (threadsLeftRunning): then process.exit would wait for it
+ * for ever (Node joins every worker thread at exit), so the process says which and kills itself (SIGKILL).
+ */
+export function exitEvenWithThreadsLeft(code: number): never {
+  if (threadsLeftRunning.size > 0) {
+    log.critical(`exiting by SIGKILL: ${[...threadsLeftRunning].join(", ")} still running, blocked outside JavaScript (an exit would wait for it for ever)`);
+    process.kill(process.pid, "SIGKILL");
+  }
+  process.exit(code);
+}
+
+/**
  * A thread's own close, step by step: every step runs whatever the ones before did (a step that throws must not
  * leave the sockets of the steps after it open when the host then ends the thread: zeromq.js#411 above); each
  * failure is logged, and the first is thrown once all have run.

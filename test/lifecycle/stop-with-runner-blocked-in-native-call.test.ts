@@ -1,0 +1,124 @@
+/**
+ * A master stops while a runner thread is blocked outside JavaScript (here a custom runner reading a FIFO nobody
+ * writes; in life a hung network filesystem). `terminate()` cannot end such a thread, and the stop used to wait for
+ * its exit for ever. Now the stop goes on after a bound and names the call it left running; and since Node's
+ * process.exit() itself waits for every thread, salt-master then ends itself by SIGKILL, saying why, instead of
+ * hanging until its service manager kills it.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { controlCall } from "../../src/lib/client/control-client.js";
+import { extensionModulesDir } from "../../src/runners/custom.js";
+import { runnerExitWaitMs, runnerStopWaitMs } from "../../src/main-thread/control-server.js";
+import type { MasterConfig } from "../../src/shared/config/defaults.js";
+import { pidfilePath } from "../../src/main-thread/pidfile.js";
+import { startTestMaster } from "../helpers/master.js";
+import { CLI_DIR, writeConfigDir } from "../helpers/cli.js";
+
+/** how long the stop may take here: the bounds it waits through, and room for a loaded box, ms */
+const stopWithinMs = runnerStopWaitMs + runnerExitWaitMs + 20_000;
+
+/** A FIFO nobody writes (outside the master's root, which its stop may remove), and how to let its reader go. */
+function neverWritten(): { fifo: string; inside: string; release: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-fifo-"));
+  const fifo = path.join(dir, "never-written");
+  execFileSync("mkfifo", [fifo]);
+  let released = false;
+  return {
+    fifo,
+    inside: path.join(dir, "runner-inside"),
+    release: () => {
+      if (released) return;
+      released = true;
+      // a writer opens and closes it: a reader blocked in its open returns, then reads the end (with no reader,
+      // as when the master's process is gone, the non-blocking open fails with ENXIO and there is nothing to do)
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENXIO") throw e;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The custom runner `block.fifo(fifo, marker)`: writes the marker, then reads the FIFO. */
+function installBlockingRunner(cfg: MasterConfig): void {
+  const runners = path.join(extensionModulesDir(cfg), "runners");
+  mkdirSync(runners, { recursive: true });
+  writeFileSync(path.join(runners, "block.mjs"), `import { readFileSync, writeFileSync } from "node:fs";\nexport function fifo(ctx, args) { writeFileSync(args[1], "in"); return readFileSync(args[0], "utf8"); }\n`);
+}
+
+async function untilExists(file: string): Promise<void> {
+  const t0 = Date.now();
+  while (!existsSync(file)) {
+    assert.ok(Date.now() - t0 < 60_000, `${file} within 60 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test("a master stops while a runner thread is blocked in a native call, and says which call it left running", { timeout: 120_000 }, async () => {
+  const logFile = path.join(os.tmpdir(), `brine-stop-blocked-${process.pid}.log`);
+  const tm = await startTestMaster({}, undefined, { logFile });
+  const f = neverWritten();
+  try {
+    installBlockingRunner(tm.cfg);
+    const call = controlCall(tm.cfg.sock_dir, { op: "run", fun: "block.fifo", arg: [f.fifo, f.inside], kwarg: {} }).catch((e: Error) => e);
+    await untilExists(f.inside);
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([tm.stop().then(() => "stopped"), new Promise<string>((r) => (timer = setTimeout(() => r("still stopping"), stopWithinMs)))]);
+    clearTimeout(timer);
+    assert.equal(outcome, "stopped", `the stop waited over ${stopWithinMs / 1000} s for a runner thread blocked in a read`);
+    assert.match(readFileSync(logFile, "utf8"), /1 runner thread\(s\) still running after they were ended \(block\.fifo\): blocked outside JavaScript; the master stops without them/);
+    f.release();
+    await call;
+  } finally {
+    f.release();
+    rmSync(logFile, { force: true });
+  }
+});
+
+test("salt-master asked to stop with a runner thread blocked in a native call exits (by SIGKILL, saying why) instead of hanging", { timeout: 120_000 }, async () => {
+  const tm = await startTestMaster();
+  await tm.stop(true);
+  const conf = writeConfigDir(tm);
+  installBlockingRunner(tm.cfg);
+  const f = neverWritten();
+  const logFile = path.join(tm.root, "master.log");
+  const master = spawn(process.execPath, [new URL("salt-master.js", CLI_DIR).pathname, "-c", conf, "-l", "info", "--log-file", logFile], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  master.stdout!.on("data", (d) => (out += d));
+  master.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => master.once("exit", (code, signal) => r({ code, signal })));
+  try {
+    await until(() => /ready/.test(out) || master.exitCode !== null, "the master's ready line");
+    const call = controlCall(tm.cfg.sock_dir, { op: "run", fun: "block.fifo", arg: [f.fifo, f.inside], kwarg: {} }).catch((e: Error) => e);
+    await untilExists(f.inside);
+    master.kill("SIGTERM");
+    let timer: NodeJS.Timeout | undefined;
+    const how = await Promise.race([exited, new Promise<"hanging">((r) => (timer = setTimeout(() => r("hanging"), stopWithinMs)))]);
+    clearTimeout(timer);
+    assert.notEqual(how, "hanging", `salt-master still running ${stopWithinMs / 1000} s after SIGTERM:\n${out}`);
+    assert.deepEqual(how, { code: null, signal: "SIGKILL" });
+    const text = readFileSync(logFile, "utf8");
+    assert.match(text, /exiting by SIGKILL: runner block\.fifo still running, blocked outside JavaScript/);
+    assert.equal(existsSync(pidfilePath(tm.cfg)), false, "the pidfile was released before the exit");
+    await call;
+  } finally {
+    f.release();
+    if (master.exitCode === null && master.signalCode === null) master.kill("SIGKILL");
+    rmSync(tm.root, { recursive: true, force: true });
+  }
+});
+
+async function until(ok: () => boolean, what: string): Promise<void> {
+  const t0 = Date.now();
+  while (!ok()) {
+    assert.ok(Date.now() - t0 < 60_000, `${what} within 60 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
