@@ -17,6 +17,7 @@ import { runnerExitWaitMs, runnerStopWaitMs } from "../../src/main-thread/contro
 import type { MasterConfig } from "../../src/shared/config/defaults.js";
 import { pidfilePath } from "../../src/main-thread/pidfile.js";
 import { startTestMaster } from "../helpers/master.js";
+import { until } from "../../tools/local-cluster.js";
 import { CLI_DIR, writeConfigDir } from "../helpers/cli.js";
 
 /** how long the stop may take here: the bounds it waits through, and room for a loaded box, ms */
@@ -53,13 +54,8 @@ function installBlockingRunner(cfg: MasterConfig): void {
   writeFileSync(path.join(runners, "block.mjs"), `import { readFileSync, writeFileSync } from "node:fs";\nexport function fifo(ctx, args) { writeFileSync(args[1], "in"); return readFileSync(args[0], "utf8"); }\n`);
 }
 
-async function untilExists(file: string): Promise<void> {
-  const t0 = Date.now();
-  while (!existsSync(file)) {
-    assert.ok(Date.now() - t0 < 60_000, `${file} within 60 s`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The runner is inside its call (it wrote its marker, then went to read the FIFO). */
+const untilExists = (file: string) => until(file, async () => (existsSync(file) ? true : undefined), 60_000, 50);
 
 test("a master stops while a runner thread is blocked in a native call, and says which call it left running", { timeout: 120_000 }, async () => {
   const logFile = path.join(os.tmpdir(), `brine-stop-blocked-${process.pid}.log`);
@@ -95,7 +91,7 @@ test("salt-master asked to stop with a runner thread blocked in a native call ex
   master.stderr!.on("data", (d) => (out += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => master.once("exit", (code, signal) => r({ code, signal })));
   try {
-    await until(() => /ready/.test(out) || master.exitCode !== null, "the master's ready line");
+    await until("the master's ready line", async () => (/ready/.test(out) ? true : master.exitCode !== null ? Promise.reject(new Error(out)) : undefined), 60_000, 100);
     const call = controlCall(tm.cfg.sock_dir, { op: "run", fun: "block.fifo", arg: [f.fifo, f.inside], kwarg: {} }).catch((e: Error) => e);
     await untilExists(f.inside);
     master.kill("SIGTERM");
@@ -114,11 +110,3 @@ test("salt-master asked to stop with a runner thread blocked in a native call ex
     rmSync(tm.root, { recursive: true, force: true });
   }
 });
-
-async function until(ok: () => boolean, what: string): Promise<void> {
-  const t0 = Date.now();
-  while (!ok()) {
-    assert.ok(Date.now() - t0 < 60_000, `${what} within 60 s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
