@@ -27,7 +27,7 @@ import type { RunnerClusterLink } from "./cluster/cluster-node.js";
 import type { MetricsBoard } from "../shared/metrics/board.js";
 
 import { CONTROL_SOCKET } from "../shared/socket-names.js";
-import { endThread, spawnThread, threadLogSettings, threadsLeftRunning } from "../shared/thread-kit.js";
+import { endThread, spawnThread, threadExitWaitMs, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.control");
 
@@ -35,8 +35,6 @@ const log = getLogger("brine.control");
  * Ends a runner thread: its zeromq sockets closed first (`stop` → `stopped`, src/runners/messages.ts), never a bare
  * terminate; with `abandoned`, the thread records its call's job as failed with that text first.
  */
-const endRunner = (w: Worker, abandoned?: string): Promise<void> =>
-  endThread(w, "runner", { ask: { k: "stop", ...(abandoned !== undefined ? { abandoned } : {}) } satisfies MainToRunner, answer: "stopped" }, runnerSocketsCloseWaitMs);
 
 /** Runner threads at once; more calls are refused with a clear error. */
 export const runnerThreadsMax = 16;
@@ -44,8 +42,6 @@ export const runnerThreadsMax = 16;
 export const runnerStopWaitMs = 5_000;
 /** How long a runner thread asked to end has to close its zeromq sockets before it is ended anyway, ms (endRunner). */
 const runnerSocketsCloseWaitMs = 2_000;
-/** How long a stopping master waits for runner threads it ended to exit before it stops without them, ms. */
-export const runnerExitWaitMs = 5_000;
 const RUNNER_THREAD = new URL("../runners/runner-thread.js", import.meta.url);
 
 /**
@@ -350,14 +346,14 @@ export class ControlServer {
           // the thread goes to the next such call waiting for it, or waits for one (runner-thread.ts runs the same
           // keptWarm test)
           if (keptWarm(call.fun)) this.handOn(t, detach);
-          else void endRunner(t);
+          else void this.endRunner(t);
           this.releaseWarmWaiters();
           return;
         }
         if (kind === "error") failed(String((m as { message?: unknown }).message), (m as { unavailable?: unknown }).unavailable === true);
         else failed(`runner ${call.fun} sent an unknown message`);
         this.releaseWarmWaiters();
-        void endRunner(t);
+        void this.endRunner(t);
       };
       // policy: the call's client gets the error (the kit has logged it); the thread is gone
       const onError = (e: Error) => {
@@ -408,7 +404,7 @@ export class ControlServer {
         abandoned = `Exception occurred in runner ${call.fun}: its caller left before the return (salt-run ended by Ctrl-C or a signal); the runner was stopped`;
         log.info(`the caller of runner ${call.fun}${jid ? ` (jid ${jid})` : ""} left before its return: the runner is stopped and its job recorded as failed`);
         // a call still waiting for a thread ends when it gets one, or at its wait's end (launch's waiter)
-        if (w) void endRunner(w, abandoned);
+        if (w) void this.endRunner(w, abandoned);
       },
     };
   }
@@ -423,7 +419,7 @@ export class ControlServer {
       detach();
       next(t);
     } else if (!this.warm && !this.stopping) this.keepWarm(t, detach);
-    else void endRunner(t);
+    else void this.endRunner(t);
   }
 
   /** Waiters beyond the threads still to come (one failed or was ended before its record) go on at once without one. */
@@ -498,6 +494,11 @@ export class ControlServer {
     w.on("message", loaded);
   }
 
+  /** Ends a runner thread (endThread: its sockets closed first), named in the logs by its call. */
+  private endRunner(w: Worker, abandoned?: string): Promise<void> {
+    return endThread(w, `runner ${this.threads.get(w) ?? "(between calls)"}`, { ask: { k: "stop", ...(abandoned !== undefined ? { abandoned } : {}) } satisfies MainToRunner, answer: "stopped" }, runnerSocketsCloseWaitMs);
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     // calls waiting for a warm thread go on without one (they end with the rest, below)
@@ -508,20 +509,16 @@ export class ControlServer {
     this.spare = undefined;
     // runner threads still going (a scheduled or API runner) would write the job cache after the master stopped
     const exits = [...this.threads.keys()].map((w) => new Promise<void>((r) => w.once("exit", () => r())));
-    const t = setTimeout(() => this.threads.forEach((_, w) => void endRunner(w)), runnerStopWaitMs);
-    // terminate() cannot end a thread blocked in a native call (a custom runner reading a FIFO, a hung network
-    // filesystem): past the bound the master stops without it, and says which calls were left running
-    let bound: NodeJS.Timeout | undefined;
-    const gaveUp = await Promise.race([
-      Promise.all([...exits, ...idle]).then(() => false),
-      new Promise<boolean>((r) => (bound = setTimeout(() => r(true), runnerStopWaitMs + runnerSocketsCloseWaitMs + runnerExitWaitMs))),
-    ]);
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...exits, ...idle]), new Promise<void>((r) => (t = setTimeout(r, runnerStopWaitMs)))]);
     clearTimeout(t);
-    clearTimeout(bound);
-    if (gaveUp) {
-      log.error(`control socket: ${this.threads.size} runner thread(s) still running after they were ended (${[...this.threads.values()].join(", ")}): blocked outside JavaScript; the master stops without them`);
-      for (const fun of this.threads.values()) threadsLeftRunning.add(`runner ${fun}`);
-    }
+    // the rest are ended; one blocked outside JavaScript (a custom runner reading a FIFO, a hung network
+    // filesystem) is left after endThread's bound, logged by its call
+    await Promise.all([...this.threads.keys()].map((w) => this.endRunner(w)));
+    // the spare and the warm thread (terminated above) run no call: bounded all the same
+    let u: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(idle), new Promise<void>((r) => (u = setTimeout(r, threadExitWaitMs)))]);
+    clearTimeout(u);
     // a client still connected (a CLI that connected and never asked, one stopped mid-call, an idle API client)
     // would hold close() forever: its connection ends here, and it reads "master closed the control connection"
     if (this.conns.size > 0) log.info(`control socket: closing ${this.conns.size} client connection(s) still open at shutdown`);

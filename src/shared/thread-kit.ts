@@ -19,6 +19,17 @@ import { answerHeapProbes } from "./heap-probe.js";
 
 const log = getLogger("brine.threads");
 
+/** After terminate(), how long a host waits for the thread's exit before it goes on without it, ms (endThread). */
+export const threadExitWaitMs = 5_000;
+
+/**
+ * Threads a host ended and then stopped waiting for, by what they ran ("runner block.fifo (thread 7)"): `terminate()` cannot end
+ * a thread blocked outside JavaScript, and Node's process.exit() waits for every thread to end, so a process
+ * that must exit with one of these still there ends itself by SIGKILL instead (`exitEvenWithThreadsLeft`). A thread
+ * that ends after all is taken off.
+ */
+export const threadsLeftRunning = new Set<string>();
+
 export interface ThreadSpec {
   /** shown in logs and in the thread's name (`brine-<name>`) */
   name: string;
@@ -103,7 +114,10 @@ export type ThreadClose = { ask: { k: string; [field: string]: unknown }; answer
 export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     if (w.threadId < 0) return resolve(); // it has exited already
+    // one entry per thread in threadsLeftRunning, even for two runners of the same call
+    const label = `${name} (thread ${w.threadId})`;
     let pending = true;
+    let exitTimer: NodeJS.Timeout | undefined;
     const done = () => {
       pending = false;
       clearTimeout(timer);
@@ -114,6 +128,12 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
       done();
       if (why) log.warning(`${name} thread ${why}: ending it anyway`);
       void w.terminate();
+      // terminate() cannot end a thread blocked outside JavaScript (a read of a FIFO, a hung disk's fsync)
+      exitTimer = setTimeout(() => {
+        log.error(`${name} thread still running ${threadExitWaitMs} ms after it was ended: blocked outside JavaScript; going on without it`);
+        threadsLeftRunning.add(label);
+        resolve();
+      }, threadExitWaitMs);
     };
     const onMessage = (m: unknown) => {
       if ("answer" in how && (m as { k?: unknown } | null)?.k === how.answer) end();
@@ -121,6 +141,8 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
     const timer = setTimeout(() => end(`did not close its sockets within ${waitMs} ms`), waitMs);
     w.once("exit", () => {
       done();
+      clearTimeout(exitTimer);
+      threadsLeftRunning.delete(label);
       resolve();
     });
     if ("ask" in how) {
@@ -135,12 +157,6 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
   });
 }
 
-/**
- * Threads a host ended and then stopped waiting for, by what they ran ("runner block.fifo"): `terminate()` cannot end
- * a thread blocked outside JavaScript, and Node's process.exit() waits for every thread to end, so a process
- * that must exit with one of these still there ends itself by SIGKILL instead (`exitEvenWithThreadsLeft`).
- */
-export const threadsLeftRunning = new Set<string>();
 
 /**
  * process.exit(code), unless a thread was left running (threadsLeftRunning): then process.exit would wait for it
