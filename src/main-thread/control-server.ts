@@ -31,11 +31,6 @@ import { endThread, spawnThread, threadExitWaitMs, threadLogSettings } from "../
 
 const log = getLogger("brine.control");
 
-/**
- * Ends a runner thread: its zeromq sockets closed first (`stop` → `stopped`, src/runners/messages.ts), never a bare
- * terminate; with `abandoned`, the thread records its call's job as failed with that text first.
- */
-
 /** Runner threads at once; more calls are refused with a clear error. */
 export const runnerThreadsMax = 16;
 /** How long a stopping master waits for runner threads to finish before ending them, ms. */
@@ -494,7 +489,11 @@ export class ControlServer {
     w.on("message", loaded);
   }
 
-  /** Ends a runner thread (endThread: its sockets closed first), named in the logs by its call. */
+  /**
+   * Ends a runner thread: its zeromq sockets closed first (`stop` → `stopped`, src/runners/messages.ts), never a bare
+   * terminate; with `abandoned`, the thread records its call's job as failed with that text first. Named in the logs
+   * by its call; one blocked outside JavaScript is left after endThread's bound (threadsLeftRunning).
+   */
   private endRunner(w: Worker, abandoned?: string): Promise<void> {
     return endThread(w, `runner ${this.threads.get(w) ?? "(between calls)"}`, { ask: { k: "stop", ...(abandoned !== undefined ? { abandoned } : {}) } satisfies MainToRunner, answer: "stopped" }, runnerSocketsCloseWaitMs);
   }

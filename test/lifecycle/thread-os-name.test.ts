@@ -14,6 +14,9 @@ const names = () => readdirSync("/proc/self/task").map(comm);
 
 if (!isMainThread) {
   nameThisThread("probe-of-a-long-name");
+  // listening keeps the thread alive until the test has looked at the process's threads and ends it (once its
+  // script was done, it could exit before that look: the test then failed on a loaded box)
+  parentPort!.on("message", () => undefined);
   parentPort!.postMessage(readFileSync("/proc/thread-self/comm", "utf8").trim());
 } else {
   test("a thread that names itself shows as brine-<name> in /proc, cut to 15 bytes, and other threads keep theirs", { skip: process.platform !== "linux" }, async () => {
