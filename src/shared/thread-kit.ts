@@ -23,10 +23,10 @@ const log = getLogger("brine.threads");
 export const threadExitWaitMs = 5_000;
 
 /**
- * Threads a host ended and then stopped waiting for, by what they ran ("runner block.fifo (thread 7)"): `terminate()` cannot end
- * a thread blocked outside JavaScript, and Node's process.exit() waits for every thread to end, so a process
- * that must exit with one of these still there ends itself by SIGKILL instead (`exitEvenWithThreadsLeft`). A thread
- * that ends after all is taken off.
+ * Threads a host ended and then stopped waiting for, by what they ran ("runner block.fifo (thread 7)"):
+ * `terminate()` cannot end a thread blocked outside JavaScript, and Node's process.exit() waits for every thread to
+ * end, so a process that must exit with one of these still there ends itself by SIGKILL instead
+ * (`exitEvenWithThreadsLeft`). A thread that ends after all is taken off.
  */
 export const threadsLeftRunning = new Set<string>();
 
@@ -156,7 +156,6 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
     }
   });
 }
-
 
 /**
  * process.exit(code), unless a thread was left running (threadsLeftRunning): then process.exit would wait for it
