@@ -23,6 +23,8 @@ export interface SchedSample {
   durableCommit?: LatencySummary;
   process: { runNs: number; waitNs: number; byName: Record<string, number> };
   fsyncs: number;
+  /** of them, a leader's own appends committed in the background (`brine_raft_leader_write: background`) */
+  backgroundCommits: number;
   /** /proc/self/io write_bytes: what the process sent to the block layer so far */
   diskBytes?: number;
 }
@@ -31,7 +33,7 @@ export interface SchedSample {
 
 export async function schedOf(raft: Proposer): Promise<SchedSample> {
   const st = await raft.status();
-  return { ...(st.thread ? { raft: st.thread } : {}), ...(st.stages ? { stages: st.stages } : {}), ...(st.durableCommit ? { durableCommit: st.durableCommit } : {}), process: processSched(), fsyncs: st.commits, diskBytes: diskWriteBytes() };
+  return { ...(st.thread ? { raft: st.thread } : {}), ...(st.stages ? { stages: st.stages } : {}), ...(st.durableCommit ? { durableCommit: st.durableCommit } : {}), process: processSched(), fsyncs: st.commits, backgroundCommits: st.backgroundCommits, diskBytes: diskWriteBytes() };
 }
 
 /** What the measurement needs of the leader's Raft worker client (RaftClient). */
@@ -110,6 +112,17 @@ async function timeReads(raft: Proposer, n: number): Promise<number[]> {
   return reads.sort((a, b) => a - b);
 }
 
+/** `n` proposals with `inFlight` of them pending at any time: committed entries per second on the calling thread. */
+async function burstCommits(raft: Proposer, n: number, inFlight: number): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  const lane = async () => {
+    while (next < n) await proposeRoute(raft, next++);
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return n / ((performance.now() - t0) / 1000);
+}
+
 /** One master of the Raft run, wherever it lives. */
 export interface RaftMember {
   id: string;
@@ -122,6 +135,8 @@ export interface RaftMember {
   /** on the leader, after warm(n): the warm window (windowCommits) */
   measure(n: number): Promise<Measured>;
   reads(n: number): Promise<number[]>;
+  /** on the leader: `n` proposals, `inFlight` at a time; committed entries per second (burstCommits) */
+  burst(n: number, inFlight: number): Promise<number>;
   /** this master's CPU and fsync counters now (SchedSample) */
   sched(): Promise<SchedSample>;
   isolate(ids: string[]): Promise<void>;
@@ -149,6 +164,7 @@ export function memberOf(m: TestMaster): RaftMember {
     warm: (n) => warmCommits(m.server.clusterNode!.raft, n),
     measure: (n) => windowCommits(m.server.clusterNode!.raft, n),
     reads: (n) => timeReads(m.server.clusterNode!.raft, n),
+    burst: (n, inFlight) => burstCommits(m.server.clusterNode!.raft, n, inFlight),
     sched: () => schedOf(m.server.clusterNode!.raft),
     isolate: async (ids) => m.server.clusterService!.isolate(ids),
     commitAfter: (term, everyMs) => commitAfter(m.server.clusterNode!.raft, term, everyMs),
@@ -192,7 +208,7 @@ async function commitAfter(raft: Proposer, term: number, everyMs: number): Promi
 }
 
 /** Requests to a master process (the `--raft-master` mode of this file) and their answers. */
-type ChildOp = { op: "leader" } | { op: "term" } | { op: "warm"; n: number } | { op: "measure"; n: number } | { op: "reads"; n: number } | { op: "sched" } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "rings"; ids: string[]; founders: string[] } | { op: "groups" } | { op: "stop" };
+type ChildOp = { op: "leader" } | { op: "term" } | { op: "warm"; n: number } | { op: "measure"; n: number } | { op: "reads"; n: number } | { op: "burst"; n: number; inFlight: number } | { op: "sched" } | { op: "isolate"; ids: string[] } | { op: "commitAfter"; term: number; everyMs: number } | { op: "rings"; ids: string[]; founders: string[] } | { op: "groups" } | { op: "stop" };
 type ChildCall = ChildOp & { seq: number };
 type ChildAnswer = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; error: string } | { ready: true } | { failed: string };
 
@@ -226,6 +242,7 @@ export async function forkMember(id: string, cfg: Partial<MasterConfig>, root?: 
     warm: (n) => call({ op: "warm", n }),
     measure: (n) => call({ op: "measure", n }),
     reads: (n) => call({ op: "reads", n }),
+    burst: (n, inFlight) => call({ op: "burst", n, inFlight }),
     sched: () => call({ op: "sched" }),
     isolate: (ids) => call({ op: "isolate", ids }),
     commitAfter: (term, everyMs) => call({ op: "commitAfter", term, everyMs }),
@@ -273,6 +290,8 @@ async function childMain(cfg: Partial<MasterConfig>, root?: string): Promise<voi
           return me.measure(c.n);
         case "reads":
           return me.reads(c.n);
+        case "burst":
+          return me.burst(c.n, c.inFlight);
         case "sched":
           return me.sched();
         case "isolate":

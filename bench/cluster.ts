@@ -112,6 +112,8 @@ interface RaftRun {
   commits: number[];
   /** linearizable reads on the leader, ms, sorted */
   reads: number[];
+  /** BURST_PROPOSALS proposals on the leader, BURST_IN_FLIGHT at a time: committed entries per second */
+  burstPerS: number;
   /** leader failovers, ms, sorted */
   failovers: number[];
   inWorker: LatencySummary | undefined;
@@ -139,6 +141,8 @@ interface PerCommit {
   threadsUs?: Record<string, number>;
   /** durable commits of the Raft worker (one fsync each) per proposal */
   fsyncs: number;
+  /** of them, the leader's own appends committed on LMDB's write thread (`brine_raft_leader_write: background`) */
+  backgroundFsyncs: number;
   /** bytes the whole process sent to the block layer (/proc/<pid>/io write_bytes) per proposal */
   diskBytes?: number;
   /** the Raft worker's durable commit (LMDB transaction + fsync), p50 over its last 256, ms */
@@ -164,6 +168,7 @@ function perCommit(a: SchedSample, b: SchedSample, n: number): PerCommit {
     processWaitUs: us(a.process.waitNs, b.process.waitNs),
     threadsUs: byNameDelta(a.process.byName, b.process.byName, n),
     fsyncs: (b.fsyncs - a.fsyncs) / n,
+    backgroundFsyncs: (b.backgroundCommits - a.backgroundCommits) / n,
     ...(a.diskBytes !== undefined && b.diskBytes !== undefined ? { diskBytes: (b.diskBytes - a.diskBytes) / n } : {}),
     ...(b.durableCommit ? { durableP50Ms: b.durableCommit.p50Ms } : {}),
     ...(a.stages && b.stages ? { stages: stageDelta(a.stages, b.stages, n) } : {}),
@@ -204,7 +209,7 @@ function meanOf(xs: PerCommit[]): PerCommit {
   const idleStages = meanStages(xs.map((p) => p.idleStages));
   const threadsUs: Record<string, number> = {};
   for (const p of xs) for (const [k, v] of Object.entries(p.threadsUs ?? {})) threadsUs[k] = (threadsUs[k] ?? 0) + v / xs.length;
-  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), threadsUs, fsyncs: m((p) => p.fsyncs), diskBytes: m((p) => p.diskBytes ?? 0), durableP50Ms: m((p) => p.durableP50Ms ?? 0), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
+  return { raftRunUs: m((p) => p.raftRunUs), raftWaitUs: m((p) => p.raftWaitUs), processRunUs: m((p) => p.processRunUs), processWaitUs: m((p) => p.processWaitUs), threadsUs, fsyncs: m((p) => p.fsyncs), backgroundFsyncs: m((p) => p.backgroundFsyncs), diskBytes: m((p) => p.diskBytes ?? 0), durableP50Ms: m((p) => p.durableP50Ms ?? 0), raftIdleUs: m((p) => p.raftIdleUs ?? 0), ...(stages ? { stages } : {}), ...(idleStages ? { idleStages } : {}) };
 }
 
 /**
@@ -212,6 +217,8 @@ function meanOf(xs: PerCommit[]): PerCommit {
  * since the clocks cost CPU on every commit (session 14); the idle part always asks (it counts frames by them).
  */
 let raftStages = process.env.BRINE_BENCH_STAGES === "1";
+/** BRINE_BENCH_LEADER_WRITE=background: the masters' `brine_raft_leader_write` (the default, "waited", otherwise) */
+const leaderWrite = process.env.BRINE_BENCH_LEADER_WRITE === "background" ? "background" : undefined;
 
 function masterConfig(i: number, ports: number[], root: string, raftDir?: (i: number) => string): Partial<MasterConfig> {
   return {
@@ -224,6 +231,7 @@ function masterConfig(i: number, ports: number[], root: string, raftDir?: (i: nu
     worker_threads: 1,
     ...(raftDir ? { brine_raft_lmdb_dir: raftDir(i) } : {}),
     ...(raftStages ? { brine_raft_stage_clock: true } : {}),
+    ...(leaderWrite ? { brine_raft_leader_write: leaderWrite } : {}),
   };
 }
 
@@ -331,6 +339,7 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
       proposed += pairs * seg;
     }
     const reads = await byId(leader).reads(proposals);
+    const burstPerS = await byId(leader).burst(BURST_PROPOSALS, BURST_IN_FLIGHT);
 
     // failover: cut the leader off, time until the others agree on a new one; heal; repeat
     const fo: number[] = [];
@@ -346,7 +355,7 @@ async function raftRun(processes: boolean, proposals: number, failovers: number,
       leader = (await leaderOf(masters)) ?? next;
     }
     fo.sort((a, b) => a - b);
-    return { commits, reads, inWorker, inWorkerCold, proposed, window: n, failovers: fo, perCommit: perCommitOf, perCommitWhole, ...(commitPairs ? { pairs: commitPairs } : {}) };
+    return { commits, reads, burstPerS, inWorker, inWorkerCold, proposed, window: n, failovers: fo, perCommit: perCommitOf, perCommitWhole, ...(commitPairs ? { pairs: commitPairs } : {}) };
   } finally {
     for (const m of masters) await m.stop().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
@@ -501,6 +510,9 @@ function inWorkerRow(where: string, l: LatencySummary, cold = false): BenchRow {
 const FLOOR_WARM = 500;
 /** Pairs of segments (brine's, the floor's) measured in turns after the warm window (BRINE_BENCH_PAIRS; 0: none). */
 const COMMIT_PAIRS = Number(process.env.BRINE_BENCH_PAIRS ?? 12);
+/** The throughput row: proposals on the leader, and how many of them pending at a time. */
+const BURST_PROPOSALS = 4000;
+const BURST_IN_FLIGHT = 64;
 
 /**
  * The Raft rows. `parts` (env BRINE_BENCH_CLUSTER, comma-separated; default all): `processes` (three master
@@ -521,6 +533,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       { figure: "raft commit over the peer channel (3 master processes), p50", value: diskP50, unit: "ms", target: 2, better: "lower", note: `${proposals} sequential proposals on the leader's main thread (its RaftClient), one master per process as deployed; ${load()}` },
       { figure: "raft commit over the peer channel (3 master processes), p99", value: pct(disk.commits, 99), unit: "ms", better: "lower" },
       { figure: "  of which: linearizable read on the leader, p50", value: pct(disk.reads, 50), unit: "ms", better: "lower", note: "one heartbeat round to a quorum, no write: the peer channel's round trip and the pumps" },
+      { figure: `raft commits per second, ${BURST_IN_FLIGHT} in flight (3 master processes)`, value: Math.round(disk.burstPerS), unit: "entries/s", better: "higher", note: `${BURST_PROPOSALS} proposals on the leader's main thread, ${BURST_IN_FLIGHT} pending at a time (each pump iteration commits what queued meanwhile in one transaction); leader's own write: ${leaderWrite ?? "waited"}; ${load()}` },
     );
     if (disk.inWorker) {
       rows.push(inWorkerRow("", disk.inWorker));
@@ -538,7 +551,7 @@ async function raftRows(proposals: number, failovers: number, parts: Set<string>
       }
       const pc = disk.perCommit;
       if (pc) {
-        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs (on a CPU by thread: ${threadsLine(p)}); ${p.fsyncs.toFixed(2)} fsyncs (p50 ${(p.durableP50Ms ?? 0).toFixed(2)} ms each); ${((p.diskBytes ?? 0) / 1024).toFixed(1)} KiB to the disk`;
+        const fmt = (p: PerCommit) => `Raft thread ${p.raftRunUs.toFixed(0)} µs on a CPU (of which ${(p.raftIdleUs ?? 0).toFixed(0)} its idle background) + ${p.raftWaitUs.toFixed(0)} µs waiting for one; all threads ${p.processRunUs.toFixed(0)} + ${p.processWaitUs.toFixed(0)} µs (on a CPU by thread: ${threadsLine(p)}); ${p.fsyncs.toFixed(2)} fsyncs (p50 ${(p.durableP50Ms ?? 0).toFixed(2)} ms each; ${p.backgroundFsyncs.toFixed(2)} in the background); ${((p.diskBytes ?? 0) / 1024).toFixed(1)} KiB to the disk`;
         const w = disk.perCommitWhole;
         const whole = (p: PerCommit | undefined) => (p ? `; over all ${disk.proposed} commits, the code's warm-up included: all threads ${p.processRunUs.toFixed(0)} µs (${threadsLine(p)})` : "");
         rows.push(

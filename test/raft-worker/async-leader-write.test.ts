@@ -1,8 +1,10 @@
 /**
- * The leader's write off the critical path (Raft thesis §10.2.1, etcd's async storage writes), seen from
- * outside the worker shell: appends leave while the leader's own write runs, no announced commit index runs
- * ahead of the leader's disk, and applying a committed entry does not wait for its commit index to be
- * durable (it reaches the disk with a later write, at the latest one tick later).
+ * The leader's own write (Raft thesis §10.2.1, etcd's async storage writes), seen from outside the worker
+ * shell, in both of `brine_raft_leader_write`'s ways (waited for on the Raft thread, the default, or in the
+ * background on LMDB's write thread): appends leave before the leader's own write lands, no announced commit
+ * index runs ahead of the leader's disk, the leader answers only what its own disk holds, and applying a
+ * committed entry does not wait for its commit index to be durable (it reaches the disk with a later write, at
+ * the latest one tick later).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -65,7 +67,7 @@ test("a sole voter replicating to a learner never announces a commit index its o
 });
 
 test("a leader with a slow disk: its appends are written in the background, two followers' answers commit an entry before its own write lands, and it answers only once that write landed", { timeout: 300_000 }, async () => {
-  await TestCluster.run(["a1", "a2", "a3"], { commitDelayMs: 1, seed: 3 }, async (c, leader) => {
+  await TestCluster.run(["a1", "a2", "a3"], { commitDelayMs: 1, seed: 3, leaderWrite: "background" }, async (c, leader) => {
     // the leader's disk takes 25 ms, its followers' 1 ms: their answers arrive long before its own write lands
     leader.backend.commitDelayMs = 25;
     const before = leader.backend.backgroundCommits;
@@ -82,6 +84,25 @@ test("a leader with a slow disk: its appends are written in the background, two 
     }
     assert.ok(leader.backend.backgroundCommits > before, "every one of the leader's appends was waited for on its own thread");
     assert.ok(committedAhead > 0, "no append announced a commit beyond the leader's own disk: the followers' answers were never counted before the leader's own write landed");
+    assert.deepEqual(c.violations, []);
+  });
+});
+
+test("a leader that waits for its own write (the default): its appends leave before that write starts, none of its writes goes to the background, and it answers only what its disk holds", { timeout: 300_000 }, async () => {
+  await TestCluster.run(["w1", "w2", "w3"], { commitDelayMs: 2, seed: 7 }, async (c, leader) => {
+    const before = c.aheadOfOwnWrite;
+    for (let i = 0; i < 8; i++) {
+      const r = await leader.manager.propose("cluster", route(i));
+      assert.equal(r.applied, "applied");
+      assert.ok(leader.backend.durable("cluster")!.lastIndex >= r.index, `answered ${r.index} before the leader's own write of it landed`);
+      if (c.leader() !== leader) break; // a leader may lose its lease on a loaded box: what was checked holds
+    }
+    const st = leader.manager.status();
+    assert.equal(st.leaderWrite, "waited");
+    assert.equal(st.backgroundCommits, 0, "a write went to the background");
+    assert.equal(leader.backend.backgroundCommits, 0);
+    // the flush comes before the commit: the followers write while the leader does
+    assert.ok(c.aheadOfOwnWrite > before, "no append left before its leader's own write finished");
     assert.deepEqual(c.violations, []);
   });
 });

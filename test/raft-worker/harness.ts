@@ -7,6 +7,7 @@
 import { MemoryBackend } from "../../src/workers/raft/backend.js";
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "../../src/workers/raft/limits.js";
 import { GroupManager, type Transport } from "../../src/workers/raft/manager.js";
+import type { LeaderWrite } from "../../src/workers/raft/api.js";
 import { raftIdOf } from "../../src/shared/node-ids.js";
 import type { HardState, Message } from "../../src/workers/raft/core/types.js";
 import { Rng } from "../../tools/raft-sim/rng.js";
@@ -77,7 +78,7 @@ export class TestCluster {
 
   constructor(
     names: string[],
-    private readonly opts: { commitDelayMs?: number; seed?: number; limits?: WorkerLimits } = {},
+    private readonly opts: { commitDelayMs?: number; seed?: number; limits?: WorkerLimits; leaderWrite?: LeaderWrite } = {},
   ) {
     for (const name of names) {
       this.byRaftId.set(raftIdOf(name), name);
@@ -90,7 +91,7 @@ export class TestCluster {
   private makeManager(name: string, backend: MemoryBackend): GroupManager {
     const transport: Transport = { send: (group, msgs) => this.send(name, group, msgs) };
     const seed = (this.opts.seed ?? 1) * 131 + [...name].reduce((a, c) => a * 31 + c.charCodeAt(0), 7);
-    return new GroupManager({ self: name, backend, transport, limits: this.opts.limits ?? TEST_LIMITS, rand: new Rng(seed).fn() });
+    return new GroupManager({ self: name, backend, transport, limits: this.opts.limits ?? TEST_LIMITS, rand: new Rng(seed).fn(), ...(this.opts.leaderWrite ? { leaderWrite: this.opts.leaderWrite } : {}) });
   }
 
   private send(from: string, group: string, msgs: readonly Message[]): void {
@@ -120,7 +121,7 @@ export class TestCluster {
    */
   static async run(
     names: string[],
-    opts: { commitDelayMs?: number; seed?: number },
+    opts: { commitDelayMs?: number; seed?: number; leaderWrite?: LeaderWrite },
     body: (c: TestCluster, leader: TestNode, follower: TestNode) => Promise<void>,
   ): Promise<void> {
     const c = new TestCluster(names, opts);

@@ -180,3 +180,16 @@ test("without brine_raft_stage_clock the Raft thread times no stage: its status 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("brine_raft_leader_write reaches the Raft thread: a leader waits for its own write unless told to write it in the background", { timeout: 60_000 }, async () => {
+  for (const [over, want] of [[{}, "waited"], [{ brine_raft_leader_write: "background" }, "background"]] as const) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "brine-raft-api-"));
+    const node = await ClusterNode.start(config(dir, over));
+    try {
+      assert.equal((await node.raft.status()).leaderWrite, want);
+    } finally {
+      await node.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+});

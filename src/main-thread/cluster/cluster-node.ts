@@ -77,6 +77,7 @@ export class ClusterNode {
       ...(opts.peer ? { peer: opts.peer } : {}),
       log: threadLogSettings(),
       ...(cfg.brine_raft_stage_clock === true ? { stageClock: true } : {}),
+      ...(cfg.brine_raft_leader_write === "background" ? { leaderWrite: "background" as const } : {}),
     };
     let node: ClusterNode | undefined;
     // policy: logged; the ring stays at its last published state (no restart: it could fork the group)

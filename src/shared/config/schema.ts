@@ -306,6 +306,7 @@ export const MasterConfigSchema = Type.Object(
     brine_salt_job_files: bool(true, "also write each job's load where Salt's own tools look (cachedir/jobs, the local_cache layout)"),
     brine_lmdb_dir: optStr("brine's LMDB environment", { docDefault: "<cachedir>/brine-lmdb" }),
     brine_raft_lmdb_dir: optStr("the Raft log's LMDB environment", { docDefault: "<cachedir>/brine-raft-lmdb" }),
+    brine_raft_leader_write: oneOf(["waited", "background"], "waited", "a Raft leader's own copy of its new entries: written on the Raft thread right after its appends have left, waited for as a follower's write is (the default: the fastest commit on a box whose cores are shared, where each hop to another thread waits for a CPU; bench/RESULTS.md, session 22), or committed on LMDB's write thread while the Raft thread reads its followers' answers (two thread hops more per commit; pays where the leader's disk is slower than its followers')"),
     brine_raft_stage_clock: bool(false, "the Raft thread times each stage of its work (NodeStatus.stages: wall µs and runs per stage, as bench/cluster.ts prints them per commit); off, it spends no CPU on it"),
     brine_local_dir: optStr("local disk for LMDB when cachedir is a network filesystem", { docDefault: "<root_dir>/var/lib/brine" }),
     brine_job_cache_check: oneOf(["full", "header", "off"], "full", "what the start checks of the job cache's data.mdb before any thread maps it: its header and every record (read in a child process, about 1 s per million records), the header only, or nothing"),

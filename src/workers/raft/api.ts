@@ -104,6 +104,19 @@ export interface GroupStatus {
   progress?: Record<string, { state: "probe" | "replicate" | "snapshot"; match: number; next: number }>;
 }
 
+/**
+ * How a leader writes its own new entries, once its appends have left (`brine_raft_leader_write`):
+ * - "waited": on the Raft thread, one synchronous transaction, as a follower writes (and as the floor's leader
+ *   does in bench/commit-floor.ts). The thread is blocked for the fsync; its followers' answers wait in the
+ *   socket meanwhile, and the commit needs the leader's copy or the second follower's anyway.
+ * - "background": one lmdb-js batch, committed and fsynced on LMDB's write thread while the Raft thread reads
+ *   its followers' answers (Raft thesis §10.2.1). Two thread hops more (there and back); on a box of two shared
+ *   cores each waits for a CPU, and the leader's fsync then took 1.0-1.5 ms at the p50 against 0.7-1.0 ms
+ *   waited for (bench/RESULTS.md, session 22). It pays where the leader's disk is the slow one: its followers
+ *   commit without it.
+ */
+export type LeaderWrite = "waited" | "background";
+
 export interface NodeStatus {
   nodeId: string;
   raftId: number;
@@ -116,6 +129,9 @@ export interface NodeStatus {
   entriesWritten: number;
   /** the last durable commits' duration (one LMDB transaction, its fsync included): p50, p99 over them, ms */
   durableCommit?: LatencySummary;
+  /** how a leader writes its own new entries (`brine_raft_leader_write`), and how many commits went in the background */
+  leaderWrite: LeaderWrite;
+  backgroundCommits: number;
   /**
    * The Raft worker thread's scheduler figures since it started (Linux /proc/thread-self/schedstat), ns:
    * time on a CPU, and time runnable but waiting for one (a starved Raft thread shows here). Absent elsewhere.

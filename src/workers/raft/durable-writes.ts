@@ -26,6 +26,8 @@ export class DurableWrites {
   /** commits started in the background and not yet durable, in start order */
   private readonly inFlight = new Set<Promise<void>>();
   commits = 0;
+  /** of them, started with commitInBackground */
+  backgroundCommits = 0;
   entriesWritten = 0;
   /** how long the last durable commits took (the backend's transaction, fsync included), on the manager's clock */
   readonly commitTimes = new LatencyWindow();
@@ -80,6 +82,7 @@ export class DurableWrites {
     const writes = this.take();
     const t = this.stages.now();
     const t0 = this.now();
+    this.backgroundCommits++;
     const p = this.backend.commitInBackground(writes).then(
       () => {
         this.done(writes, t0);

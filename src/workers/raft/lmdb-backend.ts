@@ -92,9 +92,9 @@ export class LmdbBackend implements RaftBackend {
   }
 
   /**
-   * A leader's appends (and state) off the Raft thread: the thread goes on reading its followers' answers
-   * while LMDB's write thread commits and fsyncs. Costs the two thread hops commit() avoids, which is why
-   * only a leader's own appends, off the commit's critical path, go this way.
+   * A leader's appends (and state) off the Raft thread, with `brine_raft_leader_write: background`: the thread
+   * goes on reading its followers' answers while LMDB's write thread commits and fsyncs. Costs the two thread
+   * hops commit() avoids, which is why only a leader's own appends go this way, and only when asked.
    */
   commitInBackground(writes: readonly GroupWrite[]): Promise<void> {
     // checked before the batch starts: a throw inside it would not take back the puts already queued

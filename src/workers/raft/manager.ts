@@ -47,7 +47,7 @@ import { clusterLimits } from "../../shared/cluster-limits.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { RingTarget } from "../../shared/sab-ring/writer.js";
 import { NONE, sendableBeforePersist, type Message, type Ready } from "./core/types.js";
-import type { MembershipChange, NodeStatus, ProposeResult, ReadOptions, ReadQuery, ReadResult } from "./api.js";
+import type { LeaderWrite, MembershipChange, NodeStatus, ProposeResult, ReadOptions, ReadQuery, ReadResult } from "./api.js";
 import type { GroupMeta, RaftBackend } from "./backend.js";
 import { DurableWrites } from "./durable-writes.js";
 import { Group } from "./group.js";
@@ -93,6 +93,8 @@ export interface ManagerOptions {
   now?: () => number;
   /** where the pump's stages add their time (the worker's StageClock; status shows it) */
   stages?: StageSink;
+  /** how a leader writes its own new entries (LeaderWrite); "waited" when absent */
+  leaderWrite?: LeaderWrite;
 }
 
 export class GroupManager {
@@ -103,6 +105,7 @@ export class GroupManager {
   readonly limits: WorkerLimits;
   private readonly rand: () => number;
   private readonly now: () => number;
+  private readonly leaderWrite: LeaderWrite;
   private readonly stages: StageSink;
   private readonly groups = new Map<string, Group>();
   /** staged writes, their commits (waited for or in the background) and the counters */
@@ -158,6 +161,7 @@ export class GroupManager {
     this.limits = opts.limits ?? DEFAULT_WORKER_LIMITS;
     this.rand = opts.rand ?? Math.random;
     this.now = opts.now ?? (() => performance.now());
+    this.leaderWrite = opts.leaderWrite ?? "waited";
     this.stages = opts.stages ?? NO_STAGES;
     this.writes = new DurableWrites(this.backend, this.stages, this.now);
     const cluster = this.backend.load(CLUSTER_RING);
@@ -403,6 +407,8 @@ export class GroupManager {
       commits: this.writes.commits,
       entriesWritten: this.writes.entriesWritten,
       ...(this.writes.commits > 0 ? { durableCommit: this.writes.commitTimes.summary()! } : {}),
+      leaderWrite: this.leaderWrite,
+      backgroundCommits: this.writes.backgroundCommits,
     };
   }
 
@@ -465,8 +471,8 @@ export class GroupManager {
     const flushIdle = ticked && !writes.committedSinceTick;
     if (ticked) writes.committedSinceTick = false;
     const staged: { g: Group; rd: Ready; later: Message[] }[] = [];
-    // this iteration's commit may run in the background: every durable part is a leader's own appends
-    let background = true;
+    // this iteration's commit may run in the background (LeaderWrite): every durable part is a leader's own appends
+    let background = this.leaderWrite === "background";
     for (const g of this.groups.values()) {
       if (!g.node.hasReady()) continue;
       t = st.now();

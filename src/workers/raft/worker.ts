@@ -45,7 +45,7 @@ import { shedOwnership } from "../../lib/store/shed.js";
 import type { StoreConfig } from "../../lib/store/lmdb-env.js";
 import { CLUSTER_RING } from "../../shared/sab-ring/layout.js";
 import type { ClusterEntry } from "./state-machines/entries.js";
-import type { ReadOptions, ReadQuery } from "./api.js";
+import type { LeaderWrite, ReadOptions, ReadQuery } from "./api.js";
 import { closeInOrder, threadInit } from "../../shared/thread-kit.js";
 import { JoinHost } from "./join-host.js";
 import { NO_STAGES, StageClock, type StageSink } from "../../shared/metrics/stage-clock.js";
@@ -69,6 +69,8 @@ export interface RaftWorkerInit {
   log: { level: string; file: string | null; fileLevel: string | null };
   /** keep a StageClock (NodeStatus.stages): `brine_raft_stage_clock`, for the benches */
   stageClock?: boolean;
+  /** `brine_raft_leader_write`: how a leader writes its own new entries (ManagerOptions.leaderWrite) */
+  leaderWrite?: LeaderWrite;
 }
 
 /** What the worker needs to own the peer channel (plain data: the keys are loaded here, not passed). */
@@ -119,7 +121,7 @@ async function startup(): Promise<GroupManager> {
   const peers = init.peer ? startPeerChannel(init.peer) : undefined;
   writer = RingWriter.attach(init.ringBuffer);
   const backend = new LmdbBackend(init.dir, limits.lmdbMapBytes);
-  const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits, stages, ...(peers ? { transport: peers } : {}) });
+  const m = new GroupManager({ self: init.nodeId, backend, ring: writer, limits, stages, ...(init.leaderWrite ? { leaderWrite: init.leaderWrite } : {}), ...(peers ? { transport: peers } : {}) });
   peers?.attach(m);
   m.onFatal = (e) => {
     log.critical(`raft worker stops: ${e.message}`);
