@@ -64,6 +64,8 @@ function decodeSnapshot(bytes: Uint8Array, envelope: string): { applied: number;
 /** What both kinds of group share: the applied index, and the stale/decode/refuse front of apply(). */
 abstract class GroupState {
   protected applied = -1;
+  /** snapshots restored in this process (a restore may change anything the group publishes) */
+  protected restores = 0;
 
   /** Index of the last entry handed to apply() (applied, refused or malformed), -1 if none. */
   get appliedIndex(): number {
@@ -81,6 +83,12 @@ abstract class GroupState {
 
   /** Applies a valid entry; the index is already known to be fresh. */
   protected abstract applyEntry(e: ClusterEntry, index: number): ApplyResult;
+
+  /**
+   * Changes whenever what this master publishes from the group may have changed (rings, registry, routes): equal
+   * marks mean the shared buffer already shows it, so the pump need not build and compare it all again.
+   */
+  abstract publishMark(): string;
 }
 
 export class ClusterGroupState extends GroupState {
@@ -135,6 +143,11 @@ export class ClusterGroupState extends GroupState {
     this.ringTable.restore(parts[3]);
     this.peerKeys.restore(peerKeys);
     this.applied = applied;
+    this.restores++;
+  }
+
+  publishMark(): string {
+    return `${this.restores}.${this.ringTable.epoch}.${this.registry.version}.${this.routing.changes}`;
   }
 }
 
@@ -193,6 +206,11 @@ export class RingGroupState extends GroupState {
     this.ringConfig.restore(parts[1]);
     this.ringTable.restore(parts[2]);
     this.applied = applied;
+    this.restores++;
+  }
+
+  publishMark(): string {
+    return `${this.restores}.${this.ringTable.epoch}`;
   }
 
   /** Feeds the ring table what the ring should contain now. */

@@ -23,6 +23,7 @@ export interface RoutingSnapshot {
 export class RoutingStateMachine {
   private readonly table = new Map<string, string | null>();
   private appliedVersion = -1;
+  private tableChanges = 0;
 
   apply(value: RouteValue, index: number): ApplyResult {
     checkIndex(index);
@@ -30,6 +31,7 @@ export class RoutingStateMachine {
     if (!this.table.has(value.data_type) && this.table.size >= clusterLimits.routesMax) {
       return refused(new BrineError("CLUSTER_TOO_MANY", `${clusterLimits.routesMax} routed data types`));
     }
+    if (this.table.get(value.data_type) !== value.ring_id || !this.table.has(value.data_type)) this.tableChanges++;
     this.table.set(value.data_type, value.ring_id);
     this.appliedVersion = index;
     return APPLIED;
@@ -45,6 +47,14 @@ export class RoutingStateMachine {
   /** The ring `dataType` is routed to; null for a route to None and for no route (both broadcast). */
   get(dataType: string): string | null {
     return this.table.get(dataType) ?? null;
+  }
+
+  /**
+   * How often the table's content changed in this process (a ROUTE that restates a route applies, moves
+   * `version`, and leaves this alone; a restore counts as a change). Not replicated: for this master's publisher.
+   */
+  get changes(): number {
+    return this.tableChanges;
   }
 
   /** Index of the last applied ROUTE, -1 if none (Salt's routing_version). */
@@ -73,5 +83,6 @@ export class RoutingStateMachine {
     this.table.clear();
     for (const [dt, ring] of next) this.table.set(dt, ring);
     this.appliedVersion = version;
+    this.tableChanges++;
   }
 }
