@@ -18,6 +18,7 @@ import { generateKeyString } from "./shared/protocol/crypticle.js";
 import { packEvent } from "./shared/event-frame.js";
 import { EventBusServer, busLimits } from "./main-thread/bus-server.js";
 import { BUS_DROP_REASONS, PUBLISHER_COUNTS } from "./shared/metrics/labels.js";
+import { nonceOwnerTotals } from "./main-thread/cluster/nonce-owner.js";
 import { loadOrCreateKeyPair } from "./lib/pki/master-keys.js";
 import { checkJobCache } from "./main-thread/lmdb-check.js";
 import { prepareKeyStore } from "./lib/pki/key-store.js";
@@ -296,7 +297,7 @@ export class MasterServer {
       publisher: () => PUBLISHER_COUNTS.map((what) => this.publishPort!.publisherCounts[what]),
       eventBus: () => ({ events: this.bus.events, readers: this.bus.subscribers, dropped: BUS_DROP_REASONS.map((r) => this.bus.dropped[r]) }),
       connected: async () => (this.stopping ? 0 : (await this.lanes!.presentIds()).length),
-      ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer, stateSyncCachedir: c.cachedir } : {}),
+      ...(this.cluster ? { raftStatus: () => this.cluster!.node.raft.status(), ringBuffer: () => this.cluster?.node.ringBuffer, stateSyncCachedir: c.cachedir, nonceOwner: () => nonceOwnerTotals(this.cluster?.nonceOwnerCounters) } : {}),
     });
     // a worker still loading opens LMDB then (each named database in a write transaction of its own): the first
     // request would wait for it, and for any other process holding the environment's write lock

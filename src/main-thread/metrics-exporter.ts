@@ -24,7 +24,7 @@ import { getLogger } from "../shared/log.js";
 import type { NodeStatus } from "../workers/raft/api.js";
 import { RingReader } from "../shared/sab-ring/reader.js";
 import { G_BUS_DROPPED, G_BUS_EVENTS, G_BUS_READERS, G_LANE_DEPTH, G_PUB_FRAMES, G_SAMPLED_AT_MS, G_SENDQ_DROPPED, G_SENDQ_LENGTH, G_SIGNINS_RESENT,
-  G_HANDSHAKE_TIMEOUTS, G_PUBLISHER, MetricsBoard } from "../shared/metrics/board.js";
+  G_HANDSHAKE_TIMEOUTS, G_NONCE_OWNER, G_PUBLISHER, MetricsBoard } from "../shared/metrics/board.js";
 import { families, labelText, type Family } from "../shared/metrics/families.js";
 import { readMetricsOptions, type MetricsOptions } from "./metrics-options.js";
 import { readStateSyncStatus } from "../shared/state-sync-status.js";
@@ -58,6 +58,8 @@ export interface MainFigures {
   handshakeTimeouts?(): readonly number[];
   /** the publisher thread's totals, by labels.ts PUBLISHER_COUNTS */
   publisher?(): readonly number[];
+  /** clustered: the nonce owner check's totals, by labels.ts NONCE_OWNER_COUNTS */
+  nonceOwner?(): readonly number[] | undefined;
   /** the event bus: events published, readers now, readers dropped per reason (labels.ts BUS_DROP_REASONS) */
   eventBus?(): { events: number; readers: number; dropped: readonly number[] };
   /** accepted minions connected to this master (asks a request worker) */
@@ -186,6 +188,7 @@ export class MetricsHost {
     if (f.signInsResent) this.board.setGauge(G_SIGNINS_RESENT, f.signInsResent());
     f.handshakeTimeouts?.().forEach((n, p) => this.board.setGauge(G_HANDSHAKE_TIMEOUTS + p, n));
     f.publisher?.().forEach((n, i) => this.board.setGauge(G_PUBLISHER + i, n));
+    f.nonceOwner?.()?.forEach((n, i) => this.board.setGauge(G_NONCE_OWNER + i, n));
     const bus = f.eventBus?.();
     if (bus) {
       this.board.setGauge(G_BUS_EVENTS, bus.events);

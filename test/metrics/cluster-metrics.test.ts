@@ -3,7 +3,8 @@
  * elections and commit latency histogram (test/raft-worker/commit-latency-status.test.ts checks the status they
  * come from), the ring's owned slots per node and Salt's drop_stats on its endpoint; and the state-sync figures
  * from the state-sync thread's status file (test/state-sync/engine.test.ts checks the thread writes it), on the
- * endpoint and in `salt-run brine.stats`, moving when the file does.
+ * endpoint and in `salt-run brine.stats`, moving when the file does; and the nonce owner check's counters
+ * (test/cluster/nonce-owner-decisions.test.ts checks the service counts), there too, moving when they do.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,7 +16,7 @@ import { RingReader } from "../../src/shared/sab-ring/reader.js";
 import { startTestMaster } from "../helpers/master.js";
 import { scrapeMetrics } from "../helpers/metrics.js";
 
-test("a master with cluster_id serves the Raft and ring figures", { timeout: 120_000 }, async () => {
+test("a master with cluster_id serves the Raft, ring, state-sync and nonce owner figures", { timeout: 120_000 }, async () => {
   const node = "metrics-node";
   const m = await startTestMaster({ cluster_id: "c1", id: node, brine_metrics: { port: 0 } });
   try {
@@ -54,11 +55,24 @@ test("a master with cluster_id serves the Raft and ring figures", { timeout: 120
     page = (await scrapeMetrics(m)).values;
     assert.equal(page.get('brine_state_sync_bytes_total{channel="keys",peer="m2"}'), 1350, "the counter moved with a transfer");
     assert.equal(page.get('brine_state_sync_lag_seconds{channel="keys",peer="m2"}'), 0, "caught up");
+    // the nonce owner check's counters: sampled onto the board every second, as the service counts them
+    const nonceOwner = m.server.clusterService!.nonceOwnerCounters!;
+    assert.equal(page.get('brine_nonce_owner_total{what="stand_in"}'), nonceOwner.standIn);
+    nonceOwner.asks += 7;
+    nonceOwner.standIn += 2;
+    for (let i = 0; i < 50 && page.get('brine_nonce_owner_total{what="asks"}') !== nonceOwner.asks; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      page = (await scrapeMetrics(m)).values;
+    }
+    assert.equal(page.get('brine_nonce_owner_total{what="asks"}'), nonceOwner.asks, "the counter moved with the service's");
+    assert.equal(page.get('brine_nonce_owner_total{what="stand_in"}'), nonceOwner.standIn);
+    assert.equal(page.get('brine_nonce_owner_total{what="undecided"}'), nonceOwner.undecided);
     const r = await runCli("salt-run", ["-c", writeConfigDir(m), "brine.stats", "--out", "json"]);
     assert.equal(r.code, 0, r.stderr);
     const stats = JSON.parse(r.stdout) as Record<string, Record<string, number>>;
     assert.equal(stats.brine_state_sync_bytes_total!['{channel="keys",peer="m2"}'], 1350);
     assert.equal(stats.brine_state_sync_transfers_total!['{channel="keys",peer="m2"}'], 3);
+    assert.equal(stats.brine_nonce_owner_total!['{what="asks"}'], nonceOwner.asks);
   } finally {
     await m.stop();
   }

@@ -59,6 +59,8 @@ describe("the metrics endpoint of a running master", { timeout: 120_000 }, () =>
     ]) {
       assert.ok(before.text.includes(`# TYPE ${name} `), `${name} is served`);
     }
+    // a master without cluster_id has no Raft, ring or nonce owner check to show
+    for (const name of ["brine_raft_term", "brine_nonce_owner_total"]) assert.ok(!before.text.includes(`# TYPE ${name} `), `${name} is not served`);
     assert.equal(before.values.get('salt_auth_attempts_total{result="accept"}'), 0);
     assert.equal(before.values.get('brine_request_lane_refused_total{lane="clear",reason="queue_full"}'), 0);
 

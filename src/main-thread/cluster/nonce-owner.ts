@@ -66,6 +66,11 @@ export interface NonceOwnerCounters {
   refused: number;
 }
 
+/** `c` in the order of labels.ts NONCE_OWNER_COUNTS (the metrics board's slots); undefined without the check. */
+export function nonceOwnerTotals(c: NonceOwnerCounters | undefined): number[] | undefined {
+  return c && [c.asks, c.askedRemote, c.seenRemote, c.undecided, c.standIn, c.decided, c.decidedSeen, c.refused];
+}
+
 export class NonceOwnerService {
   readonly counters: NonceOwnerCounters = { asks: 0, askedRemote: 0, seenRemote: 0, undecided: 0, standIn: 0, decided: 0, decidedSeen: 0, refused: 0 };
   private readonly ch: BroadcastChannel;

@@ -36,6 +36,7 @@ import {
   SEND_QUEUES,
   MINION_PORTS,
   PUBLISHER_COUNTS,
+  NONCE_OWNER_COUNTS,
   TAG_PREFIXES,
   authSlotOf,
   tagSlotOf,
@@ -70,7 +71,9 @@ export const G_SIGNINS_RESENT = G_BUS_DROPPED + BUS_DROP_REASONS.length;
 export const G_HANDSHAKE_TIMEOUTS = G_SIGNINS_RESENT + 1;
 /** the publisher thread's totals (+ PUBLISHER_COUNTS index): sealed, signed, a peer's frames passed or refused, dropped */
 export const G_PUBLISHER = G_HANDSHAKE_TIMEOUTS + MINION_PORTS.length;
-const GAUGES = G_PUBLISHER + PUBLISHER_COUNTS.length;
+/** the nonce owner check's totals (+ NONCE_OWNER_COUNTS index), clustered masters only */
+export const G_NONCE_OWNER = G_PUBLISHER + PUBLISHER_COUNTS.length;
+const GAUGES = G_NONCE_OWNER + NONCE_OWNER_COUNTS.length;
 
 // counter indices (each counter is two words)
 const C_REQ = 0;
@@ -132,6 +135,8 @@ export interface BoardSnapshot {
   handshakeTimeouts: { port: string; n: number }[];
   /** the publisher thread's totals by PUBLISHER_COUNTS (sampled every second) */
   publisher: { what: string; n: number }[];
+  /** the nonce owner check's totals by NONCE_OWNER_COUNTS (clustered; sampled every second) */
+  nonceOwner: { what: string; n: number }[];
 }
 
 export class MetricsBoard {
@@ -330,6 +335,7 @@ export class MetricsBoard {
       signInsResent: this.get(C_GAUGE + G_SIGNINS_RESENT),
       handshakeTimeouts: MINION_PORTS.map((port, p) => ({ port, n: this.get(C_GAUGE + G_HANDSHAKE_TIMEOUTS + p) })),
       publisher: PUBLISHER_COUNTS.map((what, i) => ({ what, n: this.get(C_GAUGE + G_PUBLISHER + i) })),
+      nonceOwner: NONCE_OWNER_COUNTS.map((what, i) => ({ what, n: this.get(C_GAUGE + G_NONCE_OWNER + i) })),
     };
   }
 }

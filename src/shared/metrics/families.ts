@@ -172,7 +172,15 @@ export function families(src: FamilySources): Family[] {
   // no sample while the first count is still being made
   const connected = src.connected === undefined ? [] : [{ labels: {}, value: src.connected }];
   out.push({ name: "brine_minions_connected", help: "Accepted minions connected to this master (brine_presence; counted at most every 30 s)", type: "gauge", samples: connected });
-  if (src.raft) out.push(...raftFamilies(src.raft));
+  if (src.raft) {
+    out.push(...raftFamilies(src.raft));
+    out.push({
+      name: "brine_nonce_owner_total",
+      help: "The nonce owner check between masters (replays of one frame sent to several): asks (batches of this master's workers with other masters' minions), asked_remote (nonces sent to their decider), seen_remote (of them, replays refused), undecided (accepted without a verdict: the decider failed or was slow), stand_in (accepted on a stand-in's word while the owner was passed over), decided and decided_seen (peers' nonces decided here, seen before), refused (malformed asks)",
+      type: "counter",
+      samples: b.nonceOwner.map((x) => ({ labels: { what: x.what }, value: x.n })),
+    });
+  }
   if (src.ring) out.push(...ringFamilies(src.ring));
   if (src.stateSync) out.push(...stateSyncFamilies(src.stateSync, src.now ?? Date.now()));
   return out;

@@ -112,6 +112,11 @@ export const SEND_QUEUES = ["router", "publish"] as const;
 export const MINION_PORTS = ["request", "publish"] as const;
 /** what the publisher thread did with a publish (src/workers/publisher/messages.ts PublisherCounts) */
 export const PUBLISHER_COUNTS = ["sealed", "signed", "passed", "refused", "dropped"] as const;
+/**
+ * The nonce owner check's counters in a cluster (src/main-thread/cluster/nonce-owner.ts NonceOwnerCounters, in
+ * this order): asks, askedRemote, seenRemote, undecided, standIn, decided, decidedSeen, refused
+ */
+export const NONCE_OWNER_COUNTS = ["asks", "asked_remote", "seen_remote", "undecided", "stand_in", "decided", "decided_seen", "refused"] as const;
 /** why an event-bus reader was disconnected (src/main-thread/bus-backlog.ts) */
 export const BUS_DROP_REASONS = ["queue_full", "drain_timeout", "backlog_bytes"] as const;
 
