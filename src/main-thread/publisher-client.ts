@@ -1,7 +1,7 @@
 /** Main-thread handle on the publisher thread: publishes in, frames out, in order. */
 import type { Worker } from "node:worker_threads";
 import type { PublisherCounts, PublisherForwarded, PublisherInit, PublisherReply, PublisherRequest } from "../workers/publisher/messages.js";
-import { spawnThread } from "../shared/thread-kit.js";
+import { spawnThread, terminateThread } from "../shared/thread-kit.js";
 
 /** Where the publisher thread's output goes: every frame to the PUB socket; clustered, own publishes also to the peers. */
 export interface PublisherOutput {
@@ -46,6 +46,6 @@ export class PublisherClient {
 
   async stop(): Promise<void> {
     // terminated directly: the publisher loads no zeromq (an import rule), so it holds no socket endThread would close
-    await this.worker.terminate();
+    await terminateThread(this.worker, "publisher");
   }
 }

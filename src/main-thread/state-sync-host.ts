@@ -24,7 +24,7 @@ import type { FromMirror, JobMirrorInit, ToMirror } from "../workers/state-sync/
 import { BrineError } from "../shared/errors.js";
 import { revivePortError } from "../shared/port-calls.js";
 import { LogBudget } from "../shared/log-budget.js";
-import { spawnThread, threadLogSettings } from "../shared/thread-kit.js";
+import { spawnThread, terminateThread, threadLogSettings } from "../shared/thread-kit.js";
 
 const log = getLogger("brine.cluster.forward");
 /** one line per 10 s for this flood, then a count of what was held back */
@@ -273,7 +273,7 @@ export class MirrorThread {
     clearTimeout(timer);
     if (gone) return "closed";
     log.warning(`the state-sync thread did not close within ${closeWaitMs} ms; terminating it`);
-    await this.worker.terminate();
+    await terminateThread(this.worker, "state-sync");
     return "terminated";
   }
 }

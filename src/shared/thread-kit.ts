@@ -114,10 +114,7 @@ export type ThreadClose = { ask: { k: string; [field: string]: unknown }; answer
 export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     if (w.threadId < 0) return resolve(); // it has exited already
-    // one entry per thread in threadsLeftRunning, even for two runners of the same call
-    const label = `${name} (thread ${w.threadId})`;
     let pending = true;
-    let exitTimer: NodeJS.Timeout | undefined;
     const done = () => {
       pending = false;
       clearTimeout(timer);
@@ -127,13 +124,7 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
       if (!pending) return;
       done();
       if (why) log.warning(`${name} thread ${why}: ending it anyway`);
-      void w.terminate();
-      // terminate() cannot end a thread blocked outside JavaScript (a read of a FIFO, a hung disk's fsync)
-      exitTimer = setTimeout(() => {
-        log.error(`${name} thread still running ${threadExitWaitMs} ms after it was ended: blocked outside JavaScript; going on without it`);
-        threadsLeftRunning.add(label);
-        resolve();
-      }, threadExitWaitMs);
+      void terminateThread(w, name).then(resolve);
     };
     const onMessage = (m: unknown) => {
       if ("answer" in how && (m as { k?: unknown } | null)?.k === how.answer) end();
@@ -141,8 +132,6 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
     const timer = setTimeout(() => end(`did not close its sockets within ${waitMs} ms`), waitMs);
     w.once("exit", () => {
       done();
-      clearTimeout(exitTimer);
-      threadsLeftRunning.delete(label);
       resolve();
     });
     if ("ask" in how) {
@@ -154,6 +143,31 @@ export function endThread(w: Worker, name: string, how: ThreadClose, waitMs: num
         (e: Error) => end(`failed to close its sockets (${e.message})`),
       );
     }
+  });
+}
+
+/**
+ * Terminates `w` and resolves once it has exited, or after threadExitWaitMs: terminate() cannot end a thread
+ * blocked outside JavaScript (a read of a FIFO, a hung disk's fsync), and its own promise would wait for it for
+ * ever. Such a thread is logged and recorded in threadsLeftRunning (one entry per thread, `name (thread id)`;
+ * taken off if it exits after all). For a thread that holds no zeromq.js socket (the publisher, state-sync), or
+ * one whose sockets are closed (endThread).
+ */
+export function terminateThread(w: Worker, name: string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (w.threadId < 0) return resolve(); // it has exited already
+    const label = `${name} (thread ${w.threadId})`;
+    const exitTimer = setTimeout(() => {
+      log.error(`${name} thread still running ${threadExitWaitMs} ms after it was ended: blocked outside JavaScript; going on without it`);
+      threadsLeftRunning.add(label);
+      resolve();
+    }, threadExitWaitMs);
+    w.once("exit", () => {
+      clearTimeout(exitTimer);
+      threadsLeftRunning.delete(label);
+      resolve();
+    });
+    void w.terminate();
   });
 }
 

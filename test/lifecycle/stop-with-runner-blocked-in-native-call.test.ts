@@ -7,8 +7,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { controlCall } from "../../src/lib/client/control-client.js";
@@ -20,33 +20,10 @@ import { pidfilePath } from "../../src/main-thread/pidfile.js";
 import { startTestMaster } from "../helpers/master.js";
 import { until } from "../../tools/local-cluster.js";
 import { CLI_DIR, writeConfigDir } from "../helpers/cli.js";
+import { neverWritten } from "../helpers/fifo.js";
 
 /** how long the stop may take here: the bounds it waits through, and room for a loaded box, ms */
 const stopWithinMs = runnerStopWaitMs + threadExitWaitMs + 20_000;
-
-/** A FIFO nobody writes (outside the master's root, which its stop may remove), and how to let its reader go. */
-function neverWritten(): { fifo: string; inside: string; release: () => void } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "brine-fifo-"));
-  const fifo = path.join(dir, "never-written");
-  execFileSync("mkfifo", [fifo]);
-  let released = false;
-  return {
-    fifo,
-    inside: path.join(dir, "runner-inside"),
-    release: () => {
-      if (released) return;
-      released = true;
-      // a writer opens and closes it: a reader blocked in its open returns, then reads the end (with no reader,
-      // as when the master's process is gone, the non-blocking open fails with ENXIO and there is nothing to do)
-      try {
-        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "ENXIO") throw e;
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** The custom runner `block.fifo(fifo, marker)`: writes the marker, then reads the FIFO. */
 function installBlockingRunner(cfg: MasterConfig): void {
