@@ -40,6 +40,11 @@ export interface GroupWrite {
   dropThrough?: number;
   entries: Entry[];
   state?: DurableState;
+  /**
+   * `state` differs from the group's previous state in its commit index at most (no term, vote or membership
+   * change): the writer may hold it back and let it ride a later commit (DurableWrites). Backends ignore it.
+   */
+  stateCommitOnly?: boolean;
 }
 
 /** A group as stored: enough to rebuild its Storage view exactly. */
