@@ -2,7 +2,7 @@
  * A group's state (term, vote, commit index, membership) is written with a commit only when more than its
  * commit index moved; a state whose commit index alone moved rides the first commit after each tick. Under
  * traffic that is one put of the state per tick instead of one per commit (one B-tree leaf fewer to write
- * and fsync on every commit: DurableWrites.stateDue).
+ * and fsync on every commit: DurableWrites.tick).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";

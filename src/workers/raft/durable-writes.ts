@@ -21,18 +21,18 @@ export class DurableWrites {
   private unwritten: GroupWrite[] = [];
   /**
    * Per group, its newest state whose only change since the last state staged with it is the commit index
-   * (stateCommitOnly): not written with every commit but with the first commit after `stateDue` is set (the
-   * manager sets it on every tick), so a busy group's state costs one put per tick instead of one per commit
-   * (another B-tree leaf to write and fsync: 60-70 µs of a ~0.6 ms commit on this box's disk). A committed
-   * index is recoverable from a quorum; on disk it may lag by a tick's commits, as a deferred one always could.
+   * (stateCommitOnly): not written with every commit but with the first commit after each tick (tick()), so
+   * a busy group's state costs one put per tick instead of one per commit (another B-tree leaf to write and
+   * fsync: 60-70 µs of a ~0.6 ms commit on this box's disk). A committed index is recoverable from a quorum;
+   * on disk it may lag by a tick's commits, as a deferred one always could.
    */
   private readonly lazyStates = new Map<string, DurableState>();
-  /** the next commit carries every held-back state */
-  stateDue = false;
+  /** the next commit carries every held-back state (set by tick() and commitAll()) */
+  private stateDue = false;
   /** an unwritten write must be durable before the pump goes on (entries, term, vote, snapshot, genesis) */
   mustCommit = false;
-  /** a commit happened since the last tick absorbed: deferred writes ride along with the traffic */
-  committedSinceTick = false;
+  /** a commit happened since the last tick: deferred writes ride along with the traffic */
+  private committedSinceTick = false;
   /** commits started in the background and not yet durable, in start order */
   private readonly inFlight = new Set<Promise<void>>();
   commits = 0;
@@ -55,6 +55,24 @@ export class DurableWrites {
 
   get inFlightCount(): number {
     return this.inFlight.size;
+  }
+
+  /**
+   * A tick passed (the pump absorbed one). Returns whether it passed without any commit since the one before:
+   * then the deferred writes and held-back states are due a commit of their own; otherwise the next commit
+   * carries the held-back states.
+   */
+  tick(): boolean {
+    const idle = !this.committedSinceTick;
+    this.committedSinceTick = false;
+    this.stateDue = true;
+    return idle;
+  }
+
+  /** Commits every write and held-back state not yet committed (a clean stop's last write). */
+  async commitAll(): Promise<void> {
+    this.stateDue = true;
+    await this.commit();
   }
 
   /** Queues a write for the next commit; `must`: that commit happens in the pump's next iteration. */

@@ -20,7 +20,7 @@
  *      membership is not waited for: its write is deferred and joins the next commit (or, after a whole tick
  *      without any, a commit of its own, after the results; or close's). A state whose only change is the
  *      commit index is held back even from the commits of entries: it rides the first commit after each
- *      tick (DurableWrites.stateDue), one put of the group's state per tick instead of one per commit;
+ *      tick (DurableWrites.tick), one put of the group's state per tick instead of one per commit;
  *   3. only then hand each Ready's other messages to the transport (a vote or an append acknowledgement is a
  *      promise about what is on disk);
  *   4. apply snapshots and committed entries to the state machines, then start/stop ring groups as the
@@ -281,10 +281,7 @@ export class GroupManager {
     for (const g of this.groups.values()) g.failAll("RAFT_STOPPED", "the raft worker is stopping");
     await this.idle();
     // deferred commit indexes: not needed for safety, but a clean stop replays nothing it need not
-    if (!this.fatal && this.writes.pending > 0) {
-      this.writes.stateDue = true;
-      await this.writes.commit().catch((e: unknown) => this.die(e));
-    }
+    if (!this.fatal && this.writes.pending > 0) await this.writes.commitAll().catch((e: unknown) => this.die(e));
     await this.backend.close();
   }
 
@@ -468,18 +465,14 @@ export class GroupManager {
   /** One iteration; returns false when there was nothing to do. */
   private async iterate(): Promise<boolean> {
     // Deferred writes are flushed on their own only after a whole tick without any commit: while there is
-    // traffic, the first commit after each tick carries the latest states (stateDue), and a flush of its own
+    // traffic, the first commit after each tick carries the latest states (DurableWrites.tick), and a flush of its own
     // would hold the next proposal's write behind one more fsync.
     const st = this.stages;
     const writes = this.writes;
     let t = st.now();
     const ticked = this.absorb();
     st.add("pump.step", t);
-    const flushIdle = ticked && !writes.committedSinceTick;
-    if (ticked) {
-      writes.committedSinceTick = false;
-      writes.stateDue = true;
-    }
+    const flushIdle = ticked && writes.tick();
     const staged: { g: Group; rd: Ready; later: Message[] }[] = [];
     // this iteration's commit may run in the background (LeaderWrite): every durable part is a leader's own appends
     let background = this.leaderWrite === "background";
