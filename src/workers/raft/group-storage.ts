@@ -87,9 +87,13 @@ export class GroupStorage implements Storage {
   stage(rd: Ready): GroupWrite | undefined {
     if (!rd.snapshot && rd.entries.length === 0 && !rd.hardState && !rd.confState) return undefined;
     const w: GroupWrite = { group: this.group, entries: [] };
-    const was = this.view.initialState().hardState;
     // term and vote are promises (they must be on disk before anything leaves); a commit index alone is not
-    w.stateCommitOnly = !rd.snapshot && !rd.confState && (!rd.hardState || (rd.hardState.term === was.term && rd.hardState.vote === was.vote));
+    let promiseMoved = false;
+    if (rd.hardState) {
+      const was = this.view.initialState().hardState;
+      promiseMoved = rd.hardState.term !== was.term || rd.hardState.vote !== was.vote;
+    }
+    w.stateCommitOnly = !rd.snapshot && !rd.confState && !promiseMoved;
     if (rd.snapshot) {
       this.view.applySnapshot(rd.snapshot);
       w.snapshot = rd.snapshot;

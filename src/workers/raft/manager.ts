@@ -465,8 +465,8 @@ export class GroupManager {
   /** One iteration; returns false when there was nothing to do. */
   private async iterate(): Promise<boolean> {
     // Deferred writes are flushed on their own only after a whole tick without any commit: while there is
-    // traffic, the first commit after each tick carries the latest states (DurableWrites.tick), and a flush of its own
-    // would hold the next proposal's write behind one more fsync.
+    // traffic, the first commit after each tick carries the latest states (DurableWrites.tick), and a flush of
+    // its own would hold the next proposal's write behind one more fsync.
     const st = this.stages;
     const writes = this.writes;
     let t = st.now();
